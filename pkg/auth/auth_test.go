@@ -1,0 +1,176 @@
+package auth_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/auth/authtest"
+)
+
+const audience = "https://registry.example"
+
+func TestVerify(t *testing.T) {
+	iss := authtest.NewIssuer(t, audience)
+	v, err := auth.NewVerifier(iss.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(mutate func(jwt.MapClaims)) jwt.MapClaims {
+		c := iss.Claims("client-1", auth.ScopeRead)
+		mutate(c)
+		return c
+	}
+	valid := iss.Sign(t, with(func(jwt.MapClaims) {}))
+	parts := strings.Split(valid, ".")
+
+	tests := []struct {
+		name  string
+		token string
+		ok    bool
+	}{
+		{"valid", valid, true},
+		{"audience with trailing slash", iss.Sign(t, with(func(c jwt.MapClaims) { c["aud"] = audience + "/" })), true},
+		{"audience among several", iss.Sign(t, with(func(c jwt.MapClaims) { c["aud"] = []string{"other", audience} })), true},
+		{"expired", iss.Sign(t, with(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() })), false},
+		{"expired within leeway", iss.Sign(t, with(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-10 * time.Second).Unix() })), true},
+		{"no expiry", iss.Sign(t, with(func(c jwt.MapClaims) { delete(c, "exp") })), false},
+		{"not yet valid", iss.Sign(t, with(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(5 * time.Minute).Unix() })), false},
+		{"wrong audience", iss.Sign(t, with(func(c jwt.MapClaims) { c["aud"] = "https://elsewhere.example" })), false},
+		{"wrong issuer", iss.Sign(t, with(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), false},
+		{"no subject", iss.Sign(t, with(func(c jwt.MapClaims) { delete(c, "sub") })), false},
+		{"unsigned", authtest.Unsigned(t, with(func(jwt.MapClaims) {})), false},
+		{"tampered payload", parts[0] + "." + tamper(parts[1]) + "." + parts[2], false},
+		{"unknown key", authtest.SignWith(t, otherKey, "unknown-kid", with(func(jwt.MapClaims) {})), false},
+		{"known kid, other key", authtest.SignWith(t, otherKey, iss.KeyID, with(func(jwt.MapClaims) {})), false},
+		{"HMAC with the public key as secret", hmacWithPublicKey(t, iss, with(func(jwt.MapClaims) {})), false},
+		{"garbage", "not.a.token", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := v.Verify(t.Context(), tt.token)
+			if tt.ok {
+				if err != nil || p.Subject != "client-1" || !p.HasScope(auth.ScopeRead) {
+					t.Fatalf("p = %+v, err = %v", p, err)
+				}
+				return
+			}
+			if !errors.Is(err, auth.ErrInvalidToken) {
+				t.Fatalf("err = %v, want invalid token", err)
+			}
+		})
+	}
+}
+
+// tamper changes one claim of a base64url payload without re-signing.
+func tamper(payload string) string {
+	raw, _ := base64.RawURLEncoding.DecodeString(payload)
+	changed := strings.Replace(string(raw), `"client-1"`, `"client-2"`, 1)
+	return base64.RawURLEncoding.EncodeToString([]byte(changed))
+}
+
+func hmacWithPublicKey(t *testing.T, iss *authtest.Issuer, claims jwt.MapClaims) string {
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
+	tok.Header["kid"] = iss.KeyID
+	s, err := tok.SignedString(iss.Key.PublicKey.N.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestVerifierReportsUnreachableIssuerAsUnavailable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // nothing listens there any more
+	v, err := auth.NewVerifier(auth.Config{Issuer: srv.URL, Audience: audience})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(t.Context(), "x.y.z"); !errors.Is(err, auth.ErrUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+	if err := v.Ready(t.Context()); err == nil {
+		t.Fatal("Ready must fail while the issuer is unreachable")
+	}
+}
+
+func TestScopeFor(t *testing.T) {
+	tests := []struct {
+		method, target, scope string
+	}{
+		{"GET", "/organizations", auth.ScopeRead},
+		{"HEAD", "/people/1", auth.ScopeRead},
+		{"POST", "/organizations", auth.ScopeWrite},
+		{"PATCH", "/people/1", auth.ScopeWrite},
+		{"DELETE", "/people/1", auth.ScopeWrite},
+		{"POST", "/people/find", auth.ScopeRead},
+		{"POST", "/people/find/", auth.ScopeRead},
+		{"POST", "/people/find?create=false", auth.ScopeRead},
+		{"POST", "/people/find?create=true", auth.ScopeWrite},
+		{"POST", "/people/find?create=yes", auth.ScopeWrite},
+		{"POST", "/people/find?create=false&create=true", auth.ScopeWrite},
+		{"POST", "/organization/find/", auth.ScopeRead},
+		{"PUT", "/asset_types/1/thumbnail", auth.ScopeWrite},
+	}
+	for _, tt := range tests {
+		if got := auth.ScopeFor(httptest.NewRequest(tt.method, tt.target, nil)); got != tt.scope {
+			t.Errorf("%s %s needs %s, want %s", tt.method, tt.target, got, tt.scope)
+		}
+	}
+}
+
+func TestMiddleware(t *testing.T) {
+	iss := authtest.NewIssuer(t, audience)
+	v, err := auth.NewVerifier(iss.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	h := auth.Authenticate(v)(auth.RequireScope(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(auth.Subject(r.Context())))
+	})))
+	tests := []struct {
+		name, method, authz string
+		status              int
+		challenge           string
+	}{
+		{"no header", "GET", "", 401, `Bearer realm="asset-registry"`},
+		{"basic scheme", "GET", "Basic dXNlcjpwdw==", 401, `Bearer realm="asset-registry"`},
+		{"invalid token", "GET", "Bearer nope", 401, `error="invalid_token"`},
+		{"read token reads", "GET", "Bearer " + iss.ReadOnly(t), 200, ""},
+		{"lowercase scheme", "GET", "bearer " + iss.ReadOnly(t), 200, ""},
+		{"read token cannot write", "POST", "Bearer " + iss.ReadOnly(t), 403, `error="insufficient_scope"`},
+		{"write-only token cannot read", "GET", "Bearer " + iss.Token(t, "w", auth.ScopeWrite), 403, `scope="registry:read"`},
+		{"read-write token writes", "POST", "Bearer " + iss.ReadWrite(t), 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, "/organizations", nil)
+			if tt.authz != "" {
+				r.Header.Set("Authorization", tt.authz)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.status {
+				t.Fatalf("status = %d, want %d: %s", w.Code, tt.status, w.Body)
+			}
+			if got := w.Header().Get("WWW-Authenticate"); !strings.Contains(got, tt.challenge) {
+				t.Errorf("WWW-Authenticate = %q, want it to contain %q", got, tt.challenge)
+			}
+		})
+	}
+}

@@ -1,0 +1,259 @@
+// Package auth verifies OAuth 2.0 access tokens (signed JWTs) against an
+// OIDC issuer's JWKS and enforces the registry's scopes. The gateway and
+// every service use this same code, so a service reached around the gateway
+// is no back door.
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/time/rate"
+)
+
+// Scopes of the registry.
+const (
+	ScopeRead  = "registry:read"
+	ScopeWrite = "registry:write"
+)
+
+// AllowedAlgorithms are the signature algorithms a token may use. All are
+// asymmetric: "none" and HMAC are never accepted, so a public key can never
+// be abused as a shared secret.
+var AllowedAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// Config says which issuer and audience to trust.
+type Config struct {
+	Issuer   string        // iss, and where discovery starts
+	Audience string        // the registry's base address; must be in aud
+	JWKSURL  string        // optional: skips discovery
+	Leeway   time.Duration // clock skew allowed on exp/nbf/iat (at most 60s)
+}
+
+// RegisterFlags adds the oidc.* flags (env OIDC_ISSUER, OIDC_AUDIENCE, ...).
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Issuer, "oidc.issuer", "", "OIDC issuer URL whose tokens are accepted (required)")
+	fs.StringVar(&c.Audience, "oidc.audience", "", "audience a token must carry: the registry's base address (required)")
+	fs.StringVar(&c.JWKSURL, "oidc.jwks-url", "", "JWKS URL; discovered from the issuer when empty")
+	fs.DurationVar(&c.Leeway, "oidc.leeway", 30*time.Second, "clock skew tolerated on exp and nbf (max 60s)")
+}
+
+// Principal is the verified caller.
+type Principal struct {
+	Subject string
+	Scopes  []string
+	Expiry  time.Time
+}
+
+// HasScope reports whether the token grants scope.
+func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+// Errors of Verify. ErrUnavailable means the keys could not be fetched: the
+// caller answers 503, not 401, because the token may well be valid.
+var (
+	ErrInvalidToken = errors.New("invalid token")
+	ErrUnavailable  = errors.New("token keys are unavailable")
+)
+
+// Verifier checks access tokens. Keys are fetched lazily, so a process can
+// start before its issuer and become ready once the issuer answers.
+type Verifier struct {
+	cfg    Config
+	client *http.Client
+	parser *jwt.Parser
+
+	keys atomic.Pointer[loadedKeys]
+
+	initMu      sync.Mutex // one key fetch at a time
+	lastFailure time.Time  // guarded by initMu; fail fast right after a failed fetch
+}
+
+type loadedKeys struct {
+	keys keyfunc.Keyfunc
+	stop context.CancelFunc
+}
+
+// NewVerifier validates cfg; no network call is made until the first Verify
+// or Ready.
+func NewVerifier(cfg Config) (*Verifier, error) {
+	if cfg.Issuer == "" || cfg.Audience == "" {
+		return nil, errors.New("auth: oidc.issuer and oidc.audience are required")
+	}
+	if cfg.Leeway < 0 || cfg.Leeway > time.Minute {
+		return nil, fmt.Errorf("auth: oidc.leeway %s is outside 0..60s", cfg.Leeway)
+	}
+	return &Verifier{
+		cfg:    cfg,
+		client: &http.Client{Timeout: 5 * time.Second},
+		parser: jwt.NewParser(
+			jwt.WithValidMethods(AllowedAlgorithms),
+			jwt.WithIssuer(cfg.Issuer),
+			jwt.WithLeeway(cfg.Leeway),
+			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
+		),
+	}, nil
+}
+
+type claims struct {
+	jwt.RegisteredClaims
+	Scope string   `json:"scope"` // RFC 9068 / RFC 8693: space-separated
+	Scp   []string `json:"scp"`   // the array form some issuers use instead
+}
+
+// Verify checks raw and returns its principal.
+func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
+	keys, err := v.keySet(ctx)
+	if err != nil {
+		return Principal{}, err
+	}
+	var c claims
+	if _, err := v.parser.ParseWithClaims(raw, &c, keys.KeyfuncCtx(ctx)); err != nil {
+		return Principal{}, fmt.Errorf("%w: %s", ErrInvalidToken, describe(err))
+	}
+	if !audienceMatches(c.Audience, v.cfg.Audience) {
+		return Principal{}, fmt.Errorf("%w: the token is not for audience %s", ErrInvalidToken, v.cfg.Audience)
+	}
+	if c.Subject == "" {
+		return Principal{}, fmt.Errorf("%w: the token has no subject", ErrInvalidToken)
+	}
+	scopes := strings.Fields(c.Scope)
+	scopes = append(scopes, c.Scp...)
+	return Principal{Subject: c.Subject, Scopes: scopes, Expiry: c.ExpiresAt.Time}, nil
+}
+
+// describe says briefly why a token failed, without echoing the token.
+func describe(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "the token has expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "the token is not valid yet"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "the token is from another issuer"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "the signature does not verify"
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "the token cannot be verified (unknown key or disallowed algorithm)"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "the token is malformed"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "the token lacks a required claim"
+	default:
+		return "the token is not valid"
+	}
+}
+
+// audienceMatches compares addresses ignoring one trailing slash, since
+// "https://x" and "https://x/" name the same resource.
+func audienceMatches(aud jwt.ClaimStrings, want string) bool {
+	want = strings.TrimSuffix(want, "/")
+	for _, a := range aud {
+		if strings.TrimSuffix(a, "/") == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Ready fetches the keys if they are not loaded yet; readiness probes call it.
+func (v *Verifier) Ready(ctx context.Context) error {
+	_, err := v.keySet(ctx)
+	return err
+}
+
+// Close stops the background key refresh.
+func (v *Verifier) Close() {
+	if k := v.keys.Swap(nil); k != nil {
+		k.stop()
+	}
+}
+
+func (v *Verifier) keySet(ctx context.Context) (keyfunc.Keyfunc, error) {
+	if k := v.keys.Load(); k != nil {
+		return k.keys, nil
+	}
+	v.initMu.Lock()
+	defer v.initMu.Unlock()
+	if k := v.keys.Load(); k != nil {
+		return k.keys, nil
+	}
+	if time.Since(v.lastFailure) < time.Second {
+		return nil, fmt.Errorf("%w: the issuer did not answer a moment ago", ErrUnavailable)
+	}
+	k, err := v.load(ctx)
+	if err != nil {
+		v.lastFailure = time.Now()
+		return nil, err
+	}
+	v.keys.Store(k)
+	return k.keys, nil
+}
+
+func (v *Verifier) load(ctx context.Context) (*loadedKeys, error) {
+	jwksURL := v.cfg.JWKSURL
+	if jwksURL == "" {
+		var err error
+		if jwksURL, err = v.discover(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	// The refresh goroutine must outlive this request, hence its own context.
+	bg, stop := context.WithCancel(context.Background())
+	failFirst := false
+	keys, err := keyfunc.NewDefaultOverrideCtx(bg, []string{jwksURL}, keyfunc.Override{
+		Client:                    v.client,
+		HTTPTimeout:               5 * time.Second,
+		NoErrorReturnFirstHTTPReq: &failFirst,
+		RefreshInterval:           10 * time.Minute,
+		// A token with an unknown kid triggers a refresh (key rotation), but
+		// at most every 30s so forged kids cannot hammer the issuer.
+		RefreshUnknownKID:       rate.NewLimiter(rate.Every(30*time.Second), 1),
+		RateLimitWaitMax:        time.Second,
+		RefreshErrorHandlerFunc: func(string) func(context.Context, error) { return func(context.Context, error) {} },
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("%w: fetch %s: %w", ErrUnavailable, jwksURL, err)
+	}
+	return &loadedKeys{keys: keys, stop: stop}, nil
+}
+
+// discover reads jwks_uri from the issuer's OpenID configuration.
+func (v *Verifier) discover(ctx context.Context) (string, error) {
+	u := strings.TrimSuffix(v.cfg.Issuer, "/") + "/.well-known/openid-configuration"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := v.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("discovery: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("discovery: %s answered %d", u, resp.StatusCode)
+	}
+	var doc struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return "", fmt.Errorf("discovery: %w", err)
+	}
+	if doc.Issuer != v.cfg.Issuer || doc.JWKSURI == "" {
+		return "", fmt.Errorf("discovery: issuer %q / jwks_uri %q do not match the configured issuer", doc.Issuer, doc.JWKSURI)
+	}
+	return doc.JWKSURI, nil
+}

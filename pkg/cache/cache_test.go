@@ -1,0 +1,144 @@
+package cache_test
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/pkg/testharness"
+)
+
+func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+
+var cfg = cache.Config{TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: 100 * time.Millisecond}
+
+func newFinds(t *testing.T, url string) *cache.Finds {
+	c := cfg
+	c.URL = url
+	client, err := cache.Connect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return cache.NewFinds(client, testharness.RedisPrefix(t)+"svc", c, log.NewNopLogger())
+}
+
+func TestHitMissAndInvalidate(t *testing.T) {
+	f := newFinds(t, testharness.RedisURL(t))
+	var got string
+	entry, hit := f.Get(t.Context(), "k", &got)
+	if hit {
+		t.Fatal("empty cache hit")
+	}
+	entry.Store(t.Context(), "v1")
+	if _, hit := f.Get(t.Context(), "k", &got); !hit || got != "v1" {
+		t.Fatalf("hit = %v, got %q", hit, got)
+	}
+	f.Invalidate(t.Context())
+	if _, hit := f.Get(t.Context(), "k", &got); hit {
+		t.Fatal("a find after a write must not be served from the cache")
+	}
+}
+
+// A reader that looked up before a write and stores after it must not
+// make its stale answer visible.
+func TestStoreAfterConcurrentWriteStaysInvisible(t *testing.T) {
+	f := newFinds(t, testharness.RedisURL(t))
+	var got string
+	staleEntry, _ := f.Get(t.Context(), "k", &got) // reader starts, reads the database...
+	f.Invalidate(t.Context())                     // ...a write commits meanwhile...
+	staleEntry.Store(t.Context(), "old")          // ...and the reader caches what it read
+	if _, hit := f.Get(t.Context(), "k", &got); hit {
+		t.Fatalf("stale value %q served after a write", got)
+	}
+}
+
+func TestInvalidationIsSharedAcrossReplicas(t *testing.T) {
+	url := testharness.RedisURL(t)
+	prefix := testharness.RedisPrefix(t)
+	replica := func() *cache.Finds {
+		c := cfg
+		c.URL = url
+		client, err := cache.Connect(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		return cache.NewFinds(client, prefix+"svc", c, log.NewNopLogger())
+	}
+	a, b := replica(), replica()
+	var got string
+	e, _ := a.Get(t.Context(), "k", &got)
+	e.Store(t.Context(), "v")
+	b.Invalidate(t.Context())
+	if _, hit := a.Get(t.Context(), "k", &got); hit {
+		t.Fatal("replica a served a find that replica b's write invalidated")
+	}
+}
+
+func TestRedisDownMeansMisses(t *testing.T) {
+	port, err := devinfra.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFinds(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/0")
+	var got string
+	start := time.Now()
+	for range 20 {
+		e, hit := f.Get(t.Context(), "k", &got)
+		if hit {
+			t.Fatal("hit without Redis")
+		}
+		e.Store(t.Context(), "v")
+		f.Invalidate(t.Context())
+	}
+	// Not a timing assertion on speed, only on not hanging: twenty lookups
+	// against a dead Redis must not each wait for a timeout.
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("lookups against a dead Redis are not short-circuited")
+	}
+}
+
+func TestDisabledCache(t *testing.T) {
+	f := cache.NewFinds(nil, "svc", cfg, log.NewNopLogger())
+	var got string
+	e, hit := f.Get(t.Context(), "k", &got)
+	e.Store(t.Context(), "v")
+	f.Invalidate(t.Context())
+	if hit {
+		t.Fatal("a disabled cache hit")
+	}
+}
+
+// After Redis comes back, a write that happened while it was away must not
+// be hidden by an entry cached before the outage.
+func TestRecoveryBumpsGeneration(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := devinfra.StartRedis(t.Context(), devinfra.RedisOptions{DataDir: dir, Persistent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFinds(t, srv.URL)
+	var got string
+	e, _ := f.Get(t.Context(), "k", &got)
+	e.Store(t.Context(), "before-outage")
+	port := srv.Port
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	f.Invalidate(t.Context()) // the write's bump cannot reach Redis
+	srv, err = devinfra.StartRedis(t.Context(), devinfra.RedisOptions{DataDir: dir, Port: port, Persistent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	time.Sleep(cfg.Backoff + 50*time.Millisecond)
+	if _, hit := f.Get(t.Context(), "k", &got); hit {
+		t.Fatalf("served %q cached before an outage during which a write happened", got)
+	}
+}

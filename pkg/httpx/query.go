@@ -1,0 +1,218 @@
+package httpx
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/calendar"
+	"github.com/assetregistry/registry/pkg/listing"
+)
+
+// Query reads query parameters with the contract's error rules: a value
+// that does not parse as its type (limit=abc, a bad UUID, a foreign cursor)
+// is a 400; a well-formed value outside its domain (an enum, a date that
+// does not exist, a required parameter left out) is a 422. Unknown
+// parameters are a 400 so that a typo in a filter name does not silently
+// return everything.
+type Query struct {
+	values  url.Values
+	known   []string
+	bad     apperr.Validation
+	invalid apperr.Validation
+}
+
+// ParseQuery starts reading r's query; known lists every parameter the
+// operation accepts.
+func ParseQuery(r *http.Request, known ...string) *Query {
+	q := &Query{values: r.URL.Query(), known: known}
+	keys := make([]string, 0, len(q.values))
+	for k := range q.values {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch {
+		case !slices.Contains(known, k):
+			q.bad.Add(k, "is not a known query parameter; known: %s", strings.Join(known, ", "))
+		case len(q.values[k]) > 1:
+			q.bad.Add(k, "must be given at most once")
+		}
+	}
+	return q
+}
+
+func (q *Query) raw(name string) (string, bool) {
+	if !slices.Contains(q.known, name) {
+		panic("httpx.Query: " + name + " was not declared as known")
+	}
+	v, ok := q.values[name]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
+}
+
+// String returns the parameter, or nil when absent.
+func (q *Query) String(name string) *string {
+	v, ok := q.raw(name)
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// RequiredString returns the parameter and records a 422 when it is absent
+// or empty.
+func (q *Query) RequiredString(name string) string {
+	v, ok := q.raw(name)
+	if !ok || v == "" {
+		q.invalid.Add(name, "is required")
+	}
+	return v
+}
+
+// Bool reads "true" or "false".
+func (q *Query) Bool(name string) *bool {
+	v, ok := q.raw(name)
+	if !ok {
+		return nil
+	}
+	b, err := ParseBool(v)
+	if err != nil {
+		q.bad.Add(name, "must be true or false")
+		return nil
+	}
+	return &b
+}
+
+// UUID reads an identifier.
+func (q *Query) UUID(name string) *uuid.UUID {
+	v, ok := q.raw(name)
+	if !ok {
+		return nil
+	}
+	id, err := ParseUUID(v)
+	if err != nil {
+		q.bad.Add(name, "must be a UUID")
+		return nil
+	}
+	return &id
+}
+
+// Date reads a YYYY-MM-DD date.
+func (q *Query) Date(name string) *calendar.Date {
+	v, ok := q.raw(name)
+	if !ok {
+		return nil
+	}
+	d, err := calendar.Parse(v)
+	if err != nil {
+		q.invalid.Add(name, "%s", err.Error())
+		return nil
+	}
+	return &d
+}
+
+// Enum reads a value that must be one of allowed.
+func (q *Query) Enum(name string, allowed []string) *string {
+	v, ok := q.raw(name)
+	if !ok {
+		return nil
+	}
+	if !slices.Contains(allowed, v) {
+		q.invalid.Add(name, "must be one of %s", strings.Join(allowed, ", "))
+		return nil
+	}
+	return &v
+}
+
+// Invalid records a domain problem found by the caller (e.g. a pattern).
+func (q *Query) Invalid(name, format string, args ...any) { q.invalid.Add(name, format, args...) }
+
+// Page reads limit and cursor. The cursor is bound to the other parameters,
+// so it must be called with "limit" and "cursor" among the known ones.
+func (q *Query) Page() listing.Page {
+	page := listing.Page{Limit: listing.DefaultLimit}
+	if v, ok := q.raw("limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > listing.MaxLimit {
+			q.bad.Add("limit", "must be an integer from 1 to %d", listing.MaxLimit)
+		} else {
+			page.Limit = n
+		}
+	}
+	if v, ok := q.raw("cursor"); ok {
+		after, err := listing.DecodeCursor(v, q.Binding())
+		if err != nil {
+			q.bad.Add("cursor", "%s", err.Error())
+		} else {
+			page.After = after
+		}
+	}
+	return page
+}
+
+// Binding is the canonical form of every parameter but limit and cursor; a
+// cursor is only valid with the filters it was issued for.
+func (q *Query) Binding() string { return cursorBinding(q.values) }
+
+func cursorBinding(values url.Values) string {
+	filters := url.Values{}
+	for k, v := range values {
+		if k != "limit" && k != "cursor" {
+			filters[k] = v
+		}
+	}
+	return filters.Encode()
+}
+
+// Err returns the collected problems: 400 if any value failed to parse,
+// else 422 if any was out of its domain, else nil.
+func (q *Query) Err() error {
+	if fields := q.bad.Fields(); len(fields) > 0 {
+		return apperr.BadRequest("the query has parameters that cannot be parsed", fields...)
+	}
+	if fields := q.invalid.Fields(); len(fields) > 0 {
+		return apperr.Invalid(fields...)
+	}
+	return nil
+}
+
+// ParseBool accepts exactly "true" and "false": strconv.ParseBool's "1",
+// "t" and "T" would make the create flag of finds ambiguous.
+func ParseBool(s string) (bool, error) {
+	switch s {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not true or false", s)
+}
+
+// ParseUUID accepts only the canonical 36-character form, so one resource
+// has one URL (uuid.Parse would also take braces and urn:uuid: prefixes).
+func ParseUUID(s string) (uuid.UUID, error) {
+	if len(s) != 36 {
+		return uuid.Nil, fmt.Errorf("%q is not a UUID", s)
+	}
+	return uuid.Parse(s)
+}
+
+// PathUUID reads a UUID path parameter; a malformed one is a 400.
+func PathUUID(r *http.Request, name string) (uuid.UUID, error) {
+	v := r.PathValue(name)
+	id, err := ParseUUID(v)
+	if err != nil {
+		return uuid.Nil, apperr.BadRequest(fmt.Sprintf("%s in the path must be a UUID", name),
+			apperr.FieldError{Field: name, Message: "must be a UUID"})
+	}
+	return id, nil
+}

@@ -1,0 +1,108 @@
+// Package httpx holds the HTTP plumbing every service shares: routing with
+// problem-shaped 404 and 405 answers, strict JSON decoding, query parsing,
+// pagination and response encoding for go-kit servers.
+package httpx
+
+import (
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/reqinfo"
+)
+
+// Router dispatches on net/http's pattern syntax ("/people/{id}") and keeps
+// a method table per path, so a known path with an unknown method gets a 405
+// problem with an Allow header instead of the standard library's plain-text
+// answer, and an unknown path gets a 404 problem.
+type Router struct {
+	mux   *http.ServeMux
+	paths map[string]*methodTable
+}
+
+type methodTable struct {
+	pattern  string
+	handlers map[string]http.Handler
+}
+
+// NewRouter returns an empty router.
+func NewRouter() *Router {
+	r := &Router{mux: http.NewServeMux(), paths: map[string]*methodTable{}}
+	r.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
+		problem.Write(req.Context(), apperr.New(apperr.KindNotFound, "no resource at "+reqinfo.From(req.Context()).Path), w)
+	})
+	return r
+}
+
+// Handle registers h for method and pattern, e.g. ("GET", "/people/{id}").
+// Patterns are written without a trailing slash; Normalize makes both forms
+// of a request path reach them.
+func (r *Router) Handle(method, pattern string, h http.Handler) {
+	t, ok := r.paths[pattern]
+	if !ok {
+		t = &methodTable{pattern: pattern, handlers: map[string]http.Handler{}}
+		r.paths[pattern] = t
+		r.mux.Handle(pattern, t)
+	}
+	if _, dup := t.handlers[method]; dup {
+		panic("httpx: duplicate route " + method + " " + pattern)
+	}
+	t.handlers[method] = h
+}
+
+// ServeHTTP routes the request.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
+
+func (t *methodTable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	method := r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet // net/http drops the body of a HEAD answer
+	}
+	h, ok := t.handlers[method]
+	reqinfo.From(r.Context()).SetRoute(t.pattern)
+	span := trace.SpanFromContext(r.Context())
+	span.SetName(r.Method + " " + t.pattern)
+	span.SetAttributes(attribute.String("http.route", t.pattern))
+	if !ok {
+		allow := t.allow()
+		problem.Write(r.Context(), apperr.New(apperr.KindMethodNotAllowed,
+			r.Method+" is not allowed on "+t.pattern+"; allowed: "+allow).WithHeader("Allow", allow), w)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+func (t *methodTable) allow() string {
+	methods := make([]string, 0, len(t.handlers)+1)
+	for m := range t.handlers {
+		methods = append(methods, m)
+		if m == http.MethodGet {
+			methods = append(methods, http.MethodHead)
+		}
+	}
+	slices.Sort(methods)
+	return strings.Join(methods, ", ")
+}
+
+// Normalize makes a path answer the same with and without a trailing slash,
+// and cleans "//" and "/./" segments, without redirecting: clients of this
+// API are machines that should not have to follow redirects on writes.
+func Normalize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		clean := path.Clean("/" + p)
+		if clean != p {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = clean
+			r2.URL.RawPath = ""
+			r = r2
+		}
+		next.ServeHTTP(w, r)
+	})
+}

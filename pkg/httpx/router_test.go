@@ -1,0 +1,208 @@
+package httpx_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/reqinfo"
+)
+
+func testRouter() http.Handler {
+	r := httpx.NewRouter()
+	ok := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			_, _ = w.Write([]byte(name + ":" + req.PathValue("id")))
+		})
+	}
+	r.Handle("GET", "/people", ok("list"))
+	r.Handle("POST", "/people", ok("create"))
+	r.Handle("GET", "/people/{id}", ok("get"))
+	r.Handle("DELETE", "/people/{id}", ok("delete"))
+	r.Handle("POST", "/people/find", ok("find"))
+	return httpx.Chain(r, httpx.WithRequestInfo(false), httpx.Normalize)
+}
+
+func TestRouter(t *testing.T) {
+	tests := []struct {
+		method, path string
+		status       int
+		body         string // for 200
+		allow        string // for 405
+	}{
+		{"GET", "/people", 200, "list:", ""},
+		{"GET", "/people/", 200, "list:", ""},
+		{"POST", "/people/", 200, "create:", ""},
+		{"GET", "/people/42", 200, "get:42", ""},
+		{"GET", "/people/42/", 200, "get:42", ""},
+		{"GET", "//people//42", 200, "get:42", ""},
+		{"HEAD", "/people/42", 200, "get:42", ""}, // the recorder keeps what a real server drops
+		{"POST", "/people/find", 200, "find:", ""},
+		{"POST", "/people/find/", 200, "find:", ""},
+		{"GET", "/people/find", 405, "", "POST"},
+		{"PUT", "/people/42", 405, "", "DELETE, GET, HEAD"},
+		{"PATCH", "/people", 405, "", "GET, HEAD, POST"},
+		{"GET", "/nowhere", 404, "", ""},
+		{"GET", "/people/42/extra", 404, "", ""},
+	}
+	h := testRouter()
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(tt.method, tt.path, nil))
+			if w.Code != tt.status {
+				t.Fatalf("status = %d, want %d (%s)", w.Code, tt.status, w.Body)
+			}
+			if w.Code == 200 {
+				if w.Body.String() != tt.body {
+					t.Errorf("body = %q, want %q", w.Body, tt.body)
+				}
+				return
+			}
+			if ct := w.Header().Get("Content-Type"); ct != problem.ContentType {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if got := w.Header().Get("Allow"); got != tt.allow {
+				t.Errorf("Allow = %q, want %q", got, tt.allow)
+			}
+			var p map[string]any
+			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+				t.Fatal(err)
+			}
+			if p["instance"] != tt.path || p["request_id"] != w.Header().Get(httpx.RequestIDHeader) {
+				t.Errorf("problem = %v", p)
+			}
+		})
+	}
+}
+
+func TestRequestIDs(t *testing.T) {
+	var seen string
+	h := func(trust bool) http.Handler {
+		return httpx.WithRequestInfo(trust)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			seen = reqinfo.From(r.Context()).ID
+		}))
+	}
+	send := func(handler http.Handler, incoming string) string {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/", nil)
+		if incoming != "" {
+			r.Header.Set(httpx.RequestIDHeader, incoming)
+		}
+		handler.ServeHTTP(w, r)
+		if got := w.Header().Get(httpx.RequestIDHeader); got != seen {
+			t.Fatalf("response id %q != context id %q", got, seen)
+		}
+		return seen
+	}
+	if got := send(h(false), "client-chosen"); got == "client-chosen" {
+		t.Error("the gateway must not adopt a client's request id")
+	}
+	if a, b := send(h(false), ""), send(h(false), ""); a == b || len(a) != 32 {
+		t.Errorf("ids %q and %q: want two distinct 32-hex ids", a, b)
+	}
+	if got := send(h(true), "gw-id-1"); got != "gw-id-1" {
+		t.Errorf("a service must adopt the gateway's id, got %q", got)
+	}
+	if got := send(h(true), "bad id\n"); got == "bad id\n" {
+		t.Error("an id with control characters must be replaced")
+	}
+}
+
+func TestQuery(t *testing.T) {
+	known := []string{"limit", "cursor", "name", "born", "flag", "asset_id", "kind"}
+	tests := []struct {
+		name   string
+		query  string
+		status int // 0 = no error
+	}{
+		{"defaults", "", 0},
+		{"all valid", "limit=5&name=x&born=2000-01-31&flag=true&asset_id=0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f&kind=a", 0},
+		{"unknown parameter", "nmae=x", 400},
+		{"repeated parameter", "name=a&name=b", 400},
+		{"limit not a number", "limit=abc", 400},
+		{"limit zero", "limit=0", 400},
+		{"limit over max", "limit=1001", 400},
+		{"limit max", "limit=1000", 0},
+		{"bool not true/false", "flag=1", 400},
+		{"bad uuid", "asset_id=123", 400},
+		{"braced uuid is not canonical", "asset_id={0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f}", 400},
+		{"impossible date", "born=2023-02-30", 422},
+		{"enum miss", "kind=z", 422},
+		{"garbage cursor", "cursor=garbage", 400},
+		{"parse error wins over domain error", "limit=x&kind=z", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := httpx.ParseQuery(httptest.NewRequest("GET", "/x?"+tt.query, nil), known...)
+			q.String("name")
+			q.Date("born")
+			q.Bool("flag")
+			q.UUID("asset_id")
+			q.Enum("kind", []string{"a", "b"})
+			page := q.Page()
+			err := q.Err()
+			if got := statusOf(err); got != tt.status {
+				t.Fatalf("status = %d (%v), want %d", got, err, tt.status)
+			}
+			if err == nil && page.Limit == 0 {
+				t.Error("limit defaulted to 0")
+			}
+		})
+	}
+}
+
+func TestCursorIsBoundToFilters(t *testing.T) {
+	after := uuid.Must(uuid.NewV7())
+	cursor := listing.EncodeCursor(after, "name=x")
+	q := httpx.ParseQuery(httptest.NewRequest("GET", "/x?name=x&cursor="+cursor, nil), "name", "cursor", "limit")
+	if page := q.Page(); q.Err() != nil || page.After != after {
+		t.Fatalf("page = %+v, err = %v", page, q.Err())
+	}
+	q = httpx.ParseQuery(httptest.NewRequest("GET", "/x?name=y&cursor="+cursor, nil), "name", "cursor", "limit")
+	q.Page()
+	if statusOf(q.Err()) != 400 {
+		t.Fatal("a cursor issued for other filters must be refused")
+	}
+}
+
+func TestListLinkKeepsFiltersAndSwapsCursor(t *testing.T) {
+	next := uuid.Must(uuid.NewV7())
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/people/?last_name=Smith&limit=2&cursor=old", nil)
+	httpx.WithRequestInfo(false)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := httpx.EncodeResponse(r.Context(), w, httpx.List{Items: []int{1, 2}, Next: next}); err != nil {
+			t.Fatal(err)
+		}
+	})).ServeHTTP(w, r)
+	link := w.Header().Get("Link")
+	want := "</people/?cursor=" + listing.EncodeCursor(next, "last_name=Smith") + `&last_name=Smith&limit=2>; rel="next"`
+	if link != want {
+		t.Errorf("Link = %s\nwant   %s", link, want)
+	}
+	if strings.TrimSpace(w.Body.String()) != "[1,2]" {
+		t.Errorf("body = %s", w.Body)
+	}
+}
+
+func TestEmptyListIsAnArray(t *testing.T) {
+	w := httptest.NewRecorder()
+	_ = httpx.EncodeResponse(t.Context(), w, httpx.ListOf(listing.Trim[int](nil, listing.Page{Limit: 10}, nil)))
+	if strings.TrimSpace(w.Body.String()) != "[]" || w.Header().Get("Link") != "" {
+		t.Errorf("body = %s, Link = %q", w.Body, w.Header().Get("Link"))
+	}
+}
+
+func statusOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	return problem.StatusOf(err)
+}

@@ -1,0 +1,213 @@
+// Package postgres opens a service's connection pool inside the service's
+// own schema, applies its embedded migrations, and classifies database
+// errors so that "the database is down" reaches clients as a 503 and never
+// as a 500 with SQL in it.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"regexp"
+	"time"
+
+	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
+	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+)
+
+// Config of a service's database.
+type Config struct {
+	URL              string
+	Schema           string
+	MaxConns         int
+	StatementTimeout time.Duration
+	StartupWait      time.Duration
+}
+
+// RegisterFlags adds the database.* flags (env DATABASE_URL, DATABASE_SCHEMA, ...).
+func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultSchema string) {
+	fs.StringVar(&c.URL, "database.url", "", "PostgreSQL connection URL (required)")
+	fs.StringVar(&c.Schema, "database.schema", defaultSchema, "schema this service owns; created and migrated at start")
+	fs.IntVar(&c.MaxConns, "database.max-conns", 20, "maximum open connections")
+	fs.DurationVar(&c.StatementTimeout, "database.statement-timeout", 10*time.Second, "server-side limit for one statement")
+	fs.DurationVar(&c.StartupWait, "database.startup-wait", time.Minute, "how long to wait for the database at start")
+}
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Open creates the pool. Every connection works inside cfg.Schema (via
+// search_path), so SQL and migrations are written without schema names and
+// each test can run in a schema of its own. Queries are traced.
+func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("postgres: database.url is required")
+	}
+	if !schemaName.MatchString(cfg.Schema) {
+		return nil, fmt.Errorf("postgres: schema %q is not a plain lowercase identifier", cfg.Schema)
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse database.url: %w", err)
+	}
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = int32(cfg.MaxConns)
+	}
+	pc.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
+	if cfg.StatementTimeout > 0 {
+		pc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(cfg.StatementTimeout.Milliseconds())
+	}
+	// Parameters stay out of spans: they hold names and birth dates.
+	pc.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName())
+	pc.ConnConfig.ConnectTimeout = 5 * time.Second
+	pc.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		// Timestamps leave the service in UTC whatever the host's zone.
+		conn.TypeMap().RegisterType(&pgtype.Type{
+			Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC},
+		})
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: create pool: %w", err)
+	}
+	return pool, nil
+}
+
+// Migrate creates the schema if needed and applies the embedded migrations
+// (NNN_name.sql files, tern format) in order, each in its own transaction,
+// recording the version in <schema>.schema_version. Replicas starting
+// together take turns on an advisory lock.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, migrations fs.FS) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return Classify(err, "acquire connection for migrations")
+	}
+	defer conn.Release()
+	// CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent twin
+	// (both may try to insert the name), so replicas take turns per schema.
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext('migrate:' || $1))", schema); err != nil {
+		return Classify(err, "lock schema for migrations")
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('migrate:' || $1))", schema) //nolint:errcheck // released with the session anyway
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return fmt.Errorf("postgres: create schema %s: %w", schema, err)
+	}
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+".schema_version")
+	if err != nil {
+		return fmt.Errorf("postgres: migrator: %w", err)
+	}
+	if err := m.LoadMigrations(migrations); err != nil {
+		return fmt.Errorf("postgres: load migrations: %w", err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+// OpenAndMigrate opens the pool and migrates, retrying until the database
+// answers or cfg.StartupWait passes: in a cluster the database may come up
+// after the service.
+func OpenAndMigrate(ctx context.Context, cfg Config, migrations fs.FS, onRetry func(error)) (*pgxpool.Pool, error) {
+	pool, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(cfg.StartupWait)
+	for {
+		err = Migrate(ctx, pool, cfg.Schema, migrations)
+		if err == nil {
+			return pool, nil
+		}
+		if !apperr.Is(err, apperr.KindUnavailable) || time.Now().After(deadline) {
+			pool.Close()
+			return nil, err
+		}
+		if onRetry != nil {
+			onRetry(err)
+		}
+		select {
+		case <-ctx.Done():
+			pool.Close()
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// SQLSTATE codes the stores act on.
+const (
+	UniqueViolation     = "23505"
+	ForeignKeyViolation = "23503"
+)
+
+// Constraint returns the name of the violated constraint when err is the
+// given SQLSTATE, so a store can map it to a domain error.
+func Constraint(err error, code string) (string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == code {
+		return pgErr.ConstraintName, true
+	}
+	return "", false
+}
+
+// Classify wraps a database error with the operation's name. Errors that
+// mean the database cannot serve right now (connection refused or lost,
+// timeouts, shutdown, too many connections) become apperr "unavailable",
+// which clients see as a 503 with Retry-After; everything else stays an
+// internal error whose text only reaches the log.
+func Classify(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", op, err) // the client went away
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "57014", // query_canceled (statement_timeout)
+			pgErr.Code[:2] == "08",  // connection exception
+			pgErr.Code[:2] == "53",  // insufficient resources
+			pgErr.Code[:3] == "57P": // admin shutdown, crash shutdown, cannot connect now
+			return apperr.Unavailable("the database", fmt.Errorf("%s: %w", op, err))
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.As(err, &connErr) ||
+		pgconn.SafeToRetry(err) || errors.Is(err, puddle.ErrClosedPool) {
+		return apperr.Unavailable("the database", fmt.Errorf("%s: %w", op, err))
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// InTx runs fn in a transaction, committing when it returns nil.
+func InTx(ctx context.Context, pool *pgxpool.Pool, op string, fn func(tx pgx.Tx) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return Classify(err, op+": begin")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return Classify(tx.Commit(ctx), op+": commit")
+}
+
+// Ping is the readiness check of a pool.
+func Ping(pool *pgxpool.Pool) func(context.Context) error {
+	return func(ctx context.Context) error { return Classify(pool.Ping(ctx), "ping") }
+}

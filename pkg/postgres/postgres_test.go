@@ -1,0 +1,161 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/testharness"
+)
+
+func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+
+var migrations = fstest.MapFS{
+	"001_items.sql": {Data: []byte(`CREATE TABLE items (id uuid PRIMARY KEY, kind text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+---- create above / drop below ----
+DROP TABLE items;`)},
+	"002_items_name.sql": {Data: []byte(`ALTER TABLE items ADD COLUMN name text UNIQUE;`)},
+}
+
+type item struct {
+	ID        uuid.UUID `db:"id"`
+	Kind      string    `db:"kind"`
+	Name      *string   `db:"name"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+func open(t *testing.T) postgres.Config {
+	return postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
+}
+
+func TestConcurrentMigratorsAgree(t *testing.T) {
+	cfg := open(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 { // replicas starting together
+		wg.Go(func() {
+			pool, err := postgres.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+			if err == nil {
+				pool.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var version int
+	if err := pool.QueryRow(t.Context(), "SELECT version FROM schema_version").Scan(&version); err != nil || version != 2 {
+		t.Fatalf("version = %d, %v", version, err)
+	}
+}
+
+func TestListFilterAndPages(t *testing.T) {
+	pool, err := postgres.OpenAndMigrate(t.Context(), open(t), migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var ids []uuid.UUID
+	for i := range 5 {
+		id := uuid.Must(uuid.NewV7())
+		ids = append(ids, id)
+		kind := []string{"a", "b"}[i%2]
+		if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, $2)", id, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kind := "a"
+	var f postgres.Filter
+	postgres.Equal(&f, "kind", &kind)
+	postgres.Equal[string](&f, "name", nil) // absent filters add nothing
+	idOf := func(i item) uuid.UUID { return i.ID }
+	page1, err := postgres.List(t.Context(), pool, "list", "SELECT id, kind, name, created_at FROM items", f, listing.Page{Limit: 2}, idOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page1.Items) != 2 || page1.Items[0].ID != ids[0] || page1.Items[1].ID != ids[2] || page1.Next != ids[2] {
+		t.Fatalf("page 1 = %+v", page1)
+	}
+	if page1.Items[0].CreatedAt.Location() != time.UTC {
+		t.Errorf("timestamps must come back in UTC, got %v", page1.Items[0].CreatedAt.Location())
+	}
+	page2, err := postgres.List(t.Context(), pool, "list", "SELECT id, kind, name, created_at FROM items", f, listing.Page{Limit: 2, After: page1.Next}, idOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page2.Items) != 1 || page2.Items[0].ID != ids[4] || page2.Next != uuid.Nil {
+		t.Fatalf("page 2 = %+v", page2)
+	}
+	_, err = postgres.One[item](t.Context(), pool, "get", "item", ids[0], "SELECT id, kind, name, created_at FROM items WHERE id = $1", uuid.New())
+	if !apperr.Is(err, apperr.KindNotFound) {
+		t.Fatalf("missing row: err = %v", err)
+	}
+}
+
+func TestUniqueViolationIsNamed(t *testing.T) {
+	pool, err := postgres.OpenAndMigrate(t.Context(), open(t), migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	insert := func() error {
+		_, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind, name) VALUES ($1, 'a', 'same')", uuid.New())
+		return err
+	}
+	if err := insert(); err != nil {
+		t.Fatal(err)
+	}
+	name, ok := postgres.Constraint(insert(), postgres.UniqueViolation)
+	if !ok || name != "items_name_key" {
+		t.Fatalf("constraint = %q, %v", name, ok)
+	}
+}
+
+func TestDatabaseDownIsUnavailable(t *testing.T) {
+	cfg := postgres.Config{URL: "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1", Schema: "x", StartupWait: 0}
+	pool, err := postgres.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := postgres.Ping(pool)(t.Context()); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("ping err = %v, want unavailable", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if _, err := postgres.OpenAndMigrate(ctx, cfg, migrations, nil); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("migrate err = %v, want unavailable", err)
+	}
+}
+
+func TestStatementTimeoutIsUnavailable(t *testing.T) {
+	cfg := open(t)
+	cfg.StatementTimeout = 50 * time.Millisecond
+	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	_, err = pool.Exec(t.Context(), "SELECT pg_sleep(1)")
+	if err := postgres.Classify(err, "sleep"); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+}

@@ -1,0 +1,173 @@
+// Package server runs a process's HTTP listeners (the API and, on its own
+// port, the metrics) with health and readiness endpoints and a graceful
+// shutdown that drains in-flight requests.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/assetregistry/registry/pkg/telemetry"
+)
+
+// Config of the listeners and of shutdown.
+type Config struct {
+	Addr            string
+	MetricsAddr     string
+	ShutdownDelay   time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// RegisterFlags adds http.addr, metrics.addr and shutdown.* (env HTTP_ADDR, ...).
+func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultAddr, defaultMetricsAddr string) {
+	fs.StringVar(&c.Addr, "http.addr", defaultAddr, "API listen address")
+	fs.StringVar(&c.MetricsAddr, "metrics.addr", defaultMetricsAddr, "Prometheus /metrics listen address (never exposed through the gateway)")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown.delay", 0, "after SIGTERM, keep serving with /readyz failing this long so load balancers stop sending traffic")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "how long in-flight requests may take to finish after SIGTERM")
+}
+
+// Check is a readiness check of one dependency.
+type Check struct {
+	Name string
+	// Optional checks are reported but do not fail readiness: the find
+	// cache being down makes the service slower, not unable to serve.
+	Optional bool
+	Probe    func(context.Context) error
+}
+
+// Health serves /healthz and /readyz.
+type Health struct {
+	checks   []Check
+	draining atomic.Bool
+}
+
+// NewHealth returns the probes over checks.
+func NewHealth(checks ...Check) *Health { return &Health{checks: checks} }
+
+// Healthz answers 200 while the process runs.
+func (h *Health) Healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Readyz answers 200 when every required dependency answers, else 503.
+func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	results := map[string]string{}
+	ready := !h.draining.Load()
+	if !ready {
+		results["shutdown"] = "draining"
+	}
+	for _, c := range h.checks {
+		if err := c.Probe(ctx); err != nil {
+			results[c.Name] = "unavailable"
+			if !c.Optional {
+				ready = false
+			}
+		} else {
+			results[c.Name] = "ok"
+		}
+	}
+	status, code := "ready", http.StatusOK
+	if !ready {
+		status, code = "not ready", http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "5")
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": results})
+}
+
+// Mount adds the probes to mux.
+func (h *Health) Mount(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", h.Healthz)
+	mux.HandleFunc("GET /readyz", h.Readyz)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Run serves api on cfg.Addr and metrics on cfg.MetricsAddr until ctx is
+// cancelled (SIGTERM), then fails readiness, waits cfg.ShutdownDelay, and
+// stops accepting while letting in-flight requests finish.
+func Run(ctx context.Context, cfg Config, logger log.Logger, api http.Handler, health *Health) error {
+	apiLn, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
+	}
+	var metricsLn net.Listener
+	if cfg.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			apiLn.Close()
+			return fmt.Errorf("server: listen %s: %w", cfg.MetricsAddr, err)
+		}
+	}
+	return Serve(ctx, cfg, logger, api, health, apiLn, metricsLn)
+}
+
+// Serve is Run on listeners the caller opened (tests use port 0).
+func Serve(ctx context.Context, cfg Config, logger log.Logger, api http.Handler, health *Health, apiLn, metricsLn net.Listener) error {
+	servers := []*http.Server{newServer(api)}
+	listeners := []net.Listener{apiLn}
+	if metricsLn != nil {
+		servers = append(servers, newServer(telemetry.MetricsHandler()))
+		listeners = append(listeners, metricsLn)
+	}
+	level.Info(logger).Log("msg", "listening", "addr", apiLn.Addr().String(), "metrics_addr", addrOf(metricsLn))
+
+	g, gctx := errgroup.WithContext(ctx)
+	for i, srv := range servers {
+		g.Go(func() error {
+			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		if health != nil {
+			health.draining.Store(true)
+		}
+		level.Info(logger).Log("msg", "shutting down", "delay", cfg.ShutdownDelay, "timeout", cfg.ShutdownTimeout)
+		time.Sleep(cfg.ShutdownDelay)
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		var errs []error
+		for _, srv := range servers {
+			errs = append(errs, srv.Shutdown(sctx))
+		}
+		return errors.Join(errs...)
+	})
+	err := g.Wait()
+	level.Info(logger).Log("msg", "stopped", "err", err)
+	return err
+}
+
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+}
+
+func addrOf(l net.Listener) string {
+	if l == nil {
+		return ""
+	}
+	return l.Addr().String()
+}

@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/assetregistry/registry/pkg/server"
+)
+
+func listen(t *testing.T) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// SIGTERM (here: cancelling the context) must let a request that is already
+// running finish and be answered, while readiness fails at once.
+func TestShutdownDrainsInFlightRequests(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, _ *http.Request) {
+		close(started)
+		<-release
+		_, _ = io.WriteString(w, "done")
+	})
+	health := server.NewHealth()
+	health.Mount(mux)
+	apiLn, metricsLn := listen(t), listen(t)
+	base := "http://" + apiLn.Addr().String()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	cfg := server.Config{ShutdownDelay: 300 * time.Millisecond, ShutdownTimeout: 5 * time.Second}
+	go func() { served <- server.Serve(ctx, cfg, log.NewNopLogger(), mux, health, apiLn, metricsLn) }()
+
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(base + "/slow")
+		if err != nil {
+			answer <- "error: " + err.Error()
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer <- string(body)
+	}()
+	<-started
+	cancel() // SIGTERM
+
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("readyz did not fail during shutdown")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	if got := <-answer; got != "done" {
+		t.Fatalf("in-flight request got %q", got)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := http.Get(base + "/readyz"); err == nil {
+		t.Fatal("the server still accepts requests after shutdown")
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	down := errors.New("down")
+	tests := []struct {
+		name   string
+		checks []server.Check
+		status int
+	}{
+		{"all up", []server.Check{{Name: "db", Probe: ok}}, 200},
+		{"required down", []server.Check{{Name: "db", Probe: func(context.Context) error { return down }}}, 503},
+		{"optional down", []server.Check{{Name: "db", Probe: ok}, {Name: "cache", Optional: true, Probe: func(context.Context) error { return down }}}, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			server.NewHealth(tt.checks...).Mount(mux)
+			ln := listen(t)
+			srv := &http.Server{Handler: mux}
+			go srv.Serve(ln) //nolint:errcheck // closed below
+			t.Cleanup(func() { srv.Close() })
+			resp, err := http.Get("http://" + ln.Addr().String() + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.status)
+			}
+			if tt.status == 503 && resp.Header.Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+		})
+	}
+}
+
+func ok(context.Context) error { return nil }

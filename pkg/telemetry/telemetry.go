@@ -1,0 +1,139 @@
+// Package telemetry wires OpenTelemetry tracing, Prometheus metrics and the
+// access log around every HTTP handler, once, for the gateway and every
+// service alike.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/felixge/httpsnoop"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/reqinfo"
+)
+
+// SetupTracing installs the global tracer provider and the W3C trace-context
+// propagator. Spans are exported over OTLP/HTTP when the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, and not at
+// all otherwise; context still propagates, so a collector added later sees
+// whole traces. Tests pass their own exporter.
+func SetupTracing(ctx context.Context, service string, exporter sdktrace.SpanExporter) (shutdown func(context.Context) error, err error) {
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	if exporter == nil {
+		if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+			return func(context.Context) error { return nil }, nil
+		}
+		if exporter, err = otlptracehttp.New(ctx); err != nil {
+			return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
+		}
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(service)))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	return tp.Shutdown, nil
+}
+
+var (
+	requests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "http_server_requests_total",
+		Help: "HTTP requests served, by route pattern, method and status.",
+	}, []string{"route", "method", "status"})
+	latency = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "http_server_request_duration_seconds",
+		Help:    "HTTP request latency, by route pattern, method and status.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"route", "method", "status"})
+)
+
+// MetricsHandler serves /metrics; it is mounted on its own port so metrics
+// never leak through the gateway.
+func MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.Handler())
+	return mux
+}
+
+// Observe traces, measures and logs every request. It must run inside
+// httpx.WithRequestInfo, which provides the request id.
+func Observe(logger log.Logger, operation string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		measured := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info := reqinfo.From(r.Context())
+			trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("request.id", info.ID))
+			m := httpsnoop.CaptureMetrics(next, w, r)
+			status := strconv.Itoa(m.Code)
+			route := info.Route()
+			requests.WithLabelValues(route, r.Method, status).Inc()
+			latency.WithLabelValues(route, r.Method, status).Observe(m.Duration.Seconds())
+			logRequest(logger, r, info, m)
+		})
+		return otelhttp.NewHandler(measured, operation,
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+	}
+}
+
+func logRequest(logger log.Logger, r *http.Request, info *reqinfo.Info, m httpsnoop.Metrics) {
+	kv := []any{
+		"msg", "request",
+		"method", r.Method,
+		"route", info.Route(),
+		"path", info.Path,
+		"status", m.Code,
+		"duration_ms", float64(m.Duration.Microseconds()) / 1000,
+		"bytes", m.Written,
+		"request_id", info.ID,
+	}
+	if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
+		kv = append(kv, "trace_id", sc.TraceID().String())
+	}
+	if sub := auth.Subject(r.Context()); sub != "" {
+		kv = append(kv, "sub", sub)
+	}
+	lvl := level.Info
+	if err := info.Err(); err != nil {
+		if apperr.KindOf(err) == apperr.KindInternal {
+			lvl = level.Error
+			kv = append(kv, "err", err.Error()) // internals go to the log only
+		} else {
+			kv = append(kv, "problem", problem.From(r.Context(), err).Detail)
+		}
+		var e *apperr.Error
+		if errors.As(err, &e) && e.Kind == apperr.KindUnavailable {
+			lvl = level.Warn
+			kv = append(kv, "err", err.Error())
+		}
+	}
+	if isProbe(r.URL.Path) && m.Code < 400 {
+		lvl = level.Debug
+	}
+	lvl(logger).Log(kv...)
+}
+
+func isProbe(path string) bool {
+	return path == "/healthz" || path == "/readyz" || strings.HasPrefix(path, "/metrics")
+}

@@ -1,0 +1,133 @@
+// Command testinfra runs one ephemeral PostgreSQL and one Redis server for a
+// whole `make test` run, so that test packages share them instead of each
+// starting their own (see pkg/testharness).
+//
+//	testinfra -env-file .testinfra.env &
+//
+// Once both servers accept connections it writes TEST_DATABASE_URL=... and
+// TEST_REDIS_URL=... lines to the env file (atomically, so a reader polling
+// for the file never sees half of it). It then runs until SIGINT or SIGTERM,
+// or until its parent process dies, and stops the servers and removes their
+// data dir and the env file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/assetregistry/registry/pkg/devinfra"
+)
+
+func main() {
+	dir := flag.String("dir", "", "directory for the servers' data, removed on exit; must be absent or empty (default: a new temp dir)")
+	envFile := flag.String("env-file", "", "file to write TEST_DATABASE_URL and TEST_REDIS_URL to once the servers are ready (required)")
+	flag.Parse()
+	if err := run(*dir, *envFile); err != nil {
+		fmt.Fprintln(os.Stderr, "testinfra:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir, envFile string) (err error) {
+	if envFile == "" {
+		return errors.New("-env-file is required")
+	}
+	if err := exitWithParent(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	// A file left by an earlier, killed run would make a caller waiting for
+	// the file go ahead with dead URLs.
+	if err := os.Remove(envFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale env file: %w", err)
+	}
+	defer os.Remove(envFile)
+
+	dir, err = makeDataDir(dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("remove data dir: %w", rmErr))
+		}
+	}()
+
+	pg, err := devinfra.StartPostgres(ctx, devinfra.PostgresOptions{
+		DataDir:   filepath.Join(dir, "postgres"),
+		Ephemeral: true,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, pg.Stop()) }()
+	rd, err := devinfra.StartRedis(ctx, devinfra.RedisOptions{DataDir: filepath.Join(dir, "redis")})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rd.Stop()) }()
+
+	env := fmt.Sprintf("TEST_DATABASE_URL=%s\nTEST_REDIS_URL=%s\n", pg.URL, rd.URL)
+	if err := writeFileAtomic(envFile, env); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "testinfra: postgres at %s, redis at %s; logs in %s\n", pg.URL, rd.URL, dir)
+	<-ctx.Done()
+	return nil
+}
+
+// exitWithParent asks the kernel to SIGTERM us when our parent dies, so that
+// an interrupted make recipe still gets its servers cleaned up.
+func exitWithParent() error {
+	parent := os.Getppid()
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0); errno != 0 {
+		return fmt.Errorf("set parent death signal: %w", errno)
+	}
+	if os.Getppid() != parent {
+		return errors.New("parent exited during startup")
+	}
+	return nil
+}
+
+// makeDataDir creates dir, or a temp dir if it is "". It refuses a non-empty
+// dir because the whole dir is removed on exit.
+func makeDataDir(dir string) (string, error) {
+	var err error
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "testinfra-")
+	} else {
+		var entries []os.DirEntry
+		if entries, err = os.ReadDir(dir); err == nil && len(entries) > 0 {
+			return "", fmt.Errorf("data dir %s is not empty, and would be removed on exit", dir)
+		}
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create data dir: %w", err)
+	}
+	// When we are root, Postgres runs as the postgres user and must be able
+	// to reach its data dir inside this one (MkdirTemp makes it 0700).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create data dir: %w", err)
+	}
+	return dir, nil
+}
+
+func writeFileAtomic(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("write env file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write env file: %w", err)
+	}
+	return nil
+}

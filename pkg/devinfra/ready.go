@@ -1,0 +1,83 @@
+package devinfra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// defaultStartTimeout applies when the caller's context has no deadline;
+// a cold start takes a second or two, so this only catches real hangs.
+const defaultStartTimeout = time.Minute
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// errPortInUse marks a start that lost the race for a port picked by FreePort.
+var errPortInUse = errors.New("port already in use")
+
+// launchOnPort calls launch with port, or, when port is 0, with ports from
+// FreePort: another process can take such a port before the server binds it,
+// and since we chose it, choosing again is harmless.
+func launchOnPort[T any](port int, launch func(port int) (T, error)) (T, error) {
+	if port != 0 {
+		return launch(port)
+	}
+	for attempt := 1; ; attempt++ {
+		p, err := FreePort()
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		v, err := launch(p)
+		if err == nil || attempt == 3 || !errors.Is(err, errPortInUse) {
+			return v, err
+		}
+	}
+}
+
+// waitReady polls probe until it succeeds. If the server exits first, or ctx
+// ends, it kills the server and returns an error carrying the log tail.
+func waitReady(ctx context.Context, s *server, probe func(context.Context) error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultStartTimeout)
+		defer cancel()
+	}
+	started := time.Now()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		probeCtx, cancel := context.WithTimeout(ctx, time.Second)
+		err := probe(probeCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.done:
+			log := s.logTail()
+			exitErr := fmt.Errorf("%s exited during startup: %v", s.name, s.waitErr)
+			if strings.Contains(log, "Address already in use") {
+				exitErr = fmt.Errorf("%w: %w", exitErr, errPortInUse)
+			}
+			return withLog(exitErr, log)
+		case <-ctx.Done():
+			_ = s.stop(syscall.SIGKILL)
+			return withLog(fmt.Errorf("%s not ready after %s (last probe error: %v): %w",
+				s.name, time.Since(started).Round(time.Millisecond), err, ctx.Err()), s.logTail())
+		case <-tick.C:
+		}
+	}
+}

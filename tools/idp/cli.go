@@ -1,0 +1,206 @@
+package idp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-kit/log/level"
+
+	"github.com/assetregistry/registry/pkg/app"
+	"github.com/assetregistry/registry/pkg/logging"
+	"github.com/assetregistry/registry/pkg/postgres"
+)
+
+const usage = `usage:
+  idp [serve] [flags]      run the identity provider (idp serve -h lists the flags)
+  idp migrate [flags]      apply the database migrations and exit
+  idp client create --id ID --scopes registry:read,registry:write --resource URL [--resource URL ...]
+  idp client rotate --id ID [--window 24h]
+  idp client list
+  idp client delete --id ID
+
+create and rotate print {"client_id", "client_secret"} as JSON; the secret is
+shown only then. Every command takes --database.url (env DATABASE_URL) and
+--database.schema (env DATABASE_SCHEMA, default idp).
+`
+
+var errUsage = errors.New("usage")
+
+// Main runs the idp command with args (without the program name) and
+// returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, args, stdout, stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "idp: %v\n\n%s", err, usage)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "idp:", err)
+		return 1
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	command := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		command, args = args[0], args[1:]
+	}
+	switch command {
+	case "serve", "migrate":
+		return runServer(ctx, command, args, stdout, stderr)
+	case "client":
+		return runClient(ctx, args, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, command)
+}
+
+func runServer(ctx context.Context, command string, args []string, stdout, stderr io.Writer) error {
+	var cfg Config
+	fs := flag.NewFlagSet("idp "+command, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	if err := app.ParseFlags(fs, args); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	logger := logging.New(stdout, "idp", cfg.Log)
+	if command == "serve" {
+		return Serve(ctx, cfg, logger)
+	}
+	pool, err := postgres.OpenAndMigrate(ctx, cfg.Database, Migrations(), retryLogger(logger))
+	if err != nil {
+		return err
+	}
+	pool.Close()
+	level.Info(logger).Log("msg", "migrations applied", "schema", cfg.Database.Schema)
+	return nil
+}
+
+type credentials struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+}
+
+func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: client needs a subcommand", errUsage)
+	}
+	sub, args := args[0], args[1:]
+	var (
+		db        postgres.Config
+		id        string
+		scopes    string
+		resources []string
+		window    time.Duration
+	)
+	fs := flag.NewFlagSet("idp client "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db.RegisterFlags(fs, "idp")
+	switch sub {
+	case "create":
+		fs.StringVar(&scopes, "scopes", "", "comma-separated scopes the client may hold: registry:read, registry:write")
+		fs.Func("resource", "a resource (the registry's base address) the client may get tokens for; repeatable", func(v string) error {
+			resources = append(resources, v)
+			return nil
+		})
+	case "rotate":
+		fs.DurationVar(&window, "window", 24*time.Hour, "how long the replaced secret keeps working (0: it stops now)")
+	case "list", "delete":
+	default:
+		return fmt.Errorf("%w: unknown client subcommand %q", errUsage, sub)
+	}
+	if sub != "list" {
+		fs.StringVar(&id, "id", "", "client id: 3 to 64 of A-Z a-z 0-9 . _ - (required)")
+	}
+	if err := parseWithDatabaseEnv(fs, &db, args); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if sub != "list" && id == "" {
+		return fmt.Errorf("%w: --id is required", errUsage)
+	}
+
+	logger := logging.New(stderr, "idp", logging.Config{Level: "warn", Format: "logfmt"})
+	pool, err := postgres.OpenAndMigrate(ctx, db, Migrations(), retryLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	clients := NewClients(pool)
+	switch sub {
+	case "create":
+		secret, err := clients.CreateClient(ctx, id, splitList(scopes), resources)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, credentials{ClientID: id, ClientSecret: secret})
+	case "rotate":
+		secret, err := clients.RotateSecret(ctx, id, window)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, credentials{ClientID: id, ClientSecret: secret})
+	case "list":
+		list, err := clients.ListClients(ctx)
+		if err != nil {
+			return err
+		}
+		if list == nil {
+			list = []Client{}
+		}
+		return printJSON(stdout, list)
+	default:
+		return clients.DeleteClient(ctx, id)
+	}
+}
+
+// parseWithDatabaseEnv parses args into fs, where only the database
+// settings fall back to the environment (DATABASE_URL, ...): a stray ID or
+// WINDOW variable must not change what an admin command does. Both flag sets
+// bind db, so the environment's values land first and the command line's
+// override them.
+func parseWithDatabaseEnv(fs *flag.FlagSet, db *postgres.Config, args []string) error {
+	env := flag.NewFlagSet("environment", flag.ContinueOnError)
+	env.SetOutput(io.Discard)
+	db.RegisterFlags(env, "idp")
+	if err := app.ParseFlags(env, nil); err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

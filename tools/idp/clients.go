@@ -1,0 +1,213 @@
+package idp
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Scopes a client can hold: the registry's.
+const (
+	ScopeRead  = "registry:read"
+	ScopeWrite = "registry:write"
+)
+
+var knownScopes = []string{ScopeRead, ScopeWrite}
+
+// Errors of the admin API.
+var (
+	ErrClientNotFound      = errors.New("idp: no such client")
+	ErrClientExists        = errors.New("idp: client already exists")
+	ErrInvalidRegistration = errors.New("idp: invalid client registration")
+)
+
+// Client is a registered machine client.
+type Client struct {
+	ID        string    `json:"client_id" db:"client_id"`
+	Scopes    []string  `json:"scopes" db:"scopes"`
+	Resources []string  `json:"resources" db:"resources"`
+	CreatedAt time.Time `json:"created_at" db:"created_at"`
+	// Secrets are the client's valid secrets, oldest first: two during a
+	// rotation's handover window. Only ListClients fills it in.
+	Secrets []Secret `json:"secrets" db:"secrets"`
+}
+
+// Secret describes one client secret; the secret itself is never stored.
+type Secret struct {
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"` // set once a rotation replaced it
+}
+
+// Clients is the admin API over machine clients and their secrets.
+type Clients struct {
+	store store
+	now   func() time.Time // the secret-expiry clock; tests move it
+}
+
+// NewClients returns the admin API over pool, a connection pool inside the
+// IdP's migrated schema (see Migrations).
+func NewClients(pool *pgxpool.Pool) *Clients {
+	return &Clients{store: store{pool: pool}, now: time.Now}
+}
+
+var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{3,64}$`)
+
+// CreateClient registers a client that may hold scopes (a subset of
+// registry:read and registry:write) for resources (absolute URIs, such as
+// the registry's base address), and returns its first secret. The secret is
+// not stored and cannot be shown again.
+func (c *Clients) CreateClient(ctx context.Context, id string, scopes, resources []string) (string, error) {
+	client, err := newClient(id, scopes, resources)
+	if err != nil {
+		return "", err
+	}
+	client.CreatedAt = c.now()
+	secret, hash := newSecret()
+	if err := c.store.createClient(ctx, client, hash); err != nil {
+		return "", fmt.Errorf("create client %s: %w", id, err)
+	}
+	return secret, nil
+}
+
+// RotateSecret gives the client a new secret and returns it. The secret it
+// replaces keeps working for window (0: it stops now), so an integration
+// can switch over without an outage; a secret still in the window of an
+// earlier rotation stops at once.
+func (c *Clients) RotateSecret(ctx context.Context, id string, window time.Duration) (string, error) {
+	if window < 0 {
+		return "", fmt.Errorf("%w: the handover window %s is negative", ErrInvalidRegistration, window)
+	}
+	now := c.now()
+	secret, hash := newSecret()
+	if err := c.store.rotateSecret(ctx, id, hash, now, now.Add(window)); err != nil {
+		return "", fmt.Errorf("rotate secret of client %s: %w", id, err)
+	}
+	return secret, nil
+}
+
+// ListClients returns every client, ordered by id, with its valid secrets.
+func (c *Clients) ListClients(ctx context.Context) ([]Client, error) {
+	clients, err := c.store.listClients(ctx, c.now())
+	if err != nil {
+		return nil, fmt.Errorf("list clients: %w", err)
+	}
+	return clients, nil
+}
+
+// DeleteClient removes the client and its secrets; its tokens stay valid
+// until they expire.
+func (c *Clients) DeleteClient(ctx context.Context, id string) error {
+	if err := c.store.deleteClient(ctx, id); err != nil {
+		return fmt.Errorf("delete client %s: %w", id, err)
+	}
+	return nil
+}
+
+// CheckSecret reports whether secret is a valid secret of client id. An
+// unknown client is false, not an error.
+func (c *Clients) CheckSecret(ctx context.Context, id, secret string) (bool, error) {
+	_, err := c.authenticate(ctx, id, secret)
+	if errors.Is(err, errBadCredentials) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+var errBadCredentials = errors.New("unknown client or wrong secret")
+
+// authenticate returns the client when secret is one of its valid secrets.
+func (c *Clients) authenticate(ctx context.Context, id, secret string) (Client, error) {
+	if id == "" || secret == "" {
+		return Client{}, errBadCredentials
+	}
+	client, hashes, err := c.store.credentials(ctx, id, c.now())
+	if errors.Is(err, ErrClientNotFound) {
+		return Client{}, errBadCredentials
+	}
+	if err != nil {
+		return Client{}, fmt.Errorf("authenticate client %s: %w", id, err)
+	}
+	want := hashSecret(secret)
+	match := 0
+	for _, h := range hashes {
+		match |= subtle.ConstantTimeCompare(h, want)
+	}
+	if match != 1 {
+		return Client{}, errBadCredentials
+	}
+	return client, nil
+}
+
+// newSecret returns a fresh secret and its hash: 32 random bytes, base64url.
+func newSecret() (secret string, hash []byte) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails; it crashes the program instead
+	secret = base64.RawURLEncoding.EncodeToString(b)
+	return secret, hashSecret(secret)
+}
+
+// hashSecret is what the database keeps of a secret: its SHA-256 digest.
+//
+// A slow, salted password hash (bcrypt, Argon2) exists to make guessing
+// low-entropy human passwords expensive. These secrets are 256 random bits
+// made by the IdP: there is no dictionary to try, and finding a preimage of
+// SHA-256 is as hard as guessing the secret itself, so a salt or a work
+// factor would add nothing but latency to every token request. The digest is
+// compared in constant time so that response timing reveals nothing about
+// it.
+func hashSecret(secret string) []byte {
+	sum := sha256.Sum256([]byte(secret))
+	return sum[:]
+}
+
+func newClient(id string, scopes, resources []string) (Client, error) {
+	if !clientIDPattern.MatchString(id) {
+		return Client{}, fmt.Errorf("%w: client id %q must be 3 to 64 characters of A-Z a-z 0-9 . _ -", ErrInvalidRegistration, id)
+	}
+	c := Client{ID: id}
+	for _, s := range scopes {
+		if !slices.Contains(knownScopes, s) {
+			return Client{}, fmt.Errorf("%w: unknown scope %q (known: %s)", ErrInvalidRegistration, s, strings.Join(knownScopes, ", "))
+		}
+		if !slices.Contains(c.Scopes, s) {
+			c.Scopes = append(c.Scopes, s)
+		}
+	}
+	for _, r := range resources {
+		canonical, err := canonicalResource(r)
+		if err != nil {
+			return Client{}, fmt.Errorf("%w: %w", ErrInvalidRegistration, err)
+		}
+		if !slices.Contains(c.Resources, canonical) {
+			c.Resources = append(c.Resources, canonical)
+		}
+	}
+	// Without either the client could never obtain a token.
+	if len(c.Scopes) == 0 || len(c.Resources) == 0 {
+		return Client{}, fmt.Errorf("%w: a client needs at least one scope and one resource", ErrInvalidRegistration)
+	}
+	return c, nil
+}
+
+// canonicalResource checks an RFC 8707 resource indicator (an absolute URI
+// without a fragment) and drops one trailing slash, since
+// "https://registry.example" and "https://registry.example/" name the same
+// resource.
+func canonicalResource(r string) (string, error) {
+	u, err := url.Parse(r)
+	if err != nil || !u.IsAbs() || strings.Contains(r, "#") {
+		return "", fmt.Errorf("resource %q is not an absolute URI without a fragment", r)
+	}
+	return strings.TrimSuffix(r, "/"), nil
+}

@@ -173,7 +173,11 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (http.
 		pool.Close()
 		verifier.Close()
 	}
-	finds := cache.NewFinds(redisClient, spec.Name+":"+cfg.Database.Schema, cfg.Redis, logger)
+	// The namespace names the database too: installations that share a
+	// Redis (test and production, say) must never see each other's finds.
+	cc := pool.Config().ConnConfig
+	namespace := fmt.Sprintf("%s:%s:%d/%s/%s", spec.Name, cc.Host, cc.Port, cc.Database, cfg.Database.Schema)
+	finds := cache.NewFinds(redisClient, namespace, cfg.Redis, logger)
 	routes, err := spec.Build(Deps{Pool: pool, Cache: finds, Logger: logger, RequestTimeout: cfg.Timeout})
 	if err != nil {
 		cleanup()

@@ -1,0 +1,197 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/swaggest/swgui"
+	"github.com/swaggest/swgui/v5emb"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/problem"
+)
+
+// docs serves each service's OpenAPI document, per resource, and Swagger UI
+// over it. Swagger UI's scripts, styles and images are embedded in the
+// binary (swgui/v5emb): the pages load nothing from any other host, so they
+// work in an air-gapped cluster.
+type docs struct {
+	upstreams map[string]*url.URL
+	client    *http.Client
+
+	mu     sync.Mutex
+	cached map[string]cachedDoc // by service
+}
+
+type cachedDoc struct {
+	doc     map[string]any
+	fetched time.Time
+}
+
+// docTTL keeps documents fresh across service deploys without fetching on
+// every page view.
+const docTTL = 30 * time.Second
+
+func newDocs(upstreams map[string]*url.URL) *docs {
+	return &docs{upstreams: upstreams, client: &http.Client{Timeout: 5 * time.Second}, cached: map[string]cachedDoc{}}
+}
+
+// Mount adds /docs, /docs/{resource}, /openapi.json and
+// /openapi/{resource}.json; none needs a token.
+func (d *docs) Mount(mux *http.ServeMux) {
+	names := resourceNames(d.upstreams)
+	mux.HandleFunc("GET /docs", d.index(names))
+	mux.HandleFunc("GET /openapi.json", d.serveMerged)
+	notFound := func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(r.Context(), apperr.New(apperr.KindNotFound, "no documentation at "+r.URL.Path), w)
+	}
+	mux.HandleFunc("GET /docs/", notFound)
+	mux.HandleFunc("GET /openapi/", notFound)
+	for _, name := range names {
+		ui := v5emb.NewHandlerWithConfig(swgui.Config{
+			Title:       "Asset Registry API: " + name,
+			SwaggerJSON: "/openapi/" + name + ".json",
+			BasePath:    "/docs/" + name + "/",
+			SettingsUI:  map[string]string{"persistAuthorization": "true", "defaultModelsExpandDepth": "1"},
+		})
+		mux.Handle("GET /docs/"+name, ui)
+		mux.Handle("GET /docs/"+name+"/", ui) // the page's own assets
+		mux.HandleFunc("GET /openapi/"+name+".json", d.serveResource(name))
+	}
+}
+
+var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Asset Registry API</title></head>
+<body><h1>Asset Registry API</h1>
+<p>Every call needs an OAuth 2.0 client-credentials access token: <code>Authorization: Bearer &lt;token&gt;</code>.
+The whole API is described in <a href="/openapi.json">/openapi.json</a>.</p>
+<ul>{{range .}}<li><a href="/docs/{{.}}">{{.}}</a> (<a href="/openapi/{{.}}.json">OpenAPI</a>)</li>{{end}}</ul>
+</body></html>`))
+
+func (d *docs) index(names []string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = indexPage.Execute(w, names)
+	}
+}
+
+// serveResource serves the owning service's document reduced to the
+// resource's paths.
+func (d *docs) serveResource(name string) http.HandlerFunc {
+	var res Resource
+	for _, r := range Resources {
+		if r.Name == name {
+			res = r
+		}
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		doc, err := d.fetch(r.Context(), res.Service)
+		if err != nil {
+			problem.Write(r.Context(), err, w)
+			return
+		}
+		out := maps.Clone(doc)
+		paths := map[string]any{}
+		for p, item := range asMap(doc["paths"]) {
+			if owner, _, ok := resourceFor(strings.TrimSuffix(p, "/")); ok && owner.Name == name {
+				paths[p] = item
+			}
+		}
+		out["paths"] = paths
+		writeDoc(w, out)
+	}
+}
+
+// serveMerged serves one document covering every configured service.
+func (d *docs) serveMerged(w http.ResponseWriter, r *http.Request) {
+	merged := map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "Asset Registry API", "version": "1"},
+	}
+	paths, components := map[string]any{}, map[string]any{}
+	for _, service := range Services {
+		if _, ok := d.upstreams[service]; !ok {
+			continue
+		}
+		doc, err := d.fetch(r.Context(), service)
+		if err != nil {
+			problem.Write(r.Context(), err, w)
+			return
+		}
+		maps.Copy(paths, asMap(doc["paths"]))
+		for section, entries := range asMap(doc["components"]) {
+			if components[section] == nil {
+				components[section] = map[string]any{}
+			}
+			maps.Copy(components[section].(map[string]any), asMap(entries))
+		}
+		if merged["security"] == nil {
+			merged["security"] = doc["security"]
+		}
+	}
+	merged["paths"], merged["components"] = paths, components
+	writeDoc(w, merged)
+}
+
+func writeDoc(w http.ResponseWriter, doc map[string]any) {
+	// Relative to the gateway, so "Try it out" calls the host the page
+	// came from, whatever name the cluster gives it.
+	doc["servers"] = []any{map[string]any{"url": "/"}}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(doc)
+}
+
+func (d *docs) fetch(ctx context.Context, service string) (map[string]any, error) {
+	d.mu.Lock()
+	c, ok := d.cached[service]
+	d.mu.Unlock()
+	if ok && time.Since(c.fetched) < docTTL {
+		return c.doc, nil
+	}
+	doc, err := d.download(ctx, service)
+	if err != nil {
+		if ok {
+			return c.doc, nil // a stale document beats none
+		}
+		return nil, apperr.Unavailable("the "+service+" service's API document", err)
+	}
+	d.mu.Lock()
+	d.cached[service] = cachedDoc{doc: doc, fetched: time.Now()}
+	d.mu.Unlock()
+	return doc, nil
+}
+
+func (d *docs) download(ctx context.Context, service string) (map[string]any, error) {
+	u := d.upstreams[service].JoinPath("/openapi.json").String()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %d", u, resp.StatusCode)
+	}
+	var doc map[string]any
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", u, err)
+	}
+	return doc, nil
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}

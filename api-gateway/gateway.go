@@ -1,0 +1,167 @@
+// Package gateway is the registry's public front door: it verifies bearer
+// tokens, enforces the read/write scope, routes each public path to the
+// service that owns it, and serves the interactive API documentation.
+package gateway
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/go-kit/log"
+
+	"github.com/assetregistry/registry/pkg/app"
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/logging"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/reqinfo"
+	"github.com/assetregistry/registry/pkg/server"
+)
+
+// Resource is one public resource: its documentation name, the service that
+// owns it, and the first path segments that reach it.
+type Resource struct {
+	Name     string
+	Service  string
+	Prefixes []string
+}
+
+// Resources is the public surface of the interface and who serves it.
+var Resources = []Resource{
+	{Name: "organizations", Service: "parties", Prefixes: []string{"/organizations", "/organization"}},
+	{Name: "people", Service: "parties", Prefixes: []string{"/people"}},
+	{Name: "asset_types", Service: "assets", Prefixes: []string{"/asset_types"}},
+	{Name: "assets", Service: "assets", Prefixes: []string{"/assets"}},
+	{Name: "actions", Service: "actions", Prefixes: []string{"/actions"}},
+	{Name: "documents", Service: "documents", Prefixes: []string{"/documents"}},
+}
+
+// Services are the upstreams the gateway knows; each is optional, so the
+// gateway can front a partial installation.
+var Services = []string{"parties", "assets", "actions", "documents"}
+
+// Config of the gateway.
+type Config struct {
+	Server    server.Config
+	OIDC      auth.Config
+	Log       logging.Config
+	Upstreams map[string]*string
+	RateLimit RateLimitConfig
+}
+
+// RegisterFlags adds every flag (upstream.parties ↔ UPSTREAM_PARTIES, ...).
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Server.RegisterFlags(fs, ":8080", ":9090")
+	c.OIDC.RegisterFlags(fs)
+	c.Log.RegisterFlags(fs)
+	c.RateLimit.RegisterFlags(fs)
+	c.Upstreams = map[string]*string{}
+	for _, s := range Services {
+		c.Upstreams[s] = fs.String("upstream."+s, "", "base URL of the "+s+" service; empty leaves its paths unrouted")
+	}
+}
+
+// New builds the gateway's handler and health checks.
+func New(cfg Config, logger log.Logger) (http.Handler, *server.Health, func(), error) {
+	verifier, err := auth.NewVerifier(cfg.OIDC)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	upstreams := map[string]*url.URL{}
+	for name, raw := range cfg.Upstreams {
+		if raw == nil || *raw == "" {
+			continue
+		}
+		u, err := url.Parse(*raw)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			verifier.Close()
+			return nil, nil, nil, fmt.Errorf("gateway: upstream.%s %q is not an absolute URL", name, *raw)
+		}
+		upstreams[name] = u
+	}
+	proxies := map[string]http.Handler{}
+	checks := []server.Check{{Name: "oidc", Probe: verifier.Ready}}
+	for name, u := range upstreams {
+		proxies[name] = newProxy(u)
+		checks = append(checks, server.Check{Name: name, Optional: true, Probe: upstreamReady(u)})
+	}
+	health := server.NewHealth(checks...)
+
+	public := http.NewServeMux()
+	health.Mount(public)
+	newDocs(upstreams).Mount(public)
+
+	routed := route(proxies)
+	limited := newRateLimiter(cfg.RateLimit).Middleware(auth.RequireScope(routed))
+	protected := auth.Authenticate(verifier)(routeOrNotFound(proxies, limited))
+	return app.Stack(logger, "api-gateway", false, public, protected), health, verifier.Close, nil
+}
+
+// resourceFor returns the resource whose prefix owns path.
+func resourceFor(path string) (Resource, string, bool) {
+	for _, r := range Resources {
+		for _, p := range r.Prefixes {
+			if path == p || strings.HasPrefix(path, p+"/") {
+				return r, p, true
+			}
+		}
+	}
+	return Resource{}, "", false
+}
+
+// routeOrNotFound answers 404 for paths no configured service owns before
+// any scope check, so an unknown path is a 404 for every caller.
+func routeOrNotFound(proxies map[string]http.Handler, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, prefix, ok := resourceFor(r.URL.Path)
+		if _, configured := proxies[res.Service]; !ok || !configured {
+			problem.Write(r.Context(), apperr.New(apperr.KindNotFound, "no resource at "+reqinfo.From(r.Context()).Path), w)
+			return
+		}
+		reqinfo.From(r.Context()).SetRoute(prefix + "/*")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func route(proxies map[string]http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, _, _ := resourceFor(r.URL.Path)
+		proxies[res.Service].ServeHTTP(w, r)
+	})
+}
+
+func upstreamReady(u *url.URL) func(context.Context) error {
+	readyURL := u.JoinPath("/readyz").String()
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyURL, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %d", readyURL, resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+// ResourceNames lists the resources whose service is configured.
+func resourceNames(upstreams map[string]*url.URL) []string {
+	var names []string
+	for _, r := range Resources {
+		if _, ok := upstreams[r.Service]; ok {
+			names = append(names, r.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}

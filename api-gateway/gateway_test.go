@@ -1,0 +1,216 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/pkg/telemetry"
+)
+
+// upstream stands in for a service: it records what the gateway forwarded
+// and serves a small OpenAPI document.
+type upstream struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []*http.Request
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/openapi.json" {
+			_ = json.NewEncoder(w).Encode(map[string]any{
+				"openapi": "3.1.0",
+				"paths": map[string]any{
+					"/organizations": map[string]any{}, "/organization/find": map[string]any{}, "/people": map[string]any{},
+				},
+				"components": map[string]any{"schemas": map[string]any{"Problem": map[string]any{}}},
+			})
+			return
+		}
+		u.mu.Lock()
+		u.seen = append(u.seen, r.Clone(r.Context()))
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *upstream) last(t *testing.T) *http.Request {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.seen) == 0 {
+		t.Fatal("nothing reached the service")
+	}
+	return u.seen[len(u.seen)-1]
+}
+
+func (u *upstream) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.seen)
+}
+
+type fixture struct {
+	client   apitest.Client
+	issuer   *authtest.Issuer
+	upstream *upstream
+}
+
+func newGateway(t *testing.T, mutate func(*Config)) fixture {
+	t.Helper()
+	issuer := authtest.NewIssuer(t, "https://registry.test")
+	up := newUpstream(t)
+	parties := up.URL
+	cfg := Config{OIDC: issuer.Config(), Upstreams: map[string]*string{"parties": &parties}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	handler, _, closeGateway, err := New(cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeGateway)
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return fixture{client: apitest.Client{BaseURL: srv.URL}, issuer: issuer, upstream: up}
+}
+
+func TestForwarding(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	shutdown, err := telemetry.SetupTracing(t.Context(), "api-gateway", spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shutdown(context.Background()) })
+	f := newGateway(t, nil)
+	rw := f.issuer.ReadWrite(t)
+	r := apitest.Expect(t, f.client.Do(t, "GET", "/organizations/?country=no", rw, nil, "X-Request-Id", "client-chosen"), 200)
+	got := f.upstream.last(t)
+	if got.URL.Path != "/organizations/" || got.URL.RawQuery != "country=no" {
+		t.Errorf("forwarded %s?%s, want the client's own path and query", got.URL.Path, got.URL.RawQuery)
+	}
+	if got.Header.Get("Authorization") != "Bearer "+rw {
+		t.Error("the caller's token was not passed on; services verify it again")
+	}
+	id := got.Header.Get("X-Request-Id")
+	if id == "" || id == "client-chosen" || r.Header.Get("X-Request-Id") != id {
+		t.Errorf("request id: forwarded %q, answered %q", id, r.Header.Get("X-Request-Id"))
+	}
+	traceparent := got.Header.Get("Traceparent")
+	var server, client bool
+	for deadline := time.Now().Add(5 * time.Second); !(server && client) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // the server span ends just after the answer is sent
+		_ = otel.GetTracerProvider().(*sdktrace.TracerProvider).ForceFlush(t.Context())
+		for _, s := range spans.GetSpans() {
+			server = server || s.SpanKind == trace.SpanKindServer && strings.Contains(traceparent, s.SpanContext.TraceID().String())
+			client = client || s.SpanKind == trace.SpanKindClient && strings.Contains(traceparent, s.SpanContext.SpanID().String())
+		}
+	}
+	if !server || !client {
+		t.Errorf("traceparent %q does not continue the gateway's spans (%d recorded)", traceparent, len(spans.GetSpans()))
+	}
+	apitest.Expect(t, f.client.Do(t, "POST", "/organization/find", f.issuer.ReadOnly(t), map[string]any{}), 200)
+	if f.upstream.last(t).URL.Path != "/organization/find" {
+		t.Error("the singular find path was not routed")
+	}
+}
+
+func TestAuthAndRouting(t *testing.T) {
+	f := newGateway(t, nil)
+	ro := f.issuer.ReadOnly(t)
+	tests := []struct {
+		name, method, path, token string
+		status                    int
+	}{
+		{"no token", "GET", "/organizations", "", 401},
+		{"no token, unknown path", "GET", "/nowhere", "", 401},
+		{"invalid token", "GET", "/people", "x.y.z", 401},
+		{"unknown path", "GET", "/nowhere", ro, 404},
+		{"prefix is matched by segment", "GET", "/organizationsx", ro, 404},
+		{"service not deployed", "GET", "/assets", ro, 404},
+		{"read-only token writes", "DELETE", "/people/1", ro, 403},
+		{"read-only token creates by find", "POST", "/people/find?create=true", ro, 403},
+		{"read-only token finds", "POST", "/people/find?create=false", ro, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.upstream.count()
+			apitest.Expect(t, f.client.Do(t, tt.method, tt.path, tt.token, nil), tt.status)
+			if forwarded := f.upstream.count() > before; forwarded != (tt.status == 200) {
+				t.Errorf("forwarded = %v for status %d", forwarded, tt.status)
+			}
+		})
+	}
+}
+
+func TestServiceDownIs503(t *testing.T) {
+	f := newGateway(t, func(c *Config) {
+		dead := "http://127.0.0.1:1"
+		c.Upstreams["parties"] = &dead
+	})
+	r := apitest.Expect(t, f.client.Do(t, "GET", "/people", f.issuer.ReadOnly(t), nil), 503)
+	if r.Header.Get("Retry-After") == "" || strings.Contains(string(r.Raw), "127.0.0.1") {
+		t.Errorf("503: Retry-After %q, body %s", r.Header.Get("Retry-After"), r.Raw)
+	}
+	ready := f.client.Do(t, "GET", "/readyz", "", nil)
+	if ready.Status != 200 || ready.JSON()["checks"].(map[string]any)["parties"] != "unavailable" {
+		t.Errorf("readyz = %d %s: a down service is reported but must not take the gateway out", ready.Status, ready.Raw)
+	}
+}
+
+func TestIssuerDownMakesGatewayUnready(t *testing.T) {
+	f := newGateway(t, func(c *Config) { c.OIDC.Issuer = "http://127.0.0.1:1" })
+	if r := f.client.Do(t, "GET", "/readyz", "", nil); r.Status != 503 {
+		t.Errorf("readyz = %d, want 503 while the issuer is unreachable", r.Status)
+	}
+	apitest.Expect(t, f.client.Do(t, "GET", "/people", "a.b.c", nil), 503)
+}
+
+func TestRateLimit(t *testing.T) {
+	f := newGateway(t, func(c *Config) { c.RateLimit = RateLimitConfig{PerSecond: 0.001, Burst: 2} })
+	ro := f.issuer.ReadOnly(t)
+	apitest.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	apitest.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	r := apitest.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	// Limits are per client.
+	apitest.Expect(t, f.client.Do(t, "GET", "/people", f.issuer.ReadWrite(t), nil), 200)
+}
+
+func TestDocs(t *testing.T) {
+	f := newGateway(t, nil)
+	for _, path := range []string{"/docs", "/docs/organizations", "/docs/people/", "/docs/people/swagger-ui.css", "/openapi.json", "/openapi/organizations.json"} {
+		if r := f.client.Do(t, "GET", path, "", nil); r.Status != 200 {
+			t.Errorf("GET %s = %d", path, r.Status)
+		}
+	}
+	apitest.Expect(t, f.client.Do(t, "GET", "/docs/assets", "", nil), 404) // service not deployed
+	orgs := f.client.Do(t, "GET", "/openapi/organizations.json", "", nil).JSON()
+	paths := orgs["paths"].(map[string]any)
+	if len(paths) != 2 || paths["/people"] != nil {
+		t.Errorf("organizations document paths = %v", paths)
+	}
+	merged := f.client.Do(t, "GET", "/openapi.json", "", nil).JSON()
+	if len(merged["paths"].(map[string]any)) != 3 || merged["servers"] == nil {
+		t.Errorf("merged document = %v", merged)
+	}
+}

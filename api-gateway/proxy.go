@@ -1,0 +1,42 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/reqinfo"
+)
+
+// newProxy forwards to one service. The caller's token goes along (every
+// service verifies it again), the request id and the trace context too.
+func newProxy(target *url.URL) http.Handler {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 256 // the gateway talks to few hosts, a lot
+	transport.ResponseHeaderTimeout = 60 * time.Second
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			// Forward the path exactly as the client sent it, so problem
+			// bodies from the service name the client's own path.
+			pr.Out.URL.Path = strings.TrimSuffix(target.Path, "/") + reqinfo.From(pr.In.Context()).Path
+			pr.Out.URL.RawPath = ""
+			pr.SetXForwarded()
+		},
+		Transport: otelhttp.NewTransport(transport),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				return // the client left; nobody reads an answer
+			}
+			problem.Write(r.Context(), apperr.Unavailable("the service behind this path", err), w)
+		},
+	}
+}

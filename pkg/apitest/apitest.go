@@ -1,0 +1,119 @@
+// Package apitest is the HTTP client the registry's API tests share: it
+// sends JSON the way integrations do and checks that every error answer is
+// a well-formed RFC 9457 problem.
+package apitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/assetregistry/registry/pkg/problem"
+)
+
+// Client calls one base URL.
+type Client struct {
+	BaseURL string
+	HTTP    *http.Client
+}
+
+// Response is a fully read answer.
+type Response struct {
+	Status int
+	Header http.Header
+	Raw    []byte
+}
+
+// JSON decodes an object body.
+func (r Response) JSON() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(r.Raw, &m)
+	return m
+}
+
+// List decodes an array body.
+func (r Response) List() []map[string]any {
+	var l []map[string]any
+	_ = json.Unmarshal(r.Raw, &l)
+	return l
+}
+
+// Fields returns the field names of a problem's errors, in order.
+func (r Response) Fields() []string {
+	var out []string
+	errs, _ := r.JSON()["errors"].([]any)
+	for _, e := range errs {
+		out = append(out, e.(map[string]any)["field"].(string))
+	}
+	return out
+}
+
+// Do sends a request. body may be nil, a string (sent as is) or a value
+// (marshalled); bodies get Content-Type application/json unless headers
+// (name, value pairs) say otherwise.
+func (c Client) Do(t testing.TB, method, path, token string, body any, headers ...string) Response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, c.BaseURL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	httpClient := c.HTTP
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+}
+
+// Expect fails the test unless r has status; an error status must come
+// with a complete problem body whose request_id matches X-Request-Id.
+func Expect(t testing.TB, r Response, status int) Response {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d: %s", r.Status, status, r.Raw)
+	}
+	if status >= 400 {
+		p := r.JSON()
+		typ, _ := p["type"].(string)
+		if ct := r.Header.Get("Content-Type"); ct != problem.ContentType {
+			t.Errorf("Content-Type = %q, want %s", ct, problem.ContentType)
+		}
+		if p["status"] != float64(status) || !strings.HasPrefix(typ, problem.TypePrefix) || p["title"] == "" ||
+			p["instance"] == "" || p["request_id"] == "" || p["request_id"] != r.Header.Get("X-Request-Id") {
+			t.Errorf("problem body = %s (X-Request-Id %q)", r.Raw, r.Header.Get("X-Request-Id"))
+		}
+	}
+	return r
+}

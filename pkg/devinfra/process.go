@@ -1,0 +1,59 @@
+package devinfra
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"syscall"
+)
+
+// Process is any server run the way the datastores are: its own process
+// group, output appended to a log file, and killed if we die.
+type Process struct {
+	Name    string
+	LogFile string
+	s       *server
+}
+
+// StartProcess starts cmd and waits until ready succeeds. On failure the
+// process is killed and the error carries the tail of its log.
+func StartProcess(ctx context.Context, name string, cmd *exec.Cmd, logFile string, ready func(context.Context) error) (*Process, error) {
+	s, err := startServer(name, cmd, logFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitReady(ctx, s, ready); err != nil {
+		_ = s.stop(syscall.SIGKILL)
+		return nil, err
+	}
+	return &Process{Name: name, LogFile: logFile, s: s}, nil
+}
+
+// Stop sends SIGTERM (a graceful drain) and waits, escalating to SIGKILL.
+func (p *Process) Stop() error { return p.s.stop(syscall.SIGTERM) }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.s.done }
+
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.s.pid() }
+
+// HTTPReady is a readiness probe that wants 200 from url.
+func HTTPReady(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %d", url, resp.StatusCode)
+		}
+		return nil
+	}
+}

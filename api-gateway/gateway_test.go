@@ -46,6 +46,7 @@ func newUpstream(t *testing.T) *upstream {
 		u.seen = append(u.seen, r.Clone(r.Context()))
 		u.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id")) // as services do
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	}))
 	t.Cleanup(u.Close)
@@ -212,5 +213,13 @@ func TestDocs(t *testing.T) {
 	merged := f.client.Do(t, "GET", "/openapi.json", "", nil).JSON()
 	if len(merged["paths"].(map[string]any)) != 3 || merged["servers"] == nil {
 		t.Errorf("merged document = %v", merged)
+	}
+}
+
+func TestOneRequestIDHeader(t *testing.T) {
+	f := newGateway(t, nil)
+	r := f.client.Do(t, "GET", "/people", f.issuer.ReadOnly(t), nil)
+	if ids := r.Header.Values("X-Request-Id"); len(ids) != 1 {
+		t.Errorf("X-Request-Id = %v, want exactly one", ids)
 	}
 }

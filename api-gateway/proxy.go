@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/reqinfo"
 )
@@ -32,6 +33,11 @@ func newProxy(target *url.URL) http.Handler {
 			pr.SetXForwarded()
 		},
 		Transport: otelhttp.NewTransport(transport),
+		ModifyResponse: func(resp *http.Response) error {
+			// The gateway answers with its own id already (the same one).
+			resp.Header.Del(httpx.RequestIDHeader)
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				return // the client left; nobody reads an answer

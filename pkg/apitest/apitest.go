@@ -104,6 +104,9 @@ func Expect(t testing.TB, r Response, status int) Response {
 	if r.Status != status {
 		t.Fatalf("status = %d, want %d: %s", r.Status, status, r.Raw)
 	}
+	if ids := r.Header.Values("X-Request-Id"); len(ids) != 1 {
+		t.Errorf("X-Request-Id = %v, want exactly one", ids)
+	}
 	if status >= 400 {
 		p := r.JSON()
 		typ, _ := p["type"].(string)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/logging"
 	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/reqinfo"
 	"github.com/assetregistry/registry/pkg/server"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
@@ -205,10 +207,22 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (http.
 // everything else, the protected handler.
 func Stack(logger log.Logger, operation string, trustIncomingIDs bool, public *http.ServeMux, protected http.Handler) http.Handler {
 	public.Handle("/", protected)
-	return httpx.Chain(public,
+	return httpx.Chain(recordPublicRoute(public),
 		httpx.WithRequestInfo(trustIncomingIDs),
 		telemetry.Observe(logger, operation),
 		httpx.Recover,
 		httpx.Normalize,
 	)
+}
+
+// recordPublicRoute names the route of probes and documents for metrics;
+// protected routes are named by their own router.
+func recordPublicRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "/" && pattern != "" {
+			_, path, _ := strings.Cut(pattern, " ")
+			reqinfo.From(r.Context()).SetRoute(path)
+		}
+		mux.ServeHTTP(w, r)
+	})
 }

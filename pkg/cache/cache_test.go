@@ -51,8 +51,8 @@ func TestStoreAfterConcurrentWriteStaysInvisible(t *testing.T) {
 	f := newFinds(t, testharness.RedisURL(t))
 	var got string
 	staleEntry, _ := f.Get(t.Context(), "k", &got) // reader starts, reads the database...
-	f.Invalidate(t.Context())                     // ...a write commits meanwhile...
-	staleEntry.Store(t.Context(), "old")          // ...and the reader caches what it read
+	f.Invalidate(t.Context())                      // ...a write commits meanwhile...
+	staleEntry.Store(t.Context(), "old")           // ...and the reader caches what it read
 	if _, hit := f.Get(t.Context(), "k", &got); hit {
 		t.Fatalf("stale value %q served after a write", got)
 	}

@@ -66,9 +66,7 @@ func (t *methodTable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h, ok := t.handlers[method]
 	reqinfo.From(r.Context()).SetRoute(t.pattern)
-	span := trace.SpanFromContext(r.Context())
-	span.SetName(r.Method + " " + t.pattern)
-	span.SetAttributes(attribute.String("http.route", t.pattern))
+	trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("http.route", t.pattern))
 	if !ok {
 		allow := t.allow()
 		problem.Write(r.Context(), apperr.New(apperr.KindMethodNotAllowed,

@@ -56,6 +56,13 @@ func (i *Info) Route() string {
 	return i.route
 }
 
+// MatchedRoute returns the matched path pattern, if any matched yet.
+func (i *Info) MatchedRoute() (string, bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.route, i.route != ""
+}
+
 // SetErr records the error that produced the response, for the access log.
 func (i *Info) SetErr(err error) {
 	i.mu.Lock()

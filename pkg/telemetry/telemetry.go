@@ -92,8 +92,15 @@ func Observe(logger log.Logger, operation string) func(http.Handler) http.Handle
 			latency.WithLabelValues(route, r.Method, status).Observe(m.Duration.Seconds())
 			logRequest(logger, r, info, m)
 		})
+		// otelhttp names the span again after the handler ran; by then the
+		// router has recorded the matched pattern.
 		return otelhttp.NewHandler(measured, operation,
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+				if route, ok := reqinfo.From(r.Context()).MatchedRoute(); ok {
+					return r.Method + " " + route
+				}
+				return r.Method
+			}))
 	}
 }
 

@@ -1,0 +1,80 @@
+package parties
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/assetregistry/registry/pkg/cache"
+)
+
+// cachingService answers finds from Redis when it can. Writes need no hook
+// here: the store invalidates the cache on every commit.
+type cachingService struct {
+	Service
+	finds *cache.Finds
+}
+
+// WithFindCache puts the find cache in front of next.
+func WithFindCache(next Service, finds *cache.Finds) Service {
+	return &cachingService{Service: next, finds: finds}
+}
+
+func (s *cachingService) FindOrganization(ctx context.Context, q OrganizationQuery) (OrganizationDetail, error) {
+	norm, err := q.Normalize()
+	if err != nil {
+		return s.Service.FindOrganization(ctx, q) // let the service report it
+	}
+	key := cacheKey("organization", norm.RegistrationNumber, deref(norm.Country, "*"))
+	var cached OrganizationDetail
+	entry, hit := s.finds.Get(ctx, key, &cached)
+	if hit {
+		return cached, nil
+	}
+	o, err := s.Service.FindOrganization(ctx, norm)
+	if err == nil {
+		entry.Store(ctx, o)
+	}
+	return o, err
+}
+
+func (s *cachingService) FindPerson(ctx context.Context, q PersonInput, create bool) (PersonDetail, bool, error) {
+	norm, err := q.Normalize()
+	if err != nil {
+		return s.Service.FindPerson(ctx, q, create)
+	}
+	dob := "*"
+	if norm.DateOfBirth != nil {
+		dob = norm.DateOfBirth.String()
+	}
+	key := cacheKey("person", identityKey(norm.FirstName), identityKey(norm.LastName), dob)
+	var cached PersonDetail
+	entry, hit := s.finds.Get(ctx, key, &cached)
+	if hit {
+		return cached, false, nil
+	}
+	p, created, err := s.Service.FindPerson(ctx, norm, create)
+	if err == nil && !created {
+		entry.Store(ctx, p)
+	}
+	return p, created, err
+}
+
+// cacheKey quotes each part so that free text holding the separator cannot
+// make two different criteria share a key.
+func cacheKey(kind string, parts ...string) string {
+	var b strings.Builder
+	b.WriteString(kind)
+	for _, p := range parts {
+		b.WriteByte('|')
+		b.WriteString(strconv.Quote(p))
+	}
+	return b.String()
+}
+
+func deref(s *string, none string) string {
+	if s == nil {
+		return none
+	}
+	return *s
+}

@@ -1,0 +1,11 @@
+// Command parties serves organizations, people and their links.
+package main
+
+import (
+	"os"
+
+	"github.com/assetregistry/registry/pkg/app"
+	"github.com/assetregistry/registry/services/parties"
+)
+
+func main() { os.Exit(app.Main(parties.Spec())) }

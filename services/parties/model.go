@@ -1,0 +1,304 @@
+package parties
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/calendar"
+	"github.com/assetregistry/registry/pkg/patch"
+)
+
+// OrganizationTypes are the wire values of organization_type.
+var OrganizationTypes = []string{"private", "public", "non_profit", "governmental", "unclassified"}
+
+// Organization is a company or other body people work for.
+type Organization struct {
+	ID                    uuid.UUID `json:"id" db:"id"`
+	Name                  string    `json:"name" db:"name"`
+	RegistrationNumber    string    `json:"registration_number" db:"registration_number"`
+	OrganizationType      string    `json:"organization_type" db:"organization_type"`
+	TaxRegistrationNumber *string   `json:"tax_registration_number" db:"tax_registration_number"`
+	Country               *string   `json:"country" db:"country"`
+	IDPID                 *string   `json:"idp_id" db:"idp_id"`
+	CreatedAt             time.Time `json:"created_at" db:"created_at"`
+	CreatedBy             string    `json:"created_by" db:"created_by"`
+	UpdatedAt             time.Time `json:"updated_at" db:"updated_at"`
+	UpdatedBy             string    `json:"updated_by" db:"updated_by"`
+}
+
+// AssociatedPerson is a person linked to an organization, as listed on it.
+type AssociatedPerson struct {
+	ID           uuid.UUID      `json:"id" db:"id"`
+	FirstName    string         `json:"first_name" db:"first_name"`
+	LastName     string         `json:"last_name" db:"last_name"`
+	DateOfBirth  *calendar.Date `json:"date_of_birth" db:"date_of_birth"`
+	RelationType string         `json:"relation_type" db:"relation_type"`
+}
+
+// OrganizationDetail is an organization with the people linked to it: the
+// shape of every single-organization answer.
+type OrganizationDetail struct {
+	Organization
+	AssociatedPeople []AssociatedPerson `json:"associated_people"`
+}
+
+// Person is a natural person, identified by name and date of birth.
+type Person struct {
+	ID          uuid.UUID      `json:"id" db:"id"`
+	FirstName   string         `json:"first_name" db:"first_name"`
+	LastName    string         `json:"last_name" db:"last_name"`
+	DateOfBirth *calendar.Date `json:"date_of_birth" db:"date_of_birth"`
+	CreatedAt   time.Time      `json:"created_at" db:"created_at"`
+	CreatedBy   string         `json:"created_by" db:"created_by"`
+	UpdatedAt   time.Time      `json:"updated_at" db:"updated_at"`
+	UpdatedBy   string         `json:"updated_by" db:"updated_by"`
+}
+
+// AssociatedOrganization is an organization linked to a person, as listed
+// on the person.
+type AssociatedOrganization struct {
+	ID                 uuid.UUID `json:"id" db:"id"`
+	Name               string    `json:"name" db:"name"`
+	RegistrationNumber string    `json:"registration_number" db:"registration_number"`
+	OrganizationType   string    `json:"organization_type" db:"organization_type"`
+	Country            *string   `json:"country" db:"country"`
+	RelationType       string    `json:"relation_type" db:"relation_type"`
+}
+
+// PersonDetail is a person with the organizations linked to it.
+type PersonDetail struct {
+	Person
+	AssociatedOrganizations []AssociatedOrganization `json:"associated_organizations"`
+}
+
+// Link ties a person to an organization with a relation type.
+type Link struct {
+	PersonID       uuid.UUID `json:"person_id" db:"person_id"`
+	OrganizationID uuid.UUID `json:"organization_id" db:"organization_id"`
+	RelationType   string    `json:"relation_type" db:"relation_type"`
+	CreatedAt      time.Time `json:"created_at" db:"created_at"`
+}
+
+// Field size limits: generous for real names and numbers, small enough that
+// a runaway client cannot fill the database through one field.
+const (
+	maxNameLen   = 300
+	maxNumberLen = 100
+)
+
+// OrganizationInput is what a client writes: the body of a create, and the
+// result of applying a patch.
+type OrganizationInput struct {
+	Name                  string  `json:"name"`
+	RegistrationNumber    string  `json:"registration_number"`
+	OrganizationType      string  `json:"organization_type"`
+	TaxRegistrationNumber *string `json:"tax_registration_number"`
+	// TaxIdentificationNumber is an input alias of TaxRegistrationNumber
+	// (the interface's example uses this name); output uses the canonical one.
+	TaxIdentificationNumber *string `json:"tax_identification_number"`
+	Country                 *string `json:"country"`
+}
+
+// Normalize trims and canonicalises the input and checks every field.
+func (in OrganizationInput) Normalize() (OrganizationInput, error) {
+	var v apperr.Validation
+	in.Name = requiredText(&v, "name", in.Name, maxNameLen)
+	in.RegistrationNumber = requiredText(&v, "registration_number", in.RegistrationNumber, maxNumberLen)
+	switch {
+	case in.OrganizationType == "":
+		v.Add("organization_type", "is required")
+	case !slices.Contains(OrganizationTypes, in.OrganizationType):
+		v.Add("organization_type", "must be one of %s", strings.Join(OrganizationTypes, ", "))
+	}
+	tax, alias := optionalText(&v, "tax_registration_number", in.TaxRegistrationNumber, maxNumberLen),
+		optionalText(&v, "tax_identification_number", in.TaxIdentificationNumber, maxNumberLen)
+	if tax != nil && alias != nil && *tax != *alias {
+		v.Add("tax_identification_number", "is an alias of tax_registration_number and differs from it")
+	}
+	if tax == nil {
+		tax = alias
+	}
+	in.TaxRegistrationNumber, in.TaxIdentificationNumber = tax, nil
+	if in.Country != nil {
+		c, ok := normalizeCountry(*in.Country)
+		if !ok {
+			v.Add("country", "must be an ISO 3166-1 alpha-2 country code, e.g. no or de")
+		}
+		in.Country = &c
+	}
+	return in, v.Err()
+}
+
+// OrganizationPatch is a JSON merge patch of an organization.
+type OrganizationPatch struct {
+	Name                    patch.Field[string] `json:"name"`
+	RegistrationNumber      patch.Field[string] `json:"registration_number"`
+	OrganizationType        patch.Field[string] `json:"organization_type"`
+	TaxRegistrationNumber   patch.Field[string] `json:"tax_registration_number"`
+	TaxIdentificationNumber patch.Field[string] `json:"tax_identification_number"`
+	Country                 patch.Field[string] `json:"country"`
+}
+
+// Apply returns the input that results from patching o.
+func (p OrganizationPatch) Apply(o Organization) (OrganizationInput, error) {
+	in := OrganizationInput{
+		Name:                  o.Name,
+		RegistrationNumber:    o.RegistrationNumber,
+		OrganizationType:      o.OrganizationType,
+		TaxRegistrationNumber: o.TaxRegistrationNumber,
+		Country:               o.Country,
+	}
+	var v apperr.Validation
+	required(&v, "name", p.Name, &in.Name)
+	required(&v, "registration_number", p.RegistrationNumber, &in.RegistrationNumber)
+	required(&v, "organization_type", p.OrganizationType, &in.OrganizationType)
+	if p.TaxIdentificationNumber.Set && !p.TaxRegistrationNumber.Set {
+		p.TaxRegistrationNumber, p.TaxIdentificationNumber = p.TaxIdentificationNumber, patch.Field[string]{}
+	}
+	p.TaxRegistrationNumber.ApplyOptional(&in.TaxRegistrationNumber)
+	p.TaxIdentificationNumber.ApplyOptional(&in.TaxIdentificationNumber)
+	p.Country.ApplyOptional(&in.Country)
+	if err := v.Err(); err != nil {
+		return in, err
+	}
+	return in.Normalize()
+}
+
+// OrganizationQuery is the body of an organization find.
+type OrganizationQuery struct {
+	RegistrationNumber string  `json:"registration_number"`
+	Country            *string `json:"country"`
+}
+
+// Normalize checks the criteria.
+func (q OrganizationQuery) Normalize() (OrganizationQuery, error) {
+	var v apperr.Validation
+	q.RegistrationNumber = requiredText(&v, "registration_number", q.RegistrationNumber, maxNumberLen)
+	if q.Country != nil {
+		c, ok := normalizeCountry(*q.Country)
+		if !ok {
+			v.Add("country", "must be an ISO 3166-1 alpha-2 country code, e.g. no or de")
+		}
+		q.Country = &c
+	}
+	return q, v.Err()
+}
+
+// OrganizationFilter narrows a list; nil fields do not filter.
+type OrganizationFilter struct {
+	RegistrationNumber *string
+	Country            *string
+	OrganizationType   *string
+}
+
+// PersonInput is the body of a person create and the criteria of a find.
+type PersonInput struct {
+	FirstName   string         `json:"first_name"`
+	LastName    string         `json:"last_name"`
+	DateOfBirth *calendar.Date `json:"date_of_birth"`
+}
+
+// Normalize trims names and checks every field.
+func (in PersonInput) Normalize() (PersonInput, error) {
+	var v apperr.Validation
+	in.FirstName = requiredText(&v, "first_name", in.FirstName, maxNameLen)
+	in.LastName = requiredText(&v, "last_name", in.LastName, maxNameLen)
+	if in.DateOfBirth != nil && in.DateOfBirth.After(calendar.Today()) {
+		v.Add("date_of_birth", "must not be in the future")
+	}
+	return in, v.Err()
+}
+
+// PersonPatch is a JSON merge patch of a person.
+type PersonPatch struct {
+	FirstName   patch.Field[string]        `json:"first_name"`
+	LastName    patch.Field[string]        `json:"last_name"`
+	DateOfBirth patch.Field[calendar.Date] `json:"date_of_birth"`
+}
+
+// Apply returns the input that results from patching p.
+func (p PersonPatch) Apply(current Person) (PersonInput, error) {
+	in := PersonInput{FirstName: current.FirstName, LastName: current.LastName, DateOfBirth: current.DateOfBirth}
+	var v apperr.Validation
+	required(&v, "first_name", p.FirstName, &in.FirstName)
+	required(&v, "last_name", p.LastName, &in.LastName)
+	p.DateOfBirth.ApplyOptional(&in.DateOfBirth)
+	if err := v.Err(); err != nil {
+		return in, err
+	}
+	return in.Normalize()
+}
+
+// PersonFilter narrows a list; names match case-insensitively.
+type PersonFilter struct {
+	FirstName   *string
+	LastName    *string
+	DateOfBirth *calendar.Date
+}
+
+// LinkInput names a person-organization relation.
+type LinkInput struct {
+	PersonID       uuid.UUID
+	OrganizationID uuid.UUID
+	RelationType   string
+}
+
+var relationType = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// Validate checks the relation type.
+func (in LinkInput) Validate() error {
+	var v apperr.Validation
+	switch {
+	case in.RelationType == "":
+		v.Add("relation_type", "is required, e.g. relation_type=employee")
+	case !relationType.MatchString(in.RelationType):
+		v.Add("relation_type", "must be a lowercase token matching [a-z][a-z0-9_]{0,63}")
+	}
+	return v.Err()
+}
+
+// identityKey is how names compare: trimmed, Unicode-normalised and
+// case-folded in Go, so the comparison does not depend on the database's
+// locale ("Øyvind" and "ØYVIND" match; so do "Straße" and "STRASSE").
+func identityKey(name string) string {
+	return cases.Fold().String(norm.NFC.String(strings.TrimSpace(name)))
+}
+
+func requiredText(v *apperr.Validation, field, s string, max int) string {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		v.Add(field, "is required and must not be blank")
+	case utf8.RuneCountInString(s) > max:
+		v.Add(field, "must be at most %d characters", max)
+	}
+	return s
+}
+
+func optionalText(v *apperr.Validation, field string, s *string, max int) *string {
+	if s == nil {
+		return nil
+	}
+	t := strings.TrimSpace(*s)
+	if utf8.RuneCountInString(t) > max {
+		v.Add(field, "must be at most %d characters", max)
+	}
+	if t == "" {
+		return nil // a blank optional value means "none"
+	}
+	return &t
+}
+
+func required[T any](v *apperr.Validation, field string, f patch.Field[T], dst *T) {
+	if !f.Apply(dst) {
+		v.Add(field, "is required and cannot be removed")
+	}
+}

@@ -1,0 +1,187 @@
+// Package parties is the registry's service for organizations, people and
+// the links between them. Its layers follow go-kit: Service (this file,
+// plain Go types), endpoints (endpoint.go), HTTP transport (transport.go)
+// and PostgreSQL store (store.go); finds are cached in Redis (cache.go).
+package parties
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/listing"
+)
+
+// Service is what the parties service does. Errors are *apperr.Error.
+type Service interface {
+	CreateOrganization(ctx context.Context, in OrganizationInput) (OrganizationDetail, error)
+	GetOrganization(ctx context.Context, id uuid.UUID) (OrganizationDetail, error)
+	ListOrganizations(ctx context.Context, f OrganizationFilter, page listing.Page) (listing.Result[Organization], error)
+	FindOrganization(ctx context.Context, q OrganizationQuery) (OrganizationDetail, error)
+	UpdateOrganization(ctx context.Context, id uuid.UUID, p OrganizationPatch) (OrganizationDetail, error)
+	DeleteOrganization(ctx context.Context, id uuid.UUID) error
+
+	CreatePerson(ctx context.Context, in PersonInput) (PersonDetail, error)
+	GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, error)
+	ListPeople(ctx context.Context, f PersonFilter, page listing.Page) (listing.Result[Person], error)
+	// FindPerson returns the person matching the criteria; with create it
+	// creates one when none matches and reports created=true.
+	FindPerson(ctx context.Context, q PersonInput, create bool) (p PersonDetail, created bool, err error)
+	UpdatePerson(ctx context.Context, id uuid.UUID, p PersonPatch) (PersonDetail, error)
+	DeletePerson(ctx context.Context, id uuid.UUID) error
+
+	// Link relates a person to an organization; created=false when the
+	// relation existed already.
+	Link(ctx context.Context, in LinkInput) (l Link, created bool, err error)
+	Unlink(ctx context.Context, in LinkInput) error
+}
+
+type service struct {
+	store *Store
+}
+
+// NewService returns the service over store.
+func NewService(store *Store) Service { return &service{store: store} }
+
+func (s *service) CreateOrganization(ctx context.Context, in OrganizationInput) (OrganizationDetail, error) {
+	in, err := in.Normalize()
+	if err != nil {
+		return OrganizationDetail{}, err
+	}
+	o, err := s.store.CreateOrganization(ctx, in, auth.Subject(ctx))
+	return OrganizationDetail{Organization: o, AssociatedPeople: []AssociatedPerson{}}, err
+}
+
+func (s *service) GetOrganization(ctx context.Context, id uuid.UUID) (OrganizationDetail, error) {
+	return s.store.GetOrganization(ctx, id)
+}
+
+func (s *service) ListOrganizations(ctx context.Context, f OrganizationFilter, page listing.Page) (listing.Result[Organization], error) {
+	return s.store.ListOrganizations(ctx, f, page)
+}
+
+func (s *service) FindOrganization(ctx context.Context, q OrganizationQuery) (OrganizationDetail, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return OrganizationDetail{}, err
+	}
+	matches, err := s.store.FindOrganizations(ctx, q)
+	if err != nil {
+		return OrganizationDetail{}, err
+	}
+	return single(matches, "organization", func(o OrganizationDetail) any {
+		return map[string]any{"id": o.ID, "name": o.Name, "registration_number": o.RegistrationNumber, "country": o.Country}
+	})
+}
+
+func (s *service) UpdateOrganization(ctx context.Context, id uuid.UUID, p OrganizationPatch) (OrganizationDetail, error) {
+	if err := s.store.UpdateOrganization(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+		return OrganizationDetail{}, err
+	}
+	return s.store.GetOrganization(ctx, id)
+}
+
+func (s *service) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
+	return s.store.DeleteOrganization(ctx, id)
+}
+
+func (s *service) CreatePerson(ctx context.Context, in PersonInput) (PersonDetail, error) {
+	in, err := in.Normalize()
+	if err != nil {
+		return PersonDetail{}, err
+	}
+	p, err := s.store.CreatePerson(ctx, in, auth.Subject(ctx))
+	return PersonDetail{Person: p, AssociatedOrganizations: []AssociatedOrganization{}}, err
+}
+
+func (s *service) GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, error) {
+	return s.store.GetPerson(ctx, id)
+}
+
+func (s *service) ListPeople(ctx context.Context, f PersonFilter, page listing.Page) (listing.Result[Person], error) {
+	return s.store.ListPeople(ctx, f, page)
+}
+
+// FindPerson matches names case-insensitively and, when given, the date of
+// birth. Without a date of birth any date matches, so several people can
+// match (a 409 listing them). With create and no match, the person is
+// created; a concurrent identical call gets the same person.
+func (s *service) FindPerson(ctx context.Context, q PersonInput, create bool) (PersonDetail, bool, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return PersonDetail{}, false, err
+	}
+	matches, err := s.store.FindPeople(ctx, q)
+	if err != nil {
+		return PersonDetail{}, false, err
+	}
+	if len(matches) > 0 || !create {
+		p, err := single(matches, "person", func(p PersonDetail) any {
+			return map[string]any{"id": p.ID, "first_name": p.FirstName, "last_name": p.LastName, "date_of_birth": p.DateOfBirth}
+		})
+		return p, false, err
+	}
+	p, created, err := s.store.CreatePersonIfAbsent(ctx, q, auth.Subject(ctx))
+	if err != nil {
+		return PersonDetail{}, false, err
+	}
+	if !created {
+		// Another caller created it between our find and our insert; it
+		// may have links by now, so read it whole.
+		detail, err := s.store.GetPerson(ctx, p.ID)
+		return detail, false, err
+	}
+	return PersonDetail{Person: p, AssociatedOrganizations: []AssociatedOrganization{}}, true, nil
+}
+
+func (s *service) UpdatePerson(ctx context.Context, id uuid.UUID, p PersonPatch) (PersonDetail, error) {
+	if err := s.store.UpdatePerson(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+		return PersonDetail{}, err
+	}
+	return s.store.GetPerson(ctx, id)
+}
+
+func (s *service) DeletePerson(ctx context.Context, id uuid.UUID) error {
+	return s.store.DeletePerson(ctx, id)
+}
+
+func (s *service) Link(ctx context.Context, in LinkInput) (Link, bool, error) {
+	if err := in.Validate(); err != nil {
+		return Link{}, false, err
+	}
+	return s.store.Link(ctx, in, auth.Subject(ctx))
+}
+
+func (s *service) Unlink(ctx context.Context, in LinkInput) error {
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	return s.store.Unlink(ctx, in)
+}
+
+// single returns the one match of a find: none is a 404, several a 409
+// that lists them (summarised) so the caller can narrow the criteria.
+func single[T any](matches []T, resource string, summary func(T) any) (T, error) {
+	var zero T
+	switch len(matches) {
+	case 0:
+		return zero, apperr.New(apperr.KindNotFound, "no "+resource+" matches the criteria")
+	case 1:
+		return matches[0], nil
+	}
+	candidates := make([]any, 0, len(matches))
+	for i, m := range matches {
+		if i == maxCandidates {
+			break
+		}
+		candidates = append(candidates, summary(m))
+	}
+	more := ""
+	if len(matches) > maxCandidates {
+		more = " (first " + fmt.Sprint(maxCandidates) + " listed)"
+	}
+	return zero, apperr.Ambiguous(fmt.Sprintf("the criteria match more than one %s%s; add criteria to narrow them", resource, more), candidates)
+}

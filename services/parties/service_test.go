@@ -1,0 +1,374 @@
+package parties
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/calendar"
+	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/testharness"
+)
+
+func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+
+type fixture struct {
+	svc   Service
+	store *Store
+	ctx   context.Context
+}
+
+// newFixture is the service as production wires it, over a fresh schema of
+// the real PostgreSQL and a private key space of the real Redis.
+func newFixture(t *testing.T, redisURL string) fixture {
+	t.Helper()
+	cfg := postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t), MaxConns: 20, StartupWait: time.Second}
+	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, Spec().Migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	cacheCfg := cache.Config{URL: redisURL, TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: time.Second}
+	client, err := cache.Connect(cacheCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	finds := cache.NewFinds(client, testharness.RedisPrefix(t)+"parties", cacheCfg, log.NewNopLogger())
+	store := NewStore(pool, finds)
+	ctx := auth.WithPrincipal(t.Context(), auth.Principal{Subject: "test-client"})
+	return fixture{svc: WithFindCache(NewService(store), finds), store: store, ctx: ctx}
+}
+
+func wantKind(t *testing.T, err error, kind apperr.Kind) *apperr.Error {
+	t.Helper()
+	var e *apperr.Error
+	if !errors.As(err, &e) || e.Kind != kind {
+		t.Fatalf("err = %v, want kind %v", err, kind)
+	}
+	return e
+}
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func TestOrganizationLifecycle(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	in := OrganizationInput{Name: "Acme AS", RegistrationNumber: "999888777", OrganizationType: "private", Country: ptr("NO")}
+	created := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, in))
+	if created.ID.Version() != 7 || *created.Country != "no" || created.CreatedBy != "test-client" || created.AssociatedPeople == nil {
+		t.Fatalf("created = %+v", created)
+	}
+	got := must[OrganizationDetail](t)(f.svc.GetOrganization(f.ctx, created.ID))
+	if !got.CreatedAt.Equal(created.CreatedAt) || got.Name != "Acme AS" {
+		t.Errorf("get = %+v", got)
+	}
+
+	_, err := f.svc.CreateOrganization(f.ctx, in)
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != created.ID.String() {
+		t.Errorf("duplicate: existing_id = %v", e.Extensions["existing_id"])
+	}
+	// Same number in another country is another organization.
+	other := in
+	other.Country = ptr("se")
+	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, other))
+
+	updated := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{
+		Name: patch.Field[string]{Set: true, Value: "Acme Norge AS"}, TaxRegistrationNumber: patch.Field[string]{Set: true, Value: "NO999888777MVA"},
+	}))
+	if updated.Name != "Acme Norge AS" || *updated.TaxRegistrationNumber != "NO999888777MVA" || !updated.UpdatedAt.After(created.UpdatedAt) {
+		t.Errorf("updated = %+v", updated)
+	}
+	unchanged := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{}))
+	if !unchanged.UpdatedAt.Equal(updated.UpdatedAt) {
+		t.Error("an empty patch must not touch updated_at")
+	}
+	// Moving onto another organization's natural key is a duplicate.
+	_, err = f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{Country: patch.Field[string]{Set: true, Value: "se"}})
+	wantKind(t, err, apperr.KindConflict)
+
+	if err := f.svc.DeleteOrganization(f.ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.svc.GetOrganization(f.ctx, created.ID)
+	wantKind(t, err, apperr.KindNotFound)
+	wantKind(t, f.svc.DeleteOrganization(f.ctx, created.ID), apperr.KindNotFound)
+	_, err = f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{})
+	wantKind(t, err, apperr.KindNotFound)
+}
+
+func TestOrganizationWithoutCountryIsUniqueByNumber(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	in := OrganizationInput{Name: "A", RegistrationNumber: "42", OrganizationType: "unclassified"}
+	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, in))
+	_, err := f.svc.CreateOrganization(f.ctx, in)
+	wantKind(t, err, apperr.KindConflict)
+}
+
+func TestListOrganizations(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	var ids []uuid.UUID
+	for i := range 5 {
+		typ := []string{"private", "public"}[i%2]
+		o := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{
+			Name: "Org " + strconv.Itoa(i), RegistrationNumber: strconv.Itoa(i), OrganizationType: typ, Country: ptr("no"),
+		}))
+		ids = append(ids, o.ID)
+	}
+	all := must[listing.Result[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{}, listing.Page{Limit: 100}))
+	if len(all.Items) != 5 || all.Next != uuid.Nil {
+		t.Fatalf("all = %d items, next %v", len(all.Items), all.Next)
+	}
+	for i, o := range all.Items {
+		if o.ID != ids[i] {
+			t.Fatal("list is not in creation order")
+		}
+	}
+	private := "private"
+	page := must[listing.Result[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, listing.Page{Limit: 2}))
+	if len(page.Items) != 2 || page.Items[0].ID != ids[0] || page.Items[1].ID != ids[2] || page.Next != ids[2] {
+		t.Fatalf("page 1 = %+v", page)
+	}
+	page = must[listing.Result[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, listing.Page{Limit: 2, After: page.Next}))
+	if len(page.Items) != 1 || page.Items[0].ID != ids[4] || page.Next != uuid.Nil {
+		t.Fatalf("page 2 = %+v", page)
+	}
+}
+
+func TestFindOrganization(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	no := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("no")}))
+	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("se")}))
+
+	got := must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "77", Country: ptr("NO")}))
+	if got.ID != no.ID {
+		t.Errorf("found %v, want %v", got.ID, no.ID)
+	}
+	_, err := f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "77"})
+	if e := wantKind(t, err, apperr.KindConflict); len(e.Extensions["candidates"].([]any)) != 2 {
+		t.Errorf("candidates = %v", e.Extensions["candidates"])
+	}
+	_, err = f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "78", Country: ptr("no")})
+	wantKind(t, err, apperr.KindNotFound)
+	_, err = f.svc.FindOrganization(f.ctx, OrganizationQuery{Country: ptr("no")})
+	wantKind(t, err, apperr.KindInvalid)
+}
+
+func TestFindPersonCreatesExactlyOnce(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	q := PersonInput{FirstName: "Grace", LastName: "Hopper", DateOfBirth: &calendar.Date{Year: 1906, Month: 12, Day: 9}}
+	const callers = 50
+	type result struct {
+		id      uuid.UUID
+		created bool
+		err     error
+	}
+	results := make(chan result, callers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			// Vary the spelling: identity ignores case and surrounding space.
+			in := q
+			if i%2 == 0 {
+				in.FirstName, in.LastName = " GRACE", "hopper "
+			}
+			p, created, err := f.svc.FindPerson(f.ctx, in, true)
+			results <- result{p.ID, created, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	var first uuid.UUID
+	creators := 0
+	for r := range results {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if first == uuid.Nil {
+			first = r.id
+		}
+		if r.id != first {
+			t.Fatalf("two people created: %v and %v", first, r.id)
+		}
+		if r.created {
+			creators++
+		}
+	}
+	if creators != 1 {
+		t.Fatalf("%d callers report creating the person, want exactly 1", creators)
+	}
+	var count int
+	if err := f.store.pool.QueryRow(t.Context(), "SELECT count(*) FROM people").Scan(&count); err != nil || count != 1 {
+		t.Fatalf("people rows = %d (%v), want 1", count, err)
+	}
+}
+
+func TestFindPerson(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	dob := &calendar.Date{Year: 1980, Month: 1, Day: 2}
+	_, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, false)
+	wantKind(t, err, apperr.KindNotFound)
+	p, created, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, true)
+	if err != nil || !created {
+		t.Fatalf("create: %v created=%v", err, created)
+	}
+	again, created, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "ola", LastName: "NORDMANN"}, true)
+	if err != nil || created || again.ID != p.ID {
+		t.Fatalf("find without birth date: %v created=%v id=%v", err, created, again.ID)
+	}
+	// A namesake with another birth date makes a name-only find ambiguous.
+	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: &calendar.Date{Year: 1990, Month: 5, Day: 6}}))
+	_, _, err = f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann"}, false)
+	wantKind(t, err, apperr.KindConflict)
+	_, err = f.svc.CreatePerson(f.ctx, PersonInput{FirstName: " OLA ", LastName: "nordmann", DateOfBirth: dob})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != p.ID.String() {
+		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
+	}
+}
+
+// The cache must never hide a write: each find below follows a write that
+// changes its answer.
+func TestFindsSeeEveryWrite(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: ptr("no")}))
+	find := func() OrganizationDetail {
+		return must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: ptr("no")}))
+	}
+	find() // fill the cache
+	if got := find(); got.Name != "A" {
+		t.Fatal(got.Name)
+	}
+	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, org.ID, OrganizationPatch{Name: patch.Field[string]{Set: true, Value: "B"}}))
+	if got := find(); got.Name != "B" {
+		t.Fatalf("after rename, find says %q", got.Name)
+	}
+	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	if _, _, err := f.svc.Link(f.ctx, LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := find(); len(got.AssociatedPeople) != 1 || got.AssociatedPeople[0].RelationType != "employee" {
+		t.Fatalf("after link, associated_people = %+v", got.AssociatedPeople)
+	}
+	if err := f.svc.DeletePerson(f.ctx, person.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := find(); len(got.AssociatedPeople) != 0 {
+		t.Fatalf("after deleting the person, associated_people = %+v", got.AssociatedPeople)
+	}
+	if err := f.svc.DeleteOrganization(f.ctx, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: ptr("no")})
+	wantKind(t, err, apperr.KindNotFound)
+}
+
+func TestFindsWorkWithoutRedis(t *testing.T) {
+	port, err := devinfra.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/0") // nothing listens
+	p := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Per", LastName: "Hansen"}))
+	for range 3 {
+		got, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "per", LastName: "hansen"}, false)
+		if err != nil || got.ID != p.ID {
+			t.Fatalf("find without Redis: %v, %v", got.ID, err)
+		}
+	}
+}
+
+func TestLinks(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"}))
+	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	in := LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "employee"}
+
+	link, created, err := f.svc.Link(f.ctx, in)
+	if err != nil || !created || link.RelationType != "employee" {
+		t.Fatalf("link: %+v created=%v err=%v", link, created, err)
+	}
+	again, created, err := f.svc.Link(f.ctx, in)
+	if err != nil || created || !again.CreatedAt.Equal(link.CreatedAt) {
+		t.Fatalf("repeat: %+v created=%v err=%v", again, created, err)
+	}
+	owner := in
+	owner.RelationType = "owner"
+	must[Link](t)(func() (Link, error) { l, _, err := f.svc.Link(f.ctx, owner); return l, err }())
+
+	p := must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
+	if len(p.AssociatedOrganizations) != 2 || p.AssociatedOrganizations[0].ID != org.ID || p.AssociatedOrganizations[0].RelationType != "employee" {
+		t.Fatalf("associated_organizations = %+v", p.AssociatedOrganizations)
+	}
+	o := must[OrganizationDetail](t)(f.svc.GetOrganization(f.ctx, org.ID))
+	if len(o.AssociatedPeople) != 2 || o.AssociatedPeople[0].ID != person.ID {
+		t.Fatalf("associated_people = %+v", o.AssociatedPeople)
+	}
+
+	_, _, err = f.svc.Link(f.ctx, LinkInput{PersonID: uuid.New(), OrganizationID: org.ID, RelationType: "employee"})
+	wantKind(t, err, apperr.KindNotFound)
+	_, _, err = f.svc.Link(f.ctx, LinkInput{PersonID: person.ID, OrganizationID: uuid.New(), RelationType: "employee"})
+	wantKind(t, err, apperr.KindNotFound)
+	_, _, err = f.svc.Link(f.ctx, LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "Employee"})
+	wantKind(t, err, apperr.KindInvalid)
+
+	if err := f.svc.Unlink(f.ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, f.svc.Unlink(f.ctx, in), apperr.KindNotFound)
+	p = must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
+	if len(p.AssociatedOrganizations) != 1 || p.AssociatedOrganizations[0].RelationType != "owner" {
+		t.Fatalf("after unlink: %+v", p.AssociatedOrganizations)
+	}
+	// Deleting the organization takes its links along, not the person.
+	if err := f.svc.DeleteOrganization(f.ctx, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	p = must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
+	if len(p.AssociatedOrganizations) != 0 {
+		t.Fatalf("links survived their organization: %+v", p.AssociatedOrganizations)
+	}
+}
+
+func TestPersonUpdate(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	a := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Anne", LastName: "Berg"}))
+	b := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Anna", LastName: "Berg"}))
+	dob := calendar.Date{Year: 2001, Month: 2, Day: 3}
+	got := must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, a.ID, PersonPatch{DateOfBirth: patch.Field[calendar.Date]{Set: true, Value: dob}}))
+	if got.DateOfBirth == nil || *got.DateOfBirth != dob {
+		t.Fatalf("date_of_birth = %v", got.DateOfBirth)
+	}
+	got = must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, a.ID, PersonPatch{DateOfBirth: patch.Field[calendar.Date]{Set: true, Null: true}}))
+	if got.DateOfBirth != nil {
+		t.Fatal("null did not remove date_of_birth")
+	}
+	_, err := f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{FirstName: patch.Field[string]{Set: true, Value: "ANNE"}})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
+		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
+	}
+	_, err = f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{LastName: patch.Field[string]{Set: true, Null: true}})
+	wantKind(t, err, apperr.KindInvalid)
+}

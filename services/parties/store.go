@@ -1,0 +1,367 @@
+package parties
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/postgres"
+)
+
+// Store is the PostgreSQL persistence of organizations, people and links.
+// Every write commits through write(), which then invalidates the find
+// cache, so no write path can forget to.
+type Store struct {
+	pool  *pgxpool.Pool
+	finds *cache.Finds
+}
+
+// NewStore returns a store over pool; finds may be a disabled cache.
+func NewStore(pool *pgxpool.Pool, finds *cache.Finds) *Store {
+	return &Store{pool: pool, finds: finds}
+}
+
+func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	if err := postgres.InTx(ctx, s.pool, op, fn); err != nil {
+		return err
+	}
+	s.finds.Invalidate(ctx)
+	return nil
+}
+
+const organizationColumns = `id, name, registration_number, organization_type, tax_registration_number,
+	country, idp_id, created_at, created_by, updated_at, updated_by`
+
+// The people linked to an organization, in link order, as one JSON array.
+const associatedPeopleSQL = `COALESCE((
+	SELECT json_agg(json_build_object('id', p.id, 'first_name', p.first_name, 'last_name', p.last_name,
+		'date_of_birth', p.date_of_birth, 'relation_type', l.relation_type) ORDER BY l.created_at, p.id, l.relation_type)
+	FROM person_organizations l JOIN people p ON p.id = l.person_id
+	WHERE l.organization_id = o.id), '[]') AS associated_people`
+
+// CreateOrganization inserts a new organization.
+func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, actor string) (Organization, error) {
+	var o Organization
+	err := s.write(ctx, "create organization", func(tx pgx.Tx) error {
+		var err error
+		o, err = postgres.One[Organization](ctx, tx, "insert organization", "organization", uuid.Nil,
+			`INSERT INTO organizations (id, name, registration_number, organization_type, tax_registration_number,
+				country, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+organizationColumns,
+			newID(), in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
+		return err
+	})
+	return o, s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
+}
+
+// GetOrganization reads an organization with its people.
+func (s *Store) GetOrganization(ctx context.Context, id uuid.UUID) (OrganizationDetail, error) {
+	return postgres.One[OrganizationDetail](ctx, s.pool, "get organization", "organization", id,
+		`SELECT `+organizationColumns+`, `+associatedPeopleSQL+` FROM organizations o WHERE id = $1`, id)
+}
+
+// ListOrganizations reads one page.
+func (s *Store) ListOrganizations(ctx context.Context, f OrganizationFilter, page listing.Page) (listing.Result[Organization], error) {
+	var where postgres.Filter
+	postgres.Equal(&where, "registration_number", f.RegistrationNumber)
+	postgres.Equal(&where, "country", f.Country)
+	postgres.Equal(&where, "organization_type", f.OrganizationType)
+	return postgres.List(ctx, s.pool, "list organizations", `SELECT `+organizationColumns+` FROM organizations`,
+		where, page, func(o Organization) uuid.UUID { return o.ID })
+}
+
+// maxCandidates bounds what an ambiguous find lists.
+const maxCandidates = 10
+
+// FindOrganizations returns the organizations with the registration number,
+// in the given country or, without one, in any.
+func (s *Store) FindOrganizations(ctx context.Context, q OrganizationQuery) ([]OrganizationDetail, error) {
+	var where postgres.Filter
+	where.Where("registration_number = ?", q.RegistrationNumber)
+	postgres.Equal(&where, "country", q.Country)
+	return postgres.Many[OrganizationDetail](ctx, s.pool, "find organization",
+		`SELECT `+organizationColumns+`, `+associatedPeopleSQL+` FROM organizations o`+where.SQL()+
+			fmt.Sprintf(` ORDER BY id LIMIT %d`, maxCandidates+1), where.Args()...)
+}
+
+// UpdateOrganization locks the row, lets apply compute the new state from
+// the current one, and writes it, all in one transaction, so concurrent
+// patches of different fields do not undo each other.
+func (s *Store) UpdateOrganization(ctx context.Context, id uuid.UUID, actor string,
+	apply func(Organization) (OrganizationInput, error)) error {
+	var in OrganizationInput
+	err := s.write(ctx, "update organization", func(tx pgx.Tx) error {
+		current, err := postgres.One[Organization](ctx, tx, "lock organization", "organization", id,
+			`SELECT `+organizationColumns+` FROM organizations WHERE id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		if in, err = apply(current); err != nil {
+			return err
+		}
+		if reflect.DeepEqual(in, inputOfOrganization(current)) {
+			return nil // nothing changes, so updated_at does not either
+		}
+		_, err = tx.Exec(ctx, `UPDATE organizations SET name = $2, registration_number = $3, organization_type = $4,
+			tax_registration_number = $5, country = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
+			id, in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
+		return postgres.Classify(err, "update organization")
+	})
+	return s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
+}
+
+func inputOfOrganization(o Organization) OrganizationInput {
+	return OrganizationInput{Name: o.Name, RegistrationNumber: o.RegistrationNumber, OrganizationType: o.OrganizationType,
+		TaxRegistrationNumber: o.TaxRegistrationNumber, Country: o.Country}
+}
+
+// organizationConflict turns a natural-key violation into a 409 that names
+// the organization already holding the key.
+func (s *Store) organizationConflict(ctx context.Context, err error, number string, country *string) error {
+	if _, dup := postgres.Constraint(err, postgres.UniqueViolation); !dup {
+		return err
+	}
+	var existing uuid.UUID
+	lookup := s.pool.QueryRow(ctx, `SELECT id FROM organizations
+		WHERE registration_number = $1 AND country IS NOT DISTINCT FROM $2`, number, country).Scan(&existing)
+	where := "without a country"
+	if country != nil {
+		where = "in country " + *country
+	}
+	if lookup != nil {
+		return apperr.Conflict(fmt.Sprintf("an organization with registration_number %s %s exists already", number, where))
+	}
+	return apperr.Duplicate(fmt.Sprintf("an organization with registration_number %s %s exists already", number, where),
+		existing.String())
+}
+
+// DeleteOrganization removes an organization and its links.
+func (s *Store) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
+	return s.write(ctx, "delete organization", func(tx pgx.Tx) error {
+		return deleteRow(ctx, tx, "organization", `DELETE FROM organizations WHERE id = $1`, id)
+	})
+}
+
+const personColumns = `id, first_name, last_name, date_of_birth, created_at, created_by, updated_at, updated_by`
+
+const associatedOrganizationsSQL = `COALESCE((
+	SELECT json_agg(json_build_object('id', o.id, 'name', o.name, 'registration_number', o.registration_number,
+		'organization_type', o.organization_type, 'country', o.country, 'relation_type', l.relation_type)
+		ORDER BY l.created_at, o.id, l.relation_type)
+	FROM person_organizations l JOIN organizations o ON o.id = l.organization_id
+	WHERE l.person_id = p.id), '[]') AS associated_organizations`
+
+// CreatePerson inserts a person; an existing identity is a 409.
+func (s *Store) CreatePerson(ctx context.Context, in PersonInput, actor string) (Person, error) {
+	p, created, err := s.insertPerson(ctx, in, actor)
+	if err == nil && !created {
+		err = apperr.Duplicate("a person with this first_name, last_name and date_of_birth exists already", p.ID.String())
+	}
+	return p, err
+}
+
+// CreatePersonIfAbsent inserts a person unless the identity exists, in
+// which case it returns the existing one. Concurrent callers with the same
+// identity all get the one row: the unique index arbitrates.
+func (s *Store) CreatePersonIfAbsent(ctx context.Context, in PersonInput, actor string) (Person, bool, error) {
+	return s.insertPerson(ctx, in, actor)
+}
+
+func (s *Store) insertPerson(ctx context.Context, in PersonInput, actor string) (Person, bool, error) {
+	var p Person
+	created := false
+	err := s.write(ctx, "create person", func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `INSERT INTO people (id, first_name, last_name, first_name_key, last_name_key,
+				date_of_birth, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING RETURNING `+personColumns,
+			newID(), in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor)
+		if err != nil {
+			return postgres.Classify(err, "insert person")
+		}
+		inserted, err := pgx.CollectRows(rows, pgx.RowToStructByName[Person])
+		if err != nil {
+			return postgres.Classify(err, "insert person")
+		}
+		if len(inserted) == 1 {
+			p, created = inserted[0], true
+			return nil
+		}
+		// The identity exists (possibly committed a moment ago by a
+		// concurrent caller, which ON CONFLICT waited for).
+		p, err = postgres.One[Person](ctx, tx, "get person by identity", "person", uuid.Nil,
+			`SELECT `+personColumns+` FROM people
+			WHERE first_name_key = $1 AND last_name_key = $2 AND date_of_birth IS NOT DISTINCT FROM $3`,
+			identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
+		return err
+	})
+	return p, created, err
+}
+
+// GetPerson reads a person with their organizations.
+func (s *Store) GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, error) {
+	return postgres.One[PersonDetail](ctx, s.pool, "get person", "person", id,
+		`SELECT `+personColumns+`, `+associatedOrganizationsSQL+` FROM people p WHERE id = $1`, id)
+}
+
+// ListPeople reads one page; names match case-insensitively.
+func (s *Store) ListPeople(ctx context.Context, f PersonFilter, page listing.Page) (listing.Result[Person], error) {
+	var where postgres.Filter
+	if f.FirstName != nil {
+		where.Where("first_name_key = ?", identityKey(*f.FirstName))
+	}
+	if f.LastName != nil {
+		where.Where("last_name_key = ?", identityKey(*f.LastName))
+	}
+	postgres.Equal(&where, "date_of_birth", f.DateOfBirth)
+	return postgres.List(ctx, s.pool, "list people", `SELECT `+personColumns+` FROM people`,
+		where, page, func(p Person) uuid.UUID { return p.ID })
+}
+
+// FindPeople returns the people with the names and, when given, the date of
+// birth.
+func (s *Store) FindPeople(ctx context.Context, in PersonInput) ([]PersonDetail, error) {
+	var where postgres.Filter
+	where.Where("first_name_key = ?", identityKey(in.FirstName))
+	where.Where("last_name_key = ?", identityKey(in.LastName))
+	postgres.Equal(&where, "date_of_birth", in.DateOfBirth)
+	return postgres.Many[PersonDetail](ctx, s.pool, "find person",
+		`SELECT `+personColumns+`, `+associatedOrganizationsSQL+` FROM people p`+where.SQL()+
+			fmt.Sprintf(` ORDER BY id LIMIT %d`, maxCandidates+1), where.Args()...)
+}
+
+// UpdatePerson is UpdateOrganization for people.
+func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, apply func(Person) (PersonInput, error)) error {
+	var in PersonInput
+	err := s.write(ctx, "update person", func(tx pgx.Tx) error {
+		current, err := postgres.One[Person](ctx, tx, "lock person", "person", id,
+			`SELECT `+personColumns+` FROM people WHERE id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		if in, err = apply(current); err != nil {
+			return err
+		}
+		if reflect.DeepEqual(in, PersonInput{FirstName: current.FirstName, LastName: current.LastName, DateOfBirth: current.DateOfBirth}) {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE people SET first_name = $2, last_name = $3, first_name_key = $4, last_name_key = $5,
+			date_of_birth = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
+			id, in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor)
+		return postgres.Classify(err, "update person")
+	})
+	if _, dup := postgres.Constraint(err, postgres.UniqueViolation); dup {
+		return s.personDuplicate(ctx, in)
+	}
+	return err
+}
+
+func (s *Store) personDuplicate(ctx context.Context, in PersonInput) error {
+	const detail = "a person with this first_name, last_name and date_of_birth exists already"
+	var existing uuid.UUID
+	err := s.pool.QueryRow(ctx, `SELECT id FROM people
+		WHERE first_name_key = $1 AND last_name_key = $2 AND date_of_birth IS NOT DISTINCT FROM $3`,
+		identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth).Scan(&existing)
+	if err != nil {
+		return apperr.Conflict(detail)
+	}
+	return apperr.Duplicate(detail, existing.String())
+}
+
+// DeletePerson removes a person and their links.
+func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
+	return s.write(ctx, "delete person", func(tx pgx.Tx) error {
+		return deleteRow(ctx, tx, "person", `DELETE FROM people WHERE id = $1`, id)
+	})
+}
+
+// Link relates a person to an organization; an existing relation is
+// returned as it is (created=false).
+func (s *Store) Link(ctx context.Context, in LinkInput, actor string) (Link, bool, error) {
+	var link Link
+	created := false
+	err := s.write(ctx, "link person", func(tx pgx.Tx) error {
+		if err := bothExist(ctx, tx, in); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `INSERT INTO person_organizations (person_id, organization_id, relation_type, created_by)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+			RETURNING person_id, organization_id, relation_type, created_at`,
+			in.PersonID, in.OrganizationID, in.RelationType, actor)
+		if err != nil {
+			return postgres.Classify(err, "insert link")
+		}
+		inserted, err := pgx.CollectRows(rows, pgx.RowToStructByName[Link])
+		if err != nil {
+			return postgres.Classify(err, "insert link")
+		}
+		if len(inserted) == 1 {
+			link, created = inserted[0], true
+			return nil
+		}
+		link, err = postgres.One[Link](ctx, tx, "get link", "link", uuid.Nil,
+			`SELECT person_id, organization_id, relation_type, created_at FROM person_organizations
+			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
+			in.PersonID, in.OrganizationID, in.RelationType)
+		return err
+	})
+	return link, created, err
+}
+
+// Unlink removes one relation.
+func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
+	return s.write(ctx, "unlink person", func(tx pgx.Tx) error {
+		if err := bothExist(ctx, tx, in); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM person_organizations
+			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
+			in.PersonID, in.OrganizationID, in.RelationType)
+		if err != nil {
+			return postgres.Classify(err, "delete link")
+		}
+		if tag.RowsAffected() == 0 {
+			return apperr.New(apperr.KindNotFound, fmt.Sprintf(
+				"person %s is not linked to organization %s as %s", in.PersonID, in.OrganizationID, in.RelationType))
+		}
+		return nil
+	})
+}
+
+// bothExist locks the person and the organization against a concurrent
+// delete for the rest of the transaction, and says which one is missing.
+func bothExist(ctx context.Context, tx pgx.Tx, in LinkInput) error {
+	var person, org bool
+	err := tx.QueryRow(ctx, `SELECT
+		EXISTS (SELECT 1 FROM people WHERE id = $1 FOR SHARE),
+		EXISTS (SELECT 1 FROM organizations WHERE id = $2 FOR SHARE)`,
+		in.PersonID, in.OrganizationID).Scan(&person, &org)
+	switch {
+	case err != nil:
+		return postgres.Classify(err, "check link ends")
+	case !person:
+		return apperr.NotFound("person", in.PersonID.String())
+	case !org:
+		return apperr.NotFound("organization", in.OrganizationID.String())
+	}
+	return nil
+}
+
+func deleteRow(ctx context.Context, tx pgx.Tx, resource, sql string, id uuid.UUID) error {
+	tag, err := tx.Exec(ctx, sql, id)
+	if err != nil {
+		return postgres.Classify(err, "delete "+resource)
+	}
+	if tag.RowsAffected() == 0 {
+		return apperr.NotFound(resource, id.String())
+	}
+	return nil
+}
+
+func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

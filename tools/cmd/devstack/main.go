@@ -1,0 +1,86 @@
+// Command devstack is `make run`: it starts the whole registry locally,
+// prints how to call it, and stops everything on Ctrl-C.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/assetregistry/registry/tools/devstack"
+)
+
+func main() {
+	dir := flag.String("dir", ".local", "state directory (data, keys, logs, registry.env); reused by the next run")
+	bin := flag.String("bin", "bin", "directory with the built binaries")
+	ports := devstack.DefaultPorts
+	flag.Var(&ports, "ports", "ports to use, e.g. gateway=8080,idp=8090,parties=8101,postgres=54329,redis=63799 (unnamed ones keep their defaults)")
+	flag.Parse()
+	if err := run(*dir, *bin, ports); err != nil {
+		fmt.Fprintln(os.Stderr, "make run:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir, bin string, ports devstack.Ports) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	fmt.Println("Starting PostgreSQL, Redis, the identity provider, the parties service and the gateway...")
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	stack, err := devstack.Start(startCtx, devstack.Options{
+		Dir: dir, BinDir: bin, Ports: ports, Database: "registry",
+	})
+	if err != nil {
+		return err
+	}
+	envFile := filepath.Join(dir, "registry.env")
+	creds, err := stack.EnsureClients(startCtx, envFile)
+	if err != nil {
+		return fmt.Errorf("%w (stopping: %v)", err, stack.Stop())
+	}
+	printUsage(creds, envFile, stack.LogDir)
+	<-ctx.Done()
+	fmt.Println("\nStopping...")
+	if err := stack.Stop(); err != nil {
+		return err
+	}
+	fmt.Println("Stopped. Data is kept in", dir, "for the next make run.")
+	return nil
+}
+
+func printUsage(c devstack.Credentials, envFile, logDir string) {
+	fmt.Printf(`
+The Asset Registry is running.
+
+  API (gateway)        %[1]s
+  API documentation    %[1]s/docs
+  Identity provider    %[2]s  (token endpoint %[2]s/oidc/token)
+  Read-write client    %[3]s
+  Read-only client     %[4]s
+  Credentials          %[5]s
+  Logs                 %[6]s
+
+Get a token and make a first call:
+
+  set -a; . %[5]s; set +a
+  TOKEN=$(curl -s "$AUTH_URL/oidc/token" -d grant_type=client_credentials \
+      -d client_id="$CLIENT_ID" -d client_secret="$CLIENT_SECRET" -d resource="$RESOURCE" \
+      | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
+  curl -s -X POST "$REGISTRY_URL/organizations" -H "Authorization: Bearer $TOKEN" \
+      -H 'Content-Type: application/json' \
+      -d '{"name":"Acme AS","registration_number":"912345678","organization_type":"private","country":"no"}'
+  curl -s "$REGISTRY_URL/organizations" -H "Authorization: Bearer $TOKEN"
+
+Press Ctrl-C to stop everything.
+`, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, logDir)
+}

@@ -1,0 +1,130 @@
+package devstack
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/tools/idp"
+)
+
+// Client ids of make run's two machine clients.
+const (
+	ReadWriteClient = "local-integration"
+	ReadOnlyClient  = "local-readonly"
+)
+
+// Credentials are what an integration needs to call the stack; they are
+// written to registry.env.
+type Credentials struct {
+	RegistryURL, AuthURL, Resource         string
+	ClientID, ClientSecret                 string
+	ReadOnlyClientID, ReadOnlyClientSecret string
+}
+
+// EnsureClients makes sure the read-write and the read-only machine client
+// exist with the secrets recorded in envFile. Secrets are stored hashed, so
+// a client whose secret was lost (envFile deleted) gets a fresh one by an
+// immediate rotation; a second make run otherwise reuses everything.
+func (s *Stack) EnsureClients(ctx context.Context, envFile string) (Credentials, error) {
+	u, err := url.Parse(s.DatabaseURL)
+	if err != nil {
+		return Credentials{}, err
+	}
+	q := u.Query()
+	q.Set("search_path", "idp")
+	u.RawQuery = q.Encode()
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		return Credentials{}, err
+	}
+	defer pool.Close()
+	// The IdP has migrated by now (it is ready), so its schema exists.
+	if err := postgres.Ping(pool)(ctx); err != nil {
+		return Credentials{}, err
+	}
+	clients := idp.NewClients(pool)
+	previous := readEnvFile(envFile)
+	c := Credentials{RegistryURL: s.RegistryURL, AuthURL: s.AuthURL, Resource: s.Resource}
+	c.ClientID, c.ClientSecret, err = ensureClient(ctx, clients, ReadWriteClient, previous["CLIENT_SECRET"],
+		[]string{idp.ScopeRead, idp.ScopeWrite}, s.Resource)
+	if err != nil {
+		return c, err
+	}
+	c.ReadOnlyClientID, c.ReadOnlyClientSecret, err = ensureClient(ctx, clients, ReadOnlyClient, previous["READONLY_CLIENT_SECRET"],
+		[]string{idp.ScopeRead}, s.Resource)
+	if err != nil {
+		return c, err
+	}
+	return c, writeEnvFile(envFile, c)
+}
+
+func ensureClient(ctx context.Context, clients *idp.Clients, id, knownSecret string, scopes []string, resource string) (string, string, error) {
+	if knownSecret != "" {
+		if ok, err := clients.CheckSecret(ctx, id, knownSecret); err != nil {
+			return "", "", err
+		} else if ok {
+			return id, knownSecret, nil
+		}
+	}
+	secret, err := clients.CreateClient(ctx, id, scopes, []string{resource})
+	if errors.Is(err, idp.ErrClientExists) {
+		secret, err = clients.RotateSecret(ctx, id, 0)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("client %s: %w", id, err)
+	}
+	return id, secret, nil
+}
+
+func (c Credentials) env() []string {
+	return []string{
+		"REGISTRY_URL=" + c.RegistryURL,
+		"AUTH_URL=" + c.AuthURL,
+		"RESOURCE=" + c.Resource,
+		"CLIENT_ID=" + c.ClientID,
+		"CLIENT_SECRET=" + c.ClientSecret,
+		"READONLY_CLIENT_ID=" + c.ReadOnlyClientID,
+		"READONLY_CLIENT_SECRET=" + c.ReadOnlyClientSecret,
+	}
+}
+
+// writeEnvFile writes the credentials readable by the owner only: they are
+// secrets, even if local ones.
+func writeEnvFile(path string, c Credentials) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	body := "# Written by make run " + time.Now().UTC().Format(time.RFC3339) + "; `set -a; . " + path + "; set +a` to use.\n" +
+		strings.Join(c.env(), "\n") + "\n"
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func readEnvFile(path string) map[string]string {
+	vars := map[string]string{}
+	f, err := os.Open(path)
+	if err != nil {
+		return vars
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && !strings.HasPrefix(k, "#") {
+			vars[k] = v
+		}
+	}
+	return vars
+}

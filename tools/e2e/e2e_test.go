@@ -1,0 +1,408 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/pkg/problem"
+)
+
+// gateway is the registry as clients see it.
+func gateway() apitest.Client { return apitest.Client{BaseURL: stack.RegistryURL} }
+
+// tokenResponse asks the real token endpoint.
+func tokenResponse(t *testing.T, form url.Values) (int, map[string]any) {
+	t.Helper()
+	return postForm(t, stack.AuthURL+"/oidc/token", form)
+}
+
+func postForm(t *testing.T, endpoint string, form url.Values) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.PostForm(endpoint, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+func clientForm(id, secret string) url.Values {
+	return url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}, "resource": {creds.Resource}}
+}
+
+// token gets a real access token for a client.
+func token(t *testing.T, id, secret string) string {
+	t.Helper()
+	status, body := tokenResponse(t, clientForm(id, secret))
+	if status != http.StatusOK {
+		t.Fatalf("token: %d %v", status, body)
+	}
+	return body["access_token"].(string)
+}
+
+func readWrite(t *testing.T) string { return token(t, creds.ClientID, creds.ClientSecret) }
+func readOnly(t *testing.T) string {
+	return token(t, creds.ReadOnlyClientID, creds.ReadOnlyClientSecret)
+}
+
+func TestTokenEndpoint(t *testing.T) {
+	status, body := tokenResponse(t, clientForm(creds.ClientID, creds.ClientSecret))
+	if status != 200 || body["token_type"] != "Bearer" || body["expires_in"].(float64) <= 0 ||
+		body["scope"] != "registry:read registry:write" || body["access_token"] == "" {
+		t.Fatalf("token response: %d %v", status, body)
+	}
+	narrowed := clientForm(creds.ClientID, creds.ClientSecret)
+	narrowed.Set("scope", "registry:read")
+	if status, body := tokenResponse(t, narrowed); status != 200 || body["scope"] != "registry:read" {
+		t.Errorf("narrowed scope: %d %v", status, body)
+	}
+	tests := []struct {
+		name   string
+		change func(url.Values)
+		status int
+		error  string
+	}{
+		{"wrong secret", func(f url.Values) { f.Set("client_secret", "nope") }, 401, "invalid_client"},
+		{"unknown client", func(f url.Values) { f.Set("client_id", "nobody") }, 401, "invalid_client"},
+		{"other grant type", func(f url.Values) { f.Set("grant_type", "password") }, 400, "unsupported_grant_type"},
+		{"foreign resource", func(f url.Values) { f.Set("resource", "https://elsewhere.example") }, 400, "invalid_target"},
+		{"scope the client lacks", func(f url.Values) {
+			f.Set("client_id", creds.ReadOnlyClientID)
+			f.Set("client_secret", creds.ReadOnlyClientSecret)
+			f.Set("scope", "registry:write")
+		}, 400, "invalid_scope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			form := clientForm(creds.ClientID, creds.ClientSecret)
+			tt.change(form)
+			if status, body := tokenResponse(t, form); status != tt.status || body["error"] != tt.error {
+				t.Errorf("got %d %v, want %d %s", status, body, tt.status, tt.error)
+			}
+		})
+	}
+}
+
+// signingKey is the identity provider's real key, so the tests can forge
+// tokens that are correctly signed but wrong in one claim.
+func signingKey(t *testing.T) (*rsa.PrivateKey, string) {
+	t.Helper()
+	raw, err := os.ReadFile(stack.SigningKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := jwt.ParseRSAPrivateKeyFromPEM(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _, err := jwt.NewParser().ParseUnverified(readWrite(t), jwt.MapClaims{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, real.Header["kid"].(string)
+}
+
+func TestTokenChecks(t *testing.T) {
+	key, kid := signingKey(t)
+	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := func(change func(jwt.MapClaims)) jwt.MapClaims {
+		now := time.Now()
+		c := jwt.MapClaims{"iss": stack.AuthURL, "sub": "forger", "aud": []string{creds.Resource},
+			"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Minute).Unix(), "scope": "registry:read registry:write"}
+		change(c)
+		return c
+	}
+	valid := readWrite(t)
+	parts := strings.Split(valid, ".")
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	tamperedPayload := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(payload), creds.ClientID, "someone-else", 1)))
+
+	tests := []struct {
+		name   string
+		token  string
+		path   string
+		method string
+		status int
+	}{
+		{"no token", "", "/organizations", "GET", 401},
+		{"valid read-write token", valid, "/organizations", "GET", 200},
+		{"expired", authtest.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-5 * time.Minute).Unix() })), "/organizations", "GET", 401},
+		{"not yet valid", authtest.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(5 * time.Minute).Unix() })), "/organizations", "GET", 401},
+		{"wrong audience", authtest.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["aud"] = "https://other-registry.example" })), "/organizations", "GET", 401},
+		{"wrong issuer", authtest.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), "/organizations", "GET", 401},
+		{"unsigned", authtest.Unsigned(t, claims(func(jwt.MapClaims) {})), "/organizations", "GET", 401},
+		{"tampered", parts[0] + "." + tamperedPayload + "." + parts[2], "/organizations", "GET", 401},
+		{"unknown key", authtest.SignWith(t, otherKey, "unknown-key", claims(func(jwt.MapClaims) {})), "/organizations", "GET", 401},
+		{"read-only scope on a write", readOnly(t), "/organizations", "POST", 403},
+		{"read-only scope on a read", readOnly(t), "/organizations", "GET", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body any
+			if tt.method == "POST" {
+				body = map[string]any{"name": "X", "registration_number": "forged-" + tt.name, "organization_type": "private"}
+			}
+			r := apitest.Expect(t, gateway().Do(t, tt.method, tt.path, tt.token, body), tt.status)
+			if tt.status == 401 && !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("401 without a Bearer challenge: %q", r.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+}
+
+// A service reached around the gateway verifies tokens itself.
+func TestServiceIsNoBackDoor(t *testing.T) {
+	direct := apitest.Client{BaseURL: stack.ServiceURLs["parties"]}
+	key, kid := signingKey(t)
+	wrongAudience := authtest.SignWith(t, key, kid, jwt.MapClaims{"iss": stack.AuthURL, "sub": "x", "aud": "https://other.example",
+		"exp": time.Now().Add(time.Minute).Unix(), "iat": time.Now().Unix(), "scope": "registry:read registry:write"})
+	apitest.Expect(t, direct.Do(t, "GET", "/organizations", "", nil), 401)
+	apitest.Expect(t, direct.Do(t, "GET", "/organizations", "forged", nil), 401)
+	apitest.Expect(t, direct.Do(t, "GET", "/organizations", wrongAudience, nil), 401)
+	apitest.Expect(t, direct.Do(t, "POST", "/organizations", readOnly(t), map[string]any{}), 403)
+	apitest.Expect(t, direct.Do(t, "GET", "/organizations", readOnly(t), nil), 200)
+}
+
+// The interface's recommended order for recording work, as an integration
+// would do it.
+func TestRecordingFlow(t *testing.T) {
+	rw := readWrite(t)
+	gw := gateway()
+	org := apitest.Expect(t, gw.Do(t, "POST", "/organizations/", rw, map[string]any{
+		"name": "Kontroll AS", "registration_number": "987654321", "organization_type": "private",
+		"tax_identification_number": "NO987654321MVA", "country": "NO"}), 201).JSON()
+	if org["tax_registration_number"] != "NO987654321MVA" || org["country"] != "no" || org["created_by"] != creds.ClientID {
+		t.Errorf("organization: %v", org)
+	}
+	found := apitest.Expect(t, gw.Do(t, "POST", "/organization/find/", rw, map[string]any{"registration_number": "987654321", "country": "no"}), 200).JSON()
+	if found["id"] != org["id"] {
+		t.Errorf("find organization: %v", found)
+	}
+	person := apitest.Expect(t, gw.Do(t, "POST", "/people/find?create=true", rw,
+		map[string]any{"first_name": "Ingrid", "last_name": "Kontrollør", "date_of_birth": "1985-06-15"}), 201).JSON()
+	link := fmt.Sprintf("/people/%s/organizations/%s?relation_type=employee", person["id"], org["id"])
+	apitest.Expect(t, gw.Do(t, "POST", link, rw, nil), 201)
+	apitest.Expect(t, gw.Do(t, "POST", link, rw, nil), 200)
+
+	ro := readOnly(t)
+	gotOrg := apitest.Expect(t, gw.Do(t, "GET", "/organizations/"+org["id"].(string), ro, nil), 200).JSON()
+	people := gotOrg["associated_people"].([]any)
+	if len(people) != 1 || people[0].(map[string]any)["id"] != person["id"] || people[0].(map[string]any)["relation_type"] != "employee" {
+		t.Errorf("associated_people: %v", people)
+	}
+	gotPerson := apitest.Expect(t, gw.Do(t, "GET", "/people/"+person["id"].(string)+"/", ro, nil), 200).JSON()
+	if orgs := gotPerson["associated_organizations"].([]any); len(orgs) != 1 || orgs[0].(map[string]any)["id"] != org["id"] {
+		t.Errorf("associated_organizations: %v", orgs)
+	}
+	updated := apitest.Expect(t, gw.Do(t, "PATCH", "/people/"+person["id"].(string), rw, `{"date_of_birth":null}`,
+		"Content-Type", "application/merge-patch+json"), 200).JSON()
+	if updated["date_of_birth"] != nil || updated["updated_by"] != creds.ClientID {
+		t.Errorf("patched person: %v", updated)
+	}
+	list := apitest.Expect(t, gw.Do(t, "GET", "/people?last_name=KONTROLLØR", ro, nil), 200).List()
+	if len(list) != 1 {
+		t.Errorf("case-insensitive name filter: %v", list)
+	}
+}
+
+// Errors reach the client unchanged through the gateway, with the path the
+// client used and the gateway's request id.
+func TestErrorsThroughGateway(t *testing.T) {
+	rw := readWrite(t)
+	gw := gateway()
+	tests := []struct {
+		name, method, path string
+		body               any
+		headers            []string
+		status             int
+	}{
+		{"unknown path", "GET", "/nothing/here", nil, nil, 404},
+		{"unknown resource", "GET", "/organizations/0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f/", nil, nil, 404},
+		{"malformed id", "GET", "/people/not-a-uuid", nil, nil, 400},
+		{"method not allowed", "PUT", "/organizations", map[string]any{}, nil, 405},
+		{"wrong media type", "POST", "/people", "first_name=a", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415},
+		{"too large", "POST", "/people", `{"first_name":"` + strings.Repeat("a", 1<<20) + `"}`, nil, 413},
+		{"invalid field", "POST", "/people/", map[string]any{"first_name": "A"}, nil, 422},
+		{"bad limit", "GET", "/organizations?limit=0", nil, nil, 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := apitest.Expect(t, gw.Do(t, tt.method, tt.path, rw, tt.body, tt.headers...), tt.status)
+			if got := r.JSON()["instance"]; got != strings.SplitN(tt.path, "?", 2)[0] {
+				t.Errorf("instance = %v, want the client's path %s", got, tt.path)
+			}
+			if strings.Contains(string(r.Raw), "127.0.0.1") {
+				t.Errorf("internal address in the body: %s", r.Raw)
+			}
+		})
+	}
+	conflict := map[string]any{"name": "Dup", "registration_number": "dup-1", "organization_type": "public"}
+	first := apitest.Expect(t, gw.Do(t, "POST", "/organizations", rw, conflict), 201).JSON()
+	dup := apitest.Expect(t, gw.Do(t, "POST", "/organizations", rw, conflict), 409).JSON()
+	if dup["existing_id"] != first["id"] || dup["type"] != problem.TypePrefix+"duplicate" {
+		t.Errorf("409: %v", dup)
+	}
+}
+
+func TestConcurrentFindOrCreateThroughGateway(t *testing.T) {
+	rw := readWrite(t)
+	const callers = 50
+	statuses := make(chan int, callers)
+	ids := make(chan any, callers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range callers {
+		wg.Go(func() {
+			<-start
+			r := gateway().Do(t, "POST", "/people/find?create=true", rw,
+				map[string]any{"first_name": "Concurrent", "last_name": "Caller", "date_of_birth": "2000-01-01"})
+			statuses <- r.Status
+			ids <- r.JSON()["id"]
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(statuses)
+	close(ids)
+	created := 0
+	for s := range statuses {
+		switch s {
+		case 201:
+			created++
+		case 200:
+		default:
+			t.Fatalf("status %d", s)
+		}
+	}
+	var first any
+	for id := range ids {
+		if first == nil {
+			first = id
+		}
+		if id != first {
+			t.Fatalf("two different people: %v and %v", first, id)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d calls answered 201, want exactly one", created)
+	}
+	list := apitest.Expect(t, gateway().Do(t, "GET", "/people?first_name=concurrent&last_name=caller", readOnly(t), nil), 200).List()
+	if len(list) != 1 {
+		t.Fatalf("%d people stored, want 1", len(list))
+	}
+}
+
+// One trace spans the gateway, the service and its SQL.
+func TestTraceSpansEveryHop(t *testing.T) {
+	traceID := randomTraceID()
+	traceparent := "00-" + traceID + "-" + strings.Repeat("0", 15) + "1-01"
+	apitest.Expect(t, gateway().Do(t, "GET", "/organizations?limit=1", readOnly(t), nil, "traceparent", traceparent), 200)
+	want := map[string]bool{"gateway server": false, "gateway client": false, "parties server": false, "parties sql": false}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range spans.trace(traceID) {
+			switch {
+			case s.Service == "api-gateway" && s.Kind == "SPAN_KIND_SERVER":
+				want["gateway server"] = true
+			case s.Service == "api-gateway" && s.Kind == "SPAN_KIND_CLIENT":
+				want["gateway client"] = true
+			case s.Service == "parties" && s.Kind == "SPAN_KIND_SERVER" && s.Name == "GET /organizations":
+				want["parties server"] = true
+			case s.Service == "parties" && s.Kind == "SPAN_KIND_CLIENT" && strings.HasPrefix(s.Attributes["db.query.text"], "SELECT"):
+				want["parties sql"] = true
+			}
+		}
+		all := true
+		for _, ok := range want {
+			all = all && ok
+		}
+		if all {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("trace %s is missing hops: %v (spans: %+v)", traceID, want, spans.trace(traceID))
+}
+
+func randomTraceID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x", b)
+}
+
+// The documentation renders without a token and loads nothing from any
+// other host.
+func TestDocumentation(t *testing.T) {
+	for _, resource := range []string{"organizations", "people"} {
+		page := get(t, stack.RegistryURL+"/docs/"+resource)
+		if !strings.Contains(page, "swagger-ui") {
+			t.Fatalf("/docs/%s is not the interactive documentation", resource)
+		}
+		for _, ref := range regexp.MustCompile(`(?:src|href)="([^"]+)"`).FindAllStringSubmatch(page, -1) {
+			u := ref[1]
+			if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "//") {
+				t.Errorf("/docs/%s loads %s from another host", resource, u)
+				continue
+			}
+			get(t, stack.RegistryURL+u) // every asset is served by the registry itself
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(get(t, stack.RegistryURL+"/openapi/"+resource+".json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for path := range doc["paths"].(map[string]any) {
+			if !strings.HasPrefix(path, "/"+resource) && !(resource == "organizations" && strings.HasPrefix(path, "/organization/")) {
+				t.Errorf("/openapi/%s.json documents %s", resource, path)
+			}
+		}
+	}
+	for _, asset := range []string{"swagger-ui-bundle.js", "swagger-ui.css"} {
+		body := get(t, stack.RegistryURL+"/docs/people/"+asset)
+		if m := regexp.MustCompile(`https?://(fonts\.googleapis|cdn|unpkg)[^"' )]*`).FindString(body); m != "" {
+			t.Errorf("%s fetches from another host: %s", asset, m)
+		}
+	}
+}
+
+func get(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+func TestProbesNeedNoToken(t *testing.T) {
+	for _, p := range []string{"/healthz", "/readyz", "/openapi.json", "/docs"} {
+		get(t, stack.RegistryURL+p)
+	}
+}

@@ -1,0 +1,127 @@
+// Package e2e tests the registry from outside, as an integration would:
+// the real binaries (gateway, parties, identity provider) in their own
+// processes over real PostgreSQL and Redis, tokens from the real token
+// endpoint, every call through the gateway unless a test is about going
+// around it.
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/assetregistry/registry/tools/devstack"
+)
+
+var (
+	stack *devstack.Stack
+	creds devstack.Credentials
+	spans *otlpReceiver
+	bin   string // directory with the binaries
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as its own user
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if bin, err = binaries(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build binaries:", err)
+		return 1
+	}
+	spans = startOTLPReceiver()
+	defer spans.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	database := "e2e_" + randomHex()
+	sharedPostgres := os.Getenv("TEST_DATABASE_URL")
+	stack, err = devstack.Start(ctx, devstack.Options{
+		Dir: dir, BinDir: bin, Ephemeral: true, Database: database,
+		PostgresURL: sharedPostgres, RedisURL: os.Getenv("TEST_REDIS_URL"),
+		Env: []string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT=" + spans.URL,
+			"OTEL_BSP_SCHEDULE_DELAY=50", // export spans quickly for the trace test
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
+		return 1
+	}
+	defer func() {
+		if err := stack.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stop stack:", err)
+		}
+		if sharedPostgres != "" {
+			_ = devstack.DropDatabase(context.Background(), sharedPostgres, database)
+		}
+	}()
+	if creds, err = stack.EnsureClients(ctx, filepath.Join(dir, "registry.env")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: clients:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// binaries returns REGISTRY_BIN (make test builds them first) or builds
+// them, so `go test ./tools/e2e` also works alone.
+func binaries(tmp string) (string, error) {
+	if dir := os.Getenv("REGISTRY_BIN"); dir != "" {
+		return dir, nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(tmp, "bin")
+	for name, pkg := range map[string]string{
+		"api-gateway": "./api-gateway/cmd/api-gateway",
+		"parties":     "./services/parties/cmd/parties",
+		"idp":         "./tools/cmd/idp",
+		"devstack":    "./tools/cmd/devstack",
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(out, name), pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+		}
+	}
+	return out, nil
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.work above the test directory")
+		}
+		dir = parent
+	}
+}
+
+func randomHex() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/devinfra"
+)
+
+// make run's promises: it prints how to call the registry and writes
+// registry.env; Ctrl-C stops every process it started; a second run
+// reuses the data and the credentials.
+func TestMakeRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two full stacks")
+	}
+	dir, err := os.MkdirTemp("", "makerun-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ports []string
+	for _, name := range []string{"gateway", "idp", "parties", "gateway-metrics", "idp-metrics", "parties-metrics", "postgres", "redis"} {
+		p, err := devinfra.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, fmt.Sprintf("%s=%d", name, p))
+	}
+
+	first := startMakeRun(t, dir, strings.Join(ports, ","))
+	rw := tokenFor(t, first)
+	apitest.Expect(t, apitest.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/organizations", rw,
+		map[string]any{"name": "Kept AS", "registration_number": "kept-1", "organization_type": "private"}), 201)
+	stopMakeRun(t, dir, first)
+
+	second := startMakeRun(t, dir, strings.Join(ports, ","))
+	if second["CLIENT_SECRET"] != first["CLIENT_SECRET"] || second["READONLY_CLIENT_SECRET"] != first["READONLY_CLIENT_SECRET"] {
+		t.Error("a second make run changed the credentials")
+	}
+	list := apitest.Expect(t, apitest.Client{BaseURL: second["REGISTRY_URL"]}.Do(t, "GET", "/organizations?registration_number=kept-1",
+		tokenFor(t, second), nil), 200).List()
+	if len(list) != 1 {
+		t.Errorf("data of the first run is gone: %v", list)
+	}
+	stopMakeRun(t, dir, second)
+}
+
+type makeRun map[string]string
+
+var makeRunCmds = map[string]*exec.Cmd{}
+
+func startMakeRun(t *testing.T, dir, ports string) makeRun {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "devstack"), "-dir", dir, "-bin", bin, "-ports", ports)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		var seen strings.Builder
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			seen.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "Press Ctrl-C") {
+				ready <- seen.String()
+				_, _ = io.Copy(io.Discard, out)
+				return
+			}
+		}
+		ready <- "EXITED\n" + seen.String()
+	}()
+	select {
+	case printed := <-ready:
+		if strings.HasPrefix(printed, "EXITED") || !strings.Contains(printed, "/oidc/token") {
+			t.Fatalf("make run did not start:\n%s", printed)
+		}
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatal("make run did not get ready")
+	}
+	makeRunCmds[dir] = cmd
+	return readEnv(t, filepath.Join(dir, "registry.env"))
+}
+
+func stopMakeRun(t *testing.T, dir string, env makeRun) {
+	t.Helper()
+	cmd := makeRunCmds[dir]
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("make run exited with %v after Ctrl-C", err)
+		}
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatal("make run did not stop after Ctrl-C")
+	}
+	for _, key := range []string{"REGISTRY_URL", "AUTH_URL"} {
+		addr := strings.TrimPrefix(env[key], "http://")
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			conn.Close()
+			t.Errorf("%s (%s) still answers after Ctrl-C", key, addr)
+		}
+	}
+	if leftovers := processesMentioning(dir); len(leftovers) > 0 {
+		t.Errorf("processes left behind: %v", leftovers)
+	}
+}
+
+// processesMentioning lists the command lines that name dir (the
+// datastores are started with their data directories).
+func processesMentioning(dir string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if cmdline := strings.ReplaceAll(string(raw), "\x00", " "); strings.Contains(cmdline, dir) {
+			found = append(found, e.Name()+": "+cmdline)
+		}
+	}
+	return found
+}
+
+func readEnv(t *testing.T, path string) makeRun {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v; it holds secrets", path, fi.Mode().Perm())
+	}
+	env := makeRun{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(k, "#") {
+			env[k] = v
+		}
+	}
+	for _, k := range []string{"REGISTRY_URL", "AUTH_URL", "RESOURCE", "CLIENT_ID", "CLIENT_SECRET", "READONLY_CLIENT_ID", "READONLY_CLIENT_SECRET"} {
+		if env[k] == "" {
+			t.Errorf("registry.env lacks %s", k)
+		}
+	}
+	return env
+}
+
+func tokenFor(t *testing.T, env makeRun) string {
+	t.Helper()
+	_, resp := postForm(t, env["AUTH_URL"]+"/oidc/token", url.Values{
+		"grant_type": {"client_credentials"}, "client_id": {env["CLIENT_ID"]}, "client_secret": {env["CLIENT_SECRET"]}, "resource": {env["RESOURCE"]},
+	})
+	tok, _ := resp["access_token"].(string)
+	if tok == "" {
+		t.Fatalf("no token from make run's identity provider: %v", resp)
+	}
+	return tok
+}

@@ -12,6 +12,7 @@ COMMANDS := api-gateway=./api-gateway/cmd/api-gateway \
             parties=./services/parties/cmd/parties \
             idp=./tools/cmd/idp \
             devstack=./tools/cmd/devstack \
+            loadtest=./tools/cmd/loadtest \
             testinfra=./pkg/devinfra/cmd/testinfra
 
 GO_TEST_FLAGS ?= -count=1 -timeout 15m

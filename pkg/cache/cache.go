@@ -1,20 +1,27 @@
 // Package cache is the Redis cache in front of the find operations.
 //
-// Correctness first: a find after any write must see that write. Instead of
-// guessing which cached finds a write affects, every write bumps one
-// generation counter per service, and cache keys include the generation a
-// reader saw *before* it read the database. A reader that raced a write thus
-// stores its (possibly old) answer under the old generation, which nobody
-// reads any more.
+// Correctness first: a find after any write must see that write. Entries
+// are keyed by generation counters that writes bump after they commit. A
+// reader reads the generations *before* it reads the database and stores
+// its answer under them, so a reader that raced a write stores under
+// generations nobody reads any more.
+//
+// Generations are scoped, so a write only makes stale the finds it can
+// change: a find names the scopes it depends on (say "every person find"
+// and "finds for this name"), a write names the scopes it touches (a new
+// person touches only finds for its own name). Every find also depends on
+// one epoch per namespace.
 //
 // Redis is optional: when it is down or slow, finds go to PostgreSQL and
 // nothing fails. After any Redis error the cache stays off for a short
-// back-off, and before it is used again the generation is bumped, because a
+// back-off, and before it is used again the epoch is bumped, because a
 // write may have happened while its own bump could not reach Redis.
 package cache
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -97,28 +104,37 @@ type Entry struct {
 	key string // empty: do not store
 }
 
-// lookupScript reads the generation and the entry under it in one round trip.
+// lookupScript reads the generations of KEYS and the entry stored under
+// them in one round trip.
 var lookupScript = redis.NewScript(`
-local gen = redis.call('GET', KEYS[1]) or '0'
-return {gen, redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2])}
+local gens = {}
+for i, key in ipairs(KEYS) do gens[i] = redis.call('GET', key) or '0' end
+local tag = table.concat(gens, '.')
+return {tag, redis.call('GET', ARGV[1] .. tag .. ':' .. ARGV[2])}
 `)
 
-// Get looks key up and decodes a hit into dst.
-func (f *Finds) Get(ctx context.Context, key string, dst any) (Entry, bool) {
+// Get looks key up among the finds that depend on scopes and decodes a hit
+// into dst.
+func (f *Finds) Get(ctx context.Context, scopes []string, key string, dst any) (Entry, bool) {
 	if !f.usable(ctx) {
 		f.count("bypass")
 		return Entry{}, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	res, err := lookupScript.Run(ctx, f.client, []string{f.genKey()}, f.entryPrefix(), key).Slice()
+	keys := make([]string, 0, len(scopes)+1)
+	keys = append(keys, f.genKey(epoch))
+	for _, s := range scopes {
+		keys = append(keys, f.genKey(s))
+	}
+	res, err := lookupScript.Run(ctx, f.client, keys, f.entryPrefix(), key).Slice()
 	if err != nil {
 		f.fail(err)
 		f.count("error")
 		return Entry{}, false
 	}
-	gen, _ := res[0].(string)
-	entry := Entry{f: f, key: f.entryPrefix() + gen + ":" + key}
+	tag, _ := res[0].(string)
+	entry := Entry{f: f, key: f.entryPrefix() + tag + ":" + key}
 	raw, ok := res[1].(string)
 	if !ok {
 		f.count("miss")
@@ -148,17 +164,14 @@ func (e Entry) Store(ctx context.Context, v any) {
 	}
 }
 
-// Invalidate makes every cached find of the namespace stale. Writers call it
-// after their transaction commits and before they answer.
-func (f *Finds) Invalidate(ctx context.Context) {
-	if f.client == nil {
+// Invalidate makes stale every cached find that depends on one of scopes.
+// Writers call it after their transaction commits and before they answer.
+func (f *Finds) Invalidate(ctx context.Context, scopes ...string) {
+	if f.client == nil || len(scopes) == 0 {
 		return
 	}
-	if err := f.bump(ctx); err != nil {
-		f.mu.Lock()
-		f.mustBump = true
-		f.mu.Unlock()
-		f.fail(err)
+	if err := f.bump(ctx, scopes...); err != nil {
+		f.fail(err) // which also schedules an epoch bump
 	}
 }
 
@@ -176,7 +189,7 @@ func (f *Finds) usable(ctx context.Context) bool {
 		return false
 	}
 	if mustBump {
-		if err := f.bump(ctx); err != nil {
+		if err := f.bump(ctx, epoch); err != nil {
 			f.fail(err)
 			return false
 		}
@@ -187,10 +200,16 @@ func (f *Finds) usable(ctx context.Context) bool {
 	return true
 }
 
-func (f *Finds) bump(ctx context.Context) error {
+func (f *Finds) bump(ctx context.Context, scopes ...string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.Timeout)
 	defer cancel()
-	return f.client.Incr(ctx, f.genKey()).Err()
+	_, err := f.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range scopes {
+			p.Incr(ctx, f.genKey(s))
+		}
+		return nil
+	})
+	return err
 }
 
 func (f *Finds) fail(err error) {
@@ -206,5 +225,20 @@ func (f *Finds) fail(err error) {
 
 func (f *Finds) count(result string) { metrics.WithLabelValues(f.namespace, result).Inc() }
 
-func (f *Finds) genKey() string      { return f.namespace + ":gen" }
-func (f *Finds) entryPrefix() string { return f.namespace + ":find:" }
+// Scope names a set of finds by a kind and the values that identify it
+// (a name, a registration number). The values are hashed: keys carry no
+// personal data and stay short.
+func Scope(kind string, values ...string) string {
+	h := sha256.New()
+	for _, v := range values {
+		h.Write([]byte(v))
+		h.Write([]byte{0})
+	}
+	return kind + ":" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// epoch is the scope every find depends on; bumping it empties the cache.
+const epoch = "epoch"
+
+func (f *Finds) genKey(scope string) string { return f.namespace + ":gen:" + scope }
+func (f *Finds) entryPrefix() string        { return f.namespace + ":find:" }

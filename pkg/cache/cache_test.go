@@ -3,6 +3,7 @@ package cache_test
 import (
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+
+// scopes are what the finds in these tests depend on.
+var scopes = []string{"all", cache.Scope("name", "ada")}
 
 var cfg = cache.Config{TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: 100 * time.Millisecond}
 
@@ -31,16 +35,16 @@ func newFinds(t *testing.T, url string) *cache.Finds {
 func TestHitMissAndInvalidate(t *testing.T) {
 	f := newFinds(t, testharness.RedisURL(t))
 	var got string
-	entry, hit := f.Get(t.Context(), "k", &got)
+	entry, hit := f.Get(t.Context(), scopes, "k", &got)
 	if hit {
 		t.Fatal("empty cache hit")
 	}
 	entry.Store(t.Context(), "v1")
-	if _, hit := f.Get(t.Context(), "k", &got); !hit || got != "v1" {
+	if _, hit := f.Get(t.Context(), scopes, "k", &got); !hit || got != "v1" {
 		t.Fatalf("hit = %v, got %q", hit, got)
 	}
-	f.Invalidate(t.Context())
-	if _, hit := f.Get(t.Context(), "k", &got); hit {
+	f.Invalidate(t.Context(), "all")
+	if _, hit := f.Get(t.Context(), scopes, "k", &got); hit {
 		t.Fatal("a find after a write must not be served from the cache")
 	}
 }
@@ -50,10 +54,10 @@ func TestHitMissAndInvalidate(t *testing.T) {
 func TestStoreAfterConcurrentWriteStaysInvisible(t *testing.T) {
 	f := newFinds(t, testharness.RedisURL(t))
 	var got string
-	staleEntry, _ := f.Get(t.Context(), "k", &got) // reader starts, reads the database...
-	f.Invalidate(t.Context())                      // ...a write commits meanwhile...
-	staleEntry.Store(t.Context(), "old")           // ...and the reader caches what it read
-	if _, hit := f.Get(t.Context(), "k", &got); hit {
+	staleEntry, _ := f.Get(t.Context(), scopes, "k", &got) // reader starts, reads the database...
+	f.Invalidate(t.Context(), "all")                       // ...a write commits meanwhile...
+	staleEntry.Store(t.Context(), "old")                   // ...and the reader caches what it read
+	if _, hit := f.Get(t.Context(), scopes, "k", &got); hit {
 		t.Fatalf("stale value %q served after a write", got)
 	}
 }
@@ -73,10 +77,10 @@ func TestInvalidationIsSharedAcrossReplicas(t *testing.T) {
 	}
 	a, b := replica(), replica()
 	var got string
-	e, _ := a.Get(t.Context(), "k", &got)
+	e, _ := a.Get(t.Context(), scopes, "k", &got)
 	e.Store(t.Context(), "v")
-	b.Invalidate(t.Context())
-	if _, hit := a.Get(t.Context(), "k", &got); hit {
+	b.Invalidate(t.Context(), "all")
+	if _, hit := a.Get(t.Context(), scopes, "k", &got); hit {
 		t.Fatal("replica a served a find that replica b's write invalidated")
 	}
 }
@@ -90,12 +94,12 @@ func TestRedisDownMeansMisses(t *testing.T) {
 	var got string
 	start := time.Now()
 	for range 20 {
-		e, hit := f.Get(t.Context(), "k", &got)
+		e, hit := f.Get(t.Context(), scopes, "k", &got)
 		if hit {
 			t.Fatal("hit without Redis")
 		}
 		e.Store(t.Context(), "v")
-		f.Invalidate(t.Context())
+		f.Invalidate(t.Context(), "all")
 	}
 	// Not a timing assertion on speed, only on not hanging: twenty lookups
 	// against a dead Redis must not each wait for a timeout.
@@ -107,9 +111,9 @@ func TestRedisDownMeansMisses(t *testing.T) {
 func TestDisabledCache(t *testing.T) {
 	f := cache.NewFinds(nil, "svc", cfg, log.NewNopLogger())
 	var got string
-	e, hit := f.Get(t.Context(), "k", &got)
+	e, hit := f.Get(t.Context(), scopes, "k", &got)
 	e.Store(t.Context(), "v")
-	f.Invalidate(t.Context())
+	f.Invalidate(t.Context(), "all")
 	if hit {
 		t.Fatal("a disabled cache hit")
 	}
@@ -125,20 +129,51 @@ func TestRecoveryBumpsGeneration(t *testing.T) {
 	}
 	f := newFinds(t, srv.URL)
 	var got string
-	e, _ := f.Get(t.Context(), "k", &got)
+	e, _ := f.Get(t.Context(), scopes, "k", &got)
 	e.Store(t.Context(), "before-outage")
 	port := srv.Port
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	f.Invalidate(t.Context()) // the write's bump cannot reach Redis
+	f.Invalidate(t.Context(), "all") // the write's bump cannot reach Redis
 	srv, err = devinfra.StartRedis(t.Context(), devinfra.RedisOptions{DataDir: dir, Port: port, Persistent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
 	time.Sleep(cfg.Backoff + 50*time.Millisecond)
-	if _, hit := f.Get(t.Context(), "k", &got); hit {
+	if _, hit := f.Get(t.Context(), scopes, "k", &got); hit {
 		t.Fatalf("served %q cached before an outage during which a write happened", got)
+	}
+}
+
+// A write makes stale only the finds of the scopes it names.
+func TestScopedInvalidation(t *testing.T) {
+	f := newFinds(t, testharness.RedisURL(t))
+	ada := []string{"people", cache.Scope("person", "ada")}
+	bob := []string{"people", cache.Scope("person", "bob")}
+	var got string
+	e, _ := f.Get(t.Context(), ada, "ada", &got)
+	e.Store(t.Context(), "ada-1")
+	e, _ = f.Get(t.Context(), bob, "bob", &got)
+	e.Store(t.Context(), "bob-1")
+
+	f.Invalidate(t.Context(), cache.Scope("person", "bob")) // e.g. a new person named bob
+	if _, hit := f.Get(t.Context(), ada, "ada", &got); !hit || got != "ada-1" {
+		t.Errorf("ada's find was invalidated by a write about bob")
+	}
+	if _, hit := f.Get(t.Context(), bob, "bob", &got); hit {
+		t.Errorf("bob's find survived a write about bob")
+	}
+	f.Invalidate(t.Context(), "people") // e.g. an organization rename shown on every person
+	if _, hit := f.Get(t.Context(), ada, "ada", &got); hit {
+		t.Errorf("a write to a shared scope left ada's find cached")
+	}
+}
+
+func TestScopeHidesValues(t *testing.T) {
+	s := cache.Scope("person", "Ada", "Lovelace")
+	if strings.Contains(s, "Ada") || s == cache.Scope("person", "AdaL", "ovelace") {
+		t.Errorf("scope %q leaks its values or is ambiguous", s)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // cachingService answers finds from Redis when it can. Writes need no hook
-// here: the store invalidates the cache on every commit.
+// here: the store makes stale what each commit changes.
 type cachingService struct {
 	Service
 	finds *cache.Finds
@@ -27,7 +27,7 @@ func (s *cachingService) FindOrganization(ctx context.Context, q OrganizationQue
 	}
 	key := cacheKey("organization", norm.RegistrationNumber, deref(norm.Country, "*"))
 	var cached OrganizationDetail
-	entry, hit := s.finds.Get(ctx, key, &cached)
+	entry, hit := s.finds.Get(ctx, []string{everyOrganizationFind, organizationFinds(norm.RegistrationNumber)}, key, &cached)
 	if hit {
 		return cached, nil
 	}
@@ -49,7 +49,7 @@ func (s *cachingService) FindPerson(ctx context.Context, q PersonInput, create b
 	}
 	key := cacheKey("person", identityKey(norm.FirstName), identityKey(norm.LastName), dob)
 	var cached PersonDetail
-	entry, hit := s.finds.Get(ctx, key, &cached)
+	entry, hit := s.finds.Get(ctx, []string{everyPersonFind, personFinds(norm.FirstName, norm.LastName)}, key, &cached)
 	if hit {
 		return cached, false, nil
 	}
@@ -58,6 +58,23 @@ func (s *cachingService) FindPerson(ctx context.Context, q PersonInput, create b
 		entry.Store(ctx, p)
 	}
 	return p, created, err
+}
+
+// Cache scopes: what a find depends on and a write makes stale. A find
+// depends on every find of its kind (bumped by writes that can change any
+// of them, like renaming an organization that people list) and on the
+// finds for its own identity (bumped by writes to that identity).
+const (
+	everyPersonFind       = "people"
+	everyOrganizationFind = "organizations"
+)
+
+func personFinds(first, last string) string {
+	return cache.Scope("person", identityKey(first), identityKey(last))
+}
+
+func organizationFinds(registrationNumber string) string {
+	return cache.Scope("organization", registrationNumber)
 }
 
 // cacheKey quotes each part so that free text holding the separator cannot

@@ -33,7 +33,7 @@ type fixture struct {
 
 // newFixture is the service as production wires it, over a fresh schema of
 // the real PostgreSQL and a private key space of the real Redis.
-func newFixture(t *testing.T, redisURL string) fixture {
+func newFixture(t testing.TB, redisURL string) fixture {
 	t.Helper()
 	cfg := postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t), MaxConns: 20, StartupWait: time.Second}
 	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, Spec().Migrations, nil)
@@ -46,8 +46,12 @@ func newFixture(t *testing.T, redisURL string) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.Close() })
-	finds := cache.NewFinds(client, testharness.RedisPrefix(t)+"parties", cacheCfg, log.NewNopLogger())
+	prefix := ""
+	if client != nil {
+		t.Cleanup(func() { client.Close() })
+		prefix = testharness.RedisPrefix(t)
+	}
+	finds := cache.NewFinds(client, prefix+"parties", cacheCfg, log.NewNopLogger())
 	store := NewStore(pool, finds)
 	ctx := auth.WithPrincipal(t.Context(), auth.Principal{Subject: "test-client"})
 	return fixture{svc: WithFindCache(NewService(store), finds), store: store, ctx: ctx}
@@ -371,4 +375,50 @@ func TestPersonUpdate(t *testing.T) {
 	}
 	_, err = f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{LastName: patch.Field[string]{Set: true, Null: true}})
 	wantKind(t, err, apperr.KindInvalid)
+}
+
+// Person finds must see every write that changes their answer, including
+// writes that only touch a linked organization or a namesake.
+func TestPersonFindsSeeEveryWrite(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "Old Name", RegistrationNumber: "9", OrganizationType: "private"}))
+	ola := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann"}))
+	find := func(first string) (PersonDetail, error) {
+		p, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: first, LastName: "Nordmann"}, false)
+		return p, err
+	}
+	must[PersonDetail](t)(find("Ola")) // cached from here on
+	if _, _, err := f.svc.Link(f.ctx, LinkInput{PersonID: ola.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := must[PersonDetail](t)(find("Ola")); len(got.AssociatedOrganizations) != 1 {
+		t.Fatalf("after link: %+v", got.AssociatedOrganizations)
+	}
+	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, org.ID, OrganizationPatch{Name: patch.Field[string]{Set: true, Value: "New Name"}}))
+	if got := must[PersonDetail](t)(find("Ola")); got.AssociatedOrganizations[0].Name != "New Name" {
+		t.Fatalf("after renaming the organization: %+v", got.AssociatedOrganizations)
+	}
+	// An unrelated person's write leaves Ola's find alone (and correct).
+	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	if got := must[PersonDetail](t)(find("Ola")); got.ID != ola.ID {
+		t.Fatal(got.ID)
+	}
+	// A namesake makes the name-only find ambiguous.
+	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "OLA", LastName: "nordmann", DateOfBirth: &calendar.Date{Year: 1970, Month: 1, Day: 1}}))
+	_, err := find("Ola")
+	wantKind(t, err, apperr.KindConflict)
+	// A rename moves the person from one name's finds to another's.
+	must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, ola.ID, PersonPatch{FirstName: patch.Field[string]{Set: true, Value: "Ole"}}))
+	if got := must[PersonDetail](t)(find("Ole")); got.ID != ola.ID {
+		t.Fatal(got.ID)
+	}
+	if got := must[PersonDetail](t)(find("Ola")); got.ID == ola.ID {
+		t.Fatal("the old name still finds the renamed person")
+	}
+	if err := f.svc.DeleteOrganization(f.ctx, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := must[PersonDetail](t)(find("Ole")); len(got.AssociatedOrganizations) != 0 {
+		t.Fatalf("after deleting the organization: %+v", got.AssociatedOrganizations)
+	}
 }

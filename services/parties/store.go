@@ -2,6 +2,7 @@ package parties
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -16,8 +17,8 @@ import (
 )
 
 // Store is the PostgreSQL persistence of organizations, people and links.
-// Every write commits through write(), which then invalidates the find
-// cache, so no write path can forget to.
+// Every write commits through write(), which then makes stale the cached
+// finds the write says it changed, so no write path can forget to.
 type Store struct {
 	pool  *pgxpool.Pool
 	finds *cache.Finds
@@ -28,11 +29,17 @@ func NewStore(pool *pgxpool.Pool, finds *cache.Finds) *Store {
 	return &Store{pool: pool, finds: finds}
 }
 
-func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
-	if err := postgres.InTx(ctx, s.pool, op, fn); err != nil {
+func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) (changed []string, err error)) error {
+	var changed []string
+	err := postgres.InTx(ctx, s.pool, op, func(tx pgx.Tx) error {
+		var err error
+		changed, err = fn(tx)
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	s.finds.Invalidate(ctx)
+	s.finds.Invalidate(ctx, changed...)
 	return nil
 }
 
@@ -49,14 +56,14 @@ const associatedPeopleSQL = `COALESCE((
 // CreateOrganization inserts a new organization.
 func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, actor string) (Organization, error) {
 	var o Organization
-	err := s.write(ctx, "create organization", func(tx pgx.Tx) error {
+	err := s.write(ctx, "create organization", func(tx pgx.Tx) ([]string, error) {
 		var err error
 		o, err = postgres.One[Organization](ctx, tx, "insert organization", "organization", uuid.Nil,
 			`INSERT INTO organizations (id, name, registration_number, organization_type, tax_registration_number,
 				country, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+organizationColumns,
 			newID(), in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
-		return err
+		return []string{organizationFinds(in.RegistrationNumber)}, err
 	})
 	return o, s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
 }
@@ -97,22 +104,24 @@ func (s *Store) FindOrganizations(ctx context.Context, q OrganizationQuery) ([]O
 func (s *Store) UpdateOrganization(ctx context.Context, id uuid.UUID, actor string,
 	apply func(Organization) (OrganizationInput, error)) error {
 	var in OrganizationInput
-	err := s.write(ctx, "update organization", func(tx pgx.Tx) error {
+	err := s.write(ctx, "update organization", func(tx pgx.Tx) ([]string, error) {
 		current, err := postgres.One[Organization](ctx, tx, "lock organization", "organization", id,
 			`SELECT `+organizationColumns+` FROM organizations WHERE id = $1 FOR UPDATE`, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if in, err = apply(current); err != nil {
-			return err
+			return nil, err
 		}
 		if reflect.DeepEqual(in, inputOfOrganization(current)) {
-			return nil // nothing changes, so updated_at does not either
+			return nil, nil // nothing changes, so updated_at does not either
 		}
 		_, err = tx.Exec(ctx, `UPDATE organizations SET name = $2, registration_number = $3, organization_type = $4,
 			tax_registration_number = $5, country = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
 			id, in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
-		return postgres.Classify(err, "update organization")
+		// People list their organizations, so every person find may change.
+		return []string{organizationFinds(current.RegistrationNumber), organizationFinds(in.RegistrationNumber), everyPersonFind},
+			postgres.Classify(err, "update organization")
 	})
 	return s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
 }
@@ -144,8 +153,10 @@ func (s *Store) organizationConflict(ctx context.Context, err error, number stri
 
 // DeleteOrganization removes an organization and its links.
 func (s *Store) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
-	return s.write(ctx, "delete organization", func(tx pgx.Tx) error {
-		return deleteRow(ctx, tx, "organization", `DELETE FROM organizations WHERE id = $1`, id)
+	return s.write(ctx, "delete organization", func(tx pgx.Tx) ([]string, error) {
+		var number string
+		err := deleteRow(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
+		return []string{organizationFinds(number), everyPersonFind}, err
 	})
 }
 
@@ -177,21 +188,21 @@ func (s *Store) CreatePersonIfAbsent(ctx context.Context, in PersonInput, actor 
 func (s *Store) insertPerson(ctx context.Context, in PersonInput, actor string) (Person, bool, error) {
 	var p Person
 	created := false
-	err := s.write(ctx, "create person", func(tx pgx.Tx) error {
+	err := s.write(ctx, "create person", func(tx pgx.Tx) ([]string, error) {
 		rows, err := tx.Query(ctx, `INSERT INTO people (id, first_name, last_name, first_name_key, last_name_key,
 				date_of_birth, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING RETURNING `+personColumns,
 			newID(), in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor)
 		if err != nil {
-			return postgres.Classify(err, "insert person")
+			return nil, postgres.Classify(err, "insert person")
 		}
 		inserted, err := pgx.CollectRows(rows, pgx.RowToStructByName[Person])
 		if err != nil {
-			return postgres.Classify(err, "insert person")
+			return nil, postgres.Classify(err, "insert person")
 		}
 		if len(inserted) == 1 {
 			p, created = inserted[0], true
-			return nil
+			return []string{personFinds(in.FirstName, in.LastName)}, nil
 		}
 		// The identity exists (possibly committed a moment ago by a
 		// concurrent caller, which ON CONFLICT waited for).
@@ -199,7 +210,7 @@ func (s *Store) insertPerson(ctx context.Context, in PersonInput, actor string) 
 			`SELECT `+personColumns+` FROM people
 			WHERE first_name_key = $1 AND last_name_key = $2 AND date_of_birth IS NOT DISTINCT FROM $3`,
 			identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
-		return err
+		return nil, err
 	})
 	return p, created, err
 }
@@ -239,22 +250,24 @@ func (s *Store) FindPeople(ctx context.Context, in PersonInput) ([]PersonDetail,
 // UpdatePerson is UpdateOrganization for people.
 func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, apply func(Person) (PersonInput, error)) error {
 	var in PersonInput
-	err := s.write(ctx, "update person", func(tx pgx.Tx) error {
+	err := s.write(ctx, "update person", func(tx pgx.Tx) ([]string, error) {
 		current, err := postgres.One[Person](ctx, tx, "lock person", "person", id,
 			`SELECT `+personColumns+` FROM people WHERE id = $1 FOR UPDATE`, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if in, err = apply(current); err != nil {
-			return err
+			return nil, err
 		}
 		if reflect.DeepEqual(in, PersonInput{FirstName: current.FirstName, LastName: current.LastName, DateOfBirth: current.DateOfBirth}) {
-			return nil
+			return nil, nil
 		}
 		_, err = tx.Exec(ctx, `UPDATE people SET first_name = $2, last_name = $3, first_name_key = $4, last_name_key = $5,
 			date_of_birth = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
 			id, in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor)
-		return postgres.Classify(err, "update person")
+		// Organizations list their people, so every organization find may change.
+		return []string{personFinds(current.FirstName, current.LastName), personFinds(in.FirstName, in.LastName), everyOrganizationFind},
+			postgres.Classify(err, "update person")
 	})
 	if _, dup := postgres.Constraint(err, postgres.UniqueViolation); dup {
 		return s.personDuplicate(ctx, in)
@@ -276,8 +289,10 @@ func (s *Store) personDuplicate(ctx context.Context, in PersonInput) error {
 
 // DeletePerson removes a person and their links.
 func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
-	return s.write(ctx, "delete person", func(tx pgx.Tx) error {
-		return deleteRow(ctx, tx, "person", `DELETE FROM people WHERE id = $1`, id)
+	return s.write(ctx, "delete person", func(tx pgx.Tx) ([]string, error) {
+		var first, last string
+		err := deleteRow(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
+		return []string{personFinds(first, last), everyOrganizationFind}, err
 	})
 }
 
@@ -286,82 +301,84 @@ func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
 func (s *Store) Link(ctx context.Context, in LinkInput, actor string) (Link, bool, error) {
 	var link Link
 	created := false
-	err := s.write(ctx, "link person", func(tx pgx.Tx) error {
-		if err := bothExist(ctx, tx, in); err != nil {
-			return err
+	err := s.write(ctx, "link person", func(tx pgx.Tx) ([]string, error) {
+		changed, err := linkEnds(ctx, tx, in)
+		if err != nil {
+			return nil, err
 		}
 		rows, err := tx.Query(ctx, `INSERT INTO person_organizations (person_id, organization_id, relation_type, created_by)
 			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
 			RETURNING person_id, organization_id, relation_type, created_at`,
 			in.PersonID, in.OrganizationID, in.RelationType, actor)
 		if err != nil {
-			return postgres.Classify(err, "insert link")
+			return nil, postgres.Classify(err, "insert link")
 		}
 		inserted, err := pgx.CollectRows(rows, pgx.RowToStructByName[Link])
 		if err != nil {
-			return postgres.Classify(err, "insert link")
+			return nil, postgres.Classify(err, "insert link")
 		}
 		if len(inserted) == 1 {
 			link, created = inserted[0], true
-			return nil
+			return changed, nil
 		}
 		link, err = postgres.One[Link](ctx, tx, "get link", "link", uuid.Nil,
 			`SELECT person_id, organization_id, relation_type, created_at FROM person_organizations
 			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
 			in.PersonID, in.OrganizationID, in.RelationType)
-		return err
+		return nil, err
 	})
 	return link, created, err
 }
 
 // Unlink removes one relation.
 func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
-	return s.write(ctx, "unlink person", func(tx pgx.Tx) error {
-		if err := bothExist(ctx, tx, in); err != nil {
-			return err
+	return s.write(ctx, "unlink person", func(tx pgx.Tx) ([]string, error) {
+		changed, err := linkEnds(ctx, tx, in)
+		if err != nil {
+			return nil, err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM person_organizations
 			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
 			in.PersonID, in.OrganizationID, in.RelationType)
 		if err != nil {
-			return postgres.Classify(err, "delete link")
+			return nil, postgres.Classify(err, "delete link")
 		}
 		if tag.RowsAffected() == 0 {
-			return apperr.New(apperr.KindNotFound, fmt.Sprintf(
+			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf(
 				"person %s is not linked to organization %s as %s", in.PersonID, in.OrganizationID, in.RelationType))
 		}
-		return nil
+		return changed, nil
 	})
 }
 
-// bothExist locks the person and the organization against a concurrent
-// delete for the rest of the transaction, and says which one is missing.
-func bothExist(ctx context.Context, tx pgx.Tx, in LinkInput) error {
-	var person, org bool
+// linkEnds locks the person and the organization against a concurrent
+// delete for the rest of the transaction, says which one is missing, and
+// returns the finds a change of their link affects.
+func linkEnds(ctx context.Context, tx pgx.Tx, in LinkInput) ([]string, error) {
+	var first, last, number *string
 	err := tx.QueryRow(ctx, `SELECT
-		EXISTS (SELECT 1 FROM people WHERE id = $1 FOR SHARE),
-		EXISTS (SELECT 1 FROM organizations WHERE id = $2 FOR SHARE)`,
-		in.PersonID, in.OrganizationID).Scan(&person, &org)
+		(SELECT first_name FROM people WHERE id = $1 FOR SHARE),
+		(SELECT last_name FROM people WHERE id = $1),
+		(SELECT registration_number FROM organizations WHERE id = $2 FOR SHARE)`,
+		in.PersonID, in.OrganizationID).Scan(&first, &last, &number)
 	switch {
 	case err != nil:
-		return postgres.Classify(err, "check link ends")
-	case !person:
-		return apperr.NotFound("person", in.PersonID.String())
-	case !org:
-		return apperr.NotFound("organization", in.OrganizationID.String())
+		return nil, postgres.Classify(err, "check link ends")
+	case first == nil:
+		return nil, apperr.NotFound("person", in.PersonID.String())
+	case number == nil:
+		return nil, apperr.NotFound("organization", in.OrganizationID.String())
 	}
-	return nil
+	return []string{personFinds(*first, *last), organizationFinds(*number)}, nil
 }
 
-func deleteRow(ctx context.Context, tx pgx.Tx, resource, sql string, id uuid.UUID) error {
-	tag, err := tx.Exec(ctx, sql, id)
-	if err != nil {
-		return postgres.Classify(err, "delete "+resource)
-	}
-	if tag.RowsAffected() == 0 {
+// deleteRow runs a DELETE ... RETURNING into dest; no row is a 404.
+func deleteRow(ctx context.Context, tx pgx.Tx, resource string, id uuid.UUID, sql string, dest ...any) error {
+	err := tx.QueryRow(ctx, sql, id).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return apperr.NotFound(resource, id.String())
 	}
-	return nil
+	return postgres.Classify(err, "delete "+resource)
 }
 
 func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

@@ -59,6 +59,8 @@ type Stack struct {
 	ServiceURLs    map[string]string // services reached directly, around the gateway
 	SigningKeyFile string
 	LogDir         string
+	Pids           map[string]int    // registry processes by name, for measurements
+	MetricsURLs    map[string]string // each process's /metrics
 
 	stops []func() error // in start order
 }
@@ -66,7 +68,7 @@ type Stack struct {
 // Start brings the stack up, in dependency order, and returns once every
 // process is ready. On failure whatever started is stopped again.
 func Start(ctx context.Context, o Options) (*Stack, error) {
-	s := &Stack{LogDir: filepath.Join(o.Dir, "logs"), ServiceURLs: map[string]string{}}
+	s := &Stack{LogDir: filepath.Join(o.Dir, "logs"), ServiceURLs: map[string]string{}, Pids: map[string]int{}, MetricsURLs: map[string]string{}}
 	if err := s.start(ctx, o); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
@@ -159,6 +161,8 @@ func (s *Stack) startProcess(ctx context.Context, o Options, name string, port, 
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	s.stops = append(s.stops, p.Stop)
+	s.Pids[name] = p.Pid()
+	s.MetricsURLs[name] = localURL(metricsPort) + "/metrics"
 	return nil
 }
 

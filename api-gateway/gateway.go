@@ -4,7 +4,6 @@
 package gateway
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -88,7 +87,7 @@ func New(cfg Config, logger log.Logger) (http.Handler, *server.Health, func(), e
 	checks := []server.Check{{Name: "oidc", Probe: verifier.Ready}}
 	for name, u := range upstreams {
 		proxies[name] = newProxy(u)
-		checks = append(checks, server.Check{Name: name, Optional: true, Probe: upstreamReady(u)})
+		checks = append(checks, server.Check{Name: name, Optional: true, Probe: server.HTTPCheck(u.JoinPath("/readyz").String())})
 	}
 	health := server.NewHealth(checks...)
 
@@ -135,26 +134,7 @@ func route(proxies map[string]http.Handler) http.Handler {
 	})
 }
 
-func upstreamReady(u *url.URL) func(context.Context) error {
-	readyURL := u.JoinPath("/readyz").String()
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyURL, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s answered %d", readyURL, resp.StatusCode)
-		}
-		return nil
-	}
-}
-
-// ResourceNames lists the resources whose service is configured.
+// resourceNames lists the resources whose service is configured.
 func resourceNames(upstreams map[string]*url.URL) []string {
 	var names []string
 	for _, r := range Resources {

@@ -89,8 +89,26 @@ func Main(spec Spec) int {
 		command, args = args[0], args[1:]
 	}
 	var cfg Config
-	fs := flag.NewFlagSet(spec.Name, flag.ContinueOnError)
-	cfg.RegisterFlags(fs, spec)
+	register := func(fs *flag.FlagSet) *logging.Config {
+		cfg.RegisterFlags(fs, spec)
+		return &cfg.Log
+	}
+	return Execute(spec.Name, args, register, func(ctx context.Context, logger log.Logger) error {
+		if command == "migrate" {
+			return migrateOnly(ctx, spec, cfg, logger)
+		}
+		return Serve(ctx, spec, cfg, logger)
+	})
+}
+
+// Execute is the body of every binary's main: it parses args into the
+// flags that register adds (with environment fallback), builds the logger
+// from the log settings register returns, and runs run until SIGINT or
+// SIGTERM. It returns the exit code: 2 for bad flags, 1 when run fails.
+func Execute(name string, args []string, register func(*flag.FlagSet) *logging.Config,
+	run func(ctx context.Context, logger log.Logger) error) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	logCfg := register(fs)
 	if err := ParseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -98,16 +116,10 @@ func Main(spec Spec) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	logger := logging.New(os.Stdout, spec.Name, cfg.Log)
+	logger := logging.New(os.Stdout, name, *logCfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var err error
-	if command == "migrate" {
-		err = migrateOnly(ctx, spec, cfg, logger)
-	} else {
-		err = Serve(ctx, spec, cfg, logger)
-	}
-	if err != nil {
+	if err := run(ctx, logger); err != nil {
 		level.Error(logger).Log("msg", "exiting", "err", err)
 		return 1
 	}

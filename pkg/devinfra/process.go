@@ -2,8 +2,6 @@ package devinfra
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"os/exec"
 	"syscall"
 )
@@ -38,22 +36,3 @@ func (p *Process) Done() <-chan struct{} { return p.s.done }
 
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.s.pid() }
-
-// HTTPReady is a readiness probe that wants 200 from url.
-func HTTPReady(url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s answered %d", url, resp.StatusCode)
-		}
-		return nil
-	}
-}

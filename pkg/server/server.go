@@ -46,6 +46,26 @@ type Check struct {
 	Probe    func(context.Context) error
 }
 
+// HTTPCheck probes a dependency that has readiness of its own: it wants a
+// 200 from url (its /readyz, say).
+func HTTPCheck(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %d", url, resp.StatusCode)
+		}
+		return nil
+	}
+}
+
 // Health serves /healthz and /readyz.
 type Health struct {
 	checks   []Check

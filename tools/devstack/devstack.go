@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/pkg/server"
 )
 
 // Ports of the stack; 0 picks a free one.
@@ -156,7 +157,7 @@ func (s *Stack) startProcess(ctx context.Context, o Options, name string, port, 
 		"LOG_FORMAT=json",
 	)
 	cmd.Env = append(cmd.Env, env...)
-	p, err := devinfra.StartProcess(ctx, name, cmd, filepath.Join(s.LogDir, name+".log"), devinfra.HTTPReady(localURL(port)+"/readyz"))
+	p, err := devinfra.StartProcess(ctx, name, cmd, filepath.Join(s.LogDir, name+".log"), server.HTTPCheck(localURL(port)+"/readyz"))
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}

@@ -3,15 +3,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/go-kit/log"
-	"github.com/go-kit/log/level"
 
 	gateway "github.com/assetregistry/registry/api-gateway"
 	"github.com/assetregistry/registry/pkg/app"
@@ -20,27 +15,15 @@ import (
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
-func main() { os.Exit(run()) }
-
-func run() int {
+func main() {
 	var cfg gateway.Config
-	fs := flag.NewFlagSet("api-gateway", flag.ContinueOnError)
-	cfg.RegisterFlags(fs)
-	if err := app.ParseFlags(fs, os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	register := func(fs *flag.FlagSet) *logging.Config {
+		cfg.RegisterFlags(fs)
+		return &cfg.Log
 	}
-	logger := logging.New(os.Stdout, "api-gateway", cfg.Log)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := serve(ctx, cfg, logger); err != nil {
-		level.Error(logger).Log("msg", "exiting", "err", err)
-		return 1
-	}
-	return 0
+	os.Exit(app.Execute("api-gateway", os.Args[1:], register, func(ctx context.Context, logger log.Logger) error {
+		return serve(ctx, cfg, logger)
+	}))
 }
 
 func serve(ctx context.Context, cfg gateway.Config, logger log.Logger) error {

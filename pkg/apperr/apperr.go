@@ -187,13 +187,6 @@ func (v *Validation) Add(field, format string, args ...any) {
 	v.fields = append(v.fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
-// Merge adds the fields of another invalid error, prefixing each with prefix.
-func (v *Validation) Merge(prefix string, fields []FieldError) {
-	for _, f := range fields {
-		v.fields = append(v.fields, FieldError{Field: prefix + f.Field, Message: f.Message})
-	}
-}
-
 // Fields returns what was recorded so far.
 func (v *Validation) Fields() []FieldError { return v.fields }
 

@@ -31,8 +31,5 @@ func StartProcess(ctx context.Context, name string, cmd *exec.Cmd, logFile strin
 // Stop sends SIGTERM (a graceful drain) and waits, escalating to SIGKILL.
 func (p *Process) Stop() error { return p.s.stop(syscall.SIGTERM) }
 
-// Done is closed when the process has exited.
-func (p *Process) Done() <-chan struct{} { return p.s.done }
-
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.s.pid() }

@@ -22,13 +22,6 @@ type Created struct {
 	Location string
 }
 
-// WithStatus is a body with an explicit status (a find that creates is 201,
-// a repeated link is 200).
-type WithStatus struct {
-	Status int
-	Value  any
-}
-
 // NoContent is a 204.
 type NoContent struct{}
 
@@ -49,8 +42,6 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	case Created:
 		status, body = http.StatusCreated, r.Value
 		w.Header().Set("Location", r.Location)
-	case WithStatus:
-		status, body = r.Status, r.Value
 	case NoContent:
 		w.WriteHeader(http.StatusNoContent)
 		return nil

@@ -68,16 +68,6 @@ func (q *Query) String(name string) *string {
 	return &v
 }
 
-// RequiredString returns the parameter and records a 422 when it is absent
-// or empty.
-func (q *Query) RequiredString(name string) string {
-	v, ok := q.raw(name)
-	if !ok || v == "" {
-		q.invalid.Add(name, "is required")
-	}
-	return v
-}
-
 // Bool reads "true" or "false".
 func (q *Query) Bool(name string) *bool {
 	v, ok := q.raw(name)

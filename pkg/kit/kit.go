@@ -80,9 +80,6 @@ type IDBody[T any] struct {
 	Body T
 }
 
-// NoRequest decodes nothing (list endpoints read their query themselves).
-func NoRequest(*http.Request) (struct{}, error) { return struct{}{}, nil }
-
 // PathID decodes the {id} path parameter.
 func PathID(r *http.Request) (uuid.UUID, error) { return httpx.PathUUID(r, "id") }
 

@@ -45,15 +45,14 @@ func runHelper(dir string) {
 }
 
 // serverTempDir returns a temp dir that the postgres user can reach even when
-// the tests run as root (t.TempDir() creates its dirs with mode 0700).
+// the tests run as root, removed when the test ends.
 func serverTempDir(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	dir, err := MkdirTemp("devinfra-test-")
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
 

@@ -2,6 +2,7 @@ package devinfra
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -33,3 +34,18 @@ func (p *Process) Stop() error { return p.s.stop(syscall.SIGTERM) }
 
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.s.pid() }
+
+// MkdirTemp is os.MkdirTemp for server data: the directory is traversable
+// by other users (os.MkdirTemp makes it 0700), because when we are root
+// PostgreSQL runs as the postgres user and must reach its data dir inside.
+func MkdirTemp(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.Remove(dir)
+		return "", err
+	}
+	return dir, nil
+}

@@ -154,6 +154,20 @@ func dropSchema(ctx context.Context, url, schema string) error {
 	return nil
 }
 
+// ServerDir is t.TempDir for a test that starts its own server: the
+// directories are traversable by the postgres user, which PostgreSQL runs
+// as when the tests run as root.
+func ServerDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // RedisPrefix returns a key prefix no other test uses, such as
 // "t_3f2a9c1b0d4e5f67:". Keys starting with it are deleted when the test ends.
 func RedisPrefix(t testing.TB) string {
@@ -276,13 +290,8 @@ func (h *harness) dataDir() (string, error) {
 	}
 	removeAbandonedDirs()
 	// The pid in the name lets a later run tell an abandoned dir from a live one.
-	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", tempDirPrefix, os.Getpid()))
+	dir, err := devinfra.MkdirTemp(fmt.Sprintf("%s%d-", tempDirPrefix, os.Getpid()))
 	if err != nil {
-		return "", fmt.Errorf("create server dir: %w", err)
-	}
-	// MkdirTemp makes it 0700, but when we are root Postgres runs as the
-	// postgres user, which must be able to reach its data dir inside.
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create server dir: %w", err)
 	}
 	h.dir = dir

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
 
@@ -29,16 +30,12 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "e2e-")
+	dir, err := devinfra.MkdirTemp("e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as its own user
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	if bin, err = binaries(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build binaries:", err)
 		return 1

@@ -25,14 +25,11 @@ func TestMakeRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two full stacks")
 	}
-	dir, err := os.MkdirTemp("", "makerun-")
+	dir, err := devinfra.MkdirTemp("makerun-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	var ports []string
 	for _, name := range []string{"gateway", "idp", "parties", "gateway-metrics", "idp-metrics", "parties-metrics", "postgres", "redis"} {
 		p, err := devinfra.FreePort()
@@ -42,13 +39,13 @@ func TestMakeRun(t *testing.T) {
 		ports = append(ports, fmt.Sprintf("%s=%d", name, p))
 	}
 
-	first := startMakeRun(t, dir, strings.Join(ports, ","))
+	first, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
 	rw := tokenFor(t, first)
 	apitest.Expect(t, apitest.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/organizations", rw,
 		map[string]any{"name": "Kept AS", "registration_number": "kept-1", "organization_type": "private"}), 201)
-	stopMakeRun(t, dir, first)
+	stopMakeRun(t, cmd, dir, first)
 
-	second := startMakeRun(t, dir, strings.Join(ports, ","))
+	second, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
 	if second["CLIENT_SECRET"] != first["CLIENT_SECRET"] || second["READONLY_CLIENT_SECRET"] != first["READONLY_CLIENT_SECRET"] {
 		t.Error("a second make run changed the credentials")
 	}
@@ -57,14 +54,14 @@ func TestMakeRun(t *testing.T) {
 	if len(list) != 1 {
 		t.Errorf("data of the first run is gone: %v", list)
 	}
-	stopMakeRun(t, dir, second)
+	stopMakeRun(t, cmd, dir, second)
 }
 
 type makeRun map[string]string
 
-var makeRunCmds = map[string]*exec.Cmd{}
-
-func startMakeRun(t *testing.T, dir, ports string) makeRun {
+// startMakeRun runs the make run binary until it is ready and returns its
+// registry.env.
+func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bin, "devstack"), "-dir", dir, "-bin", bin, "-ports", ports)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -99,13 +96,12 @@ func startMakeRun(t *testing.T, dir, ports string) makeRun {
 		_ = cmd.Process.Kill()
 		t.Fatal("make run did not get ready")
 	}
-	makeRunCmds[dir] = cmd
-	return readEnv(t, filepath.Join(dir, "registry.env"))
+	return readEnv(t, filepath.Join(dir, "registry.env")), cmd
 }
 
-func stopMakeRun(t *testing.T, dir string, env makeRun) {
+// stopMakeRun presses Ctrl-C and checks that nothing of the run remains.
+func stopMakeRun(t *testing.T, cmd *exec.Cmd, dir string, env makeRun) {
 	t.Helper()
-	cmd := makeRunCmds[dir]
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

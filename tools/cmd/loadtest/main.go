@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
 
@@ -40,14 +41,11 @@ func main() {
 }
 
 func run(bin string, duration time.Duration, workers, seedPeople int) error {
-	dir, err := os.MkdirTemp("", "loadtest-")
+	dir, err := devinfra.MkdirTemp("loadtest-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
-	}
 	ctx := context.Background()
 	stack, err := devstack.Start(ctx, devstack.Options{Dir: dir, BinDir: bin, Ephemeral: true, Database: "registry"})
 	if err != nil {

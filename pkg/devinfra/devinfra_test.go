@@ -71,13 +71,8 @@ func startTestPostgres(t *testing.T, o PostgresOptions) *Postgres {
 // alive reports whether pid is a running (not zombie) process. Orphans are
 // reparented to pid 1, which in a container may never reap them.
 func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+	_, running := processState(pid)
+	return running
 }
 
 // childrenOf lists the pids whose parent is pid.

@@ -253,16 +253,24 @@ func removeStalePidFile(dataDir string) error {
 
 // isLivePostgres reports whether pid is a postgres process that has not exited.
 func isLivePostgres(pid int) bool {
+	comm, running := processState(pid)
+	return running && strings.HasPrefix(comm, "postgres")
+}
+
+// processState returns pid's command name and whether it is running: it
+// exists and is not a zombie, which in a container whose pid 1 never reaps
+// orphans a dead server can stay for good.
+func processState(pid int) (comm string, running bool) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return "", false
 	}
 	// Format: "pid (comm) state ...", where comm may itself contain ") ".
 	s := string(stat)
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open || end+3 > len(s) {
-		return false
+		return "", false
 	}
-	comm, state := s[open+1:end], s[end+2]
-	return strings.HasPrefix(comm, "postgres") && state != 'Z' && state != 'X'
+	state := s[end+2]
+	return s[open+1 : end], state != 'Z' && state != 'X'
 }

@@ -61,9 +61,7 @@ type harness struct {
 	pg       *devinfra.Postgres
 	redis    *devinfra.Redis
 
-	pgOnce, redisOnce sync.Once
-	pgURL, redisURL   string
-	pgErr, redisErr   error
+	postgres, redisServer lazyServer
 }
 
 // Main runs the tests and then stops any server it started. It returns the
@@ -105,11 +103,7 @@ func Main(m *testing.M) int {
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	h.requireMain(t)
-	h.pgOnce.Do(func() { h.pgURL, h.pgErr = h.startPostgres() })
-	if h.pgErr != nil {
-		t.Fatalf("testharness: %v", h.pgErr)
-	}
-	return h.pgURL
+	return h.postgres.url(t, h.startPostgres)
 }
 
 // RedisURL returns the URL of the test Redis server. It starts the server on
@@ -117,11 +111,24 @@ func PostgresURL(t testing.TB) string {
 func RedisURL(t testing.TB) string {
 	t.Helper()
 	h.requireMain(t)
-	h.redisOnce.Do(func() { h.redisURL, h.redisErr = h.startRedis() })
-	if h.redisErr != nil {
-		t.Fatalf("testharness: %v", h.redisErr)
+	return h.redisServer.url(t, h.startRedis)
+}
+
+// lazyServer starts a server on its first use and remembers the outcome,
+// so every later test gets the same URL or the same failure.
+type lazyServer struct {
+	once sync.Once
+	addr string
+	err  error
+}
+
+func (l *lazyServer) url(t testing.TB, start func() (string, error)) string {
+	t.Helper()
+	l.once.Do(func() { l.addr, l.err = start() })
+	if l.err != nil {
+		t.Fatalf("testharness: %v", l.err)
 	}
-	return h.redisURL
+	return l.addr
 }
 
 // NewDatabaseSchema returns a schema name no other test uses, such as

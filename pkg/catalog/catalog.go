@@ -1,0 +1,259 @@
+// Package catalog is the one list of the registry's deployables: which
+// services exist, which public resources each owns, what each needs and
+// which peers it calls. The gateway's route table, `make run`'s launcher and
+// the test stack read it at run time; the Makefile's module list, go.work,
+// the container build, skaffold.yaml and the Helm umbrella chart are
+// generated from it (`make generate`, checked by a test), so adding a service
+// is its folder plus one entry in Services.
+package catalog
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Datastore is something a service needs besides its peers.
+type Datastore string
+
+// The datastores a service can need.
+const (
+	Postgres    Datastore = "postgres" // its own schema
+	Redis       Datastore = "redis"    // the find cache
+	ObjectStore Datastore = "s3"       // S3-compatible object storage (MinIO locally)
+)
+
+// Resource is one public resource: its documentation name (/docs/<name>)
+// and the first path segments that reach it through the gateway.
+type Resource struct {
+	Name     string
+	Prefixes []string
+}
+
+// Deployable is one binary of the registry with its local ports.
+type Deployable struct {
+	Name        string // binary, image, chart and (for services) schema name
+	Module      string // its Go module, relative to the repository root
+	Command     string // its main package, relative to the repository root
+	Port        int    // API port under `make run`
+	MetricsPort int    // metrics (and pprof) port under `make run`
+}
+
+// Service is a deployable that owns resources.
+type Service struct {
+	Deployable
+	Resources []Resource
+	Needs     []Datastore
+	// Kinds are the things this service owns that others may point at
+	// (the kind names of pkg/refs: "person", "document", ...).
+	Kinds []string
+	// References are the kinds of other services this one points at. Its
+	// writes ask their owner whether the target exists; their owner asks
+	// this service, before a delete, what still points at the target.
+	References []Reference
+}
+
+// Reference is a kind owned by another service.
+type Reference struct {
+	Service string
+	Kind    string
+}
+
+// Gateway and IdentityProvider are the two deployables that are not services.
+var (
+	Gateway = Deployable{
+		Name: "api-gateway", Module: "api-gateway", Command: "api-gateway/cmd/api-gateway",
+		Port: 8080, MetricsPort: 9080,
+	}
+	IdentityProvider = Deployable{
+		Name: "idp", Module: "tools", Command: "tools/cmd/idp",
+		Port: 8090, MetricsPort: 9090,
+	}
+)
+
+// Services are the registry's services, in start order.
+var Services = []Service{
+	{
+		Deployable: service("parties", 8101),
+		Resources: []Resource{
+			{Name: "organizations", Prefixes: []string{"/organizations", "/organization"}},
+			{Name: "people", Prefixes: []string{"/people"}},
+		},
+		Needs: []Datastore{Postgres, Redis},
+		Kinds: []string{"organization", "person"},
+	},
+	{
+		Deployable: service("documents", 8102),
+		Resources:  []Resource{{Name: "documents", Prefixes: []string{"/documents"}}},
+		Needs:      []Datastore{Postgres, ObjectStore},
+		Kinds:      []string{"document"},
+	},
+}
+
+// service fills in the conventions every service follows: module and
+// command under services/<name>, metrics port 1000 above the API port.
+func service(name string, port int) Deployable {
+	return Deployable{
+		Name: name, Module: "services/" + name, Command: "services/" + name + "/cmd/" + name,
+		Port: port, MetricsPort: port + 1000,
+	}
+}
+
+// Lookup returns the named service.
+func Lookup(name string) (Service, bool) {
+	i := slices.IndexFunc(Services, func(s Service) bool { return s.Name == name })
+	if i < 0 {
+		return Service{}, false
+	}
+	return Services[i], true
+}
+
+// Names returns the service names in catalog order.
+func Names() []string {
+	names := make([]string, len(Services))
+	for i, s := range Services {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// Deployables returns the gateway, the identity provider and every service.
+func Deployables() []Deployable {
+	all := []Deployable{Gateway, IdentityProvider}
+	for _, s := range Services {
+		all = append(all, s.Deployable)
+	}
+	return all
+}
+
+// NeedsStore reports whether s needs d.
+func (s Service) NeedsStore(d Datastore) bool { return slices.Contains(s.Needs, d) }
+
+// Peers are the services s calls: the owners of what it references (to
+// check that a target exists) and the services that reference what it owns
+// (to ask what still points at something before deleting it). Calls are
+// per request, so a cycle between two services is fine.
+func (s Service) Peers() []string {
+	var peers []string
+	for _, r := range s.References {
+		peers = append(peers, r.Service)
+	}
+	peers = append(peers, s.Referrers()...)
+	slices.Sort(peers)
+	return slices.Compact(peers)
+}
+
+// Referrers are the services that reference a kind s owns.
+func (s Service) Referrers() []string {
+	var out []string
+	for _, other := range Services {
+		for _, r := range other.References {
+			if r.Service == s.Name && !slices.Contains(out, other.Name) {
+				out = append(out, other.Name)
+			}
+		}
+	}
+	return out
+}
+
+// ReferrersOf returns the services that reference kind of owner.
+func ReferrersOf(owner, kind string) []string {
+	var out []string
+	for _, s := range Services {
+		if slices.Contains(s.References, Reference{Service: owner, Kind: kind}) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// Resources returns every public resource with the service that owns it.
+func Resources() []OwnedResource {
+	var out []OwnedResource
+	for _, s := range Services {
+		for _, r := range s.Resources {
+			out = append(out, OwnedResource{Resource: r, Service: s.Name})
+		}
+	}
+	return out
+}
+
+// OwnedResource is a resource with its owner.
+type OwnedResource struct {
+	Resource
+	Service string
+}
+
+var (
+	nameRule   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+	prefixRule = regexp.MustCompile(`^/[a-z_]+$`)
+)
+
+// Validate checks the catalog's own rules: unique names, ports and
+// prefixes; peers that exist; prefixes that cannot shadow each other and
+// that keep clear of the paths the gateway and services answer themselves.
+func Validate() error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	ports := map[int]string{}
+	names := map[string]bool{}
+	for _, d := range Deployables() {
+		if !nameRule.MatchString(d.Name) {
+			add("%s: name must match %s", d.Name, nameRule)
+		}
+		if names[d.Name] {
+			add("%s: name used twice", d.Name)
+		}
+		names[d.Name] = true
+		for _, p := range []int{d.Port, d.MetricsPort} {
+			if other, taken := ports[p]; taken {
+				add("%s: port %d is %s's already", d.Name, p, other)
+			}
+			ports[p] = d.Name
+		}
+	}
+	reserved := []string{"/healthz", "/readyz", "/docs", "/openapi", "/internal", "/metrics", "/oidc", "/.well-known"}
+	prefixes := map[string]string{}
+	resources := map[string]bool{}
+	kinds := map[string]string{}
+	for _, s := range Services {
+		for _, k := range s.Kinds {
+			if owner, taken := kinds[k]; taken {
+				add("%s: kind %s is %s's already", s.Name, k, owner)
+			}
+			kinds[k] = s.Name
+		}
+		if !strings.HasPrefix(s.Module, "services/") {
+			add("%s: module must be under services/", s.Name)
+		}
+		for _, r := range s.References {
+			owner, ok := Lookup(r.Service)
+			if !ok || owner.Name == s.Name || !slices.Contains(owner.Kinds, r.Kind) {
+				add("%s: reference %s/%s names no kind of another service", s.Name, r.Service, r.Kind)
+			}
+		}
+		for _, r := range s.Resources {
+			if resources[r.Name] {
+				add("%s: resource %s declared twice", s.Name, r.Name)
+			}
+			resources[r.Name] = true
+			for _, p := range r.Prefixes {
+				if !prefixRule.MatchString(p) {
+					add("%s: prefix %q must be one lowercase path segment", s.Name, p)
+				}
+				if slices.Contains(reserved, p) {
+					add("%s: prefix %q is reserved", s.Name, p)
+				}
+				if owner, taken := prefixes[p]; taken {
+					add("%s: prefix %q is %s's already", s.Name, p, owner)
+				}
+				prefixes[p] = s.Name
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("catalog: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package catalog
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestCatalogIsValid(t *testing.T) {
+	if err := Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateRefusesClashes(t *testing.T) {
+	saved := Services
+	t.Cleanup(func() { Services = saved })
+	tests := []struct {
+		name   string
+		mutate func()
+	}{
+		{"port taken", func() { Services = append(slices.Clone(saved), Service{Deployable: service("extra", saved[0].Port)}) }},
+		{"prefix taken", func() {
+			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
+				Resources: []Resource{{Name: "again", Prefixes: saved[0].Resources[0].Prefixes}}})
+		}},
+		{"reserved prefix", func() {
+			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
+				Resources: []Resource{{Name: "internal", Prefixes: []string{"/internal"}}}})
+		}},
+		{"reference to nothing", func() {
+			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
+				References: []Reference{{Service: "parties", Kind: "spaceship"}}})
+		}},
+		{"kind owned twice", func() {
+			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199), Kinds: saved[0].Kinds})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.mutate()
+			if err := Validate(); err == nil {
+				t.Error("Validate accepted a broken catalog")
+			}
+		})
+	}
+}
+
+func TestPeersAreDerivedFromReferences(t *testing.T) {
+	saved := Services
+	t.Cleanup(func() { Services = saved })
+	Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
+		References: []Reference{{Service: "parties", Kind: "person"}, {Service: "documents", Kind: "document"}}})
+	extra, _ := Lookup("extra")
+	if got := extra.Peers(); !slices.Equal(got, []string{"documents", "parties"}) {
+		t.Errorf("extra peers = %v", got)
+	}
+	parties, _ := Lookup("parties")
+	if got := parties.Peers(); !slices.Equal(got, []string{"extra"}) {
+		t.Errorf("parties peers = %v (it must ask extra before deleting a person)", got)
+	}
+	if got := ReferrersOf("parties", "person"); !slices.Equal(got, []string{"extra"}) {
+		t.Errorf("referrers of person = %v", got)
+	}
+	if got := ReferrersOf("parties", "organization"); len(got) != 0 {
+		t.Errorf("referrers of organization = %v", got)
+	}
+}

@@ -13,10 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/swaggest/swgui"
 	"github.com/swaggest/swgui/v5emb"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/openapi"
 	"github.com/assetregistry/registry/pkg/problem"
 )
 
@@ -88,7 +92,7 @@ func (d *docs) index(names []string) http.HandlerFunc {
 // resource's paths.
 func (d *docs) serveResource(name string) http.HandlerFunc {
 	var res Resource
-	for _, r := range Resources {
+	for _, r := range catalog.Resources() {
 		if r.Name == name {
 			res = r
 		}
@@ -113,19 +117,26 @@ func (d *docs) serveResource(name string) http.HandlerFunc {
 
 // serveMerged serves one document covering every configured service.
 func (d *docs) serveMerged(w http.ResponseWriter, r *http.Request) {
+	docs, err := d.fetchAll(r.Context())
+	if err != nil {
+		problem.Write(r.Context(), err, w)
+		return
+	}
+	if conflicts := openapi.Conflicts(docs); len(conflicts) > 0 {
+		// A service deployed after the gateway's start check disagrees:
+		// a merged document would describe one of them wrongly.
+		problem.Write(r.Context(), apperr.Wrap(apperr.KindInternal, "", fmt.Errorf("API documents disagree: %v", conflicts)), w)
+		return
+	}
 	merged := map[string]any{
 		"openapi": "3.1.0",
 		"info":    map[string]any{"title": "Asset Registry API", "version": "1"},
 	}
 	paths, components := map[string]any{}, map[string]any{}
-	for _, service := range Services {
-		if _, ok := d.upstreams[service]; !ok {
+	for _, service := range catalog.Names() {
+		doc, ok := docs[service]
+		if !ok {
 			continue
-		}
-		doc, err := d.fetch(r.Context(), service)
-		if err != nil {
-			problem.Write(r.Context(), err, w)
-			return
 		}
 		maps.Copy(paths, asMap(doc["paths"]))
 		for section, entries := range asMap(doc["components"]) {
@@ -148,6 +159,57 @@ func writeDoc(w http.ResponseWriter, doc map[string]any) {
 	doc["servers"] = []any{map[string]any{"url": "/"}}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(doc)
+}
+
+// fetchAll returns the document of every configured service.
+func (d *docs) fetchAll(ctx context.Context) (map[string]openapi.Document, error) {
+	docs := map[string]openapi.Document{}
+	for service := range d.upstreams {
+		doc, err := d.fetch(ctx, service)
+		if err != nil {
+			return nil, err
+		}
+		docs[service] = doc
+	}
+	return docs, nil
+}
+
+// CheckDocuments fetches the API document of every configured service,
+// waiting up to wait for services that do not answer yet, and fails when
+// two of them define a component of the same name differently: the merged
+// document at /openapi.json would then describe one of them wrongly, so
+// the gateway refuses to start. Services still silent after wait are
+// checked when they first answer (and /openapi.json fails then).
+func (g *Gateway) CheckDocuments(ctx context.Context, wait time.Duration, logger log.Logger) error {
+	deadline := time.Now().Add(wait)
+	docs := map[string]openapi.Document{}
+	for len(docs) < len(g.docs.upstreams) {
+		for service := range g.docs.upstreams {
+			if _, done := docs[service]; done {
+				continue
+			}
+			if doc, err := g.docs.fetch(ctx, service); err == nil {
+				docs[service] = doc
+			}
+		}
+		if len(docs) == len(g.docs.upstreams) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if conflicts := openapi.Conflicts(docs); len(conflicts) > 0 {
+		return fmt.Errorf("gateway: the services' API documents disagree: %v", conflicts)
+	}
+	for service := range g.docs.upstreams {
+		if _, ok := docs[service]; !ok {
+			level.Warn(logger).Log("msg", "API document not checked at start; the service did not answer", "service", service)
+		}
+	}
+	return nil
 }
 
 func (d *docs) fetch(ctx context.Context, service string) (map[string]any, error) {

@@ -10,39 +10,23 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-kit/log"
 
-	"github.com/assetregistry/registry/pkg/app"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/logging"
 	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/reqinfo"
 	"github.com/assetregistry/registry/pkg/server"
 )
 
-// Resource is one public resource: its documentation name, the service that
-// owns it, and the first path segments that reach it.
-type Resource struct {
-	Name     string
-	Service  string
-	Prefixes []string
-}
-
-// Resources is the public surface of the interface and who serves it.
-var Resources = []Resource{
-	{Name: "organizations", Service: "parties", Prefixes: []string{"/organizations", "/organization"}},
-	{Name: "people", Service: "parties", Prefixes: []string{"/people"}},
-	{Name: "asset_types", Service: "assets", Prefixes: []string{"/asset_types"}},
-	{Name: "assets", Service: "assets", Prefixes: []string{"/assets"}},
-	{Name: "actions", Service: "actions", Prefixes: []string{"/actions"}},
-	{Name: "documents", Service: "documents", Prefixes: []string{"/documents"}},
-}
-
-// Services are the upstreams the gateway knows; each is optional, so the
-// gateway can front a partial installation.
-var Services = []string{"parties", "assets", "actions", "documents"}
+// Resource is one public resource with the service that owns it; the list
+// is pkg/catalog's, so a new service is routed by its catalog entry.
+type Resource = catalog.OwnedResource
 
 // Config of the gateway.
 type Config struct {
@@ -51,6 +35,9 @@ type Config struct {
 	Log       logging.Config
 	Upstreams map[string]*string
 	RateLimit RateLimitConfig
+	// DocsStartupWait bounds how long the start waits for services' API
+	// documents to check that they agree.
+	DocsStartupWait time.Duration
 }
 
 // RegisterFlags adds every flag (upstream.parties ↔ UPSTREAM_PARTIES, ...).
@@ -59,17 +46,32 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.OIDC.RegisterFlags(fs)
 	c.Log.RegisterFlags(fs)
 	c.RateLimit.RegisterFlags(fs)
+	fs.DurationVar(&c.DocsStartupWait, "docs.startup-wait", 30*time.Second,
+		"at start, how long to wait for the services' API documents, which must agree on shared components")
 	c.Upstreams = map[string]*string{}
-	for _, s := range Services {
+	// Each upstream is optional, so the gateway can front a partial
+	// installation (a service without a URL leaves its paths unrouted).
+	for _, s := range catalog.Names() {
 		c.Upstreams[s] = fs.String("upstream."+s, "", "base URL of the "+s+" service; empty leaves its paths unrouted")
 	}
 }
 
+// Gateway is the gateway's HTTP stack and probes.
+type Gateway struct {
+	Handler http.Handler
+	Health  *server.Health
+	docs    *docs
+	close   func()
+}
+
+// Close stops the background key refresh.
+func (g *Gateway) Close() { g.close() }
+
 // New builds the gateway's handler and health checks.
-func New(cfg Config, logger log.Logger) (http.Handler, *server.Health, func(), error) {
+func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	verifier, err := auth.NewVerifier(cfg.OIDC)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	upstreams := map[string]*url.URL{}
 	for name, raw := range cfg.Upstreams {
@@ -79,7 +81,7 @@ func New(cfg Config, logger log.Logger) (http.Handler, *server.Health, func(), e
 		u, err := url.Parse(*raw)
 		if err != nil || u.Scheme == "" || u.Host == "" {
 			verifier.Close()
-			return nil, nil, nil, fmt.Errorf("gateway: upstream.%s %q is not an absolute URL", name, *raw)
+			return nil, fmt.Errorf("gateway: upstream.%s %q is not an absolute URL", name, *raw)
 		}
 		upstreams[name] = u
 	}
@@ -93,17 +95,23 @@ func New(cfg Config, logger log.Logger) (http.Handler, *server.Health, func(), e
 
 	public := http.NewServeMux()
 	health.Mount(public)
-	newDocs(upstreams).Mount(public)
+	docs := newDocs(upstreams)
+	docs.Mount(public)
 
 	routed := route(proxies)
 	limited := newRateLimiter(cfg.RateLimit).Middleware(auth.RequireScope(routed))
 	protected := auth.Authenticate(verifier)(routeOrNotFound(proxies, limited))
-	return app.Stack(logger, "api-gateway", false, public, protected), health, verifier.Close, nil
+	return &Gateway{
+		Handler: process.Stack(logger, "api-gateway", false, public, protected),
+		Health:  health,
+		docs:    docs,
+		close:   verifier.Close,
+	}, nil
 }
 
 // resourceFor returns the resource whose prefix owns path.
 func resourceFor(path string) (Resource, string, bool) {
-	for _, r := range Resources {
+	for _, r := range catalog.Resources() {
 		for _, p := range r.Prefixes {
 			if path == p || strings.HasPrefix(path, p+"/") {
 				return r, p, true
@@ -137,7 +145,7 @@ func route(proxies map[string]http.Handler) http.Handler {
 // resourceNames lists the resources whose service is configured.
 func resourceNames(upstreams map[string]*url.URL) []string {
 	var names []string
-	for _, r := range Resources {
+	for _, r := range catalog.Resources() {
 		if _, ok := upstreams[r.Service]; ok {
 			names = append(names, r.Name)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
@@ -83,12 +85,12 @@ func newGateway(t *testing.T, mutate func(*Config)) fixture {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	handler, _, closeGateway, err := New(cfg, log.NewNopLogger())
+	g, err := New(cfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(closeGateway)
-	srv := httptest.NewServer(handler)
+	t.Cleanup(g.Close)
+	srv := httptest.NewServer(g.Handler)
 	t.Cleanup(srv.Close)
 	return fixture{client: apitest.Client{BaseURL: srv.URL}, issuer: issuer, upstream: up}
 }
@@ -221,5 +223,51 @@ func TestOneRequestIDHeader(t *testing.T) {
 	r := f.client.Do(t, "GET", "/people", f.issuer.ReadOnly(t), nil)
 	if ids := r.Header.Values("X-Request-Id"); len(ids) != 1 {
 		t.Errorf("X-Request-Id = %v, want exactly one", ids)
+	}
+}
+
+// A service whose API document defines a shared component name differently
+// from another's stops the gateway at start, naming the component.
+func TestCheckDocumentsRefusesDisagreement(t *testing.T) {
+	saved := catalog.Services
+	t.Cleanup(func() { catalog.Services = saved })
+	catalog.Services = append(slices.Clone(saved), catalog.Service{
+		Deployable: catalog.Deployable{Name: "other", Port: 8199, MetricsPort: 9199},
+		Resources:  []catalog.Resource{{Name: "others", Prefixes: []string{"/others"}}},
+	})
+	serveDoc := func(problemType string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_ = json.NewEncoder(w).Encode(map[string]any{
+				"openapi": "3.1.0", "paths": map[string]any{},
+				"components": map[string]any{"schemas": map[string]any{"Problem": map[string]any{"type": problemType}}},
+			})
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	issuer := authtest.NewIssuer(t, "https://registry.test")
+	for _, tt := range []struct {
+		name      string
+		other     string
+		wantError bool
+	}{
+		{"same definition", "object", false},
+		{"different definition", "string", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			parties, other := serveDoc("object"), serveDoc(tt.other)
+			g, err := New(Config{OIDC: issuer.Config(), Upstreams: map[string]*string{"parties": &parties, "other": &other}}, log.NewNopLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			err = g.CheckDocuments(t.Context(), time.Second, log.NewNopLogger())
+			if tt.wantError != (err != nil) {
+				t.Fatalf("err = %v, want error: %v", err, tt.wantError)
+			}
+			if err != nil && !strings.Contains(err.Error(), "schemas/Problem") {
+				t.Errorf("the error does not name the component: %v", err)
+			}
+		})
 	}
 }

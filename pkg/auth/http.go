@@ -27,11 +27,24 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// Subject is the caller's sub claim: what created_by and updated_by record.
+// Subject is the caller's sub claim: what created_by and updated_by
+// record. For a service calling on an integration's behalf it is the
+// integration's subject, which the service carried along.
 func Subject(ctx context.Context) string {
 	p, _ := PrincipalFrom(ctx)
+	if p.OnBehalfOf != "" {
+		return p.OnBehalfOf
+	}
 	return p.Subject
 }
+
+// InternalPrefix starts the paths services call each other on. The gateway
+// never routes them, and they need the internal scope.
+const InternalPrefix = "/internal/"
+
+// OnBehalfOfHeader carries the original caller's subject on a call between
+// services.
+const OnBehalfOfHeader = "X-On-Behalf-Of"
 
 // Authenticate lets through only requests with a valid bearer token and
 // puts the verified principal in the context.
@@ -49,6 +62,9 @@ func Authenticate(v *Verifier) func(http.Handler) http.Handler {
 			if err != nil {
 				problem.Write(r.Context(), verifyError(err), w)
 				return
+			}
+			if p.HasScope(ScopeInternal) {
+				p.OnBehalfOf = onBehalfOf(r.Header.Get(OnBehalfOfHeader))
 			}
 			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 		})
@@ -91,8 +107,12 @@ func RequireScope(next http.Handler) http.Handler {
 // ScopeFor is the contract's rule, decided by the operation and never by
 // its outcome: reads (GET, HEAD) and finds without create=true need
 // registry:read; everything else needs registry:write. A find whose create
-// flag does not parse is treated as a write, the safer reading.
+// flag does not parse is treated as a write, the safer reading. Internal
+// paths need the internal scope, whatever the method.
 func ScopeFor(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, InternalPrefix) {
+		return ScopeInternal
+	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		return ScopeRead
@@ -116,4 +136,17 @@ func createFlag(r *http.Request) (bool, error) {
 		return false, errors.New("create given more than once")
 	}
 	return httpx.ParseBool(v[0])
+}
+
+// onBehalfOf accepts a subject as tokens carry them: short, printable.
+func onBehalfOf(v string) string {
+	if len(v) > 255 {
+		return ""
+	}
+	for _, c := range v {
+		if c < 0x21 || c == 0x7f {
+			return ""
+		}
+	}
+	return v
 }

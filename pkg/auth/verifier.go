@@ -22,10 +22,12 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Scopes of the registry.
+// Scopes of the registry. The internal scope is held only by the services'
+// own machine clients, for their calls to each other.
 const (
-	ScopeRead  = "registry:read"
-	ScopeWrite = "registry:write"
+	ScopeRead     = "registry:read"
+	ScopeWrite    = "registry:write"
+	ScopeInternal = "registry:internal"
 )
 
 // AllowedAlgorithms are the signature algorithms a token may use. All are
@@ -54,6 +56,9 @@ type Principal struct {
 	Subject string
 	Scopes  []string
 	Expiry  time.Time
+	// OnBehalfOf is the original caller's subject when a service calls a
+	// peer for it; believed only from a token with the internal scope.
+	OnBehalfOf string
 }
 
 // HasScope reports whether the token grants scope.

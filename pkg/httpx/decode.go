@@ -29,13 +29,12 @@ const (
 // ServiceSetFields are the members the service sets on every resource. A
 // request that sends one gets a 422 naming it, not a silent drop, so a
 // client that round-trips a resource learns what it cannot change.
-var ServiceSetFields = []string{
-	"id", "created_at", "created_by", "updated_at", "updated_by", "idp_id",
-	"associated_people", "associated_organizations", "action_documents",
-}
+var ServiceSetFields = []string{"id", "created_at", "created_by", "updated_at", "updated_by"}
 
-// ReadOnlyFielder lets a request type name further read-only members beyond
-// ServiceSetFields (e.g. an asset type's thumbnail object).
+// ReadOnlyFielder lets a request type name the read-only members of its
+// own resource beyond ServiceSetFields (an organization's
+// associated_people, an action's action_documents), so this package
+// knows no resource.
 type ReadOnlyFielder interface{ ReadOnlyFields() []string }
 
 // DecodeJSON reads a JSON object body into dst strictly: wrong media type

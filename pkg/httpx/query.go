@@ -132,7 +132,8 @@ func (q *Query) Page() listing.Page {
 	page := listing.Page{Limit: listing.DefaultLimit}
 	if v, ok := q.raw("limit"); ok {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > listing.MaxLimit {
+		// Digits only: "+5" and " 5" are not what a client meant to send.
+		if err != nil || !allDigits(v) || n < 1 || n > listing.MaxLimit {
 			q.bad.Add("limit", "must be an integer from 1 to %d", listing.MaxLimit)
 		} else {
 			page.Limit = n
@@ -205,4 +206,13 @@ func PathUUID(r *http.Request, name string) (uuid.UUID, error) {
 			apperr.FieldError{Field: name, Message: "must be a UUID"})
 	}
 	return id, nil
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -22,8 +22,16 @@ import (
 // problem with an Allow header instead of the standard library's plain-text
 // answer, and an unknown path gets a 404 problem.
 type Router struct {
-	mux   *http.ServeMux
-	paths map[string]*methodTable
+	mux    *http.ServeMux
+	paths  map[string]*methodTable
+	wrap   []func(http.Handler) http.Handler
+	routes []Route
+}
+
+// Route is one registered method and pattern.
+type Route struct {
+	Method  string
+	Pattern string
 }
 
 type methodTable struct {
@@ -31,9 +39,12 @@ type methodTable struct {
 	handlers map[string]http.Handler
 }
 
-// NewRouter returns an empty router.
-func NewRouter() *Router {
-	r := &Router{mux: http.NewServeMux(), paths: map[string]*methodTable{}}
+// NewRouter returns an empty router. Each handler registered later is
+// wrapped in wrap (first listed outermost) after routing, so what wrap
+// refuses (a scope, say) is refused only for a route that exists: an
+// unknown path stays a 404 and an unknown method a 405 for every caller.
+func NewRouter(wrap ...func(http.Handler) http.Handler) *Router {
+	r := &Router{mux: http.NewServeMux(), paths: map[string]*methodTable{}, wrap: wrap}
 	r.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		problem.Write(req.Context(), apperr.New(apperr.KindNotFound, "no resource at "+reqinfo.From(req.Context()).Path), w)
 	})
@@ -53,8 +64,14 @@ func (r *Router) Handle(method, pattern string, h http.Handler) {
 	if _, dup := t.handlers[method]; dup {
 		panic("httpx: duplicate route " + method + " " + pattern)
 	}
-	t.handlers[method] = h
+	t.handlers[method] = Chain(h, r.wrap...)
+	r.routes = append(r.routes, Route{Method: method, Pattern: pattern})
 }
+
+// Routes lists what was registered, in registration order: the route
+// table as the router itself sees it (tests compare it with the API
+// document).
+func (r *Router) Routes() []Route { return slices.Clone(r.routes) }
 
 // ServeHTTP routes the request.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/exaring/otelpgx"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -143,6 +145,13 @@ func OpenAndMigrate(ctx context.Context, cfg Config, migrations fs.FS, onRetry f
 			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// LogRetries is OpenAndMigrate's onRetry for a process's logger.
+func LogRetries(logger log.Logger) func(error) {
+	return func(err error) {
+		level.Warn(logger).Log("msg", "database not reachable yet; retrying", "err", err)
 	}
 }
 

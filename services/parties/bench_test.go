@@ -61,13 +61,13 @@ func BenchmarkGetOrganization(b *testing.B) {
 
 func seedPeople(b *testing.B, f fixture, n int) {
 	b.Helper()
-	_, err := f.store.pool.Exec(b.Context(), `INSERT INTO people (id, first_name, last_name, first_name_key, last_name_key, created_by, updated_by)
+	_, err := f.store.Pool.Exec(b.Context(), `INSERT INTO people (id, first_name, last_name, first_name_key, last_name_key, created_by, updated_by)
 		SELECT gen_random_uuid(), 'First' || i, 'Last' || i, 'first' || i, 'last' || i, 'bench', 'bench'
 		FROM generate_series(1, $1) AS i`, n)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := f.store.pool.Exec(b.Context(), "ANALYZE people"); err != nil {
+	if _, err := f.store.Pool.Exec(b.Context(), "ANALYZE people"); err != nil {
 		b.Fatal(err)
 	}
 }

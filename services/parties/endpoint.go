@@ -6,8 +6,8 @@ import (
 
 	"github.com/go-kit/kit/endpoint"
 
+	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/kit"
 	"github.com/assetregistry/registry/pkg/listing"
 )
 
@@ -33,7 +33,7 @@ type Endpoints struct {
 	Unlink endpoint.Endpoint
 }
 
-// Request types that are not one of kit's shared shapes.
+// Request types that are not one of httpx's shared shapes.
 type (
 	listOrganizationsRequest struct {
 		Filter OrganizationFilter
@@ -48,58 +48,56 @@ type (
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		CreateOrganization: kit.Endpoint(func(ctx context.Context, in OrganizationInput) (any, error) {
-			o, err := s.CreateOrganization(ctx, in)
-			return httpx.Created{Value: o, Location: "/organizations/" + o.ID.String()}, err
-		}),
-		GetOrganization: kit.Endpoint(s.GetOrganization),
-		ListOrganizations: kit.Endpoint(func(ctx context.Context, req listOrganizationsRequest) (any, error) {
+		CreateOrganization: endpoints.New(endpoints.Created(s.CreateOrganization, func(o OrganizationDetail) string {
+			return "/organizations/" + o.ID.String()
+		})),
+		GetOrganization: endpoints.New(s.GetOrganization),
+		ListOrganizations: endpoints.New(func(ctx context.Context, req listOrganizationsRequest) (any, error) {
 			r, err := s.ListOrganizations(ctx, req.Filter, req.Page)
 			return httpx.ListOf(r), err
 		}),
-		FindOrganization: kit.Endpoint(func(ctx context.Context, req kit.FindRequest[OrganizationQuery]) (OrganizationDetail, error) {
+		FindOrganization: endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (OrganizationDetail, error) {
 			return s.FindOrganization(ctx, req.Criteria)
 		}),
-		UpdateOrganization: kit.Endpoint(func(ctx context.Context, req kit.IDBody[OrganizationPatch]) (OrganizationDetail, error) {
+		UpdateOrganization: endpoints.New(func(ctx context.Context, req httpx.IDBody[OrganizationPatch]) (OrganizationDetail, error) {
 			return s.UpdateOrganization(ctx, req.ID, req.Body)
 		}),
-		DeleteOrganization: kit.Endpoint(kit.NoContent(s.DeleteOrganization)),
+		DeleteOrganization: endpoints.New(endpoints.NoContent(s.DeleteOrganization)),
 
-		CreatePerson: kit.Endpoint(func(ctx context.Context, in PersonInput) (any, error) {
-			p, err := s.CreatePerson(ctx, in)
-			return httpx.Created{Value: p, Location: "/people/" + p.ID.String()}, err
-		}),
-		GetPerson: kit.Endpoint(s.GetPerson),
-		ListPeople: kit.Endpoint(func(ctx context.Context, req listPeopleRequest) (any, error) {
+		CreatePerson: endpoints.New(endpoints.Created(s.CreatePerson, personLocation)),
+		GetPerson:    endpoints.New(s.GetPerson),
+		ListPeople: endpoints.New(func(ctx context.Context, req listPeopleRequest) (any, error) {
 			r, err := s.ListPeople(ctx, req.Filter, req.Page)
 			return httpx.ListOf(r), err
 		}),
-		FindPerson: kit.Endpoint(func(ctx context.Context, req kit.FindRequest[PersonInput]) (any, error) {
+		FindPerson: endpoints.New(func(ctx context.Context, req httpx.FindRequest[PersonInput]) (any, error) {
 			p, created, err := s.FindPerson(ctx, req.Criteria, req.Create)
 			if created {
-				return httpx.Created{Value: p, Location: "/people/" + p.ID.String()}, err
+				return httpx.Created{Value: p, Location: personLocation(p)}, err
 			}
 			return p, err
 		}),
-		UpdatePerson: kit.Endpoint(func(ctx context.Context, req kit.IDBody[PersonPatch]) (PersonDetail, error) {
+		UpdatePerson: endpoints.New(func(ctx context.Context, req httpx.IDBody[PersonPatch]) (PersonDetail, error) {
 			return s.UpdatePerson(ctx, req.ID, req.Body)
 		}),
-		DeletePerson: kit.Endpoint(kit.NoContent(s.DeletePerson)),
+		DeletePerson: endpoints.New(endpoints.NoContent(s.DeletePerson)),
 
-		Link: kit.Endpoint(func(ctx context.Context, in LinkInput) (any, error) {
+		Link: endpoints.New(func(ctx context.Context, in LinkInput) (any, error) {
 			l, created, err := s.Link(ctx, in)
 			if created {
 				return httpx.Created{Value: l, Location: linkLocation(l)}, err
 			}
 			return l, err
 		}),
-		Unlink: kit.Endpoint(func(ctx context.Context, in LinkInput) (any, error) {
+		Unlink: endpoints.New(func(ctx context.Context, in LinkInput) (any, error) {
 			return httpx.NoContent{}, s.Unlink(ctx, in)
 		}),
 	}
-	kit.Wrap(&e, middleware...)
+	endpoints.Wrap(&e, middleware...)
 	return e
 }
+
+func personLocation(p PersonDetail) string { return "/people/" + p.ID.String() }
 
 // linkLocation names a link by its path and relation type; links have no
 // id of their own.

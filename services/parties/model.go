@@ -1,11 +1,9 @@
 package parties
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"golang.org/x/text/cases"
@@ -14,6 +12,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/calendar"
 	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/validate"
 )
 
 // OrganizationTypes are the wire values of organization_type.
@@ -87,12 +86,25 @@ type Link struct {
 	CreatedAt      time.Time `json:"created_at" db:"created_at"`
 }
 
-// Field size limits: generous for real names and numbers, small enough that
-// a runaway client cannot fill the database through one field.
-const (
-	maxNameLen   = 300
-	maxNumberLen = 100
+// The members of an organization and of a person that the service sets
+// beyond the audit fields every resource has: sending one is a 422 that
+// says it is read-only, not just unknown.
+var (
+	organizationReadOnly = []string{"idp_id", "associated_people"}
+	personReadOnly       = []string{"associated_organizations"}
 )
+
+// ReadOnlyFields names an organization's service-set members.
+func (OrganizationInput) ReadOnlyFields() []string { return organizationReadOnly }
+
+// ReadOnlyFields names an organization's service-set members.
+func (OrganizationPatch) ReadOnlyFields() []string { return organizationReadOnly }
+
+// ReadOnlyFields names a person's service-set members.
+func (PersonInput) ReadOnlyFields() []string { return personReadOnly }
+
+// ReadOnlyFields names a person's service-set members.
+func (PersonPatch) ReadOnlyFields() []string { return personReadOnly }
 
 // OrganizationInput is what a client writes: the body of a create, and the
 // result of applying a patch.
@@ -110,16 +122,16 @@ type OrganizationInput struct {
 // Normalize trims and canonicalises the input and checks every field.
 func (in OrganizationInput) Normalize() (OrganizationInput, error) {
 	var v apperr.Validation
-	in.Name = requiredText(&v, "name", in.Name, maxNameLen)
-	in.RegistrationNumber = requiredText(&v, "registration_number", in.RegistrationNumber, maxNumberLen)
+	in.Name = validate.Required(&v, "name", in.Name, validate.NameLen)
+	in.RegistrationNumber = validate.Required(&v, "registration_number", in.RegistrationNumber, validate.NumberLen)
 	switch {
 	case in.OrganizationType == "":
 		v.Add("organization_type", "is required")
 	case !slices.Contains(OrganizationTypes, in.OrganizationType):
 		v.Add("organization_type", "must be one of %s", strings.Join(OrganizationTypes, ", "))
 	}
-	tax, alias := optionalText(&v, "tax_registration_number", in.TaxRegistrationNumber, maxNumberLen),
-		optionalText(&v, "tax_identification_number", in.TaxIdentificationNumber, maxNumberLen)
+	tax, alias := validate.Optional(&v, "tax_registration_number", in.TaxRegistrationNumber, validate.NumberLen),
+		validate.Optional(&v, "tax_identification_number", in.TaxIdentificationNumber, validate.NumberLen)
 	if tax != nil && alias != nil && *tax != *alias {
 		v.Add("tax_identification_number", "is an alias of tax_registration_number and differs from it")
 	}
@@ -157,9 +169,9 @@ func (p OrganizationPatch) Apply(o Organization) (OrganizationInput, error) {
 		Country:               o.Country,
 	}
 	var v apperr.Validation
-	required(&v, "name", p.Name, &in.Name)
-	required(&v, "registration_number", p.RegistrationNumber, &in.RegistrationNumber)
-	required(&v, "organization_type", p.OrganizationType, &in.OrganizationType)
+	validate.Keep(&v, "name", p.Name, &in.Name)
+	validate.Keep(&v, "registration_number", p.RegistrationNumber, &in.RegistrationNumber)
+	validate.Keep(&v, "organization_type", p.OrganizationType, &in.OrganizationType)
 	if p.TaxIdentificationNumber.Set && !p.TaxRegistrationNumber.Set {
 		p.TaxRegistrationNumber, p.TaxIdentificationNumber = p.TaxIdentificationNumber, patch.Field[string]{}
 	}
@@ -181,7 +193,7 @@ type OrganizationQuery struct {
 // Normalize checks the criteria.
 func (q OrganizationQuery) Normalize() (OrganizationQuery, error) {
 	var v apperr.Validation
-	q.RegistrationNumber = requiredText(&v, "registration_number", q.RegistrationNumber, maxNumberLen)
+	q.RegistrationNumber = validate.Required(&v, "registration_number", q.RegistrationNumber, validate.NumberLen)
 	if q.Country != nil {
 		c, ok := normalizeCountry(*q.Country)
 		if !ok {
@@ -209,8 +221,8 @@ type PersonInput struct {
 // Normalize trims names and checks every field.
 func (in PersonInput) Normalize() (PersonInput, error) {
 	var v apperr.Validation
-	in.FirstName = requiredText(&v, "first_name", in.FirstName, maxNameLen)
-	in.LastName = requiredText(&v, "last_name", in.LastName, maxNameLen)
+	in.FirstName = validate.Required(&v, "first_name", in.FirstName, validate.NameLen)
+	in.LastName = validate.Required(&v, "last_name", in.LastName, validate.NameLen)
 	if in.DateOfBirth != nil && in.DateOfBirth.After(calendar.Today()) {
 		v.Add("date_of_birth", "must not be in the future")
 	}
@@ -228,8 +240,8 @@ type PersonPatch struct {
 func (p PersonPatch) Apply(current Person) (PersonInput, error) {
 	in := PersonInput{FirstName: current.FirstName, LastName: current.LastName, DateOfBirth: current.DateOfBirth}
 	var v apperr.Validation
-	required(&v, "first_name", p.FirstName, &in.FirstName)
-	required(&v, "last_name", p.LastName, &in.LastName)
+	validate.Keep(&v, "first_name", p.FirstName, &in.FirstName)
+	validate.Keep(&v, "last_name", p.LastName, &in.LastName)
 	p.DateOfBirth.ApplyOptional(&in.DateOfBirth)
 	if err := v.Err(); err != nil {
 		return in, err
@@ -251,17 +263,10 @@ type LinkInput struct {
 	RelationType   string
 }
 
-var relationType = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-
 // Validate checks the relation type.
 func (in LinkInput) Validate() error {
 	var v apperr.Validation
-	switch {
-	case in.RelationType == "":
-		v.Add("relation_type", "is required, e.g. relation_type=employee")
-	case !relationType.MatchString(in.RelationType):
-		v.Add("relation_type", "must be a lowercase token matching [a-z][a-z0-9_]{0,63}")
-	}
+	validate.Token(&v, "relation_type", in.RelationType, "relation_type=employee")
 	return v.Err()
 }
 
@@ -270,35 +275,4 @@ func (in LinkInput) Validate() error {
 // locale ("Øyvind" and "ØYVIND" match; so do "Straße" and "STRASSE").
 func identityKey(name string) string {
 	return cases.Fold().String(norm.NFC.String(strings.TrimSpace(name)))
-}
-
-func requiredText(v *apperr.Validation, field, s string, max int) string {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		v.Add(field, "is required and must not be blank")
-	case utf8.RuneCountInString(s) > max:
-		v.Add(field, "must be at most %d characters", max)
-	}
-	return s
-}
-
-func optionalText(v *apperr.Validation, field string, s *string, max int) *string {
-	if s == nil {
-		return nil
-	}
-	t := strings.TrimSpace(*s)
-	if utf8.RuneCountInString(t) > max {
-		v.Add(field, "must be at most %d characters", max)
-	}
-	if t == "" {
-		return nil // a blank optional value means "none"
-	}
-	return &t
-}
-
-func required[T any](v *apperr.Validation, field string, f patch.Field[T], dst *T) {
-	if !f.Apply(dst) {
-		v.Add(field, "is required and cannot be removed")
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/calendar"
 	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/validate"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -48,8 +49,8 @@ func TestOrganizationInputNormalize(t *testing.T) {
 			}},
 		{name: "all required missing", in: OrganizationInput{}, fields: []string{"name", "registration_number", "organization_type"}},
 		{name: "blank name", in: with(func(in *OrganizationInput) { in.Name = "   " }), fields: []string{"name"}},
-		{name: "name too long", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", maxNameLen+1) }), fields: []string{"name"}},
-		{name: "name at limit (runes, not bytes)", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", maxNameLen) })},
+		{name: "name too long", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", validate.NameLen+1) }), fields: []string{"name"}},
+		{name: "name at limit (runes, not bytes)", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", validate.NameLen) })},
 		{name: "every organization type", in: with(func(in *OrganizationInput) { in.OrganizationType = "governmental" })},
 		{name: "display name is not a wire value", in: with(func(in *OrganizationInput) { in.OrganizationType = "Private Company" }), fields: []string{"organization_type"}},
 		{name: "country in upper case is stored lower", in: with(func(in *OrganizationInput) { in.Country = ptr("NO") }),
@@ -103,7 +104,7 @@ func TestOrganizationPatchApply(t *testing.T) {
 		fields []string
 		want   func(in OrganizationInput) bool
 	}{
-		{name: "empty patch changes nothing", want: func(in OrganizationInput) bool { return reflect.DeepEqual(in, inputOfOrganization(current)) }},
+		{name: "empty patch changes nothing", want: func(in OrganizationInput) bool { return reflect.DeepEqual(in, organizationUpdater.Input(current)) }},
 		{name: "set a field", patch: OrganizationPatch{Name: set("Acme AS")}, want: func(in OrganizationInput) bool { return in.Name == "Acme AS" && *in.Country == "no" }},
 		{name: "null removes an optional field", patch: OrganizationPatch{Country: null}, want: func(in OrganizationInput) bool { return in.Country == nil }},
 		{name: "null cannot remove a required field", patch: OrganizationPatch{Name: null, OrganizationType: null}, fields: []string{"name", "organization_type"}},

@@ -6,12 +6,11 @@ package parties
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/find"
 	"github.com/assetregistry/registry/pkg/listing"
 )
 
@@ -72,7 +71,7 @@ func (s *service) FindOrganization(ctx context.Context, q OrganizationQuery) (Or
 	if err != nil {
 		return OrganizationDetail{}, err
 	}
-	return single(matches, "organization", func(o OrganizationDetail) any {
+	return find.One(matches, "organization", func(o OrganizationDetail) any {
 		return map[string]any{"id": o.ID, "name": o.Name, "registration_number": o.RegistrationNumber, "country": o.Country}
 	})
 }
@@ -119,7 +118,7 @@ func (s *service) FindPerson(ctx context.Context, q PersonInput, create bool) (P
 		return PersonDetail{}, false, err
 	}
 	if len(matches) > 0 || !create {
-		p, err := single(matches, "person", func(p PersonDetail) any {
+		p, err := find.One(matches, "person", func(p PersonDetail) any {
 			return map[string]any{"id": p.ID, "first_name": p.FirstName, "last_name": p.LastName, "date_of_birth": p.DateOfBirth}
 		})
 		return p, false, err
@@ -160,28 +159,4 @@ func (s *service) Unlink(ctx context.Context, in LinkInput) error {
 		return err
 	}
 	return s.store.Unlink(ctx, in)
-}
-
-// single returns the one match of a find: none is a 404, several a 409
-// that lists them (summarised) so the caller can narrow the criteria.
-func single[T any](matches []T, resource string, summary func(T) any) (T, error) {
-	var zero T
-	switch len(matches) {
-	case 0:
-		return zero, apperr.New(apperr.KindNotFound, "no "+resource+" matches the criteria")
-	case 1:
-		return matches[0], nil
-	}
-	candidates := make([]any, 0, len(matches))
-	for i, m := range matches {
-		if i == maxCandidates {
-			break
-		}
-		candidates = append(candidates, summary(m))
-	}
-	more := ""
-	if len(matches) > maxCandidates {
-		more = " (first " + fmt.Sprint(maxCandidates) + " listed)"
-	}
-	return zero, apperr.Ambiguous(fmt.Sprintf("the criteria match more than one %s%s; add criteria to narrow them", resource, more), candidates)
 }

@@ -7,19 +7,15 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/go-kit/log"
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/calendar"
 	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/patch"
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/servicetest"
 	"github.com/assetregistry/registry/pkg/testharness"
 )
 
@@ -35,26 +31,9 @@ type fixture struct {
 // the real PostgreSQL and a private key space of the real Redis.
 func newFixture(t testing.TB, redisURL string) fixture {
 	t.Helper()
-	cfg := postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t), MaxConns: 20, StartupWait: time.Second}
-	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, Spec().Migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	cacheCfg := cache.Config{URL: redisURL, TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: time.Second}
-	client, err := cache.Connect(cacheCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := ""
-	if client != nil {
-		t.Cleanup(func() { client.Close() })
-		prefix = testharness.RedisPrefix(t)
-	}
-	finds := cache.NewFinds(client, prefix+"parties", cacheCfg, log.NewNopLogger())
-	store := NewStore(pool, finds)
-	ctx := auth.WithPrincipal(t.Context(), auth.Principal{Subject: "test-client"})
-	return fixture{svc: WithFindCache(NewService(store), finds), store: store, ctx: ctx}
+	st := NewStore(servicetest.Store(t, Spec(), redisURL))
+	ctx := servicetest.Caller(t.Context(), "test-client")
+	return fixture{svc: WithFindCache(NewService(st), st.Finds), store: st, ctx: ctx}
 }
 
 func wantKind(t *testing.T, err error, kind apperr.Kind) *apperr.Error {
@@ -225,7 +204,7 @@ func TestFindPersonCreatesExactlyOnce(t *testing.T) {
 		t.Fatalf("%d callers report creating the person, want exactly 1", creators)
 	}
 	var count int
-	if err := f.store.pool.QueryRow(t.Context(), "SELECT count(*) FROM people").Scan(&count); err != nil || count != 1 {
+	if err := f.store.Pool.QueryRow(t.Context(), "SELECT count(*) FROM people").Scan(&count); err != nil || count != 1 {
 		t.Fatalf("people rows = %d (%v), want 1", count, err)
 	}
 }

@@ -3,10 +3,9 @@ package parties
 import (
 	"embed"
 	"io/fs"
-	"net/http"
 
-	"github.com/assetregistry/registry/pkg/app"
-	"github.com/assetregistry/registry/pkg/kit"
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/servicekit"
 )
 
 //go:embed migrations/*.sql
@@ -15,21 +14,19 @@ var migrationFiles embed.FS
 //go:embed openapi.yaml
 var openAPI []byte
 
-// Spec describes the parties service to the shared main.
-func Spec() app.Spec {
+// Spec describes the parties service to the service kit.
+func Spec() servicekit.Spec {
 	migrations, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		panic(err) // the embed pattern guarantees the folder
 	}
-	return app.Spec{
+	return servicekit.Spec{
 		Name:        "parties",
-		Schema:      "parties",
 		Migrations:  migrations,
 		OpenAPIYAML: openAPI,
-		Build: func(d app.Deps) (http.Handler, error) {
-			store := NewStore(d.Pool, d.Cache)
-			svc := WithFindCache(NewService(store), d.Cache)
-			return NewHTTPHandler(MakeEndpoints(svc, kit.Timeout(d.RequestTimeout))), nil
+		Build: func(d servicekit.Deps) (servicekit.Handlers, error) {
+			svc := WithFindCache(NewService(NewStore(d.Store)), d.Store.Finds)
+			return servicekit.Handlers{Routes: NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))}, nil
 		},
 	}
 }

@@ -2,46 +2,27 @@ package parties
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/find"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/store"
 )
 
 // Store is the PostgreSQL persistence of organizations, people and links.
-// Every write commits through write(), which then makes stale the cached
-// finds the write says it changed, so no write path can forget to.
+// Every write commits through store.Write, which then makes stale the
+// cached finds the write says it changed.
 type Store struct {
-	pool  *pgxpool.Pool
-	finds *cache.Finds
+	*store.Store
 }
 
-// NewStore returns a store over pool; finds may be a disabled cache.
-func NewStore(pool *pgxpool.Pool, finds *cache.Finds) *Store {
-	return &Store{pool: pool, finds: finds}
-}
-
-func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) (changed []string, err error)) error {
-	var changed []string
-	err := postgres.InTx(ctx, s.pool, op, func(tx pgx.Tx) error {
-		var err error
-		changed, err = fn(tx)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	s.finds.Invalidate(ctx, changed...)
-	return nil
-}
+// NewStore returns the parties store over the kit's store.
+func NewStore(s *store.Store) *Store { return &Store{Store: s} }
 
 const organizationColumns = `id, name, registration_number, organization_type, tax_registration_number,
 	country, idp_id, created_at, created_by, updated_at, updated_by`
@@ -56,13 +37,13 @@ const associatedPeopleSQL = `COALESCE((
 // CreateOrganization inserts a new organization.
 func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, actor string) (Organization, error) {
 	var o Organization
-	err := s.write(ctx, "create organization", func(tx pgx.Tx) ([]string, error) {
+	err := s.Write(ctx, "create organization", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
 		o, err = postgres.One[Organization](ctx, tx, "insert organization", "organization", uuid.Nil,
 			`INSERT INTO organizations (id, name, registration_number, organization_type, tax_registration_number,
 				country, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+organizationColumns,
-			newID(), in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
+			store.NewID(), in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
 		return []string{organizationFinds(in.RegistrationNumber)}, err
 	})
 	return o, s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
@@ -70,7 +51,7 @@ func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, ac
 
 // GetOrganization reads an organization with its people.
 func (s *Store) GetOrganization(ctx context.Context, id uuid.UUID) (OrganizationDetail, error) {
-	return postgres.One[OrganizationDetail](ctx, s.pool, "get organization", "organization", id,
+	return postgres.One[OrganizationDetail](ctx, s.DB(ctx), "get organization", "organization", id,
 		`SELECT `+organizationColumns+`, `+associatedPeopleSQL+` FROM organizations o WHERE id = $1`, id)
 }
 
@@ -80,12 +61,9 @@ func (s *Store) ListOrganizations(ctx context.Context, f OrganizationFilter, pag
 	postgres.Equal(&where, "registration_number", f.RegistrationNumber)
 	postgres.Equal(&where, "country", f.Country)
 	postgres.Equal(&where, "organization_type", f.OrganizationType)
-	return postgres.List(ctx, s.pool, "list organizations", `SELECT `+organizationColumns+` FROM organizations`,
+	return postgres.List(ctx, s.DB(ctx), "list organizations", `SELECT `+organizationColumns+` FROM organizations`,
 		where, page, func(o Organization) uuid.UUID { return o.ID })
 }
-
-// maxCandidates bounds what an ambiguous find lists.
-const maxCandidates = 10
 
 // FindOrganizations returns the organizations with the registration number,
 // in the given country or, without one, in any.
@@ -93,69 +71,51 @@ func (s *Store) FindOrganizations(ctx context.Context, q OrganizationQuery) ([]O
 	var where postgres.Filter
 	where.Where("registration_number = ?", q.RegistrationNumber)
 	postgres.Equal(&where, "country", q.Country)
-	return postgres.Many[OrganizationDetail](ctx, s.pool, "find organization",
+	return postgres.Many[OrganizationDetail](ctx, s.DB(ctx), "find organization",
 		`SELECT `+organizationColumns+`, `+associatedPeopleSQL+` FROM organizations o`+where.SQL()+
-			fmt.Sprintf(` ORDER BY id LIMIT %d`, maxCandidates+1), where.Args()...)
+			fmt.Sprintf(` ORDER BY id LIMIT %d`, find.Limit), where.Args()...)
 }
 
-// UpdateOrganization locks the row, lets apply compute the new state from
-// the current one, and writes it, all in one transaction, so concurrent
-// patches of different fields do not undo each other.
+var organizationUpdater = store.Updater[Organization, OrganizationInput]{
+	Resource: "organization",
+	Select:   `SELECT ` + organizationColumns + ` FROM organizations WHERE id = $1`,
+	Input: func(o Organization) OrganizationInput {
+		return OrganizationInput{Name: o.Name, RegistrationNumber: o.RegistrationNumber, OrganizationType: o.OrganizationType,
+			TaxRegistrationNumber: o.TaxRegistrationNumber, Country: o.Country}
+	},
+	Save: func(ctx context.Context, tx pgx.Tx, old Organization, in OrganizationInput, actor string) ([]string, error) {
+		_, err := tx.Exec(ctx, `UPDATE organizations SET name = $2, registration_number = $3, organization_type = $4,
+			tax_registration_number = $5, country = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
+			old.ID, in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
+		// People list their organizations, so every person find may change.
+		return []string{organizationFinds(old.RegistrationNumber), organizationFinds(in.RegistrationNumber), everyPersonFind},
+			postgres.Classify(err, "update organization")
+	},
+}
+
+// UpdateOrganization applies apply to the locked organization.
 func (s *Store) UpdateOrganization(ctx context.Context, id uuid.UUID, actor string,
 	apply func(Organization) (OrganizationInput, error)) error {
-	var in OrganizationInput
-	err := s.write(ctx, "update organization", func(tx pgx.Tx) ([]string, error) {
-		current, err := postgres.One[Organization](ctx, tx, "lock organization", "organization", id,
-			`SELECT `+organizationColumns+` FROM organizations WHERE id = $1 FOR UPDATE`, id)
-		if err != nil {
-			return nil, err
-		}
-		if in, err = apply(current); err != nil {
-			return nil, err
-		}
-		if reflect.DeepEqual(in, inputOfOrganization(current)) {
-			return nil, nil // nothing changes, so updated_at does not either
-		}
-		_, err = tx.Exec(ctx, `UPDATE organizations SET name = $2, registration_number = $3, organization_type = $4,
-			tax_registration_number = $5, country = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
-			id, in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
-		// People list their organizations, so every person find may change.
-		return []string{organizationFinds(current.RegistrationNumber), organizationFinds(in.RegistrationNumber), everyPersonFind},
-			postgres.Classify(err, "update organization")
-	})
+	in, err := organizationUpdater.Update(ctx, s.Store, id, actor, apply)
 	return s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
-}
-
-func inputOfOrganization(o Organization) OrganizationInput {
-	return OrganizationInput{Name: o.Name, RegistrationNumber: o.RegistrationNumber, OrganizationType: o.OrganizationType,
-		TaxRegistrationNumber: o.TaxRegistrationNumber, Country: o.Country}
 }
 
 // organizationConflict turns a natural-key violation into a 409 that names
 // the organization already holding the key.
 func (s *Store) organizationConflict(ctx context.Context, err error, number string, country *string) error {
-	if _, dup := postgres.Constraint(err, postgres.UniqueViolation); !dup {
-		return err
-	}
-	var existing uuid.UUID
-	lookup := s.pool.QueryRow(ctx, `SELECT id FROM organizations
-		WHERE registration_number = $1 AND country IS NOT DISTINCT FROM $2`, number, country).Scan(&existing)
 	where := "without a country"
 	if country != nil {
 		where = "in country " + *country
 	}
-	if lookup != nil {
-		return apperr.Conflict(fmt.Sprintf("an organization with registration_number %s %s exists already", number, where))
-	}
-	return apperr.Duplicate(fmt.Sprintf("an organization with registration_number %s %s exists already", number, where),
-		existing.String())
+	return s.Duplicate(ctx, err, fmt.Sprintf("an organization with registration_number %s %s exists already", number, where),
+		`SELECT id FROM organizations WHERE registration_number = $1 AND country IS NOT DISTINCT FROM $2`, number, country)
 }
 
 // DeleteOrganization removes an organization and its links.
 func (s *Store) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
-	return s.write(ctx, "delete organization", func(tx pgx.Tx) ([]string, error) {
+	return s.Write(ctx, "delete organization", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var number string
-		err := deleteRow(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
+		err := store.Delete(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
 		return []string{organizationFinds(number), everyPersonFind}, err
 	})
 }
@@ -169,11 +129,13 @@ const associatedOrganizationsSQL = `COALESCE((
 	FROM person_organizations l JOIN organizations o ON o.id = l.organization_id
 	WHERE l.person_id = p.id), '[]') AS associated_organizations`
 
+const personDuplicate = "a person with this first_name, last_name and date_of_birth exists already"
+
 // CreatePerson inserts a person; an existing identity is a 409.
 func (s *Store) CreatePerson(ctx context.Context, in PersonInput, actor string) (Person, error) {
-	p, created, err := s.insertPerson(ctx, in, actor)
+	p, created, err := s.CreatePersonIfAbsent(ctx, in, actor)
 	if err == nil && !created {
-		err = apperr.Duplicate("a person with this first_name, last_name and date_of_birth exists already", p.ID.String())
+		err = apperr.Duplicate(personDuplicate, p.ID.String())
 	}
 	return p, err
 }
@@ -182,42 +144,31 @@ func (s *Store) CreatePerson(ctx context.Context, in PersonInput, actor string) 
 // which case it returns the existing one. Concurrent callers with the same
 // identity all get the one row: the unique index arbitrates.
 func (s *Store) CreatePersonIfAbsent(ctx context.Context, in PersonInput, actor string) (Person, bool, error) {
-	return s.insertPerson(ctx, in, actor)
-}
-
-func (s *Store) insertPerson(ctx context.Context, in PersonInput, actor string) (Person, bool, error) {
 	var p Person
 	created := false
-	err := s.write(ctx, "create person", func(tx pgx.Tx) ([]string, error) {
-		rows, err := tx.Query(ctx, `INSERT INTO people (id, first_name, last_name, first_name_key, last_name_key,
-				date_of_birth, created_by, updated_by)
+	err := s.Write(ctx, "create person", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var err error
+		p, created, err = store.Inserted(ctx, tx, "insert person",
+			`INSERT INTO people (id, first_name, last_name, first_name_key, last_name_key, date_of_birth, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING RETURNING `+personColumns,
-			newID(), in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor)
-		if err != nil {
-			return nil, postgres.Classify(err, "insert person")
+			[]any{store.NewID(), in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor},
+			func() (Person, error) {
+				return postgres.One[Person](ctx, tx, "get person by identity", "person", uuid.Nil,
+					`SELECT `+personColumns+` FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
+			})
+		if !created {
+			return nil, err
 		}
-		inserted, err := pgx.CollectRows(rows, pgx.RowToStructByName[Person])
-		if err != nil {
-			return nil, postgres.Classify(err, "insert person")
-		}
-		if len(inserted) == 1 {
-			p, created = inserted[0], true
-			return []string{personFinds(in.FirstName, in.LastName)}, nil
-		}
-		// The identity exists (possibly committed a moment ago by a
-		// concurrent caller, which ON CONFLICT waited for).
-		p, err = postgres.One[Person](ctx, tx, "get person by identity", "person", uuid.Nil,
-			`SELECT `+personColumns+` FROM people
-			WHERE first_name_key = $1 AND last_name_key = $2 AND date_of_birth IS NOT DISTINCT FROM $3`,
-			identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
-		return nil, err
+		return []string{personFinds(in.FirstName, in.LastName)}, err
 	})
 	return p, created, err
 }
 
+const identityMatch = `first_name_key = $1 AND last_name_key = $2 AND date_of_birth IS NOT DISTINCT FROM $3`
+
 // GetPerson reads a person with their organizations.
 func (s *Store) GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, error) {
-	return postgres.One[PersonDetail](ctx, s.pool, "get person", "person", id,
+	return postgres.One[PersonDetail](ctx, s.DB(ctx), "get person", "person", id,
 		`SELECT `+personColumns+`, `+associatedOrganizationsSQL+` FROM people p WHERE id = $1`, id)
 }
 
@@ -231,7 +182,7 @@ func (s *Store) ListPeople(ctx context.Context, f PersonFilter, page listing.Pag
 		where.Where("last_name_key = ?", identityKey(*f.LastName))
 	}
 	postgres.Equal(&where, "date_of_birth", f.DateOfBirth)
-	return postgres.List(ctx, s.pool, "list people", `SELECT `+personColumns+` FROM people`,
+	return postgres.List(ctx, s.DB(ctx), "list people", `SELECT `+personColumns+` FROM people`,
 		where, page, func(p Person) uuid.UUID { return p.ID })
 }
 
@@ -242,97 +193,76 @@ func (s *Store) FindPeople(ctx context.Context, in PersonInput) ([]PersonDetail,
 	where.Where("first_name_key = ?", identityKey(in.FirstName))
 	where.Where("last_name_key = ?", identityKey(in.LastName))
 	postgres.Equal(&where, "date_of_birth", in.DateOfBirth)
-	return postgres.Many[PersonDetail](ctx, s.pool, "find person",
+	return postgres.Many[PersonDetail](ctx, s.DB(ctx), "find person",
 		`SELECT `+personColumns+`, `+associatedOrganizationsSQL+` FROM people p`+where.SQL()+
-			fmt.Sprintf(` ORDER BY id LIMIT %d`, maxCandidates+1), where.Args()...)
+			fmt.Sprintf(` ORDER BY id LIMIT %d`, find.Limit), where.Args()...)
 }
 
-// UpdatePerson is UpdateOrganization for people.
-func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, apply func(Person) (PersonInput, error)) error {
-	var in PersonInput
-	err := s.write(ctx, "update person", func(tx pgx.Tx) ([]string, error) {
-		current, err := postgres.One[Person](ctx, tx, "lock person", "person", id,
-			`SELECT `+personColumns+` FROM people WHERE id = $1 FOR UPDATE`, id)
-		if err != nil {
-			return nil, err
-		}
-		if in, err = apply(current); err != nil {
-			return nil, err
-		}
-		if reflect.DeepEqual(in, PersonInput{FirstName: current.FirstName, LastName: current.LastName, DateOfBirth: current.DateOfBirth}) {
-			return nil, nil
-		}
-		_, err = tx.Exec(ctx, `UPDATE people SET first_name = $2, last_name = $3, first_name_key = $4, last_name_key = $5,
+var personUpdater = store.Updater[Person, PersonInput]{
+	Resource: "person",
+	Select:   `SELECT ` + personColumns + ` FROM people WHERE id = $1`,
+	Input: func(p Person) PersonInput {
+		return PersonInput{FirstName: p.FirstName, LastName: p.LastName, DateOfBirth: p.DateOfBirth}
+	},
+	Save: func(ctx context.Context, tx pgx.Tx, old Person, in PersonInput, actor string) ([]string, error) {
+		_, err := tx.Exec(ctx, `UPDATE people SET first_name = $2, last_name = $3, first_name_key = $4, last_name_key = $5,
 			date_of_birth = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
-			id, in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor)
+			old.ID, in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor)
 		// Organizations list their people, so every organization find may change.
-		return []string{personFinds(current.FirstName, current.LastName), personFinds(in.FirstName, in.LastName), everyOrganizationFind},
+		return []string{personFinds(old.FirstName, old.LastName), personFinds(in.FirstName, in.LastName), everyOrganizationFind},
 			postgres.Classify(err, "update person")
-	})
-	if _, dup := postgres.Constraint(err, postgres.UniqueViolation); dup {
-		return s.personDuplicate(ctx, in)
-	}
-	return err
+	},
 }
 
-func (s *Store) personDuplicate(ctx context.Context, in PersonInput) error {
-	const detail = "a person with this first_name, last_name and date_of_birth exists already"
-	var existing uuid.UUID
-	err := s.pool.QueryRow(ctx, `SELECT id FROM people
-		WHERE first_name_key = $1 AND last_name_key = $2 AND date_of_birth IS NOT DISTINCT FROM $3`,
-		identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth).Scan(&existing)
-	if err != nil {
-		return apperr.Conflict(detail)
-	}
-	return apperr.Duplicate(detail, existing.String())
+// UpdatePerson applies apply to the locked person.
+func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, apply func(Person) (PersonInput, error)) error {
+	in, err := personUpdater.Update(ctx, s.Store, id, actor, apply)
+	return s.Duplicate(ctx, err, personDuplicate,
+		`SELECT id FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
 }
 
 // DeletePerson removes a person and their links.
 func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
-	return s.write(ctx, "delete person", func(tx pgx.Tx) ([]string, error) {
+	return s.Write(ctx, "delete person", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var first, last string
-		err := deleteRow(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
+		err := store.Delete(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
 		return []string{personFinds(first, last), everyOrganizationFind}, err
 	})
 }
+
+const linkColumns = `person_id, organization_id, relation_type, created_at`
 
 // Link relates a person to an organization; an existing relation is
 // returned as it is (created=false).
 func (s *Store) Link(ctx context.Context, in LinkInput, actor string) (Link, bool, error) {
 	var link Link
 	created := false
-	err := s.write(ctx, "link person", func(tx pgx.Tx) ([]string, error) {
+	err := s.Write(ctx, "link person", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		changed, err := linkEnds(ctx, tx, in)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := tx.Query(ctx, `INSERT INTO person_organizations (person_id, organization_id, relation_type, created_by)
-			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
-			RETURNING person_id, organization_id, relation_type, created_at`,
-			in.PersonID, in.OrganizationID, in.RelationType, actor)
-		if err != nil {
-			return nil, postgres.Classify(err, "insert link")
+		link, created, err = store.Inserted(ctx, tx, "insert link",
+			`INSERT INTO person_organizations (person_id, organization_id, relation_type, created_by)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING `+linkColumns,
+			[]any{in.PersonID, in.OrganizationID, in.RelationType, actor},
+			func() (Link, error) {
+				return postgres.One[Link](ctx, tx, "get link", "link", uuid.Nil,
+					`SELECT `+linkColumns+` FROM person_organizations
+					WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
+					in.PersonID, in.OrganizationID, in.RelationType)
+			})
+		if !created {
+			return nil, err
 		}
-		inserted, err := pgx.CollectRows(rows, pgx.RowToStructByName[Link])
-		if err != nil {
-			return nil, postgres.Classify(err, "insert link")
-		}
-		if len(inserted) == 1 {
-			link, created = inserted[0], true
-			return changed, nil
-		}
-		link, err = postgres.One[Link](ctx, tx, "get link", "link", uuid.Nil,
-			`SELECT person_id, organization_id, relation_type, created_at FROM person_organizations
-			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
-			in.PersonID, in.OrganizationID, in.RelationType)
-		return nil, err
+		return changed, err
 	})
 	return link, created, err
 }
 
 // Unlink removes one relation.
 func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
-	return s.write(ctx, "unlink person", func(tx pgx.Tx) ([]string, error) {
+	return s.Write(ctx, "unlink person", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		changed, err := linkEnds(ctx, tx, in)
 		if err != nil {
 			return nil, err
@@ -371,14 +301,3 @@ func linkEnds(ctx context.Context, tx pgx.Tx, in LinkInput) ([]string, error) {
 	}
 	return []string{personFinds(*first, *last), organizationFinds(*number)}, nil
 }
-
-// deleteRow runs a DELETE ... RETURNING into dest; no row is a 404.
-func deleteRow(ctx context.Context, tx pgx.Tx, resource string, id uuid.UUID, sql string, dest ...any) error {
-	err := tx.QueryRow(ctx, sql, id).Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return apperr.NotFound(resource, id.String())
-	}
-	return postgres.Classify(err, "delete "+resource)
-}
-
-func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

@@ -4,37 +4,37 @@ import (
 	"net/http"
 
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/kit"
 )
 
 // NewHTTPHandler routes the public paths to the endpoints. Authentication
 // happens before this handler; the scope check happens per route, after
 // routing, so for any valid token an unknown path or method is a 404/405
 // rather than a 403.
-func NewHTTPHandler(e Endpoints) http.Handler {
-	r := httpx.NewRouter()
-	handle := func(method, pattern string, h http.Handler) { r.Handle(method, pattern, auth.RequireScope(h)) }
+func NewHTTPHandler(e Endpoints) *httpx.Router {
+	r := httpx.NewRouter(auth.RequireScope)
+	handle := r.Handle
 
-	handle("POST", "/organizations", kit.Serve(e.CreateOrganization, kit.Body[OrganizationInput]))
-	handle("GET", "/organizations", kit.Serve(e.ListOrganizations, decodeListOrganizations))
-	handle("GET", "/organizations/{id}", kit.Serve(e.GetOrganization, kit.PathID))
-	handle("PATCH", "/organizations/{id}", kit.Serve(e.UpdateOrganization, kit.PathIDBody[OrganizationPatch]))
-	handle("DELETE", "/organizations/{id}", kit.Serve(e.DeleteOrganization, kit.PathID))
-	findOrganization := kit.Serve(e.FindOrganization, kit.Find[OrganizationQuery](false))
+	handle("POST", "/organizations", endpoints.Serve(e.CreateOrganization, httpx.Body[OrganizationInput]))
+	handle("GET", "/organizations", endpoints.Serve(e.ListOrganizations, decodeListOrganizations))
+	handle("GET", "/organizations/{id}", endpoints.Serve(e.GetOrganization, httpx.PathID))
+	handle("PATCH", "/organizations/{id}", endpoints.Serve(e.UpdateOrganization, httpx.PathIDBody[OrganizationPatch]))
+	handle("DELETE", "/organizations/{id}", endpoints.Serve(e.DeleteOrganization, httpx.PathID))
+	findOrganization := endpoints.Serve(e.FindOrganization, httpx.Find[OrganizationQuery](false))
 	handle("POST", "/organizations/find", findOrganization)
 	handle("POST", "/organization/find", findOrganization) // the interface's singular spelling
 
-	handle("POST", "/people", kit.Serve(e.CreatePerson, kit.Body[PersonInput]))
-	handle("GET", "/people", kit.Serve(e.ListPeople, decodeListPeople))
-	handle("GET", "/people/{id}", kit.Serve(e.GetPerson, kit.PathID))
-	handle("PATCH", "/people/{id}", kit.Serve(e.UpdatePerson, kit.PathIDBody[PersonPatch]))
-	handle("DELETE", "/people/{id}", kit.Serve(e.DeletePerson, kit.PathID))
-	handle("POST", "/people/find", kit.Serve(e.FindPerson, kit.Find[PersonInput](true)))
+	handle("POST", "/people", endpoints.Serve(e.CreatePerson, httpx.Body[PersonInput]))
+	handle("GET", "/people", endpoints.Serve(e.ListPeople, decodeListPeople))
+	handle("GET", "/people/{id}", endpoints.Serve(e.GetPerson, httpx.PathID))
+	handle("PATCH", "/people/{id}", endpoints.Serve(e.UpdatePerson, httpx.PathIDBody[PersonPatch]))
+	handle("DELETE", "/people/{id}", endpoints.Serve(e.DeletePerson, httpx.PathID))
+	handle("POST", "/people/find", endpoints.Serve(e.FindPerson, httpx.Find[PersonInput](true)))
 
 	const link = "/people/{person_id}/organizations/{organization_id}"
-	handle("POST", link, kit.Serve(e.Link, decodeLink))
-	handle("DELETE", link, kit.Serve(e.Unlink, decodeLink))
+	handle("POST", link, endpoints.Serve(e.Link, decodeLink))
+	handle("DELETE", link, endpoints.Serve(e.Unlink, decodeLink))
 	return r
 }
 

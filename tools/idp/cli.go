@@ -15,9 +15,9 @@ import (
 
 	"github.com/go-kit/log/level"
 
-	"github.com/assetregistry/registry/pkg/app"
 	"github.com/assetregistry/registry/pkg/logging"
 	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/process"
 )
 
 const usage = `usage:
@@ -75,7 +75,7 @@ func runServer(ctx context.Context, command string, args []string, stdout, stder
 	fs := flag.NewFlagSet("idp "+command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)
-	if err := app.ParseFlags(fs, args); err != nil {
+	if err := process.ParseFlags(fs, args); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
@@ -85,7 +85,7 @@ func runServer(ctx context.Context, command string, args []string, stdout, stder
 	if command == "serve" {
 		return Serve(ctx, cfg, logger)
 	}
-	pool, err := postgres.OpenAndMigrate(ctx, cfg.Database, Migrations(), retryLogger(logger))
+	pool, err := postgres.OpenAndMigrate(ctx, cfg.Database, Migrations(), postgres.LogRetries(logger))
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	logger := logging.New(stderr, "idp", logging.Config{Level: "warn", Format: "logfmt"})
-	pool, err := postgres.OpenAndMigrate(ctx, db, Migrations(), retryLogger(logger))
+	pool, err := postgres.OpenAndMigrate(ctx, db, Migrations(), postgres.LogRetries(logger))
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func parseWithDatabaseEnv(fs *flag.FlagSet, db *postgres.Config, args []string) 
 	env := flag.NewFlagSet("environment", flag.ContinueOnError)
 	env.SetOutput(io.Discard)
 	db.RegisterFlags(env, "idp")
-	if err := app.ParseFlags(env, nil); err != nil {
+	if err := process.ParseFlags(env, nil); err != nil {
 		return err
 	}
 	return fs.Parse(args)

@@ -110,7 +110,7 @@ func Open(ctx context.Context, cfg Config, logger log.Logger) (*Provider, error)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := postgres.OpenAndMigrate(ctx, cfg.Database, Migrations(), retryLogger(logger))
+	pool, err := postgres.OpenAndMigrate(ctx, cfg.Database, Migrations(), postgres.LogRetries(logger))
 	if err != nil {
 		return nil, fmt.Errorf("idp: database: %w", err)
 	}
@@ -149,10 +149,4 @@ func Serve(ctx context.Context, cfg Config, logger log.Logger) error {
 	}
 	defer p.Close()
 	return server.Run(ctx, cfg.Server, logger, p.Handler(), p.Health())
-}
-
-func retryLogger(logger log.Logger) func(error) {
-	return func(err error) {
-		level.Warn(logger).Log("msg", "database not reachable yet; retrying", "err", err)
-	}
 }

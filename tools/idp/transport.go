@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/assetregistry/registry/pkg/app"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/reqinfo"
 	"github.com/assetregistry/registry/pkg/server"
 )
@@ -80,7 +80,7 @@ func newHandler(svc *tokenService, keys *Keys, health *server.Health, logger log
 	r.Handle(http.MethodGet, "/.well-known/jwks.json", serveDocument(keys.jwks))
 	public := http.NewServeMux()
 	health.Mount(public)
-	return app.Stack(logger, "idp", false, public, r), nil
+	return process.Stack(logger, "idp", false, public, r), nil
 }
 
 // serveDocument serves fixed JSON. Verifiers may cache it briefly: the keys

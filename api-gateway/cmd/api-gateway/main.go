@@ -9,8 +9,8 @@ import (
 	"github.com/go-kit/log"
 
 	gateway "github.com/assetregistry/registry/api-gateway"
-	"github.com/assetregistry/registry/pkg/app"
 	"github.com/assetregistry/registry/pkg/logging"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/server"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
@@ -21,7 +21,7 @@ func main() {
 		cfg.RegisterFlags(fs)
 		return &cfg.Log
 	}
-	os.Exit(app.Execute("api-gateway", os.Args[1:], register, func(ctx context.Context, logger log.Logger) error {
+	os.Exit(process.Execute("api-gateway", os.Args[1:], register, func(ctx context.Context, logger log.Logger) error {
 		return serve(ctx, cfg, logger)
 	}))
 }
@@ -32,10 +32,13 @@ func serve(ctx context.Context, cfg gateway.Config, logger log.Logger) error {
 		return err
 	}
 	defer shutdownTracing(context.Background()) //nolint:errcheck // best effort at exit
-	handler, health, closeGateway, err := gateway.New(cfg, logger)
+	g, err := gateway.New(cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer closeGateway()
-	return server.Run(ctx, cfg.Server, logger, handler, health)
+	defer g.Close()
+	if err := g.CheckDocuments(ctx, cfg.DocsStartupWait, logger); err != nil {
+		return err
+	}
+	return server.Run(ctx, cfg.Server, logger, g.Handler, g.Health)
 }

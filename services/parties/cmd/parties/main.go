@@ -4,8 +4,8 @@ package main
 import (
 	"os"
 
-	"github.com/assetregistry/registry/pkg/app"
+	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/parties"
 )
 
-func main() { os.Exit(app.Main(parties.Spec())) }
+func main() { os.Exit(servicekit.Main(parties.Spec())) }

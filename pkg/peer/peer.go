@@ -1,0 +1,216 @@
+// Package peer is how one registry service calls another. A service calls
+// its peers with its own machine identity (a client of the identity
+// provider holding the internal scope), on internal paths that the gateway
+// never routes and that an integration's token cannot call; it carries the
+// original caller's subject, the request id and the trace context along,
+// bounds every call with a timeout, and turns a peer that cannot answer
+// into a 503 with Retry-After for its own caller, never a hang.
+package peer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/reqinfo"
+)
+
+// InternalPrefix starts every internal path. The gateway routes only the
+// public resources' prefixes, so nothing under it is reachable from
+// outside; services require the internal scope on it (auth.ScopeFor).
+const InternalPrefix = auth.InternalPrefix
+
+// Config of a service's calls to its peers.
+type Config struct {
+	URLs         map[string]*string // base URL per peer
+	TokenURL     string             // token endpoint; default: the issuer's /oidc/token
+	ClientID     string             // this service's machine client
+	ClientSecret string
+	Timeout      time.Duration // per call, including the token request
+	// TokenSource replaces the client-credentials flow (tests).
+	TokenSource oauth2.TokenSource
+}
+
+// RegisterFlags adds peer.<name>.url (env PEER_<NAME>_URL) for each peer,
+// and the machine identity (PEER_CLIENT_ID, PEER_CLIENT_SECRET).
+func (c *Config) RegisterFlags(fs *flag.FlagSet, peers []string) {
+	c.URLs = map[string]*string{}
+	for _, p := range peers {
+		c.URLs[p] = fs.String("peer."+p+".url", "", "base URL of the "+p+" service, which this service calls")
+	}
+	fs.StringVar(&c.TokenURL, "peer.token-url", "", "token endpoint for this service's own machine identity (default: the OIDC issuer's /oidc/token)")
+	fs.StringVar(&c.ClientID, "peer.client-id", "", "this service's machine client at the identity provider (holds the registry:internal scope)")
+	fs.StringVar(&c.ClientSecret, "peer.client-secret", "", "the machine client's secret")
+	fs.DurationVar(&c.Timeout, "peer.timeout", 5*time.Second, "upper bound on one call to a peer")
+}
+
+// Clients are the configured peers of one service.
+type Clients struct {
+	clients map[string]*Client
+}
+
+// NewClients builds a client per configured peer. issuer and audience are
+// the service's own OIDC settings: its machine identity asks the same
+// issuer for a token for the same audience as its callers'.
+func NewClients(cfg Config, issuer, audience string) (*Clients, error) {
+	cs := &Clients{clients: map[string]*Client{}}
+	var configured []string
+	for name, raw := range cfg.URLs {
+		if raw != nil && *raw != "" {
+			configured = append(configured, name)
+		}
+	}
+	if len(configured) == 0 {
+		return cs, nil
+	}
+	tokens := cfg.TokenSource
+	if tokens == nil {
+		if cfg.ClientID == "" || cfg.ClientSecret == "" {
+			return nil, fmt.Errorf("peer: peer.client-id and peer.client-secret are required to call %s", strings.Join(configured, ", "))
+		}
+		tokenURL := cfg.TokenURL
+		if tokenURL == "" {
+			tokenURL = strings.TrimSuffix(issuer, "/") + "/oidc/token"
+		}
+		cc := clientcredentials.Config{
+			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: tokenURL,
+			Scopes:         []string{auth.ScopeInternal},
+			EndpointParams: url.Values{"resource": {audience}},
+		}
+		// The token client gets the same bound as every call, so a stuck
+		// identity provider cannot hang a request either.
+		tokenCtx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: cfg.Timeout})
+		tokens = oauth2.ReuseTokenSource(nil, cc.TokenSource(tokenCtx))
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64 // few peers, many concurrent calls: keep connections alive
+	rt := otelhttp.NewTransport(&oauth2.Transport{Source: tokens, Base: transport})
+	for _, name := range configured {
+		base, err := url.Parse(*cfg.URLs[name])
+		if err != nil || base.Scheme == "" || base.Host == "" {
+			return nil, fmt.Errorf("peer: peer.%s.url %q is not an absolute URL", name, *cfg.URLs[name])
+		}
+		cs.clients[name] = &Client{name: name, base: base, timeout: cfg.Timeout,
+			http: &http.Client{Transport: rt}}
+	}
+	return cs, nil
+}
+
+// Get returns the client of a peer, or nil when that peer is not
+// configured (a partial installation: what it would answer is unknown).
+func (cs *Clients) Get(name string) *Client {
+	if cs == nil {
+		return nil
+	}
+	return cs.clients[name]
+}
+
+// Client calls one peer.
+type Client struct {
+	name    string
+	base    *url.URL
+	timeout time.Duration
+	http    *http.Client
+}
+
+// Name is the peer's service name.
+func (c *Client) Name() string { return c.name }
+
+// OnBehalfOfHeader carries the original caller's subject to a peer. A
+// service believes it only from a token holding the internal scope.
+const OnBehalfOfHeader = auth.OnBehalfOfHeader
+
+// Call sends in (nil for none) as JSON to path and decodes a 2xx answer
+// into out (nil to ignore it). A peer that cannot be reached, times out or
+// fails (5xx) is apperr "unavailable"; another problem the peer answers is
+// returned with its kind and detail, for the caller to map.
+func (c *Client) Call(ctx context.Context, method, path string, in, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var body io.Reader
+	if in != nil {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("peer %s: encode request: %w", c.name, err)
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.JoinPath(path).String(), body)
+	if err != nil {
+		return fmt.Errorf("peer %s: %w", c.name, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if id := reqinfo.From(ctx).ID; id != "" {
+		req.Header.Set(httpx.RequestIDHeader, id)
+	}
+	if sub := auth.Subject(ctx); sub != "" {
+		req.Header.Set(OnBehalfOfHeader, sub)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.unavailable(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return c.unavailable(err)
+	}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		if out == nil || resp.StatusCode == http.StatusNoContent {
+			return nil
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("peer %s: decode %s %s answer: %w", c.name, method, path, err)
+		}
+		return nil
+	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests,
+		// Our own identity refused (a secret mid-rotation, keys being
+		// refreshed): nothing the caller did wrong, and it may pass.
+		resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden:
+		return c.unavailable(fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, raw))
+	}
+	// A 4xx is a mistake of ours or a fact about the target; either way
+	// the caller decides what its own client sees.
+	var p problem.Problem
+	_ = json.Unmarshal(raw, &p)
+	return &apperr.Error{Kind: kindOf(resp.StatusCode), Detail: p.Detail, Fields: p.Errors}
+}
+
+func (c *Client) unavailable(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("peer %s: %w", c.name, err)
+	}
+	return apperr.Unavailable("the "+c.name+" service", fmt.Errorf("peer %s: %w", c.name, err))
+}
+
+func kindOf(status int) apperr.Kind {
+	switch status {
+	case http.StatusNotFound:
+		return apperr.KindNotFound
+	case http.StatusConflict:
+		return apperr.KindConflict
+	case http.StatusUnprocessableEntity:
+		return apperr.KindInvalid
+	}
+	// 400, 405, 413, 415: the request we built is wrong, a bug of ours.
+	return apperr.KindInternal
+}

@@ -1,0 +1,161 @@
+package peer_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"golang.org/x/oauth2"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/reqinfo"
+)
+
+// seen is what the peer learned about a call.
+type seen struct {
+	RequestID, TraceParent, Subject, Caller string
+}
+
+// newPeer is a service's internal API behind the real token check and
+// scope rule.
+func newPeer(t *testing.T, issuer *authtest.Issuer) (*httptest.Server, chan seen) {
+	t.Helper()
+	verifier, err := auth.NewVerifier(issuer.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(verifier.Close)
+	calls := make(chan seen, 10)
+	r := httpx.NewRouter(auth.RequireScope)
+	r.Handle("POST", "/internal/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := auth.PrincipalFrom(r.Context())
+		calls <- seen{RequestID: r.Header.Get(httpx.RequestIDHeader), TraceParent: r.Header.Get("traceparent"),
+			Subject: auth.Subject(r.Context()), Caller: p.Subject}
+		_ = json.NewEncoder(w).Encode(map[string]string{"ok": "yes"})
+	}))
+	r.Handle("POST", "/internal/slow", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	r.Handle("POST", "/internal/fail/{status}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.PathValue("status") {
+		case "404":
+			problem.Write(r.Context(), apperr.NotFound("document", "x"), w)
+		case "422":
+			problem.Write(r.Context(), apperr.Invalid(apperr.FieldError{Field: "kind", Message: "unknown"}), w)
+		case "500":
+			problem.Write(r.Context(), apperr.New(apperr.KindInternal, ""), w)
+		}
+	}))
+	srv := httptest.NewServer(httpx.WithRequestInfo(true)(auth.Authenticate(verifier)(r)))
+	t.Cleanup(srv.Close)
+	return srv, calls
+}
+
+func clients(t *testing.T, issuer *authtest.Issuer, url string) *peer.Clients {
+	t.Helper()
+	token := issuer.Token(t, "svc-assets", auth.ScopeInternal)
+	cs, err := peer.NewClients(peer.Config{
+		URLs:        map[string]*string{"documents": &url},
+		Timeout:     300 * time.Millisecond,
+		TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token}),
+	}, issuer.URL, issuer.Audience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func TestCallCarriesIdentityRequestIDAndTrace(t *testing.T) {
+	issuer := authtest.NewIssuer(t, "https://registry.test")
+	srv, calls := newPeer(t, issuer)
+	docs := clients(t, issuer, srv.URL).Get("documents")
+
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	tp := sdktrace.NewTracerProvider()
+	ctx, span := tp.Tracer("test").Start(context.Background(), "caller")
+	defer span.End()
+	ctx = reqinfo.With(ctx, &reqinfo.Info{ID: "req-123"})
+	ctx = auth.WithPrincipal(ctx, auth.Principal{Subject: "integration-1"})
+
+	var out map[string]string
+	if err := docs.Call(ctx, "POST", "/internal/echo", map[string]int{"n": 1}, &out); err != nil || out["ok"] != "yes" {
+		t.Fatalf("call: %v, %v", out, err)
+	}
+	got := <-calls
+	if got.RequestID != "req-123" || got.Caller != "svc-assets" || got.Subject != "integration-1" {
+		t.Errorf("the peer saw %+v", got)
+	}
+	if got.TraceParent == "" || got.TraceParent[3:35] != span.SpanContext().TraceID().String() {
+		t.Errorf("traceparent %q does not continue trace %s", got.TraceParent, span.SpanContext().TraceID())
+	}
+}
+
+func TestIntegrationTokensCannotCallInternalPaths(t *testing.T) {
+	issuer := authtest.NewIssuer(t, "https://registry.test")
+	srv, _ := newPeer(t, issuer)
+	req, _ := http.NewRequest("POST", srv.URL+"/internal/echo", nil)
+	req.Header.Set("Authorization", "Bearer "+issuer.ReadWrite(t))
+	req.Header.Set(peer.OnBehalfOfHeader, "someone-else")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("an integration's token on an internal path: %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestFailuresBecomeKinds(t *testing.T) {
+	issuer := authtest.NewIssuer(t, "https://registry.test")
+	srv, _ := newPeer(t, issuer)
+	docs := clients(t, issuer, srv.URL).Get("documents")
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	gone := clients(t, issuer, closed.URL).Get("documents")
+	tests := []struct {
+		name   string
+		client *peer.Client
+		path   string
+		kind   apperr.Kind
+	}{
+		{"not found passes through", docs, "/internal/fail/404", apperr.KindNotFound},
+		{"invalid passes through", docs, "/internal/fail/422", apperr.KindInvalid},
+		{"a failing peer is unavailable", docs, "/internal/fail/500", apperr.KindUnavailable},
+		{"a slow peer is unavailable, not a hang", docs, "/internal/slow", apperr.KindUnavailable},
+		{"an unreachable peer is unavailable", gone, "/internal/echo", apperr.KindUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.client.Call(t.Context(), "POST", tt.path, nil, nil)
+			if !apperr.Is(err, tt.kind) {
+				t.Errorf("err = %v, want kind %v", err, tt.kind)
+			}
+		})
+	}
+}
+
+func TestConfiguration(t *testing.T) {
+	url := "http://127.0.0.1:1"
+	if _, err := peer.NewClients(peer.Config{URLs: map[string]*string{"documents": &url}}, "http://idp", "aud"); err == nil {
+		t.Error("peers without a machine identity were accepted")
+	}
+	cs, err := peer.NewClients(peer.Config{URLs: map[string]*string{"documents": new(string)}}, "http://idp", "aud")
+	if err != nil || cs.Get("documents") != nil {
+		t.Errorf("an unconfigured peer: %v, %v", cs.Get("documents"), err)
+	}
+}

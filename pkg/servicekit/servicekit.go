@@ -1,0 +1,241 @@
+// Package servicekit is the shared main of the registry's services: it reads
+// the service's catalog entry (pkg/catalog) for what it needs, parses the
+// flags (with environment fallback), opens PostgreSQL and applies the
+// migrations, connects the Redis find cache, object storage and the peer
+// clients the service needs, and serves the service's routes behind token
+// verification with the probes and the bundled OpenAPI document. A
+// service's spec.go names its migrations, OpenAPI document and how to build
+// its routes from these dependencies, and nothing else.
+package servicekit
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/logging"
+	"github.com/assetregistry/registry/pkg/objectstore"
+	"github.com/assetregistry/registry/pkg/openapi"
+	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/pkg/telemetry"
+)
+
+// Spec describes one service.
+type Spec struct {
+	Name        string // its catalog entry; also the schema, bucket and cache namespace name
+	Migrations  fs.FS  // NNN_name.sql files at the root
+	OpenAPIYAML []byte // bundled with pkg/openapi and served as /openapi.json
+	// Build returns the service's routes (public and internal) and any
+	// readiness checks of its own.
+	Build func(Deps) (Handlers, error)
+}
+
+// Deps are what Build gets; those the catalog entry does not need are nil.
+type Deps struct {
+	Store          *store.Store // pool and find cache
+	Objects        *objectstore.Bucket
+	Peers          *peer.Clients
+	Logger         log.Logger
+	RequestTimeout time.Duration
+}
+
+// Handlers are what Build returns.
+type Handlers struct {
+	Routes *httpx.Router
+	Checks []server.Check
+	Close  func() // optional
+}
+
+// Config is every flag of a service.
+type Config struct {
+	Server   server.Config
+	Database postgres.Config
+	Redis    cache.Config
+	S3       objectstore.Config
+	OIDC     auth.Config
+	Peers    peer.Config
+	Log      logging.Config
+	Timeout  time.Duration
+}
+
+// RegisterFlags adds all flags of the service's catalog entry; each also
+// reads the environment variable of its upper-cased name.
+func (c *Config) RegisterFlags(fs *flag.FlagSet, entry catalog.Service) {
+	c.Server.RegisterFlags(fs, ":8080", ":9090")
+	c.Database.RegisterFlags(fs, entry.Name)
+	if entry.NeedsStore(catalog.Redis) {
+		c.Redis.RegisterFlags(fs)
+	}
+	if entry.NeedsStore(catalog.ObjectStore) {
+		c.S3.RegisterFlags(fs, entry.Name)
+	}
+	c.OIDC.RegisterFlags(fs)
+	c.Peers.RegisterFlags(fs, entry.Peers())
+	c.Log.RegisterFlags(fs)
+	fs.DurationVar(&c.Timeout, "request.timeout", 15*time.Second, "upper bound on the work done for one request")
+}
+
+// Main runs the service with os.Args and returns the exit code. The first
+// argument may be "migrate", which applies the migrations and exits (for a
+// deploy hook), or "serve" (the default).
+func Main(spec Spec) int {
+	entry, ok := catalog.Lookup(spec.Name)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "%s is not in pkg/catalog; add its entry there\n", spec.Name)
+		return 2
+	}
+	args := os.Args[1:]
+	command := "serve"
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate") {
+		command, args = args[0], args[1:]
+	}
+	var cfg Config
+	register := func(fs *flag.FlagSet) *logging.Config {
+		cfg.RegisterFlags(fs, entry)
+		return &cfg.Log
+	}
+	return process.Execute(spec.Name, args, register, func(ctx context.Context, logger log.Logger) error {
+		if command == "migrate" {
+			return migrateOnly(ctx, spec, cfg, logger)
+		}
+		return serve(ctx, spec, cfg, logger)
+	})
+}
+
+func migrateOnly(ctx context.Context, spec Spec, cfg Config, logger log.Logger) error {
+	pool, err := openDatabase(ctx, spec, cfg, logger)
+	if err != nil {
+		return err
+	}
+	pool.Close()
+	level.Info(logger).Log("msg", "migrations applied", "schema", cfg.Database.Schema)
+	return nil
+}
+
+func serve(ctx context.Context, spec Spec, cfg Config, logger log.Logger) error {
+	shutdownTracing, err := telemetry.SetupTracing(ctx, spec.Name, nil)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(context.Background()) //nolint:errcheck // best effort at exit
+	built, err := Build(ctx, spec, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer built.Close()
+	return server.Run(ctx, cfg.Server, logger, built.Handler, built.Health)
+}
+
+// Built is a service ready to serve.
+type Built struct {
+	Handler http.Handler // the whole HTTP stack
+	Routes  *httpx.Router
+	Health  *server.Health
+	Store   *store.Store
+	Close   func()
+}
+
+// Build assembles the service's full HTTP handler and its health checks;
+// tests use it to run a service in-process against real datastores.
+func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Built, err error) {
+	doc, err := openapi.Bundle(spec.OpenAPIYAML)
+	if err != nil {
+		return b, err
+	}
+	docJSON, err := openapi.JSON(doc)
+	if err != nil {
+		return b, err
+	}
+	var closers []func()
+	b.Close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	verifier, err := auth.NewVerifier(cfg.OIDC)
+	if err != nil {
+		return b, err
+	}
+	closers = append(closers, verifier.Close)
+	pool, err := openDatabase(ctx, spec, cfg, logger)
+	if err != nil {
+		return b, err
+	}
+	closers = append(closers, pool.Close)
+	checks := []server.Check{{Name: "postgres", Probe: postgres.Ping(pool)}}
+
+	redisClient, err := cache.Connect(cfg.Redis)
+	if err != nil {
+		return b, err
+	}
+	if redisClient != nil {
+		closers = append(closers, func() { _ = redisClient.Close() })
+		checks = append(checks, server.Check{Name: "redis", Optional: true, Probe: func(ctx context.Context) error {
+			return redisClient.Ping(ctx).Err()
+		}})
+	}
+	// The namespace names the database too: installations that share a
+	// Redis (test and production, say) must never see each other's finds.
+	cc := pool.Config().ConnConfig
+	namespace := fmt.Sprintf("%s:%s:%d/%s/%s", spec.Name, cc.Host, cc.Port, cc.Database, cfg.Database.Schema)
+	deps := Deps{
+		Store:          store.New(pool, cache.NewFinds(redisClient, namespace, cfg.Redis, logger)),
+		Logger:         logger,
+		RequestTimeout: cfg.Timeout,
+	}
+	if cfg.S3.Endpoint != "" {
+		if deps.Objects, err = objectstore.Open(ctx, cfg.S3); err != nil {
+			return b, err
+		}
+		checks = append(checks, server.Check{Name: "s3", Probe: deps.Objects.Ready})
+	}
+	if deps.Peers, err = peer.NewClients(cfg.Peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
+		return b, err
+	}
+	handlers, err := spec.Build(deps)
+	if err != nil {
+		return b, err
+	}
+	if handlers.Close != nil {
+		closers = append(closers, handlers.Close)
+	}
+	b.Routes, b.Store = handlers.Routes, deps.Store
+	b.Health = server.NewHealth(append(checks, handlers.Checks...)...)
+	public := http.NewServeMux()
+	b.Health.Mount(public)
+	public.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(docJSON)
+	})
+	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(handlers.Routes))
+	return b, nil
+}
+
+func openDatabase(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (*pgxpool.Pool, error) {
+	if spec.Migrations == nil {
+		return nil, errors.New("service: the spec has no migrations")
+	}
+	return postgres.OpenAndMigrate(ctx, cfg.Database, spec.Migrations, postgres.LogRetries(logger))
+}

@@ -1,0 +1,188 @@
+package servicetest
+
+import (
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/servicekit"
+)
+
+// ErrorRows sends every documented operation of spec the requests that
+// the contract answers the same way everywhere, and checks each answer is
+// the right problem: 401 without or with a bad token, 403 without the
+// operation's scope, 400 for a malformed UUID in the path and for an
+// unknown query parameter, 404 for an id that names nothing, 415/400/413/422
+// for JSON bodies of the wrong type, not JSON, too large, with an unknown
+// or read-only member, the limit and cursor rules of lists, and 405 with
+// Allow for a method a path does not have. Afterwards every list answers
+// exactly as before: none of the rows changed anything.
+func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
+	t.Helper()
+	ops := documentOperations(t, spec)
+	noScope := s.Issuer.Token(t, "no-scope-client")
+	before := lists(t, s, ops)
+	for _, op := range ops {
+		token := s.RO
+		if op.Scope == auth.ScopeWrite {
+			token = s.RW
+		}
+		path := fill(op.Path, nil)
+		query := op.encodedQuery()
+		name := op.Method + " " + op.Path
+		t.Run(name, func(t *testing.T) {
+			row := func(rowName string, status int, method, target, tok string, body any, headers ...string) apitest.Response {
+				t.Helper()
+				var r apitest.Response
+				t.Run(rowName, func(t *testing.T) {
+					r = apitest.Expect(t, s.Client.Do(t, method, target, tok, body, headers...), status)
+				})
+				return r
+			}
+			validBody := any(nil)
+			if op.Body == "json" {
+				validBody = "{}"
+			}
+			r := row("no token", 401, op.Method, path+query, "", validBody)
+			if !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("401 without a Bearer challenge: %q", r.Header.Get("WWW-Authenticate"))
+			}
+			row("garbage token", 401, op.Method, path+query, "not-a-jwt", validBody)
+			lacking := noScope
+			if op.Scope == auth.ScopeWrite {
+				lacking = s.RO
+			}
+			row("token without "+op.Scope, 403, op.Method, path+query, lacking, validBody)
+			row("unknown query parameter", 400, op.Method, path+withParam(query, "zz_unknown=1"), token, validBody)
+			for _, param := range pathParams(op.Path) {
+				row("malformed "+param, 400, op.Method, fill(op.Path, map[string]string{param: "not-a-uuid"})+query, token, validBody)
+			}
+			if last := pathParams(op.Path); len(last) > 0 && strings.HasSuffix(op.Path, "{"+last[len(last)-1]+"}") &&
+				slices.Contains([]string{"GET", "PATCH", "DELETE"}, op.Method) {
+				row("unknown id", 404, op.Method, path+query, token, validBody)
+			}
+			switch op.Body {
+			case "json":
+				row("not JSON media type", 415, op.Method, path+query, token, "{}", "Content-Type", "text/plain")
+				row("not JSON", 400, op.Method, path+query, token, `{"a":`)
+				row("over 1 MiB", 413, op.Method, path+query, token, `{"a":"`+strings.Repeat("x", httpx.MaxJSONBody)+`"}`)
+				r := row("unknown member", 422, op.Method, path+query, token, `{"zz_unknown_member":1}`)
+				if !slices.Contains(r.Fields(), "zz_unknown_member") {
+					t.Errorf("unknown member: fields = %v", r.Fields())
+				}
+				r = row("read-only member", 422, op.Method, path+query, token, `{"created_by":"me"}`)
+				if !slices.Contains(r.Fields(), "created_by") {
+					t.Errorf("read-only member: fields = %v", r.Fields())
+				}
+			case "multipart":
+				row("JSON instead of multipart", 415, op.Method, path+query, token, "{}")
+			}
+			if op.List {
+				for _, q := range []string{"limit=abc", "limit=0", "limit=1001", "limit=+5", "cursor=not-a-cursor"} {
+					row(q, 400, op.Method, path+withParam(query, q), token, nil)
+				}
+			}
+		})
+	}
+	for _, path := range paths(ops) {
+		allowed := methodsOf(ops, path)
+		if slices.Contains(allowed, "GET") {
+			allowed = append(allowed, "HEAD")
+		}
+		slices.Sort(allowed)
+		for _, m := range []string{"PUT", "PATCH", "DELETE", "POST", "GET"} {
+			if slices.Contains(allowed, m) {
+				continue
+			}
+			t.Run(m+" "+path, func(t *testing.T) {
+				r := apitest.Expect(t, s.Client.Do(t, m, fill(path, nil), s.RW, nil), 405)
+				if got, want := r.Header.Get("Allow"), strings.Join(allowed, ", "); got != want {
+					t.Errorf("Allow = %q, want %q", got, want)
+				}
+			})
+			break
+		}
+	}
+	if after := lists(t, s, ops); !slices.Equal(before, after) {
+		t.Errorf("the error rows changed what the lists answer:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// lists reads every list operation without parameters.
+func lists(t *testing.T, s *Service, ops []operation) []string {
+	t.Helper()
+	var out []string
+	for _, op := range ops {
+		if op.List && op.Method == "GET" && len(pathParams(op.Path)) == 0 {
+			r := apitest.Expect(t, s.Client.Do(t, "GET", op.Path+"?limit=1000", s.RO, nil), 200)
+			out = append(out, op.Path+" "+string(r.Raw))
+		}
+	}
+	return out
+}
+
+var paramPattern = regexp.MustCompile(`\{([^}]+)\}`)
+
+func pathParams(path string) []string {
+	var names []string
+	for _, m := range paramPattern.FindAllStringSubmatch(path, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// fill replaces each path parameter with its value in values, or a fresh
+// UUIDv7 that names nothing.
+func fill(path string, values map[string]string) string {
+	return paramPattern.ReplaceAllStringFunc(path, func(m string) string {
+		if v, ok := values[m[1:len(m)-1]]; ok {
+			return url.PathEscape(v)
+		}
+		return uuid.Must(uuid.NewV7()).String()
+	})
+}
+
+func (op operation) encodedQuery() string {
+	if len(op.Query) == 0 {
+		return ""
+	}
+	q := url.Values{}
+	for k, v := range op.Query {
+		q.Set(k, v)
+	}
+	return "?" + q.Encode()
+}
+
+func withParam(query, param string) string {
+	if query == "" {
+		return "?" + param
+	}
+	return query + "&" + param
+}
+
+func paths(ops []operation) []string {
+	var out []string
+	for _, op := range ops {
+		if !slices.Contains(out, op.Path) {
+			out = append(out, op.Path)
+		}
+	}
+	return out
+}
+
+func methodsOf(ops []operation, path string) []string {
+	var out []string
+	for _, op := range ops {
+		if op.Path == path {
+			out = append(out, op.Method)
+		}
+	}
+	return out
+}

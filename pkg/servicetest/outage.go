@@ -1,0 +1,68 @@
+package servicetest
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/pkg/testharness"
+)
+
+// Request is one call of a suite.
+type Request struct {
+	Method, Path string
+	Body         any
+}
+
+// Outage describes what a service must do while its database is gone.
+type Outage struct {
+	Before func(s *Service) // acknowledged writes before the outage
+	// During are calls that need the database: each must answer 503 with
+	// Retry-After (read-write token), never a 500 or a hang.
+	During []Request
+	After  func(s *Service) // after recovery: the acknowledged writes are there, nothing half-written is
+}
+
+// DatabaseDown runs spec on a private PostgreSQL server, stops the server,
+// checks every call of o.During and /readyz answer 503 with Retry-After,
+// restarts the server on the same data and checks the service recovers by
+// itself (o.After).
+func DatabaseDown(t *testing.T, spec servicekit.Spec, o Outage) {
+	t.Helper()
+	dir := testharness.ServerDir(t)
+	pg, err := devinfra.StartPostgres(t.Context(), devinfra.PostgresOptions{DataDir: filepath.Join(dir, "pg"), Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	issuer := authtest.NewIssuer(t, Audience)
+	cfg := Config(t, spec, issuer)
+	cfg.Database.URL, cfg.Database.MaxConns = pg.URL, 4
+	s := StartWith(t, spec, cfg, issuer)
+	if o.Before != nil {
+		o.Before(s)
+	}
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range o.During {
+		r := s.Call(503, call.Method, call.Path, s.RW, call.Body)
+		if r.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s: 503 without Retry-After", call.Method, call.Path)
+		}
+	}
+	probe := apitest.Client{BaseURL: s.Client.BaseURL}.Do(t, "GET", "/readyz", "", nil)
+	if probe.Status != 503 || probe.Header.Get("Retry-After") == "" {
+		t.Errorf("readyz = %d (Retry-After %q) while the database is down", probe.Status, probe.Header.Get("Retry-After"))
+	}
+	pg, err = devinfra.StartPostgres(t.Context(), devinfra.PostgresOptions{DataDir: filepath.Join(dir, "pg"), Port: pg.Port, Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.After != nil {
+		o.After(s)
+	}
+}

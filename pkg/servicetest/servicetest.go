@@ -1,0 +1,144 @@
+// Package servicetest is the test kit every service runs: it starts the
+// service in-process on its production handler stack (servicekit.Build)
+// over real datastores and a real token issuer, checks every response
+// against the service's bundled OpenAPI document, and holds the suites
+// every service must pass the same way: the route table against the
+// document, the generic error rows, and the database going away.
+//
+//	func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+//	func TestHTTP(t *testing.T) { s := servicetest.Start(t, parties.Spec()); ... }
+package servicetest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/openapi"
+	"github.com/assetregistry/registry/pkg/openapitest"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/pkg/testharness"
+)
+
+// Audience is the registry address test tokens are issued for.
+const Audience = "https://registry.test"
+
+// Service is one service under test.
+type Service struct {
+	t      *testing.T
+	Client apitest.Client // checks every response against the document
+	Issuer *authtest.Issuer
+	RW, RO string // read-write and read-only tokens of client "rw-client" / "ro-client"
+	Built  servicekit.Built
+	Config servicekit.Config
+}
+
+// Option changes how Start runs the service.
+type Option func(*servicekit.Config)
+
+// WithoutRedis runs the service without a find cache.
+func WithoutRedis() Option { return func(c *servicekit.Config) { c.Redis = cache.Config{} } }
+
+// Config returns the configuration Start uses for spec: a fresh schema on
+// the test PostgreSQL, a fresh Redis key space, a fresh bucket when the
+// catalog says the service needs object storage, and issuer's tokens.
+func Config(t *testing.T, spec servicekit.Spec, issuer *authtest.Issuer) servicekit.Config {
+	t.Helper()
+	entry, ok := catalog.Lookup(spec.Name)
+	if !ok {
+		t.Fatalf("servicetest: %s is not in pkg/catalog", spec.Name)
+	}
+	cfg := servicekit.Config{
+		Database: postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t),
+			MaxConns: 20, StartupWait: time.Second},
+		OIDC:    issuer.Config(),
+		Timeout: 10 * time.Second,
+	}
+	if entry.NeedsStore(catalog.Redis) {
+		// The find cache's namespace holds the schema's name, which is the
+		// test's own, so tests sharing one Redis never see each other's finds.
+		cfg.Redis = cache.Config{URL: testharness.RedisURL(t),
+			TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: time.Second}
+	}
+	if entry.NeedsStore(catalog.ObjectStore) {
+		cfg.S3 = objectStoreConfig(t)
+	}
+	return cfg
+}
+
+// Start runs spec behind a real HTTP listener until the test ends.
+func Start(t *testing.T, spec servicekit.Spec, opts ...Option) *Service {
+	t.Helper()
+	issuer := authtest.NewIssuer(t, Audience)
+	cfg := Config(t, spec, issuer)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return StartWith(t, spec, cfg, issuer)
+}
+
+// StartWith runs spec with cfg, whose OIDC settings trust issuer.
+func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer *authtest.Issuer) *Service {
+	t.Helper()
+	built, err := servicekit.Build(t.Context(), spec, cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatalf("servicetest: build %s: %v", spec.Name, err)
+	}
+	t.Cleanup(built.Close)
+	srv := httptest.NewServer(built.Handler)
+	t.Cleanup(srv.Close)
+	return &Service{
+		t:      t,
+		Client: apitest.Client{BaseURL: srv.URL, HTTP: DocumentClient(t, spec)},
+		Issuer: issuer, RW: issuer.ReadWrite(t), RO: issuer.ReadOnly(t),
+		Built: built, Config: cfg,
+	}
+}
+
+// DocumentClient is an HTTP client that checks every response against
+// spec's bundled OpenAPI document, so the document cannot drift from what
+// the service does.
+func DocumentClient(t *testing.T, spec servicekit.Spec) *http.Client {
+	t.Helper()
+	return &http.Client{Transport: openapitest.New(t, Document(t, spec)).Transport(t, nil)}
+}
+
+// Document returns spec's bundled OpenAPI document as JSON.
+func Document(t testing.TB, spec servicekit.Spec) []byte {
+	t.Helper()
+	doc, err := openapi.Bundle(spec.OpenAPIYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := openapi.JSON(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// Do sends a request (see apitest.Client.Do).
+func (s *Service) Do(method, path, token string, body any, headers ...string) apitest.Response {
+	s.t.Helper()
+	return s.Client.Do(s.t, method, path, token, body, headers...)
+}
+
+// Expect fails the test unless r has status (see apitest.Expect).
+func (s *Service) Expect(r apitest.Response, status int) apitest.Response {
+	s.t.Helper()
+	return apitest.Expect(s.t, r, status)
+}
+
+// Call is Expect(Do(...)).
+func (s *Service) Call(status int, method, path, token string, body any, headers ...string) apitest.Response {
+	s.t.Helper()
+	return apitest.Expect(s.t, s.Client.Do(s.t, method, path, token, body, headers...), status)
+}

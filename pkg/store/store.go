@@ -1,0 +1,189 @@
+// Package store is the PostgreSQL side every service's store builds on:
+// writes that commit and then make stale the cached finds they change, a
+// locked read-modify-write for updates, the 409 that names the row holding
+// a natural key, deletes that answer 404, and UUIDv7 ids. A service's
+// store.go then holds its SQL and little else.
+package store
+
+import (
+	"context"
+	"errors"
+	"reflect"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/postgres"
+)
+
+// Store is a service's pool and find cache.
+type Store struct {
+	Pool  *pgxpool.Pool
+	Finds *cache.Finds // may be a disabled cache
+}
+
+// New returns a store over pool; finds may be nil (no cache).
+func New(pool *pgxpool.Pool, finds *cache.Finds) *Store {
+	if finds == nil {
+		finds = cache.NewFinds(nil, "", cache.Config{}, nil)
+	}
+	return &Store{Pool: pool, Finds: finds}
+}
+
+type txKey struct{}
+
+// DB returns what a query should run on: the transaction of the write in
+// progress when ctx is inside one (so a write can read what it wrote),
+// else the pool.
+func (s *Store) DB(ctx context.Context) postgres.Querier {
+	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
+		return tx
+	}
+	return s.Pool
+}
+
+// Write runs fn in a transaction and commits it; then, and only then, it
+// makes stale the cached finds that fn says it changed, so no write path
+// can forget to and no reader can cache the state from before the commit.
+// ctx inside fn carries the transaction, so DB(ctx) reads through it.
+// Inside another Write, fn runs in a savepoint of the outer transaction.
+func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Context, tx pgx.Tx) (changed []string, err error)) error {
+	var changed []string
+	run := func(tx pgx.Tx) error {
+		var err error
+		changed, err = fn(context.WithValue(ctx, txKey{}, tx), tx)
+		return err
+	}
+	if outer, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
+		// A savepoint: a failed inner write leaves the outer one usable.
+		if err := inSavepoint(ctx, outer, op, run); err != nil {
+			return err
+		}
+		pendingFrom(ctx).add(changed)
+		return nil
+	}
+	pending := &invalidations{}
+	ctx = context.WithValue(ctx, pendingKey{}, pending)
+	if err := postgres.InTx(ctx, s.Pool, op, run); err != nil {
+		return err
+	}
+	s.Finds.Invalidate(ctx, append(pending.scopes, changed...)...)
+	return nil
+}
+
+func inSavepoint(ctx context.Context, tx pgx.Tx, op string, fn func(pgx.Tx) error) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return postgres.Classify(err, op+": savepoint")
+	}
+	defer sp.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after release
+	if err := fn(sp); err != nil {
+		return err
+	}
+	return postgres.Classify(sp.Commit(ctx), op+": release savepoint")
+}
+
+// invalidations collects the scopes of nested writes until the outermost
+// transaction commits.
+type invalidations struct{ scopes []string }
+
+type pendingKey struct{}
+
+func pendingFrom(ctx context.Context) *invalidations {
+	if p, ok := ctx.Value(pendingKey{}).(*invalidations); ok {
+		return p
+	}
+	return &invalidations{}
+}
+
+func (p *invalidations) add(scopes []string) { p.scopes = append(p.scopes, scopes...) }
+
+// Updater is a locked read-modify-write of one row: the row is read FOR
+// UPDATE, the caller computes the new state from it, and the new state is
+// saved in the same transaction, so concurrent patches of different fields
+// never undo each other.
+type Updater[Row, In any] struct {
+	Resource string // names the 404 ("organization")
+	// Select reads the row by id ($1); FOR UPDATE is appended.
+	Select string
+	// Input is what the row holds now, as an input; a new state equal to it
+	// is no change, so updated_at does not move either.
+	Input func(Row) In
+	// Save writes the new state on behalf of actor and names the finds it
+	// makes stale.
+	Save func(ctx context.Context, tx pgx.Tx, old Row, in In, actor string) (changed []string, err error)
+}
+
+// Update applies apply to the row with id on behalf of actor and returns
+// the saved input (for the caller's conflict messages).
+func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, actor string, apply func(Row) (In, error)) (In, error) {
+	var in In
+	err := s.Write(ctx, "update "+u.Resource, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		current, err := postgres.One[Row](ctx, tx, "lock "+u.Resource, u.Resource, id, u.Select+" FOR UPDATE", id)
+		if err != nil {
+			return nil, err
+		}
+		if in, err = apply(current); err != nil {
+			return nil, err
+		}
+		if reflect.DeepEqual(in, u.Input(current)) {
+			return nil, nil
+		}
+		return u.Save(ctx, tx, current, in, actor)
+	})
+	return in, err
+}
+
+// Duplicate turns a unique violation into the 409 that names the row
+// holding the key (existing_id), found by lookup (a SELECT of its id) on the
+// pool after the failed transaction. Other errors pass through.
+func (s *Store) Duplicate(ctx context.Context, err error, detail, lookup string, args ...any) error {
+	if _, dup := postgres.Constraint(err, postgres.UniqueViolation); !dup {
+		return err
+	}
+	var existing uuid.UUID
+	if s.Pool.QueryRow(ctx, lookup, args...).Scan(&existing) != nil {
+		// Deleted again in the meantime: still a conflict, without an id.
+		return apperr.Conflict(detail)
+	}
+	return apperr.Duplicate(detail, existing.String())
+}
+
+// Delete runs a DELETE ... RETURNING into dest; no row is a 404.
+func Delete(ctx context.Context, tx pgx.Tx, resource string, id uuid.UUID, sql string, dest ...any) error {
+	err := tx.QueryRow(ctx, sql, id).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apperr.NotFound(resource, id.String())
+	}
+	return postgres.Classify(err, "delete "+resource)
+}
+
+// Inserted runs an INSERT ... ON CONFLICT DO NOTHING RETURNING and reports
+// whether a row was inserted; when not, existing reads the row that holds
+// the key (committed a moment ago by a concurrent caller, which ON
+// CONFLICT waited for). This is what makes concurrent find-or-create calls
+// create exactly one row.
+func Inserted[T any](ctx context.Context, tx pgx.Tx, op, insert string, args []any, existing func() (T, error)) (T, bool, error) {
+	rows, err := tx.Query(ctx, insert, args...)
+	if err != nil {
+		var zero T
+		return zero, false, postgres.Classify(err, op)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		var zero T
+		return zero, false, postgres.Classify(err, op)
+	}
+	if len(got) == 1 {
+		return got[0], true, nil
+	}
+	v, err := existing()
+	return v, false, err
+}
+
+// NewID returns a UUIDv7: ids sort by creation time, so "ORDER BY id" is
+// creation order and keyset pages stay stable.
+func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

@@ -5,12 +5,12 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-MODULES  := pkg api-gateway services/parties tools
+# SERVICES, MODULES and DEPLOYABLE_COMMANDS come from pkg/catalog
+# (`make generate` rewrites catalog.mk after the catalog changes).
+include catalog.mk
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 BIN      := $(CURDIR)/bin
-COMMANDS := api-gateway=./api-gateway/cmd/api-gateway \
-            parties=./services/parties/cmd/parties \
-            idp=./tools/cmd/idp \
+COMMANDS := $(DEPLOYABLE_COMMANDS) \
             devstack=./tools/cmd/devstack \
             loadtest=./tools/cmd/loadtest \
             testinfra=./pkg/devinfra/cmd/testinfra
@@ -44,9 +44,14 @@ test: lint deps build ## lint, then every test: unit, integration (real PostgreS
 	REGISTRY_BIN=$(BIN) go test $(GO_TEST_FLAGS) $(PACKAGES)
 
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services and tools/
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@go vet $(PACKAGES)
+	@go run ./tools/cmd/layercheck
+
+.PHONY: generate
+generate: ## rewrite the files generated from pkg/catalog (catalog.mk, go.work)
+	@go run ./tools/cmd/catalog
 
 .PHONY: bench
 bench: deps build ## benchmarks and a load run against a local stack

@@ -151,6 +151,16 @@ func (s Service) Referrers() []string {
 	return out
 }
 
+// OwnerOf returns the service that owns kind.
+func OwnerOf(kind string) (string, bool) {
+	for _, s := range Services {
+		if slices.Contains(s.Kinds, kind) {
+			return s.Name, true
+		}
+	}
+	return "", false
+}
+
 // ReferrersOf returns the services that reference kind of owner.
 func ReferrersOf(owner, kind string) []string {
 	var out []string

@@ -86,11 +86,24 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// MigrationSet is one sequence of migrations with its own version table,
+// so the tables every service gets from the kit (pkg/store) evolve apart
+// from the service's own.
+type MigrationSet struct {
+	Files        fs.FS  // NNN_name.sql files at the root
+	VersionTable string // within the schema
+}
+
 // Migrate creates the schema if needed and applies the embedded migrations
 // (NNN_name.sql files, tern format) in order, each in its own transaction,
 // recording the version in <schema>.schema_version. Replicas starting
 // together take turns on an advisory lock.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, migrations fs.FS) error {
+	return MigrateSets(ctx, pool, schema, MigrationSet{Files: migrations, VersionTable: "schema_version"})
+}
+
+// MigrateSets is Migrate for several sets, applied in order.
+func MigrateSets(ctx context.Context, pool *pgxpool.Pool, schema string, sets ...MigrationSet) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return Classify(err, "acquire connection for migrations")
@@ -105,15 +118,17 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, migrations 
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		return fmt.Errorf("postgres: create schema %s: %w", schema, err)
 	}
-	m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+".schema_version")
-	if err != nil {
-		return fmt.Errorf("postgres: migrator: %w", err)
-	}
-	if err := m.LoadMigrations(migrations); err != nil {
-		return fmt.Errorf("postgres: load migrations: %w", err)
-	}
-	if err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate schema %s: %w", schema, err)
+	for _, set := range sets {
+		m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+"."+set.VersionTable)
+		if err != nil {
+			return fmt.Errorf("postgres: migrator: %w", err)
+		}
+		if err := m.LoadMigrations(set.Files); err != nil {
+			return fmt.Errorf("postgres: load migrations: %w", err)
+		}
+		if err := m.Migrate(ctx); err != nil {
+			return fmt.Errorf("postgres: migrate schema %s (%s): %w", schema, set.VersionTable, err)
+		}
 	}
 	return nil
 }
@@ -122,13 +137,18 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, migrations 
 // answers or cfg.StartupWait passes: in a cluster the database may come up
 // after the service.
 func OpenAndMigrate(ctx context.Context, cfg Config, migrations fs.FS, onRetry func(error)) (*pgxpool.Pool, error) {
+	return OpenAndMigrateSets(ctx, cfg, onRetry, MigrationSet{Files: migrations, VersionTable: "schema_version"})
+}
+
+// OpenAndMigrateSets is OpenAndMigrate for several sets.
+func OpenAndMigrateSets(ctx context.Context, cfg Config, onRetry func(error), sets ...MigrationSet) (*pgxpool.Pool, error) {
 	pool, err := Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(cfg.StartupWait)
 	for {
-		err = Migrate(ctx, pool, cfg.Schema, migrations)
+		err = MigrateSets(ctx, pool, cfg.Schema, sets...)
 		if err == nil {
 			return pool, nil
 		}

@@ -237,5 +237,5 @@ func openDatabase(ctx context.Context, spec Spec, cfg Config, logger log.Logger)
 	if spec.Migrations == nil {
 		return nil, errors.New("service: the spec has no migrations")
 	}
-	return postgres.OpenAndMigrate(ctx, cfg.Database, spec.Migrations, postgres.LogRetries(logger))
+	return postgres.OpenAndMigrateSets(ctx, cfg.Database, postgres.LogRetries(logger), store.Migrations(spec.Migrations)...)
 }

@@ -22,7 +22,7 @@ import (
 func Store(t testing.TB, spec servicekit.Spec, redisURL string) *store.Store {
 	t.Helper()
 	cfg := postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t), MaxConns: 20, StartupWait: time.Second}
-	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, spec.Migrations, nil)
+	pool, err := postgres.OpenAndMigrateSets(t.Context(), cfg, nil, store.Migrations(spec.Migrations)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,9 @@ package store
 
 import (
 	"context"
+	"embed"
 	"errors"
+	"io/fs"
 	"reflect"
 
 	"github.com/google/uuid"
@@ -187,3 +189,20 @@ func Inserted[T any](ctx context.Context, tx pgx.Tx, op, insert string, args []a
 // NewID returns a UUIDv7: ids sort by creation time, so "ORDER BY id" is
 // creation order and keyset pages stay stable.
 func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+
+//go:embed migrations/*.sql
+var kitMigrationFiles embed.FS
+
+// KitMigrations are the tables every service schema gets from the kit.
+func KitMigrations() postgres.MigrationSet {
+	files, err := fs.Sub(kitMigrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the folder
+	}
+	return postgres.MigrationSet{Files: files, VersionTable: "kit_schema_version"}
+}
+
+// Migrations are a service's own migrations followed by the kit's.
+func Migrations(service fs.FS) []postgres.MigrationSet {
+	return []postgres.MigrationSet{{Files: service, VersionTable: "schema_version"}, KitMigrations()}
+}

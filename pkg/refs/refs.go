@@ -1,0 +1,351 @@
+// Package refs keeps references between services whole without any
+// service reading another's schema: an asset names a person of the parties
+// service, an action document a document of the documents service.
+//
+// The protocol, in terms of an owner O (parties) of a target T (a person)
+// and a referrer R (assets) creating a row X that points at T:
+//
+//   - R, inside the transaction that writes X, takes a shared advisory lock
+//     on T's key in its own database, then asks O whether T exists (Check).
+//     O answers from a plain read, and says no for a target whose delete is
+//     in progress. R writes X and commits, releasing the lock.
+//   - O deletes T in three steps (Delete): it records "T is being deleted"
+//     with a lease in a committed transaction, so from then on every check
+//     for T says no; it asks each service that can reference T's kind (the
+//     catalog knows) what points at T, and each answers after taking the
+//     exclusive lock on T's key, so it waits for every write of R that
+//     checked T before the mark and is still in flight; only when nobody
+//     points at T does O delete it, in a transaction that also removes the
+//     mark, provided the lease is still its own.
+//
+// Either R's check came before O's mark, and then O's question waits for
+// R's commit and sees X (409 for the delete), or it came after, and R is
+// told T does not exist (422 for the write). No interleaving leaves X
+// pointing at a deleted T, and no lock is held across services, so there
+// is no distributed deadlock. Nothing is recorded at O for a reference, so
+// a write of R that fails halfway leaves no mark behind to block a later
+// delete; a delete that fails halfway leaves a mark that expires with its
+// lease.
+package refs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// Lease bounds how long a delete may take between marking its target and
+// deleting it; a delete that crashed in between blocks new references to
+// its target for at most this long.
+const Lease = 30 * time.Second
+
+// Attrs are what an owner tells about a target it has, for the referrer's
+// own rules (a thumbnail must be an image: content_type).
+type Attrs map[string]string
+
+// Ref is one thing in a referring service that points at a target.
+type Ref struct {
+	Kind    string          `json:"kind"` // "asset", "action_document"
+	ID      uuid.UUID       `json:"id"`
+	Label   string          `json:"label,omitempty"`   // a few words for people reading the 409
+	Details json.RawMessage `json:"details,omitempty"` // the referrer's representation, for owners that list them
+}
+
+// Service is the internal API every service answers for the protocol.
+type Service interface {
+	// Exists returns the targets of kind among ids that exist and are not
+	// being deleted, with their attributes.
+	Exists(ctx context.Context, kind string, ids []uuid.UUID) (map[uuid.UUID]Attrs, error)
+	// Referrers returns what in the service points at kind/id. With
+	// settle, the answer waits for every write in flight that checked the
+	// target, so it is final for a delete.
+	Referrers(ctx context.Context, kind string, id uuid.UUID, settle bool) ([]Ref, error)
+}
+
+// ExistsFunc reads which of ids exist, with their attributes.
+type ExistsFunc func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error)
+
+// ReferrersFunc reads what points at the target id.
+type ReferrersFunc func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]Ref, error)
+
+// Registry is one service's side of the protocol: the kinds it owns and
+// the kinds of others it points at. It implements Service.
+type Registry struct {
+	service  string
+	store    *store.Store
+	peers    *peer.Clients
+	owned    map[string]ExistsFunc
+	pointing map[string]ReferrersFunc
+}
+
+// New returns the registry of the named service (its catalog entry).
+func New(service string, st *store.Store, peers *peer.Clients) *Registry {
+	return &Registry{service: service, store: st, peers: peers,
+		owned: map[string]ExistsFunc{}, pointing: map[string]ReferrersFunc{}}
+}
+
+// Owns declares a kind this service owns.
+func (r *Registry) Owns(kind string, exists ExistsFunc) { r.owned[kind] = exists }
+
+// PointsAt declares a kind of another service this one references.
+func (r *Registry) PointsAt(kind string, referrers ReferrersFunc) { r.pointing[kind] = referrers }
+
+// Exists implements Service. The target and its pending deletion are read
+// in one snapshot: read apart, a delete committing in between would look
+// like a target that exists and is not being deleted.
+func (r *Registry) Exists(ctx context.Context, kind string, ids []uuid.UUID) (map[uuid.UUID]Attrs, error) {
+	exists, ok := r.owned[kind]
+	if !ok {
+		return nil, apperr.Invalid(apperr.FieldError{Field: "kind", Message: r.service + " owns no " + kind})
+	}
+	var found map[uuid.UUID]Attrs
+	err := pgx.BeginTxFunc(ctx, r.store.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if found, err = exists(ctx, tx, ids); err != nil || len(found) == 0 {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT id FROM pending_deletions WHERE kind = $1 AND id = ANY($2) AND until > now()`, kind, ids)
+		if err != nil {
+			return err
+		}
+		deleting, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		for _, id := range deleting {
+			delete(found, id)
+		}
+		return err
+	})
+	return found, postgres.Classify(err, "check "+kind)
+}
+
+// Referrers implements Service.
+func (r *Registry) Referrers(ctx context.Context, kind string, id uuid.UUID, settle bool) ([]Ref, error) {
+	find, ok := r.pointing[kind]
+	if !ok {
+		return nil, apperr.Invalid(apperr.FieldError{Field: "kind", Message: r.service + " references no " + kind})
+	}
+	var refs []Ref
+	err := postgres.InTx(ctx, r.store.Pool, "referrers of "+kind, func(tx pgx.Tx) error {
+		if settle {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, r.lockKey(kind, id)); err != nil {
+				return postgres.Classify(err, "settle references")
+			}
+		}
+		var err error
+		refs, err = find(ctx, tx, id)
+		return err
+	})
+	if refs == nil {
+		refs = []Ref{}
+	}
+	return refs, err
+}
+
+func (r *Registry) lockKey(kind string, id uuid.UUID) string {
+	return "refs:" + r.service + ":" + kind + ":" + id.String()
+}
+
+// Target is a reference a write is about to make: Field names it for the
+// 422 when the target does not exist.
+type Target struct {
+	Field string
+	Kind  string
+	ID    uuid.UUID
+}
+
+// Check is the referrer's step, called inside the transaction of the
+// write that makes the references: it locks each target against a
+// concurrent delete's question (shared, until the transaction ends) and
+// asks the owners, concurrently, whether they exist. Targets that do not
+// are a 422 naming their fields. It returns each target's attributes.
+func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map[uuid.UUID]Attrs, error) {
+	if len(targets) == 0 {
+		return map[uuid.UUID]Attrs{}, nil
+	}
+	keys := make([]string, 0, len(targets))
+	byOwner := map[string]map[string][]uuid.UUID{} // owner -> kind -> ids
+	for _, t := range targets {
+		keys = append(keys, r.lockKey(t.Kind, t.ID))
+		owner, ok := catalog.OwnerOf(t.Kind)
+		if !ok {
+			return nil, fmt.Errorf("refs: no service owns kind %q", t.Kind)
+		}
+		if byOwner[owner] == nil {
+			byOwner[owner] = map[string][]uuid.UUID{}
+		}
+		byOwner[owner][t.Kind] = append(byOwner[owner][t.Kind], t.ID)
+	}
+	slices.Sort(keys) // one order for every writer
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtextextended(k, 0))
+		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, slices.Compact(keys)); err != nil {
+		return nil, postgres.Classify(err, "lock reference targets")
+	}
+	found := map[uuid.UUID]Attrs{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for owner, kinds := range byOwner {
+		client, err := r.owner(owner)
+		if err != nil {
+			return nil, err
+		}
+		for kind, ids := range kinds {
+			g.Go(func() error {
+				got, err := client.Exists(gctx, kind, ids)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for id, attrs := range got {
+					found[id] = attrs
+				}
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var v apperr.Validation
+	for _, t := range targets {
+		if _, ok := found[t.ID]; !ok {
+			v.Add(t.Field, "must name an existing %s; %s does not exist", strings.ReplaceAll(t.Kind, "_", " "), t.ID)
+		}
+	}
+	return found, v.Err()
+}
+
+// owner returns the Service of another service, or this one's own.
+func (r *Registry) owner(name string) (Service, error) {
+	if name == r.service {
+		return r, nil
+	}
+	c := r.peers.Get(name)
+	if c == nil {
+		return nil, apperr.Unavailable("the "+name+" service", fmt.Errorf("refs: peer %s is not configured", name))
+	}
+	return NewClient(c), nil
+}
+
+// Delete runs the owner's delete of kind/id: it marks the target, asks
+// every service that can reference the kind what still points at it, and
+// calls del in the transaction that removes the mark only when nothing
+// does. A target that does not exist is a 404; one still referenced is a
+// 409 naming what points at it; a referrer that cannot answer is a 503.
+func (r *Registry) Delete(ctx context.Context, kind string, id uuid.UUID,
+	del func(ctx context.Context, tx pgx.Tx) (changed []string, err error)) error {
+	exists, ok := r.owned[kind]
+	if !ok {
+		return fmt.Errorf("refs: %s does not own %s", r.service, kind)
+	}
+	token := uuid.New()
+	err := r.store.Write(ctx, "mark "+kind+" deleted", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		found, err := exists(ctx, tx, []uuid.UUID{id})
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := found[id]; !ok {
+			return nil, apperr.NotFound(strings.ReplaceAll(kind, "_", " "), id.String())
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO pending_deletions (kind, id, token, until)
+			VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+			ON CONFLICT (kind, id) DO UPDATE SET token = EXCLUDED.token, until = EXCLUDED.until
+			WHERE pending_deletions.until < now()`, kind, id, token, Lease.Seconds())
+		if err != nil {
+			return nil, postgres.Classify(err, "mark "+kind+" deleted")
+		}
+		if tag.RowsAffected() == 0 {
+			return nil, apperr.Conflict("another delete of this "+kind+" is in progress").WithHeader("Retry-After", "1")
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	release := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = r.store.Pool.Exec(ctx, `DELETE FROM pending_deletions WHERE kind = $1 AND id = $2 AND token = $3`, kind, id, token)
+	}
+	refs, err := r.referrersElsewhere(ctx, kind, id)
+	if err != nil {
+		release()
+		return err
+	}
+	if len(refs) > 0 {
+		release()
+		return stillReferenced(kind, id, refs)
+	}
+	err = r.store.Write(ctx, "delete "+kind, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		tag, err := tx.Exec(ctx, `DELETE FROM pending_deletions WHERE kind = $1 AND id = $2 AND token = $3 AND until > now()`, kind, id, token)
+		if err != nil {
+			return nil, postgres.Classify(err, "unmark "+kind)
+		}
+		if tag.RowsAffected() == 0 {
+			// The lease ran out: a reference may have been made since.
+			return nil, apperr.Unavailable("the delete", fmt.Errorf("refs: lease on %s %s expired", kind, id))
+		}
+		return del(ctx, tx)
+	})
+	if err != nil {
+		release()
+	}
+	return err
+}
+
+// referrersElsewhere asks, concurrently, every service that can reference
+// kind what points at id, and waits for their writes in flight.
+func (r *Registry) referrersElsewhere(ctx context.Context, kind string, id uuid.UUID) ([]Ref, error) {
+	services := catalog.ReferrersOf(r.service, kind)
+	answers := make([][]Ref, len(services))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, name := range services {
+		client, err := r.owner(name)
+		if err != nil {
+			return nil, err
+		}
+		g.Go(func() error {
+			var err error
+			answers[i], err = client.Referrers(gctx, kind, id, true)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.Concat(answers...), nil
+}
+
+// maxNamed bounds how many referrers a 409 names.
+const maxNamed = 10
+
+func stillReferenced(kind string, id uuid.UUID, refs []Ref) error {
+	var names []string
+	listed := make([]map[string]any, 0, min(len(refs), maxNamed))
+	for _, ref := range refs[:min(len(refs), maxNamed)] {
+		name := strings.ReplaceAll(ref.Kind, "_", " ") + " " + ref.ID.String()
+		if ref.Label != "" {
+			name += " (" + ref.Label + ")"
+		}
+		names = append(names, name)
+		listed = append(listed, map[string]any{"kind": ref.Kind, "id": ref.ID})
+	}
+	detail := fmt.Sprintf("%s %s is still referenced by %s", strings.ReplaceAll(kind, "_", " "), id, strings.Join(names, ", "))
+	if len(refs) > maxNamed {
+		detail += fmt.Sprintf(" and %d more", len(refs)-maxNamed)
+	}
+	return apperr.StillReferenced(detail).With("referenced_by", listed)
+}

@@ -1,0 +1,284 @@
+package refs_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/oauth2"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/pkg/testharness"
+)
+
+func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+
+// world is an owner service ("parties", owning person) and a referrer
+// ("things", whose things point at a person), each with its own schema,
+// calling each other over HTTP.
+type world struct {
+	owner, referrer           *refs.Registry
+	ownerStore, referrerStore *store.Store
+	stopReferrer              func()
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	saved := catalog.Services
+	t.Cleanup(func() { catalog.Services = saved })
+	catalog.Services = append(slices.Clone(saved), catalog.Service{
+		Deployable: catalog.Deployable{Name: "things", Port: 8199, MetricsPort: 9199},
+		References: []catalog.Reference{{Service: "parties", Kind: "person"}},
+	})
+	w := &world{
+		ownerStore:    open(t, `CREATE TABLE people (id uuid PRIMARY KEY)`),
+		referrerStore: open(t, `CREATE TABLE things (id uuid PRIMARY KEY, person_id uuid NOT NULL)`),
+	}
+	// The servers start first (the registries need their URLs) and serve
+	// the registries once they exist.
+	var ownerAPI, referrerAPI http.Handler
+	ownerSrv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { ownerAPI.ServeHTTP(rw, r) }))
+	t.Cleanup(ownerSrv.Close)
+	referrerSrv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { referrerAPI.ServeHTTP(rw, r) }))
+	t.Cleanup(referrerSrv.Close)
+	w.stopReferrer = referrerSrv.Close
+	w.owner = refs.New("parties", w.ownerStore, clients(t, "things", referrerSrv.URL))
+	w.referrer = refs.New("things", w.referrerStore, clients(t, "parties", ownerSrv.URL))
+	w.owner.Owns("person", func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
+		rows, err := q.Query(ctx, `SELECT id FROM people WHERE id = ANY($1)`, ids)
+		if err != nil {
+			return nil, err
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		out := map[uuid.UUID]refs.Attrs{}
+		for _, id := range found {
+			out[id] = refs.Attrs{"kind": "person"}
+		}
+		return out, err
+	})
+	w.referrer.PointsAt("person", func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+		rows, err := q.Query(ctx, `SELECT id FROM things WHERE person_id = $1 ORDER BY id`, id)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		var out []refs.Ref
+		for _, id := range ids {
+			out = append(out, refs.Ref{Kind: "thing", ID: id, Label: "a thing"})
+		}
+		return out, err
+	})
+	ownerAPI, referrerAPI = router(w.owner), router(w.referrer)
+	return w
+}
+
+func open(t *testing.T, ddl string) *store.Store {
+	t.Helper()
+	service := fstest.MapFS{"001_init.sql": {Data: []byte(ddl)}}
+	pool, err := postgres.OpenAndMigrateSets(t.Context(), postgres.Config{URL: testharness.PostgresURL(t),
+		Schema: testharness.NewDatabaseSchema(t), MaxConns: 30, StartupWait: time.Second}, nil, store.Migrations(service)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return store.New(pool, nil)
+}
+
+func router(s refs.Service) *httpx.Router {
+	r := httpx.NewRouter()
+	refs.MakeServerEndpoints(s).Mount(r)
+	return r
+}
+
+func clients(t *testing.T, name, url string) *peer.Clients {
+	t.Helper()
+	cs, err := peer.NewClients(peer.Config{URLs: map[string]*string{name: &url}, Timeout: 2 * time.Second,
+		TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "test"})}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func (w *world) person(t *testing.T) uuid.UUID {
+	t.Helper()
+	id := store.NewID()
+	if _, err := w.ownerStore.Pool.Exec(t.Context(), `INSERT INTO people (id) VALUES ($1)`, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// createThing is the referrer's write: check, then insert, in one transaction.
+func (w *world) createThing(ctx context.Context, person uuid.UUID) (uuid.UUID, error) {
+	id := store.NewID()
+	err := w.referrerStore.Write(ctx, "create thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := w.referrer.Check(ctx, tx, refs.Target{Field: "person_id", Kind: "person", ID: person}); err != nil {
+			return nil, err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO things (id, person_id) VALUES ($1, $2)`, id, person)
+		return nil, err
+	})
+	return id, err
+}
+
+func (w *world) deletePerson(ctx context.Context, id uuid.UUID) error {
+	return w.owner.Delete(ctx, "person", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		_, err := tx.Exec(ctx, `DELETE FROM people WHERE id = $1`, id)
+		return nil, err
+	})
+}
+
+func kindOf(err error) apperr.Kind {
+	if err == nil {
+		return -1
+	}
+	return apperr.KindOf(err)
+}
+
+func TestCheckAndDelete(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	p := w.person(t)
+	thing, err := w.createThing(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.createThing(ctx, uuid.New())
+	var e *apperr.Error
+	if !errors.As(err, &e) || e.Kind != apperr.KindInvalid || e.Fields[0].Field != "person_id" {
+		t.Fatalf("a thing for nobody: %v", err)
+	}
+	err = w.deletePerson(ctx, p)
+	if !errors.As(err, &e) || e.Code != "still-referenced" || e.Extensions["referenced_by"] == nil {
+		t.Fatalf("deleting a referenced person: %v", err)
+	}
+	// The refused delete left no mark: the person can still be referenced.
+	if _, err := w.createThing(ctx, p); err != nil {
+		t.Fatalf("after a refused delete: %v", err)
+	}
+	if _, err := w.referrerStore.Pool.Exec(ctx, `DELETE FROM things WHERE person_id = $1`, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.deletePerson(ctx, p); err != nil {
+		t.Fatalf("deleting an unreferenced person: %v", err)
+	}
+	if err := w.deletePerson(ctx, p); kindOf(err) != apperr.KindNotFound {
+		t.Errorf("deleting it again: %v", err)
+	}
+	if _, err := w.createThing(ctx, p); kindOf(err) != apperr.KindInvalid {
+		t.Errorf("referencing a deleted person: %v", err)
+	}
+	_ = thing
+}
+
+// A delete that died after marking its target blocks new references only
+// until its lease runs out.
+func TestAbandonedDeleteExpires(t *testing.T) {
+	w := newWorld(t)
+	p := w.person(t)
+	mark := func(until string) {
+		if _, err := w.ownerStore.Pool.Exec(t.Context(), `INSERT INTO pending_deletions (kind, id, token, until)
+			VALUES ('person', $1, gen_random_uuid(), now() + $2::interval)
+			ON CONFLICT (kind, id) DO UPDATE SET until = EXCLUDED.until`, p, until); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark("1 minute")
+	if _, err := w.createThing(t.Context(), p); kindOf(err) != apperr.KindInvalid {
+		t.Errorf("a target being deleted was referenced: %v", err)
+	}
+	if err := w.deletePerson(t.Context(), p); kindOf(err) != apperr.KindConflict {
+		t.Errorf("a second delete during the first: %v", err)
+	}
+	mark("-1 second")
+	if _, err := w.createThing(t.Context(), p); err != nil {
+		t.Errorf("after the lease: %v", err)
+	}
+}
+
+// A referrer that cannot answer makes the delete a 503 and leaves the
+// target referable.
+func TestUnreachableReferrer(t *testing.T) {
+	w := newWorld(t)
+	p := w.person(t)
+	w.stopReferrer()
+	if err := w.deletePerson(t.Context(), p); kindOf(err) != apperr.KindUnavailable {
+		t.Fatalf("delete with the referrer down: %v", err)
+	}
+	found, err := w.owner.Exists(t.Context(), "person", []uuid.UUID{p})
+	if err != nil || found[p] == nil {
+		t.Errorf("the failed delete left its mark: %v, %v", found, err)
+	}
+}
+
+// Deletes and creates racing for the same targets, many rounds: whatever
+// the interleaving, no thing ever points at a deleted person.
+func TestDeleteAndCreateRace(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	const rounds, creators = 40, 4
+	deleted, refused := 0, 0
+	for range rounds {
+		p := w.person(t)
+		var wg sync.WaitGroup
+		var delErr error
+		wg.Go(func() { delErr = w.deletePerson(ctx, p) })
+		for range creators {
+			wg.Go(func() {
+				if _, err := w.createThing(ctx, p); err != nil && kindOf(err) != apperr.KindInvalid {
+					t.Errorf("create: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		switch kindOf(delErr) {
+		case -1:
+			deleted++
+		case apperr.KindConflict:
+			refused++
+		default:
+			t.Fatalf("delete: %v", delErr)
+		}
+	}
+	var dangling int
+	if err := w.referrerStore.Pool.QueryRow(ctx, `SELECT count(*) FROM things`).Scan(new(int)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := w.referrerStore.Pool.Query(ctx, `SELECT DISTINCT person_id FROM things`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pointed, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pointed {
+		var exists bool
+		if err := w.ownerStore.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM people WHERE id = $1)`, p).Scan(&exists); err != nil {
+			t.Fatal(err)
+		}
+		if !exists {
+			dangling++
+		}
+	}
+	if dangling > 0 {
+		t.Errorf("%d deleted people are still referenced", dangling)
+	}
+	t.Logf("%d rounds: %d deletes went through, %d were refused", rounds, deleted, refused)
+}

@@ -49,7 +49,7 @@ lint: ## gofmt and go vet
 	@go vet $(PACKAGES)
 
 .PHONY: bench
-bench: deps build ## benchmarks and a load run against a local stack
+bench: deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
 	@tools/scripts/bench.sh
 
 .PHONY: tidy

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Results are a run: written to results.json and printed as the table.
@@ -119,7 +120,7 @@ func (r *Results) write(path string) error {
 func (r *Results) Print(w io.Writer) {
 	fmt.Fprintf(w, "\n%d rounds × %d rows, %d concurrent clients, %s warm-up + %s measured per row, %d CPUs, %s in all\n\n",
 		r.Rounds, len(r.Rows), r.Concurrency, secs(r.WarmupS), secs(r.DurationS), r.CPUs, secs(r.Seconds))
-	fmt.Fprintf(w, "%-52s %-17s %7s %8s %6s %-19s %s\n", "row", "req/s (min–max)", "p50 ms", "p99 ms", "errors", "÷ limit (min–max)", "limit")
+	fmt.Fprintf(w, "%s %s %7s %8s %6s %s %-12s %s\n", pad("row", 46), pad("req/s (min–max)", 18), "p50 ms", "p99 ms", "errors", pad("÷ limit (min–max)", 18), "cache hits", "limit")
 	for _, row := range r.Rows {
 		perSec := collect(row.Samples, func(s RowSample) float64 { return s.PerSec })
 		p50 := collect(row.Samples, func(s RowSample) float64 { return ms(s.P50) })
@@ -132,22 +133,18 @@ func (r *Results) Print(w io.Writer) {
 		if len(row.RatioToLimit) > 0 {
 			ratios = fmt.Sprintf("%.2f (%.2f–%.2f)", median(row.RatioToLimit), slices.Min(row.RatioToLimit), slices.Max(row.RatioToLimit))
 		}
-		name := row.Name
-		if rates := cacheRates(row.Samples); rates != "" {
-			name += " [hits " + rates + "]"
-		}
-		fmt.Fprintf(w, "%-52s %-17s %7.2f %8.2f %6d %-19s %s\n", name,
-			fmt.Sprintf("%.0f (%.0f–%.0f)", median(perSec), slices.Min(perSec), slices.Max(perSec)),
-			median(p50), median(p99), errs, ratios, row.Limit)
+		fmt.Fprintf(w, "%s %s %7.2f %8.2f %6d %s %-12s %s\n", pad(row.Name, 46),
+			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(perSec), slices.Min(perSec), slices.Max(perSec)), 18),
+			median(p50), median(p99), errs, pad(ratios, 18), cacheRates(row.Samples), shorten(row.Limit))
 	}
 	if len(r.Goals) > 0 {
-		fmt.Fprintf(w, "\n%-52s %-22s %s\n", "goal", "ratio (min–max)", "met in every round")
+		fmt.Fprintf(w, "\n%s %s %s\n", pad("goal (ratio of the same round)", 52), pad("ratio (min–max)", 22), "met in every round")
 		for _, g := range r.Goals {
 			met := "no"
 			if g.Met {
 				met = "yes"
 			}
-			fmt.Fprintf(w, "%-52s %-22s %s\n", g.Name, fmt.Sprintf("%.2f (%.2f–%.2f)", median(g.Values), slices.Min(g.Values), slices.Max(g.Values)), met)
+			fmt.Fprintf(w, "%s %s %s\n", pad(g.Name, 52), pad(fmt.Sprintf("%.2f (%.2f–%.2f)", median(g.Values), slices.Min(g.Values), slices.Max(g.Values)), 22), met)
 		}
 	}
 	var loads []float64
@@ -159,14 +156,33 @@ func (r *Results) Print(w io.Writer) {
 	}
 }
 
+// shorten keeps the limit column narrow: the row names are above.
+func shorten(name string) string {
+	if r := []rune(name); len(r) > 34 {
+		return string(r[:33]) + "…"
+	}
+	return name
+}
+
+// pad left-aligns s in n columns, counting characters, not bytes.
+func pad(s string, n int) string {
+	if k := utf8.RuneCountInString(s); k < n {
+		return s + strings.Repeat(" ", n-k)
+	}
+	return s
+}
+
 func cacheRates(samples []RowSample) string {
 	var parts []string
 	for _, s := range samples {
 		if s.CacheHitRate != nil {
-			parts = append(parts, fmt.Sprintf("%.0f%%", 100**s.CacheHitRate))
+			parts = append(parts, fmt.Sprintf("%.0f", 100**s.CacheHitRate))
 		}
 	}
-	return strings.Join(parts, " ")
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "/") + "%"
 }
 
 func collect(samples []RowSample, f func(RowSample) float64) []float64 {

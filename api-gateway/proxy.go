@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -40,7 +41,8 @@ func newProxy(target *url.URL) http.Handler {
 			pr.Out.URL.RawPath = ""
 			pr.SetXForwarded()
 		},
-		Transport: roundTripper,
+		Transport:  roundTripper,
+		BufferPool: copyBuffers,
 		ModifyResponse: func(resp *http.Response) error {
 			// The gateway answers with its own id already (the same one).
 			resp.Header.Del(httpx.RequestIDHeader)
@@ -54,3 +56,18 @@ func newProxy(target *url.URL) http.Handler {
 		},
 	}
 }
+
+// copyBuffers lends the proxies the buffers they copy response bodies
+// through; without a pool each response allocates a fresh 32 KiB one.
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }

@@ -54,7 +54,7 @@ generate: ## rewrite the files generated from pkg/catalog (catalog.mk, go.work)
 	@go run ./tools/cmd/catalog
 
 .PHONY: bench
-bench: deps build ## benchmarks and a load run against a local stack
+bench: deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
 	@tools/scripts/bench.sh
 
 .PHONY: tidy

@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -15,6 +16,7 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/reqinfo"
+	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 // newProxy forwards to one service. The caller's token goes along (every
@@ -23,6 +25,13 @@ func newProxy(target *url.URL) http.Handler {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 256 // the gateway talks to few hosts, a lot
 	transport.ResponseHeaderTimeout = 60 * time.Second
+	// Without an exporter there are no client spans to make; the caller's
+	// traceparent header is forwarded as it came, so a trace still
+	// continues into the service.
+	var roundTripper http.RoundTripper = transport
+	if telemetry.TracingEnabled() {
+		roundTripper = otelhttp.NewTransport(transport)
+	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -32,7 +41,8 @@ func newProxy(target *url.URL) http.Handler {
 			pr.Out.URL.RawPath = ""
 			pr.SetXForwarded()
 		},
-		Transport: otelhttp.NewTransport(transport),
+		Transport:  roundTripper,
+		BufferPool: copyBuffers,
 		ModifyResponse: func(resp *http.Response) error {
 			// The gateway answers with its own id already (the same one).
 			resp.Header.Del(httpx.RequestIDHeader)
@@ -46,3 +56,18 @@ func newProxy(target *url.URL) http.Handler {
 		},
 	}
 }
+
+// copyBuffers lends the proxies the buffers they copy response bodies
+// through; without a pool each response allocates a fresh 32 KiB one.
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }

@@ -6,6 +6,8 @@ package auth
 
 import (
 	"context"
+	"crypto"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 )
 
@@ -79,6 +82,12 @@ type Verifier struct {
 	parser *jwt.Parser
 
 	keys atomic.Pointer[loadedKeys]
+	// verified remembers tokens whose signature and claims checked out, so
+	// the signature (most of the cost) is checked once per token and not
+	// once per request and hop. See cachedPrincipal for when an entry
+	// stands.
+	verified *lru.Cache[[sha256.Size]byte, verifiedToken]
+	now      func() time.Time // the clock of the claims checks and the cache
 
 	initMu      sync.Mutex // one key fetch at a time
 	lastFailure time.Time  // guarded by initMu; fail fast right after a failed fetch
@@ -98,17 +107,33 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	if cfg.Leeway < 0 || cfg.Leeway > time.Minute {
 		return nil, fmt.Errorf("auth: oidc.leeway %s is outside 0..60s", cfg.Leeway)
 	}
-	return &Verifier{
-		cfg:    cfg,
-		client: &http.Client{Timeout: 5 * time.Second},
-		parser: jwt.NewParser(
-			jwt.WithValidMethods(AllowedAlgorithms),
-			jwt.WithIssuer(cfg.Issuer),
-			jwt.WithLeeway(cfg.Leeway),
-			jwt.WithExpirationRequired(),
-			jwt.WithIssuedAt(),
-		),
-	}, nil
+	verified, err := lru.New[[sha256.Size]byte, verifiedToken](VerifiedTokenCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("auth: token cache: %w", err)
+	}
+	v := &Verifier{cfg: cfg, client: &http.Client{Timeout: 5 * time.Second}, verified: verified, now: time.Now}
+	v.parser = jwt.NewParser(
+		jwt.WithValidMethods(AllowedAlgorithms),
+		jwt.WithIssuer(cfg.Issuer),
+		jwt.WithLeeway(cfg.Leeway),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(func() time.Time { return v.now() }),
+	)
+	return v, nil
+}
+
+// VerifiedTokenCacheSize bounds the verified-token cache. Machine clients
+// reuse a token until it expires, so a few thousand entries (a few hundred
+// bytes each) cover many more clients than the registry has.
+const VerifiedTokenCacheSize = 4096
+
+// verifiedToken is a cache entry: the principal, and the key that
+// verified the signature, by key id.
+type verifiedToken struct {
+	principal Principal
+	kid       string
+	key       crypto.PublicKey
 }
 
 type claims struct {
@@ -123,8 +148,20 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	if err != nil {
 		return Principal{}, err
 	}
+	sum := sha256.Sum256([]byte(raw))
+	if p, ok := v.cachedPrincipal(ctx, keys, sum); ok {
+		return p, nil
+	}
 	var c claims
-	if _, err := v.parser.ParseWithClaims(raw, &c, keys.KeyfuncCtx(ctx)); err != nil {
+	var used verifiedToken
+	keyfunc := keys.KeyfuncCtx(ctx)
+	_, err = v.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
+		key, err := keyfunc(t)
+		used.kid, _ = t.Header["kid"].(string)
+		used.key = key
+		return key, err
+	})
+	if err != nil {
 		return Principal{}, fmt.Errorf("%w: %s", ErrInvalidToken, describe(err))
 	}
 	if !audienceMatches(c.Audience, v.cfg.Audience) {
@@ -135,7 +172,47 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	}
 	scopes := strings.Fields(c.Scope)
 	scopes = append(scopes, c.Scp...)
-	return Principal{Subject: c.Subject, Scopes: scopes, Expiry: c.ExpiresAt.Time}, nil
+	p := Principal{Subject: c.Subject, Scopes: scopes, Expiry: c.ExpiresAt.Time}
+	// Only a token verified by one named key is remembered (a token without
+	// a kid is checked against the whole set), and only before its expiry
+	// (a token accepted within the leeway is checked again every time).
+	if _, isSet := used.key.(jwt.VerificationKeySet); used.kid != "" && used.key != nil && !isSet && v.now().Before(p.Expiry) {
+		used.principal = p
+		v.verified.Add(sum, used)
+	}
+	return p, nil
+}
+
+// cachedPrincipal answers for a token verified before. An entry stands
+// only while the token has not expired (never past exp, whatever the
+// leeway) and while the key that verified it is still published, unchanged,
+// under the same key id: when the key set changes (a rotation that retires
+// the key, a refresh that replaces it) the entry is dropped and the token is
+// verified again, and fails if its key is gone.
+func (v *Verifier) cachedPrincipal(ctx context.Context, keys keyfunc.Keyfunc, sum [sha256.Size]byte) (Principal, bool) {
+	e, ok := v.verified.Get(sum)
+	if !ok {
+		return Principal{}, false
+	}
+	if !v.now().Before(e.principal.Expiry) || !stillPublished(ctx, keys, e.kid, e.key) {
+		v.verified.Remove(sum)
+		return Principal{}, false
+	}
+	return e.principal, true
+}
+
+// stillPublished reports whether the key set holds key under kid.
+func stillPublished(ctx context.Context, keys keyfunc.Keyfunc, kid string, key crypto.PublicKey) bool {
+	jwk, err := keys.Storage().KeyRead(ctx, kid)
+	if err != nil {
+		return false
+	}
+	current := jwk.Key()
+	if pk, ok := current.(interface{ Public() crypto.PublicKey }); ok {
+		current = pk.Public() // as keyfunc hands it to the parser
+	}
+	same, ok := current.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && same.Equal(key)
 }
 
 // describe says briefly why a token failed, without echoing the token.
@@ -183,6 +260,7 @@ func (v *Verifier) Close() {
 	if k := v.keys.Swap(nil); k != nil {
 		k.stop()
 	}
+	v.verified.Purge()
 }
 
 func (v *Verifier) keySet(ctx context.Context) (keyfunc.Keyfunc, error) {

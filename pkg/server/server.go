@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +33,7 @@ type Config struct {
 // RegisterFlags adds http.addr, metrics.addr and shutdown.* (env HTTP_ADDR, ...).
 func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultAddr, defaultMetricsAddr string) {
 	fs.StringVar(&c.Addr, "http.addr", defaultAddr, "API listen address")
-	fs.StringVar(&c.MetricsAddr, "metrics.addr", defaultMetricsAddr, "Prometheus /metrics listen address (never exposed through the gateway)")
+	fs.StringVar(&c.MetricsAddr, "metrics.addr", defaultMetricsAddr, "Prometheus /metrics and /debug/pprof listen address (never exposed through the gateway)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown.delay", 0, "after SIGTERM, keep serving with /readyz failing this long so load balancers stop sending traffic")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "how long in-flight requests may take to finish after SIGTERM")
 }
@@ -143,7 +144,7 @@ func Serve(ctx context.Context, cfg Config, logger log.Logger, api http.Handler,
 	servers := []*http.Server{newServer(api)}
 	listeners := []net.Listener{apiLn}
 	if metricsLn != nil {
-		servers = append(servers, newServer(telemetry.MetricsHandler()))
+		servers = append(servers, newServer(metricsHandler()))
 		listeners = append(listeners, metricsLn)
 	}
 	level.Info(logger).Log("msg", "listening", "addr", apiLn.Addr().String(), "metrics_addr", addrOf(metricsLn))
@@ -175,6 +176,23 @@ func Serve(ctx context.Context, cfg Config, logger log.Logger, api http.Handler,
 	err := g.Wait()
 	level.Info(logger).Log("msg", "stopped", "err", err)
 	return err
+}
+
+// metricsHandler is what the metrics port serves: /metrics and the Go
+// profiler under /debug/pprof/ (`make bench PROFILE=1` reads it under
+// load). Profiles expose internals and cost CPU on demand, so, like the
+// metrics, they are only ever on this private port: the handlers are
+// mounted on this mux explicitly and never on http.DefaultServeMux, which
+// no listener serves.
+func metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", telemetry.MetricsHandler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 func newServer(h http.Handler) *http.Server {

@@ -117,3 +117,48 @@ func TestReadiness(t *testing.T) {
 }
 
 func ok(context.Context) error { return nil }
+
+// The profiler answers on the metrics port only: on the public port the
+// same paths reach the API handler like any other path.
+func TestProfilerOnlyOnMetricsPort(t *testing.T) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, "api")
+	})
+	apiLn, metricsLn := listen(t), listen(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Serve(ctx, server.Config{ShutdownTimeout: 5 * time.Second}, log.NewNopLogger(), api, nil, apiLn, metricsLn)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	get := func(base, path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	paths := []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine?debug=1", "/debug/pprof/cmdline", "/debug/pprof/symbol"}
+	for _, path := range paths {
+		t.Run(path, func(t *testing.T) {
+			if status, body := get(apiLn.Addr().String(), path); status != http.StatusUnauthorized || body != "api" {
+				t.Errorf("public port: %d %.60q, want the API handler's 401", status, body)
+			}
+			if status, body := get(metricsLn.Addr().String(), path); status != http.StatusOK || body == "" {
+				t.Errorf("metrics port: %d %.60q, want the profile", status, body)
+			}
+		})
+	}
+	if status, _ := get(metricsLn.Addr().String(), "/metrics"); status != http.StatusOK {
+		t.Errorf("metrics port /metrics: %d", status)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/felixge/httpsnoop"
 	"github.com/go-kit/log"
@@ -38,7 +39,8 @@ import (
 // propagator. Spans are exported over OTLP/HTTP when the standard
 // OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, and not at
 // all otherwise; context still propagates, so a collector added later sees
-// whole traces. Tests pass their own exporter.
+// whole traces. Tests pass their own exporter. Call it before building
+// handlers: they leave out span bookkeeping when tracing is off.
 func SetupTracing(ctx context.Context, service string, exporter sdktrace.SpanExporter) (shutdown func(context.Context) error, err error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	if exporter == nil {
@@ -55,8 +57,18 @@ func SetupTracing(ctx context.Context, service string, exporter sdktrace.SpanExp
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
+	tracing.Store(true)
 	return tp.Shutdown, nil
 }
+
+// tracing is set once SetupTracing has installed an exporting provider.
+var tracing atomic.Bool
+
+// TracingEnabled reports whether spans are exported. When they are not,
+// making them costs a tenth of a request's CPU for nothing, so the HTTP
+// layers built afterwards leave the span machinery out and only pass the
+// caller's trace context on.
+func TracingEnabled() bool { return tracing.Load() }
 
 var (
 	requests = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -92,6 +104,9 @@ func Observe(logger log.Logger, operation string) func(http.Handler) http.Handle
 			latency.WithLabelValues(route, r.Method, status).Observe(m.Duration.Seconds())
 			logRequest(logger, r, info, m)
 		})
+		if !TracingEnabled() {
+			return continueTrace(measured)
+		}
 		// otelhttp names the span again after the handler ran; by then the
 		// router has recorded the matched pattern.
 		return otelhttp.NewHandler(measured, operation,
@@ -102,6 +117,18 @@ func Observe(logger log.Logger, operation string) func(http.Handler) http.Handle
 				return r.Method
 			}))
 	}
+}
+
+// continueTrace puts the caller's trace context, if it sent one, in the
+// request context without starting a span: the access log still names the
+// trace, and calls made from the context carry it on.
+func continueTrace(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Traceparent") != "" {
+			r = r.WithContext(otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func logRequest(logger log.Logger, r *http.Request, info *reqinfo.Info, m httpsnoop.Metrics) {

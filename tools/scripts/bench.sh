@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# make bench: Go benchmarks of the hot paths (over real PostgreSQL and Redis),
-# then a load run against the real binaries. Results go to stdout and to
-# .local/bench/ for comparison with benchstat.
+# make bench: the side-by-side table of issue 8 (tools/bench). Every row runs
+# with the same client loop, 16 concurrent clients and the same duration, in
+# rounds, against a private registry started from bin/ next to the limits of
+# this machine. Output: the table on stdout, bench/results.json (git-ignored)
+# and, with PROFILE=1, bench/profiles/<row>/<process>.{cpu,heap}.pprof.
+#
+#   QUICK=1    seconds-long smoke run (one short round, tiny seed)
+#   PROFILE=1  CPU and heap profiles of every process under each row
+#   ROWS=re    only the rows matching re (and the limits they divide by)
+#   ROUNDS, DURATION, WARMUP  override the defaults (3, 5s, 1s)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=.local/bench
-mkdir -p "$out"
-stamp=$(date -u +%Y%m%dT%H%M%SZ)
-
-env_file=$(mktemp -u /tmp/testinfra.XXXXXX.env)
-bin/testinfra -env-file "$env_file" & infra=$!
-trap 'kill $infra 2>/dev/null; wait $infra 2>/dev/null || true' EXIT
-until [ -s "$env_file" ]; do kill -0 $infra 2>/dev/null || { echo "datastores failed to start" >&2; exit 1; }; sleep 0.1; done
-set -a; . "$env_file"; set +a
-
-echo "== go test -bench (count ${BENCH_COUNT:-5})"
-go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-5}" \
-	./pkg/httpx ./pkg/auth ./services/parties | tee "$out/go-$stamp.txt"
-
-echo "== load run"
-bin/loadtest -bin bin -duration "${LOAD_DURATION:-20s}" -workers "${LOAD_WORKERS:-16}" | tee "$out/load-$stamp.txt"
+args=(-bin bin -out bench -root .)
+[ "${QUICK:-}" = 1 ] && args+=(-quick)
+[ "${PROFILE:-}" = 1 ] && args+=(-profile)
+[ -n "${ROWS:-}" ] && args+=(-rows "$ROWS")
+[ -n "${ROUNDS:-}" ] && args+=(-rounds "$ROUNDS")
+[ -n "${DURATION:-}" ] && args+=(-duration "$DURATION")
+[ -n "${WARMUP:-}" ] && args+=(-warmup "$WARMUP")
+if [ "${PROFILE:-}" = 1 ]; then rm -rf bench/profiles; fi
+exec bin/loadtest "${args[@]}"

@@ -26,6 +26,7 @@ type Issuer struct {
 	Audience string
 	Key      *rsa.PrivateKey
 	KeyID    string
+	keys     jwkset.Storage // what the JWKS serves
 }
 
 // NewIssuer starts an issuer whose tokens are for audience.
@@ -35,17 +36,9 @@ func NewIssuer(t testing.TB, audience string) *Issuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss := &Issuer{Audience: audience, Key: key, KeyID: "test-key-1"}
-	jwk, err := jwkset.NewJWKFromKey(key.Public(), jwkset.JWKOptions{
-		Metadata: jwkset.JWKMetadataOptions{KID: iss.KeyID, ALG: jwkset.AlgRS256, USE: jwkset.UseSig},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := jwkset.NewMemoryStorage()
-	if err := store.KeyWrite(context.Background(), jwk); err != nil {
-		t.Fatal(err)
-	}
+	iss := &Issuer{Audience: audience, keys: store}
+	iss.publish(t, key, "test-key-1")
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -58,6 +51,36 @@ func NewIssuer(t testing.TB, audience string) *Issuer {
 		_, _ = w.Write(raw)
 	})
 	return iss
+}
+
+// Rotate replaces the signing key with a new one under a new key id; the
+// JWKS stops serving the old key, as after a rotation without overlap.
+// Verifiers notice at their next refresh (a token with the new key id
+// triggers one).
+func (i *Issuer) Rotate(t testing.TB) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := i.keys.KeyReplaceAll(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	i.publish(t, key, i.KeyID+"-next")
+}
+
+func (i *Issuer) publish(t testing.TB, key *rsa.PrivateKey, kid string) {
+	t.Helper()
+	jwk, err := jwkset.NewJWKFromKey(key.Public(), jwkset.JWKOptions{
+		Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: jwkset.AlgRS256, USE: jwkset.UseSig},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := i.keys.KeyWrite(context.Background(), jwk); err != nil {
+		t.Fatal(err)
+	}
+	i.Key, i.KeyID = key, kid
 }
 
 // Config is the verifier configuration that trusts this issuer.

@@ -1,0 +1,122 @@
+package auth_test
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/auth/authtest"
+)
+
+// A verified token is remembered until its exp and no longer: after exp it
+// is verified in full again (and the leeway rule decides, as without the
+// cache), and it is not remembered again.
+func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
+	iss := authtest.NewIssuer(t, audience)
+	v, err := auth.NewVerifier(iss.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	start := time.Now()
+	var now atomic.Pointer[time.Time]
+	now.Store(&start)
+	auth.SetClock(v, func() time.Time { return *now.Load() })
+	claims := iss.Claims("client-1", auth.ScopeRead)
+	exp := start.Add(time.Minute).Truncate(time.Second)
+	claims["exp"] = exp.Unix()
+	token := iss.Sign(t, claims)
+
+	steps := []struct {
+		at     time.Time
+		ok     bool
+		cached int // entries after the call
+	}{
+		{start, true, 1},
+		{exp.Add(-time.Second), true, 1},     // from the cache
+		{exp, true, 0},                       // past exp: verified again, accepted within the leeway, not kept
+		{exp.Add(10 * time.Second), true, 0}, // still within the 30s leeway, still not kept
+		{exp.Add(31 * time.Second), false, 0},
+	}
+	for _, s := range steps {
+		now.Store(&s.at)
+		p, err := v.Verify(t.Context(), token)
+		if s.ok != (err == nil) || s.ok && p.Subject != "client-1" {
+			t.Fatalf("at exp%+v: p = %+v, err = %v, want ok = %v", s.at.Sub(exp), p, err, s.ok)
+		}
+		if !s.ok && !errors.Is(err, auth.ErrInvalidToken) {
+			t.Fatalf("at exp%+v: err = %v, want invalid token", s.at.Sub(exp), err)
+		}
+		if got := auth.CachedTokens(v); got != s.cached {
+			t.Fatalf("at exp%+v: %d cached tokens, want %d", s.at.Sub(exp), got, s.cached)
+		}
+	}
+}
+
+// When the key that verified a remembered token leaves the key set (a
+// rotation), the token fails like any token signed by an unknown key.
+func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
+	iss := authtest.NewIssuer(t, audience)
+	v, err := auth.NewVerifier(iss.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	old := iss.ReadWrite(t)
+	if _, err := v.Verify(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(t.Context(), old); err != nil || auth.CachedTokens(v) != 1 {
+		t.Fatalf("second verification: %v, %d cached", err, auth.CachedTokens(v))
+	}
+	iss.Rotate(t)
+	// A token with the new key id makes the verifier refresh its keys.
+	if _, err := v.Verify(t.Context(), iss.ReadWrite(t)); err != nil {
+		t.Fatalf("token of the new key: %v", err)
+	}
+	if _, err := v.Verify(t.Context(), old); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("token of the retired key: err = %v, want invalid token", err)
+	}
+	if got := auth.CachedTokens(v); got != 1 {
+		t.Fatalf("%d cached tokens, want only the new one", got)
+	}
+}
+
+// Only tokens that verify are remembered, so bad tokens cannot fill the
+// cache, and a token that differs in any byte is a different entry.
+func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
+	iss := authtest.NewIssuer(t, audience)
+	v, err := auth.NewVerifier(iss.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	valid := iss.ReadOnly(t)
+	bad := []string{
+		valid[:len(valid)-2] + "AA", // signature changed
+		iss.Sign(t, jwt.MapClaims{"iss": iss.URL, "sub": "x", "aud": "https://elsewhere.example", "exp": time.Now().Add(time.Minute).Unix()}),
+		authtest.Unsigned(t, iss.Claims("x", auth.ScopeWrite)),
+	}
+	for range 2 {
+		for _, token := range bad {
+			if _, err := v.Verify(t.Context(), token); !errors.Is(err, auth.ErrInvalidToken) {
+				t.Fatalf("err = %v, want invalid token", err)
+			}
+		}
+	}
+	if got := auth.CachedTokens(v); got != 0 {
+		t.Fatalf("%d cached tokens after only bad ones", got)
+	}
+	for range 3 {
+		if p, err := v.Verify(t.Context(), valid); err != nil || p.HasScope(auth.ScopeWrite) {
+			t.Fatalf("p = %+v, err = %v", p, err)
+		}
+	}
+	if got := auth.CachedTokens(v); got != 1 {
+		t.Fatalf("%d cached tokens, want 1", got)
+	}
+}

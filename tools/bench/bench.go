@@ -1,0 +1,506 @@
+// Package bench is `make bench`: it starts a private registry (the real
+// binaries, as make run does, on free ports) beside the limits of this
+// machine (pgx on a table of the same shape, a minimal reference server, a
+// bare reverse proxy, an RS256 signature) and measures every row with the
+// same client loop, concurrency and duration, in rounds, so that ratios
+// come from the same run. The rows are declarative (rows.go): a service
+// adds its own with one Call each.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/tools/devstack"
+)
+
+// Options of a run.
+type Options struct {
+	BinDir   string // the registry's binaries
+	OutDir   string // results.json and profiles/
+	RepoRoot string // for the parties migrations (the reference schema)
+	Load     Load
+	Rounds   int // every row runs once per round; ratios are per round
+	// Seed sizes: organizations and people created through the gateway
+	// (and as many organizations in the reference schema) before measuring.
+	Organizations, People int
+	Profile               bool           // CPU and heap profiles of every process, first round
+	Rows                  *regexp.Regexp // only these rows (and the limits they are divided by); nil: all
+	// PostgresURL and RedisURL are servers to share (make test); empty
+	// starts private ones.
+	PostgresURL, RedisURL string
+	Progress              io.Writer
+	// Self runs ChildMain (the reference server and the bare proxy); the
+	// default is this executable.
+	Self []string
+}
+
+// Env is what rows are built from.
+type Env struct {
+	Stack        *devstack.Stack
+	Creds        devstack.Credentials
+	Load         Load
+	Reference    *pgxpool.Pool // the reference schema
+	ReferenceURL string
+	ProxyURL     string
+	Orgs         []string // organization ids in the parties service
+	RefOrgs      []string // organization ids in the reference schema
+	People       int      // people 0..People-1 exist (see person)
+
+	client     *http.Client
+	token      atomic.Pointer[string]
+	redis      *redis.Client
+	database   string
+	namespaces sync.Map // service -> find cache namespace
+	processes  map[string]process
+}
+
+// process is one process under load: for memory and profiles.
+type process struct {
+	pid      int
+	debugURL string // base of /debug/pprof/
+}
+
+// ChildEnv selects ChildMain's role in a process the bench started.
+const ChildEnv = "REGISTRY_BENCH_CHILD"
+
+// ChildMain runs the reference server or the bare proxy and exits when
+// this process was started as one; otherwise it returns at once. The bench
+// command's main and the test's TestMain call it first.
+func ChildMain() {
+	role := os.Getenv(ChildEnv)
+	if role == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := runChild(ctx, role); err != nil {
+		fmt.Fprintf(os.Stderr, "bench %s: %v\n", role, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runChild(ctx context.Context, role string) error {
+	ln, err := net.Listen("tcp", os.Getenv("BENCH_ADDR"))
+	if err != nil {
+		return err
+	}
+	profLn, err := net.Listen("tcp", os.Getenv("BENCH_PROFILE_ADDR"))
+	if err != nil {
+		return err
+	}
+	go serveUntilDone(ctx, profLn, profilerMux()) //nolint:errcheck // ends with the process
+	switch role {
+	case "reference":
+		return serveReference(ctx, ln, os.Getenv("BENCH_DATABASE_URL"))
+	case "proxy":
+		return serveProxy(ctx, ln, os.Getenv("BENCH_TARGET"))
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+func (o *Options) defaults() error {
+	if o.Load.Concurrency <= 0 {
+		o.Load.Concurrency = 16
+	}
+	if o.Load.Duration <= 0 {
+		o.Load.Duration = 5 * time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 1
+	}
+	if o.Organizations <= 0 {
+		o.Organizations = 1000
+	}
+	if o.People <= 0 {
+		o.People = 2000
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if len(o.Self) == 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Self = []string{self}
+	}
+	if o.Profile && o.Load.Duration < time.Second {
+		return errors.New("bench: profiles need a duration of at least 1s")
+	}
+	return nil
+}
+
+// Run measures every selected row and writes OutDir/results.json.
+func Run(ctx context.Context, o Options) (*Results, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	rows := selectRows(AllRows(), o.Rows)
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("bench: no row matches %s", o.Rows)
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := devinfra.MkdirTemp("bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+
+	started := time.Now()
+	fmt.Fprintf(o.Progress, "starting the registry, the reference server and the bare proxy...\n")
+	env, stop, err := start(ctx, o, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	ops := make([]Op, len(rows))
+	for i, r := range rows {
+		if ops[i], err = r.Op(env); err != nil {
+			return nil, fmt.Errorf("row %s: %w", r.Name, err)
+		}
+	}
+	res := newResults(o, rows, started)
+	for round := range o.Rounds {
+		if err := env.refreshToken(ctx); err != nil {
+			return nil, err
+		}
+		for i, r := range rows {
+			fmt.Fprintf(o.Progress, "round %d/%d  %2d/%d  %s ", round+1, o.Rounds, i+1, len(rows), pad(r.Name, 46))
+			s := env.measureRow(ctx, o, r, ops[i], uint64(round*1000+i), fmt.Sprintf("r%d-%d", round+1, i+1), filepath.Join(o.OutDir, "profiles"), o.Profile && round == 0)
+			res.add(i, s)
+			fmt.Fprintf(o.Progress, "%8.0f req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors\n", s.PerSec, ms(s.P50), ms(s.P99), s.Errors)
+			if s.FirstError != "" {
+				fmt.Fprintf(o.Progress, "    first error: %s\n", s.FirstError)
+			}
+		}
+	}
+	res.finish(time.Now())
+	if err := res.write(filepath.Join(o.OutDir, "results.json")); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// selectRows keeps the rows that match and, transitively, their limits.
+func selectRows(all []Row, match *regexp.Regexp) []Row {
+	if match == nil {
+		return all
+	}
+	keep := map[string]bool{}
+	var want func(name string)
+	want = func(name string) {
+		if name == "" || keep[name] {
+			return
+		}
+		keep[name] = true
+		for _, r := range all {
+			if r.Name == name {
+				want(r.Limit)
+			}
+		}
+	}
+	for _, r := range all {
+		if match.MatchString(r.Name) {
+			want(r.Name)
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(all), func(r Row) bool { return !keep[r.Name] })
+}
+
+// start brings up the stack, the reference pieces and the seed data.
+func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	fail := func(err error) (*Env, func(), error) { stop(); return nil, nil, err }
+
+	database := "registry"
+	if o.PostgresURL != "" {
+		database = "bench_" + randomHex()
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	stack, err := devstack.Start(startCtx, devstack.Options{
+		Dir: dir, BinDir: o.BinDir, Ephemeral: true, Database: database,
+		PostgresURL: o.PostgresURL, RedisURL: o.RedisURL,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	stops = append(stops, func() {
+		if err := stack.Stop(); err != nil {
+			fmt.Fprintln(o.Progress, "stop the registry:", err)
+		}
+		if o.PostgresURL != "" {
+			_ = devstack.DropDatabase(context.Background(), o.PostgresURL, database)
+		}
+	})
+	creds, err := stack.EnsureClients(startCtx, filepath.Join(dir, "registry.env"))
+	if err != nil {
+		return fail(err)
+	}
+	e := &Env{
+		Stack: stack, Creds: creds, Load: o.Load, database: database,
+		client: &http.Client{Transport: &http.Transport{
+			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
+			IdleConnTimeout: time.Minute, DisableCompression: true,
+		}},
+		processes: map[string]process{},
+	}
+	for name, pid := range stack.Pids {
+		e.processes[name] = process{pid: pid, debugURL: strings.TrimSuffix(stack.MetricsURLs[name], "/metrics")}
+	}
+	redisOpts, err := redis.ParseURL(stack.RedisURL)
+	if err != nil {
+		return fail(err)
+	}
+	e.redis = redis.NewClient(redisOpts)
+	stops = append(stops, func() { e.redis.Close() })
+
+	if err := createReferenceSchema(startCtx, stack.DatabaseURL, o.RepoRoot); err != nil {
+		return fail(err)
+	}
+	if e.Reference, err = referencePool(startCtx, stack.DatabaseURL); err != nil {
+		return fail(err)
+	}
+	stops = append(stops, e.Reference.Close)
+	if e.RefOrgs, err = seedReference(startCtx, e.Reference, o.Organizations); err != nil {
+		return fail(err)
+	}
+	logs := filepath.Join(dir, "logs")
+	refURL, refStop, err := e.startChild(startCtx, o, logs, "reference", "BENCH_DATABASE_URL="+stack.DatabaseURL)
+	if err != nil {
+		return fail(err)
+	}
+	stops = append(stops, refStop)
+	e.ReferenceURL = refURL
+	proxyURL, proxyStop, err := e.startChild(startCtx, o, logs, "proxy", "BENCH_TARGET="+refURL)
+	if err != nil {
+		return fail(err)
+	}
+	stops = append(stops, proxyStop)
+	e.ProxyURL = proxyURL
+
+	if err := e.refreshToken(startCtx); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(o.Progress, "seeding %d organizations and %d people through the gateway...\n", o.Organizations, o.People)
+	if err := e.seed(startCtx, o.Organizations, o.People); err != nil {
+		return fail(err)
+	}
+	return e, stop, nil
+}
+
+func (e *Env) startChild(ctx context.Context, o Options, logDir, role string, env ...string) (string, func(), error) {
+	port, err := devinfra.FreePort()
+	if err != nil {
+		return "", nil, err
+	}
+	profPort, err := devinfra.FreePort()
+	if err != nil {
+		return "", nil, err
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cmd := exec.Command(o.Self[0], o.Self[1:]...)
+	cmd.Env = append(os.Environ(), ChildEnv+"="+role,
+		fmt.Sprintf("BENCH_ADDR=127.0.0.1:%d", port), fmt.Sprintf("BENCH_PROFILE_ADDR=127.0.0.1:%d", profPort))
+	cmd.Env = append(cmd.Env, env...)
+	p, err := devinfra.StartProcess(ctx, role, cmd, filepath.Join(logDir, role+".log"), server.HTTPCheck(base+"/healthz"))
+	if err != nil {
+		return "", nil, fmt.Errorf("start %s: %w", role, err)
+	}
+	e.processes[role] = process{pid: p.Pid(), debugURL: fmt.Sprintf("http://127.0.0.1:%d", profPort)}
+	return base, func() { _ = p.Stop() }, nil
+}
+
+// seed creates organizations and people through the gateway, as an
+// integration would.
+func (e *Env) seed(ctx context.Context, orgs, people int) error {
+	e.Orgs = make([]string, orgs)
+	e.People = people
+	gateway := e.Stack.RegistryURL
+	var next atomic.Int64
+	errs := make(chan error, e.Load.Concurrency)
+	var wg sync.WaitGroup
+	for range e.Load.Concurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= max(orgs, people) {
+					return
+				}
+				if i < people {
+					body, _ := json.Marshal(person(i))
+					if _, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/people", Body: body, Want: 201}); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if i < orgs {
+					body, _ := json.Marshal(organizationInput{Name: fmt.Sprintf("Org %d", i), RegistrationNumber: fmt.Sprintf("REG%d", i), OrganizationType: "private", Country: "no"})
+					raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/organizations", Body: body, Want: 201})
+					var created struct{ ID string }
+					if err == nil {
+						err = json.Unmarshal(raw, &created)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					e.Orgs[i] = created.ID
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	return nil
+}
+
+// Request is one HTTP call of a row.
+type Request struct {
+	Method, Path string
+	Body         []byte
+	ContentType  string // application/json when there is a body and none is named
+	NoToken      bool   // the token endpoint takes none
+	Want         int    // the status that counts as success
+}
+
+// HTTPOp is an Op that sends next(w) to base with the run's token.
+func (e *Env) HTTPOp(base string, next func(w *Worker) Request) Op {
+	return Op{Do: func(ctx context.Context, w *Worker) error {
+		_, err := e.send(ctx, base, next(w))
+		return err
+	}}
+}
+
+// send makes one call on the keep-alive client; it reads the whole answer
+// and returns it only when the status is the expected one.
+func (e *Env) send(ctx context.Context, base string, r Request) ([]byte, error) {
+	var body io.Reader = http.NoBody
+	if r.Body != nil {
+		body = bytes.NewReader(r.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, base+r.Path, body)
+	if err != nil {
+		return nil, err
+	}
+	if r.Body != nil {
+		ct := r.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if !r.NoToken {
+		req.Header.Set("Authorization", "Bearer "+*e.token.Load())
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != r.Want {
+		return nil, fmt.Errorf("%s %s: %d (want %d): %.300s", r.Method, r.Path, resp.StatusCode, r.Want, raw)
+	}
+	return raw, nil
+}
+
+// refreshToken gets a fresh access token for the read-write client.
+func (e *Env) refreshToken(ctx context.Context) error {
+	form := url.Values{
+		"grant_type": {"client_credentials"}, "client_id": {e.Creds.ClientID},
+		"client_secret": {e.Creds.ClientSecret}, "resource": {e.Creds.Resource},
+	}.Encode()
+	raw, err := e.send(ctx, e.Stack.AuthURL, Request{Method: "POST", Path: "/oidc/token", Body: []byte(form),
+		ContentType: "application/x-www-form-urlencoded", NoToken: true, Want: 200})
+	if err != nil {
+		return fmt.Errorf("token: %w", err)
+	}
+	var body struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil || body.AccessToken == "" {
+		return fmt.Errorf("token: no access_token in %.100s", raw)
+	}
+	e.token.Store(&body.AccessToken)
+	return nil
+}
+
+// StaleFinds makes every cached find of service stale by bumping its
+// cache's epoch, as the cache itself does after Redis was unreachable.
+func (e *Env) StaleFinds(ctx context.Context, service string) error {
+	ns, err := e.findNamespace(ctx, service)
+	if err != nil {
+		return err
+	}
+	return e.redis.Incr(ctx, ns+":gen:epoch").Err()
+}
+
+// findNamespace finds the service's cache namespace in Redis
+// ("<service>:<host>:<port>/<database>/<schema>", see pkg/app): after
+// seeding, writes have bumped generations under it.
+func (e *Env) findNamespace(ctx context.Context, service string) (string, error) {
+	if ns, ok := e.namespaces.Load(service); ok {
+		return ns.(string), nil
+	}
+	pattern := service + ":*/" + e.database + "/*:gen:*"
+	iter := e.redis.Scan(ctx, 0, pattern, 1000).Iterator()
+	if !iter.Next(ctx) {
+		if err := iter.Err(); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("no find cache generations of %s match %s", service, pattern)
+	}
+	ns, _, _ := strings.Cut(iter.Val(), ":gen:")
+	e.namespaces.Store(service, ns)
+	return ns, nil
+}
+
+func randomHex() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

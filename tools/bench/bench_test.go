@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	ChildMain() // the quick run starts this test binary as its reference server and proxy
+	os.Exit(m.Run())
+}
+
+// TestQuickRun is `make bench QUICK=1` inside `make test`, so the benchmark
+// cannot rot: every row must run and answer without a single error, and
+// results.json must hold them. It asserts nothing about speed.
+func TestQuickRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole registry")
+	}
+	root := repoRoot(t)
+	out := t.TempDir()
+	res, err := Run(t.Context(), Options{
+		BinDir: binaries(t, root), OutDir: out, RepoRoot: root,
+		Load:          Load{Concurrency: 4, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond},
+		Rounds:        1,
+		Organizations: 20, People: 40,
+		PostgresURL: os.Getenv("TEST_DATABASE_URL"), RedisURL: os.Getenv("TEST_REDIS_URL"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written Results
+	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &written); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*Results{res, &written} {
+		var names []string
+		for _, row := range r.Rows {
+			names = append(names, row.Name)
+			if len(row.Samples) != 1 {
+				t.Fatalf("%s: %d samples, want 1", row.Name, len(row.Samples))
+			}
+			if s := row.Samples[0]; s.Requests == 0 || s.Errors != 0 {
+				t.Errorf("%s: %d requests, %d errors (first: %s); want some and none", row.Name, s.Requests, s.Errors, s.FirstError)
+			}
+			if row.Limit != "" && len(row.RatioToLimit) != 1 {
+				t.Errorf("%s: no ratio to %s", row.Name, row.Limit)
+			}
+		}
+		var want []string
+		for _, row := range AllRows() {
+			want = append(want, row.Name)
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("rows = %q, want %q", names, want)
+		}
+		if len(r.Goals) != len(Goals) {
+			t.Errorf("%d goals evaluated, want %d", len(r.Goals), len(Goals))
+		}
+	}
+	// The cold find must really be cold, or comparing it with the warm one
+	// says nothing. (How warm the warm one is depends on Redis answering
+	// within its timeout, a matter of speed, so it is reported, not asserted.)
+	for _, name := range []string{"POST /people/find, cache cold · direct", "POST /people/find, cache cold · gateway"} {
+		row := res.row(name)
+		if row == nil || row.Samples[0].CacheHitRate == nil || *row.Samples[0].CacheHitRate != 0 {
+			t.Errorf("%s: the find cache was looked up and never hit? %+v", name, row)
+		}
+	}
+	if row := res.row("POST /people/find, cache warm · direct"); row == nil || row.Samples[0].CacheHitRate == nil {
+		t.Error("the warm find did not look up the cache")
+	}
+}
+
+func TestSelectRowsKeepsLimits(t *testing.T) {
+	all := []Row{{Name: "a"}, {Name: "b", Limit: "a"}, {Name: "c", Limit: "b"}, {Name: "d"}}
+	tests := []struct {
+		match string
+		want  []string
+	}{
+		{"^c$", []string{"a", "b", "c"}},
+		{"^b$", []string{"a", "b"}},
+		{"^d$", []string{"d"}},
+		{"x", nil},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, r := range selectRows(all, regexp.MustCompile(tt.match)) {
+			got = append(got, r.Name)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.match, got, tt.want)
+		}
+	}
+}
+
+func TestRowNamesAreUniqueAndLimitsExist(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range AllRows() {
+		if seen[r.Name] {
+			t.Errorf("row %q twice", r.Name)
+		}
+		seen[r.Name] = true
+	}
+	for _, r := range AllRows() {
+		if r.Limit != "" && !seen[r.Limit] {
+			t.Errorf("%s: limit %q is no row", r.Name, r.Limit)
+		}
+	}
+	for _, g := range Goals {
+		if !seen[g.Row] || g.Of != "" && !seen[g.Of] {
+			t.Errorf("goal %q names a row that does not exist", g.Name)
+		}
+	}
+}
+
+// binaries returns REGISTRY_BIN (make test builds them first) or builds
+// them, so `go test ./tools/bench` also works alone.
+func binaries(t *testing.T, root string) string {
+	if dir := os.Getenv("REGISTRY_BIN"); dir != "" {
+		return dir
+	}
+	out := t.TempDir()
+	for name, pkg := range map[string]string{
+		"api-gateway": "./api-gateway/cmd/api-gateway",
+		"parties":     "./services/parties/cmd/parties",
+		"idp":         "./tools/cmd/idp",
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(out, name), pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return out
+}
+
+func repoRoot(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal(fmt.Errorf("no go.work above %s", dir))
+		}
+		dir = parent
+	}
+}

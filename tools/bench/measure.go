@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RowSample is a Sample with what the processes reported around it.
+type RowSample struct {
+	Sample
+	// CacheHitRate is the share of find-cache lookups that hit, counted
+	// by the services themselves during the row; absent when none looked.
+	CacheHitRate *float64 `json:"cache_hit_rate,omitempty"`
+	// PeakRSSMiB is each process's largest resident set seen during the
+	// row (sampled every 100 ms).
+	PeakRSSMiB map[string]float64 `json:"peak_rss_mib"`
+	// LoadAverage is the machine's 1-minute load average after the row: how
+	// busy the shared machine was.
+	LoadAverage float64 `json:"load_average_1m"`
+}
+
+func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint64, tag, profileDir string, profile bool) RowSample {
+	if r.Before != nil {
+		if err := r.Before(ctx, e); err != nil {
+			return RowSample{Sample: Sample{Errors: 1, FirstError: "before the row: " + err.Error()}}
+		}
+	}
+	before := e.cacheCounts(ctx)
+	sampler := e.sampleRSS()
+	var profiled sync.WaitGroup
+	if profile {
+		dir := filepath.Join(profileDir, slug(r.Name))
+		profiled.Go(func() { e.profile(ctx, dir, o.Load) })
+	}
+	s := RowSample{Sample: Measure(ctx, o.Load, op, seed, tag)}
+	profiled.Wait()
+	s.PeakRSSMiB = sampler()
+	after := e.cacheCounts(ctx)
+	var hits, lookups float64
+	for result, n := range after {
+		d := n - before[result]
+		lookups += d
+		if result == "hit" {
+			hits += d
+		}
+	}
+	if lookups > 0 {
+		rate := hits / lookups
+		s.CacheHitRate = &rate
+	}
+	s.LoadAverage = loadAverage()
+	return s
+}
+
+// cacheCounts sums find_cache_requests_total by result over every process.
+func (e *Env) cacheCounts(ctx context.Context) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range e.processes {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.debugURL+"/metrics", nil)
+		if err != nil {
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(raw), "\n") {
+			if !strings.HasPrefix(line, "find_cache_requests_total{") {
+				continue
+			}
+			_, rest, _ := strings.Cut(line, `result="`)
+			result, value, _ := strings.Cut(rest, `"} `)
+			var v float64
+			fmt.Sscanf(value, "%g", &v)
+			out[result] += v
+		}
+	}
+	return out
+}
+
+// sampleRSS watches every process's resident set until the returned
+// function is called, which returns the peaks in MiB.
+func (e *Env) sampleRSS() func() map[string]float64 {
+	peaks := map[string]float64{}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	read := func() {
+		for name, p := range e.processes {
+			if mib := rssMiB(p.pid); mib > peaks[name] {
+				peaks[name] = mib
+			}
+		}
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() map[string]float64 {
+		close(done)
+		<-finished
+		read()
+		return peaks
+	}
+}
+
+func rssMiB(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		var kb float64
+		if _, err := fmt.Sscanf(line, "VmRSS: %f kB", &kb); err == nil {
+			return math.Round(kb/1024*10) / 10
+		}
+	}
+	return 0
+}
+
+func loadAverage() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	fmt.Sscanf(string(raw), "%f", &l)
+	return l
+}
+
+// profile saves a CPU profile of the measured window and then a heap
+// profile of every process, this one (the load generator and the pgx
+// rows) included, as <dir>/<process>.{cpu,heap}.pprof.
+func (e *Env) profile(ctx context.Context, dir string, l Load) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	select {
+	case <-time.After(l.Warmup):
+	case <-ctx.Done():
+		return
+	}
+	seconds := max(1, int(l.Duration.Seconds()))
+	var wg sync.WaitGroup
+	for name, p := range e.processes {
+		wg.Go(func() {
+			save(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debugURL, seconds), filepath.Join(dir, name+".cpu.pprof"))
+			save(ctx, p.debugURL+"/debug/pprof/heap", filepath.Join(dir, name+".heap.pprof"))
+		})
+	}
+	if f, err := os.Create(filepath.Join(dir, "loadgen.cpu.pprof")); err == nil {
+		if pprof.StartCPUProfile(f) == nil {
+			time.Sleep(time.Duration(seconds) * time.Second)
+			pprof.StopCPUProfile()
+		}
+		f.Close()
+	}
+	if f, err := os.Create(filepath.Join(dir, "loadgen.heap.pprof")); err == nil {
+		_ = pprof.WriteHeapProfile(f)
+		f.Close()
+	}
+	wg.Wait()
+}
+
+func save(ctx context.Context, url, file string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+}
+
+var nonWord = regexp.MustCompile(`[^a-zA-Z0-9]+`)
+
+// slug names a row's profile folder.
+func slug(name string) string {
+	return strings.Trim(strings.ToLower(nonWord.ReplaceAllString(name, "-")), "-")
+}

@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Results are a run: written to results.json and printed as the table.
+type Results struct {
+	Started     time.Time   `json:"started"`
+	Seconds     float64     `json:"seconds"`
+	CPUs        int         `json:"cpus"`
+	Concurrency int         `json:"concurrency"`
+	WarmupS     float64     `json:"warmup_s"`
+	DurationS   float64     `json:"duration_s"`
+	Rounds      int         `json:"rounds"`
+	Rows        []RowResult `json:"rows"`
+	Goals       []GoalValue `json:"goals"`
+}
+
+// RowResult is a row over all rounds.
+type RowResult struct {
+	Name    string      `json:"name"`
+	Via     string      `json:"via"`
+	Limit   string      `json:"limit,omitempty"`
+	Samples []RowSample `json:"samples"` // one per round
+	// RatioToLimit is req/s divided by the limit row's req/s of the same
+	// round, one per round.
+	RatioToLimit []float64 `json:"ratio_to_limit,omitempty"`
+}
+
+// GoalValue is a goal's ratio in each round.
+type GoalValue struct {
+	Goal
+	Values []float64 `json:"values"`
+	Met    bool      `json:"met"` // in every round
+}
+
+func newResults(o Options, rows []Row, started time.Time) *Results {
+	r := &Results{Started: started.UTC(), CPUs: runtime.NumCPU(), Concurrency: o.Load.Concurrency,
+		WarmupS: o.Load.Warmup.Seconds(), DurationS: o.Load.Duration.Seconds(), Rounds: o.Rounds}
+	for _, row := range rows {
+		r.Rows = append(r.Rows, RowResult{Name: row.Name, Via: row.Via, Limit: row.Limit})
+	}
+	return r
+}
+
+func (r *Results) add(i int, s RowSample) { r.Rows[i].Samples = append(r.Rows[i].Samples, s) }
+
+func (r *Results) row(name string) *RowResult {
+	for i := range r.Rows {
+		if r.Rows[i].Name == name {
+			return &r.Rows[i]
+		}
+	}
+	return nil
+}
+
+func (r *Results) finish(now time.Time) {
+	r.Seconds = math.Round(now.Sub(r.Started).Seconds())
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		if limit := r.row(row.Limit); limit != nil {
+			for k, s := range row.Samples {
+				row.RatioToLimit = append(row.RatioToLimit, ratio(s.PerSec, limit.Samples[k].PerSec))
+			}
+		}
+	}
+	for _, g := range Goals {
+		row := r.row(g.Row)
+		of := r.row(g.Of)
+		if row == nil || (g.Of != "" && of == nil) {
+			continue // a goal whose rows were not run
+		}
+		v := GoalValue{Goal: g, Met: true}
+		for k, s := range row.Samples {
+			var x float64
+			switch {
+			case g.Metric == "p50" && of != nil:
+				x = ratio(float64(s.P50), float64(of.Samples[k].P50))
+			case of != nil:
+				x = ratio(s.PerSec, of.Samples[k].PerSec)
+			default:
+				x = ratio(s.PerSec, g.Value)
+			}
+			v.Values = append(v.Values, x)
+			if g.AtLeast > 0 && x < g.AtLeast || g.AtMost > 0 && x > g.AtMost {
+				v.Met = false
+			}
+		}
+		r.Goals = append(r.Goals, v)
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round(a/b*1000) / 1000
+}
+
+func (r *Results) write(path string) error {
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(raw, '\n'), 0o644)
+}
+
+// Print writes the table: medians over the rounds with the range beside
+// them, so the noise of the shared machine shows.
+func (r *Results) Print(w io.Writer) {
+	fmt.Fprintf(w, "\n%d rounds × %d rows, %d concurrent clients, %s warm-up + %s measured per row, %d CPUs, %s in all\n\n",
+		r.Rounds, len(r.Rows), r.Concurrency, secs(r.WarmupS), secs(r.DurationS), r.CPUs, secs(r.Seconds))
+	fmt.Fprintf(w, "%s %s %7s %8s %6s %s %-12s %s\n", pad("row", 46), pad("req/s (min–max)", 18), "p50 ms", "p99 ms", "errors", pad("÷ limit (min–max)", 18), "cache hits", "limit")
+	for _, row := range r.Rows {
+		perSec := collect(row.Samples, func(s RowSample) float64 { return s.PerSec })
+		p50 := collect(row.Samples, func(s RowSample) float64 { return ms(s.P50) })
+		p99 := collect(row.Samples, func(s RowSample) float64 { return ms(s.P99) })
+		errs := 0
+		for _, s := range row.Samples {
+			errs += s.Errors
+		}
+		ratios := ""
+		if len(row.RatioToLimit) > 0 {
+			ratios = fmt.Sprintf("%.2f (%.2f–%.2f)", median(row.RatioToLimit), slices.Min(row.RatioToLimit), slices.Max(row.RatioToLimit))
+		}
+		fmt.Fprintf(w, "%s %s %7.2f %8.2f %6d %s %-12s %s\n", pad(row.Name, 46),
+			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(perSec), slices.Min(perSec), slices.Max(perSec)), 18),
+			median(p50), median(p99), errs, pad(ratios, 18), cacheRates(row.Samples), shorten(row.Limit))
+	}
+	if len(r.Goals) > 0 {
+		fmt.Fprintf(w, "\n%s %s %s\n", pad("goal (ratio of the same round)", 52), pad("ratio (min–max)", 22), "met in every round")
+		for _, g := range r.Goals {
+			met := "no"
+			if g.Met {
+				met = "yes"
+			}
+			fmt.Fprintf(w, "%s %s %s\n", pad(g.Name, 52), pad(fmt.Sprintf("%.2f (%.2f–%.2f)", median(g.Values), slices.Min(g.Values), slices.Max(g.Values)), 22), met)
+		}
+	}
+	var loads []float64
+	for _, row := range r.Rows {
+		loads = append(loads, collect(row.Samples, func(s RowSample) float64 { return s.LoadAverage })...)
+	}
+	if len(loads) > 0 {
+		fmt.Fprintf(w, "\nmachine load average (1 min) after each row: %.1f–%.1f\n", slices.Min(loads), slices.Max(loads))
+	}
+}
+
+// shorten keeps the limit column narrow: the row names are above.
+func shorten(name string) string {
+	if r := []rune(name); len(r) > 34 {
+		return string(r[:33]) + "…"
+	}
+	return name
+}
+
+// pad left-aligns s in n columns, counting characters, not bytes.
+func pad(s string, n int) string {
+	if k := utf8.RuneCountInString(s); k < n {
+		return s + strings.Repeat(" ", n-k)
+	}
+	return s
+}
+
+func cacheRates(samples []RowSample) string {
+	var parts []string
+	for _, s := range samples {
+		if s.CacheHitRate != nil {
+			parts = append(parts, fmt.Sprintf("%.0f", 100**s.CacheHitRate))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "/") + "%"
+}
+
+func collect(samples []RowSample, f func(RowSample) float64) []float64 {
+	out := make([]float64, len(samples))
+	for i, s := range samples {
+		out[i] = f(s)
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func secs(s float64) string { return (time.Duration(s * float64(time.Second))).String() }

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Row is one line of the table: something measured with the run's one
+// load shape, and the row it is compared against.
+type Row struct {
+	Name  string // unique; what the table prints
+	Via   string // where the load goes: "limit", "gateway" or "direct"
+	Limit string // the row whose req/s this one's is divided by; "" for none
+	// Op builds the operation once the environment is up.
+	Op func(e *Env) (Op, error)
+	// Before runs once before each measurement of the row, off the clock.
+	Before func(ctx context.Context, e *Env) error
+}
+
+// Call is one registry operation, measured twice: through the gateway
+// (compared with the direct row) and straight to its service with the same
+// token (compared with Limit). A service adds its rows with one Call each.
+type Call struct {
+	Name    string // "GET /organizations/{id}"
+	Service string // devstack name of the service that answers it
+	Limit   string // what the direct row is divided by
+	// Request says what worker w sends next.
+	Request func(e *Env, w *Worker) Request
+	// Prepare runs before each request, off the clock (see Op.Prepare).
+	Prepare func(ctx context.Context, e *Env, w *Worker) error
+	// Before runs once before each of the two rows, off the clock.
+	Before func(ctx context.Context, e *Env, base string) error
+}
+
+// Rows expands the calls into the gateway and direct rows.
+func (c Call) Rows() []Row {
+	direct := c.Name + " · direct"
+	before := func(via func(e *Env) string) func(ctx context.Context, e *Env) error {
+		if c.Before == nil {
+			return nil
+		}
+		return func(ctx context.Context, e *Env) error { return c.Before(ctx, e, via(e)) }
+	}
+	gateway := func(e *Env) string { return e.Stack.RegistryURL }
+	service := func(e *Env) string { return e.Stack.ServiceURLs[c.Service] }
+	build := func(via func(e *Env) string) func(e *Env) (Op, error) {
+		return func(e *Env) (Op, error) {
+			base := via(e)
+			if base == "" {
+				return Op{}, fmt.Errorf("%s: no %s service in this stack", c.Name, c.Service)
+			}
+			op := e.HTTPOp(base, func(w *Worker) Request { return c.Request(e, w) })
+			if c.Prepare != nil {
+				op.Prepare = func(ctx context.Context, w *Worker) error { return c.Prepare(ctx, e, w) }
+			}
+			return op, nil
+		}
+	}
+	return []Row{
+		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway)},
+		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service)},
+	}
+}
+
+// Names of the limit rows, for Limit fields.
+const (
+	PgxSelect    = "pgx: the GET's select by primary key"
+	PgxInsert    = "pgx: insert an organization"
+	RefGet       = "reference server: GET /organizations/{id}"
+	RefPost      = "reference server: POST /organizations"
+	ProxyRefGet  = "bare ReverseProxy → reference GET"
+	RS256Sign    = "RS256 signature, in process"
+	TokenRequest = "POST /oidc/token · direct"
+)
+
+// Limits are what this machine can do without the registry's code: the
+// database through pgx, a minimal server over it, a bare reverse proxy in
+// front of that, and the signature the token endpoint must make.
+var Limits = []Row{
+	{Name: PgxSelect, Via: "limit", Op: func(e *Env) (Op, error) {
+		return Op{Do: func(ctx context.Context, w *Worker) error {
+			var org referenceOrganization
+			return e.Reference.QueryRow(ctx, referenceSelect, e.RefOrgs[w.Rand.IntN(len(e.RefOrgs))]).Scan(org.fields()...)
+		}}, nil
+	}},
+	{Name: PgxInsert, Via: "limit", Op: func(e *Env) (Op, error) {
+		return Op{Do: func(ctx context.Context, w *Worker) error {
+			in := newOrganization(w)
+			var org referenceOrganization
+			return e.Reference.QueryRow(ctx, referenceInsert, newUUIDv7(), in.Name, in.RegistrationNumber,
+				in.OrganizationType, in.Country, "bench").Scan(org.fields()...)
+		}}, nil
+	}},
+	{Name: RefGet, Via: "limit", Limit: PgxSelect, Op: func(e *Env) (Op, error) {
+		return e.HTTPOp(e.ReferenceURL, func(w *Worker) Request { return getRefOrganization(e, w) }), nil
+	}},
+	{Name: RefPost, Via: "limit", Limit: PgxInsert, Op: func(e *Env) (Op, error) {
+		return e.HTTPOp(e.ReferenceURL, func(w *Worker) Request { return createOrganization(e, w) }), nil
+	}},
+	{Name: ProxyRefGet, Via: "limit", Limit: RefGet, Op: func(e *Env) (Op, error) {
+		return e.HTTPOp(e.ProxyURL, func(w *Worker) Request { return getRefOrganization(e, w) }), nil
+	}},
+	{Name: RS256Sign, Via: "limit", Op: func(*Env) (Op, error) {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return Op{}, err
+		}
+		return Op{Do: func(_ context.Context, w *Worker) error {
+			now := time.Now()
+			_, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
+				"iss": "bench", "sub": w.Tag, "aud": "bench", "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(),
+				"scope": "registry:read registry:write", "jti": strconv.Itoa(w.N),
+			}).SignedString(key)
+			return err
+		}}, nil
+	}},
+}
+
+// Calls are the registry's rows. Each service adds its own here.
+var Calls = []Call{
+	{Name: "GET /organizations/{id}", Service: "parties", Limit: RefGet, Request: func(e *Env, w *Worker) Request {
+		return Request{Method: "GET", Path: "/organizations/" + e.Orgs[w.Rand.IntN(len(e.Orgs))], Want: 200}
+	}},
+	{Name: "POST /organizations", Service: "parties", Limit: RefPost, Request: createOrganization},
+	// Warm: a small set of people, each found once before the row starts
+	// and then again and again.
+	{Name: "POST /people/find, cache warm", Service: "parties", Limit: RefGet,
+		Before: func(ctx context.Context, e *Env, base string) error {
+			for i := range min(e.People, warmPeople) {
+				if _, err := e.send(ctx, base, findPerson(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Request: func(e *Env, w *Worker) Request { return findPerson(w.Rand.IntN(min(e.People, warmPeople))) }},
+	// Cold: before each find (off the clock) the cache's epoch is bumped,
+	// exactly what a write that makes every find stale does, and concurrent
+	// workers look up different people, so every find misses, reads
+	// PostgreSQL and stores its answer. The table's cache column shows the
+	// hit rate the service itself counted.
+	{Name: "POST /people/find, cache cold", Service: "parties", Limit: RefGet,
+		Prepare: func(ctx context.Context, e *Env, _ *Worker) error { return e.StaleFinds(ctx, "parties") },
+		Request: func(e *Env, w *Worker) Request {
+			return findPerson((w.N*e.Load.Concurrency + w.ID) % e.People)
+		}},
+}
+
+// warmPeople is how many people the warm find cycles through.
+const warmPeople = 200
+
+// Token is the identity provider's row; it has no gateway in front.
+var Token = Row{Name: TokenRequest, Via: "direct", Limit: RS256Sign, Op: func(e *Env) (Op, error) {
+	form := url.Values{
+		"grant_type": {"client_credentials"}, "client_id": {e.Creds.ClientID},
+		"client_secret": {e.Creds.ClientSecret}, "resource": {e.Creds.Resource},
+	}.Encode()
+	return e.HTTPOp(e.Stack.AuthURL, func(*Worker) Request {
+		return Request{Method: "POST", Path: "/oidc/token", Body: []byte(form), ContentType: "application/x-www-form-urlencoded", NoToken: true, Want: 200}
+	}), nil
+}}
+
+// AllRows is the table, in order.
+func AllRows() []Row {
+	rows := append([]Row{}, Limits...)
+	for _, c := range Calls {
+		rows = append(rows, c.Rows()...)
+	}
+	return append(rows, Token)
+}
+
+// Goal is a target of issue 8: Row's metric divided by Of's (or by Value)
+// must be at least AtLeast, or at most AtMost.
+type Goal struct {
+	Name    string
+	Row     string
+	Of      string  // another row; or
+	Value   float64 // a fixed number
+	Metric  string  // "req/s" or "p50"
+	AtLeast float64
+	AtMost  float64
+}
+
+// PostgRESTGetRate is PostgREST's published GET rate on 2 vCPUs.
+const PostgRESTGetRate = 2000
+
+// Goals are checked in every round and reported with the table.
+var Goals = []Goal{
+	{Name: "through the gateway ≥ 0.8 × direct, GET by id", Row: "GET /organizations/{id} · gateway", Of: "GET /organizations/{id} · direct", Metric: "req/s", AtLeast: 0.8},
+	{Name: "through the gateway ≥ 0.8 × direct, find", Row: "POST /people/find, cache warm · gateway", Of: "POST /people/find, cache warm · direct", Metric: "req/s", AtLeast: 0.8},
+	{Name: "direct ≥ 0.5 × reference server, GET by id", Row: "GET /organizations/{id} · direct", Of: RefGet, Metric: "req/s", AtLeast: 0.5},
+	{Name: "warm find p50 ≤ 0.5 × cold find p50 (gateway)", Row: "POST /people/find, cache warm · gateway", Of: "POST /people/find, cache cold · gateway", Metric: "p50", AtMost: 0.5},
+	{Name: "whole stack GET ≥ 3 × PostgREST's 2,000/s", Row: "GET /organizations/{id} · gateway", Value: PostgRESTGetRate, Metric: "req/s", AtLeast: 3},
+}
+
+func getRefOrganization(e *Env, w *Worker) Request {
+	return Request{Method: "GET", Path: "/organizations/" + e.RefOrgs[w.Rand.IntN(len(e.RefOrgs))], Want: 200}
+}
+
+type organizationInput struct {
+	Name               string `json:"name"`
+	RegistrationNumber string `json:"registration_number"`
+	OrganizationType   string `json:"organization_type"`
+	Country            string `json:"country"`
+}
+
+func newOrganization(w *Worker) organizationInput {
+	return organizationInput{Name: "Bench " + w.Tag, RegistrationNumber: w.Tag + "-" + strconv.Itoa(w.N), OrganizationType: "private", Country: "no"}
+}
+
+func createOrganization(_ *Env, w *Worker) Request {
+	body, _ := json.Marshal(newOrganization(w))
+	return Request{Method: "POST", Path: "/organizations", Body: body, Want: 201}
+}
+
+func person(i int) map[string]string {
+	return map[string]string{"first_name": "First" + strconv.Itoa(i), "last_name": "Last" + strconv.Itoa(i), "date_of_birth": "1980-01-01"}
+}
+
+func findPerson(i int) Request {
+	body, _ := json.Marshal(person(i))
+	return Request{Method: "POST", Path: "/people/find", Body: body, Want: 200}
+}

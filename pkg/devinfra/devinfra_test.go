@@ -40,7 +40,12 @@ func runHelper(dir string) {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
 	}
-	fmt.Println("READY", pg.srv.pid(), pg.Port, rd.srv.pid(), rd.Port)
+	m, err := StartMinio(ctx, MinioOptions{DataDir: filepath.Join(dir, "minio")})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	fmt.Println("READY", pg.srv.pid(), pg.Port, rd.srv.pid(), rd.Port, m.srv.pid(), m.Port)
 	select {}
 }
 
@@ -323,8 +328,8 @@ func TestKilledParentLeavesNoServers(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("helper: %q, %v", line, err)
 	}
-	var pgPid, pgPort, rdPid, rdPort int
-	if _, err := fmt.Sscan(strings.TrimPrefix(line, "READY "), &pgPid, &pgPort, &rdPid, &rdPort); err != nil {
+	var pgPid, pgPort, rdPid, rdPort, minioPid, minioPort int
+	if _, err := fmt.Sscan(strings.TrimPrefix(line, "READY "), &pgPid, &pgPort, &rdPid, &rdPort, &minioPid, &minioPort); err != nil {
 		t.Fatal(err)
 	}
 	pgChildren := childrenOf(t, pgPid)
@@ -338,6 +343,7 @@ func TestKilledParentLeavesNoServers(t *testing.T) {
 	_ = cmd.Wait()
 	requireGone(t, "postgres after parent was killed", append(pgChildren, pgPid), pgPort)
 	requireGone(t, "redis after parent was killed", []int{rdPid}, rdPort)
+	requireGone(t, "minio after parent was killed", []int{minioPid}, minioPort)
 
 	// The killed server left its postmaster.pid behind; a new run must cope.
 	if _, err := os.Stat(filepath.Join(dir, "pg", "postmaster.pid")); err != nil {

@@ -69,7 +69,9 @@ func waitReady(ctx context.Context, s *server, probe func(context.Context) error
 		case <-s.done:
 			log := s.logTail()
 			exitErr := fmt.Errorf("%s exited during startup: %v", s.name, s.waitErr)
-			if strings.Contains(log, "Address already in use") {
+			// PostgreSQL and Redis say "Address already in use"; Go
+			// programs such as MinIO print the lower-case errno text.
+			if strings.Contains(strings.ToLower(log), "address already in use") {
 				exitErr = fmt.Errorf("%w: %w", exitErr, errPortInUse)
 			}
 			return withLog(exitErr, log)

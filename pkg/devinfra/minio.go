@@ -86,12 +86,13 @@ func startMinio(ctx context.Context, o MinioOptions) (*Minio, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	// MinIO reads TLS certificates from this dir and, without the flag,
-	// from ~/.minio/certs (creating it). An empty dir of ours keeps it on
-	// plain HTTP, which is fine on loopback, whatever the user's home holds.
-	certsDir := dataDir + ".certs"
-	if err := os.MkdirAll(certsDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create certs dir: %w", err)
+	// Without flags MinIO creates ~/.minio (a legacy config dir) and reads
+	// TLS certificates from ~/.minio/certs. A dir of ours, left empty, keeps
+	// the user's home untouched and the server on plain HTTP, which is fine
+	// on loopback, whatever that home holds.
+	configDir := dataDir + ".config"
+	if err := os.MkdirAll(configDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create config dir: %w", err)
 	}
 	logFile := o.LogFile
 	if logFile == "" {
@@ -118,17 +119,18 @@ func startMinio(ctx context.Context, o MinioOptions) (*Minio, error) {
 		DataDir: dataDir, CredentialsFile: credFile, LogFile: logFile,
 	}
 	return launchOnPort(o.Port, func(port int) (*Minio, error) {
-		return m.launch(ctx, bin, certsDir, port, o.ConsolePort)
+		return m.launch(ctx, bin, configDir, port, o.ConsolePort)
 	})
 }
 
-func (m *Minio) launch(ctx context.Context, bin, certsDir string, port, consolePort int) (*Minio, error) {
+func (m *Minio) launch(ctx context.Context, bin, configDir string, port, consolePort int) (*Minio, error) {
 	addr := loopback(port)
 	args := []string{
+		"--config-dir", configDir,
+		"--certs-dir", filepath.Join(configDir, "certs"),
+		"--anonymous", // no credentials or other secrets in the log
 		"server",
 		"--address", addr,
-		"--certs-dir", certsDir,
-		"--anonymous", // no credentials or other secrets in the log
 	}
 	env := []string{
 		minioUserKey + "=" + m.AccessKey,
@@ -160,7 +162,18 @@ func (m *Minio) launch(ctx context.Context, bin, certsDir string, port, consoleP
 		return nil, err
 	}
 	url := "http://" + addr
-	if err := waitReady(ctx, srv, func(ctx context.Context) error { return minioReady(ctx, url) }); err != nil {
+	err = waitReady(ctx, srv, func(ctx context.Context) error {
+		if err := minioReady(ctx, url); err != nil {
+			return err
+		}
+		// The console comes up after the API; a caller given its URL
+		// expects it to answer.
+		if consoleURL != "" {
+			return httpOK(ctx, consoleURL)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	started := *m
@@ -186,7 +199,11 @@ func withoutMinioEnv(environ []string) []string {
 // minioReady asks the readiness endpoint, which answers 200 once the drive
 // is online and the server takes requests.
 func minioReady(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/minio/health/ready", nil)
+	return httpOK(ctx, url+"/minio/health/ready")
+}
+
+func httpOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -196,7 +213,7 @@ func minioReady(ctx context.Context, url string) error {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("readiness answered %s", resp.Status)
+		return fmt.Errorf("%s answered %s", url, resp.Status)
 	}
 	return nil
 }

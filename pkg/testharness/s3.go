@@ -82,27 +82,20 @@ func S3(t testing.TB) S3Config {
 // MinIO force-delete), so that it works on any S3 that TEST_S3_ENDPOINT
 // names.
 func removeBucket(ctx context.Context, c *minio.Client, bucket string) error {
-	// List first, then delete: deleting while the same listing pages on
-	// would skip objects on some servers.
-	var objects []minio.ObjectInfo
-	for o := range c.ListObjectsIter(ctx, bucket, minio.ListObjectsOptions{Recursive: true, WithVersions: true}) {
-		if o.Err != nil {
-			return fmt.Errorf("remove bucket %s: list objects: %w", bucket, o.Err)
+	// MinIO lists only one of an object and a "directory" of the same name
+	// ("a/b" and "a/b/c"), so one pass can leave objects behind; the next
+	// pass sees them. Each pass removes at least one level.
+	const maxPasses = 20
+	for pass := 1; ; pass++ {
+		removed, err := removeListedObjects(ctx, c, bucket)
+		if err != nil {
+			return fmt.Errorf("remove bucket %s: %w", bucket, err)
 		}
-		objects = append(objects, o)
-	}
-	if len(objects) > 0 {
-		toRemove := make(chan minio.ObjectInfo, len(objects))
-		for _, o := range objects {
-			toRemove <- o
+		if removed == 0 {
+			break
 		}
-		close(toRemove)
-		var errs []error
-		for e := range c.RemoveObjects(ctx, bucket, toRemove, minio.RemoveObjectsOptions{}) {
-			errs = append(errs, fmt.Errorf("%s: %w", e.ObjectName, e.Err))
-		}
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("remove bucket %s: remove objects: %w", bucket, err)
+		if pass == maxPasses {
+			return fmt.Errorf("remove bucket %s: objects still listed after %d passes", bucket, maxPasses)
 		}
 	}
 	for u := range c.ListIncompleteUploads(ctx, bucket, "", true) {
@@ -117,6 +110,36 @@ func removeBucket(ctx context.Context, c *minio.Client, bucket string) error {
 		return fmt.Errorf("remove bucket %s: %w", bucket, err)
 	}
 	return nil
+}
+
+// removeListedObjects removes every object version the bucket lists and
+// returns how many there were.
+func removeListedObjects(ctx context.Context, c *minio.Client, bucket string) (int, error) {
+	// List first, then delete: deleting while the same listing pages on
+	// would skip objects on some servers.
+	var objects []minio.ObjectInfo
+	for o := range c.ListObjectsIter(ctx, bucket, minio.ListObjectsOptions{Recursive: true, WithVersions: true}) {
+		if o.Err != nil {
+			return 0, fmt.Errorf("list objects: %w", o.Err)
+		}
+		objects = append(objects, o)
+	}
+	if len(objects) == 0 {
+		return 0, nil
+	}
+	toRemove := make(chan minio.ObjectInfo, len(objects))
+	for _, o := range objects {
+		toRemove <- o
+	}
+	close(toRemove)
+	var errs []error
+	for e := range c.RemoveObjects(ctx, bucket, toRemove, minio.RemoveObjectsOptions{}) {
+		errs = append(errs, fmt.Errorf("%s: %w", e.ObjectName, e.Err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, fmt.Errorf("remove objects: %w", err)
+	}
+	return len(objects), nil
 }
 
 func (h *harness) startS3() (S3Server, error) {

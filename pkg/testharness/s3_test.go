@@ -72,17 +72,18 @@ func TestS3BucketIsolatesAndIsRemoved(t *testing.T) {
 	}
 }
 
-// TestS3CleanupRemovesEverything leaves more objects than one delete request
-// takes (1000) and an unfinished multipart upload behind; the bucket must
-// still go.
+// TestS3CleanupRemovesEverything leaves behind objects under nested
+// prefixes, an object and a "directory" of the same name ("a/b" and "a/b/c",
+// of which MinIO lists only one at a time) and an unfinished multipart upload
+// (which no listing of objects shows); the bucket must still go.
 func TestS3CleanupRemovesEverything(t *testing.T) {
 	ctx := context.Background()
 	var cfg S3Config
 	t.Run("inner", func(t *testing.T) {
 		cfg = S3(t)
 		c := s3Client(t, cfg.S3Server)
-		for i := range 1001 {
-			if _, err := c.PutObject(ctx, cfg.Bucket, fmt.Sprintf("k/%04d", i), strings.NewReader("x"), 1, minio.PutObjectOptions{}); err != nil {
+		for _, key := range []string{"top", "a/b", "a/b/c", "x/y/z/deep"} {
+			if _, err := c.PutObject(ctx, cfg.Bucket, key, strings.NewReader("x"), 1, minio.PutObjectOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}

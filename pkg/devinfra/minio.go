@@ -137,19 +137,19 @@ func (m *Minio) launch(ctx context.Context, bin, configDir string, port, console
 		minioPasswordKey + "=" + m.SecretKey,
 		"MINIO_SITE_REGION=" + m.Region,
 		// Nothing calls out: no update check (a source build has no release
-		// date to compare anyway), no call home, no NTP, no subnet.
+		// date to compare with anyway) and no call-home. NTP, SUBNET and
+		// notification targets are off unless configured, and
+		// withoutMinioEnv keeps the caller's environment from doing that.
 		"MINIO_UPDATE=off",
 		"MINIO_CALLHOME_ENABLE=off",
-		// A development server: keeps MinIO's buffer pool small instead of
-		// sizing it to the machine's memory, and purges deleted data at once.
+		// A development server: MinIO then caps its buffer pool at 256 MiB
+		// instead of sizing it to the machine's memory.
 		"MINIO_CI_CD=on",
 	}
 	consoleURL := ""
 	if consolePort != 0 {
+		// The console reaches the API at 127.0.0.1 by itself.
 		args = append(args, "--console-address", loopback(consolePort))
-		// The console is an S3 client of the API; without this it would
-		// reach the API through the host's first non-loopback address.
-		env = append(env, "MINIO_SERVER_URL=http://"+addr, "MINIO_BROWSER_REDIRECT_URL=http://"+loopback(consolePort))
 		consoleURL = "http://" + loopback(consolePort)
 	} else {
 		env = append(env, "MINIO_BROWSER=off")

@@ -86,10 +86,9 @@ func buildMinioOnce(ctx context.Context, bin string, progress io.Writer) error {
 	}
 	// Scratch dirs of builds whose process was killed; only the lock holder
 	// builds, so none of them is in use.
-	if stale, _ := filepath.Glob(filepath.Join(dir, "build-*")); len(stale) > 0 {
-		for _, d := range stale {
-			_ = os.RemoveAll(d)
-		}
+	stale, _ := filepath.Glob(filepath.Join(dir, "build-*"))
+	for _, d := range stale {
+		_ = os.RemoveAll(d)
 	}
 	scratch, err := os.MkdirTemp(dir, "build-")
 	if err != nil {

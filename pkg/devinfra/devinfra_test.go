@@ -74,10 +74,26 @@ func startTestPostgres(t *testing.T, o PostgresOptions) *Postgres {
 }
 
 // alive reports whether pid is a running (not zombie) process. Orphans are
-// reparented to pid 1, which in a container may never reap them.
+// reparented to pid 1, which in a container may never reap them. Every
+// thread counts: a killed multi-threaded server (MinIO, a Go program) shows
+// its main thread as a zombie while other threads are still exiting, and its
+// sockets stay open until the last one has.
 func alive(pid int) bool {
-	_, running := processState(pid)
-	return running
+	if _, running := processState(pid); running {
+		return true
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		s := string(stat)
+		if end := strings.LastIndexByte(s, ')'); end >= 0 && end+2 < len(s) && s[end+2] != 'Z' && s[end+2] != 'X' {
+			return true
+		}
+	}
+	return false
 }
 
 // childrenOf lists the pids whose parent is pid.

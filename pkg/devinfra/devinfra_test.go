@@ -40,7 +40,12 @@ func runHelper(dir string) {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
 	}
-	fmt.Println("READY", pg.srv.pid(), pg.Port, rd.srv.pid(), rd.Port)
+	m, err := StartMinio(ctx, MinioOptions{DataDir: filepath.Join(dir, "minio")})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	fmt.Println("READY", pg.srv.pid(), pg.Port, rd.srv.pid(), rd.Port, m.srv.pid(), m.Port)
 	select {}
 }
 
@@ -69,10 +74,26 @@ func startTestPostgres(t *testing.T, o PostgresOptions) *Postgres {
 }
 
 // alive reports whether pid is a running (not zombie) process. Orphans are
-// reparented to pid 1, which in a container may never reap them.
+// reparented to pid 1, which in a container may never reap them. Every
+// thread counts: a killed multi-threaded server (MinIO, a Go program) shows
+// its main thread as a zombie while other threads are still exiting, and its
+// sockets stay open until the last one has.
 func alive(pid int) bool {
-	_, running := processState(pid)
-	return running
+	if _, running := processState(pid); running {
+		return true
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		s := string(stat)
+		if end := strings.LastIndexByte(s, ')'); end >= 0 && end+2 < len(s) && s[end+2] != 'Z' && s[end+2] != 'X' {
+			return true
+		}
+	}
+	return false
 }
 
 // childrenOf lists the pids whose parent is pid.
@@ -323,8 +344,8 @@ func TestKilledParentLeavesNoServers(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("helper: %q, %v", line, err)
 	}
-	var pgPid, pgPort, rdPid, rdPort int
-	if _, err := fmt.Sscan(strings.TrimPrefix(line, "READY "), &pgPid, &pgPort, &rdPid, &rdPort); err != nil {
+	var pgPid, pgPort, rdPid, rdPort, minioPid, minioPort int
+	if _, err := fmt.Sscan(strings.TrimPrefix(line, "READY "), &pgPid, &pgPort, &rdPid, &rdPort, &minioPid, &minioPort); err != nil {
 		t.Fatal(err)
 	}
 	pgChildren := childrenOf(t, pgPid)
@@ -338,6 +359,7 @@ func TestKilledParentLeavesNoServers(t *testing.T) {
 	_ = cmd.Wait()
 	requireGone(t, "postgres after parent was killed", append(pgChildren, pgPid), pgPort)
 	requireGone(t, "redis after parent was killed", []int{rdPid}, rdPort)
+	requireGone(t, "minio after parent was killed", []int{minioPid}, minioPort)
 
 	// The killed server left its postmaster.pid behind; a new run must cope.
 	if _, err := os.Stat(filepath.Join(dir, "pg", "postmaster.pid")); err != nil {

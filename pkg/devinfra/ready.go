@@ -69,7 +69,7 @@ func waitReady(ctx context.Context, s *server, probe func(context.Context) error
 		case <-s.done:
 			log := s.logTail()
 			exitErr := fmt.Errorf("%s exited during startup: %v", s.name, s.waitErr)
-			if strings.Contains(log, "Address already in use") {
+			if saysPortInUse(log) {
 				exitErr = fmt.Errorf("%w: %w", exitErr, errPortInUse)
 			}
 			return withLog(exitErr, log)
@@ -80,4 +80,12 @@ func waitReady(ctx context.Context, s *server, probe func(context.Context) error
 		case <-tick.C:
 		}
 	}
+}
+
+// saysPortInUse recognises a server log that reports a taken port:
+// PostgreSQL and Redis print "Address already in use", MinIO "Specified port
+// is already in use".
+func saysPortInUse(log string) bool {
+	log = strings.ToLower(log)
+	return strings.Contains(log, "address already in use") || strings.Contains(log, "port is already in use")
 }

@@ -1,23 +1,24 @@
-// Package testharness runs integration tests against real PostgreSQL and
-// Redis servers. Wire it up once per package:
+// Package testharness runs integration tests against real PostgreSQL, Redis
+// and S3 (MinIO) servers. Wire it up once per package:
 //
 //	func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
 //
 // Where the servers come from:
 //
-//   - TEST_DATABASE_URL (postgres://... of a superuser) and TEST_REDIS_URL
-//     (redis://...), when set, are used as they are. `make test` starts one
-//     shared pair for the whole run (pkg/devinfra/cmd/testinfra) and sets
-//     both, so packages do not each pay for a server start.
+//   - TEST_DATABASE_URL (postgres://... of a superuser), TEST_REDIS_URL
+//     (redis://...) and TEST_S3_ENDPOINT with TEST_S3_ACCESS_KEY and
+//     TEST_S3_SECRET_KEY, when set, are used as they are. `make test` starts
+//     one shared set for the whole run (pkg/devinfra/cmd/testinfra) and sets
+//     them all, so packages do not each pay for a server start.
 //   - Otherwise the first test that asks for a server starts a private,
 //     ephemeral one (via pkg/devinfra; tools/scripts/ensure-deps.sh installs
-//     the binaries), so a package that only uses Postgres never starts Redis.
-//     Main stops what was started, and removes its data, when the tests end
-//     or on SIGINT/SIGTERM.
+//     PostgreSQL and Redis, devinfra builds MinIO), so a package that only
+//     uses Postgres never starts Redis or MinIO. Main stops what was started,
+//     and removes its data, when the tests end or on SIGINT/SIGTERM.
 //
 // Servers are shared by all tests of a package (and, under `make test`, by all
-// packages), so each test works inside its own schema (NewDatabaseSchema) and
-// key prefix (RedisPrefix), which are removed when the test ends.
+// packages), so each test works inside its own schema (NewDatabaseSchema), key
+// prefix (RedisPrefix) and bucket (S3), which are removed when the test ends.
 package testharness
 
 import (
@@ -44,6 +45,10 @@ import (
 const (
 	databaseURLEnv = "TEST_DATABASE_URL"
 	redisURLEnv    = "TEST_REDIS_URL"
+	s3EndpointEnv  = "TEST_S3_ENDPOINT"
+	s3AccessKeyEnv = "TEST_S3_ACCESS_KEY"
+	s3SecretKeyEnv = "TEST_S3_SECRET_KEY"
+	s3RegionEnv    = "TEST_S3_REGION"
 
 	tempDirPrefix  = "testharness-"
 	startTimeout   = 2 * time.Minute
@@ -60,8 +65,10 @@ type harness struct {
 	dir      string // private servers' data, created on first need
 	pg       *devinfra.Postgres
 	redis    *devinfra.Redis
+	minio    *devinfra.Minio
 
-	postgres, redisServer lazyServer
+	postgres, redisServer lazyServer[string]
+	s3Server              lazyServer[S3Server]
 }
 
 // Main runs the tests and then stops any server it started. It returns the
@@ -115,14 +122,14 @@ func RedisURL(t testing.TB) string {
 }
 
 // lazyServer starts a server on its first use and remembers the outcome,
-// so every later test gets the same URL or the same failure.
-type lazyServer struct {
+// so every later test gets the same address or the same failure.
+type lazyServer[T any] struct {
 	once sync.Once
-	addr string
+	addr T
 	err  error
 }
 
-func (l *lazyServer) url(t testing.TB, start func() (string, error)) string {
+func (l *lazyServer[T]) url(t testing.TB, start func() (T, error)) T {
 	t.Helper()
 	l.once.Do(func() { l.addr, l.err = start() })
 	if l.err != nil {
@@ -339,6 +346,10 @@ func (h *harness) shutdown() error {
 	if h.redis != nil {
 		errs = append(errs, h.redis.Stop())
 		h.redis = nil
+	}
+	if h.minio != nil {
+		errs = append(errs, h.minio.Stop())
+		h.minio = nil
 	}
 	if h.dir != "" {
 		if err := os.RemoveAll(h.dir); err != nil {

@@ -162,20 +162,22 @@ func TestUsesProvidedURL(t *testing.T) {
 	}
 }
 
-// TestSignalStopsServers sends SIGTERM to a child that started a private
-// server and checks that the server and its data dir are gone afterwards.
+// TestSignalStopsServers sends SIGTERM to a child that started private
+// PostgreSQL and MinIO servers and checks that the servers and their data dir
+// are gone afterwards.
 func TestSignalStopsServers(t *testing.T) {
 	if os.Getenv(childBlockEnv) != "" {
 		PostgresURL(t)
-		fmt.Printf("READY %d %s\n", h.pg.Port, h.dir)
+		S3(t)
+		fmt.Printf("READY %d %d %s\n", h.pg.Port, h.minio.Port, h.dir)
 		time.Sleep(time.Minute)
 		t.Fatal("not stopped by the signal")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalStopsServers$", "-test.v")
 	env := []string{childBlockEnv + "=1"}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, databaseURLEnv+"=") {
-			env = append(env, kv) // the child must start its own server
+		if !strings.HasPrefix(kv, databaseURLEnv+"=") && !strings.HasPrefix(kv, s3EndpointEnv+"=") {
+			env = append(env, kv) // the child must start its own servers
 		}
 	}
 	cmd.Env = env
@@ -189,11 +191,11 @@ func TestSignalStopsServers(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 
-	var port int
+	var port, minioPort int
 	var dir string
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
-		if _, err := fmt.Sscanf(lines.Text(), "READY %d %s", &port, &dir); err == nil {
+		if _, err := fmt.Sscanf(lines.Text(), "READY %d %d %s", &port, &minioPort, &dir); err == nil {
 			break
 		}
 	}
@@ -210,9 +212,11 @@ func TestSignalStopsServers(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("server dir %s not removed: %v", dir, err)
 	}
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatalf("postgres port %d still taken: %v", port, err)
+	for name, port := range map[string]int{"postgres": port, "minio": minioPort} {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatalf("%s port %d still taken: %v", name, port, err)
+		}
+		l.Close()
 	}
-	l.Close()
 }

@@ -1,8 +1,8 @@
-// Package devstack starts the whole registry on one machine: PostgreSQL and
-// Redis (private, loopback only), the identity provider, every service and
-// the gateway, each as the real binary in its own process. `make run` uses
-// it with fixed ports and a persistent directory; the end-to-end tests use it
-// with free ports and a throwaway one.
+// Package devstack starts the whole registry on one machine: PostgreSQL,
+// Redis and MinIO (private, loopback only), the identity provider, every
+// service and the gateway, each as the real binary in its own process.
+// `make run` uses it with fixed ports and a persistent directory; the
+// end-to-end tests use it with free ports and a throwaway one.
 package devstack
 
 import (
@@ -22,30 +22,37 @@ import (
 	"github.com/assetregistry/registry/pkg/server"
 )
 
-// Ports of the stack; 0 picks a free one.
+// Ports of the stack; 0 picks a free one, except for MinioConsole, where 0
+// leaves MinIO's web console off.
 type Ports struct {
 	Gateway, IdP, Parties                      int
 	GatewayMetrics, IdPMetrics, PartiesMetrics int
 	Postgres, Redis                            int
+	Minio, MinioConsole                        int
 }
 
 // DefaultPorts are make run's: the gateway on 8080, the rest on ports that
-// stay clear of default PostgreSQL and Redis installations.
+// stay clear of default PostgreSQL, Redis and MinIO (9000, 9001)
+// installations and of the services' ports in pkg/catalog (81xx, metrics
+// 91xx).
 var DefaultPorts = Ports{
 	Gateway: 8080, IdP: 8090, Parties: 8101,
 	GatewayMetrics: 9080, IdPMetrics: 9090, PartiesMetrics: 9101,
 	Postgres: 54329, Redis: 63799,
+	Minio: 9009, MinioConsole: 9019,
 }
 
 // Options of a stack.
 type Options struct {
-	Dir       string // state: postgres/, redis/, idp/, logs/
+	Dir       string // state: postgres/, redis/, minio/ (and minio.credentials), idp/, logs/
 	BinDir    string // where api-gateway, parties and idp are
 	Ports     Ports
 	Ephemeral bool // throwaway data: no fsync, no Redis persistence
-	// PostgresURL and RedisURL point at servers to use instead of starting
-	// private ones (tests under `make test` share one pair).
+	// PostgresURL, RedisURL and S3 (when its Endpoint is set) point at
+	// servers to use instead of starting private ones (tests under
+	// `make test` share one set).
 	PostgresURL, RedisURL string
+	S3                    S3
 	Database              string   // database the services use; created if missing
 	Env                   []string // extra environment for every registry process
 }
@@ -57,6 +64,12 @@ type Stack struct {
 	Resource       string // the audience clients ask tokens for
 	DatabaseURL    string
 	RedisURL       string
+	S3Endpoint     string // host:port of the object store, plain HTTP; for S3_ENDPOINT
+	S3AccessKey    string // for S3_ACCESS_KEY
+	S3SecretKey    string // for S3_SECRET_KEY
+	S3Region       string
+	S3ConsoleURL   string            // MinIO's web console; "" when off
+	S3Credentials  string            // file with MinIO's root credentials (mode 0600); "" when S3 was given
 	ServiceURLs    map[string]string // services reached directly, around the gateway
 	SigningKeyFile string
 	LogDir         string
@@ -111,6 +124,23 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 }
 
 func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports) error {
+	// MinIO starts alongside PostgreSQL and Redis, so it adds no wall time.
+	minioDone := make(chan error, 1)
+	var minio *devinfra.Minio
+	go func() {
+		var err error
+		minio, err = s.startObjectStore(ctx, o, ports)
+		minioDone <- err
+	}()
+	err := s.startPostgresAndRedis(ctx, o, ports)
+	minioErr := <-minioDone
+	if minio != nil {
+		s.stops = append(s.stops, minio.Stop)
+	}
+	return errors.Join(err, minioErr)
+}
+
+func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Ports) error {
 	pgURL := o.PostgresURL
 	if pgURL == "" {
 		pg, err := devinfra.StartPostgres(ctx, devinfra.PostgresOptions{
@@ -141,6 +171,37 @@ func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports) err
 		s.RedisURL = rd.URL
 	}
 	return nil
+}
+
+// S3 is an object store that is already running.
+type S3 struct {
+	Endpoint             string // host:port, plain HTTP
+	AccessKey, SecretKey string
+	Region               string // "" means us-east-1
+}
+
+// startObjectStore sets the stack's S3 fields to o.S3 or to a private MinIO
+// that it starts, with its data in minio/ and its generated root
+// credentials in minio.credentials (mode 0600), both kept for the next run.
+// It returns the server it started, if any, for the caller to stop.
+func (s *Stack) startObjectStore(ctx context.Context, o Options, ports Ports) (*devinfra.Minio, error) {
+	if o.S3.Endpoint != "" {
+		s.S3Endpoint, s.S3AccessKey, s.S3SecretKey, s.S3Region = o.S3.Endpoint, o.S3.AccessKey, o.S3.SecretKey, o.S3.Region
+		if s.S3Region == "" {
+			s.S3Region = "us-east-1"
+		}
+		return nil, nil
+	}
+	m, err := devinfra.StartMinio(ctx, devinfra.MinioOptions{
+		DataDir: filepath.Join(o.Dir, "minio"), Port: ports.Minio, ConsolePort: ports.MinioConsole,
+		LogFile: filepath.Join(s.LogDir, "minio.log"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.S3Endpoint, s.S3AccessKey, s.S3SecretKey, s.S3Region = m.Endpoint, m.AccessKey, m.SecretKey, m.Region
+	s.S3ConsoleURL, s.S3Credentials = m.ConsoleURL, m.CredentialsFile
+	return m, nil
 }
 
 // startProcess runs one registry binary on loopback and waits for /readyz.

@@ -11,6 +11,7 @@ func (p *Ports) fields() map[string]*int {
 		"gateway": &p.Gateway, "idp": &p.IdP, "parties": &p.Parties,
 		"gateway-metrics": &p.GatewayMetrics, "idp-metrics": &p.IdPMetrics, "parties-metrics": &p.PartiesMetrics,
 		"postgres": &p.Postgres, "redis": &p.Redis,
+		"minio": &p.Minio, "minio-console": &p.MinioConsole,
 	}
 }
 
@@ -31,7 +32,7 @@ func (p *Ports) Set(s string) error {
 		port, err := strconv.Atoi(value)
 		target, known := fields[name]
 		if !ok || err != nil || !known || port < 0 || port > 65535 {
-			return fmt.Errorf("%q is not name=port with a name among gateway, idp, parties, *-metrics, postgres, redis", kv)
+			return fmt.Errorf("%q is not name=port with a name among gateway, idp, parties, *-metrics, postgres, redis, minio, minio-console", kv)
 		}
 		*target = port
 	}

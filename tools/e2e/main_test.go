@@ -50,6 +50,11 @@ func run(m *testing.M) int {
 	stack, err = devstack.Start(ctx, devstack.Options{
 		Dir: dir, BinDir: bin, Ephemeral: true, Database: database,
 		PostgresURL: sharedPostgres, RedisURL: os.Getenv("TEST_REDIS_URL"),
+		S3: devstack.S3{
+			Endpoint:  os.Getenv("TEST_S3_ENDPOINT"),
+			AccessKey: os.Getenv("TEST_S3_ACCESS_KEY"), SecretKey: os.Getenv("TEST_S3_SECRET_KEY"),
+			Region: os.Getenv("TEST_S3_REGION"),
+		},
 		Env: []string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT=" + spans.URL,
 			"OTEL_BSP_SCHEDULE_DELAY=50", // export spans quickly for the trace test

@@ -31,7 +31,7 @@ func TestMakeRun(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	var ports []string
-	for _, name := range []string{"gateway", "idp", "parties", "gateway-metrics", "idp-metrics", "parties-metrics", "postgres", "redis"} {
+	for _, name := range []string{"gateway", "idp", "parties", "gateway-metrics", "idp-metrics", "parties-metrics", "postgres", "redis", "minio", "minio-console"} {
 		p, err := devinfra.FreePort()
 		if err != nil {
 			t.Fatal(err)
@@ -45,9 +45,14 @@ func TestMakeRun(t *testing.T) {
 		map[string]any{"name": "Kept AS", "registration_number": "kept-1", "organization_type": "private"}), 201)
 	stopMakeRun(t, cmd, dir, first)
 
+	minioCreds := readPrivateFile(t, filepath.Join(dir, "minio.credentials"))
+
 	second, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
 	if second["CLIENT_SECRET"] != first["CLIENT_SECRET"] || second["READONLY_CLIENT_SECRET"] != first["READONLY_CLIENT_SECRET"] {
 		t.Error("a second make run changed the credentials")
+	}
+	if readPrivateFile(t, filepath.Join(dir, "minio.credentials")) != minioCreds {
+		t.Error("a second make run changed MinIO's root credentials")
 	}
 	list := apitest.Expect(t, apitest.Client{BaseURL: second["REGISTRY_URL"]}.Do(t, "GET", "/organizations?registration_number=kept-1",
 		tokenFor(t, second), nil), 200).List()
@@ -143,6 +148,19 @@ func processesMentioning(dir string) []string {
 		}
 	}
 	return found
+}
+
+// readPrivateFile reads a file that holds secrets and must be mode 0600.
+func readPrivateFile(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v; it holds secrets", path, fi.Mode().Perm())
+	}
+	return string(raw)
 }
 
 func readEnv(t *testing.T, path string) makeRun {

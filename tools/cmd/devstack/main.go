@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
 
@@ -19,7 +20,7 @@ func main() {
 	dir := flag.String("dir", ".local", "state directory (data, keys, logs, registry.env); reused by the next run")
 	bin := flag.String("bin", "bin", "directory with the built binaries")
 	ports := devstack.DefaultPorts
-	flag.Var(&ports, "ports", "ports to use, e.g. gateway=8080,idp=8090,parties=8101,postgres=54329,redis=63799 (unnamed ones keep their defaults)")
+	flag.Var(&ports, "ports", "ports to use, e.g. gateway=8080,idp=8090,parties=8101,postgres=54329,redis=63799,minio=9009,minio-console=9019 (unnamed ones keep their defaults; minio-console=0 turns the console off)")
 	flag.Parse()
 	if err := run(*dir, *bin, ports); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
@@ -34,7 +35,13 @@ func run(dir, bin string, ports devstack.Ports) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	fmt.Println("Starting PostgreSQL, Redis, the identity provider, the parties service and the gateway...")
+	// Outside the start timeout: on a new machine this builds MinIO from
+	// source, which takes minutes once (make run starts that build early, in
+	// the background; this waits for it).
+	if _, err := devinfra.EnsureMinioServer(ctx, os.Stderr); err != nil {
+		return err
+	}
+	fmt.Println("Starting PostgreSQL, Redis, MinIO, the identity provider, the parties service and the gateway...")
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	stack, err := devstack.Start(startCtx, devstack.Options{
@@ -48,7 +55,7 @@ func run(dir, bin string, ports devstack.Ports) error {
 	if err != nil {
 		return fmt.Errorf("%w (stopping: %v)", err, stack.Stop())
 	}
-	printUsage(creds, envFile, stack.LogDir)
+	printUsage(creds, envFile, stack)
 	<-ctx.Done()
 	fmt.Println("\nStopping...")
 	if err := stack.Stop(); err != nil {
@@ -58,7 +65,11 @@ func run(dir, bin string, ports devstack.Ports) error {
 	return nil
 }
 
-func printUsage(c devstack.Credentials, envFile, logDir string) {
+func printUsage(c devstack.Credentials, envFile string, stack *devstack.Stack) {
+	console := stack.S3ConsoleURL
+	if console == "" {
+		console = "off"
+	}
 	fmt.Printf(`
 The Asset Registry is running.
 
@@ -69,6 +80,7 @@ The Asset Registry is running.
   Read-only client     %[4]s
   Credentials          %[5]s
   Logs                 %[6]s
+  MinIO (S3)           http://%[7]s  (console %[8]s; root credentials in %[9]s)
 
 Get a token and make a first call:
 
@@ -82,5 +94,6 @@ Get a token and make a first call:
   curl -s "$REGISTRY_URL/organizations" -H "Authorization: Bearer $TOKEN"
 
 Press Ctrl-C to stop everything.
-`, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, logDir)
+`, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, stack.LogDir,
+		stack.S3Endpoint, console, stack.S3Credentials)
 }

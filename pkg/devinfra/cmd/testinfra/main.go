@@ -1,14 +1,16 @@
-// Command testinfra runs one ephemeral PostgreSQL and one Redis server for a
-// whole `make test` run, so that test packages share them instead of each
-// starting their own (see pkg/testharness).
+// Command testinfra runs one ephemeral PostgreSQL, one Redis and one MinIO
+// server for a whole `make test` run, so that test packages share them
+// instead of each starting their own (see pkg/testharness).
 //
 //	testinfra -env-file .testinfra.env &
 //
-// Once both servers accept connections it writes TEST_DATABASE_URL=... and
-// TEST_REDIS_URL=... lines to the env file (atomically, so a reader polling
-// for the file never sees half of it). It then runs until SIGINT or SIGTERM,
-// or until its parent process dies, and stops the servers and removes their
-// data dir and the env file.
+// It starts the three at once. Once all accept connections it writes
+// TEST_DATABASE_URL, TEST_REDIS_URL and TEST_S3_ENDPOINT, TEST_S3_ACCESS_KEY,
+// TEST_S3_SECRET_KEY and TEST_S3_REGION lines to the env file (mode 0600, as
+// it holds a secret, and atomically, so a reader polling for the file never
+// sees half of it). It then runs until SIGINT or SIGTERM, or until its parent
+// process dies, and stops the servers and removes their data dir and the env
+// file.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/assetregistry/registry/pkg/devinfra"
@@ -26,7 +29,7 @@ import (
 
 func main() {
 	dir := flag.String("dir", "", "directory for the servers' data, removed on exit; must be absent or empty (default: a new temp dir)")
-	envFile := flag.String("env-file", "", "file to write TEST_DATABASE_URL and TEST_REDIS_URL to once the servers are ready (required)")
+	envFile := flag.String("env-file", "", "file to write TEST_DATABASE_URL, TEST_REDIS_URL and TEST_S3_* to once the servers are ready (required)")
 	flag.Parse()
 	if err := run(*dir, *envFile); err != nil {
 		fmt.Fprintln(os.Stderr, "testinfra:", err)
@@ -61,25 +64,54 @@ func run(dir, envFile string) (err error) {
 		}
 	}()
 
-	pg, err := devinfra.StartPostgres(ctx, devinfra.PostgresOptions{
-		DataDir:   filepath.Join(dir, "postgres"),
-		Ephemeral: true,
+	// The three start at once, so the run waits for the slowest alone
+	// (MinIO when its binary is still being built, see ensure-minio). The
+	// first failure ends the others' wait rather than a minutes-long build.
+	startCtx, failed := context.WithCancel(ctx)
+	defer failed()
+	var (
+		wg                  sync.WaitGroup
+		pg                  *devinfra.Postgres
+		rd                  *devinfra.Redis
+		s3                  *devinfra.Minio
+		pgErr, rdErr, s3Err error
+	)
+	wg.Go(func() {
+		if pg, pgErr = devinfra.StartPostgres(startCtx, devinfra.PostgresOptions{DataDir: filepath.Join(dir, "postgres"), Ephemeral: true}); pgErr != nil {
+			failed()
+		}
 	})
-	if err != nil {
+	wg.Go(func() {
+		if rd, rdErr = devinfra.StartRedis(startCtx, devinfra.RedisOptions{DataDir: filepath.Join(dir, "redis")}); rdErr != nil {
+			failed()
+		}
+	})
+	wg.Go(func() {
+		if s3, s3Err = devinfra.StartMinio(startCtx, devinfra.MinioOptions{DataDir: filepath.Join(dir, "minio")}); s3Err != nil {
+			failed()
+		}
+	})
+	wg.Wait()
+	if pg != nil {
+		defer func() { err = errors.Join(err, pg.Stop()) }()
+	}
+	if rd != nil {
+		defer func() { err = errors.Join(err, rd.Stop()) }()
+	}
+	if s3 != nil {
+		defer func() { err = errors.Join(err, s3.Stop()) }()
+	}
+	if err := errors.Join(pgErr, rdErr, s3Err); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, pg.Stop()) }()
-	rd, err := devinfra.StartRedis(ctx, devinfra.RedisOptions{DataDir: filepath.Join(dir, "redis")})
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, rd.Stop()) }()
 
-	env := fmt.Sprintf("TEST_DATABASE_URL=%s\nTEST_REDIS_URL=%s\n", pg.URL, rd.URL)
+	env := fmt.Sprintf("TEST_DATABASE_URL=%s\nTEST_REDIS_URL=%s\n"+
+		"TEST_S3_ENDPOINT=%s\nTEST_S3_ACCESS_KEY=%s\nTEST_S3_SECRET_KEY=%s\nTEST_S3_REGION=%s\n",
+		pg.URL, rd.URL, s3.Endpoint, s3.AccessKey, s3.SecretKey, s3.Region)
 	if err := writeFileAtomic(envFile, env); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "testinfra: postgres at %s, redis at %s; logs in %s\n", pg.URL, rd.URL, dir)
+	fmt.Fprintf(os.Stderr, "testinfra: postgres at %s, redis at %s, minio at %s; logs in %s\n", pg.URL, rd.URL, s3.URL, dir)
 	<-ctx.Done()
 	return nil
 }
@@ -123,7 +155,10 @@ func makeDataDir(dir string) (string, error) {
 
 func writeFileAtomic(path, content string) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+	// 0600: the file holds the S3 secret key. WriteFile applies the mode
+	// only to a new file, so first remove one an earlier run may have left.
+	_ = os.Remove(tmp)
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
 		return fmt.Errorf("write env file: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

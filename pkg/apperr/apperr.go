@@ -13,18 +13,19 @@ import (
 type Kind int
 
 const (
-	KindInternal         Kind = iota // a bug or an unexpected failure; details stay in the log
-	KindBadRequest                   // the request cannot be parsed at all
-	KindUnauthenticated              // no or invalid credentials
-	KindForbidden                    // valid credentials without the needed permission
-	KindNotFound                     // the addressed resource does not exist
-	KindMethodNotAllowed             // the path exists, the method does not
-	KindConflict                     // duplicates, still-referenced resources, ambiguous finds
-	KindTooLarge                     // the request body is over its limit
-	KindUnsupportedMedia             // wrong Content-Type
-	KindInvalid                      // well-formed input with a problem in a particular field
-	KindRateLimited                  // too many requests
-	KindUnavailable                  // a dependency is down; retrying later may work
+	KindInternal            Kind = iota // a bug or an unexpected failure; details stay in the log
+	KindBadRequest                      // the request cannot be parsed at all
+	KindUnauthenticated                 // no or invalid credentials
+	KindForbidden                       // valid credentials without the needed permission
+	KindNotFound                        // the addressed resource does not exist
+	KindMethodNotAllowed                // the path exists, the method does not
+	KindConflict                        // duplicates, still-referenced resources, ambiguous finds
+	KindTooLarge                        // the request body is over its limit
+	KindUnsupportedMedia                // wrong Content-Type
+	KindInvalid                         // well-formed input with a problem in a particular field
+	KindRateLimited                     // too many requests
+	KindUnavailable                     // a dependency is down; retrying later may work
+	KindRangeNotSatisfiable             // a byte range outside the representation
 )
 
 // FieldError is a problem with one field of the input. Field is the JSON
@@ -174,6 +175,8 @@ func (k Kind) String() string {
 		return "rate limited"
 	case KindUnavailable:
 		return "unavailable"
+	case KindRangeNotSatisfiable:
+		return "range not satisfiable"
 	default:
 		return "internal error"
 	}

@@ -83,6 +83,12 @@ var Services = []Service{
 		Needs: []Datastore{Postgres, Redis},
 		Kinds: []string{"organization", "person"},
 	},
+	{
+		Deployable: service("documents", 8102),
+		Resources:  []Resource{{Name: "documents", Prefixes: []string{"/documents"}}},
+		Needs:      []Datastore{Postgres, ObjectStore},
+		Kinds:      []string{"document"},
+	},
 }
 
 // service fills in the conventions every service follows: module and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -66,4 +67,17 @@ func nextLink(ctx context.Context, after uuid.UUID) string {
 	q.Set("cursor", listing.EncodeCursor(after, cursorBinding(q)))
 	u := url.URL{Path: info.Path, RawQuery: q.Encode()}
 	return "<" + u.String() + `>; rel="next"`
+}
+
+// ETagMatches reports whether an If-None-Match or If-Match header names
+// etag: "*" matches anything; weak validators compare by their opaque part
+// (weak comparison, which is what If-None-Match uses).
+func ETagMatches(header, etag string) bool {
+	for _, candidate := range strings.Split(header, ",") {
+		candidate = strings.TrimSpace(candidate)
+		if candidate == "*" || strings.TrimPrefix(candidate, "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+	}
+	return false
 }

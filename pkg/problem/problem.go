@@ -66,18 +66,19 @@ type kindInfo struct {
 }
 
 var kinds = map[apperr.Kind]kindInfo{
-	apperr.KindBadRequest:       {http.StatusBadRequest, "bad-request", "Bad Request"},
-	apperr.KindUnauthenticated:  {http.StatusUnauthorized, "unauthorized", "Unauthorized"},
-	apperr.KindForbidden:        {http.StatusForbidden, "forbidden", "Forbidden"},
-	apperr.KindNotFound:         {http.StatusNotFound, "not-found", "Not Found"},
-	apperr.KindMethodNotAllowed: {http.StatusMethodNotAllowed, "method-not-allowed", "Method Not Allowed"},
-	apperr.KindConflict:         {http.StatusConflict, "conflict", "Conflict"},
-	apperr.KindTooLarge:         {http.StatusRequestEntityTooLarge, "payload-too-large", "Content Too Large"},
-	apperr.KindUnsupportedMedia: {http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported Media Type"},
-	apperr.KindInvalid:          {http.StatusUnprocessableEntity, "validation-failed", "Unprocessable Content"},
-	apperr.KindRateLimited:      {http.StatusTooManyRequests, "rate-limited", "Too Many Requests"},
-	apperr.KindUnavailable:      {http.StatusServiceUnavailable, "unavailable", "Service Unavailable"},
-	apperr.KindInternal:         {http.StatusInternalServerError, "internal", "Internal Server Error"},
+	apperr.KindBadRequest:          {http.StatusBadRequest, "bad-request", "Bad Request"},
+	apperr.KindUnauthenticated:     {http.StatusUnauthorized, "unauthorized", "Unauthorized"},
+	apperr.KindForbidden:           {http.StatusForbidden, "forbidden", "Forbidden"},
+	apperr.KindNotFound:            {http.StatusNotFound, "not-found", "Not Found"},
+	apperr.KindMethodNotAllowed:    {http.StatusMethodNotAllowed, "method-not-allowed", "Method Not Allowed"},
+	apperr.KindConflict:            {http.StatusConflict, "conflict", "Conflict"},
+	apperr.KindTooLarge:            {http.StatusRequestEntityTooLarge, "payload-too-large", "Content Too Large"},
+	apperr.KindUnsupportedMedia:    {http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported Media Type"},
+	apperr.KindInvalid:             {http.StatusUnprocessableEntity, "validation-failed", "Unprocessable Content"},
+	apperr.KindRateLimited:         {http.StatusTooManyRequests, "rate-limited", "Too Many Requests"},
+	apperr.KindUnavailable:         {http.StatusServiceUnavailable, "unavailable", "Service Unavailable"},
+	apperr.KindInternal:            {http.StatusInternalServerError, "internal", "Internal Server Error"},
+	apperr.KindRangeNotSatisfiable: {http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable", "Range Not Satisfiable"},
 }
 
 // codeTitles name the narrower conflict problems.

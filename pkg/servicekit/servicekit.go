@@ -42,6 +42,9 @@ type Spec struct {
 	Name        string // its catalog entry; also the schema, bucket and cache namespace name
 	Migrations  fs.FS  // NNN_name.sql files at the root
 	OpenAPIYAML []byte // bundled with pkg/openapi and served as /openapi.json
+	// Flags registers the service's own settings, if it has any; their
+	// defaults must also hold when Build runs without flags (tests).
+	Flags func(*flag.FlagSet)
 	// Build returns the service's routes (public and internal) and any
 	// readiness checks of its own.
 	Build func(Deps) (Handlers, error)
@@ -109,6 +112,9 @@ func Main(spec Spec) int {
 	var cfg Config
 	register := func(fs *flag.FlagSet) *logging.Config {
 		cfg.RegisterFlags(fs, entry)
+		if spec.Flags != nil {
+			spec.Flags(fs)
+		}
 		return &cfg.Log
 	}
 	return process.Execute(spec.Name, args, register, func(ctx context.Context, logger log.Logger) error {

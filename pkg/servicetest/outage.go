@@ -15,6 +15,7 @@ import (
 type Request struct {
 	Method, Path string
 	Body         any
+	Headers      []string // name, value pairs
 }
 
 // Outage describes what a service must do while its database is gone.
@@ -49,7 +50,7 @@ func DatabaseDown(t *testing.T, spec servicekit.Spec, o Outage) {
 		t.Fatal(err)
 	}
 	for _, call := range o.During {
-		r := s.Call(503, call.Method, call.Path, s.RW, call.Body)
+		r := s.Call(503, call.Method, call.Path, s.RW, call.Body, call.Headers...)
 		if r.Header.Get("Retry-After") == "" {
 			t.Errorf("%s %s: 503 without Retry-After", call.Method, call.Path)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/tools/idp"
 )
@@ -31,28 +32,70 @@ type Credentials struct {
 	ReadOnlyClientID, ReadOnlyClientSecret string
 }
 
-// EnsureClients makes sure the read-write and the read-only machine client
-// exist with the secrets recorded in envFile. Secrets are stored hashed, so
-// a client whose secret was lost (envFile deleted) gets a fresh one by an
-// immediate rotation; a second make run otherwise reuses everything.
-func (s *Stack) EnsureClients(ctx context.Context, envFile string) (Credentials, error) {
+// ServiceIdentity is a service's own machine client, for its calls to peers.
+type ServiceIdentity struct {
+	ClientID, ClientSecret string
+}
+
+// ensureServiceClients makes sure every service that calls peers has a
+// machine client holding only the internal scope, with the secret
+// recorded in envFile (mode 0600) so the next make run reuses it.
+func (s *Stack) ensureServiceClients(ctx context.Context, envFile string) (map[string]ServiceIdentity, error) {
+	clients, closeClients, err := s.idpClients(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeClients()
+	previous := readEnvFile(envFile)
+	identities := map[string]ServiceIdentity{}
+	var lines []string
+	for _, svc := range catalog.Services {
+		if len(svc.Peers()) == 0 {
+			continue
+		}
+		id := "svc-" + svc.Name
+		key := envName("SECRET", svc.Name, "")
+		_, secret, err := ensureClient(ctx, clients, id, previous[key], []string{idp.ScopeInternal}, s.Resource)
+		if err != nil {
+			return nil, err
+		}
+		identities[svc.Name] = ServiceIdentity{ClientID: id, ClientSecret: secret}
+		lines = append(lines, key+"="+secret)
+	}
+	return identities, writeSecretFile(envFile, "the services' own machine clients", lines)
+}
+
+// idpClients opens the identity provider's client registry in its schema.
+func (s *Stack) idpClients(ctx context.Context) (*idp.Clients, func(), error) {
 	u, err := url.Parse(s.DatabaseURL)
 	if err != nil {
-		return Credentials{}, err
+		return nil, nil, err
 	}
 	q := u.Query()
 	q.Set("search_path", "idp")
 	u.RawQuery = q.Encode()
 	pool, err := pgxpool.New(ctx, u.String())
 	if err != nil {
-		return Credentials{}, err
+		return nil, nil, err
 	}
-	defer pool.Close()
 	// The IdP has migrated by now (it is ready), so its schema exists.
 	if err := postgres.Ping(pool)(ctx); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return idp.NewClients(pool), pool.Close, nil
+}
+
+// EnsureClients makes sure the read-write and the read-only machine client
+// exist with the secrets recorded in envFile. Secrets are stored hashed, so
+// a client whose secret was lost (envFile deleted) gets a fresh one by an
+// immediate rotation; a second make run otherwise reuses everything.
+func (s *Stack) EnsureClients(ctx context.Context, envFile string) (Credentials, error) {
+	clients, closeClients, err := s.idpClients(ctx)
+	if err != nil {
 		return Credentials{}, err
 	}
-	clients := idp.NewClients(pool)
+	defer closeClients()
 	previous := readEnvFile(envFile)
 	c := Credentials{RegistryURL: s.RegistryURL, AuthURL: s.AuthURL, Resource: s.Resource}
 	c.ClientID, c.ClientSecret, err = ensureClient(ctx, clients, ReadWriteClient, previous["CLIENT_SECRET"],
@@ -101,11 +144,16 @@ func (c Credentials) env() []string {
 // writeEnvFile writes the credentials readable by the owner only: they are
 // secrets, even if local ones.
 func writeEnvFile(path string, c Credentials) error {
+	return writeSecretFile(path, "`set -a; . "+path+"; set +a` to use", c.env())
+}
+
+// writeSecretFile writes name=value lines, readable by the owner only.
+func writeSecretFile(path, about string, lines []string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	body := "# Written by make run " + time.Now().UTC().Format(time.RFC3339) + "; `set -a; . " + path + "; set +a` to use.\n" +
-		strings.Join(c.env(), "\n") + "\n"
+	body := "# Written by make run " + time.Now().UTC().Format(time.RFC3339) + "; " + about + ".\n" +
+		strings.Join(lines, "\n") + "\n"
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
 		return err

@@ -13,39 +13,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/server"
 )
 
-// Ports of the stack; 0 picks a free one, except for MinioConsole, where 0
-// leaves MinIO's web console off.
-type Ports struct {
-	Gateway, IdP, Parties                      int
-	GatewayMetrics, IdPMetrics, PartiesMetrics int
-	Postgres, Redis                            int
-	Minio, MinioConsole                        int
-}
-
-// DefaultPorts are make run's: the gateway on 8080, the rest on ports that
-// stay clear of default PostgreSQL, Redis and MinIO (9000, 9001)
-// installations and of the services' ports in pkg/catalog (81xx, metrics
-// 91xx).
-var DefaultPorts = Ports{
-	Gateway: 8080, IdP: 8090, Parties: 8101,
-	GatewayMetrics: 9080, IdPMetrics: 9090, PartiesMetrics: 9101,
-	Postgres: 54329, Redis: 63799,
-	Minio: 9009, MinioConsole: 9019,
-}
-
 // Options of a stack.
 type Options struct {
 	Dir       string // state: postgres/, redis/, minio/ (and minio.credentials), idp/, logs/
-	BinDir    string // where api-gateway, parties and idp are
+	BinDir    string // where the binaries of pkg/catalog's deployables are
 	Ports     Ports
 	Ephemeral bool // throwaway data: no fsync, no Redis persistence
 	// PostgresURL, RedisURL and S3 (when its Endpoint is set) point at
@@ -101,26 +83,62 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 		return err
 	}
 
-	s.RegistryURL = localURL(ports.Gateway)
+	s.RegistryURL = localURL(ports[catalog.Gateway.Name])
 	s.Resource = s.RegistryURL
-	s.AuthURL = localURL(ports.IdP)
+	s.AuthURL = localURL(ports[catalog.IdentityProvider.Name])
 	s.SigningKeyFile = filepath.Join(o.Dir, "idp", "signing-key.pem")
 	oidc := []string{"OIDC_ISSUER=" + s.AuthURL, "OIDC_AUDIENCE=" + s.Resource}
+	for _, svc := range catalog.Services {
+		s.ServiceURLs[svc.Name] = localURL(ports[svc.Name])
+	}
 
-	if err := s.startProcess(ctx, o, "idp", ports.IdP, ports.IdPMetrics, "serve",
+	if err := s.startProcess(ctx, o, catalog.IdentityProvider.Name, ports, "serve",
 		"ISSUER="+s.AuthURL, "SIGNING_KEY_FILE="+s.SigningKeyFile, "DATABASE_URL="+s.DatabaseURL); err != nil {
 		return err
 	}
-	s.ServiceURLs["parties"] = localURL(ports.Parties)
-	if err := s.startProcess(ctx, o, "parties", ports.Parties, ports.PartiesMetrics, "serve",
-		append(oidc, "DATABASE_URL="+s.DatabaseURL, "REDIS_URL="+s.RedisURL)...); err != nil {
+	// Services call their peers with their own machine identities, which
+	// must exist before they start.
+	identities, err := s.ensureServiceClients(ctx, filepath.Join(o.Dir, "services.env"))
+	if err != nil {
 		return err
 	}
-	if err := s.startProcess(ctx, o, "api-gateway", ports.Gateway, ports.GatewayMetrics, "",
-		append(oidc, "UPSTREAM_PARTIES="+s.ServiceURLs["parties"])...); err != nil {
-		return err
+	// Services call peers per request only, so they can start in any
+	// order: each gets every peer's URL up front.
+	for _, svc := range catalog.Services {
+		env := append(slices.Clone(oidc), "DATABASE_URL="+s.DatabaseURL)
+		if svc.NeedsStore(catalog.Redis) {
+			env = append(env, "REDIS_URL="+s.RedisURL)
+		}
+		if svc.NeedsStore(catalog.ObjectStore) {
+			env = append(env, "S3_ENDPOINT=http://"+s.S3Endpoint, "S3_ACCESS_KEY="+s.S3AccessKey,
+				"S3_SECRET_KEY="+s.S3SecretKey, "S3_REGION="+s.S3Region)
+		}
+		if peers := svc.Peers(); len(peers) > 0 {
+			id := identities[svc.Name]
+			env = append(env, "PEER_CLIENT_ID="+id.ClientID, "PEER_CLIENT_SECRET="+id.ClientSecret)
+			for _, peer := range peers {
+				env = append(env, envName("PEER", peer, "URL")+"="+s.ServiceURLs[peer])
+			}
+		}
+		if err := s.startProcess(ctx, o, svc.Name, ports, "serve", env...); err != nil {
+			return err
+		}
 	}
-	return nil
+	gateway := slices.Clone(oidc)
+	for name, u := range s.ServiceURLs {
+		gateway = append(gateway, envName("UPSTREAM", name, "")+"="+u)
+	}
+	return s.startProcess(ctx, o, catalog.Gateway.Name, ports, "", gateway...)
+}
+
+// envName is the environment variable of a per-service flag:
+// ("PEER", "documents", "URL") -> PEER_DOCUMENTS_URL.
+func envName(prefix, service, suffix string) string {
+	name := prefix + "_" + strings.ToUpper(strings.ReplaceAll(service, "-", "_"))
+	if suffix != "" {
+		name += "_" + suffix
+	}
+	return name
 }
 
 func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports) error {
@@ -144,7 +162,7 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 	pgURL := o.PostgresURL
 	if pgURL == "" {
 		pg, err := devinfra.StartPostgres(ctx, devinfra.PostgresOptions{
-			DataDir: filepath.Join(o.Dir, "postgres"), Port: ports.Postgres, Ephemeral: o.Ephemeral,
+			DataDir: filepath.Join(o.Dir, "postgres"), Port: ports[PostgresPort], Ephemeral: o.Ephemeral,
 			LogFile: filepath.Join(s.LogDir, "postgres.log"),
 		})
 		if err != nil {
@@ -161,7 +179,7 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 	s.RedisURL = o.RedisURL
 	if s.RedisURL == "" {
 		rd, err := devinfra.StartRedis(ctx, devinfra.RedisOptions{
-			DataDir: filepath.Join(o.Dir, "redis"), Port: ports.Redis, Persistent: !o.Ephemeral,
+			DataDir: filepath.Join(o.Dir, "redis"), Port: ports[RedisPort], Persistent: !o.Ephemeral,
 			LogFile: filepath.Join(s.LogDir, "redis.log"),
 		})
 		if err != nil {
@@ -193,7 +211,7 @@ func (s *Stack) startObjectStore(ctx context.Context, o Options, ports Ports) (*
 		return nil, nil
 	}
 	m, err := devinfra.StartMinio(ctx, devinfra.MinioOptions{
-		DataDir: filepath.Join(o.Dir, "minio"), Port: ports.Minio, ConsolePort: ports.MinioConsole,
+		DataDir: filepath.Join(o.Dir, "minio"), Port: ports[MinioPort], ConsolePort: ports[MinioConsolePort],
 		LogFile: filepath.Join(s.LogDir, "minio.log"),
 	})
 	if err != nil {
@@ -205,7 +223,8 @@ func (s *Stack) startObjectStore(ctx context.Context, o Options, ports Ports) (*
 }
 
 // startProcess runs one registry binary on loopback and waits for /readyz.
-func (s *Stack) startProcess(ctx context.Context, o Options, name string, port, metricsPort int, subcommand string, env ...string) error {
+func (s *Stack) startProcess(ctx context.Context, o Options, name string, ports Ports, subcommand string, env ...string) error {
+	port, metricsPort := ports[name], ports[metricsPort(name)]
 	var args []string
 	if subcommand != "" {
 		args = append(args, subcommand)
@@ -276,16 +295,23 @@ func DropDatabase(ctx context.Context, serverURL, name string) error {
 	return err
 }
 
-func resolvePorts(p Ports) (Ports, error) {
-	for _, port := range []*int{&p.Gateway, &p.IdP, &p.Parties, &p.GatewayMetrics, &p.IdPMetrics, &p.PartiesMetrics} {
-		if *port != 0 {
-			continue
+// resolvePorts picks a free port for every deployable port left at 0.
+func resolvePorts(given Ports) (Ports, error) {
+	p := Ports{}
+	for name, port := range given {
+		p[name] = port
+	}
+	for _, d := range catalog.Deployables() {
+		for _, name := range []string{d.Name, metricsPort(d.Name)} {
+			if p[name] != 0 {
+				continue
+			}
+			free, err := devinfra.FreePort()
+			if err != nil {
+				return p, err
+			}
+			p[name] = free
 		}
-		free, err := devinfra.FreePort()
-		if err != nil {
-			return p, err
-		}
-		*port = free
 	}
 	return p, nil
 }

@@ -2,39 +2,70 @@ package devstack
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/assetregistry/registry/pkg/catalog"
 )
 
-func (p *Ports) fields() map[string]*int {
-	return map[string]*int{
-		"gateway": &p.Gateway, "idp": &p.IdP, "parties": &p.Parties,
-		"gateway-metrics": &p.GatewayMetrics, "idp-metrics": &p.IdPMetrics, "parties-metrics": &p.PartiesMetrics,
-		"postgres": &p.Postgres, "redis": &p.Redis,
-		"minio": &p.Minio, "minio-console": &p.MinioConsole,
+// Ports of the stack by name: each deployable of pkg/catalog by its name
+// and "<name>-metrics", and the datastores "postgres", "redis", "minio" and
+// "minio-console". 0 (or absent) picks a free port, except for
+// minio-console, where it leaves MinIO's web console off.
+type Ports map[string]int
+
+// Datastore port names.
+const (
+	PostgresPort     = "postgres"
+	RedisPort        = "redis"
+	MinioPort        = "minio"
+	MinioConsolePort = "minio-console"
+)
+
+// PortNames lists every name Ports knows.
+func PortNames() []string {
+	var names []string
+	for _, d := range catalog.Deployables() {
+		names = append(names, d.Name, metricsPort(d.Name))
 	}
+	return append(names, PostgresPort, RedisPort, MinioPort, MinioConsolePort)
+}
+
+func metricsPort(name string) string { return name + "-metrics" }
+
+// DefaultPorts are make run's: each deployable's catalog ports (the gateway
+// on 8080), and datastores on ports that stay clear of default PostgreSQL,
+// Redis and MinIO (9000, 9001) installations.
+func DefaultPorts() Ports {
+	p := Ports{PostgresPort: 54329, RedisPort: 63799, MinioPort: 9009, MinioConsolePort: 9019}
+	for _, d := range catalog.Deployables() {
+		p[d.Name], p[metricsPort(d.Name)] = d.Port, d.MetricsPort
+	}
+	return p
 }
 
 // String lists the ports as Set reads them.
-func (p *Ports) String() string {
+func (p Ports) String() string {
 	var parts []string
-	for name, v := range p.fields() {
-		parts = append(parts, name+"="+strconv.Itoa(*v))
+	for _, name := range PortNames() {
+		if port, ok := p[name]; ok {
+			parts = append(parts, name+"="+strconv.Itoa(port))
+		}
 	}
 	return strings.Join(parts, ",")
 }
 
 // Set reads "name=port,..." for the -ports flag.
-func (p *Ports) Set(s string) error {
-	fields := p.fields()
+func (p Ports) Set(s string) error {
+	names := PortNames()
 	for _, kv := range strings.Split(s, ",") {
 		name, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		port, err := strconv.Atoi(value)
-		target, known := fields[name]
-		if !ok || err != nil || !known || port < 0 || port > 65535 {
-			return fmt.Errorf("%q is not name=port with a name among gateway, idp, parties, *-metrics, postgres, redis, minio, minio-console", kv)
+		if !ok || err != nil || !slices.Contains(names, name) || port < 0 || port > 65535 {
+			return fmt.Errorf("%q is not name=port with a name among %s", kv, strings.Join(names, ", "))
 		}
-		*target = port
+		p[name] = port
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
@@ -58,6 +59,8 @@ func run(m *testing.M) int {
 		Env: []string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT=" + spans.URL,
 			"OTEL_BSP_SCHEDULE_DELAY=50", // export spans quickly for the trace test
+			// A small upload limit keeps the over-the-limit test fast.
+			fmt.Sprintf("DOCUMENTS_MAX_SIZE=%d", maxUpload),
 		},
 	})
 	if err != nil {
@@ -90,12 +93,11 @@ func binaries(tmp string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(tmp, "bin")
-	for name, pkg := range map[string]string{
-		"api-gateway": "./api-gateway/cmd/api-gateway",
-		"parties":     "./services/parties/cmd/parties",
-		"idp":         "./tools/cmd/idp",
-		"devstack":    "./tools/cmd/devstack",
-	} {
+	commands := map[string]string{"devstack": "./tools/cmd/devstack"}
+	for _, d := range catalog.Deployables() {
+		commands[d.Name] = "./" + d.Command
+	}
+	for name, pkg := range commands {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(out, name), pkg)
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {

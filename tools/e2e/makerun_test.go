@@ -16,6 +16,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/tools/devstack"
 )
 
 // make run's promises: it prints how to call the registry and writes
@@ -31,7 +32,7 @@ func TestMakeRun(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	var ports []string
-	for _, name := range []string{"gateway", "idp", "parties", "gateway-metrics", "idp-metrics", "parties-metrics", "postgres", "redis", "minio", "minio-console"} {
+	for _, name := range devstack.PortNames() {
 		p, err := devinfra.FreePort()
 		if err != nil {
 			t.Fatal(err)

@@ -21,9 +21,12 @@ import (
 const (
 	ScopeRead  = "registry:read"
 	ScopeWrite = "registry:write"
+	// ScopeInternal is held by the services' own machine clients only:
+	// it opens the internal paths they call each other on.
+	ScopeInternal = "registry:internal"
 )
 
-var knownScopes = []string{ScopeRead, ScopeWrite}
+var knownScopes = []string{ScopeRead, ScopeWrite, ScopeInternal}
 
 // Errors of the admin API.
 var (

@@ -58,7 +58,9 @@ func newDiscovery(issuer string) discovery {
 		JWKSURI:           base + "/.well-known/jwks.json",
 		GrantTypes:        []string{GrantClientCredentials},
 		TokenEndpointAuth: []string{"client_secret_basic", "client_secret_post"},
-		Scopes:            knownScopes,
+		// The internal scope is the services' own; integrations are not
+		// told of it.
+		Scopes: []string{ScopeRead, ScopeWrite},
 		// OpenID Discovery requires the member; there is no authorization
 		// endpoint, so no response type is supported.
 		ResponseTypes:      []string{},

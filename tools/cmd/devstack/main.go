@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
@@ -19,8 +21,9 @@ import (
 func main() {
 	dir := flag.String("dir", ".local", "state directory (data, keys, logs, registry.env); reused by the next run")
 	bin := flag.String("bin", "bin", "directory with the built binaries")
-	ports := devstack.DefaultPorts
-	flag.Var(&ports, "ports", "ports to use, e.g. gateway=8080,idp=8090,parties=8101,postgres=54329,redis=63799,minio=9009,minio-console=9019 (unnamed ones keep their defaults; minio-console=0 turns the console off)")
+	ports := devstack.DefaultPorts()
+	flag.Var(ports, "ports", "ports to use as name=port,...; names: "+strings.Join(devstack.PortNames(), ", ")+
+		" (unnamed ones keep their defaults: "+ports.String()+"; minio-console=0 turns the console off)")
 	flag.Parse()
 	if err := run(*dir, *bin, ports); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
@@ -41,7 +44,8 @@ func run(dir, bin string, ports devstack.Ports) error {
 	if _, err := devinfra.EnsureMinioServer(ctx, os.Stderr); err != nil {
 		return err
 	}
-	fmt.Println("Starting PostgreSQL, Redis, MinIO, the identity provider, the parties service and the gateway...")
+	fmt.Printf("Starting PostgreSQL, Redis, MinIO, the identity provider, the services (%s) and the gateway...\n",
+		strings.Join(catalog.Names(), ", "))
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	stack, err := devstack.Start(startCtx, devstack.Options{

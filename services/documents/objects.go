@@ -1,0 +1,190 @@
+package documents
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/objectstore"
+)
+
+// Objects stores documents' bytes in the service's bucket, one object per
+// document, named by its id.
+type Objects struct {
+	bucket *objectstore.Bucket
+	cfg    ObjectsConfig
+}
+
+// ObjectsConfig tunes how uploads stream to storage.
+type ObjectsConfig struct {
+	// PartSize is the size of one multipart part, and Threads how many
+	// are in flight: memory per upload is about PartSize × Threads, which
+	// is what bounds the service's memory whatever the file's size.
+	PartSize uint64
+	Threads  uint
+	// UploadTimeout bounds one upload; an object still loose after it is
+	// the sweeper's.
+	UploadTimeout time.Duration
+}
+
+// DefaultObjectsConfig keeps a whole upload within about 16 MiB of buffers.
+var DefaultObjectsConfig = ObjectsConfig{PartSize: 8 << 20, Threads: 2, UploadTimeout: time.Hour}
+
+// NewObjects returns the object side of the service.
+func NewObjects(bucket *objectstore.Bucket, cfg ObjectsConfig) *Objects {
+	if cfg.PartSize == 0 {
+		cfg = DefaultObjectsConfig
+	}
+	return &Objects{bucket: bucket, cfg: cfg}
+}
+
+// UploadDeadline is when an upload starting now is given up.
+func (o *Objects) UploadDeadline() time.Time { return time.Now().Add(o.cfg.UploadTimeout) }
+
+// Stored is what a finished upload measured while streaming.
+type Stored struct {
+	Size        int64
+	SHA256      string // lowercase hex
+	ContentType string
+	Filename    *string
+}
+
+// sniffBytes is what content sniffing looks at (http.DetectContentType).
+const sniffBytes = 512
+
+// smallFile is the size up to which a file goes up in one request: most
+// documents (reports, photos) fit, and save a multipart upload's extra
+// round trips; larger ones stream in parts.
+const smallFile = 1 << 20
+
+// Put streams body to the object key, measuring its size and sha256 as it
+// goes and stopping at max bytes (a 413; the partial object is removed by
+// the caller). contentType "" is sniffed from the first bytes. A small
+// file goes up in one request; a larger one in parts, PartSize × Threads
+// bytes in memory at a time.
+func (o *Objects) Put(ctx context.Context, key string, body io.Reader, contentType string, max int64) (Stored, error) {
+	in := &measured{r: body, hash: sha256.New(), max: max}
+	first := make([]byte, smallFile)
+	n, err := io.ReadFull(in, first)
+	whole := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	if err != nil && !whole {
+		return Stored{}, uploadError(err)
+	}
+	if contentType == "" {
+		contentType = http.DetectContentType(first[:min(n, sniffBytes)])
+	}
+	// Storage calls outlive a client that went away, so that a failed
+	// multipart upload can still be aborted; the body read fails anyway.
+	putCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.UploadTimeout)
+	defer cancel()
+	opts := minio.PutObjectOptions{ContentType: contentType, PartSize: o.cfg.PartSize,
+		ConcurrentStreamParts: o.cfg.Threads > 1, NumThreads: o.cfg.Threads}
+	if whole {
+		_, err = o.bucket.Client.PutObject(putCtx, o.bucket.Name, key, bytes.NewReader(first[:n]), int64(n), opts)
+	} else {
+		_, err = o.bucket.Client.PutObject(putCtx, o.bucket.Name, key, io.MultiReader(bytes.NewReader(first[:n]), in), -1, opts)
+	}
+	if err != nil {
+		return Stored{}, uploadError(err)
+	}
+	return Stored{Size: in.n, SHA256: hex.EncodeToString(in.hash.Sum(nil)), ContentType: contentType}, nil
+}
+
+// measured counts and hashes what is read through it and fails once more
+// than max bytes arrive. Errors of the underlying body (a client gone,
+// a body over the transport's limit) come back as bodyError, so they are
+// not mistaken for storage failures.
+type measured struct {
+	r    io.Reader
+	hash hash.Hash
+	n    int64
+	max  int64
+}
+
+var errTooLarge = errors.New("the file is over the size limit")
+
+type bodyError struct{ err error }
+
+func (e bodyError) Error() string { return "reading the upload: " + e.err.Error() }
+func (e bodyError) Unwrap() error { return e.err }
+
+func (m *measured) Read(p []byte) (int, error) {
+	n, err := m.r.Read(p)
+	m.hash.Write(p[:n])
+	m.n += int64(n)
+	if m.n > m.max {
+		return n, errTooLarge
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = bodyError{err}
+	}
+	return n, err
+}
+
+// uploadError says whose fault a failed upload was.
+func uploadError(err error) error {
+	var maxBytes *http.MaxBytesError
+	var body bodyError
+	switch {
+	case errors.Is(err, errTooLarge), errors.As(err, &maxBytes):
+		return apperr.New(apperr.KindTooLarge, "the file is over the size limit")
+	case errors.As(err, &body):
+		return apperr.Wrap(apperr.KindBadRequest, "the upload could not be read to its end", err)
+	}
+	return objectstore.Classify(err, "store the file")
+}
+
+// Read streams an object, or the range r of it.
+func (o *Objects) Read(ctx context.Context, key string, r *ByteRange) (io.ReadCloser, error) {
+	var opts minio.GetObjectOptions
+	if r != nil {
+		if err := opts.SetRange(r.First, r.Last); err != nil {
+			return nil, fmt.Errorf("range %v: %w", *r, err)
+		}
+	}
+	obj, err := o.bucket.Client.GetObject(ctx, o.bucket.Name, key, opts)
+	if err != nil {
+		return nil, objectstore.Classify(err, "read the file")
+	}
+	// GetObject is lazy: read one byte now so that storage being down is
+	// a 503 before any header is sent, not a truncated 200.
+	head := make([]byte, 1)
+	n, err := obj.Read(head)
+	if err != nil && !errors.Is(err, io.EOF) {
+		obj.Close()
+		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+			return nil, fmt.Errorf("object %s of a committed document is missing: %w", key, err)
+		}
+		return nil, objectstore.Classify(err, "read the file")
+	}
+	return readCloser{Reader: io.MultiReader(bytes.NewReader(head[:n]), obj), Closer: obj}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// Remove deletes an object and any unfinished multipart upload of it;
+// one that does not exist is removed already.
+func (o *Objects) Remove(ctx context.Context, key string) error {
+	err := o.bucket.Client.RemoveObject(ctx, o.bucket.Name, key, minio.RemoveObjectOptions{})
+	if err != nil && minio.ToErrorResponse(err).Code != "NoSuchKey" {
+		return objectstore.Classify(err, "remove object")
+	}
+	if err := o.bucket.Client.RemoveIncompleteUpload(ctx, o.bucket.Name, key); err != nil &&
+		minio.ToErrorResponse(err).Code != "NoSuchUpload" {
+		return objectstore.Classify(err, "remove unfinished upload")
+	}
+	return nil
+}

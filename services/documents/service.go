@@ -1,0 +1,210 @@
+// Package documents is the registry's service for documents: files of any
+// type, stored in S3-compatible object storage as they stream in, with
+// their metadata in the service's schema. Its layers follow go-kit:
+// Service (this file), endpoints (endpoint.go), HTTP transport
+// (transport.go), PostgreSQL store (store.go) and object storage
+// (objects.go).
+package documents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/validate"
+)
+
+// Service is what the documents service does. Errors are *apperr.Error.
+type Service interface {
+	// Upload stores the form's file and records the document; nothing is
+	// left behind when it fails.
+	Upload(ctx context.Context, form UploadForm) (DocumentDetail, error)
+	Get(ctx context.Context, id uuid.UUID) (DocumentDetail, error)
+	// Open returns a document's metadata, for a download.
+	Open(ctx context.Context, id uuid.UUID) (Document, error)
+	// Read streams the document's bytes, or the range r of them.
+	Read(ctx context.Context, doc Document, r *ByteRange) (io.ReadCloser, error)
+	// Delete removes the document and its file, unless something still
+	// links or attaches it.
+	Delete(ctx context.Context, id uuid.UUID) error
+}
+
+// Config of the service's own rules.
+type Config struct {
+	MaxSize int64 // bytes in one file
+}
+
+// DefaultMaxSize is the contract's default file size limit.
+const DefaultMaxSize = 100 << 20
+
+type service struct {
+	store   *Store
+	objects *Objects
+	links   ActionDocuments
+	cfg     Config
+}
+
+// ActionDocuments tells which action documents link a document (the
+// actions service owns them).
+type ActionDocuments func(ctx context.Context, document uuid.UUID) ([]ActionDocument, error)
+
+// NewService returns the service.
+func NewService(store *Store, objects *Objects, links ActionDocuments, cfg Config) Service {
+	if cfg.MaxSize <= 0 {
+		cfg.MaxSize = DefaultMaxSize
+	}
+	return &service{store: store, objects: objects, links: links, cfg: cfg}
+}
+
+// Form field names of an upload.
+const (
+	fieldDocumentType = "document_type"
+	fieldFile         = "file"
+)
+
+// maxFieldBytes bounds a non-file form field.
+const maxFieldBytes = 1 << 10
+
+func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, error) {
+	id, err := s.store.ClaimKey(ctx, s.objects.UploadDeadline())
+	if err != nil {
+		return DocumentDetail{}, err
+	}
+	var (
+		stored       *Stored
+		documentType *string
+		v            apperr.Validation
+	)
+	// A failed upload leaves nothing: the object (whole or in part) is
+	// removed now, or by the sweeper if even that fails.
+	abandon := func(err error) (DocumentDetail, error) {
+		s.store.RemoveLoose(ctx, id.String(), s.objects)
+		return DocumentDetail{}, err
+	}
+	for {
+		part, err := form.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return abandon(err)
+		}
+		switch part.Name {
+		case fieldFile:
+			if stored != nil {
+				v.Add(fieldFile, "must be sent once")
+				continue
+			}
+			contentType, ok := partContentType(part.ContentType)
+			if !ok {
+				v.Add(fieldFile, "has a Content-Type that is not a media type: %q", part.ContentType)
+				continue
+			}
+			st, err := s.objects.Put(ctx, id.String(), part.Body, contentType, s.cfg.MaxSize)
+			if err != nil {
+				return abandon(err)
+			}
+			stored = &st
+			if part.Filename != "" {
+				stored.Filename = &part.Filename
+			}
+		case fieldDocumentType:
+			if documentType != nil {
+				v.Add(fieldDocumentType, "must be sent once")
+				continue
+			}
+			value, err := io.ReadAll(io.LimitReader(part.Body, maxFieldBytes+1))
+			if err != nil {
+				return abandon(err)
+			}
+			if len(value) > maxFieldBytes {
+				v.Add(fieldDocumentType, "must be at most 64 characters")
+				continue
+			}
+			t := strings.TrimSpace(string(value))
+			documentType = &t
+		default:
+			v.Add(part.Name, "is not a known form field; an upload has %s and %s", fieldDocumentType, fieldFile)
+		}
+	}
+	if stored == nil {
+		v.Add(fieldFile, "is required: a part holding the file's bytes")
+	}
+	if documentType == nil {
+		v.Add(fieldDocumentType, "is required, e.g. expert_control_report")
+	} else {
+		validate.Token(&v, fieldDocumentType, *documentType, "expert_control_report")
+	}
+	if stored != nil && stored.Filename != nil && len(*stored.Filename) > maxFilenameBytes {
+		v.Add(fieldFile, "has a filename longer than %d bytes", maxFilenameBytes)
+	}
+	if err := v.Err(); err != nil {
+		return abandon(err)
+	}
+	doc, err := s.store.Create(ctx, Document{
+		ID: id, DocumentType: *documentType, Filename: stored.Filename, ContentType: stored.ContentType,
+		Size: stored.Size, SHA256: stored.SHA256, CreatedBy: auth.Subject(ctx),
+	})
+	if err != nil {
+		return abandon(err)
+	}
+	return DocumentDetail{Document: doc, ActionDocuments: []ActionDocument{}}, nil
+}
+
+const maxFilenameBytes = 1024
+
+// partContentType is the file part's own media type, normalised; "" (to
+// sniff) when the part has none.
+func partContentType(header string) (string, bool) {
+	if strings.TrimSpace(header) == "" {
+		return "", true
+	}
+	mediaType, params, err := mime.ParseMediaType(header)
+	if err != nil {
+		return "", false
+	}
+	return mime.FormatMediaType(mediaType, params), true
+}
+
+func (s *service) Get(ctx context.Context, id uuid.UUID) (DocumentDetail, error) {
+	doc, err := s.store.Get(ctx, id)
+	if err != nil {
+		return DocumentDetail{}, err
+	}
+	links, err := s.links(ctx, id)
+	if err != nil {
+		return DocumentDetail{}, fmt.Errorf("action documents of %s: %w", id, err)
+	}
+	return DocumentDetail{Document: doc, ActionDocuments: links}, nil
+}
+
+func (s *service) Open(ctx context.Context, id uuid.UUID) (Document, error) {
+	return s.store.Get(ctx, id)
+}
+
+func (s *service) Read(ctx context.Context, doc Document, r *ByteRange) (io.ReadCloser, error) {
+	return s.objects.Read(ctx, doc.ID.String(), r)
+}
+
+func (s *service) Delete(ctx context.Context, id uuid.UUID) error {
+	if err := s.store.Delete(ctx, id); err != nil {
+		return err
+	}
+	// The row is gone and the object listed as loose in the same
+	// transaction; removing it now is a courtesy the sweeper would do.
+	s.store.RemoveLoose(ctx, id.String(), s.objects)
+	return nil
+}
+
+// unconfigured is a peer this installation does not run: what it would
+// answer is unknown, so the question cannot be answered either.
+func unconfigured(name string) error {
+	return apperr.Unavailable("the "+name+" service", fmt.Errorf("peer %s is not configured", name))
+}

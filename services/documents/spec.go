@@ -1,0 +1,126 @@
+package documents
+
+import (
+	"context"
+	"embed"
+	"flag"
+	"io/fs"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/servicekit"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+//go:embed openapi.yaml
+var openAPI []byte
+
+// Spec describes the documents service to the service kit.
+func Spec() servicekit.Spec { return SpecWith(Config{MaxSize: DefaultMaxSize}, DefaultObjectsConfig) }
+
+// SpecWith is Spec with other limits (tests use small ones).
+func SpecWith(cfg Config, objects ObjectsConfig) servicekit.Spec {
+	migrations, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the folder
+	}
+	sweepEvery := 5 * time.Minute
+	return servicekit.Spec{
+		Name:        "documents",
+		Migrations:  migrations,
+		OpenAPIYAML: openAPI,
+		Flags: func(fs *flag.FlagSet) {
+			fs.Int64Var(&cfg.MaxSize, "documents.max-size", cfg.MaxSize, "largest file an upload may hold, in bytes (over it: 413)")
+			fs.DurationVar(&objects.UploadTimeout, "documents.upload-timeout", objects.UploadTimeout, "upper bound on one upload; what is left of a longer one is swept")
+			fs.DurationVar(&sweepEvery, "documents.sweep-every", sweepEvery, "how often objects of failed uploads and deleted documents are removed")
+		},
+		Build: func(d servicekit.Deps) (servicekit.Handlers, error) {
+			registry := refs.New("documents", d.Store, d.Peers)
+			store := NewStore(d.Store, registry, d.Logger)
+			registry.Owns("document", store.exists)
+			objects := NewObjects(d.Objects, objects)
+			svc := NewService(store, objects, actionDocuments(d.Peers), cfg)
+			// Uploads and downloads run as long as their bytes take; only
+			// metadata calls get the request timeout.
+			e := MakeEndpoints(svc)
+			timeout := endpoints.Timeout(d.RequestTimeout)
+			e.Get, e.Delete = timeout(e.Get), timeout(e.Delete)
+			stop := func() {}
+			if d.Objects != nil { // nil when only the routes are wanted
+				stop = startSweeper(store, objects, sweepEvery, d.Logger)
+			}
+			return servicekit.Handlers{
+				Routes: NewHTTPHandler(e, refs.MakeServerEndpoints(registry, timeout), cfg.MaxSize),
+				Close:  stop,
+			}, nil
+		},
+	}
+}
+
+// actionDocuments asks the services that can reference a document (the
+// actions service) which action documents link it.
+func actionDocuments(peers *peer.Clients) ActionDocuments {
+	referrers := catalog.ReferrersOf("documents", "document")
+	return func(ctx context.Context, id uuid.UUID) ([]ActionDocument, error) {
+		links := []ActionDocument{}
+		for _, name := range referrers {
+			c := peers.Get(name)
+			if c == nil {
+				return nil, unconfigured(name)
+			}
+			found, err := refs.NewClient(c).Referrers(ctx, "document", id, false)
+			if err != nil {
+				return nil, err
+			}
+			for _, ref := range found {
+				if ref.Kind != "action_document" {
+					continue
+				}
+				ad, err := actionDocumentFrom(ref.Details)
+				if err != nil {
+					return nil, err
+				}
+				links = append(links, ad)
+			}
+		}
+		return links, nil
+	}
+}
+
+// startSweeper removes loose objects now and every interval until stopped.
+func startSweeper(store *Store, objects *Objects, every time.Duration, logger log.Logger) (stop func()) {
+	if every <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			n, err := store.Sweep(ctx, objects)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				level.Warn(logger).Log("msg", "sweeping loose objects failed; retrying later", "err", err)
+			case n > 0:
+				level.Info(logger).Log("msg", "removed loose objects", "count", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}

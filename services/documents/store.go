@@ -1,0 +1,147 @@
+package documents
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// Store is the PostgreSQL side of documents: their metadata, and the
+// objects in storage that no document row stands for (loose_objects).
+type Store struct {
+	*store.Store
+	refs   *refs.Registry
+	logger log.Logger
+}
+
+// NewStore returns the store; deletes go through the reference protocol.
+func NewStore(s *store.Store, r *refs.Registry, logger log.Logger) *Store {
+	return &Store{Store: s, refs: r, logger: logger}
+}
+
+const documentColumns = `id, document_type, filename, content_type, size, sha256, created_at, created_by`
+
+// ClaimKey returns a new document id and lists its object as loose until
+// deadline, before any byte is stored: a crash at any later point leaves
+// an object the sweeper finds. The database being down fails the upload
+// here, before the client has sent its file.
+func (s *Store) ClaimKey(ctx context.Context, deadline time.Time) (uuid.UUID, error) {
+	id := store.NewID()
+	_, err := s.Pool.Exec(ctx, `INSERT INTO loose_objects (key, remove_after) VALUES ($1, $2)`, id.String(), deadline)
+	return id, postgres.Classify(err, "claim object key")
+}
+
+// Create records a stored document: its row and the end of its object's
+// looseness commit together.
+func (s *Store) Create(ctx context.Context, d Document) (Document, error) {
+	var doc Document
+	err := s.Write(ctx, "create document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var err error
+		doc, err = postgres.One[Document](ctx, tx, "insert document", "document", d.ID,
+			`INSERT INTO documents (id, document_type, filename, content_type, size, sha256, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+documentColumns,
+			d.ID, d.DocumentType, d.Filename, d.ContentType, d.Size, d.SHA256, d.CreatedBy)
+		if err != nil {
+			return nil, err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM loose_objects WHERE key = $1`, d.ID.String())
+		return nil, postgres.Classify(err, "settle object")
+	})
+	return doc, err
+}
+
+// Get reads a document's metadata.
+func (s *Store) Get(ctx context.Context, id uuid.UUID) (Document, error) {
+	return postgres.One[Document](ctx, s.DB(ctx), "get document", "document", id,
+		`SELECT `+documentColumns+` FROM documents WHERE id = $1`, id)
+}
+
+// exists is the owner's answer of the reference protocol: which documents
+// exist, with their content types (a thumbnail must be an image).
+func (s *Store) exists(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
+	rows, err := q.Query(ctx, `SELECT id, content_type FROM documents WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, postgres.Classify(err, "check documents")
+	}
+	found := map[uuid.UUID]refs.Attrs{}
+	var id uuid.UUID
+	var contentType string
+	_, err = pgx.ForEachRow(rows, []any{&id, &contentType}, func() error {
+		found[id] = refs.Attrs{"content_type": contentType}
+		return nil
+	})
+	return found, postgres.Classify(err, "check documents")
+}
+
+// Delete removes a document unless another service still points at it;
+// its object becomes loose in the same transaction.
+func (s *Store) Delete(ctx context.Context, id uuid.UUID) error {
+	return s.refs.Delete(ctx, "document", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var key string
+		if err := store.Delete(ctx, tx, "document", id, `DELETE FROM documents WHERE id = $1 RETURNING id::text`, &key); err != nil {
+			return nil, err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO loose_objects (key, remove_after) VALUES ($1, now())
+			ON CONFLICT (key) DO UPDATE SET remove_after = now()`, key)
+		return nil, postgres.Classify(err, "loosen object")
+	})
+}
+
+// RemoveLoose removes a loose object from storage and then forgets it. It
+// runs after the caller's request may have ended (a client gone
+// mid-upload), so it has its own deadline; whatever fails stays listed
+// for the sweeper.
+func (s *Store) RemoveLoose(ctx context.Context, key string, objects *Objects) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := objects.Remove(ctx, key); err != nil {
+		level.Warn(s.logger).Log("msg", "object not removed; the sweeper will retry", "key", key, "err", err)
+		return
+	}
+	if _, err := s.Pool.Exec(ctx, `DELETE FROM loose_objects WHERE key = $1`, key); err != nil {
+		level.Warn(s.logger).Log("msg", "removed object still listed as loose", "key", key, "err", err)
+	}
+}
+
+// Sweep removes the loose objects whose time is up: uploads that died
+// (a crash between storing the bytes and committing the row) and objects
+// of deleted documents whose removal failed. Replicas share the work
+// without waiting on each other. It returns how many it removed.
+func (s *Store) Sweep(ctx context.Context, objects *Objects) (int, error) {
+	removed := 0
+	for {
+		var keys []string
+		err := s.Write(ctx, "sweep loose objects", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			rows, err := tx.Query(ctx, `SELECT key FROM loose_objects WHERE remove_after <= now()
+				ORDER BY remove_after LIMIT 100 FOR UPDATE SKIP LOCKED`)
+			if err != nil {
+				return nil, postgres.Classify(err, "list loose objects")
+			}
+			if keys, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+				return nil, postgres.Classify(err, "list loose objects")
+			}
+			for _, key := range keys {
+				if err := objects.Remove(ctx, key); err != nil {
+					return nil, err
+				}
+			}
+			_, err = tx.Exec(ctx, `DELETE FROM loose_objects WHERE key = ANY($1)`, keys)
+			return nil, postgres.Classify(err, "forget loose objects")
+		})
+		if err != nil {
+			return removed, err
+		}
+		removed += len(keys)
+		if len(keys) < 100 {
+			return removed, nil
+		}
+	}
+}

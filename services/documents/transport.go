@@ -1,0 +1,199 @@
+package documents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+
+	kithttp "github.com/go-kit/kit/transport/http"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/refs"
+)
+
+// NewHTTPHandler routes the public paths to the endpoints and the
+// reference protocol's internal paths to the registry.
+func NewHTTPHandler(e Endpoints, internal refs.Set, maxSize int64) *httpx.Router {
+	r := httpx.NewRouter(auth.RequireScope)
+	r.Handle("POST", "/documents", endpoints.Serve(e.Upload, uploadDecoder(maxSize)))
+	r.Handle("GET", "/documents/{id}", endpoints.Serve(e.Get, httpx.PathID))
+	r.Handle("DELETE", "/documents/{id}", endpoints.Serve(e.Delete, httpx.PathID))
+	r.Handle("GET", "/documents/{id}/file", kithttp.NewServer(e.Download,
+		func(_ context.Context, r *http.Request) (any, error) { return decodeDownload(r) },
+		encodeFile, kithttp.ServerErrorEncoder(problem.Write)))
+	internal.Mount(r)
+	return r
+}
+
+// formOverhead is what an upload body may hold beyond the file: the
+// document_type part, part headers and boundaries.
+const formOverhead = 64 << 10
+
+// uploadDecoder reads an upload as a stream of parts: nothing of the file
+// is read here; the service reads it straight into storage.
+func uploadDecoder(maxSize int64) httpx.Decoder[UploadForm] {
+	return func(r *http.Request) (UploadForm, error) {
+		if err := httpx.NoQuery(r); err != nil {
+			return nil, err
+		}
+		mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
+			return nil, apperr.New(apperr.KindUnsupportedMedia, fmt.Sprintf(
+				"an upload is multipart/form-data with parts %s and %s (got Content-Type %q)",
+				fieldDocumentType, fieldFile, r.Header.Get("Content-Type")))
+		}
+		limit := maxSize + formOverhead
+		if r.ContentLength > limit {
+			return nil, apperr.New(apperr.KindTooLarge, fmt.Sprintf("the upload is larger than %d bytes", limit))
+		}
+		body := &limitedBody{r: r.Body, left: limit}
+		return &multipartForm{r: multipart.NewReader(body, params["boundary"])}, nil
+	}
+}
+
+// limitedBody fails once more than its limit is read, whatever the
+// framing (a chunked body has no Content-Length to refuse early).
+type limitedBody struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, &http.MaxBytesError{}
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+type multipartForm struct {
+	r     *multipart.Reader
+	parts int
+}
+
+func (f *multipartForm) Next() (Part, error) {
+	p, err := f.r.NextPart()
+	if errors.Is(err, io.EOF) {
+		if f.parts == 0 {
+			return Part{}, apperr.BadRequest("the body holds no multipart part; an upload has " +
+				fieldDocumentType + " and " + fieldFile)
+		}
+		return Part{}, io.EOF
+	}
+	f.parts++
+	if err != nil {
+		return Part{}, uploadError(bodyError{err})
+	}
+	name := p.FormName()
+	if name == "" {
+		name = "(a part without a form-data name)"
+	}
+	return Part{Name: name, Filename: p.FileName(), ContentType: p.Header.Get("Content-Type"), Body: p}, nil
+}
+
+func decodeDownload(r *http.Request) (downloadRequest, error) {
+	id, err := httpx.PathID(r)
+	return downloadRequest{
+		ID:          id,
+		Head:        isHead(r),
+		Range:       ParseRange(r.Header.Get("Range")),
+		IfNoneMatch: r.Header.Get("If-None-Match"),
+		IfRange:     r.Header.Get("If-Range"),
+	}, err
+}
+
+// encodeFile streams a download with the headers a client needs to cache
+// it, resume it and save it under its name.
+func encodeFile(_ context.Context, w http.ResponseWriter, response any) error {
+	f := response.(fileResponse)
+	h := w.Header()
+	h.Set("ETag", etagOf(f.Document))
+	// Documents never change; a client may keep them but asks again.
+	h.Set("Cache-Control", "private, no-cache")
+	h.Set("Accept-Ranges", "bytes")
+	if f.NotModified {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	if f.Body != nil {
+		defer f.Body.Close()
+	}
+	h.Set("Content-Type", f.ContentType)
+	// Client-supplied content served from an API host: never sniffed,
+	// never run as a page.
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Content-Disposition", contentDisposition(f.Document))
+	status, length := http.StatusOK, f.Size
+	if f.Range != nil {
+		status, length = http.StatusPartialContent, f.Range.Length()
+		h.Set("Content-Range", f.Range.ContentRange(f.Size))
+	}
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	w.WriteHeader(status)
+	if f.Body == nil {
+		return nil
+	}
+	_, err := io.Copy(w, f.Body)
+	return err
+}
+
+// contentDisposition names the download safely for any filename (RFC
+// 6266): an ASCII fallback in filename and the exact name, UTF-8 and
+// percent-encoded, in filename*.
+func contentDisposition(d Document) string {
+	name := d.ID.String()
+	if d.Filename != nil && *d.Filename != "" {
+		name = *d.Filename
+	}
+	return `attachment; filename="` + asciiFallback(name) + `"; filename*=UTF-8''` + rfc5987(name)
+}
+
+func asciiFallback(name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		switch {
+		case c == '"' || c == '\\' || c < 0x20 || c == 0x7f:
+			b.WriteByte('_')
+		case c > 0x7e:
+			b.WriteByte('_')
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// rfc5987 percent-encodes every byte but the attr-chars of RFC 5987.
+func rfc5987(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') ||
+			strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&0x0f])
+	}
+	return b.String()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,285 @@
+package documents
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime/multipart"
+	"net"
+	"net/textproto"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/pkg/objectstore"
+	"github.com/assetregistry/registry/pkg/servicetest"
+	"github.com/assetregistry/registry/pkg/testharness"
+)
+
+// multipartBody builds an upload: parts as (name, filename, content type,
+// content); filename "" is a plain field.
+func multipartBody(t *testing.T, parts ...[4]string) (string, string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	for _, p := range parts {
+		h := textproto.MIMEHeader{}
+		disposition := fmt.Sprintf(`form-data; name=%q`, p[0])
+		if p[1] != "" {
+			disposition += fmt.Sprintf(`; filename=%q`, p[1])
+		}
+		h.Set("Content-Disposition", disposition)
+		if p[2] != "" {
+			h.Set("Content-Type", p[2])
+		}
+		pw, err := w.CreatePart(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = pw.Write([]byte(p[3]))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), w.FormDataContentType()
+}
+
+func typePart(v string) [4]string                    { return [4]string{"document_type", "", "", v} }
+func filePart(name, ctype, content string) [4]string { return [4]string{"file", name, ctype, content} }
+
+// bucketOf opens the service's bucket to look inside.
+func bucketOf(t *testing.T, s *servicetest.Service) *objectstore.Bucket {
+	t.Helper()
+	b, err := objectstore.Open(t.Context(), s.Config.S3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func countObjects(t *testing.T, b *objectstore.Bucket) int {
+	t.Helper()
+	n := 0
+	for o := range b.Client.ListObjects(t.Context(), b.Name, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		n++
+	}
+	for u := range b.Client.ListIncompleteUploads(t.Context(), b.Name, "", true) {
+		if u.Err != nil {
+			t.Fatal(u.Err)
+		}
+		n++
+	}
+	return n
+}
+
+func TestHTTPUploadAndDownload(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	content := "%PDF-1.7\nthe control report"
+	body, contentType := multipartBody(t, typePart("expert_control_report"), filePart("Rapport Ø 1.pdf", "application/pdf", content))
+	created := s.Call(201, "POST", "/documents/", s.RW, body, "Content-Type", contentType)
+	doc := created.JSON()
+	id := doc["id"].(string)
+	if created.Header.Get("Location") != "/documents/"+id || doc["size"] != float64(len(content)) ||
+		doc["sha256"] != sha([]byte(content)) || doc["content_type"] != "application/pdf" ||
+		doc["filename"] != "Rapport Ø 1.pdf" || doc["created_by"] != "rw-client" {
+		t.Fatalf("created: %s (Location %q)", created.Raw, created.Header.Get("Location"))
+	}
+	got := s.Call(200, "GET", "/documents/"+id, s.RO, nil).JSON()
+	if ads, ok := got["action_documents"].([]any); !ok || len(ads) != 0 || got["sha256"] != doc["sha256"] {
+		t.Errorf("get: %v", got)
+	}
+
+	file := s.Call(200, "GET", "/documents/"+id+"/file", s.RO, nil)
+	etag := `"` + sha([]byte(content)) + `"`
+	if string(file.Raw) != content || file.Header.Get("Content-Type") != "application/pdf" ||
+		file.Header.Get("ETag") != etag || file.Header.Get("Content-Length") != fmt.Sprint(len(content)) ||
+		file.Header.Get("Content-Disposition") != `attachment; filename="Rapport _ 1.pdf"; filename*=UTF-8''Rapport%20%C3%98%201.pdf` {
+		t.Errorf("file: %q %v", file.Raw, file.Header)
+	}
+	head := s.Call(200, "HEAD", "/documents/"+id+"/file", s.RO, nil)
+	if len(head.Raw) != 0 || head.Header.Get("Content-Length") != fmt.Sprint(len(content)) || head.Header.Get("ETag") != etag {
+		t.Errorf("HEAD: %q %v", head.Raw, head.Header)
+	}
+	s.Call(304, "GET", "/documents/"+id+"/file", s.RO, nil, "If-None-Match", etag)
+	s.Call(200, "GET", "/documents/"+id+"/file", s.RO, nil, "If-None-Match", `"other"`)
+
+	part := s.Call(206, "GET", "/documents/"+id+"/file", s.RO, nil, "Range", "bytes=5-7")
+	if string(part.Raw) != content[5:8] || part.Header.Get("Content-Range") != fmt.Sprintf("bytes 5-7/%d", len(content)) {
+		t.Errorf("range: %q %v", part.Raw, part.Header)
+	}
+	suffix := s.Call(206, "GET", "/documents/"+id+"/file", s.RO, nil, "Range", "bytes=-6")
+	if string(suffix.Raw) != content[len(content)-6:] {
+		t.Errorf("suffix range: %q", suffix.Raw)
+	}
+	unsatisfiable := s.Call(416, "GET", "/documents/"+id+"/file", s.RO, nil, "Range", "bytes=999-")
+	if unsatisfiable.Header.Get("Content-Range") != fmt.Sprintf("bytes */%d", len(content)) {
+		t.Errorf("416 Content-Range = %q", unsatisfiable.Header.Get("Content-Range"))
+	}
+	stale := s.Call(200, "GET", "/documents/"+id+"/file", s.RO, nil, "Range", "bytes=5-7", "If-Range", `"stale"`)
+	if string(stale.Raw) != content {
+		t.Errorf("If-Range with another ETag must get the whole file: %q", stale.Raw)
+	}
+	s.Call(200, "GET", "/documents/"+id+"/file", s.RO, nil, "Range", "bytes=0-1,4-5")
+
+	s.Call(204, "DELETE", "/documents/"+id, s.RW, nil)
+	s.Call(404, "GET", "/documents/"+id, s.RO, nil)
+	s.Call(404, "GET", "/documents/"+id+"/file", s.RO, nil)
+	if n := countObjects(t, bucketOf(t, s)); n != 0 {
+		t.Errorf("%d objects after the delete", n)
+	}
+}
+
+func TestHTTPUploadErrors(t *testing.T) {
+	s := servicetest.Start(t, SpecWith(Config{MaxSize: 1000}, DefaultObjectsConfig))
+	tests := []struct {
+		name   string
+		parts  [][4]string
+		status int
+		fields []string
+	}{
+		{"no file", [][4]string{typePart("report")}, 422, []string{"file"}},
+		{"no document_type", [][4]string{filePart("a.txt", "text/plain", "x")}, 422, []string{"document_type"}},
+		{"document_type not a token", [][4]string{typePart("Expert Report"), filePart("a.txt", "", "x")}, 422, []string{"document_type"}},
+		{"two files", [][4]string{typePart("r"), filePart("a", "", "x"), filePart("b", "", "y")}, 422, []string{"file"}},
+		{"unknown field", [][4]string{typePart("r"), filePart("a", "", "x"), {"title", "", "", "t"}}, 422, []string{"title"}},
+		{"over the limit", [][4]string{typePart("r"), filePart("a", "", strings.Repeat("x", 1001))}, 413, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body, contentType := multipartBody(t, tt.parts...)
+			r := s.Call(tt.status, "POST", "/documents", s.RW, body, "Content-Type", contentType)
+			if tt.fields != nil && strings.Join(r.Fields(), ",") != strings.Join(tt.fields, ",") {
+				t.Errorf("fields = %v, want %v", r.Fields(), tt.fields)
+			}
+		})
+	}
+	at, contentType := multipartBody(t, typePart("r"), filePart("a", "", strings.Repeat("x", 1000)))
+	s.Call(201, "POST", "/documents", s.RW, at, "Content-Type", contentType)
+	s.Call(415, "POST", "/documents", s.RW, `{"document_type":"r"}`)
+	s.Call(415, "POST", "/documents", s.RW, "document_type=r", "Content-Type", "application/x-www-form-urlencoded")
+	s.Call(415, "POST", "/documents", s.RW, "x", "Content-Type", "multipart/form-data")
+	s.Call(400, "POST", "/documents", s.RW, "not multipart at all", "Content-Type", "multipart/form-data; boundary=zzz")
+	if n := countObjects(t, bucketOf(t, s)); n != 1 {
+		t.Errorf("%d objects after one good upload and failed ones", n)
+	}
+}
+
+// The contract's errors that every operation answers the same way.
+func TestHTTPErrorRows(t *testing.T) {
+	servicetest.ErrorRows(t, servicetest.Start(t, Spec()), Spec())
+}
+
+func TestRoutesMatchDocument(t *testing.T) { servicetest.RoutesMatchDocument(t, Spec()) }
+
+// A client that sends half a large upload and hangs up leaves no object,
+// no unfinished multipart upload and no row.
+func TestHTTPAbortedUpload(t *testing.T) {
+	s := servicetest.Start(t, SpecWith(Config{MaxSize: 64 << 20}, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute}))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.Client.BaseURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const boundary = "b0undary"
+	head := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"document_type\"\r\n\r\nreport\r\n" +
+		"--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n"
+	fmt.Fprintf(conn, "POST /documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s",
+		s.RW, boundary, 40<<20, head)
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	for range 12 { // more than two parts' worth reaches storage
+		if _, err := conn.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	bucket := bucketOf(t, s)
+	deadline := time.Now().Add(10 * time.Second)
+	for countObjects(t, bucket) != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // the service notices the hang-up on its next read
+	}
+	if n := countObjects(t, bucket); n != 0 {
+		t.Errorf("%d objects or unfinished uploads after the client hung up", n)
+	}
+	var rows int
+	if err := s.Built.Store.Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM documents) + (SELECT count(*) FROM loose_objects)`).
+		Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("%d rows after the client hung up (%v)", rows, err)
+	}
+}
+
+// A database that goes away is a 503 with Retry-After before any byte of a
+// file is stored, and the service recovers by itself.
+func TestHTTPDatabaseDown(t *testing.T) {
+	body, contentType := multipartBody(t, typePart("report"), filePart("a.txt", "text/plain", "kept"))
+	var kept string
+	servicetest.DatabaseDown(t, Spec(), servicetest.Outage{
+		Before: func(s *servicetest.Service) {
+			kept = s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType).JSON()["id"].(string)
+		},
+		During: []servicetest.Request{
+			{Method: "GET", Path: "/documents/0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f"},
+			{Method: "POST", Path: "/documents", Body: body, Headers: []string{"Content-Type", contentType}},
+		},
+		After: func(s *servicetest.Service) {
+			s.Call(200, "GET", "/documents/"+kept+"/file", s.RO, nil)
+			if n := countObjects(t, bucketOf(t, s)); n != 1 {
+				t.Errorf("%d objects after the outage, want the acknowledged one", n)
+			}
+		},
+	})
+}
+
+// Object storage that goes away is a 503 with Retry-After for uploads and
+// downloads, /readyz says so, nothing is half-written, and the service
+// recovers when storage is back.
+func TestHTTPObjectStorageDown(t *testing.T) {
+	dir := testharness.ServerDir(t)
+	start := func(port int) *devinfra.Minio {
+		m, err := devinfra.StartMinio(t.Context(), devinfra.MinioOptions{DataDir: filepath.Join(dir, "minio"), Port: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Stop() })
+		return m
+	}
+	m := start(0)
+	issuer := authtest.NewIssuer(t, servicetest.Audience)
+	cfg := servicetest.Config(t, Spec(), issuer)
+	cfg.S3 = objectstore.Config{Endpoint: m.URL, Bucket: "documents", Region: m.Region, AccessKey: m.AccessKey,
+		SecretKey: m.SecretKey, StartupWait: time.Second}
+	s := servicetest.StartWith(t, Spec(), cfg, issuer)
+	body, contentType := multipartBody(t, typePart("report"), filePart("a.txt", "text/plain", "before"))
+	id := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType).JSON()["id"].(string)
+
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r := s.Call(503, "POST", "/documents", s.RW, body, "Content-Type", contentType)
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	s.Call(503, "GET", "/documents/"+id+"/file", s.RO, nil)
+	probe := apitest.Client{BaseURL: s.Client.BaseURL}.Do(t, "GET", "/readyz", "", nil)
+	if probe.Status != 503 || !strings.Contains(string(probe.Raw), `"s3":"unavailable"`) {
+		t.Errorf("readyz = %d %s while storage is down", probe.Status, probe.Raw)
+	}
+	var rows int
+	if err := s.Built.Store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM documents`).Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("%d documents after the failed upload (%v)", rows, err)
+	}
+
+	start(m.Port)
+	s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType)
+	if got := s.Call(200, "GET", "/documents/"+id+"/file", s.RO, nil); string(got.Raw) != "before" {
+		t.Errorf("after recovery: %q", got.Raw)
+	}
+}

@@ -6,8 +6,11 @@ package apitest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"testing"
 
@@ -119,4 +122,43 @@ func Expect(t testing.TB, r Response, status int) Response {
 		}
 	}
 	return r
+}
+
+// FormPart is one part of a multipart/form-data body; Filename "" makes it
+// a plain field.
+type FormPart struct {
+	Name, Filename, ContentType, Content string
+}
+
+// Field is a plain form field.
+func Field(name, value string) FormPart { return FormPart{Name: name, Content: value} }
+
+// Multipart builds a multipart/form-data body of parts, in order, and its
+// Content-Type (with the boundary).
+func Multipart(t testing.TB, parts ...FormPart) (body, contentType string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	for _, p := range parts {
+		h := textproto.MIMEHeader{}
+		disposition := fmt.Sprintf(`form-data; name=%q`, p.Name)
+		if p.Filename != "" {
+			disposition += fmt.Sprintf(`; filename=%q`, p.Filename)
+		}
+		h.Set("Content-Disposition", disposition)
+		if p.ContentType != "" {
+			h.Set("Content-Type", p.ContentType)
+		}
+		pw, err := w.CreatePart(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pw.Write([]byte(p.Content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), w.FormDataContentType()
 }

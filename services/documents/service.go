@@ -21,6 +21,14 @@ import (
 	"github.com/assetregistry/registry/pkg/validate"
 )
 
+// Config of the service's own rules.
+type Config struct {
+	MaxSize int64 // bytes in one file
+}
+
+// DefaultMaxSize is the contract's default file size limit.
+const DefaultMaxSize = 100 << 20
+
 // Service is what the documents service does. Errors are *apperr.Error.
 type Service interface {
 	// Upload stores the form's file and records the document; nothing is
@@ -35,14 +43,6 @@ type Service interface {
 	// links or attaches it.
 	Delete(ctx context.Context, id uuid.UUID) error
 }
-
-// Config of the service's own rules.
-type Config struct {
-	MaxSize int64 // bytes in one file
-}
-
-// DefaultMaxSize is the contract's default file size limit.
-const DefaultMaxSize = 100 << 20
 
 type service struct {
 	store   *Store

@@ -25,8 +25,6 @@ import (
 	"github.com/assetregistry/registry/pkg/testharness"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
-
 type fixture struct {
 	svc     Service
 	store   *Store
@@ -34,6 +32,9 @@ type fixture struct {
 	bucket  *objectstore.Bucket
 	ctx     context.Context
 }
+
+// The tests talk to the real PostgreSQL and MinIO the harness provides.
+func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
 
 // newFixture is the service as production wires it, over a fresh schema of
 // the real PostgreSQL and a fresh bucket of the real MinIO. Small parts

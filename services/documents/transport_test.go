@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"mime/multipart"
 	"net"
-	"net/textproto"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,36 +20,10 @@ import (
 	"github.com/assetregistry/registry/pkg/testharness"
 )
 
-// multipartBody builds an upload: parts as (name, filename, content type,
-// content); filename "" is a plain field.
-func multipartBody(t *testing.T, parts ...[4]string) (string, string) {
-	t.Helper()
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	for _, p := range parts {
-		h := textproto.MIMEHeader{}
-		disposition := fmt.Sprintf(`form-data; name=%q`, p[0])
-		if p[1] != "" {
-			disposition += fmt.Sprintf(`; filename=%q`, p[1])
-		}
-		h.Set("Content-Disposition", disposition)
-		if p[2] != "" {
-			h.Set("Content-Type", p[2])
-		}
-		pw, err := w.CreatePart(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = pw.Write([]byte(p[3]))
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String(), w.FormDataContentType()
+func typePart(v string) apitest.FormPart { return apitest.Field("document_type", v) }
+func filePart(name, ctype, content string) apitest.FormPart {
+	return apitest.FormPart{Name: "file", Filename: name, ContentType: ctype, Content: content}
 }
-
-func typePart(v string) [4]string                    { return [4]string{"document_type", "", "", v} }
-func filePart(name, ctype, content string) [4]string { return [4]string{"file", name, ctype, content} }
 
 // bucketOf opens the service's bucket to look inside.
 func bucketOf(t *testing.T, s *servicetest.Service) *objectstore.Bucket {
@@ -84,7 +56,7 @@ func countObjects(t *testing.T, b *objectstore.Bucket) int {
 func TestHTTPUploadAndDownload(t *testing.T) {
 	s := servicetest.Start(t, Spec())
 	content := "%PDF-1.7\nthe control report"
-	body, contentType := multipartBody(t, typePart("expert_control_report"), filePart("Rapport Ø 1.pdf", "application/pdf", content))
+	body, contentType := apitest.Multipart(t, typePart("expert_control_report"), filePart("Rapport Ø 1.pdf", "application/pdf", content))
 	created := s.Call(201, "POST", "/documents/", s.RW, body, "Content-Type", contentType)
 	doc := created.JSON()
 	id := doc["id"].(string)
@@ -142,27 +114,27 @@ func TestHTTPUploadErrors(t *testing.T) {
 	s := servicetest.Start(t, SpecWith(Config{MaxSize: 1000}, DefaultObjectsConfig))
 	tests := []struct {
 		name   string
-		parts  [][4]string
+		parts  []apitest.FormPart
 		status int
 		fields []string
 	}{
-		{"no file", [][4]string{typePart("report")}, 422, []string{"file"}},
-		{"no document_type", [][4]string{filePart("a.txt", "text/plain", "x")}, 422, []string{"document_type"}},
-		{"document_type not a token", [][4]string{typePart("Expert Report"), filePart("a.txt", "", "x")}, 422, []string{"document_type"}},
-		{"two files", [][4]string{typePart("r"), filePart("a", "", "x"), filePart("b", "", "y")}, 422, []string{"file"}},
-		{"unknown field", [][4]string{typePart("r"), filePart("a", "", "x"), {"title", "", "", "t"}}, 422, []string{"title"}},
-		{"over the limit", [][4]string{typePart("r"), filePart("a", "", strings.Repeat("x", 1001))}, 413, nil},
+		{"no file", []apitest.FormPart{typePart("report")}, 422, []string{"file"}},
+		{"no document_type", []apitest.FormPart{filePart("a.txt", "text/plain", "x")}, 422, []string{"document_type"}},
+		{"document_type not a token", []apitest.FormPart{typePart("Expert Report"), filePart("a.txt", "", "x")}, 422, []string{"document_type"}},
+		{"two files", []apitest.FormPart{typePart("r"), filePart("a", "", "x"), filePart("b", "", "y")}, 422, []string{"file"}},
+		{"unknown field", []apitest.FormPart{typePart("r"), filePart("a", "", "x"), apitest.Field("title", "t")}, 422, []string{"title"}},
+		{"over the limit", []apitest.FormPart{typePart("r"), filePart("a", "", strings.Repeat("x", 1001))}, 413, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body, contentType := multipartBody(t, tt.parts...)
+			body, contentType := apitest.Multipart(t, tt.parts...)
 			r := s.Call(tt.status, "POST", "/documents", s.RW, body, "Content-Type", contentType)
 			if tt.fields != nil && strings.Join(r.Fields(), ",") != strings.Join(tt.fields, ",") {
 				t.Errorf("fields = %v, want %v", r.Fields(), tt.fields)
 			}
 		})
 	}
-	at, contentType := multipartBody(t, typePart("r"), filePart("a", "", strings.Repeat("x", 1000)))
+	at, contentType := apitest.Multipart(t, typePart("r"), filePart("a", "", strings.Repeat("x", 1000)))
 	s.Call(201, "POST", "/documents", s.RW, at, "Content-Type", contentType)
 	s.Call(415, "POST", "/documents", s.RW, `{"document_type":"r"}`)
 	s.Call(415, "POST", "/documents", s.RW, "document_type=r", "Content-Type", "application/x-www-form-urlencoded")
@@ -219,7 +191,7 @@ func TestHTTPAbortedUpload(t *testing.T) {
 // A database that goes away is a 503 with Retry-After before any byte of a
 // file is stored, and the service recovers by itself.
 func TestHTTPDatabaseDown(t *testing.T) {
-	body, contentType := multipartBody(t, typePart("report"), filePart("a.txt", "text/plain", "kept"))
+	body, contentType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "kept"))
 	var kept string
 	servicetest.DatabaseDown(t, Spec(), servicetest.Outage{
 		Before: func(s *servicetest.Service) {
@@ -257,7 +229,7 @@ func TestHTTPObjectStorageDown(t *testing.T) {
 	cfg.S3 = objectstore.Config{Endpoint: m.URL, Bucket: "documents", Region: m.Region, AccessKey: m.AccessKey,
 		SecretKey: m.SecretKey, StartupWait: time.Second}
 	s := servicetest.StartWith(t, Spec(), cfg, issuer)
-	body, contentType := multipartBody(t, typePart("report"), filePart("a.txt", "text/plain", "before"))
+	body, contentType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "before"))
 	id := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType).JSON()["id"].(string)
 
 	if err := m.Stop(); err != nil {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"mime/multipart"
 	"net"
-	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -20,33 +18,6 @@ import (
 
 // maxUpload is the documents service's size limit in this stack.
 const maxUpload = 4 << 20
-
-// uploadBody is a multipart upload of parts (name, filename, type, content).
-func uploadBody(t *testing.T, parts ...[4]string) (string, string) {
-	t.Helper()
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	for _, p := range parts {
-		h := textproto.MIMEHeader{}
-		d := fmt.Sprintf(`form-data; name=%q`, p[0])
-		if p[1] != "" {
-			d += fmt.Sprintf(`; filename=%q`, p[1])
-		}
-		h.Set("Content-Disposition", d)
-		if p[2] != "" {
-			h.Set("Content-Type", p[2])
-		}
-		pw, err := w.CreatePart(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = pw.Write([]byte(p[3]))
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String(), w.FormDataContentType()
-}
 
 // stored counts what the documents service holds: rows in its schema and
 // objects (and unfinished uploads) in its bucket.
@@ -89,8 +60,8 @@ func TestDocumentsThroughGateway(t *testing.T) {
 	rowsBefore, objectsBefore := stored(t)
 
 	content := strings.Repeat("inspection report line\n", 200)
-	body, ctype := uploadBody(t, [4]string{"document_type", "", "", "expert_control_report"},
-		[4]string{"file", "kontroll-2026.txt", "text/plain; charset=utf-8", content})
+	body, ctype := apitest.Multipart(t, apitest.Field("document_type", "expert_control_report"),
+		apitest.FormPart{Name: "file", Filename: "kontroll-2026.txt", ContentType: "text/plain; charset=utf-8", Content: content})
 	created := apitest.Expect(t, gw.Do(t, "POST", "/documents", rw, body, "Content-Type", ctype), 201)
 	doc := created.JSON()
 	id := doc["id"].(string)
@@ -126,16 +97,16 @@ func TestDocumentsThroughGateway(t *testing.T) {
 	}
 	for _, p := range []struct {
 		name   string
-		parts  [][4]string
+		parts  []apitest.FormPart
 		status int
 	}{
-		{"no file", [][4]string{{"document_type", "", "", "report"}}, 422},
-		{"no document_type", [][4]string{{"file", "a.txt", "", "x"}}, 422},
-		{"document_type not a token", [][4]string{{"document_type", "", "", "Report!"}, {"file", "a.txt", "", "x"}}, 422},
-		{"two files", [][4]string{{"document_type", "", "", "r"}, {"file", "a", "", "x"}, {"file", "b", "", "y"}}, 422},
-		{"over the limit", [][4]string{{"document_type", "", "", "r"}, {"file", "big.bin", "", strings.Repeat("x", maxUpload+1)}}, 413},
+		{"no file", []apitest.FormPart{apitest.Field("document_type", "report")}, 422},
+		{"no document_type", []apitest.FormPart{{Name: "file", Filename: "a.txt", Content: "x"}}, 422},
+		{"document_type not a token", []apitest.FormPart{apitest.Field("document_type", "Report!"), {Name: "file", Filename: "a.txt", Content: "x"}}, 422},
+		{"two files", []apitest.FormPart{apitest.Field("document_type", "r"), {Name: "file", Filename: "a", Content: "x"}, {Name: "file", Filename: "b", Content: "y"}}, 422},
+		{"over the limit", []apitest.FormPart{apitest.Field("document_type", "r"), {Name: "file", Filename: "big.bin", Content: strings.Repeat("x", maxUpload+1)}}, 413},
 	} {
-		b, c := uploadBody(t, p.parts...)
+		b, c := apitest.Multipart(t, p.parts...)
 		refused = append(refused, struct {
 			name   string
 			body   string

@@ -16,13 +16,17 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/oauth2"
 
 	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/auth/authtest"
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/openapi"
 	"github.com/assetregistry/registry/pkg/openapitest"
+	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/testharness"
@@ -141,4 +145,55 @@ func (s *Service) Expect(r apitest.Response, status int) apitest.Response {
 func (s *Service) Call(status int, method, path, token string, body any, headers ...string) apitest.Response {
 	s.t.Helper()
 	return apitest.Expect(s.t, s.Client.Do(s.t, method, path, token, body, headers...), status)
+}
+
+// StartCluster runs several services in-process, each with the others as
+// its peers (those its catalog entry calls), calling them with a machine
+// identity of the test issuer that holds the internal scope, as deployed.
+// Peers that are not among specs stay unconfigured.
+func StartCluster(t *testing.T, specs ...servicekit.Spec) map[string]*Service {
+	t.Helper()
+	issuer := authtest.NewIssuer(t, Audience)
+	servers := map[string]*httptest.Server{}
+	for _, spec := range specs {
+		// Listening first gives every service its peers' addresses.
+		servers[spec.Name] = httptest.NewUnstartedServer(nil)
+		t.Cleanup(servers[spec.Name].Close)
+	}
+	identity := oauth2.StaticTokenSource(&oauth2.Token{AccessToken: issuer.Sign(t, machineClaims(issuer))})
+	cluster := map[string]*Service{}
+	for _, spec := range specs {
+		cfg := Config(t, spec, issuer)
+		entry, _ := catalog.Lookup(spec.Name)
+		cfg.Peers = peer.Config{URLs: map[string]*string{}, Timeout: 5 * time.Second, TokenSource: identity}
+		for _, name := range entry.Peers() {
+			if srv, ok := servers[name]; ok {
+				u := "http://" + srv.Listener.Addr().String()
+				cfg.Peers.URLs[name] = &u
+			}
+		}
+		built, err := servicekit.Build(t.Context(), spec, cfg, log.NewNopLogger())
+		if err != nil {
+			t.Fatalf("servicetest: build %s: %v", spec.Name, err)
+		}
+		t.Cleanup(built.Close)
+		srv := servers[spec.Name]
+		srv.Config.Handler = built.Handler
+		srv.Start()
+		cluster[spec.Name] = &Service{
+			t:      t,
+			Client: apitest.Client{BaseURL: srv.URL, HTTP: DocumentClient(t, spec)},
+			Issuer: issuer, RW: issuer.ReadWrite(t), RO: issuer.ReadOnly(t),
+			Built: built, Config: cfg,
+		}
+	}
+	return cluster
+}
+
+// machineClaims are a service's own token: the internal scope only, valid
+// for the whole test.
+func machineClaims(issuer *authtest.Issuer) jwt.MapClaims {
+	c := issuer.Claims("svc-test", auth.ScopeInternal)
+	c["exp"] = time.Now().Add(time.Hour).Unix()
+	return c
 }

@@ -50,7 +50,6 @@ func newFixture(t *testing.T, maxSize int64) fixture {
 	}
 	registry := refs.New("documents", st, &peer.Clients{})
 	store := NewStore(st, registry, log.NewNopLogger())
-	registry.Owns("document", store.exists)
 	objects := NewObjects(bucket, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute})
 	none := func(context.Context, uuid.UUID) ([]ActionDocument, error) { return []ActionDocument{}, nil }
 	return fixture{

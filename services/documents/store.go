@@ -22,9 +22,12 @@ type Store struct {
 	logger log.Logger
 }
 
-// NewStore returns the store; deletes go through the reference protocol.
+// NewStore returns the store; deletes go through the reference protocol,
+// so the services that link or attach documents are asked first.
 func NewStore(s *store.Store, r *refs.Registry, logger log.Logger) *Store {
-	return &Store{Store: s, refs: r, logger: logger}
+	st := &Store{Store: s, refs: r, logger: logger}
+	r.Owns("document", st.exists)
+	return st
 }
 
 const documentColumns = `id, document_type, filename, content_type, size, sha256, created_at, created_by`

@@ -15,6 +15,7 @@ import (
 	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicetest"
 	"github.com/assetregistry/registry/pkg/testharness"
 )
@@ -31,7 +32,8 @@ type fixture struct {
 // the real PostgreSQL and a private key space of the real Redis.
 func newFixture(t testing.TB, redisURL string) fixture {
 	t.Helper()
-	st := NewStore(servicetest.Store(t, Spec(), redisURL))
+	kit := servicetest.Store(t, Spec(), redisURL)
+	st := NewStore(kit, refs.New("parties", kit, nil))
 	ctx := servicetest.Caller(t.Context(), "test-client")
 	return fixture{svc: WithFindCache(NewService(st), st.Finds), store: st, ctx: ctx}
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
 
@@ -25,8 +26,12 @@ func Spec() servicekit.Spec {
 		Migrations:  migrations,
 		OpenAPIYAML: openAPI,
 		Build: func(d servicekit.Deps) (servicekit.Handlers, error) {
-			svc := WithFindCache(NewService(NewStore(d.Store)), d.Store.Finds)
-			return servicekit.Handlers{Routes: NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))}, nil
+			registry := refs.New("parties", d.Store, d.Peers)
+			svc := WithFindCache(NewService(NewStore(d.Store, registry)), d.Store.Finds)
+			timeout := endpoints.Timeout(d.RequestTimeout)
+			routes := NewHTTPHandler(MakeEndpoints(svc, timeout))
+			refs.MakeServerEndpoints(registry, timeout).Mount(routes)
+			return servicekit.Handlers{Routes: routes}, nil
 		},
 	}
 }

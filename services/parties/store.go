@@ -11,6 +11,7 @@ import (
 	"github.com/assetregistry/registry/pkg/find"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -19,10 +20,36 @@ import (
 // cached finds the write says it changed.
 type Store struct {
 	*store.Store
+	refs *refs.Registry
 }
 
-// NewStore returns the parties store over the kit's store.
-func NewStore(s *store.Store) *Store { return &Store{Store: s} }
+// NewStore returns the parties store over the kit's store. People and
+// organizations are deleted through the reference protocol, so the
+// services that point at them are asked first.
+func NewStore(s *store.Store, r *refs.Registry) *Store {
+	st := &Store{Store: s, refs: r}
+	r.Owns("person", st.existing("people"))
+	r.Owns("organization", st.existing("organizations"))
+	return st
+}
+
+// existing answers the reference protocol's question for one table: which
+// of ids are there.
+func (s *Store) existing(table string) refs.ExistsFunc {
+	query := `SELECT id FROM ` + table + ` WHERE id = ANY($1)`
+	return func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
+		rows, err := q.Query(ctx, query, ids)
+		if err != nil {
+			return nil, postgres.Classify(err, "check "+table)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		attrs := make(map[uuid.UUID]refs.Attrs, len(found))
+		for _, id := range found {
+			attrs[id] = refs.Attrs{}
+		}
+		return attrs, postgres.Classify(err, "check "+table)
+	}
+}
 
 const organizationColumns = `id, name, registration_number, organization_type, tax_registration_number,
 	country, idp_id, created_at, created_by, updated_at, updated_by`
@@ -111,9 +138,10 @@ func (s *Store) organizationConflict(ctx context.Context, err error, number stri
 		`SELECT id FROM organizations WHERE registration_number = $1 AND country IS NOT DISTINCT FROM $2`, number, country)
 }
 
-// DeleteOrganization removes an organization and its links.
+// DeleteOrganization removes an organization and its links, unless
+// something in another service still names it.
 func (s *Store) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
-	return s.Write(ctx, "delete organization", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.Delete(ctx, "organization", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var number string
 		err := store.Delete(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
 		return []string{organizationFinds(number), everyPersonFind}, err
@@ -221,9 +249,10 @@ func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, ap
 		`SELECT id FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
 }
 
-// DeletePerson removes a person and their links.
+// DeletePerson removes a person and their links, unless something in
+// another service still names them.
 func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
-	return s.Write(ctx, "delete person", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.Delete(ctx, "person", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var first, last string
 		err := store.Delete(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
 		return []string{personFinds(first, last), everyOrganizationFind}, err

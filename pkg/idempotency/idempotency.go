@@ -214,7 +214,7 @@ func (k *Keys) claim(ctx context.Context, client, key string) (uuid.UUID, *recor
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Reclaimed and released between the two statements; rare enough
 		// that the client may simply retry.
-		return uuid.Nil, nil, apperr.Conflict("a request with this " + Header + " is in progress").WithHeader("Retry-After", "1")
+		return uuid.Nil, nil, apperr.Conflict("a request with this "+Header+" is in progress").WithHeader("Retry-After", "1")
 	}
 	if err != nil {
 		return uuid.Nil, nil, postgres.Classify(err, "read idempotency key")

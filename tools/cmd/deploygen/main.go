@@ -17,7 +17,14 @@ import (
 func main() {
 	root := flag.String("root", ".", "repository root")
 	check := flag.Bool("check", false, "list the files that are not current and exit 1 if any")
+	list := flag.Bool("list", false, "print the deployables' chart names, one a line, and exit")
 	flag.Parse()
+	if *list {
+		for _, f := range deploygen.AllFacts() {
+			fmt.Println(f.Name)
+		}
+		return
+	}
 	if err := run(*root, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "deploygen:", err)
 		os.Exit(1)

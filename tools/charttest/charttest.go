@@ -136,7 +136,17 @@ func (w *Workspace) Validate(name string, manifests []byte) error {
 	if err := os.WriteFile(file, manifests, 0o644); err != nil {
 		return err
 	}
-	cmd := exec.Command(w.tools.KubectlValidate, file, "--version", "1.30", "--local-crds", filepath.Join(w.Dir, "crds"))
+	args := []string{file, "--version", "1.30"}
+	crdDirs, err := os.ReadDir(filepath.Join(w.Dir, "crds"))
+	if err != nil {
+		return err
+	}
+	for _, d := range crdDirs {
+		if d.IsDir() {
+			args = append(args, "--local-crds", filepath.Join(w.Dir, "crds", d.Name()))
+		}
+	}
+	cmd := exec.Command(w.tools.KubectlValidate, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kubectl-validate %s: %w\n%s", name, err, out)
@@ -156,22 +166,27 @@ func Docs(manifests []byte) ([]Doc, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(manifests))
 	var docs []Doc
 	for {
-		var d Doc
-		err := dec.Decode(&d)
+		// Into a plain map: yaml.v3 gives nested mappings the type of the
+		// outer one, and Get walks plain maps.
+		var m map[string]any
+		err := dec.Decode(&m)
 		if errors.Is(err, io.EOF) {
 			return docs, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		if d != nil {
-			docs = append(docs, d)
+		if m != nil {
+			docs = append(docs, Doc(m))
 		}
 	}
 }
 
 // Get walks maps and lists (by int index) and returns what is at path, or nil.
 func Get(v any, path ...any) any {
+	if d, ok := v.(Doc); ok {
+		v = map[string]any(d)
+	}
 	for _, p := range path {
 		switch key := p.(type) {
 		case string:

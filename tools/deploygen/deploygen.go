@@ -211,13 +211,23 @@ func (s *schemaSet) sharedDefinitions(all []Facts) *object {
 	defs.set("global", clone(s.global))
 	defs.set("common", obj("type", "object", "properties", s.groups["common"].without("enabled")))
 	for _, f := range all {
+		props := s.properties(f)
+		// In the umbrella, Helm hands every subchart the globals.
+		props.set("global", obj("$ref", "#/definitions/global"))
+		props.set(LibraryChart, libraryValues())
 		defs.set("deployable-"+f.Name, obj(
 			"type", "object",
 			"description", fmt.Sprintf("Values of %s.", f.Name),
-			"properties", s.properties(f),
+			"properties", props,
 		))
 	}
 	return defs
+}
+
+// libraryValues is the key Helm adds for the library dependency's values
+// (none), with the globals in it.
+func libraryValues() *object {
+	return obj("type", "object", "description", "Helm's own: the library chart's values (it has none); nothing to set.")
 }
 
 func (s *schemaSet) chartSchema(self *Facts, all []Facts) *object {
@@ -228,6 +238,7 @@ func (s *schemaSet) chartSchema(self *Facts, all []Facts) *object {
 		props = s.properties(*self)
 	}
 	props.set("global", obj("$ref", "#/definitions/global"))
+	props.set(LibraryChart, libraryValues())
 	for _, f := range all {
 		desc := fmt.Sprintf("Values of %s.", f.Name)
 		if self != nil {
@@ -342,7 +353,7 @@ func deployableChart(f Facts, m chartMeta) []byte {
 	}[f.Kind]
 	return fmt.Appendf(nil, `%sapiVersion: v2
 name: %s
-description: %s
+description: %q
 type: application
 version: %s
 appVersion: %q
@@ -494,7 +505,7 @@ func Scaffold(root string) map[string][]byte {
 {}
 `, f.Name),
 			filepath.Join(dir, "templates", f.Name+".yaml"): []byte(TemplateLine + "\n"),
-			filepath.Join(dir, ".helmignore"):               []byte("# deployable.yaml is read by the templates, so it ships with the chart.\n.git/\n*.tgz\n"),
+			filepath.Join(dir, ".helmignore"):               []byte("# deployable.yaml is read by the templates, so it ships with the chart.\n.git/\n"),
 		}
 		for path, data := range files {
 			if _, err := os.Stat(filepath.Join(root, path)); os.IsNotExist(err) {

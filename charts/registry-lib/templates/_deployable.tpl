@@ -180,7 +180,8 @@ spec:
           env:
             {{- . | nindent 12 }}
           {{- end }}
-          # The server listens only after migrating; startup covers database.startup-wait and the migrations.
+          # A server listens once its dependencies answer (a service migrates first): startup allows
+          # for database.startup-wait and the migrations.
           startupProbe:
             httpGet:
               path: /healthz

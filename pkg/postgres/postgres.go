@@ -9,9 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"regexp"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/exaring/otelpgx"
@@ -33,6 +36,9 @@ type Config struct {
 	Schema           string
 	MaxConns         int
 	StatementTimeout time.Duration
+	LockTimeout      time.Duration
+	IdleInTxTimeout  time.Duration
+	AcquireTimeout   time.Duration
 	StartupWait      time.Duration
 }
 
@@ -41,7 +47,13 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultSchema string) {
 	fs.StringVar(&c.URL, "database.url", "", "PostgreSQL connection URL (required)")
 	fs.StringVar(&c.Schema, "database.schema", defaultSchema, "schema this service owns; created and migrated at start")
 	fs.IntVar(&c.MaxConns, "database.max-conns", 20, "maximum open connections")
-	fs.DurationVar(&c.StatementTimeout, "database.statement-timeout", 10*time.Second, "server-side limit for one statement")
+	// Each well below the request timeout (15s), so one slow or locked
+	// thing fails fast with a 503 instead of holding connections that
+	// unrelated requests need.
+	fs.DurationVar(&c.StatementTimeout, "database.statement-timeout", 5*time.Second, "server-side limit for one statement")
+	fs.DurationVar(&c.LockTimeout, "database.lock-timeout", 2*time.Second, "server-side limit for waiting on a row lock (then 503: the resource is busy)")
+	fs.DurationVar(&c.IdleInTxTimeout, "database.idle-in-transaction-timeout", 30*time.Second, "server-side limit for a transaction left open without work")
+	fs.DurationVar(&c.AcquireTimeout, "database.acquire-timeout", 2*time.Second, "how long a request waits for a free connection (then 503)")
 	fs.DurationVar(&c.StartupWait, "database.startup-wait", time.Minute, "how long to wait for the database at start")
 }
 
@@ -51,7 +63,7 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // search_path), so SQL and migrations are written without schema names and
 // each test can run in a schema of its own. Queries are traced, and the
 // pool's statistics are exported as pgxpool_* metrics labelled by schema.
-func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("postgres: database.url is required")
 	}
@@ -66,8 +78,14 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		pc.MaxConns = int32(cfg.MaxConns)
 	}
 	pc.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
-	if cfg.StatementTimeout > 0 {
-		pc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(cfg.StatementTimeout.Milliseconds())
+	for param, d := range map[string]time.Duration{
+		"statement_timeout":                   cfg.StatementTimeout,
+		"lock_timeout":                        cfg.LockTimeout,
+		"idle_in_transaction_session_timeout": cfg.IdleInTxTimeout,
+	} {
+		if d > 0 {
+			pc.ConnConfig.RuntimeParams[param] = fmt.Sprint(d.Milliseconds())
+		}
 	}
 	// Parameters stay out of spans: they hold names and birth dates.
 	pc.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName())
@@ -85,7 +103,7 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
 	metrics.track(cfg.Schema, pool)
-	return pool, nil
+	return newPool(pool, cfg), nil
 }
 
 // MigrationSet is one sequence of migrations with its own version table,
@@ -100,12 +118,12 @@ type MigrationSet struct {
 // (NNN_name.sql files, tern format) in order, each in its own transaction,
 // recording the version in <schema>.schema_version. Replicas starting
 // together take turns on an advisory lock.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, migrations fs.FS) error {
+func Migrate(ctx context.Context, pool *Pool, schema string, migrations fs.FS) error {
 	return MigrateSets(ctx, pool, schema, MigrationSet{Files: migrations, VersionTable: "schema_version"})
 }
 
 // MigrateSets is Migrate for several sets, applied in order.
-func MigrateSets(ctx context.Context, pool *pgxpool.Pool, schema string, sets ...MigrationSet) error {
+func MigrateSets(ctx context.Context, pool *Pool, schema string, sets ...MigrationSet) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return Classify(err, "acquire connection for migrations")
@@ -138,12 +156,12 @@ func MigrateSets(ctx context.Context, pool *pgxpool.Pool, schema string, sets ..
 // OpenAndMigrate opens the pool and migrates, retrying until the database
 // answers or cfg.StartupWait passes: in a cluster the database may come up
 // after the service.
-func OpenAndMigrate(ctx context.Context, cfg Config, migrations fs.FS, onRetry func(error)) (*pgxpool.Pool, error) {
+func OpenAndMigrate(ctx context.Context, cfg Config, migrations fs.FS, onRetry func(error)) (*Pool, error) {
 	return OpenAndMigrateSets(ctx, cfg, onRetry, MigrationSet{Files: migrations, VersionTable: "schema_version"})
 }
 
 // OpenAndMigrateSets is OpenAndMigrate for several sets.
-func OpenAndMigrateSets(ctx context.Context, cfg Config, onRetry func(error), sets ...MigrationSet) (*pgxpool.Pool, error) {
+func OpenAndMigrateSets(ctx context.Context, cfg Config, onRetry func(error), sets ...MigrationSet) (*Pool, error) {
 	pool, err := Open(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -205,10 +223,16 @@ func Classify(err error, op string) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", op, err) // the client went away
 	}
+	var app *apperr.Error
+	if errors.As(err, &app) {
+		return err // classified already (no free connection, say)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "57014", // query_canceled (statement_timeout)
+			pgErr.Code == "55P03",   // lock_not_available (lock_timeout): the row is busy
+			pgErr.Code == "25P03",   // idle_in_transaction_session_timeout
 			pgErr.Code[:2] == "08",  // connection exception
 			pgErr.Code[:2] == "53",  // insufficient resources
 			pgErr.Code[:3] == "57P": // admin shutdown, crash shutdown, cannot connect now
@@ -218,16 +242,26 @@ func Classify(err error, op string) error {
 	}
 	var netErr net.Error
 	var connErr *pgconn.ConnectError
+	// A connection lost mid-query (the server died, a proxy cut it) shows
+	// as an unexpected EOF or a closed connection, not as a PgError.
 	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.As(err, &connErr) ||
-		pgconn.SafeToRetry(err) || errors.Is(err, puddle.ErrClosedPool) {
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, puddle.ErrClosedPool) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || isConnClosed(err) {
 		return apperr.Unavailable("the database", fmt.Errorf("%s: %w", op, err))
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// InTx runs fn in a transaction, committing when it returns nil.
-func InTx(ctx context.Context, pool *pgxpool.Pool, op string, fn func(tx pgx.Tx) error) error {
-	tx, err := pool.Begin(ctx)
+// isConnClosed recognises pgx's error for a connection that an earlier
+// failure closed (it has no exported sentinel).
+func isConnClosed(err error) bool {
+	return strings.Contains(err.Error(), "conn closed")
+}
+
+// InTx runs fn in a write transaction, committing when it returns nil.
+func InTx(ctx context.Context, pool *Pool, op string, fn func(tx pgx.Tx) error) error {
+	tx, err := pool.BeginWrite(ctx)
 	if err != nil {
 		return Classify(err, op+": begin")
 	}
@@ -239,6 +273,6 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, op string, fn func(tx pgx.Tx)
 }
 
 // Ping is the readiness check of a pool.
-func Ping(pool *pgxpool.Pool) func(context.Context) error {
+func Ping(pool *Pool) func(context.Context) error {
 	return func(ctx context.Context) error { return Classify(pool.Ping(ctx), "ping") }
 }

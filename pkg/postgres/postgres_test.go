@@ -2,13 +2,17 @@ package postgres_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/listing"
@@ -158,4 +162,152 @@ func TestStatementTimeoutIsUnavailable(t *testing.T) {
 	if err := postgres.Classify(err, "sleep"); !apperr.Is(err, apperr.KindUnavailable) {
 		t.Fatalf("err = %v, want unavailable", err)
 	}
+}
+
+// A connection lost in the middle of a query (the server killed, a proxy
+// cut it) is "unavailable", a 503, not a 500.
+func TestLostConnectionIsUnavailable(t *testing.T) {
+	target := strings.TrimPrefix(strings.Split(testharness.PostgresURL(t), "@")[1], "")
+	target = strings.Split(target, "/")[0]
+	proxy := newCuttingProxy(t, target)
+	cfg := open(t)
+	cfg.URL = strings.Replace(testharness.PostgresURL(t), target, proxy.addr, 1)
+	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		proxy.cut()
+	}()
+	_, err = pool.Exec(t.Context(), "SELECT pg_sleep(5)")
+	if err == nil {
+		t.Fatal("the query survived its connection")
+	}
+	if err := postgres.Classify(err, "sleep"); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+}
+
+// cuttingProxy forwards TCP to target until cut, which closes every
+// connection it carries.
+type cuttingProxy struct {
+	addr  string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCuttingProxy(t *testing.T, target string) *cuttingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &cuttingProxy{addr: ln.Addr().String()}
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, client, server)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(server, client); server.Close() }()
+			go func() { _, _ = io.Copy(client, server); client.Close() }()
+		}
+	}()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *cuttingProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// A row locked longer than the lock timeout is "unavailable" (busy).
+func TestLockTimeoutIsUnavailable(t *testing.T) {
+	cfg := open(t)
+	cfg.LockTimeout = 100 * time.Millisecond
+	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	id := uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, 'a')", id); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(t.Context())
+	if _, err := holder.Exec(t.Context(), "SELECT 1 FROM items WHERE id = $1 FOR UPDATE", id); err != nil {
+		t.Fatal(err)
+	}
+	err = postgres.InTx(t.Context(), pool, "update", func(tx pgx.Tx) error {
+		_, err := tx.Exec(t.Context(), "UPDATE items SET kind = 'b' WHERE id = $1", id)
+		return postgres.Classify(err, "update")
+	})
+	if !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+}
+
+// Writes queued behind a lock never take every connection: a read still
+// gets one at once, and a request that finds no connection free within
+// the acquire timeout is "unavailable" rather than waiting out its own
+// deadline.
+func TestWritesLeaveConnectionsForReads(t *testing.T) {
+	cfg := open(t)
+	cfg.MaxConns, cfg.AcquireTimeout = 4, 200*time.Millisecond
+	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var writes []pgx.Tx
+	for range 3 { // all the write slots of a pool of 4
+		tx, err := pool.BeginWrite(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes = append(writes, tx)
+	}
+	if _, err := pool.BeginWrite(t.Context()); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("a fourth write: %v, want unavailable", err)
+	}
+	var n int
+	if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM items").Scan(&n); err != nil {
+		t.Fatalf("a read while writes hold their slots: %v", err)
+	}
+	reader, err := pool.Begin(t.Context()) // the last connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(t.Context(), "SELECT 1").Scan(&n); !apperr.Is(postgres.Classify(err, "read"), apperr.KindUnavailable) {
+		t.Fatalf("no connection free: %v, want unavailable", err)
+	}
+	_ = reader.Rollback(t.Context())
+	for _, tx := range writes {
+		_ = tx.Rollback(t.Context())
+	}
+	tx, err := pool.BeginWrite(t.Context())
+	if err != nil {
+		t.Fatalf("after the writes ended: %v", err)
+	}
+	_ = tx.Rollback(t.Context())
 }

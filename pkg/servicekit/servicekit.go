@@ -20,7 +20,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
@@ -271,7 +270,7 @@ func Every(interval time.Duration, job func(context.Context)) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-func openDatabase(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (*pgxpool.Pool, error) {
+func openDatabase(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (*postgres.Pool, error) {
 	if spec.Migrations == nil {
 		return nil, errors.New("service: the spec has no migrations")
 	}

@@ -10,6 +10,7 @@
 package servicetest
 
 import (
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -27,7 +28,6 @@ import (
 	"github.com/assetregistry/registry/pkg/openapi"
 	"github.com/assetregistry/registry/pkg/openapitest"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/testharness"
 )
@@ -60,12 +60,18 @@ func Config(t *testing.T, spec servicekit.Spec, issuer *authtest.Issuer) service
 	if !ok {
 		t.Fatalf("servicetest: %s is not in pkg/catalog", spec.Name)
 	}
-	cfg := servicekit.Config{
-		Database: postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t),
-			MaxConns: 20, StartupWait: time.Second},
-		OIDC:    issuer.Config(),
-		Timeout: 10 * time.Second,
+	// Production's defaults (timeouts, limits) first, as the flags give
+	// them; then what the test environment decides.
+	var cfg servicekit.Config
+	defaults := flag.NewFlagSet(spec.Name, flag.ContinueOnError)
+	cfg.RegisterFlags(defaults, entry)
+	if err := defaults.Parse(nil); err != nil {
+		t.Fatal(err)
 	}
+	cfg.Database.URL, cfg.Database.Schema = testharness.PostgresURL(t), testharness.NewDatabaseSchema(t)
+	cfg.Database.StartupWait = time.Second
+	cfg.OIDC = issuer.Config()
+	cfg.Timeout = 10 * time.Second
 	if entry.NeedsStore(catalog.Redis) {
 		// The find cache's namespace holds the schema's name, which is the
 		// test's own, so tests sharing one Redis never see each other's finds.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/cache"
@@ -24,12 +23,12 @@ import (
 
 // Store is a service's pool and find cache.
 type Store struct {
-	Pool  *pgxpool.Pool
+	Pool  *postgres.Pool
 	Finds *cache.Finds // may be a disabled cache
 }
 
 // New returns a store over pool; finds may be nil (no cache).
-func New(pool *pgxpool.Pool, finds *cache.Finds) *Store {
+func New(pool *postgres.Pool, finds *cache.Finds) *Store {
 	if finds == nil {
 		finds = cache.NewFinds(nil, "", cache.Config{}, nil)
 	}
@@ -88,7 +87,7 @@ func unitFrom(ctx context.Context) *Unit {
 // Tx returns the unit's transaction, beginning it on first use.
 func (u *Unit) Tx(ctx context.Context) (pgx.Tx, error) {
 	if u.tx == nil {
-		tx, err := u.store.Pool.Begin(ctx)
+		tx, err := u.store.Pool.BeginWrite(ctx)
 		if err != nil {
 			return nil, postgres.Classify(err, "begin unit of work")
 		}

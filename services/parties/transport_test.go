@@ -2,7 +2,9 @@ package parties
 
 import (
 	"bytes"
+	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/assetregistry/registry/pkg/apitest"
@@ -289,4 +291,44 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 	if n := len(a.Call(200, "GET", "/organizations", a.RO, nil).List()); n != 1 {
 		t.Errorf("%d organizations, want 1", n)
 	}
+}
+
+// A row held by a long transaction: writes queued behind it fail with 503
+// and Retry-After once the lock timeout passes, instead of holding
+// connections, and an unrelated read is answered meanwhile.
+func TestHTTPLockedRowDoesNotStarveOthers(t *testing.T) {
+	a := servicetest.Start(t, Spec())
+	locked := a.Call(201, "POST", "/organizations", a.RW, acme).JSON()["id"].(string)
+	other := a.Call(201, "POST", "/organizations", a.RW, map[string]any{
+		"name": "Other AS", "registration_number": "2", "organization_type": "private"}).JSON()["id"].(string)
+	holder, err := a.Built.Store.Pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(t.Context(), `SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, locked); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	statuses := make(chan apitest.Response, 40)
+	for range 40 {
+		wg.Go(func() {
+			statuses <- a.Client.Do(t, "PATCH", "/organizations/"+locked, a.RW, `{"name":"Busy AS"}`)
+		})
+	}
+	// While the writes wait on the lock, a read of another organization
+	// is served (the lock is still held: the transaction is open).
+	a.Call(200, "GET", "/organizations/"+other, a.RO, nil)
+	wg.Wait()
+	close(statuses)
+	for r := range statuses {
+		apitest.Expect(t, r, 503)
+		if r.Header.Get("Retry-After") == "" {
+			t.Error("503 without Retry-After")
+		}
+	}
+	if err := holder.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	a.Call(200, "PATCH", "/organizations/"+locked, a.RW, `{"name":"Free AS"}`)
 }

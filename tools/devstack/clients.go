@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/postgres"
@@ -67,14 +64,7 @@ func (s *Stack) ensureServiceClients(ctx context.Context, envFile string) (map[s
 
 // idpClients opens the identity provider's client registry in its schema.
 func (s *Stack) idpClients(ctx context.Context) (*idp.Clients, func(), error) {
-	u, err := url.Parse(s.DatabaseURL)
-	if err != nil {
-		return nil, nil, err
-	}
-	q := u.Query()
-	q.Set("search_path", "idp")
-	u.RawQuery = q.Encode()
-	pool, err := pgxpool.New(ctx, u.String())
+	pool, err := postgres.Open(ctx, postgres.Config{URL: s.DatabaseURL, Schema: "idp", MaxConns: 2})
 	if err != nil {
 		return nil, nil, err
 	}

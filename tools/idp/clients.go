@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/assetregistry/registry/pkg/postgres"
 )
 
 // Scopes a client can hold: the registry's.
@@ -60,7 +60,7 @@ type Clients struct {
 
 // NewClients returns the admin API over pool, a connection pool inside the
 // IdP's migrated schema (see Migrations).
-func NewClients(pool *pgxpool.Pool) *Clients {
+func NewClients(pool *postgres.Pool) *Clients {
 	return &Clients{store: store{pool: pool}, now: time.Now}
 }
 

@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assetregistry/registry/pkg/logging"
 	"github.com/assetregistry/registry/pkg/postgres"
@@ -94,7 +93,7 @@ type Provider struct {
 	Clients *Clients
 	handler http.Handler
 	health  *server.Health
-	pool    *pgxpool.Pool
+	pool    *postgres.Pool
 }
 
 // Open loads (or creates) the signing key, connects to the database,

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assetregistry/registry/pkg/postgres"
 )
@@ -16,7 +15,7 @@ import (
 // come from the caller (the Clients clock), so expiry can be tested without
 // sleeping.
 type store struct {
-	pool *pgxpool.Pool
+	pool *postgres.Pool
 }
 
 func (s store) createClient(ctx context.Context, c Client, hash []byte) error {

@@ -26,8 +26,8 @@ import (
 // every other dependency is exactly what Hydra's own go.mod and go.sum
 // select.
 //
-// A cold build (empty module and build caches) costs about 3.4 CPU-minutes
-// (166 s user, 38 s system, 560 MB peak memory) and downloads 274 MB of
+// A cold build (empty module and build caches) costs about 3.6 CPU-minutes
+// (179 s user, 38 s system, 550 MB peak memory) and downloads 300 MB of
 // modules; see docs/testing.md. A new pin needs new checksums: `go mod
 // download -json github.com/ory/hydra/v2@<version>` gives the module's Sum,
 // and the client module's lines come from a build with the checksum

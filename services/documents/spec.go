@@ -46,7 +46,7 @@ func SpecWith(cfg Config, objects ObjectsConfig) servicekit.Spec {
 		Build: func(d servicekit.Deps) (servicekit.Handlers, error) {
 			registry := refs.New("documents", d.Store, d.Peers)
 			store := NewStore(d.Store, registry, d.Logger)
-					objects := NewObjects(d.Objects, objects)
+			objects := NewObjects(d.Objects, objects)
 			svc := NewService(store, objects, actionDocuments(d.Peers), cfg)
 			// Uploads and downloads run as long as their bytes take; only
 			// metadata calls get the request timeout.

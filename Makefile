@@ -39,6 +39,13 @@ minio: ## build the pinned MinIO server into the user's cache if missing
 minio-background:
 	@go run ./pkg/devinfra/cmd/ensure-minio >/dev/null &
 
+# ORY Hydra, the independent token issuer that the end-to-end tests run the
+# registry against (TestExternalIssuer), is built the same way, once per
+# machine and version (pkg/devinfra.HydraVersion), in the background.
+.PHONY: hydra-background
+hydra-background:
+	@go run ./pkg/devinfra/cmd/ensure-hydra >/dev/null &
+
 .PHONY: build
 build: ## build every binary into bin/
 	@mkdir -p $(BIN)
@@ -49,7 +56,7 @@ run: minio-background deps build ## run the whole registry locally (Ctrl-C stops
 	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN)
 
 .PHONY: test
-test: minio-background chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO), end-to-end, charts and images
+test: minio-background hydra-background chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO), end-to-end (a second OIDC issuer included), charts and images
 	@env_file=$$(mktemp -u /tmp/testinfra.XXXXXX.env); \
 	$(BIN)/testinfra -env-file $$env_file & infra=$$!; \
 	trap 'kill $$infra 2>/dev/null; wait $$infra 2>/dev/null || true' EXIT; \

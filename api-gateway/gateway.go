@@ -4,6 +4,7 @@
 package gateway
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -58,10 +59,18 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Gateway is the gateway's HTTP stack and probes.
 type Gateway struct {
-	Handler http.Handler
-	Health  *server.Health
-	docs    *docs
-	close   func()
+	Handler  http.Handler
+	Health   *server.Health
+	docs     *docs
+	verifier *auth.Verifier
+	close    func()
+}
+
+// CheckIssuer is the start-time check of the token issuer (auth.Verifier.Start):
+// an issuer whose discovery document names another issuer than oidc.issuer
+// stops the gateway; one that cannot be reached yet is logged and retried.
+func (g *Gateway) CheckIssuer(ctx context.Context, logger log.Logger) error {
+	return g.verifier.Start(ctx, logger)
 }
 
 // Close stops the background key refresh.
@@ -102,10 +111,11 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	limited := newRateLimiter(cfg.RateLimit).Middleware(auth.RequireScope(routed))
 	protected := auth.Authenticate(verifier)(routeOrNotFound(proxies, limited))
 	return &Gateway{
-		Handler: process.Stack(logger, "api-gateway", false, public, protected),
-		Health:  health,
-		docs:    docs,
-		close:   verifier.Close,
+		Handler:  process.Stack(logger, "api-gateway", false, public, protected),
+		Health:   health,
+		docs:     docs,
+		verifier: verifier,
+		close:    verifier.Close,
 	}, nil
 }
 

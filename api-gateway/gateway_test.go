@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -18,8 +20,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/auth/authtest"
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
@@ -74,6 +78,7 @@ type fixture struct {
 	client   apitest.Client
 	issuer   *authtest.Issuer
 	upstream *upstream
+	gateway  *Gateway
 }
 
 func newGateway(t *testing.T, mutate func(*Config)) fixture {
@@ -92,7 +97,7 @@ func newGateway(t *testing.T, mutate func(*Config)) fixture {
 	t.Cleanup(g.Close)
 	srv := httptest.NewServer(g.Handler)
 	t.Cleanup(srv.Close)
-	return fixture{client: apitest.Client{BaseURL: srv.URL}, issuer: issuer, upstream: up}
+	return fixture{client: apitest.Client{BaseURL: srv.URL}, issuer: issuer, upstream: up, gateway: g}
 }
 
 func TestForwarding(t *testing.T) {
@@ -180,10 +185,59 @@ func TestServiceDownIs503(t *testing.T) {
 
 func TestIssuerDownMakesGatewayUnready(t *testing.T) {
 	f := newGateway(t, func(c *Config) { c.OIDC.Issuer = "http://127.0.0.1:1" })
-	if r := f.client.Do(t, "GET", "/readyz", "", nil); r.Status != 503 {
-		t.Errorf("readyz = %d, want 503 while the issuer is unreachable", r.Status)
+	r := f.client.Do(t, "GET", "/readyz", "", nil)
+	reasons, _ := r.JSON()["reasons"].(map[string]any)
+	if r.Status != 503 || reasons["oidc"] != "the issuer http://127.0.0.1:1 cannot be reached (connection refused)" {
+		t.Errorf("readyz = %d %s, want 503 saying why the issuer cannot be used", r.Status, r.Raw)
 	}
 	apitest.Expect(t, f.client.Do(t, "GET", "/people", "a.b.c", nil), 503)
+}
+
+// Two Authorization headers are refused before anything is forwarded: the
+// gateway and the service might each read a different one.
+func TestTwoAuthorizationHeadersAreABadRequest(t *testing.T) {
+	f := newGateway(t, nil)
+	req, err := http.NewRequest("GET", f.client.BaseURL+"/people", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Add("Authorization", "Bearer "+f.issuer.ReadOnly(t))
+	req.Header.Add("Authorization", "Bearer "+f.issuer.ReadWrite(t))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || body["type"] != problem.TypePrefix+"bad-request" ||
+		!strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_request"`) {
+		t.Errorf("%d %v (WWW-Authenticate %q), want a 400 bad-request problem with an invalid_request challenge",
+			resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
+	}
+	if n := f.upstream.count(); n != 0 {
+		t.Errorf("%d requests reached the service", n)
+	}
+}
+
+// The start-time check: an issuer that publishes another spelling of
+// itself (here with the trailing slash) stops the gateway, naming both; one
+// that is down does not (its keys load once it answers).
+func TestCheckIssuer(t *testing.T) {
+	f := newGateway(t, nil)
+	if err := f.gateway.CheckIssuer(t.Context(), log.NewNopLogger()); err != nil {
+		t.Errorf("the test issuer: %v", err)
+	}
+	slash := newGateway(t, nil)
+	slash.issuer.DiscoveredIssuer = slash.issuer.URL + "/"
+	err := slash.gateway.CheckIssuer(t.Context(), log.NewNopLogger())
+	if !errors.Is(err, auth.ErrIssuerMismatch) || !strings.Contains(err.Error(), fmt.Sprintf("%q, but oidc.issuer is %q", slash.issuer.URL+"/", slash.issuer.URL)) {
+		t.Errorf("an issuer publishing a trailing slash: %v, want a refusal naming both values", err)
+	}
+	down := newGateway(t, func(c *Config) { c.OIDC.Issuer = "http://127.0.0.1:1" })
+	if err := down.gateway.CheckIssuer(t.Context(), log.NewNopLogger()); err != nil {
+		t.Errorf("an issuer that is down: %v, want the gateway to start", err)
+	}
 }
 
 func TestRateLimit(t *testing.T) {

@@ -5,12 +5,14 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/assetregistry/registry/pkg/auth"
@@ -53,6 +55,13 @@ func TestVerify(t *testing.T) {
 		{"wrong audience", iss.Sign(t, with(func(c jwt.MapClaims) { c["aud"] = "https://elsewhere.example" })), false},
 		{"wrong issuer", iss.Sign(t, with(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), false},
 		{"no subject", iss.Sign(t, with(func(c jwt.MapClaims) { delete(c, "sub") })), false},
+		{"lifetime of exactly the maximum", iss.Sign(t, with(func(c jwt.MapClaims) { c["exp"] = c["iat"].(int64) + int64(auth.DefaultMaxTokenLifetime/time.Second) })), true},
+		{"lifetime over the maximum", iss.Sign(t, with(func(c jwt.MapClaims) {
+			c["exp"] = c["iat"].(int64) + int64(auth.DefaultMaxTokenLifetime/time.Second) + 1
+		})), false},
+		{"issued long ago, expiring later", iss.Sign(t, with(func(c jwt.MapClaims) { c["iat"] = time.Now().Add(-30 * 24 * time.Hour).Unix() })), false},
+		{"no iat", iss.Sign(t, with(func(c jwt.MapClaims) { delete(c, "iat") })), false},
+		{"iat in the future", iss.Sign(t, with(func(c jwt.MapClaims) { c["iat"] = time.Now().Add(5 * time.Minute).Unix() })), false},
 		{"unsigned", authtest.Unsigned(t, with(func(jwt.MapClaims) {})), false},
 		{"tampered payload", parts[0] + "." + tamper(parts[1]) + "." + parts[2], false},
 		{"unknown key", authtest.SignWith(t, otherKey, "unknown-kid", with(func(jwt.MapClaims) {})), false},
@@ -93,6 +102,36 @@ func hmacWithPublicKey(t *testing.T, iss *authtest.Issuer, claims jwt.MapClaims)
 	return s
 }
 
+// The maximum lifetime is configurable; 0 is the default, a negative one is
+// refused at start.
+func TestMaxTokenLifetime(t *testing.T) {
+	iss := authtest.NewIssuer(t, audience)
+	cfg := iss.Config()
+	cfg.MaxTokenLifetime = time.Hour
+	v, err := auth.NewVerifier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	lived := func(d time.Duration) string {
+		c := iss.Claims("client-1", auth.ScopeRead)
+		c["exp"] = time.Now().Add(d).Unix()
+		c["iat"] = time.Now().Unix()
+		return iss.Sign(t, c)
+	}
+	if _, err := v.Verify(t.Context(), lived(time.Hour)); err != nil {
+		t.Errorf("a token living the maximum: %v", err)
+	}
+	_, err = v.Verify(t.Context(), lived(2*time.Hour))
+	if !errors.Is(err, auth.ErrInvalidToken) || !strings.Contains(err.Error(), "exceeds the 1h0m0s") {
+		t.Errorf("a token living twice the maximum: err = %v, want invalid token naming the limit", err)
+	}
+	cfg.MaxTokenLifetime = -time.Second
+	if _, err := auth.NewVerifier(cfg); err == nil {
+		t.Error("a negative maximum lifetime was accepted")
+	}
+}
+
 func TestVerifierReportsUnreachableIssuerAsUnavailable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close() // nothing listens there any more
@@ -103,8 +142,62 @@ func TestVerifierReportsUnreachableIssuerAsUnavailable(t *testing.T) {
 	if _, err := v.Verify(t.Context(), "x.y.z"); !errors.Is(err, auth.ErrUnavailable) {
 		t.Fatalf("err = %v, want unavailable", err)
 	}
-	if err := v.Ready(t.Context()); err == nil {
+	err = v.Ready(t.Context())
+	if err == nil {
 		t.Fatal("Ready must fail while the issuer is unreachable")
+	}
+	// /readyz (pkg/server) shows this reason; it names the issuer and the
+	// kind of failure.
+	var r interface{ ReadinessReason() string }
+	if !errors.As(err, &r) || r.ReadinessReason() != "the issuer "+srv.URL+" cannot be reached (connection refused)" {
+		t.Errorf("Ready: %v, want a readiness reason saying the issuer refuses connections", err)
+	}
+	// Start does not stop the process for an issuer that is down: the keys
+	// load on first use once it answers.
+	if err := v.Start(t.Context(), log.NewNopLogger()); err != nil {
+		t.Errorf("Start with the issuer down: %v, want nil", err)
+	}
+}
+
+// An issuer whose discovery document names another issuer than the
+// configured one (the trailing slash of an issuer such as Hydra) stops the
+// process at start, with both values named; every token would fail the iss
+// check otherwise.
+func TestStartRefusesAnIssuerThatDiscoveryContradicts(t *testing.T) {
+	iss := authtest.NewIssuer(t, audience)
+	iss.DiscoveredIssuer = iss.URL + "/"
+	v, err := auth.NewVerifier(iss.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	err = v.Start(t.Context(), log.NewNopLogger())
+	if !errors.Is(err, auth.ErrIssuerMismatch) || !strings.Contains(err.Error(), fmt.Sprintf("names issuer %q, but oidc.issuer is %q", iss.URL+"/", iss.URL)) {
+		t.Fatalf("Start: %v, want a refusal naming both issuers", err)
+	}
+	// Had it started anyway (its issuer was down at start), calls are 503
+	// and /readyz says why.
+	if _, err := v.Verify(t.Context(), iss.ReadOnly(t)); !errors.Is(err, auth.ErrUnavailable) {
+		t.Errorf("Verify: %v, want unavailable", err)
+	}
+	var r interface{ ReadinessReason() string }
+	if err := v.Ready(t.Context()); !errors.As(err, &r) || !strings.Contains(r.ReadinessReason(), "set oidc.issuer (OIDC_ISSUER) to exactly") {
+		t.Errorf("Ready: %v, want the mismatch as the reason", err)
+	}
+}
+
+func TestStartLoadsTheKeys(t *testing.T) {
+	iss := authtest.NewIssuer(t, audience)
+	v, err := auth.NewVerifier(iss.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	if err := v.Start(t.Context(), log.NewNopLogger()); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Ready(t.Context()); err != nil {
+		t.Fatalf("Ready after Start: %v", err)
 	}
 }
 
@@ -145,23 +238,31 @@ func TestMiddleware(t *testing.T) {
 	})))
 	tests := []struct {
 		name, method, authz string
+		secondAuthz         string // a second Authorization header
 		status              int
 		challenge           string
 	}{
-		{"no header", "GET", "", 401, `Bearer realm="asset-registry"`},
-		{"basic scheme", "GET", "Basic dXNlcjpwdw==", 401, `Bearer realm="asset-registry"`},
-		{"invalid token", "GET", "Bearer nope", 401, `error="invalid_token"`},
-		{"read token reads", "GET", "Bearer " + iss.ReadOnly(t), 200, ""},
-		{"lowercase scheme", "GET", "bearer " + iss.ReadOnly(t), 200, ""},
-		{"read token cannot write", "POST", "Bearer " + iss.ReadOnly(t), 403, `error="insufficient_scope"`},
-		{"write-only token cannot read", "GET", "Bearer " + iss.Token(t, "w", auth.ScopeWrite), 403, `scope="registry:read"`},
-		{"read-write token writes", "POST", "Bearer " + iss.ReadWrite(t), 200, ""},
+		{"no header", "GET", "", "", 401, `Bearer realm="asset-registry"`},
+		{"basic scheme", "GET", "Basic dXNlcjpwdw==", "", 401, `Bearer realm="asset-registry"`},
+		{"invalid token", "GET", "Bearer nope", "", 401, `error="invalid_token"`},
+		{"read token reads", "GET", "Bearer " + iss.ReadOnly(t), "", 200, ""},
+		{"lowercase scheme", "GET", "bearer " + iss.ReadOnly(t), "", 200, ""},
+		{"read token cannot write", "POST", "Bearer " + iss.ReadOnly(t), "", 403, `error="insufficient_scope"`},
+		{"write-only token cannot read", "GET", "Bearer " + iss.Token(t, "w", auth.ScopeWrite), "", 403, `scope="registry:read"`},
+		{"read-write token writes", "POST", "Bearer " + iss.ReadWrite(t), "", 200, ""},
+		{"two valid tokens in two headers", "GET", "Bearer " + iss.ReadOnly(t), "Bearer " + iss.ReadWrite(t), 400, `error="invalid_request"`},
+		{"a valid token and a bad one", "GET", "Bearer " + iss.ReadOnly(t), "Bearer nope", 400, `error="invalid_request"`},
+		{"the same token twice", "GET", "Bearer " + iss.ReadOnly(t), "Bearer " + iss.ReadOnly(t), 400, `error="invalid_request"`},
+		{"a bearer token and basic credentials", "GET", "Bearer " + iss.ReadOnly(t), "Basic dXNlcjpwdw==", 400, `error="invalid_request"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(tt.method, "/organizations", nil)
 			if tt.authz != "" {
 				r.Header.Set("Authorization", tt.authz)
+			}
+			if tt.secondAuthz != "" {
+				r.Header.Add("Authorization", tt.secondAuthz)
 			}
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)

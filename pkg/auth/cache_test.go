@@ -100,6 +100,8 @@ func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
 		valid[:len(valid)-2] + "AA", // signature changed
 		iss.Sign(t, jwt.MapClaims{"iss": iss.URL, "sub": "x", "aud": "https://elsewhere.example", "exp": time.Now().Add(time.Minute).Unix()}),
 		authtest.Unsigned(t, iss.Claims("x", auth.ScopeWrite)),
+		// correctly signed, but issued to live longer than allowed
+		iss.Sign(t, jwt.MapClaims{"iss": iss.URL, "sub": "x", "aud": audience, "iat": time.Now().Unix(), "exp": time.Now().Add(48 * time.Hour).Unix()}),
 	}
 	for range 2 {
 		for _, token := range bad {

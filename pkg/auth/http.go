@@ -48,9 +48,21 @@ const OnBehalfOfHeader = "X-On-Behalf-Of"
 
 // Authenticate lets through only requests with a valid bearer token and
 // puts the verified principal in the context.
+//
+// A request with more than one Authorization header is a 400 with
+// error="invalid_request" (RFC 6750 §3.1: more than one way of sending a
+// token, and RFC 9110 allows the field once): which of the two a proxy on
+// the way, the gateway and the service would each read is not defined, so
+// none of them is used, whether or not both are valid.
 func Authenticate(v *Verifier) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if len(r.Header.Values("Authorization")) > 1 {
+				problem.Write(r.Context(), apperr.New(apperr.KindBadRequest,
+					"the request has more than one Authorization header; send exactly one").
+					WithHeader("WWW-Authenticate", realm+`, error="invalid_request"`), w)
+				return
+			}
 			raw, ok := bearerToken(r)
 			if !ok {
 				problem.Write(r.Context(), apperr.New(apperr.KindUnauthenticated,

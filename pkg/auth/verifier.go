@@ -8,18 +8,24 @@ import (
 	"context"
 	"crypto"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/MicahParks/keyfunc/v3"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/golang-jwt/jwt/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
@@ -44,14 +50,24 @@ type Config struct {
 	Audience string        // the registry's base address; must be in aud
 	JWKSURL  string        // optional: skips discovery
 	Leeway   time.Duration // clock skew allowed on exp/nbf/iat (at most 60s)
+	// MaxTokenLifetime bounds exp − iat; 0 means DefaultMaxTokenLifetime.
+	MaxTokenLifetime time.Duration
 }
+
+// DefaultMaxTokenLifetime is the longest lifetime (exp − iat) a token may
+// have unless configured. Machine tokens live minutes to an hour; a token
+// valid for days is a misconfigured issuer or a leaked long-lived
+// credential, and nothing the registry can revoke.
+const DefaultMaxTokenLifetime = 24 * time.Hour
 
 // RegisterFlags adds the oidc.* flags (env OIDC_ISSUER, OIDC_AUDIENCE, ...).
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Issuer, "oidc.issuer", "", "OIDC issuer URL whose tokens are accepted (required)")
+	fs.StringVar(&c.Issuer, "oidc.issuer", "", "OIDC issuer URL whose tokens are accepted, exactly as the issuer's discovery document spells it (required)")
 	fs.StringVar(&c.Audience, "oidc.audience", "", "audience a token must carry: the registry's base address (required)")
 	fs.StringVar(&c.JWKSURL, "oidc.jwks-url", "", "JWKS URL; discovered from the issuer when empty")
 	fs.DurationVar(&c.Leeway, "oidc.leeway", 30*time.Second, "clock skew tolerated on exp and nbf (max 60s)")
+	fs.DurationVar(&c.MaxTokenLifetime, "oidc.max-token-lifetime", DefaultMaxTokenLifetime,
+		"longest lifetime (exp - iat) a token may have; longer ones, and tokens without iat, are refused")
 }
 
 // Principal is the verified caller.
@@ -69,9 +85,13 @@ func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes
 
 // Errors of Verify. ErrUnavailable means the keys could not be fetched: the
 // caller answers 503, not 401, because the token may well be valid.
+// ErrIssuerMismatch (always with ErrUnavailable) means the issuer's
+// discovery document names another issuer than the configured one: every
+// token would fail the iss check, so Start refuses to start the process.
 var (
-	ErrInvalidToken = errors.New("invalid token")
-	ErrUnavailable  = errors.New("token keys are unavailable")
+	ErrInvalidToken   = errors.New("invalid token")
+	ErrUnavailable    = errors.New("token keys are unavailable")
+	ErrIssuerMismatch = errors.New("the issuer's discovery document names another issuer")
 )
 
 // Verifier checks access tokens. Keys are fetched lazily, so a process can
@@ -91,6 +111,8 @@ type Verifier struct {
 
 	initMu      sync.Mutex // one key fetch at a time
 	lastFailure time.Time  // guarded by initMu; fail fast right after a failed fetch
+	lastErr     error      // guarded by initMu; why the last fetch failed
+	logger      log.Logger // guarded by initMu; set by Start
 }
 
 type loadedKeys struct {
@@ -107,11 +129,17 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	if cfg.Leeway < 0 || cfg.Leeway > time.Minute {
 		return nil, fmt.Errorf("auth: oidc.leeway %s is outside 0..60s", cfg.Leeway)
 	}
+	if cfg.MaxTokenLifetime < 0 {
+		return nil, fmt.Errorf("auth: oidc.max-token-lifetime %s is negative", cfg.MaxTokenLifetime)
+	}
+	if cfg.MaxTokenLifetime == 0 {
+		cfg.MaxTokenLifetime = DefaultMaxTokenLifetime
+	}
 	verified, err := lru.New[[sha256.Size]byte, verifiedToken](VerifiedTokenCacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("auth: token cache: %w", err)
 	}
-	v := &Verifier{cfg: cfg, client: &http.Client{Timeout: 5 * time.Second}, verified: verified, now: time.Now}
+	v := &Verifier{cfg: cfg, client: &http.Client{Timeout: 5 * time.Second}, verified: verified, now: time.Now, logger: log.NewNopLogger()}
 	v.parser = jwt.NewParser(
 		jwt.WithValidMethods(AllowedAlgorithms),
 		jwt.WithIssuer(cfg.Issuer),
@@ -170,6 +198,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	if c.Subject == "" {
 		return Principal{}, fmt.Errorf("%w: the token has no subject", ErrInvalidToken)
 	}
+	if err := v.checkLifetime(c.RegisteredClaims); err != nil {
+		return Principal{}, err
+	}
 	scopes := strings.Fields(c.Scope)
 	scopes = append(scopes, c.Scp...)
 	p := Principal{Subject: c.Subject, Scopes: scopes, Expiry: c.ExpiresAt.Time}
@@ -181,6 +212,23 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 		v.verified.Add(sum, used)
 	}
 	return p, nil
+}
+
+// checkLifetime refuses a token that was issued to live longer than the
+// configured maximum. A token without iat is refused too: its lifetime
+// cannot be known, and RFC 9068 requires iat in JWT access tokens. (The
+// parser already refused an iat in the future, so exp − iat also bounds how
+// long from now the token stays valid.) Such a token is never remembered,
+// so the cache cannot answer for it either.
+func (v *Verifier) checkLifetime(c jwt.RegisteredClaims) error {
+	if c.IssuedAt == nil {
+		return fmt.Errorf("%w: the token has no iat, so its lifetime cannot be checked", ErrInvalidToken)
+	}
+	if lifetime := c.ExpiresAt.Sub(c.IssuedAt.Time); lifetime > v.cfg.MaxTokenLifetime {
+		return fmt.Errorf("%w: the token's lifetime (exp - iat) of %s exceeds the %s this registry accepts",
+			ErrInvalidToken, lifetime, v.cfg.MaxTokenLifetime)
+	}
+	return nil
 }
 
 // cachedPrincipal answers for a token verified before. An entry stands
@@ -249,7 +297,43 @@ func audienceMatches(aud jwt.ClaimStrings, want string) bool {
 	return false
 }
 
-// Ready fetches the keys if they are not loaded yet; readiness probes call it.
+// Start is the start-time check of the gateway and of every service. It
+// loads the issuer's keys once, so that the first request does not wait for
+// them, and it refuses to start (returns an error naming both values) when
+// the issuer's discovery document names another issuer than oidc.issuer:
+// every token would then fail the iss check, and a process that answered
+// every call with 503 would only hide the mistake. An issuer that cannot be
+// reached is not a reason to stop: the process starts, logs why, reports it
+// in /readyz, and loads the keys on first use once the issuer answers.
+func (v *Verifier) Start(ctx context.Context, logger log.Logger) error {
+	v.initMu.Lock()
+	v.logger = logger
+	v.initMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	_, err := v.keySet(ctx)
+	switch {
+	case err == nil:
+		level.Info(logger).Log("msg", "token issuer keys loaded", "issuer", v.cfg.Issuer)
+	case errors.Is(err, ErrIssuerMismatch):
+		var why *issuerError
+		errors.As(err, &why)
+		return fmt.Errorf("auth: refusing to start: %s: %w", why.reason, ErrIssuerMismatch)
+	default:
+		level.Warn(logger).Log("msg", "the token issuer cannot be used yet; calls answer 503 and /readyz fails until it can",
+			"issuer", v.cfg.Issuer, "err", err)
+	}
+	return nil
+}
+
+// startTimeout bounds Start: discovery and the key set, each of which has
+// the client's 5 s timeout.
+const startTimeout = 10 * time.Second
+
+// Ready fetches the keys if they are not loaded yet; readiness probes call
+// it. Its error carries a reason for /readyz (ReadinessReason) that names
+// the configured issuer and the kind of failure, never another address: the
+// gateway's /readyz is public.
 func (v *Verifier) Ready(ctx context.Context) error {
 	_, err := v.keySet(ctx)
 	return err
@@ -272,16 +356,48 @@ func (v *Verifier) keySet(ctx context.Context) (keyfunc.Keyfunc, error) {
 	if k := v.keys.Load(); k != nil {
 		return k.keys, nil
 	}
-	if time.Since(v.lastFailure) < time.Second {
-		return nil, fmt.Errorf("%w: the issuer did not answer a moment ago", ErrUnavailable)
+	// Right after a failed fetch, fail fast with the same reason rather
+	// than let every request wait for the issuer again.
+	if time.Since(v.lastFailure) < time.Second && v.lastErr != nil {
+		return nil, v.lastErr
 	}
 	k, err := v.load(ctx)
 	if err != nil {
-		v.lastFailure = time.Now()
+		// A new reason is logged once; the same one again is not news.
+		if v.lastErr == nil || v.lastErr.Error() != err.Error() {
+			lvl := level.Warn
+			if errors.Is(err, ErrIssuerMismatch) {
+				lvl = level.Error
+			}
+			lvl(v.logger).Log("msg", "token keys cannot be loaded", "issuer", v.cfg.Issuer, "err", err)
+		}
+		v.lastFailure, v.lastErr = time.Now(), err
 		return nil, err
+	}
+	if v.lastErr != nil {
+		level.Info(v.logger).Log("msg", "token issuer keys loaded", "issuer", v.cfg.Issuer)
+		v.lastErr = nil
 	}
 	v.keys.Store(k)
 	return k.keys, nil
+}
+
+// issuerError says why the keys could not be loaded: a reason fit for a
+// public /readyz (the configured issuer, which every token names anyway, and
+// the kind of failure) and the full cause, for the log.
+type issuerError struct {
+	reason string
+	err    error
+}
+
+func (e *issuerError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e *issuerError) Unwrap() error { return e.err }
+
+// ReadinessReason is what /readyz shows for the oidc check (pkg/server).
+func (e *issuerError) ReadinessReason() string { return e.reason }
+
+func unavailable(err error, format string, args ...any) error {
+	return fmt.Errorf("%w: %w", ErrUnavailable, &issuerError{reason: fmt.Sprintf(format, args...), err: err})
 }
 
 func (v *Verifier) load(ctx context.Context) (*loadedKeys, error) {
@@ -289,7 +405,7 @@ func (v *Verifier) load(ctx context.Context) (*loadedKeys, error) {
 	if jwksURL == "" {
 		var err error
 		if jwksURL, err = v.discover(ctx); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return nil, err
 		}
 	}
 	// The refresh goroutine must outlive this request, hence its own context.
@@ -308,35 +424,68 @@ func (v *Verifier) load(ctx context.Context) (*loadedKeys, error) {
 	})
 	if err != nil {
 		stop()
-		return nil, fmt.Errorf("%w: fetch %s: %w", ErrUnavailable, jwksURL, err)
+		return nil, unavailable(fmt.Errorf("fetch %s: %w", jwksURL, err),
+			"the key set of issuer %s (jwks_uri) cannot be fetched (%s)", v.cfg.Issuer, failureKind(err))
 	}
 	return &loadedKeys{keys: keys, stop: stop}, nil
 }
 
-// discover reads jwks_uri from the issuer's OpenID configuration.
+// discover reads jwks_uri from the issuer's OpenID configuration, and checks
+// that the issuer it names is the configured one, character for character:
+// tokens carry that value in iss, so "https://idp.example" and
+// "https://idp.example/" are different issuers (OpenID Connect Discovery
+// 1.0 §4.3).
 func (v *Verifier) discover(ctx context.Context) (string, error) {
 	u := strings.TrimSuffix(v.cfg.Issuer, "/") + "/.well-known/openid-configuration"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return "", err
+		return "", unavailable(err, "oidc.issuer %q is not a URL", v.cfg.Issuer)
 	}
 	resp, err := v.client.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("discovery: %w", err)
+		return "", unavailable(fmt.Errorf("discovery: %w", err), "the issuer %s cannot be reached (%s)", v.cfg.Issuer, failureKind(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("discovery: %s answered %d", u, resp.StatusCode)
+		return "", unavailable(fmt.Errorf("discovery: %s answered %d", u, resp.StatusCode),
+			"the issuer %s answers its discovery document with status %d", v.cfg.Issuer, resp.StatusCode)
 	}
 	var doc struct {
 		Issuer  string `json:"issuer"`
 		JWKSURI string `json:"jwks_uri"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return "", fmt.Errorf("discovery: %w", err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
+		return "", unavailable(fmt.Errorf("discovery: %w", err), "the discovery document of issuer %s is not JSON", v.cfg.Issuer)
 	}
-	if doc.Issuer != v.cfg.Issuer || doc.JWKSURI == "" {
-		return "", fmt.Errorf("discovery: issuer %q / jwks_uri %q do not match the configured issuer", doc.Issuer, doc.JWKSURI)
+	if doc.Issuer != v.cfg.Issuer {
+		return "", unavailable(ErrIssuerMismatch,
+			"the discovery document of %s names issuer %q, but oidc.issuer is %q; tokens carry the discovered value in iss, "+
+				"so set oidc.issuer (OIDC_ISSUER) to exactly %q", u, doc.Issuer, v.cfg.Issuer, doc.Issuer)
+	}
+	if doc.JWKSURI == "" {
+		return "", unavailable(errors.New("discovery: no jwks_uri"), "the discovery document of issuer %s has no jwks_uri", v.cfg.Issuer)
 	}
 	return doc.JWKSURI, nil
+}
+
+// failureKind names what went wrong with a request briefly, without the
+// addresses an error's text carries.
+func failureKind(err error) string {
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	var certErr *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dnsErr):
+		return "its host name does not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "no answer in time"
+	case errors.As(err, &certErr):
+		return "its TLS certificate is not trusted"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the connection was closed"
+	default:
+		return "the request failed; the log has the cause"
+	}
 }

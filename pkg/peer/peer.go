@@ -90,8 +90,12 @@ func NewClients(cfg Config, issuer, audience string) (*Clients, error) {
 		}
 		cc := clientcredentials.Config{
 			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: tokenURL,
-			Scopes:         []string{auth.ScopeInternal},
-			EndpointParams: url.Values{"resource": {audience}},
+			Scopes: []string{auth.ScopeInternal},
+			// The registry's address as an RFC 8707 resource indicator, and
+			// again as "audience", which many issuers (ORY Hydra, Auth0)
+			// read instead; RFC 6749 §3.2 has servers ignore parameters
+			// they do not know, so each issuer takes the one it knows.
+			EndpointParams: url.Values{"resource": {audience}, "audience": {audience}},
 		}
 		// The token client gets the same bound as every call, so a stuck
 		// identity provider cannot hang a request either.

@@ -38,7 +38,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultAddr, defaultMetricsAddr
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "how long in-flight requests may take to finish after SIGTERM")
 }
 
-// Check is a readiness check of one dependency.
+// Check is a readiness check of one dependency. /readyz shows a failing
+// check as "unavailable" and, when the probe's error has a
+// ReadinessReason() string method, that reason under "reasons". Other errors
+// are not shown: their text can name internal hosts, and /readyz needs no
+// token.
 type Check struct {
 	Name string
 	// Optional checks are reported but do not fail readiness: the find
@@ -86,6 +90,7 @@ func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	results := map[string]string{}
+	reasons := map[string]string{}
 	ready := !h.draining.Load()
 	if !ready {
 		results["shutdown"] = "draining"
@@ -93,6 +98,10 @@ func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
 	for _, c := range h.checks {
 		if err := c.Probe(ctx); err != nil {
 			results[c.Name] = "unavailable"
+			var r interface{ ReadinessReason() string }
+			if errors.As(err, &r) {
+				reasons[c.Name] = r.ReadinessReason()
+			}
 			if !c.Optional {
 				ready = false
 			}
@@ -105,7 +114,11 @@ func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
 		status, code = "not ready", http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "5")
 	}
-	writeJSON(w, code, map[string]any{"status": status, "checks": results})
+	body := map[string]any{"status": status, "checks": results}
+	if len(reasons) > 0 {
+		body["reasons"] = reasons
+	}
+	writeJSON(w, code, body)
 }
 
 // Mount adds the probes to mux.

@@ -2,10 +2,13 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -83,15 +86,21 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 }
 
 func TestReadiness(t *testing.T) {
-	down := errors.New("down")
+	down := errors.New("down: dial tcp 10.0.0.7:5432")
+	explained := fmt.Errorf("wrapped: %w", reasoned{"the issuer https://idp.example cannot be reached (connection refused)"})
 	tests := []struct {
-		name   string
-		checks []server.Check
-		status int
+		name    string
+		checks  []server.Check
+		status  int
+		reasons map[string]any // nil: no reasons member
 	}{
-		{"all up", []server.Check{{Name: "db", Probe: ok}}, 200},
-		{"required down", []server.Check{{Name: "db", Probe: func(context.Context) error { return down }}}, 503},
-		{"optional down", []server.Check{{Name: "db", Probe: ok}, {Name: "cache", Optional: true, Probe: func(context.Context) error { return down }}}, 200},
+		{"all up", []server.Check{{Name: "db", Probe: ok}}, 200, nil},
+		{"required down", []server.Check{{Name: "db", Probe: func(context.Context) error { return down }}}, 503, nil},
+		{"optional down", []server.Check{{Name: "db", Probe: ok}, {Name: "cache", Optional: true, Probe: func(context.Context) error { return down }}}, 200, nil},
+		{"a reason is shown, other errors are not", []server.Check{
+			{Name: "db", Probe: func(context.Context) error { return down }},
+			{Name: "oidc", Probe: func(context.Context) error { return explained }},
+		}, 503, map[string]any{"oidc": "the issuer https://idp.example cannot be reached (connection refused)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,9 +114,17 @@ func TestReadiness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var body map[string]any
+			err = json.NewDecoder(resp.Body).Decode(&body)
 			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.status)
+			}
+			if got, _ := body["reasons"].(map[string]any); !reflect.DeepEqual(got, tt.reasons) {
+				t.Errorf("reasons = %v, want %v", body["reasons"], tt.reasons)
 			}
 			if tt.status == 503 && resp.Header.Get("Retry-After") == "" {
 				t.Error("503 without Retry-After")
@@ -117,6 +134,12 @@ func TestReadiness(t *testing.T) {
 }
 
 func ok(context.Context) error { return nil }
+
+// reasoned is a probe error that says why, for /readyz.
+type reasoned struct{ reason string }
+
+func (r reasoned) Error() string           { return r.reason + ": with the full cause" }
+func (r reasoned) ReadinessReason() string { return r.reason }
 
 // The profiler answers on the metrics port only: on the public port the
 // same paths reach the API handler like any other path.

@@ -189,12 +189,17 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		return b, err
 	}
 	closers = append(closers, verifier.Close)
+	if err := verifier.Start(ctx, logger); err != nil {
+		return b, err
+	}
 	pool, err := openDatabase(ctx, spec, cfg, logger)
 	if err != nil {
 		return b, err
 	}
 	closers = append(closers, pool.Close)
-	checks := []server.Check{{Name: "postgres", Probe: postgres.Ping(pool)}}
+	// Every call needs the issuer's keys; once loaded they outlive an
+	// issuer outage, so this check fails only until the first load.
+	checks := []server.Check{{Name: "postgres", Probe: postgres.Ping(pool)}, {Name: "oidc", Probe: verifier.Ready}}
 
 	redisClient, err := cache.Connect(cfg.Redis)
 	if err != nil {

@@ -51,6 +51,7 @@ type Config struct {
 	TokenTTL         time.Duration // 0 means DefaultTokenTTL
 	SigningKeyFile   string
 	PreviousKeyFiles []string
+	Throttle         ThrottleConfig // zero: no throttle (the flags' defaults throttle)
 	Database         postgres.Config
 	Server           server.Config
 	Log              logging.Config
@@ -71,6 +72,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+	c.Throttle.RegisterFlags(fs)
 	c.Database.RegisterFlags(fs, "idp")
 	c.Server.RegisterFlags(fs, ":8090", ":9091")
 	c.Log.RegisterFlags(fs)
@@ -84,16 +86,17 @@ func (c Config) validate() error {
 	if c.TokenTTL < 0 {
 		return fmt.Errorf("idp: token-ttl %s is negative", c.TokenTTL)
 	}
-	return nil
+	return c.Throttle.validate()
 }
 
 // Provider is an assembled IdP: its HTTP handler, its probes and the admin
 // API, over one database pool.
 type Provider struct {
-	Clients *Clients
-	handler http.Handler
-	health  *server.Health
-	pool    *postgres.Pool
+	Clients  *Clients
+	handler  http.Handler
+	health   *server.Health
+	pool     *postgres.Pool
+	throttle *throttle
 }
 
 // Open loads (or creates) the signing key, connects to the database,
@@ -115,14 +118,14 @@ func Open(ctx context.Context, cfg Config, logger log.Logger) (*Provider, error)
 	}
 	clients := NewClients(pool)
 	health := server.NewHealth(server.Check{Name: "postgres", Probe: postgres.Ping(pool)})
-	svc := &tokenService{issuer: cfg.Issuer, ttl: cfg.TokenTTL, keys: keys, clients: clients}
+	svc := &tokenService{issuer: cfg.Issuer, ttl: cfg.TokenTTL, keys: keys, clients: clients, throttle: newThrottle(cfg.Throttle)}
 	handler, err := newHandler(svc, keys, health, logger)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("idp: handler: %w", err)
 	}
 	level.Info(logger).Log("msg", "identity provider ready", "issuer", cfg.Issuer, "kid", keys.KeyID(), "token_ttl", cfg.TokenTTL)
-	return &Provider{Clients: clients, handler: handler, health: health, pool: pool}, nil
+	return &Provider{Clients: clients, handler: handler, health: health, pool: pool, throttle: svc.throttle}, nil
 }
 
 // Handler serves the token endpoint, discovery, the JWKS and the probes.

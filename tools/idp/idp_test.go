@@ -36,17 +36,23 @@ type testIdP struct {
 // issuer (its URL) is part of the configuration.
 func newTestIdP(t *testing.T, previousKeyFiles ...string) *testIdP {
 	t.Helper()
+	return newTestIdPWith(t, func(c *Config) { c.PreviousKeyFiles = previousKeyFiles })
+}
+
+// newTestIdPWith starts an IdP whose configuration configure changed.
+func newTestIdPWith(t *testing.T, configure func(*Config)) *testIdP {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	issuer := "http://" + ln.Addr().String()
 	cfg := Config{
-		Issuer:           issuer,
-		SigningKeyFile:   filepath.Join(t.TempDir(), "keys", "signing.pem"),
-		PreviousKeyFiles: previousKeyFiles,
-		Database:         postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t)},
+		Issuer:         issuer,
+		SigningKeyFile: filepath.Join(t.TempDir(), "keys", "signing.pem"),
+		Database:       postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t)},
 	}
+	configure(&cfg)
 	p, err := Open(context.Background(), cfg, log.NewNopLogger())
 	if err != nil {
 		ln.Close()
@@ -55,6 +61,7 @@ func newTestIdP(t *testing.T, previousKeyFiles ...string) *testIdP {
 	t.Cleanup(p.Close)
 	clock := &fakeClock{now: time.Now()}
 	p.Clients.now = clock.Now // before the server starts: no request sees time.Now
+	p.throttle.now = clock.Now
 	srv := httptest.NewUnstartedServer(p.Handler())
 	srv.Listener.Close()
 	srv.Listener = ln
@@ -113,7 +120,13 @@ func (ti *testIdP) get(t *testing.T, path string) answer {
 
 func do(t *testing.T, req *http.Request) answer {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
+	return doWith(t, http.DefaultClient, req)
+}
+
+// doWith sends req with client c (one bound to another source address, say).
+func doWith(t *testing.T, c *http.Client, req *http.Request) answer {
+	t.Helper()
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -20,8 +21,9 @@ type tokenRequest struct {
 	GrantType    string
 	ClientID     string
 	ClientSecret string
-	Resources    []string // RFC 8707 resource parameters, in request order
-	Scope        *string  // nil when the request names no scope
+	Resources    []string     // RFC 8707 resource parameters, in request order
+	Scope        *string      // nil when the request names no scope
+	Source       netip.Prefix // where it comes from, for the throttle
 }
 
 // tokenResponse is RFC 6749 §5.1's successful answer.
@@ -36,6 +38,7 @@ type tokenResponse struct {
 type Error struct {
 	Code        string `json:"error"`
 	Description string `json:"error_description,omitempty"`
+	retryAfter  int    // seconds, for slow_down (429 with Retry-After)
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }
@@ -54,10 +57,11 @@ type accessClaims struct {
 
 // tokenService issues access tokens for the client credentials grant.
 type tokenService struct {
-	issuer  string
-	ttl     time.Duration
-	keys    *Keys
-	clients *Clients
+	issuer   string
+	ttl      time.Duration
+	keys     *Keys
+	clients  *Clients
+	throttle *throttle
 }
 
 // token checks the request in the order that tells a client the most
@@ -68,8 +72,14 @@ func (s *tokenService) token(ctx context.Context, req tokenRequest) (tokenRespon
 	if req.GrantType != GrantClientCredentials {
 		return tokenResponse{}, oauthError("unsupported_grant_type", "only the %s grant is supported", GrantClientCredentials)
 	}
+	// Failed authentications are throttled before the secret is looked at
+	// (see throttle.go); what fails for the database's sake is not counted.
+	if err := s.throttle.admit(ctx, req.ClientID, req.Source); err != nil {
+		return tokenResponse{}, err
+	}
 	client, err := s.clients.authenticate(ctx, req.ClientID, req.ClientSecret)
 	if errors.Is(err, errBadCredentials) {
+		s.throttle.failed(req.ClientID, req.Source)
 		return tokenResponse{}, oauthError("invalid_client", "client authentication failed")
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/go-kit/log"
@@ -101,6 +102,7 @@ func serveToken(svc *tokenService) http.HandlerFunc {
 		req, err := decodeTokenRequest(w, r)
 		var resp tokenResponse
 		if err == nil {
+			req.Source = svc.throttle.source(r)
 			resp, err = svc.token(r.Context(), req)
 		}
 		if err != nil {
@@ -173,6 +175,15 @@ func writeTokenError(ctx context.Context, w http.ResponseWriter, err error) {
 		status = http.StatusUnauthorized
 		w.Header().Set("WWW-Authenticate", basicRealm)
 		logged = apperr.New(apperr.KindUnauthenticated, e.Error())
+	case errors.As(err, &e) && e.Code == "slow_down":
+		// RFC 6749 names no error for this; slow_down is the registered one
+		// that says it (RFC 8628 §3.5). Not invalid_client: the
+		// credentials were not looked at, and a client that reads
+		// invalid_client as "my secret is wrong" would alarm its operator
+		// for nothing.
+		status = http.StatusTooManyRequests
+		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+		logged = apperr.New(apperr.KindRateLimited, e.Error())
 	case errors.As(err, &e):
 		logged = apperr.New(apperr.KindBadRequest, e.Error())
 	case apperr.Is(err, apperr.KindUnavailable):

@@ -37,6 +37,9 @@ func serve(ctx context.Context, cfg gateway.Config, logger log.Logger) error {
 		return err
 	}
 	defer g.Close()
+	if err := g.CheckIssuer(ctx, logger); err != nil {
+		return err
+	}
 	if err := g.CheckDocuments(ctx, cfg.DocsStartupWait, logger); err != nil {
 		return err
 	}

@@ -26,7 +26,11 @@ type Issuer struct {
 	Audience string
 	Key      *rsa.PrivateKey
 	KeyID    string
-	keys     jwkset.Storage // what the JWKS serves
+	// DiscoveredIssuer, when set before the first verifier asks, is the
+	// issuer the discovery document names instead of URL: a misconfigured
+	// verifier, as when URL lacks the trailing slash an issuer publishes.
+	DiscoveredIssuer string
+	keys             jwkset.Storage // what the JWKS serves
 }
 
 // NewIssuer starts an issuer whose tokens are for audience.
@@ -44,7 +48,11 @@ func NewIssuer(t testing.TB, audience string) *Issuer {
 	t.Cleanup(srv.Close)
 	iss.URL = srv.URL
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": iss.URL, "jwks_uri": iss.URL + "/jwks.json"})
+		issuer := iss.URL
+		if iss.DiscoveredIssuer != "" {
+			issuer = iss.DiscoveredIssuer
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": issuer, "jwks_uri": iss.URL + "/jwks.json"})
 	})
 	mux.HandleFunc("GET /jwks.json", func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := store.JSONPublic(r.Context())

@@ -1,0 +1,234 @@
+package idp
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
+)
+
+// ThrottleConfig limits failed client authentications at the token
+// endpoint, so that secrets cannot be guessed, nor the database queried, as
+// fast as requests arrive. Only failures count: a client that authenticates
+// uses up nothing, however often it asks.
+//
+// Refusing is done per source address, never per client alone, so that an
+// attacker hammering one client id from elsewhere cannot lock the real
+// client out: the real client's own address has buckets of its own. What an
+// attacker spread over many addresses can do to one client id is limited by
+// PerClient, which only slows that client's requests down.
+type ThrottleConfig struct {
+	// PerClientAddress is how many failed authentications one address may
+	// make for one client id per minute (and at once); over it, 429.
+	PerClientAddress int
+	// PerAddress is the same for one address whatever the client ids it
+	// names (an address trying many ids); over it, 429.
+	PerAddress int
+	// PerClient is the same for one client id from every address; over it,
+	// every request for the client waits ClientDelay before it is
+	// answered, and is never refused.
+	PerClient   int
+	ClientDelay time.Duration
+	// TrustedProxies are the networks of reverse proxies in front of the
+	// IdP whose X-Forwarded-For is believed; otherwise the source is the
+	// connection's peer.
+	TrustedProxies []netip.Prefix
+}
+
+// RegisterFlags adds the throttle.* flags (env THROTTLE_CLIENT_ADDRESS, ...).
+func (c *ThrottleConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&c.PerClientAddress, "throttle.client-address", 10,
+		"failed client authentications per minute allowed from one address for one client id, then 429 (0: no limit)")
+	fs.IntVar(&c.PerAddress, "throttle.address", 30,
+		"failed client authentications per minute allowed from one address for any client ids, then 429 (0: no limit)")
+	fs.IntVar(&c.PerClient, "throttle.client", 60,
+		"failed client authentications per minute for one client id from all addresses before its requests are slowed (never refused) (0: no limit)")
+	fs.DurationVar(&c.ClientDelay, "throttle.client-delay", time.Second,
+		"how long a request for a client over throttle.client waits before it is answered")
+	fs.Func("throttle.trusted-proxies", "comma-separated networks (CIDR) of reverse proxies whose X-Forwarded-For names the client's address", func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return fmt.Errorf("%q is not a network in CIDR notation", s)
+			}
+			c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+		}
+		return nil
+	})
+}
+
+func (c ThrottleConfig) validate() error {
+	if c.PerClientAddress < 0 || c.PerAddress < 0 || c.PerClient < 0 || c.ClientDelay < 0 {
+		return fmt.Errorf("idp: the throttle.* settings must not be negative")
+	}
+	return nil
+}
+
+// throttleEntries bounds each of the throttle's maps. An entry is a rate
+// limiter and its key, about 200 bytes, so the three maps stay under about
+// 10 MB whatever arrives. Dropping the least recently used entry is
+// harmless when it has refilled (a full bucket and no bucket are the same);
+// only an attacker with more addresses than this could drop a bucket still
+// in use, and it would gain a burst per address it already has.
+const throttleEntries = 16384
+
+// throttle keeps the buckets of failed authentications.
+type throttle struct {
+	cfg           ThrottleConfig
+	now           func() time.Time
+	clientAddress *lru.Cache[clientAtAddress, *rate.Limiter]
+	address       *lru.Cache[netip.Prefix, *rate.Limiter]
+	client        *lru.Cache[string, *rate.Limiter]
+}
+
+type clientAtAddress struct {
+	client string
+	source netip.Prefix
+}
+
+func newThrottle(cfg ThrottleConfig) *throttle {
+	t := &throttle{cfg: cfg, now: time.Now}
+	// lru.New fails only for a size below 1.
+	t.clientAddress, _ = lru.New[clientAtAddress, *rate.Limiter](throttleEntries)
+	t.address, _ = lru.New[netip.Prefix, *rate.Limiter](throttleEntries)
+	t.client, _ = lru.New[string, *rate.Limiter](throttleEntries)
+	return t
+}
+
+// admit is asked before a client's secret is looked at. When the bucket of
+// client at source, or of source, is empty it refuses with a slow_down
+// error saying when to retry. When the client's own bucket is empty (many
+// failures from many addresses) it admits after ClientDelay.
+func (t *throttle) admit(ctx context.Context, client string, source netip.Prefix) error {
+	client = bucketName(client)
+	now := t.now()
+	var wait time.Duration
+	if lim, ok := t.clientAddress.Get(clientAtAddress{client, source}); ok {
+		wait = max(wait, shortfall(lim, now))
+	}
+	if lim, ok := t.address.Get(source); ok {
+		wait = max(wait, shortfall(lim, now))
+	}
+	if wait > 0 {
+		seconds := int(math.Ceil(wait.Seconds()))
+		return &Error{Code: "slow_down", retryAfter: seconds,
+			Description: fmt.Sprintf("too many failed client authentications from this address; retry in %d s", seconds)}
+	}
+	if lim, ok := t.client.Get(client); ok && t.cfg.ClientDelay > 0 && shortfall(lim, now) > 0 {
+		select {
+		case <-time.After(t.cfg.ClientDelay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// failed records a failed authentication of client from source. The
+// address buckets may go below empty: failures that were admitted at once,
+// before any of them was recorded, are all paid for with waiting. The
+// client's own bucket only slows, so it keeps no such debt, which would
+// outlast an attack.
+func (t *throttle) failed(client string, source netip.Prefix) {
+	client = bucketName(client)
+	now := t.now()
+	if t.cfg.PerClientAddress > 0 {
+		bucket(t.clientAddress, clientAtAddress{client, source}, t.cfg.PerClientAddress).ReserveN(now, 1)
+	}
+	if t.cfg.PerAddress > 0 {
+		bucket(t.address, source, t.cfg.PerAddress).ReserveN(now, 1)
+	}
+	if t.cfg.PerClient > 0 {
+		bucket(t.client, client, t.cfg.PerClient).AllowN(now, 1)
+	}
+}
+
+// shortfall is how long until lim has a whole token again; 0 when it has.
+func shortfall(lim *rate.Limiter, now time.Time) time.Duration {
+	missing := 1 - lim.TokensAt(now)
+	if missing <= 0 {
+		return 0
+	}
+	return time.Duration(missing / float64(lim.Limit()) * float64(time.Second))
+}
+
+// bucket returns the limiter of key, adding a full one if there is none:
+// perMinute failures a minute, as many at once.
+func bucket[K comparable](c *lru.Cache[K, *rate.Limiter], key K, perMinute int) *rate.Limiter {
+	if lim, ok := c.Get(key); ok {
+		return lim
+	}
+	lim := rate.NewLimiter(rate.Limit(float64(perMinute)/60), perMinute)
+	if prev, found, _ := c.PeekOrAdd(key, lim); found {
+		return prev // added by a concurrent request
+	}
+	return lim
+}
+
+// bucketName is the client id as a key: ids that cannot exist (the pattern
+// of newClient) share one, so that a key is never longer than an id.
+func bucketName(id string) string {
+	if !clientIDPattern.MatchString(id) {
+		return "\x00malformed"
+	}
+	return id
+}
+
+// source is the network a request comes from: the connection's peer, or,
+// when that is a trusted proxy, the nearest address in X-Forwarded-For that
+// is not one. An IPv6 source is its /64, since whoever has one address of a
+// /64 usually has them all.
+func (t *throttle) source(r *http.Request) netip.Prefix {
+	addr := peerAddr(r.RemoteAddr)
+	if t.trusted(addr) {
+		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+		for i := len(hops) - 1; i >= 0; i-- {
+			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break // a malformed entry: believe nothing before it
+			}
+			addr = hop.Unmap()
+			if !t.trusted(addr) {
+				break
+			}
+		}
+	}
+	bits := 32
+	if addr.Is6() {
+		bits = 64
+	}
+	p, _ := addr.Prefix(bits)
+	return p
+}
+
+func (t *throttle) trusted(addr netip.Addr) bool {
+	for _, p := range t.cfg.TrustedProxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+func peerAddr(remote string) netip.Addr {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.IPv4Unspecified() // not a TCP peer (tests); one bucket for all such
+	}
+	return addr.Unmap()
+}

@@ -1,0 +1,216 @@
+package idp
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// from returns an HTTP client whose connections come from ip, an address
+// of the loopback network other than 127.0.0.1: another machine, as the
+// token endpoint sees it.
+func from(t *testing.T, ip string) *http.Client {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	transport := &http.Transport{DialContext: dialer.DialContext}
+	t.Cleanup(transport.CloseIdleConnections)
+	return &http.Client{Transport: transport}
+}
+
+// tokenFrom asks for a token for id with secret over c.
+func (ti *testIdP) tokenFrom(t *testing.T, c *http.Client, id, secret string) answer {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}}
+	req, err := http.NewRequest(http.MethodPost, ti.issuer+"/oidc/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return doWith(t, c, req)
+}
+
+var defaultThrottle = ThrottleConfig{PerClientAddress: 10, PerAddress: 30, PerClient: 60, ClientDelay: 10 * time.Millisecond}
+
+// One address guessing a client's secret is refused with 429 after ten
+// failures, while the real client, from its own address, keeps getting
+// tokens; the clock is frozen, so no bucket refills during the test.
+func TestThrottleRefusesGuessesNotTheRealClient(t *testing.T) {
+	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
+	secret := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
+	otherSecret := ti.createClient(t, "other", []string{ScopeRead}, []string{registry})
+	attacker, real := from(t, "127.0.0.2"), from(t, "127.0.0.1")
+
+	counts := map[int]int{}
+	var refused answer
+	for i := range 1000 {
+		a := ti.tokenFrom(t, attacker, "target", fmt.Sprintf("guess-%d", i))
+		counts[a.status]++
+		if a.status == http.StatusTooManyRequests {
+			refused = a
+		}
+		if i%100 == 0 {
+			if a := ti.tokenFrom(t, real, "target", secret); a.status != http.StatusOK {
+				t.Fatalf("the real client during the attack (guess %d): %d %v", i, a.status, a.body)
+			}
+		}
+	}
+	if counts[401] != 10 || counts[429] != 990 {
+		t.Fatalf("1000 wrong secrets from one address: %v, want 10 × 401 then 990 × 429", counts)
+	}
+	if refused.body["error"] != "slow_down" || refused.header.Get("Retry-After") != "6" ||
+		refused.header.Get("Cache-Control") != "no-store" || refused.header.Get("WWW-Authenticate") != "" {
+		t.Errorf("429: %v %v, want slow_down, Retry-After 6 (a tenth of a minute), no-store, no challenge", refused.body, refused.header)
+	}
+	if _, leaked := refused.body["access_token"]; leaked {
+		t.Error("a 429 carries a token")
+	}
+	// A correct secret from the attacking address is refused too: the
+	// secret is not looked at while the address is throttled.
+	if a := ti.tokenFrom(t, attacker, "target", secret); a.status != http.StatusTooManyRequests {
+		t.Errorf("the right secret from the throttled address: %d, want 429", a.status)
+	}
+	// Another client from the same address has a bucket of its own.
+	if a := ti.tokenFrom(t, attacker, "other", otherSecret); a.status != http.StatusOK {
+		t.Errorf("another client from the attacking address: %d %v, want 200", a.status, a.body)
+	}
+	// After Retry-After one more guess is let through, and refused again.
+	ti.clock.Advance(6 * time.Second)
+	if a := ti.tokenFrom(t, attacker, "target", "one-more"); a.status != http.StatusUnauthorized {
+		t.Errorf("a guess after Retry-After: %d, want 401", a.status)
+	}
+	if a := ti.tokenFrom(t, attacker, "target", "and-another"); a.status != http.StatusTooManyRequests {
+		t.Errorf("the guess after that: %d, want 429", a.status)
+	}
+}
+
+// One address trying many client ids is refused after thirty failures,
+// whichever id it names next.
+func TestThrottleRefusesAnAddressTryingManyClients(t *testing.T) {
+	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
+	secret := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
+	sprayer := from(t, "127.0.0.3")
+	for i := range 30 {
+		if a := ti.tokenFrom(t, sprayer, fmt.Sprintf("client-%d", i), "guess"); a.status != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d, want 401", i+1, a.status)
+		}
+	}
+	if a := ti.tokenFrom(t, sprayer, "client-new", "guess"); a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") != "2" {
+		t.Errorf("failure 31: %d Retry-After %q, want 429 after 2 s (30 a minute)", a.status, a.header.Get("Retry-After"))
+	}
+	if a := ti.tokenFrom(t, from(t, "127.0.0.1"), "target", secret); a.status != http.StatusOK {
+		t.Errorf("a client elsewhere: %d, want 200", a.status)
+	}
+}
+
+// Many addresses guessing one client's secret slow that client's requests
+// down; they never make them fail.
+func TestThrottleOnlySlowsAClientAttackedFromEverywhere(t *testing.T) {
+	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
+	secret := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
+	for host := 2; host < 10; host++ { // 8 addresses × 10 failures > 60
+		attacker := from(t, fmt.Sprintf("127.0.1.%d", host))
+		for range 10 {
+			ti.tokenFrom(t, attacker, "target", "guess")
+		}
+	}
+	if lim, ok := ti.throttle.client.Get("target"); !ok || shortfall(lim, ti.clock.Now()) == 0 {
+		t.Fatal("80 failures from 8 addresses did not empty the client's bucket")
+	}
+	for range 3 {
+		if a := ti.tokenFrom(t, from(t, "127.0.0.1"), "target", secret); a.status != http.StatusOK {
+			t.Fatalf("the real client: %d %v, want 200 (slowed, not refused)", a.status, a.body)
+		}
+	}
+}
+
+// Successes cost nothing: a client asking again and again is never throttled.
+func TestThrottleIgnoresSuccesses(t *testing.T) {
+	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = ThrottleConfig{PerClientAddress: 1, PerAddress: 1, PerClient: 1} })
+	secret := ti.createClient(t, "busy", []string{ScopeRead}, []string{registry})
+	for i := range 50 {
+		if a := ti.tokenFrom(t, http.DefaultClient, "busy", secret); a.status != http.StatusOK {
+			t.Fatalf("request %d: %d %v", i+1, a.status, a.body)
+		}
+	}
+}
+
+// The slowdown waits, and a caller that gives up stops waiting.
+func TestThrottleSlowdownEndsWithTheRequest(t *testing.T) {
+	th := newThrottle(ThrottleConfig{PerClient: 1, ClientDelay: time.Hour})
+	source := netip.MustParsePrefix("192.0.2.1/32")
+	th.failed("target", source)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := th.admit(ctx, "target", source); !errors.Is(err, context.Canceled) {
+		t.Errorf("admit over the client's limit: %v, want it to wait until the request ends", err)
+	}
+	if err := th.admit(ctx, "someone-else", source); err != nil {
+		t.Errorf("another client: %v, want no wait", err)
+	}
+}
+
+// Memory stays bounded whatever the attacker sends: ids it makes up,
+// addresses it has.
+func TestThrottleMemoryIsBounded(t *testing.T) {
+	th := newThrottle(defaultThrottle)
+	for i := range 3 * throttleEntries {
+		source := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32)
+		th.failed(fmt.Sprintf("made-up-%d", i), source)
+		th.failed(strings.Repeat("x", 10_000), source) // not an id: one shared key
+	}
+	for name, n := range map[string]int{"client-address": th.clientAddress.Len(), "address": th.address.Len(), "client": th.client.Len()} {
+		if n > throttleEntries {
+			t.Errorf("%s: %d entries, want at most %d", name, n, throttleEntries)
+		}
+	}
+	if _, ok := th.client.Peek(strings.Repeat("x", 10_000)); ok {
+		t.Error("a malformed client id is a key of its own")
+	}
+}
+
+func TestThrottleSource(t *testing.T) {
+	var cfg ThrottleConfig
+	fs := flag.NewFlagSet("idp", flag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse([]string{"-throttle.trusted-proxies", "10.0.0.0/8, fd00::/8"}); err != nil {
+		t.Fatal(err)
+	}
+	th := newThrottle(cfg)
+	tests := []struct {
+		name, peer, forwarded, want string
+	}{
+		{"a direct client", "198.51.100.7:5000", "", "198.51.100.7/32"},
+		{"a direct client cannot claim another address", "198.51.100.7:5000", "203.0.113.9", "198.51.100.7/32"},
+		{"behind a trusted proxy", "10.1.2.3:5000", "203.0.113.9", "203.0.113.9/32"},
+		{"behind two trusted proxies", "10.1.2.3:5000", "203.0.113.9, 10.9.9.9", "203.0.113.9/32"},
+		{"what the client put before the proxies is not believed", "10.1.2.3:5000", "192.0.2.1, 203.0.113.9", "203.0.113.9/32"},
+		{"several headers read as one list", "10.1.2.3:5000", "203.0.113.9\n10.9.9.9", "203.0.113.9/32"},
+		{"a malformed hop stops the walk", "10.1.2.3:5000", "203.0.113.9, junk", "10.1.2.3/32"},
+		{"IPv6 counts by /64", "[2001:db8:1:2:3:4:5:6]:5000", "", "2001:db8:1:2::/64"},
+		{"IPv4 in IPv6 is IPv4", "[::ffff:198.51.100.7]:5000", "", "198.51.100.7/32"},
+		{"behind a trusted IPv6 proxy", "[fd00::1]:5000", "2001:db8::1", "2001:db8::/64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/oidc/token", nil)
+			r.RemoteAddr = tt.peer
+			for _, v := range strings.Split(tt.forwarded, "\n") {
+				if v != "" {
+					r.Header.Add("X-Forwarded-For", v)
+				}
+			}
+			if got := th.source(r); got != netip.MustParsePrefix(tt.want) {
+				t.Errorf("source = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -26,6 +26,8 @@ const (
 	KindRateLimited                     // too many requests
 	KindUnavailable                     // a dependency is down; retrying later may work
 	KindRangeNotSatisfiable             // a byte range outside the representation
+	KindRequestTimeout                  // the request body did not arrive in time
+	KindHeaderTooLarge                  // the request's header fields are over their limit
 )
 
 // FieldError is a problem with one field of the input. Field is the JSON
@@ -177,6 +179,10 @@ func (k Kind) String() string {
 		return "unavailable"
 	case KindRangeNotSatisfiable:
 		return "range not satisfiable"
+	case KindRequestTimeout:
+		return "request timeout"
+	case KindHeaderTooLarge:
+		return "header too large"
 	default:
 		return "internal error"
 	}

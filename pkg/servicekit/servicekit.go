@@ -235,7 +235,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(docJSON)
 	})
-	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(handlers.Routes))
+	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(handlers.Routes), cfg.Server.Read)
 	return b, nil
 }
 

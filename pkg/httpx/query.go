@@ -268,8 +268,12 @@ func ParseRawQuery(raw string) (url.Values, error) {
 		}
 		rawKey, rawValue, _ := strings.Cut(segment, "=")
 		key, err := url.QueryUnescape(rawKey)
-		if err != nil {
+		switch {
+		case err != nil:
 			bad.Add(rawKey, "is not a well-formed parameter name: %s", escapeProblem(err))
+			continue
+		case key == "":
+			bad.Add("="+rawValue, "is a value without a parameter name")
 			continue
 		}
 		if strings.Contains(segment, ";") {

@@ -19,24 +19,30 @@ import (
 //     encoding/json turns into U+FFFD, silently changing the value): a
 //     422 naming the field.
 //
-// It is one pass without allocations for the usual body; the path of a
-// problem is only built when there is one.
+// It is one pass without allocations for the usual body; a body with a
+// problem is walked again to name the field.
 func checkJSON(body []byte) error {
 	c := jsonChecker{data: body}
+	if c.value(); !c.found {
+		return nil
+	}
+	// Walk again, keeping the way down, to name what was found.
+	c = jsonChecker{data: body, track: true}
 	c.value()
 	if c.duplicate != nil {
 		return c.duplicate
 	}
-	if len(c.fields) > 0 {
-		return apperr.Invalid(c.fields...)
-	}
-	return nil
+	return apperr.Invalid(c.fields...)
 }
 
 type jsonChecker struct {
-	data      []byte
-	pos       int
-	path      []pathElem // the way down to where the walk is, for messages
+	data  []byte
+	pos   int
+	found bool // a problem, so far
+	// track keeps the way down to where the walk is, to name a problem's
+	// field; only a walk over a body with problems does (it allocates).
+	track     bool
+	path      []pathElem
 	duplicate error
 	fields    []apperr.FieldError
 }
@@ -123,8 +129,9 @@ func (c *jsonChecker) object() {
 				}
 			}
 		}
-		c.path = append(c.path, key)
+		c.push(key)
 		if duplicate {
+			c.found = true
 			c.duplicate = apperr.BadRequest("the body names a member twice in one object, so which value is meant is ambiguous",
 				apperr.FieldError{Field: c.pathString(), Message: "appears more than once in its object"})
 			return
@@ -135,14 +142,14 @@ func (c *jsonChecker) object() {
 		c.skipSpace()
 		c.pos++ // :
 		c.value()
-		c.path = c.path[:len(c.path)-1]
+		c.pop()
 	}
 	c.pos++ // }
 }
 
 func (c *jsonChecker) array() {
 	c.pos++ // [
-	c.path = append(c.path, pathElem{index: 0})
+	c.push(pathElem{index: 0})
 	for c.duplicate == nil {
 		c.skipSpace()
 		if c.pos >= len(c.data) || c.data[c.pos] == ']' {
@@ -150,13 +157,27 @@ func (c *jsonChecker) array() {
 		}
 		if c.data[c.pos] == ',' {
 			c.pos++
-			c.path[len(c.path)-1].index++
+			if c.track {
+				c.path[len(c.path)-1].index++
+			}
 			continue
 		}
 		c.value()
 	}
 	c.pos++ // ]
-	c.path = c.path[:len(c.path)-1]
+	c.pop()
+}
+
+func (c *jsonChecker) push(e pathElem) {
+	if c.track {
+		c.path = append(c.path, e)
+	}
+}
+
+func (c *jsonChecker) pop() {
+	if c.track {
+		c.path = c.path[:len(c.path)-1]
+	}
 }
 
 // str walks the string at pos and returns what it holds that no string
@@ -218,7 +239,10 @@ func hex4(b []byte) uint16 {
 }
 
 func (c *jsonChecker) fail(message string) {
-	c.fields = append(c.fields, apperr.FieldError{Field: c.pathString(), Message: message})
+	c.found = true
+	if c.track {
+		c.fields = append(c.fields, apperr.FieldError{Field: c.pathString(), Message: message})
+	}
 }
 
 // sameName compares member names as JSON means them: "a" and "\u0061"

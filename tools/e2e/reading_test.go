@@ -174,7 +174,7 @@ func rawExchange(t *testing.T, request string) (*http.Response, []byte) {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(4 * bodyTimeout)) // a gateway that never answers fails the test instead of hanging it
-	go func() { _, _ = io.WriteString(conn, request) }() // the gateway may answer before it has read it all
+	go func() { _, _ = io.WriteString(conn, request) }()  // the gateway may answer before it has read it all
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)

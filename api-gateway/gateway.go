@@ -4,13 +4,17 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -18,6 +22,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/logging"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/process"
@@ -39,7 +44,17 @@ type Config struct {
 	// DocsStartupWait bounds how long the start waits for services' API
 	// documents to check that they agree.
 	DocsStartupWait time.Duration
+	// UploadMaxSize is the largest file an upload (a multipart/form-data
+	// body) may carry through the gateway; the body may hold
+	// httpx.UploadFormOverhead more. Other bodies are JSON, limited to
+	// httpx.MaxJSONBody.
+	UploadMaxSize int64
 }
+
+// DefaultUploadMaxSize is the documents service's own default limit
+// (documents.max-size), so that by default the gateway refuses exactly
+// what the service would.
+const DefaultUploadMaxSize = 100 << 20
 
 // RegisterFlags adds every flag (upstream.parties ↔ UPSTREAM_PARTIES, ...).
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
@@ -49,6 +64,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.RateLimit.RegisterFlags(fs)
 	fs.DurationVar(&c.DocsStartupWait, "docs.startup-wait", 30*time.Second,
 		"at start, how long to wait for the services' API documents, which must agree on shared components")
+	fs.Int64Var(&c.UploadMaxSize, "upload.max-size", DefaultUploadMaxSize,
+		"largest file an upload (multipart/form-data body) may carry, in bytes; keep it at the documents service's documents.max-size (over it: 413)")
 	c.Upstreams = map[string]*string{}
 	// Each upstream is optional, so the gateway can front a partial
 	// installation (a service without a URL leaves its paths unrouted).
@@ -107,11 +124,15 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	docs := newDocs(upstreams)
 	docs.Mount(public)
 
-	routed := route(proxies)
+	uploadMax := cfg.UploadMaxSize
+	if uploadMax <= 0 {
+		uploadMax = DefaultUploadMaxSize
+	}
+	routed := limitBodies(uploadMax)(route(proxies))
 	limited := newRateLimiter(cfg.RateLimit).Middleware(auth.RequireScope(routed))
 	protected := auth.Authenticate(verifier)(routeOrNotFound(proxies, limited))
 	return &Gateway{
-		Handler:  process.Stack(logger, "api-gateway", false, public, protected),
+		Handler:  process.Stack(logger, "api-gateway", false, public, protected, cfg.Server.Read),
 		Health:   health,
 		docs:     docs,
 		verifier: verifier,
@@ -143,6 +164,122 @@ func routeOrNotFound(proxies map[string]http.Handler, next http.Handler) http.Ha
 		reqinfo.From(r.Context()).SetRoute(prefix + "/*")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// limitBodies refuses a body over its limit before it is passed on: one
+// that says so in Content-Length at once, any other (chunked) as it
+// crosses the limit, whatever the service behind would do with it. An
+// upload (multipart/form-data) may hold a file of uploadMax bytes and the
+// form around it; any other body is JSON, limited by the contract.
+func limitBodies(uploadMax int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Body == nil || r.Body == http.NoBody {
+				next.ServeHTTP(w, r)
+				return
+			}
+			limit, what := int64(httpx.MaxJSONBody), "a JSON body"
+			if httpx.IsUpload(r) {
+				limit, what = uploadMax+httpx.UploadFormOverhead, "an upload"
+			}
+			if r.ContentLength > limit {
+				problem.Write(r.Context(), apperr.New(apperr.KindTooLarge,
+					fmt.Sprintf("the request body is larger than %d bytes, the limit of %s", limit, what)), w)
+				return
+			}
+			body := &trackedBody{body: r.Body, limited: http.MaxBytesReader(w, r.Body, limit)}
+			r.Body = body
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), trackedBodyKey{}, body)))
+			if r.Header.Get("Expect") != "" {
+				body.abandon(w)
+			}
+		})
+	}
+}
+
+// trackedBody records how far a body was read and why it ended. The
+// proxy reads it on the transport's goroutine, which may still be reading
+// when the answer is given (a service that answers before the body
+// ends), so reads are serialised.
+type trackedBody struct {
+	body    io.ReadCloser // the client's
+	limited io.Reader     // body, up to the gateway's limit
+
+	mu             sync.Mutex
+	started, ended bool
+	err            error // the first error other than io.EOF
+}
+
+type trackedBodyKey struct{}
+
+var errAbandoned = errors.New("the request was answered before its body ended")
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return 0, cmp.Or(b.err, io.EOF)
+	}
+	n, err := b.limited.Read(p)
+	b.started = true
+	if err != nil {
+		b.ended = true
+		if !errors.Is(err, io.EOF) {
+			b.err = err
+		}
+	}
+	return n, err
+}
+
+func (b *trackedBody) Close() error { return b.body.Close() }
+
+// abandon covers what net/http does not, after a client's 100-continue:
+// answered before its body ended (the gateway's limit, or a service that
+// refused the body early), net/http closes the connection at once, and
+// the client's next write meets a reset instead of the answer. Without
+// 100-continue net/http marks such a body abandoned itself and lingers.
+// abandon sends the answer, then reads on past a limit of zero through
+// net/http's own ResponseWriter, which marks the body abandoned the same
+// way. It runs on the handler's goroutine, as that mark must.
+func (b *trackedBody) abandon(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).Flush()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var maxBytes *http.MaxBytesError
+	if !b.started || (b.ended && !errors.As(b.err, &maxBytes)) {
+		return // never started (no 100 Continue went out) or read to its end
+	}
+	_, _ = http.MaxBytesReader(unwrapWriter(w), b.body, 0).Read(make([]byte, 1))
+	b.ended, b.err = true, cmp.Or(b.err, errAbandoned)
+}
+
+func (b *trackedBody) failure() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// bodyError is why the client's body could not be read to its end, if it
+// could not: over its limit or too slow. When the body was too slow,
+// net/http also cancels the request's context, so the proxy reports the
+// cancellation, not the cause.
+func bodyError(r *http.Request) error {
+	if b, ok := r.Context().Value(trackedBodyKey{}).(*trackedBody); ok {
+		return b.failure()
+	}
+	return nil
+}
+
+// unwrapWriter finds net/http's own ResponseWriter under the middleware's
+// wrappers (they unwrap, as http.ResponseController expects).
+func unwrapWriter(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }
 
 func route(proxies map[string]http.Handler) http.Handler {

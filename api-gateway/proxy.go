@@ -40,6 +40,13 @@ func newProxy(target *url.URL) http.Handler {
 			pr.Out.URL.Path = strings.TrimSuffix(target.Path, "/") + reqinfo.From(pr.In.Context()).Path
 			pr.Out.URL.RawPath = ""
 			pr.SetXForwarded()
+			// The gateway has answered the client's 100-continue itself
+			// (net/http sends it as the body is first read). Passed on, it
+			// makes a service that answers before reading the whole body
+			// (413) close at once instead of lingering, and the gateway's
+			// write of the rest then fails before the answer is read: a
+			// 503 instead of the service's 413.
+			pr.Out.Header.Del("Expect")
 		},
 		Transport:  roundTripper,
 		BufferPool: copyBuffers,
@@ -49,6 +56,13 @@ func newProxy(target *url.URL) http.Handler {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// The client's own body failed first: over its limit (413)
+			// or too slow (408). Neither is the service's fault, and
+			// retrying would not help.
+			if p := httpx.BodyProblem(errors.Join(err, bodyError(r))); p != nil {
+				problem.Write(r.Context(), p, w)
+				return
+			}
 			if errors.Is(err, context.Canceled) {
 				return // the client left; nobody reads an answer
 			}

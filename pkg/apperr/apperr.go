@@ -27,6 +27,8 @@ const (
 	KindUnavailable                     // a dependency is down; retrying later may work
 	KindRangeNotSatisfiable             // a byte range outside the representation
 	KindPreconditionFailed              // If-Match names another representation than the current one
+	KindRequestTimeout                  // the request body did not arrive in time
+	KindHeaderTooLarge                  // the request's header fields are over their limit
 )
 
 // FieldError is a problem with one field of the input. Field is the JSON
@@ -180,6 +182,10 @@ func (k Kind) String() string {
 		return "range not satisfiable"
 	case KindPreconditionFailed:
 		return "precondition failed"
+	case KindRequestTimeout:
+		return "request timeout"
+	case KindHeaderTooLarge:
+		return "header too large"
 	default:
 		return "internal error"
 	}

@@ -38,10 +38,13 @@ var ServiceSetFields = []string{"id", "created_at", "created_by", "updated_at", 
 type ReadOnlyFielder interface{ ReadOnlyFields() []string }
 
 // DecodeJSON reads a JSON object body into dst strictly: wrong media type
-// (415), too large (413), not a JSON object or not UTF-8 (400), unknown or
-// read-only members and members of the wrong JSON type (422, each named with
-// its path). Unlike encoding/json it matches member names exactly, so
-// "Name" is an unknown field rather than a silent alias of "name".
+// (415), too large (413), too slow (408, see BodyDeadlines), not a JSON
+// object, not UTF-8 or a member name twice in one object at any depth
+// (400), unknown or read-only members, members of the wrong JSON type and
+// strings holding U+0000 or an escaped lone surrogate (422, each named
+// with its path). Unlike encoding/json it matches member names exactly, so
+// "Name" is an unknown field rather than a silent alias of "name", and it
+// never keeps the last of two values for one name.
 func DecodeJSON(r *http.Request, dst any) error {
 	accept := []string{MediaJSON}
 	if r.Method == http.MethodPatch {
@@ -71,6 +74,9 @@ func DecodeJSONBytes(body []byte, dst any) error {
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		panic("httpx.DecodeJSON: dst must be a non-nil pointer")
 	}
+	if err := checkJSON(trimmed); err != nil {
+		return err
+	}
 	var d decoder
 	d.value(trimmed, v.Elem(), "")
 	if len(d.fields) > 0 {
@@ -98,9 +104,11 @@ func readLimited(r *http.Request, limit int64) ([]byte, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			return nil, tooLarge
+		if p := BodyProblem(err); p != nil {
+			if p.Kind == apperr.KindTooLarge {
+				return nil, tooLarge
+			}
+			return nil, p
 		}
 		return nil, apperr.Wrap(apperr.KindBadRequest, "the request body could not be read", err)
 	}

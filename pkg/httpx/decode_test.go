@@ -2,6 +2,7 @@ package httpx_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -79,6 +80,32 @@ func TestDecodeJSON(t *testing.T) {
 					t.Errorf("got %+v", s)
 				}
 			}},
+		{name: "duplicate member is 400", body: `{"name":"a","name":"b"}`, kind: apperr.KindBadRequest, fields: []string{"name"}},
+		{name: "duplicate member spelled with an escape", body: `{"name":"a","\u006eame":"b"}`, kind: apperr.KindBadRequest, fields: []string{"name"}},
+		{name: "duplicate member in a nested object", body: `{"external_ids":[{"source_system":"s"},{"external_id":"1","external_id":"2"}]}`,
+			kind: apperr.KindBadRequest, fields: []string{"external_ids[1].external_id"}},
+		{name: "duplicate member in free-form data", body: `{"data":{"a":{"b":1,"b":2}}}`, kind: apperr.KindBadRequest, fields: []string{"data.a.b"}},
+		{name: "duplicate member among many", body: `{"data":{` + manyMembers(100) + `,"k7":0}}`, kind: apperr.KindBadRequest, fields: []string{"data.k7"}},
+		{name: "many distinct members are fine", body: `{"data":{` + manyMembers(100) + `}}`},
+		{name: "same name in sibling objects is fine", body: `{"external_ids":[{"source_system":"a"},{"source_system":"b"}],"data":{"source_system":1}}`},
+		{name: "U+0000 in a string is 422 naming it", body: `{"name":"a\u0000b"}`, kind: apperr.KindInvalid, fields: []string{"name"}},
+		{name: "U+0000 deep in free-form data", body: `{"data":{"list":[1,{"x":"\u0000"}]}}`, kind: apperr.KindInvalid, fields: []string{"data.list[1].x"}},
+		{name: "U+0000 in a member name", body: `{"data":{"a\u0000":1}}`, kind: apperr.KindInvalid, fields: []string{"data.a\x00"}},
+		{name: "lone high surrogate is 422", body: `{"name":"\ud800"}`, kind: apperr.KindInvalid, fields: []string{"name"}},
+		{name: "high surrogate before another escape", body: `{"name":"\ud800\u0041"}`, kind: apperr.KindInvalid, fields: []string{"name"}},
+		{name: "lone low surrogate is 422", body: `{"external_ids":[{"external_id":"x\uDC00"}]}`, kind: apperr.KindInvalid, fields: []string{"external_ids[0].external_id"}},
+		{name: "surrogate pair is a character", body: `{"name":"\ud83d\ude00 \u00e9 \u0001"}`,
+			check: func(t *testing.T, s sample) {
+				if s.Name != "\U0001F600 \u00e9 \u0001" {
+					t.Errorf("name = %q", s.Name)
+				}
+			}},
+		{name: "escaped quote and backslash before a member", body: `{"name":"a\"\\","ok":true}`,
+			check: func(t *testing.T, s sample) {
+				if s.Name != `a"\` || !s.OK {
+					t.Errorf("decoded %+v", s)
+				}
+			}},
 		{name: "over 1 MiB is 413", body: `{"name":"` + strings.Repeat("a", httpx.MaxJSONBody) + `"}`, kind: apperr.KindTooLarge},
 	}
 	for _, tt := range tests {
@@ -130,4 +157,13 @@ func TestDecodeJSONRejectsDeclaredContentLengthOverLimit(t *testing.T) {
 	if err := httpx.DecodeJSON(r, &s); !apperr.Is(err, apperr.KindTooLarge) {
 		t.Fatalf("err = %v, want too large", err)
 	}
+}
+
+// manyMembers is "k0":0,"k1":0,... for objects past the short-list size.
+func manyMembers(n int) string {
+	members := make([]string, n)
+	for i := range members {
+		members[i] = fmt.Sprintf(`"k%d":0`, i)
+	}
+	return strings.Join(members, ",")
 }

@@ -1,12 +1,14 @@
 package httpx
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -22,16 +24,20 @@ import (
 // parameters are a 400 so that a typo in a filter name does not silently
 // return everything.
 type Query struct {
-	values  url.Values
-	known   []string
-	bad     apperr.Validation
-	invalid apperr.Validation
+	values   url.Values
+	known    []string
+	parseErr error
+	bad      apperr.Validation
+	invalid  apperr.Validation
 }
 
 // ParseQuery starts reading r's query; known lists every parameter the
-// operation accepts.
+// operation accepts. A query that does not parse completely (see
+// ParseRawQuery) reads as empty and its Err is the parse error, so no
+// filter is ever silently dropped.
 func ParseQuery(r *http.Request, known ...string) *Query {
-	q := &Query{values: r.URL.Query(), known: known}
+	values, err := ParseRawQuery(r.URL.RawQuery)
+	q := &Query{values: values, known: known, parseErr: err}
 	keys := make([]string, 0, len(q.values))
 	for k := range q.values {
 		keys = append(keys, k)
@@ -90,7 +96,7 @@ func (q *Query) UUID(name string) *uuid.UUID {
 	}
 	id, err := ParseUUID(v)
 	if err != nil {
-		q.bad.Add(name, "must be a UUID")
+		q.bad.Add(name, uuidMessage)
 		return nil
 	}
 	return &id
@@ -164,9 +170,12 @@ func cursorBinding(values url.Values) string {
 	return filters.Encode()
 }
 
-// Err returns the collected problems: 400 if any value failed to parse,
-// else 422 if any was out of its domain, else nil.
+// Err returns the collected problems: 400 if the query or any value failed
+// to parse, else 422 if any was out of its domain, else nil.
 func (q *Query) Err() error {
+	if q.parseErr != nil {
+		return q.parseErr
+	}
 	if fields := q.bad.Fields(); len(fields) > 0 {
 		return apperr.BadRequest("the query has parameters that cannot be parsed", fields...)
 	}
@@ -188,14 +197,38 @@ func ParseBool(s string) (bool, error) {
 	return false, fmt.Errorf("%q is not true or false", s)
 }
 
-// ParseUUID accepts only the canonical 36-character form, so one resource
-// has one URL (uuid.Parse would also take braces and urn:uuid: prefixes).
+// ParseUUID accepts only the canonical form, 36 characters in lowercase,
+// the form the registry writes, so one resource has one URL (uuid.Parse
+// would also take upper case, braces and urn:uuid: prefixes).
 func ParseUUID(s string) (uuid.UUID, error) {
-	if len(s) != 36 {
-		return uuid.Nil, fmt.Errorf("%q is not a UUID", s)
+	if !canonicalUUID(s) {
+		return uuid.Nil, fmt.Errorf("%q is not a UUID in canonical lowercase form", s)
 	}
 	return uuid.Parse(s)
 }
+
+func canonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// uuidMessage says what a UUID parameter must look like.
+const uuidMessage = "must be a UUID in canonical lowercase form (0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f)"
 
 // PathUUID reads a UUID path parameter; a malformed one is a 400.
 func PathUUID(r *http.Request, name string) (uuid.UUID, error) {
@@ -203,9 +236,75 @@ func PathUUID(r *http.Request, name string) (uuid.UUID, error) {
 	id, err := ParseUUID(v)
 	if err != nil {
 		return uuid.Nil, apperr.BadRequest(fmt.Sprintf("%s in the path must be a UUID", name),
-			apperr.FieldError{Field: name, Message: "must be a UUID"})
+			apperr.FieldError{Field: name, Message: uuidMessage})
 	}
 	return id, nil
+}
+
+// MaxQueryParams bounds the parameters of one query. No operation takes
+// more than a handful; the bound keeps a query of thousands from costing
+// a problem body (and a parse) of thousands of entries.
+const MaxQueryParams = 100
+
+// ParseRawQuery parses a query string completely or not at all. Go's
+// url.Values parsing drops what it cannot parse (a bad percent escape, a
+// ';', everything past 10,000 parameters) and returns the rest, so a
+// filter that fails to parse would silently widen a list; here any such
+// problem is a 400 naming the parameter. Names and values must be UTF-8
+// without U+0000 (the database refuses it).
+func ParseRawQuery(raw string) (url.Values, error) {
+	values := url.Values{}
+	if raw == "" {
+		return values, nil
+	}
+	var bad apperr.Validation
+	n := 0
+	for segment := range strings.SplitSeq(raw, "&") {
+		if segment == "" {
+			continue // "a=1&&b=2": an empty pair carries nothing
+		}
+		if n++; n > MaxQueryParams {
+			return url.Values{}, apperr.BadRequest(fmt.Sprintf("the query has more than %d parameters", MaxQueryParams))
+		}
+		rawKey, rawValue, _ := strings.Cut(segment, "=")
+		key, err := url.QueryUnescape(rawKey)
+		switch {
+		case err != nil:
+			bad.Add(rawKey, "is not a well-formed parameter name: %s", escapeProblem(err))
+			continue
+		case key == "":
+			bad.Add("="+rawValue, "is a value without a parameter name")
+			continue
+		}
+		if strings.Contains(segment, ";") {
+			bad.Add(key, "contains ';', which does not separate parameters here (use '&', or %%3B for a literal ';')")
+			continue
+		}
+		value, err := url.QueryUnescape(rawValue)
+		switch {
+		case err != nil:
+			bad.Add(key, "has a value that is not percent-encoded correctly: %s", escapeProblem(err))
+		case !utf8.ValidString(key) || !utf8.ValidString(value):
+			bad.Add(key, "is not UTF-8 once percent-decoded")
+		case strings.ContainsRune(key, 0) || strings.ContainsRune(value, 0):
+			bad.Add(key, "contains the character U+0000, which no value may hold")
+		default:
+			values[key] = append(values[key], value)
+		}
+	}
+	if fields := bad.Fields(); len(fields) > 0 {
+		return url.Values{}, apperr.BadRequest("the query cannot be parsed", fields...)
+	}
+	return values, nil
+}
+
+// escapeProblem names a percent-escape error without Go's package prefix.
+func escapeProblem(err error) string {
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return fmt.Sprintf("%%%s is not a percent escape", strings.TrimPrefix(string(esc), "%"))
+	}
+	return err.Error()
 }
 
 func allDigits(s string) bool {

@@ -2,6 +2,8 @@ package httpx_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/problem"
@@ -138,6 +141,19 @@ func TestQuery(t *testing.T) {
 		{"enum miss", "kind=z", 422},
 		{"garbage cursor", "cursor=garbage", 400},
 		{"parse error wins over domain error", "limit=x&kind=z", 400},
+		{"bad percent escape drops no filter", "name=50%&limit=1000", 400},
+		{"bad escape in a name", "na%zzme=x", 400},
+		{"garbage cursor escapes", "cursor=%%%%", 400},
+		{"semicolon separator", "name=x;limit=5", 400},
+		{"escaped semicolon is a value", "name=x%3Blimit", 0},
+		{"U+0000 in a value", "name=a%00b", 400},
+		{"U+0000 in a name", "na%00me=x", 400},
+		{"not UTF-8 once decoded", "name=%ff", 400},
+		{"empty pairs carry nothing", "name=x&&limit=5&", 0},
+		{"over the parameter bound", "name=x" + strings.Repeat("&zz=1", httpx.MaxQueryParams), 400},
+		{"upper-case uuid is not canonical", "asset_id=0190B0A4-2A2C-7C4E-8A42-1A2B3C4D5E6F", 400},
+		{"limit with a sign", "limit=%2B5", 400},
+		{"limit with a plus (a space)", "limit=+5", 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,6 +170,51 @@ func TestQuery(t *testing.T) {
 			}
 			if err == nil && page.Limit == 0 {
 				t.Error("limit defaulted to 0")
+			}
+		})
+	}
+}
+
+// A query parses completely or is refused with the parameter named; none
+// is ever dropped (Go's url.ParseQuery drops what it cannot parse).
+func TestParseRawQuery(t *testing.T) {
+	params := func(n int) string {
+		p := make([]string, n)
+		for i := range p {
+			p[i] = fmt.Sprintf("p%d=%d", i, i)
+		}
+		return strings.Join(p, "&")
+	}
+	tests := []struct {
+		name, query string
+		params      int    // parsed parameters, when it parses
+		field       string // the field named, when it does not
+	}{
+		{"empty", "", 0, ""},
+		{"plus is a space", "a=b+c", 1, ""},
+		{"at the bound", params(httpx.MaxQueryParams), httpx.MaxQueryParams, ""},
+		{"over the bound", params(httpx.MaxQueryParams + 1), 0, "-"},
+		{"far over Go's own bound", params(10_001), 0, "-"},
+		{"bad escape names its parameter", "a=1&registration_number=50%&limit=1000", 0, "registration_number"},
+		{"semicolon names its parameter", "a=1;b=2", 0, "a"},
+		{"U+0000 names its parameter", "relation_type=%00", 0, "relation_type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			values, err := httpx.ParseRawQuery(tt.query)
+			if tt.field == "" {
+				if err != nil || len(values) != tt.params {
+					t.Fatalf("%d parameters, err %v; want %d", len(values), err, tt.params)
+				}
+				return
+			}
+			if statusOf(err) != 400 || len(values) != 0 {
+				t.Fatalf("err = %v, values = %d; want a 400 and nothing parsed", err, len(values))
+			}
+			var e *apperr.Error
+			errors.As(err, &e)
+			if tt.field != "-" && (len(e.Fields) != 1 || e.Fields[0].Field != tt.field) {
+				t.Errorf("fields = %v, want %s named", e.Fields, tt.field)
 			}
 		})
 	}

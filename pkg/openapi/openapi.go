@@ -143,8 +143,14 @@ var standardAnswers = map[string]string{
 	"401": "Unauthorized",
 	"403": "Forbidden",
 	"429": "TooManyRequests",
+	"431": "HeaderTooLarge",
 	"500": "InternalError",
 	"503": "ServiceUnavailable",
+}
+
+// bodyAnswers are the answers any operation with a request body can give.
+var bodyAnswers = map[string]string{
+	"408": "RequestTimeout",
 }
 
 func completeOperation(path, method string, op map[string]any) {
@@ -153,7 +159,11 @@ func completeOperation(path, method string, op map[string]any) {
 		responses = map[string]any{}
 		op["responses"] = responses
 	}
-	for status, name := range standardAnswers {
+	answers := maps.Clone(standardAnswers)
+	if op["requestBody"] != nil {
+		maps.Copy(answers, bodyAnswers)
+	}
+	for status, name := range answers {
 		if _, ok := responses[status]; !ok {
 			responses[status] = map[string]any{"$ref": "#/components/responses/" + name}
 		}

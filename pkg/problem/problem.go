@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 
@@ -80,7 +82,14 @@ var kinds = map[apperr.Kind]kindInfo{
 	apperr.KindInternal:            {http.StatusInternalServerError, "internal", "Internal Server Error"},
 	apperr.KindRangeNotSatisfiable: {http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable", "Range Not Satisfiable"},
 	apperr.KindPreconditionFailed:  {http.StatusPreconditionFailed, "precondition-failed", "Precondition Failed"},
+	apperr.KindRequestTimeout:      {http.StatusRequestTimeout, "request-timeout", "Request Timeout"},
+	apperr.KindHeaderTooLarge:      {http.StatusRequestHeaderFieldsTooLarge, "header-too-large", "Request Header Fields Too Large"},
 }
+
+// MaxFieldErrors bounds the errors a problem body lists: a body of
+// thousands of unknown members would otherwise answer with a body larger
+// than itself. The rest are counted in errors_omitted.
+const MaxFieldErrors = 50
 
 // codeTitles name the narrower conflict problems.
 var codeTitles = map[string]string{
@@ -127,6 +136,14 @@ func From(ctx context.Context, err error) Problem {
 		if t, ok := codeTitles[e.Code]; ok {
 			p.Title = t
 		}
+	}
+	if omitted := len(p.Errors) - MaxFieldErrors; omitted > 0 {
+		p.Errors = p.Errors[:MaxFieldErrors:MaxFieldErrors]
+		p.Detail += fmt.Sprintf(" (the first %d problems are listed; %d more are not)", MaxFieldErrors, omitted)
+		ext := make(map[string]any, len(p.Extensions)+1)
+		maps.Copy(ext, p.Extensions)
+		ext["errors_omitted"] = omitted
+		p.Extensions = ext
 	}
 	if e.Kind == apperr.KindInternal {
 		p.Detail = "an unexpected error occurred; quote the request_id when reporting it"

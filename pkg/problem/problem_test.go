@@ -48,6 +48,21 @@ func TestWrite(t *testing.T) {
 					t.Errorf("SQL leaked: %v", b)
 				}
 			}},
+		{"field problems are capped", apperr.Invalid(manyFields(problem.MaxFieldErrors + 7)...), 422, "validation-failed", "",
+			func(t *testing.T, b map[string]any) {
+				if errs := b["errors"].([]any); len(errs) != problem.MaxFieldErrors || b["errors_omitted"] != float64(7) ||
+					!strings.Contains(b["detail"].(string), "7 more") {
+					t.Errorf("%d errors, errors_omitted %v, detail %q", len(errs), b["errors_omitted"], b["detail"])
+				}
+			}},
+		{"a full list is not capped", apperr.Invalid(manyFields(problem.MaxFieldErrors)...), 422, "validation-failed", "",
+			func(t *testing.T, b map[string]any) {
+				if errs := b["errors"].([]any); len(errs) != problem.MaxFieldErrors || b["errors_omitted"] != nil {
+					t.Errorf("%d errors, errors_omitted %v", len(errs), b["errors_omitted"])
+				}
+			}},
+		{"a body that arrives too slowly", apperr.New(apperr.KindRequestTimeout, "slow"), 408, "request-timeout", "", nil},
+		{"header fields over their limit", apperr.New(apperr.KindHeaderTooLarge, "big"), 431, "header-too-large", "", nil},
 		{"standard members win over extensions", apperr.Conflict("x").With("status", 1), 409, "conflict", "",
 			func(t *testing.T, b map[string]any) {
 				if b["status"] != float64(409) {
@@ -85,4 +100,12 @@ func TestWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+func manyFields(n int) []apperr.FieldError {
+	fields := make([]apperr.FieldError, n)
+	for i := range fields {
+		fields[i] = apperr.FieldError{Field: fmt.Sprintf("f%d", i), Message: "is not a known field"}
+	}
+	return fields
 }

@@ -63,15 +63,24 @@ func Execute(name string, args []string, register func(*flag.FlagSet) *logging.C
 }
 
 // Stack is the HTTP middleware every process puts around its handlers:
-// request id, tracing/metrics/access log, panic recovery and path
-// normalisation; then the public paths (probes, API documents) and, for
-// everything else, the protected handler.
-func Stack(logger log.Logger, operation string, trustIncomingIDs bool, public *http.ServeMux, protected http.Handler) http.Handler {
+// request id, tracing/metrics/access log, panic recovery, the refusal of
+// requests that cannot be read completely (header size, path, query),
+// the deadlines of request bodies, and path normalisation; then the
+// public paths (probes, API documents) and, for everything else, the
+// protected handler. limits are the process's server.Config.Read (the
+// defaults when left out).
+func Stack(logger log.Logger, operation string, trustIncomingIDs bool, public *http.ServeMux, protected http.Handler, limits ...httpx.ReadLimits) http.Handler {
+	var read httpx.ReadLimits
+	if len(limits) > 0 {
+		read = limits[0]
+	}
 	public.Handle("/", protected)
 	return httpx.Chain(recordPublicRoute(public),
 		httpx.WithRequestInfo(trustIncomingIDs),
 		telemetry.Observe(logger, operation),
 		httpx.Recover,
+		httpx.CheckRequest(read),
+		httpx.BodyDeadlines(read),
 		httpx.Normalize,
 	)
 }

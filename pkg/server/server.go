@@ -19,20 +19,26 @@ import (
 	"github.com/go-kit/log/level"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
-// Config of the listeners and of shutdown.
+// Config of the listeners, of reading requests and of shutdown.
 type Config struct {
 	Addr            string
 	MetricsAddr     string
 	ShutdownDelay   time.Duration
 	ShutdownTimeout time.Duration
+	// Read bounds reading one request (header size, body time); the
+	// process's middleware (process.Stack) applies it.
+	Read httpx.ReadLimits
 }
 
-// RegisterFlags adds http.addr, metrics.addr and shutdown.* (env HTTP_ADDR, ...).
+// RegisterFlags adds http.addr, metrics.addr, the read limits (http.*) and
+// shutdown.* (env HTTP_ADDR, ...).
 func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultAddr, defaultMetricsAddr string) {
 	fs.StringVar(&c.Addr, "http.addr", defaultAddr, "API listen address")
+	c.Read.RegisterFlags(fs)
 	fs.StringVar(&c.MetricsAddr, "metrics.addr", defaultMetricsAddr, "Prometheus /metrics and /debug/pprof listen address (never exposed through the gateway)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown.delay", 0, "after SIGTERM, keep serving with /readyz failing this long so load balancers stop sending traffic")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "how long in-flight requests may take to finish after SIGTERM")
@@ -154,10 +160,13 @@ func Run(ctx context.Context, cfg Config, logger log.Logger, api http.Handler, h
 
 // Serve is Run on listeners the caller opened (tests use port 0).
 func Serve(ctx context.Context, cfg Config, logger log.Logger, api http.Handler, health *Health, apiLn, metricsLn net.Listener) error {
-	servers := []*http.Server{newServer(api)}
-	listeners := []net.Listener{apiLn}
+	if err := cfg.Read.Validate(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	servers := []*http.Server{newServer(api, cfg.Read)}
+	listeners := []net.Listener{ProblemListener(apiLn, logger)}
 	if metricsLn != nil {
-		servers = append(servers, newServer(metricsHandler()))
+		servers = append(servers, newServer(metricsHandler(), cfg.Read))
 		listeners = append(listeners, metricsLn)
 	}
 	level.Info(logger).Log("msg", "listening", "addr", apiLn.Addr().String(), "metrics_addr", addrOf(metricsLn))
@@ -208,12 +217,23 @@ func metricsHandler() http.Handler {
 	return mux
 }
 
-func newServer(h http.Handler) *http.Server {
+func newServer(h http.Handler, read httpx.ReadLimits) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    NetHTTPHeaderLimit(read),
 	}
+}
+
+// NetHTTPHeaderLimit is net/http's own bound on the header for the limits
+// read: well above read.MaxHeaderBytes, so that a header over the
+// registry's limit is still read whole and answered by
+// httpx.CheckRequest with a problem that names the request, and only a
+// header too large to be worth reading at all meets net/http's limit
+// (whose answer ProblemListener rewrites).
+func NetHTTPHeaderLimit(read httpx.ReadLimits) int {
+	return max(http.DefaultMaxHeaderBytes, 2*read.MaxHeaderBytes)
 }
 
 func addrOf(l net.Listener) string {

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,11 +10,15 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
 
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/server"
 )
 
@@ -183,5 +188,78 @@ func TestProfilerOnlyOnMetricsPort(t *testing.T) {
 	}
 	if status, _ := get(metricsLn.Addr().String(), "/metrics"); status != http.StatusOK {
 		t.Errorf("metrics port /metrics: %d", status)
+	}
+}
+
+// Requests net/http answers by itself, before any handler, get problem
+// bodies like every other error; a header over the registry's own limit
+// (below net/http's) is answered by the stack with the request's path.
+func TestUnreadableRequestsGetProblems(t *testing.T) {
+	api := http.NewServeMux()
+	api.HandleFunc("/plain", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "a handler's own text", 400) })
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	cfg := server.Config{ShutdownTimeout: 5 * time.Second}
+	handler := process.Stack(log.NewNopLogger(), "test", false, api, http.NotFoundHandler(), cfg.Read)
+	go func() { served <- server.Serve(ctx, cfg, log.NewNopLogger(), handler, nil, ln, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	netHTTPLimit := server.NetHTTPHeaderLimit(cfg.Read)
+	tests := []struct {
+		name     string
+		request  string
+		status   int
+		instance string
+		detail   string // a part of it
+	}{
+		{"malformed request line", "GARBAGE\r\n\r\n", 400, "/", "cannot be read as HTTP"},
+		{"malformed header field", "GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", 400, "/", "cannot be read as HTTP"},
+		{"missing Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "/", "missing required Host header"},
+		{"header over net/http's limit", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", netHTTPLimit+8<<10) + "\r\n\r\n",
+			431, "/", "too large"},
+		{"header over the registry's limit", "GET /people?x=1 HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", httpx.DefaultMaxHeaderBytes) + "\r\n\r\n",
+			431, "/people", "at most 65536"},
+		{"a handler's own plain-text answer is left alone", "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n", 400, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second)) // a hung server fails the test instead of hanging it
+			if _, err := io.WriteString(conn, tt.request); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status = %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			if tt.instance == "" {
+				if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || !strings.Contains(string(body), "a handler's own text") {
+					t.Errorf("rewritten: %s %s", ct, body)
+				}
+				return
+			}
+			var p map[string]any
+			if err := json.Unmarshal(body, &p); err != nil || resp.Header.Get("Content-Type") != problem.ContentType {
+				t.Fatalf("not a problem (%v): %s %s", err, resp.Header.Get("Content-Type"), body)
+			}
+			if p["status"] != float64(tt.status) || p["instance"] != tt.instance || p["request_id"] != resp.Header.Get("X-Request-Id") ||
+				p["request_id"] == "" || !strings.Contains(p["detail"].(string), tt.detail) {
+				t.Errorf("problem = %s", body)
+			}
+		})
 	}
 }

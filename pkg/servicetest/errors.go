@@ -1,6 +1,7 @@
 package servicetest
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -12,17 +13,20 @@ import (
 	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
 
 // ErrorRows sends every documented operation of spec the requests that
 // the contract answers the same way everywhere, and checks each answer is
 // the right problem: 401 without or with a bad token, 403 without the
-// operation's scope, 400 for a malformed UUID in the path and for an
-// unknown query parameter, 404 for an id that names nothing, 415/400/413/422
-// for JSON bodies of the wrong type, not JSON, too large, with an unknown
-// or read-only member, the limit and cursor rules of lists, and 405 with
-// Allow for a method a path does not have. Afterwards every list answers
+// operation's scope, 400 for a malformed or upper-case UUID in the path,
+// for an unknown query parameter and for a query that does not parse
+// completely, 431 for header fields over their limit, 404 for an id that
+// names nothing, 415/400/413/422 for JSON bodies of the wrong type, not
+// JSON, naming a member twice, too large, with an unknown or read-only
+// member (at most 50 listed), the limit and cursor rules of lists, and 405
+// with Allow for a method a path does not have. Afterwards every list answers
 // exactly as before: none of the rows changed anything.
 func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
 	t.Helper()
@@ -61,8 +65,14 @@ func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
 			}
 			row("token without "+op.Scope, 403, op.Method, path+query, lacking, validBody)
 			row("unknown query parameter", 400, op.Method, path+withParam(query, "zz_unknown=1"), token, validBody)
+			// Pairs Go's own query parsing drops, leaving the rest to
+			// answer as if they had not been sent.
+			row("a query pair with a bad escape", 400, op.Method, path+withParam(query, "%zz=1"), token, validBody)
+			row("a query pair after a semicolon", 400, op.Method, path+withParam(query, "zz=1;zz=2"), token, validBody)
+			row("header fields over 64 KiB", 431, op.Method, path+query, token, validBody, "X-Padding", strings.Repeat("p", 64<<10))
 			for _, param := range pathParams(op.Path) {
 				row("malformed "+param, 400, op.Method, fill(op.Path, map[string]string{param: "not-a-uuid"})+query, token, validBody)
+				row("upper-case "+param, 400, op.Method, fill(op.Path, map[string]string{param: strings.ToUpper(uuid.Must(uuid.NewV7()).String())})+query, token, validBody)
 			}
 			if last := pathParams(op.Path); len(last) > 0 && strings.HasSuffix(op.Path, "{"+last[len(last)-1]+"}") &&
 				slices.Contains([]string{"GET", "PATCH", "DELETE"}, op.Method) {
@@ -80,6 +90,11 @@ func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
 				r = row("read-only member", 422, op.Method, path+query, token, `{"created_by":"me"}`)
 				if !slices.Contains(r.Fields(), "created_by") {
 					t.Errorf("read-only member: fields = %v", r.Fields())
+				}
+				row("a member twice", 400, op.Method, path+query, token, `{"zz_unknown_member":1,"zz_unknown_member":2}`)
+				r = row("a thousand unknown members", 422, op.Method, path+query, token, unknownMembers(1000))
+				if len(r.Fields()) != problem.MaxFieldErrors || r.JSON()["errors_omitted"] != float64(1000-problem.MaxFieldErrors) {
+					t.Errorf("a thousand unknown members: %d fields listed, errors_omitted %v", len(r.Fields()), r.JSON()["errors_omitted"])
 				}
 			case "multipart":
 				row("JSON instead of multipart", 415, op.Method, path+query, token, "{}")
@@ -113,6 +128,15 @@ func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
 	if after := lists(t, s, ops); !slices.Equal(before, after) {
 		t.Errorf("the error rows changed what the lists answer:\nbefore %v\nafter  %v", before, after)
 	}
+}
+
+// unknownMembers is a JSON object of n members no operation knows.
+func unknownMembers(n int) string {
+	members := make([]string, n)
+	for i := range members {
+		members[i] = fmt.Sprintf(`"zz_unknown_%d":1`, i)
+	}
+	return "{" + strings.Join(members, ",") + "}"
 }
 
 // lists reads every list operation without parameters.

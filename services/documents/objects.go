@@ -15,6 +15,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/objectstore"
 )
 
@@ -138,6 +139,8 @@ func uploadError(err error) error {
 	switch {
 	case errors.Is(err, errTooLarge), errors.As(err, &maxBytes):
 		return apperr.New(apperr.KindTooLarge, "the file is over the size limit")
+	case httpx.BodyProblem(err) != nil: // too slow
+		return httpx.BodyProblem(err)
 	case errors.As(err, &body):
 		return apperr.Wrap(apperr.KindBadRequest, "the upload could not be read to its end", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"mime"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -122,7 +123,7 @@ func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, 
 			}
 			value, err := io.ReadAll(io.LimitReader(part.Body, maxFieldBytes+1))
 			if err != nil {
-				return abandon(err)
+				return abandon(uploadError(bodyError{err}))
 			}
 			if len(value) > maxFieldBytes {
 				v.Add(fieldDocumentType, "must be at most 64 characters")
@@ -142,8 +143,13 @@ func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, 
 	} else {
 		validate.Token(&v, fieldDocumentType, *documentType, "expert_control_report")
 	}
-	if stored != nil && stored.Filename != nil && len(*stored.Filename) > maxFilenameBytes {
-		v.Add(fieldFile, "has a filename longer than %d bytes", maxFilenameBytes)
+	if stored != nil && stored.Filename != nil {
+		switch name := *stored.Filename; {
+		case len(name) > maxFilenameBytes:
+			v.Add(fieldFile, "has a filename longer than %d bytes", maxFilenameBytes)
+		case !utf8.ValidString(name) || strings.ContainsRune(name, 0):
+			v.Add(fieldFile, "has a filename that is not UTF-8 or holds the character U+0000")
+		}
 	}
 	if err := v.Err(); err != nil {
 		return abandon(err)

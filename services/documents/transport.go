@@ -38,12 +38,11 @@ func NewHTTPHandler(e Endpoints, internal refs.Set, maxSize int64) *httpx.Router
 	return r
 }
 
-// formOverhead is what an upload body may hold beyond the file: the
-// document_type part, part headers and boundaries.
-const formOverhead = 64 << 10
-
 // uploadDecoder reads an upload as a stream of parts: nothing of the file
-// is read here; the service reads it straight into storage.
+// is read here; the service reads it straight into storage. The body may
+// hold the file and httpx.UploadFormOverhead (the document_type part,
+// part headers, boundaries); it is read at the pace process.Stack's body
+// deadlines demand of uploads (a stalled client: 408).
 func uploadDecoder(maxSize int64) httpx.Decoder[UploadForm] {
 	return func(r *http.Request) (UploadForm, error) {
 		if err := httpx.NoQuery(r); err != nil {
@@ -55,7 +54,7 @@ func uploadDecoder(maxSize int64) httpx.Decoder[UploadForm] {
 				"an upload is multipart/form-data with parts %s and %s (got Content-Type %q)",
 				fieldDocumentType, fieldFile, r.Header.Get("Content-Type")))
 		}
-		limit := maxSize + formOverhead
+		limit := maxSize + httpx.UploadFormOverhead
 		if r.ContentLength > limit {
 			return nil, apperr.New(apperr.KindTooLarge, fmt.Sprintf("the upload is larger than %d bytes", limit))
 		}

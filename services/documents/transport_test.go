@@ -1,10 +1,13 @@
 package documents
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +18,9 @@ import (
 	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth/authtest"
 	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/objectstore"
+	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/servicetest"
 	"github.com/assetregistry/registry/pkg/testharness"
 )
@@ -134,6 +139,14 @@ func TestHTTPUploadErrors(t *testing.T) {
 			}
 		})
 	}
+	// A filename that the database could not hold (RFC 2231 lets a part
+	// percent-encode any byte).
+	nul := "--b\r\nContent-Disposition: form-data; name=\"document_type\"\r\n\r\nr\r\n" +
+		"--b\r\nContent-Disposition: form-data; name=\"file\"; filename*=UTF-8''a%00b.txt\r\n\r\nx\r\n--b--\r\n"
+	r := s.Call(422, "POST", "/documents", s.RW, nul, "Content-Type", "multipart/form-data; boundary=b")
+	if strings.Join(r.Fields(), ",") != "file" {
+		t.Errorf("U+0000 in the filename: fields = %v", r.Fields())
+	}
 	at, contentType := apitest.Multipart(t, typePart("r"), filePart("a", "", strings.Repeat("x", 1000)))
 	s.Call(201, "POST", "/documents", s.RW, at, "Content-Type", contentType)
 	s.Call(415, "POST", "/documents", s.RW, `{"document_type":"r"}`)
@@ -174,17 +187,61 @@ func TestHTTPAbortedUpload(t *testing.T) {
 	}
 	conn.Close()
 	bucket := bucketOf(t, s)
+	rows := func() int {
+		var n int
+		if err := s.Built.Store.Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM documents) + (SELECT count(*) FROM loose_objects)`).
+			Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The service notices the hang-up on its next read; it removes the
+	// object first, then the row that lists it as loose.
 	deadline := time.Now().Add(10 * time.Second)
-	for countObjects(t, bucket) != 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond) // the service notices the hang-up on its next read
+	for (countObjects(t, bucket) != 0 || rows() != 0) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
 	}
 	if n := countObjects(t, bucket); n != 0 {
 		t.Errorf("%d objects or unfinished uploads after the client hung up", n)
 	}
+	if n := rows(); n != 0 {
+		t.Errorf("%d rows after the client hung up", n)
+	}
+}
+
+// A client that stalls mid-upload is cut with a 408 once its pace falls
+// below the minimum, and leaves nothing behind.
+func TestHTTPStalledUpload(t *testing.T) {
+	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) {
+		c.Server.Read = httpx.ReadLimits{UploadMinRate: 1000, UploadRateWindow: time.Second}
+	})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.Client.BaseURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second)) // a service that never answers fails the test instead of hanging it
+	const boundary = "b0undary"
+	head := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"document_type\"\r\n\r\nreport\r\n" +
+		"--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"slow.bin\"\r\n\r\n"
+	fmt.Fprintf(conn, "POST /documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s%s",
+		s.RW, boundary, 1<<20, head, strings.Repeat("x", 5000))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "request-timeout") {
+		t.Fatalf("%d: %s", resp.StatusCode, body)
+	}
+	if n := countObjects(t, bucketOf(t, s)); n != 0 {
+		t.Errorf("%d objects or unfinished uploads after the stalled upload", n)
+	}
 	var rows int
-	if err := s.Built.Store.Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM documents) + (SELECT count(*) FROM loose_objects)`).
-		Scan(&rows); err != nil || rows != 0 {
-		t.Errorf("%d rows after the client hung up (%v)", rows, err)
+	if err := s.Built.Store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM documents`).Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("%d rows after the stalled upload (%v)", rows, err)
 	}
 }
 

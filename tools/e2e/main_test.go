@@ -59,8 +59,14 @@ func run(m *testing.M) int {
 		Env: []string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT=" + spans.URL,
 			"OTEL_BSP_SCHEDULE_DELAY=50", // export spans quickly for the trace test
-			// A small upload limit keeps the over-the-limit test fast.
+			// A small upload limit keeps the over-the-limit test fast. The
+			// gateway keeps its default (larger) limit on purpose: the
+			// service then refuses uploads the gateway is still sending,
+			// the case the gateway must relay rather than turn into a 503.
 			fmt.Sprintf("DOCUMENTS_MAX_SIZE=%d", maxUpload),
+			// Short body deadlines keep the stalled-client tests quick.
+			"HTTP_BODY_TIMEOUT=" + bodyTimeout.String(),
+			"HTTP_UPLOAD_RATE_WINDOW=" + bodyTimeout.String(),
 		},
 	})
 	if err != nil {

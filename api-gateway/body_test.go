@@ -1,0 +1,200 @@
+package gateway
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/problem"
+)
+
+// serviceAt replaces the parties service of the fixture by h.
+func serviceAt(t *testing.T, h http.Handler) func(*Config) {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return func(c *Config) { c.Upstreams["parties"] = &srv.URL }
+}
+
+// generated is a body of n bytes that is not a strings.Reader, so the
+// client sends it chunked unless told its length.
+type generated struct{ n int }
+
+func (g *generated) Read(p []byte) (int, error) {
+	if g.n <= 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(len(p), g.n)]
+	for i := range p {
+		p[i] = 'x'
+	}
+	g.n -= len(p)
+	return len(p), nil
+}
+
+// post sends a body of size bytes, chunked unless withLength, and returns
+// the status the client sees (0 when the exchange failed).
+func post(t *testing.T, url, token, contentType string, size int, withLength, expectContinue bool) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "POST", url, &generated{n: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withLength {
+		req.ContentLength = int64(size)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", contentType)
+	if expectContinue {
+		req.Header.Set("Expect", "100-continue") // as curl sends for large bodies
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// A body over its limit is a 413 however it is framed, whether the gateway
+// or the service behind it finds it too large; never a 503 telling the
+// client to retry what cannot succeed.
+func TestBodyOverItsLimit(t *testing.T) {
+	const uploadMax = 8 << 20
+	// The service reads what its own limit allows (smaller than the
+	// gateway's for /small) and answers 413 past it, as the services do.
+	service := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := int64(32 << 20)
+		if strings.HasSuffix(r.URL.Path, "/small") {
+			limit = 64 << 10
+		}
+		n, err := io.Copy(io.Discard, io.LimitReader(r.Body, limit+1))
+		if err != nil || n > limit {
+			w.Header().Set("Content-Type", problem.ContentType)
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_, _ = io.WriteString(w, `{"type":"urn:asset-registry:problem:payload-too-large","status":413}`)
+			return
+		}
+		_, _ = fmt.Fprint(w, n)
+	})
+	f := newGateway(t, func(c *Config) {
+		serviceAt(t, service)(c)
+		c.UploadMaxSize = uploadMax
+	})
+	rw := f.issuer.ReadWrite(t)
+	const jsonType, uploadType = "application/json", "multipart/form-data; boundary=b"
+	tests := []struct {
+		name        string
+		path        string
+		contentType string
+		size        int
+		status      int
+	}{
+		{"JSON at the limit", "/organizations", jsonType, httpx.MaxJSONBody, 200},
+		{"JSON over the limit", "/organizations", jsonType, httpx.MaxJSONBody + 1, 413},
+		{"JSON far over the limit", "/organizations", jsonType, 20 << 20, 413},
+		{"upload at the limit", "/organizations", uploadType, uploadMax + httpx.UploadFormOverhead, 200},
+		{"upload over the limit", "/organizations", uploadType, uploadMax + httpx.UploadFormOverhead + 1, 413},
+		{"over the service's own smaller limit", "/organizations/small", jsonType, 1 << 20, 413},
+		{"far over the service's own smaller limit", "/organizations/small", uploadType, 6 << 20, 413},
+	}
+	for _, tt := range tests {
+		for _, framing := range []struct {
+			name                       string
+			withLength, expectContinue bool
+		}{{"Content-Length", true, false}, {"chunked", false, false}, {"chunked, Expect: 100-continue", false, true}} {
+			t.Run(tt.name+", "+framing.name, func(t *testing.T) {
+				// The outcome must not depend on who wins a race between
+				// the service's answer and the gateway's writes.
+				for range 10 {
+					status, body := post(t, f.client.BaseURL+tt.path, rw, tt.contentType, tt.size, framing.withLength, framing.expectContinue)
+					if status != tt.status {
+						t.Fatalf("status = %d, want %d: %.300s", status, tt.status, body)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A malformed query is refused by the gateway itself, never passed on
+// (a service would have seen what Go's parser left of it).
+func TestUnreadableRequestsAreNotForwarded(t *testing.T) {
+	f := newGateway(t, nil)
+	ro := f.issuer.ReadOnly(t)
+	for _, target := range []string{
+		"/organizations?registration_number=50%&limit=1000",
+		"/organizations?limit=10;registration_number=1",
+		"/organizations?cursor=%%%%",
+		"/organizations?" + strings.Repeat("x=1&", httpx.MaxQueryParams) + "limit=1",
+		"/people?last_name=%00",
+		"/people/%00",
+	} {
+		t.Run(target[:min(len(target), 60)], func(t *testing.T) {
+			before := f.upstream.count()
+			r := f.client.Do(t, "GET", target, ro, nil)
+			if r.Status != 400 || r.Header.Get("Content-Type") != problem.ContentType {
+				t.Errorf("status = %d: %s", r.Status, r.Raw)
+			}
+			if f.upstream.count() != before {
+				t.Error("the request was passed on to the service")
+			}
+		})
+	}
+}
+
+// A client that stalls mid-body is cut with a 408 by the gateway, and the
+// gateway lets go of its connection to the service too.
+func TestStalledBodyThroughGateway(t *testing.T) {
+	serviceSaw := make(chan error, 1)
+	service := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.Copy(io.Discard, r.Body)
+		serviceSaw <- err
+	})
+	f := newGateway(t, func(c *Config) {
+		serviceAt(t, service)(c)
+		c.Server.Read = httpx.ReadLimits{BodyTimeout: 300 * time.Millisecond, UploadMinRate: 1000, UploadRateWindow: time.Second}
+	})
+	for _, tt := range []struct{ name, contentType string }{
+		{"JSON", "application/json"},
+		{"upload", "multipart/form-data; boundary=b"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(f.client.BaseURL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second)) // a gateway that never answers fails the test instead of hanging it
+			fmt.Fprintf(conn, "POST /organizations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\n"+
+				"Content-Length: 100000\r\n\r\n%s", f.issuer.ReadWrite(t), tt.contentType, strings.Repeat("x", 2000))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var p map[string]any
+			_ = json.Unmarshal(body, &p)
+			if resp.StatusCode != http.StatusRequestTimeout || p["type"] != problem.TypePrefix+"request-timeout" || resp.Header.Get("Retry-After") != "" {
+				t.Fatalf("%d %v: %s", resp.StatusCode, resp.Header, body)
+			}
+			select {
+			case err := <-serviceSaw:
+				if err == nil {
+					t.Error("the service read a whole body the client never sent")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the gateway still holds the service's request open")
+			}
+		})
+	}
+}

@@ -25,6 +25,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,6 +237,19 @@ func Scope(kind string, values ...string) string {
 		h.Write([]byte{0})
 	}
 	return kind + ":" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Key names one find's entry by its kind and normalised criteria. Each
+// part is quoted, so free text holding the separator cannot make two
+// different criteria share a key.
+func Key(kind string, parts ...string) string {
+	var b strings.Builder
+	b.WriteString(kind)
+	for _, p := range parts {
+		b.WriteByte('|')
+		b.WriteString(strconv.Quote(p))
+	}
+	return b.String()
 }
 
 // epoch is the scope every find depends on; bumping it empties the cache.

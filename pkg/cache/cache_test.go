@@ -177,3 +177,12 @@ func TestScopeHidesValues(t *testing.T) {
 		t.Errorf("scope %q leaks its values or is ambiguous", s)
 	}
 }
+
+func TestKeyKeepsPartsApart(t *testing.T) {
+	if cache.Key("asset", `a|"b`, "c") == cache.Key("asset", "a", `b"|c`) {
+		t.Error("criteria holding the separator share a key")
+	}
+	if cache.Key("asset", "a") == cache.Key("asset_type", "a") {
+		t.Error("kinds share a key")
+	}
+}

@@ -287,7 +287,7 @@ func (r *Registry) Delete(ctx context.Context, kind string, id uuid.UUID,
 	}
 	if len(refs) > 0 {
 		release()
-		return stillReferenced(kind, id, refs)
+		return StillReferenced(kind, id, refs)
 	}
 	err = r.store.Write(ctx, "delete "+kind, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		tag, err := tx.Exec(ctx, `DELETE FROM pending_deletions WHERE kind = $1 AND id = $2 AND token = $3 AND until > now()`, kind, id, token)
@@ -332,7 +332,11 @@ func (r *Registry) referrersElsewhere(ctx context.Context, kind string, id uuid.
 // maxNamed bounds how many referrers a 409 names.
 const maxNamed = 10
 
-func stillReferenced(kind string, id uuid.UUID, refs []Ref) error {
+// StillReferenced is the 409 refusing the delete of kind/id while refs
+// point at it: the detail names up to ten of them, referenced_by lists
+// them. Owners also answer it for references inside their own schema (an
+// asset type's assets), so every such refusal reads the same.
+func StillReferenced(kind string, id uuid.UUID, refs []Ref) error {
 	var names []string
 	listed := make([]map[string]any, 0, min(len(refs), maxNamed))
 	for _, ref := range refs[:min(len(refs), maxNamed)] {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/objectstore"
-	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicetest"
 	"github.com/assetregistry/registry/pkg/testharness"
@@ -48,7 +47,8 @@ func newFixture(t *testing.T, maxSize int64) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry := refs.New("documents", st, &peer.Clients{})
+	peers, _ := servicetest.StandInClients(t, "documents")
+	registry := refs.New("documents", st, peers)
 	store := NewStore(st, registry, log.NewNopLogger())
 	objects := NewObjects(bucket, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute})
 	none := func(context.Context, uuid.UUID) ([]ActionDocument, error) { return []ActionDocument{}, nil }

@@ -79,6 +79,24 @@ type Service interface {
 // ExistsFunc reads which of ids exist, with their attributes.
 type ExistsFunc func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error)
 
+// ExistsIn is the ExistsFunc of a kind that is one table's rows, told
+// about by nothing but their ids.
+func ExistsIn(table string) ExistsFunc {
+	query := `SELECT id FROM ` + table + ` WHERE id = ANY($1)`
+	return func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error) {
+		rows, err := q.Query(ctx, query, ids)
+		if err != nil {
+			return nil, postgres.Classify(err, "check "+table)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		attrs := make(map[uuid.UUID]Attrs, len(found))
+		for _, id := range found {
+			attrs[id] = Attrs{}
+		}
+		return attrs, postgres.Classify(err, "check "+table)
+	}
+}
+
 // ReferrersFunc reads what points at the target id.
 type ReferrersFunc func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]Ref, error)
 

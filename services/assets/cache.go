@@ -17,43 +17,35 @@ type cachingService struct {
 }
 
 // WithFindCache puts the find cache in front of next.
-func WithFindCache(next Service, finds *cache.Finds) Service {
-	return &cachingService{Service: next, finds: finds}
-}
+func WithFindCache(next Service, finds *cache.Finds) Service { return cachingService{next, finds} }
 
-func (s *cachingService) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
+// Criteria that do not pass Normalize are refused before the cache, with
+// the service's own error.
+
+func (s cachingService) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
 	norm, err := q.Normalize()
 	if err != nil {
-		return s.Service.FindAssetTypes(ctx, q) // let the service report it
+		return nil, err
 	}
 	key := cache.Key("asset_types", validate.Fold(norm.Brand), validate.Fold(norm.Model), foldedOrNone(norm.Version))
-	var cached []AssetType
-	entry, hit := s.finds.Get(ctx, []string{typeFinds(norm.Brand, norm.Model)}, key, &cached)
-	if hit {
-		return cached, nil
-	}
-	types, err := s.Service.FindAssetTypes(ctx, norm)
-	if err == nil {
-		entry.Store(ctx, types)
-	}
-	return types, err
+	return cache.Through(ctx, s.finds, []string{typeFinds(norm.Brand, norm.Model)}, key, func() ([]AssetType, bool, error) {
+		types, err := s.Service.FindAssetTypes(ctx, norm)
+		return types, true, err
+	})
 }
 
-func (s *cachingService) FindAsset(ctx context.Context, q AssetQuery, create bool) (Asset, bool, error) {
+func (s cachingService) FindAsset(ctx context.Context, q AssetQuery, create bool) (Asset, bool, error) {
 	norm, err := q.Normalize()
 	if err != nil {
-		return s.Service.FindAsset(ctx, q, create)
+		return Asset{}, false, err
 	}
 	key := cache.Key("asset", norm.SerialNumber, foldedOrNone(norm.Brand), foldedOrNone(norm.Model), foldedOrNone(norm.Version))
-	var cached Asset
-	entry, hit := s.finds.Get(ctx, []string{everyAssetFind, assetFinds(norm.SerialNumber)}, key, &cached)
-	if hit {
-		return cached, false, nil
-	}
-	a, created, err := s.Service.FindAsset(ctx, norm, create)
-	if err == nil && !created {
-		entry.Store(ctx, a)
-	}
+	created := false
+	a, err := cache.Through(ctx, s.finds, []string{everyAssetFind, assetFinds(norm.SerialNumber)}, key, func() (Asset, bool, error) {
+		a, made, err := s.Service.FindAsset(ctx, norm, create)
+		created = made
+		return a, !made, err
+	})
 	return a, created, err
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/listing"
 )
 
 // Endpoints holds one go-kit endpoint per operation. Each adapts a Service
@@ -33,35 +32,20 @@ type Endpoints struct {
 	DeleteAsset endpoint.Endpoint
 }
 
-// Request types that are not one of httpx's shared shapes.
-type (
-	listAssetTypesRequest struct {
-		Filter AssetTypeFilter
-		Page   listing.Page
-	}
-	listAssetsRequest struct {
-		Filter AssetFilter
-		Page   listing.Page
-	}
-	// attachment names one document of one asset type, from the path.
-	attachment struct {
-		AssetTypeID, DocumentID uuid.UUID
-	}
-)
+// attachment names one document of one asset type, from the path: the
+// one request shape that is not among httpx's shared ones.
+type attachment struct {
+	AssetTypeID, DocumentID uuid.UUID
+}
 
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
 		CreateAssetType: endpoints.New(endpoints.Created(s.CreateAssetType, assetTypeLocation)),
 		GetAssetType:    endpoints.New(s.GetAssetType),
-		ListAssetTypes: endpoints.New(func(ctx context.Context, req listAssetTypesRequest) (any, error) {
-			r, err := s.ListAssetTypes(ctx, req.Filter, req.Page)
-			return httpx.ListOf(r), err
-		}),
-		FindAssetTypes: endpoints.New(s.FindAssetTypes),
-		UpdateAssetType: endpoints.New(func(ctx context.Context, req httpx.IDBody[AssetTypePatch]) (AssetTypeDetail, error) {
-			return s.UpdateAssetType(ctx, req.ID, req.Body)
-		}),
+		ListAssetTypes:  endpoints.New(endpoints.List(s.ListAssetTypes)),
+		FindAssetTypes:  endpoints.New(s.FindAssetTypes),
+		UpdateAssetType: endpoints.New(endpoints.ByID(s.UpdateAssetType)),
 		DeleteAssetType: endpoints.New(endpoints.NoContent(s.DeleteAssetType)),
 		AttachDocument: endpoints.New(func(ctx context.Context, req httpx.IDBody[DocumentRef]) (any, error) {
 			t, created, err := s.AttachDocument(ctx, req.ID, req.Body)
@@ -74,26 +58,13 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		DetachDocument: endpoints.New(func(ctx context.Context, req attachment) (any, error) {
 			return httpx.NoContent{}, s.DetachDocument(ctx, req.AssetTypeID, req.DocumentID)
 		}),
-		SetThumbnail: endpoints.New(func(ctx context.Context, req httpx.IDBody[DocumentRef]) (AssetTypeDetail, error) {
-			return s.SetThumbnail(ctx, req.ID, req.Body)
-		}),
+		SetThumbnail: endpoints.New(endpoints.ByID(s.SetThumbnail)),
 
 		CreateAsset: endpoints.New(endpoints.Created(s.CreateAsset, assetLocation)),
 		GetAsset:    endpoints.New(s.GetAsset),
-		ListAssets: endpoints.New(func(ctx context.Context, req listAssetsRequest) (any, error) {
-			r, err := s.ListAssets(ctx, req.Filter, req.Page)
-			return httpx.ListOf(r), err
-		}),
-		FindAsset: endpoints.New(func(ctx context.Context, req httpx.FindRequest[AssetQuery]) (any, error) {
-			a, created, err := s.FindAsset(ctx, req.Criteria, req.Create)
-			if created {
-				return httpx.Created{Value: a, Location: assetLocation(a)}, err
-			}
-			return a, err
-		}),
-		UpdateAsset: endpoints.New(func(ctx context.Context, req httpx.IDBody[AssetPatch]) (Asset, error) {
-			return s.UpdateAsset(ctx, req.ID, req.Body)
-		}),
+		ListAssets:  endpoints.New(endpoints.List(s.ListAssets)),
+		FindAsset:   endpoints.New(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
+		UpdateAsset: endpoints.New(endpoints.ByID(s.UpdateAsset)),
 		DeleteAsset: endpoints.New(endpoints.NoContent(s.DeleteAsset)),
 	}
 	endpoints.Wrap(&e, middleware...)

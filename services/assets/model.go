@@ -313,6 +313,22 @@ type AssetQuery struct {
 	Version      *string `json:"version"`
 }
 
+// NamesType reports whether the criteria name an asset type.
+func (q AssetQuery) NamesType() bool { return q.Brand != nil }
+
+// typeFields are the fields that name the type.
+func (q AssetQuery) typeFields() []string {
+	if q.Version != nil {
+		return []string{"brand", "model", "version"}
+	}
+	return []string{"brand", "model"}
+}
+
+// typeCriteria are the criteria's asset type part.
+func (q AssetQuery) typeCriteria() BrandAndModel {
+	return BrandAndModel{Brand: *q.Brand, Model: *q.Model, Version: q.Version}
+}
+
 // Normalize checks the criteria: brand and model name a type together,
 // and a version only narrows them.
 func (q AssetQuery) Normalize() (AssetQuery, error) {
@@ -330,22 +346,6 @@ func (q AssetQuery) Normalize() (AssetQuery, error) {
 		v.Add("version", "narrows brand and model, which are missing")
 	}
 	return q, v.Err()
-}
-
-// NamesType reports whether the criteria name an asset type.
-func (q AssetQuery) NamesType() bool { return q.Brand != nil }
-
-// typeFields are the fields that name the type.
-func (q AssetQuery) typeFields() []string {
-	if q.Version != nil {
-		return []string{"brand", "model", "version"}
-	}
-	return []string{"brand", "model"}
-}
-
-// typeCriteria are the criteria's asset type part.
-func (q AssetQuery) typeCriteria() BrandAndModel {
-	return BrandAndModel{Brand: *q.Brand, Model: *q.Model, Version: q.Version}
 }
 
 func nonNil[T any](s []T) []T {

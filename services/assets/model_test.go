@@ -1,7 +1,6 @@
 package assets
 
 import (
-	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -10,30 +9,17 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/patch"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/servicetest"
 	"github.com/assetregistry/registry/pkg/validate"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-// invalidFields returns the field names of an Invalid error.
-func invalidFields(t *testing.T, err error) []string {
-	t.Helper()
-	if err == nil {
-		return nil
-	}
-	var e *apperr.Error
-	if !errors.As(err, &e) || e.Kind != apperr.KindInvalid {
-		t.Fatalf("err = %v, want an invalid-input error", err)
-	}
-	var fields []string
-	for _, f := range e.Fields {
-		fields = append(fields, f.Field)
-	}
-	return fields
-}
+// set and null are merge-patch members: a new value, and a removal.
+func set[T any](v T) patch.Field[T] { return patch.Field[T]{Set: true, Value: v} }
+func null[T any]() patch.Field[T]   { return patch.Field[T]{Set: true, Null: true} }
 
 func TestAssetTypeInputNormalize(t *testing.T) {
 	valid := AssetTypeInput{Brand: "Liftmaster", Model: "LM-200"}
@@ -89,9 +75,7 @@ func TestAssetTypeInputNormalize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := tt.in.Normalize()
-			if got := invalidFields(t, err); !reflect.DeepEqual(got, tt.fields) {
-				t.Fatalf("invalid fields = %v, want %v", got, tt.fields)
-			}
+			servicetest.WantFields(t, err, tt.fields...)
 			if tt.check != nil {
 				tt.check(t, out)
 			}
@@ -103,8 +87,6 @@ func TestAssetTypePatchApply(t *testing.T) {
 	thumb := uuid.New()
 	current := AssetType{Brand: "Liftmaster", Model: "LM-200", Version: ptr("2"), ThumbnailDocumentID: &thumb,
 		ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}}
-	set := func(v string) patch.Field[string] { return patch.Field[string]{Set: true, Value: v} }
-	null := patch.Field[string]{Set: true, Null: true}
 	tests := []struct {
 		name   string
 		patch  AssetTypePatch
@@ -113,24 +95,22 @@ func TestAssetTypePatchApply(t *testing.T) {
 	}{
 		{name: "empty patch changes nothing", want: func(in AssetTypeInput) bool { return reflect.DeepEqual(in, assetTypeInputOf(current)) }},
 		{name: "set a field", patch: AssetTypePatch{Model: set("LM-300")}, want: func(in AssetTypeInput) bool { return in.Model == "LM-300" && *in.Version == "2" }},
-		{name: "null removes the version", patch: AssetTypePatch{Version: null}, want: func(in AssetTypeInput) bool { return in.Version == nil }},
-		{name: "null removes the thumbnail", patch: AssetTypePatch{ThumbnailDocumentID: patch.Field[validate.UUID]{Set: true, Null: true}},
+		{name: "null removes the version", patch: AssetTypePatch{Version: null[string]()}, want: func(in AssetTypeInput) bool { return in.Version == nil }},
+		{name: "null removes the thumbnail", patch: AssetTypePatch{ThumbnailDocumentID: null[validate.UUID]()},
 			want: func(in AssetTypeInput) bool { return in.ThumbnailDocumentID == nil }},
-		{name: "null removes every external id", patch: AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true, Null: true}},
+		{name: "null removes every external id", patch: AssetTypePatch{ExternalIDs: null[[]ExternalID]()},
 			want: func(in AssetTypeInput) bool { return in.ExternalIDs != nil && len(in.ExternalIDs) == 0 }},
-		{name: "external ids are replaced", patch: AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true, Value: []ExternalID{{SourceSystem: "crm", ExternalID: "9"}}}},
+		{name: "external ids are replaced", patch: AssetTypePatch{ExternalIDs: set([]ExternalID{{SourceSystem: "crm", ExternalID: "9"}})},
 			want: func(in AssetTypeInput) bool {
 				return len(in.ExternalIDs) == 1 && in.ExternalIDs[0].SourceSystem == "crm"
 			}},
-		{name: "brand and model cannot be removed", patch: AssetTypePatch{Brand: null, Model: null}, fields: []string{"brand", "model"}},
+		{name: "brand and model cannot be removed", patch: AssetTypePatch{Brand: null[string](), Model: null[string]()}, fields: []string{"brand", "model"}},
 		{name: "the result is validated", patch: AssetTypePatch{Brand: set(" ")}, fields: []string{"brand"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in, err := tt.patch.Apply(current)
-			if got := invalidFields(t, err); !reflect.DeepEqual(got, tt.fields) {
-				t.Fatalf("invalid fields = %v, want %v", got, tt.fields)
-			}
+			servicetest.WantFields(t, err, tt.fields...)
 			if tt.want != nil && !tt.want(in) {
 				t.Errorf("result %+v", in)
 			}
@@ -161,9 +141,7 @@ func TestAssetInputNormalize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tt.in.Normalize()
-			if got := invalidFields(t, err); !reflect.DeepEqual(got, tt.fields) {
-				t.Fatalf("invalid fields = %v, want %v", got, tt.fields)
-			}
+			servicetest.WantFields(t, err, tt.fields...)
 		})
 	}
 }
@@ -178,20 +156,18 @@ func TestAssetPatchApply(t *testing.T) {
 		want   func(in AssetInput) bool
 	}{
 		{name: "empty patch changes nothing", want: func(in AssetInput) bool { return reflect.DeepEqual(in, assetInputOf(current)) }},
-		{name: "null removes the responsible person", patch: AssetPatch{ResponsiblePersonID: patch.Field[validate.UUID]{Set: true, Null: true}},
+		{name: "null removes the responsible person", patch: AssetPatch{ResponsiblePersonID: null[validate.UUID]()},
 			want: func(in AssetInput) bool { return in.ResponsiblePersonID == nil && in.ProductionYear != nil }},
-		{name: "null removes the production year", patch: AssetPatch{ProductionYear: patch.Field[int]{Set: true, Null: true}},
+		{name: "null removes the production year", patch: AssetPatch{ProductionYear: null[int]()},
 			want: func(in AssetInput) bool { return in.ProductionYear == nil }},
-		{name: "required members cannot be removed", patch: AssetPatch{SerialNumber: patch.Field[string]{Set: true, Null: true},
-			AssetTypeID: patch.Field[validate.UUID]{Set: true, Null: true}}, fields: []string{"serial_number", "asset_type_id"}},
-		{name: "the year is checked", patch: AssetPatch{ProductionYear: patch.Field[int]{Set: true, Value: 1800}}, fields: []string{"production_year"}},
+		{name: "required members cannot be removed", patch: AssetPatch{SerialNumber: null[string](),
+			AssetTypeID: null[validate.UUID]()}, fields: []string{"serial_number", "asset_type_id"}},
+		{name: "the year is checked", patch: AssetPatch{ProductionYear: set(1800)}, fields: []string{"production_year"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in, err := tt.patch.Apply(current)
-			if got := invalidFields(t, err); !reflect.DeepEqual(got, tt.fields) {
-				t.Fatalf("invalid fields = %v, want %v", got, tt.fields)
-			}
+			servicetest.WantFields(t, err, tt.fields...)
 			if tt.want != nil && !tt.want(in) {
 				t.Errorf("result %+v", in)
 			}
@@ -217,9 +193,7 @@ func TestAssetQueryNormalize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tt.q.Normalize()
-			if got := invalidFields(t, err); !reflect.DeepEqual(got, tt.fields) {
-				t.Fatalf("invalid fields = %v, want %v", got, tt.fields)
-			}
+			servicetest.WantFields(t, err, tt.fields...)
 		})
 	}
 }

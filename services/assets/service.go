@@ -22,12 +22,14 @@ import (
 
 // Service is what the assets service does. Errors are *apperr.Error.
 type Service interface {
-	CreateAssetType(ctx context.Context, in AssetTypeInput) (AssetTypeDetail, error)
+	// Asset types, read.
 	GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error)
 	ListAssetTypes(ctx context.Context, f AssetTypeFilter, page listing.Page) (listing.Result[AssetType], error)
 	// FindAssetTypes returns every asset type of a brand and model (and
 	// version): GET /asset_types/by_brand_and_model.
 	FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error)
+	// Asset types, written.
+	CreateAssetType(ctx context.Context, in AssetTypeInput) (AssetTypeDetail, error)
 	UpdateAssetType(ctx context.Context, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error)
 	DeleteAssetType(ctx context.Context, id uuid.UUID) error
 	// AttachDocument attaches a document; created=false when it was
@@ -36,37 +38,33 @@ type Service interface {
 	DetachDocument(ctx context.Context, id, documentID uuid.UUID) error
 	SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error)
 
-	CreateAsset(ctx context.Context, in AssetInput) (Asset, error)
+	// Assets, read.
 	GetAsset(ctx context.Context, id uuid.UUID) (Asset, error)
 	ListAssets(ctx context.Context, f AssetFilter, page listing.Page) (listing.Result[Asset], error)
 	// FindAsset returns the asset matching the criteria; with create it
 	// creates one when none matches and reports created=true.
 	FindAsset(ctx context.Context, q AssetQuery, create bool) (a Asset, created bool, err error)
+	// Assets, written.
+	CreateAsset(ctx context.Context, in AssetInput) (Asset, error)
 	UpdateAsset(ctx context.Context, id uuid.UUID, p AssetPatch) (Asset, error)
 	DeleteAsset(ctx context.Context, id uuid.UUID) error
 }
 
+// service holds the rules. Reads and deletes, which have none beyond the
+// store's, are the store's own methods.
 type service struct {
-	store *Store
+	*Store
 }
 
 // NewService returns the service over store.
-func NewService(store *Store) Service { return &service{store: store} }
+func NewService(store *Store) Service { return &service{store} }
 
 func (s *service) CreateAssetType(ctx context.Context, in AssetTypeInput) (AssetTypeDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	return s.store.CreateAssetType(ctx, in, auth.Subject(ctx))
-}
-
-func (s *service) GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error) {
-	return s.store.GetAssetType(ctx, id)
-}
-
-func (s *service) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page listing.Page) (listing.Result[AssetType], error) {
-	return s.store.ListAssetTypes(ctx, f, page)
+	return s.Store.CreateAssetType(ctx, in, auth.Subject(ctx))
 }
 
 func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
@@ -74,18 +72,14 @@ func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetT
 	if err != nil {
 		return nil, err
 	}
-	return s.store.FindAssetTypes(ctx, q)
+	return s.Store.FindAssetTypes(ctx, q)
 }
 
 func (s *service) UpdateAssetType(ctx context.Context, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error) {
-	if err := s.store.UpdateAssetType(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+	if err := s.Store.UpdateAssetType(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
 		return AssetTypeDetail{}, err
 	}
-	return s.store.GetAssetType(ctx, id)
-}
-
-func (s *service) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeleteAssetType(ctx, id)
+	return s.Store.GetAssetType(ctx, id)
 }
 
 func (s *service) AttachDocument(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, bool, error) {
@@ -93,16 +87,16 @@ func (s *service) AttachDocument(ctx context.Context, id uuid.UUID, ref Document
 	if err != nil {
 		return AssetTypeDetail{}, false, err
 	}
-	created, err := s.store.AttachDocument(ctx, id, documentID, auth.Subject(ctx))
+	created, err := s.Store.AttachDocument(ctx, id, documentID, auth.Subject(ctx))
 	if err != nil {
 		return AssetTypeDetail{}, false, err
 	}
-	t, err := s.store.GetAssetType(ctx, id)
+	t, err := s.Store.GetAssetType(ctx, id)
 	return t, created, err
 }
 
 func (s *service) DetachDocument(ctx context.Context, id, documentID uuid.UUID) error {
-	return s.store.DetachDocument(ctx, id, documentID, auth.Subject(ctx))
+	return s.Store.DetachDocument(ctx, id, documentID, auth.Subject(ctx))
 }
 
 func (s *service) SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error) {
@@ -110,10 +104,10 @@ func (s *service) SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRe
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	if err := s.store.SetThumbnail(ctx, id, documentID, "document_id", auth.Subject(ctx)); err != nil {
+	if err := s.Store.SetThumbnail(ctx, id, documentID, "document_id", auth.Subject(ctx)); err != nil {
 		return AssetTypeDetail{}, err
 	}
-	return s.store.GetAssetType(ctx, id)
+	return s.Store.GetAssetType(ctx, id)
 }
 
 func (s *service) CreateAsset(ctx context.Context, in AssetInput) (Asset, error) {
@@ -121,15 +115,7 @@ func (s *service) CreateAsset(ctx context.Context, in AssetInput) (Asset, error)
 	if err != nil {
 		return Asset{}, err
 	}
-	return s.store.CreateAsset(ctx, in, auth.Subject(ctx))
-}
-
-func (s *service) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
-	return s.store.GetAsset(ctx, id)
-}
-
-func (s *service) ListAssets(ctx context.Context, f AssetFilter, page listing.Page) (listing.Result[Asset], error) {
-	return s.store.ListAssets(ctx, f, page)
+	return s.Store.CreateAsset(ctx, in, auth.Subject(ctx))
 }
 
 // FindAsset matches the serial number exactly, in the types of the brand
@@ -143,7 +129,7 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 	if err != nil {
 		return Asset{}, false, err
 	}
-	matches, err := s.store.FindAssets(ctx, q)
+	matches, err := s.Store.FindAssets(ctx, q, find.Limit)
 	if err != nil {
 		return Asset{}, false, err
 	}
@@ -159,7 +145,7 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 		v.Add("model", "is required to create an asset: no asset has this serial number")
 		return Asset{}, false, v.Err()
 	}
-	types, err := s.store.FindAssetTypes(ctx, q.typeCriteria())
+	types, err := s.Store.FindAssetTypes(ctx, q.typeCriteria())
 	if err != nil {
 		return Asset{}, false, err
 	}
@@ -178,17 +164,13 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 	}
 	// Another caller may create it between our find and our insert; the
 	// insert then returns theirs (created=false).
-	return s.store.CreateAssetIfAbsent(ctx, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: validate.ID(t.ID),
+	return s.Store.CreateAssetIfAbsent(ctx, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: validate.ID(t.ID),
 		ExternalIDs: []ExternalID{}}, auth.Subject(ctx))
 }
 
 func (s *service) UpdateAsset(ctx context.Context, id uuid.UUID, p AssetPatch) (Asset, error) {
-	if err := s.store.UpdateAsset(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+	if err := s.Store.UpdateAsset(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
 		return Asset{}, err
 	}
-	return s.store.GetAsset(ctx, id)
-}
-
-func (s *service) DeleteAsset(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeleteAsset(ctx, id)
+	return s.Store.GetAsset(ctx, id)
 }

@@ -2,18 +2,15 @@ package assets
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/patch"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -64,22 +61,15 @@ func (f fixture) document(contentType string) uuid.UUID {
 
 func (f fixture) assetType(t *testing.T, brand, model string, version *string) AssetTypeDetail {
 	t.Helper()
-	return must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: brand, Model: model, Version: version}))
+	return servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: brand, Model: model, Version: version}))
 }
 
 func (f fixture) asset(t *testing.T, typeID uuid.UUID, serial string) Asset {
 	t.Helper()
-	return must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: serial, AssetTypeID: validate.ID(typeID)}))
+	return servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: serial, AssetTypeID: validate.ID(typeID)}))
 }
 
-func wantKind(t *testing.T, err error, kind apperr.Kind) *apperr.Error {
-	t.Helper()
-	var e *apperr.Error
-	if !errors.As(err, &e) || e.Kind != kind {
-		t.Fatalf("err = %v, want kind %v", err, kind)
-	}
-	return e
-}
+var wantKind = servicetest.WantKind
 
 func wantField(t *testing.T, err error, field string) {
 	t.Helper()
@@ -92,25 +82,15 @@ func wantField(t *testing.T, err error, field string) {
 	t.Fatalf("fields = %v, want %s", e.Fields, field)
 }
 
-func must[T any](t *testing.T) func(T, error) T {
-	return func(v T, err error) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-}
-
 func TestAssetTypeLifecycle(t *testing.T) {
 	f := newFixture(t, testharness.RedisURL(t))
-	created := must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
+	created := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
 		Version: ptr("2"), EmissionClass: ptr(" ")}))
 	if created.ID.Version() != 7 || created.Brand != "Liftmaster" || created.EmissionClass != nil || created.CreatedBy != "test-client" ||
 		created.Documents == nil || created.Thumbnail != nil || created.ExternalIDs == nil {
 		t.Fatalf("created = %+v", created)
 	}
-	got := must[AssetTypeDetail](t)(f.svc.GetAssetType(f.ctx, created.ID))
+	got := servicetest.Must[AssetTypeDetail](t)(f.svc.GetAssetType(f.ctx, created.ID))
 	if !got.CreatedAt.Equal(created.CreatedAt) || *got.Version != "2" {
 		t.Errorf("get = %+v", got)
 	}
@@ -127,19 +107,19 @@ func TestAssetTypeLifecycle(t *testing.T) {
 	}
 	f.assetType(t, "Liftmaster", "LM-200", ptr("3"))
 
-	updated := must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{
-		EmissionClass: patch.Field[string]{Set: true, Value: "Stage V"}}))
+	updated := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{
+		EmissionClass: set("Stage V")}))
 	if *updated.EmissionClass != "Stage V" || !updated.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	unchanged := must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Brand: patch.Field[string]{Set: true, Value: "Liftmaster"}}))
+	unchanged := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Brand: set("Liftmaster")}))
 	if !unchanged.UpdatedAt.Equal(updated.UpdatedAt) {
 		t.Error("a patch that changes nothing must not touch updated_at")
 	}
 	// Moving onto another type's identity is a duplicate.
-	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Version: patch.Field[string]{Set: true, Value: "3"}})
+	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Version: set("3")})
 	wantKind(t, err, apperr.KindConflict)
-	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Version: patch.Field[string]{Set: true, Null: true}})
+	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Version: null[string]()})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
@@ -147,11 +127,11 @@ func TestAssetTypeLifecycle(t *testing.T) {
 	if err := f.svc.DeleteAssetType(f.ctx, created.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.svc.GetAssetType(f.ctx, created.ID)
-	wantKind(t, err, apperr.KindNotFound)
-	wantKind(t, f.svc.DeleteAssetType(f.ctx, created.ID), apperr.KindNotFound)
-	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{})
-	wantKind(t, err, apperr.KindNotFound)
+	_, getErr := f.svc.GetAssetType(f.ctx, created.ID)
+	_, updateErr := f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{})
+	for _, err := range []error{getErr, updateErr, f.svc.DeleteAssetType(f.ctx, created.ID)} {
+		wantKind(t, err, apperr.KindNotFound)
+	}
 }
 
 func TestListAndFindAssetTypes(t *testing.T) {
@@ -163,11 +143,11 @@ func TestListAndFindAssetTypes(t *testing.T) {
 	}{{"Liftmaster", "LM-200", nil}, {"Liftmaster", "LM-200", ptr("2")}, {"Liftmaster", "LM-300", nil}, {"Hoistco", "LM-200", nil}, {"LIFTMASTER", "lm-200", ptr("3")}} {
 		in := AssetTypeInput{Brand: spec.brand, Model: spec.model, Version: spec.version,
 			ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}}}
-		ids = append(ids, must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, in)).ID)
+		ids = append(ids, servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, in)).ID)
 	}
 	list := func(filter AssetTypeFilter, page listing.Page) listing.Result[AssetType] {
 		t.Helper()
-		return must[listing.Result[AssetType]](t)(f.svc.ListAssetTypes(f.ctx, filter, page))
+		return servicetest.Must[listing.Result[AssetType]](t)(f.svc.ListAssetTypes(f.ctx, filter, page))
 	}
 	all := list(AssetTypeFilter{}, listing.Page{Limit: 100})
 	if len(all.Items) != 5 || all.Items[0].ID != ids[0] || all.Items[4].ID != ids[4] || len(all.Items[2].ExternalIDs) != 1 {
@@ -192,15 +172,15 @@ func TestListAndFindAssetTypes(t *testing.T) {
 		t.Errorf("external ids compare exactly: %+v", got.Items)
 	}
 
-	found := must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "liftmaster", Model: "LM-200"}))
+	found := servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "liftmaster", Model: "LM-200"}))
 	if len(found) != 3 || found[0].ID != ids[0] || found[2].ID != ids[4] {
 		t.Errorf("every version: %+v", found)
 	}
-	found = must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "liftmaster", Model: "LM-200", Version: ptr("3")}))
+	found = servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "liftmaster", Model: "LM-200", Version: ptr("3")}))
 	if len(found) != 1 || found[0].ID != ids[4] {
 		t.Errorf("one version: %+v", found)
 	}
-	found = must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Nobody", Model: "LM-200"}))
+	found = servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Nobody", Model: "LM-200"}))
 	if found == nil || len(found) != 0 {
 		t.Errorf("no match must be an empty list: %#v", found)
 	}
@@ -211,16 +191,16 @@ func TestListAndFindAssetTypes(t *testing.T) {
 func TestExternalIDs(t *testing.T) {
 	f := newFixture(t, testharness.RedisURL(t))
 	erp1 := []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}
-	first := must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
+	first := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
 	_, err := f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2", ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}, erp1[0]}})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != first.ID.String() {
 		t.Errorf("external id held by another asset type: %v", e.Extensions)
 	}
 	// Nothing of the refused create stays, its other pair included.
-	second := must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2",
+	second := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2",
 		ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}}}))
 	// Pairs are unique per kind: an asset may carry the type's pair.
-	a := must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "S", AssetTypeID: validate.ID(first.ID), ExternalIDs: erp1}))
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "S", AssetTypeID: validate.ID(first.ID), ExternalIDs: erp1}))
 	if len(a.ExternalIDs) != 1 || a.ExternalIDs[0] != erp1[0] {
 		t.Fatalf("asset external_ids = %+v", a.ExternalIDs)
 	}
@@ -230,20 +210,20 @@ func TestExternalIDs(t *testing.T) {
 	}
 
 	// A patch replaces the list, in the order given; a freed pair can be taken.
-	replaced := must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true,
+	replaced := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true,
 		Value: []ExternalID{{SourceSystem: "sap", ExternalID: "9"}, {SourceSystem: "erp", ExternalID: "2"}}}}))
 	if len(replaced.ExternalIDs) != 2 || replaced.ExternalIDs[0].SourceSystem != "sap" || replaced.ExternalIDs[1].ExternalID != "2" {
 		t.Fatalf("replaced = %+v", replaced.ExternalIDs)
 	}
-	taken := must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, second.ID, AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true, Value: erp1}}))
+	taken := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, second.ID, AssetTypePatch{ExternalIDs: set(erp1)}))
 	if len(taken.ExternalIDs) != 1 || taken.ExternalIDs[0] != erp1[0] {
 		t.Errorf("taken = %+v", taken.ExternalIDs)
 	}
-	_, err = f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true, Value: erp1}})
+	_, err = f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: set(erp1)})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != second.ID.String() {
 		t.Errorf("patch onto a held pair: %v", e.Extensions)
 	}
-	cleared := must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true, Null: true}}))
+	cleared := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: null[[]ExternalID]()}))
 	if cleared.ExternalIDs == nil || len(cleared.ExternalIDs) != 0 {
 		t.Errorf("cleared = %#v", cleared.ExternalIDs)
 	}
@@ -270,7 +250,7 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	if err != nil || created || len(again.Documents) != 1 || !again.UpdatedAt.Equal(got.UpdatedAt) {
 		t.Fatalf("attach again: %+v created=%v err=%v", again, created, err)
 	}
-	must[AssetTypeDetail](t)(func() (AssetTypeDetail, error) {
+	servicetest.Must[AssetTypeDetail](t)(func() (AssetTypeDetail, error) {
 		d, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(photo)})
 		return d, err
 	}())
@@ -279,21 +259,21 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	wantField(t, err, "document_id")
 	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(uuid.New())})
 	wantField(t, err, "document_id")
-	withThumb := must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(photo)}))
+	withThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(photo)}))
 	if withThumb.Thumbnail == nil || withThumb.Thumbnail.ID != photo || *withThumb.ThumbnailDocumentID != photo {
 		t.Fatalf("thumbnail = %+v", withThumb.Thumbnail)
 	}
-	_, err = f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: patch.Field[validate.UUID]{Set: true, Value: validate.ID(manual)}})
+	_, err = f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: set(validate.ID(manual))})
 	wantField(t, err, "thumbnail_document_id")
 
 	// What points at a document, as its owner asks before deleting it.
-	referrers := must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", photo, true))
+	referrers := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", photo, true))
 	if len(referrers) != 2 || referrers[0].Kind != "asset_type" || referrers[0].ID != at.ID ||
 		!strings.Contains(referrers[0].Label+referrers[1].Label, "thumbnail") || !strings.Contains(referrers[0].Label, "Liftmaster LM-200") {
 		t.Errorf("referrers of the photo = %+v", referrers)
 	}
 
-	noThumb := must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: patch.Field[validate.UUID]{Set: true, Null: true}}))
+	noThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: null[validate.UUID]()}))
 	if noThumb.Thumbnail != nil || noThumb.ThumbnailDocumentID != nil {
 		t.Errorf("thumbnail after null = %+v", noThumb.Thumbnail)
 	}
@@ -302,14 +282,14 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	}
 	wantKind(t, f.svc.DetachDocument(f.ctx, at.ID, photo), apperr.KindNotFound)
 	wantKind(t, f.svc.DetachDocument(f.ctx, uuid.New(), manual), apperr.KindNotFound)
-	if refs := must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", photo, true)); len(refs) != 0 {
+	if refs := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", photo, true)); len(refs) != 0 {
 		t.Errorf("the detached photo is still referenced: %+v", refs)
 	}
 
 	// A thumbnail given at create is checked the same way.
 	_, err = f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: validate.OptionalID(&manual)})
 	wantField(t, err, "thumbnail_document_id")
-	withPhoto := must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: validate.OptionalID(&photo)}))
+	withPhoto := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: validate.OptionalID(&photo)}))
 	if withPhoto.Thumbnail == nil || withPhoto.Thumbnail.ContentType != "image/png" {
 		t.Errorf("created with thumbnail: %+v", withPhoto.Thumbnail)
 	}
@@ -317,7 +297,7 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	if err := f.svc.DeleteAssetType(f.ctx, at.ID); err != nil {
 		t.Fatal(err)
 	}
-	if refs := must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", manual, true)); len(refs) != 0 {
+	if refs := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", manual, true)); len(refs) != 0 {
 		t.Errorf("attachments survived their type: %+v", refs)
 	}
 }
@@ -333,7 +313,7 @@ func TestAssetLifecycle(t *testing.T) {
 	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(lift.ID), ResponsiblePersonID: validate.OptionalID(ptr(uuid.New()))})
 	wantField(t, err, "responsible_person_id")
 
-	a := must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: validate.ID(lift.ID), ProductionYear: ptr(2021),
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: validate.ID(lift.ID), ProductionYear: ptr(2021),
 		Status: ptr("in service"), ResponsiblePersonID: validate.OptionalID(&person)}))
 	if a.SerialNumber != "SN-1" || *a.ResponsiblePersonID != person || *a.ProductionYear != 2021 || a.ExternalIDs == nil {
 		t.Fatalf("created = %+v", a)
@@ -345,37 +325,37 @@ func TestAssetLifecycle(t *testing.T) {
 	other := f.asset(t, hoist.ID, "SN-1") // the same serial number in another type
 
 	// What points at a person, as parties asks before deleting them.
-	referrers := must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "person", person, true))
+	referrers := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "person", person, true))
 	if len(referrers) != 1 || referrers[0].Kind != "asset" || referrers[0].ID != a.ID || referrers[0].Label != "serial number SN-1" {
 		t.Errorf("referrers of the person = %+v", referrers)
 	}
 
-	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: patch.Field[validate.UUID]{Set: true, Value: validate.ID(uuid.New())}})
+	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: set(validate.ID(uuid.New()))})
 	wantField(t, err, "responsible_person_id")
-	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{AssetTypeID: patch.Field[validate.UUID]{Set: true, Value: validate.ID(uuid.New())}})
+	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{AssetTypeID: set(validate.ID(uuid.New()))})
 	wantField(t, err, "asset_type_id")
-	_, err = f.svc.UpdateAsset(f.ctx, other.ID, AssetPatch{AssetTypeID: patch.Field[validate.UUID]{Set: true, Value: validate.ID(lift.ID)}})
+	_, err = f.svc.UpdateAsset(f.ctx, other.ID, AssetPatch{AssetTypeID: set(validate.ID(lift.ID))})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("moving onto a held serial number: %v", e.Extensions)
 	}
 	// The person check is made against the parties service only when the
 	// person changes: an unchanged one is referenced already.
 	f.people.Remove("person", person)
-	updated := must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{Status: patch.Field[string]{Set: true, Value: "retired"}}))
+	updated := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{Status: set("retired")}))
 	if *updated.Status != "retired" || *updated.ResponsiblePersonID != person || !updated.UpdatedAt.After(a.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	cleared := must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: patch.Field[validate.UUID]{Set: true, Null: true},
-		ProductionYear: patch.Field[int]{Set: true, Null: true}}))
+	cleared := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: null[validate.UUID](),
+		ProductionYear: null[int]()}))
 	if cleared.ResponsiblePersonID != nil || cleared.ProductionYear != nil {
 		t.Errorf("cleared = %+v", cleared)
 	}
 
-	list := must[listing.Result[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{SerialNumber: ptr("SN-1")}, listing.Page{Limit: 10}))
+	list := servicetest.Must[listing.Result[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{SerialNumber: ptr("SN-1")}, listing.Page{Limit: 10}))
 	if len(list.Items) != 2 || list.Items[0].ID != a.ID {
 		t.Errorf("by serial number: %+v", list.Items)
 	}
-	list = must[listing.Result[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{AssetTypeID: &hoist.ID}, listing.Page{Limit: 10}))
+	list = servicetest.Must[listing.Result[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{AssetTypeID: &hoist.ID}, listing.Page{Limit: 10}))
 	if len(list.Items) != 1 || list.Items[0].ID != other.ID {
 		t.Errorf("by type: %+v", list.Items)
 	}
@@ -463,49 +443,15 @@ func TestFindAsset(t *testing.T) {
 func TestFindAssetCreatesExactlyOnce(t *testing.T) {
 	f := newFixture(t, testharness.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
-	const callers = 50
-	type result struct {
-		id      uuid.UUID
-		created bool
-		err     error
-	}
-	results := make(chan result, callers)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range callers {
-		wg.Go(func() {
-			<-start
-			// Vary the spelling: the type's name ignores case and space.
-			q := AssetQuery{SerialNumber: "SN-RACE", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}
-			if i%2 == 0 {
-				q.Brand, q.Model = ptr(" LIFTMASTER"), ptr("lm-200 ")
-			}
-			a, created, err := f.svc.FindAsset(f.ctx, q, true)
-			results <- result{a.ID, created, err}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(results)
-	var first uuid.UUID
-	creators := 0
-	for r := range results {
-		if r.err != nil {
-			t.Fatal(r.err)
+	servicetest.CreatesOnce(t, 50, func(i int) (uuid.UUID, bool, error) {
+		// Vary the spelling: the type's name ignores case and space.
+		q := AssetQuery{SerialNumber: "SN-RACE", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}
+		if i%2 == 0 {
+			q.Brand, q.Model = ptr(" LIFTMASTER"), ptr("lm-200 ")
 		}
-		if first == uuid.Nil {
-			first = r.id
-		}
-		if r.id != first {
-			t.Fatalf("two assets created: %v and %v", first, r.id)
-		}
-		if r.created {
-			creators++
-		}
-	}
-	if creators != 1 {
-		t.Fatalf("%d callers report creating the asset, want exactly 1", creators)
-	}
+		a, created, err := f.svc.FindAsset(f.ctx, q, true)
+		return a.ID, created, err
+	})
 	var count int
 	if err := f.store.Pool.QueryRow(t.Context(), "SELECT count(*) FROM assets WHERE asset_type_id = $1", at.ID).Scan(&count); err != nil || count != 1 {
 		t.Fatalf("asset rows = %d (%v), want 1", count, err)
@@ -524,16 +470,16 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 		return got, err
 	}
 	types := func() []AssetType {
-		return must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Liftmaster", Model: "LM-200"}))
+		return servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Liftmaster", Model: "LM-200"}))
 	}
-	must[Asset](t)(find(byName)) // cached from here on
-	must[Asset](t)(find(AssetQuery{SerialNumber: "SN-1"}))
+	servicetest.Must[Asset](t)(find(byName)) // cached from here on
+	servicetest.Must[Asset](t)(find(AssetQuery{SerialNumber: "SN-1"}))
 	if got := types(); len(got) != 1 || got[0].EmissionClass != nil {
 		t.Fatal(got)
 	}
 
-	must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{Status: patch.Field[string]{Set: true, Value: "retired"}}))
-	if got := must[Asset](t)(find(byName)); got.Status == nil || *got.Status != "retired" {
+	servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{Status: set("retired")}))
+	if got := servicetest.Must[Asset](t)(find(byName)); got.Status == nil || *got.Status != "retired" {
 		t.Fatalf("after an update, find says %+v", got.Status)
 	}
 	// Another type with the serial number makes the serial-only find ambiguous.
@@ -542,21 +488,21 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	_, err := find(AssetQuery{SerialNumber: "SN-1"})
 	wantKind(t, err, apperr.KindConflict)
 	// Renaming the type moves its assets to other criteria.
-	must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{Model: patch.Field[string]{Set: true, Value: "LM-201"}}))
+	servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{Model: set("LM-201")}))
 	_, err = find(byName)
 	wantKind(t, err, apperr.KindNotFound)
 	if got := types(); len(got) != 0 {
 		t.Fatalf("the renamed type is still found by its old model: %+v", got)
 	}
 	renamed := AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-201")}
-	if got := must[Asset](t)(find(renamed)); got.ID != a.ID {
+	if got := servicetest.Must[Asset](t)(find(renamed)); got.ID != a.ID {
 		t.Fatal(got.ID)
 	}
 	newType := f.assetType(t, "Liftmaster", "LM-200", ptr("2"))
 	if got := types(); len(got) != 1 || got[0].ID != newType.ID {
 		t.Fatalf("a new type is not found: %+v", got)
 	}
-	must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, newType.ID, DocumentRef{DocumentID: validate.ID(f.document("image/jpeg"))}))
+	servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, newType.ID, DocumentRef{DocumentID: validate.ID(f.document("image/jpeg"))}))
 	if got := types(); got[0].ThumbnailDocumentID == nil {
 		t.Fatal("the thumbnail is not seen by the type's finds")
 	}
@@ -574,11 +520,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 }
 
 func TestFindsWorkWithoutRedis(t *testing.T) {
-	port, err := devinfra.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/0") // nothing listens
+	f := newFixture(t, "redis://"+servicetest.Unreachable(t)+"/0")
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
 	for range 3 {

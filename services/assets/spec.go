@@ -2,36 +2,31 @@ package assets
 
 import (
 	"embed"
-	"io/fs"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-//go:embed openapi.yaml
-var openAPI []byte
+// files are the migrations and the OpenAPI document, in the binary.
+//
+//go:embed migrations/*.sql openapi.yaml
+var files embed.FS
 
 // Spec describes the assets service to the service kit.
 func Spec() servicekit.Spec {
-	migrations, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the embed pattern guarantees the folder
-	}
-	return servicekit.Spec{
-		Name:        "assets",
-		Migrations:  migrations,
-		OpenAPIYAML: openAPI,
-		Build: func(d servicekit.Deps) (servicekit.Handlers, error) {
-			registry := refs.New("assets", d.Store, d.Peers)
-			svc := WithFindCache(NewService(NewStore(d.Store, registry)), d.Store.Finds)
-			timeout := endpoints.Timeout(d.RequestTimeout)
-			routes := NewHTTPHandler(MakeEndpoints(svc, timeout))
-			refs.MakeServerEndpoints(registry, timeout).Mount(routes)
-			return servicekit.Handlers{Routes: routes}, nil
-		},
-	}
+	spec := servicekit.Embedded("assets", files)
+	spec.Build = build
+	return spec
+}
+
+// build wires the service: the reference protocol's registry, which the
+// store declares its kinds to, under the find cache, behind one go-kit
+// endpoint per operation; the protocol's internal routes share the router.
+func build(d servicekit.Deps) (servicekit.Handlers, error) {
+	registry := refs.New("assets", d.Store, d.Peers)
+	timeout := endpoints.Timeout(d.RequestTimeout)
+	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(NewStore(d.Store, registry)), d.Store.Finds), timeout))
+	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
+	return servicekit.Handlers{Routes: routes}, nil
 }

@@ -10,35 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/find"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/pkg/validate"
 )
-
-// Store is the PostgreSQL persistence of asset types and assets. Every
-// write commits through store.Write, which then makes stale the cached
-// finds the write says it changed. References to people and documents are
-// checked with their owners inside the write (pkg/refs), and the owners ask
-// this store what points at a person or a document before deleting one.
-type Store struct {
-	*store.Store
-	refs *refs.Registry
-}
-
-// NewStore returns the assets store over the kit's store and declares its
-// side of the reference protocol.
-func NewStore(s *store.Store, r *refs.Registry) *Store {
-	r.Owns("asset_type", refs.ExistsIn("asset_types"))
-	r.Owns("asset", refs.ExistsIn("assets"))
-	r.PointsAt("person", func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
-		return assetRefs(ctx, q, "responsible_person_id", id)
-	})
-	r.PointsAt("document", assetTypesOfDocument)
-	return &Store{Store: s, refs: r}
-}
 
 // externals is one resource kind's table of external identifiers.
 type externals struct{ table, owner, resource string }
@@ -105,6 +82,28 @@ func (e externals) save(ctx context.Context, tx pgx.Tx, owner uuid.UUID, ids []E
 			x.ExternalID, x.SourceSystem, e.resource, holder), holder.String())
 	}
 	return nil
+}
+
+// Store is the PostgreSQL persistence of asset types and assets. Every
+// write commits through store.Write, which then makes stale the cached
+// finds the write says it changed. References to people and documents are
+// checked with their owners inside the write (pkg/refs), and the owners ask
+// this store what points at a person or a document before deleting one.
+type Store struct {
+	*store.Store
+	refs *refs.Registry
+}
+
+// NewStore returns the assets store over the kit's store and declares its
+// side of the reference protocol.
+func NewStore(s *store.Store, r *refs.Registry) *Store {
+	r.Owns("asset_type", refs.ExistsIn("asset_types"))
+	r.Owns("asset", refs.ExistsIn("assets"))
+	r.PointsAt("person", func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+		return assetRefs(ctx, q, "responsible_person_id", id)
+	})
+	r.PointsAt("document", assetTypesOfDocument)
+	return &Store{Store: s, refs: r}
 }
 
 var assetTypeColumns = `t.id, t.brand, t.model, t.version, t.emission_class, t.thumbnail_document_id, ` +
@@ -506,9 +505,9 @@ func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page listing.Page
 		where, page, func(a Asset) uuid.UUID { return a.ID })
 }
 
-// FindAssets returns the assets with the serial number in the types the
-// criteria name (in any type when they name none).
-func (s *Store) FindAssets(ctx context.Context, q AssetQuery) ([]Asset, error) {
+// FindAssets returns up to limit assets with the serial number in the
+// types the criteria name (in any type when they name none).
+func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int) ([]Asset, error) {
 	var where postgres.Filter
 	where.Where("a.serial_number = ?", q.SerialNumber)
 	if q.NamesType() {
@@ -516,7 +515,7 @@ func (s *Store) FindAssets(ctx context.Context, q AssetQuery) ([]Asset, error) {
 	}
 	return postgres.Many[Asset](ctx, s.DB(ctx), "find asset",
 		`SELECT `+assetColumns+` FROM assets a JOIN asset_types t ON t.id = a.asset_type_id`+where.SQL()+
-			fmt.Sprintf(` ORDER BY a.id LIMIT %d`, find.Limit), where.Args()...)
+			fmt.Sprintf(` ORDER BY a.id LIMIT %d`, limit), where.Args()...)
 }
 
 // UpdateAsset applies apply to the locked asset.

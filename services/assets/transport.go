@@ -8,14 +8,23 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// NewHTTPHandler routes the public paths to the endpoints. Authentication
-// happens before this handler; the scope check happens per route, after
-// routing, so for any valid token an unknown path or method is a 404/405
-// rather than a 403.
+// externalFilter reads source_system and external_id; an external id
+// means nothing without its system.
+func externalFilter(q *httpx.Query) ExternalFilter {
+	f := ExternalFilter{SourceSystem: q.String("source_system"), ExternalID: q.String("external_id")}
+	if f.ExternalID != nil && f.SourceSystem == nil {
+		q.Invalid("source_system", "is required with external_id")
+	}
+	return f
+}
+
+// NewHTTPHandler is the route table of asset types and assets. The token
+// is verified before it (servicekit); each route checks its scope only
+// once routing found it, so an unknown path or method is a 404 or 405
+// whatever the token may do.
 func NewHTTPHandler(e Endpoints) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	handle := r.Handle
-
 	handle("POST", "/asset_types", endpoints.Serve(e.CreateAssetType, httpx.Body[AssetTypeInput]))
 	handle("GET", "/asset_types", endpoints.Serve(e.ListAssetTypes, decodeListAssetTypes))
 	handle("GET", "/asset_types/by_brand_and_model", endpoints.Serve(e.FindAssetTypes, decodeBrandAndModel))
@@ -35,19 +44,9 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	return r
 }
 
-// externalFilter reads source_system and external_id; an external id
-// means nothing without its system.
-func externalFilter(q *httpx.Query) ExternalFilter {
-	f := ExternalFilter{SourceSystem: q.String("source_system"), ExternalID: q.String("external_id")}
-	if f.ExternalID != nil && f.SourceSystem == nil {
-		q.Invalid("source_system", "is required with external_id")
-	}
-	return f
-}
-
-func decodeListAssetTypes(r *http.Request) (listAssetTypesRequest, error) {
+func decodeListAssetTypes(r *http.Request) (httpx.ListRequest[AssetTypeFilter], error) {
 	q := httpx.ParseQuery(r, "limit", "cursor", "brand", "model", "version", "source_system", "external_id")
-	req := listAssetTypesRequest{
+	req := httpx.ListRequest[AssetTypeFilter]{
 		Filter: AssetTypeFilter{Brand: q.String("brand"), Model: q.String("model"), Version: q.String("version"),
 			External: externalFilter(q)},
 		Page: q.Page(),
@@ -69,9 +68,9 @@ func decodeBrandAndModel(r *http.Request) (BrandAndModel, error) {
 	return c, q.Err()
 }
 
-func decodeListAssets(r *http.Request) (listAssetsRequest, error) {
+func decodeListAssets(r *http.Request) (httpx.ListRequest[AssetFilter], error) {
 	q := httpx.ParseQuery(r, "limit", "cursor", "asset_type_id", "serial_number", "responsible_person_id", "source_system", "external_id")
-	req := listAssetsRequest{
+	req := httpx.ListRequest[AssetFilter]{
 		Filter: AssetFilter{AssetTypeID: q.UUID("asset_type_id"), SerialNumber: q.String("serial_number"),
 			ResponsiblePersonID: q.UUID("responsible_person_id"), External: externalFilter(q)},
 		Page: q.Page(),

@@ -49,7 +49,7 @@ run: minio-background deps build ## run the whole registry locally (Ctrl-C stops
 	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN)
 
 .PHONY: test
-test: minio-background lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO) and end-to-end
+test: minio-background chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO), end-to-end, charts and images
 	@env_file=$$(mktemp -u /tmp/testinfra.XXXXXX.env); \
 	$(BIN)/testinfra -env-file $$env_file & infra=$$!; \
 	trap 'kill $$infra 2>/dev/null; wait $$infra 2>/dev/null || true' EXIT; \
@@ -57,15 +57,40 @@ test: minio-background lint deps build ## lint, then every test: unit, integrati
 	set -a; . $$env_file; set +a; \
 	REGISTRY_BIN=$(BIN) go test $(GO_TEST_FLAGS) $(PACKAGES)
 
+# The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
+# source once per machine and cached outside the work tree. Start that build now, in the
+# background, so it overlaps linting and the other tests; the chart test waits for it (one
+# lock per tool) and finds the tools ready on every later run.
+.PHONY: chart-tools-head-start
+chart-tools-head-start:
+	@tools/scripts/chart-tools.sh >/dev/null 2>&1 &
+
+.PHONY: chart-tools
+chart-tools: ## build the pinned chart tools (helm, helm-unittest, kubectl-validate) into the cache
+	@tools/scripts/chart-tools.sh
+
+.PHONY: generate
+generate: ## rewrite what follows from pkg/catalog (catalog.mk, go.work) and the chart value schema (charts, skaffold.yaml, Dockerfile, docs)
+	@go run ./tools/cmd/catalog
+	@go run ./tools/cmd/deploygen
+
+.PHONY: images
+images: ## build every deployable's image without a container engine into build/images
+	@go run ./tools/cmd/images -out build/images
+
+.PHONY: charts
+charts: ## package every chart into build/charts
+	@eval "$$(tools/scripts/chart-tools.sh)"; mkdir -p build/charts; \
+	for c in $$(go run ./tools/cmd/deploygen -list) registry; do \
+		$$HELM dependency update --skip-refresh charts/$$c >/dev/null; \
+		$$HELM package charts/$$c --destination build/charts; \
+	done
+
 .PHONY: lint
 lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services and tools/
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@go vet $(PACKAGES)
 	@go run ./tools/cmd/layercheck
-
-.PHONY: generate
-generate: ## rewrite the files generated from pkg/catalog (catalog.mk, go.work)
-	@go run ./tools/cmd/catalog
 
 .PHONY: bench
 bench: minio-background deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)

@@ -26,6 +26,7 @@ const (
 	KindRateLimited                     // too many requests
 	KindUnavailable                     // a dependency is down; retrying later may work
 	KindRangeNotSatisfiable             // a byte range outside the representation
+	KindPreconditionFailed              // If-Match names another representation than the current one
 )
 
 // FieldError is a problem with one field of the input. Field is the JSON
@@ -177,6 +178,8 @@ func (k Kind) String() string {
 		return "unavailable"
 	case KindRangeNotSatisfiable:
 		return "range not satisfiable"
+	case KindPreconditionFailed:
+		return "precondition failed"
 	default:
 		return "internal error"
 	}

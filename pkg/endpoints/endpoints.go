@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/idempotency"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/problem"
 )
@@ -107,11 +108,14 @@ func Timeout(d time.Duration) endpoint.Middleware {
 }
 
 // Serve is the go-kit HTTP server for one endpoint with the shared response
-// encoder and problem error encoder.
+// encoder (ETags, 304) and problem error encoder. Every POST honours an
+// Idempotency-Key (pkg/idempotency), and writes see the request's
+// conditions (If-Match).
 func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req]) http.Handler {
-	return kithttp.NewServer(e,
+	return kithttp.NewServer(idempotency.Middleware(e),
 		func(_ context.Context, r *http.Request) (any, error) { return decode(r) },
 		httpx.EncodeResponse,
 		kithttp.ServerErrorEncoder(problem.Write),
+		kithttp.ServerBefore(httpx.WithConditions, idempotency.Before),
 	)
 }

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/google/uuid"
 
+	"github.com/assetregistry/registry/pkg/etag"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/reqinfo"
 )
@@ -35,27 +35,69 @@ type List struct {
 // ListOf adapts a store result.
 func ListOf[T any](r listing.Result[T]) List { return List{Items: r.Items, Next: r.Next} }
 
-// EncodeResponse is the go-kit EncodeResponseFunc of every endpoint.
-func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) error {
-	status := http.StatusOK
-	body := response
+// Replay is an answer given before, sent again as it was (an
+// Idempotency-Key's replay).
+type Replay struct {
+	Status   int
+	Location string
+	Body     []byte
+}
+
+// Render is what a single-resource response is on the wire: its status,
+// Location and JSON body. Idempotency records store exactly this.
+func Render(response any) (status int, location string, body []byte, err error) {
 	switch r := response.(type) {
 	case Created:
-		status, body = http.StatusCreated, r.Value
-		w.Header().Set("Location", r.Location)
+		body, err = json.Marshal(r.Value)
+		return http.StatusCreated, r.Location, body, err
 	case NoContent:
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	case List:
-		body = r.Items
-		if r.Next != uuid.Nil {
-			w.Header().Set("Link", nextLink(ctx, r.Next))
-		}
+		return http.StatusNoContent, "", nil, nil
+	case Replay:
+		return r.Status, r.Location, r.Body, nil
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	body, err = json.Marshal(response)
+	return http.StatusOK, "", body, err
+}
+
+// EncodeResponse is the go-kit EncodeResponseFunc of every endpoint. A
+// single resource carries a strong ETag of its body, and a GET whose
+// If-None-Match names it is a 304.
+func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) error {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	if list, ok := response.(List); ok {
+		if list.Next != uuid.Nil {
+			h.Set("Link", nextLink(ctx, list.Next))
+		}
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		return json.NewEncoder(w).Encode(list.Items)
+	}
+	status, location, body, err := Render(response)
+	if err != nil {
+		return err
+	}
+	if replay, ok := response.(Replay); ok && replay.Status != 0 {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	if location != "" {
+		h.Set("Location", location)
+	}
+	if body == nil {
+		w.WriteHeader(status)
+		return nil
+	}
+	tag := etag.ForBody(body)
+	h.Set("ETag", tag)
+	if c := etag.ConditionsFrom(ctx); status == http.StatusOK && (c.Method == http.MethodGet || c.Method == http.MethodHead) &&
+		c.IfNoneMatch != "" && etag.WeakMatch(c.IfNoneMatch, tag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	return json.NewEncoder(w).Encode(body)
+	_, err = w.Write(append(body, '\n'))
+	return err
 }
 
 // nextLink keeps the request's own path and filters and swaps the cursor.
@@ -67,17 +109,4 @@ func nextLink(ctx context.Context, after uuid.UUID) string {
 	q.Set("cursor", listing.EncodeCursor(after, cursorBinding(q)))
 	u := url.URL{Path: info.Path, RawQuery: q.Encode()}
 	return "<" + u.String() + `>; rel="next"`
-}
-
-// ETagMatches reports whether an If-None-Match or If-Match header names
-// etag: "*" matches anything; weak validators compare by their opaque part
-// (weak comparison, which is what If-None-Match uses).
-func ETagMatches(header, etag string) bool {
-	for _, candidate := range strings.Split(header, ",") {
-		candidate = strings.TrimSpace(candidate)
-		if candidate == "*" || strings.TrimPrefix(candidate, "W/") == strings.TrimPrefix(etag, "W/") {
-			return true
-		}
-	}
-	return false
 }

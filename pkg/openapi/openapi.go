@@ -55,7 +55,7 @@ func Bundle(serviceYAML []byte) (Document, error) {
 		}
 		for name, c := range asMap(entries) {
 			if _, taken := own[name]; taken {
-				return nil, fmt.Errorf("openapi: the service defines components/%s/%s, which common.yaml provides; refer to %scomponents/%s/%s instead",
+				return nil, fmt.Errorf("openapi: the service defines components/%s/%s, which common.yaml provides; refer to %s/components/%s/%s instead",
 					section, name, CommonRef, section, name)
 			}
 			own[name] = c
@@ -78,10 +78,61 @@ func Bundle(serviceYAML []byte) (Document, error) {
 		for method, op := range asMap(item) {
 			if operation := asMap(op); operation != nil && slices.Contains(methods, method) {
 				completeOperation(path, method, operation)
+				addValidators(doc, path, method, operation)
 			}
 		}
 	}
 	return doc, nil
+}
+
+// addValidators documents what the kit does for every operation of a
+// kind: a GET of one resource answers If-None-Match (304); PATCH and
+// DELETE check If-Match (412); a POST takes an Idempotency-Key, whose
+// request in flight is a 409 beside the operation's own 409s.
+func addValidators(doc Document, path, method string, op map[string]any) {
+	responses := asMap(op["responses"])
+	param := func(name string) {
+		params, _ := op["parameters"].([]any)
+		op["parameters"] = append(params, map[string]any{"$ref": "#/components/parameters/" + name})
+	}
+	ref := func(name string) map[string]any { return map[string]any{"$ref": "#/components/responses/" + name} }
+	switch method {
+	case "get":
+		if strings.Contains(path, "{") && responses["304"] == nil {
+			param("IfNoneMatch")
+			responses["304"] = ref("NotModified")
+		}
+	case "patch", "delete":
+		if responses["412"] == nil {
+			param("IfMatch")
+			responses["412"] = ref("PreconditionFailed")
+		}
+	case "post":
+		param("IdempotencyKey")
+		own := responses["409"]
+		if own == nil {
+			responses["409"] = ref("RequestInFlight")
+			return
+		}
+		responses["409"] = orInFlight(doc, asMap(own))
+	}
+}
+
+// orInFlight is a 409 answer that is either the operation's own or a
+// request in flight.
+func orInFlight(doc Document, own map[string]any) map[string]any {
+	if r, ok := own["$ref"].(string); ok {
+		own = asMap(asMap(asMap(doc["components"])["responses"])[strings.TrimPrefix(r, "#/components/responses/")])
+	}
+	content := asMap(asMap(own["content"])["application/problem+json"])
+	description, _ := own["description"].(string)
+	return map[string]any{
+		"description": strings.TrimRight(description, "\n") + "\n\nOr a request with the same Idempotency-Key is still in progress.",
+		"headers":     own["headers"],
+		"content": map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{
+			"anyOf": []any{content["schema"], map[string]any{"$ref": "#/components/schemas/InFlightProblem"}},
+		}}},
+	}
 }
 
 var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}

@@ -49,7 +49,8 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Open creates the pool. Every connection works inside cfg.Schema (via
 // search_path), so SQL and migrations are written without schema names and
-// each test can run in a schema of its own. Queries are traced.
+// each test can run in a schema of its own. Queries are traced, and the
+// pool's statistics are exported as pgxpool_* metrics labelled by schema.
 func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("postgres: database.url is required")
@@ -83,6 +84,7 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
+	metrics.track(cfg.Schema, pool)
 	return pool, nil
 }
 

@@ -79,6 +79,7 @@ var kinds = map[apperr.Kind]kindInfo{
 	apperr.KindUnavailable:         {http.StatusServiceUnavailable, "unavailable", "Service Unavailable"},
 	apperr.KindInternal:            {http.StatusInternalServerError, "internal", "Internal Server Error"},
 	apperr.KindRangeNotSatisfiable: {http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable", "Range Not Satisfiable"},
+	apperr.KindPreconditionFailed:  {http.StatusPreconditionFailed, "precondition-failed", "Precondition Failed"},
 }
 
 // codeTitles name the narrower conflict problems.

@@ -19,6 +19,10 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/peterbourgon/ff/v3"
+	// Certificate authorities compiled in, used only when the system has
+	// none: the images are a static binary on an empty base, and the
+	// binaries still reach HTTPS issuers, PostgreSQL with TLS and S3.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/logging"

@@ -269,6 +269,9 @@ func (r *Registry) Delete(ctx context.Context, kind string, id uuid.UUID,
 	if !ok {
 		return fmt.Errorf("refs: %s does not own %s", r.service, kind)
 	}
+	// The mark must be seen by other services before they are asked, so
+	// the steps commit on their own, whatever unit of work ctx carries.
+	ctx = store.WithoutUnit(ctx)
 	token := uuid.New()
 	err := r.store.Write(ctx, "mark "+kind+" deleted", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		found, err := exists(ctx, tx, []uuid.UUID{id})

@@ -26,6 +26,7 @@ import (
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/idempotency"
 	"github.com/assetregistry/registry/pkg/logging"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/openapi"
@@ -80,6 +81,10 @@ type Handlers struct {
 	Routes *httpx.Router
 	Checks []server.Check
 	Close  func() // optional
+	// LongestRequest bounds the service's slowest request (an upload, say)
+	// when that is longer than the request timeout: an Idempotency-Key
+	// whose request died stays in flight that long.
+	LongestRequest time.Duration
 }
 
 // Config is every flag of a service.
@@ -251,8 +256,35 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(docJSON)
 	})
-	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(handlers.Routes))
+	keys := idempotency.New(deps.Store, 2*max(cfg.Timeout, handlers.LongestRequest))
+	closers = append(closers, Every(time.Hour, func(ctx context.Context) {
+		if _, err := keys.Sweep(ctx); err != nil {
+			level.Warn(logger).Log("msg", "sweeping idempotency keys failed", "err", err)
+		}
+	}))
+	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)))
 	return b, nil
+}
+
+// Every runs job now and then every interval until the returned stop is
+// called (sweepers of expired records, say).
+func Every(interval time.Duration, job func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			job(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func openDatabase(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (*pgxpool.Pool, error) {

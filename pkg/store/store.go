@@ -18,6 +18,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/etag"
 	"github.com/assetregistry/registry/pkg/postgres"
 )
 
@@ -38,13 +39,84 @@ func New(pool *pgxpool.Pool, finds *cache.Finds) *Store {
 type txKey struct{}
 
 // DB returns what a query should run on: the transaction of the write in
-// progress when ctx is inside one (so a write can read what it wrote),
-// else the pool.
+// progress when ctx is inside one, or of the request's unit of work once it
+// has begun (so a request reads what it wrote), else the pool.
 func (s *Store) DB(ctx context.Context) postgres.Querier {
 	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
 		return tx
 	}
+	if u := unitFrom(ctx); u != nil && u.tx != nil {
+		return u.tx
+	}
 	return s.Pool
+}
+
+// Unit is a request's unit of work: every Write of the request joins one
+// transaction, which commits once, at the end, together with whatever
+// else must commit with the writes (an idempotency record of the answer),
+// and only then are the finds the writes changed made stale. Writes that
+// must be seen by others before the request ends (the reference
+// protocol's marks) run outside it (WithoutUnit).
+type Unit struct {
+	store  *Store
+	tx     pgx.Tx
+	scopes []string
+}
+
+type unitKey struct{}
+
+// BeginUnit returns ctx carrying a new unit of work; its transaction
+// begins with the first write (or Tx).
+func (s *Store) BeginUnit(ctx context.Context) (context.Context, *Unit) {
+	u := &Unit{store: s}
+	return context.WithValue(ctx, unitKey{}, u), u
+}
+
+// WithoutUnit returns ctx whose writes commit on their own.
+func WithoutUnit(ctx context.Context) context.Context {
+	if unitFrom(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, unitKey{}, (*Unit)(nil))
+}
+
+func unitFrom(ctx context.Context) *Unit {
+	u, _ := ctx.Value(unitKey{}).(*Unit)
+	return u
+}
+
+// Tx returns the unit's transaction, beginning it on first use.
+func (u *Unit) Tx(ctx context.Context) (pgx.Tx, error) {
+	if u.tx == nil {
+		tx, err := u.store.Pool.Begin(ctx)
+		if err != nil {
+			return nil, postgres.Classify(err, "begin unit of work")
+		}
+		u.tx = tx
+	}
+	return u.tx, nil
+}
+
+// Commit commits what the unit wrote and then invalidates the finds it
+// changed.
+func (u *Unit) Commit(ctx context.Context) error {
+	if u.tx == nil {
+		return nil
+	}
+	if err := u.tx.Commit(ctx); err != nil {
+		return postgres.Classify(err, "commit unit of work")
+	}
+	u.tx = nil
+	u.store.Finds.Invalidate(ctx, u.scopes...)
+	return nil
+}
+
+// Rollback abandons what the unit wrote; after Commit it does nothing.
+func (u *Unit) Rollback(ctx context.Context) {
+	if u.tx != nil {
+		_ = u.tx.Rollback(context.WithoutCancel(ctx))
+		u.tx = nil
+	}
 }
 
 // Write runs fn in a transaction and commits it; then, and only then, it
@@ -65,6 +137,22 @@ func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Contex
 			return err
 		}
 		pendingFrom(ctx).add(changed)
+		return nil
+	}
+	if u := unitFrom(ctx); u != nil {
+		tx, err := u.Tx(ctx)
+		if err != nil {
+			return err
+		}
+		pending := &invalidations{}
+		if err := inSavepoint(context.WithValue(ctx, pendingKey{}, pending), tx, op, func(tx pgx.Tx) error {
+			var err error
+			changed, err = fn(context.WithValue(context.WithValue(ctx, pendingKey{}, pending), txKey{}, tx), tx)
+			return err
+		}); err != nil {
+			return err
+		}
+		u.scopes = append(u.scopes, append(pending.scopes, changed...)...)
 		return nil
 	}
 	pending := &invalidations{}
@@ -117,6 +205,11 @@ type Updater[Row, In any] struct {
 	// Save writes the new state on behalf of actor and names the finds it
 	// makes stale.
 	Save func(ctx context.Context, tx pgx.Tx, old Row, in In, actor string) (changed []string, err error)
+	// Representation reads the resource as a GET shows it (ctx reads
+	// through the update's transaction), for the request's If-Match: a
+	// client that names a representation other than the current one gets
+	// a 412 and changes nothing.
+	Representation func(ctx context.Context, row Row) (any, error)
 }
 
 // Update applies apply to the row with id on behalf of actor and returns
@@ -128,6 +221,9 @@ func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, ac
 		if err != nil {
 			return nil, err
 		}
+		if err := u.precondition(ctx, current); err != nil {
+			return nil, err
+		}
 		if in, err = apply(current); err != nil {
 			return nil, err
 		}
@@ -137,6 +233,34 @@ func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, ac
 		return u.Save(ctx, tx, current, in, actor)
 	})
 	return in, err
+}
+
+func (u Updater[Row, In]) precondition(ctx context.Context, current Row) error {
+	if u.Representation == nil || !etag.Wanted(ctx) {
+		return nil
+	}
+	rep, err := u.Representation(ctx, current)
+	if err != nil {
+		return err
+	}
+	return etag.Check(ctx, rep)
+}
+
+// CheckIfMatch is a delete's precondition: when the request carries
+// If-Match, it locks the row of table with id and checks the resource as
+// current reads it (as a GET shows it) against the header (412 otherwise).
+func CheckIfMatch(ctx context.Context, tx pgx.Tx, table string, id uuid.UUID, current func(ctx context.Context) (any, error)) error {
+	if !etag.Wanted(ctx) {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{table}.Sanitize()+` WHERE id = $1 FOR UPDATE`, id); err != nil {
+		return postgres.Classify(err, "lock "+table)
+	}
+	rep, err := current(ctx)
+	if err != nil {
+		return err
+	}
+	return etag.Check(ctx, rep)
 }
 
 // Duplicate turns a unique violation into the 409 that names the row

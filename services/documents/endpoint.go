@@ -10,7 +10,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/endpoints"
-	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/etag"
 )
 
 // Endpoints holds one go-kit endpoint per operation.
@@ -64,12 +64,12 @@ func download(ctx context.Context, s Service, req downloadRequest) (fileResponse
 		return fileResponse{}, err
 	}
 	resp := fileResponse{Document: doc}
-	etag := etagOf(doc)
-	if req.IfNoneMatch != "" && httpx.ETagMatches(req.IfNoneMatch, etag) {
+	tag := etagOf(doc)
+	if req.IfNoneMatch != "" && etag.WeakMatch(req.IfNoneMatch, tag) {
 		resp.NotModified = true
 		return resp, nil
 	}
-	if req.Range != nil && (req.IfRange == "" || req.IfRange == etag) {
+	if req.Range != nil && (req.IfRange == "" || req.IfRange == tag) {
 		r, ok := req.Range.Resolve(doc.Size)
 		if !ok {
 			return fileResponse{}, apperr.New(apperr.KindRangeNotSatisfiable,

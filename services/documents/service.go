@@ -194,7 +194,8 @@ func (s *service) Read(ctx context.Context, doc Document, r *ByteRange) (io.Read
 }
 
 func (s *service) Delete(ctx context.Context, id uuid.UUID) error {
-	if err := s.store.Delete(ctx, id); err != nil {
+	current := func(ctx context.Context) (any, error) { return s.Get(ctx, id) }
+	if err := s.store.Delete(ctx, id, current); err != nil {
 		return err
 	}
 	// The row is gone and the object listed as loose in the same

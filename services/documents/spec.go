@@ -28,7 +28,7 @@ var openAPI []byte
 func Spec() servicekit.Spec { return SpecWith(Config{MaxSize: DefaultMaxSize}, DefaultObjectsConfig) }
 
 // SpecWith is Spec with other limits (tests use small ones).
-func SpecWith(cfg Config, objects ObjectsConfig) servicekit.Spec {
+func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 	migrations, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		panic(err) // the embed pattern guarantees the folder
@@ -40,13 +40,13 @@ func SpecWith(cfg Config, objects ObjectsConfig) servicekit.Spec {
 		OpenAPIYAML: openAPI,
 		Flags: func(fs *flag.FlagSet) {
 			fs.Int64Var(&cfg.MaxSize, "documents.max-size", cfg.MaxSize, "largest file an upload may hold, in bytes (over it: 413)")
-			fs.DurationVar(&objects.UploadTimeout, "documents.upload-timeout", objects.UploadTimeout, "upper bound on one upload; what is left of a longer one is swept")
+			fs.DurationVar(&objectsCfg.UploadTimeout, "documents.upload-timeout", objectsCfg.UploadTimeout, "upper bound on one upload; what is left of a longer one is swept")
 			fs.DurationVar(&sweepEvery, "documents.sweep-every", sweepEvery, "how often objects of failed uploads and deleted documents are removed")
 		},
 		Build: func(d servicekit.Deps) (servicekit.Handlers, error) {
 			registry := refs.New("documents", d.Store, d.Peers)
 			store := NewStore(d.Store, registry, d.Logger)
-					objects := NewObjects(d.Objects, objects)
+			objects := NewObjects(d.Objects, objectsCfg)
 			svc := NewService(store, objects, actionDocuments(d.Peers), cfg)
 			// Uploads and downloads run as long as their bytes take; only
 			// metadata calls get the request timeout.
@@ -54,12 +54,13 @@ func SpecWith(cfg Config, objects ObjectsConfig) servicekit.Spec {
 			timeout := endpoints.Timeout(d.RequestTimeout)
 			e.Get, e.Delete = timeout(e.Get), timeout(e.Delete)
 			stop := func() {}
-			if d.Objects != nil { // nil when only the routes are wanted
-				stop = startSweeper(store, objects, sweepEvery, d.Logger)
+			if d.Objects != nil && sweepEvery > 0 { // no storage when only the routes are wanted
+				stop = servicekit.Every(sweepEvery, sweeper(store, objects, d.Logger))
 			}
 			return servicekit.Handlers{
-				Routes: NewHTTPHandler(e, refs.MakeServerEndpoints(registry, timeout), cfg.MaxSize),
-				Close:  stop,
+				Routes:         NewHTTPHandler(e, refs.MakeServerEndpoints(registry, timeout), cfg.MaxSize),
+				Close:          stop,
+				LongestRequest: objectsCfg.UploadTimeout,
 			}, nil
 		},
 	}
@@ -95,31 +96,15 @@ func actionDocuments(peers *peer.Clients) ActionDocuments {
 	}
 }
 
-// startSweeper removes loose objects now and every interval until stopped.
-func startSweeper(store *Store, objects *Objects, every time.Duration, logger log.Logger) (stop func()) {
-	if every <= 0 {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			n, err := store.Sweep(ctx, objects)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				level.Warn(logger).Log("msg", "sweeping loose objects failed; retrying later", "err", err)
-			case n > 0:
-				level.Info(logger).Log("msg", "removed loose objects", "count", n)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+// sweeper is the job that removes loose objects whose time is up.
+func sweeper(store *Store, objects *Objects, logger log.Logger) func(context.Context) {
+	return func(ctx context.Context) {
+		n, err := store.Sweep(ctx, objects)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			level.Warn(logger).Log("msg", "sweeping loose objects failed; retrying later", "err", err)
+		case n > 0:
+			level.Info(logger).Log("msg", "removed loose objects", "count", n)
 		}
-	}()
-	return func() { cancel(); <-done }
+	}
 }

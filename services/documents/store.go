@@ -91,9 +91,13 @@ func (s *Store) exists(ctx context.Context, q postgres.Querier, ids []uuid.UUID)
 }
 
 // Delete removes a document unless another service still points at it;
-// its object becomes loose in the same transaction.
-func (s *Store) Delete(ctx context.Context, id uuid.UUID) error {
+// its object becomes loose in the same transaction. current reads the
+// document as a GET shows it, for the request's If-Match.
+func (s *Store) Delete(ctx context.Context, id uuid.UUID, current func(context.Context) (any, error)) error {
 	return s.refs.Delete(ctx, "document", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := store.CheckIfMatch(ctx, tx, "documents", id, current); err != nil {
+			return nil, err
+		}
 		var key string
 		if err := store.Delete(ctx, tx, "document", id, `DELETE FROM documents WHERE id = $1 RETURNING id::text`, &key); err != nil {
 			return nil, err

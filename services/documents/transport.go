@@ -2,8 +2,11 @@ package documents
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -57,7 +60,7 @@ func uploadDecoder(maxSize int64) httpx.Decoder[UploadForm] {
 			return nil, apperr.New(apperr.KindTooLarge, fmt.Sprintf("the upload is larger than %d bytes", limit))
 		}
 		body := &limitedBody{r: r.Body, left: limit}
-		return &multipartForm{r: multipart.NewReader(body, params["boundary"])}, nil
+		return &multipartForm{r: multipart.NewReader(body, params["boundary"]), fingerprint: sha256.New()}, nil
 	}
 }
 
@@ -80,12 +83,19 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// multipartForm yields an upload's parts as they stream in, and
+// fingerprints them on the way for Idempotency-Key (names, filenames,
+// types, lengths and a CRC-32C of each part's bytes: what makes two uploads
+// the same request, whatever their boundaries).
 type multipartForm struct {
-	r     *multipart.Reader
-	parts int
+	r           *multipart.Reader
+	parts       int
+	fingerprint hash.Hash
+	current     *countingCRC
 }
 
 func (f *multipartForm) Next() (Part, error) {
+	f.closePart()
 	p, err := f.r.NextPart()
 	if errors.Is(err, io.EOF) {
 		if f.parts == 0 {
@@ -102,7 +112,56 @@ func (f *multipartForm) Next() (Part, error) {
 	if name == "" {
 		name = "(a part without a form-data name)"
 	}
-	return Part{Name: name, Filename: p.FileName(), ContentType: p.Header.Get("Content-Type"), Body: p}, nil
+	part := Part{Name: name, Filename: p.FileName(), ContentType: p.Header.Get("Content-Type")}
+	fmt.Fprintf(f.fingerprint, "%q %q %q ", part.Name, part.Filename, part.ContentType)
+	f.current = &countingCRC{r: p, crc: crc32.New(crc32.MakeTable(crc32.Castagnoli))}
+	part.Body = f.current
+	return part, nil
+}
+
+func (f *multipartForm) closePart() {
+	if f.current != nil {
+		// Bytes the service did not read are skipped by NextPart; they
+		// count as unread, which the same request repeats the same way.
+		fmt.Fprintf(f.fingerprint, "%d %08x\n", f.current.n, f.current.crc.Sum32())
+		f.current = nil
+	}
+}
+
+// Fingerprint is the form's, once read to its end.
+func (f *multipartForm) Fingerprint() (string, error) {
+	f.closePart()
+	return fmt.Sprintf("%x", f.fingerprint.Sum(nil)), nil
+}
+
+// Drain reads the form to its end without storing anything (a replayed
+// request's file is compared, not kept).
+func (f *multipartForm) Drain() error {
+	for {
+		p, err := f.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(io.Discard, p.Body); err != nil {
+			return uploadError(bodyError{err})
+		}
+	}
+}
+
+type countingCRC struct {
+	r   io.Reader
+	crc hash.Hash32
+	n   int64
+}
+
+func (c *countingCRC) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.crc.Write(p[:n])
+	c.n += int64(n)
+	return n, err
 }
 
 func decodeDownload(r *http.Request) (downloadRequest, error) {

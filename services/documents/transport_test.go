@@ -255,3 +255,25 @@ func TestHTTPObjectStorageDown(t *testing.T) {
 		t.Errorf("after recovery: %q", got.Raw)
 	}
 }
+
+// An upload retried with its Idempotency-Key stores the file once; a
+// retry is recognised whatever its multipart boundary, and another file
+// under the same key is a 422.
+func TestHTTPIdempotentUpload(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	body, ctype := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
+	first := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", ctype, "Idempotency-Key", "up-1")
+	retry, retryType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
+	if retryType == ctype {
+		t.Fatal("the retry should have another boundary")
+	}
+	again := s.Call(201, "POST", "/documents", s.RW, retry, "Content-Type", retryType, "Idempotency-Key", "up-1")
+	if again.JSON()["id"] != first.JSON()["id"] || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay: %s", again.Raw)
+	}
+	other, otherType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "other bytes"))
+	s.Call(422, "POST", "/documents", s.RW, other, "Content-Type", otherType, "Idempotency-Key", "up-1")
+	if n := countObjects(t, bucketOf(t, s)); n != 1 {
+		t.Errorf("%d objects, want the one upload", n)
+	}
+}

@@ -20,16 +20,24 @@ import (
 // cached finds the write says it changed.
 type Store struct {
 	*store.Store
-	refs *refs.Registry
+	refs          *refs.Registry
+	organizations store.Updater[Organization, OrganizationInput]
+	people        store.Updater[Person, PersonInput]
 }
 
 // NewStore returns the parties store over the kit's store. People and
 // organizations are deleted through the reference protocol, so the
 // services that point at them are asked first.
 func NewStore(s *store.Store, r *refs.Registry) *Store {
+	st := &Store{Store: s, refs: r, organizations: organizationUpdater, people: personUpdater}
+	// An update checks If-Match against the resource as a GET shows it.
+	st.organizations.Representation = func(ctx context.Context, o Organization) (any, error) {
+		return st.GetOrganization(ctx, o.ID)
+	}
+	st.people.Representation = func(ctx context.Context, p Person) (any, error) { return st.GetPerson(ctx, p.ID) }
 	r.Owns("person", refs.ExistsIn("people"))
 	r.Owns("organization", refs.ExistsIn("organizations"))
-	return &Store{Store: s, refs: r}
+	return st
 }
 
 const organizationColumns = `id, name, registration_number, organization_type, tax_registration_number,
@@ -104,7 +112,7 @@ var organizationUpdater = store.Updater[Organization, OrganizationInput]{
 // UpdateOrganization applies apply to the locked organization.
 func (s *Store) UpdateOrganization(ctx context.Context, id uuid.UUID, actor string,
 	apply func(Organization) (OrganizationInput, error)) error {
-	in, err := organizationUpdater.Update(ctx, s.Store, id, actor, apply)
+	in, err := s.organizations.Update(ctx, s.Store, id, actor, apply)
 	return s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
 }
 
@@ -123,6 +131,9 @@ func (s *Store) organizationConflict(ctx context.Context, err error, number stri
 // something in another service still names it.
 func (s *Store) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
 	return s.refs.Delete(ctx, "organization", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := store.CheckIfMatch(ctx, tx, "organizations", id, func(ctx context.Context) (any, error) { return s.GetOrganization(ctx, id) }); err != nil {
+			return nil, err
+		}
 		var number string
 		err := store.Delete(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
 		return []string{organizationFinds(number), everyPersonFind}, err
@@ -225,7 +236,7 @@ var personUpdater = store.Updater[Person, PersonInput]{
 
 // UpdatePerson applies apply to the locked person.
 func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, apply func(Person) (PersonInput, error)) error {
-	in, err := personUpdater.Update(ctx, s.Store, id, actor, apply)
+	in, err := s.people.Update(ctx, s.Store, id, actor, apply)
 	return s.Duplicate(ctx, err, personDuplicate,
 		`SELECT id FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
 }
@@ -234,6 +245,9 @@ func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, ap
 // another service still names them.
 func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
 	return s.refs.Delete(ctx, "person", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := store.CheckIfMatch(ctx, tx, "people", id, func(ctx context.Context) (any, error) { return s.GetPerson(ctx, id) }); err != nil {
+			return nil, err
+		}
 		var first, last string
 		err := store.Delete(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
 		return []string{personFinds(first, last), everyOrganizationFind}, err

@@ -228,3 +228,65 @@ func TestHTTPDatabaseDown(t *testing.T) {
 		},
 	})
 }
+
+// Every single-resource answer carries a strong ETag of its body; a write
+// whose If-Match names another one is a 412 and changes nothing, and a GET
+// whose If-None-Match names the current one is a 304.
+func TestHTTPValidators(t *testing.T) {
+	a := servicetest.Start(t, Spec())
+	created := a.Call(201, "POST", "/organizations", a.RW, acme)
+	path := "/organizations/" + created.JSON()["id"].(string)
+	first := created.Header.Get("ETag")
+	if first == "" || a.Call(200, "GET", path, a.RO, nil).Header.Get("ETag") != first {
+		t.Fatalf("ETag of the create %q differs from the GET's", first)
+	}
+	a.Call(304, "GET", path, a.RO, nil, "If-None-Match", first)
+
+	patched := a.Call(200, "PATCH", path, a.RW, `{"name":"Acme Holding AS"}`, "If-Match", first)
+	second := patched.Header.Get("ETag")
+	if second == "" || second == first {
+		t.Fatalf("ETag after the change: %q (was %q)", second, first)
+	}
+	stale := a.Call(412, "PATCH", path, a.RW, `{"name":"Lost Update AS"}`, "If-Match", first)
+	if stale.Header.Get("ETag") != second {
+		t.Errorf("412 should carry the current ETag %q, got %q", second, stale.Header.Get("ETag"))
+	}
+	a.Call(412, "DELETE", path, a.RW, nil, "If-Match", first)
+	if got := a.Call(200, "GET", path, a.RO, nil).JSON(); got["name"] != "Acme Holding AS" {
+		t.Errorf("a refused write changed the resource: %v", got)
+	}
+	a.Call(200, "GET", path, a.RO, nil, "If-None-Match", first)
+
+	// Linking a person changes the organization's representation, and so
+	// its ETag, without touching its own row.
+	person := a.Call(201, "POST", "/people", a.RW, `{"first_name":"Ola","last_name":"Nordmann"}`).JSON()
+	a.Call(201, "POST", "/people/"+person["id"].(string)+path+"?relation_type=employee", a.RW, nil)
+	third := a.Call(200, "GET", path, a.RO, nil).Header.Get("ETag")
+	if third == second {
+		t.Error("a new link left the organization's ETag as it was")
+	}
+	a.Call(412, "PATCH", path, a.RW, `{"name":"X"}`, "If-Match", second)
+	a.Call(200, "PATCH", path, a.RW, `{"name":"X"}`, "If-Match", `"other", `+third)
+	a.Call(204, "DELETE", "/people/"+person["id"].(string), a.RW, nil, "If-Match", "*")
+}
+
+// A create retried with its Idempotency-Key is answered once: the same
+// answer again, never a second organization or a 409 for its own write.
+func TestHTTPIdempotencyKey(t *testing.T) {
+	a := servicetest.Start(t, Spec())
+	first := a.Call(201, "POST", "/organizations", a.RW, acme, "Idempotency-Key", "order-42")
+	again := a.Call(201, "POST", "/organizations", a.RW, acme, "Idempotency-Key", "order-42")
+	if string(again.Raw) != string(first.Raw) || again.Header.Get("Location") != first.Header.Get("Location") {
+		t.Errorf("replay: %s %s", again.Raw, again.Header.Get("Location"))
+	}
+	other := map[string]any{"name": "Other AS", "registration_number": "1", "organization_type": "private"}
+	a.Call(422, "POST", "/organizations", a.RW, other, "Idempotency-Key", "order-42")
+	created := a.Call(201, "POST", "/people/find?create=true", a.RW, `{"first_name":"Kari","last_name":"Nordmann"}`, "Idempotency-Key", "p-1")
+	replayed := a.Call(201, "POST", "/people/find?create=true", a.RW, `{"first_name":"Kari","last_name":"Nordmann"}`, "Idempotency-Key", "p-1")
+	if replayed.JSON()["id"] != created.JSON()["id"] {
+		t.Error("a replayed find-or-create answered another person")
+	}
+	if n := len(a.Call(200, "GET", "/organizations", a.RO, nil).List()); n != 1 {
+		t.Errorf("%d organizations, want 1", n)
+	}
+}

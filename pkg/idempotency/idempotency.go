@@ -1,0 +1,288 @@
+// Package idempotency makes a POST safe to retry: a client that sends an
+// Idempotency-Key gets, for the same key and the same request, the first
+// answer again (status, body, Location) instead of a second execution. This
+// is what lets an honest retry after a 503 (a database stall, a service
+// killed mid-request) never duplicate what was in fact committed.
+//
+// A key is scoped to the calling client (the token's subject). The record
+// is claimed (in flight, with a lease) before the request runs, and the
+// answer is stored in the same transaction as the request's writes (the
+// store's unit of work), so either both commit or neither does. The same
+// key with another request is a 422; a key whose request is still in
+// flight is a 409. Records live at least Retention.
+package idempotency
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-kit/kit/endpoint"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/reqinfo"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// Header is the request header (draft-ietf-httpapi-idempotency-key-header).
+const Header = "Idempotency-Key"
+
+// Retention is how long a done record is kept (and a key cannot be reused).
+const Retention = 24 * time.Hour
+
+const maxKeyLen = 255
+
+// Keys are the records of one service.
+type Keys struct {
+	store *store.Store
+	lease time.Duration
+}
+
+// New returns the service's keys over its store; lease bounds how long a
+// request that died keeps its key in flight (longer than any request).
+func New(st *store.Store, lease time.Duration) *Keys { return &Keys{store: st, lease: lease} }
+
+type requestKey struct{}
+
+type keysKey struct{}
+
+// Handler makes k the keys of every request through next; the service kit
+// puts it around a service's routes.
+func (k *Keys) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keysKey{}, k)))
+	})
+}
+
+// keyed is a request that carries a key.
+type keyed struct {
+	keys *Keys
+	key  string
+	err  error
+}
+
+// Before is the go-kit ServerBefore that picks the header up on a POST,
+// for Middleware.
+func Before(ctx context.Context, r *http.Request) context.Context {
+	k, _ := ctx.Value(keysKey{}).(*Keys)
+	if k == nil || r.Method != http.MethodPost {
+		return ctx
+	}
+	values := r.Header.Values(Header)
+	if len(values) == 0 {
+		return ctx
+	}
+	req := &keyed{keys: k, key: values[0]}
+	switch {
+	case len(values) > 1:
+		req.err = apperr.BadRequest("send one " + Header + " header")
+	case !validKey(values[0]):
+		req.err = apperr.BadRequest(fmt.Sprintf("%s must be 1 to %d visible ASCII characters", Header, maxKeyLen))
+	}
+	return context.WithValue(ctx, requestKey{}, req)
+}
+
+func validKey(k string) bool {
+	if k == "" || len(k) > maxKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Streamed is a request whose fingerprint is not its JSON form, because it
+// is read as it streams (an upload): Fingerprint is valid once the request
+// has been read to its end, which Drain does when it is not executed.
+type Streamed interface {
+	Fingerprint() (string, error)
+	Drain() error
+}
+
+// Middleware runs the endpoint under the request's Idempotency-Key, if it
+// has one.
+func Middleware(next endpoint.Endpoint) endpoint.Endpoint {
+	return func(ctx context.Context, request any) (any, error) {
+		req, _ := ctx.Value(requestKey{}).(*keyed)
+		if req == nil {
+			return next(ctx, request)
+		}
+		if req.err != nil {
+			return nil, req.err
+		}
+		return req.keys.run(ctx, req.key, request, next)
+	}
+}
+
+func (k *Keys) run(ctx context.Context, key string, request any, next endpoint.Endpoint) (any, error) {
+	p, _ := auth.PrincipalFrom(ctx)
+	client := p.Subject
+	token, existing, err := k.claim(ctx, client, key)
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil {
+		return existing.answer(ctx, request)
+	}
+	ctx, unit := k.store.BeginUnit(ctx)
+	release := func() {
+		unit.Rollback(ctx)
+		k.release(ctx, client, key, token)
+	}
+	response, err := next(ctx, request)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	fingerprint, err := fingerprintOf(ctx, request, false)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	status, location, body, err := httpx.Render(response)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	tx, err := unit.Tx(ctx)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	tag, err := tx.Exec(ctx, `UPDATE idempotency_keys SET state = 'done', fingerprint = $4, status = $5, location = $6,
+		body = $7, created_at = now() WHERE client = $1 AND key = $2 AND token = $3`,
+		client, key, token, fingerprint, status, location, body)
+	if err == nil && tag.RowsAffected() == 0 {
+		// The claim's lease ran out and another request took the key:
+		// committing now would execute the request twice.
+		err = apperr.Unavailable("the request", fmt.Errorf("idempotency: the lease of key %q expired", key))
+	}
+	if err != nil {
+		release()
+		return nil, postgres.Classify(err, "record idempotency key")
+	}
+	if err := unit.Commit(ctx); err != nil {
+		// Whether the commit happened is unknown; the record (done or
+		// still in flight) tells the retry which.
+		return nil, err
+	}
+	return response, nil
+}
+
+// record is a claimed key's state.
+type record struct {
+	state       string
+	fingerprint *string
+	status      *int
+	location    *string
+	body        []byte
+}
+
+// claim takes the key for this request, or returns the record that holds it.
+func (k *Keys) claim(ctx context.Context, client, key string) (uuid.UUID, *record, error) {
+	token := uuid.New()
+	pool := k.store.Pool
+	tag, err := pool.Exec(ctx, `INSERT INTO idempotency_keys (client, key, token, state, lease_until)
+		VALUES ($1, $2, $3, 'in_flight', now() + make_interval(secs => $4))
+		ON CONFLICT (client, key) DO UPDATE SET token = EXCLUDED.token, state = 'in_flight',
+			lease_until = EXCLUDED.lease_until, fingerprint = NULL, status = NULL, location = NULL, body = NULL, created_at = now()
+		WHERE (idempotency_keys.state = 'in_flight' AND idempotency_keys.lease_until < now())
+		   OR (idempotency_keys.state = 'done' AND idempotency_keys.created_at < now() - make_interval(secs => $5))`,
+		client, key, token, k.lease.Seconds(), Retention.Seconds())
+	if err != nil {
+		return uuid.Nil, nil, postgres.Classify(err, "claim idempotency key")
+	}
+	if tag.RowsAffected() == 1 {
+		return token, nil, nil
+	}
+	var r record
+	err = pool.QueryRow(ctx, `SELECT state, fingerprint, status, location, body FROM idempotency_keys
+		WHERE client = $1 AND key = $2`, client, key).Scan(&r.state, &r.fingerprint, &r.status, &r.location, &r.body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Reclaimed and released between the two statements; rare enough
+		// that the client may simply retry.
+		return uuid.Nil, nil, apperr.Conflict("a request with this "+Header+" is in progress").WithHeader("Retry-After", "1")
+	}
+	if err != nil {
+		return uuid.Nil, nil, postgres.Classify(err, "read idempotency key")
+	}
+	return uuid.Nil, &r, nil
+}
+
+// answer is what a request gets for a key someone holds.
+func (r *record) answer(ctx context.Context, request any) (any, error) {
+	if r.state != "done" {
+		return nil, apperr.Conflict("a request with this "+Header+" is still in progress; retry it later").WithHeader("Retry-After", "1")
+	}
+	fingerprint, err := fingerprintOf(ctx, request, true)
+	if err != nil {
+		return nil, err
+	}
+	if r.fingerprint == nil || *r.fingerprint != fingerprint {
+		return nil, apperr.Invalid(apperr.FieldError{Field: Header,
+			Message: "was used with another request; a key may be reused only for the same request"})
+	}
+	replay := httpx.Replay{Status: *r.status, Body: r.body}
+	if r.location != nil {
+		replay.Location = *r.location
+	}
+	return replay, nil
+}
+
+func (k *Keys) release(ctx context.Context, client, key string, token uuid.UUID) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	// Best effort: a claim left behind expires with its lease.
+	_, _ = k.store.Pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE client = $1 AND key = $2 AND token = $3 AND state = 'in_flight'`,
+		client, key, token)
+}
+
+// fingerprintOf identifies a request: its path and its decoded body (or,
+// for a streamed one, what the stream carried), so the same request sent
+// again matches whatever its JSON's member order or its multipart
+// boundary.
+func fingerprintOf(ctx context.Context, request any, drain bool) (string, error) {
+	h := sha256.New()
+	h.Write([]byte(reqinfo.From(ctx).Path))
+	h.Write([]byte{0})
+	if s, ok := request.(Streamed); ok {
+		if drain {
+			if err := s.Drain(); err != nil {
+				return "", err
+			}
+		}
+		fp, err := s.Fingerprint()
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(fp))
+	} else {
+		raw, err := json.Marshal(request)
+		if err != nil {
+			return "", fmt.Errorf("idempotency: fingerprint: %w", err)
+		}
+		h.Write(raw)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Sweep removes records past their retention; services run it now and then.
+func (k *Keys) Sweep(ctx context.Context) (int64, error) {
+	tag, err := k.store.Pool.Exec(ctx, `DELETE FROM idempotency_keys
+		WHERE (state = 'done' AND created_at < now() - make_interval(secs => $1))
+		   OR (state = 'in_flight' AND lease_until < now() - make_interval(secs => $1))`, Retention.Seconds())
+	return tag.RowsAffected(), postgres.Classify(err, "sweep idempotency keys")
+}

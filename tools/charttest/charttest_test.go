@@ -1,0 +1,478 @@
+package charttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/tools/deploygen"
+)
+
+var (
+	repoRoot, _ = filepath.Abs("../..")
+	wsOnce      sync.Once
+	ws          *Workspace
+	wsErr       error
+	wsDir       string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if wsDir != "" {
+		os.RemoveAll(wsDir)
+	}
+	os.Exit(code)
+}
+
+func deployables() []string {
+	var names []string
+	for _, d := range catalog.Deployables() {
+		names = append(names, d.Name)
+	}
+	return names
+}
+
+// workspace is the package's one copy of the charts, built on first use.
+func workspace(t *testing.T) *Workspace {
+	t.Helper()
+	wsOnce.Do(func() {
+		tools, err := FindTools(repoRoot)
+		if err != nil {
+			wsErr = err
+			return
+		}
+		if wsDir, err = os.MkdirTemp("", "charttest-"); err != nil {
+			wsErr = err
+			return
+		}
+		ws, wsErr = NewWorkspace(repoRoot, wsDir, tools, deployables())
+	})
+	if wsErr != nil {
+		t.Fatal(wsErr)
+	}
+	return ws
+}
+
+func envFile(env string) string { return "charts/registry/values-" + env + ".yaml" }
+
+func namespace(env string) string { return "registry-" + env }
+
+func TestLintEveryChartWithEveryValuesFile(t *testing.T) {
+	w := workspace(t)
+	charts := append(deployables(), deploygen.Umbrella)
+	for _, chart := range charts {
+		for _, env := range deploygen.Environments {
+			t.Run(chart+"/"+env, func(t *testing.T) {
+				if _, err := w.Helm("lint", "--strict", "charts/"+chart, "--values", envFile(env)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if _, err := w.Helm("lint", "--strict", "charts/"+deploygen.LibraryChart); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestLibraryUnitSuites(t *testing.T) {
+	w := workspace(t)
+	if _, err := w.Helm("unittest", "--strict", "charts/registry-lib/tests/fixture"); err != nil {
+		t.Error(err)
+	}
+}
+
+// render renders the umbrella for env, validates it and returns its objects.
+func render(t *testing.T, env string, sets ...string) []Doc {
+	t.Helper()
+	w := workspace(t)
+	out, err := w.Template("charts/registry", namespace(env), []string{envFile(env)}, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Validate("registry-"+env, out); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := Docs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+func TestEveryEnvironment(t *testing.T) {
+	for _, env := range deploygen.Environments {
+		t.Run(env, func(t *testing.T) {
+			docs := render(t, env)
+			checkEveryDeployable(t, docs)
+			checkContainers(t, docs)
+			checkCredentials(t, docs)
+			checkReachability(t, docs)
+			if env == "prod" {
+				checkProductionShape(t, docs)
+				checkIstio(t, docs)
+				checkObservability(t, docs)
+			}
+		})
+	}
+	t.Run("prod with linkerd", func(t *testing.T) {
+		docs := render(t, "prod", "global.mesh.provider=linkerd")
+		checkContainers(t, docs)
+		for _, name := range deployables() {
+			if find(docs, "Server", name+"-http") == nil || find(docs, "AuthorizationPolicy", name+"-http") == nil {
+				t.Errorf("%s: no Linkerd Server and AuthorizationPolicy for its API", name)
+			}
+		}
+	})
+}
+
+// TestEachChartAloneMatchesTheUmbrella installs-renders every deployable's
+// chart alone with an environment's umbrella values file, as a team that
+// deploys its service by itself does, and checks that it renders exactly
+// the objects the umbrella renders for it.
+func TestEachChartAloneMatchesTheUmbrella(t *testing.T) {
+	w := workspace(t)
+	for _, env := range deploygen.Environments {
+		umbrella := render(t, env)
+		for _, name := range deployables() {
+			t.Run(env+"/"+name, func(t *testing.T) {
+				out, err := w.Template("charts/"+name, namespace(env), []string{envFile(env)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Validate(name+"-"+env, out); err != nil {
+					t.Fatal(err)
+				}
+				alone, err := Docs(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var mine []Doc
+				for _, d := range umbrella {
+					if Get(d, "metadata", "labels", "app.kubernetes.io/name") == name {
+						mine = append(mine, d)
+					}
+				}
+				if len(alone) == 0 || !reflect.DeepEqual(byKey(alone), byKey(mine)) {
+					t.Errorf("charts/%s alone renders %d objects that differ from the umbrella's %d", name, len(alone), len(mine))
+				}
+			})
+		}
+	}
+}
+
+func byKey(docs []Doc) map[string]Doc {
+	m := map[string]Doc{}
+	for _, d := range docs {
+		m[d.Kind()+"/"+d.Name()] = d
+	}
+	return m
+}
+
+func TestSchemaRefusesBadValues(t *testing.T) {
+	w := workspace(t)
+	cases := []struct{ name, values string }{
+		{"misspelt deployable value", "parties:\n  replica: 2\n"},
+		{"misspelt nested value", "parties:\n  autoscaling:\n    enable: true\n"},
+		{"misspelt environment value", "global:\n  networkPolicies:\n    enabled: false\n"},
+		{"unknown deployable", "assets:\n  replicas: 2\n"},
+		{"wrong type", "api-gateway:\n  replicas: two\n"},
+		{"zero replicas", "idp:\n  replicas: 0\n"},
+		{"bad quantity", "parties:\n  resources:\n    limits:\n      memory: lots\n"},
+		{"unknown mesh", "global:\n  mesh:\n    provider: consul\n"},
+		{"credential as a plain value", "parties:\n  extraEnv:\n    DATABASE_URL: postgres://u:p@db/x\n"},
+		{"value of another kind", "parties:\n  rateLimit:\n    perSecond: 5\n"},
+		{"no public address", "global:\n  publicURL: registry.example.com\n"},
+	}
+	dir := t.TempDir()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
+			if err := os.WriteFile(file, []byte(c.values), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := w.Template("charts/registry", "registry-dev", []string{envFile("dev"), file})
+			if err == nil {
+				t.Fatalf("the umbrella accepted:\n%s", c.values)
+			}
+			if !strings.Contains(err.Error(), "schema") {
+				t.Errorf("refused, but not by the schema: %v", err)
+			}
+			if _, err := w.Template("charts/parties", "registry-dev", []string{envFile("dev"), file}); err == nil {
+				t.Errorf("charts/parties alone accepted:\n%s", c.values)
+			}
+		})
+	}
+	t.Run("an environment file is complete", func(t *testing.T) {
+		if _, err := w.Template("charts/registry", "registry-dev", nil); err == nil {
+			t.Error("the umbrella rendered without global.publicURL and global.oidc.issuer")
+		}
+	})
+}
+
+func find(docs []Doc, kind, name string) Doc {
+	for _, d := range docs {
+		if d.Kind() == kind && d.Name() == name {
+			return d
+		}
+	}
+	return nil
+}
+
+func kinds(docs []Doc, kind string) []Doc {
+	var out []Doc
+	for _, d := range docs {
+		if d.Kind() == kind {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func checkEveryDeployable(t *testing.T, docs []Doc) {
+	t.Helper()
+	for _, name := range deployables() {
+		for _, kind := range []string{"Deployment", "Service", "ServiceAccount", "ConfigMap", "PodDisruptionBudget", "NetworkPolicy"} {
+			if find(docs, kind, name) == nil {
+				t.Errorf("%s: no %s", name, kind)
+			}
+		}
+	}
+	for _, s := range catalog.Services {
+		if slices.Contains(s.Needs, catalog.Postgres) && find(docs, "Job", s.Name+"-migrate") == nil {
+			t.Errorf("%s: no migration Job", s.Name)
+		}
+	}
+}
+
+// podSpecs returns the pod templates of Deployments and Jobs by object.
+func podSpecs(docs []Doc) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, d := range docs {
+		if d.Kind() == "Deployment" || d.Kind() == "Job" {
+			if spec, ok := Get(d, "spec", "template", "spec").(map[string]any); ok {
+				out[d.Kind()+"/"+d.Name()] = spec
+			}
+		}
+	}
+	return out
+}
+
+func checkContainers(t *testing.T, docs []Doc) {
+	t.Helper()
+	for obj, spec := range podSpecs(docs) {
+		if Get(spec, "securityContext", "runAsNonRoot") != true {
+			t.Errorf("%s: pod may run as root", obj)
+		}
+		if uid, _ := Get(spec, "securityContext", "runAsUser").(int); uid == 0 {
+			t.Errorf("%s: runAsUser is root or unset", obj)
+		}
+		containers, _ := spec["containers"].([]any)
+		if len(containers) == 0 {
+			t.Errorf("%s: no containers", obj)
+		}
+		for i := range containers {
+			c := Get(containers, i)
+			sc := Get(c, "securityContext")
+			if Get(sc, "readOnlyRootFilesystem") != true || Get(sc, "allowPrivilegeEscalation") != false ||
+				Get(sc, "privileged") != false || Get(sc, "runAsNonRoot") != true {
+				t.Errorf("%s: container security context %v", obj, sc)
+			}
+			if drop, _ := Get(sc, "capabilities", "drop").([]any); !slices.Contains(drop, any("ALL")) {
+				t.Errorf("%s: capabilities not all dropped", obj)
+			}
+			for _, p := range [][]any{{"requests", "cpu"}, {"requests", "memory"}, {"limits", "memory"}} {
+				if v, _ := Get(c, append([]any{"resources"}, p...)...).(string); v == "" {
+					t.Errorf("%s: no resources.%v", obj, p)
+				}
+			}
+		}
+	}
+	for _, d := range kinds(docs, "Deployment") {
+		c := Get(d, "spec", "template", "spec", "containers", 0)
+		if Get(c, "livenessProbe", "httpGet", "path") != "/healthz" || Get(c, "readinessProbe", "httpGet", "path") != "/readyz" {
+			t.Errorf("%s: liveness must be /healthz and readiness /readyz", d.Name())
+		}
+		cm := find(docs, "ConfigMap", d.Name())
+		delay := seconds(t, Get(cm, "data", "SHUTDOWN_DELAY"))
+		timeout := seconds(t, Get(cm, "data", "SHUTDOWN_TIMEOUT"))
+		preStop, _ := Get(c, "lifecycle", "preStop", "sleep", "seconds").(int)
+		grace, _ := Get(d, "spec", "template", "spec", "terminationGracePeriodSeconds").(int)
+		if preStop <= 0 {
+			t.Errorf("%s: no preStop pause before SIGTERM", d.Name())
+		}
+		if grace < preStop+delay+timeout {
+			t.Errorf("%s: grace %ds is shorter than preStop %ds + delay %ds + drain %ds", d.Name(), grace, preStop, delay, timeout)
+		}
+	}
+}
+
+func seconds(t *testing.T, v any) int {
+	t.Helper()
+	s, _ := v.(string)
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "s"))
+	if err != nil {
+		t.Errorf("duration %q is not whole seconds", s)
+	}
+	return n
+}
+
+var (
+	credentialEnv  = []string{"DATABASE_URL", "REDIS_URL", "S3_ACCESS_KEY", "S3_SECRET_KEY", "PEER_CLIENT_ID", "PEER_CLIENT_SECRET"}
+	urlWithSecrets = regexp.MustCompile(`://[^/@\s]+:[^/@\s]+@`)
+)
+
+func checkCredentials(t *testing.T, docs []Doc) {
+	t.Helper()
+	for _, cm := range kinds(docs, "ConfigMap") {
+		data, _ := cm["data"].(map[string]any)
+		for k, v := range data {
+			if slices.Contains(credentialEnv, k) || urlWithSecrets.MatchString(fmt.Sprint(v)) {
+				t.Errorf("ConfigMap %s holds a credential: %s", cm.Name(), k)
+			}
+		}
+	}
+	for obj, spec := range podSpecs(docs) {
+		containers, _ := spec["containers"].([]any)
+		for i := range containers {
+			env, _ := Get(containers, i, "env").([]any)
+			for _, e := range env {
+				name, _ := Get(e, "name").(string)
+				if slices.Contains(credentialEnv, name) && Get(e, "valueFrom", "secretKeyRef", "name") == nil {
+					t.Errorf("%s: %s is not read from a Secret", obj, name)
+				}
+				if slices.Contains(credentialEnv, name) && Get(e, "value") != nil {
+					t.Errorf("%s: %s is a plain value", obj, name)
+				}
+			}
+		}
+	}
+}
+
+// checkReachability: the namespace is default-deny, a service's API is
+// reached by the gateway and its peers only, and the gateway reaches every
+// service.
+func checkReachability(t *testing.T, docs []Doc) {
+	t.Helper()
+	deny := find(docs, "NetworkPolicy", "registry-default-deny")
+	if deny == nil || !reflect.DeepEqual(Get(deny, "spec", "podSelector"), map[string]any{}) {
+		t.Error("no namespace-wide default-deny NetworkPolicy")
+	}
+	for _, s := range catalog.Services {
+		np := find(docs, "NetworkPolicy", s.Name)
+		want := append([]string{"api-gateway"}, s.Peers()...)
+		got := Get(np, "spec", "ingress", 0, "from", 0, "podSelector", "matchExpressions", 0, "values")
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s's API is reachable from %v, want the gateway and its peers %v", s.Name, got, want)
+		}
+	}
+	gw := find(docs, "NetworkPolicy", catalog.Gateway.Name)
+	var reached []string
+	egress, _ := Get(gw, "spec", "egress").([]any)
+	for _, rule := range egress {
+		if vals, ok := Get(rule, "to", 0, "podSelector", "matchExpressions", 0, "values").([]any); ok {
+			for _, v := range vals {
+				reached = append(reached, fmt.Sprint(v))
+			}
+		}
+	}
+	if !slices.Equal(reached, catalog.Names()) {
+		t.Errorf("the gateway reaches %v, want every service %v", reached, catalog.Names())
+	}
+}
+
+func checkProductionShape(t *testing.T, docs []Doc) {
+	t.Helper()
+	for _, name := range deployables() {
+		hpa := find(docs, "HorizontalPodAutoscaler", name)
+		if min, _ := Get(hpa, "spec", "minReplicas").(int); min < 2 {
+			t.Errorf("%s: autoscales from %d replicas, want at least 2", name, min)
+		}
+		if Get(hpa, "spec", "metrics", 0, "resource", "name") != "cpu" {
+			t.Errorf("%s: does not scale on CPU", name)
+		}
+		if Get(find(docs, "PodDisruptionBudget", name), "spec", "maxUnavailable") != 1 {
+			t.Errorf("%s: a drain may take more than one replica", name)
+		}
+		var keys []string
+		spread, _ := Get(find(docs, "Deployment", name), "spec", "template", "spec", "topologySpreadConstraints").([]any)
+		for _, c := range spread {
+			keys = append(keys, fmt.Sprint(Get(c, "topologyKey")))
+		}
+		if !slices.Equal(keys, []string{"kubernetes.io/hostname", "topology.kubernetes.io/zone"}) {
+			t.Errorf("%s: spread over %v, want nodes and zones", name, keys)
+		}
+	}
+}
+
+func checkIstio(t *testing.T, docs []Doc) {
+	t.Helper()
+	for _, name := range deployables() {
+		if Get(find(docs, "PeerAuthentication", name), "spec", "mtls", "mode") != "STRICT" {
+			t.Errorf("%s: mTLS is not STRICT", name)
+		}
+	}
+	for _, s := range catalog.Services {
+		var want []string
+		for _, caller := range append([]string{"api-gateway"}, s.Peers()...) {
+			want = append(want, "cluster.local/ns/registry-prod/sa/"+caller)
+		}
+		got := Get(find(docs, "AuthorizationPolicy", s.Name), "spec", "rules", 0, "from", 0, "source", "principals")
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: Istio lets %v in, want %v", s.Name, got, want)
+		}
+	}
+}
+
+func checkObservability(t *testing.T, docs []Doc) {
+	t.Helper()
+	for _, name := range deployables() {
+		if find(docs, "ServiceMonitor", name) == nil {
+			t.Errorf("%s: no ServiceMonitor", name)
+		}
+	}
+	rule := find(docs, "PrometheusRule", "registry")
+	var alerts []string
+	groups, _ := Get(rule, "spec", "groups").([]any)
+	for _, g := range groups {
+		rules, _ := Get(g, "rules").([]any)
+		for _, r := range rules {
+			if a, ok := Get(r, "alert").(string); ok {
+				alerts = append(alerts, a)
+			}
+		}
+	}
+	for _, want := range []string{"RegistryAvailabilityBudgetBurn", "RegistryLatencyBudgetBurn", "RegistryHigh5xxRatio",
+		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures"} {
+		if !slices.Contains(alerts, want) {
+			t.Errorf("no alert %s", want)
+		}
+	}
+	cm := find(docs, "ConfigMap", "registry-dashboard")
+	if Get(cm, "metadata", "labels", "grafana_dashboard") != "1" {
+		t.Error("the dashboard ConfigMap is not labelled for Grafana's sidecar")
+	}
+	var dash struct {
+		Panels []struct{ Type, Title string }
+	}
+	if err := json.Unmarshal([]byte(fmt.Sprint(Get(cm, "data", "asset-registry.json"))), &dash); err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, p := range dash.Panels {
+		if p.Type == "row" {
+			rows = append(rows, p.Title)
+		}
+	}
+	if !slices.Equal(rows, deployables()) {
+		t.Errorf("dashboard rows %v, want one per deployable %v", rows, deployables())
+	}
+}

@@ -1,0 +1,525 @@
+// Package deploygen writes the delivery files that follow from the catalog
+// of deployables (pkg/catalog) and from the one schema of chart values
+// (charts/registry-lib/schema.yaml): each chart's values.schema.json, its
+// Chart.yaml and the facts its templates read (deployable.yaml), the
+// library's defaults, the umbrella chart's dependencies and Grafana
+// dashboard, skaffold.yaml, the Dockerfile's module list and the chart value
+// reference in docs/operations.md.
+//
+// Generating instead of checking by hand: each of these files is a pure
+// function of the catalog and the schema, and a hand-kept copy drifts. A
+// test compares them with Generate's output, so a catalog entry without its
+// files (or an edit of a generated file) fails `make test` with the remedy,
+// `make generate`. What a team writes by hand is its chart's values.yaml
+// (defaults of its own) and the one-line template that calls the library;
+// Scaffold starts both for a new catalog entry.
+package deploygen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/assetregistry/registry/pkg/catalog"
+)
+
+// Paths of the charts, relative to the repository root.
+const (
+	ChartsDir    = "charts"
+	LibraryChart = "registry-lib"
+	Umbrella     = "registry"
+	schemaSource = "charts/registry-lib/schema.yaml"
+	docsFile     = "docs/operations.md"
+	docsBegin    = "<!-- BEGIN GENERATED chart values (make generate) -->"
+	docsEnd      = "<!-- END GENERATED chart values -->"
+)
+
+// Deployable kinds; each has its own value group and template branches.
+const (
+	KindGateway = "gateway"
+	KindIdP     = "idp"
+	KindService = "service"
+)
+
+// Facts are what the catalog says about one deployable, in the shape the
+// library chart reads (charts/<name>/deployable.yaml). They are facts about
+// the binary, not settings: no value changes them.
+type Facts struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Command string `json:"command"`
+	// Needs are the datastores: postgres, redis, s3.
+	Needs []string `json:"needs"`
+	// Peers are the services this one calls (service kind only).
+	Peers []string `json:"peers"`
+	// Callers are the services that call this one besides the gateway.
+	Callers []string `json:"callers"`
+	// Upstreams are the services the gateway routes to (gateway only).
+	Upstreams []string `json:"upstreams"`
+	// VerifiesTokens: the gateway and every service check bearer tokens.
+	VerifiesTokens bool `json:"verifiesTokens"`
+}
+
+// AllFacts returns the facts of every deployable, in catalog order.
+func AllFacts() []Facts {
+	var services []string
+	for _, s := range catalog.Services {
+		services = append(services, s.Name)
+	}
+	all := []Facts{
+		{Name: catalog.Gateway.Name, Kind: KindGateway, Command: catalog.Gateway.Command,
+			Needs: []string{}, Peers: []string{}, Callers: []string{}, Upstreams: services, VerifiesTokens: true},
+		{Name: catalog.IdentityProvider.Name, Kind: KindIdP, Command: catalog.IdentityProvider.Command,
+			Needs: []string{string(catalog.Postgres)}, Peers: []string{}, Callers: []string{}, Upstreams: []string{}},
+	}
+	for _, s := range catalog.Services {
+		needs := []string{}
+		for _, n := range s.Needs {
+			needs = append(needs, string(n))
+		}
+		peers := s.Peers()
+		if peers == nil {
+			peers = []string{}
+		}
+		all = append(all, Facts{Name: s.Name, Kind: KindService, Command: s.Command,
+			Needs: needs, Peers: peers, Callers: peers, Upstreams: []string{}, VerifiesTokens: true})
+	}
+	return all
+}
+
+// groups are the schema.yaml value groups that apply to f.
+func (f Facts) groups() []string {
+	g := []string{"common"}
+	if slices.Contains(f.Needs, string(catalog.Postgres)) {
+		g = append(g, "postgres")
+	}
+	if slices.Contains(f.Needs, string(catalog.ObjectStore)) {
+		g = append(g, "objectStore")
+	}
+	if len(f.Peers) > 0 {
+		g = append(g, "peers")
+	}
+	switch f.Kind {
+	case KindGateway:
+		g = append(g, "gateway")
+	case KindIdP:
+		g = append(g, "idp")
+	}
+	return g
+}
+
+// schemaSet is schema.yaml, read.
+type schemaSet struct {
+	global      *object
+	groups      map[string]*object
+	groupOrder  []string
+	definitions *object
+}
+
+func loadSchema(root string) (*schemaSet, error) {
+	data, err := os.ReadFile(filepath.Join(root, schemaSource))
+	if err != nil {
+		return nil, err
+	}
+	doc, err := fromYAML(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", schemaSource, err)
+	}
+	top, ok := doc.(*object)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a mapping", schemaSource)
+	}
+	s := &schemaSet{groups: map[string]*object{}, definitions: newObject()}
+	for _, k := range top.keys {
+		v, ok := top.vals[k].(*object)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s is not a mapping", schemaSource, k)
+		}
+		switch k {
+		case "global":
+			s.global = v
+		case "definitions":
+			s.definitions = v
+		default:
+			s.groups[k] = v
+			s.groupOrder = append(s.groupOrder, k)
+		}
+	}
+	if s.global == nil || s.groups["common"] == nil {
+		return nil, fmt.Errorf("%s: needs global and common", schemaSource)
+	}
+	for _, k := range []string{"postgres", "objectStore", "peers", "gateway", "idp"} {
+		if s.groups[k] == nil {
+			return nil, fmt.Errorf("%s: group %s missing", schemaSource, k)
+		}
+	}
+	return s, nil
+}
+
+// strict makes every object schema that lists properties refuse others,
+// recursively; a misspelt value then fails the install instead of being
+// ignored.
+func strict(v any) any {
+	switch t := v.(type) {
+	case *object:
+		out := newObject()
+		for _, k := range t.keys {
+			out.set(k, strict(t.vals[k]))
+		}
+		if out.has("properties") && !out.has("additionalProperties") {
+			out.set("additionalProperties", false)
+		}
+		if out.has("properties") && !out.has("type") {
+			out.set("type", "object")
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = strict(e)
+		}
+		return out
+	}
+	return v
+}
+
+// properties returns the merged properties of the groups that apply to f.
+func (s *schemaSet) properties(f Facts) *object {
+	props := newObject()
+	for _, g := range f.groups() {
+		for _, k := range s.groups[g].keys {
+			props.set(k, clone(s.groups[g].vals[k]))
+		}
+	}
+	return props
+}
+
+// definitions shared by every chart's schema: the environment, the keys of
+// global.defaults, quantities, and each deployable's own values (so that an
+// environment's umbrella values file also fits a deployable's chart alone).
+func (s *schemaSet) sharedDefinitions(all []Facts) *object {
+	defs := newObject()
+	for _, k := range s.definitions.keys {
+		defs.set(k, clone(s.definitions.vals[k]))
+	}
+	defs.set("global", clone(s.global))
+	defs.set("common", obj("type", "object", "properties", s.groups["common"].without("enabled")))
+	for _, f := range all {
+		props := s.properties(f)
+		// In the umbrella, Helm hands every subchart the globals.
+		props.set("global", obj("$ref", "#/definitions/global"))
+		props.set(LibraryChart, libraryValues())
+		defs.set("deployable-"+f.Name, obj(
+			"type", "object",
+			"description", fmt.Sprintf("Values of %s.", f.Name),
+			"properties", props,
+		))
+	}
+	return defs
+}
+
+// libraryValues is the key Helm adds for the library dependency's values
+// (none), with the globals in it.
+func libraryValues() *object {
+	return obj("type", "object", "description", "Helm's own: the library chart's values (it has none); nothing to set.")
+}
+
+func (s *schemaSet) chartSchema(self *Facts, all []Facts) *object {
+	props := newObject()
+	title := "Values of the umbrella chart: one environment of the registry."
+	if self != nil {
+		title = fmt.Sprintf("Values of the %s chart.", self.Name)
+		props = s.properties(*self)
+	}
+	props.set("global", obj("$ref", "#/definitions/global"))
+	props.set(LibraryChart, libraryValues())
+	for _, f := range all {
+		desc := fmt.Sprintf("Values of %s.", f.Name)
+		if self != nil {
+			desc = fmt.Sprintf("%s's block of an umbrella values file; this chart applies it when it is its own and ignores the others, so one environment file serves the umbrella and every chart alone.", f.Name)
+		}
+		props.set(f.Name, obj("$ref", "#/definitions/deployable-"+f.Name, "description", desc))
+	}
+	root := obj(
+		"$schema", "http://json-schema.org/draft-07/schema#",
+		"title", title,
+		"type", "object",
+		"properties", props,
+		"definitions", s.sharedDefinitions(all),
+	)
+	return strict(root).(*object)
+}
+
+// defaultsOf collects the `default`s of a properties object into values.
+func defaultsOf(props *object) *object {
+	out := newObject()
+	if props == nil {
+		return out
+	}
+	for _, k := range props.keys {
+		p, ok := props.vals[k].(*object)
+		if !ok {
+			continue
+		}
+		if d, ok := p.get("default"); ok {
+			out.set(k, clone(d))
+			continue
+		}
+		if sub := p.object("properties"); sub != nil {
+			if d := defaultsOf(sub); len(d.keys) > 0 {
+				out.set(k, d)
+			}
+		}
+	}
+	return out
+}
+
+func (s *schemaSet) libraryDefaults() ([]byte, error) {
+	deployable := newObject()
+	for _, g := range s.groupOrder {
+		d := defaultsOf(s.groups[g])
+		for _, k := range d.keys {
+			deployable.set(k, d.vals[k])
+		}
+	}
+	all := obj(
+		"global", defaultsOf(s.global.object("properties")).without("defaults"),
+		"deployable", deployable,
+	)
+	y, err := toYAML(all)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("{{- /* Generated by `make generate` from schema.yaml (the `default` of every value): do not edit. */ -}}\n")
+	b.WriteString("{{- define \"registry-lib.defaults\" -}}\n")
+	b.Write(y)
+	b.WriteString("{{- end -}}\n")
+	return b.Bytes(), nil
+}
+
+func toYAML(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(j)
+}
+
+func toJSON(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// chartMeta is the version every chart of the registry carries: the charts
+// are released together, so the library's Chart.yaml holds the one version
+// and appVersion that the generated Chart.yaml files repeat.
+type chartMeta struct {
+	Version    string `json:"version"`
+	AppVersion string `json:"appVersion"`
+}
+
+func readChartMeta(root string) (chartMeta, error) {
+	data, err := os.ReadFile(filepath.Join(root, ChartsDir, LibraryChart, "Chart.yaml"))
+	if err != nil {
+		return chartMeta{}, err
+	}
+	var m chartMeta
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return chartMeta{}, fmt.Errorf("library Chart.yaml: %w", err)
+	}
+	if m.Version == "" || m.AppVersion == "" {
+		return chartMeta{}, fmt.Errorf("library Chart.yaml needs version and appVersion")
+	}
+	return m, nil
+}
+
+const generatedYAML = "# Generated by `make generate` from pkg/catalog: do not edit.\n"
+
+func deployableChart(f Facts, m chartMeta) []byte {
+	desc := map[string]string{
+		KindGateway: "The registry's public entry point: token check, scope rule, routing.",
+		KindIdP:     "The registry's identity provider for machine clients (OAuth 2.0 client credentials).",
+		KindService: fmt.Sprintf("The registry's %s service.", f.Name),
+	}[f.Kind]
+	return fmt.Appendf(nil, `%sapiVersion: v2
+name: %s
+description: %q
+type: application
+version: %s
+appVersion: %q
+dependencies:
+  - name: %s
+    version: %s
+    repository: file://../%s
+`, generatedYAML, f.Name, desc, m.Version, m.AppVersion, LibraryChart, m.Version, LibraryChart)
+}
+
+func umbrellaChart(all []Facts, m chartMeta) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `%sapiVersion: v2
+name: %s
+description: One environment of the asset registry, every deployable with its alerts and dashboard.
+type: application
+version: %s
+appVersion: %q
+dependencies:
+  - name: %s
+    version: %s
+    repository: file://../%s
+`, generatedYAML, Umbrella, m.Version, m.AppVersion, LibraryChart, m.Version, LibraryChart)
+	for _, f := range all {
+		fmt.Fprintf(&b, "  - name: %s\n    version: %s\n    repository: file://../%s\n    condition: %s.enabled\n",
+			f.Name, m.Version, f.Name, f.Name)
+	}
+	return b.Bytes()
+}
+
+func factsFile(f Facts) ([]byte, error) {
+	y, err := toYAML(f)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(generatedYAML+"# What the binary is and needs, read by the library chart's templates; not a value.\n"), y...), nil
+}
+
+// Generate returns every generated file's content by its path relative to
+// root (the repository).
+func Generate(root string) (map[string][]byte, error) {
+	if err := catalog.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := loadSchema(root)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := readChartMeta(root)
+	if err != nil {
+		return nil, err
+	}
+	all := AllFacts()
+	if err := checkNames(s, all); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	put := func(path string, data []byte, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		out[path] = data
+		return nil
+	}
+	for i := range all {
+		f := all[i]
+		dir := filepath.Join(ChartsDir, f.Name)
+		schema, err := toJSON(s.chartSchema(&f, all))
+		if err := put(filepath.Join(dir, "values.schema.json"), schema, err); err != nil {
+			return nil, err
+		}
+		facts, err := factsFile(f)
+		if err := put(filepath.Join(dir, "deployable.yaml"), facts, err); err != nil {
+			return nil, err
+		}
+		out[filepath.Join(dir, "Chart.yaml")] = deployableChart(f, meta)
+	}
+	schema, err := toJSON(s.chartSchema(nil, all))
+	if err := put(filepath.Join(ChartsDir, Umbrella, "values.schema.json"), schema, err); err != nil {
+		return nil, err
+	}
+	out[filepath.Join(ChartsDir, Umbrella, "Chart.yaml")] = umbrellaChart(all, meta)
+	dash, err := dashboard(all)
+	if err := put(filepath.Join(ChartsDir, Umbrella, "dashboards", "registry.json"), dash, err); err != nil {
+		return nil, err
+	}
+	defaults, err := s.libraryDefaults()
+	if err := put(filepath.Join(ChartsDir, LibraryChart, "templates", "_defaults.tpl"), defaults, err); err != nil {
+		return nil, err
+	}
+	out["skaffold.yaml"] = skaffold(all)
+	dockerfile, err := dockerfile(root)
+	if err := put(filepath.Join("deploy", "Dockerfile"), dockerfile, err); err != nil {
+		return nil, err
+	}
+	docs, err := os.ReadFile(filepath.Join(root, docsFile))
+	if err != nil {
+		return nil, err
+	}
+	docs, err = spliceDocs(docs, s.reference(all))
+	if err := put(docsFile, docs, err); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkNames refuses a deployable whose name is also a value key: the
+// umbrella's values hold one block per deployable beside `global`, and a
+// deployable's chart accepts those blocks beside its own keys.
+func checkNames(s *schemaSet, all []Facts) error {
+	for _, f := range all {
+		if f.Name == "global" || f.Name == LibraryChart || f.Name == Umbrella {
+			return fmt.Errorf("deployable name %q is reserved", f.Name)
+		}
+		for _, g := range s.groupOrder {
+			if s.groups[g].has(f.Name) {
+				return fmt.Errorf("deployable name %q is also a chart value", f.Name)
+			}
+		}
+	}
+	return nil
+}
+
+func spliceDocs(doc []byte, section string) ([]byte, error) {
+	begin := bytes.Index(doc, []byte(docsBegin))
+	end := bytes.Index(doc, []byte(docsEnd))
+	if begin < 0 || end < begin {
+		return nil, fmt.Errorf("markers %q and %q not found", docsBegin, docsEnd)
+	}
+	var b bytes.Buffer
+	b.Write(doc[:begin+len(docsBegin)])
+	b.WriteString("\n")
+	b.WriteString(section)
+	b.Write(doc[end:])
+	return b.Bytes(), nil
+}
+
+// Scaffold returns the hand-kept files of a deployable's chart that do not
+// exist yet: the values.yaml a team fills with its own defaults and the
+// template that hands everything to the library.
+func Scaffold(root string) map[string][]byte {
+	out := map[string][]byte{}
+	for _, f := range AllFacts() {
+		dir := filepath.Join(ChartsDir, f.Name)
+		files := map[string][]byte{
+			filepath.Join(dir, "values.yaml"): fmt.Appendf(nil, `# Defaults of the %[1]s chart that differ from every deployable's (see the chart
+# value reference in docs/operations.md). Environment settings belong in
+# charts/registry/values-<env>.yaml, under global or under %[1]s.
+{}
+`, f.Name),
+			filepath.Join(dir, "templates", f.Name+".yaml"): []byte(TemplateLine + "\n"),
+			filepath.Join(dir, ".helmignore"):               []byte("# deployable.yaml is read by the templates, so it ships with the chart.\n.git/\n"),
+		}
+		for path, data := range files {
+			if _, err := os.Stat(filepath.Join(root, path)); os.IsNotExist(err) {
+				out[path] = data
+			}
+		}
+	}
+	return out
+}
+
+// TemplateLine is the whole template of a deployable's chart.
+const TemplateLine = `{{- include "registry-lib.deployable" . -}}`
+
+// envName is how a name appears in an environment variable: PEER_DOCUMENTS_URL.
+func envName(name string) string {
+	return strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name))
+}

@@ -1,0 +1,157 @@
+package deploygen
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/assetregistry/registry/pkg/catalog"
+)
+
+const root = "../.."
+
+// TestGeneratedFilesAreCurrent fails when a generated file differs from what
+// the catalog and the value schema make of it: a catalog entry without its
+// chart, image and skaffold profile, or a hand edit of a generated file.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	files, err := Generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range files {
+		got, err := os.ReadFile(filepath.Join(root, path))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not current: run `make generate`", path)
+		}
+	}
+	for path := range Scaffold(root) {
+		t.Errorf("%s is missing: run `make generate` to start it", path)
+	}
+}
+
+// TestChartsMatchTheCatalog fails when a chart exists for nothing, or a
+// deployable's chart holds more than the one line that calls the library.
+func TestChartsMatchTheCatalog(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(root, ChartsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range catalog.Deployables() {
+		names = append(names, d.Name)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == LibraryChart || e.Name() == Umbrella {
+			continue
+		}
+		if !slices.Contains(names, e.Name()) {
+			t.Errorf("charts/%s is the chart of no deployable in pkg/catalog", e.Name())
+		}
+	}
+	for _, name := range names {
+		dir := filepath.Join(root, ChartsDir, name, "templates")
+		templates, err := os.ReadDir(dir)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(templates) != 1 || templates[0].Name() != name+".yaml" {
+			t.Errorf("charts/%s/templates must hold only %s.yaml: what deployables share belongs in registry-lib", name, name)
+			continue
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, name+".yaml"))
+		if strings.TrimSpace(string(data)) != TemplateLine {
+			t.Errorf("charts/%s/templates/%s.yaml must be exactly %s", name, name, TemplateLine)
+		}
+	}
+}
+
+// TestANewServiceGetsEverything adds a service to the catalog and checks that
+// generation gives it a chart, an umbrella dependency, an image, skaffold
+// profiles, a dashboard row, its peers' network and mesh rules, and a place
+// in the value reference: the one entry is all a new service needs.
+func TestANewServiceGetsEverything(t *testing.T) {
+	saved := catalog.Services
+	t.Cleanup(func() { catalog.Services = saved })
+	catalog.Services = append(slices.Clone(saved), catalog.Service{
+		Deployable: catalog.Deployable{Name: "documents", Module: "services/documents",
+			Command: "services/documents/cmd/documents", Port: 8199, MetricsPort: 9199},
+		Resources:  []catalog.Resource{{Name: "documents", Prefixes: []string{"/documents"}}},
+		Needs:      []catalog.Datastore{catalog.Postgres, catalog.ObjectStore},
+		Kinds:      []string{"document"},
+		References: []catalog.Reference{{Service: "parties", Kind: "person"}},
+	})
+	files, err := Generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"charts/documents/Chart.yaml", "charts/documents/values.schema.json", "charts/documents/deployable.yaml"} {
+		if _, ok := files[path]; !ok {
+			t.Errorf("no %s generated", path)
+		}
+	}
+	scaffold := Scaffold(root)
+	for _, path := range []string{"charts/documents/values.yaml", "charts/documents/templates/documents.yaml"} {
+		if _, ok := scaffold[path]; !ok {
+			t.Errorf("no %s scaffolded", path)
+		}
+	}
+	contains := func(path, want string) {
+		t.Helper()
+		if !strings.Contains(string(files[path]), want) {
+			t.Errorf("%s lacks %q", path, want)
+		}
+	}
+	contains("charts/registry/Chart.yaml", "name: documents")
+	contains("charts/registry/Chart.yaml", "condition: documents.enabled")
+	contains("skaffold.yaml", "- name: documents\n")
+	contains("skaffold.yaml", "-only documents")
+	contains("skaffold.yaml", "documents.image.tag")
+	contains("charts/registry/dashboards/registry.json", `"title": "documents"`)
+	contains("charts/api-gateway/deployable.yaml", "- documents")
+	contains("charts/parties/deployable.yaml", "- documents") // parties must let documents in
+	contains("charts/documents/deployable.yaml", "- s3")
+	contains("docs/operations.md", "`documents`")
+
+	var schema map[string]any
+	if err := json.Unmarshal(files["charts/documents/values.schema.json"], &schema); err != nil {
+		t.Fatal(err)
+	}
+	props := schema["properties"].(map[string]any)
+	for _, key := range []string{"objectStore", "peerClient", "database", "migration"} {
+		if _, ok := props[key]; !ok {
+			t.Errorf("documents' schema lacks %s", key)
+		}
+	}
+	if _, ok := props["rateLimit"]; ok {
+		t.Error("documents' schema takes the gateway's rateLimit")
+	}
+}
+
+func TestDefaultsComeFromTheSchema(t *testing.T) {
+	s, err := loadSchema(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := s.libraryDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"replicas: 1", "memory: 256Mi", "provider: none", "secretKey: url", "maxUnavailable: 1"} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("library defaults lack %q", want)
+		}
+	}
+}
+
+func TestStrictRefusesUnknownKeys(t *testing.T) {
+	in := obj("type", "object", "properties", obj("a", obj("type", "object", "properties", obj("b", obj("type", "string")))))
+	out, _ := json.Marshal(strict(in))
+	if strings.Count(string(out), `"additionalProperties":false`) != 2 {
+		t.Errorf("strict left an object open: %s", out)
+	}
+}

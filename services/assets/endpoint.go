@@ -44,7 +44,11 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		CreateAssetType: endpoints.New(endpoints.Created(s.CreateAssetType, assetTypeLocation)),
 		GetAssetType:    endpoints.New(s.GetAssetType),
 		ListAssetTypes:  endpoints.New(endpoints.List(s.ListAssetTypes)),
-		FindAssetTypes:  endpoints.New(s.FindAssetTypes),
+		// Every match, as a list: no page, no ETag.
+		FindAssetTypes: endpoints.New(func(ctx context.Context, q BrandAndModel) (any, error) {
+			types, err := s.FindAssetTypes(ctx, q)
+			return httpx.List{Items: types}, err
+		}),
 		UpdateAssetType: endpoints.New(endpoints.ByID(s.UpdateAssetType)),
 		DeleteAssetType: endpoints.New(endpoints.NoContent(s.DeleteAssetType)),
 		AttachDocument: endpoints.New(func(ctx context.Context, req httpx.IDBody[DocumentRef]) (any, error) {

@@ -188,6 +188,8 @@ func (s *Store) UpdateAssetType(ctx context.Context, id uuid.UUID, actor string,
 		Select:   `SELECT ` + assetTypeColumns + ` FROM asset_types t WHERE t.id = $1`,
 		Input:    assetTypeInputOf,
 		Save:     s.saveAssetType,
+		// If-Match names the asset type as a GET shows it.
+		Representation: func(ctx context.Context, t AssetType) (any, error) { return s.GetAssetType(ctx, t.ID) },
 	}
 	in, err := updater.Update(ctx, s.Store, id, actor, apply)
 	return s.assetTypeConflict(ctx, err, in)
@@ -236,6 +238,9 @@ func (s *Store) assetTypeConflict(ctx context.Context, err error, in AssetTypeIn
 // and the 409 names the assets.
 func (s *Store) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
 	return s.refs.Delete(ctx, "asset_type", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := s.typeIfMatch(ctx, tx, id); err != nil {
+			return nil, err
+		}
 		var brand, model string
 		// In a savepoint, so the transaction can still name the assets.
 		err := s.Write(ctx, "delete asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -253,6 +258,12 @@ func (s *Store) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
 		}
 		return []string{typeFinds(brand, model)}, err
 	})
+}
+
+// typeIfMatch checks the request's If-Match (if any) against the asset
+// type as a GET shows it, locked for the rest of the transaction.
+func (s *Store) typeIfMatch(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	return store.CheckIfMatch(ctx, tx, "asset_types", id, func(ctx context.Context) (any, error) { return s.GetAssetType(ctx, id) })
 }
 
 // lockedType is what the writes to an asset type's documents need of it.
@@ -308,11 +319,15 @@ func (s *Store) AttachDocument(ctx context.Context, typeID, documentID uuid.UUID
 }
 
 // DetachDocument removes a document from an asset type (the document
-// itself stays).
+// itself stays). The request's If-Match names the asset type, which the
+// detach changes.
 func (s *Store) DetachDocument(ctx context.Context, typeID, documentID uuid.UUID, actor string) error {
 	return s.Write(ctx, "detach document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		t, err := lockAssetType(ctx, tx, typeID)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.typeIfMatch(ctx, tx, typeID); err != nil {
 			return nil, err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM asset_type_documents WHERE asset_type_id = $1 AND document_id = $2`, typeID, documentID)
@@ -521,10 +536,11 @@ func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int) ([]Asse
 // UpdateAsset applies apply to the locked asset.
 func (s *Store) UpdateAsset(ctx context.Context, id uuid.UUID, actor string, apply func(Asset) (AssetInput, error)) error {
 	updater := store.Updater[Asset, AssetInput]{
-		Resource: "asset",
-		Select:   `SELECT ` + assetColumns + ` FROM assets a WHERE a.id = $1`,
-		Input:    assetInputOf,
-		Save:     s.saveAsset,
+		Resource:       "asset",
+		Select:         `SELECT ` + assetColumns + ` FROM assets a WHERE a.id = $1`,
+		Input:          assetInputOf,
+		Save:           s.saveAsset,
+		Representation: func(ctx context.Context, a Asset) (any, error) { return s.GetAsset(ctx, a.ID) },
 	}
 	in, err := updater.Update(ctx, s.Store, id, actor, apply)
 	return s.Duplicate(ctx, err, assetDuplicate(in),
@@ -555,6 +571,9 @@ func (s *Store) saveAsset(ctx context.Context, tx pgx.Tx, old Asset, in AssetInp
 // another service still names it.
 func (s *Store) DeleteAsset(ctx context.Context, id uuid.UUID) error {
 	return s.refs.Delete(ctx, "asset", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := store.CheckIfMatch(ctx, tx, "assets", id, func(ctx context.Context) (any, error) { return s.GetAsset(ctx, id) }); err != nil {
+			return nil, err
+		}
 		var serial string
 		err := store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number`, &serial)
 		return []string{assetFinds(serial)}, err

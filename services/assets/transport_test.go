@@ -310,3 +310,58 @@ func TestHTTPDatabaseDown(t *testing.T) {
 		},
 	})
 }
+
+// Single-resource answers carry a strong ETag; writes whose If-Match names
+// another one are a 412 and change nothing; attaching a document changes
+// the asset type's ETag, and a detach checks it.
+func TestHTTPValidators(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	created := s.Call(201, "POST", "/asset_types", s.RW, liftmaster)
+	path := "/asset_types/" + created.JSON()["id"].(string)
+	first := created.Header.Get("ETag")
+	if first == "" || s.Call(200, "GET", path, s.RO, nil).Header.Get("ETag") != first {
+		t.Fatalf("ETag of the create %q differs from the GET's", first)
+	}
+	s.Call(304, "GET", path, s.RO, nil, "If-None-Match", first)
+	manual := addDocument(s, "application/pdf")
+	second := s.Call(201, "POST", path+"/documents", s.RW, map[string]any{"document_id": manual}).Header.Get("ETag")
+	if second == first || s.Call(200, "GET", path, s.RO, nil).Header.Get("ETag") != second {
+		t.Fatalf("attaching left the ETag %q", first)
+	}
+	s.Call(412, "PATCH", path, s.RW, `{"emission_class":"V"}`, "If-Match", first)
+	s.Call(412, "DELETE", path+"/documents/"+manual, s.RW, nil, "If-Match", first)
+	s.Call(412, "DELETE", path, s.RW, nil, "If-Match", first)
+	if got := s.Call(200, "GET", path, s.RO, nil); got.Header.Get("ETag") != second {
+		t.Errorf("a refused write changed the asset type: %s", got.Raw)
+	}
+	s.Call(204, "DELETE", path+"/documents/"+manual, s.RW, nil, "If-Match", second)
+
+	asset := s.Call(201, "POST", "/assets", s.RW, map[string]any{"serial_number": "SN-1", "asset_type_id": strings.TrimPrefix(path, "/asset_types/")})
+	assetPath := asset.Header.Get("Location")
+	s.Call(304, "GET", assetPath, s.RO, nil, "If-None-Match", asset.Header.Get("ETag"))
+	s.Call(412, "PATCH", assetPath, s.RW, `{"status":"x"}`, "If-Match", `"stale"`)
+	s.Call(204, "DELETE", assetPath, s.RW, nil, "If-Match", "*")
+}
+
+// Creates retried with their Idempotency-Key are answered once.
+func TestHTTPIdempotencyKey(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	first := s.Call(201, "POST", "/asset_types", s.RW, liftmaster, "Idempotency-Key", "t-1")
+	again := s.Call(201, "POST", "/asset_types", s.RW, liftmaster, "Idempotency-Key", "t-1")
+	if string(again.Raw) != string(first.Raw) || again.Header.Get("Location") != first.Header.Get("Location") {
+		t.Errorf("replay: %s", again.Raw)
+	}
+	typeID := first.JSON()["id"].(string)
+	criteria := map[string]any{"serial_number": "SN-1", "brand": "Liftmaster", "model": "LM-200"}
+	made := s.Call(201, "POST", "/assets/find?create=true", s.RW, criteria, "Idempotency-Key", "a-1")
+	if replayed := s.Call(201, "POST", "/assets/find?create=true", s.RW, criteria, "Idempotency-Key", "a-1"); replayed.JSON()["id"] != made.JSON()["id"] {
+		t.Error("a replayed find-or-create answered another asset")
+	}
+	s.Call(422, "POST", "/assets/find?create=true", s.RW, map[string]any{"serial_number": "SN-2"}, "Idempotency-Key", "a-1")
+	manual := addDocument(s, "application/pdf")
+	s.Call(201, "POST", "/asset_types/"+typeID+"/documents", s.RW, map[string]any{"document_id": manual}, "Idempotency-Key", "d-1")
+	s.Call(201, "POST", "/asset_types/"+typeID+"/documents", s.RW, map[string]any{"document_id": manual}, "Idempotency-Key", "d-1")
+	if n := len(s.Call(200, "GET", "/assets", s.RO, nil).List()); n != 1 {
+		t.Errorf("%d assets, want 1", n)
+	}
+}

@@ -70,7 +70,7 @@ func TestChartsMatchTheCatalog(t *testing.T) {
 	}
 }
 
-// TestANewServiceGetsEverything adds a service to the catalog and checks that
+// TestANewServiceGetsEverything adds a made-up service to the catalog and checks that
 // generation gives it a chart, an umbrella dependency, an image, skaffold
 // profiles, a dashboard row, its peers' network and mesh rules, and a place
 // in the value reference: the one entry is all a new service needs.
@@ -78,24 +78,24 @@ func TestANewServiceGetsEverything(t *testing.T) {
 	saved := catalog.Services
 	t.Cleanup(func() { catalog.Services = saved })
 	catalog.Services = append(slices.Clone(saved), catalog.Service{
-		Deployable: catalog.Deployable{Name: "documents", Module: "services/documents",
-			Command: "services/documents/cmd/documents", Port: 8199, MetricsPort: 9199},
-		Resources:  []catalog.Resource{{Name: "documents", Prefixes: []string{"/documents"}}},
+		Deployable: catalog.Deployable{Name: "inspections", Module: "services/inspections",
+			Command: "services/inspections/cmd/inspections", Port: 8199, MetricsPort: 9199},
+		Resources:  []catalog.Resource{{Name: "inspections", Prefixes: []string{"/inspections"}}},
 		Needs:      []catalog.Datastore{catalog.Postgres, catalog.ObjectStore},
-		Kinds:      []string{"document"},
+		Kinds:      []string{"inspection"},
 		References: []catalog.Reference{{Service: "parties", Kind: "person"}},
 	})
 	files, err := Generate(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"charts/documents/Chart.yaml", "charts/documents/values.schema.json", "charts/documents/deployable.yaml"} {
+	for _, path := range []string{"charts/inspections/Chart.yaml", "charts/inspections/values.schema.json", "charts/inspections/deployable.yaml"} {
 		if _, ok := files[path]; !ok {
 			t.Errorf("no %s generated", path)
 		}
 	}
 	scaffold := Scaffold(root)
-	for _, path := range []string{"charts/documents/values.yaml", "charts/documents/templates/documents.yaml"} {
+	for _, path := range []string{"charts/inspections/values.yaml", "charts/inspections/templates/inspections.yaml"} {
 		if _, ok := scaffold[path]; !ok {
 			t.Errorf("no %s scaffolded", path)
 		}
@@ -106,29 +106,29 @@ func TestANewServiceGetsEverything(t *testing.T) {
 			t.Errorf("%s lacks %q", path, want)
 		}
 	}
-	contains("charts/registry/Chart.yaml", "name: documents")
-	contains("charts/registry/Chart.yaml", "condition: documents.enabled")
-	contains("skaffold.yaml", "- name: documents\n")
-	contains("skaffold.yaml", "-only documents")
-	contains("skaffold.yaml", "documents.image.tag")
-	contains("charts/registry/dashboards/registry.json", `"title": "documents"`)
-	contains("charts/api-gateway/deployable.yaml", "- documents")
-	contains("charts/parties/deployable.yaml", "- documents") // parties must let documents in
-	contains("charts/documents/deployable.yaml", "- s3")
-	contains("docs/operations.md", "`documents`")
+	contains("charts/registry/Chart.yaml", "name: inspections")
+	contains("charts/registry/Chart.yaml", "condition: inspections.enabled")
+	contains("skaffold.yaml", "- name: inspections\n")
+	contains("skaffold.yaml", "-only inspections")
+	contains("skaffold.yaml", "inspections.image.tag")
+	contains("charts/registry/dashboards/registry.json", `"title": "inspections"`)
+	contains("charts/api-gateway/deployable.yaml", "- inspections")
+	contains("charts/parties/deployable.yaml", "- inspections") // parties must let inspections in
+	contains("charts/inspections/deployable.yaml", "- s3")
+	contains("docs/operations.md", "`inspections`")
 
 	var schema map[string]any
-	if err := json.Unmarshal(files["charts/documents/values.schema.json"], &schema); err != nil {
+	if err := json.Unmarshal(files["charts/inspections/values.schema.json"], &schema); err != nil {
 		t.Fatal(err)
 	}
 	props := schema["properties"].(map[string]any)
 	for _, key := range []string{"objectStore", "peerClient", "database", "migration"} {
 		if _, ok := props[key]; !ok {
-			t.Errorf("documents' schema lacks %s", key)
+			t.Errorf("inspections' schema lacks %s", key)
 		}
 	}
 	if _, ok := props["rateLimit"]; ok {
-		t.Error("documents' schema takes the gateway's rateLimit")
+		t.Error("inspections' schema takes the gateway's rateLimit")
 	}
 }
 

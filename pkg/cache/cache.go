@@ -25,6 +25,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,6 +166,24 @@ func (e Entry) Store(ctx context.Context, v any) {
 	}
 }
 
+// Through answers a find from the cache when it holds key under scopes;
+// otherwise it calls load, which reads the database, and caches what load
+// returns when keep is true (a find that created its answer does not keep
+// it, so that answer's 201 is never replayed). The lookup comes before the
+// load, so a write committing in between makes the stored answer stale.
+func Through[T any](ctx context.Context, f *Finds, scopes []string, key string, load func() (v T, keep bool, err error)) (T, error) {
+	var cached T
+	entry, hit := f.Get(ctx, scopes, key, &cached)
+	if hit {
+		return cached, nil
+	}
+	v, keep, err := load()
+	if err == nil && keep {
+		entry.Store(ctx, v)
+	}
+	return v, err
+}
+
 // Invalidate makes stale every cached find that depends on one of scopes.
 // Writers call it after their transaction commits and before they answer.
 func (f *Finds) Invalidate(ctx context.Context, scopes ...string) {
@@ -235,6 +255,19 @@ func Scope(kind string, values ...string) string {
 		h.Write([]byte{0})
 	}
 	return kind + ":" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Key names one find's entry by its kind and normalised criteria. Each
+// part is quoted, so free text holding the separator cannot make two
+// different criteria share a key.
+func Key(kind string, parts ...string) string {
+	var b strings.Builder
+	b.WriteString(kind)
+	for _, p := range parts {
+		b.WriteByte('|')
+		b.WriteString(strconv.Quote(p))
+	}
+	return b.String()
 }
 
 // epoch is the scope every find depends on; bumping it empties the cache.

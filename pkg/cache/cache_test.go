@@ -1,6 +1,7 @@
 package cache_test
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -175,5 +176,38 @@ func TestScopeHidesValues(t *testing.T) {
 	s := cache.Scope("person", "Ada", "Lovelace")
 	if strings.Contains(s, "Ada") || s == cache.Scope("person", "AdaL", "ovelace") {
 		t.Errorf("scope %q leaks its values or is ambiguous", s)
+	}
+}
+
+func TestKeyKeepsPartsApart(t *testing.T) {
+	if cache.Key("asset", `a|"b`, "c") == cache.Key("asset", "a", `b"|c`) {
+		t.Error("criteria holding the separator share a key")
+	}
+	if cache.Key("asset", "a") == cache.Key("asset_type", "a") {
+		t.Error("kinds share a key")
+	}
+}
+
+func TestThrough(t *testing.T) {
+	f := newFinds(t, testharness.RedisURL(t))
+	loads := 0
+	load := func(v string, keep bool, err error) func() (string, bool, error) {
+		return func() (string, bool, error) { loads++; return v, keep, err }
+	}
+	ctx := t.Context()
+	if got, err := cache.Through(ctx, f, scopes, "made", load("created", false, nil)); err != nil || got != "created" {
+		t.Fatalf("first: %q %v", got, err)
+	}
+	if got, _ := cache.Through(ctx, f, scopes, "made", load("found", true, nil)); got != "found" || loads != 2 {
+		t.Fatalf("an answer load did not keep was served from the cache: %q after %d loads", got, loads)
+	}
+	if got, _ := cache.Through(ctx, f, scopes, "made", load("other", true, nil)); got != "found" || loads != 2 {
+		t.Fatalf("a kept answer was not served from the cache: %q after %d loads", got, loads)
+	}
+	if _, err := cache.Through(ctx, f, scopes, "failed", load("", true, errors.New("down"))); err == nil {
+		t.Fatal("the load's error was lost")
+	}
+	if got, _ := cache.Through(ctx, f, scopes, "failed", load("ok", true, nil)); got != "ok" {
+		t.Fatalf("a failed load was cached: %q", got)
 	}
 }

@@ -89,6 +89,18 @@ var Services = []Service{
 		Needs:      []Datastore{Postgres, ObjectStore},
 		Kinds:      []string{"document"},
 	},
+	{
+		Deployable: service("assets", 8103),
+		Resources: []Resource{
+			{Name: "asset_types", Prefixes: []string{"/asset_types"}},
+			{Name: "assets", Prefixes: []string{"/assets"}},
+		},
+		Needs: []Datastore{Postgres, Redis},
+		Kinds: []string{"asset_type", "asset"},
+		// An asset names its responsible person; an asset type attaches
+		// documents and takes one as its thumbnail.
+		References: []Reference{{Service: "parties", Kind: "person"}, {Service: "documents", Kind: "document"}},
+	},
 }
 
 // service fills in the conventions every service follows: module and

@@ -48,8 +48,14 @@ func TestValidateRefusesClashes(t *testing.T) {
 func TestPeersAreDerivedFromReferences(t *testing.T) {
 	saved := Services
 	t.Cleanup(func() { Services = saved })
-	Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
-		References: []Reference{{Service: "parties", Kind: "person"}, {Service: "documents", Kind: "document"}}})
+	// A catalog of its own, so the expectations do not move as services
+	// join the real one.
+	Services = []Service{
+		{Deployable: service("parties", 8101), Kinds: []string{"organization", "person"}},
+		{Deployable: service("documents", 8102), Kinds: []string{"document"}},
+		{Deployable: service("extra", 8199),
+			References: []Reference{{Service: "parties", Kind: "person"}, {Service: "documents", Kind: "document"}}},
+	}
 	extra, _ := Lookup("extra")
 	if got := extra.Peers(); !slices.Equal(got, []string{"documents", "parties"}) {
 		t.Errorf("extra peers = %v", got)
@@ -63,5 +69,25 @@ func TestPeersAreDerivedFromReferences(t *testing.T) {
 	}
 	if got := ReferrersOf("parties", "organization"); len(got) != 0 {
 		t.Errorf("referrers of organization = %v", got)
+	}
+}
+
+// The assets service references what parties and documents own, so both
+// ask it before deleting a person or a document.
+func TestAssetsReferences(t *testing.T) {
+	assets, ok := Lookup("assets")
+	if !ok {
+		t.Fatal("no assets entry")
+	}
+	if got := assets.Peers(); !slices.Equal(got, []string{"documents", "parties"}) {
+		t.Errorf("assets peers = %v", got)
+	}
+	for _, owner := range []struct{ service, kind string }{{"parties", "person"}, {"documents", "document"}} {
+		if got := ReferrersOf(owner.service, owner.kind); !slices.Contains(got, "assets") {
+			t.Errorf("referrers of %s = %v", owner.kind, got)
+		}
+	}
+	if got := ReferrersOf("parties", "organization"); slices.Contains(got, "assets") {
+		t.Errorf("assets does not reference organizations: %v", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/idempotency"
+	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/problem"
 )
 
@@ -60,6 +61,36 @@ func Created[Req, Resp any](create func(context.Context, Req) (Resp, error), loc
 			return nil, err
 		}
 		return httpx.Created{Value: v, Location: location(v)}, nil
+	}
+}
+
+// ByID adapts an operation on one resource with a body (a PATCH, a PUT) to
+// the request httpx.PathIDBody decodes.
+func ByID[B, T any](f func(context.Context, uuid.UUID, B) (T, error)) func(context.Context, httpx.IDBody[B]) (T, error) {
+	return func(ctx context.Context, req httpx.IDBody[B]) (T, error) { return f(ctx, req.ID, req.Body) }
+}
+
+// List adapts a list to an endpoint answering one page, with the Link of
+// the next when more rows follow.
+func List[F, T any](list func(context.Context, F, listing.Page) (listing.Result[T], error)) func(context.Context, httpx.ListRequest[F]) (any, error) {
+	return func(ctx context.Context, req httpx.ListRequest[F]) (any, error) {
+		r, err := list(ctx, req.Filter, req.Page)
+		return httpx.ListOf(r), err
+	}
+}
+
+// FindOrCreate adapts a find that may create (?create=true): 201 with the
+// Location that location derives when it created, else 200.
+func FindOrCreate[Q, T any](find func(context.Context, Q, bool) (T, bool, error), location func(T) string) func(context.Context, httpx.FindRequest[Q]) (any, error) {
+	return func(ctx context.Context, req httpx.FindRequest[Q]) (any, error) {
+		v, created, err := find(ctx, req.Criteria, req.Create)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			return httpx.Created{Value: v, Location: location(v)}, nil
+		}
+		return v, nil
 	}
 }
 

@@ -126,12 +126,23 @@ func (d *decoder) fail(path, format string, args ...any) {
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
+// patchMember is a merge-patch member (patch.Field): the decoder fills its
+// value with the same strict rules as any other member, so a list of
+// objects in a PATCH is checked member by member too.
+type patchMember interface{ DecodeTarget(null bool) any }
+
+var patchMemberType = reflect.TypeFor[patchMember]()
+
 // value decodes raw into v, recursing into structs and slices of structs so
 // that every problem is reported with its full path.
 func (d *decoder) value(raw json.RawMessage, v reflect.Value, path string) {
 	t := v.Type()
 	isNull := string(raw) == "null"
 	switch {
+	case reflect.PointerTo(t).Implements(patchMemberType):
+		if target := v.Addr().Interface().(patchMember).DecodeTarget(isNull); target != nil {
+			d.value(raw, reflect.ValueOf(target).Elem(), path)
+		}
 	case reflect.PointerTo(t).Implements(unmarshalerType):
 		d.leaf(raw, v, path)
 	case t.Kind() == reflect.Pointer:

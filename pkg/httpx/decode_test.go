@@ -28,6 +28,9 @@ type sample struct {
 	Data        map[string]any      `json:"data"`
 	ExternalIDs []externalID        `json:"external_ids"`
 	Status      patch.Field[string] `json:"status"`
+	// A merge-patch member holding objects: decoded as strictly as a
+	// plain member.
+	PatchedIDs patch.Field[[]externalID] `json:"patched_ids"`
 }
 
 func (*sample) ReadOnlyFields() []string { return []string{"thumbnail"} }
@@ -74,6 +77,21 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "nested field paths", body: `{"external_ids":[{"source_system":"s"},{"source_system":1,"extra":true}]}`,
 			kind: apperr.KindInvalid, fields: []string{"external_ids[1].extra", "external_ids[1].source_system"}},
 		{name: "patch field type error", method: http.MethodPatch, body: `{"status":5}`, kind: apperr.KindInvalid, fields: []string{"status"}},
+		{name: "patch member of objects is strict", method: http.MethodPatch,
+			body: `{"patched_ids":[{"source_system":"s","external_id":"1"},{"Source_System":"s","external_id":2}]}`,
+			kind: apperr.KindInvalid, fields: []string{"patched_ids[1].Source_System", "patched_ids[1].external_id"}},
+		{name: "patch member of objects", method: http.MethodPatch, body: `{"patched_ids":[{"source_system":"s","external_id":"1"}]}`,
+			check: func(t *testing.T, s sample) {
+				if !s.PatchedIDs.Set || s.PatchedIDs.Null || len(s.PatchedIDs.Value) != 1 || s.PatchedIDs.Value[0].ExternalID != "1" {
+					t.Errorf("patched_ids = %+v", s.PatchedIDs)
+				}
+			}},
+		{name: "patch member null", method: http.MethodPatch, body: `{"patched_ids":null}`,
+			check: func(t *testing.T, s sample) {
+				if !s.PatchedIDs.Set || !s.PatchedIDs.Null {
+					t.Errorf("patched_ids = %+v, want set and null", s.PatchedIDs)
+				}
+			}},
 		{name: "null optional stays nil", body: `{"year":null,"born":null}`,
 			check: func(t *testing.T, s sample) {
 				if s.Year != nil || s.Born != nil {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/listing"
 )
 
 // Decoder reads a typed request from HTTP; the shapes every service uses
@@ -56,6 +58,12 @@ func PathIDBody[T any](r *http.Request) (IDBody[T], error) {
 	}
 	body, err := Body[T](r)
 	return IDBody[T]{ID: id, Body: body}, err
+}
+
+// ListRequest is a list's filters and page.
+type ListRequest[F any] struct {
+	Filter F
+	Page   listing.Page
 }
 
 // FindRequest is a find's criteria and its create flag.

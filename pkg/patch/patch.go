@@ -50,3 +50,15 @@ func (f Field[T]) ApplyOptional(dst **T) {
 		*dst = &v
 	}
 }
+
+// DecodeTarget is how a strict decoder fills the member itself (pkg/httpx
+// reads every body member with exact names and full paths): it records
+// that the member is present and whether it is null, and returns where its
+// value goes, or nil for null.
+func (f *Field[T]) DecodeTarget(null bool) any {
+	f.Set, f.Null = true, null
+	if null {
+		return nil
+	}
+	return &f.Value
+}

@@ -79,6 +79,24 @@ type Service interface {
 // ExistsFunc reads which of ids exist, with their attributes.
 type ExistsFunc func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error)
 
+// ExistsIn is the ExistsFunc of a kind that is one table's rows, told
+// about by nothing but their ids.
+func ExistsIn(table string) ExistsFunc {
+	query := `SELECT id FROM ` + table + ` WHERE id = ANY($1)`
+	return func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error) {
+		rows, err := q.Query(ctx, query, ids)
+		if err != nil {
+			return nil, postgres.Classify(err, "check "+table)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		attrs := make(map[uuid.UUID]Attrs, len(found))
+		for _, id := range found {
+			attrs[id] = Attrs{}
+		}
+		return attrs, postgres.Classify(err, "check "+table)
+	}
+}
+
 // ReferrersFunc reads what points at the target id.
 type ReferrersFunc func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]Ref, error)
 
@@ -290,7 +308,7 @@ func (r *Registry) Delete(ctx context.Context, kind string, id uuid.UUID,
 	}
 	if len(refs) > 0 {
 		release()
-		return stillReferenced(kind, id, refs)
+		return StillReferenced(kind, id, refs)
 	}
 	err = r.store.Write(ctx, "delete "+kind, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		tag, err := tx.Exec(ctx, `DELETE FROM pending_deletions WHERE kind = $1 AND id = $2 AND token = $3 AND until > now()`, kind, id, token)
@@ -335,7 +353,11 @@ func (r *Registry) referrersElsewhere(ctx context.Context, kind string, id uuid.
 // maxNamed bounds how many referrers a 409 names.
 const maxNamed = 10
 
-func stillReferenced(kind string, id uuid.UUID, refs []Ref) error {
+// StillReferenced is the 409 refusing the delete of kind/id while refs
+// point at it: the detail names up to ten of them, referenced_by lists
+// them. Owners also answer it for references inside their own schema (an
+// asset type's assets), so every such refusal reads the same.
+func StillReferenced(kind string, id uuid.UUID, refs []Ref) error {
 	var names []string
 	listed := make([]map[string]any, 0, min(len(refs), maxNamed))
 	for _, ref := range refs[:min(len(refs), maxNamed)] {

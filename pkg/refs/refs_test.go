@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -41,10 +40,13 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	saved := catalog.Services
 	t.Cleanup(func() { catalog.Services = saved })
-	catalog.Services = append(slices.Clone(saved), catalog.Service{
-		Deployable: catalog.Deployable{Name: "things", Port: 8199, MetricsPort: 9199},
-		References: []catalog.Reference{{Service: "parties", Kind: "person"}},
-	})
+	// A catalog of its own: the real one's other referrers of person are
+	// not part of this world.
+	catalog.Services = []catalog.Service{
+		{Deployable: catalog.Deployable{Name: "parties", Port: 8101, MetricsPort: 9101}, Kinds: []string{"organization", "person"}},
+		{Deployable: catalog.Deployable{Name: "things", Port: 8199, MetricsPort: 9199},
+			References: []catalog.Reference{{Service: "parties", Kind: "person"}}},
+	}
 	w := &world{
 		ownerStore:    open(t, `CREATE TABLE people (id uuid PRIMARY KEY)`),
 		referrerStore: open(t, `CREATE TABLE things (id uuid PRIMARY KEY, person_id uuid NOT NULL)`),

@@ -50,6 +50,22 @@ type Spec struct {
 	Build func(Deps) (Handlers, error)
 }
 
+// Embedded is the spec of the named service whose files are embedded the
+// usual way: migrations/*.sql and openapi.yaml at the root of files. The
+// caller sets Build (and Flags). A file missing is a bug of the embed
+// pattern, found by the first test that builds the spec.
+func Embedded(name string, files fs.FS) Spec {
+	migrations, err := fs.Sub(files, "migrations")
+	if err != nil {
+		panic(fmt.Sprintf("servicekit: %s embeds no migrations: %v", name, err))
+	}
+	doc, err := fs.ReadFile(files, "openapi.yaml")
+	if err != nil {
+		panic(fmt.Sprintf("servicekit: %s embeds no openapi.yaml: %v", name, err))
+	}
+	return Spec{Name: name, Migrations: migrations, OpenAPIYAML: doc}
+}
+
 // Deps are what Build gets; those the catalog entry does not need are nil.
 type Deps struct {
 	Store          *store.Store // pool and find cache

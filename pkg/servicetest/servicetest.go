@@ -27,7 +27,6 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/openapi"
 	"github.com/assetregistry/registry/pkg/openapitest"
-	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/testharness"
 )
@@ -43,6 +42,8 @@ type Service struct {
 	RW, RO string // read-write and read-only tokens of client "rw-client" / "ro-client"
 	Built  servicekit.Built
 	Config servicekit.Config
+	// StandIns play the peers that are not running (StandIn), by name.
+	StandIns map[string]*StandIn
 }
 
 // Option changes how Start runs the service.
@@ -95,9 +96,14 @@ func Start(t *testing.T, spec servicekit.Spec, opts ...Option) *Service {
 	return StartWith(t, spec, cfg, issuer)
 }
 
-// StartWith runs spec with cfg, whose OIDC settings trust issuer.
+// StartWith runs spec with cfg, whose OIDC settings trust issuer. Peers
+// cfg does not configure are played by stand-ins.
 func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer *authtest.Issuer) *Service {
 	t.Helper()
+	var standIns map[string]*StandIn
+	if cfg.Peers.URLs == nil {
+		cfg.Peers, standIns = StandIns(t, spec.Name, nil)
+	}
 	built, err := servicekit.Build(t.Context(), spec, cfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatalf("servicetest: build %s: %v", spec.Name, err)
@@ -109,7 +115,7 @@ func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer
 		t:      t,
 		Client: apitest.Client{BaseURL: srv.URL, HTTP: DocumentClient(t, spec)},
 		Issuer: issuer, RW: issuer.ReadWrite(t), RO: issuer.ReadOnly(t),
-		Built: built, Config: cfg,
+		Built: built, Config: cfg, StandIns: standIns,
 	}
 }
 
@@ -156,7 +162,7 @@ func (s *Service) Call(status int, method, path, token string, body any, headers
 // StartCluster runs several services in-process, each with the others as
 // its peers (those its catalog entry calls), calling them with a machine
 // identity of the test issuer that holds the internal scope, as deployed.
-// Peers that are not among specs stay unconfigured.
+// Peers that are not among specs are played by stand-ins.
 func StartCluster(t *testing.T, specs ...servicekit.Spec) map[string]*Service {
 	t.Helper()
 	issuer := authtest.NewIssuer(t, Audience)
@@ -170,14 +176,13 @@ func StartCluster(t *testing.T, specs ...servicekit.Spec) map[string]*Service {
 	cluster := map[string]*Service{}
 	for _, spec := range specs {
 		cfg := Config(t, spec, issuer)
-		entry, _ := catalog.Lookup(spec.Name)
-		cfg.Peers = peer.Config{URLs: map[string]*string{}, Timeout: 5 * time.Second, TokenSource: identity}
-		for _, name := range entry.Peers() {
-			if srv, ok := servers[name]; ok {
-				u := "http://" + srv.Listener.Addr().String()
-				cfg.Peers.URLs[name] = &u
-			}
+		running := map[string]string{}
+		for name, srv := range servers {
+			running[name] = "http://" + srv.Listener.Addr().String()
 		}
+		var standIns map[string]*StandIn
+		cfg.Peers, standIns = StandIns(t, spec.Name, running)
+		cfg.Peers.TokenSource = identity
 		built, err := servicekit.Build(t.Context(), spec, cfg, log.NewNopLogger())
 		if err != nil {
 			t.Fatalf("servicetest: build %s: %v", spec.Name, err)
@@ -190,7 +195,7 @@ func StartCluster(t *testing.T, specs ...servicekit.Spec) map[string]*Service {
 			t:      t,
 			Client: apitest.Client{BaseURL: srv.URL, HTTP: DocumentClient(t, spec)},
 			Issuer: issuer, RW: issuer.ReadWrite(t), RO: issuer.ReadOnly(t),
-			Built: built, Config: cfg,
+			Built: built, Config: cfg, StandIns: standIns,
 		}
 	}
 	return cluster

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/patch"
 )
@@ -74,4 +77,14 @@ func Keep[T any](v *apperr.Validation, field string, f patch.Field[T], dst *T) {
 	if !f.Apply(dst) {
 		v.Add(field, "is required and cannot be removed")
 	}
+}
+
+// Fold is the form in which names compare where the contract says
+// case-insensitively (a person's names, an asset type's brand and model):
+// trimmed, Unicode-normalised (NFC) and case-folded in Go, so the
+// comparison does not depend on the database's locale ("Øyvind" and
+// "ØYVIND" match; so do "Straße" and "STRASSE"). Stores keep it beside the
+// name and put their unique indexes on it.
+func Fold(s string) string {
+	return cases.Fold().String(norm.NFC.String(strings.TrimSpace(s)))
 }

@@ -55,3 +55,20 @@ func TestRules(t *testing.T) {
 		})
 	}
 }
+
+func TestFold(t *testing.T) {
+	same := [][2]string{
+		{"Øyvind", "ØYVIND"},
+		{"  Ada ", "ada"},
+		{"Straße", "STRASSE"},
+		{"e\u0301", "\u00e9"}, // decomposed and composed é
+	}
+	for _, pair := range same {
+		if Fold(pair[0]) != Fold(pair[1]) {
+			t.Errorf("%q and %q should compare equal", pair[0], pair[1])
+		}
+	}
+	if Fold("Ada") == Fold("Ida") {
+		t.Error("different names fold alike")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/objectstore"
-	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicetest"
 	"github.com/assetregistry/registry/pkg/testharness"
@@ -31,6 +31,7 @@ type fixture struct {
 	objects *Objects
 	bucket  *objectstore.Bucket
 	ctx     context.Context
+	peers   map[string]*servicetest.StandIn // the services that reference documents
 }
 
 // The tests talk to the real PostgreSQL and MinIO the harness provides.
@@ -48,13 +49,14 @@ func newFixture(t *testing.T, maxSize int64) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry := refs.New("documents", st, &peer.Clients{})
+	peers, standIns := servicetest.StandInClients(t, "documents")
+	registry := refs.New("documents", st, peers)
 	store := NewStore(st, registry, log.NewNopLogger())
 	objects := NewObjects(bucket, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute})
 	none := func(context.Context, uuid.UUID) ([]ActionDocument, error) { return []ActionDocument{}, nil }
 	return fixture{
 		svc: NewService(store, objects, none, Config{MaxSize: maxSize}), store: store, objects: objects, bucket: bucket,
-		ctx: servicetest.Caller(t.Context(), "test-client"),
+		ctx: servicetest.Caller(t.Context(), "test-client"), peers: standIns,
 	}
 }
 
@@ -284,6 +286,35 @@ func TestDeleteRemovesRowAndObject(t *testing.T) {
 	}
 	if err := f.svc.Delete(f.ctx, doc.ID); !apperr.Is(err, apperr.KindNotFound) {
 		t.Errorf("delete again: %v", err)
+	}
+}
+
+// The reference protocol: a referrer checking a document learns its
+// metadata (an asset type shows the documents it attaches, and takes only
+// an image as its thumbnail), and a document something points at stays.
+func TestReferencesToDocuments(t *testing.T) {
+	f := newFixture(t, 10<<20)
+	doc, err := f.svc.Upload(f.ctx, &form{parts: []Part{field("document_type", "photo"), file("front.png", strings.NewReader("\x89PNG\r\n\x1a\n0000"), "")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := f.store.refs.Exists(f.ctx, "document", []uuid.UUID{doc.ID, uuid.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := refs.Attrs{"content_type": "image/png", "document_type": "photo", "filename": "front.png", "size": "12",
+		"sha256": doc.SHA256, "created_at": doc.CreatedAt.UTC().Format(time.RFC3339Nano), "created_by": "test-client"}
+	if len(found) != 1 || !maps.Equal(found[doc.ID], want) {
+		t.Errorf("exists = %v, want %v", found, want)
+	}
+	f.peers["assets"].Refer("document", doc.ID, refs.Ref{Kind: "asset_type", ID: uuid.New(), Label: "Acme X1, thumbnail"})
+	err = f.svc.Delete(f.ctx, doc.ID)
+	var e *apperr.Error
+	if !errors.As(err, &e) || e.Code != "still-referenced" || !strings.Contains(e.Detail, "Acme X1, thumbnail") {
+		t.Fatalf("deleting a referenced document: %v", err)
+	}
+	if _, err := f.svc.Get(f.ctx, doc.ID); err != nil {
+		t.Errorf("the refused delete removed the document: %v", err)
 	}
 }
 

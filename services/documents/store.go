@@ -2,6 +2,7 @@ package documents
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/go-kit/log"
@@ -68,19 +69,24 @@ func (s *Store) Get(ctx context.Context, id uuid.UUID) (Document, error) {
 }
 
 // exists is the owner's answer of the reference protocol: which documents
-// exist, with their content types (a thumbnail must be an image).
+// exist, with their metadata: the content type decides whether one can be
+// a thumbnail, and an asset type shows the documents it attaches (their
+// metadata never changes, so the referrer may keep it).
 func (s *Store) exists(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
-	rows, err := q.Query(ctx, `SELECT id, content_type FROM documents WHERE id = ANY($1)`, ids)
+	rows, err := q.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, postgres.Classify(err, "check documents")
 	}
-	found := map[uuid.UUID]refs.Attrs{}
-	var id uuid.UUID
-	var contentType string
-	_, err = pgx.ForEachRow(rows, []any{&id, &contentType}, func() error {
-		found[id] = refs.Attrs{"content_type": contentType}
-		return nil
-	})
+	docs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Document])
+	found := make(map[uuid.UUID]refs.Attrs, len(docs))
+	for _, d := range docs {
+		attrs := refs.Attrs{"content_type": d.ContentType, "document_type": d.DocumentType, "size": strconv.FormatInt(d.Size, 10),
+			"sha256": d.SHA256, "created_at": d.CreatedAt.UTC().Format(time.RFC3339Nano), "created_by": d.CreatedBy}
+		if d.Filename != nil {
+			attrs["filename"] = *d.Filename
+		}
+		found[d.ID] = attrs
+	}
 	return found, postgres.Classify(err, "check documents")
 }
 

@@ -2,8 +2,6 @@ package parties
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/assetregistry/registry/pkg/cache"
 )
@@ -25,7 +23,7 @@ func (s *cachingService) FindOrganization(ctx context.Context, q OrganizationQue
 	if err != nil {
 		return s.Service.FindOrganization(ctx, q) // let the service report it
 	}
-	key := cacheKey("organization", norm.RegistrationNumber, deref(norm.Country, "*"))
+	key := cache.Key("organization", norm.RegistrationNumber, deref(norm.Country, "*"))
 	var cached OrganizationDetail
 	entry, hit := s.finds.Get(ctx, []string{everyOrganizationFind, organizationFinds(norm.RegistrationNumber)}, key, &cached)
 	if hit {
@@ -47,7 +45,7 @@ func (s *cachingService) FindPerson(ctx context.Context, q PersonInput, create b
 	if norm.DateOfBirth != nil {
 		dob = norm.DateOfBirth.String()
 	}
-	key := cacheKey("person", identityKey(norm.FirstName), identityKey(norm.LastName), dob)
+	key := cache.Key("person", identityKey(norm.FirstName), identityKey(norm.LastName), dob)
 	var cached PersonDetail
 	entry, hit := s.finds.Get(ctx, []string{everyPersonFind, personFinds(norm.FirstName, norm.LastName)}, key, &cached)
 	if hit {
@@ -75,18 +73,6 @@ func personFinds(first, last string) string {
 
 func organizationFinds(registrationNumber string) string {
 	return cache.Scope("organization", registrationNumber)
-}
-
-// cacheKey quotes each part so that free text holding the separator cannot
-// make two different criteria share a key.
-func cacheKey(kind string, parts ...string) string {
-	var b strings.Builder
-	b.WriteString(kind)
-	for _, p := range parts {
-		b.WriteByte('|')
-		b.WriteString(strconv.Quote(p))
-	}
-	return b.String()
 }
 
 func deref(s *string, none string) string {

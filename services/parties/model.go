@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/calendar"
@@ -270,9 +268,5 @@ func (in LinkInput) Validate() error {
 	return v.Err()
 }
 
-// identityKey is how names compare: trimmed, Unicode-normalised and
-// case-folded in Go, so the comparison does not depend on the database's
-// locale ("Øyvind" and "ØYVIND" match; so do "Straße" and "STRASSE").
-func identityKey(name string) string {
-	return cases.Fold().String(norm.NFC.String(strings.TrimSpace(name)))
-}
+// identityKey is how names compare (validate.Fold).
+func identityKey(name string) string { return validate.Fold(name) }

@@ -33,7 +33,8 @@ type fixture struct {
 func newFixture(t testing.TB, redisURL string) fixture {
 	t.Helper()
 	kit := servicetest.Store(t, Spec(), redisURL)
-	st := NewStore(kit, refs.New("parties", kit, nil))
+	peers, _ := servicetest.StandInClients(t, "parties")
+	st := NewStore(kit, refs.New("parties", kit, peers))
 	ctx := servicetest.Caller(t.Context(), "test-client")
 	return fixture{svc: WithFindCache(NewService(st), st.Finds), store: st, ctx: ctx}
 }

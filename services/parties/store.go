@@ -35,27 +35,9 @@ func NewStore(s *store.Store, r *refs.Registry) *Store {
 		return st.GetOrganization(ctx, o.ID)
 	}
 	st.people.Representation = func(ctx context.Context, p Person) (any, error) { return st.GetPerson(ctx, p.ID) }
-	r.Owns("person", st.existing("people"))
-	r.Owns("organization", st.existing("organizations"))
+	r.Owns("person", refs.ExistsIn("people"))
+	r.Owns("organization", refs.ExistsIn("organizations"))
 	return st
-}
-
-// existing answers the reference protocol's question for one table: which
-// of ids are there.
-func (s *Store) existing(table string) refs.ExistsFunc {
-	query := `SELECT id FROM ` + table + ` WHERE id = ANY($1)`
-	return func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
-		rows, err := q.Query(ctx, query, ids)
-		if err != nil {
-			return nil, postgres.Classify(err, "check "+table)
-		}
-		found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		attrs := make(map[uuid.UUID]refs.Attrs, len(found))
-		for _, id := range found {
-			attrs[id] = refs.Attrs{}
-		}
-		return attrs, postgres.Classify(err, "check "+table)
-	}
 }
 
 const organizationColumns = `id, name, registration_number, organization_type, tax_registration_number,

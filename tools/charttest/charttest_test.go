@@ -183,7 +183,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"misspelt deployable value", "parties:\n  replica: 2\n"},
 		{"misspelt nested value", "parties:\n  autoscaling:\n    enable: true\n"},
 		{"misspelt environment value", "global:\n  networkPolicies:\n    enabled: false\n"},
-		{"unknown deployable", "assets:\n  replicas: 2\n"},
+		{"unknown deployable", "spaceships:\n  replicas: 2\n"},
 		{"wrong type", "api-gateway:\n  replicas: two\n"},
 		{"zero replicas", "idp:\n  replicas: 0\n"},
 		{"bad quantity", "parties:\n  resources:\n    limits:\n      memory: lots\n"},

@@ -70,7 +70,7 @@ func TestChartsMatchTheCatalog(t *testing.T) {
 	}
 }
 
-// TestANewServiceGetsEverything adds a service to the catalog and checks that
+// TestANewServiceGetsEverything adds a made-up service to the catalog and checks that
 // generation gives it a chart, an umbrella dependency, an image, skaffold
 // profiles, a dashboard row, its peers' network and mesh rules, and a place
 // in the value reference: the one entry is all a new service needs.

@@ -356,7 +356,7 @@ func randomTraceID() string {
 // The documentation renders without a token and loads nothing from any
 // other host.
 func TestDocumentation(t *testing.T) {
-	for _, resource := range []string{"organizations", "people"} {
+	for _, resource := range []string{"organizations", "people", "documents", "asset_types", "assets"} {
 		page := get(t, stack.RegistryURL+"/docs/"+resource)
 		if !strings.Contains(page, "swagger-ui") {
 			t.Fatalf("/docs/%s is not the interactive documentation", resource)

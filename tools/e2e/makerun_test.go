@@ -44,6 +44,9 @@ func TestMakeRun(t *testing.T) {
 	rw := tokenFor(t, first)
 	apitest.Expect(t, apitest.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/organizations", rw,
 		map[string]any{"name": "Kept AS", "registration_number": "kept-1", "organization_type": "private"}), 201)
+	// Every catalog service runs behind the gateway: the assets service too.
+	apitest.Expect(t, apitest.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/asset_types", rw,
+		map[string]any{"brand": "Kept", "model": "K1"}), 201)
 	stopMakeRun(t, cmd, dir, first)
 
 	minioCreds := readPrivateFile(t, filepath.Join(dir, "minio.credentials"))

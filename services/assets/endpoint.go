@@ -1,0 +1,80 @@
+package assets
+
+import (
+	"context"
+
+	"github.com/go-kit/kit/endpoint"
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+)
+
+// Endpoints holds one go-kit endpoint per operation. Each adapts a Service
+// method and says which success status applies; everything HTTP-specific
+// beyond that lives in the transport.
+type Endpoints struct {
+	CreateAssetType endpoint.Endpoint
+	GetAssetType    endpoint.Endpoint
+	ListAssetTypes  endpoint.Endpoint
+	FindAssetTypes  endpoint.Endpoint
+	UpdateAssetType endpoint.Endpoint
+	DeleteAssetType endpoint.Endpoint
+	AttachDocument  endpoint.Endpoint
+	DetachDocument  endpoint.Endpoint
+	SetThumbnail    endpoint.Endpoint
+
+	CreateAsset endpoint.Endpoint
+	GetAsset    endpoint.Endpoint
+	ListAssets  endpoint.Endpoint
+	FindAsset   endpoint.Endpoint
+	UpdateAsset endpoint.Endpoint
+	DeleteAsset endpoint.Endpoint
+}
+
+// attachment names one document of one asset type, from the path: the
+// one request shape that is not among httpx's shared ones.
+type attachment struct {
+	AssetTypeID, DocumentID uuid.UUID
+}
+
+// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
+func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
+	e := Endpoints{
+		CreateAssetType: endpoints.New(endpoints.Created(s.CreateAssetType, assetTypeLocation)),
+		GetAssetType:    endpoints.New(s.GetAssetType),
+		ListAssetTypes:  endpoints.New(endpoints.List(s.ListAssetTypes)),
+		// Every match, as a list: no page, no ETag.
+		FindAssetTypes: endpoints.New(func(ctx context.Context, q BrandAndModel) (any, error) {
+			types, err := s.FindAssetTypes(ctx, q)
+			return httpx.List{Items: types}, err
+		}),
+		UpdateAssetType: endpoints.New(endpoints.ByID(s.UpdateAssetType)),
+		DeleteAssetType: endpoints.New(endpoints.NoContent(s.DeleteAssetType)),
+		AttachDocument: endpoints.New(func(ctx context.Context, req httpx.IDBody[DocumentRef]) (any, error) {
+			t, created, err := s.AttachDocument(ctx, req.ID, req.Body)
+			if created {
+				// The attachment's own path: DELETE detaches it.
+				return httpx.Created{Value: t, Location: assetTypeLocation(t) + "/documents/" + req.Body.DocumentID.String()}, err
+			}
+			return t, err
+		}),
+		DetachDocument: endpoints.New(func(ctx context.Context, req attachment) (any, error) {
+			return httpx.NoContent{}, s.DetachDocument(ctx, req.AssetTypeID, req.DocumentID)
+		}),
+		SetThumbnail: endpoints.New(endpoints.ByID(s.SetThumbnail)),
+
+		CreateAsset: endpoints.New(endpoints.Created(s.CreateAsset, assetLocation)),
+		GetAsset:    endpoints.New(s.GetAsset),
+		ListAssets:  endpoints.New(endpoints.List(s.ListAssets)),
+		FindAsset:   endpoints.New(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
+		UpdateAsset: endpoints.New(endpoints.ByID(s.UpdateAsset)),
+		DeleteAsset: endpoints.New(endpoints.NoContent(s.DeleteAsset)),
+	}
+	endpoints.Wrap(&e, middleware...)
+	return e
+}
+
+func assetTypeLocation(t AssetTypeDetail) string { return "/asset_types/" + t.ID.String() }
+
+func assetLocation(a Asset) string { return "/assets/" + a.ID.String() }

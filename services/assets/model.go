@@ -1,0 +1,356 @@
+package assets
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/validate"
+)
+
+// ExternalID ties a resource to its record in a client's system. Each
+// (source_system, external_id) pair names one asset type and one asset at
+// most; both compare exactly, after trimming.
+type ExternalID struct {
+	SourceSystem string `json:"source_system"`
+	ExternalID   string `json:"external_id"`
+}
+
+// Document is a document as the documents service describes it. Documents
+// never change, so the copy an asset type keeps when it attaches one (or
+// takes it as its thumbnail) stays true, and the reference protocol keeps
+// the document from being deleted while the copy exists.
+type Document struct {
+	ID           uuid.UUID `json:"id"`
+	DocumentType string    `json:"document_type"`
+	Filename     *string   `json:"filename"`
+	ContentType  string    `json:"content_type"`
+	Size         int64     `json:"size"`
+	SHA256       string    `json:"sha256"`
+	CreatedAt    time.Time `json:"created_at"`
+	CreatedBy    string    `json:"created_by"`
+}
+
+// documentFrom reads the attributes the documents service answers a
+// reference check with.
+func documentFrom(id uuid.UUID, a refs.Attrs) (Document, error) {
+	d := Document{ID: id, DocumentType: a["document_type"], ContentType: a["content_type"], SHA256: a["sha256"], CreatedBy: a["created_by"]}
+	if name, ok := a["filename"]; ok {
+		d.Filename = &name
+	}
+	var err error
+	if d.Size, err = strconv.ParseInt(a["size"], 10, 64); err != nil {
+		return d, fmt.Errorf("document %s: size %q: %w", id, a["size"], err)
+	}
+	if d.CreatedAt, err = time.Parse(time.RFC3339Nano, a["created_at"]); err != nil {
+		return d, fmt.Errorf("document %s: created_at %q: %w", id, a["created_at"], err)
+	}
+	return d, nil
+}
+
+// isImage reports whether a document can be a thumbnail.
+func isImage(d Document) bool { return strings.HasPrefix(d.ContentType, "image/") }
+
+// AssetType is a brand and model (and version) of equipment, as lists show it.
+type AssetType struct {
+	ID                  uuid.UUID    `json:"id" db:"id"`
+	Brand               string       `json:"brand" db:"brand"`
+	Model               string       `json:"model" db:"model"`
+	Version             *string      `json:"version" db:"version"`
+	EmissionClass       *string      `json:"emission_class" db:"emission_class"`
+	ThumbnailDocumentID *uuid.UUID   `json:"thumbnail_document_id" db:"thumbnail_document_id"`
+	ExternalIDs         []ExternalID `json:"external_ids" db:"external_ids"`
+	CreatedAt           time.Time    `json:"created_at" db:"created_at"`
+	CreatedBy           string       `json:"created_by" db:"created_by"`
+	UpdatedAt           time.Time    `json:"updated_at" db:"updated_at"`
+	UpdatedBy           string       `json:"updated_by" db:"updated_by"`
+}
+
+// AssetTypeDetail is an asset type with its documents and thumbnail: the
+// shape of every single-asset-type answer.
+type AssetTypeDetail struct {
+	AssetType
+	Documents []Document `json:"documents" db:"documents"`
+	Thumbnail *Document  `json:"thumbnail" db:"thumbnail"`
+}
+
+// Asset is one piece of equipment, told apart by its serial number within
+// its type.
+type Asset struct {
+	ID                  uuid.UUID    `json:"id" db:"id"`
+	SerialNumber        string       `json:"serial_number" db:"serial_number"`
+	AssetTypeID         uuid.UUID    `json:"asset_type_id" db:"asset_type_id"`
+	ProductionYear      *int         `json:"production_year" db:"production_year"`
+	Status              *string      `json:"status" db:"status"`
+	ResponsiblePersonID *uuid.UUID   `json:"responsible_person_id" db:"responsible_person_id"`
+	ExternalIDs         []ExternalID `json:"external_ids" db:"external_ids"`
+	CreatedAt           time.Time    `json:"created_at" db:"created_at"`
+	CreatedBy           string       `json:"created_by" db:"created_by"`
+	UpdatedAt           time.Time    `json:"updated_at" db:"updated_at"`
+	UpdatedBy           string       `json:"updated_by" db:"updated_by"`
+}
+
+// Text size limits beyond validate's: a version or an emission class is a
+// short label; a status is free text.
+const (
+	labelLen     = 100
+	statusLen    = 1000
+	maxExternals = 100
+)
+
+// firstProductionYear is the earliest production_year; the latest is next
+// year (equipment is sold as next year's model).
+const firstProductionYear = 1900
+
+// The members of an asset type the service sets beyond the audit fields.
+var assetTypeReadOnly = []string{"documents", "thumbnail"}
+
+// ReadOnlyFields names an asset type's service-set members.
+func (AssetTypeInput) ReadOnlyFields() []string { return assetTypeReadOnly }
+
+// ReadOnlyFields names an asset type's service-set members.
+func (AssetTypePatch) ReadOnlyFields() []string { return assetTypeReadOnly }
+
+// AssetTypeInput is what a client writes: the body of a create, and the
+// result of applying a patch.
+type AssetTypeInput struct {
+	Brand               string         `json:"brand"`
+	Model               string         `json:"model"`
+	Version             *string        `json:"version"`
+	EmissionClass       *string        `json:"emission_class"`
+	ThumbnailDocumentID *validate.UUID `json:"thumbnail_document_id"`
+	ExternalIDs         []ExternalID   `json:"external_ids"`
+}
+
+// Normalize trims the text and checks every field.
+func (in AssetTypeInput) Normalize() (AssetTypeInput, error) {
+	var v apperr.Validation
+	in.Brand = validate.Required(&v, "brand", in.Brand, validate.NameLen)
+	in.Model = validate.Required(&v, "model", in.Model, validate.NameLen)
+	in.Version = validate.Optional(&v, "version", in.Version, labelLen)
+	in.EmissionClass = validate.Optional(&v, "emission_class", in.EmissionClass, labelLen)
+	in.ExternalIDs = normalizeExternalIDs(&v, in.ExternalIDs)
+	return in, v.Err()
+}
+
+// normalizeExternalIDs trims every pair and refuses blanks and a pair given
+// twice; no external ids is an empty list, never nil.
+func normalizeExternalIDs(v *apperr.Validation, ids []ExternalID) []ExternalID {
+	if len(ids) > maxExternals {
+		v.Add("external_ids", "must hold at most %d pairs", maxExternals)
+	}
+	out := make([]ExternalID, 0, len(ids))
+	seen := map[ExternalID]int{}
+	for i, x := range ids {
+		field := fmt.Sprintf("external_ids[%d]", i)
+		x.SourceSystem = validate.Required(v, field+".source_system", x.SourceSystem, validate.NumberLen)
+		x.ExternalID = validate.Required(v, field+".external_id", x.ExternalID, validate.NameLen)
+		if j, dup := seen[x]; dup {
+			v.Add(field, "repeats external_ids[%d]", j)
+		}
+		seen[x] = i
+		out = append(out, x)
+	}
+	return out
+}
+
+// AssetTypePatch is a JSON merge patch of an asset type. external_ids is
+// replaced as a whole (null: none).
+type AssetTypePatch struct {
+	Brand               patch.Field[string]        `json:"brand"`
+	Model               patch.Field[string]        `json:"model"`
+	Version             patch.Field[string]        `json:"version"`
+	EmissionClass       patch.Field[string]        `json:"emission_class"`
+	ThumbnailDocumentID patch.Field[validate.UUID] `json:"thumbnail_document_id"`
+	ExternalIDs         patch.Field[[]ExternalID]  `json:"external_ids"`
+}
+
+// Apply returns the input that results from patching t.
+func (p AssetTypePatch) Apply(t AssetType) (AssetTypeInput, error) {
+	in := assetTypeInputOf(t)
+	var v apperr.Validation
+	validate.Keep(&v, "brand", p.Brand, &in.Brand)
+	validate.Keep(&v, "model", p.Model, &in.Model)
+	p.Version.ApplyOptional(&in.Version)
+	p.EmissionClass.ApplyOptional(&in.EmissionClass)
+	p.ThumbnailDocumentID.ApplyOptional(&in.ThumbnailDocumentID)
+	if p.ExternalIDs.Set {
+		in.ExternalIDs = p.ExternalIDs.Value // nil when null: none
+	}
+	if err := v.Err(); err != nil {
+		return in, err
+	}
+	return in.Normalize()
+}
+
+// assetTypeInputOf is what an asset type holds now, as an input.
+func assetTypeInputOf(t AssetType) AssetTypeInput {
+	return AssetTypeInput{Brand: t.Brand, Model: t.Model, Version: t.Version, EmissionClass: t.EmissionClass,
+		ThumbnailDocumentID: validate.OptionalID(t.ThumbnailDocumentID), ExternalIDs: nonNil(t.ExternalIDs)}
+}
+
+// AssetTypeFilter narrows a list; brand, model and version match
+// case-insensitively, external ids exactly.
+type AssetTypeFilter struct {
+	Brand, Model, Version *string
+	External              ExternalFilter
+}
+
+// ExternalFilter narrows a list to resources with an external id of
+// SourceSystem (and, when given, ExternalID).
+type ExternalFilter struct {
+	SourceSystem, ExternalID *string
+}
+
+// BrandAndModel are the criteria of GET /asset_types/by_brand_and_model;
+// without Version every version matches.
+type BrandAndModel struct {
+	Brand, Model string
+	Version      *string
+}
+
+// Normalize checks the criteria.
+func (q BrandAndModel) Normalize() (BrandAndModel, error) {
+	var v apperr.Validation
+	q.Brand = validate.Required(&v, "brand", q.Brand, validate.NameLen)
+	q.Model = validate.Required(&v, "model", q.Model, validate.NameLen)
+	q.Version = validate.Optional(&v, "version", q.Version, labelLen)
+	return q, v.Err()
+}
+
+// DocumentRef is the body that attaches a document or sets the thumbnail.
+type DocumentRef struct {
+	DocumentID validate.UUID `json:"document_id"`
+}
+
+// Validate checks that the body names a document.
+func (r DocumentRef) Validate() (uuid.UUID, error) {
+	var v apperr.Validation
+	id := validate.RequiredID(&v, "document_id", r.DocumentID)
+	return id, v.Err()
+}
+
+// AssetInput is the body of an asset create, and the result of applying a
+// patch.
+type AssetInput struct {
+	SerialNumber        string         `json:"serial_number"`
+	AssetTypeID         validate.UUID  `json:"asset_type_id"`
+	ProductionYear      *int           `json:"production_year"`
+	Status              *string        `json:"status"`
+	ResponsiblePersonID *validate.UUID `json:"responsible_person_id"`
+	ExternalIDs         []ExternalID   `json:"external_ids"`
+}
+
+// Normalize trims the text and checks every field.
+func (in AssetInput) Normalize() (AssetInput, error) {
+	var v apperr.Validation
+	in.SerialNumber = validate.Required(&v, "serial_number", in.SerialNumber, validate.NumberLen)
+	validate.RequiredID(&v, "asset_type_id", in.AssetTypeID)
+	if y := in.ProductionYear; y != nil {
+		if last := time.Now().UTC().Year() + 1; *y < firstProductionYear || *y > last {
+			v.Add("production_year", "must be a year from %d to %d", firstProductionYear, last)
+		}
+	}
+	in.Status = validate.Optional(&v, "status", in.Status, statusLen)
+	in.ExternalIDs = normalizeExternalIDs(&v, in.ExternalIDs)
+	return in, v.Err()
+}
+
+// AssetPatch is a JSON merge patch of an asset.
+type AssetPatch struct {
+	SerialNumber        patch.Field[string]        `json:"serial_number"`
+	AssetTypeID         patch.Field[validate.UUID] `json:"asset_type_id"`
+	ProductionYear      patch.Field[int]           `json:"production_year"`
+	Status              patch.Field[string]        `json:"status"`
+	ResponsiblePersonID patch.Field[validate.UUID] `json:"responsible_person_id"`
+	ExternalIDs         patch.Field[[]ExternalID]  `json:"external_ids"`
+}
+
+// Apply returns the input that results from patching a.
+func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
+	in := assetInputOf(a)
+	var v apperr.Validation
+	validate.Keep(&v, "serial_number", p.SerialNumber, &in.SerialNumber)
+	validate.Keep(&v, "asset_type_id", p.AssetTypeID, &in.AssetTypeID)
+	p.ProductionYear.ApplyOptional(&in.ProductionYear)
+	p.Status.ApplyOptional(&in.Status)
+	p.ResponsiblePersonID.ApplyOptional(&in.ResponsiblePersonID)
+	if p.ExternalIDs.Set {
+		in.ExternalIDs = p.ExternalIDs.Value
+	}
+	if err := v.Err(); err != nil {
+		return in, err
+	}
+	return in.Normalize()
+}
+
+// assetInputOf is what an asset holds now, as an input.
+func assetInputOf(a Asset) AssetInput {
+	return AssetInput{SerialNumber: a.SerialNumber, AssetTypeID: validate.ID(a.AssetTypeID), ProductionYear: a.ProductionYear,
+		Status: a.Status, ResponsiblePersonID: validate.OptionalID(a.ResponsiblePersonID), ExternalIDs: nonNil(a.ExternalIDs)}
+}
+
+// AssetFilter narrows a list of assets.
+type AssetFilter struct {
+	AssetTypeID         *uuid.UUID
+	SerialNumber        *string
+	ResponsiblePersonID *uuid.UUID
+	External            ExternalFilter
+}
+
+// AssetQuery is the body of an asset find: a serial number and, to name
+// the type, its brand and model (and version).
+type AssetQuery struct {
+	SerialNumber string  `json:"serial_number"`
+	Brand        *string `json:"brand"`
+	Model        *string `json:"model"`
+	Version      *string `json:"version"`
+}
+
+// NamesType reports whether the criteria name an asset type.
+func (q AssetQuery) NamesType() bool { return q.Brand != nil }
+
+// typeFields are the fields that name the type.
+func (q AssetQuery) typeFields() []string {
+	if q.Version != nil {
+		return []string{"brand", "model", "version"}
+	}
+	return []string{"brand", "model"}
+}
+
+// typeCriteria are the criteria's asset type part.
+func (q AssetQuery) typeCriteria() BrandAndModel {
+	return BrandAndModel{Brand: *q.Brand, Model: *q.Model, Version: q.Version}
+}
+
+// Normalize checks the criteria: brand and model name a type together,
+// and a version only narrows them.
+func (q AssetQuery) Normalize() (AssetQuery, error) {
+	var v apperr.Validation
+	q.SerialNumber = validate.Required(&v, "serial_number", q.SerialNumber, validate.NumberLen)
+	q.Brand = validate.Optional(&v, "brand", q.Brand, validate.NameLen)
+	q.Model = validate.Optional(&v, "model", q.Model, validate.NameLen)
+	q.Version = validate.Optional(&v, "version", q.Version, labelLen)
+	switch {
+	case q.Brand == nil && q.Model != nil:
+		v.Add("brand", "is required with model")
+	case q.Brand != nil && q.Model == nil:
+		v.Add("model", "is required with brand")
+	case q.Brand == nil && q.Version != nil:
+		v.Add("version", "narrows brand and model, which are missing")
+	}
+	return q, v.Err()
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,221 @@
+package assets
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/servicetest"
+	"github.com/assetregistry/registry/pkg/validate"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// set and null are merge-patch members: a new value, and a removal.
+func set[T any](v T) patch.Field[T] { return patch.Field[T]{Set: true, Value: v} }
+func null[T any]() patch.Field[T]   { return patch.Field[T]{Set: true, Null: true} }
+
+func TestAssetTypeInputNormalize(t *testing.T) {
+	valid := AssetTypeInput{Brand: "Liftmaster", Model: "LM-200"}
+	with := func(f func(*AssetTypeInput)) AssetTypeInput { in := valid; f(&in); return in }
+	many := make([]ExternalID, maxExternals+1)
+	for i := range many {
+		many[i] = ExternalID{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}
+	}
+	tests := []struct {
+		name   string
+		in     AssetTypeInput
+		fields []string
+		check  func(t *testing.T, out AssetTypeInput)
+	}{
+		{name: "minimal", in: valid, check: func(t *testing.T, out AssetTypeInput) {
+			if out.ExternalIDs == nil || out.Version != nil {
+				t.Errorf("out = %+v; external_ids must be an empty list", out)
+			}
+		}},
+		{name: "brand and model required", in: AssetTypeInput{}, fields: []string{"brand", "model"}},
+		{name: "blank brand", in: with(func(in *AssetTypeInput) { in.Brand = "  " }), fields: []string{"brand"}},
+		{name: "blank version is none", in: with(func(in *AssetTypeInput) { in.Version = ptr(" ") }),
+			check: func(t *testing.T, out AssetTypeInput) {
+				if out.Version != nil {
+					t.Errorf("version = %q", *out.Version)
+				}
+			}},
+		{name: "text is trimmed", in: with(func(in *AssetTypeInput) { in.Brand, in.Version = " Liftmaster ", ptr(" 2 ") }),
+			check: func(t *testing.T, out AssetTypeInput) {
+				if out.Brand != "Liftmaster" || *out.Version != "2" {
+					t.Errorf("out = %+v", out)
+				}
+			}},
+		{name: "version too long", in: with(func(in *AssetTypeInput) { in.Version = ptr(strings.Repeat("v", labelLen+1)) }), fields: []string{"version"}},
+		{name: "external ids are trimmed", in: with(func(in *AssetTypeInput) {
+			in.ExternalIDs = []ExternalID{{SourceSystem: " erp ", ExternalID: " 1 "}}
+		}), check: func(t *testing.T, out AssetTypeInput) {
+			if out.ExternalIDs[0] != (ExternalID{SourceSystem: "erp", ExternalID: "1"}) {
+				t.Errorf("external_ids = %+v", out.ExternalIDs)
+			}
+		}},
+		{name: "external id parts required", in: with(func(in *AssetTypeInput) {
+			in.ExternalIDs = []ExternalID{{SourceSystem: "erp", ExternalID: "1"}, {SourceSystem: "", ExternalID: " "}}
+		}), fields: []string{"external_ids[1].source_system", "external_ids[1].external_id"}},
+		{name: "a pair given twice", in: with(func(in *AssetTypeInput) {
+			in.ExternalIDs = []ExternalID{{SourceSystem: "erp", ExternalID: "1"}, {SourceSystem: "erp", ExternalID: "2"}, {SourceSystem: "erp ", ExternalID: "1"}}
+		}), fields: []string{"external_ids[2]"}},
+		{name: "same id in two systems", in: with(func(in *AssetTypeInput) {
+			in.ExternalIDs = []ExternalID{{SourceSystem: "erp", ExternalID: "1"}, {SourceSystem: "crm", ExternalID: "1"}}
+		})},
+		{name: "too many external ids", in: with(func(in *AssetTypeInput) { in.ExternalIDs = many }), fields: []string{"external_ids"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := tt.in.Normalize()
+			servicetest.WantFields(t, err, tt.fields...)
+			if tt.check != nil {
+				tt.check(t, out)
+			}
+		})
+	}
+}
+
+func TestAssetTypePatchApply(t *testing.T) {
+	thumb := uuid.New()
+	current := AssetType{Brand: "Liftmaster", Model: "LM-200", Version: ptr("2"), ThumbnailDocumentID: &thumb,
+		ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}}
+	tests := []struct {
+		name   string
+		patch  AssetTypePatch
+		fields []string
+		want   func(in AssetTypeInput) bool
+	}{
+		{name: "empty patch changes nothing", want: func(in AssetTypeInput) bool { return reflect.DeepEqual(in, assetTypeInputOf(current)) }},
+		{name: "set a field", patch: AssetTypePatch{Model: set("LM-300")}, want: func(in AssetTypeInput) bool { return in.Model == "LM-300" && *in.Version == "2" }},
+		{name: "null removes the version", patch: AssetTypePatch{Version: null[string]()}, want: func(in AssetTypeInput) bool { return in.Version == nil }},
+		{name: "null removes the thumbnail", patch: AssetTypePatch{ThumbnailDocumentID: null[validate.UUID]()},
+			want: func(in AssetTypeInput) bool { return in.ThumbnailDocumentID == nil }},
+		{name: "null removes every external id", patch: AssetTypePatch{ExternalIDs: null[[]ExternalID]()},
+			want: func(in AssetTypeInput) bool { return in.ExternalIDs != nil && len(in.ExternalIDs) == 0 }},
+		{name: "external ids are replaced", patch: AssetTypePatch{ExternalIDs: set([]ExternalID{{SourceSystem: "crm", ExternalID: "9"}})},
+			want: func(in AssetTypeInput) bool {
+				return len(in.ExternalIDs) == 1 && in.ExternalIDs[0].SourceSystem == "crm"
+			}},
+		{name: "brand and model cannot be removed", patch: AssetTypePatch{Brand: null[string](), Model: null[string]()}, fields: []string{"brand", "model"}},
+		{name: "the result is validated", patch: AssetTypePatch{Brand: set(" ")}, fields: []string{"brand"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := tt.patch.Apply(current)
+			servicetest.WantFields(t, err, tt.fields...)
+			if tt.want != nil && !tt.want(in) {
+				t.Errorf("result %+v", in)
+			}
+		})
+	}
+}
+
+func TestAssetInputNormalize(t *testing.T) {
+	next := time.Now().UTC().Year() + 1
+	valid := AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(uuid.New())}
+	with := func(f func(*AssetInput)) AssetInput { in := valid; f(&in); return in }
+	tests := []struct {
+		name   string
+		in     AssetInput
+		fields []string
+	}{
+		{"minimal", valid, nil},
+		{"serial number and type required", AssetInput{}, []string{"serial_number", "asset_type_id"}},
+		{"blank serial number", with(func(in *AssetInput) { in.SerialNumber = " \t" }), []string{"serial_number"}},
+		{"first production year", with(func(in *AssetInput) { in.ProductionYear = ptr(1900) }), nil},
+		{"before 1900", with(func(in *AssetInput) { in.ProductionYear = ptr(1899) }), []string{"production_year"}},
+		{"next year", with(func(in *AssetInput) { in.ProductionYear = ptr(next) }), nil},
+		{"the year after next", with(func(in *AssetInput) { in.ProductionYear = ptr(next + 1) }), []string{"production_year"}},
+		{"two digits", with(func(in *AssetInput) { in.ProductionYear = ptr(21) }), []string{"production_year"}},
+		{"status too long", with(func(in *AssetInput) { in.Status = ptr(strings.Repeat("s", statusLen+1)) }), []string{"status"}},
+		{"external ids checked", with(func(in *AssetInput) { in.ExternalIDs = []ExternalID{{SourceSystem: "erp"}} }), []string{"external_ids[0].external_id"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.in.Normalize()
+			servicetest.WantFields(t, err, tt.fields...)
+		})
+	}
+}
+
+func TestAssetPatchApply(t *testing.T) {
+	person := uuid.New()
+	current := Asset{SerialNumber: "SN-1", AssetTypeID: uuid.New(), ProductionYear: ptr(2020), ResponsiblePersonID: &person, ExternalIDs: []ExternalID{}}
+	tests := []struct {
+		name   string
+		patch  AssetPatch
+		fields []string
+		want   func(in AssetInput) bool
+	}{
+		{name: "empty patch changes nothing", want: func(in AssetInput) bool { return reflect.DeepEqual(in, assetInputOf(current)) }},
+		{name: "null removes the responsible person", patch: AssetPatch{ResponsiblePersonID: null[validate.UUID]()},
+			want: func(in AssetInput) bool { return in.ResponsiblePersonID == nil && in.ProductionYear != nil }},
+		{name: "null removes the production year", patch: AssetPatch{ProductionYear: null[int]()},
+			want: func(in AssetInput) bool { return in.ProductionYear == nil }},
+		{name: "required members cannot be removed", patch: AssetPatch{SerialNumber: null[string](),
+			AssetTypeID: null[validate.UUID]()}, fields: []string{"serial_number", "asset_type_id"}},
+		{name: "the year is checked", patch: AssetPatch{ProductionYear: set(1800)}, fields: []string{"production_year"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := tt.patch.Apply(current)
+			servicetest.WantFields(t, err, tt.fields...)
+			if tt.want != nil && !tt.want(in) {
+				t.Errorf("result %+v", in)
+			}
+		})
+	}
+}
+
+func TestAssetQueryNormalize(t *testing.T) {
+	tests := []struct {
+		name   string
+		q      AssetQuery
+		fields []string
+	}{
+		{"serial number only", AssetQuery{SerialNumber: "SN-1"}, nil},
+		{"with brand and model", AssetQuery{SerialNumber: "SN-1", Brand: ptr("B"), Model: ptr("M")}, nil},
+		{"with version", AssetQuery{SerialNumber: "SN-1", Brand: ptr("B"), Model: ptr("M"), Version: ptr("1")}, nil},
+		{"serial number required", AssetQuery{Brand: ptr("B"), Model: ptr("M")}, []string{"serial_number"}},
+		{"brand without model", AssetQuery{SerialNumber: "SN-1", Brand: ptr("B")}, []string{"model"}},
+		{"model without brand", AssetQuery{SerialNumber: "SN-1", Model: ptr("M")}, []string{"brand"}},
+		{"blank model is none", AssetQuery{SerialNumber: "SN-1", Brand: ptr("B"), Model: ptr(" ")}, []string{"model"}},
+		{"version alone", AssetQuery{SerialNumber: "SN-1", Version: ptr("1")}, []string{"version"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.q.Normalize()
+			servicetest.WantFields(t, err, tt.fields...)
+		})
+	}
+}
+
+func TestDocumentFrom(t *testing.T) {
+	id := uuid.New()
+	created := time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
+	attrs := refs.Attrs{"content_type": "image/png", "document_type": "photo", "size": "12", "sha256": "ab",
+		"created_at": created.Format(time.RFC3339Nano), "created_by": "c"}
+	d, err := documentFrom(id, attrs)
+	if err != nil || d.ID != id || d.Size != 12 || !d.CreatedAt.Equal(created) || d.Filename != nil || !isImage(d) {
+		t.Fatalf("document = %+v, %v", d, err)
+	}
+	attrs["filename"] = "front.png"
+	if d, _ := documentFrom(id, attrs); d.Filename == nil || *d.Filename != "front.png" {
+		t.Errorf("filename = %v", d.Filename)
+	}
+	attrs["size"] = "many"
+	if _, err := documentFrom(id, attrs); err == nil {
+		t.Error("a size that is not a number was accepted")
+	}
+	if isImage(Document{ContentType: "application/pdf"}) {
+		t.Error("a PDF is not an image")
+	}
+}

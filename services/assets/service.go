@@ -1,0 +1,176 @@
+// Package assets is the registry's service for asset types (brand, model,
+// version, with their documents and thumbnail) and assets (one piece of
+// equipment each, told apart by serial number within its type). Its layers
+// follow go-kit: Service (this file, plain Go types), endpoints
+// (endpoint.go), HTTP transport (transport.go) and PostgreSQL store
+// (store.go); finds are cached in Redis (cache.go). People and documents
+// belong to other services: references to them are kept whole with
+// pkg/refs.
+package assets
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/find"
+	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/validate"
+)
+
+// Service is what the assets service does. Errors are *apperr.Error.
+type Service interface {
+	// Asset types, read.
+	GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error)
+	ListAssetTypes(ctx context.Context, f AssetTypeFilter, page listing.Page) (listing.Result[AssetType], error)
+	// FindAssetTypes returns every asset type of a brand and model (and
+	// version): GET /asset_types/by_brand_and_model.
+	FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error)
+	// Asset types, written.
+	CreateAssetType(ctx context.Context, in AssetTypeInput) (AssetTypeDetail, error)
+	UpdateAssetType(ctx context.Context, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error)
+	DeleteAssetType(ctx context.Context, id uuid.UUID) error
+	// AttachDocument attaches a document; created=false when it was
+	// attached already.
+	AttachDocument(ctx context.Context, id uuid.UUID, ref DocumentRef) (t AssetTypeDetail, created bool, err error)
+	DetachDocument(ctx context.Context, id, documentID uuid.UUID) error
+	SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error)
+
+	// Assets, read.
+	GetAsset(ctx context.Context, id uuid.UUID) (Asset, error)
+	ListAssets(ctx context.Context, f AssetFilter, page listing.Page) (listing.Result[Asset], error)
+	// FindAsset returns the asset matching the criteria; with create it
+	// creates one when none matches and reports created=true.
+	FindAsset(ctx context.Context, q AssetQuery, create bool) (a Asset, created bool, err error)
+	// Assets, written.
+	CreateAsset(ctx context.Context, in AssetInput) (Asset, error)
+	UpdateAsset(ctx context.Context, id uuid.UUID, p AssetPatch) (Asset, error)
+	DeleteAsset(ctx context.Context, id uuid.UUID) error
+}
+
+// service holds the rules. Reads and deletes, which have none beyond the
+// store's, are the store's own methods.
+type service struct {
+	*Store
+}
+
+// NewService returns the service over store.
+func NewService(store *Store) Service { return &service{store} }
+
+func (s *service) CreateAssetType(ctx context.Context, in AssetTypeInput) (AssetTypeDetail, error) {
+	in, err := in.Normalize()
+	if err != nil {
+		return AssetTypeDetail{}, err
+	}
+	return s.Store.CreateAssetType(ctx, in, auth.Subject(ctx))
+}
+
+func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.FindAssetTypes(ctx, q)
+}
+
+func (s *service) UpdateAssetType(ctx context.Context, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error) {
+	if err := s.Store.UpdateAssetType(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+		return AssetTypeDetail{}, err
+	}
+	return s.Store.GetAssetType(ctx, id)
+}
+
+func (s *service) AttachDocument(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, bool, error) {
+	documentID, err := ref.Validate()
+	if err != nil {
+		return AssetTypeDetail{}, false, err
+	}
+	created, err := s.Store.AttachDocument(ctx, id, documentID, auth.Subject(ctx))
+	if err != nil {
+		return AssetTypeDetail{}, false, err
+	}
+	t, err := s.Store.GetAssetType(ctx, id)
+	return t, created, err
+}
+
+func (s *service) DetachDocument(ctx context.Context, id, documentID uuid.UUID) error {
+	return s.Store.DetachDocument(ctx, id, documentID, auth.Subject(ctx))
+}
+
+func (s *service) SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error) {
+	documentID, err := ref.Validate()
+	if err != nil {
+		return AssetTypeDetail{}, err
+	}
+	if err := s.Store.SetThumbnail(ctx, id, documentID, "document_id", auth.Subject(ctx)); err != nil {
+		return AssetTypeDetail{}, err
+	}
+	return s.Store.GetAssetType(ctx, id)
+}
+
+func (s *service) CreateAsset(ctx context.Context, in AssetInput) (Asset, error) {
+	in, err := in.Normalize()
+	if err != nil {
+		return Asset{}, err
+	}
+	return s.Store.CreateAsset(ctx, in, auth.Subject(ctx))
+}
+
+// FindAsset matches the serial number exactly, in the types of the brand
+// and model (and version; any version without one) or, without them, in
+// every type, so several assets can match: a 409 listing them. With create
+// and no match, the asset is created in the one type the criteria name: a
+// type that does not exist is a 422, several versions of it a 409 listing
+// them. Concurrent identical calls create one asset.
+func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Asset, bool, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return Asset{}, false, err
+	}
+	matches, err := s.Store.FindAssets(ctx, q, find.Limit)
+	if err != nil {
+		return Asset{}, false, err
+	}
+	if len(matches) > 0 || !create {
+		a, err := find.One(matches, "asset", func(a Asset) any {
+			return map[string]any{"id": a.ID, "serial_number": a.SerialNumber, "asset_type_id": a.AssetTypeID}
+		})
+		return a, false, err
+	}
+	if !q.NamesType() {
+		var v apperr.Validation
+		v.Add("brand", "is required to create an asset: no asset has this serial number")
+		v.Add("model", "is required to create an asset: no asset has this serial number")
+		return Asset{}, false, v.Err()
+	}
+	types, err := s.Store.FindAssetTypes(ctx, q.typeCriteria())
+	if err != nil {
+		return Asset{}, false, err
+	}
+	if len(types) == 0 {
+		var v apperr.Validation
+		for _, field := range q.typeFields() {
+			v.Add(field, "must name an existing asset type with the other criteria; no asset type matches them")
+		}
+		return Asset{}, false, v.Err()
+	}
+	t, err := find.One(types, "asset type", func(t AssetType) any {
+		return map[string]any{"id": t.ID, "brand": t.Brand, "model": t.Model, "version": t.Version}
+	})
+	if err != nil {
+		return Asset{}, false, err
+	}
+	// Another caller may create it between our find and our insert; the
+	// insert then returns theirs (created=false).
+	return s.Store.CreateAssetIfAbsent(ctx, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: validate.ID(t.ID),
+		ExternalIDs: []ExternalID{}}, auth.Subject(ctx))
+}
+
+func (s *service) UpdateAsset(ctx context.Context, id uuid.UUID, p AssetPatch) (Asset, error) {
+	if err := s.Store.UpdateAsset(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+		return Asset{}, err
+	}
+	return s.Store.GetAsset(ctx, id)
+}

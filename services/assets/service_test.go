@@ -1,0 +1,535 @@
+package assets
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/servicetest"
+	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/pkg/validate"
+)
+
+func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+
+type fixture struct {
+	svc      Service
+	store    *Store
+	registry *refs.Registry
+	// people and documents play the parties and documents services: a
+	// person or a document exists when the test adds it there.
+	people, documents *servicetest.StandIn
+	ctx               context.Context
+}
+
+// newFixture is the service as production wires it, over a fresh schema of
+// the real PostgreSQL and a private key space of the real Redis, with its
+// peers played by stand-ins over HTTP.
+func newFixture(t testing.TB, redisURL string) fixture {
+	t.Helper()
+	kit := servicetest.Store(t, Spec(), redisURL)
+	peers, standIns := servicetest.StandInClients(t, "assets")
+	registry := refs.New("assets", kit, peers)
+	st := NewStore(kit, registry)
+	return fixture{svc: WithFindCache(NewService(st), st.Finds), store: st, registry: registry,
+		people: standIns["parties"], documents: standIns["documents"], ctx: servicetest.Caller(t.Context(), "test-client")}
+}
+
+// person makes a person exist at the parties stand-in.
+func (f fixture) person() uuid.UUID {
+	id := uuid.New()
+	f.people.Add("person", id, nil)
+	return id
+}
+
+// document makes a document exist at the documents stand-in.
+func (f fixture) document(contentType string) uuid.UUID {
+	id := uuid.New()
+	f.documents.Add("document", id, refs.Attrs{"content_type": contentType, "document_type": "manual", "filename": "f",
+		"size": "3", "sha256": strings.Repeat("a", 64), "created_at": time.Now().UTC().Format(time.RFC3339Nano), "created_by": "c"})
+	return id
+}
+
+func (f fixture) assetType(t *testing.T, brand, model string, version *string) AssetTypeDetail {
+	t.Helper()
+	return servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: brand, Model: model, Version: version}))
+}
+
+func (f fixture) asset(t *testing.T, typeID uuid.UUID, serial string) Asset {
+	t.Helper()
+	return servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: serial, AssetTypeID: validate.ID(typeID)}))
+}
+
+var wantKind = servicetest.WantKind
+
+func wantField(t *testing.T, err error, field string) {
+	t.Helper()
+	e := wantKind(t, err, apperr.KindInvalid)
+	for _, f := range e.Fields {
+		if f.Field == field {
+			return
+		}
+	}
+	t.Fatalf("fields = %v, want %s", e.Fields, field)
+}
+
+func TestAssetTypeLifecycle(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	created := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
+		Version: ptr("2"), EmissionClass: ptr(" ")}))
+	if created.ID.Version() != 7 || created.Brand != "Liftmaster" || created.EmissionClass != nil || created.CreatedBy != "test-client" ||
+		created.Documents == nil || created.Thumbnail != nil || created.ExternalIDs == nil {
+		t.Fatalf("created = %+v", created)
+	}
+	got := servicetest.Must[AssetTypeDetail](t)(f.svc.GetAssetType(f.ctx, created.ID))
+	if !got.CreatedAt.Equal(created.CreatedAt) || *got.Version != "2" {
+		t.Errorf("get = %+v", got)
+	}
+
+	// Identity is case-insensitive, and no version is a version of its own.
+	_, err := f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "LIFTMASTER", Model: "lm-200", Version: ptr("2")})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != created.ID.String() {
+		t.Errorf("duplicate: existing_id = %v", e.Extensions["existing_id"])
+	}
+	unversioned := f.assetType(t, "Liftmaster", "LM-200", nil)
+	_, err = f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "liftmaster", Model: "LM-200"})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
+		t.Errorf("duplicate without version: existing_id = %v", e.Extensions["existing_id"])
+	}
+	f.assetType(t, "Liftmaster", "LM-200", ptr("3"))
+
+	updated := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{
+		EmissionClass: set("Stage V")}))
+	if *updated.EmissionClass != "Stage V" || !updated.UpdatedAt.After(created.UpdatedAt) {
+		t.Errorf("updated = %+v", updated)
+	}
+	unchanged := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Brand: set("Liftmaster")}))
+	if !unchanged.UpdatedAt.Equal(updated.UpdatedAt) {
+		t.Error("a patch that changes nothing must not touch updated_at")
+	}
+	// Moving onto another type's identity is a duplicate.
+	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Version: set("3")})
+	wantKind(t, err, apperr.KindConflict)
+	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Version: null[string]()})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
+		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
+	}
+
+	if err := f.svc.DeleteAssetType(f.ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, getErr := f.svc.GetAssetType(f.ctx, created.ID)
+	_, updateErr := f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{})
+	for _, err := range []error{getErr, updateErr, f.svc.DeleteAssetType(f.ctx, created.ID)} {
+		wantKind(t, err, apperr.KindNotFound)
+	}
+}
+
+func TestListAndFindAssetTypes(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	var ids []uuid.UUID
+	for i, spec := range []struct {
+		brand, model string
+		version      *string
+	}{{"Liftmaster", "LM-200", nil}, {"Liftmaster", "LM-200", ptr("2")}, {"Liftmaster", "LM-300", nil}, {"Hoistco", "LM-200", nil}, {"LIFTMASTER", "lm-200", ptr("3")}} {
+		in := AssetTypeInput{Brand: spec.brand, Model: spec.model, Version: spec.version,
+			ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}}}
+		ids = append(ids, servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, in)).ID)
+	}
+	list := func(filter AssetTypeFilter, page listing.Page) listing.Result[AssetType] {
+		t.Helper()
+		return servicetest.Must[listing.Result[AssetType]](t)(f.svc.ListAssetTypes(f.ctx, filter, page))
+	}
+	all := list(AssetTypeFilter{}, listing.Page{Limit: 100})
+	if len(all.Items) != 5 || all.Items[0].ID != ids[0] || all.Items[4].ID != ids[4] || len(all.Items[2].ExternalIDs) != 1 {
+		t.Fatalf("all = %+v", all.Items)
+	}
+	page := list(AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, listing.Page{Limit: 2})
+	if len(page.Items) != 2 || page.Items[1].ID != ids[1] || page.Next != ids[1] {
+		t.Fatalf("page 1 = %+v", page)
+	}
+	page = list(AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, listing.Page{Limit: 2, After: page.Next})
+	if len(page.Items) != 1 || page.Items[0].ID != ids[4] || page.Next != uuid.Nil {
+		t.Fatalf("page 2 = %+v", page)
+	}
+	if got := list(AssetTypeFilter{Version: ptr("2")}, listing.Page{Limit: 10}); len(got.Items) != 1 || got.Items[0].ID != ids[1] {
+		t.Errorf("by version: %+v", got.Items)
+	}
+	byExternal := list(AssetTypeFilter{External: ExternalFilter{SourceSystem: ptr("erp"), ExternalID: ptr("3")}}, listing.Page{Limit: 10})
+	if len(byExternal.Items) != 1 || byExternal.Items[0].ID != ids[3] {
+		t.Errorf("by external id: %+v", byExternal.Items)
+	}
+	if got := list(AssetTypeFilter{External: ExternalFilter{SourceSystem: ptr("ERP")}}, listing.Page{Limit: 10}); len(got.Items) != 0 {
+		t.Errorf("external ids compare exactly: %+v", got.Items)
+	}
+
+	found := servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "liftmaster", Model: "LM-200"}))
+	if len(found) != 3 || found[0].ID != ids[0] || found[2].ID != ids[4] {
+		t.Errorf("every version: %+v", found)
+	}
+	found = servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "liftmaster", Model: "LM-200", Version: ptr("3")}))
+	if len(found) != 1 || found[0].ID != ids[4] {
+		t.Errorf("one version: %+v", found)
+	}
+	found = servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Nobody", Model: "LM-200"}))
+	if found == nil || len(found) != 0 {
+		t.Errorf("no match must be an empty list: %#v", found)
+	}
+	_, err := f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Liftmaster"})
+	wantField(t, err, "model")
+}
+
+func TestExternalIDs(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	erp1 := []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}
+	first := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
+	_, err := f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2", ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}, erp1[0]}})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != first.ID.String() {
+		t.Errorf("external id held by another asset type: %v", e.Extensions)
+	}
+	// Nothing of the refused create stays, its other pair included.
+	second := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2",
+		ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}}}))
+	// Pairs are unique per kind: an asset may carry the type's pair.
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "S", AssetTypeID: validate.ID(first.ID), ExternalIDs: erp1}))
+	if len(a.ExternalIDs) != 1 || a.ExternalIDs[0] != erp1[0] {
+		t.Fatalf("asset external_ids = %+v", a.ExternalIDs)
+	}
+	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "T", AssetTypeID: validate.ID(first.ID), ExternalIDs: erp1})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
+		t.Errorf("external id held by another asset: %v", e.Extensions)
+	}
+
+	// A patch replaces the list, in the order given; a freed pair can be taken.
+	replaced := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true,
+		Value: []ExternalID{{SourceSystem: "sap", ExternalID: "9"}, {SourceSystem: "erp", ExternalID: "2"}}}}))
+	if len(replaced.ExternalIDs) != 2 || replaced.ExternalIDs[0].SourceSystem != "sap" || replaced.ExternalIDs[1].ExternalID != "2" {
+		t.Fatalf("replaced = %+v", replaced.ExternalIDs)
+	}
+	taken := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, second.ID, AssetTypePatch{ExternalIDs: set(erp1)}))
+	if len(taken.ExternalIDs) != 1 || taken.ExternalIDs[0] != erp1[0] {
+		t.Errorf("taken = %+v", taken.ExternalIDs)
+	}
+	_, err = f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: set(erp1)})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != second.ID.String() {
+		t.Errorf("patch onto a held pair: %v", e.Extensions)
+	}
+	cleared := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: null[[]ExternalID]()}))
+	if cleared.ExternalIDs == nil || len(cleared.ExternalIDs) != 0 {
+		t.Errorf("cleared = %#v", cleared.ExternalIDs)
+	}
+}
+
+func TestDocumentsAndThumbnail(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	at := f.assetType(t, "Liftmaster", "LM-200", nil)
+	manual, photo := f.document("application/pdf"), f.document("image/png")
+
+	_, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(uuid.New())})
+	wantField(t, err, "document_id")
+	_, _, err = f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{})
+	wantField(t, err, "document_id")
+	_, _, err = f.svc.AttachDocument(f.ctx, uuid.New(), DocumentRef{DocumentID: validate.ID(manual)})
+	wantKind(t, err, apperr.KindNotFound)
+
+	got, created, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(manual)})
+	if err != nil || !created || len(got.Documents) != 1 || got.Documents[0].ID != manual || got.Documents[0].ContentType != "application/pdf" ||
+		got.Documents[0].Size != 3 || !got.UpdatedAt.After(at.UpdatedAt) {
+		t.Fatalf("attach: %+v created=%v err=%v", got, created, err)
+	}
+	again, created, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(manual)})
+	if err != nil || created || len(again.Documents) != 1 || !again.UpdatedAt.Equal(got.UpdatedAt) {
+		t.Fatalf("attach again: %+v created=%v err=%v", again, created, err)
+	}
+	servicetest.Must[AssetTypeDetail](t)(func() (AssetTypeDetail, error) {
+		d, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(photo)})
+		return d, err
+	}())
+
+	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(manual)})
+	wantField(t, err, "document_id")
+	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(uuid.New())})
+	wantField(t, err, "document_id")
+	withThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(photo)}))
+	if withThumb.Thumbnail == nil || withThumb.Thumbnail.ID != photo || *withThumb.ThumbnailDocumentID != photo {
+		t.Fatalf("thumbnail = %+v", withThumb.Thumbnail)
+	}
+	_, err = f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: set(validate.ID(manual))})
+	wantField(t, err, "thumbnail_document_id")
+
+	// What points at a document, as its owner asks before deleting it.
+	referrers := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", photo, true))
+	if len(referrers) != 2 || referrers[0].Kind != "asset_type" || referrers[0].ID != at.ID ||
+		!strings.Contains(referrers[0].Label+referrers[1].Label, "thumbnail") || !strings.Contains(referrers[0].Label, "Liftmaster LM-200") {
+		t.Errorf("referrers of the photo = %+v", referrers)
+	}
+
+	noThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: null[validate.UUID]()}))
+	if noThumb.Thumbnail != nil || noThumb.ThumbnailDocumentID != nil {
+		t.Errorf("thumbnail after null = %+v", noThumb.Thumbnail)
+	}
+	if err := f.svc.DetachDocument(f.ctx, at.ID, photo); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, f.svc.DetachDocument(f.ctx, at.ID, photo), apperr.KindNotFound)
+	wantKind(t, f.svc.DetachDocument(f.ctx, uuid.New(), manual), apperr.KindNotFound)
+	if refs := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", photo, true)); len(refs) != 0 {
+		t.Errorf("the detached photo is still referenced: %+v", refs)
+	}
+
+	// A thumbnail given at create is checked the same way.
+	_, err = f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: validate.OptionalID(&manual)})
+	wantField(t, err, "thumbnail_document_id")
+	withPhoto := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: validate.OptionalID(&photo)}))
+	if withPhoto.Thumbnail == nil || withPhoto.Thumbnail.ContentType != "image/png" {
+		t.Errorf("created with thumbnail: %+v", withPhoto.Thumbnail)
+	}
+	// Deleting the type takes its attachments and thumbnail choice along.
+	if err := f.svc.DeleteAssetType(f.ctx, at.ID); err != nil {
+		t.Fatal(err)
+	}
+	if refs := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", manual, true)); len(refs) != 0 {
+		t.Errorf("attachments survived their type: %+v", refs)
+	}
+}
+
+func TestAssetLifecycle(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	lift := f.assetType(t, "Liftmaster", "LM-200", nil)
+	hoist := f.assetType(t, "Hoistco", "H1", nil)
+	person := f.person()
+
+	_, err := f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(uuid.New())})
+	wantField(t, err, "asset_type_id")
+	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(lift.ID), ResponsiblePersonID: validate.OptionalID(ptr(uuid.New()))})
+	wantField(t, err, "responsible_person_id")
+
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: validate.ID(lift.ID), ProductionYear: ptr(2021),
+		Status: ptr("in service"), ResponsiblePersonID: validate.OptionalID(&person)}))
+	if a.SerialNumber != "SN-1" || *a.ResponsiblePersonID != person || *a.ProductionYear != 2021 || a.ExternalIDs == nil {
+		t.Fatalf("created = %+v", a)
+	}
+	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(lift.ID)})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
+		t.Errorf("duplicate: %v", e.Extensions)
+	}
+	other := f.asset(t, hoist.ID, "SN-1") // the same serial number in another type
+
+	// What points at a person, as parties asks before deleting them.
+	referrers := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "person", person, true))
+	if len(referrers) != 1 || referrers[0].Kind != "asset" || referrers[0].ID != a.ID || referrers[0].Label != "serial number SN-1" {
+		t.Errorf("referrers of the person = %+v", referrers)
+	}
+
+	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: set(validate.ID(uuid.New()))})
+	wantField(t, err, "responsible_person_id")
+	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{AssetTypeID: set(validate.ID(uuid.New()))})
+	wantField(t, err, "asset_type_id")
+	_, err = f.svc.UpdateAsset(f.ctx, other.ID, AssetPatch{AssetTypeID: set(validate.ID(lift.ID))})
+	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
+		t.Errorf("moving onto a held serial number: %v", e.Extensions)
+	}
+	// The person check is made against the parties service only when the
+	// person changes: an unchanged one is referenced already.
+	f.people.Remove("person", person)
+	updated := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{Status: set("retired")}))
+	if *updated.Status != "retired" || *updated.ResponsiblePersonID != person || !updated.UpdatedAt.After(a.UpdatedAt) {
+		t.Errorf("updated = %+v", updated)
+	}
+	cleared := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: null[validate.UUID](),
+		ProductionYear: null[int]()}))
+	if cleared.ResponsiblePersonID != nil || cleared.ProductionYear != nil {
+		t.Errorf("cleared = %+v", cleared)
+	}
+
+	list := servicetest.Must[listing.Result[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{SerialNumber: ptr("SN-1")}, listing.Page{Limit: 10}))
+	if len(list.Items) != 2 || list.Items[0].ID != a.ID {
+		t.Errorf("by serial number: %+v", list.Items)
+	}
+	list = servicetest.Must[listing.Result[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{AssetTypeID: &hoist.ID}, listing.Page{Limit: 10}))
+	if len(list.Items) != 1 || list.Items[0].ID != other.ID {
+		t.Errorf("by type: %+v", list.Items)
+	}
+
+	if err := f.svc.DeleteAsset(f.ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.svc.GetAsset(f.ctx, a.ID)
+	wantKind(t, err, apperr.KindNotFound)
+	wantKind(t, f.svc.DeleteAsset(f.ctx, a.ID), apperr.KindNotFound)
+}
+
+// An asset type with assets cannot go: the foreign key refuses, and the
+// 409 names the assets.
+func TestDeleteAssetTypeWithAssets(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	at := f.assetType(t, "Liftmaster", "LM-200", nil)
+	a := f.asset(t, at.ID, "SN-1")
+	err := f.svc.DeleteAssetType(f.ctx, at.ID)
+	e := wantKind(t, err, apperr.KindConflict)
+	listed, _ := e.Extensions["referenced_by"].([]map[string]any)
+	if e.Code != "still-referenced" || !strings.Contains(e.Detail, a.ID.String()) || !strings.Contains(e.Detail, "SN-1") ||
+		len(listed) != 1 || listed[0]["kind"] != "asset" {
+		t.Fatalf("refusal = %+v", e)
+	}
+	// The refused delete left no mark: the type is still there and usable.
+	f.asset(t, at.ID, "SN-2")
+	for _, serial := range []string{"SN-1", "SN-2"} {
+		found, _, err := f.svc.FindAsset(f.ctx, AssetQuery{SerialNumber: serial}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.DeleteAsset(f.ctx, found.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.svc.DeleteAssetType(f.ctx, at.ID); err != nil {
+		t.Fatalf("delete without assets: %v", err)
+	}
+}
+
+func TestFindAsset(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	v1 := f.assetType(t, "Liftmaster", "LM-200", ptr("1"))
+	v2 := f.assetType(t, "Liftmaster", "LM-200", ptr("2"))
+	hoist := f.assetType(t, "Hoistco", "H1", nil)
+	a1 := f.asset(t, v1.ID, "SN-1")
+	f.asset(t, hoist.ID, "SN-1")
+	find := func(q AssetQuery, create bool) (Asset, bool, error) { return f.svc.FindAsset(f.ctx, q, create) }
+
+	got, created, err := find(AssetQuery{SerialNumber: "SN-1", Brand: ptr("liftmaster"), Model: ptr("lm-200")}, false)
+	if err != nil || created || got.ID != a1.ID {
+		t.Fatalf("by brand and model: %v %v %v", got.ID, created, err)
+	}
+	_, _, err = find(AssetQuery{SerialNumber: "SN-1"}, false)
+	if e := wantKind(t, err, apperr.KindConflict); e.Code != "ambiguous-match" || len(e.Extensions["candidates"].([]any)) != 2 {
+		t.Errorf("serial number in two types: %+v", e)
+	}
+	_, _, err = find(AssetQuery{SerialNumber: "SN-1"}, true)
+	wantKind(t, err, apperr.KindConflict)
+	_, _, err = find(AssetQuery{SerialNumber: "SN-9"}, false)
+	wantKind(t, err, apperr.KindNotFound)
+	_, _, err = find(AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-200"), Version: ptr("2")}, false)
+	wantKind(t, err, apperr.KindNotFound)
+
+	// Creating needs a type: named, existing and only one.
+	_, _, err = find(AssetQuery{SerialNumber: "SN-9"}, true)
+	wantField(t, err, "brand")
+	_, _, err = find(AssetQuery{SerialNumber: "SN-9", Brand: ptr("Nobody"), Model: ptr("LM-200")}, true)
+	wantField(t, err, "model")
+	_, _, err = find(AssetQuery{SerialNumber: "SN-9", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}, true)
+	if e := wantKind(t, err, apperr.KindConflict); e.Code != "ambiguous-match" {
+		t.Errorf("two versions to create in: %+v", e)
+	}
+	made, created, err := find(AssetQuery{SerialNumber: "SN-9", Brand: ptr("LIFTMASTER"), Model: ptr("LM-200"), Version: ptr("2")}, true)
+	if err != nil || !created || made.AssetTypeID != v2.ID {
+		t.Fatalf("create: %+v %v %v", made, created, err)
+	}
+	again, created, err := find(AssetQuery{SerialNumber: "SN-9", Brand: ptr("Liftmaster"), Model: ptr("LM-200"), Version: ptr("2")}, true)
+	if err != nil || created || again.ID != made.ID {
+		t.Fatalf("again: %v %v %v", again.ID, created, err)
+	}
+}
+
+func TestFindAssetCreatesExactlyOnce(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	at := f.assetType(t, "Liftmaster", "LM-200", nil)
+	servicetest.CreatesOnce(t, 50, func(i int) (uuid.UUID, bool, error) {
+		// Vary the spelling: the type's name ignores case and space.
+		q := AssetQuery{SerialNumber: "SN-RACE", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}
+		if i%2 == 0 {
+			q.Brand, q.Model = ptr(" LIFTMASTER"), ptr("lm-200 ")
+		}
+		a, created, err := f.svc.FindAsset(f.ctx, q, true)
+		return a.ID, created, err
+	})
+	var count int
+	if err := f.store.Pool.QueryRow(t.Context(), "SELECT count(*) FROM assets WHERE asset_type_id = $1", at.ID).Scan(&count); err != nil || count != 1 {
+		t.Fatalf("asset rows = %d (%v), want 1", count, err)
+	}
+}
+
+// The cache must never hide a write: each find below follows a write that
+// changes its answer.
+func TestFindsSeeEveryWrite(t *testing.T) {
+	f := newFixture(t, testharness.RedisURL(t))
+	at := f.assetType(t, "Liftmaster", "LM-200", nil)
+	a := f.asset(t, at.ID, "SN-1")
+	byName := AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}
+	find := func(q AssetQuery) (Asset, error) {
+		got, _, err := f.svc.FindAsset(f.ctx, q, false)
+		return got, err
+	}
+	types := func() []AssetType {
+		return servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Liftmaster", Model: "LM-200"}))
+	}
+	servicetest.Must[Asset](t)(find(byName)) // cached from here on
+	servicetest.Must[Asset](t)(find(AssetQuery{SerialNumber: "SN-1"}))
+	if got := types(); len(got) != 1 || got[0].EmissionClass != nil {
+		t.Fatal(got)
+	}
+
+	servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{Status: set("retired")}))
+	if got := servicetest.Must[Asset](t)(find(byName)); got.Status == nil || *got.Status != "retired" {
+		t.Fatalf("after an update, find says %+v", got.Status)
+	}
+	// Another type with the serial number makes the serial-only find ambiguous.
+	hoist := f.assetType(t, "Hoistco", "H1", nil)
+	f.asset(t, hoist.ID, "SN-1")
+	_, err := find(AssetQuery{SerialNumber: "SN-1"})
+	wantKind(t, err, apperr.KindConflict)
+	// Renaming the type moves its assets to other criteria.
+	servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{Model: set("LM-201")}))
+	_, err = find(byName)
+	wantKind(t, err, apperr.KindNotFound)
+	if got := types(); len(got) != 0 {
+		t.Fatalf("the renamed type is still found by its old model: %+v", got)
+	}
+	renamed := AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-201")}
+	if got := servicetest.Must[Asset](t)(find(renamed)); got.ID != a.ID {
+		t.Fatal(got.ID)
+	}
+	newType := f.assetType(t, "Liftmaster", "LM-200", ptr("2"))
+	if got := types(); len(got) != 1 || got[0].ID != newType.ID {
+		t.Fatalf("a new type is not found: %+v", got)
+	}
+	servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, newType.ID, DocumentRef{DocumentID: validate.ID(f.document("image/jpeg"))}))
+	if got := types(); got[0].ThumbnailDocumentID == nil {
+		t.Fatal("the thumbnail is not seen by the type's finds")
+	}
+	if err := f.svc.DeleteAsset(f.ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = find(renamed)
+	wantKind(t, err, apperr.KindNotFound)
+	if err := f.svc.DeleteAssetType(f.ctx, newType.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := types(); len(got) != 0 {
+		t.Fatalf("a deleted type is still found: %+v", got)
+	}
+}
+
+func TestFindsWorkWithoutRedis(t *testing.T) {
+	f := newFixture(t, "redis://"+servicetest.Unreachable(t)+"/0")
+	at := f.assetType(t, "Liftmaster", "LM-200", nil)
+	a := f.asset(t, at.ID, "SN-1")
+	for range 3 {
+		got, _, err := f.svc.FindAsset(f.ctx, AssetQuery{SerialNumber: "SN-1", Brand: ptr("liftmaster"), Model: ptr("lm-200")}, false)
+		if err != nil || got.ID != a.ID {
+			t.Fatalf("find without Redis: %v, %v", got.ID, err)
+		}
+		if types, err := f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Liftmaster", Model: "LM-200"}); err != nil || len(types) != 1 {
+			t.Fatalf("types without Redis: %v, %v", types, err)
+		}
+	}
+}

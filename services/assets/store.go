@@ -1,0 +1,629 @@
+package assets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/pkg/validate"
+)
+
+// externals is one resource kind's table of external identifiers.
+type externals struct{ table, owner, resource string }
+
+var (
+	typeExternals  = externals{table: "asset_type_external_ids", owner: "asset_type_id", resource: "asset type"}
+	assetExternals = externals{table: "asset_external_ids", owner: "asset_id", resource: "asset"}
+)
+
+// column is the select-list entry of the external ids of the row alias
+// names, as one JSON array in the client's order.
+func (e externals) column(alias string) string {
+	return `COALESCE((SELECT json_agg(json_build_object('source_system', x.source_system, 'external_id', x.external_id)
+		ORDER BY x.position) FROM ` + e.table + ` x WHERE x.` + e.owner + ` = ` + alias + `.id), '[]') AS external_ids`
+}
+
+// filter narrows a list to rows with the external id.
+func (e externals) filter(where *postgres.Filter, alias string, f ExternalFilter) {
+	switch {
+	case f.SourceSystem == nil:
+	case f.ExternalID == nil:
+		where.Where(`EXISTS (SELECT 1 FROM `+e.table+` x WHERE x.`+e.owner+` = `+alias+`.id AND x.source_system = ?)`, *f.SourceSystem)
+	default:
+		where.Where(`EXISTS (SELECT 1 FROM `+e.table+` x WHERE x.`+e.owner+` = `+alias+`.id AND x.source_system = ? AND x.external_id = ?)`,
+			*f.SourceSystem, *f.ExternalID)
+	}
+}
+
+// save gives owner the external ids, replacing those it had. A pair that
+// another resource of the kind holds is a 409 naming that resource; a
+// concurrent write of the same pair waits for the other to end (ON
+// CONFLICT), so the pair is never held twice.
+func (e externals) save(ctx context.Context, tx pgx.Tx, owner uuid.UUID, ids []ExternalID) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM `+e.table+` WHERE `+e.owner+` = $1`, owner); err != nil {
+		return postgres.Classify(err, "replace external ids")
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	systems, values := make([]string, len(ids)), make([]string, len(ids))
+	for i, x := range ids {
+		systems[i], values[i] = x.SourceSystem, x.ExternalID
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO `+e.table+` (source_system, external_id, `+e.owner+`, position)
+		SELECT s, x, $1, n FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(s, x, n)
+		ON CONFLICT DO NOTHING RETURNING source_system, external_id`, owner, systems, values)
+	if err != nil {
+		return postgres.Classify(err, "insert external ids")
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ExternalID])
+	if err != nil {
+		return postgres.Classify(err, "insert external ids")
+	}
+	for _, x := range ids {
+		if slices.Contains(inserted, x) {
+			continue
+		}
+		var holder uuid.UUID
+		if err := tx.QueryRow(ctx, `SELECT `+e.owner+` FROM `+e.table+` WHERE source_system = $1 AND external_id = $2`,
+			x.SourceSystem, x.ExternalID).Scan(&holder); err != nil {
+			return postgres.Classify(err, "find external id holder")
+		}
+		return apperr.Duplicate(fmt.Sprintf("the external id %s of source system %s names %s %s already",
+			x.ExternalID, x.SourceSystem, e.resource, holder), holder.String())
+	}
+	return nil
+}
+
+// Store is the PostgreSQL persistence of asset types and assets. Every
+// write commits through store.Write, which then makes stale the cached
+// finds the write says it changed. References to people and documents are
+// checked with their owners inside the write (pkg/refs), and the owners ask
+// this store what points at a person or a document before deleting one.
+type Store struct {
+	*store.Store
+	refs *refs.Registry
+}
+
+// NewStore returns the assets store over the kit's store and declares its
+// side of the reference protocol.
+func NewStore(s *store.Store, r *refs.Registry) *Store {
+	r.Owns("asset_type", refs.ExistsIn("asset_types"))
+	r.Owns("asset", refs.ExistsIn("assets"))
+	r.PointsAt("person", func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+		return assetRefs(ctx, q, "responsible_person_id", id)
+	})
+	r.PointsAt("document", assetTypesOfDocument)
+	return &Store{Store: s, refs: r}
+}
+
+var assetTypeColumns = `t.id, t.brand, t.model, t.version, t.emission_class, t.thumbnail_document_id, ` +
+	typeExternals.column("t") + `, t.created_at, t.created_by, t.updated_at, t.updated_by`
+
+// The attached documents in attach order, and the thumbnail.
+const assetTypeDocumentsSQL = `COALESCE((SELECT json_agg(d.document ORDER BY d.attached_at, d.document_id)
+	FROM asset_type_documents d WHERE d.asset_type_id = t.id), '[]') AS documents, t.thumbnail`
+
+// CreateAssetType inserts an asset type; its thumbnail, when it names one,
+// must be an image document.
+func (s *Store) CreateAssetType(ctx context.Context, in AssetTypeInput, actor string) (AssetTypeDetail, error) {
+	var detail AssetTypeDetail
+	err := s.Write(ctx, "create asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		thumbnail, err := s.thumbnail(ctx, tx, "thumbnail_document_id", in.ThumbnailDocumentID.Ptr())
+		if err != nil {
+			return nil, err
+		}
+		id := store.NewID()
+		_, err = tx.Exec(ctx, `INSERT INTO asset_types (id, brand, model, version, brand_key, model_key, version_key,
+				emission_class, thumbnail_document_id, thumbnail, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+			id, in.Brand, in.Model, in.Version, validate.Fold(in.Brand), validate.Fold(in.Model), foldOptional(in.Version),
+			in.EmissionClass, in.ThumbnailDocumentID.Ptr(), thumbnail, actor)
+		if err != nil {
+			return nil, postgres.Classify(err, "insert asset type")
+		}
+		if err := typeExternals.save(ctx, tx, id, in.ExternalIDs); err != nil {
+			return nil, err
+		}
+		detail, err = s.getAssetType(ctx, tx, id)
+		return []string{typeFinds(in.Brand, in.Model)}, err
+	})
+	return detail, s.assetTypeConflict(ctx, err, in)
+}
+
+// GetAssetType reads an asset type with its documents and thumbnail.
+func (s *Store) GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error) {
+	return s.getAssetType(ctx, s.DB(ctx), id)
+}
+
+func (s *Store) getAssetType(ctx context.Context, q postgres.Querier, id uuid.UUID) (AssetTypeDetail, error) {
+	return postgres.One[AssetTypeDetail](ctx, q, "get asset type", "asset type", id,
+		`SELECT `+assetTypeColumns+`, `+assetTypeDocumentsSQL+` FROM asset_types t WHERE t.id = $1`, id)
+}
+
+// ListAssetTypes reads one page.
+func (s *Store) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page listing.Page) (listing.Result[AssetType], error) {
+	var where postgres.Filter
+	postgres.Equal(&where, "brand_key", foldOptional(f.Brand))
+	postgres.Equal(&where, "model_key", foldOptional(f.Model))
+	postgres.Equal(&where, "version_key", foldOptional(f.Version))
+	typeExternals.filter(&where, "t", f.External)
+	return postgres.List(ctx, s.DB(ctx), "list asset types", `SELECT `+assetTypeColumns+` FROM asset_types t`,
+		where, page, func(t AssetType) uuid.UUID { return t.ID })
+}
+
+// FindAssetTypes returns every asset type of the brand and model (and
+// version, when given), in creation order.
+func (s *Store) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
+	var where postgres.Filter
+	typeMatch(&where, q)
+	types, err := postgres.Many[AssetType](ctx, s.DB(ctx), "find asset types",
+		`SELECT `+assetTypeColumns+` FROM asset_types t`+where.SQL()+` ORDER BY t.id`, where.Args()...)
+	return nonNil(types), err
+}
+
+// typeMatch adds the conditions on an asset type (alias t) that the
+// criteria name.
+func typeMatch(where *postgres.Filter, q BrandAndModel) {
+	where.Where("t.brand_key = ?", validate.Fold(q.Brand))
+	where.Where("t.model_key = ?", validate.Fold(q.Model))
+	if q.Version != nil {
+		where.Where("t.version_key = ?", validate.Fold(*q.Version))
+	}
+}
+
+// UpdateAssetType applies apply to the locked asset type.
+func (s *Store) UpdateAssetType(ctx context.Context, id uuid.UUID, actor string, apply func(AssetType) (AssetTypeInput, error)) error {
+	updater := store.Updater[AssetType, AssetTypeInput]{
+		Resource: "asset type",
+		Select:   `SELECT ` + assetTypeColumns + ` FROM asset_types t WHERE t.id = $1`,
+		Input:    assetTypeInputOf,
+		Save:     s.saveAssetType,
+		// If-Match names the asset type as a GET shows it.
+		Representation: func(ctx context.Context, t AssetType) (any, error) { return s.GetAssetType(ctx, t.ID) },
+	}
+	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	return s.assetTypeConflict(ctx, err, in)
+}
+
+func (s *Store) saveAssetType(ctx context.Context, tx pgx.Tx, old AssetType, in AssetTypeInput, actor string) ([]string, error) {
+	if thumbnail := in.ThumbnailDocumentID.Ptr(); !equalIDs(thumbnail, old.ThumbnailDocumentID) {
+		if err := s.setThumbnail(ctx, tx, old.ID, "thumbnail_document_id", thumbnail); err != nil {
+			return nil, err
+		}
+	}
+	_, err := tx.Exec(ctx, `UPDATE asset_types SET brand = $2, model = $3, version = $4, brand_key = $5, model_key = $6,
+		version_key = $7, emission_class = $8, updated_at = now(), updated_by = $9 WHERE id = $1`,
+		old.ID, in.Brand, in.Model, in.Version, validate.Fold(in.Brand), validate.Fold(in.Model), foldOptional(in.Version),
+		in.EmissionClass, actor)
+	if err != nil {
+		return nil, postgres.Classify(err, "update asset type")
+	}
+	if !slices.Equal(old.ExternalIDs, in.ExternalIDs) {
+		if err := typeExternals.save(ctx, tx, old.ID, in.ExternalIDs); err != nil {
+			return nil, err
+		}
+	}
+	changed := []string{typeFinds(old.Brand, old.Model), typeFinds(in.Brand, in.Model)}
+	if typeIdentity(old.Brand, old.Model, old.Version) != typeIdentity(in.Brand, in.Model, in.Version) {
+		// Asset finds name their type by brand, model and version.
+		changed = append(changed, everyAssetFind)
+	}
+	return changed, nil
+}
+
+// assetTypeConflict turns a violation of the type's identity into a 409
+// naming the asset type that holds it.
+func (s *Store) assetTypeConflict(ctx context.Context, err error, in AssetTypeInput) error {
+	version := "without a version"
+	if in.Version != nil {
+		version = "version " + *in.Version
+	}
+	return s.Duplicate(ctx, err, fmt.Sprintf("an asset type with brand %s, model %s and %s exists already", in.Brand, in.Model, version),
+		`SELECT id FROM asset_types WHERE brand_key = $1 AND model_key = $2 AND version_key IS NOT DISTINCT FROM $3`,
+		validate.Fold(in.Brand), validate.Fold(in.Model), foldOptional(in.Version))
+}
+
+// DeleteAssetType removes an asset type with its attachments and external
+// ids, unless an asset has the type: the foreign key of assets refuses,
+// and the 409 names the assets.
+func (s *Store) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
+	current := func(ctx context.Context) (any, error) { return s.GetAssetType(ctx, id) }
+	return s.remove(ctx, "asset_type", "asset_types", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var brand, model string
+		// In a savepoint, so the transaction can still name the assets.
+		err := s.Write(ctx, "delete asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			return nil, store.Delete(ctx, tx, "asset type", id, `DELETE FROM asset_types WHERE id = $1 RETURNING brand, model`, &brand, &model)
+		})
+		if _, referenced := postgres.Constraint(err, postgres.ForeignKeyViolation); referenced {
+			assets, err := assetRefs(ctx, tx, "asset_type_id", id)
+			if err != nil {
+				return nil, err
+			}
+			if len(assets) == 0 { // deleted again since the foreign key looked
+				return nil, apperr.Conflict("an asset of this type was deleted during the delete; retry it").WithHeader("Retry-After", "1")
+			}
+			return nil, refs.StillReferenced("asset_type", id, assets)
+		}
+		return []string{typeFinds(brand, model)}, err
+	})
+}
+
+// remove deletes kind/id (a row of table) through the reference
+// protocol, so the services that may point at it are asked first; del runs
+// once the request's If-Match, if any, has been checked against current
+// (the resource as a GET shows it) under the row's lock.
+func (s *Store) remove(ctx context.Context, kind, table string, id uuid.UUID, current func(context.Context) (any, error),
+	del func(ctx context.Context, tx pgx.Tx) ([]string, error)) error {
+	return s.refs.Delete(ctx, kind, id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := store.CheckIfMatch(ctx, tx, table, id, current); err != nil {
+			return nil, err
+		}
+		return del(ctx, tx)
+	})
+}
+
+// typeIfMatch checks the request's If-Match (if any) against the asset
+// type as a GET shows it, locked for the rest of the transaction.
+func (s *Store) typeIfMatch(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	return store.CheckIfMatch(ctx, tx, "asset_types", id, func(ctx context.Context) (any, error) { return s.GetAssetType(ctx, id) })
+}
+
+// lockedType is what the writes to an asset type's documents need of it.
+type lockedType struct {
+	Brand, Model string
+	Thumbnail    *uuid.UUID
+}
+
+// lockAssetType locks the asset type against concurrent writes to it (and
+// its delete) for the rest of the transaction.
+func lockAssetType(ctx context.Context, tx pgx.Tx, id uuid.UUID) (lockedType, error) {
+	var t lockedType
+	err := tx.QueryRow(ctx, `SELECT brand, model, thumbnail_document_id FROM asset_types WHERE id = $1 FOR UPDATE`, id).
+		Scan(&t.Brand, &t.Model, &t.Thumbnail)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, apperr.NotFound("asset type", id.String())
+	}
+	return t, postgres.Classify(err, "lock asset type")
+}
+
+// touch records that the asset type changed.
+func touch(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) error {
+	_, err := tx.Exec(ctx, `UPDATE asset_types SET updated_at = now(), updated_by = $2 WHERE id = $1`, id, actor)
+	return postgres.Classify(err, "touch asset type")
+}
+
+// AttachDocument attaches a document to an asset type; created=false when
+// it was attached already.
+func (s *Store) AttachDocument(ctx context.Context, typeID, documentID uuid.UUID, actor string) (bool, error) {
+	created := false
+	err := s.Write(ctx, "attach document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		t, err := lockAssetType(ctx, tx, typeID)
+		if err != nil {
+			return nil, err
+		}
+		var attached bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM asset_type_documents WHERE asset_type_id = $1 AND document_id = $2)`,
+			typeID, documentID).Scan(&attached); err != nil || attached {
+			return nil, postgres.Classify(err, "check attachment")
+		}
+		doc, err := s.document(ctx, tx, "document_id", documentID)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO asset_type_documents (asset_type_id, document_id, document, attached_by)
+			VALUES ($1, $2, $3, $4)`, typeID, documentID, doc, actor); err != nil {
+			return nil, postgres.Classify(err, "attach document")
+		}
+		created = true
+		return []string{typeFinds(t.Brand, t.Model)}, touch(ctx, tx, typeID, actor)
+	})
+	return created, err
+}
+
+// DetachDocument removes a document from an asset type (the document
+// itself stays). The request's If-Match names the asset type, which the
+// detach changes.
+func (s *Store) DetachDocument(ctx context.Context, typeID, documentID uuid.UUID, actor string) error {
+	return s.Write(ctx, "detach document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		t, err := lockAssetType(ctx, tx, typeID)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.typeIfMatch(ctx, tx, typeID); err != nil {
+			return nil, err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM asset_type_documents WHERE asset_type_id = $1 AND document_id = $2`, typeID, documentID)
+		if err != nil {
+			return nil, postgres.Classify(err, "detach document")
+		}
+		if tag.RowsAffected() == 0 {
+			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("document %s is not attached to asset type %s", documentID, typeID))
+		}
+		return []string{typeFinds(t.Brand, t.Model)}, touch(ctx, tx, typeID, actor)
+	})
+}
+
+// SetThumbnail makes an image document the asset type's thumbnail; field
+// names the document id in the 422s.
+func (s *Store) SetThumbnail(ctx context.Context, typeID, documentID uuid.UUID, field, actor string) error {
+	return s.Write(ctx, "set thumbnail", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		t, err := lockAssetType(ctx, tx, typeID)
+		if err != nil || equalIDs(t.Thumbnail, &documentID) {
+			return nil, err
+		}
+		if err := s.setThumbnail(ctx, tx, typeID, field, &documentID); err != nil {
+			return nil, err
+		}
+		return []string{typeFinds(t.Brand, t.Model)}, touch(ctx, tx, typeID, actor)
+	})
+}
+
+// setThumbnail checks the new thumbnail (nil: none) and stores it with its
+// metadata.
+func (s *Store) setThumbnail(ctx context.Context, tx pgx.Tx, typeID uuid.UUID, field string, documentID *uuid.UUID) error {
+	thumbnail, err := s.thumbnail(ctx, tx, field, documentID)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE asset_types SET thumbnail_document_id = $2, thumbnail = $3 WHERE id = $1`, typeID, documentID, thumbnail)
+	return postgres.Classify(err, "set thumbnail")
+}
+
+// document asks the documents service for a document, locking it against
+// a concurrent delete until the transaction ends (pkg/refs); one that does
+// not exist is a 422 naming field.
+func (s *Store) document(ctx context.Context, tx pgx.Tx, field string, id uuid.UUID) (Document, error) {
+	found, err := s.refs.Check(ctx, tx, refs.Target{Field: field, Kind: "document", ID: id})
+	if err != nil {
+		return Document{}, err
+	}
+	return documentFrom(id, found[id])
+}
+
+// thumbnail checks that id (nil: none) names an image document.
+func (s *Store) thumbnail(ctx context.Context, tx pgx.Tx, field string, id *uuid.UUID) (*Document, error) {
+	if id == nil {
+		return nil, nil
+	}
+	doc, err := s.document(ctx, tx, field, *id)
+	if err != nil {
+		return nil, err
+	}
+	if !isImage(doc) {
+		return nil, apperr.Invalid(apperr.FieldError{Field: field,
+			Message: fmt.Sprintf("must name an image document (image/*); document %s is %s", doc.ID, doc.ContentType)})
+	}
+	return &doc, nil
+}
+
+// assetTypesOfDocument is the reference protocol's question for a
+// document: which asset types attach it or show it as their thumbnail.
+func assetTypesOfDocument(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+	rows, err := q.Query(ctx, `SELECT t.id, t.brand, t.model, t.version, 'attached document' AS how
+		FROM asset_type_documents d JOIN asset_types t ON t.id = d.asset_type_id WHERE d.document_id = $1
+		UNION ALL
+		SELECT t.id, t.brand, t.model, t.version, 'thumbnail' FROM asset_types t WHERE t.thumbnail_document_id = $1
+		ORDER BY 1, 5`, id)
+	if err != nil {
+		return nil, postgres.Classify(err, "asset types of document")
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (refs.Ref, error) {
+		ref := refs.Ref{Kind: "asset_type"}
+		var brand, model, how string
+		var version *string
+		err := row.Scan(&ref.ID, &brand, &model, &version, &how)
+		ref.Label = brand + " " + model
+		if version != nil {
+			ref.Label += " " + *version
+		}
+		ref.Label += ", " + how
+		return ref, err
+	})
+	return found, postgres.Classify(err, "asset types of document")
+}
+
+var assetColumns = `a.id, a.serial_number, a.asset_type_id, a.production_year, a.status, a.responsible_person_id, ` +
+	assetExternals.column("a") + `, a.created_at, a.created_by, a.updated_at, a.updated_by`
+
+// idRow is the RETURNING of an insert that may not insert.
+type idRow struct {
+	ID uuid.UUID `db:"id"`
+}
+
+// CreateAsset inserts an asset; its type must exist and its responsible
+// person, when given, too. An asset with the same serial number in the
+// type is a 409.
+func (s *Store) CreateAsset(ctx context.Context, in AssetInput, actor string) (Asset, error) {
+	a, created, err := s.CreateAssetIfAbsent(ctx, in, actor)
+	if err == nil && !created {
+		err = apperr.Duplicate(assetDuplicate(in), a.ID.String())
+	}
+	return a, err
+}
+
+// CreateAssetIfAbsent inserts an asset unless its type holds the serial
+// number already, in which case it returns that asset. Concurrent callers
+// with the same type and serial number all get the one row: the unique
+// index arbitrates.
+func (s *Store) CreateAssetIfAbsent(ctx context.Context, in AssetInput, actor string) (Asset, bool, error) {
+	var a Asset
+	created := false
+	err := s.Write(ctx, "create asset", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		row, inserted, err := store.Inserted(ctx, tx, "insert asset",
+			`INSERT INTO assets (id, asset_type_id, serial_number, production_year, status, responsible_person_id, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (asset_type_id, serial_number) DO NOTHING RETURNING id`,
+			[]any{store.NewID(), in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), actor},
+			func() (idRow, error) {
+				return postgres.One[idRow](ctx, tx, "get asset by serial number", "asset", uuid.Nil,
+					`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
+			})
+		if err != nil {
+			return nil, assetTypeMissing(err, in.AssetTypeID.UUID)
+		}
+		if inserted {
+			if err := s.checkPerson(ctx, tx, in.ResponsiblePersonID.Ptr()); err != nil {
+				return nil, err
+			}
+			if err := assetExternals.save(ctx, tx, row.ID, in.ExternalIDs); err != nil {
+				return nil, err
+			}
+		}
+		created = inserted
+		if a, err = s.getAsset(ctx, tx, row.ID); err != nil || !inserted {
+			return nil, err
+		}
+		return []string{assetFinds(in.SerialNumber)}, nil
+	})
+	return a, created, err
+}
+
+// checkPerson asks the parties service whether the responsible person
+// (nil: none) exists, and keeps them from being deleted until the
+// transaction ends (pkg/refs).
+func (s *Store) checkPerson(ctx context.Context, tx pgx.Tx, id *uuid.UUID) error {
+	if id == nil {
+		return nil
+	}
+	_, err := s.refs.Check(ctx, tx, refs.Target{Field: "responsible_person_id", Kind: "person", ID: *id})
+	return err
+}
+
+// assetTypeMissing turns the foreign key of an asset's type into the 422
+// of a type that does not exist.
+func assetTypeMissing(err error, typeID uuid.UUID) error {
+	if _, missing := postgres.Constraint(err, postgres.ForeignKeyViolation); missing {
+		return apperr.Invalid(apperr.FieldError{Field: "asset_type_id",
+			Message: fmt.Sprintf("must name an existing asset type; %s does not exist", typeID)})
+	}
+	return err
+}
+
+func assetDuplicate(in AssetInput) string {
+	return fmt.Sprintf("an asset with serial_number %s exists already in asset type %s", in.SerialNumber, in.AssetTypeID.UUID)
+}
+
+// GetAsset reads an asset.
+func (s *Store) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
+	return s.getAsset(ctx, s.DB(ctx), id)
+}
+
+func (s *Store) getAsset(ctx context.Context, q postgres.Querier, id uuid.UUID) (Asset, error) {
+	return postgres.One[Asset](ctx, q, "get asset", "asset", id, `SELECT `+assetColumns+` FROM assets a WHERE a.id = $1`, id)
+}
+
+// ListAssets reads one page.
+func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page listing.Page) (listing.Result[Asset], error) {
+	var where postgres.Filter
+	postgres.Equal(&where, "asset_type_id", f.AssetTypeID)
+	postgres.Equal(&where, "serial_number", f.SerialNumber)
+	postgres.Equal(&where, "responsible_person_id", f.ResponsiblePersonID)
+	assetExternals.filter(&where, "a", f.External)
+	return postgres.List(ctx, s.DB(ctx), "list assets", `SELECT `+assetColumns+` FROM assets a`,
+		where, page, func(a Asset) uuid.UUID { return a.ID })
+}
+
+// FindAssets returns up to limit assets with the serial number in the
+// types the criteria name (in any type when they name none).
+func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int) ([]Asset, error) {
+	var where postgres.Filter
+	where.Where("a.serial_number = ?", q.SerialNumber)
+	if q.NamesType() {
+		typeMatch(&where, q.typeCriteria())
+	}
+	return postgres.Many[Asset](ctx, s.DB(ctx), "find asset",
+		`SELECT `+assetColumns+` FROM assets a JOIN asset_types t ON t.id = a.asset_type_id`+where.SQL()+
+			fmt.Sprintf(` ORDER BY a.id LIMIT %d`, limit), where.Args()...)
+}
+
+// UpdateAsset applies apply to the locked asset.
+func (s *Store) UpdateAsset(ctx context.Context, id uuid.UUID, actor string, apply func(Asset) (AssetInput, error)) error {
+	updater := store.Updater[Asset, AssetInput]{
+		Resource:       "asset",
+		Select:         `SELECT ` + assetColumns + ` FROM assets a WHERE a.id = $1`,
+		Input:          assetInputOf,
+		Save:           s.saveAsset,
+		Representation: func(ctx context.Context, a Asset) (any, error) { return s.GetAsset(ctx, a.ID) },
+	}
+	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	return s.Duplicate(ctx, err, assetDuplicate(in),
+		`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
+}
+
+func (s *Store) saveAsset(ctx context.Context, tx pgx.Tx, old Asset, in AssetInput, actor string) ([]string, error) {
+	if person := in.ResponsiblePersonID.Ptr(); !equalIDs(person, old.ResponsiblePersonID) {
+		if err := s.checkPerson(ctx, tx, person); err != nil {
+			return nil, err
+		}
+	}
+	_, err := tx.Exec(ctx, `UPDATE assets SET asset_type_id = $2, serial_number = $3, production_year = $4, status = $5,
+		responsible_person_id = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
+		old.ID, in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), actor)
+	if err != nil {
+		return nil, assetTypeMissing(postgres.Classify(err, "update asset"), in.AssetTypeID.UUID)
+	}
+	if !slices.Equal(old.ExternalIDs, in.ExternalIDs) {
+		if err := assetExternals.save(ctx, tx, old.ID, in.ExternalIDs); err != nil {
+			return nil, err
+		}
+	}
+	return []string{assetFinds(old.SerialNumber), assetFinds(in.SerialNumber)}, nil
+}
+
+// DeleteAsset removes an asset and its external ids, unless something in
+// another service still names it.
+func (s *Store) DeleteAsset(ctx context.Context, id uuid.UUID) error {
+	current := func(ctx context.Context) (any, error) { return s.GetAsset(ctx, id) }
+	return s.remove(ctx, "asset", "assets", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var serial string
+		err := store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number`, &serial)
+		return []string{assetFinds(serial)}, err
+	})
+}
+
+// assetRefs names the assets whose column holds id: those of a person
+// (the reference protocol's question) or of an asset type.
+func assetRefs(ctx context.Context, q postgres.Querier, column string, id uuid.UUID) ([]refs.Ref, error) {
+	rows, err := q.Query(ctx, `SELECT id, serial_number FROM assets WHERE `+column+` = $1 ORDER BY id`, id)
+	if err != nil {
+		return nil, postgres.Classify(err, "assets by "+column)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (refs.Ref, error) {
+		ref := refs.Ref{Kind: "asset"}
+		var serial string
+		err := row.Scan(&ref.ID, &serial)
+		ref.Label = "serial number " + serial
+		return ref, err
+	})
+	return found, postgres.Classify(err, "assets by "+column)
+}
+
+func foldOptional(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	f := validate.Fold(*s)
+	return &f
+}
+
+func equalIDs(a, b *uuid.UUID) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// typeIdentity is the comparable form of an asset type's identity.
+func typeIdentity(brand, model string, version *string) string {
+	v := foldOptional(version)
+	if v == nil {
+		return validate.Fold(brand) + "\x00" + validate.Fold(model)
+	}
+	return validate.Fold(brand) + "\x00" + validate.Fold(model) + "\x00" + *v
+}

@@ -101,7 +101,7 @@ func Start(t *testing.T, spec servicekit.Spec, opts ...Option) *Service {
 func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer *authtest.Issuer) *Service {
 	t.Helper()
 	var standIns map[string]*StandIn
-	if cfg.Peers.URLs == nil {
+	if !peersConfigured(cfg) {
 		cfg.Peers, standIns = StandIns(t, spec.Name, nil)
 	}
 	built, err := servicekit.Build(t.Context(), spec, cfg, log.NewNopLogger())
@@ -117,6 +117,18 @@ func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer
 		Issuer: issuer, RW: issuer.ReadWrite(t), RO: issuer.ReadOnly(t),
 		Built: built, Config: cfg, StandIns: standIns,
 	}
+}
+
+// peersConfigured reports whether cfg names any peer's URL. Config
+// registers the peer flags with their production defaults, which name
+// none; a test that wants real peers (or dead ones) sets their URLs.
+func peersConfigured(cfg servicekit.Config) bool {
+	for _, u := range cfg.Peers.URLs {
+		if u != nil && *u != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // DocumentClient is an HTTP client that checks every response against

@@ -66,7 +66,9 @@ func targets(in ActionInput, old *Action) []refs.Target {
 	if old != nil {
 		was = *old
 	}
-	changed := func(now, before *uuid.UUID) bool { return now != nil && (old == nil || before == nil || *before != *now) }
+	changed := func(now, before *uuid.UUID) bool {
+		return now != nil && (old == nil || before == nil || *before != *now)
+	}
 	var out []refs.Target
 	if old == nil || was.AssetID != in.AssetID.UUID {
 		out = append(out, refs.Target{Field: "asset_id", Kind: "asset", ID: in.AssetID.UUID})
@@ -315,7 +317,9 @@ func (s *Store) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID
 			return nil, postgres.Classify(err, "update action document")
 		},
 		// If-Match names the action document as its own answers show it.
-		Representation: func(ctx context.Context, d ActionDocument) (any, error) { return s.GetActionDocument(ctx, actionID, d.ID) },
+		Representation: func(ctx context.Context, d ActionDocument) (any, error) {
+			return s.GetActionDocument(ctx, actionID, d.ID)
+		},
 	}
 	in, err := updater.Update(ctx, s.Store, id, actor, apply)
 	return s.Duplicate(ctx, err, pairDuplicate(in),

@@ -11,7 +11,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/openapitest"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -210,18 +209,6 @@ func TestHTTPListFilters(t *testing.T) {
 	}
 }
 
-// The bundled document is a valid OpenAPI 3.1 document whose references
-// resolve, and it lists exactly the routes the router has.
-func TestDocument(t *testing.T) {
-	openapitest.New(t, servicetest.Document(t, Spec()))
-	servicetest.RoutesMatchDocument(t, Spec())
-}
-
-// The contract's errors that every operation answers the same way.
-func TestHTTPErrorRows(t *testing.T) {
-	servicetest.ErrorRows(t, servicetest.Start(t, Spec()), Spec())
-}
-
 // The contract's errors particular to actions, one row each.
 func TestHTTPErrors(t *testing.T) {
 	w := newWorld(t)
@@ -238,65 +225,43 @@ func TestHTTPErrors(t *testing.T) {
 		return `{"action_id":"` + id + `","document_id":"` + report + `","source_system":"a","source_reference":"b"` + extra + `}`
 	}
 
-	rows := []struct {
-		name, method, path string
-		ro                 bool
-		body               any
-		status             int
-		problem            string
-		fields             []string
-	}{
-		{name: "required members", method: "POST", path: "/actions", body: `{}`, status: 422, fields: []string{"asset_id", "action_type", "performed_at"}},
-		{name: "action_documents is read-only", method: "POST", path: "/actions", body: w.action(map[string]any{"action_documents": []any{}}), status: 422, fields: []string{"action_documents"}},
-		{name: "unknown action type", method: "POST", path: "/actions", body: w.action(map[string]any{"action_type": "Expert Control"}), status: 422, fields: []string{"action_type"}},
-		{name: "date that does not exist", method: "POST", path: "/actions", body: w.action(map[string]any{"performed_at": "2025-02-29"}), status: 422, fields: []string{"performed_at"}},
-		{name: "date with a time", method: "POST", path: "/actions", body: w.action(map[string]any{"status_valid_through": "2025-02-01T00:00:00Z"}), status: 422, fields: []string{"status_valid_through"}},
-		{name: "asset that does not exist", method: "POST", path: "/actions", body: w.action(map[string]any{"asset_id": missing}), status: 422, fields: []string{"asset_id"}},
-		{name: "person and organization that do not exist", method: "POST", path: "/actions", body: w.action(map[string]any{"person_id": missing, "organization_id": uuid.NewString()}), status: 422, fields: []string{"person_id", "organization_id"}},
-		{name: "a person is no organization", method: "POST", path: "/actions", body: w.action(map[string]any{"organization_id": w.person}), status: 422, fields: []string{"organization_id"}},
-		{name: "data an array", method: "POST", path: "/actions", body: w.action(map[string]any{"data": []any{1}}), status: 422, fields: []string{"data"}},
-		{name: "meta_data a string", method: "POST", path: "/actions", body: w.action(map[string]any{"meta_data": "x"}), status: 422, fields: []string{"meta_data"}},
-		{name: "data over 256 KiB", method: "POST", path: "/actions", body: `{"asset_id":"` + w.asset + `","action_type":"repair","performed_at":"2025-01-01","data":` + big + `}`, status: 422, fields: []string{"data"}},
-		{name: "status_ok a string", method: "POST", path: "/actions", body: w.action(map[string]any{"status_ok": "true"}), status: 422, fields: []string{"status_ok"}},
-		{name: "asset_id not a UUID", method: "POST", path: "/actions", body: w.action(map[string]any{"asset_id": strings.ToUpper(w.asset)}), status: 422, fields: []string{"asset_id"}},
-		{name: "performed_at removed by patch", method: "PATCH", path: path, body: `{"performed_at":null,"action_type":null}`, status: 422, fields: []string{"action_type", "performed_at"}},
-		{name: "patch to an asset that does not exist", method: "PATCH", path: path, body: map[string]any{"asset_id": missing}, status: 422, fields: []string{"asset_id"}},
-		{name: "patch data to a number", method: "PATCH", path: path, body: `{"data":7}`, status: 422, fields: []string{"data"}},
-		{name: "list by an unknown action type", method: "GET", path: "/actions?action_type=inspection", ro: true, status: 422, fields: []string{"action_type"}},
-		{name: "list by a malformed asset id", method: "GET", path: "/actions?asset_id=x", ro: true, status: 400},
-		{name: "list by status_ok=1", method: "GET", path: "/actions?status_ok=1", ro: true, status: 400},
-		{name: "list by a date that does not exist", method: "GET", path: "/actions?valid_through_before=2025-13-01", ro: true, status: 422, fields: []string{"valid_through_before"}},
-		{name: "list by a range that ends before it starts", method: "GET", path: "/actions?performed_from=2025-02-01&performed_to=2025-01-31", ro: true, status: 422, fields: []string{"performed_to"}},
-		{name: "source_reference without source_system", method: "GET", path: "/actions?source_reference=1", ro: true, status: 422, fields: []string{"source_system"}},
+	w.ErrorCases(t, []servicetest.ErrorCase{
+		{Name: "required members", Method: "POST", Path: "/actions", Body: `{}`, Status: 422, Fields: []string{"asset_id", "action_type", "performed_at"}},
+		{Name: "action_documents is read-only", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"action_documents": []any{}}), Status: 422, Fields: []string{"action_documents"}},
+		{Name: "unknown action type", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"action_type": "Expert Control"}), Status: 422, Fields: []string{"action_type"}},
+		{Name: "date that does not exist", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"performed_at": "2025-02-29"}), Status: 422, Fields: []string{"performed_at"}},
+		{Name: "date with a time", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"status_valid_through": "2025-02-01T00:00:00Z"}), Status: 422, Fields: []string{"status_valid_through"}},
+		{Name: "asset that does not exist", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"asset_id": missing}), Status: 422, Fields: []string{"asset_id"}},
+		{Name: "person and organization that do not exist", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"person_id": missing, "organization_id": uuid.NewString()}), Status: 422, Fields: []string{"person_id", "organization_id"}},
+		{Name: "a person is no organization", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"organization_id": w.person}), Status: 422, Fields: []string{"organization_id"}},
+		{Name: "data an array", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"data": []any{1}}), Status: 422, Fields: []string{"data"}},
+		{Name: "meta_data a string", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"meta_data": "x"}), Status: 422, Fields: []string{"meta_data"}},
+		{Name: "data over 256 KiB", Method: "POST", Path: "/actions", Body: `{"asset_id":"` + w.asset + `","action_type":"repair","performed_at":"2025-01-01","data":` + big + `}`, Status: 422, Fields: []string{"data"}},
+		{Name: "status_ok a string", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"status_ok": "true"}), Status: 422, Fields: []string{"status_ok"}},
+		{Name: "asset_id not a UUID", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"asset_id": strings.ToUpper(w.asset)}), Status: 422, Fields: []string{"asset_id"}},
+		{Name: "performed_at removed by patch", Method: "PATCH", Path: path, Body: `{"performed_at":null,"action_type":null}`, Status: 422, Fields: []string{"action_type", "performed_at"}},
+		{Name: "patch to an asset that does not exist", Method: "PATCH", Path: path, Body: map[string]any{"asset_id": missing}, Status: 422, Fields: []string{"asset_id"}},
+		{Name: "patch data to a number", Method: "PATCH", Path: path, Body: `{"data":7}`, Status: 422, Fields: []string{"data"}},
+		{Name: "list by an unknown action type", Method: "GET", Path: "/actions?action_type=inspection", ReadOnly: true, Status: 422, Fields: []string{"action_type"}},
+		{Name: "list by a malformed asset id", Method: "GET", Path: "/actions?asset_id=x", ReadOnly: true, Status: 400},
+		{Name: "list by status_ok=1", Method: "GET", Path: "/actions?status_ok=1", ReadOnly: true, Status: 400},
+		{Name: "list by a date that does not exist", Method: "GET", Path: "/actions?valid_through_before=2025-13-01", ReadOnly: true, Status: 422, Fields: []string{"valid_through_before"}},
+		{Name: "list by a range that ends before it starts", Method: "GET", Path: "/actions?performed_from=2025-02-01&performed_to=2025-01-31", ReadOnly: true, Status: 422, Fields: []string{"performed_to"}},
+		{Name: "source_reference without source_system", Method: "GET", Path: "/actions?source_reference=1", ReadOnly: true, Status: 422, Fields: []string{"source_system"}},
 
-		{name: "link to an unknown action", method: "POST", path: "/actions/" + missing + "/action_documents", body: `{"action_id":"` + missing + `","document_id":"` + report + `","source_system":"a","source_reference":"b"}`, status: 404},
-		{name: "link a document that does not exist", method: "POST", path: path + "/action_documents", body: `{"action_id":"` + id + `","document_id":"` + missing + `","source_system":"a","source_reference":"b"}`, status: 422, fields: []string{"document_id"}},
-		{name: "link with another action_id", method: "POST", path: path + "/action_documents", body: `{"action_id":"` + other + `","document_id":"` + report + `","source_system":"a","source_reference":"b"}`, status: 422, fields: []string{"action_id"}},
-		{name: "link without members", method: "POST", path: path + "/action_documents", body: `{}`, status: 422, fields: []string{"action_id", "document_id", "source_system", "source_reference"}},
-		{name: "link an already linked document", method: "POST", path: path + "/action_documents", body: link(""), status: 409, problem: "duplicate"},
-		{name: "link with an unknown member", method: "POST", path: path + "/action_documents", body: link(`,"note":"x"`), status: 422, fields: []string{"note"}},
-		{name: "action document of another action", method: "PATCH", path: "/actions/" + other + "/action_documents/" + ad, body: `{"source_system":"x"}`, status: 404},
-		{name: "move an action document", method: "PATCH", path: adPath, body: `{"action_id":"` + other + `"}`, status: 422, fields: []string{"action_id"}},
-		{name: "remove source_system", method: "PATCH", path: adPath, body: `{"source_system":null}`, status: 422, fields: []string{"source_system"}},
-		{name: "relink to a document that does not exist", method: "PATCH", path: adPath, body: `{"document_id":"` + missing + `"}`, status: 422, fields: []string{"document_id"}},
-		{name: "delete an action document of another action", method: "DELETE", path: "/actions/" + other + "/action_documents/" + ad, status: 404},
-		{name: "action documents have no GET", method: "GET", path: adPath, ro: true, status: 405},
-	}
-	for _, tt := range rows {
-		t.Run(tt.name, func(t *testing.T) {
-			token := w.RW
-			if tt.ro {
-				token = w.RO
-			}
-			r := w.Call(tt.status, tt.method, tt.path, token, tt.body)
-			if tt.fields != nil && strings.Join(r.Fields(), ",") != strings.Join(tt.fields, ",") {
-				t.Errorf("fields = %v, want %v", r.Fields(), tt.fields)
-			}
-			if tt.problem != "" && r.JSON()["type"] != problem.TypePrefix+tt.problem {
-				t.Errorf("type = %v, want %s", r.JSON()["type"], tt.problem)
-			}
-		})
-	}
+		{Name: "link to an unknown action", Method: "POST", Path: "/actions/" + missing + "/action_documents", Body: `{"action_id":"` + missing + `","document_id":"` + report + `","source_system":"a","source_reference":"b"}`, Status: 404},
+		{Name: "link a document that does not exist", Method: "POST", Path: path + "/action_documents", Body: `{"action_id":"` + id + `","document_id":"` + missing + `","source_system":"a","source_reference":"b"}`, Status: 422, Fields: []string{"document_id"}},
+		{Name: "link with another action_id", Method: "POST", Path: path + "/action_documents", Body: `{"action_id":"` + other + `","document_id":"` + report + `","source_system":"a","source_reference":"b"}`, Status: 422, Fields: []string{"action_id"}},
+		{Name: "link without members", Method: "POST", Path: path + "/action_documents", Body: `{}`, Status: 422, Fields: []string{"action_id", "document_id", "source_system", "source_reference"}},
+		{Name: "link an already linked document", Method: "POST", Path: path + "/action_documents", Body: link(""), Status: 409, Problem: "duplicate"},
+		{Name: "link with an unknown member", Method: "POST", Path: path + "/action_documents", Body: link(`,"note":"x"`), Status: 422, Fields: []string{"note"}},
+		{Name: "action document of another action", Method: "PATCH", Path: "/actions/" + other + "/action_documents/" + ad, Body: `{"source_system":"x"}`, Status: 404},
+		{Name: "move an action document", Method: "PATCH", Path: adPath, Body: `{"action_id":"` + other + `"}`, Status: 422, Fields: []string{"action_id"}},
+		{Name: "remove source_system", Method: "PATCH", Path: adPath, Body: `{"source_system":null}`, Status: 422, Fields: []string{"source_system"}},
+		{Name: "relink to a document that does not exist", Method: "PATCH", Path: adPath, Body: `{"document_id":"` + missing + `"}`, Status: 422, Fields: []string{"document_id"}},
+		{Name: "delete an action document of another action", Method: "DELETE", Path: "/actions/" + other + "/action_documents/" + ad, Status: 404},
+		{Name: "action documents have no GET", Method: "GET", Path: adPath, ReadOnly: true, Status: 405},
+	})
 	// None of the above changed anything.
 	if list := w.Call(200, "GET", "/actions", w.RO, nil).List(); len(list) != 2 {
 		t.Errorf("actions after the failed calls: %v", list)
@@ -401,3 +366,6 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 		t.Errorf("%d actions, want 1", n)
 	}
 }
+
+// The document and the common error rows, as every service checks them.
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assetregistry/registry/pkg/apitest"
-	"github.com/assetregistry/registry/pkg/openapitest"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -140,18 +139,6 @@ func TestHTTPAssets(t *testing.T) {
 	s.Call(404, "GET", "/assets/"+id, s.RO, nil)
 }
 
-// The bundled document is a valid OpenAPI 3.1 document whose references
-// resolve, and it lists exactly the routes the router has.
-func TestDocument(t *testing.T) {
-	openapitest.New(t, servicetest.Document(t, Spec()))
-	servicetest.RoutesMatchDocument(t, Spec())
-}
-
-// The contract's errors that every operation answers the same way.
-func TestHTTPErrorRows(t *testing.T) {
-	servicetest.ErrorRows(t, servicetest.Start(t, Spec()), Spec())
-}
-
 // The contract's errors particular to these resources, one row each.
 func TestHTTPErrors(t *testing.T) {
 	s := servicetest.Start(t, Spec())
@@ -169,79 +156,57 @@ func TestHTTPErrors(t *testing.T) {
 
 	// Each row is one call, with the read-write token unless ro; status is
 	// the answer, problem its type and fields what it names.
-	rows := []struct {
-		name, method, path string
-		ro                 bool
-		body               any
-		status             int
-		problem            string
-		fields             []string
-	}{
-		{name: "brand and model required", method: "POST", path: "/asset_types", body: `{}`, status: 422, fields: []string{"brand", "model"}},
-		{name: "documents are read-only", method: "POST", path: "/asset_types", body: `{"brand":"A","model":"B","documents":[]}`, status: 422, fields: []string{"documents"}},
-		{name: "thumbnail is read-only", method: "PATCH", path: typePath, body: `{"thumbnail":null}`, status: 422, fields: []string{"thumbnail"}},
-		{name: "duplicate type, other case", method: "POST", path: "/asset_types", body: map[string]any{"brand": "liftMASTER", "model": "LM-200", "version": "2"}, status: 409, problem: "duplicate"},
-		{name: "external id held by another type", method: "POST", path: "/asset_types", body: map[string]any{"brand": "X", "model": "Y",
-			"external_ids": []map[string]any{{"source_system": "erp", "external_id": "AT-1"}}}, status: 409, problem: "duplicate"},
-		{name: "external id without its system", method: "POST", path: "/asset_types", body: `{"brand":"X","model":"Y","external_ids":[{"external_id":"1"}]}`, status: 422, fields: []string{"external_ids[0].source_system"}},
-		{name: "unknown member of an external id", method: "POST", path: "/asset_types", body: `{"brand":"X","model":"Y","external_ids":[{"source_system":"a","external_id":"1","id":"2"}]}`, status: 422, fields: []string{"external_ids[0].id"}},
-		{name: "unknown member of a patched external id", method: "PATCH", path: typePath, body: `{"external_ids":[{"source_system":"a","External_Id":"1"}]}`, status: 422, fields: []string{"external_ids[0].External_Id"}},
-		{name: "pair given twice", method: "PATCH", path: typePath, body: `{"external_ids":[{"source_system":"a","external_id":"1"},{"source_system":"a","external_id":"1"}]}`, status: 422, fields: []string{"external_ids[1]"}},
-		{name: "brand removed by patch", method: "PATCH", path: typePath, body: `{"brand":null}`, status: 422, fields: []string{"brand"}},
-		{name: "patch onto another type's identity", method: "PATCH", path: typePath, body: `{"version":"3"}`, status: 409, problem: "duplicate"},
-		{name: "by_brand_and_model without model", method: "GET", path: "/asset_types/by_brand_and_model?brand=Liftmaster", ro: true, status: 422, fields: []string{"model"}},
-		{name: "by_brand_and_model blank brand", method: "GET", path: "/asset_types/by_brand_and_model?brand=%20&model=x", ro: true, status: 422, fields: []string{"brand"}},
-		{name: "external_id filter without source_system", method: "GET", path: "/asset_types?external_id=1", ro: true, status: 422, fields: []string{"source_system"}},
-		{name: "attach a document that does not exist", method: "POST", path: typePath + "/documents", body: map[string]any{"document_id": missing}, status: 422, fields: []string{"document_id"}},
-		{name: "attach without document_id", method: "POST", path: typePath + "/documents", body: `{}`, status: 422, fields: []string{"document_id"}},
-		{name: "document_id not a UUID", method: "POST", path: typePath + "/documents", body: `{"document_id":"{` + missing + `}"}`, status: 422, fields: []string{"document_id"}},
-		{name: "document_id a number", method: "PUT", path: typePath + "/thumbnail", body: `{"document_id":7}`, status: 422, fields: []string{"document_id"}},
-		{name: "attach to an unknown type", method: "POST", path: "/asset_types/" + missing + "/documents", body: map[string]any{"document_id": pdf}, status: 404},
-		{name: "detach what is not attached", method: "DELETE", path: typePath + "/documents/" + pdf, status: 404},
-		{name: "detach with a malformed document id", method: "DELETE", path: typePath + "/documents/x", status: 400},
-		{name: "thumbnail not an image", method: "PUT", path: typePath + "/thumbnail", body: map[string]any{"document_id": pdf}, status: 422, fields: []string{"document_id"}},
-		{name: "thumbnail that does not exist", method: "PUT", path: typePath + "/thumbnail", body: map[string]any{"document_id": missing}, status: 422, fields: []string{"document_id"}},
-		{name: "thumbnail of an unknown type", method: "PUT", path: "/asset_types/" + missing + "/thumbnail", body: map[string]any{"document_id": pdf}, status: 404},
-		{name: "thumbnail not an image, by patch", method: "PATCH", path: typePath, body: map[string]any{"thumbnail_document_id": pdf}, status: 422, fields: []string{"thumbnail_document_id"}},
-		{name: "type with assets", method: "DELETE", path: typePath, status: 409, problem: "still-referenced"},
+	s.ErrorCases(t, []servicetest.ErrorCase{
+		{Name: "brand and model required", Method: "POST", Path: "/asset_types", Body: `{}`, Status: 422, Fields: []string{"brand", "model"}},
+		{Name: "documents are read-only", Method: "POST", Path: "/asset_types", Body: `{"brand":"A","model":"B","documents":[]}`, Status: 422, Fields: []string{"documents"}},
+		{Name: "thumbnail is read-only", Method: "PATCH", Path: typePath, Body: `{"thumbnail":null}`, Status: 422, Fields: []string{"thumbnail"}},
+		{Name: "duplicate type, other case", Method: "POST", Path: "/asset_types", Body: map[string]any{"brand": "liftMASTER", "model": "LM-200", "version": "2"}, Status: 409, Problem: "duplicate"},
+		{Name: "external id held by another type", Method: "POST", Path: "/asset_types", Body: map[string]any{"brand": "X", "model": "Y",
+			"external_ids": []map[string]any{{"source_system": "erp", "external_id": "AT-1"}}}, Status: 409, Problem: "duplicate"},
+		{Name: "external id without its system", Method: "POST", Path: "/asset_types", Body: `{"brand":"X","model":"Y","external_ids":[{"external_id":"1"}]}`, Status: 422, Fields: []string{"external_ids[0].source_system"}},
+		{Name: "unknown member of an external id", Method: "POST", Path: "/asset_types", Body: `{"brand":"X","model":"Y","external_ids":[{"source_system":"a","external_id":"1","id":"2"}]}`, Status: 422, Fields: []string{"external_ids[0].id"}},
+		{Name: "unknown member of a patched external id", Method: "PATCH", Path: typePath, Body: `{"external_ids":[{"source_system":"a","External_Id":"1"}]}`, Status: 422, Fields: []string{"external_ids[0].External_Id"}},
+		{Name: "pair given twice", Method: "PATCH", Path: typePath, Body: `{"external_ids":[{"source_system":"a","external_id":"1"},{"source_system":"a","external_id":"1"}]}`, Status: 422, Fields: []string{"external_ids[1]"}},
+		{Name: "brand removed by patch", Method: "PATCH", Path: typePath, Body: `{"brand":null}`, Status: 422, Fields: []string{"brand"}},
+		{Name: "patch onto another type's identity", Method: "PATCH", Path: typePath, Body: `{"version":"3"}`, Status: 409, Problem: "duplicate"},
+		{Name: "by_brand_and_model without model", Method: "GET", Path: "/asset_types/by_brand_and_model?brand=Liftmaster", ReadOnly: true, Status: 422, Fields: []string{"model"}},
+		{Name: "by_brand_and_model blank brand", Method: "GET", Path: "/asset_types/by_brand_and_model?brand=%20&model=x", ReadOnly: true, Status: 422, Fields: []string{"brand"}},
+		{Name: "external_id filter without source_system", Method: "GET", Path: "/asset_types?external_id=1", ReadOnly: true, Status: 422, Fields: []string{"source_system"}},
+		{Name: "attach a document that does not exist", Method: "POST", Path: typePath + "/documents", Body: map[string]any{"document_id": missing}, Status: 422, Fields: []string{"document_id"}},
+		{Name: "attach without document_id", Method: "POST", Path: typePath + "/documents", Body: `{}`, Status: 422, Fields: []string{"document_id"}},
+		{Name: "document_id not a UUID", Method: "POST", Path: typePath + "/documents", Body: `{"document_id":"{` + missing + `}"}`, Status: 422, Fields: []string{"document_id"}},
+		{Name: "document_id a number", Method: "PUT", Path: typePath + "/thumbnail", Body: `{"document_id":7}`, Status: 422, Fields: []string{"document_id"}},
+		{Name: "attach to an unknown type", Method: "POST", Path: "/asset_types/" + missing + "/documents", Body: map[string]any{"document_id": pdf}, Status: 404},
+		{Name: "detach what is not attached", Method: "DELETE", Path: typePath + "/documents/" + pdf, Status: 404},
+		{Name: "detach with a malformed document id", Method: "DELETE", Path: typePath + "/documents/x", Status: 400},
+		{Name: "thumbnail not an image", Method: "PUT", Path: typePath + "/thumbnail", Body: map[string]any{"document_id": pdf}, Status: 422, Fields: []string{"document_id"}},
+		{Name: "thumbnail that does not exist", Method: "PUT", Path: typePath + "/thumbnail", Body: map[string]any{"document_id": missing}, Status: 422, Fields: []string{"document_id"}},
+		{Name: "thumbnail of an unknown type", Method: "PUT", Path: "/asset_types/" + missing + "/thumbnail", Body: map[string]any{"document_id": pdf}, Status: 404},
+		{Name: "thumbnail not an image, by patch", Method: "PATCH", Path: typePath, Body: map[string]any{"thumbnail_document_id": pdf}, Status: 422, Fields: []string{"thumbnail_document_id"}},
+		{Name: "type with assets", Method: "DELETE", Path: typePath, Status: 409, Problem: "still-referenced"},
 
-		{name: "serial number and type required", method: "POST", path: "/assets", body: `{}`, status: 422, fields: []string{"serial_number", "asset_type_id"}},
-		{name: "type that does not exist", method: "POST", path: "/assets", body: map[string]any{"serial_number": "S", "asset_type_id": missing}, status: 422, fields: []string{"asset_type_id"}},
-		{name: "person that does not exist", method: "POST", path: "/assets", body: map[string]any{"serial_number": "S", "asset_type_id": typeID, "responsible_person_id": missing}, status: 422, fields: []string{"responsible_person_id"}},
-		{name: "production year before 1900", method: "POST", path: "/assets", body: map[string]any{"serial_number": "S", "asset_type_id": typeID, "production_year": 1899}, status: 422, fields: []string{"production_year"}},
-		{name: "production year after next year", method: "POST", path: "/assets", body: map[string]any{"serial_number": "S", "asset_type_id": typeID, "production_year": next + 1}, status: 422, fields: []string{"production_year"}},
-		{name: "production year not an integer", method: "POST", path: "/assets", body: `{"serial_number":"S","asset_type_id":"` + typeID + `","production_year":"2020"}`, status: 422, fields: []string{"production_year"}},
-		{name: "duplicate serial number in the type", method: "POST", path: "/assets", body: map[string]any{"serial_number": "SN-1", "asset_type_id": typeID}, status: 409, problem: "duplicate"},
-		{name: "patch to a type that does not exist", method: "PATCH", path: assetPath, body: map[string]any{"asset_type_id": missing}, status: 422, fields: []string{"asset_type_id"}},
-		{name: "patch to a person that does not exist", method: "PATCH", path: assetPath, body: map[string]any{"responsible_person_id": missing}, status: 422, fields: []string{"responsible_person_id"}},
-		{name: "serial number removed by patch", method: "PATCH", path: assetPath, body: `{"serial_number":null}`, status: 422, fields: []string{"serial_number"}},
-		{name: "list by a malformed type id", method: "GET", path: "/assets?asset_type_id=x", ro: true, status: 400},
+		{Name: "serial number and type required", Method: "POST", Path: "/assets", Body: `{}`, Status: 422, Fields: []string{"serial_number", "asset_type_id"}},
+		{Name: "type that does not exist", Method: "POST", Path: "/assets", Body: map[string]any{"serial_number": "S", "asset_type_id": missing}, Status: 422, Fields: []string{"asset_type_id"}},
+		{Name: "person that does not exist", Method: "POST", Path: "/assets", Body: map[string]any{"serial_number": "S", "asset_type_id": typeID, "responsible_person_id": missing}, Status: 422, Fields: []string{"responsible_person_id"}},
+		{Name: "production year before 1900", Method: "POST", Path: "/assets", Body: map[string]any{"serial_number": "S", "asset_type_id": typeID, "production_year": 1899}, Status: 422, Fields: []string{"production_year"}},
+		{Name: "production year after next year", Method: "POST", Path: "/assets", Body: map[string]any{"serial_number": "S", "asset_type_id": typeID, "production_year": next + 1}, Status: 422, Fields: []string{"production_year"}},
+		{Name: "production year not an integer", Method: "POST", Path: "/assets", Body: `{"serial_number":"S","asset_type_id":"` + typeID + `","production_year":"2020"}`, Status: 422, Fields: []string{"production_year"}},
+		{Name: "duplicate serial number in the type", Method: "POST", Path: "/assets", Body: map[string]any{"serial_number": "SN-1", "asset_type_id": typeID}, Status: 409, Problem: "duplicate"},
+		{Name: "patch to a type that does not exist", Method: "PATCH", Path: assetPath, Body: map[string]any{"asset_type_id": missing}, Status: 422, Fields: []string{"asset_type_id"}},
+		{Name: "patch to a person that does not exist", Method: "PATCH", Path: assetPath, Body: map[string]any{"responsible_person_id": missing}, Status: 422, Fields: []string{"responsible_person_id"}},
+		{Name: "serial number removed by patch", Method: "PATCH", Path: assetPath, Body: `{"serial_number":null}`, Status: 422, Fields: []string{"serial_number"}},
+		{Name: "list by a malformed type id", Method: "GET", Path: "/assets?asset_type_id=x", ReadOnly: true, Status: 400},
 
-		{name: "find without serial number", method: "POST", path: "/assets/find", ro: true, body: `{"brand":"Liftmaster","model":"LM-200"}`, status: 422, fields: []string{"serial_number"}},
-		{name: "find with brand but no model", method: "POST", path: "/assets/find", ro: true, body: `{"serial_number":"SN-1","brand":"Liftmaster"}`, status: 422, fields: []string{"model"}},
-		{name: "find matching nothing", method: "POST", path: "/assets/find?create=false", ro: true, body: `{"serial_number":"SN-404"}`, status: 404},
-		{name: "find matching two types", method: "POST", path: "/assets/find", ro: true, body: `{"serial_number":"SN-1"}`, status: 409, problem: "ambiguous-match"},
-		{name: "create in a type that does not exist", method: "POST", path: "/assets/find?create=true", body: `{"serial_number":"SN-9","brand":"Nobody","model":"X"}`, status: 422, fields: []string{"brand", "model"}},
-		{name: "create without naming a type", method: "POST", path: "/assets/find?create=true", body: `{"serial_number":"SN-9"}`, status: 422, fields: []string{"brand", "model"}},
-		{name: "create in one of several versions", method: "POST", path: "/assets/find?create=true", body: `{"serial_number":"SN-9","brand":"Liftmaster","model":"LM-200"}`, status: 409, problem: "ambiguous-match"},
-		{name: "read-only token creates through find", method: "POST", path: "/assets/find?create=true", ro: true, body: `{"serial_number":"SN-9"}`, status: 403},
-		{name: "create flag not boolean", method: "POST", path: "/assets/find?create=1", body: `{"serial_number":"SN-9"}`, status: 400},
-	}
-	for _, tt := range rows {
-		t.Run(tt.name, func(t *testing.T) {
-			token := s.RW
-			if tt.ro {
-				token = s.RO
-			}
-			r := s.Call(tt.status, tt.method, tt.path, token, tt.body)
-			if tt.fields != nil && strings.Join(r.Fields(), ",") != strings.Join(tt.fields, ",") {
-				t.Errorf("fields = %v, want %v", r.Fields(), tt.fields)
-			}
-			if tt.problem != "" && r.JSON()["type"] != problem.TypePrefix+tt.problem {
-				t.Errorf("type = %v, want %s", r.JSON()["type"], tt.problem)
-			}
-		})
-	}
+		{Name: "find without serial number", Method: "POST", Path: "/assets/find", ReadOnly: true, Body: `{"brand":"Liftmaster","model":"LM-200"}`, Status: 422, Fields: []string{"serial_number"}},
+		{Name: "find with brand but no model", Method: "POST", Path: "/assets/find", ReadOnly: true, Body: `{"serial_number":"SN-1","brand":"Liftmaster"}`, Status: 422, Fields: []string{"model"}},
+		{Name: "find matching nothing", Method: "POST", Path: "/assets/find?create=false", ReadOnly: true, Body: `{"serial_number":"SN-404"}`, Status: 404},
+		{Name: "find matching two types", Method: "POST", Path: "/assets/find", ReadOnly: true, Body: `{"serial_number":"SN-1"}`, Status: 409, Problem: "ambiguous-match"},
+		{Name: "create in a type that does not exist", Method: "POST", Path: "/assets/find?create=true", Body: `{"serial_number":"SN-9","brand":"Nobody","model":"X"}`, Status: 422, Fields: []string{"brand", "model"}},
+		{Name: "create without naming a type", Method: "POST", Path: "/assets/find?create=true", Body: `{"serial_number":"SN-9"}`, Status: 422, Fields: []string{"brand", "model"}},
+		{Name: "create in one of several versions", Method: "POST", Path: "/assets/find?create=true", Body: `{"serial_number":"SN-9","brand":"Liftmaster","model":"LM-200"}`, Status: 409, Problem: "ambiguous-match"},
+		{Name: "read-only token creates through find", Method: "POST", Path: "/assets/find?create=true", ReadOnly: true, Body: `{"serial_number":"SN-9"}`, Status: 403},
+		{Name: "create flag not boolean", Method: "POST", Path: "/assets/find?create=1", Body: `{"serial_number":"SN-9"}`, Status: 400},
+	})
 	// None of the above changed anything.
 	if types := s.Call(200, "GET", "/asset_types", s.RO, nil).List(); len(types) != 3 || len(types[0]["external_ids"].([]any)) != 1 ||
 		types[0]["thumbnail_document_id"] != nil {
@@ -367,3 +332,6 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 		t.Errorf("%d assets, want 1", n)
 	}
 }
+
+// The document and the common error rows, as every service checks them.
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }

@@ -158,13 +158,6 @@ func TestHTTPUploadErrors(t *testing.T) {
 	}
 }
 
-// The contract's errors that every operation answers the same way.
-func TestHTTPErrorRows(t *testing.T) {
-	servicetest.ErrorRows(t, servicetest.Start(t, Spec()), Spec())
-}
-
-func TestRoutesMatchDocument(t *testing.T) { servicetest.RoutesMatchDocument(t, Spec()) }
-
 // A client that sends half a large upload and hangs up leaves no object,
 // no unfinished multipart upload and no row.
 func TestHTTPAbortedUpload(t *testing.T) {
@@ -334,3 +327,6 @@ func TestHTTPIdempotentUpload(t *testing.T) {
 		t.Errorf("%d objects, want the one upload", n)
 	}
 }
+
+// The document and the common error rows, as every service checks them.
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }

@@ -134,11 +134,6 @@ func TestHTTPPeopleAndLinks(t *testing.T) {
 	a.Expect(a.Do("DELETE", "/people/"+pid, a.RW, nil), 204)
 }
 
-// The contract's errors that every operation answers the same way.
-func TestHTTPErrorRows(t *testing.T) {
-	servicetest.ErrorRows(t, servicetest.Start(t, Spec()), Spec())
-}
-
 // The contract's errors particular to these resources, one row each.
 func TestHTTPErrors(t *testing.T) {
 	a := servicetest.Start(t, Spec())
@@ -147,49 +142,27 @@ func TestHTTPErrors(t *testing.T) {
 	orgPath, personPath := "/organizations/"+org["id"].(string), "/people/"+person["id"].(string)
 	missing := "/organizations/0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f"
 
-	tests := []struct {
-		name          string
-		method, path  string
-		token         string
-		body          any
-		headers       []string
-		status        int
-		fields        []string
-		header, value string
-	}{
-		{name: "read-only token creates through find", method: "POST", path: "/people/find?create=true", token: a.RO, body: `{"first_name":"A","last_name":"B"}`, status: 403},
-		{name: "bad UUID in link path", method: "POST", path: "/people/x/organizations/y?relation_type=employee", token: a.RW, status: 400},
-		{name: "create flag not boolean", method: "POST", path: "/people/find?create=maybe", token: a.RW, body: `{"first_name":"A","last_name":"B"}`, status: 400},
-		{name: "unknown path", method: "GET", path: "/organisations", token: a.RO, status: 404},
-		{name: "link to unknown organization", method: "POST", path: personPath + missing + "?relation_type=employee", token: a.RW, status: 404},
-		{name: "duplicate organization", method: "POST", path: "/organizations", token: a.RW, body: acme, status: 409},
-		{name: "merge patch type on POST", method: "POST", path: "/organizations", token: a.RW, body: "{}", headers: []string{"Content-Type", "application/merge-patch+json"}, status: 415},
-		{name: "required fields missing", method: "POST", path: "/organizations", token: a.RW, body: `{}`, status: 422, fields: []string{"name", "registration_number", "organization_type"}},
-		{name: "read-only field", method: "POST", path: "/people", token: a.RW, body: `{"first_name":"A","last_name":"B","id":"x"}`, status: 422, fields: []string{"id"}},
-		{name: "read-only idp_id", method: "POST", path: "/organizations", token: a.RW, body: `{"name":"A","registration_number":"1","organization_type":"private","idp_id":"x"}`, status: 422, fields: []string{"idp_id"}},
-		{name: "wrong JSON type", method: "POST", path: "/people", token: a.RW, body: `{"first_name":1,"last_name":"B"}`, status: 422, fields: []string{"first_name"}},
-		{name: "not a real date", method: "POST", path: "/people", token: a.RW, body: `{"first_name":"A","last_name":"B","date_of_birth":"2023-02-29"}`, status: 422, fields: []string{"date_of_birth"}},
-		{name: "out of enum", method: "POST", path: "/organizations", token: a.RW, body: `{"name":"A","registration_number":"1","organization_type":"Private Company"}`, status: 422, fields: []string{"organization_type"}},
-		{name: "unknown country", method: "POST", path: "/organizations", token: a.RW, body: `{"name":"A","registration_number":"1","organization_type":"private","country":"xx"}`, status: 422, fields: []string{"country"}},
-		{name: "conflicting tax alias", method: "POST", path: "/organizations", token: a.RW, body: `{"name":"A","registration_number":"1","organization_type":"private","tax_registration_number":"1","tax_identification_number":"2"}`, status: 422, fields: []string{"tax_identification_number"}},
-		{name: "required field removed by patch", method: "PATCH", path: personPath, token: a.RW, body: `{"first_name":null}`, status: 422, fields: []string{"first_name"}},
-		{name: "relation type missing", method: "POST", path: personPath + orgPath, token: a.RW, status: 422, fields: []string{"relation_type"}},
-		{name: "relation type not a token", method: "POST", path: personPath + orgPath + "?relation_type=Boss", token: a.RW, status: 422, fields: []string{"relation_type"}},
-		{name: "enum filter", method: "GET", path: "/organizations?organization_type=big", token: a.RO, status: 422, fields: []string{"organization_type"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := a.Expect(a.Do(tt.method, tt.path, tt.token, tt.body, tt.headers...), tt.status)
-			if tt.fields != nil {
-				if got := r.Fields(); strings.Join(got, ",") != strings.Join(tt.fields, ",") {
-					t.Errorf("fields = %v, want %v", got, tt.fields)
-				}
-			}
-			if tt.header != "" && !strings.Contains(r.Header.Get(tt.header), tt.value) {
-				t.Errorf("%s = %q, want %q", tt.header, r.Header.Get(tt.header), tt.value)
-			}
-		})
-	}
+	a.ErrorCases(t, []servicetest.ErrorCase{
+		{Name: "read-only token creates through find", Method: "POST", Path: "/people/find?create=true", ReadOnly: true, Body: `{"first_name":"A","last_name":"B"}`, Status: 403},
+		{Name: "bad UUID in link path", Method: "POST", Path: "/people/x/organizations/y?relation_type=employee", Status: 400},
+		{Name: "create flag not boolean", Method: "POST", Path: "/people/find?create=maybe", Body: `{"first_name":"A","last_name":"B"}`, Status: 400},
+		{Name: "unknown path", Method: "GET", Path: "/organisations", ReadOnly: true, Status: 404},
+		{Name: "link to unknown organization", Method: "POST", Path: personPath + missing + "?relation_type=employee", Status: 404},
+		{Name: "duplicate organization", Method: "POST", Path: "/organizations", Body: acme, Status: 409},
+		{Name: "merge patch type on POST", Method: "POST", Path: "/organizations", Body: "{}", Headers: []string{"Content-Type", "application/merge-patch+json"}, Status: 415},
+		{Name: "required fields missing", Method: "POST", Path: "/organizations", Body: `{}`, Status: 422, Fields: []string{"name", "registration_number", "organization_type"}},
+		{Name: "read-only field", Method: "POST", Path: "/people", Body: `{"first_name":"A","last_name":"B","id":"x"}`, Status: 422, Fields: []string{"id"}},
+		{Name: "read-only idp_id", Method: "POST", Path: "/organizations", Body: `{"name":"A","registration_number":"1","organization_type":"private","idp_id":"x"}`, Status: 422, Fields: []string{"idp_id"}},
+		{Name: "wrong JSON type", Method: "POST", Path: "/people", Body: `{"first_name":1,"last_name":"B"}`, Status: 422, Fields: []string{"first_name"}},
+		{Name: "not a real date", Method: "POST", Path: "/people", Body: `{"first_name":"A","last_name":"B","date_of_birth":"2023-02-29"}`, Status: 422, Fields: []string{"date_of_birth"}},
+		{Name: "out of enum", Method: "POST", Path: "/organizations", Body: `{"name":"A","registration_number":"1","organization_type":"Private Company"}`, Status: 422, Fields: []string{"organization_type"}},
+		{Name: "unknown country", Method: "POST", Path: "/organizations", Body: `{"name":"A","registration_number":"1","organization_type":"private","country":"xx"}`, Status: 422, Fields: []string{"country"}},
+		{Name: "conflicting tax alias", Method: "POST", Path: "/organizations", Body: `{"name":"A","registration_number":"1","organization_type":"private","tax_registration_number":"1","tax_identification_number":"2"}`, Status: 422, Fields: []string{"tax_identification_number"}},
+		{Name: "required field removed by patch", Method: "PATCH", Path: personPath, Body: `{"first_name":null}`, Status: 422, Fields: []string{"first_name"}},
+		{Name: "relation type missing", Method: "POST", Path: personPath + orgPath, Status: 422, Fields: []string{"relation_type"}},
+		{Name: "relation type not a token", Method: "POST", Path: personPath + orgPath + "?relation_type=Boss", Status: 422, Fields: []string{"relation_type"}},
+		{Name: "enum filter", Method: "GET", Path: "/organizations?organization_type=big", ReadOnly: true, Status: 422, Fields: []string{"organization_type"}},
+	})
 	// None of the above changed anything.
 	list := a.Expect(a.Do("GET", "/organizations", a.RO, nil), 200).List()
 	if len(list) != 1 || list[0]["tax_registration_number"] != nil {
@@ -332,3 +305,6 @@ func TestHTTPLockedRowDoesNotStarveOthers(t *testing.T) {
 	}
 	a.Call(200, "PATCH", "/organizations/"+locked, a.RW, `{"name":"Free AS"}`)
 }
+
+// The document and the common error rows, as every service checks them.
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io/fs"
 	"reflect"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,16 @@ import (
 	"github.com/assetregistry/registry/pkg/etag"
 	"github.com/assetregistry/registry/pkg/postgres"
 )
+
+// Audit is who created a resource and who last changed it, and when: the
+// read-only fields every resource of the registry carries, embedded in
+// each model so that the columns and JSON names are written once.
+type Audit struct {
+	CreatedAt time.Time `json:"created_at" db:"created_at"`
+	CreatedBy string    `json:"created_by" db:"created_by"`
+	UpdatedAt time.Time `json:"updated_at" db:"updated_at"`
+	UpdatedBy string    `json:"updated_by" db:"updated_by"`
+}
 
 // Store is a service's pool and find cache.
 type Store struct {

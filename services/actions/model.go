@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
@@ -12,6 +11,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/calendar"
 	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/pkg/validate"
 )
 
@@ -40,10 +40,7 @@ type Action struct {
 	SourceReference         *string         `json:"source_reference" db:"source_reference"`
 	Data                    json.RawMessage `json:"data" db:"data"`           // a JSON object, or null
 	MetaData                json.RawMessage `json:"meta_data" db:"meta_data"` // a JSON object, or null
-	CreatedAt               time.Time       `json:"created_at" db:"created_at"`
-	CreatedBy               string          `json:"created_by" db:"created_by"`
-	UpdatedAt               time.Time       `json:"updated_at" db:"updated_at"`
-	UpdatedBy               string          `json:"updated_by" db:"updated_by"`
+	store.Audit
 }
 
 // ActionDetail is an action with its action documents: the shape of every
@@ -60,10 +57,7 @@ type ActionDocument struct {
 	DocumentID      uuid.UUID `json:"document_id" db:"document_id"`
 	SourceSystem    string    `json:"source_system" db:"source_system"`
 	SourceReference string    `json:"source_reference" db:"source_reference"`
-	CreatedAt       time.Time `json:"created_at" db:"created_at"`
-	CreatedBy       string    `json:"created_by" db:"created_by"`
-	UpdatedAt       time.Time `json:"updated_at" db:"updated_at"`
-	UpdatedBy       string    `json:"updated_by" db:"updated_by"`
+	store.Audit
 }
 
 // Size limits beyond validate's: a subtype is a short label, a status

@@ -185,22 +185,8 @@ func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, ap
 // DeleteAction removes an action with its action documents.
 func (s *Store) DeleteAction(ctx context.Context, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetAction(ctx, id) }
-	return s.remove(ctx, "action", "actions", id, current, func(ctx context.Context, tx pgx.Tx) error {
-		return store.Delete(ctx, tx, "action", id, `DELETE FROM actions WHERE id = $1 RETURNING id`, new(uuid.UUID))
-	})
-}
-
-// remove deletes kind/id (a row of table) through the reference protocol,
-// as every owner does, though no service references actions or action
-// documents yet; del runs once the request's If-Match, if any, has been
-// checked against current under the row's lock.
-func (s *Store) remove(ctx context.Context, kind, table string, id uuid.UUID, current func(context.Context) (any, error),
-	del func(ctx context.Context, tx pgx.Tx) error) error {
-	return s.refs.Delete(ctx, kind, id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if err := store.CheckIfMatch(ctx, tx, table, id, current); err != nil {
-			return nil, err
-		}
-		return nil, del(ctx, tx)
+	return s.refs.DeleteRow(ctx, "action", "actions", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		return nil, store.Delete(ctx, tx, "action", id, `DELETE FROM actions WHERE id = $1 RETURNING id`, new(uuid.UUID))
 	})
 }
 
@@ -330,8 +316,8 @@ func (s *Store) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID
 // document itself stays).
 func (s *Store) DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetActionDocument(ctx, actionID, id) }
-	return s.remove(ctx, "action_document", "action_documents", id, current, func(ctx context.Context, tx pgx.Tx) error {
-		return store.Delete(ctx, tx, "action document", id,
+	return s.refs.DeleteRow(ctx, "action_document", "action_documents", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		return nil, store.Delete(ctx, tx, "action document", id,
 			`DELETE FROM action_documents WHERE id = $1 AND action_id = '`+actionID.String()+`' RETURNING id`, new(uuid.UUID))
 	})
 }

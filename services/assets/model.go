@@ -11,6 +11,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/patch"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/pkg/validate"
 )
 
@@ -66,10 +67,7 @@ type AssetType struct {
 	EmissionClass       *string      `json:"emission_class" db:"emission_class"`
 	ThumbnailDocumentID *uuid.UUID   `json:"thumbnail_document_id" db:"thumbnail_document_id"`
 	ExternalIDs         []ExternalID `json:"external_ids" db:"external_ids"`
-	CreatedAt           time.Time    `json:"created_at" db:"created_at"`
-	CreatedBy           string       `json:"created_by" db:"created_by"`
-	UpdatedAt           time.Time    `json:"updated_at" db:"updated_at"`
-	UpdatedBy           string       `json:"updated_by" db:"updated_by"`
+	store.Audit
 }
 
 // AssetTypeDetail is an asset type with its documents and thumbnail: the
@@ -90,10 +88,7 @@ type Asset struct {
 	Status              *string      `json:"status" db:"status"`
 	ResponsiblePersonID *uuid.UUID   `json:"responsible_person_id" db:"responsible_person_id"`
 	ExternalIDs         []ExternalID `json:"external_ids" db:"external_ids"`
-	CreatedAt           time.Time    `json:"created_at" db:"created_at"`
-	CreatedBy           string       `json:"created_by" db:"created_by"`
-	UpdatedAt           time.Time    `json:"updated_at" db:"updated_at"`
-	UpdatedBy           string       `json:"updated_by" db:"updated_by"`
+	store.Audit
 }
 
 // Text size limits beyond validate's: a version or an emission class is a

@@ -238,7 +238,7 @@ func (s *Store) assetTypeConflict(ctx context.Context, err error, in AssetTypeIn
 // and the 409 names the assets.
 func (s *Store) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetAssetType(ctx, id) }
-	return s.remove(ctx, "asset_type", "asset_types", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.DeleteRow(ctx, "asset_type", "asset_types", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var brand, model string
 		// In a savepoint, so the transaction can still name the assets.
 		err := s.Write(ctx, "delete asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -255,20 +255,6 @@ func (s *Store) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
 			return nil, refs.StillReferenced("asset_type", id, assets)
 		}
 		return []string{typeFinds(brand, model)}, err
-	})
-}
-
-// remove deletes kind/id (a row of table) through the reference
-// protocol, so the services that may point at it are asked first; del runs
-// once the request's If-Match, if any, has been checked against current
-// (the resource as a GET shows it) under the row's lock.
-func (s *Store) remove(ctx context.Context, kind, table string, id uuid.UUID, current func(context.Context) (any, error),
-	del func(ctx context.Context, tx pgx.Tx) ([]string, error)) error {
-	return s.refs.Delete(ctx, kind, id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if err := store.CheckIfMatch(ctx, tx, table, id, current); err != nil {
-			return nil, err
-		}
-		return del(ctx, tx)
 	})
 }
 
@@ -583,7 +569,7 @@ func (s *Store) saveAsset(ctx context.Context, tx pgx.Tx, old Asset, in AssetInp
 // another service still names it.
 func (s *Store) DeleteAsset(ctx context.Context, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetAsset(ctx, id) }
-	return s.remove(ctx, "asset", "assets", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.DeleteRow(ctx, "asset", "assets", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var serial string
 		err := store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number`, &serial)
 		return []string{assetFinds(serial)}, err

@@ -94,10 +94,7 @@ func (s *Store) exists(ctx context.Context, q postgres.Querier, ids []uuid.UUID)
 // its object becomes loose in the same transaction. current reads the
 // document as a GET shows it, for the request's If-Match.
 func (s *Store) Delete(ctx context.Context, id uuid.UUID, current func(context.Context) (any, error)) error {
-	return s.refs.Delete(ctx, "document", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if err := store.CheckIfMatch(ctx, tx, "documents", id, current); err != nil {
-			return nil, err
-		}
+	return s.refs.DeleteRow(ctx, "document", "documents", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var key string
 		if err := store.Delete(ctx, tx, "document", id, `DELETE FROM documents WHERE id = $1 RETURNING id::text`, &key); err != nil {
 			return nil, err

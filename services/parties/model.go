@@ -8,6 +8,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/calendar"
 	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/pkg/validate"
 )
 
@@ -23,10 +24,7 @@ type Organization struct {
 	TaxRegistrationNumber *string   `json:"tax_registration_number" db:"tax_registration_number"`
 	Country               *string   `json:"country" db:"country"`
 	IDPID                 *string   `json:"idp_id" db:"idp_id"`
-	CreatedAt             time.Time `json:"created_at" db:"created_at"`
-	CreatedBy             string    `json:"created_by" db:"created_by"`
-	UpdatedAt             time.Time `json:"updated_at" db:"updated_at"`
-	UpdatedBy             string    `json:"updated_by" db:"updated_by"`
+	store.Audit
 }
 
 // AssociatedPerson is a person linked to an organization, as listed on it.
@@ -51,10 +49,7 @@ type Person struct {
 	FirstName   string         `json:"first_name" db:"first_name"`
 	LastName    string         `json:"last_name" db:"last_name"`
 	DateOfBirth *calendar.Date `json:"date_of_birth" db:"date_of_birth"`
-	CreatedAt   time.Time      `json:"created_at" db:"created_at"`
-	CreatedBy   string         `json:"created_by" db:"created_by"`
-	UpdatedAt   time.Time      `json:"updated_at" db:"updated_at"`
-	UpdatedBy   string         `json:"updated_by" db:"updated_by"`
+	store.Audit
 }
 
 // AssociatedOrganization is an organization linked to a person, as listed

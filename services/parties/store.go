@@ -130,10 +130,8 @@ func (s *Store) organizationConflict(ctx context.Context, err error, number stri
 // DeleteOrganization removes an organization and its links, unless
 // something in another service still names it.
 func (s *Store) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
-	return s.refs.Delete(ctx, "organization", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if err := store.CheckIfMatch(ctx, tx, "organizations", id, func(ctx context.Context) (any, error) { return s.GetOrganization(ctx, id) }); err != nil {
-			return nil, err
-		}
+	current := func(ctx context.Context) (any, error) { return s.GetOrganization(ctx, id) }
+	return s.refs.DeleteRow(ctx, "organization", "organizations", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var number string
 		err := store.Delete(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
 		return []string{organizationFinds(number), everyPersonFind}, err
@@ -244,10 +242,8 @@ func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, ap
 // DeletePerson removes a person and their links, unless something in
 // another service still names them.
 func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
-	return s.refs.Delete(ctx, "person", id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if err := store.CheckIfMatch(ctx, tx, "people", id, func(ctx context.Context) (any, error) { return s.GetPerson(ctx, id) }); err != nil {
-			return nil, err
-		}
+	current := func(ctx context.Context) (any, error) { return s.GetPerson(ctx, id) }
+	return s.refs.DeleteRow(ctx, "person", "people", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var first, last string
 		err := store.Delete(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
 		return []string{personFinds(first, last), everyOrganizationFind}, err

@@ -88,8 +88,8 @@ func (o *Objects) Put(ctx context.Context, key string, body io.Reader, contentTy
 	// multipart upload can still be aborted; the body read fails anyway.
 	putCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.UploadTimeout)
 	defer cancel()
-	opts := minio.PutObjectOptions{ContentType: contentType, PartSize: o.cfg.PartSize,
-		ConcurrentStreamParts: o.cfg.Threads > 1, NumThreads: o.cfg.Threads}
+	opts := StorageOptions(contentType)
+	opts.PartSize, opts.ConcurrentStreamParts, opts.NumThreads = o.cfg.PartSize, o.cfg.Threads > 1, o.cfg.Threads
 	if whole {
 		_, err = o.bucket.Client.PutObject(putCtx, o.bucket.Name, key, bytes.NewReader(first[:n]), int64(n), opts)
 	} else {
@@ -99,6 +99,13 @@ func (o *Objects) Put(ctx context.Context, key string, body io.Reader, contentTy
 		return Stored{}, uploadError(err)
 	}
 	return Stored{Size: in.n, SHA256: hex.EncodeToString(in.hash.Sum(nil)), ContentType: contentType}, nil
+}
+
+// StorageOptions are what every file is put into storage with, whatever
+// its size and however it streams. make bench puts the same bytes straight
+// into the same bucket with them, so that its limit does the same work.
+func StorageOptions(contentType string) minio.PutObjectOptions {
+	return minio.PutObjectOptions{ContentType: contentType}
 }
 
 // measured counts and hashes what is read through it and fails once more

@@ -121,6 +121,28 @@ func Measure(ctx context.Context, l Load, op Op, seed uint64, tag string) Sample
 	return s
 }
 
+// MeasureOnce makes one call of op alone, with no warm-up: a row whose one
+// call takes seconds (a large upload). Its p50, p99 and max are that call.
+func MeasureOnce(ctx context.Context, op Op, tag string) Sample {
+	w := &Worker{Rand: rand.New(rand.NewPCG(0, 0)), Tag: tag + "-0"}
+	var s Sample
+	if op.Prepare != nil {
+		if err := op.Prepare(ctx, w); err != nil {
+			return Sample{Errors: 1, FirstError: err.Error()}
+		}
+	}
+	t0 := time.Now()
+	err := op.Do(ctx, w)
+	took := time.Since(t0)
+	if err != nil {
+		return Sample{Errors: 1, FirstError: err.Error()}
+	}
+	s.Requests, s.Seconds = 1, took.Seconds()
+	s.PerSec = 1 / s.Seconds
+	s.P50, s.P99, s.Max = took, took, took
+	return s
+}
+
 // workerResult is one worker's own record: no locks in the loop.
 type workerResult struct {
 	hist     *hdrhistogram.Histogram

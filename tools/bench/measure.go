@@ -27,6 +27,10 @@ type RowSample struct {
 	// LoadAverage is the machine's 1-minute load average after the row: how
 	// busy the shared machine was.
 	LoadAverage float64 `json:"load_average_1m"`
+	// Bytes is the payload of one call and MiBPerSec the rate it moved
+	// at, for rows that move files.
+	Bytes     int64   `json:"bytes,omitempty"`
+	MiBPerSec float64 `json:"mib_per_s,omitempty"`
 }
 
 func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint64, tag, profileDir string, profile bool) RowSample {
@@ -42,9 +46,18 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		dir := filepath.Join(profileDir, slug(r.Name))
 		profiled.Go(func() { e.profile(ctx, dir, o.Load) })
 	}
-	s := RowSample{Sample: Measure(ctx, o.Load, op, seed, tag)}
+	var s RowSample
+	if r.Once {
+		s.Sample = MeasureOnce(ctx, op, tag)
+	} else {
+		s.Sample = Measure(ctx, o.Load, op, seed, tag)
+	}
 	profiled.Wait()
 	s.PeakRSSMiB = sampler()
+	if r.Bytes != nil {
+		s.Bytes = r.Bytes(e)
+		s.MiBPerSec = math.Round(s.PerSec*float64(s.Bytes)/(1<<20)*10) / 10
+	}
 	after := e.cacheCounts(ctx)
 	var hits, lookups float64
 	for result, n := range after {
@@ -59,6 +72,12 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		s.CacheHitRate = &rate
 	}
 	s.LoadAverage = loadAverage()
+	if r.After != nil {
+		if err := r.After(ctx, e); err != nil && s.FirstError == "" {
+			s.Errors++
+			s.FirstError = "after the row: " + err.Error()
+		}
+	}
 	return s
 }
 

@@ -58,8 +58,10 @@ const (
 )
 
 // Measure runs op from l.Concurrency workers, each calling it in a loop
-// for l.Warmup and then l.Duration, and reports the measured part. seed
-// makes each worker's random choices repeatable.
+// for l.Warmup and then l.Duration, and reports the measured part: the
+// calls that ended within it (so a call of seconds, an upload, that began
+// in the warm-up still counts where it ends). seed makes each worker's
+// random choices repeatable.
 func Measure(ctx context.Context, l Load, op Op, seed uint64, tag string) Sample {
 	results := make([]workerResult, l.Concurrency)
 	start := time.Now()
@@ -93,7 +95,7 @@ func Measure(ctx context.Context, l Load, op Op, seed uint64, tag string) Sample
 					res.fail(err) // failures count in the warm-up too: none is expected anywhere
 					continue
 				}
-				if t0.Before(measureFrom) {
+				if t1.Before(measureFrom) {
 					continue // warm-up
 				}
 				if t1.After(end) {

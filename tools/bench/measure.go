@@ -22,8 +22,10 @@ type RowSample struct {
 	// by the services themselves during the row; absent when none looked.
 	CacheHitRate *float64 `json:"cache_hit_rate,omitempty"`
 	// PeakRSSMiB is each process's largest resident set seen during the
-	// row (sampled every 100 ms).
-	PeakRSSMiB map[string]float64 `json:"peak_rss_mib"`
+	// row (sampled every 100 ms), StartRSSMiB its resident set as the row
+	// began.
+	PeakRSSMiB  map[string]float64 `json:"peak_rss_mib"`
+	StartRSSMiB map[string]float64 `json:"start_rss_mib"`
 	// LoadAverage is the machine's 1-minute load average after the row: how
 	// busy the shared machine was.
 	LoadAverage float64 `json:"load_average_1m"`
@@ -40,6 +42,7 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		}
 	}
 	before := e.cacheCounts(ctx)
+	start := e.readRSS()
 	sampler := e.sampleRSS()
 	var profiled sync.WaitGroup
 	if profile {
@@ -53,7 +56,7 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		s.Sample = Measure(ctx, o.Load, op, seed, tag)
 	}
 	profiled.Wait()
-	s.PeakRSSMiB = sampler()
+	s.PeakRSSMiB, s.StartRSSMiB = sampler(), start
 	if r.Bytes != nil {
 		s.Bytes = r.Bytes(e)
 		s.MiBPerSec = math.Round(s.PerSec*float64(s.Bytes)/(1<<20)*10) / 10
@@ -141,6 +144,54 @@ func (e *Env) sampleRSS() func() map[string]float64 {
 		read()
 		return peaks
 	}
+}
+
+// readRSS is every process's resident set now, in MiB.
+func (e *Env) readRSS() map[string]float64 {
+	out := map[string]float64{}
+	for name, p := range e.processes {
+		out[name] = rssMiB(p.pid)
+	}
+	return out
+}
+
+// settle has a process give back what earlier rows left it holding, so
+// that a row's peak resident set shows what the row itself needs: two
+// garbage collections through its profiler (/debug/pprof/heap?gc=1; a
+// sync.Pool keeps its items through one), then a wait until its resident
+// set stops shrinking (at most 10 s) while the runtime returns the freed
+// memory.
+func (e *Env) settle(ctx context.Context, name string) error {
+	p, ok := e.processes[name]
+	if !ok {
+		return fmt.Errorf("settle: no process %s", name)
+	}
+	for range 2 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.debugURL+"/debug/pprof/heap?gc=1", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("settle %s: %w", name, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	last := rssMiB(p.pid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		now := rssMiB(p.pid)
+		if now > last-0.5 {
+			return nil
+		}
+		last = now
+	}
+	return nil
 }
 
 func rssMiB(pid int) float64 {

@@ -136,7 +136,7 @@ func (r *Results) Print(w io.Writer) {
 			ratios = fmt.Sprintf("%.2f (%.2f–%.2f)", median(row.RatioToLimit), slices.Min(row.RatioToLimit), slices.Max(row.RatioToLimit))
 		}
 		fmt.Fprintf(w, "%s %s %7.2f %8.2f %6d %s %-12s %s\n", pad(row.Name, 46),
-			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(perSec), slices.Min(perSec), slices.Max(perSec)), 18),
+			pad(fmt.Sprintf("%s (%s–%s)", rate(median(perSec)), rate(slices.Min(perSec)), rate(slices.Max(perSec))), 18),
 			median(p50), median(p99), errs, pad(ratios, 18), cacheRates(row.Samples), shorten(row.Limit))
 	}
 	if len(r.Goals) > 0 {
@@ -172,15 +172,25 @@ func (r *Results) printFiles(w io.Writer) {
 			continue
 		}
 		if !header {
-			fmt.Fprintf(w, "\n%s %9s %s %s\n", pad("files", 52), "file", pad("MiB/s (min–max)", 18), "peak RSS MiB: documents, api-gateway (max)")
+			fmt.Fprintf(w, "\n%s %9s %s %s\n", pad("files", 52), "file", pad("MiB/s (min–max)", 18), "RSS MiB (max): documents at start → peak, api-gateway peak")
 			header = true
 		}
 		rate := collect(row.Samples, func(s RowSample) float64 { return s.MiBPerSec })
+		start := collect(row.Samples, func(s RowSample) float64 { return s.StartRSSMiB["documents"] })
 		docs := collect(row.Samples, func(s RowSample) float64 { return s.PeakRSSMiB["documents"] })
 		gateway := collect(row.Samples, func(s RowSample) float64 { return s.PeakRSSMiB["api-gateway"] })
-		fmt.Fprintf(w, "%s %9s %s %.0f, %.0f\n", pad(row.Name, 52), size(row.Samples[0].Bytes),
-			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(rate), slices.Min(rate), slices.Max(rate)), 18), slices.Max(docs), slices.Max(gateway))
+		fmt.Fprintf(w, "%s %9s %s %.0f → %.0f, %.0f\n", pad(row.Name, 52), size(row.Samples[0].Bytes),
+			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(rate), slices.Min(rate), slices.Max(rate)), 18), slices.Max(start), slices.Max(docs), slices.Max(gateway))
 	}
+}
+
+// rate prints a request rate: whole numbers, or two decimals below 10/s
+// (uploads of seconds).
+func rate(perSec float64) string {
+	if perSec < 10 {
+		return fmt.Sprintf("%.2f", perSec)
+	}
+	return fmt.Sprintf("%.0f", perSec)
 }
 
 func size(b int64) string {

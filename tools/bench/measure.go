@@ -156,17 +156,18 @@ func (e *Env) readRSS() map[string]float64 {
 }
 
 // settle has a process give back what earlier rows left it holding, so
-// that a row's peak resident set shows what the row itself needs: two
-// garbage collections through its profiler (/debug/pprof/heap?gc=1; a
-// sync.Pool keeps its items through one), then a wait until its resident
-// set stops shrinking (at most 10 s) while the runtime returns the freed
-// memory.
+// that a row's peak resident set shows what the row itself needs: three
+// garbage collections through its profiler (/debug/pprof/heap?gc=1), then a
+// wait until its resident set stops shrinking (at most 20 s). It takes
+// three: a sync.Pool keeps its items through one collection, and the
+// runtime returns memory to the system only once a collection has lowered
+// its heap goal, which follows the previous collection's live heap.
 func (e *Env) settle(ctx context.Context, name string) error {
 	p, ok := e.processes[name]
 	if !ok {
 		return fmt.Errorf("settle: no process %s", name)
 	}
-	for range 2 {
+	for range 3 {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.debugURL+"/debug/pprof/heap?gc=1", nil)
 		if err != nil {
 			return err
@@ -178,18 +179,18 @@ func (e *Env) settle(ctx context.Context, name string) error {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	last := rssMiB(p.pid)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+	// Stable: less than 1 MiB given back over the last 2 s.
+	history := []float64{rssMiB(p.pid)}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(500 * time.Millisecond):
 		}
-		now := rssMiB(p.pid)
-		if now > last-0.5 {
+		history = append(history, rssMiB(p.pid))
+		if n := len(history); n > 4 && history[n-5]-history[n-1] < 1 {
 			return nil
 		}
-		last = now
 	}
 	return nil
 }

@@ -172,16 +172,25 @@ func (r *Results) printFiles(w io.Writer) {
 			continue
 		}
 		if !header {
-			fmt.Fprintf(w, "\n%s %9s %s %s\n", pad("files", 52), "file", pad("MiB/s (min–max)", 18), "RSS MiB (max): documents at start → peak, api-gateway peak")
+			fmt.Fprintf(w, "\n%s %9s %s %s\n", pad("files", 52), "file", pad("MiB/s (min–max)", 18), "RSS MiB (min–max): documents at start → peak, api-gateway peak")
 			header = true
 		}
 		rate := collect(row.Samples, func(s RowSample) float64 { return s.MiBPerSec })
 		start := collect(row.Samples, func(s RowSample) float64 { return s.StartRSSMiB["documents"] })
 		docs := collect(row.Samples, func(s RowSample) float64 { return s.PeakRSSMiB["documents"] })
 		gateway := collect(row.Samples, func(s RowSample) float64 { return s.PeakRSSMiB["api-gateway"] })
-		fmt.Fprintf(w, "%s %9s %s %.0f → %.0f, %.0f\n", pad(row.Name, 52), size(row.Samples[0].Bytes),
-			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(rate), slices.Min(rate), slices.Max(rate)), 18), slices.Max(start), slices.Max(docs), slices.Max(gateway))
+		fmt.Fprintf(w, "%s %9s %s %s → %s, %s\n", pad(row.Name, 52), size(row.Samples[0].Bytes),
+			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(rate), slices.Min(rate), slices.Max(rate)), 18), span(start), span(docs), span(gateway))
 	}
+}
+
+// span is the range of xs, "a–b" (or "a" when all are equal).
+func span(xs []float64) string {
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if math.Round(lo) == math.Round(hi) {
+		return fmt.Sprintf("%.0f", lo)
+	}
+	return fmt.Sprintf("%.0f–%.0f", lo, hi)
 }
 
 // rate prints a request rate: whole numbers, or two decimals below 10/s

@@ -307,7 +307,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	if e.upload, err = newUpload(o.UploadSize); err != nil {
 		return fail(err)
 	}
-	if e.s3, err = connectS3(stack.S3Endpoint, stack.S3AccessKey, stack.S3SecretKey, stack.S3Region); err != nil {
+	if e.s3, err = connectS3(startCtx, stack.S3Endpoint, stack.S3AccessKey, stack.S3SecretKey, stack.S3Region); err != nil {
 		return fail(err)
 	}
 	for name, pid := range stack.Pids {

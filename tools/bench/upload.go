@@ -8,10 +8,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"mime/multipart"
+	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/services/documents"
 )
 
@@ -103,10 +104,15 @@ func fillRandom(b []byte, seed uint64) {
 // to the service's name).
 const documentsBucket = "documents"
 
-// connectS3 is a minio-go client for the stack's object store, as the
-// documents service makes its own.
-func connectS3(endpoint, accessKey, secretKey, region string) (*minio.Client, error) {
-	return minio.New(endpoint, &minio.Options{Creds: credentials.NewStaticV4(accessKey, secretKey, ""), Region: region})
+// connectS3 is the client the documents service makes for the stack's
+// object store (objectstore.Open, the bucket included).
+func connectS3(ctx context.Context, endpoint, accessKey, secretKey, region string) (*minio.Client, error) {
+	b, err := objectstore.Open(ctx, objectstore.Config{Endpoint: "http://" + endpoint, Bucket: documentsBucket,
+		Region: region, AccessKey: accessKey, SecretKey: secretKey, StartupWait: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	return b.Client, nil
 }
 
 // putObject stores size bytes of r under key in the documents bucket with

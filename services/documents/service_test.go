@@ -130,6 +130,10 @@ func TestUploadStoresWhatStreamsIn(t *testing.T) {
 		{"small, sniffed", []byte("\x89PNG\r\n\x1a\n0000"), "", "image/png", "file first"},
 		{"empty", []byte{}, "text/plain", "text/plain", "type first"},
 		{"several parts", randomBytes(12<<20 + 123), "application/octet-stream", "application/octet-stream", "file first"},
+		// The fixture's parts are 5 MiB: a file of one part goes up in one
+		// request, a byte more in two parts.
+		{"exactly one part", randomBytes(5 << 20), "application/octet-stream", "application/octet-stream", "type first"},
+		{"one part and a byte", randomBytes(5<<20 + 1), "application/octet-stream", "application/octet-stream", "type first"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			parts := []Part{field("document_type", "expert_control_report"), file("r.bin", bytes.NewReader(tt.content), tt.contentType)}

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/minio/minio-go/v7"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/assetregistry/registry/pkg/devinfra"
@@ -49,8 +51,12 @@ type Options struct {
 	// Seed sizes: organizations and people created through the gateway
 	// (and as many organizations in the reference schema) before measuring.
 	Organizations, People int
-	Profile               bool           // CPU and heap profiles of every process, first round
-	Rows                  *regexp.Regexp // only these rows (and the limits they are divided by); nil: all
+	Assets                int // assets seeded (all of one asset type)
+	// UploadSize is the file of the upload rows; LargeUpload the file of
+	// the one-client large upload (1 GiB), streamed from a generator.
+	UploadSize, LargeUpload int64
+	Profile                 bool           // CPU and heap profiles of every process, first round
+	Rows                    *regexp.Regexp // only these rows (and the limits they are divided by); nil: all
 	// PostgresURL and RedisURL are servers to share (make test); empty
 	// starts private ones.
 	PostgresURL, RedisURL string
@@ -72,7 +78,11 @@ type Env struct {
 	RefOrgs      []string // organization ids in the reference schema
 	People       int      // people 0..People-1 exist (see person)
 	PersonIDs    []string // their ids
-	Assets       []string // asset ids in the assets service, for the actions rows
+	Assets       []string // asset ids; asset i has serial number SN<i>
+	LargeUpload  int64    // bytes of the large upload's file
+
+	upload upload        // the upload rows' file and form
+	s3     *minio.Client // the stack's object store, for PutObject
 
 	client     *http.Client
 	token      atomic.Pointer[string]
@@ -143,6 +153,15 @@ func (o *Options) defaults() error {
 	if o.People <= 0 {
 		o.People = 2000
 	}
+	if o.Assets <= 0 {
+		o.Assets = 1000
+	}
+	if o.UploadSize <= 0 {
+		o.UploadSize = 8 << 20
+	}
+	if o.LargeUpload <= 0 {
+		o.LargeUpload = 1 << 30
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
@@ -200,7 +219,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			fmt.Fprintf(o.Progress, "round %d/%d  %2d/%d  %s ", round+1, o.Rounds, i+1, len(rows), pad(r.Name, 46))
 			s := env.measureRow(ctx, o, r, ops[i], uint64(round*1000+i), fmt.Sprintf("r%d-%d", round+1, i+1), filepath.Join(o.OutDir, "profiles"), o.Profile && round == 0)
 			res.add(i, s)
-			fmt.Fprintf(o.Progress, "%8.0f req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors\n", s.PerSec, ms(s.P50), ms(s.P99), s.Errors)
+			fmt.Fprintf(o.Progress, "%8s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors\n", rate(s.PerSec), ms(s.P50), ms(s.P99), s.Errors)
 			if s.FirstError != "" {
 				fmt.Fprintf(o.Progress, "    first error: %s\n", s.FirstError)
 			}
@@ -255,9 +274,13 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	// The large upload is over the default file size limit of the
+	// documents service and the gateway.
+	maxFile := strconv.FormatInt(max(o.UploadSize, o.LargeUpload), 10)
 	stack, err := devstack.Start(startCtx, devstack.Options{
 		Dir: dir, BinDir: o.BinDir, Ephemeral: true, Database: database,
 		PostgresURL: o.PostgresURL, RedisURL: o.RedisURL,
+		Env: []string{"DOCUMENTS_MAX_SIZE=" + maxFile, "UPLOAD_MAX_SIZE=" + maxFile},
 	})
 	if err != nil {
 		return fail(err)
@@ -280,7 +303,13 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
 			IdleConnTimeout: time.Minute, DisableCompression: true,
 		}},
-		processes: map[string]process{},
+		processes: map[string]process{}, LargeUpload: o.LargeUpload,
+	}
+	if e.upload, err = newUpload(o.UploadSize); err != nil {
+		return fail(err)
+	}
+	if e.s3, err = connectS3(startCtx, stack.S3Endpoint, stack.S3AccessKey, stack.S3SecretKey, stack.S3Region); err != nil {
+		return fail(err)
 	}
 	for name, pid := range stack.Pids {
 		e.processes[name] = process{pid: pid, debugURL: strings.TrimSuffix(stack.MetricsURLs[name], "/metrics")}
@@ -319,8 +348,11 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	if err := e.refreshToken(startCtx); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(o.Progress, "seeding %d organizations and %d people through the gateway...\n", o.Organizations, o.People)
+	fmt.Fprintf(o.Progress, "seeding %d organizations, %d people and %d assets through the gateway...\n", o.Organizations, o.People, o.Assets)
 	if err := e.seed(startCtx, o.Organizations, o.People); err != nil {
+		return fail(err)
+	}
+	if err := e.seedAssets(startCtx, o.Assets); err != nil {
 		return fail(err)
 	}
 	return e, stop, nil
@@ -355,6 +387,63 @@ func (e *Env) seed(ctx context.Context, orgs, people int) error {
 	e.People = people
 	e.PersonIDs = make([]string, people)
 	gateway := e.Stack.RegistryURL
+	return e.parallel(ctx, max(orgs, people), func(ctx context.Context, i int) error {
+		if i < people {
+			body, _ := json.Marshal(person(i))
+			raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/people", Body: body, Want: 201})
+			var created struct{ ID string }
+			if err == nil {
+				err = json.Unmarshal(raw, &created)
+			}
+			if err != nil {
+				return err
+			}
+			e.PersonIDs[i] = created.ID
+		}
+		if i < orgs {
+			body, _ := json.Marshal(organizationInput{Name: fmt.Sprintf("Org %d", i), RegistrationNumber: fmt.Sprintf("REG%d", i), OrganizationType: "private", Country: "no"})
+			raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/organizations", Body: body, Want: 201})
+			var created struct{ ID string }
+			if err == nil {
+				err = json.Unmarshal(raw, &created)
+			}
+			if err != nil {
+				return err
+			}
+			e.Orgs[i] = created.ID
+		}
+		return nil
+	})
+}
+
+// seedAssets creates one asset type and n assets of it through the
+// gateway.
+func (e *Env) seedAssets(ctx context.Context, n int) error {
+	gateway := e.Stack.RegistryURL
+	body, _ := json.Marshal(map[string]string{"brand": benchBrand, "model": benchModel})
+	raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/asset_types", Body: body, Want: 201})
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	var assetType struct{ ID string }
+	if err := json.Unmarshal(raw, &assetType); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	e.Assets = make([]string, n)
+	return e.parallel(ctx, n, func(ctx context.Context, i int) error {
+		body, _ := json.Marshal(assetInput(i, assetType.ID))
+		raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/assets", Body: body, Want: 201})
+		var created struct{ ID string }
+		if err == nil {
+			err = json.Unmarshal(raw, &created)
+		}
+		e.Assets[i] = created.ID
+		return err
+	})
+}
+
+// parallel runs do(0..n-1) on as many workers as the load has clients.
+func (e *Env) parallel(ctx context.Context, n int, do func(ctx context.Context, i int) error) error {
 	var next atomic.Int64
 	errs := make(chan error, e.Load.Concurrency)
 	var wg sync.WaitGroup
@@ -362,34 +451,12 @@ func (e *Env) seed(ctx context.Context, orgs, people int) error {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= max(orgs, people) {
+				if i >= n {
 					return
 				}
-				if i < people {
-					body, _ := json.Marshal(person(i))
-					raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/people", Body: body, Want: 201})
-					var created struct{ ID string }
-					if err == nil {
-						err = json.Unmarshal(raw, &created)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					e.PersonIDs[i] = created.ID
-				}
-				if i < orgs {
-					body, _ := json.Marshal(organizationInput{Name: fmt.Sprintf("Org %d", i), RegistrationNumber: fmt.Sprintf("REG%d", i), OrganizationType: "private", Country: "no"})
-					raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/organizations", Body: body, Want: 201})
-					var created struct{ ID string }
-					if err == nil {
-						err = json.Unmarshal(raw, &created)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					e.Orgs[i] = created.ID
+				if err := do(ctx, i); err != nil {
+					errs <- err
+					return
 				}
 			}
 		})
@@ -399,33 +466,6 @@ func (e *Env) seed(ctx context.Context, orgs, people int) error {
 	if err := <-errs; err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	return e.seedAssets(ctx, seedAssets)
-}
-
-// seedAssets is how many assets the actions rows record work on.
-const seedAssets = 20
-
-// seedAssets creates an asset type and n assets of it through the gateway.
-func (e *Env) seedAssets(ctx context.Context, n int) error {
-	create := func(path string, body any) (string, error) {
-		raw, _ := json.Marshal(body)
-		answer, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "POST", Path: path, Body: raw, Want: 201})
-		var created struct{ ID string }
-		if err == nil {
-			err = json.Unmarshal(answer, &created)
-		}
-		return created.ID, err
-	}
-	typ, err := create("/asset_types", map[string]string{"brand": "Bench", "model": "B-1"})
-	if err != nil {
-		return fmt.Errorf("seed asset type: %w", err)
-	}
-	e.Assets = make([]string, n)
-	for i := range n {
-		if e.Assets[i], err = create("/assets", map[string]string{"serial_number": fmt.Sprintf("SN-%d", i), "asset_type_id": typ}); err != nil {
-			return fmt.Errorf("seed assets: %w", err)
-		}
-	}
 	return nil
 }
 
@@ -433,9 +473,13 @@ func (e *Env) seedAssets(ctx context.Context, n int) error {
 type Request struct {
 	Method, Path string
 	Body         []byte
-	ContentType  string // application/json when there is a body and none is named
-	NoToken      bool   // the token endpoint takes none
-	Want         int    // the status that counts as success
+	// BodyFrom, when set, streams a body of Length bytes instead of Body
+	// (a file too large to hold in memory).
+	BodyFrom    func() io.Reader
+	Length      int64
+	ContentType string // application/json when there is a body and none is named
+	NoToken     bool   // the token endpoint takes none
+	Want        int    // the status that counts as success
 }
 
 // HTTPOp is an Op that sends next(w) to base with the run's token.
@@ -450,14 +494,20 @@ func (e *Env) HTTPOp(base string, next func(w *Worker) Request) Op {
 // and returns it only when the status is the expected one.
 func (e *Env) send(ctx context.Context, base string, r Request) ([]byte, error) {
 	var body io.Reader = http.NoBody
-	if r.Body != nil {
+	switch {
+	case r.BodyFrom != nil:
+		body = r.BodyFrom()
+	case r.Body != nil:
 		body = bytes.NewReader(r.Body)
 	}
 	req, err := http.NewRequestWithContext(ctx, r.Method, base+r.Path, body)
 	if err != nil {
 		return nil, err
 	}
-	if r.Body != nil {
+	if r.BodyFrom != nil {
+		req.ContentLength = r.Length
+	}
+	if body != http.NoBody {
 		ct := r.ContentType
 		if ct == "" {
 			ct = "application/json"

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/assetregistry/registry/pkg/catalog"
 )
 
 func TestMain(m *testing.M) {
@@ -30,7 +32,8 @@ func TestQuickRun(t *testing.T) {
 		BinDir: binaries(t, root), OutDir: out, RepoRoot: root,
 		Load:          Load{Concurrency: 4, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond},
 		Rounds:        1,
-		Organizations: 20, People: 40,
+		Organizations: 20, People: 40, Assets: 40,
+		UploadSize: 2 << 20, LargeUpload: 16 << 20,
 		PostgresURL: os.Getenv("TEST_DATABASE_URL"), RedisURL: os.Getenv("TEST_REDIS_URL"),
 	})
 	if err != nil {
@@ -78,8 +81,26 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("%s: the find cache was looked up and never hit? %+v", name, row)
 		}
 	}
-	if row := res.row("POST /people/find, cache warm · direct"); row == nil || row.Samples[0].CacheHitRate == nil {
-		t.Error("the warm find did not look up the cache")
+	for _, name := range []string{"POST /people/find, cache warm · direct", "POST /assets/find, cache warm · direct"} {
+		if row := res.row(name); row == nil || row.Samples[0].CacheHitRate == nil {
+			t.Errorf("%s did not look up the cache", name)
+		}
+	}
+	for _, name := range []string{"POST /assets/find, cache cold · direct", "POST /assets/find, cache cold · gateway"} {
+		row := res.row(name)
+		if row == nil || row.Samples[0].CacheHitRate == nil || *row.Samples[0].CacheHitRate != 0 {
+			t.Errorf("%s: the find cache was looked up and never hit? %+v", name, row)
+		}
+	}
+	// The upload rows say how much they moved, and the large upload's
+	// resident sets were read while it ran.
+	for _, name := range []string{PutObject, "POST /documents, upload · gateway", UploadLarge} {
+		if row := res.row(name); row == nil || row.Samples[0].Bytes == 0 || row.Samples[0].MiBPerSec == 0 {
+			t.Errorf("%s: no bytes or MiB/s: %+v", name, row)
+		}
+	}
+	if row := res.row(UploadLarge); row == nil || row.Samples[0].PeakRSSMiB["documents"] == 0 {
+		t.Errorf("%s: the documents service's resident set was not read", UploadLarge)
 	}
 }
 
@@ -132,15 +153,11 @@ func binaries(t *testing.T, root string) string {
 		return dir
 	}
 	out := t.TempDir()
-	for name, pkg := range map[string]string{
-		"api-gateway": "./api-gateway/cmd/api-gateway",
-		"parties":     "./services/parties/cmd/parties",
-		"idp":         "./tools/cmd/idp",
-	} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(out, name), pkg)
+	for _, d := range catalog.Deployables() {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(out, d.Name), "./"+d.Command)
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+			t.Fatalf("go build %s: %v\n%s", d.Command, err, b)
 		}
 	}
 	return out

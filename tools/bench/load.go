@@ -58,8 +58,10 @@ const (
 )
 
 // Measure runs op from l.Concurrency workers, each calling it in a loop
-// for l.Warmup and then l.Duration, and reports the measured part. seed
-// makes each worker's random choices repeatable.
+// for l.Warmup and then l.Duration, and reports the measured part: the
+// calls that ended within it (so a call of seconds, an upload, that began
+// in the warm-up still counts where it ends). seed makes each worker's
+// random choices repeatable.
 func Measure(ctx context.Context, l Load, op Op, seed uint64, tag string) Sample {
 	results := make([]workerResult, l.Concurrency)
 	start := time.Now()
@@ -93,7 +95,7 @@ func Measure(ctx context.Context, l Load, op Op, seed uint64, tag string) Sample
 					res.fail(err) // failures count in the warm-up too: none is expected anywhere
 					continue
 				}
-				if t0.Before(measureFrom) {
+				if t1.Before(measureFrom) {
 					continue // warm-up
 				}
 				if t1.After(end) {
@@ -118,6 +120,28 @@ func Measure(ctx context.Context, l Load, op Op, seed uint64, tag string) Sample
 	s.P50 = time.Duration(total.ValueAtQuantile(50))
 	s.P99 = time.Duration(total.ValueAtQuantile(99))
 	s.Max = time.Duration(total.Max())
+	return s
+}
+
+// MeasureOnce makes one call of op alone, with no warm-up: a row whose one
+// call takes seconds (a large upload). Its p50, p99 and max are that call.
+func MeasureOnce(ctx context.Context, op Op, tag string) Sample {
+	w := &Worker{Rand: rand.New(rand.NewPCG(0, 0)), Tag: tag + "-0"}
+	var s Sample
+	if op.Prepare != nil {
+		if err := op.Prepare(ctx, w); err != nil {
+			return Sample{Errors: 1, FirstError: err.Error()}
+		}
+	}
+	t0 := time.Now()
+	err := op.Do(ctx, w)
+	took := time.Since(t0)
+	if err != nil {
+		return Sample{Errors: 1, FirstError: err.Error()}
+	}
+	s.Requests, s.Seconds = 1, took.Seconds()
+	s.PerSec = 1 / s.Seconds
+	s.P50, s.P99, s.Max = took, took, took
 	return s
 }
 

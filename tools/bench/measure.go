@@ -22,11 +22,17 @@ type RowSample struct {
 	// by the services themselves during the row; absent when none looked.
 	CacheHitRate *float64 `json:"cache_hit_rate,omitempty"`
 	// PeakRSSMiB is each process's largest resident set seen during the
-	// row (sampled every 100 ms).
-	PeakRSSMiB map[string]float64 `json:"peak_rss_mib"`
+	// row (sampled every 100 ms), StartRSSMiB its resident set as the row
+	// began.
+	PeakRSSMiB  map[string]float64 `json:"peak_rss_mib"`
+	StartRSSMiB map[string]float64 `json:"start_rss_mib"`
 	// LoadAverage is the machine's 1-minute load average after the row: how
 	// busy the shared machine was.
 	LoadAverage float64 `json:"load_average_1m"`
+	// Bytes is the payload of one call and MiBPerSec the rate it moved
+	// at, for rows that move files.
+	Bytes     int64   `json:"bytes,omitempty"`
+	MiBPerSec float64 `json:"mib_per_s,omitempty"`
 }
 
 func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint64, tag, profileDir string, profile bool) RowSample {
@@ -36,15 +42,25 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		}
 	}
 	before := e.cacheCounts(ctx)
+	start := e.readRSS()
 	sampler := e.sampleRSS()
 	var profiled sync.WaitGroup
 	if profile {
 		dir := filepath.Join(profileDir, slug(r.Name))
 		profiled.Go(func() { e.profile(ctx, dir, o.Load) })
 	}
-	s := RowSample{Sample: Measure(ctx, o.Load, op, seed, tag)}
+	var s RowSample
+	if r.Once {
+		s.Sample = MeasureOnce(ctx, op, tag)
+	} else {
+		s.Sample = Measure(ctx, o.Load, op, seed, tag)
+	}
 	profiled.Wait()
-	s.PeakRSSMiB = sampler()
+	s.PeakRSSMiB, s.StartRSSMiB = sampler(), start
+	if r.Bytes != nil {
+		s.Bytes = r.Bytes(e)
+		s.MiBPerSec = math.Round(s.PerSec*float64(s.Bytes)/(1<<20)*10) / 10
+	}
 	after := e.cacheCounts(ctx)
 	var hits, lookups float64
 	for result, n := range after {
@@ -59,6 +75,12 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		s.CacheHitRate = &rate
 	}
 	s.LoadAverage = loadAverage()
+	if r.After != nil {
+		if err := r.After(ctx, e); err != nil && s.FirstError == "" {
+			s.Errors++
+			s.FirstError = "after the row: " + err.Error()
+		}
+	}
 	return s
 }
 
@@ -122,6 +144,55 @@ func (e *Env) sampleRSS() func() map[string]float64 {
 		read()
 		return peaks
 	}
+}
+
+// readRSS is every process's resident set now, in MiB.
+func (e *Env) readRSS() map[string]float64 {
+	out := map[string]float64{}
+	for name, p := range e.processes {
+		out[name] = rssMiB(p.pid)
+	}
+	return out
+}
+
+// settle has a process give back what earlier rows left it holding, so
+// that a row's peak resident set shows what the row itself needs: three
+// garbage collections through its profiler (/debug/pprof/heap?gc=1), then a
+// wait until its resident set stops shrinking (at most 20 s). It takes
+// three: a sync.Pool keeps its items through one collection, and the
+// runtime returns memory to the system only once a collection has lowered
+// its heap goal, which follows the previous collection's live heap.
+func (e *Env) settle(ctx context.Context, name string) error {
+	p, ok := e.processes[name]
+	if !ok {
+		return fmt.Errorf("settle: no process %s", name)
+	}
+	for range 3 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.debugURL+"/debug/pprof/heap?gc=1", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("settle %s: %w", name, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// Stable: less than 1 MiB given back over the last 2 s.
+	history := []float64{rssMiB(p.pid)}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		history = append(history, rssMiB(p.pid))
+		if n := len(history); n > 4 && history[n-5]-history[n-1] < 1 {
+			return nil
+		}
+	}
+	return nil
 }
 
 func rssMiB(pid int) float64 {

@@ -84,6 +84,8 @@ func (r *Results) finish(now time.Time) {
 		for k, s := range row.Samples {
 			var x float64
 			switch {
+			case g.Metric == "rss":
+				x = s.PeakRSSMiB[g.Process]
 			case g.Metric == "p50" && of != nil:
 				x = ratio(float64(s.P50), float64(of.Samples[k].P50))
 			case of != nil:
@@ -134,7 +136,7 @@ func (r *Results) Print(w io.Writer) {
 			ratios = fmt.Sprintf("%.2f (%.2f–%.2f)", median(row.RatioToLimit), slices.Min(row.RatioToLimit), slices.Max(row.RatioToLimit))
 		}
 		fmt.Fprintf(w, "%s %s %7.2f %8.2f %6d %s %-12s %s\n", pad(row.Name, 46),
-			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(perSec), slices.Min(perSec), slices.Max(perSec)), 18),
+			pad(fmt.Sprintf("%s (%s–%s)", rate(median(perSec)), rate(slices.Min(perSec)), rate(slices.Max(perSec))), 18),
 			median(p50), median(p99), errs, pad(ratios, 18), cacheRates(row.Samples), shorten(row.Limit))
 	}
 	if len(r.Goals) > 0 {
@@ -144,9 +146,14 @@ func (r *Results) Print(w io.Writer) {
 			if g.Met {
 				met = "yes"
 			}
-			fmt.Fprintf(w, "%s %s %s\n", pad(g.Name, 52), pad(fmt.Sprintf("%.2f (%.2f–%.2f)", median(g.Values), slices.Min(g.Values), slices.Max(g.Values)), 22), met)
+			format := "%.2f (%.2f–%.2f)"
+			if g.Metric == "rss" {
+				format = "%.0f MiB (%.0f–%.0f)"
+			}
+			fmt.Fprintf(w, "%s %s %s\n", pad(g.Name, 52), pad(fmt.Sprintf(format, median(g.Values), slices.Min(g.Values), slices.Max(g.Values)), 22), met)
 		}
 	}
+	r.printFiles(w)
 	var loads []float64
 	for _, row := range r.Rows {
 		loads = append(loads, collect(row.Samples, func(s RowSample) float64 { return s.LoadAverage })...)
@@ -154,6 +161,55 @@ func (r *Results) Print(w io.Writer) {
 	if len(loads) > 0 {
 		fmt.Fprintf(w, "\nmachine load average (1 min) after each row: %.1f–%.1f\n", slices.Min(loads), slices.Max(loads))
 	}
+}
+
+// printFiles shows the rows that move files in MiB/s, with the largest
+// resident set the documents service and the gateway reached during each.
+func (r *Results) printFiles(w io.Writer) {
+	header := false
+	for _, row := range r.Rows {
+		if len(row.Samples) == 0 || row.Samples[0].Bytes == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\n%s %9s %s %s\n", pad("files", 52), "file", pad("MiB/s (min–max)", 18), "RSS MiB (min–max): documents at start → peak, api-gateway peak")
+			header = true
+		}
+		rate := collect(row.Samples, func(s RowSample) float64 { return s.MiBPerSec })
+		start := collect(row.Samples, func(s RowSample) float64 { return s.StartRSSMiB["documents"] })
+		docs := collect(row.Samples, func(s RowSample) float64 { return s.PeakRSSMiB["documents"] })
+		gateway := collect(row.Samples, func(s RowSample) float64 { return s.PeakRSSMiB["api-gateway"] })
+		fmt.Fprintf(w, "%s %9s %s %s → %s, %s\n", pad(row.Name, 52), size(row.Samples[0].Bytes),
+			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(rate), slices.Min(rate), slices.Max(rate)), 18), span(start), span(docs), span(gateway))
+	}
+}
+
+// span is the range of xs, "a–b" (or "a" when all are equal).
+func span(xs []float64) string {
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if math.Round(lo) == math.Round(hi) {
+		return fmt.Sprintf("%.0f", lo)
+	}
+	return fmt.Sprintf("%.0f–%.0f", lo, hi)
+}
+
+// rate prints a request rate: whole numbers, or two decimals below 10/s
+// (uploads of seconds).
+func rate(perSec float64) string {
+	if perSec < 10 {
+		return fmt.Sprintf("%.2f", perSec)
+	}
+	return fmt.Sprintf("%.0f", perSec)
+}
+
+func size(b int64) string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", b>>30)
+	case b >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
 }
 
 // shorten keeps the limit column narrow: the row names are above.

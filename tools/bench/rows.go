@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"time"
@@ -23,6 +25,15 @@ type Row struct {
 	Op func(e *Env) (Op, error)
 	// Before runs once before each measurement of the row, off the clock.
 	Before func(ctx context.Context, e *Env) error
+	// After runs once after each measurement of the row, off the clock
+	// (uploads remove what they stored, so rounds do not fill the disk).
+	After func(ctx context.Context, e *Env) error
+	// Bytes is the payload one call moves (an upload's file): the table
+	// shows MiB/s beside req/s for rows that set it.
+	Bytes func(e *Env) int64
+	// Once makes the row a single call by a single client, timed alone,
+	// with no warm-up (a 1 GiB upload); its p50 and p99 are that call.
+	Once bool
 }
 
 // Call is one registry operation, measured twice: through the gateway
@@ -38,6 +49,10 @@ type Call struct {
 	Prepare func(ctx context.Context, e *Env, w *Worker) error
 	// Before runs once before each of the two rows, off the clock.
 	Before func(ctx context.Context, e *Env, base string) error
+	// After runs once after each of the two rows, off the clock.
+	After func(ctx context.Context, e *Env) error
+	// Bytes is the payload one call moves (see Row.Bytes).
+	Bytes func(e *Env) int64
 }
 
 // Rows expands the calls into the gateway and direct rows.
@@ -65,8 +80,8 @@ func (c Call) Rows() []Row {
 		}
 	}
 	return []Row{
-		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway)},
-		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service)},
+		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes},
+		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes},
 	}
 }
 
@@ -79,6 +94,9 @@ const (
 	ProxyRefGet  = "bare ReverseProxy → reference GET"
 	RS256Sign    = "RS256 signature, in process"
 	TokenRequest = "POST /oidc/token · direct"
+	PutObject    = "minio-go PutObject of the upload's bytes"
+	PutLarge     = "minio-go PutObject, large file, one client"
+	UploadLarge  = "POST /documents, large file, one client · gateway"
 )
 
 // Limits are what this machine can do without the registry's code: the
@@ -122,6 +140,20 @@ var Limits = []Row{
 			return err
 		}}, nil
 	}},
+	// The upload's own limit: the same file put straight into the same
+	// MinIO bucket by minio-go with the options the documents service
+	// uses, its size known up front (which the service, reading a
+	// multipart stream, never knows). Each client overwrites its own key.
+	{Name: PutObject, Via: "limit", Bytes: uploadBytes, After: emptyBucket, Op: func(e *Env) (Op, error) {
+		return Op{Do: func(ctx context.Context, w *Worker) error {
+			return e.putObject(ctx, "bench/put-"+strconv.Itoa(w.ID), bytes.NewReader(e.upload.file), int64(len(e.upload.file)))
+		}}, nil
+	}},
+	{Name: PutLarge, Via: "limit", Once: true, Bytes: largeBytes, After: emptyBucket, Op: func(e *Env) (Op, error) {
+		return Op{Do: func(ctx context.Context, _ *Worker) error {
+			return e.putObject(ctx, "bench/put-large", newFileReader(e.LargeUpload), e.LargeUpload)
+		}}, nil
+	}},
 }
 
 // Calls are the registry's rows. Each service adds its own here.
@@ -157,6 +189,32 @@ var Calls = []Call{
 		Request: func(e *Env, w *Worker) Request {
 			return findPerson((w.N*e.Load.Concurrency + w.ID) % e.People)
 		}},
+	{Name: "GET /assets/{id}", Service: "assets", Limit: RefGet, Request: func(e *Env, w *Worker) Request {
+		return Request{Method: "GET", Path: "/assets/" + e.Assets[w.Rand.IntN(len(e.Assets))], Want: 200}
+	}},
+	// Asset finds, warm and cold, made the same way as the people's.
+	{Name: "POST /assets/find, cache warm", Service: "assets", Limit: RefGet,
+		Before: func(ctx context.Context, e *Env, base string) error {
+			for i := range min(len(e.Assets), warmPeople) {
+				if _, err := e.send(ctx, base, findAsset(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Request: func(e *Env, w *Worker) Request { return findAsset(w.Rand.IntN(min(len(e.Assets), warmPeople))) }},
+	{Name: "POST /assets/find, cache cold", Service: "assets", Limit: RefGet,
+		Prepare: func(ctx context.Context, e *Env, _ *Worker) error { return e.StaleFinds(ctx, "assets") },
+		Request: func(e *Env, w *Worker) Request {
+			return findAsset((w.N*e.Load.Concurrency + w.ID) % len(e.Assets))
+		}},
+	// An upload of one file (Options.UploadSize) with its document type,
+	// as an integration sends it: multipart/form-data. The objects are
+	// removed after the row, off the clock.
+	{Name: "POST /documents, upload", Service: "documents", Limit: PutObject, Bytes: uploadBytes, After: emptyBucket,
+		Request: func(e *Env, _ *Worker) Request {
+			return Request{Method: "POST", Path: "/documents", Body: e.upload.body, ContentType: e.upload.contentType, Want: 201}
+		}},
 }
 
 // warmPeople is how many people the warm find cycles through.
@@ -173,13 +231,29 @@ var Token = Row{Name: TokenRequest, Via: "direct", Limit: RS256Sign, Op: func(e 
 	}), nil
 }}
 
+// LargeUploadRow is one large file (Options.LargeUpload, 1 GiB by
+// default) uploaded through the gateway by one client, streamed from a
+// generator (nothing holds the file in memory). The table shows its MiB/s
+// against PutLarge and the peak resident set of every process while it
+// ran: the documents service's must stay small whatever the file's size.
+// Before it the documents service gives back what the rows before it left
+// (Env.settle), so its peak is the upload's own.
+var LargeUploadRow = Row{Name: UploadLarge, Via: "gateway", Limit: PutLarge, Once: true, Bytes: largeBytes, After: emptyBucket,
+	Before: func(ctx context.Context, e *Env) error { return e.settle(ctx, "documents") },
+	Op: func(e *Env) (Op, error) {
+		return e.HTTPOp(e.Stack.RegistryURL, func(*Worker) Request {
+			return Request{Method: "POST", Path: "/documents", ContentType: e.upload.contentType, Want: 201,
+				BodyFrom: func() io.Reader { return e.upload.stream(e.LargeUpload) }, Length: e.upload.streamLength(e.LargeUpload)}
+		}), nil
+	}}
+
 // AllRows is the table, in order.
 func AllRows() []Row {
 	rows := append([]Row{}, Limits...)
 	for _, c := range Calls {
 		rows = append(rows, c.Rows()...)
 	}
-	return append(rows, Token)
+	return append(rows, LargeUploadRow, Token)
 }
 
 // Goal is a target of issue 8: Row's metric divided by Of's (or by Value)
@@ -189,7 +263,8 @@ type Goal struct {
 	Row     string
 	Of      string  // another row; or
 	Value   float64 // a fixed number
-	Metric  string  // "req/s" or "p50"
+	Metric  string  // "req/s", "p50" or "rss" (Process's peak in MiB, Of and Value unused)
+	Process string  // for "rss"
 	AtLeast float64
 	AtMost  float64
 }
@@ -204,6 +279,12 @@ var Goals = []Goal{
 	{Name: "direct ≥ 0.5 × reference server, GET by id", Row: "GET /organizations/{id} · direct", Of: RefGet, Metric: "req/s", AtLeast: 0.5},
 	{Name: "warm find p50 ≤ 0.5 × cold find p50 (gateway)", Row: "POST /people/find, cache warm · gateway", Of: "POST /people/find, cache cold · gateway", Metric: "p50", AtMost: 0.5},
 	{Name: "whole stack GET ≥ 3 × PostgREST's 2,000/s", Row: "GET /organizations/{id} · gateway", Value: PostgRESTGetRate, Metric: "req/s", AtLeast: 3},
+	{Name: "assets: through the gateway ≥ 0.8 × direct, GET", Row: "GET /assets/{id} · gateway", Of: "GET /assets/{id} · direct", Metric: "req/s", AtLeast: 0.8},
+	{Name: "assets: through the gateway ≥ 0.8 × direct, find", Row: "POST /assets/find, cache warm · gateway", Of: "POST /assets/find, cache warm · direct", Metric: "req/s", AtLeast: 0.8},
+	{Name: "assets: direct ≥ 0.5 × reference server, GET", Row: "GET /assets/{id} · direct", Of: RefGet, Metric: "req/s", AtLeast: 0.5},
+	{Name: "assets: warm find p50 ≤ 0.5 × cold (gateway)", Row: "POST /assets/find, cache warm · gateway", Of: "POST /assets/find, cache cold · gateway", Metric: "p50", AtMost: 0.5},
+	{Name: "upload through the gateway ≥ 0.8 × PutObject", Row: "POST /documents, upload · gateway", Of: PutObject, Metric: "req/s", AtLeast: 0.8},
+	{Name: "documents peak RSS, large upload ≤ 64 MiB", Row: UploadLarge, Process: "documents", Metric: "rss", AtMost: 64},
 }
 
 func getRefOrganization(e *Env, w *Worker) Request {
@@ -241,4 +322,16 @@ func createAction(e *Env, w *Worker) Request {
 		"organization_id": e.Orgs[w.Rand.IntN(len(e.Orgs))], "status_ok": true, "source_system": "bench", "source_reference": w.Tag,
 		"data": map[string]any{"checklist": map[string]string{"brakes": "ok", "chains": "ok"}}})
 	return Request{Method: "POST", Path: "/actions", Body: body, Want: 201}
+}
+
+// The seeded assets are all of one type; asset i has serial number SN<i>.
+const benchBrand, benchModel = "Bench", "B1"
+
+func assetInput(i int, typeID string) map[string]string {
+	return map[string]string{"serial_number": "SN" + strconv.Itoa(i), "asset_type_id": typeID}
+}
+
+func findAsset(i int) Request {
+	body, _ := json.Marshal(map[string]string{"serial_number": "SN" + strconv.Itoa(i), "brand": benchBrand, "model": benchModel})
+	return Request{Method: "POST", Path: "/assets/find", Body: body, Want: 200}
 }

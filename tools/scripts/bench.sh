@@ -9,6 +9,7 @@
 #   PROFILE=1  CPU and heap profiles of every process under each row
 #   ROWS=re    only the rows matching re (and the limits they divide by)
 #   ROUNDS, DURATION, WARMUP  override the defaults (3, 5s, 1s)
+#   UPLOAD_SIZE, LARGE_UPLOAD  bytes of the upload rows' files (8 MiB, 1 GiB)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 args=(-bin bin -out bench -root .)
@@ -18,5 +19,7 @@ args=(-bin bin -out bench -root .)
 [ -n "${ROUNDS:-}" ] && args+=(-rounds "$ROUNDS")
 [ -n "${DURATION:-}" ] && args+=(-duration "$DURATION")
 [ -n "${WARMUP:-}" ] && args+=(-warmup "$WARMUP")
+[ -n "${UPLOAD_SIZE:-}" ] && args+=(-upload-size "$UPLOAD_SIZE")
+[ -n "${LARGE_UPLOAD:-}" ] && args+=(-large-upload "$LARGE_UPLOAD")
 if [ "${PROFILE:-}" = 1 ]; then rm -rf bench/profiles; fi
 exec bin/loadtest "${args[@]}"

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,6 +122,7 @@ func (s *server) doStop(sig syscall.Signal) error {
 	}
 	if sig == syscall.SIGKILL {
 		s.killGroup()
+		defer s.waitGroupGone()
 	} else if err := s.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("stop %s: %w", s.name, err)
 	}
@@ -137,10 +140,52 @@ func (s *server) doStop(sig syscall.Signal) error {
 	}
 }
 
+// signalGroup sends sig to the server and every process it forked.
+func (s *server) signalGroup(sig syscall.Signal) error {
+	if s.exited() {
+		return fmt.Errorf("signal %s: it has exited", s.name)
+	}
+	if err := syscall.Kill(-s.pid(), sig); err != nil {
+		return fmt.Errorf("signal %s: %w", s.name, err)
+	}
+	return nil
+}
+
 // killGroup SIGKILLs the server and the children it forked, which would
 // otherwise linger until they notice their parent is gone.
 func (s *server) killGroup() {
 	_ = syscall.Kill(-s.pid(), syscall.SIGKILL)
+}
+
+// waitGroupGone waits, for a few seconds at most, until no process of the
+// server's group runs any more. A killed PostgreSQL's backends outlive the
+// postmaster for a moment, still attached to its shared memory, and a new
+// server on the same data dir refuses to start until they are gone.
+// Zombies do not count: an orphan's parent in a container may never reap
+// it, and it holds nothing.
+func (s *server) waitGroupGone() {
+	deadline := time.Now().Add(5 * time.Second)
+	for groupRuns(s.pid()) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// groupRuns reports whether a process of group pgid runs (is no zombie).
+func groupRuns(pgid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// "pid (comm) state ppid pgrp ...", where comm may contain ") ".
+		st := string(b)
+		fields := strings.Fields(st[strings.LastIndexByte(st, ')')+1:])
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" && fields[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // logTail returns the last lines this run wrote to the log, for error messages.

@@ -146,4 +146,3 @@ func randomHex() string {
 
 // tag makes a fault's names unique within the run: f03-1a2b3c4d.
 func tag(i int) string { return fmt.Sprintf("f%02d-%s", i, randomHex()) }
-

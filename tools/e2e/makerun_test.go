@@ -69,7 +69,7 @@ func TestMakeRun(t *testing.T) {
 	// Every file holding a credential is the owner's alone, and Redis, a
 	// cache of the registry's resources, left nothing on disk.
 	secrets := map[string]string{}
-	for _, name := range []string{"registry.env", "services.env", "datastores.env", "postgres.credentials", "redis.credentials", "minio.credentials"} {
+	for _, name := range []string{"registry.env", "services.env", "datastores.env", "postgres.credentials", "redis.credentials", "minio.credentials", "idp/signing-key.pem"} {
 		secrets[name] = readPrivateFile(t, filepath.Join(dir, name))
 	}
 	if entries, err := os.ReadDir(filepath.Join(dir, "redis")); err != nil || len(entries) != 0 {

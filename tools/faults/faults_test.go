@@ -5,6 +5,7 @@ package faults
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -41,7 +42,7 @@ func TestFaults(t *testing.T) {
 			heal: removeToxic("postgres", "latency"), hold: 5 * time.Second, unavailable: true},
 		{name: "postgres: connections cut (toxiproxy)", inject: cut("postgres"), heal: restore("postgres"), hold: 4 * time.Second, unavailable: true},
 		{name: "postgres: paused (SIGSTOP)", inject: func(t *testing.T) { must(t, stack.Postgres.Signal(syscall.SIGSTOP)) },
-			heal: func(t *testing.T) { must(t, stack.Postgres.Signal(syscall.SIGCONT)) }, hold: 8 * time.Second, unavailable: true},
+			heal: func(t *testing.T) { must(t, stack.Postgres.Signal(syscall.SIGCONT)) }, hold: hangBound + 2*time.Second, unavailable: true},
 		{name: "postgres: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Postgres.Kill()) },
 			heal: func(t *testing.T) { must(t, stack.Postgres.Restart(t.Context())) }, hold: 3 * time.Second, unavailable: true},
 		{name: "redis: 500 ms latency (toxiproxy)", inject: addToxic("redis", "latency", "downstream", `{"latency":500}`),
@@ -126,6 +127,11 @@ func exercise(t *testing.T, i int, f fault) {
 	}
 
 	r := row{fault: f.name, calls: len(calls) + len(own), statuses: byStatus(append(slices.Clone(calls), own...)), recovered: recovered}
+	for _, c := range calls {
+		if c.status != 0 {
+			r.slowest = max(r.slowest, c.took)
+		}
+	}
 	checkAnswers(t, f, calls)
 	acked, retried := retryKeyed(t, c, calls)
 	r.retried = retried
@@ -136,12 +142,16 @@ func exercise(t *testing.T, i int, f fault) {
 	record(r)
 }
 
-// byStatus summarises answers: "201:40 200:31 503:6 none:2".
+// byStatus summarises answers: "201:40 200:31 503:6 refused:2" (refused:
+// no connection; none: a connection but no answer).
 func byStatus(calls []call) string {
 	counts := map[string]int{}
 	for _, c := range calls {
 		key := strconv.Itoa(c.status)
-		if c.status == 0 {
+		switch {
+		case c.status == 0 && errors.Is(c.err, syscall.ECONNREFUSED):
+			key = "refused"
+		case c.status == 0:
 			key = "none"
 		}
 		counts[key]++

@@ -6,6 +6,7 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/MicahParks/jwkset v0.11.4
 	github.com/assetregistry/registry/pkg v0.0.0
+	github.com/assetregistry/registry/services/actions v0.0.0
 	github.com/assetregistry/registry/services/assets v0.0.0
 	github.com/assetregistry/registry/services/documents v0.0.0
 	github.com/assetregistry/registry/services/parties v0.0.0
@@ -42,6 +43,7 @@ require (
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.3 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/exaring/otelpgx v0.13.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-kit/kit v0.13.0 // indirect
@@ -116,6 +118,7 @@ require (
 
 replace (
 	github.com/assetregistry/registry/pkg => ../pkg
+	github.com/assetregistry/registry/services/actions => ../services/actions
 	github.com/assetregistry/registry/services/assets => ../services/assets
 	github.com/assetregistry/registry/services/documents => ../services/documents
 	github.com/assetregistry/registry/services/parties => ../services/parties

@@ -101,6 +101,17 @@ var Services = []Service{
 		// documents and takes one as its thumbnail.
 		References: []Reference{{Service: "parties", Kind: "person"}, {Service: "documents", Kind: "document"}},
 	},
+	{
+		Deployable: service("actions", 8104),
+		// Action documents live under /actions/{action_id}/action_documents.
+		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}},
+		Needs:     []Datastore{Postgres},
+		Kinds:     []string{"action", "action_document"},
+		// An action names its asset and the person and organization that
+		// did the work; an action document links a document.
+		References: []Reference{{Service: "assets", Kind: "asset"}, {Service: "parties", Kind: "person"},
+			{Service: "parties", Kind: "organization"}, {Service: "documents", Kind: "document"}},
+	},
 }
 
 // service fills in the conventions every service follows: module and

@@ -79,7 +79,8 @@ func TestAssetsReferences(t *testing.T) {
 	if !ok {
 		t.Fatal("no assets entry")
 	}
-	if got := assets.Peers(); !slices.Equal(got, []string{"documents", "parties"}) {
+	// actions references assets, so assets asks it before deleting one.
+	if got := assets.Peers(); !slices.Equal(got, []string{"actions", "documents", "parties"}) {
 		t.Errorf("assets peers = %v", got)
 	}
 	for _, owner := range []struct{ service, kind string }{{"parties", "person"}, {"documents", "document"}} {
@@ -89,5 +90,26 @@ func TestAssetsReferences(t *testing.T) {
 	}
 	if got := ReferrersOf("parties", "organization"); slices.Contains(got, "assets") {
 		t.Errorf("assets does not reference organizations: %v", got)
+	}
+}
+
+// The actions service references an asset, a person, an organization and
+// a document, so each owner asks it before deleting one; documents learns
+// a document's action documents from it, the owner of action_document.
+func TestActionsReferences(t *testing.T) {
+	actions, ok := Lookup("actions")
+	if !ok {
+		t.Fatal("no actions entry")
+	}
+	if got := actions.Peers(); !slices.Equal(got, []string{"assets", "documents", "parties"}) {
+		t.Errorf("actions peers = %v", got)
+	}
+	for _, owner := range []struct{ service, kind string }{{"assets", "asset"}, {"parties", "person"}, {"parties", "organization"}, {"documents", "document"}} {
+		if got := ReferrersOf(owner.service, owner.kind); !slices.Contains(got, "actions") {
+			t.Errorf("referrers of %s = %v", owner.kind, got)
+		}
+	}
+	if owner, _ := OwnerOf("action_document"); owner != "actions" {
+		t.Errorf("owner of action_document = %q", owner)
 	}
 }

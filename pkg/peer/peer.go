@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -54,7 +55,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, peers []string) {
 	for _, p := range peers {
 		c.URLs[p] = fs.String("peer."+p+".url", "", "base URL of the "+p+" service, which this service calls")
 	}
-	fs.StringVar(&c.TokenURL, "peer.token-url", "", "token endpoint for this service's own machine identity (default: the OIDC issuer's /oidc/token)")
+	fs.StringVar(&c.TokenURL, "peer.token-url", "", "token endpoint for this service's own machine identity (default: the issuer's token_endpoint, from its discovery document)")
 	fs.StringVar(&c.ClientID, "peer.client-id", "", "this service's machine client at the identity provider (holds the registry:internal scope)")
 	fs.StringVar(&c.ClientSecret, "peer.client-secret", "", "the machine client's secret")
 	fs.DurationVar(&c.Timeout, "peer.timeout", 5*time.Second, "upper bound on one call to a peer")
@@ -84,12 +85,8 @@ func NewClients(cfg Config, issuer, audience string) (*Clients, error) {
 		if cfg.ClientID == "" || cfg.ClientSecret == "" {
 			return nil, fmt.Errorf("peer: peer.client-id and peer.client-secret are required to call %s", strings.Join(configured, ", "))
 		}
-		tokenURL := cfg.TokenURL
-		if tokenURL == "" {
-			tokenURL = strings.TrimSuffix(issuer, "/") + "/oidc/token"
-		}
 		cc := clientcredentials.Config{
-			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: tokenURL,
+			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.TokenURL,
 			Scopes: []string{auth.ScopeInternal},
 			// The registry's address as an RFC 8707 resource indicator, and
 			// again as "audience", which many issuers (ORY Hydra, Auth0)
@@ -99,8 +96,13 @@ func NewClients(cfg Config, issuer, audience string) (*Clients, error) {
 		}
 		// The token client gets the same bound as every call, so a stuck
 		// identity provider cannot hang a request either.
-		tokenCtx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: cfg.Timeout})
-		tokens = oauth2.ReuseTokenSource(nil, cc.TokenSource(tokenCtx))
+		httpClient := &http.Client{Timeout: cfg.Timeout}
+		tokenCtx := context.WithValue(context.Background(), oauth2.HTTPClient, httpClient)
+		if cc.TokenURL == "" {
+			tokens = &discovered{issuer: issuer, config: cc, ctx: tokenCtx, client: httpClient}
+		} else {
+			tokens = oauth2.ReuseTokenSource(nil, cc.TokenSource(tokenCtx))
+		}
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64 // few peers, many concurrent calls: keep connections alive
@@ -217,4 +219,57 @@ func kindOf(status int) apperr.Kind {
 	}
 	// 400, 405, 413, 415: the request we built is wrong, a bug of ours.
 	return apperr.KindInternal
+}
+
+// discovered is the client-credentials token source of an issuer whose
+// token endpoint comes from its discovery document (every issuer names
+// its own: /oidc/token here, /oauth2/token at ORY Hydra), read when the
+// first token is needed, so a service can start before its issuer.
+type discovered struct {
+	issuer string
+	config clientcredentials.Config
+	ctx    context.Context
+	client *http.Client
+
+	mu     sync.Mutex
+	source oauth2.TokenSource
+}
+
+func (d *discovered) Token() (*oauth2.Token, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.source == nil {
+		endpoint, err := tokenEndpoint(d.ctx, d.client, d.issuer)
+		if err != nil {
+			return nil, err
+		}
+		cc := d.config
+		cc.TokenURL = endpoint
+		d.source = oauth2.ReuseTokenSource(nil, cc.TokenSource(d.ctx))
+	}
+	return d.source.Token()
+}
+
+// tokenEndpoint reads token_endpoint from the issuer's OpenID configuration.
+func tokenEndpoint(ctx context.Context, client *http.Client, issuer string) (string, error) {
+	u := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("peer: discover the token endpoint: %w", err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		TokenEndpoint string `json:"token_endpoint"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("peer: discover the token endpoint: %s answered %d", u, resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil || doc.TokenEndpoint == "" {
+		return "", fmt.Errorf("peer: %s names no token_endpoint (%v); set peer.token-url", u, err)
+	}
+	return doc.TokenEndpoint, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -157,5 +158,44 @@ func TestConfiguration(t *testing.T) {
 	cs, err := peer.NewClients(peer.Config{URLs: map[string]*string{"documents": new(string)}}, "http://idp", "aud")
 	if err != nil || cs.Get("documents") != nil {
 		t.Errorf("an unconfigured peer: %v, %v", cs.Get("documents"), err)
+	}
+}
+
+// Without peer.token-url the service's own tokens come from the token
+// endpoint the issuer's discovery document names, asked for with the
+// internal scope and the registry as resource and audience.
+func TestTokenEndpointFromDiscovery(t *testing.T) {
+	var form url.Values
+	issuer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/openid-configuration":
+			_ = json.NewEncoder(w).Encode(map[string]string{"token_endpoint": "http://" + r.Host + "/oauth2/token"})
+		case "/oauth2/token":
+			_ = r.ParseForm()
+			form = r.PostForm
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"access_token":"machine-token","token_type":"Bearer","expires_in":300}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer issuer.Close()
+	var gotAuth string
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = r.Header.Get("Authorization")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer target.Close()
+	cs, err := peer.NewClients(peer.Config{URLs: map[string]*string{"documents": &target.URL}, Timeout: 2 * time.Second,
+		ClientID: "svc-assets", ClientSecret: "s3cret"}, issuer.URL, "https://registry.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Get("documents").Call(t.Context(), "POST", "/internal/x", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if gotAuth != "Bearer machine-token" || form.Get("scope") != auth.ScopeInternal ||
+		form.Get("resource") != "https://registry.test" || form.Get("audience") != "https://registry.test" {
+		t.Errorf("Authorization %q, token request %v", gotAuth, form)
 	}
 }

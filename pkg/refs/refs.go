@@ -211,7 +211,13 @@ func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map
 		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, slices.Compact(keys)); err != nil {
 		return nil, postgres.Classify(err, "lock reference targets")
 	}
-	found := map[uuid.UUID]Attrs{}
+	// Keyed by kind too: the same id asked as two kinds (a person's id
+	// given as an organization) exists only as the kind its owner has.
+	type key struct {
+		kind string
+		id   uuid.UUID
+	}
+	found := map[key]Attrs{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	for owner, kinds := range byOwner {
@@ -228,7 +234,7 @@ func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map
 				mu.Lock()
 				defer mu.Unlock()
 				for id, attrs := range got {
-					found[id] = attrs
+					found[key{kind, id}] = attrs
 				}
 				return nil
 			})
@@ -238,12 +244,16 @@ func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map
 		return nil, err
 	}
 	var v apperr.Validation
+	attrs := make(map[uuid.UUID]Attrs, len(found))
 	for _, t := range targets {
-		if _, ok := found[t.ID]; !ok {
+		a, ok := found[key{t.Kind, t.ID}]
+		if !ok {
 			v.Add(t.Field, "must name an existing %s; %s does not exist", strings.ReplaceAll(t.Kind, "_", " "), t.ID)
+			continue
 		}
+		attrs[t.ID] = a
 	}
-	return found, v.Err()
+	return attrs, v.Err()
 }
 
 // owner returns the Service of another service, or this one's own.

@@ -48,7 +48,7 @@ func newWorld(t *testing.T) *world {
 			References: []catalog.Reference{{Service: "parties", Kind: "person"}}},
 	}
 	w := &world{
-		ownerStore:    open(t, `CREATE TABLE people (id uuid PRIMARY KEY)`),
+		ownerStore:    open(t, `CREATE TABLE people (id uuid PRIMARY KEY); CREATE TABLE organizations (id uuid PRIMARY KEY)`),
 		referrerStore: open(t, `CREATE TABLE things (id uuid PRIMARY KEY, person_id uuid NOT NULL)`),
 	}
 	// The servers start first (the registries need their URLs) and serve
@@ -85,6 +85,7 @@ func newWorld(t *testing.T) *world {
 		}
 		return out, err
 	})
+	w.owner.Owns("organization", refs.ExistsIn("organizations"))
 	ownerAPI, referrerAPI = router(w.owner), router(w.referrer)
 	return w
 }
@@ -187,6 +188,26 @@ func TestCheckAndDelete(t *testing.T) {
 		t.Errorf("referencing a deleted person: %v", err)
 	}
 	_ = thing
+}
+
+// One id checked as two kinds exists only as the kind its owner has it
+// as: a person's id is no organization, though the same check finds the
+// person.
+func TestCheckKeepsKindsApart(t *testing.T) {
+	w := newWorld(t)
+	p := w.person(t)
+	err := w.referrerStore.Write(t.Context(), "check", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		found, err := w.referrer.Check(ctx, tx, refs.Target{Field: "person_id", Kind: "person", ID: p},
+			refs.Target{Field: "organization_id", Kind: "organization", ID: p})
+		if found[p] == nil {
+			t.Errorf("the person's attributes are missing: %v", found)
+		}
+		return nil, err
+	})
+	var e *apperr.Error
+	if !errors.As(err, &e) || e.Kind != apperr.KindInvalid || len(e.Fields) != 1 || e.Fields[0].Field != "organization_id" {
+		t.Fatalf("a person's id as an organization: %v", err)
+	}
 }
 
 // A delete that died after marking its target blocks new references only

@@ -27,6 +27,7 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/openapi"
 	"github.com/assetregistry/registry/pkg/openapitest"
+	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/testharness"
 )
@@ -101,7 +102,7 @@ func Start(t *testing.T, spec servicekit.Spec, opts ...Option) *Service {
 func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer *authtest.Issuer) *Service {
 	t.Helper()
 	var standIns map[string]*StandIn
-	if cfg.Peers.URLs == nil {
+	if !peersConfigured(cfg.Peers) {
 		cfg.Peers, standIns = StandIns(t, spec.Name, nil)
 	}
 	built, err := servicekit.Build(t.Context(), spec, cfg, log.NewNopLogger())
@@ -207,4 +208,15 @@ func machineClaims(issuer *authtest.Issuer) jwt.MapClaims {
 	c := issuer.Claims("svc-test", auth.ScopeInternal)
 	c["exp"] = time.Now().Add(time.Hour).Unix()
 	return c
+}
+
+// peersConfigured reports whether any peer has a URL (the flag defaults
+// register every peer with none).
+func peersConfigured(c peer.Config) bool {
+	for _, u := range c.URLs {
+		if u != nil && *u != "" {
+			return true
+		}
+	}
+	return false
 }

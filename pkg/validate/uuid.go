@@ -3,6 +3,7 @@ package validate
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -16,7 +17,7 @@ import (
 // number as "must be an array".
 type UUID struct{ uuid.UUID }
 
-var errNotUUID = errors.New("must be a UUID in its canonical form, e.g. 0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0d")
+var errNotUUID = errors.New("must be a UUID in its canonical lowercase form, e.g. 0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0d")
 
 // UnmarshalJSON reads a JSON string; null leaves the zero id, which
 // Required reports.
@@ -25,7 +26,7 @@ func (u *UUID) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil || len(s) != 36 {
+	if err := json.Unmarshal(b, &s); err != nil || len(s) != 36 || s != strings.ToLower(s) {
 		return errNotUUID
 	}
 	id, err := uuid.Parse(s)

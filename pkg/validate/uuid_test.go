@@ -16,6 +16,7 @@ func TestUUID(t *testing.T) {
 		{`"{` + canonical + `}"`, false},
 		{`"urn:uuid:` + canonical + `"`, false},
 		{`"0190f5d27c1e7a3b9c4d5e6f7a8b9c0d"`, false},
+		{`"0190F5D2-7C1E-7A3B-9C4D-5E6F7A8B9C0D"`, false}, // the registry writes lower case only
 		{`"0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0z"`, false},
 		{`5`, false},
 		{`["x"]`, false},

@@ -8,6 +8,7 @@ package validate
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -68,6 +69,17 @@ func Token(v *apperr.Validation, field, s, example string) {
 		v.Add(field, "is required, e.g. %s", example)
 	case !IsToken(s):
 		v.Add(field, "must be a lowercase token matching %s", tokenRule)
+	}
+}
+
+// OneOf checks that s is one of the wire values of an enumeration
+// (organization_type, action_type); missing is a problem too.
+func OneOf(v *apperr.Validation, field, s string, values []string) {
+	switch {
+	case s == "":
+		v.Add(field, "is required; one of %s", strings.Join(values, ", "))
+	case !slices.Contains(values, s):
+		v.Add(field, "must be one of %s", strings.Join(values, ", "))
 	}
 }
 

@@ -30,6 +30,9 @@ func TestRules(t *testing.T) {
 		{"token missing", func(v *apperr.Validation) any { Token(v, "f", "", "e"); return nil }, nil, true},
 		{"token uppercase", func(v *apperr.Validation) any { Token(v, "f", "Report", "e"); return nil }, nil, true},
 		{"token too long", func(v *apperr.Validation) any { Token(v, "f", "a"+strings.Repeat("b", 64), "e"); return nil }, nil, true},
+		{"one of", func(v *apperr.Validation) any { OneOf(v, "f", "repair", []string{"maintenance", "repair"}); return nil }, nil, false},
+		{"one of missing", func(v *apperr.Validation) any { OneOf(v, "f", "", []string{"repair"}); return nil }, nil, true},
+		{"one of another value", func(v *apperr.Validation) any { OneOf(v, "f", "Repair", []string{"repair"}); return nil }, nil, true},
 		{"keep absent", func(v *apperr.Validation) any { s := "old"; Keep(v, "f", patch.Field[string]{}, &s); return s }, "old", false},
 		{"keep value", func(v *apperr.Validation) any {
 			s := "old"

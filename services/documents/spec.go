@@ -67,31 +67,34 @@ func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 	}
 }
 
-// actionDocuments asks the services that can reference a document (the
-// actions service) which action documents link it.
+// actionDocuments asks the service that owns action documents (the
+// actions service) which of them link a document. Only it is asked: the
+// other services that reference documents (assets) own no action
+// documents, and asking them would cost every GET a call for nothing.
 func actionDocuments(peers *peer.Clients) ActionDocuments {
-	referrers := catalog.ReferrersOf("documents", "document")
+	owner, ok := catalog.OwnerOf("action_document")
 	return func(ctx context.Context, id uuid.UUID) ([]ActionDocument, error) {
 		links := []ActionDocument{}
-		for _, name := range referrers {
-			c := peers.Get(name)
-			if c == nil {
-				return nil, unconfigured(name)
+		if !ok {
+			return links, nil // no service in the catalog links documents to actions
+		}
+		c := peers.Get(owner)
+		if c == nil {
+			return nil, unconfigured(owner)
+		}
+		found, err := refs.NewClient(c).Referrers(ctx, "document", id, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, ref := range found {
+			if ref.Kind != "action_document" {
+				continue
 			}
-			found, err := refs.NewClient(c).Referrers(ctx, "document", id, false)
+			ad, err := actionDocumentFrom(ref.Details)
 			if err != nil {
 				return nil, err
 			}
-			for _, ref := range found {
-				if ref.Kind != "action_document" {
-					continue
-				}
-				ad, err := actionDocumentFrom(ref.Details)
-				if err != nil {
-					return nil, err
-				}
-				links = append(links, ad)
-			}
+			links = append(links, ad)
 		}
 		return links, nil
 	}

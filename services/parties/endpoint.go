@@ -8,7 +8,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/listing"
 )
 
 // Endpoints holds one go-kit endpoint per operation. Each adapts a Service
@@ -33,53 +32,25 @@ type Endpoints struct {
 	Unlink endpoint.Endpoint
 }
 
-// Request types that are not one of httpx's shared shapes.
-type (
-	listOrganizationsRequest struct {
-		Filter OrganizationFilter
-		Page   listing.Page
-	}
-	listPeopleRequest struct {
-		Filter PersonFilter
-		Page   listing.Page
-	}
-)
-
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
 		CreateOrganization: endpoints.New(endpoints.Created(s.CreateOrganization, func(o OrganizationDetail) string {
 			return "/organizations/" + o.ID.String()
 		})),
-		GetOrganization: endpoints.New(s.GetOrganization),
-		ListOrganizations: endpoints.New(func(ctx context.Context, req listOrganizationsRequest) (any, error) {
-			r, err := s.ListOrganizations(ctx, req.Filter, req.Page)
-			return httpx.ListOf(r), err
-		}),
+		GetOrganization:   endpoints.New(s.GetOrganization),
+		ListOrganizations: endpoints.New(endpoints.List(s.ListOrganizations)),
 		FindOrganization: endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (OrganizationDetail, error) {
 			return s.FindOrganization(ctx, req.Criteria)
 		}),
-		UpdateOrganization: endpoints.New(func(ctx context.Context, req httpx.IDBody[OrganizationPatch]) (OrganizationDetail, error) {
-			return s.UpdateOrganization(ctx, req.ID, req.Body)
-		}),
+		UpdateOrganization: endpoints.New(endpoints.ByID(s.UpdateOrganization)),
 		DeleteOrganization: endpoints.New(endpoints.NoContent(s.DeleteOrganization)),
 
 		CreatePerson: endpoints.New(endpoints.Created(s.CreatePerson, personLocation)),
 		GetPerson:    endpoints.New(s.GetPerson),
-		ListPeople: endpoints.New(func(ctx context.Context, req listPeopleRequest) (any, error) {
-			r, err := s.ListPeople(ctx, req.Filter, req.Page)
-			return httpx.ListOf(r), err
-		}),
-		FindPerson: endpoints.New(func(ctx context.Context, req httpx.FindRequest[PersonInput]) (any, error) {
-			p, created, err := s.FindPerson(ctx, req.Criteria, req.Create)
-			if created {
-				return httpx.Created{Value: p, Location: personLocation(p)}, err
-			}
-			return p, err
-		}),
-		UpdatePerson: endpoints.New(func(ctx context.Context, req httpx.IDBody[PersonPatch]) (PersonDetail, error) {
-			return s.UpdatePerson(ctx, req.ID, req.Body)
-		}),
+		ListPeople:   endpoints.New(endpoints.List(s.ListPeople)),
+		FindPerson:   endpoints.New(endpoints.FindOrCreate(s.FindPerson, personLocation)),
+		UpdatePerson: endpoints.New(endpoints.ByID(s.UpdatePerson)),
 		DeletePerson: endpoints.New(endpoints.NoContent(s.DeletePerson)),
 
 		Link: endpoints.New(func(ctx context.Context, in LinkInput) (any, error) {

@@ -1,8 +1,6 @@
 package parties
 
 import (
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -122,12 +120,7 @@ func (in OrganizationInput) Normalize() (OrganizationInput, error) {
 	var v apperr.Validation
 	in.Name = validate.Required(&v, "name", in.Name, validate.NameLen)
 	in.RegistrationNumber = validate.Required(&v, "registration_number", in.RegistrationNumber, validate.NumberLen)
-	switch {
-	case in.OrganizationType == "":
-		v.Add("organization_type", "is required")
-	case !slices.Contains(OrganizationTypes, in.OrganizationType):
-		v.Add("organization_type", "must be one of %s", strings.Join(OrganizationTypes, ", "))
-	}
+	validate.OneOf(&v, "organization_type", in.OrganizationType, OrganizationTypes)
 	tax, alias := validate.Optional(&v, "tax_registration_number", in.TaxRegistrationNumber, validate.NumberLen),
 		validate.Optional(&v, "tax_identification_number", in.TaxIdentificationNumber, validate.NumberLen)
 	if tax != nil && alias != nil && *tax != *alias {

@@ -38,9 +38,9 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	return r
 }
 
-func decodeListOrganizations(r *http.Request) (listOrganizationsRequest, error) {
+func decodeListOrganizations(r *http.Request) (httpx.ListRequest[OrganizationFilter], error) {
 	q := httpx.ParseQuery(r, "limit", "cursor", "registration_number", "country", "organization_type")
-	req := listOrganizationsRequest{
+	req := httpx.ListRequest[OrganizationFilter]{
 		Filter: OrganizationFilter{
 			RegistrationNumber: q.String("registration_number"),
 			Country:            q.String("country"),
@@ -58,9 +58,9 @@ func decodeListOrganizations(r *http.Request) (listOrganizationsRequest, error) 
 	return req, q.Err()
 }
 
-func decodeListPeople(r *http.Request) (listPeopleRequest, error) {
+func decodeListPeople(r *http.Request) (httpx.ListRequest[PersonFilter], error) {
 	q := httpx.ParseQuery(r, "limit", "cursor", "first_name", "last_name", "date_of_birth")
-	req := listPeopleRequest{
+	req := httpx.ListRequest[PersonFilter]{
 		Filter: PersonFilter{
 			FirstName:   q.String("first_name"),
 			LastName:    q.String("last_name"),

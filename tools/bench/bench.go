@@ -71,6 +71,8 @@ type Env struct {
 	Orgs         []string // organization ids in the parties service
 	RefOrgs      []string // organization ids in the reference schema
 	People       int      // people 0..People-1 exist (see person)
+	PersonIDs    []string // their ids
+	Assets       []string // asset ids in the assets service, for the actions rows
 
 	client     *http.Client
 	token      atomic.Pointer[string]
@@ -351,6 +353,7 @@ func (e *Env) startChild(ctx context.Context, o Options, logDir, role string, en
 func (e *Env) seed(ctx context.Context, orgs, people int) error {
 	e.Orgs = make([]string, orgs)
 	e.People = people
+	e.PersonIDs = make([]string, people)
 	gateway := e.Stack.RegistryURL
 	var next atomic.Int64
 	errs := make(chan error, e.Load.Concurrency)
@@ -364,10 +367,16 @@ func (e *Env) seed(ctx context.Context, orgs, people int) error {
 				}
 				if i < people {
 					body, _ := json.Marshal(person(i))
-					if _, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/people", Body: body, Want: 201}); err != nil {
+					raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/people", Body: body, Want: 201})
+					var created struct{ ID string }
+					if err == nil {
+						err = json.Unmarshal(raw, &created)
+					}
+					if err != nil {
 						errs <- err
 						return
 					}
+					e.PersonIDs[i] = created.ID
 				}
 				if i < orgs {
 					body, _ := json.Marshal(organizationInput{Name: fmt.Sprintf("Org %d", i), RegistrationNumber: fmt.Sprintf("REG%d", i), OrganizationType: "private", Country: "no"})
@@ -389,6 +398,33 @@ func (e *Env) seed(ctx context.Context, orgs, people int) error {
 	close(errs)
 	if err := <-errs; err != nil {
 		return fmt.Errorf("seed: %w", err)
+	}
+	return e.seedAssets(ctx, seedAssets)
+}
+
+// seedAssets is how many assets the actions rows record work on.
+const seedAssets = 20
+
+// seedAssets creates an asset type and n assets of it through the gateway.
+func (e *Env) seedAssets(ctx context.Context, n int) error {
+	create := func(path string, body any) (string, error) {
+		raw, _ := json.Marshal(body)
+		answer, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "POST", Path: path, Body: raw, Want: 201})
+		var created struct{ ID string }
+		if err == nil {
+			err = json.Unmarshal(answer, &created)
+		}
+		return created.ID, err
+	}
+	typ, err := create("/asset_types", map[string]string{"brand": "Bench", "model": "B-1"})
+	if err != nil {
+		return fmt.Errorf("seed asset type: %w", err)
+	}
+	e.Assets = make([]string, n)
+	for i := range n {
+		if e.Assets[i], err = create("/assets", map[string]string{"serial_number": fmt.Sprintf("SN-%d", i), "asset_type_id": typ}); err != nil {
+			return fmt.Errorf("seed assets: %w", err)
+		}
 	}
 	return nil
 }

@@ -130,6 +130,11 @@ var Calls = []Call{
 		return Request{Method: "GET", Path: "/organizations/" + e.Orgs[w.Rand.IntN(len(e.Orgs))], Want: 200}
 	}},
 	{Name: "POST /organizations", Service: "parties", Limit: RefPost, Request: createOrganization},
+	// An action naming an asset, a person and an organization: the insert
+	// waits for assets and parties, asked concurrently over kept-alive
+	// connections, so the row shows what the three checks cost beside the
+	// organization's plain insert.
+	{Name: "POST /actions", Service: "actions", Limit: RefPost, Request: createAction},
 	// Warm: a small set of people, each found once before the row starts
 	// and then again and again.
 	{Name: "POST /people/find, cache warm", Service: "parties", Limit: RefGet,
@@ -228,4 +233,12 @@ func person(i int) map[string]string {
 func findPerson(i int) Request {
 	body, _ := json.Marshal(person(i))
 	return Request{Method: "POST", Path: "/people/find", Body: body, Want: 200}
+}
+
+func createAction(e *Env, w *Worker) Request {
+	body, _ := json.Marshal(map[string]any{"asset_id": e.Assets[w.Rand.IntN(len(e.Assets))], "action_type": "expert_control",
+		"performed_at": "2025-03-14", "person_id": e.PersonIDs[w.Rand.IntN(len(e.PersonIDs))],
+		"organization_id": e.Orgs[w.Rand.IntN(len(e.Orgs))], "status_ok": true, "source_system": "bench", "source_reference": w.Tag,
+		"data": map[string]any{"checklist": map[string]string{"brakes": "ok", "chains": "ok"}}})
+	return Request{Method: "POST", Path: "/actions", Body: body, Want: 201}
 }

@@ -187,44 +187,98 @@ func TestServiceIsNoBackDoor(t *testing.T) {
 }
 
 // The interface's recommended order for recording work, as an integration
-// would do it.
+// would do it, through the gateway with real tokens: organization, person,
+// link, asset type, asset, action, document, action document; then
+// everything read back.
 func TestRecordingFlow(t *testing.T) {
-	rw := readWrite(t)
+	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
-	org := apitest.Expect(t, gw.Do(t, "POST", "/organizations/", rw, map[string]any{
+	call := func(status int, method, path, token string, body any, headers ...string) map[string]any {
+		t.Helper()
+		return apitest.Expect(t, gw.Do(t, method, path, token, body, headers...), status).JSON()
+	}
+	org := call(201, "POST", "/organizations/", rw, map[string]any{
 		"name": "Kontroll AS", "registration_number": "987654321", "organization_type": "private",
-		"tax_identification_number": "NO987654321MVA", "country": "NO"}), 201).JSON()
+		"tax_identification_number": "NO987654321MVA", "country": "NO"})
 	if org["tax_registration_number"] != "NO987654321MVA" || org["country"] != "no" || org["created_by"] != creds.ClientID {
 		t.Errorf("organization: %v", org)
 	}
-	found := apitest.Expect(t, gw.Do(t, "POST", "/organization/find/", rw, map[string]any{"registration_number": "987654321", "country": "no"}), 200).JSON()
-	if found["id"] != org["id"] {
+	if found := call(200, "POST", "/organization/find/", rw, map[string]any{"registration_number": "987654321", "country": "no"}); found["id"] != org["id"] {
 		t.Errorf("find organization: %v", found)
 	}
-	person := apitest.Expect(t, gw.Do(t, "POST", "/people/find?create=true", rw,
-		map[string]any{"first_name": "Ingrid", "last_name": "Kontrollør", "date_of_birth": "1985-06-15"}), 201).JSON()
+	person := call(201, "POST", "/people/find?create=true", rw,
+		map[string]any{"first_name": "Ingrid", "last_name": "Kontrollør", "date_of_birth": "1985-06-15"})
 	link := fmt.Sprintf("/people/%s/organizations/%s?relation_type=employee", person["id"], org["id"])
-	apitest.Expect(t, gw.Do(t, "POST", link, rw, nil), 201)
-	apitest.Expect(t, gw.Do(t, "POST", link, rw, nil), 200)
+	call(201, "POST", link, rw, nil)
+	call(200, "POST", link, rw, nil)
+	brand := unique("Liftmaster")
+	assetType := call(201, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "LM-200"})
+	if matches := apitest.Expect(t, gw.Do(t, "GET", "/asset_types/by_brand_and_model?brand="+brand+"&model=LM-200", ro, nil), 200).List(); len(matches) != 1 {
+		t.Errorf("by_brand_and_model: %v", matches)
+	}
+	asset := call(201, "POST", "/assets/find?create=true", rw, map[string]any{"serial_number": unique("SN"), "brand": brand, "model": "LM-200"})
+	if asset["asset_type_id"] != assetType["id"] {
+		t.Errorf("asset: %v", asset)
+	}
+	action := call(201, "POST", "/actions/", rw, map[string]any{"asset_id": asset["id"], "action_type": "expert_control",
+		"performed_at": "2025-03-14", "person_id": person["id"], "organization_id": org["id"], "reference": "EK-2025-0042",
+		"status": "approved", "status_ok": true, "status_finalized": true, "status_valid_through": "2026-03-14",
+		"source_system": "inspection-app", "source_reference": unique("insp"),
+		"data": map[string]any{"checklist": map[string]any{"brakes": "ok", "chains": "ok"}}})
+	actionPath := "/actions/" + action["id"].(string)
+	if action["status_use_ok"] != true || action["created_by"] != creds.ClientID || len(action["action_documents"].([]any)) != 0 {
+		t.Errorf("action: %v", action)
+	}
+	report := uploadThroughGateway(t, rw, "report.pdf", "application/pdf", "%PDF-1.7 expert control report")
+	actionDocument := call(201, "POST", actionPath+"/action_documents/", rw, map[string]any{"action_id": action["id"],
+		"document_id": report, "source_system": "inspection-app", "source_reference": "report-42"})
 
-	ro := readOnly(t)
-	gotOrg := apitest.Expect(t, gw.Do(t, "GET", "/organizations/"+org["id"].(string), ro, nil), 200).JSON()
+	// Read it all back.
+	gotOrg := call(200, "GET", "/organizations/"+org["id"].(string), ro, nil)
 	people := gotOrg["associated_people"].([]any)
 	if len(people) != 1 || people[0].(map[string]any)["id"] != person["id"] || people[0].(map[string]any)["relation_type"] != "employee" {
 		t.Errorf("associated_people: %v", people)
 	}
-	gotPerson := apitest.Expect(t, gw.Do(t, "GET", "/people/"+person["id"].(string)+"/", ro, nil), 200).JSON()
+	gotPerson := call(200, "GET", "/people/"+person["id"].(string)+"/", ro, nil)
 	if orgs := gotPerson["associated_organizations"].([]any); len(orgs) != 1 || orgs[0].(map[string]any)["id"] != org["id"] {
 		t.Errorf("associated_organizations: %v", orgs)
 	}
-	updated := apitest.Expect(t, gw.Do(t, "PATCH", "/people/"+person["id"].(string), rw, `{"date_of_birth":null}`,
-		"Content-Type", "application/merge-patch+json"), 200).JSON()
+	if got := call(200, "GET", "/assets/"+asset["id"].(string), ro, nil); got["serial_number"] != asset["serial_number"] {
+		t.Errorf("asset: %v", got)
+	}
+	gotAction := call(200, "GET", actionPath, ro, nil)
+	if docs := gotAction["action_documents"].([]any); len(docs) != 1 || fmt.Sprint(docs[0]) != fmt.Sprint(actionDocument) {
+		t.Errorf("the action's action_documents: %v, want [%v]", docs, actionDocument)
+	}
+	gotDocument := call(200, "GET", "/documents/"+report, ro, nil)
+	if docs := gotDocument["action_documents"].([]any); len(docs) != 1 || docs[0].(map[string]any)["id"] != actionDocument["id"] ||
+		docs[0].(map[string]any)["action_id"] != action["id"] || docs[0].(map[string]any)["created_at"] != actionDocument["created_at"] {
+		t.Errorf("the document's action_documents: %v", docs)
+	}
+	due := apitest.Expect(t, gw.Do(t, "GET", "/actions?asset_id="+asset["id"].(string)+"&valid_through_before=2026-03-15", ro, nil), 200).List()
+	if len(due) != 1 || due[0]["id"] != action["id"] {
+		t.Errorf("due before 2026-03-15: %v", due)
+	}
+	updated := call(200, "PATCH", "/people/"+person["id"].(string), rw, `{"date_of_birth":null}`, "Content-Type", "application/merge-patch+json")
 	if updated["date_of_birth"] != nil || updated["updated_by"] != creds.ClientID {
 		t.Errorf("patched person: %v", updated)
 	}
-	list := apitest.Expect(t, gw.Do(t, "GET", "/people?last_name=KONTROLLØR", ro, nil), 200).List()
-	if len(list) != 1 {
+	if list := apitest.Expect(t, gw.Do(t, "GET", "/people?last_name=KONTROLLØR", ro, nil), 200).List(); len(list) != 1 {
 		t.Errorf("case-insensitive name filter: %v", list)
+	}
+
+	// What the action and its action document point at cannot go while
+	// they do; the 409 names them.
+	for _, refused := range []struct{ path, names string }{
+		{"/assets/" + asset["id"].(string), action["id"].(string)},
+		{"/people/" + person["id"].(string), action["id"].(string)},
+		{"/organizations/" + org["id"].(string), action["id"].(string)},
+		{"/documents/" + report, actionDocument["id"].(string)},
+	} {
+		p := call(409, "DELETE", refused.path, rw, nil)
+		if p["type"] != problem.TypePrefix+"still-referenced" || !strings.Contains(p["detail"].(string), refused.names) {
+			t.Errorf("DELETE %s: %v", refused.path, p)
+		}
 	}
 }
 
@@ -356,7 +410,7 @@ func randomTraceID() string {
 // The documentation renders without a token and loads nothing from any
 // other host.
 func TestDocumentation(t *testing.T) {
-	for _, resource := range []string{"organizations", "people", "documents", "asset_types", "assets"} {
+	for _, resource := range []string{"organizations", "people", "documents", "asset_types", "assets", "actions"} {
 		page := get(t, stack.RegistryURL+"/docs/"+resource)
 		if !strings.Contains(page, "swagger-ui") {
 			t.Fatalf("/docs/%s is not the interactive documentation", resource)

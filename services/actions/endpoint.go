@@ -1,0 +1,65 @@
+package actions
+
+import (
+	"context"
+
+	"github.com/go-kit/kit/endpoint"
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+)
+
+// Endpoints holds one go-kit endpoint per operation. Each adapts a Service
+// method and says which success status applies; everything HTTP-specific
+// beyond that lives in the transport.
+type Endpoints struct {
+	CreateAction endpoint.Endpoint
+	GetAction    endpoint.Endpoint
+	ListActions  endpoint.Endpoint
+	UpdateAction endpoint.Endpoint
+	DeleteAction endpoint.Endpoint
+
+	CreateActionDocument endpoint.Endpoint
+	UpdateActionDocument endpoint.Endpoint
+	DeleteActionDocument endpoint.Endpoint
+}
+
+// actionDocumentPath names one action document of one action, from the
+// path, with the body of a PATCH when there is one: the request shape that
+// is not among httpx's shared ones.
+type actionDocumentPath struct {
+	ActionID, ID uuid.UUID
+	Patch        ActionDocumentPatch
+}
+
+// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
+func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
+	e := Endpoints{
+		CreateAction: endpoints.New(endpoints.Created(s.CreateAction, actionLocation)),
+		GetAction:    endpoints.New(s.GetAction),
+		ListActions:  endpoints.New(endpoints.List(s.ListActions)),
+		UpdateAction: endpoints.New(endpoints.ByID(s.UpdateAction)),
+		DeleteAction: endpoints.New(endpoints.NoContent(s.DeleteAction)),
+
+		CreateActionDocument: endpoints.New(endpoints.Created(func(ctx context.Context, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
+			return s.CreateActionDocument(ctx, req.ID, req.Body)
+		}, actionDocumentLocation)),
+		UpdateActionDocument: endpoints.New(func(ctx context.Context, req actionDocumentPath) (ActionDocument, error) {
+			return s.UpdateActionDocument(ctx, req.ActionID, req.ID, req.Patch)
+		}),
+		DeleteActionDocument: endpoints.New(func(ctx context.Context, req actionDocumentPath) (any, error) {
+			return httpx.NoContent{}, s.DeleteActionDocument(ctx, req.ActionID, req.ID)
+		}),
+	}
+	endpoints.Wrap(&e, middleware...)
+	return e
+}
+
+func actionLocation(a ActionDetail) string { return "/actions/" + a.ID.String() }
+
+// actionDocumentLocation is the action document's own path: PATCH and
+// DELETE answer there.
+func actionDocumentLocation(d ActionDocument) string {
+	return "/actions/" + d.ActionID.String() + "/action_documents/" + d.ID.String()
+}

@@ -1,0 +1,356 @@
+package actions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/calendar"
+	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/validate"
+)
+
+// ActionTypes are the wire values of action_type: the interface's four
+// categories (Expert Control, Maintenance, Pre-use Inspection, Repair).
+var ActionTypes = []string{"expert_control", "maintenance", "pre_use_inspection", "repair"}
+
+// Action is something performed on an asset, as lists show it.
+type Action struct {
+	ID                      uuid.UUID       `json:"id" db:"id"`
+	AssetID                 uuid.UUID       `json:"asset_id" db:"asset_id"`
+	ActionType              string          `json:"action_type" db:"action_type"`
+	ActionSubtype           *string         `json:"action_subtype" db:"action_subtype"`
+	PerformedAt             calendar.Date   `json:"performed_at" db:"performed_at"`
+	PersonID                *uuid.UUID      `json:"person_id" db:"person_id"`
+	PerformedByPerson       *string         `json:"performed_by_person" db:"performed_by_person"`
+	OrganizationID          *uuid.UUID      `json:"organization_id" db:"organization_id"`
+	PerformedByOrganization *string         `json:"performed_by_organization" db:"performed_by_organization"`
+	Reference               *string         `json:"reference" db:"reference"`
+	Status                  *string         `json:"status" db:"status"`
+	StatusOK                *bool           `json:"status_ok" db:"status_ok"`
+	StatusUseOK             *bool           `json:"status_use_ok" db:"status_use_ok"`
+	StatusFinalized         *bool           `json:"status_finalized" db:"status_finalized"`
+	StatusValidThrough      *calendar.Date  `json:"status_valid_through" db:"status_valid_through"`
+	SourceSystem            *string         `json:"source_system" db:"source_system"`
+	SourceReference         *string         `json:"source_reference" db:"source_reference"`
+	Data                    json.RawMessage `json:"data" db:"data"`           // a JSON object, or null
+	MetaData                json.RawMessage `json:"meta_data" db:"meta_data"` // a JSON object, or null
+	CreatedAt               time.Time       `json:"created_at" db:"created_at"`
+	CreatedBy               string          `json:"created_by" db:"created_by"`
+	UpdatedAt               time.Time       `json:"updated_at" db:"updated_at"`
+	UpdatedBy               string          `json:"updated_by" db:"updated_by"`
+}
+
+// ActionDetail is an action with its action documents: the shape of every
+// single-action answer.
+type ActionDetail struct {
+	Action
+	ActionDocuments []ActionDocument `json:"action_documents" db:"action_documents"`
+}
+
+// ActionDocument links an action to a document of the documents service.
+type ActionDocument struct {
+	ID              uuid.UUID `json:"id" db:"id"`
+	ActionID        uuid.UUID `json:"action_id" db:"action_id"`
+	DocumentID      uuid.UUID `json:"document_id" db:"document_id"`
+	SourceSystem    string    `json:"source_system" db:"source_system"`
+	SourceReference string    `json:"source_reference" db:"source_reference"`
+	CreatedAt       time.Time `json:"created_at" db:"created_at"`
+	CreatedBy       string    `json:"created_by" db:"created_by"`
+	UpdatedAt       time.Time `json:"updated_at" db:"updated_at"`
+	UpdatedBy       string    `json:"updated_by" db:"updated_by"`
+}
+
+// Size limits beyond validate's: a subtype is a short label, a status
+// free text, a JSON member at most MaxJSONObject bytes.
+const (
+	labelLen  = 100
+	statusLen = 1000
+	// MaxJSONObject bounds data and meta_data: their JSON encoding without
+	// insignificant whitespace.
+	MaxJSONObject = 256 << 10
+)
+
+var actionReadOnly = []string{"action_documents"}
+
+// ReadOnlyFields names an action's service-set members.
+func (ActionInput) ReadOnlyFields() []string { return actionReadOnly }
+
+// ReadOnlyFields names an action's service-set members.
+func (ActionPatch) ReadOnlyFields() []string { return actionReadOnly }
+
+// ActionInput is what a client writes: the body of a create, and the
+// result of applying a patch.
+type ActionInput struct {
+	AssetID                 validate.UUID   `json:"asset_id"`
+	ActionType              string          `json:"action_type"`
+	ActionSubtype           *string         `json:"action_subtype"`
+	PerformedAt             calendar.Date   `json:"performed_at"`
+	PersonID                *validate.UUID  `json:"person_id"`
+	PerformedByPerson       *string         `json:"performed_by_person"`
+	OrganizationID          *validate.UUID  `json:"organization_id"`
+	PerformedByOrganization *string         `json:"performed_by_organization"`
+	Reference               *string         `json:"reference"`
+	Status                  *string         `json:"status"`
+	StatusOK                *bool           `json:"status_ok"`
+	StatusUseOK             *bool           `json:"status_use_ok"`
+	StatusFinalized         *bool           `json:"status_finalized"`
+	StatusValidThrough      *calendar.Date  `json:"status_valid_through"`
+	SourceSystem            *string         `json:"source_system"`
+	SourceReference         *string         `json:"source_reference"`
+	Data                    json.RawMessage `json:"data"`
+	MetaData                json.RawMessage `json:"meta_data"`
+}
+
+// Normalize trims the text, fills in status_use_ok and checks every field.
+// status_use_ok left out (or null) is status_ok: clients that do not tell
+// the two apart send only status_ok.
+func (in ActionInput) Normalize() (ActionInput, error) {
+	if in.StatusUseOK == nil {
+		in.StatusUseOK = in.StatusOK
+	}
+	return in.check()
+}
+
+// check trims the text and checks every field, without defaults.
+func (in ActionInput) check() (ActionInput, error) {
+	var v apperr.Validation
+	validate.RequiredID(&v, "asset_id", in.AssetID)
+	validate.OneOf(&v, "action_type", in.ActionType, ActionTypes)
+	in.ActionSubtype = validate.Optional(&v, "action_subtype", in.ActionSubtype, labelLen)
+	if in.PerformedAt.IsZero() {
+		v.Add("performed_at", "is required, a date in YYYY-MM-DD format")
+	}
+	in.PerformedByPerson = validate.Optional(&v, "performed_by_person", in.PerformedByPerson, validate.NameLen)
+	in.PerformedByOrganization = validate.Optional(&v, "performed_by_organization", in.PerformedByOrganization, validate.NameLen)
+	in.Reference = validate.Optional(&v, "reference", in.Reference, validate.NumberLen)
+	in.Status = validate.Optional(&v, "status", in.Status, statusLen)
+	in.SourceSystem = validate.Optional(&v, "source_system", in.SourceSystem, validate.NumberLen)
+	in.SourceReference = validate.Optional(&v, "source_reference", in.SourceReference, validate.NameLen)
+	in.Data = jsonObject(&v, "data", in.Data)
+	in.MetaData = jsonObject(&v, "meta_data", in.MetaData)
+	return in, v.Err()
+}
+
+// jsonObject checks that raw (nil or null: none) is a JSON object of at
+// most MaxJSONObject bytes and returns it in one canonical form (compact,
+// members sorted, numbers as written), so that an unchanged object
+// compares equal whatever the order the client or PostgreSQL wrote its
+// members in.
+func jsonObject(v *apperr.Validation, field string, raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if raw[0] != '{' {
+		v.Add(field, "must be a JSON object")
+		return raw
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		v.Add(field, "must be a JSON object")
+		return raw
+	}
+	if compact.Len() > MaxJSONObject {
+		v.Add(field, "must be at most %d bytes of JSON (%d KiB); it is %d", MaxJSONObject, MaxJSONObject>>10, compact.Len())
+		return raw
+	}
+	canonical, err := canonicalJSON(compact.Bytes())
+	if err != nil {
+		v.Add(field, "must be a JSON object")
+		return raw
+	}
+	return canonical
+}
+
+// canonicalJSON re-encodes a JSON value with object members sorted and
+// numbers kept exactly as written.
+func canonicalJSON(raw []byte) (json.RawMessage, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var value any
+	if err := d.Decode(&value); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	e := json.NewEncoder(&out)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(value); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// ActionPatch is a JSON merge patch of an action. data and meta_data are
+// merged into the stored objects as RFC 7396 says (members of the patch's
+// object replace or, with null, remove those of the stored one; the rest
+// stay); null removes the whole object.
+type ActionPatch struct {
+	AssetID                 patch.Field[validate.UUID]   `json:"asset_id"`
+	ActionType              patch.Field[string]          `json:"action_type"`
+	ActionSubtype           patch.Field[string]          `json:"action_subtype"`
+	PerformedAt             patch.Field[calendar.Date]   `json:"performed_at"`
+	PersonID                patch.Field[validate.UUID]   `json:"person_id"`
+	PerformedByPerson       patch.Field[string]          `json:"performed_by_person"`
+	OrganizationID          patch.Field[validate.UUID]   `json:"organization_id"`
+	PerformedByOrganization patch.Field[string]          `json:"performed_by_organization"`
+	Reference               patch.Field[string]          `json:"reference"`
+	Status                  patch.Field[string]          `json:"status"`
+	StatusOK                patch.Field[bool]            `json:"status_ok"`
+	StatusUseOK             patch.Field[bool]            `json:"status_use_ok"`
+	StatusFinalized         patch.Field[bool]            `json:"status_finalized"`
+	StatusValidThrough      patch.Field[calendar.Date]   `json:"status_valid_through"`
+	SourceSystem            patch.Field[string]          `json:"source_system"`
+	SourceReference         patch.Field[string]          `json:"source_reference"`
+	Data                    patch.Field[json.RawMessage] `json:"data"`
+	MetaData                patch.Field[json.RawMessage] `json:"meta_data"`
+}
+
+// Apply returns the input that results from patching a. A patch that sets
+// status_ok without naming status_use_ok sets both, as a create does.
+func (p ActionPatch) Apply(a Action) (ActionInput, error) {
+	in := actionInputOf(a)
+	var v apperr.Validation
+	validate.Keep(&v, "asset_id", p.AssetID, &in.AssetID)
+	validate.Keep(&v, "action_type", p.ActionType, &in.ActionType)
+	validate.Keep(&v, "performed_at", p.PerformedAt, &in.PerformedAt)
+	p.ActionSubtype.ApplyOptional(&in.ActionSubtype)
+	p.PersonID.ApplyOptional(&in.PersonID)
+	p.PerformedByPerson.ApplyOptional(&in.PerformedByPerson)
+	p.OrganizationID.ApplyOptional(&in.OrganizationID)
+	p.PerformedByOrganization.ApplyOptional(&in.PerformedByOrganization)
+	p.Reference.ApplyOptional(&in.Reference)
+	p.Status.ApplyOptional(&in.Status)
+	p.StatusOK.ApplyOptional(&in.StatusOK)
+	p.StatusUseOK.ApplyOptional(&in.StatusUseOK)
+	if p.StatusOK.Set && !p.StatusUseOK.Set {
+		in.StatusUseOK = in.StatusOK
+	}
+	p.StatusFinalized.ApplyOptional(&in.StatusFinalized)
+	p.StatusValidThrough.ApplyOptional(&in.StatusValidThrough)
+	p.SourceSystem.ApplyOptional(&in.SourceSystem)
+	p.SourceReference.ApplyOptional(&in.SourceReference)
+	in.Data = mergeObject(&v, "data", in.Data, p.Data)
+	in.MetaData = mergeObject(&v, "meta_data", in.MetaData, p.MetaData)
+	if err := v.Err(); err != nil {
+		return in, err
+	}
+	return in.check()
+}
+
+// mergeObject applies the merge patch member f to the stored object.
+func mergeObject(v *apperr.Validation, field string, stored json.RawMessage, f patch.Field[json.RawMessage]) json.RawMessage {
+	switch {
+	case !f.Set:
+		return stored
+	case f.Null:
+		return nil
+	case stored == nil || bytes.TrimSpace(f.Value)[0] != '{':
+		return f.Value // no object to merge into, or replaced by a non-object (refused by check)
+	}
+	merged, err := jsonpatch.MergePatch(stored, f.Value)
+	if err != nil {
+		v.Add(field, "could not be merged into the stored object: %v", err)
+		return stored
+	}
+	return merged
+}
+
+// actionInputOf is what an action holds now, as an input. Its objects are
+// in canonical form, so that a patch that leaves them alone, or sets them
+// to what they are, changes nothing.
+func actionInputOf(a Action) ActionInput {
+	in := ActionInput{AssetID: validate.ID(a.AssetID), ActionType: a.ActionType, ActionSubtype: a.ActionSubtype,
+		PerformedAt: a.PerformedAt, PersonID: validate.OptionalID(a.PersonID), PerformedByPerson: a.PerformedByPerson,
+		OrganizationID: validate.OptionalID(a.OrganizationID), PerformedByOrganization: a.PerformedByOrganization,
+		Reference: a.Reference, Status: a.Status, StatusOK: a.StatusOK, StatusUseOK: a.StatusUseOK,
+		StatusFinalized: a.StatusFinalized, StatusValidThrough: a.StatusValidThrough,
+		SourceSystem: a.SourceSystem, SourceReference: a.SourceReference, Data: a.Data, MetaData: a.MetaData}
+	for _, obj := range []*json.RawMessage{&in.Data, &in.MetaData} {
+		if *obj != nil {
+			if canonical, err := canonicalJSON(*obj); err == nil {
+				*obj = canonical
+			}
+		}
+	}
+	return in
+}
+
+// ActionFilter narrows a list of actions. Dates are inclusive except
+// ValidThroughBefore, which is strictly before and leaves out actions
+// without status_valid_through.
+type ActionFilter struct {
+	AssetID, PersonID, OrganizationID *uuid.UUID
+	ActionType                        *string
+	StatusOK, StatusFinalized         *bool
+	ValidThroughBefore                *calendar.Date
+	PerformedFrom, PerformedTo        *calendar.Date
+	SourceSystem, SourceReference     *string
+}
+
+// ActionDocumentInput is the body of POST /actions/{action_id}/action_documents.
+type ActionDocumentInput struct {
+	ActionID        validate.UUID `json:"action_id"`
+	DocumentID      validate.UUID `json:"document_id"`
+	SourceSystem    string        `json:"source_system"`
+	SourceReference string        `json:"source_reference"`
+}
+
+// Normalize trims the text and checks every field; action is the path's
+// action, which the body's action_id must name.
+func (in ActionDocumentInput) Normalize(action uuid.UUID) (ActionDocumentInput, error) {
+	var v apperr.Validation
+	if id := validate.RequiredID(&v, "action_id", in.ActionID); id != uuid.Nil && id != action {
+		v.Add("action_id", "must be the action of the path, %s", action)
+	}
+	validate.RequiredID(&v, "document_id", in.DocumentID)
+	in.SourceSystem = validate.Required(&v, "source_system", in.SourceSystem, validate.NumberLen)
+	in.SourceReference = validate.Required(&v, "source_reference", in.SourceReference, validate.NameLen)
+	return in, v.Err()
+}
+
+// ActionDocumentPatch is a JSON merge patch of an action document. An
+// action document stays with its action: action_id, when given, must be
+// the path's (moving a link is a delete and a create).
+type ActionDocumentPatch struct {
+	ActionID        patch.Field[validate.UUID] `json:"action_id"`
+	DocumentID      patch.Field[validate.UUID] `json:"document_id"`
+	SourceSystem    patch.Field[string]        `json:"source_system"`
+	SourceReference patch.Field[string]        `json:"source_reference"`
+}
+
+// Apply returns the input that results from patching d.
+func (p ActionDocumentPatch) Apply(d ActionDocument) (ActionDocumentInput, error) {
+	in := actionDocumentInputOf(d)
+	var v apperr.Validation
+	validate.Keep(&v, "action_id", p.ActionID, &in.ActionID)
+	validate.Keep(&v, "document_id", p.DocumentID, &in.DocumentID)
+	validate.Keep(&v, "source_system", p.SourceSystem, &in.SourceSystem)
+	validate.Keep(&v, "source_reference", p.SourceReference, &in.SourceReference)
+	if err := v.Err(); err != nil {
+		return in, err
+	}
+	return in.Normalize(d.ActionID)
+}
+
+func actionDocumentInputOf(d ActionDocument) ActionDocumentInput {
+	return ActionDocumentInput{ActionID: validate.ID(d.ActionID), DocumentID: validate.ID(d.DocumentID),
+		SourceSystem: d.SourceSystem, SourceReference: d.SourceReference}
+}
+
+// linked is what the documents service shows of an action document on
+// GET /documents/{id} (services/documents decodes it).
+func (d ActionDocument) linked() ([]byte, error) {
+	return json.Marshal(map[string]any{"id": d.ID, "action_id": d.ActionID, "document_id": d.DocumentID,
+		"source_system": d.SourceSystem, "source_reference": d.SourceReference, "created_at": d.CreatedAt.UTC()})
+}
+
+// label is a few words naming the action in a 409 of another service.
+func (a Action) label() string {
+	return fmt.Sprintf("%s performed %s", a.ActionType, a.PerformedAt)
+}

@@ -1,0 +1,345 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// Store is the PostgreSQL persistence of actions and action documents.
+// Every write commits through store.Write. The asset, person and
+// organization an action names and the document an action document links
+// are checked with their owners inside the write (pkg/refs), and the
+// owners ask this store what points at them before deleting one.
+type Store struct {
+	*store.Store
+	refs *refs.Registry
+}
+
+// NewStore returns the actions store over the kit's store and declares its
+// side of the reference protocol.
+func NewStore(s *store.Store, r *refs.Registry) *Store {
+	r.Owns("action", refs.ExistsIn("actions"))
+	r.Owns("action_document", refs.ExistsIn("action_documents"))
+	for kind, column := range map[string]string{"asset": "asset_id", "person": "person_id", "organization": "organization_id"} {
+		r.PointsAt(kind, func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+			return actionsNaming(ctx, q, column, id)
+		})
+	}
+	r.PointsAt("document", actionDocumentsLinking)
+	return &Store{Store: s, refs: r}
+}
+
+const actionColumns = `a.id, a.asset_id, a.action_type, a.action_subtype, a.performed_at, a.person_id, a.performed_by_person,
+	a.organization_id, a.performed_by_organization, a.reference, a.status, a.status_ok, a.status_use_ok, a.status_finalized,
+	a.status_valid_through, a.source_system, a.source_reference, a.data, a.meta_data,
+	a.created_at, a.created_by, a.updated_at, a.updated_by`
+
+// The action's documents in creation order, their times in UTC as every
+// other timestamp of the API.
+var actionDocumentsSQL = `COALESCE((SELECT json_agg(json_build_object('id', d.id, 'action_id', d.action_id,
+	'document_id', d.document_id, 'source_system', d.source_system, 'source_reference', d.source_reference,
+	'created_at', ` + utc("d.created_at") + `, 'created_by', d.created_by,
+	'updated_at', ` + utc("d.updated_at") + `, 'updated_by', d.updated_by) ORDER BY d.id)
+	FROM action_documents d WHERE d.action_id = a.id), '[]') AS action_documents`
+
+// utc renders a timestamptz column as RFC 3339 in UTC inside JSON, where
+// the session's time zone would otherwise decide the offset.
+func utc(column string) string {
+	return `to_char(` + column + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+}
+
+// targets are the references an action makes that must exist: its asset
+// and, when given, its person and organization. With old (a patch), only
+// those that differ from old's: nothing left alone is asked again.
+func targets(in ActionInput, old *Action) []refs.Target {
+	var was Action
+	if old != nil {
+		was = *old
+	}
+	changed := func(now, before *uuid.UUID) bool {
+		return now != nil && (old == nil || before == nil || *before != *now)
+	}
+	var out []refs.Target
+	if old == nil || was.AssetID != in.AssetID.UUID {
+		out = append(out, refs.Target{Field: "asset_id", Kind: "asset", ID: in.AssetID.UUID})
+	}
+	if id := in.PersonID.Ptr(); changed(id, was.PersonID) {
+		out = append(out, refs.Target{Field: "person_id", Kind: "person", ID: *id})
+	}
+	if id := in.OrganizationID.Ptr(); changed(id, was.OrganizationID) {
+		out = append(out, refs.Target{Field: "organization_id", Kind: "organization", ID: *id})
+	}
+	return out
+}
+
+// CreateAction inserts an action once its asset, person and organization
+// are known to exist: one Check asks their owners concurrently, and keeps
+// them from being deleted until the transaction ends.
+func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string) (ActionDetail, error) {
+	var a ActionDetail
+	err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := s.refs.Check(ctx, tx, targets(in, nil)...); err != nil {
+			return nil, err
+		}
+		id := store.NewID()
+		_, err := tx.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, action_subtype, performed_at, person_id,
+				performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
+				status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`,
+			append([]any{id}, append(inputValues(in), actor)...)...)
+		if err != nil {
+			return nil, postgres.Classify(err, "insert action")
+		}
+		a, err = s.getAction(ctx, tx, id)
+		return nil, err
+	})
+	return a, err
+}
+
+// inputValues are an input's columns in the order of the insert.
+func inputValues(in ActionInput) []any {
+	return []any{in.AssetID.UUID, in.ActionType, in.ActionSubtype, in.PerformedAt, in.PersonID.Ptr(),
+		in.PerformedByPerson, in.OrganizationID.Ptr(), in.PerformedByOrganization, in.Reference, in.Status,
+		in.StatusOK, in.StatusUseOK, in.StatusFinalized, in.StatusValidThrough, in.SourceSystem, in.SourceReference,
+		jsonb(in.Data), jsonb(in.MetaData)}
+}
+
+// jsonb is an optional object as a query argument: nil is SQL NULL, not
+// the JSON null.
+func jsonb(raw []byte) any {
+	if raw == nil {
+		return nil
+	}
+	return string(raw)
+}
+
+// GetAction reads an action with its action documents.
+func (s *Store) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error) {
+	return s.getAction(ctx, s.DB(ctx), id)
+}
+
+func (s *Store) getAction(ctx context.Context, q postgres.Querier, id uuid.UUID) (ActionDetail, error) {
+	return postgres.One[ActionDetail](ctx, q, "get action", "action", id,
+		`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = $1`, id)
+}
+
+// ListActions reads one page.
+func (s *Store) ListActions(ctx context.Context, f ActionFilter, page listing.Page) (listing.Result[Action], error) {
+	var where postgres.Filter
+	postgres.Equal(&where, "asset_id", f.AssetID)
+	postgres.Equal(&where, "person_id", f.PersonID)
+	postgres.Equal(&where, "organization_id", f.OrganizationID)
+	postgres.Equal(&where, "action_type", f.ActionType)
+	postgres.Equal(&where, "status_ok", f.StatusOK)
+	postgres.Equal(&where, "status_finalized", f.StatusFinalized)
+	postgres.Equal(&where, "source_system", f.SourceSystem)
+	postgres.Equal(&where, "source_reference", f.SourceReference)
+	if f.ValidThroughBefore != nil {
+		where.Where("status_valid_through < ?", *f.ValidThroughBefore)
+	}
+	if f.PerformedFrom != nil {
+		where.Where("performed_at >= ?", *f.PerformedFrom)
+	}
+	if f.PerformedTo != nil {
+		where.Where("performed_at <= ?", *f.PerformedTo)
+	}
+	return postgres.List(ctx, s.DB(ctx), "list actions", `SELECT `+actionColumns+` FROM actions a`,
+		where, page, func(a Action) uuid.UUID { return a.ID })
+}
+
+// UpdateAction applies apply to the locked action; targets it changes are
+// checked as a create checks them.
+func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, apply func(Action) (ActionInput, error)) error {
+	updater := store.Updater[Action, ActionInput]{
+		Resource: "action",
+		Select:   `SELECT ` + actionColumns + ` FROM actions a WHERE a.id = $1`,
+		Input:    actionInputOf,
+		Save: func(ctx context.Context, tx pgx.Tx, old Action, in ActionInput, actor string) ([]string, error) {
+			if _, err := s.refs.Check(ctx, tx, targets(in, &old)...); err != nil {
+				return nil, err
+			}
+			_, err := tx.Exec(ctx, `UPDATE actions SET asset_id = $2, action_type = $3, action_subtype = $4, performed_at = $5,
+				person_id = $6, performed_by_person = $7, organization_id = $8, performed_by_organization = $9, reference = $10,
+				status = $11, status_ok = $12, status_use_ok = $13, status_finalized = $14, status_valid_through = $15,
+				source_system = $16, source_reference = $17, data = $18, meta_data = $19, updated_at = now(), updated_by = $20
+				WHERE id = $1`, append([]any{old.ID}, append(inputValues(in), actor)...)...)
+			return nil, postgres.Classify(err, "update action")
+		},
+		// If-Match names the action as a GET shows it.
+		Representation: func(ctx context.Context, a Action) (any, error) { return s.GetAction(ctx, a.ID) },
+	}
+	_, err := updater.Update(ctx, s.Store, id, actor, apply)
+	return err
+}
+
+// DeleteAction removes an action with its action documents.
+func (s *Store) DeleteAction(ctx context.Context, id uuid.UUID) error {
+	current := func(ctx context.Context) (any, error) { return s.GetAction(ctx, id) }
+	return s.remove(ctx, "action", "actions", id, current, func(ctx context.Context, tx pgx.Tx) error {
+		return store.Delete(ctx, tx, "action", id, `DELETE FROM actions WHERE id = $1 RETURNING id`, new(uuid.UUID))
+	})
+}
+
+// remove deletes kind/id (a row of table) through the reference protocol,
+// as every owner does, though no service references actions or action
+// documents yet; del runs once the request's If-Match, if any, has been
+// checked against current under the row's lock.
+func (s *Store) remove(ctx context.Context, kind, table string, id uuid.UUID, current func(context.Context) (any, error),
+	del func(ctx context.Context, tx pgx.Tx) error) error {
+	return s.refs.Delete(ctx, kind, id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := store.CheckIfMatch(ctx, tx, table, id, current); err != nil {
+			return nil, err
+		}
+		return nil, del(ctx, tx)
+	})
+}
+
+// actionsNaming is the reference protocol's question for an asset, a
+// person or an organization: the actions whose column holds id.
+func actionsNaming(ctx context.Context, q postgres.Querier, column string, id uuid.UUID) ([]refs.Ref, error) {
+	rows, err := q.Query(ctx, `SELECT a.id, a.action_type, a.performed_at FROM actions a WHERE a.`+column+` = $1 ORDER BY a.id`, id)
+	if err != nil {
+		return nil, postgres.Classify(err, "actions by "+column)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (refs.Ref, error) {
+		var a Action
+		err := row.Scan(&a.ID, &a.ActionType, &a.PerformedAt)
+		return refs.Ref{Kind: "action", ID: a.ID, Label: a.label()}, err
+	})
+	return found, postgres.Classify(err, "actions by "+column)
+}
+
+const actionDocumentColumns = `d.id, d.action_id, d.document_id, d.source_system, d.source_reference,
+	d.created_at, d.created_by, d.updated_at, d.updated_by`
+
+// actionDocumentsLinking is the reference protocol's question for a
+// document: the action documents linking it, with what GET /documents/{id}
+// shows of each.
+func actionDocumentsLinking(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+	links, err := postgres.Many[ActionDocument](ctx, q, "action documents of document",
+		`SELECT `+actionDocumentColumns+` FROM action_documents d WHERE d.document_id = $1 ORDER BY d.id`, id)
+	if err != nil {
+		return nil, err
+	}
+	found := make([]refs.Ref, 0, len(links))
+	for _, d := range links {
+		details, err := d.linked()
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, refs.Ref{Kind: "action_document", ID: d.ID, Label: "of action " + d.ActionID.String(), Details: details})
+	}
+	return found, nil
+}
+
+// lockAction holds the action against a concurrent delete until the
+// transaction ends; an unknown action is a 404.
+func lockAction(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	err := tx.QueryRow(ctx, `SELECT id FROM actions WHERE id = $1 FOR KEY SHARE`, id).Scan(new(uuid.UUID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apperr.NotFound("action", id.String())
+	}
+	return postgres.Classify(err, "lock action")
+}
+
+// CreateActionDocument links a document to an action: the action must
+// exist (404), the document too (422), and the pair must be new (409
+// naming the action document that holds it; concurrent creates of one
+// pair make one, the unique index decides).
+func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput, actor string) (ActionDocument, error) {
+	var d ActionDocument
+	err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := lockAction(ctx, tx, in.ActionID.UUID); err != nil {
+			return nil, err
+		}
+		if _, err := s.refs.Check(ctx, tx, refs.Target{Field: "document_id", Kind: "document", ID: in.DocumentID.UUID}); err != nil {
+			return nil, err
+		}
+		row, inserted, err := store.Inserted(ctx, tx, "insert action document",
+			`INSERT INTO action_documents (id, action_id, document_id, source_system, source_reference, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (action_id, document_id) DO NOTHING RETURNING `+
+				`id, action_id, document_id, source_system, source_reference, created_at, created_by, updated_at, updated_by`,
+			[]any{store.NewID(), in.ActionID.UUID, in.DocumentID.UUID, in.SourceSystem, in.SourceReference, actor},
+			func() (ActionDocument, error) { return s.actionDocumentOfPair(ctx, tx, in) })
+		if err == nil && !inserted {
+			err = apperr.Duplicate(pairDuplicate(in), row.ID.String())
+		}
+		d = row
+		return nil, err
+	})
+	return utcTimes(d), err
+}
+
+func (s *Store) actionDocumentOfPair(ctx context.Context, q postgres.Querier, in ActionDocumentInput) (ActionDocument, error) {
+	return postgres.One[ActionDocument](ctx, q, "get action document by pair", "action document", uuid.Nil,
+		`SELECT `+actionDocumentColumns+` FROM action_documents d WHERE d.action_id = $1 AND d.document_id = $2`,
+		in.ActionID.UUID, in.DocumentID.UUID)
+}
+
+func pairDuplicate(in ActionDocumentInput) string {
+	return fmt.Sprintf("document %s is linked to action %s already", in.DocumentID.UUID, in.ActionID.UUID)
+}
+
+// GetActionDocument reads an action document of the action.
+func (s *Store) GetActionDocument(ctx context.Context, actionID, id uuid.UUID) (ActionDocument, error) {
+	d, err := postgres.One[ActionDocument](ctx, s.DB(ctx), "get action document", "action document", id,
+		`SELECT `+actionDocumentColumns+` FROM action_documents d WHERE d.id = $1 AND d.action_id = $2`, id, actionID)
+	return utcTimes(d), err
+}
+
+// UpdateActionDocument applies apply to the locked action document of the
+// action; a new document must exist and not be linked to the action yet.
+func (s *Store) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, actor string,
+	apply func(ActionDocument) (ActionDocumentInput, error)) error {
+	updater := store.Updater[ActionDocument, ActionDocumentInput]{
+		Resource: "action document",
+		// The id is the path's, a UUID: nothing to quote.
+		Select: `SELECT ` + actionDocumentColumns + ` FROM action_documents d WHERE d.id = $1 AND d.action_id = '` + actionID.String() + `'`,
+		Input:  actionDocumentInputOf,
+		Save: func(ctx context.Context, tx pgx.Tx, old ActionDocument, in ActionDocumentInput, actor string) ([]string, error) {
+			if in.DocumentID.UUID != old.DocumentID {
+				if _, err := s.refs.Check(ctx, tx, refs.Target{Field: "document_id", Kind: "document", ID: in.DocumentID.UUID}); err != nil {
+					return nil, err
+				}
+			}
+			_, err := tx.Exec(ctx, `UPDATE action_documents SET document_id = $2, source_system = $3, source_reference = $4,
+				updated_at = now(), updated_by = $5 WHERE id = $1`, old.ID, in.DocumentID.UUID, in.SourceSystem, in.SourceReference, actor)
+			return nil, postgres.Classify(err, "update action document")
+		},
+		// If-Match names the action document as its own answers show it.
+		Representation: func(ctx context.Context, d ActionDocument) (any, error) {
+			return s.GetActionDocument(ctx, actionID, d.ID)
+		},
+	}
+	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	return s.Duplicate(ctx, err, pairDuplicate(in),
+		`SELECT id FROM action_documents WHERE action_id = $1 AND document_id = $2`, in.ActionID.UUID, in.DocumentID.UUID)
+}
+
+// DeleteActionDocument removes an action document of the action (the
+// document itself stays).
+func (s *Store) DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error {
+	current := func(ctx context.Context) (any, error) { return s.GetActionDocument(ctx, actionID, id) }
+	return s.remove(ctx, "action_document", "action_documents", id, current, func(ctx context.Context, tx pgx.Tx) error {
+		return store.Delete(ctx, tx, "action document", id,
+			`DELETE FROM action_documents WHERE id = $1 AND action_id = '`+actionID.String()+`' RETURNING id`, new(uuid.UUID))
+	})
+}
+
+// utcTimes gives an action document's times in UTC, as its place in an
+// action's action_documents shows them, so both answers (and their ETags)
+// agree.
+func utcTimes(d ActionDocument) ActionDocument {
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	return d
+}

@@ -1,0 +1,76 @@
+package actions
+
+import (
+	"net/http"
+
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+)
+
+// NewHTTPHandler is the route table of actions and action documents. The
+// token is verified before it (servicekit); each route checks its scope
+// only once routing found it, so an unknown path or method is a 404 or 405
+// whatever the token may do. Action documents have no GET of their own:
+// they are read through their action (and their document).
+func NewHTTPHandler(e Endpoints) *httpx.Router {
+	r := httpx.NewRouter(auth.RequireScope)
+	handle := r.Handle
+	handle("POST", "/actions", endpoints.Serve(e.CreateAction, httpx.Body[ActionInput]))
+	handle("GET", "/actions", endpoints.Serve(e.ListActions, decodeListActions))
+	handle("GET", "/actions/{id}", endpoints.Serve(e.GetAction, httpx.PathID))
+	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch]))
+	handle("DELETE", "/actions/{id}", endpoints.Serve(e.DeleteAction, httpx.PathID))
+
+	handle("POST", "/actions/{action_id}/action_documents", endpoints.Serve(e.CreateActionDocument, decodeCreateActionDocument))
+	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch))
+	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath))
+	return r
+}
+
+func decodeListActions(r *http.Request) (httpx.ListRequest[ActionFilter], error) {
+	q := httpx.ParseQuery(r, "limit", "cursor", "asset_id", "person_id", "organization_id", "action_type", "status_ok",
+		"status_finalized", "valid_through_before", "performed_from", "performed_to", "source_system", "source_reference")
+	f := ActionFilter{
+		AssetID: q.UUID("asset_id"), PersonID: q.UUID("person_id"), OrganizationID: q.UUID("organization_id"),
+		ActionType: q.Enum("action_type", ActionTypes), StatusOK: q.Bool("status_ok"), StatusFinalized: q.Bool("status_finalized"),
+		ValidThroughBefore: q.Date("valid_through_before"), PerformedFrom: q.Date("performed_from"), PerformedTo: q.Date("performed_to"),
+		SourceSystem: q.String("source_system"), SourceReference: q.String("source_reference"),
+	}
+	// A source reference means nothing without its system.
+	if f.SourceReference != nil && f.SourceSystem == nil {
+		q.Invalid("source_system", "is required with source_reference")
+	}
+	return httpx.ListRequest[ActionFilter]{Filter: f, Page: q.Page()}, q.Err()
+}
+
+// decodeCreateActionDocument reads the path's action and the body; the
+// path is checked first, so a malformed id is a 400 whatever the body.
+func decodeCreateActionDocument(r *http.Request) (httpx.IDBody[ActionDocumentInput], error) {
+	actionID, err := httpx.PathUUID(r, "action_id")
+	if err != nil {
+		return httpx.IDBody[ActionDocumentInput]{}, err
+	}
+	body, err := httpx.Body[ActionDocumentInput](r)
+	return httpx.IDBody[ActionDocumentInput]{ID: actionID, Body: body}, err
+}
+
+// decodeActionDocumentPath reads the action's and the action document's
+// ids; the operation takes no query parameters.
+func decodeActionDocumentPath(r *http.Request) (actionDocumentPath, error) {
+	actionID, err := httpx.PathUUID(r, "action_id")
+	if err != nil {
+		return actionDocumentPath{}, err
+	}
+	id, err := httpx.PathID(r)
+	return actionDocumentPath{ActionID: actionID, ID: id}, err
+}
+
+func decodeActionDocumentPatch(r *http.Request) (actionDocumentPath, error) {
+	req, err := decodeActionDocumentPath(r)
+	if err != nil {
+		return req, err
+	}
+	req.Patch, err = httpx.Body[ActionDocumentPatch](r)
+	return req, err
+}

@@ -1,0 +1,403 @@
+package actions
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/oauth2"
+
+	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/openapitest"
+	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/pkg/servicetest"
+)
+
+// world is the service under test with the targets its actions name,
+// owned by the stand-ins of assets, parties and documents.
+type world struct {
+	*servicetest.Service
+	asset, person, organization string
+}
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	s := servicetest.Start(t, Spec())
+	w := world{Service: s, asset: uuid.NewString(), person: uuid.NewString(), organization: uuid.NewString()}
+	s.StandIn("assets").Add("asset", uuid.MustParse(w.asset), nil)
+	s.StandIn("parties").Add("person", uuid.MustParse(w.person), nil)
+	s.StandIn("parties").Add("organization", uuid.MustParse(w.organization), nil)
+	return w
+}
+
+// document makes a document exist at the documents stand-in.
+func (w world) document() string {
+	id := uuid.New()
+	w.StandIn("documents").Add("document", id, refs.Attrs{"content_type": "application/pdf"})
+	return id.String()
+}
+
+// action is a whole action body naming the world's targets.
+func (w world) action(extra map[string]any) map[string]any {
+	body := map[string]any{"asset_id": w.asset, "action_type": "expert_control", "performed_at": "2025-03-14",
+		"person_id": w.person, "organization_id": w.organization, "reference": "EK-42", "status": "approved",
+		"status_ok": true, "status_finalized": true, "status_valid_through": "2026-03-14",
+		"source_system": "inspection-app", "source_reference": "42", "data": map[string]any{"brakes": "ok", "load": 1.50},
+		"meta_data": map[string]any{"app_version": "3.1"}}
+	for k, v := range extra {
+		body[k] = v
+	}
+	return body
+}
+
+func TestHTTPActions(t *testing.T) {
+	w := newWorld(t)
+	created := w.Call(201, "POST", "/actions/", w.RW, w.action(nil))
+	a := created.JSON()
+	id := a["id"].(string)
+	path := "/actions/" + id
+	if created.Header.Get("Location") != path || a["created_by"] != "rw-client" || a["status_use_ok"] != true ||
+		a["performed_at"] != "2025-03-14" || len(a["action_documents"].([]any)) != 0 ||
+		a["data"].(map[string]any)["load"] != 1.5 || a["meta_data"].(map[string]any)["app_version"] != "3.1" {
+		t.Fatalf("created: %s (Location %q)", created.Raw, created.Header.Get("Location"))
+	}
+	got := w.Call(200, "GET", path+"/", w.RO, nil)
+	if string(got.Raw) != string(created.Raw) || got.Header.Get("ETag") != created.Header.Get("ETag") {
+		t.Errorf("get: %s, create: %s", got.Raw, created.Raw)
+	}
+
+	// Merge patch: data merges member by member; status_ok alone sets
+	// status_use_ok too.
+	patched := w.Call(200, "PATCH", path, w.RW, `{"status_ok":false,"data":{"brakes":"worn","load":null,"chains":"ok"},"reference":" "}`,
+		"Content-Type", "application/merge-patch+json").JSON()
+	if patched["status_ok"] != false || patched["status_use_ok"] != false || patched["reference"] != nil ||
+		fmt.Sprint(patched["data"]) != "map[brakes:worn chains:ok]" {
+		t.Errorf("patched: %v", patched)
+	}
+	kept := w.Call(200, "PATCH", path, w.RW, map[string]any{"status_use_ok": true, "data": map[string]any{"chains": "ok"}}).JSON()
+	if kept["status_use_ok"] != true || kept["status_ok"] != false || kept["updated_at"] == patched["updated_at"] {
+		t.Errorf("status_use_ok apart: %v", kept)
+	}
+	same := w.Call(200, "PATCH", path, w.RW, map[string]any{"data": map[string]any{"chains": "ok", "brakes": "worn"}, "action_type": "expert_control"}).JSON()
+	if same["updated_at"] != kept["updated_at"] {
+		t.Error("a patch that changes nothing moved updated_at")
+	}
+
+	// Action documents.
+	report := w.document()
+	link := w.Call(201, "POST", path+"/action_documents", w.RW, map[string]any{"action_id": id, "document_id": report,
+		"source_system": "inspection-app", "source_reference": "report-42"})
+	ad := link.JSON()
+	adPath := path + "/action_documents/" + ad["id"].(string)
+	if link.Header.Get("Location") != adPath || ad["document_id"] != report || ad["created_by"] != "rw-client" {
+		t.Fatalf("action document: %s (Location %q)", link.Raw, link.Header.Get("Location"))
+	}
+	dup := w.Call(409, "POST", path+"/action_documents/", w.RW, map[string]any{"action_id": id, "document_id": report,
+		"source_system": "x", "source_reference": "y"}).JSON()
+	if dup["existing_id"] != ad["id"] || dup["type"] != problem.TypePrefix+"duplicate" {
+		t.Errorf("same pair twice: %v", dup)
+	}
+	withDocs := w.Call(200, "GET", path, w.RO, nil).JSON()
+	listed := withDocs["action_documents"].([]any)
+	if len(listed) != 1 || fmt.Sprint(listed[0]) != fmt.Sprint(ad) {
+		t.Errorf("action_documents = %v, want [%v]", listed, ad)
+	}
+	relinked := w.Call(200, "PATCH", adPath, w.RW, `{"source_reference":"report-42b"}`, "Content-Type", "application/merge-patch+json").JSON()
+	if relinked["source_reference"] != "report-42b" || relinked["document_id"] != report {
+		t.Errorf("patched action document: %v", relinked)
+	}
+
+	// What the owners ask before deleting: the action names its asset,
+	// person and organization, and the action document its document.
+	for _, q := range []struct{ kind, id, wantKind string }{
+		{"asset", w.asset, "action"}, {"person", w.person, "action"}, {"organization", w.organization, "action"}, {"document", report, "action_document"},
+	} {
+		if referrers := w.referrers(t, q.kind, q.id); len(referrers) != 1 || referrers[0].(map[string]any)["kind"] != q.wantKind {
+			t.Errorf("referrers of %s: %v", q.kind, referrers)
+		}
+	}
+
+	list := w.Call(200, "GET", "/actions?asset_id="+w.asset+"&action_type=expert_control&status_ok=false&performed_from=2025-03-14&performed_to=2025-03-14", w.RO, nil).List()
+	if len(list) != 1 || list[0]["id"] != id || list[0]["action_documents"] != nil {
+		t.Errorf("list: %v", list)
+	}
+	w.Call(204, "DELETE", adPath, w.RW, nil)
+	w.Call(404, "DELETE", adPath, w.RW, nil)
+	w.Call(201, "POST", path+"/action_documents", w.RW, map[string]any{"action_id": id, "document_id": report, "source_system": "a", "source_reference": "b"})
+	w.Call(204, "DELETE", path, w.RW, nil)
+	w.Call(404, "GET", path, w.RO, nil)
+	// Its action documents went with it.
+	if found := w.referrers(t, "document", report); len(found) != 0 {
+		t.Errorf("after the action's delete: %v", found)
+	}
+}
+
+// referrers asks, as an owner deleting kind/id would, what points at it.
+func (w world) referrers(t *testing.T, kind, id string) []any {
+	t.Helper()
+	internal := apitest.Client{BaseURL: w.Client.BaseURL} // the protocol is not part of the API document
+	r := w.Expect(internal.Do(t, "POST", refs.ReferrersPath, w.Issuer.Token(t, "svc-test", auth.ScopeInternal),
+		map[string]any{"kind": kind, "id": id, "settle": true}), 200)
+	return r.JSON()["referrers"].([]any)
+}
+
+// Every filter of the list, each on the actions that differ in it, paged.
+func TestHTTPListFilters(t *testing.T) {
+	w := newWorld(t)
+	otherAsset := uuid.New()
+	w.StandIn("assets").Add("asset", otherAsset, nil)
+	ids := map[string]string{}
+	for _, a := range []struct {
+		name string
+		body map[string]any
+	}{
+		{"plain", map[string]any{"asset_id": w.asset, "action_type": "maintenance", "performed_at": "2024-01-10"}},
+		{"due", map[string]any{"asset_id": w.asset, "action_type": "expert_control", "performed_at": "2024-02-10", "status_valid_through": "2025-02-10", "status_ok": true}},
+		{"later", map[string]any{"asset_id": w.asset, "action_type": "expert_control", "performed_at": "2024-03-10", "status_valid_through": "2026-02-10", "status_ok": false}},
+		{"other", map[string]any{"asset_id": otherAsset.String(), "action_type": "repair", "performed_at": "2024-04-10", "person_id": w.person, "status_finalized": false}},
+		{"sourced", map[string]any{"asset_id": otherAsset.String(), "action_type": "pre_use_inspection", "performed_at": "2024-05-10",
+			"organization_id": w.organization, "source_system": "app", "source_reference": "r-1", "status_finalized": true}},
+	} {
+		ids[a.name] = w.Call(201, "POST", "/actions", w.RW, a.body).JSON()["id"].(string)
+	}
+	for _, tt := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"plain", "due", "later", "other", "sourced"}},
+		{"asset_id=" + otherAsset.String(), []string{"other", "sourced"}},
+		{"person_id=" + w.person, []string{"other"}},
+		{"organization_id=" + w.organization, []string{"sourced"}},
+		{"action_type=expert_control", []string{"due", "later"}},
+		{"status_ok=true", []string{"due"}},
+		{"status_ok=false", []string{"later"}},
+		{"status_finalized=false", []string{"other"}},
+		{"valid_through_before=2026-02-10", []string{"due"}},
+		{"valid_through_before=2026-02-11", []string{"due", "later"}},
+		{"performed_from=2024-02-10&performed_to=2024-04-10", []string{"due", "later", "other"}},
+		{"performed_to=2024-01-10", []string{"plain"}},
+		{"source_system=app", []string{"sourced"}},
+		{"source_system=app&source_reference=r-2", nil},
+		{"source_system=app&source_reference=r-1", []string{"sourced"}},
+	} {
+		t.Run(tt.query, func(t *testing.T) {
+			var got []string
+			next := "/actions?limit=1"
+			if tt.query != "" {
+				next += "&" + tt.query
+			}
+			for next != "" {
+				r := w.Call(200, "GET", next, w.RO, nil)
+				for _, a := range r.List() {
+					for name, id := range ids {
+						if a["id"] == id {
+							got = append(got, name)
+						}
+					}
+				}
+				next = strings.TrimSuffix(strings.TrimPrefix(r.Header.Get("Link"), "<"), `>; rel="next"`)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The bundled document is a valid OpenAPI 3.1 document whose references
+// resolve, and it lists exactly the routes the router has.
+func TestDocument(t *testing.T) {
+	openapitest.New(t, servicetest.Document(t, Spec()))
+	servicetest.RoutesMatchDocument(t, Spec())
+}
+
+// The contract's errors that every operation answers the same way.
+func TestHTTPErrorRows(t *testing.T) {
+	servicetest.ErrorRows(t, servicetest.Start(t, Spec()), Spec())
+}
+
+// The contract's errors particular to actions, one row each.
+func TestHTTPErrors(t *testing.T) {
+	w := newWorld(t)
+	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
+	path := "/actions/" + id
+	report := w.document()
+	ad := w.Call(201, "POST", path+"/action_documents", w.RW, map[string]any{"action_id": id, "document_id": report,
+		"source_system": "a", "source_reference": "b"}).JSON()["id"].(string)
+	adPath := path + "/action_documents/" + ad
+	other := w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": w.asset, "action_type": "repair", "performed_at": "2025-01-01"}).JSON()["id"].(string)
+	missing := uuid.NewString()
+	big := `{"k":"` + strings.Repeat("x", MaxJSONObject) + `"}`
+	link := func(extra string) string {
+		return `{"action_id":"` + id + `","document_id":"` + report + `","source_system":"a","source_reference":"b"` + extra + `}`
+	}
+
+	rows := []struct {
+		name, method, path string
+		ro                 bool
+		body               any
+		status             int
+		problem            string
+		fields             []string
+	}{
+		{name: "required members", method: "POST", path: "/actions", body: `{}`, status: 422, fields: []string{"asset_id", "action_type", "performed_at"}},
+		{name: "action_documents is read-only", method: "POST", path: "/actions", body: w.action(map[string]any{"action_documents": []any{}}), status: 422, fields: []string{"action_documents"}},
+		{name: "unknown action type", method: "POST", path: "/actions", body: w.action(map[string]any{"action_type": "Expert Control"}), status: 422, fields: []string{"action_type"}},
+		{name: "date that does not exist", method: "POST", path: "/actions", body: w.action(map[string]any{"performed_at": "2025-02-29"}), status: 422, fields: []string{"performed_at"}},
+		{name: "date with a time", method: "POST", path: "/actions", body: w.action(map[string]any{"status_valid_through": "2025-02-01T00:00:00Z"}), status: 422, fields: []string{"status_valid_through"}},
+		{name: "asset that does not exist", method: "POST", path: "/actions", body: w.action(map[string]any{"asset_id": missing}), status: 422, fields: []string{"asset_id"}},
+		{name: "person and organization that do not exist", method: "POST", path: "/actions", body: w.action(map[string]any{"person_id": missing, "organization_id": uuid.NewString()}), status: 422, fields: []string{"person_id", "organization_id"}},
+		{name: "a person is no organization", method: "POST", path: "/actions", body: w.action(map[string]any{"organization_id": w.person}), status: 422, fields: []string{"organization_id"}},
+		{name: "data an array", method: "POST", path: "/actions", body: w.action(map[string]any{"data": []any{1}}), status: 422, fields: []string{"data"}},
+		{name: "meta_data a string", method: "POST", path: "/actions", body: w.action(map[string]any{"meta_data": "x"}), status: 422, fields: []string{"meta_data"}},
+		{name: "data over 256 KiB", method: "POST", path: "/actions", body: `{"asset_id":"` + w.asset + `","action_type":"repair","performed_at":"2025-01-01","data":` + big + `}`, status: 422, fields: []string{"data"}},
+		{name: "status_ok a string", method: "POST", path: "/actions", body: w.action(map[string]any{"status_ok": "true"}), status: 422, fields: []string{"status_ok"}},
+		{name: "asset_id not a UUID", method: "POST", path: "/actions", body: w.action(map[string]any{"asset_id": strings.ToUpper(w.asset)}), status: 422, fields: []string{"asset_id"}},
+		{name: "performed_at removed by patch", method: "PATCH", path: path, body: `{"performed_at":null,"action_type":null}`, status: 422, fields: []string{"action_type", "performed_at"}},
+		{name: "patch to an asset that does not exist", method: "PATCH", path: path, body: map[string]any{"asset_id": missing}, status: 422, fields: []string{"asset_id"}},
+		{name: "patch data to a number", method: "PATCH", path: path, body: `{"data":7}`, status: 422, fields: []string{"data"}},
+		{name: "list by an unknown action type", method: "GET", path: "/actions?action_type=inspection", ro: true, status: 422, fields: []string{"action_type"}},
+		{name: "list by a malformed asset id", method: "GET", path: "/actions?asset_id=x", ro: true, status: 400},
+		{name: "list by status_ok=1", method: "GET", path: "/actions?status_ok=1", ro: true, status: 400},
+		{name: "list by a date that does not exist", method: "GET", path: "/actions?valid_through_before=2025-13-01", ro: true, status: 422, fields: []string{"valid_through_before"}},
+		{name: "list by a range that ends before it starts", method: "GET", path: "/actions?performed_from=2025-02-01&performed_to=2025-01-31", ro: true, status: 422, fields: []string{"performed_to"}},
+		{name: "source_reference without source_system", method: "GET", path: "/actions?source_reference=1", ro: true, status: 422, fields: []string{"source_system"}},
+
+		{name: "link to an unknown action", method: "POST", path: "/actions/" + missing + "/action_documents", body: `{"action_id":"` + missing + `","document_id":"` + report + `","source_system":"a","source_reference":"b"}`, status: 404},
+		{name: "link a document that does not exist", method: "POST", path: path + "/action_documents", body: `{"action_id":"` + id + `","document_id":"` + missing + `","source_system":"a","source_reference":"b"}`, status: 422, fields: []string{"document_id"}},
+		{name: "link with another action_id", method: "POST", path: path + "/action_documents", body: `{"action_id":"` + other + `","document_id":"` + report + `","source_system":"a","source_reference":"b"}`, status: 422, fields: []string{"action_id"}},
+		{name: "link without members", method: "POST", path: path + "/action_documents", body: `{}`, status: 422, fields: []string{"action_id", "document_id", "source_system", "source_reference"}},
+		{name: "link an already linked document", method: "POST", path: path + "/action_documents", body: link(""), status: 409, problem: "duplicate"},
+		{name: "link with an unknown member", method: "POST", path: path + "/action_documents", body: link(`,"note":"x"`), status: 422, fields: []string{"note"}},
+		{name: "action document of another action", method: "PATCH", path: "/actions/" + other + "/action_documents/" + ad, body: `{"source_system":"x"}`, status: 404},
+		{name: "move an action document", method: "PATCH", path: adPath, body: `{"action_id":"` + other + `"}`, status: 422, fields: []string{"action_id"}},
+		{name: "remove source_system", method: "PATCH", path: adPath, body: `{"source_system":null}`, status: 422, fields: []string{"source_system"}},
+		{name: "relink to a document that does not exist", method: "PATCH", path: adPath, body: `{"document_id":"` + missing + `"}`, status: 422, fields: []string{"document_id"}},
+		{name: "delete an action document of another action", method: "DELETE", path: "/actions/" + other + "/action_documents/" + ad, status: 404},
+		{name: "action documents have no GET", method: "GET", path: adPath, ro: true, status: 405},
+	}
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			token := w.RW
+			if tt.ro {
+				token = w.RO
+			}
+			r := w.Call(tt.status, tt.method, tt.path, token, tt.body)
+			if tt.fields != nil && strings.Join(r.Fields(), ",") != strings.Join(tt.fields, ",") {
+				t.Errorf("fields = %v, want %v", r.Fields(), tt.fields)
+			}
+			if tt.problem != "" && r.JSON()["type"] != problem.TypePrefix+tt.problem {
+				t.Errorf("type = %v, want %s", r.JSON()["type"], tt.problem)
+			}
+		})
+	}
+	// None of the above changed anything.
+	if list := w.Call(200, "GET", "/actions", w.RO, nil).List(); len(list) != 2 {
+		t.Errorf("actions after the failed calls: %v", list)
+	}
+	got := w.Call(200, "GET", path, w.RO, nil).JSON()
+	if docs := got["action_documents"].([]any); len(docs) != 1 || docs[0].(map[string]any)["source_system"] != "a" || got["asset_id"] != w.asset {
+		t.Errorf("action after the failed calls: %v", got)
+	}
+}
+
+// A peer that cannot answer makes the write that needs it a 503 with
+// Retry-After, never a 500 or a hang, and the write leaves nothing.
+func TestHTTPPeerDown(t *testing.T) {
+	dead := "http://" + servicetest.Unreachable(t)
+	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) {
+		c.Peers = peer.Config{URLs: map[string]*string{"assets": &dead, "parties": &dead, "documents": &dead}, Timeout: 2 * time.Second,
+			TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "x"})}
+	})
+	r := s.Call(503, "POST", "/actions", s.RW, map[string]any{"asset_id": uuid.NewString(), "action_type": "repair", "performed_at": "2025-01-01"})
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	if list := s.Call(200, "GET", "/actions", s.RO, nil).List(); len(list) != 0 {
+		t.Errorf("actions = %v", list)
+	}
+}
+
+func TestHTTPPublicPaths(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	plain := apitest.Client{BaseURL: s.Client.BaseURL} // probes are not part of the API document
+	s.Expect(plain.Do(t, "GET", "/healthz", "", nil), 200)
+	s.Expect(plain.Do(t, "GET", "/readyz", "", nil), 200)
+	// The internal routes of the reference protocol need the internal scope.
+	s.Expect(plain.Do(t, "POST", refs.ReferrersPath, s.RW, map[string]any{"kind": "asset", "id": uuid.NewString()}), 403)
+}
+
+// A database that goes away is a 503 with Retry-After, never a 500, and
+// the service recovers when it returns; nothing half-written stays behind.
+func TestHTTPDatabaseDown(t *testing.T) {
+	asset := uuid.New()
+	servicetest.DatabaseDown(t, Spec(), servicetest.Outage{
+		Before: func(s *servicetest.Service) {
+			s.StandIn("assets").Add("asset", asset, nil)
+			s.Call(201, "POST", "/actions", s.RW, map[string]any{"asset_id": asset, "action_type": "repair", "performed_at": "2025-01-01"})
+		},
+		During: []servicetest.Request{
+			{Method: "GET", Path: "/actions?asset_id=" + asset.String()},
+			{Method: "POST", Path: "/actions", Body: map[string]any{"asset_id": asset, "action_type": "repair", "performed_at": "2025-01-02"}},
+		},
+		After: func(s *servicetest.Service) {
+			if got := len(s.Call(200, "GET", "/actions", s.RO, nil).List()); got != 1 {
+				t.Errorf("after the outage /actions lists %d, want 1", got)
+			}
+		},
+	})
+}
+
+// Single-resource answers carry a strong ETag; writes whose If-Match names
+// another one are a 412 and change nothing; linking a document changes the
+// action's ETag (its action_documents); an action document's own ETag is
+// what its create and update answered.
+func TestHTTPValidators(t *testing.T) {
+	w := newWorld(t)
+	created := w.Call(201, "POST", "/actions", w.RW, w.action(nil))
+	path := created.Header.Get("Location")
+	first := created.Header.Get("ETag")
+	w.Call(304, "GET", path, w.RO, nil, "If-None-Match", first)
+	link := w.Call(201, "POST", path+"/action_documents", w.RW, map[string]any{"action_id": strings.TrimPrefix(path, "/actions/"),
+		"document_id": w.document(), "source_system": "a", "source_reference": "b"})
+	adPath, adTag := link.Header.Get("Location"), link.Header.Get("ETag")
+	second := w.Call(200, "GET", path, w.RO, nil).Header.Get("ETag")
+	if second == first {
+		t.Fatal("linking a document left the action's ETag")
+	}
+	w.Call(412, "PATCH", path, w.RW, `{"status":"x"}`, "If-Match", first)
+	w.Call(412, "DELETE", path, w.RW, nil, "If-Match", first)
+	w.Call(412, "PATCH", adPath, w.RW, `{"source_system":"c"}`, "If-Match", second)
+	w.Call(412, "DELETE", adPath, w.RW, nil, "If-Match", `"stale"`)
+	updated := w.Call(200, "PATCH", adPath, w.RW, `{"source_system":"c"}`, "If-Match", adTag)
+	w.Call(204, "DELETE", adPath, w.RW, nil, "If-Match", updated.Header.Get("ETag"))
+	third := w.Call(200, "GET", path, w.RO, nil).Header.Get("ETag")
+	w.Call(200, "PATCH", path, w.RW, `{"status":"x"}`, "If-Match", third)
+	w.Call(204, "DELETE", path, w.RW, nil, "If-Match", "*")
+}
+
+// Creates retried with their Idempotency-Key are answered once.
+func TestHTTPIdempotencyKey(t *testing.T) {
+	w := newWorld(t)
+	first := w.Call(201, "POST", "/actions", w.RW, w.action(nil), "Idempotency-Key", "a-1")
+	again := w.Call(201, "POST", "/actions", w.RW, w.action(nil), "Idempotency-Key", "a-1")
+	if string(again.Raw) != string(first.Raw) || again.Header.Get("Location") != first.Header.Get("Location") {
+		t.Errorf("replay: %s", again.Raw)
+	}
+	w.Call(422, "POST", "/actions", w.RW, w.action(map[string]any{"status": "other"}), "Idempotency-Key", "a-1")
+	id := first.JSON()["id"].(string)
+	body := map[string]any{"action_id": id, "document_id": w.document(), "source_system": "a", "source_reference": "b"}
+	linked := w.Call(201, "POST", "/actions/"+id+"/action_documents", w.RW, body, "Idempotency-Key", "d-1")
+	if replayed := w.Call(201, "POST", "/actions/"+id+"/action_documents", w.RW, body, "Idempotency-Key", "d-1"); replayed.JSON()["id"] != linked.JSON()["id"] {
+		t.Error("a replayed link answered another action document")
+	}
+	if n := len(w.Call(200, "GET", "/actions", w.RO, nil).List()); n != 1 {
+		t.Errorf("%d actions, want 1", n)
+	}
+}

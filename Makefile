@@ -16,6 +16,9 @@ COMMANDS := $(DEPLOYABLE_COMMANDS) \
             testinfra=./pkg/devinfra/cmd/testinfra
 
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
+# The fault suite (tools/faults) builds only with this tag, so that `go test
+# ./...` by hand stays quick; make test and make faults set it.
+TEST_TAGS := -tags faults
 
 .PHONY: help
 help: ## list the targets
@@ -62,7 +65,11 @@ test: minio-background hydra-background chart-tools-head-start lint deps build #
 	trap 'kill $$infra 2>/dev/null; wait $$infra 2>/dev/null || true' EXIT; \
 	until [ -s $$env_file ]; do kill -0 $$infra 2>/dev/null || { echo "test datastores failed to start" >&2; exit 1; }; sleep 0.1; done; \
 	set -a; . $$env_file; set +a; \
-	REGISTRY_BIN=$(BIN) go test $(GO_TEST_FLAGS) $(PACKAGES)
+	REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES)
+
+.PHONY: faults
+faults: minio-background deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
+	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 15m -v ./tools/faults/ | grep -v '^=== RUN'
 
 # The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
 # source once per machine and cached outside the work tree. Start that build now, in the
@@ -96,7 +103,7 @@ charts: ## package every chart into build/charts
 .PHONY: lint
 lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services and tools/
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@go vet $(PACKAGES)
+	@go vet $(TEST_TAGS) $(PACKAGES)
 	@go run ./tools/cmd/layercheck
 
 .PHONY: bench

@@ -26,7 +26,6 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -257,18 +256,26 @@ func Scope(kind string, values ...string) string {
 	return kind + ":" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// Key names one find's entry by its kind and normalised criteria. Each
-// part is quoted, so free text holding the separator cannot make two
-// different criteria share a key.
+// Key names one find's entry by its kind and normalised criteria. The
+// criteria (names, birth dates) are hashed, as scopes are, so key names
+// carry no personal data (they show in SCAN, MONITOR and the slow log);
+// each part is quoted before hashing, so free text holding the separator
+// cannot make two different criteria share a key.
 func Key(kind string, parts ...string) string {
-	var b strings.Builder
-	b.WriteString(kind)
+	h := sha256.New()
 	for _, p := range parts {
-		b.WriteByte('|')
-		b.WriteString(strconv.Quote(p))
+		h.Write([]byte(strconv.Quote(p)))
+		h.Write([]byte{'|'})
 	}
-	return b.String()
+	// 128 bits: two criteria sharing a key would serve one find the
+	// other's answer, so this must never happen by chance.
+	return kind + ":" + hex.EncodeToString(h.Sum(nil)[:16])
 }
+
+// Commands are the Redis commands the cache sends, go-redis's connection
+// handshake included: an ACL user allowed these and its namespace's keys
+// (the namespace starts with the service's name) is all a service needs.
+var Commands = []string{"hello", "ping", "get", "set", "incr", "evalsha", "eval"}
 
 // epoch is the scope every find depends on; bumping it empties the cache.
 const epoch = "epoch"

@@ -1,7 +1,9 @@
 package cache_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/devinfra"
@@ -121,29 +124,30 @@ func TestDisabledCache(t *testing.T) {
 }
 
 // After Redis comes back, a write that happened while it was away must not
-// be hidden by an entry cached before the outage.
+// be hidden by an entry cached before the outage. Redis keeps nothing on
+// disk, so the outage keeps the server and its entries: the cache's user
+// is turned off and its connections are dropped, so the write's bump
+// cannot reach Redis at all.
 func TestRecoveryBumpsGeneration(t *testing.T) {
-	dir := t.TempDir()
-	srv, err := devinfra.StartRedis(t.Context(), devinfra.RedisOptions{DataDir: dir, Persistent: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFinds(t, srv.URL)
+	admin, user, _, f := limitedUser(t)
+	ctx := t.Context()
 	var got string
-	e, _ := f.Get(t.Context(), scopes, "k", &got)
-	e.Store(t.Context(), "before-outage")
-	port := srv.Port
-	if err := srv.Stop(); err != nil {
+	e, _ := f.Get(ctx, scopes, "k", &got)
+	e.Store(ctx, "before-outage")
+	if _, hit := f.Get(ctx, scopes, "k", &got); !hit {
+		t.Fatal("no hit before the outage; the test would prove nothing")
+	}
+	for _, cmd := range [][]any{{"ACL", "SETUSER", user, "off"}, {"CLIENT", "KILL", "USER", user}} {
+		if err := admin.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Invalidate(ctx, "all") // the write's bump cannot reach Redis
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on").Err(); err != nil {
 		t.Fatal(err)
 	}
-	f.Invalidate(t.Context(), "all") // the write's bump cannot reach Redis
-	srv, err = devinfra.StartRedis(t.Context(), devinfra.RedisOptions{DataDir: dir, Port: port, Persistent: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
 	time.Sleep(cfg.Backoff + 50*time.Millisecond)
-	if _, hit := f.Get(t.Context(), scopes, "k", &got); hit {
+	if _, hit := f.Get(ctx, scopes, "k", &got); hit {
 		t.Fatalf("served %q cached before an outage during which a write happened", got)
 	}
 }
@@ -209,5 +213,68 @@ func TestThrough(t *testing.T) {
 	}
 	if got, _ := cache.Through(ctx, f, scopes, "failed", load("ok", true, nil)); got != "ok" {
 		t.Fatalf("a failed load was cached: %q", got)
+	}
+}
+
+func TestKeyHidesCriteria(t *testing.T) {
+	k := cache.Key("person", "øyvind", "hansen", "1980-01-31")
+	for _, value := range []string{"øyvind", "hansen", "1980"} {
+		if strings.Contains(k, value) {
+			t.Errorf("key %q carries %q", k, value)
+		}
+	}
+	if !strings.HasPrefix(k, "person:") {
+		t.Errorf("key %q does not start with its kind", k)
+	}
+}
+
+// limitedUser makes an ACL user allowed only cache.Commands on the keys of
+// a namespace of its own, as tools/devstack makes one per service, and
+// returns an admin client, the user's name and the cache through it.
+func limitedUser(t *testing.T) (admin *redis.Client, user, namespace string, f *cache.Finds) {
+	t.Helper()
+	opts, err := redis.ParseURL(testharness.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin = redis.NewClient(opts)
+	t.Cleanup(func() { admin.Close() })
+	namespace = testharness.RedisPrefix(t) + "svc"
+	user, password := "t_user_"+strings.TrimSuffix(strings.TrimPrefix(namespace, "t_"), ":svc"), "user-secret"
+	rule := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password, "~" + namespace + ":*", "-@all"}
+	for _, c := range cache.Commands {
+		rule = append(rule, "+"+c)
+	}
+	if err := admin.Do(t.Context(), rule...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	c := cfg
+	c.URL = fmt.Sprintf("redis://%s:%s@%s/0", user, password, opts.Addr)
+	client, err := cache.Connect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return admin, user, namespace, cache.NewFinds(client, namespace, c, log.NewNopLogger())
+}
+
+// A service's Redis user may run cache.Commands on its namespace's keys and
+// nothing else; every cache operation works through it.
+func TestWorksAsAUserLimitedToItsCommandsAndNamespace(t *testing.T) {
+	admin, _, namespace, f := limitedUser(t)
+	ctx := t.Context()
+	var got string
+	entry, _ := f.Get(ctx, scopes, "k", &got)
+	entry.Store(ctx, "v1")
+	if _, hit := f.Get(ctx, scopes, "k", &got); !hit || got != "v1" {
+		t.Fatalf("no hit after a store through the limited user (hit %v, %q): a command it needs is missing from cache.Commands", hit, got)
+	}
+	f.Invalidate(ctx, "all")
+	if gen, err := admin.Get(ctx, namespace+":gen:all").Result(); err != nil || gen != "1" {
+		t.Fatalf("the invalidation did not reach Redis (generation %q, %v)", gen, err)
+	}
+	if _, hit := f.Get(ctx, scopes, "k", &got); hit {
+		t.Fatal("a find after a write was served from the cache")
 	}
 }

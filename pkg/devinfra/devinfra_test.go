@@ -293,34 +293,6 @@ func TestRedis(t *testing.T) {
 	}
 }
 
-func TestRedisPersistent(t *testing.T) {
-	t.Parallel()
-	dataDir := filepath.Join(t.TempDir(), "redis")
-	ctx := context.Background()
-	start := func() *Redis {
-		rd, err := StartRedis(ctx, RedisOptions{DataDir: dataDir, Persistent: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rd.Stop() })
-		return rd
-	}
-	rd := start()
-	c := connectRedis(t, rd.URL)
-	if err := c.Set(ctx, "k", "kept", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	if err := rd.Stop(); err != nil {
-		t.Fatal(err)
-	}
-
-	rd = start()
-	if got, err := connectRedis(t, rd.URL).Get(ctx, "k").Result(); err != nil || got != "kept" {
-		t.Fatalf("after restart: %q, %v", got, err)
-	}
-}
-
 // TestKilledParentLeavesNoServers SIGKILLs a process that started servers and
 // checks that Pdeathsig (set alongside a credential change for postgres)
 // takes them and all their children down.

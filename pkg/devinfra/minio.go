@@ -1,10 +1,7 @@
 package devinfra
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -223,11 +220,12 @@ func httpOK(ctx context.Context, url string) error {
 // is only readable with it, so a data dir that already holds a MinIO
 // deployment without its credentials file is an error, not a fresh start.
 func minioCredentials(path, dataDir string) (user, password string, err error) {
-	user, password, err = readMinioCredentials(path)
+	values, err := readCredentials(path)
 	if err == nil {
-		// Tighten a file that was copied or restored with a looser mode.
-		if err := os.Chmod(path, 0o600); err != nil {
-			return "", "", fmt.Errorf("restrict credentials file: %w", err)
+		user, password = values[minioUserKey], values[minioPasswordKey]
+		// MinIO's own limits: it refuses to start with shorter ones.
+		if len(user) < 3 || len(password) < 8 {
+			return "", "", fmt.Errorf("credentials file %s lacks %s (3+ characters) or %s (8+ characters)", path, minioUserKey, minioPasswordKey)
 		}
 		return user, password, nil
 	}
@@ -237,68 +235,16 @@ func minioCredentials(path, dataDir string) (user, password string, err error) {
 	if _, statErr := os.Stat(filepath.Join(dataDir, ".minio.sys")); statErr == nil {
 		return "", "", fmt.Errorf("%s holds MinIO data but its credentials file %s is missing; restore the file, or remove the data dir to start over", dataDir, path)
 	}
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", "", fmt.Errorf("generate password: %w", err)
+	if password, err = NewSecret(); err != nil {
+		return "", "", err
 	}
-	user, password = minioRootUser, hex.EncodeToString(b)
+	user = minioRootUser
 	content := fmt.Sprintf("# Root credentials of the MinIO server whose data is in %s.\n# Keep them with the data: they are needed to read it.\n%s=%s\n%s=%s\n",
 		dataDir, minioUserKey, user, minioPasswordKey, password)
 	if err := writePrivateFile(path, content); err != nil {
 		return "", "", fmt.Errorf("write credentials file: %w", err)
 	}
 	return user, password, nil
-}
-
-func readMinioCredentials(path string) (user, password string, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", "", err
-	}
-	defer f.Close()
-	values := map[string]string{}
-	lines := bufio.NewScanner(f)
-	for lines.Scan() {
-		line := strings.TrimSpace(lines.Text())
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			values[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	if err := lines.Err(); err != nil {
-		return "", "", fmt.Errorf("read credentials file: %w", err)
-	}
-	user, password = values[minioUserKey], values[minioPasswordKey]
-	// MinIO's own limits: it refuses to start with shorter ones.
-	if len(user) < 3 || len(password) < 8 {
-		return "", "", fmt.Errorf("credentials file %s lacks %s (3+ characters) or %s (8+ characters)", path, minioUserKey, minioPasswordKey)
-	}
-	return user, password, nil
-}
-
-// writePrivateFile writes content to path with mode 0600, by way of a
-// temporary file, so a reader never sees a half-written file and the secret
-// is never readable by others, not even for a moment.
-func writePrivateFile(path, content string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Stop shuts the server down gracefully and waits for it to exit, killing

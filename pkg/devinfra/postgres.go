@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,19 +26,40 @@ type PostgresOptions struct {
 	Port int
 	// Ephemeral trades durability for speed, for data nobody will miss.
 	Ephemeral bool
+	// CredentialsFile holds the superuser's password, as PGUSER and
+	// PGPASSWORD lines (so `set -a; . file; set +a` lets psql in): read when
+	// it exists, otherwise generated, set on the server and written with
+	// mode 0600. "" means DataDir + ".credentials".
+	CredentialsFile string
 	// LogFile receives initdb and server output; "" means DataDir + ".log".
 	LogFile string
 }
 
-// Postgres is a running private PostgreSQL server.
+// Postgres is a running private PostgreSQL server. Every connection, over
+// TCP or the Unix socket, needs a password (SCRAM-SHA-256): no local user
+// gets in for being local.
 type Postgres struct {
-	Port    int
-	URL     string // superuser "postgres", database "postgres", trust auth
-	DataDir string
-	LogFile string
+	Port int
+	// URL connects as the superuser "postgres", with its password, to
+	// database "postgres".
+	URL             string
+	User, Password  string
+	CredentialsFile string
+	DataDir         string
+	LogFile         string
 
-	srv *server
+	binDir    string
+	cred      *syscall.Credential
+	ephemeral bool
+	srv       *server
 }
+
+const (
+	postgresSuperuser = "postgres"
+	// Names of the credentials in CredentialsFile: libpq's own.
+	postgresUserKey     = "PGUSER"
+	postgresPasswordKey = "PGPASSWORD"
+)
 
 // StartPostgres starts a PostgreSQL server on 127.0.0.1 and returns once it
 // accepts connections. When running as root, initdb and the server run as the
@@ -58,56 +80,152 @@ func startPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve data dir: %w", err)
 	}
-	logFile := o.LogFile
-	if logFile == "" {
-		logFile = dataDir + ".log"
+	p := &Postgres{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, User: postgresSuperuser, ephemeral: o.Ephemeral}
+	if p.LogFile == "" {
+		p.LogFile = dataDir + ".log"
 	}
-	binDir, err := PostgresBinDir()
-	if err != nil {
+	if p.CredentialsFile == "" {
+		p.CredentialsFile = dataDir + ".credentials"
+	}
+	if p.binDir, err = PostgresBinDir(); err != nil {
 		return nil, err
 	}
-	cred, err := postgresCredential()
-	if err != nil {
+	if p.cred, err = postgresCredential(); err != nil {
 		return nil, err
 	}
-	if err := initDataDir(ctx, binDir, dataDir, logFile, cred, o.Ephemeral); err != nil {
+	created, err := initDataDir(ctx, p.binDir, dataDir, p.LogFile, p.cred, o.Ephemeral)
+	if err != nil {
 		return nil, err
 	}
 	if err := removeStalePidFile(dataDir); err != nil {
 		return nil, err
 	}
-
+	if err := p.ensurePassword(ctx, created); err != nil {
+		return nil, err
+	}
+	if err := writeHBA(dataDir, p.cred); err != nil {
+		return nil, err
+	}
 	return launchOnPort(o.Port, func(port int) (*Postgres, error) {
-		return launchPostgres(ctx, binDir, dataDir, logFile, port, cred, o.Ephemeral)
+		return p.launch(ctx, port)
 	})
 }
 
-func launchPostgres(ctx context.Context, binDir, dataDir, logFile string, port int, cred *syscall.Credential, ephemeral bool) (*Postgres, error) {
+// ensurePassword makes the superuser's password the one in the credentials
+// file, generating one when there is no file. A new cluster gets its
+// password set; so does an existing cluster whose file is missing (one
+// from before passwords, which trusted every local user, or one whose file
+// was lost: whoever can read the data dir can set the password anyway).
+// The file is written only after the server has the password, so a failed
+// start never leaves a file that does not match.
+func (p *Postgres) ensurePassword(ctx context.Context, created bool) error {
+	values, err := readCredentials(p.CredentialsFile)
+	switch {
+	case err == nil:
+		p.Password = values[postgresPasswordKey]
+		if p.Password == "" {
+			return fmt.Errorf("credentials file %s lacks %s; remove it to have a new password set", p.CredentialsFile, postgresPasswordKey)
+		}
+		if !created {
+			return nil
+		}
+		return setSuperuserPassword(ctx, p.binDir, p.DataDir, p.LogFile, p.cred, p.Password)
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	if p.Password, err = NewSecret(); err != nil {
+		return err
+	}
+	if err := setSuperuserPassword(ctx, p.binDir, p.DataDir, p.LogFile, p.cred, p.Password); err != nil {
+		return err
+	}
+	content := fmt.Sprintf("# The superuser of the PostgreSQL server whose data is in %s.\n%s=%s\n%s=%s\n",
+		p.DataDir, postgresUserKey, postgresSuperuser, postgresPasswordKey, p.Password)
+	if err := writePrivateFile(p.CredentialsFile, content); err != nil {
+		return fmt.Errorf("write credentials file: %w", err)
+	}
+	return nil
+}
+
+// setSuperuserPassword sets the password in single-user mode, which needs
+// no connection and so no authentication: it works on a new cluster and on
+// one whose password is unknown. The statement carries the SCRAM verifier,
+// never the password, since single-user mode logs a failed statement.
+func setSuperuserPassword(ctx context.Context, binDir, dataDir, logFile string, cred *syscall.Credential, password string) error {
+	verifier, err := PostgresPasswordVerifier(password)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "postgres"), "--single", "-D", dataDir,
+		"-c", "listen_addresses=", "-c", "unix_socket_directories=", "postgres")
+	cmd.Stdin = strings.NewReader("ALTER ROLE " + postgresSuperuser + " PASSWORD '" + verifier + "';\n")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	err = runFromLockedThread(cmd)
+	// Single-user mode exits 0 after a failed statement; its output says.
+	if err != nil || strings.Contains(out.String(), "ERROR:") || strings.Contains(out.String(), "FATAL:") {
+		return withLog(fmt.Errorf("set the superuser's password (single-user mode): %v", err), out.String())
+	}
+	return nil
+}
+
+// hbaConfig admits every user, over TCP on loopback and over the Unix
+// socket alike, with a password only.
+const hbaConfig = `# Written by pkg/devinfra at every start: a password (SCRAM-SHA-256) for
+# everyone, whether over the socket or on loopback; nobody is trusted for
+# being local.
+local all all scram-sha-256
+host  all all 127.0.0.1/32 scram-sha-256
+`
+
+// writeHBA (re)writes pg_hba.conf at every start, so a data dir made before
+// passwords (initdb -A trust) is brought under them as well.
+func writeHBA(dataDir string, cred *syscall.Credential) error {
+	path := filepath.Join(dataDir, "pg_hba.conf")
+	if err := writePrivateFile(path, hbaConfig); err != nil {
+		return fmt.Errorf("write pg_hba.conf: %w", err)
+	}
+	if cred != nil {
+		if err := os.Chown(path, int(cred.Uid), int(cred.Gid)); err != nil {
+			return fmt.Errorf("chown pg_hba.conf to postgres: %w", err)
+		}
+	}
+	return nil
+}
+
+func (p *Postgres) launch(ctx context.Context, port int) (*Postgres, error) {
 	args := []string{
-		"-D", dataDir,
+		"-D", p.DataDir,
 		"-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories=" + socketDir(dataDir),
+		"-c", "unix_socket_directories=" + socketDir(p.DataDir),
+		"-c", "password_encryption=scram-sha-256",
 		// Tests run many connection pools in parallel against one server.
 		"-c", "max_connections=200",
 	}
-	if ephemeral {
+	if p.ephemeral {
 		args = append(args,
 			"-c", "fsync=off",
 			"-c", "synchronous_commit=off",
 			"-c", "full_page_writes=off",
 		)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	srv, err := startServer("postgres", cmd, logFile)
+	cmd := exec.Command(filepath.Join(p.binDir, "postgres"), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	srv, err := startServer("postgres", cmd, p.LogFile)
 	if err != nil {
 		return nil, err
 	}
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(p.User, p.Password),
+		Host: loopback(port), Path: "/postgres", RawQuery: "sslmode=disable"}
 	err = waitReady(ctx, srv, func(ctx context.Context) error {
-		conn, err := pgconn.Connect(ctx, url)
+		conn, err := pgconn.Connect(ctx, u.String())
 		if err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "28P01" { // invalid_password
+				return stopWaiting(fmt.Errorf("the password in %s is not the server's: %w", p.CredentialsFile, err))
+			}
 			return err
 		}
 		return conn.Close(ctx)
@@ -115,13 +233,38 @@ func launchPostgres(ctx context.Context, binDir, dataDir, logFile string, port i
 	if err != nil {
 		return nil, err
 	}
-	return &Postgres{Port: port, URL: url, DataDir: dataDir, LogFile: logFile, srv: srv}, nil
+	p.Port, p.URL, p.srv = port, u.String(), srv
+	return p, nil
 }
 
 // Stop shuts the server down (fast shutdown: open sessions are ended) and
 // waits for it to exit, killing it if it takes too long.
 func (p *Postgres) Stop() error {
 	return p.srv.stop(syscall.SIGINT)
+}
+
+// Signal sends sig to the server and every backend it forked (its process
+// group): SIGSTOP then SIGCONT pauses the whole server, not only the
+// postmaster, which would leave open sessions answering.
+func (p *Postgres) Signal(sig syscall.Signal) error { return p.srv.signalGroup(sig) }
+
+// Kill ends the server and its backends with SIGKILL, a crash, and waits
+// for them to exit; Restart brings it back (with crash recovery).
+func (p *Postgres) Kill() error { return p.srv.stop(syscall.SIGKILL) }
+
+// Restart stops the server if it still runs (fast shutdown) and starts it
+// again on the same port with the same data and settings.
+func (p *Postgres) Restart(ctx context.Context) error {
+	if err := p.Stop(); err != nil {
+		return err
+	}
+	if err := removeStalePidFile(p.DataDir); err != nil {
+		return err
+	}
+	if _, err := p.launch(ctx, p.Port); err != nil {
+		return fmt.Errorf("restart postgres: %w", err)
+	}
+	return nil
 }
 
 // socketDir keeps the Unix socket out of /var/run/postgresql, which may not
@@ -160,36 +303,36 @@ func postgresCredential() (*syscall.Credential, error) {
 // reach, running initdb if it holds none yet. initdb works in a scratch dir
 // that is renamed into place, so a run killed mid-initdb leaves no half-made
 // cluster that later starts would trip over.
-func initDataDir(ctx context.Context, binDir, dataDir, logFile string, cred *syscall.Credential, ephemeral bool) error {
+func initDataDir(ctx context.Context, binDir, dataDir, logFile string, cred *syscall.Credential, ephemeral bool) (created bool, err error) {
 	parent := filepath.Dir(dataDir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("create data dir parent: %w", err)
+		return false, fmt.Errorf("create data dir parent: %w", err)
 	}
 	if cred != nil {
 		if err := checkReachable(parent, cred); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err == nil {
-		return nil
+		return false, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("inspect data dir: %w", err)
+		return false, fmt.Errorf("inspect data dir: %w", err)
 	}
 	scratch := dataDir + ".initdb"
 	if err := os.RemoveAll(scratch); err != nil {
-		return fmt.Errorf("remove leftover %s: %w", scratch, err)
+		return false, fmt.Errorf("remove leftover %s: %w", scratch, err)
 	}
 	if err := os.Mkdir(scratch, 0o700); err != nil {
-		return fmt.Errorf("create data dir: %w", err)
+		return false, fmt.Errorf("create data dir: %w", err)
 	}
 	if cred != nil {
 		if err := os.Chown(scratch, int(cred.Uid), int(cred.Gid)); err != nil {
-			return fmt.Errorf("chown data dir to postgres: %w", err)
+			return false, fmt.Errorf("chown data dir to postgres: %w", err)
 		}
 	}
 	log, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("open postgres log: %w", err)
+		return false, fmt.Errorf("open postgres log: %w", err)
 	}
 	defer log.Close()
 	offset, _ := log.Seek(0, io.SeekEnd)
@@ -203,15 +346,15 @@ func initDataDir(ctx context.Context, binDir, dataDir, logFile string, cred *sys
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	if err := runFromLockedThread(cmd); err != nil {
 		_ = os.RemoveAll(scratch)
-		return withLog(fmt.Errorf("initdb: %w", err), readLogTail(logFile, offset))
+		return false, withLog(fmt.Errorf("initdb: %w", err), readLogTail(logFile, offset))
 	}
 	// rename(2) replaces an empty directory, so a pre-created DataDir is fine;
 	// a non-empty one without PG_VERSION is not ours to overwrite.
 	if err := os.Rename(scratch, dataDir); err != nil {
 		_ = os.RemoveAll(scratch)
-		return fmt.Errorf("move initdb result into place (is %s a non-empty non-PostgreSQL dir?): %w", dataDir, err)
+		return false, fmt.Errorf("move initdb result into place (is %s a non-empty non-PostgreSQL dir?): %w", dataDir, err)
 	}
-	return nil
+	return true, nil
 }
 
 // checkReachable makes sure the postgres user can traverse into dir. Asking

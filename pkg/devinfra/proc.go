@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -137,10 +139,77 @@ func (s *server) doStop(sig syscall.Signal) error {
 	}
 }
 
-// killGroup SIGKILLs the server and the children it forked, which would
-// otherwise linger until they notice their parent is gone.
+// signalGroup sends sig to the server and every process it forked: its
+// process group, and its descendants, which may have left the group
+// (PostgreSQL's backends each call setsid). The server itself comes first,
+// so that after a SIGSTOP it forks no child the signal would miss.
+func (s *server) signalGroup(sig syscall.Signal) error {
+	if s.exited() {
+		return fmt.Errorf("signal %s: it has exited", s.name)
+	}
+	if err := syscall.Kill(-s.pid(), sig); err != nil {
+		return fmt.Errorf("signal %s: %w", s.name, err)
+	}
+	for _, pid := range descendants(s.pid()) {
+		_ = syscall.Kill(pid, sig) // one may have exited meanwhile
+	}
+	return nil
+}
+
+// killGroup SIGKILLs the server and every process it forked, which would
+// otherwise linger until they notice their parent is gone, and waits, a
+// few seconds at most, until none of them runs any more: a killed
+// PostgreSQL's backends stay attached to its shared memory until they
+// exit, and a new server on the same data dir refuses to start until
+// then. Zombies do not count: an orphan's parent in a container may never
+// reap it, and it holds nothing.
 func (s *server) killGroup() {
+	forked := descendants(s.pid())
 	_ = syscall.Kill(-s.pid(), syscall.SIGKILL)
+	for _, pid := range forked {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range forked {
+		for running(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// descendants lists the processes below pid (children, their children...).
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// "pid (comm) state ppid ...", where comm may contain ") ".
+		st := string(b)
+		fields := strings.Fields(st[strings.LastIndexByte(st, ')')+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		child, err1 := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		parent, err2 := strconv.Atoi(fields[1])
+		if err1 == nil && err2 == nil {
+			children[parent] = append(children[parent], child)
+		}
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
+}
+
+// running reports whether pid exists and is no zombie.
+func running(pid int) bool {
+	_, ok := processState(pid)
+	return ok
 }
 
 // logTail returns the last lines this run wrote to the log, for error messages.

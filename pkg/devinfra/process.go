@@ -13,6 +13,11 @@ type Process struct {
 	Name    string
 	LogFile string
 	s       *server
+
+	// What Restart needs to run the same command again.
+	path, dir string
+	args, env []string
+	ready     func(context.Context) error
 }
 
 // StartProcess starts cmd and waits until ready succeeds. On failure the
@@ -26,11 +31,34 @@ func StartProcess(ctx context.Context, name string, cmd *exec.Cmd, logFile strin
 		_ = s.stop(syscall.SIGKILL)
 		return nil, err
 	}
-	return &Process{Name: name, LogFile: logFile, s: s}, nil
+	return &Process{Name: name, LogFile: logFile, s: s,
+		path: cmd.Path, dir: cmd.Dir, args: cmd.Args, env: cmd.Env, ready: ready}, nil
 }
 
 // Stop sends SIGTERM (a graceful drain) and waits, escalating to SIGKILL.
 func (p *Process) Stop() error { return p.s.stop(syscall.SIGTERM) }
+
+// Kill ends the process with SIGKILL (a crash: no drain) and waits for it.
+func (p *Process) Kill() error { return p.s.stop(syscall.SIGKILL) }
+
+// Restart stops the process if it still runs (gracefully) and starts the
+// same command again, waiting until it is ready.
+func (p *Process) Restart(ctx context.Context) error {
+	if err := p.Stop(); err != nil {
+		return err
+	}
+	cmd := &exec.Cmd{Path: p.path, Args: p.args, Env: p.env, Dir: p.dir}
+	s, err := startServer(p.Name, cmd, p.LogFile)
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, s, p.ready); err != nil {
+		_ = s.stop(syscall.SIGKILL)
+		return err
+	}
+	p.s = s
+	return nil
+}
 
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.s.pid() }

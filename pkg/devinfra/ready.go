@@ -65,6 +65,11 @@ func waitReady(ctx context.Context, s *server, probe func(context.Context) error
 		if err == nil {
 			return nil
 		}
+		var stop permanentError
+		if errors.As(err, &stop) {
+			_ = s.stop(syscall.SIGKILL)
+			return withLog(fmt.Errorf("%s: %w", s.name, stop.err), s.logTail())
+		}
 		select {
 		case <-s.done:
 			log := s.logTail()
@@ -81,6 +86,15 @@ func waitReady(ctx context.Context, s *server, probe func(context.Context) error
 		}
 	}
 }
+
+// permanentError is a probe failure that waiting will not cure (a wrong
+// password, say), so waitReady gives up at once instead of at its deadline.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+func stopWaiting(err error) error { return permanentError{err} }
 
 // saysPortInUse recognises a server log that reports a taken port:
 // PostgreSQL and Redis print "Address already in use", MinIO "Specified port

@@ -46,11 +46,26 @@ const maxKeyLen = 255
 type Keys struct {
 	store *store.Store
 	lease time.Duration
+	step  time.Duration
 }
 
 // New returns the service's keys over its store; lease bounds how long a
-// request that died keeps its key in flight (longer than any request).
-func New(st *store.Store, lease time.Duration) *Keys { return &Keys{store: st, lease: lease} }
+// request that died keeps its key in flight (longer than any request), and
+// step each of the keys' own database steps (claiming a key, recording the
+// answer and committing): the request timeout. A request that may run
+// longer than that (an upload) has no deadline of its own until its end,
+// and a database that stops answering would otherwise hold it as long.
+func New(st *store.Store, lease, step time.Duration) *Keys {
+	return &Keys{store: st, lease: lease, step: step}
+}
+
+// bounded is ctx for one database step: at most k.step, when set.
+func (k *Keys) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if k.step <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, k.step)
+}
 
 type requestKey struct{}
 
@@ -157,12 +172,14 @@ func (k *Keys) run(ctx context.Context, key string, request any, next endpoint.E
 		release()
 		return nil, err
 	}
-	tx, err := unit.Tx(ctx)
+	stepCtx, cancel := k.bounded(ctx)
+	defer cancel()
+	tx, err := unit.Tx(stepCtx)
 	if err != nil {
 		release()
 		return nil, err
 	}
-	tag, err := tx.Exec(ctx, `UPDATE idempotency_keys SET state = 'done', fingerprint = $4, status = $5, location = $6,
+	tag, err := tx.Exec(stepCtx, `UPDATE idempotency_keys SET state = 'done', fingerprint = $4, status = $5, location = $6,
 		body = $7, created_at = now() WHERE client = $1 AND key = $2 AND token = $3`,
 		client, key, token, fingerprint, status, location, body)
 	if err == nil && tag.RowsAffected() == 0 {
@@ -174,7 +191,7 @@ func (k *Keys) run(ctx context.Context, key string, request any, next endpoint.E
 		release()
 		return nil, postgres.Classify(err, "record idempotency key")
 	}
-	if err := unit.Commit(ctx); err != nil {
+	if err := unit.Commit(stepCtx); err != nil {
 		// Whether the commit happened is unknown; the record (done or
 		// still in flight) tells the retry which.
 		return nil, err
@@ -193,6 +210,8 @@ type record struct {
 
 // claim takes the key for this request, or returns the record that holds it.
 func (k *Keys) claim(ctx context.Context, client, key string) (uuid.UUID, *record, error) {
+	ctx, cancel := k.bounded(ctx)
+	defer cancel()
 	token := uuid.New()
 	pool := k.store.Pool
 	tag, err := pool.Exec(ctx, `INSERT INTO idempotency_keys (client, key, token, state, lease_until)

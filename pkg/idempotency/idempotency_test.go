@@ -51,7 +51,7 @@ func newService(t *testing.T, lease time.Duration) *service {
 	}
 	t.Cleanup(pool.Close)
 	s := &service{st: store.New(pool, nil)}
-	s.keys = idempotency.New(s.st, lease)
+	s.keys = idempotency.New(s.st, lease, 10*time.Second)
 	create := endpoints.New(func(ctx context.Context, in thing) (any, error) {
 		id := store.NewID()
 		err := s.st.Write(ctx, "create thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {

@@ -135,8 +135,19 @@ func MigrateSets(ctx context.Context, pool *Pool, schema string, sets ...Migrati
 		return Classify(err, "lock schema for migrations")
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('migrate:' || $1))", schema) //nolint:errcheck // released with the session anyway
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return fmt.Errorf("postgres: create schema %s: %w", schema, err)
+	// A schema made beforehand for the service's role (the least
+	// privilege: the role owns its schema and may not create others) is
+	// used as it is. CREATE SCHEMA IF NOT EXISTS would not do: PostgreSQL
+	// checks the CREATE privilege on the database before it looks whether
+	// the schema exists.
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
+		return Classify(err, "look up schema "+schema)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+			return fmt.Errorf("postgres: create schema %s: %w", schema, err)
+		}
 	}
 	for _, set := range sets {
 		m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+"."+set.VersionTable)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -310,4 +311,53 @@ func TestWritesLeaveConnectionsForReads(t *testing.T) {
 		t.Fatalf("after the writes ended: %v", err)
 	}
 	_ = tx.Rollback(t.Context())
+}
+
+// A role that owns its schema but may not create schemas (what a service
+// gets under make run and in production) migrates and works in it.
+func TestMigratesAsTheSchemaOwnerWithoutCreateOnTheDatabase(t *testing.T) {
+	admin := testharness.PostgresURL(t)
+	conn, err := pgx.Connect(t.Context(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	role := "t_role_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	password := uuid.NewString()
+	if _, err := conn.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN PASSWORD '"+password+"'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the schema's own cleanup, registered below
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, admin)
+		if err == nil {
+			defer c.Close(ctx)
+			_, err = c.Exec(ctx, "DROP ROLE "+role)
+		}
+		if err != nil {
+			t.Errorf("drop role: %v", err)
+		}
+	})
+	schema := testharness.NewDatabaseSchema(t)
+	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema+" AUTHORIZATION "+role); err != nil {
+		t.Fatal(err)
+	}
+	var mayCreate bool
+	if err := conn.QueryRow(t.Context(), "SELECT has_database_privilege($1, current_database(), 'CREATE')", role).Scan(&mayCreate); err != nil || mayCreate {
+		t.Fatalf("the role may create schemas (%v); the test would prove nothing", err)
+	}
+
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, password)
+	pool, err := postgres.OpenAndMigrate(t.Context(), postgres.Config{URL: u.String(), Schema: schema, MaxConns: 2, StartupWait: time.Second}, migrations, nil)
+	if err != nil {
+		t.Fatalf("migrating as the schema's owner: %v", err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, 'x')", uuid.New()); err != nil {
+		t.Fatal(err)
+	}
 }

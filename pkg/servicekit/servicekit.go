@@ -260,7 +260,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(docJSON)
 	})
-	keys := idempotency.New(deps.Store, 2*max(cfg.Timeout, handlers.LongestRequest))
+	keys := idempotency.New(deps.Store, 2*max(cfg.Timeout, handlers.LongestRequest), cfg.Timeout)
 	closers = append(closers, Every(time.Hour, func(ctx context.Context) {
 		if _, err := keys.Sweep(ctx); err != nil {
 			level.Warn(logger).Log("msg", "sweeping idempotency keys failed", "err", err)

@@ -2,7 +2,9 @@ package servicetest
 
 import (
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth/authtest"
@@ -65,5 +67,51 @@ func DatabaseDown(t *testing.T, spec servicekit.Spec, o Outage) {
 	}
 	if o.After != nil {
 		o.After(s)
+	}
+}
+
+// DatabasePaused runs spec on a private PostgreSQL server and pauses it
+// (SIGSTOP: connections stay open, nothing answers, as behind a network
+// partition or a stalled disk). Each call must answer 503 with Retry-After
+// within the request timeout and a margin, never wait for the database to
+// come back: the server-side statement timeout cannot fire in a server
+// that does not run, so every database step needs a bound of its own, also
+// in a request that may run longer than the request timeout (an upload).
+// After the pause the service must serve again by itself (after, if set).
+func DatabasePaused(t *testing.T, spec servicekit.Spec, during []Request, after func(s *Service)) {
+	t.Helper()
+	dir := testharness.ServerDir(t)
+	pg, err := devinfra.StartPostgres(t.Context(), devinfra.PostgresOptions{DataDir: filepath.Join(dir, "pg"), Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Signal(syscall.SIGCONT); _ = pg.Stop() })
+	issuer := authtest.NewIssuer(t, Audience)
+	cfg := Config(t, spec, issuer)
+	cfg.Database.URL, cfg.Database.MaxConns = pg.URL, 4
+	cfg.Timeout = 2 * time.Second
+	s := StartWith(t, spec, cfg, issuer)
+	// Open connections first, so that the calls find them in the pool
+	// and wait on the paused server rather than on connecting to it.
+	if r := (apitest.Client{BaseURL: s.Client.BaseURL}).Do(t, "GET", "/readyz", "", nil); r.Status != 200 {
+		t.Fatalf("readyz = %d before the pause", r.Status)
+	}
+	if err := pg.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	bounded := *s.Client.HTTP
+	bounded.Timeout = cfg.Timeout + 5*time.Second
+	client := apitest.Client{BaseURL: s.Client.BaseURL, HTTP: &bounded}
+	for _, call := range during {
+		r := apitest.Expect(t, client.Do(t, call.Method, call.Path, s.RW, call.Body, call.Headers...), 503)
+		if r.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s: 503 without Retry-After", call.Method, call.Path)
+		}
+	}
+	if err := pg.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if after != nil {
+		after(s)
 	}
 }

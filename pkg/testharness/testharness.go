@@ -6,7 +6,9 @@
 // Where the servers come from:
 //
 //   - TEST_DATABASE_URL (postgres://... of a superuser), TEST_REDIS_URL
-//     (redis://...) and TEST_S3_ENDPOINT with TEST_S3_ACCESS_KEY and
+//     (redis://... of a user who may do everything; both URLs carry the
+//     password, since devinfra's servers let nobody in without one) and
+//     TEST_S3_ENDPOINT with TEST_S3_ACCESS_KEY and
 //     TEST_S3_SECRET_KEY, when set, are used as they are. `make test` starts
 //     one shared set for the whole run (pkg/devinfra/cmd/testinfra) and sets
 //     them all, so packages do not each pay for a server start.

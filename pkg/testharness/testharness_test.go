@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -218,5 +219,37 @@ func TestSignalStopsServers(t *testing.T) {
 			t.Fatalf("%s port %d still taken: %v", name, port, err)
 		}
 		l.Close()
+	}
+}
+
+// The test servers let nobody in without a password, whether this binary
+// started them or make test's testinfra did.
+func TestServersNeedPasswords(t *testing.T) {
+	strip := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := u.User.Password(); !ok {
+			t.Errorf("%s carries no password", u.Redacted())
+		}
+		u.User = url.User(u.User.Username())
+		return u.String()
+	}
+	ctx := t.Context()
+	if conn, err := pgx.Connect(ctx, strip(PostgresURL(t))); err == nil {
+		conn.Close(ctx)
+		t.Error("PostgreSQL let a client in without a password")
+	} else if !strings.Contains(err.Error(), "28P01") {
+		t.Errorf("PostgreSQL without a password: %v, want password authentication failed", err)
+	}
+	opts, err := redis.ParseURL(strip(RedisURL(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("Redis without a password: %v, want NOAUTH", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"mime"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -25,6 +26,11 @@ import (
 // Config of the service's own rules.
 type Config struct {
 	MaxSize int64 // bytes in one file
+	// StepTimeout bounds each database step of an upload (listing its
+	// object as loose, recording the document): the request timeout. An
+	// upload as a whole runs as long as its bytes take, and a database
+	// that stops answering must not hold it that long.
+	StepTimeout time.Duration
 }
 
 // DefaultMaxSize is the contract's default file size limit.
@@ -74,7 +80,9 @@ const (
 const maxFieldBytes = 1 << 10
 
 func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, error) {
-	id, err := s.store.ClaimKey(ctx, s.objects.UploadDeadline())
+	claimCtx, cancel := s.step(ctx)
+	id, err := s.store.ClaimKey(claimCtx, s.objects.UploadDeadline())
+	cancel()
 	if err != nil {
 		return DocumentDetail{}, err
 	}
@@ -154,7 +162,9 @@ func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, 
 	if err := v.Err(); err != nil {
 		return abandon(err)
 	}
-	doc, err := s.store.Create(ctx, Document{
+	createCtx, cancel := s.step(ctx)
+	defer cancel()
+	doc, err := s.store.Create(createCtx, Document{
 		ID: id, DocumentType: *documentType, Filename: stored.Filename, ContentType: stored.ContentType,
 		Size: stored.Size, SHA256: stored.SHA256, CreatedBy: auth.Subject(ctx),
 	})
@@ -165,6 +175,14 @@ func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, 
 }
 
 const maxFilenameBytes = 1024
+
+// step is ctx for one database step of a long request.
+func (s *service) step(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.StepTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.cfg.StepTimeout)
+}
 
 // partContentType is the file part's own media type, normalised; "" (to
 // sniff) when the part has none.

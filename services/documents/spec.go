@@ -47,6 +47,7 @@ func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 			registry := refs.New("documents", d.Store, d.Peers)
 			store := NewStore(d.Store, registry, d.Logger)
 			objects := NewObjects(d.Objects, objectsCfg)
+			cfg.StepTimeout = d.RequestTimeout
 			svc := NewService(store, objects, actionDocuments(d.Peers), cfg)
 			// Uploads and downloads run as long as their bytes take; only
 			// metadata calls get the request timeout.

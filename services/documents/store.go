@@ -2,6 +2,7 @@ package documents
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -105,19 +106,34 @@ func (s *Store) Delete(ctx context.Context, id uuid.UUID, current func(context.C
 	})
 }
 
-// RemoveLoose removes a loose object from storage and then forgets it. It
-// runs after the caller's request may have ended (a client gone
-// mid-upload), so it has its own deadline; whatever fails stays listed
-// for the sweeper.
+// RemoveLoose removes a loose object from storage and then forgets it,
+// while the key is still listed as loose, under the row's lock: an upload
+// that never learnt whether its document committed (the database stopped
+// answering mid-commit, and its step gave up) must not remove an object a
+// committed document owns after all. It runs after the caller's request
+// may have ended (a client gone mid-upload), so it has its own deadline
+// and its own transaction (never the request's unit of work); whatever it
+// cannot do now, the sweeper does once the key's time is up.
 func (s *Store) RemoveLoose(ctx context.Context, key string, objects *Objects) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := objects.Remove(ctx, key); err != nil {
-		level.Warn(s.logger).Log("msg", "object not removed; the sweeper will retry", "key", key, "err", err)
-		return
-	}
-	if _, err := s.Pool.Exec(ctx, `DELETE FROM loose_objects WHERE key = $1`, key); err != nil {
-		level.Warn(s.logger).Log("msg", "removed object still listed as loose", "key", key, "err", err)
+	err := postgres.InTx(ctx, s.Pool, "remove loose object", func(tx pgx.Tx) error {
+		var listed bool
+		err := tx.QueryRow(ctx, `SELECT true FROM loose_objects WHERE key = $1 FOR UPDATE`, key).Scan(&listed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // a document owns it
+		}
+		if err != nil {
+			return postgres.Classify(err, "lock loose object")
+		}
+		if err := objects.Remove(ctx, key); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM loose_objects WHERE key = $1`, key)
+		return postgres.Classify(err, "forget loose object")
+	})
+	if err != nil {
+		level.Warn(s.logger).Log("msg", "loose object not removed; the sweeper will", "key", key, "err", err)
 	}
 }
 

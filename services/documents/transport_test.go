@@ -260,6 +260,21 @@ func TestHTTPDatabaseDown(t *testing.T) {
 	})
 }
 
+// A database that stops answering (paused: its connections stay open) is
+// a 503 within the request timeout for an upload too, with and without an
+// Idempotency-Key, though an upload itself may take far longer: its
+// database steps must not wait for the database to come back.
+func TestHTTPDatabasePaused(t *testing.T) {
+	body, contentType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "paused"))
+	servicetest.DatabasePaused(t, Spec(), []servicetest.Request{
+		{Method: "POST", Path: "/documents", Body: body, Headers: []string{"Content-Type", contentType}},
+		{Method: "POST", Path: "/documents", Body: body, Headers: []string{"Content-Type", contentType, "Idempotency-Key", "paused-1"}},
+		{Method: "GET", Path: "/documents/0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f"},
+	}, func(s *servicetest.Service) {
+		s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType, "Idempotency-Key", "paused-2")
+	})
+}
+
 // Object storage that goes away is a 503 with Retry-After for uploads and
 // downloads, /readyz says so, nothing is half-written, and the service
 // recovers when storage is back.

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/tools/idp"
 )
@@ -137,18 +137,13 @@ func writeEnvFile(path string, c Credentials) error {
 	return writeSecretFile(path, "`set -a; . "+path+"; set +a` to use", c.env())
 }
 
-// writeSecretFile writes name=value lines, readable by the owner only.
+// writeSecretFile writes name=value lines, readable by the owner only from
+// the first byte (a leftover temporary file of a looser mode cannot widen
+// it), replacing the file atomically.
 func writeSecretFile(path, about string, lines []string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	body := "# Written by make run " + time.Now().UTC().Format(time.RFC3339) + "; " + about + ".\n" +
 		strings.Join(lines, "\n") + "\n"
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return devinfra.WritePrivateFile(path, body)
 }
 
 func readEnvFile(path string) map[string]string {

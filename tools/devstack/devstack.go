@@ -26,26 +26,66 @@ import (
 
 // Options of a stack.
 type Options struct {
-	Dir       string // state: postgres/, redis/, minio/ (and minio.credentials), idp/, logs/
+	// Dir is the state: postgres/ (and postgres.credentials), redis/ (empty:
+	// Redis keeps nothing on disk), minio/ (and minio.credentials), idp/,
+	// logs/, services.env and datastores.env.
+	Dir       string
 	BinDir    string // where the binaries of pkg/catalog's deployables are
 	Ports     Ports
-	Ephemeral bool // throwaway data: no fsync, no Redis persistence
+	Ephemeral bool // throwaway data: no fsync
 	// PostgresURL, RedisURL and S3 (when its Endpoint is set) point at
 	// servers to use instead of starting private ones (tests under
-	// `make test` share one set).
+	// `make test` share one set). The URLs must be a superuser's and
+	// Redis's default user's: the stack makes its roles and users there.
 	PostgresURL, RedisURL string
 	S3                    S3
-	Database              string   // database the services use; created if missing
-	Env                   []string // extra environment for every registry process
+	// Database the registry uses; created if missing. Its roles are named
+	// after it ("registry" gives registry_parties, registry_idp, ...), so
+	// stacks sharing a server never share a role. "" means "registry".
+	Database string
+	Env      []string // extra environment for every registry process
+	// Via, when set, gives the address at which the registry's processes
+	// reach a datastore ("postgres", "redis" or "s3") listening at addr:
+	// a test puts a fault-injecting proxy in between. The launcher itself
+	// always goes straight to addr.
+	Via func(datastore, addr string) (string, error)
 }
+
+// Datastore names for Options.Via.
+const (
+	ViaPostgres = "postgres"
+	ViaRedis    = "redis"
+	ViaS3       = "s3"
+)
 
 // Stack is a running registry.
 type Stack struct {
-	RegistryURL    string // the gateway: what clients call
-	AuthURL        string // the identity provider (issuer)
-	Resource       string // the audience clients ask tokens for
-	DatabaseURL    string
-	RedisURL       string
+	RegistryURL string // the gateway: what clients call
+	AuthURL     string // the identity provider (issuer)
+	Resource    string // the audience clients ask tokens for
+	// DatabaseURL is the launcher's: the superuser, in the stack's
+	// database. The registry's processes each have a role of their own
+	// (RoleURLs); this one is for the launcher and for tests that inspect
+	// what the services wrote.
+	DatabaseURL string
+	// RedisURL is Redis's default user, who may do everything; the
+	// services each have a user limited to their own keys (RedisUserURLs).
+	RedisURL string
+	// RoleURLs are the PostgreSQL URLs of each deployable with a schema
+	// (the identity provider and the services that need PostgreSQL), by
+	// name: its own role, which owns its schema and may use nothing else.
+	RoleURLs map[string]string
+	// RedisUserURLs are the Redis URLs of each service with finds, by name:
+	// its own user, limited to its cache namespace's keys and the commands
+	// of pkg/cache.
+	RedisUserURLs map[string]string
+	// Postgres, Redis and Minio are the servers the stack started (nil
+	// where it was given one), and Processes the registry's own, by name:
+	// for tests that pause, kill and restart them.
+	Postgres       *devinfra.Postgres
+	Redis          *devinfra.Redis
+	Minio          *devinfra.Minio
+	Processes      map[string]*devinfra.Process
 	S3Endpoint     string // host:port of the object store, plain HTTP; for S3_ENDPOINT
 	S3AccessKey    string // for S3_ACCESS_KEY
 	S3SecretKey    string // for S3_SECRET_KEY
@@ -64,7 +104,11 @@ type Stack struct {
 // Start brings the stack up, in dependency order, and returns once every
 // process is ready. On failure whatever started is stopped again.
 func Start(ctx context.Context, o Options) (*Stack, error) {
-	s := &Stack{LogDir: filepath.Join(o.Dir, "logs"), ServiceURLs: map[string]string{}, Pids: map[string]int{}, MetricsURLs: map[string]string{}}
+	s := &Stack{LogDir: filepath.Join(o.Dir, "logs"), ServiceURLs: map[string]string{}, Pids: map[string]int{}, MetricsURLs: map[string]string{},
+		RoleURLs: map[string]string{}, RedisUserURLs: map[string]string{}, Processes: map[string]*devinfra.Process{}}
+	if o.Database == "" {
+		o.Database = "registry"
+	}
 	if err := s.start(ctx, o); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
@@ -92,8 +136,13 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 		s.ServiceURLs[svc.Name] = localURL(ports[svc.Name])
 	}
 
+	via, err := s.viaAddresses(o)
+	if err != nil {
+		return err
+	}
 	if err := s.startProcess(ctx, o, catalog.IdentityProvider.Name, ports, "serve",
-		"ISSUER="+s.AuthURL, "SIGNING_KEY_FILE="+s.SigningKeyFile, "DATABASE_URL="+s.DatabaseURL); err != nil {
+		"ISSUER="+s.AuthURL, "SIGNING_KEY_FILE="+s.SigningKeyFile,
+		"DATABASE_URL="+via.url(s.RoleURLs[catalog.IdentityProvider.Name])); err != nil {
 		return err
 	}
 	// Services call their peers with their own machine identities, which
@@ -105,12 +154,15 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	// Services call peers per request only, so they can start in any
 	// order: each gets every peer's URL up front.
 	for _, svc := range catalog.Services {
-		env := append(slices.Clone(oidc), "DATABASE_URL="+s.DatabaseURL)
+		env := slices.Clone(oidc)
+		if svc.NeedsStore(catalog.Postgres) {
+			env = append(env, "DATABASE_URL="+via.url(s.RoleURLs[svc.Name]))
+		}
 		if svc.NeedsStore(catalog.Redis) {
-			env = append(env, "REDIS_URL="+s.RedisURL)
+			env = append(env, "REDIS_URL="+via.url(s.RedisUserURLs[svc.Name]))
 		}
 		if svc.NeedsStore(catalog.ObjectStore) {
-			env = append(env, "S3_ENDPOINT=http://"+s.S3Endpoint, "S3_ACCESS_KEY="+s.S3AccessKey,
+			env = append(env, "S3_ENDPOINT=http://"+via.host(s.S3Endpoint), "S3_ACCESS_KEY="+s.S3AccessKey,
 				"S3_SECRET_KEY="+s.S3SecretKey, "S3_REGION="+s.S3Region)
 		}
 		if peers := svc.Peers(); len(peers) > 0 {
@@ -159,6 +211,12 @@ func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports) err
 }
 
 func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Ports) error {
+	// Each deployable's own role and Redis user, with the passwords of the
+	// previous run when there was one.
+	access, err := readAccess(filepath.Join(o.Dir, accessFile), o.Database)
+	if err != nil {
+		return err
+	}
 	pgURL := o.PostgresURL
 	if pgURL == "" {
 		pg, err := devinfra.StartPostgres(ctx, devinfra.PostgresOptions{
@@ -169,26 +227,41 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 			return err
 		}
 		s.stops = append(s.stops, pg.Stop)
-		pgURL = pg.URL
+		s.Postgres, pgURL = pg, pg.URL
 	}
 	dbURL, err := ensureDatabase(ctx, pgURL, o.Database)
 	if err != nil {
 		return err
 	}
 	s.DatabaseURL = dbURL
+	if err := ensureRoles(ctx, dbURL, o.Database, access.roles); err != nil {
+		return err
+	}
 	s.RedisURL = o.RedisURL
 	if s.RedisURL == "" {
 		rd, err := devinfra.StartRedis(ctx, devinfra.RedisOptions{
-			DataDir: filepath.Join(o.Dir, "redis"), Port: ports[RedisPort], Persistent: !o.Ephemeral,
+			DataDir: filepath.Join(o.Dir, "redis"), Port: ports[RedisPort], Users: access.redisUsers(),
 			LogFile: filepath.Join(s.LogDir, "redis.log"),
 		})
 		if err != nil {
 			return err
 		}
 		s.stops = append(s.stops, rd.Stop)
-		s.RedisURL = rd.URL
+		s.Redis, s.RedisURL = rd, rd.URL
+	} else {
+		remove, err := ensureRedisUsers(ctx, s.RedisURL, access.redisUsers())
+		if err != nil {
+			return err
+		}
+		s.stops = append(s.stops, remove)
 	}
-	return nil
+	for name, role := range access.roles {
+		s.RoleURLs[name] = roleURL(dbURL, role)
+	}
+	for name, user := range access.users {
+		s.RedisUserURLs[name] = redisUserURL(s.RedisURL, user)
+	}
+	return writeAccess(filepath.Join(o.Dir, accessFile), s.RoleURLs, s.RedisUserURLs)
 }
 
 // S3 is an object store that is already running.
@@ -217,6 +290,7 @@ func (s *Stack) startObjectStore(ctx context.Context, o Options, ports Ports) (*
 	if err != nil {
 		return nil, err
 	}
+	s.Minio = m
 	s.S3Endpoint, s.S3AccessKey, s.S3SecretKey, s.S3Region = m.Endpoint, m.AccessKey, m.SecretKey, m.Region
 	s.S3ConsoleURL, s.S3Credentials = m.ConsoleURL, m.CredentialsFile
 	return m, nil
@@ -242,6 +316,7 @@ func (s *Stack) startProcess(ctx context.Context, o Options, name string, ports 
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	s.stops = append(s.stops, p.Stop)
+	s.Processes[name] = p
 	s.Pids[name] = p.Pid()
 	s.MetricsURLs[name] = localURL(metricsPort) + "/metrics"
 	return nil
@@ -284,15 +359,23 @@ func ensureDatabase(ctx context.Context, serverURL, name string) (string, error)
 	return u.String(), nil
 }
 
-// DropDatabase removes a database a test stack created.
+// DropDatabase removes a database a test stack created, and its roles.
 func DropDatabase(ctx context.Context, serverURL, name string) error {
 	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	return err
+	if _, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return err
+	}
+	// The roles owned nothing outside that database.
+	for _, d := range schemaOwners() {
+		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{accessName(name, d)}.Sanitize()); err != nil {
+			return fmt.Errorf("drop role: %w", err)
+		}
+	}
+	return nil
 }
 
 // resolvePorts picks a free port for every deployable port left at 0.

@@ -11,12 +11,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
@@ -37,7 +35,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if bin, err = binaries(dir); err != nil {
+	if bin, err = devstack.Binaries(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build binaries:", err)
 		return 1
 	}
@@ -86,48 +84,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// binaries returns REGISTRY_BIN (make test builds them first) or builds
-// them, so `go test ./tools/e2e` also works alone.
-func binaries(tmp string) (string, error) {
-	if dir := os.Getenv("REGISTRY_BIN"); dir != "" {
-		return dir, nil
-	}
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(tmp, "bin")
-	commands := map[string]string{"devstack": "./tools/cmd/devstack"}
-	for _, d := range catalog.Deployables() {
-		commands[d.Name] = "./" + d.Command
-	}
-	for name, pkg := range commands {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(out, name), pkg)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
-		}
-	}
-	return out, nil
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.work above the test directory")
-		}
-		dir = parent
-	}
 }
 
 func randomHex() string {

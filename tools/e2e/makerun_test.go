@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
@@ -47,9 +50,38 @@ func TestMakeRun(t *testing.T) {
 	// Every catalog service runs behind the gateway: the assets service too.
 	apitest.Expect(t, apitest.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/asset_types", rw,
 		map[string]any{"brand": "Kept", "model": "K1"}), 201)
+	// While it runs: nobody gets into PostgreSQL or Redis without a
+	// password, and the services connect as their own roles and users.
+	access := readEnv(t, filepath.Join(dir, "datastores.env"), "PARTIES_DATABASE_URL", "IDP_DATABASE_URL", "PARTIES_REDIS_URL")
+	if _, err := pgx.Connect(t.Context(), withoutPassword(t, access["PARTIES_DATABASE_URL"])); pgCode(err) != "28P01" {
+		t.Errorf("PostgreSQL without a password: %v, want password authentication failed", err)
+	}
+	connectAs(t, access["PARTIES_DATABASE_URL"])
+	opts, err := redis.ParseURL(withoutPassword(t, access["PARTIES_REDIS_URL"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := redis.NewClient(opts).Ping(t.Context()).Err(); !refusedByRedis(err) {
+		t.Errorf("Redis without a password: %v, want NOAUTH or WRONGPASS", err)
+	}
 	stopMakeRun(t, cmd, dir, first)
 
-	minioCreds := readPrivateFile(t, filepath.Join(dir, "minio.credentials"))
+	// Every file holding a credential is the owner's alone, and Redis, a
+	// cache of the registry's resources, left nothing on disk.
+	secrets := map[string]string{}
+	for _, name := range []string{"registry.env", "services.env", "datastores.env", "postgres.credentials", "redis.credentials", "minio.credentials", "idp/signing-key.pem"} {
+		secrets[name] = readPrivateFile(t, filepath.Join(dir, name))
+	}
+	if entries, err := os.ReadDir(filepath.Join(dir, "redis")); err != nil || len(entries) != 0 {
+		t.Errorf("Redis's working dir holds %d entries (%v), want none", len(entries), err)
+	}
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".rdb") || strings.HasSuffix(path, ".aof") || strings.Contains(d.Name(), "appendonly")) {
+			t.Errorf("a Redis file on disk: %s", path)
+		}
+		return nil
+	})
+	minioCreds := secrets["minio.credentials"]
 
 	second, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
 	if second["CLIENT_SECRET"] != first["CLIENT_SECRET"] || second["READONLY_CLIENT_SECRET"] != first["READONLY_CLIENT_SECRET"] {
@@ -57,6 +89,14 @@ func TestMakeRun(t *testing.T) {
 	}
 	if readPrivateFile(t, filepath.Join(dir, "minio.credentials")) != minioCreds {
 		t.Error("a second make run changed MinIO's root credentials")
+	}
+	for _, name := range []string{"postgres.credentials", "redis.credentials"} {
+		if readPrivateFile(t, filepath.Join(dir, name)) != secrets[name] {
+			t.Errorf("a second make run changed %s", name)
+		}
+	}
+	if again := readEnv(t, filepath.Join(dir, "datastores.env"), "PARTIES_DATABASE_URL"); again["PARTIES_DATABASE_URL"] != access["PARTIES_DATABASE_URL"] {
+		t.Error("a second make run changed the services' roles")
 	}
 	list := apitest.Expect(t, apitest.Client{BaseURL: second["REGISTRY_URL"]}.Do(t, "GET", "/organizations?registration_number=kept-1",
 		tokenFor(t, second), nil), 200).List()
@@ -105,7 +145,7 @@ func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
 		_ = cmd.Process.Kill()
 		t.Fatal("make run did not get ready")
 	}
-	return readEnv(t, filepath.Join(dir, "registry.env")), cmd
+	return readEnv(t, filepath.Join(dir, "registry.env"), "REGISTRY_URL", "AUTH_URL", "RESOURCE", "CLIENT_ID", "CLIENT_SECRET", "READONLY_CLIENT_ID", "READONLY_CLIENT_SECRET"), cmd
 }
 
 // stopMakeRun presses Ctrl-C and checks that nothing of the run remains.
@@ -167,7 +207,9 @@ func readPrivateFile(t *testing.T, path string) string {
 	return string(raw)
 }
 
-func readEnv(t *testing.T, path string) makeRun {
+// readEnv reads a file of name=value lines that holds secrets (mode 0600)
+// and must hold the named ones.
+func readEnv(t *testing.T, path string, required ...string) makeRun {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -182,9 +224,9 @@ func readEnv(t *testing.T, path string) makeRun {
 			env[k] = v
 		}
 	}
-	for _, k := range []string{"REGISTRY_URL", "AUTH_URL", "RESOURCE", "CLIENT_ID", "CLIENT_SECRET", "READONLY_CLIENT_ID", "READONLY_CLIENT_SECRET"} {
+	for _, k := range required {
 		if env[k] == "" {
-			t.Errorf("registry.env lacks %s", k)
+			t.Errorf("%s lacks %s", path, k)
 		}
 	}
 	return env

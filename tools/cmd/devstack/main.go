@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -85,6 +86,8 @@ The Asset Registry is running.
   Credentials          %[5]s
   Logs                 %[6]s
   MinIO (S3)           http://%[7]s  (console %[8]s; root credentials in %[9]s)
+  PostgreSQL, Redis    %[10]s, %[11]s  (passwords only; each service's own
+                       role and Redis user in %[12]s)
 
 Get a token and make a first call:
 
@@ -99,5 +102,15 @@ Get a token and make a first call:
 
 Press Ctrl-C to stop everything.
 `, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, stack.LogDir,
-		stack.S3Endpoint, console, stack.S3Credentials)
+		stack.S3Endpoint, console, stack.S3Credentials, redactedHost(stack.DatabaseURL), redactedHost(stack.RedisURL),
+		filepath.Join(filepath.Dir(envFile), "datastores.env"))
+}
+
+// redactedHost is where a datastore listens, without its credentials.
+func redactedHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Host
 }

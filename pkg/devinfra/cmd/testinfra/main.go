@@ -8,9 +8,10 @@
 // TEST_DATABASE_URL, TEST_REDIS_URL and TEST_S3_ENDPOINT, TEST_S3_ACCESS_KEY,
 // TEST_S3_SECRET_KEY and TEST_S3_REGION lines to the env file (mode 0600, as
 // it holds a secret, and atomically, so a reader polling for the file never
-// sees half of it). It then runs until SIGINT or SIGTERM, or until its parent
-// process dies, and stops the servers and removes their data dir and the env
-// file.
+// sees half of it). PostgreSQL and Redis need passwords, which the URLs
+// carry; their credentials files (0600) are in the data dir. It then runs
+// until SIGINT or SIGTERM, or until its parent process dies, and stops the
+// servers and removes their data dir and the env file.
 package main
 
 import (
@@ -111,7 +112,8 @@ func run(dir, envFile string) (err error) {
 	if err := writeFileAtomic(envFile, env); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "testinfra: postgres at %s, redis at %s, minio at %s; logs in %s\n", pg.URL, rd.URL, s3.URL, dir)
+	// Addresses only: the URLs carry passwords, which stay in the env file.
+	fmt.Fprintf(os.Stderr, "testinfra: postgres at 127.0.0.1:%d, redis at %s, minio at %s; logs in %s\n", pg.Port, rd.Addr, s3.URL, dir)
 	<-ctx.Done()
 	return nil
 }

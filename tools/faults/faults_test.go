@@ -1,0 +1,302 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fault is one thing that goes wrong.
+type fault struct {
+	name string
+	// inject breaks something; heal, after hold, mends it (restarting what
+	// was killed, as a supervisor would: the rest of the registry is never
+	// restarted).
+	inject, heal func(t *testing.T)
+	hold         time.Duration
+	// unavailable: the load may get 503s with Retry-After; without it,
+	// every call of the load must succeed.
+	unavailable bool
+	// unanswered: calls may get no answer at all (the gateway is down).
+	unanswered bool
+	// alongside runs during the load instead of inject and heal: clients
+	// that misbehave, whose own answers it checks and returns.
+	alongside func(t *testing.T) []call
+}
+
+func TestFaults(t *testing.T) {
+	faults := []fault{
+		{name: "slow and oversized clients", alongside: misbehavingClients},
+		{name: "postgres: 200 ms latency (toxiproxy)", inject: addToxic("postgres", "latency", "downstream", `{"latency":200}`),
+			heal: removeToxic("postgres", "latency"), hold: 5 * time.Second, unavailable: true},
+		{name: "postgres: connections cut (toxiproxy)", inject: cut("postgres"), heal: restore("postgres"), hold: 4 * time.Second, unavailable: true},
+		{name: "postgres: paused (SIGSTOP)", inject: func(t *testing.T) { must(t, stack.Postgres.Signal(syscall.SIGSTOP)) },
+			heal: func(t *testing.T) { must(t, stack.Postgres.Signal(syscall.SIGCONT)) }, hold: hangBound + 2*time.Second, unavailable: true},
+		{name: "postgres: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Postgres.Kill()) },
+			heal: func(t *testing.T) { must(t, stack.Postgres.Restart(t.Context())) }, hold: 3 * time.Second, unavailable: true},
+		{name: "redis: 500 ms latency (toxiproxy)", inject: addToxic("redis", "latency", "downstream", `{"latency":500}`),
+			heal: removeToxic("redis", "latency"), hold: 4 * time.Second},
+		{name: "redis: connections cut (toxiproxy)", inject: cut("redis"), heal: restore("redis"), hold: 4 * time.Second},
+		{name: "redis: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Redis.Kill()) },
+			heal: func(t *testing.T) { must(t, stack.Redis.Restart(t.Context())) }, hold: 3 * time.Second},
+		{name: "s3: connections cut (toxiproxy)", inject: cut("s3"), heal: restore("s3"), hold: 4 * time.Second, unavailable: true},
+		{name: "s3: cut after 4 KiB (toxiproxy)", inject: addToxic("s3", "limit_data", "upstream", `{"bytes":4096}`),
+			heal: removeToxic("s3", "limit_data"), hold: 4 * time.Second, unavailable: true},
+		{name: "parties: killed (SIGKILL), restarted", inject: kill("parties"), heal: restart("parties"), hold: 3 * time.Second, unavailable: true},
+		{name: "documents: killed (SIGKILL), restarted", inject: kill("documents"), heal: restart("documents"), hold: 3 * time.Second, unavailable: true},
+		{name: "gateway: stopped (SIGTERM), restarted", inject: func(t *testing.T) { must(t, stack.Processes["api-gateway"].Stop()) },
+			heal: restart("api-gateway"), hold: 3 * time.Second, unavailable: true, unanswered: true},
+	}
+	for i, f := range faults {
+		t.Run(f.name, func(t *testing.T) { exercise(t, i, f) })
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func kill(name string) func(*testing.T) {
+	return func(t *testing.T) { must(t, stack.Processes[name].Kill()) }
+}
+
+func restart(name string) func(*testing.T) {
+	return func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		must(t, stack.Processes[name].Restart(ctx))
+	}
+}
+
+// cut closes every connection through the datastore's proxy and refuses
+// new ones; restore lets them through again.
+func cut(datastore string) func(*testing.T) {
+	return func(*testing.T) { proxies[datastore].Stop() }
+}
+
+func restore(datastore string) func(*testing.T) {
+	return func(t *testing.T) { must(t, proxies[datastore].Start()) }
+}
+
+func addToxic(datastore, kind, stream, attributes string) func(*testing.T) {
+	return func(t *testing.T) {
+		_, err := proxies[datastore].Toxics.AddToxicJson(strings.NewReader(
+			fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"attributes":%s}`, kind, kind, stream, attributes)))
+		must(t, err)
+	}
+}
+
+func removeToxic(datastore, kind string) func(*testing.T) {
+	return func(t *testing.T) { must(t, proxies[datastore].Toxics.RemoveToxic(context.Background(), kind)) }
+}
+
+// exercise runs one fault under the load and checks what the registry did.
+func exercise(t *testing.T, i int, f fault) {
+	c := newClient(t)
+	l := newLoad(c, tag(i))
+	stopLoad := l.run(3, 25*time.Millisecond)
+	time.Sleep(time.Second) // the load reaches its stride before the fault
+
+	var own []call
+	if f.alongside != nil {
+		own = f.alongside(t)
+	} else {
+		f.inject(t)
+		time.Sleep(f.hold)
+		f.heal(t)
+	}
+	recovered := waitRecovered(t, c, l.tag)
+	time.Sleep(500 * time.Millisecond) // some of the load after recovery too
+	calls := stopLoad()
+	if !recovered {
+		t.Error("the registry did not recover (a create, read, find and upload all answered) within 90 s of the fault ending")
+	}
+
+	r := row{fault: f.name, calls: len(calls) + len(own), statuses: byStatus(append(slices.Clone(calls), own...)), recovered: recovered}
+	for _, c := range calls {
+		if c.status != 0 {
+			r.slowest = max(r.slowest, c.took)
+		}
+	}
+	checkAnswers(t, f, calls)
+	acked, retried := retryKeyed(t, c, calls)
+	r.retried = retried
+	r.lost = checkReadable(t, c, acked)
+	r.duplicates = checkCopies(t, c, calls, acked)
+	r.halfWritten = checkDocuments(t, l.tag, calls, acked)
+	checkOrganizations(t, l.tag, calls, acked)
+	record(r)
+}
+
+// byStatus summarises answers: "201:40 200:31 503:6 refused:2" (refused:
+// no connection; none: a connection but no answer).
+func byStatus(calls []call) string {
+	counts := map[string]int{}
+	for _, c := range calls {
+		key := strconv.Itoa(c.status)
+		switch {
+		case c.status == 0 && errors.Is(c.err, syscall.ECONNREFUSED):
+			key = "refused"
+		case c.status == 0:
+			key = "none"
+		}
+		counts[key]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, counts[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// checkAnswers holds every answer of the load to the rules: a problem for
+// every failure, 503 with Retry-After only for a dependency that is down,
+// never a 500 or any other failure for a valid request, never a hang, and
+// always an answer unless the gateway itself is down.
+func checkAnswers(t *testing.T, f fault, calls []call) {
+	t.Helper()
+	var wrong []string
+	for _, c := range calls {
+		var why string
+		switch {
+		case c.hung():
+			why = fmt.Sprintf("no answer within %s (%v)", hangBound, c.err)
+		case c.status == 0 && !f.unanswered:
+			why = fmt.Sprintf("no answer: %v", c.err)
+		case c.status == 0, c.ok():
+		case !c.problem:
+			why = fmt.Sprintf("%d without a problem body", c.status)
+		case c.status == 503 && !f.unavailable:
+			why = "503, though nothing the registry needs is down"
+		case c.status == 503 && !c.retryAfter:
+			why = "503 without Retry-After"
+		case c.status != 503:
+			why = fmt.Sprintf("%d for a valid request", c.status)
+		}
+		if why != "" {
+			wrong = append(wrong, fmt.Sprintf("%s %s (%s): %s", c.method, c.path, c.op, why))
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("%d of %d answers break the rules, e.g.:\n  %s", len(wrong), len(calls), strings.Join(wrong[:min(len(wrong), 8)], "\n  "))
+	}
+}
+
+// retryKeyed sends every create with an Idempotency-Key that did not
+// succeed again, with its key, until it does, as an integration would
+// (honouring Retry-After); the registry must answer each retry with the
+// first outcome or execute it once. It returns every acknowledged create.
+func retryKeyed(t *testing.T, c *client, calls []call) (acked []call, retried int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, cl := range calls {
+		if !cl.create {
+			continue
+		}
+		if cl.ok() {
+			acked = append(acked, cl)
+			continue
+		}
+		if cl.key == "" {
+			continue // its outcome stays unknown, as it would for a client
+		}
+		retried++
+		for {
+			a := c.do(context.Background(), cl.request)
+			if a.ok() {
+				acked = append(acked, call{cl.request, a})
+				break
+			}
+			if a.status != 0 && a.status != 409 && a.status != 503 {
+				t.Errorf("retrying %s %s with its key: %d", cl.method, cl.path, a.status)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("retrying %s %s with its key: still %d (%v) after 2 minutes", cl.method, cl.path, a.status, a.err)
+				break
+			}
+			time.Sleep(time.Second) // Retry-After is 1 s in every answer that carries it
+		}
+	}
+	return acked, retried
+}
+
+// itemPath is where an acknowledged create can be read.
+func itemPath(c call) string { return c.path + "/" + c.id }
+
+// checkReadable reads every acknowledged create back; each one missing is
+// a lost write.
+func checkReadable(t *testing.T, c *client, acked []call) (lost int) {
+	t.Helper()
+	for _, a := range acked {
+		got := c.do(context.Background(), request{method: "GET", path: itemPath(a)})
+		if got.status != 200 {
+			lost++
+			t.Errorf("acknowledged %s %s (%s) reads %d (%v)", a.method, a.path, a.id, got.status, got.err)
+		}
+	}
+	return lost
+}
+
+// checkCopies counts what each keyed create made: exactly one, however
+// often it was sent.
+func checkCopies(t *testing.T, c *client, calls, acked []call) (duplicates int) {
+	t.Helper()
+	for _, a := range acked {
+		if a.key == "" {
+			continue
+		}
+		var n int
+		switch a.path {
+		case "/organizations":
+			n = countList(t, c, "/organizations?registration_number="+url.QueryEscape(a.target))
+		case "/asset_types":
+			n = countList(t, c, "/asset_types/by_brand_and_model?brand=Fault&model="+url.QueryEscape(a.target))
+		case "/documents":
+			n = countRows(t, "SELECT count(*) FROM documents.documents WHERE sha256 = $1", a.target)
+		}
+		if n != 1 {
+			duplicates += max(n-1, 0)
+			t.Errorf("%s with key %s made %d copies, want 1", a.path, a.key, n)
+		}
+	}
+	return duplicates
+}
+
+func countList(t *testing.T, c *client, path string) int {
+	t.Helper()
+	req, err := http.NewRequest("GET", stack.RegistryURL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list []json.RawMessage
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&list) != nil {
+		t.Fatalf("%s: %d", path, resp.StatusCode)
+	}
+	return len(list)
+}

@@ -1,0 +1,258 @@
+//go:build faults
+
+package faults
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// client is an integration calling the gateway with a read-write token.
+type client struct {
+	http  *http.Client
+	token string
+}
+
+func newClient(t *testing.T) *client {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {creds.ClientID},
+		"client_secret": {creds.ClientSecret}, "resource": {creds.Resource}}
+	resp, err := http.PostForm(creds.AuthURL+"/oidc/token", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.AccessToken == "" {
+		t.Fatalf("token: %d %v", resp.StatusCode, err)
+	}
+	return &client{
+		http: &http.Client{Timeout: hangBound, Transport: &http.Transport{
+			MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second,
+		}},
+		token: body.AccessToken,
+	}
+}
+
+// request is one call, kept so a create can be sent again with its key.
+type request struct {
+	op          string // what it does, for the report
+	method      string
+	path        string
+	body        []byte
+	contentType string
+	key         string // Idempotency-Key; "" for none
+	create      bool
+	// target identifies what a create makes (a registration number, a
+	// model, a file's SHA-256), to count the copies afterwards.
+	target string
+}
+
+// answer is what a call got.
+type answer struct {
+	status     int   // 0: no answer
+	err        error // the transport's, when there was no answer
+	problem    bool  // a problem body (application/problem+json)
+	retryAfter bool
+	id         string // a 2xx create's id
+	took       time.Duration
+}
+
+func (a answer) ok() bool { return a.status >= 200 && a.status < 300 }
+
+func (c *client) do(ctx context.Context, r request) answer {
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, r.method, stack.RegistryURL+r.path, bytes.NewReader(r.body))
+	if err != nil {
+		return answer{err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	if r.key != "" {
+		req.Header.Set("Idempotency-Key", r.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return answer{err: err, took: time.Since(start)}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, took: time.Since(start),
+		problem:    strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json"),
+		retryAfter: resp.Header.Get("Retry-After") != ""}
+	if err != nil {
+		// The status line came but the body broke off: no answer either.
+		return answer{err: fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err), took: a.took}
+	}
+	if a.ok() && r.create {
+		var created struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(raw, &created)
+		a.id = created.ID
+	}
+	return a
+}
+
+// call is a request made and what it got.
+type call struct {
+	request
+	answer
+}
+
+// hung reports whether the call got no answer within hangBound.
+func (c call) hung() bool {
+	var timeout interface{ Timeout() bool }
+	return c.status == 0 && (errors.As(c.err, &timeout) && timeout.Timeout() || c.took >= hangBound)
+}
+
+// load runs the mixed load of one fault: creates of organizations with
+// and without an Idempotency-Key, asset types with one, uploads with and
+// without one, reads and finds of what was created.
+type load struct {
+	c   *client
+	tag string
+
+	mu    sync.Mutex
+	calls []call
+	n     int
+	orgs  []string // registration numbers of acknowledged organizations
+	types []string // models of acknowledged asset types
+	ids   map[string]string
+}
+
+func newLoad(c *client, tag string) *load { return &load{c: c, tag: tag, ids: map[string]string{}} }
+
+// next returns the nth request of the load's cycle.
+func (l *load) next() request {
+	l.mu.Lock()
+	n := l.n
+	l.n++
+	var org, model, orgID string
+	if len(l.orgs) > 0 {
+		org = l.orgs[n%len(l.orgs)]
+		orgID = l.ids["org:"+org]
+	}
+	if len(l.types) > 0 {
+		model = l.types[n%len(l.types)]
+	}
+	l.mu.Unlock()
+	name := fmt.Sprintf("%s-%d", l.tag, n)
+	switch n % 8 {
+	case 0:
+		return orgCreate(name, "k-"+name)
+	case 1:
+		return orgCreate(name, "")
+	case 2:
+		if orgID != "" {
+			return request{op: "read", method: "GET", path: "/organizations/" + orgID}
+		}
+		return request{op: "list", method: "GET", path: "/organizations?limit=5"}
+	case 3:
+		if org != "" {
+			body, _ := json.Marshal(map[string]string{"registration_number": org})
+			return request{op: "find", method: "POST", path: "/organizations/find", body: body, contentType: "application/json"}
+		}
+		return request{op: "list", method: "GET", path: "/organizations?limit=5"}
+	case 4:
+		return upload(name, "k-"+name, 16<<10)
+	case 5:
+		body, _ := json.Marshal(map[string]string{"brand": "Fault", "model": name})
+		return request{op: "create", method: "POST", path: "/asset_types", body: body, contentType: "application/json",
+			key: "k-" + name, create: true, target: name}
+	case 6:
+		if model != "" {
+			return request{op: "find", method: "GET", path: "/asset_types/by_brand_and_model?brand=Fault&model=" + url.QueryEscape(model)}
+		}
+		return request{op: "list", method: "GET", path: "/asset_types?limit=5"}
+	default:
+		return upload(name, "", 16<<10)
+	}
+}
+
+func orgCreate(name, key string) request {
+	body, _ := json.Marshal(map[string]string{"name": "Fault " + name, "registration_number": name, "organization_type": "private"})
+	return request{op: "create", method: "POST", path: "/organizations", body: body, contentType: "application/json",
+		key: key, create: true, target: name}
+}
+
+// upload is a document of size bytes whose content is its name repeated,
+// so no two uploads share a SHA-256 and copies can be counted by it.
+func upload(name, key string, size int) request {
+	content := bytes.Repeat([]byte(name+"\n"), size/(len(name)+1)+1)[:size]
+	sum := sha256.Sum256(content)
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	_ = w.WriteField("document_type", "fault_report")
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s.txt"`, name))
+	h.Set("Content-Type", "text/plain")
+	part, _ := w.CreatePart(h)
+	_, _ = part.Write(content)
+	_ = w.Close()
+	return request{op: "upload", method: "POST", path: "/documents", body: b.Bytes(), contentType: w.FormDataContentType(),
+		key: key, create: true, target: hex.EncodeToString(sum[:])}
+}
+
+// run sends the load from workers until stop is closed, each pausing
+// between calls so the load stays bounded on a small machine.
+func (l *load) run(workers int, pause time.Duration) (stop func() []call) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				r := l.next()
+				a := l.c.do(context.Background(), r)
+				l.add(call{r, a})
+				time.Sleep(pause)
+			}
+		})
+	}
+	return func() []call {
+		close(done)
+		wg.Wait()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return append([]call(nil), l.calls...)
+	}
+}
+
+func (l *load) add(c call) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, c)
+	if !c.ok() || !c.create {
+		return
+	}
+	switch c.path {
+	case "/organizations":
+		l.orgs = append(l.orgs, c.target)
+		l.ids["org:"+c.target] = c.id
+	case "/asset_types":
+		l.types = append(l.types, c.target)
+	}
+}

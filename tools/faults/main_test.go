@@ -1,0 +1,152 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/tools/devstack"
+)
+
+// The stack's limits, short so that a fault costs seconds, not minutes.
+const (
+	requestTimeout = 6 * time.Second
+	// hangBound is how long the load waits for an answer: the request
+	// timeout and a margin for the gateway's and the client's own work on a
+	// busy machine. A call still unanswered then has hung, which no fault
+	// may cause; a pause of a dependency lasts longer than this, so a
+	// request that waits for the dependency instead of giving up is caught.
+	hangBound     = requestTimeout + 4*time.Second
+	bodyTimeout   = 3 * time.Second // HTTP_BODY_TIMEOUT and the upload rate window
+	uploadTimeout = 20 * time.Second
+	maxUpload     = 1 << 20
+)
+
+var (
+	stack   *devstack.Stack
+	creds   devstack.Credentials
+	proxies = map[string]*toxiproxy.Proxy{} // by datastore: postgres, redis, s3
+
+	reportMu sync.Mutex
+	report   []row
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	dir, err := devinfra.MkdirTemp("faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin, err := devstack.Binaries(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faults: build binaries:", err)
+		return 1
+	}
+	// toxiproxy in-process: one proxy per datastore, every registry
+	// process connecting through it, the suite's own checks going around.
+	toxics := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	via := func(datastore, addr string) (string, error) {
+		p := toxiproxy.NewProxy(toxics, datastore, "127.0.0.1:0", addr)
+		if err := p.Start(); err != nil {
+			return "", err
+		}
+		proxies[datastore] = p
+		return p.Listen, nil
+	}
+	defer func() {
+		for _, p := range proxies {
+			p.Stop()
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// Private datastores, since the suite kills them, with the durability
+	// of production (a killed PostgreSQL must not lose what it
+	// acknowledged: Ephemeral's synchronous_commit=off would).
+	stack, err = devstack.Start(ctx, devstack.Options{
+		Dir: dir, BinDir: bin, Database: "registry", Via: via,
+		Env: []string{
+			"REQUEST_TIMEOUT=" + requestTimeout.String(),
+			"HTTP_BODY_TIMEOUT=" + bodyTimeout.String(),
+			"HTTP_UPLOAD_RATE_WINDOW=" + bodyTimeout.String(),
+			fmt.Sprintf("DOCUMENTS_MAX_SIZE=%d", maxUpload),
+			// Objects of uploads a fault cut short are swept within
+			// seconds of their deadline, so the suite can see the
+			// bucket and the rows agree.
+			"DOCUMENTS_UPLOAD_TIMEOUT=" + uploadTimeout.String(),
+			"DOCUMENTS_SWEEP_EVERY=1s",
+			"LOG_LEVEL=warn",
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faults: start stack:", err)
+		return 1
+	}
+	defer func() {
+		if err := stack.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "faults: stop stack:", err)
+		}
+	}()
+	if creds, err = stack.EnsureClients(ctx, filepath.Join(dir, "registry.env")); err != nil {
+		fmt.Fprintln(os.Stderr, "faults: clients:", err)
+		return 1
+	}
+	code := m.Run()
+	printReport()
+	return code
+}
+
+// row is one fault's line in the report.
+type row struct {
+	fault                                  string
+	calls                                  int
+	statuses                               string
+	lost, duplicates, halfWritten, retried int
+	recovered                              bool
+	slowest                                time.Duration
+}
+
+func record(r row) {
+	reportMu.Lock()
+	defer reportMu.Unlock()
+	report = append(report, r)
+}
+
+func printReport() {
+	if len(report) == 0 {
+		return
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nfault\tcalls\tanswers by status\tslowest answer\tretried with key\tacked writes lost\tduplicates\thalf-written\trecovered")
+	for _, r := range report {
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%v\n", r.fault, r.calls, r.statuses, r.slowest.Round(10*time.Millisecond),
+			r.retried, r.lost, r.duplicates, r.halfWritten, r.recovered)
+	}
+	w.Flush()
+}
+
+func randomHex() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// tag makes a fault's names unique within the run: f03-1a2b3c4d.
+func tag(i int) string { return fmt.Sprintf("f%02d-%s", i, randomHex()) }

@@ -52,6 +52,9 @@ type Options struct {
 	// (and as many organizations in the reference schema) before measuring.
 	Organizations, People int
 	Assets                int // assets seeded (all of one asset type)
+	// Actions are copied straight into the actions table (a million by
+	// default), for the deep pages of GET /actions.
+	Actions int
 	// UploadSize is the file of the upload rows; LargeUpload the file of
 	// the one-client large upload (1 GiB), streamed from a generator.
 	UploadSize, LargeUpload int64
@@ -79,7 +82,11 @@ type Env struct {
 	People       int      // people 0..People-1 exist (see person)
 	PersonIDs    []string // their ids
 	Assets       []string // asset ids; asset i has serial number SN<i>
+	Actions      int      // actions seeded (see seedActions)
 	LargeUpload  int64    // bytes of the large upload's file
+	// DeepCursors are the cursors halfway through each actionLists
+	// filter's seeded actions, by filter name.
+	DeepCursors map[string]string
 
 	upload upload        // the upload rows' file and form
 	s3     *minio.Client // the stack's object store, for PutObject
@@ -155,6 +162,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Assets <= 0 {
 		o.Assets = 1000
+	}
+	if o.Actions <= 0 {
+		o.Actions = 1_000_000
 	}
 	if o.UploadSize <= 0 {
 		o.UploadSize = 8 << 20
@@ -355,6 +365,19 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	if err := e.seedAssets(startCtx, o.Assets); err != nil {
 		return fail(err)
 	}
+	// Not under startCtx: a million actions on a busy machine may take
+	// minutes of their own.
+	seeding := time.Now()
+	fmt.Fprintf(o.Progress, "seeding %d actions straight into the actions table...", o.Actions)
+	if err := e.seedActions(ctx, o.Actions); err != nil {
+		return fail(err)
+	}
+	walking := time.Now()
+	if err := e.findDeepCursors(ctx); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(o.Progress, " %.1f s (copy and ANALYZE), %.1f s walking to the deep pages\n",
+		walking.Sub(seeding).Seconds(), time.Since(walking).Seconds())
 	return e, stop, nil
 }
 
@@ -493,6 +516,12 @@ func (e *Env) HTTPOp(base string, next func(w *Worker) Request) Op {
 // send makes one call on the keep-alive client; it reads the whole answer
 // and returns it only when the status is the expected one.
 func (e *Env) send(ctx context.Context, base string, r Request) ([]byte, error) {
+	raw, _, err := e.exchange(ctx, base, r)
+	return raw, err
+}
+
+// exchange is send that also returns the answer's header (a list's Link).
+func (e *Env) exchange(ctx context.Context, base string, r Request) ([]byte, http.Header, error) {
 	var body io.Reader = http.NoBody
 	switch {
 	case r.BodyFrom != nil:
@@ -502,7 +531,7 @@ func (e *Env) send(ctx context.Context, base string, r Request) ([]byte, error) 
 	}
 	req, err := http.NewRequestWithContext(ctx, r.Method, base+r.Path, body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.BodyFrom != nil {
 		req.ContentLength = r.Length
@@ -519,17 +548,17 @@ func (e *Env) send(ctx context.Context, base string, r Request) ([]byte, error) 
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.StatusCode != r.Want {
-		return nil, fmt.Errorf("%s %s: %d (want %d): %.300s", r.Method, r.Path, resp.StatusCode, r.Want, raw)
+		return nil, nil, fmt.Errorf("%s %s: %d (want %d): %.300s", r.Method, r.Path, resp.StatusCode, r.Want, raw)
 	}
-	return raw, nil
+	return raw, resp.Header, nil
 }
 
 // refreshToken gets a fresh access token for the read-write client.

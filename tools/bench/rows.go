@@ -167,6 +167,10 @@ var Calls = []Call{
 	// connections, so the row shows what the three checks cost beside the
 	// organization's plain insert.
 	{Name: "POST /actions", Service: "actions", Limit: RefPost, Request: createAction},
+	// Keyset pages of a million actions (Options.Actions): a page from the
+	// middle of each filter's actions must cost what its first page costs.
+	actionsPage(actionLists[0], false), actionsPage(actionLists[0], true),
+	actionsPage(actionLists[1], false), actionsPage(actionLists[1], true),
 	// Warm: a small set of people, each found once before the row starts
 	// and then again and again.
 	{Name: "POST /people/find, cache warm", Service: "parties", Limit: RefGet,

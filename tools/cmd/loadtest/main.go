@@ -32,6 +32,7 @@ func main() {
 	flag.IntVar(&o.Organizations, "organizations", 1000, "organizations to seed")
 	flag.IntVar(&o.People, "people", 2000, "people to seed")
 	flag.IntVar(&o.Assets, "assets", 1000, "assets to seed")
+	flag.IntVar(&o.Actions, "actions", 1_000_000, "actions to copy into the actions table (the deep pages of GET /actions)")
 	flag.Int64Var(&o.UploadSize, "upload-size", 8<<20, "bytes of the file the upload rows send")
 	flag.Int64Var(&o.LargeUpload, "large-upload", 1<<30, "bytes of the file the one-client large upload streams")
 	flag.BoolVar(&o.Profile, "profile", false, "save CPU and heap profiles of every process under each row (first round) in <out>/profiles")
@@ -39,7 +40,7 @@ func main() {
 	flag.Parse()
 	if *quick {
 		o.Load.Warmup, o.Load.Duration, o.Rounds, o.Organizations, o.People = 100*time.Millisecond, 500*time.Millisecond, 1, 50, 100
-		o.Assets, o.UploadSize, o.LargeUpload = 50, 2<<20, 16<<20
+		o.Assets, o.Actions, o.UploadSize, o.LargeUpload = 50, 20_000, 2<<20, 16<<20
 	}
 	if rows != "" {
 		re, err := regexp.Compile(rows)

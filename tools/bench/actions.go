@@ -100,15 +100,19 @@ func (e *Env) findDeepCursors(ctx context.Context) error {
 	return nil
 }
 
+// actionsPagePrefix begins the names of the rows that need the seeded
+// actions.
+const actionsPagePrefix = "GET /actions?"
+
 // actionsPage is GET /actions of the filter, a page of the contract's
 // default size: the first page (divided by the reference GET), or the
 // page after half of the filter's seeded actions, divided by the first
 // page: about 1 means as fast deep as on the first page.
 func actionsPage(l actionsList, deep bool) Call {
-	first := "GET /actions?" + l.Name + ", first page"
+	first := actionsPagePrefix + l.Name + ", first page"
 	c := Call{Name: first, Service: "actions", Limit: RefGet}
 	if deep {
-		c.Name, c.Limit = "GET /actions?"+l.Name+", deep page", first+" · direct"
+		c.Name, c.Limit = actionsPagePrefix+l.Name+", deep page", first+" · direct"
 	}
 	c.Request = func(e *Env, _ *Worker) Request {
 		path := "/actions?" + l.Query(e) + "&limit=" + strconv.Itoa(listing.DefaultLimit)

@@ -54,8 +54,8 @@ func (r Response) Fields() []string {
 	return out
 }
 
-// Do sends a request. body may be nil, a string (sent as is) or a value
-// (marshalled); bodies get Content-Type application/json unless headers
+// Do sends a request. body may be nil, a string or an io.Reader (sent as
+// is) or a value (marshalled); bodies get Content-Type application/json unless headers
 // (name, value pairs) say otherwise.
 func (c Client) Do(t testing.TB, method, path, token string, body any, headers ...string) Response {
 	t.Helper()
@@ -64,6 +64,8 @@ func (c Client) Do(t testing.TB, method, path, token string, body any, headers .
 	case nil:
 	case string:
 		rd = strings.NewReader(b)
+	case io.Reader:
+		rd = b
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {

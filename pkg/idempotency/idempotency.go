@@ -153,30 +153,42 @@ func (k *Keys) run(ctx context.Context, key string, request any, next endpoint.E
 		return existing.answer(ctx, request)
 	}
 	ctx, unit := k.store.BeginUnit(ctx)
-	release := func() {
-		unit.Rollback(ctx)
-		k.release(ctx, client, key, token)
+	// release frees the key of a request that failed, before the answer,
+	// so that a corrected retry runs at once. After a failure of a
+	// dependency it runs in the background instead: it would only wait on
+	// the database that just failed (a paused one does not answer at all),
+	// and the claim's lease frees the key anyway.
+	release := func(cause error) {
+		free := func() {
+			unit.Rollback(ctx)
+			k.release(ctx, client, key, token)
+		}
+		if apperr.Is(cause, apperr.KindUnavailable) {
+			go free()
+			return
+		}
+		free()
 	}
 	response, err := next(ctx, request)
 	if err != nil {
-		release()
+		release(err)
 		return nil, err
 	}
 	fingerprint, err := fingerprintOf(ctx, request, false)
 	if err != nil {
-		release()
+		release(err)
 		return nil, err
 	}
 	status, location, body, err := httpx.Render(response)
 	if err != nil {
-		release()
+		release(err)
 		return nil, err
 	}
 	stepCtx, cancel := k.bounded(ctx)
 	defer cancel()
 	tx, err := unit.Tx(stepCtx)
 	if err != nil {
-		release()
+		release(err)
 		return nil, err
 	}
 	tag, err := tx.Exec(stepCtx, `UPDATE idempotency_keys SET state = 'done', fingerprint = $4, status = $5, location = $6,
@@ -188,8 +200,9 @@ func (k *Keys) run(ctx context.Context, key string, request any, next endpoint.E
 		err = apperr.Unavailable("the request", fmt.Errorf("idempotency: the lease of key %q expired", key))
 	}
 	if err != nil {
-		release()
-		return nil, postgres.Classify(err, "record idempotency key")
+		err = postgres.Classify(err, "record idempotency key")
+		release(err)
+		return nil, err
 	}
 	if err := unit.Commit(stepCtx); err != nil {
 		// Whether the commit happened is unknown; the record (done or

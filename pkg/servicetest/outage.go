@@ -70,15 +70,20 @@ func DatabaseDown(t *testing.T, spec servicekit.Spec, o Outage) {
 	}
 }
 
-// DatabasePaused runs spec on a private PostgreSQL server and pauses it
-// (SIGSTOP: connections stay open, nothing answers, as behind a network
-// partition or a stalled disk). Each call must answer 503 with Retry-After
-// within the request timeout and a margin, never wait for the database to
-// come back: the server-side statement timeout cannot fire in a server
-// that does not run, so every database step needs a bound of its own, also
-// in a request that may run longer than the request timeout (an upload).
-// After the pause the service must serve again by itself (after, if set).
-func DatabasePaused(t *testing.T, spec servicekit.Spec, during []Request, after func(s *Service)) {
+// Pausable is a service on a private PostgreSQL server that the test
+// pauses (SIGSTOP: connections stay open, nothing answers, as behind a
+// network partition or a stalled disk) and resumes. Its request timeout is
+// 2 s, and Bounded is a client that gives up 5 s after that: an answer
+// later than that waited for the paused database.
+type Pausable struct {
+	*Service
+	Bounded apitest.Client
+	pg      *devinfra.Postgres
+}
+
+// StartPausable starts spec on a private PostgreSQL server of its own,
+// with connections open in its pool.
+func StartPausable(t *testing.T, spec servicekit.Spec) *Pausable {
 	t.Helper()
 	dir := testharness.ServerDir(t)
 	pg, err := devinfra.StartPostgres(t.Context(), devinfra.PostgresOptions{DataDir: filepath.Join(dir, "pg"), Ephemeral: true})
@@ -91,27 +96,50 @@ func DatabasePaused(t *testing.T, spec servicekit.Spec, during []Request, after 
 	cfg.Database.URL, cfg.Database.MaxConns = pg.URL, 4
 	cfg.Timeout = 2 * time.Second
 	s := StartWith(t, spec, cfg, issuer)
-	// Open connections first, so that the calls find them in the pool
-	// and wait on the paused server rather than on connecting to it.
+	// Open connections first, so that calls find them in the pool and
+	// wait on the paused server rather than on connecting to it.
 	if r := (apitest.Client{BaseURL: s.Client.BaseURL}).Do(t, "GET", "/readyz", "", nil); r.Status != 200 {
 		t.Fatalf("readyz = %d before the pause", r.Status)
 	}
-	if err := pg.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	bounded := *s.Client.HTTP
 	bounded.Timeout = cfg.Timeout + 5*time.Second
-	client := apitest.Client{BaseURL: s.Client.BaseURL, HTTP: &bounded}
+	return &Pausable{Service: s, Bounded: apitest.Client{BaseURL: s.Client.BaseURL, HTTP: &bounded}, pg: pg}
+}
+
+// Pause stops the database server and every backend. It may be called
+// from any goroutine (a request body's reader, say).
+func (p *Pausable) Pause(t testing.TB) {
+	if err := p.pg.Signal(syscall.SIGSTOP); err != nil {
+		t.Error(err)
+	}
+}
+
+// Resume lets them run again.
+func (p *Pausable) Resume(t testing.TB) {
+	if err := p.pg.Signal(syscall.SIGCONT); err != nil {
+		t.Error(err)
+	}
+}
+
+// DatabasePaused pauses spec's database (see Pausable). Each call must
+// answer 503 with Retry-After within the request timeout and a margin,
+// never wait for the database to come back: the server-side statement
+// timeout cannot fire in a server that does not run, so every database
+// step needs a bound of its own, also in a request that may run longer
+// than the request timeout (an upload). After the pause the service must
+// serve again by itself (after, if set).
+func DatabasePaused(t *testing.T, spec servicekit.Spec, during []Request, after func(s *Service)) {
+	t.Helper()
+	p := StartPausable(t, spec)
+	p.Pause(t)
 	for _, call := range during {
-		r := apitest.Expect(t, client.Do(t, call.Method, call.Path, s.RW, call.Body, call.Headers...), 503)
+		r := apitest.Expect(t, p.Bounded.Do(t, call.Method, call.Path, p.RW, call.Body, call.Headers...), 503)
 		if r.Header.Get("Retry-After") == "" {
 			t.Errorf("%s %s: 503 without Retry-After", call.Method, call.Path)
 		}
 	}
-	if err := pg.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	p.Resume(t)
 	if after != nil {
-		after(s)
+		after(p.Service)
 	}
 }

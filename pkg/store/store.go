@@ -121,10 +121,18 @@ func (u *Unit) Commit(ctx context.Context) error {
 	return nil
 }
 
+// rollbackTimeout bounds a unit of work's rollback.
+const rollbackTimeout = 5 * time.Second
+
 // Rollback abandons what the unit wrote; after Commit it does nothing.
 func (u *Unit) Rollback(ctx context.Context) {
 	if u.tx != nil {
-		_ = u.tx.Rollback(context.WithoutCancel(ctx))
+		// Bounded: a database that stopped answering must not hold the
+		// request (pgx closes the connection when this runs out, and the
+		// server rolls back what the connection had open).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = u.tx.Rollback(ctx)
 		u.tx = nil
 	}
 }

@@ -92,9 +92,16 @@ func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, 
 		v            apperr.Validation
 	)
 	// A failed upload leaves nothing: the object (whole or in part) is
-	// removed now, or by the sweeper if even that fails.
+	// removed before the answer, or by the sweeper if even that fails.
+	// After a failure of the database or of storage the removal runs in
+	// the background: it would only wait on what just failed (a paused
+	// database does not answer at all), and the answer must not.
 	abandon := func(err error) (DocumentDetail, error) {
-		s.store.RemoveLoose(ctx, id.String(), s.objects)
+		if apperr.Is(err, apperr.KindUnavailable) {
+			go s.store.RemoveLoose(ctx, id.String(), s.objects)
+		} else {
+			s.store.RemoveLoose(ctx, id.String(), s.objects)
+		}
 		return DocumentDetail{}, err
 	}
 	for {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -273,6 +274,83 @@ func TestHTTPDatabasePaused(t *testing.T) {
 	}, func(s *servicetest.Service) {
 		s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType, "Idempotency-Key", "paused-2")
 	})
+}
+
+// A database that stops answering in the middle of an upload (after the
+// object's key was claimed, before the document is recorded) is a 503
+// once the recording step's bound (the request timeout) runs out, with
+// and without an Idempotency-Key: neither removing the object nor freeing
+// the key may add waits of their own on the stopped database (the fault
+// suite saw such an upload answer after 10 s with a 6 s timeout). The
+// client holds back the body's last bytes until the service has claimed
+// the key, pauses the database, then sends them.
+func TestHTTPDatabasePausedMidUpload(t *testing.T) {
+	p := servicetest.StartPausable(t, Spec())
+	body, contentType := apitest.Multipart(t, typePart("report"), filePart("a.bin", "application/octet-stream", strings.Repeat("x", 64<<10)))
+	// The newest key listed as loose: keys are UUIDv7, so a claim makes it
+	// grow, whatever the removals of earlier uploads do meanwhile.
+	newestLoose := func() (key string) {
+		if err := p.Built.Store.Pool.QueryRow(t.Context(), `SELECT coalesce(max(key), '') FROM loose_objects`).Scan(&key); err != nil {
+			t.Error(err)
+		}
+		return key
+	}
+	for _, key := range []string{"", "mid-upload"} {
+		headers := []string{"Content-Type", contentType}
+		if key != "" {
+			headers = append(headers, "Idempotency-Key", key)
+		}
+		before := newestLoose()
+		var paused time.Time
+		split := len(body) - 100
+		r := apitest.Expect(t, p.Bounded.Do(t, "POST", "/documents", p.RW, &holdBack{
+			head: strings.NewReader(body[:split]), tail: strings.NewReader(body[split:]),
+			between: func() {
+				for deadline := time.Now().Add(10 * time.Second); newestLoose() <= before; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Error("the service never claimed the upload's key")
+						return
+					}
+				}
+				p.Pause(t)
+				paused = time.Now()
+			},
+		}, headers...), 503)
+		// The recording step's bound, and a margin for the rest of the
+		// body and the answer; a cleanup that waited on the database adds
+		// the pool's acquire timeout (2 s) at least.
+		if took, bound := time.Since(paused), p.Config.Timeout+1500*time.Millisecond; took > bound {
+			t.Errorf("key %q: answered %s after the pause, over %s", key, took.Round(10*time.Millisecond), bound)
+		}
+		if r.Header.Get("Retry-After") == "" {
+			t.Error("503 without Retry-After")
+		}
+		p.Resume(t)
+	}
+	small, smallType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "after"))
+	p.Call(201, "POST", "/documents", p.RW, small, "Content-Type", smallType, "Idempotency-Key", "mid-upload-after")
+}
+
+// holdBack reads head, calls between once, then reads tail.
+type holdBack struct {
+	head, tail io.Reader
+	between    func()
+	done       bool
+}
+
+func (h *holdBack) Read(b []byte) (int, error) {
+	if !h.done {
+		n, err := h.head.Read(b)
+		if !errors.Is(err, io.EOF) {
+			return n, err
+		}
+		h.done = true
+		h.between()
+		if n > 0 {
+			return n, nil
+		}
+	}
+	return h.tail.Read(b)
 }
 
 // Object storage that goes away is a 503 with Retry-After for uploads and

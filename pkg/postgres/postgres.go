@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 // Config of a service's database.
@@ -88,7 +89,10 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 		}
 	}
 	// Parameters stay out of spans: they hold names and birth dates.
-	pc.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName())
+	// Without an exporter there is no tracer: its spans would go nowhere.
+	if telemetry.TracingEnabled() {
+		pc.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName())
+	}
 	pc.ConnConfig.ConnectTimeout = 5 * time.Second
 	pc.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		// Timestamps leave the service in UTC whatever the host's zone.

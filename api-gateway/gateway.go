@@ -140,12 +140,16 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	}, nil
 }
 
-// resourceFor returns the resource whose prefix owns path.
+// resourceFor returns the resource whose prefix owns path. It runs twice
+// per request, so it walks the catalog in place (catalog.Resources builds
+// a new list on every call) and allocates nothing.
 func resourceFor(path string) (Resource, string, bool) {
-	for _, r := range catalog.Resources() {
-		for _, p := range r.Prefixes {
-			if path == p || strings.HasPrefix(path, p+"/") {
-				return r, p, true
+	for _, s := range catalog.Services {
+		for _, r := range s.Resources {
+			for _, p := range r.Prefixes {
+				if strings.HasPrefix(path, p) && (len(path) == len(p) || path[len(p)] == '/') {
+					return Resource{Resource: r, Service: s.Name}, p, true
+				}
 			}
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/exaring/otelpgx"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -100,6 +101,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 			Name: "timestamptz", OID: pgtype.TimestamptzOID,
 			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC},
 		})
+		encodeUUIDsAsBytes(conn.TypeMap())
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
@@ -290,4 +292,26 @@ func InTx(ctx context.Context, pool *Pool, op string, fn func(tx pgx.Tx) error) 
 // Ping is the readiness check of a pool.
 func Ping(pool *Pool) func(context.Context) error {
 	return func(ctx context.Context) error { return Classify(pool.Ping(ctx), "ping") }
+}
+
+// encodeUUIDsAsBytes makes pgx send a uuid.UUID parameter as its 16 bytes.
+// uuid.UUID is a driver.Valuer, and pgx uses a Valuer's Value (the UUID
+// formatted as text) before it would look at the [16]byte underneath: a
+// string made and parsed again for every id in every query, 6% of the
+// parties service's CPU under GET /organizations/{id}.
+func encodeUUIDsAsBytes(m *pgtype.Map) {
+	m.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{func(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
+		if id, ok := value.(uuid.UUID); ok {
+			return &uuidBytesPlan{}, [16]byte(id), true
+		}
+		return nil, nil, false
+	}}, m.TryWrapEncodePlanFuncs...)
+}
+
+type uuidBytesPlan struct{ next pgtype.EncodePlan }
+
+func (p *uuidBytesPlan) SetNext(next pgtype.EncodePlan) { p.next = next }
+
+func (p *uuidBytesPlan) Encode(value any, buf []byte) ([]byte, error) {
+	return p.next.Encode([16]byte(value.(uuid.UUID)), buf)
 }

@@ -102,6 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC},
 		})
 		encodeUUIDsAsBytes(conn.TypeMap())
+		scanUUIDsAsBytes(conn.TypeMap())
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
@@ -314,4 +315,33 @@ func (p *uuidBytesPlan) SetNext(next pgtype.EncodePlan) { p.next = next }
 
 func (p *uuidBytesPlan) Encode(value any, buf []byte) ([]byte, error) {
 	return p.next.Encode([16]byte(value.(uuid.UUID)), buf)
+}
+
+// scanUUIDsAsBytes makes pgx copy a uuid column's 16 bytes into a
+// uuid.UUID. uuid.UUID is an sql.Scanner, which pgx prefers to anything
+// else it could do: it formats the bytes as text for Scan to parse again.
+func scanUUIDsAsBytes(m *pgtype.Map) {
+	m.RegisterType(&pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: uuidCodec{}})
+}
+
+type uuidCodec struct{ pgtype.UUIDCodec }
+
+func (c uuidCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
+	if _, ok := target.(*uuid.UUID); ok && format == pgtype.BinaryFormatCode {
+		return scanUUIDBytes{}
+	}
+	return c.UUIDCodec.PlanScan(m, oid, format, target)
+}
+
+type scanUUIDBytes struct{}
+
+func (scanUUIDBytes) Scan(src []byte, dst any) error {
+	if src == nil {
+		return nil // what uuid.UUID's Scan does with NULL: nothing
+	}
+	if len(src) != len(uuid.UUID{}) {
+		return fmt.Errorf("postgres: a uuid of %d bytes", len(src))
+	}
+	copy(dst.(*uuid.UUID)[:], src)
+	return nil
 }

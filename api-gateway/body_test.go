@@ -243,3 +243,33 @@ func TestSmallBodyForwardedWhole(t *testing.T) {
 	default:
 	}
 }
+
+// A small JSON body leaves the gateway in the same write as the header,
+// so the service's first read holds the whole request.
+func TestSmallBodyInOneWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	first := make(chan string, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		buf := make([]byte, 64<<10)
+		n, _ := conn.Read(buf)
+		first <- string(buf[:n])
+		_, _ = io.WriteString(conn, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+	}()
+	url := "http://" + ln.Addr().String()
+	f := newGateway(t, func(c *Config) { c.Upstreams["parties"] = &url })
+	if status, msg := post(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", 300, true, false); status != http.StatusCreated {
+		t.Fatalf("%d %s", status, msg)
+	}
+	if got := <-first; !strings.HasSuffix(got, "\r\n\r\n"+strings.Repeat("x", 300)) {
+		t.Errorf("the first read was %q", got)
+	}
+}

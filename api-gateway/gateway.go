@@ -230,7 +230,19 @@ func readWhole(r *http.Request, body *trackedBody) error {
 		return apperr.BadRequest("the request body ended before its Content-Length")
 	}
 	r.Body = io.NopCloser(bytes.NewReader(buf))
+	body.whole = buf
 	return nil
+}
+
+// wholeBody is the body readWhole read, for the proxy to forward from
+// memory (the ReverseProxy wraps the body it gets in a reader net/http
+// does not know to be in memory, so it would still flush the header
+// first).
+func wholeBody(r *http.Request) ([]byte, bool) {
+	if b, ok := r.Context().Value(trackedBodyKey{}).(*trackedBody); ok && b.whole != nil {
+		return b.whole, true
+	}
+	return nil, false
 }
 
 // trackedBody records how far a body was read and why it ended. The
@@ -240,6 +252,8 @@ func readWhole(r *http.Request, body *trackedBody) error {
 type trackedBody struct {
 	body    io.ReadCloser // the client's
 	limited io.Reader     // body, up to the gateway's limit
+
+	whole []byte // the body, when readWhole read it before forwarding
 
 	mu             sync.Mutex
 	started, ended bool

@@ -198,3 +198,78 @@ func TestStalledBodyThroughGateway(t *testing.T) {
 		})
 	}
 }
+
+// A small JSON body is read whole before it is forwarded: the service gets
+// it whole, with its length, and one that stalls is a 408 from the
+// gateway that never reaches the service.
+func TestSmallBodyForwardedWhole(t *testing.T) {
+	got := make(chan string, 2)
+	service := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		got <- fmt.Sprintf("%d %s %v", r.ContentLength, b, err)
+		w.WriteHeader(http.StatusCreated)
+	})
+	f := newGateway(t, func(c *Config) {
+		serviceAt(t, service)(c)
+		c.Server.Read = httpx.ReadLimits{BodyTimeout: 300 * time.Millisecond, UploadMinRate: 1000, UploadRateWindow: time.Second}
+	})
+	if status, msg := post(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", 500, true, false); status != http.StatusCreated {
+		t.Fatalf("%d %s", status, msg)
+	}
+	if s := <-got; s != "500 "+strings.Repeat("x", 500)+" <nil>" {
+		t.Fatalf("the service saw %.40q", s)
+	}
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.client.BaseURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(conn, "POST /organizations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+		"Content-Length: 500\r\n\r\n%s", f.issuer.ReadWrite(t), strings.Repeat("x", 100))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("%d: %s", resp.StatusCode, body)
+	}
+	select {
+	case s := <-got:
+		t.Errorf("the service was called: %.40q", s)
+	default:
+	}
+}
+
+// A small JSON body leaves the gateway in the same write as the header,
+// so the service's first read holds the whole request.
+func TestSmallBodyInOneWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	first := make(chan string, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		buf := make([]byte, 64<<10)
+		n, _ := conn.Read(buf)
+		first <- string(buf[:n])
+		_, _ = io.WriteString(conn, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+	}()
+	url := "http://" + ln.Addr().String()
+	f := newGateway(t, func(c *Config) { c.Upstreams["parties"] = &url })
+	if status, msg := post(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", 300, true, false); status != http.StatusCreated {
+		t.Fatalf("%d %s", status, msg)
+	}
+	if got := <-first; !strings.HasSuffix(got, "\r\n\r\n"+strings.Repeat("x", 300)) {
+		t.Errorf("the first read was %q", got)
+	}
+}

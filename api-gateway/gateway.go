@@ -4,6 +4,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -140,12 +141,16 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	}, nil
 }
 
-// resourceFor returns the resource whose prefix owns path.
+// resourceFor returns the resource whose prefix owns path. It runs twice
+// per request, so it walks the catalog in place (catalog.Resources builds
+// a new list on every call) and allocates nothing.
 func resourceFor(path string) (Resource, string, bool) {
-	for _, r := range catalog.Resources() {
-		for _, p := range r.Prefixes {
-			if path == p || strings.HasPrefix(path, p+"/") {
-				return r, p, true
+	for _, s := range catalog.Services {
+		for _, r := range s.Resources {
+			for _, p := range r.Prefixes {
+				if strings.HasPrefix(path, p) && (len(path) == len(p) || path[len(p)] == '/') {
+					return Resource{Resource: r, Service: s.Name}, p, true
+				}
 			}
 		}
 	}
@@ -179,7 +184,8 @@ func limitBodies(uploadMax int64) func(http.Handler) http.Handler {
 				return
 			}
 			limit, what := int64(httpx.MaxJSONBody), "a JSON body"
-			if httpx.IsUpload(r) {
+			upload := httpx.IsUpload(r)
+			if upload {
 				limit, what = uploadMax+httpx.UploadFormOverhead, "an upload"
 			}
 			if r.ContentLength > limit {
@@ -189,12 +195,54 @@ func limitBodies(uploadMax int64) func(http.Handler) http.Handler {
 			}
 			body := &trackedBody{body: r.Body, limited: http.MaxBytesReader(w, r.Body, limit)}
 			r.Body = body
+			if !upload && r.ContentLength > 0 && r.ContentLength <= forwardWhole {
+				if err := readWhole(r, body); err != nil {
+					problem.Write(r.Context(), err, w)
+					return
+				}
+			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), trackedBodyKey{}, body)))
 			if r.Header.Get("Expect") != "" {
 				body.abandon(w)
 			}
 		})
 	}
+}
+
+// forwardWhole is the largest JSON body the gateway reads whole before it
+// forwards the request. A body the transport has to stream is sent after
+// the header, in a write of its own (net/http flushes the header first
+// unless the body is already in memory), and the service then waits for
+// it in a read of its own: two system calls and a wake-up more on each
+// side for every find and create, a small body included. Larger bodies and
+// uploads still stream.
+const forwardWhole = 64 << 10
+
+// readWhole reads r's body (its Content-Length, at most forwardWhole) and
+// puts it back in memory. A body too slow is the 408 it would have been
+// in the proxy; one that ends early is the client's mistake or departure.
+func readWhole(r *http.Request, body *trackedBody) error {
+	buf := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		if p := httpx.BodyProblem(errors.Join(err, body.failure())); p != nil {
+			return p
+		}
+		return apperr.BadRequest("the request body ended before its Content-Length")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(buf))
+	body.whole = buf
+	return nil
+}
+
+// wholeBody is the body readWhole read, for the proxy to forward from
+// memory (the ReverseProxy wraps the body it gets in a reader net/http
+// does not know to be in memory, so it would still flush the header
+// first).
+func wholeBody(r *http.Request) ([]byte, bool) {
+	if b, ok := r.Context().Value(trackedBodyKey{}).(*trackedBody); ok && b.whole != nil {
+		return b.whole, true
+	}
+	return nil, false
 }
 
 // trackedBody records how far a body was read and why it ended. The
@@ -204,6 +252,8 @@ func limitBodies(uploadMax int64) func(http.Handler) http.Handler {
 type trackedBody struct {
 	body    io.ReadCloser // the client's
 	limited io.Reader     // body, up to the gateway's limit
+
+	whole []byte // the body, when readWhole read it before forwarding
 
 	mu             sync.Mutex
 	started, ended bool

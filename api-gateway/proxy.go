@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -47,6 +49,11 @@ func newProxy(target *url.URL) http.Handler {
 			// write of the rest then fails before the answer is read: a
 			// 503 instead of the service's 413.
 			pr.Out.Header.Del("Expect")
+			// A small body read whole goes from memory, in the same write
+			// as the header.
+			if whole, ok := wholeBody(pr.In); ok {
+				pr.Out.Body = io.NopCloser(bytes.NewReader(whole))
+			}
 		},
 		Transport:  roundTripper,
 		BufferPool: copyBuffers,

@@ -7,6 +7,8 @@ package auth
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
@@ -259,8 +261,28 @@ func stillPublished(ctx context.Context, keys keyfunc.Keyfunc, kid string, key c
 	if pk, ok := current.(interface{ Public() crypto.PublicKey }); ok {
 		current = pk.Public() // as keyfunc hands it to the parser
 	}
+	// Until the key set is refreshed, the key read is the very one that
+	// verified the token: the same pointer, which is cheaper to compare
+	// than the key's numbers (rsa.PublicKey.Equal allocates).
+	if samePointer(current, key) {
+		return true
+	}
 	same, ok := current.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && same.Equal(key)
+}
+
+// samePointer reports whether a and b are the same RSA or ECDSA key
+// pointer. Other key types (ed25519's is a byte slice) are left to Equal.
+func samePointer(a, b crypto.PublicKey) bool {
+	switch x := a.(type) {
+	case *rsa.PublicKey:
+		y, ok := b.(*rsa.PublicKey)
+		return ok && x == y
+	case *ecdsa.PublicKey:
+		y, ok := b.(*ecdsa.PublicKey)
+		return ok && x == y
+	}
+	return false
 }
 
 // describe says briefly why a token failed, without echoing the token.

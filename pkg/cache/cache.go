@@ -21,10 +21,13 @@ package cache
 import (
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -35,6 +38,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 // Config of the Redis connection.
@@ -53,7 +58,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Backoff, "redis.backoff", time.Second, "how long to bypass Redis after an error")
 }
 
-// Connect returns a traced client, or nil when no URL is configured.
+// Connect returns a client (traced when telemetry.TracingEnabled), or nil when no URL is configured.
 func Connect(cfg Config) (*redis.Client, error) {
 	if cfg.URL == "" {
 		return nil, nil
@@ -67,8 +72,13 @@ func Connect(cfg Config) (*redis.Client, error) {
 	opts.WriteTimeout = cfg.Timeout
 	opts.MaxRetries = -1 // fail fast and fall back to the database instead
 	client := redis.NewClient(opts)
-	if err := redisotel.InstrumentTracing(client); err != nil {
-		return nil, fmt.Errorf("cache: tracing: %w", err)
+	// Without an exporter the tracing hook only makes spans nobody sees,
+	// and reads the caller's file and line for each command: a tenth of a
+	// cached find's CPU. Call Connect after telemetry.SetupTracing.
+	if telemetry.TracingEnabled() {
+		if err := redisotel.InstrumentTracing(client); err != nil {
+			return nil, fmt.Errorf("cache: tracing: %w", err)
+		}
 	}
 	return client, nil
 }
@@ -117,9 +127,36 @@ return {tag, redis.call('GET', ARGV[1] .. tag .. ':' .. ARGV[2])}
 // Get looks key up among the finds that depend on scopes and decodes a hit
 // into dst.
 func (f *Finds) Get(ctx context.Context, scopes []string, key string, dst any) (Entry, bool) {
+	entry, raw, hit := f.lookup(ctx, scopes, key)
+	if !hit {
+		return entry, false
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		f.count("miss")
+		return entry, false
+	}
+	f.count("hit")
+	return entry, true
+}
+
+// GetJSON is Get for an answer that is sent as JSON: a hit is the JSON
+// stored, as it is, for the caller to send without decoding and encoding
+// it again. Its key must name the answer's shape (ShapeOf), so that
+// entries a version with another shape stored are never sent as they are.
+func (f *Finds) GetJSON(ctx context.Context, scopes []string, key string) (Entry, []byte, bool) {
+	entry, raw, hit := f.lookup(ctx, scopes, key)
+	if hit {
+		f.count("hit")
+	}
+	return entry, raw, hit
+}
+
+// lookup reads the entry of key under the current generations of scopes,
+// in one round trip; a miss (or an error, or a bypass) is counted here.
+func (f *Finds) lookup(ctx context.Context, scopes []string, key string) (Entry, []byte, bool) {
 	if !f.usable(ctx) {
 		f.count("bypass")
-		return Entry{}, false
+		return Entry{}, nil, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
@@ -132,21 +169,16 @@ func (f *Finds) Get(ctx context.Context, scopes []string, key string, dst any) (
 	if err != nil {
 		f.fail(err)
 		f.count("error")
-		return Entry{}, false
+		return Entry{}, nil, false
 	}
 	tag, _ := res[0].(string)
 	entry := Entry{f: f, key: f.entryPrefix() + tag + ":" + key}
 	raw, ok := res[1].(string)
 	if !ok {
 		f.count("miss")
-		return entry, false
+		return entry, nil, false
 	}
-	if err := json.Unmarshal([]byte(raw), dst); err != nil {
-		f.count("miss")
-		return entry, false
-	}
-	f.count("hit")
-	return entry, true
+	return entry, []byte(raw), true
 }
 
 // Store caches v under the entry's generation. Failures only cost speed.
@@ -156,6 +188,15 @@ func (e Entry) Store(ctx context.Context, v any) {
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
+		return
+	}
+	e.StoreJSON(ctx, raw)
+}
+
+// StoreJSON caches raw, the JSON of an answer, under the entry's
+// generation. Failures only cost speed.
+func (e Entry) StoreJSON(ctx context.Context, raw []byte) {
+	if e.key == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.f.cfg.Timeout)
@@ -279,6 +320,45 @@ var Commands = []string{"hello", "ping", "get", "set", "incr", "evalsha", "eval"
 
 // epoch is the scope every find depends on; bumping it empties the cache.
 const epoch = "epoch"
+
+// ShapeOf names the JSON shape of T: a short hash of its fields, their
+// JSON names and types, down through nested structs (a type with its own
+// JSON encoding counts by its name). A version of a service that changes
+// an answer's shape reads and writes other keys than the version before
+// it, so neither sends the other's stored JSON as its own.
+func ShapeOf[T any]() string {
+	h := sha256.New()
+	writeShape(h, reflect.TypeFor[T](), map[reflect.Type]bool{})
+	return hex.EncodeToString(h.Sum(nil)[:6])
+}
+
+func writeShape(w io.Writer, t reflect.Type, seen map[reflect.Type]bool) {
+	fmt.Fprintf(w, "%s(", t.String())
+	defer io.WriteString(w, ")") //nolint:errcheck // a hash never fails
+	if seen[t] || t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler) ||
+		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		writeShape(w, t.Elem(), seen)
+	case reflect.Map:
+		writeShape(w, t.Key(), seen)
+		writeShape(w, t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			fmt.Fprintf(w, "%s %q %t ", f.Name, f.Tag.Get("json"), f.Anonymous)
+			writeShape(w, f.Type, seen)
+		}
+	}
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
 
 func (f *Finds) genKey(scope string) string { return f.namespace + ":gen:" + scope }
 func (f *Finds) entryPrefix() string        { return f.namespace + ":find:" }

@@ -43,6 +43,11 @@ type Replay struct {
 	Body     []byte
 }
 
+// RawJSON is a 200 whose JSON body is already rendered (a find answered
+// from the cache, which holds the body it once rendered): it is sent as it
+// is, never decoded and encoded again.
+type RawJSON []byte
+
 // Render is what a single-resource response is on the wire: its status,
 // Location and JSON body. Idempotency records store exactly this.
 func Render(response any) (status int, location string, body []byte, err error) {
@@ -54,6 +59,8 @@ func Render(response any) (status int, location string, body []byte, err error) 
 		return http.StatusNoContent, "", nil, nil
 	case Replay:
 		return r.Status, r.Location, r.Body, nil
+	case RawJSON:
+		return http.StatusOK, "", r, nil
 	}
 	body, err = json.Marshal(response)
 	return http.StatusOK, "", body, err

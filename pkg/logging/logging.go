@@ -29,7 +29,7 @@ func New(w io.Writer, service string, cfg Config) log.Logger {
 	if cfg.Format == "logfmt" {
 		logger = log.NewLogfmtLogger(w)
 	} else {
-		logger = log.NewJSONLogger(w)
+		logger = newJSONLogger(w)
 	}
 	logger = level.NewFilter(logger, levelOption(cfg.Level))
 	return log.With(logger, "ts", log.DefaultTimestampUTC, "service", service)

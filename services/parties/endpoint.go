@@ -64,8 +64,29 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			return httpx.NoContent{}, s.Unlink(ctx, in)
 		}),
 	}
+	// The find cache answers finds with the JSON it holds.
+	if c, ok := s.(*cachingService); ok {
+		e.FindOrganization = endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (any, error) {
+			return c.findOrganizationAnswer(ctx, req.Criteria)
+		})
+		e.FindPerson = endpoints.New(func(ctx context.Context, req httpx.FindRequest[PersonInput]) (any, error) {
+			return c.findPersonAnswer(ctx, req.Criteria, req.Create)
+		})
+	}
 	endpoints.Wrap(&e, middleware...)
 	return e
+}
+
+// personAnswer is what a person find answers: a created person is a 201
+// with its Location.
+func personAnswer(p PersonDetail, created bool, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		return httpx.Created{Value: p, Location: personLocation(p)}, nil
+	}
+	return p, nil
 }
 
 func personLocation(p PersonDetail) string { return "/people/" + p.ID.String() }

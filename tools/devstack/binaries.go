@@ -1,12 +1,15 @@
 package devstack
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/devinfra"
 )
 
 // Binaries returns REGISTRY_BIN (make test and make faults build them
@@ -51,4 +54,43 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Suite is the whole registry started for a test suite (tools/e2e,
+// tools/faults): its stack, its machine clients, and where its binaries
+// and files are.
+type Suite struct {
+	*Stack
+	Creds Credentials
+	Bin   string // the binaries' directory
+	Dir   string // the suite's own temporary directory
+}
+
+// StartSuite makes a temporary directory (name-*), finds or builds the
+// binaries (Binaries), starts the stack with o (its Dir and BinDir are
+// set here) within ctx and makes its machine clients. stop stops the
+// stack and removes the directory; it reports what went wrong stopping.
+func StartSuite(ctx context.Context, name string, o Options) (s *Suite, stop func() error, err error) {
+	dir, err := devinfra.MkdirTemp(name + "-")
+	if err != nil {
+		return nil, nil, err
+	}
+	removeDir := func() error { return os.RemoveAll(dir) }
+	bin, err := Binaries(dir)
+	if err != nil {
+		_ = removeDir()
+		return nil, nil, fmt.Errorf("build binaries: %w", err)
+	}
+	o.Dir, o.BinDir = dir, bin
+	stack, err := Start(ctx, o)
+	if err != nil {
+		_ = removeDir()
+		return nil, nil, fmt.Errorf("start stack: %w", err)
+	}
+	stop = func() error { return errors.Join(stack.Stop(), removeDir()) }
+	creds, err := stack.EnsureClients(ctx, filepath.Join(dir, "registry.env"))
+	if err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("clients: %w", err), stop())
+	}
+	return &Suite{Stack: stack, Creds: creds, Bin: bin, Dir: dir}, stop, nil
 }

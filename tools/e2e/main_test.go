@@ -11,11 +11,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
 
@@ -29,16 +27,6 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	dir, err := devinfra.MkdirTemp("e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if bin, err = devstack.Binaries(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build binaries:", err)
-		return 1
-	}
 	spans = startOTLPReceiver()
 	defer spans.Close()
 
@@ -46,8 +34,8 @@ func run(m *testing.M) int {
 	defer cancel()
 	database := "e2e_" + randomHex()
 	sharedPostgres := os.Getenv("TEST_DATABASE_URL")
-	stack, err = devstack.Start(ctx, devstack.Options{
-		Dir: dir, BinDir: bin, Ephemeral: true, Database: database,
+	suite, stop, err := devstack.StartSuite(ctx, "e2e", devstack.Options{
+		Ephemeral: true, Database: database,
 		PostgresURL: sharedPostgres, RedisURL: os.Getenv("TEST_REDIS_URL"),
 		S3: devstack.S3{
 			Endpoint:  os.Getenv("TEST_S3_ENDPOINT"),
@@ -68,21 +56,18 @@ func run(m *testing.M) int {
 		},
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	defer func() {
-		if err := stack.Stop(); err != nil {
+		if err := stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: stop stack:", err)
 		}
 		if sharedPostgres != "" {
 			_ = devstack.DropDatabase(context.Background(), sharedPostgres, database)
 		}
 	}()
-	if creds, err = stack.EnsureClients(ctx, filepath.Join(dir, "registry.env")); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: clients:", err)
-		return 1
-	}
+	stack, creds, bin = suite.Stack, suite.Creds, suite.Bin
 	return m.Run()
 }
 

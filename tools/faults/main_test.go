@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"text/tabwriter"
@@ -17,7 +16,6 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
 
@@ -47,17 +45,6 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	dir, err := devinfra.MkdirTemp("faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin, err := devstack.Binaries(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults: build binaries:", err)
-		return 1
-	}
 	// toxiproxy in-process: one proxy per datastore, every registry
 	// process connecting through it, the suite's own checks going around.
 	toxics := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
@@ -80,8 +67,8 @@ func run(m *testing.M) int {
 	// Private datastores, since the suite kills them, with the durability
 	// of production (a killed PostgreSQL must not lose what it
 	// acknowledged: Ephemeral's synchronous_commit=off would).
-	stack, err = devstack.Start(ctx, devstack.Options{
-		Dir: dir, BinDir: bin, Database: "registry", Via: via,
+	suite, stop, err := devstack.StartSuite(ctx, "faults", devstack.Options{
+		Database: "registry", Via: via,
 		Env: []string{
 			"REQUEST_TIMEOUT=" + requestTimeout.String(),
 			"HTTP_BODY_TIMEOUT=" + bodyTimeout.String(),
@@ -96,18 +83,15 @@ func run(m *testing.M) int {
 		},
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults: start stack:", err)
+		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1
 	}
 	defer func() {
-		if err := stack.Stop(); err != nil {
+		if err := stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "faults: stop stack:", err)
 		}
 	}()
-	if creds, err = stack.EnsureClients(ctx, filepath.Join(dir, "registry.env")); err != nil {
-		fmt.Fprintln(os.Stderr, "faults: clients:", err)
-		return 1
-	}
+	stack, creds = suite.Stack, suite.Creds
 	code := m.Run()
 	printReport()
 	return code

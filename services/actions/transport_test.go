@@ -289,15 +289,6 @@ func TestHTTPPeerDown(t *testing.T) {
 	}
 }
 
-func TestHTTPPublicPaths(t *testing.T) {
-	s := servicetest.Start(t, Spec())
-	plain := apitest.Client{BaseURL: s.Client.BaseURL} // probes are not part of the API document
-	s.Expect(plain.Do(t, "GET", "/healthz", "", nil), 200)
-	s.Expect(plain.Do(t, "GET", "/readyz", "", nil), 200)
-	// The internal routes of the reference protocol need the internal scope.
-	s.Expect(plain.Do(t, "POST", refs.ReferrersPath, s.RW, map[string]any{"kind": "asset", "id": uuid.NewString()}), 403)
-}
-
 // A database that goes away is a 503 with Retry-After, never a 500, and
 // the service recovers when it returns; nothing half-written stays behind.
 func TestHTTPDatabaseDown(t *testing.T) {

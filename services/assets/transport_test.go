@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -244,15 +243,6 @@ func TestHTTPPeerDown(t *testing.T) {
 	if assets := s.Call(200, "GET", "/assets", s.RO, nil).List(); len(assets) != 1 {
 		t.Errorf("assets = %v", assets)
 	}
-}
-
-func TestHTTPPublicPaths(t *testing.T) {
-	s := servicetest.Start(t, Spec())
-	plain := apitest.Client{BaseURL: s.Client.BaseURL} // probes are not part of the API document
-	s.Expect(plain.Do(t, "GET", "/healthz", "", nil), 200)
-	s.Expect(plain.Do(t, "GET", "/readyz", "", nil), 200)
-	// The internal routes of the reference protocol need the internal scope.
-	s.Expect(plain.Do(t, "POST", refs.ExistsPath, s.RW, map[string]any{"kind": "asset", "ids": []string{}}), 403)
 }
 
 // A database that goes away is a 503 with Retry-After, never a 500, and

@@ -170,20 +170,6 @@ func TestHTTPErrors(t *testing.T) {
 	}
 }
 
-func TestHTTPPublicPaths(t *testing.T) {
-	a := servicetest.Start(t, Spec())
-	plain := apitest.Client{BaseURL: a.Client.BaseURL} // probes are not part of the API document
-	a.Expect(plain.Do(t, "GET", "/healthz", "", nil), 200)
-	ready := a.Expect(plain.Do(t, "GET", "/readyz", "", nil), 200).JSON()
-	if ready["status"] != "ready" {
-		t.Errorf("readyz = %v", ready)
-	}
-	doc := a.Expect(plain.Do(t, "GET", "/openapi.json", "", nil), 200).JSON()
-	if doc["openapi"] != "3.1.0" {
-		t.Errorf("openapi = %v", doc["openapi"])
-	}
-}
-
 // A database that goes away is a 503 with Retry-After, never a 500, and
 // the service recovers when it returns; nothing half-written stays behind.
 func TestHTTPDatabaseDown(t *testing.T) {

@@ -36,18 +36,18 @@ deps: ## install the PostgreSQL and Redis server binaries if missing
 # cached `go run` in the background.
 .PHONY: minio
 minio: ## build the pinned MinIO server into the user's cache if missing
-	@go run ./pkg/devinfra/cmd/ensure-minio >/dev/null
+	@go run ./pkg/devinfra/cmd/ensure-server minio >/dev/null
 
 .PHONY: minio-background
 minio-background:
-	@go run ./pkg/devinfra/cmd/ensure-minio >/dev/null &
+	@go run ./pkg/devinfra/cmd/ensure-server minio >/dev/null &
 
 # ORY Hydra, the independent token issuer that the end-to-end tests run the
 # registry against (TestExternalIssuer), is built the same way, once per
 # machine and version (pkg/devinfra.HydraVersion), in the background.
 .PHONY: hydra-background
 hydra-background:
-	@go run ./pkg/devinfra/cmd/ensure-hydra >/dev/null &
+	@go run ./pkg/devinfra/cmd/ensure-server hydra >/dev/null &
 
 .PHONY: build
 build: ## build every binary into bin/

@@ -36,13 +36,7 @@ const minioModule = "github.com/minio/minio"
 // server: outside the work tree, in the user's cache
 // (${XDG_CACHE_HOME:-$HOME/.cache}/asset-registry/tools/minio-<version>/minio),
 // so that every checkout and worktree shares one build.
-func MinioServerPath() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("locate the MinIO server cache (set XDG_CACHE_HOME or HOME): %w", err)
-	}
-	return filepath.Join(cache, "asset-registry", "tools", "minio-"+MinioVersion, "minio"), nil
-}
+func MinioServerPath() (string, error) { return toolPath("minio", MinioVersion) }
 
 // EnsureMinioServer returns the path of the pinned MinIO server, building it
 // first if it is not cached yet. The build takes minutes, happens once per
@@ -54,78 +48,18 @@ func EnsureMinioServer(ctx context.Context, progress io.Writer) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	if progress == nil {
-		progress = io.Discard
-	}
-	if err := buildMinioOnce(ctx, bin, progress); err != nil {
+	if err := buildToolOnce(ctx, bin, "the MinIO server "+MinioVersion, progress, buildMinio); err != nil {
 		return "", fmt.Errorf("build MinIO server %s: %w", MinioVersion, err)
 	}
 	return bin, nil
 }
 
-// buildMinioOnce builds bin under an exclusive lock on a file beside it. The
-// binary is built to a scratch directory and renamed into place, so bin is
-// either absent or complete, even when a build is killed halfway.
-func buildMinioOnce(ctx context.Context, bin string, progress io.Writer) error {
-	dir := filepath.Dir(bin)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create cache dir: %w", err)
-	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, "build.lock"), func() {
-		fmt.Fprintf(progress, "devinfra: waiting for another process to finish building the MinIO server into %s\n", dir)
-	})
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if isExecutable(bin) {
-		return nil // the process we waited for built it
-	}
-	// Scratch dirs of builds whose process was killed; only the lock holder
-	// builds, so none of them is in use.
-	stale, _ := filepath.Glob(filepath.Join(dir, "build-*"))
-	for _, d := range stale {
-		_ = os.RemoveAll(d)
-	}
-	scratch, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return fmt.Errorf("create build dir: %w", err)
-	}
-	defer os.RemoveAll(scratch)
-
-	goCmd, err := goTool()
-	if err != nil {
-		return err
-	}
-	logPath := filepath.Join(dir, "build.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		return fmt.Errorf("create build log: %w", err)
-	}
-	defer log.Close()
-
-	fmt.Fprintf(progress, "devinfra: building the MinIO server %s from source into %s (once per version; takes a few minutes)\n", MinioVersion, dir)
-	started := time.Now()
-	cmd := exec.CommandContext(ctx, goCmd, "install", "-trimpath", "-ldflags=-s -w", minioModule+"@"+MinioVersion)
-	// Outside any module, so that neither a go.work nor a go.mod around the
-	// caller takes part: `go install module@version` builds exactly the
-	// versions MinIO's own go.mod selects.
-	cmd.Dir = scratch
-	cmd.Env = minioBuildEnv(os.Environ(), scratch)
-	cmd.Stdout, cmd.Stderr = log, log
-	// A killed caller must not leave a build running that nobody waits for.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := runFromLockedThread(cmd); err != nil {
-		return withLog(fmt.Errorf("go install (log in %s): %w", logPath, err), readLogTail(logPath, 0))
-	}
-	if err := os.Rename(filepath.Join(scratch, "minio"), bin); err != nil {
-		return fmt.Errorf("move the built binary into place: %w", err)
-	}
-	fmt.Fprintf(progress, "devinfra: built the MinIO server in %s\n", time.Since(started).Round(time.Second))
-	return nil
+// buildMinio installs the pinned module into scratch. It runs outside any
+// module, so that neither a go.work nor a go.mod around the caller takes
+// part: `go install module@version` builds exactly the versions MinIO's own
+// go.mod selects.
+func buildMinio(ctx context.Context, scratch string, log io.Writer) error {
+	return runGo(ctx, scratch, log, "install", "-trimpath", "-ldflags=-s -w", minioModule+"@"+MinioVersion)
 }
 
 // minioBuildEnv is the caller's environment with what would change the
@@ -161,7 +95,7 @@ func goTool() (string, error) {
 	if root := os.Getenv("GOROOT"); root != "" && isExecutable(filepath.Join(root, "bin", "go")) {
 		return filepath.Join(root, "bin", "go"), nil
 	}
-	return "", errors.New("the go command is not on PATH; it is needed once to build the MinIO server")
+	return "", errors.New("the go command is not on PATH; it is needed once to build the servers kept in the tool cache")
 }
 
 // lockFile takes an exclusive flock on path, polling so that ctx can end the

@@ -11,11 +11,9 @@ import (
 	"time"
 )
 
-// This file is the shape of EnsureMinioServer (miniobin.go) made general, for
-// the other servers built from source into the user's cache: one build per
-// version and machine, under a lock, renamed into place when complete.
-// MinIO keeps its own copy of these steps for now; it can move onto
-// buildToolOnce without changing what it does.
+// The servers built from source into the user's cache (MinIO, Hydra): one
+// build per version and machine, under a lock, renamed into place when
+// complete.
 
 // toolPath returns where a cached tool build lives:
 // ${XDG_CACHE_HOME:-$HOME/.cache}/asset-registry/tools/<name>-<version>/<name>,

@@ -66,7 +66,7 @@ func run(dir, envFile string) (err error) {
 	}()
 
 	// The three start at once, so the run waits for the slowest alone
-	// (MinIO when its binary is still being built, see ensure-minio). The
+	// (MinIO when its binary is still being built, see ensure-server). The
 	// first failure ends the others' wait rather than a minutes-long build.
 	startCtx, failed := context.WithCancel(ctx)
 	defer failed()

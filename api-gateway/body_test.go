@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/problem"
 )
@@ -21,47 +22,6 @@ func serviceAt(t *testing.T, h http.Handler) func(*Config) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return func(c *Config) { c.Upstreams["parties"] = &srv.URL }
-}
-
-// generated is a body of n bytes that is not a strings.Reader, so the
-// client sends it chunked unless told its length.
-type generated struct{ n int }
-
-func (g *generated) Read(p []byte) (int, error) {
-	if g.n <= 0 {
-		return 0, io.EOF
-	}
-	p = p[:min(len(p), g.n)]
-	for i := range p {
-		p[i] = 'x'
-	}
-	g.n -= len(p)
-	return len(p), nil
-}
-
-// post sends a body of size bytes, chunked unless withLength, and returns
-// the status the client sees (0 when the exchange failed).
-func post(t *testing.T, url, token, contentType string, size int, withLength, expectContinue bool) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), "POST", url, &generated{n: size})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if withLength {
-		req.ContentLength = int64(size)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", contentType)
-	if expectContinue {
-		req.Header.Set("Expect", "100-continue") // as curl sends for large bodies
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }
 
 // A body over its limit is a 413 however it is framed, whether the gateway
@@ -115,7 +75,7 @@ func TestBodyOverItsLimit(t *testing.T) {
 				// The outcome must not depend on who wins a race between
 				// the service's answer and the gateway's writes.
 				for range 10 {
-					status, body := post(t, f.client.BaseURL+tt.path, rw, tt.contentType, tt.size, framing.withLength, framing.expectContinue)
+					status, body := apitest.PostGenerated(t, f.client.BaseURL+tt.path, rw, tt.contentType, "", tt.size, framing.withLength, framing.expectContinue)
 					if status != tt.status {
 						t.Fatalf("status = %d, want %d: %.300s", status, tt.status, body)
 					}
@@ -213,7 +173,7 @@ func TestSmallBodyForwardedWhole(t *testing.T) {
 		serviceAt(t, service)(c)
 		c.Server.Read = httpx.ReadLimits{BodyTimeout: 300 * time.Millisecond, UploadMinRate: 1000, UploadRateWindow: time.Second}
 	})
-	if status, msg := post(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", 500, true, false); status != http.StatusCreated {
+	if status, msg := apitest.PostGenerated(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", "", 500, true, false); status != http.StatusCreated {
 		t.Fatalf("%d %s", status, msg)
 	}
 	if s := <-got; s != "500 "+strings.Repeat("x", 500)+" <nil>" {
@@ -266,7 +226,7 @@ func TestSmallBodyInOneWrite(t *testing.T) {
 	}()
 	url := "http://" + ln.Addr().String()
 	f := newGateway(t, func(c *Config) { c.Upstreams["parties"] = &url })
-	if status, msg := post(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", 300, true, false); status != http.StatusCreated {
+	if status, msg := apitest.PostGenerated(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", "", 300, true, false); status != http.StatusCreated {
 		t.Fatalf("%d %s", status, msg)
 	}
 	if got := <-first; !strings.HasSuffix(got, "\r\n\r\n"+strings.Repeat("x", 300)) {

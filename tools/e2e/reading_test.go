@@ -126,7 +126,7 @@ func TestBodyOverItsLimitThroughGateway(t *testing.T) {
 		}{{"Content-Length", true, false}, {"chunked", false, false}, {"chunked, Expect: 100-continue", false, true}} {
 			t.Run(tt.name+", "+framing.name, func(t *testing.T) {
 				for range 5 {
-					status, body := postGenerated(t, stack.RegistryURL+tt.path, rw, tt.contentType, tt.prefix, tt.size, framing.withLength, framing.expectContinue)
+					status, body := apitest.PostGenerated(t, stack.RegistryURL+tt.path, rw, tt.contentType, tt.prefix, tt.size, framing.withLength, framing.expectContinue)
 					if status != http.StatusRequestEntityTooLarge {
 						t.Fatalf("status = %d, want 413: %.300s", status, body)
 					}
@@ -182,53 +182,4 @@ func rawExchange(t *testing.T, request string) (*http.Response, []byte) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp, body
-}
-
-// generated is a body of a prefix and then n bytes, not a
-// strings.Reader, so the client sends it chunked unless told its length.
-type generated struct {
-	prefix string
-	n      int
-}
-
-func (g *generated) Read(p []byte) (int, error) {
-	if g.prefix != "" {
-		n := copy(p, g.prefix)
-		g.prefix = g.prefix[n:]
-		return n, nil
-	}
-	if g.n <= 0 {
-		return 0, io.EOF
-	}
-	p = p[:min(len(p), g.n)]
-	for i := range p {
-		p[i] = 'x'
-	}
-	g.n -= len(p)
-	return len(p), nil
-}
-
-// postGenerated sends prefix and size more bytes, chunked unless
-// withLength, and returns the status (0 when the exchange failed) and body.
-func postGenerated(t *testing.T, url, token, contentType, prefix string, size int, withLength, expectContinue bool) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), "POST", url, &generated{prefix: prefix, n: size})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if withLength {
-		req.ContentLength = int64(len(prefix) + size)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", contentType)
-	if expectContinue {
-		req.Header.Set("Expect", "100-continue")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }

@@ -120,13 +120,10 @@ func TestBodyOverItsLimitThroughGateway(t *testing.T) {
 		{"an upload", "/documents", upload, "--b\r\nContent-Disposition: form-data; name=\"document_type\"\r\n\r\nreport\r\n" +
 			"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n", maxUpload * 3},
 	} {
-		for _, framing := range []struct {
-			name                       string
-			withLength, expectContinue bool
-		}{{"Content-Length", true, false}, {"chunked", false, false}, {"chunked, Expect: 100-continue", false, true}} {
-			t.Run(tt.name+", "+framing.name, func(t *testing.T) {
+		for _, framing := range apitest.Framings {
+			t.Run(tt.name+", "+framing.Name, func(t *testing.T) {
 				for range 5 {
-					status, body := apitest.PostGenerated(t, stack.RegistryURL+tt.path, rw, tt.contentType, tt.prefix, tt.size, framing.withLength, framing.expectContinue)
+					status, body := apitest.PostGenerated(t, stack.RegistryURL+tt.path, rw, tt.contentType, tt.prefix, tt.size, framing)
 					if status != http.StatusRequestEntityTooLarge {
 						t.Fatalf("status = %d, want 413: %.300s", status, body)
 					}

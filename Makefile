@@ -13,7 +13,7 @@ BIN      := $(CURDIR)/bin
 COMMANDS := $(DEPLOYABLE_COMMANDS) \
             devstack=./tools/cmd/devstack \
             loadtest=./tools/cmd/loadtest \
-            testinfra=./pkg/devinfra/cmd/testinfra
+            testinfra=./tools/devinfra/cmd/testinfra
 
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # The fault suite (tools/faults) builds only with this tag, so that `go test
@@ -28,7 +28,7 @@ help: ## list the targets
 deps: ## install the PostgreSQL and Redis server binaries if missing
 	@tools/scripts/ensure-deps.sh
 
-# MinIO has no Debian package: pkg/devinfra builds the pinned server from
+# MinIO has no Debian package: tools/devinfra builds the pinned server from
 # source into the user's cache (~/.cache/asset-registry/tools), once per
 # machine and version, which takes minutes. minio-background starts that
 # first thing, so it overlaps lint and build; whatever needs the binary later
@@ -36,18 +36,18 @@ deps: ## install the PostgreSQL and Redis server binaries if missing
 # cached `go run` in the background.
 .PHONY: minio
 minio: ## build the pinned MinIO server into the user's cache if missing
-	@go run ./pkg/devinfra/cmd/ensure-server minio >/dev/null
+	@go run ./tools/devinfra/cmd/ensure-server minio >/dev/null
 
 .PHONY: minio-background
 minio-background:
-	@go run ./pkg/devinfra/cmd/ensure-server minio >/dev/null &
+	@go run ./tools/devinfra/cmd/ensure-server minio >/dev/null &
 
 # ORY Hydra, the independent token issuer that the end-to-end tests run the
 # registry against (TestExternalIssuer), is built the same way, once per
-# machine and version (pkg/devinfra.HydraVersion), in the background.
+# machine and version (tools/devinfra.HydraVersion), in the background.
 .PHONY: hydra-background
 hydra-background:
-	@go run ./pkg/devinfra/cmd/ensure-server hydra >/dev/null &
+	@go run ./tools/devinfra/cmd/ensure-server hydra >/dev/null &
 
 .PHONY: build
 build: ## build every binary into bin/

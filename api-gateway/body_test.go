@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // serviceAt replaces the parties service of the fixture by h.
@@ -67,12 +67,12 @@ func TestBodyOverItsLimit(t *testing.T) {
 		{"far over the service's own smaller limit", "/organizations/small", uploadType, 6 << 20, 413},
 	}
 	for _, tt := range tests {
-		for _, framing := range apitest.Framings {
+		for _, framing := range testkit.Framings {
 			t.Run(tt.name+", "+framing.Name, func(t *testing.T) {
 				// The outcome must not depend on who wins a race between
 				// the service's answer and the gateway's writes.
 				for range 10 {
-					status, body := apitest.PostGenerated(t, f.client.BaseURL+tt.path, rw, tt.contentType, "", tt.size, framing)
+					status, body := testkit.PostGenerated(t, f.client.BaseURL+tt.path, rw, tt.contentType, "", tt.size, framing)
 					if status != tt.status {
 						t.Fatalf("status = %d, want %d: %.300s", status, tt.status, body)
 					}
@@ -170,7 +170,7 @@ func TestSmallBodyForwardedWhole(t *testing.T) {
 		serviceAt(t, service)(c)
 		c.Server.Read = httpx.ReadLimits{BodyTimeout: 300 * time.Millisecond, UploadMinRate: 1000, UploadRateWindow: time.Second}
 	})
-	if status, msg := apitest.PostGenerated(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", "", 500, apitest.WithLength); status != http.StatusCreated {
+	if status, msg := testkit.PostGenerated(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", "", 500, testkit.WithLength); status != http.StatusCreated {
 		t.Fatalf("%d %s", status, msg)
 	}
 	if s := <-got; s != "500 "+strings.Repeat("x", 500)+" <nil>" {
@@ -223,7 +223,7 @@ func TestSmallBodyInOneWrite(t *testing.T) {
 	}()
 	url := "http://" + ln.Addr().String()
 	f := newGateway(t, func(c *Config) { c.Upstreams["parties"] = &url })
-	if status, msg := apitest.PostGenerated(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", "", 300, apitest.WithLength); status != http.StatusCreated {
+	if status, msg := testkit.PostGenerated(t, f.client.BaseURL+"/organizations", f.issuer.ReadWrite(t), "application/json", "", 300, testkit.WithLength); status != http.StatusCreated {
 		t.Fatalf("%d %s", status, msg)
 	}
 	if got := <-first; !strings.HasSuffix(got, "\r\n\r\n"+strings.Repeat("x", 300)) {

@@ -19,12 +19,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/auth/authtest"
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/telemetry"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // upstream stands in for a service: it records what the gateway forwarded
@@ -75,15 +74,15 @@ func (u *upstream) count() int {
 }
 
 type fixture struct {
-	client   apitest.Client
-	issuer   *authtest.Issuer
+	client   testkit.Client
+	issuer   *testkit.Issuer
 	upstream *upstream
 	gateway  *Gateway
 }
 
 func newGateway(t *testing.T, mutate func(*Config)) fixture {
 	t.Helper()
-	issuer := authtest.NewIssuer(t, "https://registry.test")
+	issuer := testkit.NewIssuer(t, "https://registry.test")
 	up := newUpstream(t)
 	parties := up.URL
 	cfg := Config{OIDC: issuer.Config(), Upstreams: map[string]*string{"parties": &parties}}
@@ -97,7 +96,7 @@ func newGateway(t *testing.T, mutate func(*Config)) fixture {
 	t.Cleanup(g.Close)
 	srv := httptest.NewServer(g.Handler)
 	t.Cleanup(srv.Close)
-	return fixture{client: apitest.Client{BaseURL: srv.URL}, issuer: issuer, upstream: up, gateway: g}
+	return fixture{client: testkit.Client{BaseURL: srv.URL}, issuer: issuer, upstream: up, gateway: g}
 }
 
 func TestForwarding(t *testing.T) {
@@ -109,7 +108,7 @@ func TestForwarding(t *testing.T) {
 	t.Cleanup(func() { _ = shutdown(context.Background()) })
 	f := newGateway(t, nil)
 	rw := f.issuer.ReadWrite(t)
-	r := apitest.Expect(t, f.client.Do(t, "GET", "/organizations/?country=no", rw, nil, "X-Request-Id", "client-chosen"), 200)
+	r := testkit.Expect(t, f.client.Do(t, "GET", "/organizations/?country=no", rw, nil, "X-Request-Id", "client-chosen"), 200)
 	got := f.upstream.last(t)
 	if got.URL.Path != "/organizations/" || got.URL.RawQuery != "country=no" {
 		t.Errorf("forwarded %s?%s, want the client's own path and query", got.URL.Path, got.URL.RawQuery)
@@ -134,7 +133,7 @@ func TestForwarding(t *testing.T) {
 	if !server || !client {
 		t.Errorf("traceparent %q does not continue the gateway's spans (%d recorded)", traceparent, len(spans.GetSpans()))
 	}
-	apitest.Expect(t, f.client.Do(t, "POST", "/organization/find", f.issuer.ReadOnly(t), map[string]any{}), 200)
+	testkit.Expect(t, f.client.Do(t, "POST", "/organization/find", f.issuer.ReadOnly(t), map[string]any{}), 200)
 	if f.upstream.last(t).URL.Path != "/organization/find" {
 		t.Error("the singular find path was not routed")
 	}
@@ -160,7 +159,7 @@ func TestAuthAndRouting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := f.upstream.count()
-			apitest.Expect(t, f.client.Do(t, tt.method, tt.path, tt.token, nil), tt.status)
+			testkit.Expect(t, f.client.Do(t, tt.method, tt.path, tt.token, nil), tt.status)
 			if forwarded := f.upstream.count() > before; forwarded != (tt.status == 200) {
 				t.Errorf("forwarded = %v for status %d", forwarded, tt.status)
 			}
@@ -173,7 +172,7 @@ func TestServiceDownIs503(t *testing.T) {
 		dead := "http://127.0.0.1:1"
 		c.Upstreams["parties"] = &dead
 	})
-	r := apitest.Expect(t, f.client.Do(t, "GET", "/people", f.issuer.ReadOnly(t), nil), 503)
+	r := testkit.Expect(t, f.client.Do(t, "GET", "/people", f.issuer.ReadOnly(t), nil), 503)
 	if r.Header.Get("Retry-After") == "" || strings.Contains(string(r.Raw), "127.0.0.1") {
 		t.Errorf("503: Retry-After %q, body %s", r.Header.Get("Retry-After"), r.Raw)
 	}
@@ -190,7 +189,7 @@ func TestIssuerDownMakesGatewayUnready(t *testing.T) {
 	if r.Status != 503 || reasons["oidc"] != "the issuer http://127.0.0.1:1 cannot be reached (connection refused)" {
 		t.Errorf("readyz = %d %s, want 503 saying why the issuer cannot be used", r.Status, r.Raw)
 	}
-	apitest.Expect(t, f.client.Do(t, "GET", "/people", "a.b.c", nil), 503)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", "a.b.c", nil), 503)
 }
 
 // Two Authorization headers are refused before anything is forwarded: the
@@ -243,14 +242,14 @@ func TestCheckIssuer(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	f := newGateway(t, func(c *Config) { c.RateLimit = RateLimitConfig{PerSecond: 0.001, Burst: 2} })
 	ro := f.issuer.ReadOnly(t)
-	apitest.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
-	apitest.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
-	r := apitest.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	r := testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
 	if r.Header.Get("Retry-After") == "" {
 		t.Error("429 without Retry-After")
 	}
 	// Limits are per client.
-	apitest.Expect(t, f.client.Do(t, "GET", "/people", f.issuer.ReadWrite(t), nil), 200)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", f.issuer.ReadWrite(t), nil), 200)
 }
 
 func TestDocs(t *testing.T) {
@@ -260,7 +259,7 @@ func TestDocs(t *testing.T) {
 			t.Errorf("GET %s = %d", path, r.Status)
 		}
 	}
-	apitest.Expect(t, f.client.Do(t, "GET", "/docs/assets", "", nil), 404) // service not deployed
+	testkit.Expect(t, f.client.Do(t, "GET", "/docs/assets", "", nil), 404) // service not deployed
 	orgs := f.client.Do(t, "GET", "/openapi/organizations.json", "", nil).JSON()
 	paths := orgs["paths"].(map[string]any)
 	if len(paths) != 2 || paths["/people"] != nil {
@@ -299,7 +298,7 @@ func TestCheckDocumentsRefusesDisagreement(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.URL
 	}
-	issuer := authtest.NewIssuer(t, "https://registry.test")
+	issuer := testkit.NewIssuer(t, "https://registry.test")
 	for _, tt := range []struct {
 		name      string
 		other     string

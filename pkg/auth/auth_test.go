@@ -16,13 +16,13 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 const audience = "https://registry.example"
 
 func TestVerify(t *testing.T) {
-	iss := authtest.NewIssuer(t, audience)
+	iss := testkit.NewIssuer(t, audience)
 	v, err := auth.NewVerifier(iss.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -62,10 +62,10 @@ func TestVerify(t *testing.T) {
 		{"issued long ago, expiring later", iss.Sign(t, with(func(c jwt.MapClaims) { c["iat"] = time.Now().Add(-30 * 24 * time.Hour).Unix() })), false},
 		{"no iat", iss.Sign(t, with(func(c jwt.MapClaims) { delete(c, "iat") })), false},
 		{"iat in the future", iss.Sign(t, with(func(c jwt.MapClaims) { c["iat"] = time.Now().Add(5 * time.Minute).Unix() })), false},
-		{"unsigned", authtest.Unsigned(t, with(func(jwt.MapClaims) {})), false},
+		{"unsigned", testkit.Unsigned(t, with(func(jwt.MapClaims) {})), false},
 		{"tampered payload", parts[0] + "." + tamper(parts[1]) + "." + parts[2], false},
-		{"unknown key", authtest.SignWith(t, otherKey, "unknown-kid", with(func(jwt.MapClaims) {})), false},
-		{"known kid, other key", authtest.SignWith(t, otherKey, iss.KeyID, with(func(jwt.MapClaims) {})), false},
+		{"unknown key", testkit.SignWith(t, otherKey, "unknown-kid", with(func(jwt.MapClaims) {})), false},
+		{"known kid, other key", testkit.SignWith(t, otherKey, iss.KeyID, with(func(jwt.MapClaims) {})), false},
 		{"HMAC with the public key as secret", hmacWithPublicKey(t, iss, with(func(jwt.MapClaims) {})), false},
 		{"garbage", "not.a.token", false},
 	}
@@ -92,7 +92,7 @@ func tamper(payload string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(changed))
 }
 
-func hmacWithPublicKey(t *testing.T, iss *authtest.Issuer, claims jwt.MapClaims) string {
+func hmacWithPublicKey(t *testing.T, iss *testkit.Issuer, claims jwt.MapClaims) string {
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
 	tok.Header["kid"] = iss.KeyID
 	s, err := tok.SignedString(iss.Key.PublicKey.N.Bytes())
@@ -105,7 +105,7 @@ func hmacWithPublicKey(t *testing.T, iss *authtest.Issuer, claims jwt.MapClaims)
 // The maximum lifetime is configurable; 0 is the default, a negative one is
 // refused at start.
 func TestMaxTokenLifetime(t *testing.T) {
-	iss := authtest.NewIssuer(t, audience)
+	iss := testkit.NewIssuer(t, audience)
 	cfg := iss.Config()
 	cfg.MaxTokenLifetime = time.Hour
 	v, err := auth.NewVerifier(cfg)
@@ -164,7 +164,7 @@ func TestVerifierReportsUnreachableIssuerAsUnavailable(t *testing.T) {
 // process at start, with both values named; every token would fail the iss
 // check otherwise.
 func TestStartRefusesAnIssuerThatDiscoveryContradicts(t *testing.T) {
-	iss := authtest.NewIssuer(t, audience)
+	iss := testkit.NewIssuer(t, audience)
 	iss.DiscoveredIssuer = iss.URL + "/"
 	v, err := auth.NewVerifier(iss.Config())
 	if err != nil {
@@ -187,7 +187,7 @@ func TestStartRefusesAnIssuerThatDiscoveryContradicts(t *testing.T) {
 }
 
 func TestStartLoadsTheKeys(t *testing.T) {
-	iss := authtest.NewIssuer(t, audience)
+	iss := testkit.NewIssuer(t, audience)
 	v, err := auth.NewVerifier(iss.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestScopeFor(t *testing.T) {
 }
 
 func TestMiddleware(t *testing.T) {
-	iss := authtest.NewIssuer(t, audience)
+	iss := testkit.NewIssuer(t, audience)
 	v, err := auth.NewVerifier(iss.Config())
 	if err != nil {
 		t.Fatal(err)

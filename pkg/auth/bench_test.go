@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // BenchmarkVerify is the per-request cost of token verification (RS256),
 // paid once in the gateway and once in the service.
 func BenchmarkVerify(b *testing.B) {
-	iss := authtest.NewIssuer(b, audience)
+	iss := testkit.NewIssuer(b, audience)
 	v, err := auth.NewVerifier(iss.Config())
 	if err != nil {
 		b.Fatal(err)

@@ -9,14 +9,14 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/auth/authtest"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // A verified token is remembered until its exp and no longer: after exp it
 // is verified in full again (and the leeway rule decides, as without the
 // cache), and it is not remembered again.
 func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
-	iss := authtest.NewIssuer(t, audience)
+	iss := testkit.NewIssuer(t, audience)
 	v, err := auth.NewVerifier(iss.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
 // When the key that verified a remembered token leaves the key set (a
 // rotation), the token fails like any token signed by an unknown key.
 func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
-	iss := authtest.NewIssuer(t, audience)
+	iss := testkit.NewIssuer(t, audience)
 	v, err := auth.NewVerifier(iss.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
 // Only tokens that verify are remembered, so bad tokens cannot fill the
 // cache, and a token that differs in any byte is a different entry.
 func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
-	iss := authtest.NewIssuer(t, audience)
+	iss := testkit.NewIssuer(t, audience)
 	v, err := auth.NewVerifier(iss.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
 	bad := []string{
 		valid[:len(valid)-2] + "AA", // signature changed
 		iss.Sign(t, jwt.MapClaims{"iss": iss.URL, "sub": "x", "aud": "https://elsewhere.example", "exp": time.Now().Add(time.Minute).Unix()}),
-		authtest.Unsigned(t, iss.Claims("x", auth.ScopeWrite)),
+		testkit.Unsigned(t, iss.Claims("x", auth.ScopeWrite)),
 		// correctly signed, but issued to live longer than allowed
 		iss.Sign(t, jwt.MapClaims{"iss": iss.URL, "sub": "x", "aud": audience, "iat": time.Now().Unix(), "exp": time.Now().Add(48 * time.Hour).Unix()}),
 	}

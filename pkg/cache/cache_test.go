@@ -14,11 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/assetregistry/registry/pkg/cache"
-	"github.com/assetregistry/registry/pkg/devinfra"
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 // scopes are what the finds in these tests depend on.
 var scopes = []string{"all", cache.Scope("name", "ada")}
@@ -33,11 +32,11 @@ func newFinds(t *testing.T, url string) *cache.Finds {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	return cache.NewFinds(client, testharness.RedisPrefix(t)+"svc", c, log.NewNopLogger())
+	return cache.NewFinds(client, testkit.RedisPrefix(t)+"svc", c, log.NewNopLogger())
 }
 
 func TestHitMissAndInvalidate(t *testing.T) {
-	f := newFinds(t, testharness.RedisURL(t))
+	f := newFinds(t, testkit.RedisURL(t))
 	var got string
 	entry, hit := f.Get(t.Context(), scopes, "k", &got)
 	if hit {
@@ -56,7 +55,7 @@ func TestHitMissAndInvalidate(t *testing.T) {
 // A reader that looked up before a write and stores after it must not
 // make its stale answer visible.
 func TestStoreAfterConcurrentWriteStaysInvisible(t *testing.T) {
-	f := newFinds(t, testharness.RedisURL(t))
+	f := newFinds(t, testkit.RedisURL(t))
 	var got string
 	staleEntry, _ := f.Get(t.Context(), scopes, "k", &got) // reader starts, reads the database...
 	f.Invalidate(t.Context(), "all")                       // ...a write commits meanwhile...
@@ -67,8 +66,8 @@ func TestStoreAfterConcurrentWriteStaysInvisible(t *testing.T) {
 }
 
 func TestInvalidationIsSharedAcrossReplicas(t *testing.T) {
-	url := testharness.RedisURL(t)
-	prefix := testharness.RedisPrefix(t)
+	url := testkit.RedisURL(t)
+	prefix := testkit.RedisPrefix(t)
 	replica := func() *cache.Finds {
 		c := cfg
 		c.URL = url
@@ -90,11 +89,7 @@ func TestInvalidationIsSharedAcrossReplicas(t *testing.T) {
 }
 
 func TestRedisDownMeansMisses(t *testing.T) {
-	port, err := devinfra.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFinds(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/0")
+	f := newFinds(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t))+"/0")
 	var got string
 	start := time.Now()
 	for range 20 {
@@ -154,7 +149,7 @@ func TestRecoveryBumpsGeneration(t *testing.T) {
 
 // A write makes stale only the finds of the scopes it names.
 func TestScopedInvalidation(t *testing.T) {
-	f := newFinds(t, testharness.RedisURL(t))
+	f := newFinds(t, testkit.RedisURL(t))
 	ada := []string{"people", cache.Scope("person", "ada")}
 	bob := []string{"people", cache.Scope("person", "bob")}
 	var got string
@@ -193,7 +188,7 @@ func TestKeyKeepsPartsApart(t *testing.T) {
 }
 
 func TestThrough(t *testing.T) {
-	f := newFinds(t, testharness.RedisURL(t))
+	f := newFinds(t, testkit.RedisURL(t))
 	loads := 0
 	load := func(v string, keep bool, err error) func() (string, bool, error) {
 		return func() (string, bool, error) { loads++; return v, keep, err }
@@ -233,13 +228,13 @@ func TestKeyHidesCriteria(t *testing.T) {
 // returns an admin client, the user's name and the cache through it.
 func limitedUser(t *testing.T) (admin *redis.Client, user, namespace string, f *cache.Finds) {
 	t.Helper()
-	opts, err := redis.ParseURL(testharness.RedisURL(t))
+	opts, err := redis.ParseURL(testkit.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	admin = redis.NewClient(opts)
 	t.Cleanup(func() { admin.Close() })
-	namespace = testharness.RedisPrefix(t) + "svc"
+	namespace = testkit.RedisPrefix(t) + "svc"
 	user, password := "t_user_"+strings.TrimSuffix(strings.TrimPrefix(namespace, "t_"), ":svc"), "user-secret"
 	rule := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password, "~" + namespace + ":*", "-@all"}
 	for _, c := range cache.Commands {

@@ -67,7 +67,7 @@ var (
 		Port: 8080, MetricsPort: 9080,
 	}
 	IdentityProvider = Deployable{
-		Name: "idp", Module: "tools", Command: "tools/cmd/idp",
+		Name: "idp", Module: "idp", Command: "idp/cmd/idp",
 		Port: 8090, MetricsPort: 9090,
 	}
 )

@@ -14,17 +14,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/idempotency"
 	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 type thing struct {
 	Name string `json:"name"`
@@ -44,8 +43,8 @@ type service struct {
 func newService(t *testing.T, lease time.Duration) *service {
 	t.Helper()
 	migrations := fstest.MapFS{"001_things.sql": {Data: []byte(`CREATE TABLE things (id uuid PRIMARY KEY, name text NOT NULL)`)}}
-	pool, err := postgres.OpenAndMigrateSets(t.Context(), postgres.Config{URL: testharness.PostgresURL(t),
-		Schema: testharness.NewDatabaseSchema(t), MaxConns: 10, StartupWait: time.Second}, nil, store.Migrations(migrations)...)
+	pool, err := postgres.OpenAndMigrateSets(t.Context(), postgres.Config{URL: testkit.PostgresURL(t),
+		Schema: testkit.NewDatabaseSchema(t), MaxConns: 10, StartupWait: time.Second}, nil, store.Migrations(migrations)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +83,13 @@ func withCaller(next http.Handler) http.Handler {
 	})
 }
 
-func (s *service) post(t *testing.T, client, key, body string) apitest.Response {
+func (s *service) post(t *testing.T, client, key, body string) testkit.Response {
 	t.Helper()
 	headers := []string{"X-Client", client}
 	if key != "" {
 		headers = append(headers, idempotency.Header, key)
 	}
-	return apitest.Client{BaseURL: s.url}.Do(t, "POST", "/things", "", body, headers...)
+	return testkit.Client{BaseURL: s.url}.Do(t, "POST", "/things", "", body, headers...)
 }
 
 func (s *service) rows(t *testing.T) int {
@@ -104,23 +103,23 @@ func (s *service) rows(t *testing.T) int {
 
 func TestReplayAndMismatch(t *testing.T) {
 	s := newService(t, time.Minute)
-	first := apitest.Expect(t, s.post(t, "a", "k1", `{"name":"x"}`), 201)
-	again := apitest.Expect(t, s.post(t, "a", "k1", `{ "name" : "x" }`), 201)
+	first := testkit.Expect(t, s.post(t, "a", "k1", `{"name":"x"}`), 201)
+	again := testkit.Expect(t, s.post(t, "a", "k1", `{ "name" : "x" }`), 201)
 	if string(again.Raw) != string(first.Raw) || again.Header.Get("Location") != first.Header.Get("Location") ||
 		again.Header.Get("ETag") != first.Header.Get("ETag") || again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("replay differs:\n%s %v\n%s %v", first.Raw, first.Header, again.Raw, again.Header)
 	}
-	r := apitest.Expect(t, s.post(t, "a", "k1", `{"name":"y"}`), 422)
+	r := testkit.Expect(t, s.post(t, "a", "k1", `{"name":"y"}`), 422)
 	if f := r.Fields(); len(f) != 1 || f[0] != idempotency.Header {
 		t.Errorf("fields = %v", f)
 	}
-	apitest.Expect(t, s.post(t, "b", "k1", `{"name":"x"}`), 201) // another client's key space
-	apitest.Expect(t, s.post(t, "a", "", `{"name":"x"}`), 201)   // no key: no protection
+	testkit.Expect(t, s.post(t, "b", "k1", `{"name":"x"}`), 201) // another client's key space
+	testkit.Expect(t, s.post(t, "a", "", `{"name":"x"}`), 201)   // no key: no protection
 	if n := s.rows(t); n != 3 {
 		t.Errorf("%d rows, want 3", n)
 	}
 	for _, bad := range []string{"has space", strings.Repeat("k", 256), "é"} {
-		apitest.Expect(t, s.post(t, "a", bad, `{"name":"x"}`), 400)
+		testkit.Expect(t, s.post(t, "a", bad, `{"name":"x"}`), 400)
 	}
 }
 
@@ -129,7 +128,7 @@ func TestKeyInFlightIsAConflict(t *testing.T) {
 	s.gate = make(chan struct{})
 	release := sync.OnceFunc(func() { close(s.gate) })
 	t.Cleanup(release) // a failing test must not leave the request blocked
-	done := make(chan apitest.Response, 1)
+	done := make(chan testkit.Response, 1)
 	go func() { done <- s.post(t, "a", "slow", `{"name":"x"}`) }()
 	// Wait until the first request holds the key (it then blocks on gate).
 	deadline := time.Now().Add(10 * time.Second)
@@ -146,13 +145,13 @@ func TestKeyInFlightIsAConflict(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	r := apitest.Expect(t, s.post(t, "a", "slow", `{"name":"x"}`), 409)
+	r := testkit.Expect(t, s.post(t, "a", "slow", `{"name":"x"}`), 409)
 	if r.Header.Get("Retry-After") == "" {
 		t.Error("409 in flight without Retry-After")
 	}
 	release()
-	apitest.Expect(t, <-done, 201)
-	apitest.Expect(t, s.post(t, "a", "slow", `{"name":"x"}`), 201)
+	testkit.Expect(t, <-done, 201)
+	testkit.Expect(t, s.post(t, "a", "slow", `{"name":"x"}`), 201)
 	if n := s.rows(t); n != 1 {
 		t.Errorf("%d rows, want 1", n)
 	}
@@ -188,7 +187,7 @@ func TestRecordAndWriteCommitTogether(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	apitest.Expect(t, s.post(t, "a", "stolen", `{"name":"x"}`), 503)
+	testkit.Expect(t, s.post(t, "a", "stolen", `{"name":"x"}`), 503)
 	if n := s.rows(t); n != 0 {
 		t.Errorf("%d rows written by a request whose record could not commit", n)
 	}
@@ -197,13 +196,13 @@ func TestRecordAndWriteCommitTogether(t *testing.T) {
 // A failed request releases its key; a crashed one's claim expires.
 func TestFailuresFreeTheKey(t *testing.T) {
 	s := newService(t, time.Minute)
-	apitest.Expect(t, s.post(t, "a", "k", `{"name":`), 400)
-	apitest.Expect(t, s.post(t, "a", "k", `{"name":"x"}`), 201)
+	testkit.Expect(t, s.post(t, "a", "k", `{"name":`), 400)
+	testkit.Expect(t, s.post(t, "a", "k", `{"name":"x"}`), 201)
 	if _, err := s.st.Pool.Exec(t.Context(), `INSERT INTO idempotency_keys (client, key, token, state, lease_until)
 		VALUES ('a', 'crashed', gen_random_uuid(), 'in_flight', now() - interval '1 second')`); err != nil {
 		t.Fatal(err)
 	}
-	apitest.Expect(t, s.post(t, "a", "crashed", `{"name":"x"}`), 201)
+	testkit.Expect(t, s.post(t, "a", "crashed", `{"name":"x"}`), 201)
 	if n, err := s.keys.Sweep(t.Context()); err != nil || n != 0 {
 		t.Errorf("sweep removed %d fresh records (%v)", n, err)
 	}

@@ -16,11 +16,11 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/auth/authtest"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/reqinfo"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // seen is what the peer learned about a call.
@@ -30,7 +30,7 @@ type seen struct {
 
 // newPeer is a service's internal API behind the real token check and
 // scope rule.
-func newPeer(t *testing.T, issuer *authtest.Issuer) (*httptest.Server, chan seen) {
+func newPeer(t *testing.T, issuer *testkit.Issuer) (*httptest.Server, chan seen) {
 	t.Helper()
 	verifier, err := auth.NewVerifier(issuer.Config())
 	if err != nil {
@@ -66,7 +66,7 @@ func newPeer(t *testing.T, issuer *authtest.Issuer) (*httptest.Server, chan seen
 	return srv, calls
 }
 
-func clients(t *testing.T, issuer *authtest.Issuer, url string) *peer.Clients {
+func clients(t *testing.T, issuer *testkit.Issuer, url string) *peer.Clients {
 	t.Helper()
 	token := issuer.Token(t, "svc-assets", auth.ScopeInternal)
 	cs, err := peer.NewClients(peer.Config{
@@ -81,7 +81,7 @@ func clients(t *testing.T, issuer *authtest.Issuer, url string) *peer.Clients {
 }
 
 func TestCallCarriesIdentityRequestIDAndTrace(t *testing.T) {
-	issuer := authtest.NewIssuer(t, "https://registry.test")
+	issuer := testkit.NewIssuer(t, "https://registry.test")
 	srv, calls := newPeer(t, issuer)
 	docs := clients(t, issuer, srv.URL).Get("documents")
 
@@ -106,7 +106,7 @@ func TestCallCarriesIdentityRequestIDAndTrace(t *testing.T) {
 }
 
 func TestIntegrationTokensCannotCallInternalPaths(t *testing.T) {
-	issuer := authtest.NewIssuer(t, "https://registry.test")
+	issuer := testkit.NewIssuer(t, "https://registry.test")
 	srv, _ := newPeer(t, issuer)
 	req, _ := http.NewRequest("POST", srv.URL+"/internal/echo", nil)
 	req.Header.Set("Authorization", "Bearer "+issuer.ReadWrite(t))
@@ -122,7 +122,7 @@ func TestIntegrationTokensCannotCallInternalPaths(t *testing.T) {
 }
 
 func TestFailuresBecomeKinds(t *testing.T) {
-	issuer := authtest.NewIssuer(t, "https://registry.test")
+	issuer := testkit.NewIssuer(t, "https://registry.test")
 	srv, _ := newPeer(t, issuer)
 	docs := clients(t, issuer, srv.URL).Get("documents")
 	closed := httptest.NewServer(http.NotFoundHandler())

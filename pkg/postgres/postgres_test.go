@@ -18,10 +18,10 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/postgres"
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 var migrations = fstest.MapFS{
 	"001_items.sql": {Data: []byte(`CREATE TABLE items (id uuid PRIMARY KEY, kind text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
@@ -38,7 +38,7 @@ type item struct {
 }
 
 func open(t *testing.T) postgres.Config {
-	return postgres.Config{URL: testharness.PostgresURL(t), Schema: testharness.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
+	return postgres.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
 }
 
 func TestConcurrentMigratorsAgree(t *testing.T) {
@@ -168,11 +168,11 @@ func TestStatementTimeoutIsUnavailable(t *testing.T) {
 // A connection lost in the middle of a query (the server killed, a proxy
 // cut it) is "unavailable", a 503, not a 500.
 func TestLostConnectionIsUnavailable(t *testing.T) {
-	target := strings.TrimPrefix(strings.Split(testharness.PostgresURL(t), "@")[1], "")
+	target := strings.TrimPrefix(strings.Split(testkit.PostgresURL(t), "@")[1], "")
 	target = strings.Split(target, "/")[0]
 	proxy := newCuttingProxy(t, target)
 	cfg := open(t)
-	cfg.URL = strings.Replace(testharness.PostgresURL(t), target, proxy.addr, 1)
+	cfg.URL = strings.Replace(testkit.PostgresURL(t), target, proxy.addr, 1)
 	pool, err := postgres.OpenAndMigrate(t.Context(), cfg, migrations, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +316,7 @@ func TestWritesLeaveConnectionsForReads(t *testing.T) {
 // A role that owns its schema but may not create schemas (what a service
 // gets under make run and in production) migrates and works in it.
 func TestMigratesAsTheSchemaOwnerWithoutCreateOnTheDatabase(t *testing.T) {
-	admin := testharness.PostgresURL(t)
+	admin := testkit.PostgresURL(t)
 	conn, err := pgx.Connect(t.Context(), admin)
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +338,7 @@ func TestMigratesAsTheSchemaOwnerWithoutCreateOnTheDatabase(t *testing.T) {
 			t.Errorf("drop role: %v", err)
 		}
 	})
-	schema := testharness.NewDatabaseSchema(t)
+	schema := testkit.NewDatabaseSchema(t)
 	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema+" AUTHORIZATION "+role); err != nil {
 		t.Fatal(err)
 	}

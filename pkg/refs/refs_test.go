@@ -22,10 +22,10 @@ import (
 	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 // world is an owner service ("parties", owning person) and a referrer
 // ("things", whose things point at a person), each with its own schema,
@@ -93,8 +93,8 @@ func newWorld(t *testing.T) *world {
 func open(t *testing.T, ddl string) *store.Store {
 	t.Helper()
 	service := fstest.MapFS{"001_init.sql": {Data: []byte(ddl)}}
-	pool, err := postgres.OpenAndMigrateSets(t.Context(), postgres.Config{URL: testharness.PostgresURL(t),
-		Schema: testharness.NewDatabaseSchema(t), MaxConns: 30, StartupWait: time.Second}, nil, store.Migrations(service)...)
+	pool, err := postgres.OpenAndMigrateSets(t.Context(), postgres.Config{URL: testkit.PostgresURL(t),
+		Schema: testkit.NewDatabaseSchema(t), MaxConns: 30, StartupWait: time.Second}, nil, store.Migrations(service)...)
 	if err != nil {
 		t.Fatal(err)
 	}

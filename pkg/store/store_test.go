@@ -17,10 +17,10 @@ import (
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 var migrations = fstest.MapFS{"001_things.sql": {Data: []byte(`
 CREATE TABLE things (id uuid PRIMARY KEY, name text NOT NULL UNIQUE, size int NOT NULL DEFAULT 0,
@@ -35,19 +35,19 @@ type thing struct {
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	pool, err := postgres.OpenAndMigrate(t.Context(), postgres.Config{URL: testharness.PostgresURL(t),
-		Schema: testharness.NewDatabaseSchema(t), MaxConns: 10, StartupWait: time.Second}, migrations, nil)
+	pool, err := postgres.OpenAndMigrate(t.Context(), postgres.Config{URL: testkit.PostgresURL(t),
+		Schema: testkit.NewDatabaseSchema(t), MaxConns: 10, StartupWait: time.Second}, migrations, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	cfg := cache.Config{URL: testharness.RedisURL(t), TTL: time.Minute, Timeout: time.Second, Backoff: time.Second}
+	cfg := cache.Config{URL: testkit.RedisURL(t), TTL: time.Minute, Timeout: time.Second, Backoff: time.Second}
 	client, err := cache.Connect(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
-	return store.New(pool, cache.NewFinds(client, testharness.RedisPrefix(t)+"things", cfg, log.NewNopLogger()))
+	return store.New(pool, cache.NewFinds(client, testkit.RedisPrefix(t)+"things", cfg, log.NewNopLogger()))
 }
 
 func insert(ctx context.Context, s *store.Store, name string) (uuid.UUID, error) {

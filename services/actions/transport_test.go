@@ -9,13 +9,13 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
-	"github.com/assetregistry/registry/pkg/servicetest"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 // world is the service under test with the targets its actions name,
@@ -140,7 +140,7 @@ func TestHTTPActions(t *testing.T) {
 // referrers asks, as an owner deleting kind/id would, what points at it.
 func (w world) referrers(t *testing.T, kind, id string) []any {
 	t.Helper()
-	internal := apitest.Client{BaseURL: w.Client.BaseURL} // the protocol is not part of the API document
+	internal := testkit.Client{BaseURL: w.Client.BaseURL} // the protocol is not part of the API document
 	r := w.Expect(internal.Do(t, "POST", refs.ReferrersPath, w.Issuer.Token(t, "svc-test", auth.ScopeInternal),
 		map[string]any{"kind": kind, "id": id, "settle": true}), 200)
 	return r.JSON()["referrers"].([]any)

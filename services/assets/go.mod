@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/assetregistry/registry/pkg v0.0.0
+	github.com/assetregistry/registry/tools/testkit v0.0.0-00010101000000-000000000000
 	github.com/go-kit/kit v0.13.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -17,6 +18,7 @@ require (
 	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/MicahParks/jwkset v0.11.4 // indirect
 	github.com/MicahParks/keyfunc/v3 v3.9.1 // indirect
+	github.com/assetregistry/registry/tools/devinfra v0.0.0 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/basgys/goxml2json v1.1.1-0.20231018121955-e66ee54ceaad // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -99,3 +101,9 @@ require (
 )
 
 replace github.com/assetregistry/registry/pkg => ../../pkg
+
+replace github.com/assetregistry/registry/tools/testkit => ../../tools/testkit
+
+replace github.com/assetregistry/registry/tools/devinfra => ../../tools/devinfra
+
+replace github.com/assetregistry/registry/idp => ../../idp

@@ -11,8 +11,8 @@ import (
 
 	"github.com/assetregistry/registry/pkg/patch"
 	"github.com/assetregistry/registry/pkg/refs"
-	"github.com/assetregistry/registry/pkg/servicetest"
 	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 func ptr[T any](v T) *T { return &v }

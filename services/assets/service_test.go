@@ -14,12 +14,12 @@ import (
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/patch"
 	"github.com/assetregistry/registry/pkg/refs"
-	"github.com/assetregistry/registry/pkg/servicetest"
-	"github.com/assetregistry/registry/pkg/testharness"
 	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 type fixture struct {
 	svc      Service
@@ -83,7 +83,7 @@ func wantField(t *testing.T, err error, field string) {
 }
 
 func TestAssetTypeLifecycle(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	created := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
 		Version: ptr("2"), EmissionClass: ptr(" ")}))
 	if created.ID.Version() != 7 || created.Brand != "Liftmaster" || created.EmissionClass != nil || created.CreatedBy != "test-client" ||
@@ -135,7 +135,7 @@ func TestAssetTypeLifecycle(t *testing.T) {
 }
 
 func TestListAndFindAssetTypes(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	var ids []uuid.UUID
 	for i, spec := range []struct {
 		brand, model string
@@ -189,7 +189,7 @@ func TestListAndFindAssetTypes(t *testing.T) {
 }
 
 func TestExternalIDs(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	erp1 := []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}
 	first := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
 	_, err := f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2", ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}, erp1[0]}})
@@ -230,7 +230,7 @@ func TestExternalIDs(t *testing.T) {
 }
 
 func TestDocumentsAndThumbnail(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	manual, photo := f.document("application/pdf"), f.document("image/png")
 
@@ -303,7 +303,7 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 }
 
 func TestAssetLifecycle(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	lift := f.assetType(t, "Liftmaster", "LM-200", nil)
 	hoist := f.assetType(t, "Hoistco", "H1", nil)
 	person := f.person()
@@ -371,7 +371,7 @@ func TestAssetLifecycle(t *testing.T) {
 // An asset type with assets cannot go: the foreign key refuses, and the
 // 409 names the assets.
 func TestDeleteAssetTypeWithAssets(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
 	err := f.svc.DeleteAssetType(f.ctx, at.ID)
@@ -398,7 +398,7 @@ func TestDeleteAssetTypeWithAssets(t *testing.T) {
 }
 
 func TestFindAsset(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	v1 := f.assetType(t, "Liftmaster", "LM-200", ptr("1"))
 	v2 := f.assetType(t, "Liftmaster", "LM-200", ptr("2"))
 	hoist := f.assetType(t, "Hoistco", "H1", nil)
@@ -441,7 +441,7 @@ func TestFindAsset(t *testing.T) {
 }
 
 func TestFindAssetCreatesExactlyOnce(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	servicetest.CreatesOnce(t, 50, func(i int) (uuid.UUID, bool, error) {
 		// Vary the spelling: the type's name ignores case and space.
@@ -461,7 +461,7 @@ func TestFindAssetCreatesExactlyOnce(t *testing.T) {
 // The cache must never hide a write: each find below follows a write that
 // changes its answer.
 func TestFindsSeeEveryWrite(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
 	byName := AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}

@@ -13,7 +13,7 @@ import (
 	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
-	"github.com/assetregistry/registry/pkg/servicetest"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 var liftmaster = map[string]any{"brand": "Liftmaster", "model": "LM-200", "version": "2",

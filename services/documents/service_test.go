@@ -21,8 +21,8 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/refs"
-	"github.com/assetregistry/registry/pkg/servicetest"
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 type fixture struct {
@@ -35,7 +35,7 @@ type fixture struct {
 }
 
 // The tests talk to the real PostgreSQL and MinIO the harness provides.
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 // newFixture is the service as production wires it, over a fresh schema of
 // the real PostgreSQL and a fresh bucket of the real MinIO. Small parts
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
 func newFixture(t *testing.T, maxSize int64) fixture {
 	t.Helper()
 	st := servicetest.Store(t, Spec(), "")
-	s3 := testharness.S3(t)
+	s3 := testkit.S3(t)
 	bucket, err := objectstore.Open(t.Context(), objectstore.Config{Endpoint: "http://" + s3.Endpoint, Bucket: s3.Bucket,
 		Region: s3.Region, AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})
 	if err != nil {

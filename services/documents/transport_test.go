@@ -16,19 +16,16 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/assetregistry/registry/pkg/apitest"
-	"github.com/assetregistry/registry/pkg/auth/authtest"
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/servicekit"
-	"github.com/assetregistry/registry/pkg/servicetest"
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func typePart(v string) apitest.FormPart { return apitest.Field("document_type", v) }
-func filePart(name, ctype, content string) apitest.FormPart {
-	return apitest.FormPart{Name: "file", Filename: name, ContentType: ctype, Content: content}
+func typePart(v string) testkit.FormPart { return testkit.Field("document_type", v) }
+func filePart(name, ctype, content string) testkit.FormPart {
+	return testkit.FormPart{Name: "file", Filename: name, ContentType: ctype, Content: content}
 }
 
 // bucketOf opens the service's bucket to look inside.
@@ -62,7 +59,7 @@ func countObjects(t *testing.T, b *objectstore.Bucket) int {
 func TestHTTPUploadAndDownload(t *testing.T) {
 	s := servicetest.Start(t, Spec())
 	content := "%PDF-1.7\nthe control report"
-	body, contentType := apitest.Multipart(t, typePart("expert_control_report"), filePart("Rapport Ø 1.pdf", "application/pdf", content))
+	body, contentType := testkit.Multipart(t, typePart("expert_control_report"), filePart("Rapport Ø 1.pdf", "application/pdf", content))
 	created := s.Call(201, "POST", "/documents/", s.RW, body, "Content-Type", contentType)
 	doc := created.JSON()
 	id := doc["id"].(string)
@@ -120,20 +117,20 @@ func TestHTTPUploadErrors(t *testing.T) {
 	s := servicetest.Start(t, SpecWith(Config{MaxSize: 1000}, DefaultObjectsConfig))
 	tests := []struct {
 		name   string
-		parts  []apitest.FormPart
+		parts  []testkit.FormPart
 		status int
 		fields []string
 	}{
-		{"no file", []apitest.FormPart{typePart("report")}, 422, []string{"file"}},
-		{"no document_type", []apitest.FormPart{filePart("a.txt", "text/plain", "x")}, 422, []string{"document_type"}},
-		{"document_type not a token", []apitest.FormPart{typePart("Expert Report"), filePart("a.txt", "", "x")}, 422, []string{"document_type"}},
-		{"two files", []apitest.FormPart{typePart("r"), filePart("a", "", "x"), filePart("b", "", "y")}, 422, []string{"file"}},
-		{"unknown field", []apitest.FormPart{typePart("r"), filePart("a", "", "x"), apitest.Field("title", "t")}, 422, []string{"title"}},
-		{"over the limit", []apitest.FormPart{typePart("r"), filePart("a", "", strings.Repeat("x", 1001))}, 413, nil},
+		{"no file", []testkit.FormPart{typePart("report")}, 422, []string{"file"}},
+		{"no document_type", []testkit.FormPart{filePart("a.txt", "text/plain", "x")}, 422, []string{"document_type"}},
+		{"document_type not a token", []testkit.FormPart{typePart("Expert Report"), filePart("a.txt", "", "x")}, 422, []string{"document_type"}},
+		{"two files", []testkit.FormPart{typePart("r"), filePart("a", "", "x"), filePart("b", "", "y")}, 422, []string{"file"}},
+		{"unknown field", []testkit.FormPart{typePart("r"), filePart("a", "", "x"), testkit.Field("title", "t")}, 422, []string{"title"}},
+		{"over the limit", []testkit.FormPart{typePart("r"), filePart("a", "", strings.Repeat("x", 1001))}, 413, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body, contentType := apitest.Multipart(t, tt.parts...)
+			body, contentType := testkit.Multipart(t, tt.parts...)
 			r := s.Call(tt.status, "POST", "/documents", s.RW, body, "Content-Type", contentType)
 			if tt.fields != nil && strings.Join(r.Fields(), ",") != strings.Join(tt.fields, ",") {
 				t.Errorf("fields = %v, want %v", r.Fields(), tt.fields)
@@ -148,7 +145,7 @@ func TestHTTPUploadErrors(t *testing.T) {
 	if strings.Join(r.Fields(), ",") != "file" {
 		t.Errorf("U+0000 in the filename: fields = %v", r.Fields())
 	}
-	at, contentType := apitest.Multipart(t, typePart("r"), filePart("a", "", strings.Repeat("x", 1000)))
+	at, contentType := testkit.Multipart(t, typePart("r"), filePart("a", "", strings.Repeat("x", 1000)))
 	s.Call(201, "POST", "/documents", s.RW, at, "Content-Type", contentType)
 	s.Call(415, "POST", "/documents", s.RW, `{"document_type":"r"}`)
 	s.Call(415, "POST", "/documents", s.RW, "document_type=r", "Content-Type", "application/x-www-form-urlencoded")
@@ -242,7 +239,7 @@ func TestHTTPStalledUpload(t *testing.T) {
 // A database that goes away is a 503 with Retry-After before any byte of a
 // file is stored, and the service recovers by itself.
 func TestHTTPDatabaseDown(t *testing.T) {
-	body, contentType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "kept"))
+	body, contentType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "kept"))
 	var kept string
 	servicetest.DatabaseDown(t, Spec(), servicetest.Outage{
 		Before: func(s *servicetest.Service) {
@@ -266,7 +263,7 @@ func TestHTTPDatabaseDown(t *testing.T) {
 // Idempotency-Key, though an upload itself may take far longer: its
 // database steps must not wait for the database to come back.
 func TestHTTPDatabasePaused(t *testing.T) {
-	body, contentType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "paused"))
+	body, contentType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "paused"))
 	servicetest.DatabasePaused(t, Spec(), []servicetest.Request{
 		{Method: "POST", Path: "/documents", Body: body, Headers: []string{"Content-Type", contentType}},
 		{Method: "POST", Path: "/documents", Body: body, Headers: []string{"Content-Type", contentType, "Idempotency-Key", "paused-1"}},
@@ -286,7 +283,7 @@ func TestHTTPDatabasePaused(t *testing.T) {
 // the key, pauses the database, then sends them.
 func TestHTTPDatabasePausedMidUpload(t *testing.T) {
 	p := servicetest.StartPausable(t, Spec())
-	body, contentType := apitest.Multipart(t, typePart("report"), filePart("a.bin", "application/octet-stream", strings.Repeat("x", 64<<10)))
+	body, contentType := testkit.Multipart(t, typePart("report"), filePart("a.bin", "application/octet-stream", strings.Repeat("x", 64<<10)))
 	// The newest key listed as loose: keys are UUIDv7, so a claim makes it
 	// grow, whatever the removals of earlier uploads do meanwhile.
 	newestLoose := func() (key string) {
@@ -303,7 +300,7 @@ func TestHTTPDatabasePausedMidUpload(t *testing.T) {
 		before := newestLoose()
 		var paused time.Time
 		split := len(body) - 100
-		r := apitest.Expect(t, p.Bounded.Do(t, "POST", "/documents", p.RW, &holdBack{
+		r := testkit.Expect(t, p.Bounded.Do(t, "POST", "/documents", p.RW, &holdBack{
 			head: strings.NewReader(body[:split]), tail: strings.NewReader(body[split:]),
 			between: func() {
 				for deadline := time.Now().Add(10 * time.Second); newestLoose() <= before; time.Sleep(10 * time.Millisecond) {
@@ -327,7 +324,7 @@ func TestHTTPDatabasePausedMidUpload(t *testing.T) {
 		}
 		p.Resume(t)
 	}
-	small, smallType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "after"))
+	small, smallType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "after"))
 	p.Call(201, "POST", "/documents", p.RW, small, "Content-Type", smallType, "Idempotency-Key", "mid-upload-after")
 }
 
@@ -357,22 +354,15 @@ func (h *holdBack) Read(b []byte) (int, error) {
 // downloads, /readyz says so, nothing is half-written, and the service
 // recovers when storage is back.
 func TestHTTPObjectStorageDown(t *testing.T) {
-	dir := testharness.ServerDir(t)
-	start := func(port int) *devinfra.Minio {
-		m, err := devinfra.StartMinio(t.Context(), devinfra.MinioOptions{DataDir: filepath.Join(dir, "minio"), Port: port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = m.Stop() })
-		return m
-	}
+	dir := testkit.ServerDir(t)
+	start := func(port int) *testkit.Minio { return testkit.StartMinio(t, filepath.Join(dir, "minio"), port) }
 	m := start(0)
-	issuer := authtest.NewIssuer(t, servicetest.Audience)
+	issuer := testkit.NewIssuer(t, servicetest.Audience)
 	cfg := servicetest.Config(t, Spec(), issuer)
 	cfg.S3 = objectstore.Config{Endpoint: m.URL, Bucket: "documents", Region: m.Region, AccessKey: m.AccessKey,
 		SecretKey: m.SecretKey, StartupWait: time.Second}
 	s := servicetest.StartWith(t, Spec(), cfg, issuer)
-	body, contentType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "before"))
+	body, contentType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "before"))
 	id := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType).JSON()["id"].(string)
 
 	if err := m.Stop(); err != nil {
@@ -383,7 +373,7 @@ func TestHTTPObjectStorageDown(t *testing.T) {
 		t.Error("503 without Retry-After")
 	}
 	s.Call(503, "GET", "/documents/"+id+"/file", s.RO, nil)
-	probe := apitest.Client{BaseURL: s.Client.BaseURL}.Do(t, "GET", "/readyz", "", nil)
+	probe := testkit.Client{BaseURL: s.Client.BaseURL}.Do(t, "GET", "/readyz", "", nil)
 	if probe.Status != 503 || !strings.Contains(string(probe.Raw), `"s3":"unavailable"`) {
 		t.Errorf("readyz = %d %s while storage is down", probe.Status, probe.Raw)
 	}
@@ -404,9 +394,9 @@ func TestHTTPObjectStorageDown(t *testing.T) {
 // under the same key is a 422.
 func TestHTTPIdempotentUpload(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	body, ctype := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
+	body, ctype := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
 	first := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", ctype, "Idempotency-Key", "up-1")
-	retry, retryType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
+	retry, retryType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
 	if retryType == ctype {
 		t.Fatal("the retry should have another boundary")
 	}
@@ -414,7 +404,7 @@ func TestHTTPIdempotentUpload(t *testing.T) {
 	if again.JSON()["id"] != first.JSON()["id"] || again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("replay: %s", again.Raw)
 	}
-	other, otherType := apitest.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "other bytes"))
+	other, otherType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "other bytes"))
 	s.Call(422, "POST", "/documents", s.RW, other, "Content-Type", otherType, "Idempotency-Key", "up-1")
 	if n := countObjects(t, bucketOf(t, s)); n != 1 {
 		t.Errorf("%d objects, want the one upload", n)

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // BenchmarkFindPerson compares a find answered by Redis with one answered
@@ -17,7 +17,7 @@ func BenchmarkFindPerson(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			redisURL := bc.redis
 			if redisURL != "" {
-				redisURL = testharness.RedisURL(b)
+				redisURL = testkit.RedisURL(b)
 			}
 			f := newFixture(b, redisURL)
 			seedPeople(b, f, 10_000)

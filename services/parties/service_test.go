@@ -12,15 +12,14 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/calendar"
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/listing"
 	"github.com/assetregistry/registry/pkg/patch"
 	"github.com/assetregistry/registry/pkg/refs"
-	"github.com/assetregistry/registry/pkg/servicetest"
-	"github.com/assetregistry/registry/pkg/testharness"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 type fixture struct {
 	svc   Service
@@ -59,7 +58,7 @@ func must[T any](t *testing.T) func(T, error) T {
 }
 
 func TestOrganizationLifecycle(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	in := OrganizationInput{Name: "Acme AS", RegistrationNumber: "999888777", OrganizationType: "private", Country: ptr("NO")}
 	created := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, in))
 	if created.ID.Version() != 7 || *created.Country != "no" || created.CreatedBy != "test-client" || created.AssociatedPeople == nil {
@@ -104,7 +103,7 @@ func TestOrganizationLifecycle(t *testing.T) {
 }
 
 func TestOrganizationWithoutCountryIsUniqueByNumber(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	in := OrganizationInput{Name: "A", RegistrationNumber: "42", OrganizationType: "unclassified"}
 	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, in))
 	_, err := f.svc.CreateOrganization(f.ctx, in)
@@ -112,7 +111,7 @@ func TestOrganizationWithoutCountryIsUniqueByNumber(t *testing.T) {
 }
 
 func TestListOrganizations(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	var ids []uuid.UUID
 	for i := range 5 {
 		typ := []string{"private", "public"}[i%2]
@@ -142,7 +141,7 @@ func TestListOrganizations(t *testing.T) {
 }
 
 func TestFindOrganization(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	no := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("no")}))
 	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("se")}))
 
@@ -161,7 +160,7 @@ func TestFindOrganization(t *testing.T) {
 }
 
 func TestFindPersonCreatesExactlyOnce(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	q := PersonInput{FirstName: "Grace", LastName: "Hopper", DateOfBirth: &calendar.Date{Year: 1906, Month: 12, Day: 9}}
 	const callers = 50
 	type result struct {
@@ -213,7 +212,7 @@ func TestFindPersonCreatesExactlyOnce(t *testing.T) {
 }
 
 func TestFindPerson(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	dob := &calendar.Date{Year: 1980, Month: 1, Day: 2}
 	_, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, false)
 	wantKind(t, err, apperr.KindNotFound)
@@ -238,7 +237,7 @@ func TestFindPerson(t *testing.T) {
 // The cache must never hide a write: each find below follows a write that
 // changes its answer.
 func TestFindsSeeEveryWrite(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: ptr("no")}))
 	find := func() OrganizationDetail {
 		return must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: ptr("no")}))
@@ -272,11 +271,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 }
 
 func TestFindsWorkWithoutRedis(t *testing.T) {
-	port, err := devinfra.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/0") // nothing listens
+	f := newFixture(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t))+"/0") // nothing listens
 	p := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Per", LastName: "Hansen"}))
 	for range 3 {
 		got, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "per", LastName: "hansen"}, false)
@@ -287,7 +282,7 @@ func TestFindsWorkWithoutRedis(t *testing.T) {
 }
 
 func TestLinks(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"}))
 	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
 	in := LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "employee"}
@@ -339,7 +334,7 @@ func TestLinks(t *testing.T) {
 }
 
 func TestPersonUpdate(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	a := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Anne", LastName: "Berg"}))
 	b := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Anna", LastName: "Berg"}))
 	dob := calendar.Date{Year: 2001, Month: 2, Day: 3}
@@ -362,7 +357,7 @@ func TestPersonUpdate(t *testing.T) {
 // Person finds must see every write that changes their answer, including
 // writes that only touch a linked organization or a namesake.
 func TestPersonFindsSeeEveryWrite(t *testing.T) {
-	f := newFixture(t, testharness.RedisURL(t))
+	f := newFixture(t, testkit.RedisURL(t))
 	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "Old Name", RegistrationNumber: "9", OrganizationType: "private"}))
 	ola := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann"}))
 	find := func(first string) (PersonDetail, error) {

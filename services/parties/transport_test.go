@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/servicetest"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 var acme = map[string]any{"name": "Acme AS", "registration_number": "912345678", "organization_type": "private", "country": "no"}
@@ -269,7 +269,7 @@ func TestHTTPLockedRowDoesNotStarveOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	statuses := make(chan apitest.Response, 40)
+	statuses := make(chan testkit.Response, 40)
 	for range 40 {
 		wg.Go(func() {
 			statuses <- a.Client.Do(t, "PATCH", "/organizations/"+locked, a.RW, `{"name":"Busy AS"}`)
@@ -281,7 +281,7 @@ func TestHTTPLockedRowDoesNotStarveOthers(t *testing.T) {
 	wg.Wait()
 	close(statuses)
 	for r := range statuses {
-		apitest.Expect(t, r, 503)
+		testkit.Expect(t, r, 503)
 		if r.Header.Get("Retry-After") == "" {
 			t.Error("503 without Retry-After")
 		}

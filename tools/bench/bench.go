@@ -36,8 +36,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/tools/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
 

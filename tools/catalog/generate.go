@@ -68,14 +68,28 @@ type model struct {
 }
 
 func view() model {
-	m := model{Header: header, Services: catalog.Names(), Deployables: catalog.Deployables()}
-	modules := []string{"pkg"}
-	for _, d := range m.Deployables {
+	return model{Header: header, Services: catalog.Names(), Deployables: catalog.Deployables(), Modules: Modules()}
+}
+
+// Modules are every Go module of the repository, sorted: the deployables'
+// and those that are no deployable (the runtime kit, the test kit, the dev
+// infrastructure and the tools).
+func Modules() []string {
+	modules := []string{"pkg", "tools", "tools/devinfra", "tools/testkit"}
+	for _, d := range catalog.Deployables() {
 		modules = append(modules, d.Module)
 	}
 	slices.Sort(modules)
-	m.Modules = slices.Compact(modules)
-	return m
+	return slices.Compact(modules)
+}
+
+// Patterns are the package patterns of every module ("./pkg/...").
+func Patterns() []string {
+	var out []string
+	for _, m := range Modules() {
+		out = append(out, "./"+m+"/...")
+	}
+	return out
 }
 
 var funcs = template.FuncMap{"join": strings.Join}

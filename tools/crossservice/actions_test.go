@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/servicetest"
 	"github.com/assetregistry/registry/services/actions"
 	"github.com/assetregistry/registry/services/assets"
 	"github.com/assetregistry/registry/services/documents"
 	"github.com/assetregistry/registry/services/parties"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 // registry is the four services together, with what an action names.

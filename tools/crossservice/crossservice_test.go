@@ -12,22 +12,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/servicetest"
-	"github.com/assetregistry/registry/pkg/testharness"
 	"github.com/assetregistry/registry/services/assets"
 	"github.com/assetregistry/registry/services/documents"
 	"github.com/assetregistry/registry/services/parties"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(testharness.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 // upload stores a document and returns its metadata.
 func upload(t *testing.T, docs *servicetest.Service, name, contentType, content string) map[string]any {
 	t.Helper()
-	body, ctype := apitest.Multipart(t, apitest.Field("document_type", "manual"),
-		apitest.FormPart{Name: "file", Filename: name, ContentType: contentType, Content: content})
+	body, ctype := testkit.Multipart(t, testkit.Field("document_type", "manual"),
+		testkit.FormPart{Name: "file", Filename: name, ContentType: contentType, Content: content})
 	return docs.Call(201, "POST", "/documents", docs.RW, body, "Content-Type", ctype).JSON()
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/tools/devinfra"
 )
 
 // accessFile records each deployable's own PostgreSQL role and Redis user

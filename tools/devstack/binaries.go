@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/tools/devinfra"
 )
 
 // Binaries returns REGISTRY_BIN (make test and make faults build them

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assetregistry/registry/idp"
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/postgres"
-	"github.com/assetregistry/registry/tools/idp"
+	"github.com/assetregistry/registry/tools/devinfra"
 )
 
 // Client ids of make run's two machine clients.

@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/tools/devinfra"
 )
 
 // Options of a stack.

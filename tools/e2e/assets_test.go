@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // unique makes names no other test of the shared stack uses.
@@ -20,9 +20,9 @@ func unique(prefix string) string { return prefix + "-" + randomHex() }
 // uploadThroughGateway stores a document and returns its id.
 func uploadThroughGateway(t *testing.T, token, name, contentType, content string) string {
 	t.Helper()
-	body, ctype := apitest.Multipart(t, apitest.Field("document_type", "manual"),
-		apitest.FormPart{Name: "file", Filename: name, ContentType: contentType, Content: content})
-	return apitest.Expect(t, gateway().Do(t, "POST", "/documents", token, body, "Content-Type", ctype), 201).JSON()["id"].(string)
+	body, ctype := testkit.Multipart(t, testkit.Field("document_type", "manual"),
+		testkit.FormPart{Name: "file", Filename: name, ContentType: contentType, Content: content})
+	return testkit.Expect(t, gateway().Do(t, "POST", "/documents", token, body, "Content-Type", ctype), 201).JSON()["id"].(string)
 }
 
 // The interface's order of recording equipment, through the gateway: an
@@ -32,9 +32,9 @@ func uploadThroughGateway(t *testing.T, token, name, contentType, content string
 func TestAssetsThroughGateway(t *testing.T) {
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
-	call := func(status int, method, path, token string, body any, headers ...string) apitest.Response {
+	call := func(status int, method, path, token string, body any, headers ...string) testkit.Response {
 		t.Helper()
-		return apitest.Expect(t, gw.Do(t, method, path, token, body, headers...), status)
+		return testkit.Expect(t, gw.Do(t, method, path, token, body, headers...), status)
 	}
 	brand := unique("Liftmaster")
 	typ := call(201, "POST", "/asset_types/", rw, map[string]any{"brand": brand, "model": "LM-200", "version": "2",
@@ -109,14 +109,14 @@ func TestAssetErrorsThroughGateway(t *testing.T) {
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	brand := unique("Hoist")
-	typ := apitest.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "H1",
+	typ := testkit.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "H1",
 		"external_ids": []map[string]any{{"source_system": "erp", "external_id": brand}}}), 201).JSON()
 	typeID := typ["id"].(string)
-	apitest.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "H1", "version": "2"}), 201)
-	other := apitest.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "H2"}), 201).JSON()["id"].(string)
+	testkit.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "H1", "version": "2"}), 201)
+	other := testkit.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "H2"}), 201).JSON()["id"].(string)
 	serial := unique("SN")
-	asset := apitest.Expect(t, gw.Do(t, "POST", "/assets", rw, map[string]any{"serial_number": serial, "asset_type_id": typeID}), 201).JSON()
-	apitest.Expect(t, gw.Do(t, "POST", "/assets", rw, map[string]any{"serial_number": serial, "asset_type_id": other}), 201)
+	asset := testkit.Expect(t, gw.Do(t, "POST", "/assets", rw, map[string]any{"serial_number": serial, "asset_type_id": typeID}), 201).JSON()
+	testkit.Expect(t, gw.Do(t, "POST", "/assets", rw, map[string]any{"serial_number": serial, "asset_type_id": other}), 201)
 	pdf := uploadThroughGateway(t, rw, "a.pdf", "application/pdf", "%PDF-1.7")
 	missing := uuid.New().String()
 	next := time.Now().UTC().Year() + 1
@@ -165,7 +165,7 @@ func TestAssetErrorsThroughGateway(t *testing.T) {
 	}
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
-			r := apitest.Expect(t, gw.Do(t, tt.method, tt.path, tt.token, tt.body, tt.headers...), tt.status).JSON()
+			r := testkit.Expect(t, gw.Do(t, tt.method, tt.path, tt.token, tt.body, tt.headers...), tt.status).JSON()
 			if r["type"] != problem.TypePrefix+tt.problem {
 				t.Errorf("type = %v, want %s", r["type"], tt.problem)
 			}
@@ -180,7 +180,7 @@ func TestAssetErrorsThroughGateway(t *testing.T) {
 func TestAssetFindRaceThroughGateway(t *testing.T) {
 	rw := readWrite(t)
 	brand := unique("Race")
-	apitest.Expect(t, gateway().Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "R1"}), 201)
+	testkit.Expect(t, gateway().Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "R1"}), 201)
 	criteria := map[string]any{"serial_number": "SN-RACE", "brand": brand, "model": "R1"}
 	const callers = 50
 	statuses, ids := make([]int, callers), make([]any, callers)
@@ -210,8 +210,8 @@ func TestAssetFindRaceThroughGateway(t *testing.T) {
 	if created != 1 {
 		t.Fatalf("%d calls answered 201, want exactly one", created)
 	}
-	list := apitest.Expect(t, gateway().Do(t, "GET", "/assets?serial_number=SN-RACE&asset_type_id="+
-		apitest.Expect(t, gateway().Do(t, "POST", "/assets/find", rw, criteria), 200).JSON()["asset_type_id"].(string), readOnly(t), nil), 200).List()
+	list := testkit.Expect(t, gateway().Do(t, "GET", "/assets?serial_number=SN-RACE&asset_type_id="+
+		testkit.Expect(t, gateway().Do(t, "POST", "/assets/find", rw, criteria), 200).JSON()["asset_type_id"].(string), readOnly(t), nil), 200).List()
 	if len(list) != 1 {
 		t.Fatalf("%d assets stored, want 1", len(list))
 	}
@@ -222,17 +222,17 @@ func TestAssetFindRaceThroughGateway(t *testing.T) {
 func TestDeleteVersusReferenceRaceThroughGateway(t *testing.T) {
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
-	typeID := apitest.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": unique("Race"), "model": "D1"}), 201).JSON()["id"].(string)
+	typeID := testkit.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": unique("Race"), "model": "D1"}), 201).JSON()["id"].(string)
 	raceDeleteAgainstCreates(t, deleteRace{
 		target: func(int) string {
-			return "/people/" + apitest.Expect(t, gw.Do(t, "POST", "/people", rw, map[string]any{"first_name": unique("P"), "last_name": "Race"}), 201).JSON()["id"].(string)
+			return "/people/" + testkit.Expect(t, gw.Do(t, "POST", "/people", rw, map[string]any{"first_name": unique("P"), "last_name": "Race"}), 201).JSON()["id"].(string)
 		},
-		create: func(round, c int, person string) apitest.Response {
+		create: func(round, c int, person string) testkit.Response {
 			return gw.Do(t, "POST", "/assets", rw, map[string]any{"serial_number": fmt.Sprintf("SN-%d-%d", round, c),
 				"asset_type_id": typeID, "responsible_person_id": person})
 		},
 		naming: func(person string) int {
-			return len(apitest.Expect(t, gw.Do(t, "GET", "/assets?responsible_person_id="+person, ro, nil), 200).List())
+			return len(testkit.Expect(t, gw.Do(t, "GET", "/assets?responsible_person_id="+person, ro, nil), 200).List())
 		},
 	})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // maxUpload is the documents service's size limit in this stack.
@@ -60,31 +60,31 @@ func TestDocumentsThroughGateway(t *testing.T) {
 	rowsBefore, objectsBefore := stored(t)
 
 	content := strings.Repeat("inspection report line\n", 200)
-	body, ctype := apitest.Multipart(t, apitest.Field("document_type", "expert_control_report"),
-		apitest.FormPart{Name: "file", Filename: "kontroll-2026.txt", ContentType: "text/plain; charset=utf-8", Content: content})
-	created := apitest.Expect(t, gw.Do(t, "POST", "/documents", rw, body, "Content-Type", ctype), 201)
+	body, ctype := testkit.Multipart(t, testkit.Field("document_type", "expert_control_report"),
+		testkit.FormPart{Name: "file", Filename: "kontroll-2026.txt", ContentType: "text/plain; charset=utf-8", Content: content})
+	created := testkit.Expect(t, gw.Do(t, "POST", "/documents", rw, body, "Content-Type", ctype), 201)
 	doc := created.JSON()
 	id := doc["id"].(string)
 	if doc["size"] != float64(len(content)) || doc["created_by"] != creds.ClientID || created.Header.Get("Location") != "/documents/"+id {
 		t.Fatalf("created: %s", created.Raw)
 	}
-	got := apitest.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/", ro, nil), 200).JSON()
+	got := testkit.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/", ro, nil), 200).JSON()
 	if got["sha256"] != doc["sha256"] || got["action_documents"] == nil {
 		t.Errorf("metadata: %v", got)
 	}
-	file := apitest.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil), 200)
+	file := testkit.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil), 200)
 	etag := file.Header.Get("ETag")
 	if string(file.Raw) != content || etag != `"`+doc["sha256"].(string)+`"` || file.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
 		!strings.Contains(file.Header.Get("Content-Disposition"), "filename*=UTF-8''kontroll-2026.txt") {
 		t.Errorf("download: %v", file.Header)
 	}
-	part := apitest.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil, "Range", "bytes=23-45"), 206)
+	part := testkit.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil, "Range", "bytes=23-45"), 206)
 	if string(part.Raw) != content[23:46] {
 		t.Errorf("range: %q", part.Raw)
 	}
-	apitest.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil, "Range", fmt.Sprintf("bytes=%d-", len(content))), 416)
-	apitest.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil, "If-None-Match", etag), 304)
-	apitest.Expect(t, gw.Do(t, "POST", "/documents", ro, body, "Content-Type", ctype), 403)
+	testkit.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil, "Range", fmt.Sprintf("bytes=%d-", len(content))), 416)
+	testkit.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil, "If-None-Match", etag), 304)
+	testkit.Expect(t, gw.Do(t, "POST", "/documents", ro, body, "Content-Type", ctype), 403)
 
 	refused := []struct {
 		name   string
@@ -97,16 +97,16 @@ func TestDocumentsThroughGateway(t *testing.T) {
 	}
 	for _, p := range []struct {
 		name   string
-		parts  []apitest.FormPart
+		parts  []testkit.FormPart
 		status int
 	}{
-		{"no file", []apitest.FormPart{apitest.Field("document_type", "report")}, 422},
-		{"no document_type", []apitest.FormPart{{Name: "file", Filename: "a.txt", Content: "x"}}, 422},
-		{"document_type not a token", []apitest.FormPart{apitest.Field("document_type", "Report!"), {Name: "file", Filename: "a.txt", Content: "x"}}, 422},
-		{"two files", []apitest.FormPart{apitest.Field("document_type", "r"), {Name: "file", Filename: "a", Content: "x"}, {Name: "file", Filename: "b", Content: "y"}}, 422},
-		{"over the limit", []apitest.FormPart{apitest.Field("document_type", "r"), {Name: "file", Filename: "big.bin", Content: strings.Repeat("x", maxUpload+1)}}, 413},
+		{"no file", []testkit.FormPart{testkit.Field("document_type", "report")}, 422},
+		{"no document_type", []testkit.FormPart{{Name: "file", Filename: "a.txt", Content: "x"}}, 422},
+		{"document_type not a token", []testkit.FormPart{testkit.Field("document_type", "Report!"), {Name: "file", Filename: "a.txt", Content: "x"}}, 422},
+		{"two files", []testkit.FormPart{testkit.Field("document_type", "r"), {Name: "file", Filename: "a", Content: "x"}, {Name: "file", Filename: "b", Content: "y"}}, 422},
+		{"over the limit", []testkit.FormPart{testkit.Field("document_type", "r"), {Name: "file", Filename: "big.bin", Content: strings.Repeat("x", maxUpload+1)}}, 413},
 	} {
-		b, c := apitest.Multipart(t, p.parts...)
+		b, c := testkit.Multipart(t, p.parts...)
 		refused = append(refused, struct {
 			name   string
 			body   string
@@ -116,13 +116,13 @@ func TestDocumentsThroughGateway(t *testing.T) {
 	}
 	for _, r := range refused {
 		t.Run(r.name, func(t *testing.T) {
-			apitest.Expect(t, gw.Do(t, "POST", "/documents", rw, r.body, "Content-Type", r.ctype), r.status)
+			testkit.Expect(t, gw.Do(t, "POST", "/documents", rw, r.body, "Content-Type", r.ctype), r.status)
 		})
 	}
 	abortUpload(t, rw)
 
-	apitest.Expect(t, gw.Do(t, "DELETE", "/documents/"+id, rw, nil), 204)
-	apitest.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil), 404)
+	testkit.Expect(t, gw.Do(t, "DELETE", "/documents/"+id, rw, nil), 204)
+	testkit.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil), 404)
 	// Nothing any refused or aborted upload sent, nor the deleted
 	// document, is left: not a row, not an object, not an unfinished upload.
 	deadline := time.Now().Add(10 * time.Second)

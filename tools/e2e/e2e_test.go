@@ -18,13 +18,12 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/assetregistry/registry/pkg/apitest"
-	"github.com/assetregistry/registry/pkg/auth/authtest"
 	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // gateway is the registry as clients see it.
-func gateway() apitest.Client { return apitest.Client{BaseURL: stack.RegistryURL} }
+func gateway() testkit.Client { return testkit.Client{BaseURL: stack.RegistryURL} }
 
 // tokenResponse asks the real token endpoint.
 func tokenResponse(t *testing.T, form url.Values) (int, map[string]any) {
@@ -149,13 +148,13 @@ func TestTokenChecks(t *testing.T) {
 	}{
 		{"no token", "", "/organizations", "GET", 401},
 		{"valid read-write token", valid, "/organizations", "GET", 200},
-		{"expired", authtest.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-5 * time.Minute).Unix() })), "/organizations", "GET", 401},
-		{"not yet valid", authtest.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(5 * time.Minute).Unix() })), "/organizations", "GET", 401},
-		{"wrong audience", authtest.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["aud"] = "https://other-registry.example" })), "/organizations", "GET", 401},
-		{"wrong issuer", authtest.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), "/organizations", "GET", 401},
-		{"unsigned", authtest.Unsigned(t, claims(func(jwt.MapClaims) {})), "/organizations", "GET", 401},
+		{"expired", testkit.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-5 * time.Minute).Unix() })), "/organizations", "GET", 401},
+		{"not yet valid", testkit.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(5 * time.Minute).Unix() })), "/organizations", "GET", 401},
+		{"wrong audience", testkit.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["aud"] = "https://other-registry.example" })), "/organizations", "GET", 401},
+		{"wrong issuer", testkit.SignWith(t, key, kid, claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), "/organizations", "GET", 401},
+		{"unsigned", testkit.Unsigned(t, claims(func(jwt.MapClaims) {})), "/organizations", "GET", 401},
 		{"tampered", parts[0] + "." + tamperedPayload + "." + parts[2], "/organizations", "GET", 401},
-		{"unknown key", authtest.SignWith(t, otherKey, "unknown-key", claims(func(jwt.MapClaims) {})), "/organizations", "GET", 401},
+		{"unknown key", testkit.SignWith(t, otherKey, "unknown-key", claims(func(jwt.MapClaims) {})), "/organizations", "GET", 401},
 		{"read-only scope on a write", readOnly(t), "/organizations", "POST", 403},
 		{"read-only scope on a read", readOnly(t), "/organizations", "GET", 200},
 	}
@@ -165,7 +164,7 @@ func TestTokenChecks(t *testing.T) {
 			if tt.method == "POST" {
 				body = map[string]any{"name": "X", "registration_number": "forged-" + tt.name, "organization_type": "private"}
 			}
-			r := apitest.Expect(t, gateway().Do(t, tt.method, tt.path, tt.token, body), tt.status)
+			r := testkit.Expect(t, gateway().Do(t, tt.method, tt.path, tt.token, body), tt.status)
 			if tt.status == 401 && !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("401 without a Bearer challenge: %q", r.Header.Get("WWW-Authenticate"))
 			}
@@ -175,15 +174,15 @@ func TestTokenChecks(t *testing.T) {
 
 // A service reached around the gateway verifies tokens itself.
 func TestServiceIsNoBackDoor(t *testing.T) {
-	direct := apitest.Client{BaseURL: stack.ServiceURLs["parties"]}
+	direct := testkit.Client{BaseURL: stack.ServiceURLs["parties"]}
 	key, kid := signingKey(t)
-	wrongAudience := authtest.SignWith(t, key, kid, jwt.MapClaims{"iss": stack.AuthURL, "sub": "x", "aud": "https://other.example",
+	wrongAudience := testkit.SignWith(t, key, kid, jwt.MapClaims{"iss": stack.AuthURL, "sub": "x", "aud": "https://other.example",
 		"exp": time.Now().Add(time.Minute).Unix(), "iat": time.Now().Unix(), "scope": "registry:read registry:write"})
-	apitest.Expect(t, direct.Do(t, "GET", "/organizations", "", nil), 401)
-	apitest.Expect(t, direct.Do(t, "GET", "/organizations", "forged", nil), 401)
-	apitest.Expect(t, direct.Do(t, "GET", "/organizations", wrongAudience, nil), 401)
-	apitest.Expect(t, direct.Do(t, "POST", "/organizations", readOnly(t), map[string]any{}), 403)
-	apitest.Expect(t, direct.Do(t, "GET", "/organizations", readOnly(t), nil), 200)
+	testkit.Expect(t, direct.Do(t, "GET", "/organizations", "", nil), 401)
+	testkit.Expect(t, direct.Do(t, "GET", "/organizations", "forged", nil), 401)
+	testkit.Expect(t, direct.Do(t, "GET", "/organizations", wrongAudience, nil), 401)
+	testkit.Expect(t, direct.Do(t, "POST", "/organizations", readOnly(t), map[string]any{}), 403)
+	testkit.Expect(t, direct.Do(t, "GET", "/organizations", readOnly(t), nil), 200)
 }
 
 // The interface's recommended order for recording work, as an integration
@@ -195,7 +194,7 @@ func TestRecordingFlow(t *testing.T) {
 	gw := gateway()
 	call := func(status int, method, path, token string, body any, headers ...string) map[string]any {
 		t.Helper()
-		return apitest.Expect(t, gw.Do(t, method, path, token, body, headers...), status).JSON()
+		return testkit.Expect(t, gw.Do(t, method, path, token, body, headers...), status).JSON()
 	}
 	org := call(201, "POST", "/organizations/", rw, map[string]any{
 		"name": "Kontroll AS", "registration_number": "987654321", "organization_type": "private",
@@ -213,7 +212,7 @@ func TestRecordingFlow(t *testing.T) {
 	call(200, "POST", link, rw, nil)
 	brand := unique("Liftmaster")
 	assetType := call(201, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "LM-200"})
-	if matches := apitest.Expect(t, gw.Do(t, "GET", "/asset_types/by_brand_and_model?brand="+brand+"&model=LM-200", ro, nil), 200).List(); len(matches) != 1 {
+	if matches := testkit.Expect(t, gw.Do(t, "GET", "/asset_types/by_brand_and_model?brand="+brand+"&model=LM-200", ro, nil), 200).List(); len(matches) != 1 {
 		t.Errorf("by_brand_and_model: %v", matches)
 	}
 	asset := call(201, "POST", "/assets/find?create=true", rw, map[string]any{"serial_number": unique("SN"), "brand": brand, "model": "LM-200"})
@@ -255,7 +254,7 @@ func TestRecordingFlow(t *testing.T) {
 		docs[0].(map[string]any)["action_id"] != action["id"] || docs[0].(map[string]any)["created_at"] != actionDocument["created_at"] {
 		t.Errorf("the document's action_documents: %v", docs)
 	}
-	due := apitest.Expect(t, gw.Do(t, "GET", "/actions?asset_id="+asset["id"].(string)+"&valid_through_before=2026-03-15", ro, nil), 200).List()
+	due := testkit.Expect(t, gw.Do(t, "GET", "/actions?asset_id="+asset["id"].(string)+"&valid_through_before=2026-03-15", ro, nil), 200).List()
 	if len(due) != 1 || due[0]["id"] != action["id"] {
 		t.Errorf("due before 2026-03-15: %v", due)
 	}
@@ -263,7 +262,7 @@ func TestRecordingFlow(t *testing.T) {
 	if updated["date_of_birth"] != nil || updated["updated_by"] != creds.ClientID {
 		t.Errorf("patched person: %v", updated)
 	}
-	if list := apitest.Expect(t, gw.Do(t, "GET", "/people?last_name=KONTROLLØR", ro, nil), 200).List(); len(list) != 1 {
+	if list := testkit.Expect(t, gw.Do(t, "GET", "/people?last_name=KONTROLLØR", ro, nil), 200).List(); len(list) != 1 {
 		t.Errorf("case-insensitive name filter: %v", list)
 	}
 
@@ -304,7 +303,7 @@ func TestErrorsThroughGateway(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := apitest.Expect(t, gw.Do(t, tt.method, tt.path, rw, tt.body, tt.headers...), tt.status)
+			r := testkit.Expect(t, gw.Do(t, tt.method, tt.path, rw, tt.body, tt.headers...), tt.status)
 			if got := r.JSON()["instance"]; got != strings.SplitN(tt.path, "?", 2)[0] {
 				t.Errorf("instance = %v, want the client's path %s", got, tt.path)
 			}
@@ -314,8 +313,8 @@ func TestErrorsThroughGateway(t *testing.T) {
 		})
 	}
 	conflict := map[string]any{"name": "Dup", "registration_number": "dup-1", "organization_type": "public"}
-	first := apitest.Expect(t, gw.Do(t, "POST", "/organizations", rw, conflict), 201).JSON()
-	dup := apitest.Expect(t, gw.Do(t, "POST", "/organizations", rw, conflict), 409).JSON()
+	first := testkit.Expect(t, gw.Do(t, "POST", "/organizations", rw, conflict), 201).JSON()
+	dup := testkit.Expect(t, gw.Do(t, "POST", "/organizations", rw, conflict), 409).JSON()
 	if dup["existing_id"] != first["id"] || dup["type"] != problem.TypePrefix+"duplicate" {
 		t.Errorf("409: %v", dup)
 	}
@@ -363,7 +362,7 @@ func TestConcurrentFindOrCreateThroughGateway(t *testing.T) {
 	if created != 1 {
 		t.Fatalf("%d calls answered 201, want exactly one", created)
 	}
-	list := apitest.Expect(t, gateway().Do(t, "GET", "/people?first_name=concurrent&last_name=caller", readOnly(t), nil), 200).List()
+	list := testkit.Expect(t, gateway().Do(t, "GET", "/people?first_name=concurrent&last_name=caller", readOnly(t), nil), 200).List()
 	if len(list) != 1 {
 		t.Fatalf("%d people stored, want 1", len(list))
 	}
@@ -373,7 +372,7 @@ func TestConcurrentFindOrCreateThroughGateway(t *testing.T) {
 func TestTraceSpansEveryHop(t *testing.T) {
 	traceID := randomTraceID()
 	traceparent := "00-" + traceID + "-" + strings.Repeat("0", 15) + "1-01"
-	apitest.Expect(t, gateway().Do(t, "GET", "/organizations?limit=1", readOnly(t), nil, "traceparent", traceparent), 200)
+	testkit.Expect(t, gateway().Do(t, "GET", "/organizations?limit=1", readOnly(t), nil, "traceparent", traceparent), 200)
 	want := map[string]bool{"gateway server": false, "gateway client": false, "parties server": false, "parties sql": false}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

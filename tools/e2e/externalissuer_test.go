@@ -22,13 +22,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/devinfra"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/tools/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // externalRegistry is a gateway and the parties service of their own,
@@ -38,8 +38,8 @@ type externalRegistry struct {
 	hydra      *devinfra.Hydra
 	tokenURL   string // from Hydra's discovery document
 	audience   string // the registry's address, as clients ask for it
-	gateway    apitest.Client
-	parties    apitest.Client // around the gateway
+	gateway    testkit.Client
+	parties    testkit.Client // around the gateway
 	partiesURL string
 	secrets    map[string]string // client id -> secret
 }
@@ -53,20 +53,20 @@ func TestExternalIssuer(t *testing.T) {
 
 	t.Run("read-write token creates and reads", func(t *testing.T) {
 		rw := r.token(t, "hydra-rw", "registry:read registry:write")
-		org := apitest.Expect(t, r.gateway.Do(t, "POST", "/organizations", rw, map[string]any{
+		org := testkit.Expect(t, r.gateway.Do(t, "POST", "/organizations", rw, map[string]any{
 			"name": "Hydra AS", "registration_number": "hydra-" + randomHex(), "organization_type": "private"}), 201).JSON()
 		if org["created_by"] != "hydra-rw" {
 			t.Errorf("created_by = %v, want the client id Hydra puts in sub", org["created_by"])
 		}
-		apitest.Expect(t, r.gateway.Do(t, "GET", "/organizations/"+org["id"].(string), rw, nil), 200)
+		testkit.Expect(t, r.gateway.Do(t, "GET", "/organizations/"+org["id"].(string), rw, nil), 200)
 		// A service reached around the gateway verifies Hydra's tokens itself.
-		apitest.Expect(t, r.parties.Do(t, "GET", "/organizations/"+org["id"].(string), rw, nil), 200)
+		testkit.Expect(t, r.parties.Do(t, "GET", "/organizations/"+org["id"].(string), rw, nil), 200)
 	})
 
 	t.Run("read-only token reads but cannot write", func(t *testing.T) {
 		ro := r.token(t, "hydra-ro", "registry:read")
-		apitest.Expect(t, r.gateway.Do(t, "GET", "/organizations", ro, nil), 200)
-		apitest.Expect(t, r.gateway.Do(t, "POST", "/organizations", ro, map[string]any{
+		testkit.Expect(t, r.gateway.Do(t, "GET", "/organizations", ro, nil), 200)
+		testkit.Expect(t, r.gateway.Do(t, "POST", "/organizations", ro, map[string]any{
 			"name": "X", "registration_number": "ro-" + randomHex(), "organization_type": "private"}), 403)
 	})
 
@@ -82,7 +82,7 @@ func TestExternalIssuer(t *testing.T) {
 		if status != 200 || body["scope"] != "" {
 			t.Fatalf("token without scope: %d %v", status, body)
 		}
-		apitest.Expect(t, r.gateway.Do(t, "GET", "/organizations", body["access_token"].(string), nil), 403)
+		testkit.Expect(t, r.gateway.Do(t, "GET", "/organizations", body["access_token"].(string), nil), 403)
 	})
 
 	t.Run("an expired token is refused", func(t *testing.T) {
@@ -90,8 +90,8 @@ func TestExternalIssuer(t *testing.T) {
 		exp := time.Unix(int64(unverifiedClaims(t, short)["exp"].(float64)), 0)
 		// The processes run with no leeway, so a second past exp is enough.
 		time.Sleep(time.Until(exp.Add(1100 * time.Millisecond)))
-		for _, c := range []apitest.Client{r.gateway, r.parties} {
-			resp := apitest.Expect(t, c.Do(t, "GET", "/organizations", short, nil), 401)
+		for _, c := range []testkit.Client{r.gateway, r.parties} {
+			resp := testkit.Expect(t, c.Do(t, "GET", "/organizations", short, nil), 401)
 			if got := resp.Header.Get("WWW-Authenticate"); !strings.Contains(got, "expired") {
 				t.Errorf("WWW-Authenticate %q, want it to say the token expired", got)
 			}
@@ -110,8 +110,8 @@ func TestExternalIssuer(t *testing.T) {
 			t.Fatalf("payload %s has no scp to widen", payload)
 		}
 		forged := parts[0] + "." + base64.RawURLEncoding.EncodeToString(widened) + "." + parts[2]
-		for _, c := range []apitest.Client{r.gateway, r.parties} {
-			apitest.Expect(t, c.Do(t, "POST", "/organizations", forged, map[string]any{
+		for _, c := range []testkit.Client{r.gateway, r.parties} {
+			testkit.Expect(t, c.Do(t, "POST", "/organizations", forged, map[string]any{
 				"name": "X", "registration_number": "forged-" + randomHex(), "organization_type": "private"}), 401)
 		}
 	})
@@ -121,8 +121,8 @@ func TestExternalIssuer(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("token: %d %v", status, body)
 		}
-		for _, c := range []apitest.Client{r.gateway, r.parties} {
-			apitest.Expect(t, c.Do(t, "GET", "/organizations", body["access_token"].(string), nil), 401)
+		for _, c := range []testkit.Client{r.gateway, r.parties} {
+			testkit.Expect(t, c.Do(t, "GET", "/organizations", body["access_token"].(string), nil), 401)
 		}
 	})
 
@@ -131,7 +131,7 @@ func TestExternalIssuer(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("token: %d %v", status, body)
 		}
-		resp := apitest.Expect(t, r.gateway.Do(t, "GET", "/organizations", body["access_token"].(string), nil), 401)
+		resp := testkit.Expect(t, r.gateway.Do(t, "GET", "/organizations", body["access_token"].(string), nil), 401)
 		if got := resp.Header.Get("WWW-Authenticate"); !strings.Contains(got, "not for audience") {
 			t.Errorf("WWW-Authenticate %q, want it to name the audience", got)
 		}
@@ -139,7 +139,7 @@ func TestExternalIssuer(t *testing.T) {
 
 	t.Run("a service's own client calls internal paths", func(t *testing.T) {
 		rw := r.token(t, "hydra-rw", "registry:read registry:write")
-		org := apitest.Expect(t, r.gateway.Do(t, "POST", "/organizations", rw, map[string]any{
+		org := testkit.Expect(t, r.gateway.Do(t, "POST", "/organizations", rw, map[string]any{
 			"name": "Internal AS", "registration_number": "internal-" + randomHex(), "organization_type": "public"}), 201).JSON()
 		// pkg/peer as a service uses it: the client credentials grant with
 		// the internal scope, the registry's address as resource and audience.
@@ -159,7 +159,7 @@ func TestExternalIssuer(t *testing.T) {
 			t.Errorf("exists: %+v, want the organization", found)
 		}
 		// An integration's token is no key to internal paths.
-		apitest.Expect(t, r.parties.Do(t, "POST", refs.ExistsPath, rw, refs.ExistsRequest{Kind: "organization", IDs: []uuid.UUID{id}}), 403)
+		testkit.Expect(t, r.parties.Do(t, "POST", refs.ExistsPath, rw, refs.ExistsRequest{Kind: "organization", IDs: []uuid.UUID{id}}), 403)
 	})
 
 	t.Run("an issuer configured without the slash Hydra publishes stops the processes at start", func(t *testing.T) {
@@ -208,8 +208,8 @@ func startExternalRegistry(t *testing.T) *externalRegistry {
 		partiesURL: "http://127.0.0.1:" + strconv.Itoa(partiesPort),
 		secrets:    map[string]string{},
 	}
-	r.gateway = apitest.Client{BaseURL: r.audience}
-	r.parties = apitest.Client{BaseURL: r.partiesURL}
+	r.gateway = testkit.Client{BaseURL: r.audience}
+	r.parties = testkit.Client{BaseURL: r.partiesURL}
 
 	registry := []string{r.audience}
 	for _, c := range []devinfra.HydraClient{

@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/assetregistry/registry/pkg/apitest"
-	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/tools/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // make run's promises: it prints how to call the registry and writes
@@ -45,10 +45,10 @@ func TestMakeRun(t *testing.T) {
 
 	first, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
 	rw := tokenFor(t, first)
-	apitest.Expect(t, apitest.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/organizations", rw,
+	testkit.Expect(t, testkit.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/organizations", rw,
 		map[string]any{"name": "Kept AS", "registration_number": "kept-1", "organization_type": "private"}), 201)
 	// Every catalog service runs behind the gateway: the assets service too.
-	apitest.Expect(t, apitest.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/asset_types", rw,
+	testkit.Expect(t, testkit.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/asset_types", rw,
 		map[string]any{"brand": "Kept", "model": "K1"}), 201)
 	// While it runs: nobody gets into PostgreSQL or Redis without a
 	// password, and the services connect as their own roles and users.
@@ -98,7 +98,7 @@ func TestMakeRun(t *testing.T) {
 	if again := readEnv(t, filepath.Join(dir, "datastores.env"), "PARTIES_DATABASE_URL"); again["PARTIES_DATABASE_URL"] != access["PARTIES_DATABASE_URL"] {
 		t.Error("a second make run changed the services' roles")
 	}
-	list := apitest.Expect(t, apitest.Client{BaseURL: second["REGISTRY_URL"]}.Do(t, "GET", "/organizations?registration_number=kept-1",
+	list := testkit.Expect(t, testkit.Client{BaseURL: second["REGISTRY_URL"]}.Do(t, "GET", "/organizations?registration_number=kept-1",
 		tokenFor(t, second), nil), 200).List()
 	if len(list) != 1 {
 		t.Errorf("data of the first run is gone: %v", list)

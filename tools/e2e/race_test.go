@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/apitest"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // deleteRace is one kind of delete racing creates that reference its
@@ -14,7 +14,7 @@ type deleteRace struct {
 	// target makes a new target for a round and returns its path.
 	target func(round int) string
 	// create is creator c's write naming the target's id; 201 or 422.
-	create func(round, c int, id string) apitest.Response
+	create func(round, c int, id string) testkit.Response
 	// naming counts what names the target's id now.
 	naming func(id string) int
 }

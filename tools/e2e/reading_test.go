@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assetregistry/registry/pkg/apitest"
 	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // bodyTimeout is every process's http.body-timeout in this stack (and its
@@ -26,11 +26,11 @@ const bodyTimeout = 5 * time.Second
 func TestRequestsAreReadCompletely(t *testing.T) {
 	rw := readWrite(t)
 	gw := gateway()
-	org := apitest.Expect(t, gw.Do(t, "POST", "/organizations", rw, map[string]any{
+	org := testkit.Expect(t, gw.Do(t, "POST", "/organizations", rw, map[string]any{
 		"name": "Lesbar AS", "registration_number": "50%", "organization_type": "private"}), 201).JSON()
-	apitest.Expect(t, gw.Do(t, "POST", "/organizations", rw, map[string]any{
+	testkit.Expect(t, gw.Do(t, "POST", "/organizations", rw, map[string]any{
 		"name": "Annen AS", "registration_number": "other-50", "organization_type": "private"}), 201)
-	if got := apitest.Expect(t, gw.Do(t, "GET", "/organizations?registration_number=50%25", rw, nil), 200).List(); len(got) != 1 || got[0]["id"] != org["id"] {
+	if got := testkit.Expect(t, gw.Do(t, "GET", "/organizations?registration_number=50%25", rw, nil), 200).List(); len(got) != 1 || got[0]["id"] != org["id"] {
 		t.Fatalf("the escaped filter: %v", got)
 	}
 	params := strings.Repeat("zz=1&", 10_001)
@@ -54,7 +54,7 @@ func TestRequestsAreReadCompletely(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := apitest.Expect(t, gw.Do(t, tt.method, tt.path, rw, tt.body), tt.status)
+			r := testkit.Expect(t, gw.Do(t, tt.method, tt.path, rw, tt.body), tt.status)
 			if tt.field != "" && (len(r.Fields()) != 1 || r.Fields()[0] != tt.field) {
 				t.Errorf("fields = %v, want %s", r.Fields(), tt.field)
 			}
@@ -66,12 +66,12 @@ func TestRequestsAreReadCompletely(t *testing.T) {
 	for i := range members {
 		members[i] = fmt.Sprintf(`"unknown_%d":1`, i)
 	}
-	r := apitest.Expect(t, gw.Do(t, "POST", "/people", rw, "{"+strings.Join(members, ",")+"}"), 422)
+	r := testkit.Expect(t, gw.Do(t, "POST", "/people", rw, "{"+strings.Join(members, ",")+"}"), 422)
 	if len(r.Fields()) != problem.MaxFieldErrors || r.JSON()["errors_omitted"] != float64(5000-problem.MaxFieldErrors) || len(r.Raw) > 8<<10 {
 		t.Errorf("5,000 unknown members: %d listed, errors_omitted %v, %d bytes", len(r.Fields()), r.JSON()["errors_omitted"], len(r.Raw))
 	}
 	// Nothing above was stored.
-	if got := apitest.Expect(t, gw.Do(t, "GET", "/organizations?registration_number=nul-1", rw, nil), 200).List(); len(got) != 0 {
+	if got := testkit.Expect(t, gw.Do(t, "GET", "/organizations?registration_number=nul-1", rw, nil), 200).List(); len(got) != 0 {
 		t.Errorf("stored: %v", got)
 	}
 }
@@ -120,10 +120,10 @@ func TestBodyOverItsLimitThroughGateway(t *testing.T) {
 		{"an upload", "/documents", upload, "--b\r\nContent-Disposition: form-data; name=\"document_type\"\r\n\r\nreport\r\n" +
 			"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n", maxUpload * 3},
 	} {
-		for _, framing := range apitest.Framings {
+		for _, framing := range testkit.Framings {
 			t.Run(tt.name+", "+framing.Name, func(t *testing.T) {
 				for range 5 {
-					status, body := apitest.PostGenerated(t, stack.RegistryURL+tt.path, rw, tt.contentType, tt.prefix, tt.size, framing)
+					status, body := testkit.PostGenerated(t, stack.RegistryURL+tt.path, rw, tt.contentType, tt.prefix, tt.size, framing)
 					if status != http.StatusRequestEntityTooLarge {
 						t.Fatalf("status = %d, want 413: %.300s", status, body)
 					}

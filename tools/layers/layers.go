@@ -1,12 +1,21 @@
 // Package layers enforces the registry's import rules, so the layering
-// that lets services deploy alone stays true as code is added:
+// that lets services deploy alone, and keeps tests out of what ships, stays
+// true as code is added. The repository has three shelves: pkg/ (the
+// runtime kit every deployable builds on), tools/testkit (the test kit) and
+// the rest of tools/ (dev and CI infrastructure: the launcher, the
+// generators, the bench, the cross-service and end-to-end tests):
 //
-//   - pkg/ imports no deployable module (api-gateway, services, tools);
-//   - the gateway imports no service and nothing from tools/;
-//   - a service imports neither the gateway, nor tools/, nor another
-//     service (services talk over HTTP, through pkg/peer);
-//   - the gateway and the identity provider link no datastore client they
-//     do not use (pkg/process is their shared main, not pkg/servicekit).
+//   - production code (not _test.go) of pkg/, the deployables (the gateway,
+//     the identity provider, every service) imports nothing under tools/;
+//   - their tests may import the test kit (tools/testkit), and nothing else
+//     under tools/;
+//   - pkg/ imports no deployable; the test kit imports only pkg/ and the dev
+//     infrastructure; the dev infrastructure imports nothing of the registry;
+//   - the gateway imports no service, and a service neither the gateway nor
+//     another service (services talk over HTTP, through pkg/peer);
+//   - no deployable's binary links a tools/ package or a test-only library,
+//     nor a datastore client it does not use (pkg/process is the gateway's
+//     and the identity provider's main, not pkg/servicekit).
 package layers
 
 import (
@@ -17,10 +26,22 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+
+	"github.com/assetregistry/registry/pkg/catalog"
 )
 
 // ModulePath is the registry's module path prefix.
 const ModulePath = "github.com/assetregistry/registry/"
+
+// The shelves and deployables a package can belong to.
+const (
+	areaPkg      = "pkg"
+	areaTestKit  = "tools/testkit"
+	areaDevInfra = "tools/devinfra"
+	areaTools    = "tools"
+	areaGateway  = "api-gateway"
+	areaIdP      = "idp"
+)
 
 // Package is what `go list -json` says of one package.
 type Package struct {
@@ -32,64 +53,122 @@ type Package struct {
 }
 
 // area names the part of the repository a package belongs to: "pkg",
-// "api-gateway", "tools", "services/<name>", or "" for third parties.
+// "tools/testkit", "tools/devinfra", "tools", "api-gateway", "idp",
+// "services/<name>", or "" for third parties.
 func area(importPath string) string {
 	rest, ok := strings.CutPrefix(importPath, ModulePath)
 	if !ok {
 		return ""
 	}
 	parts := strings.SplitN(rest, "/", 3)
-	if parts[0] == "services" && len(parts) > 1 {
-		return "services/" + parts[1]
+	if (parts[0] == "services" || parts[0] == "tools") && len(parts) > 1 {
+		switch sub := parts[0] + "/" + parts[1]; {
+		case parts[0] == "services", sub == areaTestKit, sub == areaDevInfra:
+			return sub
+		}
 	}
 	return parts[0]
 }
 
-// mayImport reports whether code in area from may import code in area to.
+// deployable reports whether an area ships as a binary.
+func deployable(a string) bool {
+	return a == areaGateway || a == areaIdP || strings.HasPrefix(a, "services/")
+}
+
+// mayImport reports whether production code in area from may import code
+// in area to.
 func mayImport(from, to string) bool {
 	switch {
-	case to == "" || from == to || to == "pkg":
+	case to == "" || from == to:
 		return true
-	case from == "pkg":
+	case from == areaTools:
+		return true // the launcher, the cross-service tests and the tools see everything
+	case from == areaDevInfra:
 		return false
-	case from == "api-gateway":
-		return false // neither services nor tools
-	case strings.HasPrefix(from, "services/"):
-		return false // neither the gateway, nor tools, nor another service
-	case from == "tools":
-		return true // the launcher, the tests and the tools see everything
+	case from == areaTestKit:
+		return to == areaPkg || to == areaDevInfra
+	case from == areaPkg:
+		return false
+	case deployable(from):
+		return to == areaPkg // not tools/, not the gateway, not another service
 	}
 	return false
 }
 
+// mayTestImport reports whether the tests of area from may import area to:
+// what its production code may, and the test kit for pkg/ and deployables.
+func mayTestImport(from, to string) bool {
+	return mayImport(from, to) || (to == areaTestKit && (from == areaPkg || deployable(from)))
+}
+
+// TestOnly are libraries that exist for tests; a deployable's binary that
+// links one carries test code into production.
+var TestOnly = []string{"testing", "net/http/httptest", "github.com/pb33f/libopenapi-validator"}
+
 // Forbidden links: datastore clients a binary must not contain.
 var Forbidden = map[string][]string{
-	ModulePath + "api-gateway/cmd/api-gateway": {"github.com/jackc/pgx/v5", "github.com/redis/go-redis/v9", "github.com/minio/minio-go/v7"},
-	ModulePath + "tools/cmd/idp":               {"github.com/redis/go-redis/v9", "github.com/minio/minio-go/v7"},
+	ModulePath + catalog.Gateway.Command:          {"github.com/jackc/pgx/v5", "github.com/redis/go-redis/v9", "github.com/minio/minio-go/v7"},
+	ModulePath + catalog.IdentityProvider.Command: {"github.com/redis/go-redis/v9", "github.com/minio/minio-go/v7"},
+}
+
+// binaries are the deployables' main packages.
+func binaries() map[string]bool {
+	out := map[string]bool{}
+	for _, d := range catalog.Deployables() {
+		out[ModulePath+d.Command] = true
+	}
+	return out
 }
 
 // Check returns every rule the packages break.
 func Check(pkgs []Package) []string {
 	var problems []string
+	bins := binaries()
 	for _, p := range pkgs {
 		from := area(p.ImportPath)
-		imports := slices.Concat(p.Imports, p.TestImports, p.XTestImports)
-		slices.Sort(imports)
-		for _, imp := range slices.Compact(imports) {
+		for _, imp := range p.Imports {
 			if to := area(imp); !mayImport(from, to) {
 				problems = append(problems, fmt.Sprintf("%s imports %s: %s may not import %s", p.ImportPath, imp, from, to))
 			}
 		}
+		tests := slices.Concat(p.TestImports, p.XTestImports)
+		slices.Sort(tests)
+		for _, imp := range slices.Compact(tests) {
+			if to := area(imp); !mayTestImport(from, to) {
+				problems = append(problems, fmt.Sprintf("%s's tests import %s: tests of %s may not import %s", p.ImportPath, imp, from, to))
+			}
+		}
+		if bins[p.ImportPath] {
+			problems = append(problems, shipped(p)...)
+		}
 		for _, banned := range Forbidden[p.ImportPath] {
-			for _, dep := range p.Deps {
-				if dep == banned || strings.HasPrefix(dep, banned+"/") {
-					problems = append(problems, fmt.Sprintf("%s links %s, which it does not need", p.ImportPath, banned))
-					break
-				}
+			if linked(p.Deps, banned) {
+				problems = append(problems, fmt.Sprintf("%s links %s, which it does not need", p.ImportPath, banned))
 			}
 		}
 	}
 	return problems
+}
+
+// shipped checks what a deployable's binary links: no tools/ package and
+// no test-only library.
+func shipped(p Package) []string {
+	var problems []string
+	for _, dep := range p.Deps {
+		if a := area(dep); a == areaTools || a == areaTestKit || a == areaDevInfra {
+			problems = append(problems, fmt.Sprintf("%s links %s: a deployable's binary ships nothing from tools/", p.ImportPath, dep))
+		}
+	}
+	for _, lib := range TestOnly {
+		if linked(p.Deps, lib) {
+			problems = append(problems, fmt.Sprintf("%s links %s: a deployable's binary ships no test code", p.ImportPath, lib))
+		}
+	}
+	return problems
+}
+
+func linked(deps []string, lib string) bool {
+	return slices.ContainsFunc(deps, func(dep string) bool { return dep == lib || strings.HasPrefix(dep, lib+"/") })
 }
 
 // List runs `go list` in dir (the repository root, a go.work workspace)

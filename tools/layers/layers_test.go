@@ -3,11 +3,19 @@ package layers
 import (
 	"slices"
 	"testing"
+
+	"github.com/assetregistry/registry/tools/catalog"
 )
 
 func TestCheck(t *testing.T) {
 	p := func(importPath string, imports ...string) Package {
 		return Package{ImportPath: ModulePath + importPath, Imports: imports}
+	}
+	test := func(importPath string, imports ...string) Package {
+		return Package{ImportPath: ModulePath + importPath, XTestImports: imports}
+	}
+	binary := func(command string, deps ...string) Package {
+		return Package{ImportPath: ModulePath + command, Deps: deps}
 	}
 	tests := []struct {
 		name string
@@ -16,21 +24,34 @@ func TestCheck(t *testing.T) {
 	}{
 		{"service uses pkg", p("services/assets", ModulePath+"pkg/store", "fmt"), false},
 		{"service imports another service", p("services/assets", ModulePath+"services/parties"), true},
-		{"service test imports another service", Package{ImportPath: ModulePath + "services/assets",
-			XTestImports: []string{ModulePath + "services/parties/client"}}, true},
+		{"service test imports another service", test("services/assets", ModulePath+"services/parties/client"), true},
 		{"service imports the gateway", p("services/assets", ModulePath+"api-gateway"), true},
 		{"service imports tools", p("services/assets", ModulePath+"tools/devstack"), true},
+		{"service imports the test kit", p("services/assets", ModulePath+"tools/testkit"), true},
+		{"service test uses the test kit", test("services/assets", ModulePath+"tools/testkit/servicetest"), false},
+		{"service test imports the dev infrastructure", test("services/assets", ModulePath+"tools/devinfra"), true},
+		{"service test imports other tools", test("services/assets", ModulePath+"tools/e2e"), true},
 		{"pkg imports a service", p("pkg/store", ModulePath+"services/parties"), true},
-		{"pkg imports tools", p("pkg/store", ModulePath+"tools/idp"), true},
+		{"pkg imports tools", p("pkg/store", ModulePath+"tools/devstack"), true},
+		{"pkg imports the test kit", p("pkg/store", ModulePath+"tools/testkit"), true},
+		{"pkg imports the identity provider", p("pkg/store", ModulePath+"idp"), true},
+		{"pkg test uses the test kit", Package{ImportPath: ModulePath + "pkg/store", TestImports: []string{ModulePath + "tools/testkit"}}, false},
 		{"gateway imports a service", p("api-gateway", ModulePath+"services/parties"), true},
 		{"gateway uses pkg", p("api-gateway", ModulePath+"pkg/auth"), false},
-		{"tools see everything", p("tools/e2e", ModulePath+"services/parties", ModulePath+"api-gateway"), false},
-		{"gateway links pgx", Package{ImportPath: ModulePath + "api-gateway/cmd/api-gateway",
-			Deps: []string{"github.com/jackc/pgx/v5/pgxpool"}}, true},
-		{"idp links pgx, which it uses", Package{ImportPath: ModulePath + "tools/cmd/idp",
-			Deps: []string{"github.com/jackc/pgx/v5"}}, false},
-		{"idp links redis", Package{ImportPath: ModulePath + "tools/cmd/idp",
-			Deps: []string{"github.com/redis/go-redis/v9/internal"}}, true},
+		{"gateway imports the test kit", p("api-gateway", ModulePath+"tools/testkit"), true},
+		{"identity provider imports tools", p("idp", ModulePath+"tools/devstack"), true},
+		{"identity provider test uses the test kit", test("idp", ModulePath+"tools/testkit"), false},
+		{"test kit uses pkg and the dev infrastructure", p("tools/testkit", ModulePath+"pkg/auth", ModulePath+"tools/devinfra"), false},
+		{"test kit imports a service", p("tools/testkit/servicetest", ModulePath+"services/parties"), true},
+		{"dev infrastructure imports pkg", p("tools/devinfra", ModulePath+"pkg/store"), true},
+		{"tools see everything", p("tools/e2e", ModulePath+"services/parties", ModulePath+"api-gateway", ModulePath+"tools/testkit"), false},
+		{"gateway links pgx", binary("api-gateway/cmd/api-gateway", "github.com/jackc/pgx/v5/pgxpool"), true},
+		{"idp links pgx, which it uses", binary("idp/cmd/idp", "github.com/jackc/pgx/v5"), false},
+		{"idp links redis", binary("idp/cmd/idp", "github.com/redis/go-redis/v9/internal"), true},
+		{"a service's binary links the test kit", binary("services/assets/cmd/assets", ModulePath+"tools/testkit"), true},
+		{"a service's binary links testing", binary("services/assets/cmd/assets", "testing"), true},
+		{"the gateway's binary links the OpenAPI validator", binary("api-gateway/cmd/api-gateway", "github.com/pb33f/libopenapi-validator/paths"), true},
+		{"a tool links testing", binary("tools/cmd/loadtest", "testing"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,7 +64,7 @@ func TestCheck(t *testing.T) {
 
 // The repository as it stands keeps the rules (make lint runs the same).
 func TestRepositoryKeepsTheRules(t *testing.T) {
-	pkgs, err := List("../..", "./pkg/...", "./api-gateway/...", "./services/...", "./tools/...")
+	pkgs, err := List("../..", catalog.Patterns()...)
 	if err != nil {
 		t.Fatal(err)
 	}

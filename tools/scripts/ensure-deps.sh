@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure the datastore server binaries that pkg/devinfra starts privately
+# Makes sure the datastore server binaries that tools/devinfra starts privately
 # (PostgreSQL and Redis) are installed. Idempotent and silent when nothing is
 # missing. Installing must never leave a system-wide server running or a
 # PostgreSQL cluster created: ours run from private data dirs on private ports.

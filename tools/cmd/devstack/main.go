@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/pkg/devinfra"
+	"github.com/assetregistry/registry/tools/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
 

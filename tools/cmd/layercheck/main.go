@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/assetregistry/registry/tools/catalog"
 	"github.com/assetregistry/registry/tools/layers"
 )
 
 func main() {
-	pkgs, err := layers.List(".", "./pkg/...", "./api-gateway/...", "./services/...", "./tools/...")
+	pkgs, err := layers.List(".", catalog.Patterns()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "layercheck:", err)
 		os.Exit(2)

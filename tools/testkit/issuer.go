@@ -1,0 +1,153 @@
+// An OIDC issuer for tests: a real RSA key, a real
+// discovery document and JWKS over HTTP, and tokens with whatever claims a
+// test needs, so services are tested with their real token verification.
+
+package testkit
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/assetregistry/registry/pkg/auth"
+)
+
+// Issuer serves /.well-known/openid-configuration and a JWKS.
+type Issuer struct {
+	URL      string
+	Audience string
+	Key      *rsa.PrivateKey
+	KeyID    string
+	// DiscoveredIssuer, when set before the first verifier asks, is the
+	// issuer the discovery document names instead of URL: a misconfigured
+	// verifier, as when URL lacks the trailing slash an issuer publishes.
+	DiscoveredIssuer string
+	keys             jwkset.Storage // what the JWKS serves
+}
+
+// NewIssuer starts an issuer whose tokens are for audience.
+func NewIssuer(t testing.TB, audience string) *Issuer {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := jwkset.NewMemoryStorage()
+	iss := &Issuer{Audience: audience, keys: store}
+	iss.publish(t, key, "test-key-1")
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	iss.URL = srv.URL
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		issuer := iss.URL
+		if iss.DiscoveredIssuer != "" {
+			issuer = iss.DiscoveredIssuer
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": issuer, "jwks_uri": iss.URL + "/jwks.json"})
+	})
+	mux.HandleFunc("GET /jwks.json", func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := store.JSONPublic(r.Context())
+		_, _ = w.Write(raw)
+	})
+	return iss
+}
+
+// Rotate replaces the signing key with a new one under a new key id; the
+// JWKS stops serving the old key, as after a rotation without overlap.
+// Verifiers notice at their next refresh (a token with the new key id
+// triggers one).
+func (i *Issuer) Rotate(t testing.TB) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := i.keys.KeyReplaceAll(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	i.publish(t, key, i.KeyID+"-next")
+}
+
+func (i *Issuer) publish(t testing.TB, key *rsa.PrivateKey, kid string) {
+	t.Helper()
+	jwk, err := jwkset.NewJWKFromKey(key.Public(), jwkset.JWKOptions{
+		Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: jwkset.AlgRS256, USE: jwkset.UseSig},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := i.keys.KeyWrite(context.Background(), jwk); err != nil {
+		t.Fatal(err)
+	}
+	i.Key, i.KeyID = key, kid
+}
+
+// Config is the verifier configuration that trusts this issuer.
+func (i *Issuer) Config() auth.Config {
+	return auth.Config{Issuer: i.URL, Audience: i.Audience, Leeway: 30 * time.Second}
+}
+
+// Claims returns valid claims for sub with scopes; tests alter them to
+// make bad tokens.
+func (i *Issuer) Claims(sub string, scopes ...string) jwt.MapClaims {
+	now := time.Now()
+	return jwt.MapClaims{
+		"iss":   i.URL,
+		"sub":   sub,
+		"aud":   []string{i.Audience},
+		"iat":   now.Unix(),
+		"nbf":   now.Unix(),
+		"exp":   now.Add(5 * time.Minute).Unix(),
+		"scope": strings.Join(scopes, " "),
+	}
+}
+
+// Token returns a valid token for sub with scopes.
+func (i *Issuer) Token(t testing.TB, sub string, scopes ...string) string {
+	return i.Sign(t, i.Claims(sub, scopes...))
+}
+
+// ReadWrite and ReadOnly are the two kinds of machine client.
+func (i *Issuer) ReadWrite(t testing.TB) string {
+	return i.Token(t, "rw-client", auth.ScopeRead, auth.ScopeWrite)
+}
+
+// ReadOnly returns a token with only registry:read.
+func (i *Issuer) ReadOnly(t testing.TB) string { return i.Token(t, "ro-client", auth.ScopeRead) }
+
+// Sign signs claims with the issuer's key.
+func (i *Issuer) Sign(t testing.TB, claims jwt.MapClaims) string {
+	return SignWith(t, i.Key, i.KeyID, claims)
+}
+
+// SignWith signs claims with any RSA key and key id (an unknown key, say).
+func SignWith(t testing.TB, key *rsa.PrivateKey, kid string, claims jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+	tok.Header["kid"] = kid
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Unsigned returns claims as an "alg: none" token.
+func Unsigned(t testing.TB, claims jwt.MapClaims) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodNone, claims).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

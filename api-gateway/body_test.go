@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -38,7 +37,7 @@ func TestBodyOverItsLimit(t *testing.T) {
 		}
 		n, err := io.Copy(io.Discard, io.LimitReader(r.Body, limit+1))
 		if err != nil || n > limit {
-			w.Header().Set("Content-Type", problem.ContentType)
+			w.Header().Set("Content-Type", httpx.ProblemContentType)
 			w.WriteHeader(http.StatusRequestEntityTooLarge)
 			_, _ = io.WriteString(w, `{"type":"urn:asset-registry:problem:payload-too-large","status":413}`)
 			return
@@ -98,7 +97,7 @@ func TestUnreadableRequestsAreNotForwarded(t *testing.T) {
 		t.Run(target[:min(len(target), 60)], func(t *testing.T) {
 			before := f.upstream.count()
 			r := f.client.Do(t, "GET", target, ro, nil)
-			if r.Status != 400 || r.Header.Get("Content-Type") != problem.ContentType {
+			if r.Status != 400 || r.Header.Get("Content-Type") != httpx.ProblemContentType {
 				t.Errorf("status = %d: %s", r.Status, r.Raw)
 			}
 			if f.upstream.count() != before {
@@ -141,7 +140,7 @@ func TestStalledBodyThroughGateway(t *testing.T) {
 			resp.Body.Close()
 			var p map[string]any
 			_ = json.Unmarshal(body, &p)
-			if resp.StatusCode != http.StatusRequestTimeout || p["type"] != problem.TypePrefix+"request-timeout" || resp.Header.Get("Retry-After") != "" {
+			if resp.StatusCode != http.StatusRequestTimeout || p["type"] != httpx.ProblemTypePrefix+"request-timeout" || resp.Header.Get("Retry-After") != "" {
 				t.Fatalf("%d %v: %s", resp.StatusCode, resp.Header, body)
 			}
 			select {

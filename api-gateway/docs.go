@@ -20,8 +20,8 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/openapi"
-	"github.com/assetregistry/registry/pkg/problem"
 )
 
 // docs serves each service's OpenAPI document, per resource, and Swagger UI
@@ -56,7 +56,7 @@ func (d *docs) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /docs", d.index(names))
 	mux.HandleFunc("GET /openapi.json", d.serveMerged)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(r.Context(), apperr.New(apperr.KindNotFound, "no documentation at "+r.URL.Path), w)
+		httpx.WriteProblem(r.Context(), apperr.New(apperr.KindNotFound, "no documentation at "+r.URL.Path), w)
 	}
 	mux.HandleFunc("GET /docs/", notFound)
 	mux.HandleFunc("GET /openapi/", notFound)
@@ -100,7 +100,7 @@ func (d *docs) serveResource(name string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		doc, err := d.fetch(r.Context(), res.Service)
 		if err != nil {
-			problem.Write(r.Context(), err, w)
+			httpx.WriteProblem(r.Context(), err, w)
 			return
 		}
 		out := maps.Clone(doc)
@@ -119,13 +119,13 @@ func (d *docs) serveResource(name string) http.HandlerFunc {
 func (d *docs) serveMerged(w http.ResponseWriter, r *http.Request) {
 	docs, err := d.fetchAll(r.Context())
 	if err != nil {
-		problem.Write(r.Context(), err, w)
+		httpx.WriteProblem(r.Context(), err, w)
 		return
 	}
 	if conflicts := openapi.Conflicts(docs); len(conflicts) > 0 {
 		// A service deployed after the gateway's start check disagrees:
 		// a merged document would describe one of them wrongly.
-		problem.Write(r.Context(), apperr.Wrap(apperr.KindInternal, "", fmt.Errorf("API documents disagree: %v", conflicts)), w)
+		httpx.WriteProblem(r.Context(), apperr.Wrap(apperr.KindInternal, "", fmt.Errorf("API documents disagree: %v", conflicts)), w)
 		return
 	}
 	merged := map[string]any{

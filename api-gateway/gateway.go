@@ -24,11 +24,8 @@ import (
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/logging"
-	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/process"
-	"github.com/assetregistry/registry/pkg/reqinfo"
-	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 // Resource is one public resource with the service that owns it; the list
@@ -37,9 +34,9 @@ type Resource = catalog.OwnedResource
 
 // Config of the gateway.
 type Config struct {
-	Server    server.Config
+	Server    process.ServerConfig
 	OIDC      auth.Config
-	Log       logging.Config
+	Log       telemetry.LogConfig
 	Upstreams map[string]*string
 	RateLimit RateLimitConfig
 	// DocsStartupWait bounds how long the start waits for services' API
@@ -78,7 +75,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Gateway is the gateway's HTTP stack and probes.
 type Gateway struct {
 	Handler  http.Handler
-	Health   *server.Health
+	Health   *process.Health
 	docs     *docs
 	verifier *auth.Verifier
 	close    func()
@@ -113,12 +110,12 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 		upstreams[name] = u
 	}
 	proxies := map[string]http.Handler{}
-	checks := []server.Check{{Name: "oidc", Probe: verifier.Ready}}
+	checks := []process.HealthCheck{{Name: "oidc", Probe: verifier.Ready}}
 	for name, u := range upstreams {
 		proxies[name] = newProxy(u)
-		checks = append(checks, server.Check{Name: name, Optional: true, Probe: server.HTTPCheck(u.JoinPath("/readyz").String())})
+		checks = append(checks, process.HealthCheck{Name: name, Optional: true, Probe: process.HTTPCheck(u.JoinPath("/readyz").String())})
 	}
-	health := server.NewHealth(checks...)
+	health := process.NewHealth(checks...)
 
 	public := http.NewServeMux()
 	health.Mount(public)
@@ -163,10 +160,10 @@ func routeOrNotFound(proxies map[string]http.Handler, next http.Handler) http.Ha
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, prefix, ok := resourceFor(r.URL.Path)
 		if _, configured := proxies[res.Service]; !ok || !configured {
-			problem.Write(r.Context(), apperr.New(apperr.KindNotFound, "no resource at "+reqinfo.From(r.Context()).Path), w)
+			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindNotFound, "no resource at "+httpx.RequestInfoFrom(r.Context()).Path), w)
 			return
 		}
-		reqinfo.From(r.Context()).SetRoute(prefix + "/*")
+		httpx.RequestInfoFrom(r.Context()).SetRoute(prefix + "/*")
 		next.ServeHTTP(w, r)
 	})
 }
@@ -189,7 +186,7 @@ func limitBodies(uploadMax int64) func(http.Handler) http.Handler {
 				limit, what = uploadMax+httpx.UploadFormOverhead, "an upload"
 			}
 			if r.ContentLength > limit {
-				problem.Write(r.Context(), apperr.New(apperr.KindTooLarge,
+				httpx.WriteProblem(r.Context(), apperr.New(apperr.KindTooLarge,
 					fmt.Sprintf("the request body is larger than %d bytes, the limit of %s", limit, what)), w)
 				return
 			}
@@ -197,7 +194,7 @@ func limitBodies(uploadMax int64) func(http.Handler) http.Handler {
 			r.Body = body
 			if !upload && r.ContentLength > 0 && r.ContentLength <= forwardWhole {
 				if err := readWhole(r, body); err != nil {
-					problem.Write(r.Context(), err, w)
+					httpx.WriteProblem(r.Context(), err, w)
 					return
 				}
 			}

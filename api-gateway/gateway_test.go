@@ -21,7 +21,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/telemetry"
 	"github.com/assetregistry/registry/tools/testkit"
 )
@@ -209,7 +209,7 @@ func TestTwoAuthorizationHeadersAreABadRequest(t *testing.T) {
 	var body map[string]any
 	_ = json.NewDecoder(resp.Body).Decode(&body)
 	resp.Body.Close()
-	if resp.StatusCode != 400 || body["type"] != problem.TypePrefix+"bad-request" ||
+	if resp.StatusCode != 400 || body["type"] != httpx.ProblemTypePrefix+"bad-request" ||
 		!strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_request"`) {
 		t.Errorf("%d %v (WWW-Authenticate %q), want a 400 bad-request problem with an invalid_request challenge",
 			resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))

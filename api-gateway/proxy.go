@@ -16,8 +16,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/reqinfo"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
@@ -39,7 +37,7 @@ func newProxy(target *url.URL) http.Handler {
 			pr.SetURL(target)
 			// Forward the path exactly as the client sent it, so problem
 			// bodies from the service name the client's own path.
-			pr.Out.URL.Path = strings.TrimSuffix(target.Path, "/") + reqinfo.From(pr.In.Context()).Path
+			pr.Out.URL.Path = strings.TrimSuffix(target.Path, "/") + httpx.RequestInfoFrom(pr.In.Context()).Path
 			pr.Out.URL.RawPath = ""
 			pr.SetXForwarded()
 			// The gateway has answered the client's 100-continue itself
@@ -67,13 +65,13 @@ func newProxy(target *url.URL) http.Handler {
 			// or too slow (408). Neither is the service's fault, and
 			// retrying would not help.
 			if p := httpx.BodyProblem(errors.Join(err, bodyError(r))); p != nil {
-				problem.Write(r.Context(), p, w)
+				httpx.WriteProblem(r.Context(), p, w)
 				return
 			}
 			if errors.Is(err, context.Canceled) {
 				return // the client left; nobody reads an answer
 			}
-			problem.Write(r.Context(), apperr.Unavailable("the service behind this path", err), w)
+			httpx.WriteProblem(r.Context(), apperr.Unavailable("the service behind this path", err), w)
 		},
 	}
 }

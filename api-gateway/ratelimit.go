@@ -12,7 +12,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // RateLimitConfig bounds each machine client's request rate. Limits are per
@@ -56,7 +56,7 @@ func (l *rateLimiter) Middleware(next http.Handler) http.Handler {
 		if delay := res.Delay(); delay > 0 {
 			res.Cancel()
 			secs := int(math.Ceil(delay.Seconds()))
-			problem.Write(r.Context(), apperr.New(apperr.KindRateLimited, "too many requests from this client").
+			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindRateLimited, "too many requests from this client").
 				WithHeader("Retry-After", strconv.Itoa(max(secs, 1))), w)
 			return
 		}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/go-kit/log/level"
 
-	"github.com/assetregistry/registry/pkg/logging"
-	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 const usage = `usage:
@@ -81,11 +81,11 @@ func runServer(ctx context.Context, command string, args []string, stdout, stder
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	logger := logging.New(stdout, "idp", cfg.Log)
+	logger := telemetry.NewLogger(stdout, "idp", cfg.Log)
 	if command == "serve" {
 		return Serve(ctx, cfg, logger)
 	}
-	pool, err := postgres.OpenAndMigrate(ctx, cfg.Database, Migrations(), postgres.LogRetries(logger))
+	pool, err := store.OpenAndMigrate(ctx, cfg.Database, Migrations(), store.LogRetries(logger))
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	sub, args := args[0], args[1:]
 	var (
-		db        postgres.Config
+		db        store.Config
 		id        string
 		scopes    string
 		resources []string
@@ -140,8 +140,8 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%w: --id is required", errUsage)
 	}
 
-	logger := logging.New(stderr, "idp", logging.Config{Level: "warn", Format: "logfmt"})
-	pool, err := postgres.OpenAndMigrate(ctx, db, Migrations(), postgres.LogRetries(logger))
+	logger := telemetry.NewLogger(stderr, "idp", telemetry.LogConfig{Level: "warn", Format: "logfmt"})
+	pool, err := store.OpenAndMigrate(ctx, db, Migrations(), store.LogRetries(logger))
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // WINDOW variable must not change what an admin command does. Both flag sets
 // bind db, so the environment's values land first and the command line's
 // override them.
-func parseWithDatabaseEnv(fs *flag.FlagSet, db *postgres.Config, args []string) error {
+func parseWithDatabaseEnv(fs *flag.FlagSet, db *store.Config, args []string) error {
 	env := flag.NewFlagSet("environment", flag.ContinueOnError)
 	env.SetOutput(io.Discard)
 	db.RegisterFlags(env, "idp")

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/store"
 )
 
 // Scopes a client can hold: the registry's.
@@ -54,14 +54,14 @@ type Secret struct {
 
 // Clients is the admin API over machine clients and their secrets.
 type Clients struct {
-	store store
+	store clientStore
 	now   func() time.Time // the secret-expiry clock; tests move it
 }
 
 // NewClients returns the admin API over pool, a connection pool inside the
 // IdP's migrated schema (see Migrations).
-func NewClients(pool *postgres.Pool) *Clients {
-	return &Clients{store: store{pool: pool}, now: time.Now}
+func NewClients(pool *store.Pool) *Clients {
+	return &Clients{store: clientStore{pool: pool}, now: time.Now}
 }
 
 var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{3,64}$`)

@@ -23,9 +23,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/assetregistry/registry/pkg/logging"
-	"github.com/assetregistry/registry/pkg/postgres"
-	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
@@ -35,8 +34,8 @@ const DefaultTokenTTL = 15 * time.Minute
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// Migrations returns the IdP's schema migrations, for postgres.Migrate or
-// postgres.OpenAndMigrate.
+// Migrations returns the IdP's schema migrations, for store.Migrate or
+// store.OpenAndMigrate.
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
@@ -52,9 +51,9 @@ type Config struct {
 	SigningKeyFile   string
 	PreviousKeyFiles []string
 	Throttle         ThrottleConfig // zero: no throttle (the flags' defaults throttle)
-	Database         postgres.Config
-	Server           server.Config
-	Log              logging.Config
+	Database         store.Config
+	Server           process.ServerConfig
+	Log              telemetry.LogConfig
 }
 
 // RegisterFlags adds the IdP's flags; app.ParseFlags gives each the
@@ -94,8 +93,8 @@ func (c Config) validate() error {
 type Provider struct {
 	Clients  *Clients
 	handler  http.Handler
-	health   *server.Health
-	pool     *postgres.Pool
+	health   *process.Health
+	pool     *store.Pool
 	throttle *throttle
 }
 
@@ -112,12 +111,12 @@ func Open(ctx context.Context, cfg Config, logger log.Logger) (*Provider, error)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := postgres.OpenAndMigrate(ctx, cfg.Database, Migrations(), postgres.LogRetries(logger))
+	pool, err := store.OpenAndMigrate(ctx, cfg.Database, Migrations(), store.LogRetries(logger))
 	if err != nil {
 		return nil, fmt.Errorf("idp: database: %w", err)
 	}
 	clients := NewClients(pool)
-	health := server.NewHealth(server.Check{Name: "postgres", Probe: postgres.Ping(pool)})
+	health := process.NewHealth(process.HealthCheck{Name: "postgres", Probe: store.Ping(pool)})
 	svc := &tokenService{issuer: cfg.Issuer, ttl: cfg.TokenTTL, keys: keys, clients: clients, throttle: newThrottle(cfg.Throttle)}
 	handler, err := newHandler(svc, keys, health, logger)
 	if err != nil {
@@ -131,8 +130,8 @@ func Open(ctx context.Context, cfg Config, logger log.Logger) (*Provider, error)
 // Handler serves the token endpoint, discovery, the JWKS and the probes.
 func (p *Provider) Handler() http.Handler { return p.handler }
 
-// Health is the probes, for server.Run or server.Serve.
-func (p *Provider) Health() *server.Health { return p.health }
+// Health is the probes, for process.Run or process.Serve.
+func (p *Provider) Health() *process.Health { return p.health }
 
 // Close closes the database pool.
 func (p *Provider) Close() { p.pool.Close() }
@@ -150,5 +149,5 @@ func Serve(ctx context.Context, cfg Config, logger log.Logger) error {
 		return err
 	}
 	defer p.Close()
-	return server.Run(ctx, cfg.Server, logger, p.Handler(), p.Health())
+	return process.Run(ctx, cfg.Server, logger, p.Handler(), p.Health())
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -50,7 +50,7 @@ func newTestIdPWith(t *testing.T, configure func(*Config)) *testIdP {
 	cfg := Config{
 		Issuer:         issuer,
 		SigningKeyFile: filepath.Join(t.TempDir(), "keys", "signing.pem"),
-		Database:       postgres.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t)},
+		Database:       store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t)},
 	}
 	configure(&cfg)
 	p, err := Open(context.Background(), cfg, log.NewNopLogger())

@@ -8,25 +8,25 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/store"
 )
 
-// store is the PostgreSQL persistence of clients and secret hashes. Times
+// clientStore is the PostgreSQL persistence of clients and secret hashes. Times
 // come from the caller (the Clients clock), so expiry can be tested without
 // sleeping.
-type store struct {
-	pool *postgres.Pool
+type clientStore struct {
+	pool *store.Pool
 }
 
-func (s store) createClient(ctx context.Context, c Client, hash []byte) error {
-	return postgres.InTx(ctx, s.pool, "create client", func(tx pgx.Tx) error {
+func (s clientStore) createClient(ctx context.Context, c Client, hash []byte) error {
+	return store.InTx(ctx, s.pool, "create client", func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO clients (client_id, scopes, resources, created_at)
 			VALUES ($1, $2, $3, $4)`, c.ID, c.Scopes, c.Resources, c.CreatedAt)
-		if _, dup := postgres.Constraint(err, postgres.UniqueViolation); dup {
+		if _, dup := store.Constraint(err, store.UniqueViolation); dup {
 			return fmt.Errorf("%w: %s", ErrClientExists, c.ID)
 		}
 		if err != nil {
-			return postgres.Classify(err, "insert client")
+			return store.Classify(err, "insert client")
 		}
 		return insertSecret(ctx, tx, c.ID, hash, c.CreatedAt)
 	})
@@ -34,15 +34,15 @@ func (s store) createClient(ctx context.Context, c Client, hash []byte) error {
 
 func insertSecret(ctx context.Context, tx pgx.Tx, id string, hash []byte, now time.Time) error {
 	_, err := tx.Exec(ctx, `INSERT INTO client_secrets (client_id, hash, created_at) VALUES ($1, $2, $3)`, id, hash, now)
-	return postgres.Classify(err, "insert client secret")
+	return store.Classify(err, "insert client secret")
 }
 
 // rotateSecret adds hash as the client's current secret; the secret it
 // replaces stays valid until oldExpiry. A secret that was already being
 // replaced by an earlier rotation goes at once, so a client never holds more
 // than two valid secrets.
-func (s store) rotateSecret(ctx context.Context, id string, hash []byte, now, oldExpiry time.Time) error {
-	return postgres.InTx(ctx, s.pool, "rotate client secret", func(tx pgx.Tx) error {
+func (s clientStore) rotateSecret(ctx context.Context, id string, hash []byte, now, oldExpiry time.Time) error {
+	return store.InTx(ctx, s.pool, "rotate client secret", func(tx pgx.Tx) error {
 		// The row lock queues concurrent rotations of one client.
 		var found string
 		err := tx.QueryRow(ctx, `SELECT client_id FROM clients WHERE client_id = $1 FOR UPDATE`, id).Scan(&found)
@@ -50,20 +50,20 @@ func (s store) rotateSecret(ctx context.Context, id string, hash []byte, now, ol
 			return fmt.Errorf("%w: %s", ErrClientNotFound, id)
 		}
 		if err != nil {
-			return postgres.Classify(err, "lock client")
+			return store.Classify(err, "lock client")
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM client_secrets WHERE client_id = $1 AND expires_at IS NOT NULL`, id); err != nil {
-			return postgres.Classify(err, "delete replaced client secrets")
+			return store.Classify(err, "delete replaced client secrets")
 		}
 		if _, err := tx.Exec(ctx, `UPDATE client_secrets SET expires_at = $2 WHERE client_id = $1`, id, oldExpiry); err != nil {
-			return postgres.Classify(err, "expire client secret")
+			return store.Classify(err, "expire client secret")
 		}
 		return insertSecret(ctx, tx, id, hash, now)
 	})
 }
 
 // credentials returns the client and the hashes of its secrets valid at now.
-func (s store) credentials(ctx context.Context, id string, now time.Time) (Client, [][]byte, error) {
+func (s clientStore) credentials(ctx context.Context, id string, now time.Time) (Client, [][]byte, error) {
 	var c Client
 	var hashes [][]byte
 	err := s.pool.QueryRow(ctx, `SELECT c.client_id, c.scopes, c.resources, c.created_at,
@@ -76,13 +76,13 @@ func (s store) credentials(ctx context.Context, id string, now time.Time) (Clien
 		return Client{}, nil, fmt.Errorf("%w: %s", ErrClientNotFound, id)
 	}
 	if err != nil {
-		return Client{}, nil, postgres.Classify(err, "read client credentials")
+		return Client{}, nil, store.Classify(err, "read client credentials")
 	}
 	return c, hashes, nil
 }
 
-func (s store) listClients(ctx context.Context, now time.Time) ([]Client, error) {
-	return postgres.Many[Client](ctx, s.pool, "list clients", `SELECT c.client_id, c.scopes, c.resources, c.created_at,
+func (s clientStore) listClients(ctx context.Context, now time.Time) ([]Client, error) {
+	return store.Many[Client](ctx, s.pool, "list clients", `SELECT c.client_id, c.scopes, c.resources, c.created_at,
 			COALESCE(json_agg(json_build_object('created_at', s.created_at, 'expires_at', s.expires_at)
 				ORDER BY s.created_at) FILTER (WHERE s.hash IS NOT NULL), '[]') AS secrets
 		FROM clients c LEFT JOIN client_secrets s ON s.client_id = c.client_id
@@ -91,10 +91,10 @@ func (s store) listClients(ctx context.Context, now time.Time) ([]Client, error)
 		ORDER BY c.client_id`, now)
 }
 
-func (s store) deleteClient(ctx context.Context, id string) error {
+func (s clientStore) deleteClient(ctx context.Context, id string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM clients WHERE client_id = $1`, id)
 	if err != nil {
-		return postgres.Classify(err, "delete client")
+		return store.Classify(err, "delete client")
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: %s", ErrClientNotFound, id)

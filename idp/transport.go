@@ -17,8 +17,6 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/process"
-	"github.com/assetregistry/registry/pkg/reqinfo"
-	"github.com/assetregistry/registry/pkg/server"
 )
 
 const (
@@ -72,7 +70,7 @@ func newDiscovery(issuer string) discovery {
 
 // newHandler routes the IdP's public paths inside the shared HTTP stack
 // (request ids, tracing, metrics, access log).
-func newHandler(svc *tokenService, keys *Keys, health *server.Health, logger log.Logger) (http.Handler, error) {
+func newHandler(svc *tokenService, keys *Keys, health *process.Health, logger log.Logger) (http.Handler, error) {
 	meta, err := json.Marshal(newDiscovery(svc.issuer))
 	if err != nil {
 		return nil, err
@@ -192,9 +190,9 @@ func writeTokenError(ctx context.Context, w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", "5")
 	default:
 		status = http.StatusInternalServerError
-		e = oauthError("server_error", "an unexpected error occurred; quote the request id (%s) when reporting it", reqinfo.From(ctx).ID)
+		e = oauthError("server_error", "an unexpected error occurred; quote the request id (%s) when reporting it", httpx.RequestInfoFrom(ctx).ID)
 	}
-	reqinfo.From(ctx).SetErr(logged)
+	httpx.RequestInfoFrom(ctx).SetErr(logged)
 	tokenErrors.WithLabelValues(e.Code).Inc()
 	writeJSON(w, status, e)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/problem"
 )
 
 const realm = `Bearer realm="asset-registry"`
@@ -58,21 +57,21 @@ func Authenticate(v *Verifier) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if len(r.Header.Values("Authorization")) > 1 {
-				problem.Write(r.Context(), apperr.New(apperr.KindBadRequest,
+				httpx.WriteProblem(r.Context(), apperr.New(apperr.KindBadRequest,
 					"the request has more than one Authorization header; send exactly one").
 					WithHeader("WWW-Authenticate", realm+`, error="invalid_request"`), w)
 				return
 			}
 			raw, ok := bearerToken(r)
 			if !ok {
-				problem.Write(r.Context(), apperr.New(apperr.KindUnauthenticated,
+				httpx.WriteProblem(r.Context(), apperr.New(apperr.KindUnauthenticated,
 					"a bearer access token is required (Authorization: Bearer <token>)").
 					WithHeader("WWW-Authenticate", realm), w)
 				return
 			}
 			p, err := v.Verify(r.Context(), raw)
 			if err != nil {
-				problem.Write(r.Context(), verifyError(err), w)
+				httpx.WriteProblem(r.Context(), verifyError(err), w)
 				return
 			}
 			if p.HasScope(ScopeInternal) {
@@ -107,7 +106,7 @@ func RequireScope(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		need := ScopeFor(r)
 		if p, _ := PrincipalFrom(r.Context()); !p.HasScope(need) {
-			problem.Write(r.Context(), apperr.New(apperr.KindForbidden,
+			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindForbidden,
 				fmt.Sprintf("this operation needs the %s scope", need)).
 				WithHeader("WWW-Authenticate", fmt.Sprintf(`%s, error="insufficient_scope", scope=%q`, realm, need)), w)
 			return

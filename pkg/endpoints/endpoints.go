@@ -1,8 +1,10 @@
-// Package endpoints keeps go-kit's boilerplate in one place: typed
-// endpoints built from plain service methods, the endpoint middleware
-// applied once to every endpoint of a set, and the go-kit HTTP server for
-// one endpoint with the shared response and problem encoders. Decoders
-// live in httpx, beside the rest of the HTTP reading.
+// Package endpoints keeps go-kit's boilerplate in one place and says what
+// each operation does besides calling its service method: typed endpoints
+// built from plain service methods, the endpoint middleware applied once to
+// every endpoint of a set, the go-kit HTTP server for one endpoint with the
+// shared response and problem encoders, and idempotency keys, which make a
+// POST safe to retry. Decoders live in httpx, beside the rest of the HTTP
+// reading.
 package endpoints
 
 import (
@@ -16,9 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/idempotency"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // New adapts a typed function to go-kit's endpoint.Endpoint.
@@ -72,7 +72,7 @@ func ByID[B, T any](f func(context.Context, uuid.UUID, B) (T, error)) func(conte
 
 // List adapts a list to an endpoint answering one page, with the Link of
 // the next when more rows follow.
-func List[F, T any](list func(context.Context, F, listing.Page) (listing.Result[T], error)) func(context.Context, httpx.ListRequest[F]) (any, error) {
+func List[F, T any](list func(context.Context, F, model.Page) (model.Paged[T], error)) func(context.Context, httpx.ListRequest[F]) (any, error) {
 	return func(ctx context.Context, req httpx.ListRequest[F]) (any, error) {
 		r, err := list(ctx, req.Filter, req.Page)
 		return httpx.ListOf(r), err
@@ -112,10 +112,10 @@ func Timeout(d time.Duration) endpoint.Middleware {
 // Idempotency-Key (pkg/idempotency), and writes see the request's
 // conditions (If-Match).
 func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req]) http.Handler {
-	return kithttp.NewServer(idempotency.Middleware(e),
+	return kithttp.NewServer(Idempotent(e),
 		func(_ context.Context, r *http.Request) (any, error) { return decode(r) },
 		httpx.EncodeResponse,
-		kithttp.ServerErrorEncoder(problem.Write),
-		kithttp.ServerBefore(httpx.WithConditions, idempotency.Before),
+		kithttp.ServerErrorEncoder(httpx.WriteProblem),
+		kithttp.ServerBefore(httpx.WithConditions, IdempotencyBefore),
 	)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/problem"
 )
 
 // bodyServer reads each request's body whole and answers 200 with its
@@ -37,13 +36,13 @@ func bodyServer(t *testing.T, limits httpx.ReadLimits, workAfterBody time.Durati
 			if p == nil {
 				p = apperr.Wrap(apperr.KindBadRequest, "unreadable", err)
 			}
-			problem.Write(r.Context(), p, w)
+			httpx.WriteProblem(r.Context(), p, w)
 			return
 		}
 		select {
 		case <-time.After(workAfterBody):
 		case <-r.Context().Done():
-			problem.Write(r.Context(), apperr.New(apperr.KindInternal, "the request's context ended after its body"), w)
+			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindInternal, "the request's context ended after its body"), w)
 			return
 		}
 		_, _ = fmt.Fprint(w, len(body))
@@ -158,7 +157,7 @@ func TestBodyDeadlines(t *testing.T) {
 			}
 			if status == 408 {
 				var p map[string]any
-				if err := json.Unmarshal([]byte(body), &p); err != nil || p["type"] != problem.TypePrefix+"request-timeout" {
+				if err := json.Unmarshal([]byte(body), &p); err != nil || p["type"] != httpx.ProblemTypePrefix+"request-timeout" {
 					t.Errorf("408 body = %s", body)
 				}
 			}

@@ -3,14 +3,12 @@ package httpx
 import (
 	"context"
 	"net/http"
-
-	"github.com/assetregistry/registry/pkg/etag"
 )
 
 // WithConditions puts r's conditions into ctx (a go-kit ServerBefore), for
 // the encoder (304) and for writes that check If-Match (412).
 func WithConditions(ctx context.Context, r *http.Request) context.Context {
-	return etag.WithConditions(ctx, etag.Conditions{
+	return ContextWithConditions(ctx, Conditions{
 		Method: r.Method, IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match"),
 	})
 }

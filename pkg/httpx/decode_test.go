@@ -10,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/calendar"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 type externalID struct {
@@ -21,16 +20,16 @@ type externalID struct {
 }
 
 type sample struct {
-	Name        string              `json:"name"`
-	Year        *int                `json:"year"`
-	Born        *calendar.Date      `json:"born"`
-	OK          bool                `json:"ok"`
-	Data        map[string]any      `json:"data"`
-	ExternalIDs []externalID        `json:"external_ids"`
-	Status      patch.Field[string] `json:"status"`
+	Name        string                   `json:"name"`
+	Year        *int                     `json:"year"`
+	Born        *model.Date              `json:"born"`
+	OK          bool                     `json:"ok"`
+	Data        map[string]any           `json:"data"`
+	ExternalIDs []externalID             `json:"external_ids"`
+	Status      model.PatchField[string] `json:"status"`
 	// A merge-patch member holding objects: decoded as strictly as a
 	// plain member.
-	PatchedIDs patch.Field[[]externalID] `json:"patched_ids"`
+	PatchedIDs model.PatchField[[]externalID] `json:"patched_ids"`
 }
 
 func (*sample) ReadOnlyFields() []string { return []string{"thumbnail"} }

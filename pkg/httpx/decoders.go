@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Decoder reads a typed request from HTTP; the shapes every service uses
@@ -63,7 +63,7 @@ func PathIDBody[T any](r *http.Request) (IDBody[T], error) {
 // ListRequest is a list's filters and page.
 type ListRequest[F any] struct {
 	Filter F
-	Page   listing.Page
+	Page   model.Page
 }
 
 // FindRequest is a find's criteria and its create flag.

@@ -6,11 +6,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/google/uuid"
-
-	"github.com/assetregistry/registry/pkg/etag"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/reqinfo"
 )
 
 // Response wrappers let an endpoint say which success status applies
@@ -33,7 +30,7 @@ type List struct {
 }
 
 // ListOf adapts a store result.
-func ListOf[T any](r listing.Result[T]) List { return List{Items: r.Items, Next: r.Next} }
+func ListOf[T any](r model.Paged[T]) List { return List{Items: r.Items, Next: r.Next} }
 
 // Replay is an answer given before, sent again as it was (an
 // Idempotency-Key's replay).
@@ -94,10 +91,10 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 		w.WriteHeader(status)
 		return nil
 	}
-	tag := etag.ForBody(body)
+	tag := ETagForBody(body)
 	h.Set("ETag", tag)
-	if c := etag.ConditionsFrom(ctx); status == http.StatusOK && (c.Method == http.MethodGet || c.Method == http.MethodHead) &&
-		c.IfNoneMatch != "" && etag.WeakMatch(c.IfNoneMatch, tag) {
+	if c := ConditionsFrom(ctx); status == http.StatusOK && (c.Method == http.MethodGet || c.Method == http.MethodHead) &&
+		c.IfNoneMatch != "" && WeakMatch(c.IfNoneMatch, tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
@@ -111,9 +108,9 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 // It is a relative reference so it stays right behind any gateway or
 // ingress host name.
 func nextLink(ctx context.Context, after uuid.UUID) string {
-	info := reqinfo.From(ctx)
+	info := RequestInfoFrom(ctx)
 	q, _ := url.ParseQuery(info.RawQuery)
-	q.Set("cursor", listing.EncodeCursor(after, cursorBinding(q)))
+	q.Set("cursor", model.EncodeCursor(after, cursorBinding(q)))
 	u := url.URL{Path: info.Path, RawQuery: q.Encode()}
 	return "<" + u.String() + `>; rel="next"`
 }

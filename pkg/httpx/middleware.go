@@ -6,8 +6,6 @@ import (
 	"runtime/debug"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/reqinfo"
 )
 
 // RequestIDHeader carries the request id to the client and between hops.
@@ -21,13 +19,13 @@ func WithRequestInfo(trustIncoming bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := r.Header.Get(RequestIDHeader)
-			if !trustIncoming || !reqinfo.ValidID(id) {
-				id = reqinfo.NewID()
+			if !trustIncoming || !ValidRequestID(id) {
+				id = NewRequestID()
 			}
 			r.Header.Set(RequestIDHeader, id)
-			info := &reqinfo.Info{ID: id, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
+			info := &RequestInfo{ID: id, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
 			w.Header().Set(RequestIDHeader, id)
-			next.ServeHTTP(w, r.WithContext(reqinfo.With(r.Context(), info)))
+			next.ServeHTTP(w, r.WithContext(ContextWithRequestInfo(r.Context(), info)))
 		})
 	}
 }
@@ -42,7 +40,7 @@ func Recover(next http.Handler) http.Handler {
 					panic(v)
 				}
 				err := apperr.Wrap(apperr.KindInternal, "", fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
-				problem.Write(r.Context(), err, w)
+				WriteProblem(r.Context(), err, w)
 			}
 		}()
 		next.ServeHTTP(w, r)

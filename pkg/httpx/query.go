@@ -13,8 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/calendar"
-	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Query reads query parameters with the contract's error rules: a value
@@ -103,12 +102,12 @@ func (q *Query) UUID(name string) *uuid.UUID {
 }
 
 // Date reads a YYYY-MM-DD date.
-func (q *Query) Date(name string) *calendar.Date {
+func (q *Query) Date(name string) *model.Date {
 	v, ok := q.raw(name)
 	if !ok {
 		return nil
 	}
-	d, err := calendar.Parse(v)
+	d, err := model.ParseDate(v)
 	if err != nil {
 		q.invalid.Add(name, "%s", err.Error())
 		return nil
@@ -134,19 +133,19 @@ func (q *Query) Invalid(name, format string, args ...any) { q.invalid.Add(name, 
 
 // Page reads limit and cursor. The cursor is bound to the other parameters,
 // so it must be called with "limit" and "cursor" among the known ones.
-func (q *Query) Page() listing.Page {
-	page := listing.Page{Limit: listing.DefaultLimit}
+func (q *Query) Page() model.Page {
+	page := model.Page{Limit: model.DefaultLimit}
 	if v, ok := q.raw("limit"); ok {
 		n, err := strconv.Atoi(v)
 		// Digits only: "+5" and " 5" are not what a client meant to send.
-		if err != nil || !allDigits(v) || n < 1 || n > listing.MaxLimit {
-			q.bad.Add("limit", "must be an integer from 1 to %d", listing.MaxLimit)
+		if err != nil || !allDigits(v) || n < 1 || n > model.MaxLimit {
+			q.bad.Add("limit", "must be an integer from 1 to %d", model.MaxLimit)
 		} else {
 			page.Limit = n
 		}
 	}
 	if v, ok := q.raw("cursor"); ok {
-		after, err := listing.DecodeCursor(v, q.Binding())
+		after, err := model.DecodeCursor(v, q.Binding())
 		if err != nil {
 			q.bad.Add("cursor", "%s", err.Error())
 		} else {

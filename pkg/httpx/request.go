@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/problem"
 )
 
 // CheckRequest refuses, before anything routes or proxies it, a request
@@ -22,7 +21,7 @@ func CheckRequest(limits ReadLimits) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := checkRequest(r, limits); err != nil {
-				problem.Write(r.Context(), err, w)
+				WriteProblem(r.Context(), err, w)
 				return
 			}
 			next.ServeHTTP(w, r)

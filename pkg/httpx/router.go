@@ -1,6 +1,9 @@
-// Package httpx holds the HTTP plumbing every service shares: routing with
-// problem-shaped 404 and 405 answers, strict JSON decoding, query parsing,
-// pagination and response encoding for go-kit servers.
+// Package httpx is everything HTTP that the gateway and every service share:
+// routing with problem-shaped 404 and 405 answers, strict JSON decoding,
+// query parsing, response encoding for go-kit servers, RFC 9457 problems
+// (the one mapping from error kinds to statuses and type URIs), request ids
+// and the per-request facts the logs and metrics read, and ETags with the
+// conditions a request carries (If-Match, If-None-Match).
 package httpx
 
 import (
@@ -13,8 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/reqinfo"
 )
 
 // Router dispatches on net/http's pattern syntax ("/people/{id}") and keeps
@@ -46,7 +47,7 @@ type methodTable struct {
 func NewRouter(wrap ...func(http.Handler) http.Handler) *Router {
 	r := &Router{mux: http.NewServeMux(), paths: map[string]*methodTable{}, wrap: wrap}
 	r.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
-		problem.Write(req.Context(), apperr.New(apperr.KindNotFound, "no resource at "+reqinfo.From(req.Context()).Path), w)
+		WriteProblem(req.Context(), apperr.New(apperr.KindNotFound, "no resource at "+RequestInfoFrom(req.Context()).Path), w)
 	})
 	return r
 }
@@ -82,11 +83,11 @@ func (t *methodTable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		method = http.MethodGet // net/http drops the body of a HEAD answer
 	}
 	h, ok := t.handlers[method]
-	reqinfo.From(r.Context()).SetRoute(t.pattern)
+	RequestInfoFrom(r.Context()).SetRoute(t.pattern)
 	trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("http.route", t.pattern))
 	if !ok {
 		allow := t.allow()
-		problem.Write(r.Context(), apperr.New(apperr.KindMethodNotAllowed,
+		WriteProblem(r.Context(), apperr.New(apperr.KindMethodNotAllowed,
 			r.Method+" is not allowed on "+t.pattern+"; allowed: "+allow).WithHeader("Allow", allow), w)
 		return
 	}

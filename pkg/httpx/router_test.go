@@ -13,9 +13,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/reqinfo"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 func testRouter() http.Handler {
@@ -69,7 +67,7 @@ func TestRouter(t *testing.T) {
 				}
 				return
 			}
-			if ct := w.Header().Get("Content-Type"); ct != problem.ContentType {
+			if ct := w.Header().Get("Content-Type"); ct != httpx.ProblemContentType {
 				t.Errorf("Content-Type = %q", ct)
 			}
 			if got := w.Header().Get("Allow"); got != tt.allow {
@@ -90,7 +88,7 @@ func TestRequestIDs(t *testing.T) {
 	var seen string
 	h := func(trust bool) http.Handler {
 		return httpx.WithRequestInfo(trust)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			seen = reqinfo.From(r.Context()).ID
+			seen = httpx.RequestInfoFrom(r.Context()).ID
 		}))
 	}
 	send := func(handler http.Handler, incoming string) string {
@@ -222,7 +220,7 @@ func TestParseRawQuery(t *testing.T) {
 
 func TestCursorIsBoundToFilters(t *testing.T) {
 	after := uuid.Must(uuid.NewV7())
-	cursor := listing.EncodeCursor(after, "name=x")
+	cursor := model.EncodeCursor(after, "name=x")
 	q := httpx.ParseQuery(httptest.NewRequest("GET", "/x?name=x&cursor="+cursor, nil), "name", "cursor", "limit")
 	if page := q.Page(); q.Err() != nil || page.After != after {
 		t.Fatalf("page = %+v, err = %v", page, q.Err())
@@ -244,7 +242,7 @@ func TestListLinkKeepsFiltersAndSwapsCursor(t *testing.T) {
 		}
 	})).ServeHTTP(w, r)
 	link := w.Header().Get("Link")
-	want := "</people/?cursor=" + listing.EncodeCursor(next, "last_name=Smith") + `&last_name=Smith&limit=2>; rel="next"`
+	want := "</people/?cursor=" + model.EncodeCursor(next, "last_name=Smith") + `&last_name=Smith&limit=2>; rel="next"`
 	if link != want {
 		t.Errorf("Link = %s\nwant   %s", link, want)
 	}
@@ -255,7 +253,7 @@ func TestListLinkKeepsFiltersAndSwapsCursor(t *testing.T) {
 
 func TestEmptyListIsAnArray(t *testing.T) {
 	w := httptest.NewRecorder()
-	_ = httpx.EncodeResponse(t.Context(), w, httpx.ListOf(listing.Trim[int](nil, listing.Page{Limit: 10}, nil)))
+	_ = httpx.EncodeResponse(t.Context(), w, httpx.ListOf(model.TrimPage[int](nil, model.Page{Limit: 10}, nil)))
 	if strings.TrimSpace(w.Body.String()) != "[]" || w.Header().Get("Link") != "" {
 		t.Errorf("body = %s, Link = %q", w.Body, w.Header().Get("Link"))
 	}
@@ -265,5 +263,5 @@ func statusOf(err error) int {
 	if err == nil {
 		return 0
 	}
-	return problem.StatusOf(err)
+	return httpx.StatusOf(err)
 }

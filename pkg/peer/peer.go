@@ -28,8 +28,6 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/reqinfo"
 )
 
 // InternalPrefix starts every internal path. The gateway routes only the
@@ -164,7 +162,7 @@ func (c *Client) Call(ctx context.Context, method, path string, in, out any) err
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if id := reqinfo.From(ctx).ID; id != "" {
+	if id := httpx.RequestInfoFrom(ctx).ID; id != "" {
 		req.Header.Set(httpx.RequestIDHeader, id)
 	}
 	if sub := auth.Subject(ctx); sub != "" {
@@ -196,7 +194,7 @@ func (c *Client) Call(ctx context.Context, method, path string, in, out any) err
 	}
 	// A 4xx is a mistake of ours or a fact about the target; either way
 	// the caller decides what its own client sees.
-	var p problem.Problem
+	var p httpx.Problem
 	_ = json.Unmarshal(raw, &p)
 	return &apperr.Error{Kind: kindOf(resp.StatusCode), Detail: p.Detail, Fields: p.Errors}
 }

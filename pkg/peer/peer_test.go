@@ -18,8 +18,6 @@ import (
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/reqinfo"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -54,11 +52,11 @@ func newPeer(t *testing.T, issuer *testkit.Issuer) (*httptest.Server, chan seen)
 	r.Handle("POST", "/internal/fail/{status}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.PathValue("status") {
 		case "404":
-			problem.Write(r.Context(), apperr.NotFound("document", "x"), w)
+			httpx.WriteProblem(r.Context(), apperr.NotFound("document", "x"), w)
 		case "422":
-			problem.Write(r.Context(), apperr.Invalid(apperr.FieldError{Field: "kind", Message: "unknown"}), w)
+			httpx.WriteProblem(r.Context(), apperr.Invalid(apperr.FieldError{Field: "kind", Message: "unknown"}), w)
 		case "500":
-			problem.Write(r.Context(), apperr.New(apperr.KindInternal, ""), w)
+			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindInternal, ""), w)
 		}
 	}))
 	srv := httptest.NewServer(httpx.WithRequestInfo(true)(auth.Authenticate(verifier)(r)))
@@ -89,7 +87,7 @@ func TestCallCarriesIdentityRequestIDAndTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	ctx, span := tp.Tracer("test").Start(context.Background(), "caller")
 	defer span.End()
-	ctx = reqinfo.With(ctx, &reqinfo.Info{ID: "req-123"})
+	ctx = httpx.ContextWithRequestInfo(ctx, &httpx.RequestInfo{ID: "req-123"})
 	ctx = auth.WithPrincipal(ctx, auth.Principal{Subject: "integration-1"})
 
 	var out map[string]string

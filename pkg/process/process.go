@@ -1,8 +1,10 @@
 // Package process is what every binary of the registry shares, whatever it
-// serves: flags with environment fallback, the logger, signal handling and
-// the HTTP middleware around every handler. It links no datastore client,
-// so the gateway and the identity provider stay free of what only the
-// services need (package servicekit builds on this one for them).
+// serves: flags with environment fallback, the logger, signal handling, the
+// HTTP middleware around every handler, and the listeners (the API and, on
+// its own port, the metrics) with health and readiness endpoints and a
+// graceful shutdown that drains in-flight requests. It links no datastore
+// client, so the gateway and the identity provider stay free of what only
+// the services need (package servicekit builds on this one for them).
 package process
 
 import (
@@ -25,8 +27,6 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/logging"
-	"github.com/assetregistry/registry/pkg/reqinfo"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
@@ -41,7 +41,7 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 // flags that register adds, builds the logger from the log settings
 // register returns, and runs run until SIGINT or SIGTERM. It returns the
 // exit code: 2 for bad flags, 1 when run fails.
-func Execute(name string, args []string, register func(*flag.FlagSet) *logging.Config,
+func Execute(name string, args []string, register func(*flag.FlagSet) *telemetry.LogConfig,
 	run func(ctx context.Context, logger log.Logger) error) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	logCfg := register(fs)
@@ -52,7 +52,7 @@ func Execute(name string, args []string, register func(*flag.FlagSet) *logging.C
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	logger := logging.New(os.Stdout, name, *logCfg)
+	logger := telemetry.NewLogger(os.Stdout, name, *logCfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, logger); err != nil {
@@ -91,7 +91,7 @@ func recordPublicRoute(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern != "/" && pattern != "" {
 			_, path, _ := strings.Cut(pattern, " ")
-			reqinfo.From(r.Context()).SetRoute(path)
+			httpx.RequestInfoFrom(r.Context()).SetRoute(path)
 		}
 		mux.ServeHTTP(w, r)
 	})

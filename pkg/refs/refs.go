@@ -44,7 +44,6 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -77,28 +76,28 @@ type Service interface {
 }
 
 // ExistsFunc reads which of ids exist, with their attributes.
-type ExistsFunc func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error)
+type ExistsFunc func(ctx context.Context, q store.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error)
 
 // ExistsIn is the ExistsFunc of a kind that is one table's rows, told
 // about by nothing but their ids.
 func ExistsIn(table string) ExistsFunc {
 	query := `SELECT id FROM ` + table + ` WHERE id = ANY($1)`
-	return func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error) {
+	return func(ctx context.Context, q store.Querier, ids []uuid.UUID) (map[uuid.UUID]Attrs, error) {
 		rows, err := q.Query(ctx, query, ids)
 		if err != nil {
-			return nil, postgres.Classify(err, "check "+table)
+			return nil, store.Classify(err, "check "+table)
 		}
 		found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 		attrs := make(map[uuid.UUID]Attrs, len(found))
 		for _, id := range found {
 			attrs[id] = Attrs{}
 		}
-		return attrs, postgres.Classify(err, "check "+table)
+		return attrs, store.Classify(err, "check "+table)
 	}
 }
 
 // ReferrersFunc reads what points at the target id.
-type ReferrersFunc func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]Ref, error)
+type ReferrersFunc func(ctx context.Context, q store.Querier, id uuid.UUID) ([]Ref, error)
 
 // Registry is one service's side of the protocol: the kinds it owns and
 // the kinds of others it points at. It implements Service.
@@ -146,7 +145,7 @@ func (r *Registry) Exists(ctx context.Context, kind string, ids []uuid.UUID) (ma
 		}
 		return err
 	})
-	return found, postgres.Classify(err, "check "+kind)
+	return found, store.Classify(err, "check "+kind)
 }
 
 // Referrers implements Service.
@@ -156,10 +155,10 @@ func (r *Registry) Referrers(ctx context.Context, kind string, id uuid.UUID, set
 		return nil, apperr.Invalid(apperr.FieldError{Field: "kind", Message: r.service + " references no " + kind})
 	}
 	var refs []Ref
-	err := postgres.InTx(ctx, r.store.Pool, "referrers of "+kind, func(tx pgx.Tx) error {
+	err := store.InTx(ctx, r.store.Pool, "referrers of "+kind, func(tx pgx.Tx) error {
 		if settle {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, r.lockKey(kind, id)); err != nil {
-				return postgres.Classify(err, "settle references")
+				return store.Classify(err, "settle references")
 			}
 		}
 		var err error
@@ -209,7 +208,7 @@ func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map
 	slices.Sort(keys) // one order for every writer
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtextextended(k, 0))
 		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, slices.Compact(keys)); err != nil {
-		return nil, postgres.Classify(err, "lock reference targets")
+		return nil, store.Classify(err, "lock reference targets")
 	}
 	// Keyed by kind too: the same id asked as two kinds (a person's id
 	// given as an organization) exists only as the kind its owner has.
@@ -296,7 +295,7 @@ func (r *Registry) Delete(ctx context.Context, kind string, id uuid.UUID,
 			ON CONFLICT (kind, id) DO UPDATE SET token = EXCLUDED.token, until = EXCLUDED.until
 			WHERE pending_deletions.until < now()`, kind, id, token, Lease.Seconds())
 		if err != nil {
-			return nil, postgres.Classify(err, "mark "+kind+" deleted")
+			return nil, store.Classify(err, "mark "+kind+" deleted")
 		}
 		if tag.RowsAffected() == 0 {
 			return nil, apperr.Conflict("another delete of this "+kind+" is in progress").WithHeader("Retry-After", "1")
@@ -323,7 +322,7 @@ func (r *Registry) Delete(ctx context.Context, kind string, id uuid.UUID,
 	err = r.store.Write(ctx, "delete "+kind, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		tag, err := tx.Exec(ctx, `DELETE FROM pending_deletions WHERE kind = $1 AND id = $2 AND token = $3 AND until > now()`, kind, id, token)
 		if err != nil {
-			return nil, postgres.Classify(err, "unmark "+kind)
+			return nil, store.Classify(err, "unmark "+kind)
 		}
 		if tag.RowsAffected() == 0 {
 			// The lease ran out: a reference may have been made since.

@@ -19,7 +19,6 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -61,7 +60,7 @@ func newWorld(t *testing.T) *world {
 	w.stopReferrer = referrerSrv.Close
 	w.owner = refs.New("parties", w.ownerStore, clients(t, "things", referrerSrv.URL))
 	w.referrer = refs.New("things", w.referrerStore, clients(t, "parties", ownerSrv.URL))
-	w.owner.Owns("person", func(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
+	w.owner.Owns("person", func(ctx context.Context, q store.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
 		rows, err := q.Query(ctx, `SELECT id FROM people WHERE id = ANY($1)`, ids)
 		if err != nil {
 			return nil, err
@@ -73,7 +72,7 @@ func newWorld(t *testing.T) *world {
 		}
 		return out, err
 	})
-	w.referrer.PointsAt("person", func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+	w.referrer.PointsAt("person", func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 		rows, err := q.Query(ctx, `SELECT id FROM things WHERE person_id = $1 ORDER BY id`, id)
 		if err != nil {
 			return nil, err
@@ -93,7 +92,7 @@ func newWorld(t *testing.T) *world {
 func open(t *testing.T, ddl string) *store.Store {
 	t.Helper()
 	service := fstest.MapFS{"001_init.sql": {Data: []byte(ddl)}}
-	pool, err := postgres.OpenAndMigrateSets(t.Context(), postgres.Config{URL: testkit.PostgresURL(t),
+	pool, err := store.OpenAndMigrateSets(t.Context(), store.Config{URL: testkit.PostgresURL(t),
 		Schema: testkit.NewDatabaseSchema(t), MaxConns: 30, StartupWait: time.Second}, nil, store.Migrations(service)...)
 	if err != nil {
 		t.Fatal(err)

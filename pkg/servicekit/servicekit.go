@@ -24,15 +24,12 @@ import (
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/idempotency"
-	"github.com/assetregistry/registry/pkg/logging"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/openapi"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/process"
-	"github.com/assetregistry/registry/pkg/server"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
@@ -68,7 +65,8 @@ func Embedded(name string, files fs.FS) Spec {
 
 // Deps are what Build gets; those the catalog entry does not need are nil.
 type Deps struct {
-	Store          *store.Store // pool and find cache
+	Store          *store.Store // pool; its writes make stale the finds they change
+	Finds          *cache.Finds // the find cache (disabled without Redis)
 	Objects        *objectstore.Bucket
 	Peers          *peer.Clients
 	Logger         log.Logger
@@ -78,7 +76,7 @@ type Deps struct {
 // Handlers are what Build returns.
 type Handlers struct {
 	Routes *httpx.Router
-	Checks []server.Check
+	Checks []process.HealthCheck
 	Close  func() // optional
 	// LongestRequest bounds the service's slowest request (an upload, say)
 	// when that is longer than the request timeout: an Idempotency-Key
@@ -88,13 +86,13 @@ type Handlers struct {
 
 // Config is every flag of a service.
 type Config struct {
-	Server   server.Config
-	Database postgres.Config
+	Server   process.ServerConfig
+	Database store.Config
 	Redis    cache.Config
 	S3       objectstore.Config
 	OIDC     auth.Config
 	Peers    peer.Config
-	Log      logging.Config
+	Log      telemetry.LogConfig
 	Timeout  time.Duration
 }
 
@@ -130,7 +128,7 @@ func Main(spec Spec) int {
 		command, args = args[0], args[1:]
 	}
 	var cfg Config
-	register := func(fs *flag.FlagSet) *logging.Config {
+	register := func(fs *flag.FlagSet) *telemetry.LogConfig {
 		cfg.RegisterFlags(fs, entry)
 		if spec.Flags != nil {
 			spec.Flags(fs)
@@ -166,14 +164,14 @@ func serve(ctx context.Context, spec Spec, cfg Config, logger log.Logger) error 
 		return err
 	}
 	defer built.Close()
-	return server.Run(ctx, cfg.Server, logger, built.Handler, built.Health)
+	return process.Run(ctx, cfg.Server, logger, built.Handler, built.Health)
 }
 
 // Built is a service ready to serve.
 type Built struct {
 	Handler http.Handler // the whole HTTP stack
 	Routes  *httpx.Router
-	Health  *server.Health
+	Health  *process.Health
 	Store   *store.Store
 	Close   func()
 }
@@ -215,7 +213,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	closers = append(closers, pool.Close)
 	// Every call needs the issuer's keys; once loaded they outlive an
 	// issuer outage, so this check fails only until the first load.
-	checks := []server.Check{{Name: "postgres", Probe: postgres.Ping(pool)}, {Name: "oidc", Probe: verifier.Ready}}
+	checks := []process.HealthCheck{{Name: "postgres", Probe: store.Ping(pool)}, {Name: "oidc", Probe: verifier.Ready}}
 
 	redisClient, err := cache.Connect(cfg.Redis)
 	if err != nil {
@@ -223,7 +221,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	}
 	if redisClient != nil {
 		closers = append(closers, func() { _ = redisClient.Close() })
-		checks = append(checks, server.Check{Name: "redis", Optional: true, Probe: func(ctx context.Context) error {
+		checks = append(checks, process.HealthCheck{Name: "redis", Optional: true, Probe: func(ctx context.Context) error {
 			return redisClient.Ping(ctx).Err()
 		}})
 	}
@@ -231,8 +229,10 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	// Redis (test and production, say) must never see each other's finds.
 	cc := pool.Config().ConnConfig
 	namespace := fmt.Sprintf("%s:%s:%d/%s/%s", spec.Name, cc.Host, cc.Port, cc.Database, cfg.Database.Schema)
+	finds := cache.NewFinds(redisClient, namespace, cfg.Redis, logger)
 	deps := Deps{
-		Store:          store.New(pool, cache.NewFinds(redisClient, namespace, cfg.Redis, logger)),
+		Store:          store.New(pool, finds),
+		Finds:          finds,
 		Logger:         logger,
 		RequestTimeout: cfg.Timeout,
 	}
@@ -240,7 +240,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		if deps.Objects, err = objectstore.Open(ctx, cfg.S3); err != nil {
 			return b, err
 		}
-		checks = append(checks, server.Check{Name: "s3", Probe: deps.Objects.Ready})
+		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
 	if deps.Peers, err = peer.NewClients(cfg.Peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
 		return b, err
@@ -253,14 +253,14 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		closers = append(closers, handlers.Close)
 	}
 	b.Routes, b.Store = handlers.Routes, deps.Store
-	b.Health = server.NewHealth(append(checks, handlers.Checks...)...)
+	b.Health = process.NewHealth(append(checks, handlers.Checks...)...)
 	public := http.NewServeMux()
 	b.Health.Mount(public)
 	public.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(docJSON)
 	})
-	keys := idempotency.New(deps.Store, 2*max(cfg.Timeout, handlers.LongestRequest), cfg.Timeout)
+	keys := endpoints.NewIdempotencyKeys(deps.Store, 2*max(cfg.Timeout, handlers.LongestRequest), cfg.Timeout)
 	closers = append(closers, Every(time.Hour, func(ctx context.Context) {
 		if _, err := keys.Sweep(ctx); err != nil {
 			level.Warn(logger).Log("msg", "sweeping idempotency keys failed", "err", err)
@@ -291,9 +291,9 @@ func Every(interval time.Duration, job func(context.Context)) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-func openDatabase(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (*postgres.Pool, error) {
+func openDatabase(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (*store.Pool, error) {
 	if spec.Migrations == nil {
 		return nil, errors.New("service: the spec has no migrations")
 	}
-	return postgres.OpenAndMigrateSets(ctx, cfg.Database, postgres.LogRetries(logger), store.Migrations(spec.Migrations)...)
+	return store.OpenAndMigrateSets(ctx, cfg.Database, store.LogRetries(logger), store.Migrations(spec.Migrations)...)
 }

@@ -1,8 +1,11 @@
-// Package store is the PostgreSQL side every service's store builds on:
-// writes that commit and then make stale the cached finds they change, a
-// locked read-modify-write for updates, the 409 that names the row holding
-// a natural key, deletes that answer 404, and UUIDv7 ids. A service's
-// store.go then holds its SQL and little else.
+// Package store is PostgreSQL for every service: the connection pool inside
+// the service's own schema with its embedded migrations, the classification
+// of database errors (a database that is down reaches clients as a 503,
+// never as a 500 with SQL in it), keyset list queries, and the write kit a
+// service's store builds on: writes that commit and then make stale the
+// cached finds they change, a locked read-modify-write for updates, the 409
+// that names the row holding a natural key, deletes that answer 404, and
+// UUIDv7 ids. A service's store.go then holds its SQL and little else.
 package store
 
 import (
@@ -17,33 +20,33 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/cache"
-	"github.com/assetregistry/registry/pkg/etag"
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Audit is who created a resource and who last changed it, and when: the
-// read-only fields every resource of the registry carries, embedded in
-// each model so that the columns and JSON names are written once.
-type Audit struct {
-	CreatedAt time.Time `json:"created_at" db:"created_at"`
-	CreatedBy string    `json:"created_by" db:"created_by"`
-	UpdatedAt time.Time `json:"updated_at" db:"updated_at"`
-	UpdatedBy string    `json:"updated_by" db:"updated_by"`
+// Store is a service's pool and what its committed writes make stale.
+type Store struct {
+	Pool  *Pool
+	finds Invalidator
 }
 
-// Store is a service's pool and find cache.
-type Store struct {
-	Pool  *postgres.Pool
-	Finds *cache.Finds // may be a disabled cache
+// Invalidator makes stale the cached finds that a committed write changed,
+// named by scope (pkg/cache's Finds). The store knows no cache: it only
+// says what changed, after the commit.
+type Invalidator interface {
+	Invalidate(ctx context.Context, scopes ...string)
 }
+
+// noCache is the Invalidator of a service without a find cache.
+type noCache struct{}
+
+func (noCache) Invalidate(context.Context, ...string) {}
 
 // New returns a store over pool; finds may be nil (no cache).
-func New(pool *postgres.Pool, finds *cache.Finds) *Store {
+func New(pool *Pool, finds Invalidator) *Store {
 	if finds == nil {
-		finds = cache.NewFinds(nil, "", cache.Config{}, nil)
+		finds = noCache{}
 	}
-	return &Store{Pool: pool, Finds: finds}
+	return &Store{Pool: pool, finds: finds}
 }
 
 type txKey struct{}
@@ -51,7 +54,7 @@ type txKey struct{}
 // DB returns what a query should run on: the transaction of the write in
 // progress when ctx is inside one, or of the request's unit of work once it
 // has begun (so a request reads what it wrote), else the pool.
-func (s *Store) DB(ctx context.Context) postgres.Querier {
+func (s *Store) DB(ctx context.Context) Querier {
 	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
 		return tx
 	}
@@ -100,7 +103,7 @@ func (u *Unit) Tx(ctx context.Context) (pgx.Tx, error) {
 	if u.tx == nil {
 		tx, err := u.store.Pool.BeginWrite(ctx)
 		if err != nil {
-			return nil, postgres.Classify(err, "begin unit of work")
+			return nil, Classify(err, "begin unit of work")
 		}
 		u.tx = tx
 	}
@@ -114,10 +117,10 @@ func (u *Unit) Commit(ctx context.Context) error {
 		return nil
 	}
 	if err := u.tx.Commit(ctx); err != nil {
-		return postgres.Classify(err, "commit unit of work")
+		return Classify(err, "commit unit of work")
 	}
 	u.tx = nil
-	u.store.Finds.Invalidate(ctx, u.scopes...)
+	u.store.finds.Invalidate(ctx, u.scopes...)
 	return nil
 }
 
@@ -175,23 +178,23 @@ func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Contex
 	}
 	pending := &invalidations{}
 	ctx = context.WithValue(ctx, pendingKey{}, pending)
-	if err := postgres.InTx(ctx, s.Pool, op, run); err != nil {
+	if err := InTx(ctx, s.Pool, op, run); err != nil {
 		return err
 	}
-	s.Finds.Invalidate(ctx, append(pending.scopes, changed...)...)
+	s.finds.Invalidate(ctx, append(pending.scopes, changed...)...)
 	return nil
 }
 
 func inSavepoint(ctx context.Context, tx pgx.Tx, op string, fn func(pgx.Tx) error) error {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
-		return postgres.Classify(err, op+": savepoint")
+		return Classify(err, op+": savepoint")
 	}
 	defer sp.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after release
 	if err := fn(sp); err != nil {
 		return err
 	}
-	return postgres.Classify(sp.Commit(ctx), op+": release savepoint")
+	return Classify(sp.Commit(ctx), op+": release savepoint")
 }
 
 // invalidations collects the scopes of nested writes until the outermost
@@ -235,7 +238,7 @@ type Updater[Row, In any] struct {
 func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, actor string, apply func(Row) (In, error)) (In, error) {
 	var in In
 	err := s.Write(ctx, "update "+u.Resource, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		current, err := postgres.One[Row](ctx, tx, "lock "+u.Resource, u.Resource, id, u.Select+" FOR UPDATE", id)
+		current, err := One[Row](ctx, tx, "lock "+u.Resource, u.Resource, id, u.Select+" FOR UPDATE", id)
 		if err != nil {
 			return nil, err
 		}
@@ -254,38 +257,38 @@ func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, ac
 }
 
 func (u Updater[Row, In]) precondition(ctx context.Context, current Row) error {
-	if u.Representation == nil || !etag.Wanted(ctx) {
+	if u.Representation == nil || !httpx.IfMatchWanted(ctx) {
 		return nil
 	}
 	rep, err := u.Representation(ctx, current)
 	if err != nil {
 		return err
 	}
-	return etag.Check(ctx, rep)
+	return httpx.CheckIfMatch(ctx, rep)
 }
 
 // CheckIfMatch is a delete's precondition: when the request carries
 // If-Match, it locks the row of table with id and checks the resource as
 // current reads it (as a GET shows it) against the header (412 otherwise).
 func CheckIfMatch(ctx context.Context, tx pgx.Tx, table string, id uuid.UUID, current func(ctx context.Context) (any, error)) error {
-	if !etag.Wanted(ctx) {
+	if !httpx.IfMatchWanted(ctx) {
 		return nil
 	}
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{table}.Sanitize()+` WHERE id = $1 FOR UPDATE`, id); err != nil {
-		return postgres.Classify(err, "lock "+table)
+		return Classify(err, "lock "+table)
 	}
 	rep, err := current(ctx)
 	if err != nil {
 		return err
 	}
-	return etag.Check(ctx, rep)
+	return httpx.CheckIfMatch(ctx, rep)
 }
 
 // Duplicate turns a unique violation into the 409 that names the row
 // holding the key (existing_id), found by lookup (a SELECT of its id) on the
 // pool after the failed transaction. Other errors pass through.
 func (s *Store) Duplicate(ctx context.Context, err error, detail, lookup string, args ...any) error {
-	if _, dup := postgres.Constraint(err, postgres.UniqueViolation); !dup {
+	if _, dup := Constraint(err, UniqueViolation); !dup {
 		return err
 	}
 	var existing uuid.UUID
@@ -302,7 +305,7 @@ func Delete(ctx context.Context, tx pgx.Tx, resource string, id uuid.UUID, sql s
 	if errors.Is(err, pgx.ErrNoRows) {
 		return apperr.NotFound(resource, id.String())
 	}
-	return postgres.Classify(err, "delete "+resource)
+	return Classify(err, "delete "+resource)
 }
 
 // Inserted runs an INSERT ... ON CONFLICT DO NOTHING RETURNING and reports
@@ -314,12 +317,12 @@ func Inserted[T any](ctx context.Context, tx pgx.Tx, op, insert string, args []a
 	rows, err := tx.Query(ctx, insert, args...)
 	if err != nil {
 		var zero T
-		return zero, false, postgres.Classify(err, op)
+		return zero, false, Classify(err, op)
 	}
 	got, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
 	if err != nil {
 		var zero T
-		return zero, false, postgres.Classify(err, op)
+		return zero, false, Classify(err, op)
 	}
 	if len(got) == 1 {
 		return got[0], true, nil
@@ -336,15 +339,15 @@ func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 var kitMigrationFiles embed.FS
 
 // KitMigrations are the tables every service schema gets from the kit.
-func KitMigrations() postgres.MigrationSet {
+func KitMigrations() MigrationSet {
 	files, err := fs.Sub(kitMigrationFiles, "migrations")
 	if err != nil {
 		panic(err) // the embed pattern guarantees the folder
 	}
-	return postgres.MigrationSet{Files: files, VersionTable: "kit_schema_version"}
+	return MigrationSet{Files: files, VersionTable: "kit_schema_version"}
 }
 
 // Migrations are a service's own migrations followed by the kit's.
-func Migrations(service fs.FS) []postgres.MigrationSet {
-	return []postgres.MigrationSet{{Files: service, VersionTable: "schema_version"}, KitMigrations()}
+func Migrations(service fs.FS) []MigrationSet {
+	return []MigrationSet{{Files: service, VersionTable: "schema_version"}, KitMigrations()}
 }

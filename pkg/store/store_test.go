@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -15,14 +14,11 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/cache"
-	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
-
-var migrations = fstest.MapFS{"001_things.sql": {Data: []byte(`
+var thingMigrations = fstest.MapFS{"001_things.sql": {Data: []byte(`
 CREATE TABLE things (id uuid PRIMARY KEY, name text NOT NULL UNIQUE, size int NOT NULL DEFAULT 0,
 	updated_by text NOT NULL DEFAULT '');`)}}
 
@@ -33,10 +29,10 @@ type thing struct {
 	UpdatedBy string    `db:"updated_by"`
 }
 
-func newStore(t *testing.T) *store.Store {
+func newStore(t *testing.T) (*store.Store, *cache.Finds) {
 	t.Helper()
-	pool, err := postgres.OpenAndMigrate(t.Context(), postgres.Config{URL: testkit.PostgresURL(t),
-		Schema: testkit.NewDatabaseSchema(t), MaxConns: 10, StartupWait: time.Second}, migrations, nil)
+	pool, err := store.OpenAndMigrate(t.Context(), store.Config{URL: testkit.PostgresURL(t),
+		Schema: testkit.NewDatabaseSchema(t), MaxConns: 10, StartupWait: time.Second}, thingMigrations, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,34 +43,35 @@ func newStore(t *testing.T) *store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
-	return store.New(pool, cache.NewFinds(client, testkit.RedisPrefix(t)+"things", cfg, log.NewNopLogger()))
+	finds := cache.NewFinds(client, testkit.RedisPrefix(t)+"things", cfg, log.NewNopLogger())
+	return store.New(pool, finds), finds
 }
 
 func insert(ctx context.Context, s *store.Store, name string) (uuid.UUID, error) {
 	id := store.NewID()
 	err := s.Write(ctx, "insert thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		_, err := tx.Exec(ctx, "INSERT INTO things (id, name) VALUES ($1, $2)", id, name)
-		return []string{"things"}, postgres.Classify(err, "insert thing")
+		return []string{"things"}, store.Classify(err, "insert thing")
 	})
 	return id, err
 }
 
 // cached reports whether a find cached under scope "things" is still
 // served, i.e. no committed write invalidated it.
-func cached(t *testing.T, s *store.Store) func() bool {
+func cached(t *testing.T, finds *cache.Finds) func() bool {
 	t.Helper()
 	var v string
-	entry, _ := s.Finds.Get(t.Context(), []string{"things"}, "k", &v)
+	entry, _ := finds.Get(t.Context(), []string{"things"}, "k", &v)
 	entry.Store(t.Context(), "v")
 	return func() bool {
-		_, hit := s.Finds.Get(t.Context(), []string{"things"}, "k", &v)
+		_, hit := finds.Get(t.Context(), []string{"things"}, "k", &v)
 		return hit
 	}
 }
 
 func TestWriteInvalidatesOnlyAfterCommit(t *testing.T) {
-	s := newStore(t)
-	stillCached := cached(t, s)
+	s, finds := newStore(t)
+	stillCached := cached(t, finds)
 	err := s.Write(t.Context(), "failing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		return []string{"things"}, apperr.New(apperr.KindConflict, "no")
 	})
@@ -90,8 +87,8 @@ func TestWriteInvalidatesOnlyAfterCommit(t *testing.T) {
 }
 
 func TestNestedWriteUsesASavepoint(t *testing.T) {
-	s := newStore(t)
-	stillCached := cached(t, s)
+	s, finds := newStore(t)
+	stillCached := cached(t, finds)
 	err := s.Write(t.Context(), "outer", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		if _, err := insert(ctx, s, "kept"); err != nil {
 			return nil, err
@@ -120,7 +117,7 @@ func TestNestedWriteUsesASavepoint(t *testing.T) {
 }
 
 func TestUpdater(t *testing.T) {
-	s := newStore(t)
+	s, _ := newStore(t)
 	id, err := insert(t.Context(), s, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +159,7 @@ func TestUpdater(t *testing.T) {
 }
 
 func TestDuplicateNamesTheHolder(t *testing.T) {
-	s := newStore(t)
+	s, _ := newStore(t)
 	id, err := insert(t.Context(), s, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +177,7 @@ func TestDuplicateNamesTheHolder(t *testing.T) {
 }
 
 func TestDeleteAndInserted(t *testing.T) {
-	s := newStore(t)
+	s, _ := newStore(t)
 	err := s.Write(t.Context(), "delete", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var name string
 		return nil, store.Delete(ctx, tx, "thing", uuid.New(), "DELETE FROM things WHERE id = $1 RETURNING name", &name)
@@ -201,7 +198,7 @@ func TestDeleteAndInserted(t *testing.T) {
 				th, created, err = store.Inserted(ctx, tx, "insert thing",
 					`INSERT INTO things (id, name) VALUES ($1, 'same') ON CONFLICT DO NOTHING RETURNING id, name, size, updated_by`,
 					[]any{store.NewID()}, func() (thing, error) {
-						return postgres.One[thing](ctx, tx, "get", "thing", uuid.Nil, "SELECT id, name, size, updated_by FROM things WHERE name = 'same'")
+						return store.One[thing](ctx, tx, "get", "thing", uuid.Nil, "SELECT id, name, size, updated_by FROM things WHERE name = 'same'")
 					})
 				return nil, err
 			})

@@ -1,6 +1,7 @@
-// Package telemetry wires OpenTelemetry tracing, Prometheus metrics and the
-// access log around every HTTP handler, once, for the gateway and every
-// service alike.
+// Package telemetry is what a process tells about itself: OpenTelemetry
+// tracing, Prometheus metrics and the access log around every HTTP handler,
+// once, for the gateway and every service alike, and the go-kit/log logger
+// (one JSON object per line).
 package telemetry
 
 import (
@@ -31,8 +32,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/problem"
-	"github.com/assetregistry/registry/pkg/reqinfo"
+	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // SetupTracing installs the global tracer provider and the W3C trace-context
@@ -95,7 +95,7 @@ func MetricsHandler() http.Handler {
 func Observe(logger log.Logger, operation string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		measured := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info := reqinfo.From(r.Context())
+			info := httpx.RequestInfoFrom(r.Context())
 			trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("request.id", info.ID))
 			m := httpsnoop.CaptureMetrics(next, w, r)
 			status := strconv.Itoa(m.Code)
@@ -111,7 +111,7 @@ func Observe(logger log.Logger, operation string) func(http.Handler) http.Handle
 		// router has recorded the matched pattern.
 		return otelhttp.NewHandler(measured, operation,
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-				if route, ok := reqinfo.From(r.Context()).MatchedRoute(); ok {
+				if route, ok := httpx.RequestInfoFrom(r.Context()).MatchedRoute(); ok {
 					return r.Method + " " + route
 				}
 				return r.Method
@@ -131,7 +131,7 @@ func continueTrace(next http.Handler) http.Handler {
 	})
 }
 
-func logRequest(logger log.Logger, r *http.Request, info *reqinfo.Info, m httpsnoop.Metrics) {
+func logRequest(logger log.Logger, r *http.Request, info *httpx.RequestInfo, m httpsnoop.Metrics) {
 	kv := []any{
 		"msg", "request",
 		"method", r.Method,
@@ -154,7 +154,7 @@ func logRequest(logger log.Logger, r *http.Request, info *reqinfo.Info, m httpsn
 			lvl = level.Error
 			kv = append(kv, "err", err.Error()) // internals go to the log only
 		} else {
-			kv = append(kv, "problem", problem.From(r.Context(), err).Detail)
+			kv = append(kv, "problem", httpx.ProblemFrom(r.Context(), err).Detail)
 		}
 		var e *apperr.Error
 		if errors.As(err, &e) && e.Kind == apperr.KindUnavailable {

@@ -9,10 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/calendar"
-	"github.com/assetregistry/registry/pkg/patch"
-	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // ActionTypes are the wire values of action_type: the interface's four
@@ -25,7 +22,7 @@ type Action struct {
 	AssetID                 uuid.UUID       `json:"asset_id" db:"asset_id"`
 	ActionType              string          `json:"action_type" db:"action_type"`
 	ActionSubtype           *string         `json:"action_subtype" db:"action_subtype"`
-	PerformedAt             calendar.Date   `json:"performed_at" db:"performed_at"`
+	PerformedAt             model.Date      `json:"performed_at" db:"performed_at"`
 	PersonID                *uuid.UUID      `json:"person_id" db:"person_id"`
 	PerformedByPerson       *string         `json:"performed_by_person" db:"performed_by_person"`
 	OrganizationID          *uuid.UUID      `json:"organization_id" db:"organization_id"`
@@ -35,12 +32,12 @@ type Action struct {
 	StatusOK                *bool           `json:"status_ok" db:"status_ok"`
 	StatusUseOK             *bool           `json:"status_use_ok" db:"status_use_ok"`
 	StatusFinalized         *bool           `json:"status_finalized" db:"status_finalized"`
-	StatusValidThrough      *calendar.Date  `json:"status_valid_through" db:"status_valid_through"`
+	StatusValidThrough      *model.Date     `json:"status_valid_through" db:"status_valid_through"`
 	SourceSystem            *string         `json:"source_system" db:"source_system"`
 	SourceReference         *string         `json:"source_reference" db:"source_reference"`
 	Data                    json.RawMessage `json:"data" db:"data"`           // a JSON object, or null
 	MetaData                json.RawMessage `json:"meta_data" db:"meta_data"` // a JSON object, or null
-	store.Audit
+	model.Audit
 }
 
 // ActionDetail is an action with its action documents: the shape of every
@@ -57,7 +54,7 @@ type ActionDocument struct {
 	DocumentID      uuid.UUID `json:"document_id" db:"document_id"`
 	SourceSystem    string    `json:"source_system" db:"source_system"`
 	SourceReference string    `json:"source_reference" db:"source_reference"`
-	store.Audit
+	model.Audit
 }
 
 // Size limits beyond validate's: a subtype is a short label, a status
@@ -81,20 +78,20 @@ func (ActionPatch) ReadOnlyFields() []string { return actionReadOnly }
 // ActionInput is what a client writes: the body of a create, and the
 // result of applying a patch.
 type ActionInput struct {
-	AssetID                 validate.UUID   `json:"asset_id"`
+	AssetID                 model.UUID      `json:"asset_id"`
 	ActionType              string          `json:"action_type"`
 	ActionSubtype           *string         `json:"action_subtype"`
-	PerformedAt             calendar.Date   `json:"performed_at"`
-	PersonID                *validate.UUID  `json:"person_id"`
+	PerformedAt             model.Date      `json:"performed_at"`
+	PersonID                *model.UUID     `json:"person_id"`
 	PerformedByPerson       *string         `json:"performed_by_person"`
-	OrganizationID          *validate.UUID  `json:"organization_id"`
+	OrganizationID          *model.UUID     `json:"organization_id"`
 	PerformedByOrganization *string         `json:"performed_by_organization"`
 	Reference               *string         `json:"reference"`
 	Status                  *string         `json:"status"`
 	StatusOK                *bool           `json:"status_ok"`
 	StatusUseOK             *bool           `json:"status_use_ok"`
 	StatusFinalized         *bool           `json:"status_finalized"`
-	StatusValidThrough      *calendar.Date  `json:"status_valid_through"`
+	StatusValidThrough      *model.Date     `json:"status_valid_through"`
 	SourceSystem            *string         `json:"source_system"`
 	SourceReference         *string         `json:"source_reference"`
 	Data                    json.RawMessage `json:"data"`
@@ -114,18 +111,18 @@ func (in ActionInput) Normalize() (ActionInput, error) {
 // check trims the text and checks every field, without defaults.
 func (in ActionInput) check() (ActionInput, error) {
 	var v apperr.Validation
-	validate.RequiredID(&v, "asset_id", in.AssetID)
-	validate.OneOf(&v, "action_type", in.ActionType, ActionTypes)
-	in.ActionSubtype = validate.Optional(&v, "action_subtype", in.ActionSubtype, labelLen)
+	model.RequiredID(&v, "asset_id", in.AssetID)
+	model.OneOf(&v, "action_type", in.ActionType, ActionTypes)
+	in.ActionSubtype = model.Optional(&v, "action_subtype", in.ActionSubtype, labelLen)
 	if in.PerformedAt.IsZero() {
 		v.Add("performed_at", "is required, a date in YYYY-MM-DD format")
 	}
-	in.PerformedByPerson = validate.Optional(&v, "performed_by_person", in.PerformedByPerson, validate.NameLen)
-	in.PerformedByOrganization = validate.Optional(&v, "performed_by_organization", in.PerformedByOrganization, validate.NameLen)
-	in.Reference = validate.Optional(&v, "reference", in.Reference, validate.NumberLen)
-	in.Status = validate.Optional(&v, "status", in.Status, statusLen)
-	in.SourceSystem = validate.Optional(&v, "source_system", in.SourceSystem, validate.NumberLen)
-	in.SourceReference = validate.Optional(&v, "source_reference", in.SourceReference, validate.NameLen)
+	in.PerformedByPerson = model.Optional(&v, "performed_by_person", in.PerformedByPerson, model.NameLen)
+	in.PerformedByOrganization = model.Optional(&v, "performed_by_organization", in.PerformedByOrganization, model.NameLen)
+	in.Reference = model.Optional(&v, "reference", in.Reference, model.NumberLen)
+	in.Status = model.Optional(&v, "status", in.Status, statusLen)
+	in.SourceSystem = model.Optional(&v, "source_system", in.SourceSystem, model.NumberLen)
+	in.SourceReference = model.Optional(&v, "source_reference", in.SourceReference, model.NameLen)
 	in.Data = jsonObject(&v, "data", in.Data)
 	in.MetaData = jsonObject(&v, "meta_data", in.MetaData)
 	return in, v.Err()
@@ -185,24 +182,24 @@ func canonicalJSON(raw []byte) (json.RawMessage, error) {
 // object replace or, with null, remove those of the stored one; the rest
 // stay); null removes the whole object.
 type ActionPatch struct {
-	AssetID                 patch.Field[validate.UUID]   `json:"asset_id"`
-	ActionType              patch.Field[string]          `json:"action_type"`
-	ActionSubtype           patch.Field[string]          `json:"action_subtype"`
-	PerformedAt             patch.Field[calendar.Date]   `json:"performed_at"`
-	PersonID                patch.Field[validate.UUID]   `json:"person_id"`
-	PerformedByPerson       patch.Field[string]          `json:"performed_by_person"`
-	OrganizationID          patch.Field[validate.UUID]   `json:"organization_id"`
-	PerformedByOrganization patch.Field[string]          `json:"performed_by_organization"`
-	Reference               patch.Field[string]          `json:"reference"`
-	Status                  patch.Field[string]          `json:"status"`
-	StatusOK                patch.Field[bool]            `json:"status_ok"`
-	StatusUseOK             patch.Field[bool]            `json:"status_use_ok"`
-	StatusFinalized         patch.Field[bool]            `json:"status_finalized"`
-	StatusValidThrough      patch.Field[calendar.Date]   `json:"status_valid_through"`
-	SourceSystem            patch.Field[string]          `json:"source_system"`
-	SourceReference         patch.Field[string]          `json:"source_reference"`
-	Data                    patch.Field[json.RawMessage] `json:"data"`
-	MetaData                patch.Field[json.RawMessage] `json:"meta_data"`
+	AssetID                 model.PatchField[model.UUID]      `json:"asset_id"`
+	ActionType              model.PatchField[string]          `json:"action_type"`
+	ActionSubtype           model.PatchField[string]          `json:"action_subtype"`
+	PerformedAt             model.PatchField[model.Date]      `json:"performed_at"`
+	PersonID                model.PatchField[model.UUID]      `json:"person_id"`
+	PerformedByPerson       model.PatchField[string]          `json:"performed_by_person"`
+	OrganizationID          model.PatchField[model.UUID]      `json:"organization_id"`
+	PerformedByOrganization model.PatchField[string]          `json:"performed_by_organization"`
+	Reference               model.PatchField[string]          `json:"reference"`
+	Status                  model.PatchField[string]          `json:"status"`
+	StatusOK                model.PatchField[bool]            `json:"status_ok"`
+	StatusUseOK             model.PatchField[bool]            `json:"status_use_ok"`
+	StatusFinalized         model.PatchField[bool]            `json:"status_finalized"`
+	StatusValidThrough      model.PatchField[model.Date]      `json:"status_valid_through"`
+	SourceSystem            model.PatchField[string]          `json:"source_system"`
+	SourceReference         model.PatchField[string]          `json:"source_reference"`
+	Data                    model.PatchField[json.RawMessage] `json:"data"`
+	MetaData                model.PatchField[json.RawMessage] `json:"meta_data"`
 }
 
 // Apply returns the input that results from patching a. A patch that sets
@@ -210,9 +207,9 @@ type ActionPatch struct {
 func (p ActionPatch) Apply(a Action) (ActionInput, error) {
 	in := actionInputOf(a)
 	var v apperr.Validation
-	validate.Keep(&v, "asset_id", p.AssetID, &in.AssetID)
-	validate.Keep(&v, "action_type", p.ActionType, &in.ActionType)
-	validate.Keep(&v, "performed_at", p.PerformedAt, &in.PerformedAt)
+	model.Keep(&v, "asset_id", p.AssetID, &in.AssetID)
+	model.Keep(&v, "action_type", p.ActionType, &in.ActionType)
+	model.Keep(&v, "performed_at", p.PerformedAt, &in.PerformedAt)
 	p.ActionSubtype.ApplyOptional(&in.ActionSubtype)
 	p.PersonID.ApplyOptional(&in.PersonID)
 	p.PerformedByPerson.ApplyOptional(&in.PerformedByPerson)
@@ -238,7 +235,7 @@ func (p ActionPatch) Apply(a Action) (ActionInput, error) {
 }
 
 // mergeObject applies the merge patch member f to the stored object.
-func mergeObject(v *apperr.Validation, field string, stored json.RawMessage, f patch.Field[json.RawMessage]) json.RawMessage {
+func mergeObject(v *apperr.Validation, field string, stored json.RawMessage, f model.PatchField[json.RawMessage]) json.RawMessage {
 	switch {
 	case !f.Set:
 		return stored
@@ -259,9 +256,9 @@ func mergeObject(v *apperr.Validation, field string, stored json.RawMessage, f p
 // in canonical form, so that a patch that leaves them alone, or sets them
 // to what they are, changes nothing.
 func actionInputOf(a Action) ActionInput {
-	in := ActionInput{AssetID: validate.ID(a.AssetID), ActionType: a.ActionType, ActionSubtype: a.ActionSubtype,
-		PerformedAt: a.PerformedAt, PersonID: validate.OptionalID(a.PersonID), PerformedByPerson: a.PerformedByPerson,
-		OrganizationID: validate.OptionalID(a.OrganizationID), PerformedByOrganization: a.PerformedByOrganization,
+	in := ActionInput{AssetID: model.ID(a.AssetID), ActionType: a.ActionType, ActionSubtype: a.ActionSubtype,
+		PerformedAt: a.PerformedAt, PersonID: model.OptionalID(a.PersonID), PerformedByPerson: a.PerformedByPerson,
+		OrganizationID: model.OptionalID(a.OrganizationID), PerformedByOrganization: a.PerformedByOrganization,
 		Reference: a.Reference, Status: a.Status, StatusOK: a.StatusOK, StatusUseOK: a.StatusUseOK,
 		StatusFinalized: a.StatusFinalized, StatusValidThrough: a.StatusValidThrough,
 		SourceSystem: a.SourceSystem, SourceReference: a.SourceReference, Data: a.Data, MetaData: a.MetaData}
@@ -282,29 +279,29 @@ type ActionFilter struct {
 	AssetID, PersonID, OrganizationID *uuid.UUID
 	ActionType                        *string
 	StatusOK, StatusFinalized         *bool
-	ValidThroughBefore                *calendar.Date
-	PerformedFrom, PerformedTo        *calendar.Date
+	ValidThroughBefore                *model.Date
+	PerformedFrom, PerformedTo        *model.Date
 	SourceSystem, SourceReference     *string
 }
 
 // ActionDocumentInput is the body of POST /actions/{action_id}/action_documents.
 type ActionDocumentInput struct {
-	ActionID        validate.UUID `json:"action_id"`
-	DocumentID      validate.UUID `json:"document_id"`
-	SourceSystem    string        `json:"source_system"`
-	SourceReference string        `json:"source_reference"`
+	ActionID        model.UUID `json:"action_id"`
+	DocumentID      model.UUID `json:"document_id"`
+	SourceSystem    string     `json:"source_system"`
+	SourceReference string     `json:"source_reference"`
 }
 
 // Normalize trims the text and checks every field; action is the path's
 // action, which the body's action_id must name.
 func (in ActionDocumentInput) Normalize(action uuid.UUID) (ActionDocumentInput, error) {
 	var v apperr.Validation
-	if id := validate.RequiredID(&v, "action_id", in.ActionID); id != uuid.Nil && id != action {
+	if id := model.RequiredID(&v, "action_id", in.ActionID); id != uuid.Nil && id != action {
 		v.Add("action_id", "must be the action of the path, %s", action)
 	}
-	validate.RequiredID(&v, "document_id", in.DocumentID)
-	in.SourceSystem = validate.Required(&v, "source_system", in.SourceSystem, validate.NumberLen)
-	in.SourceReference = validate.Required(&v, "source_reference", in.SourceReference, validate.NameLen)
+	model.RequiredID(&v, "document_id", in.DocumentID)
+	in.SourceSystem = model.Required(&v, "source_system", in.SourceSystem, model.NumberLen)
+	in.SourceReference = model.Required(&v, "source_reference", in.SourceReference, model.NameLen)
 	return in, v.Err()
 }
 
@@ -312,20 +309,20 @@ func (in ActionDocumentInput) Normalize(action uuid.UUID) (ActionDocumentInput, 
 // action document stays with its action: action_id, when given, must be
 // the path's (moving a link is a delete and a create).
 type ActionDocumentPatch struct {
-	ActionID        patch.Field[validate.UUID] `json:"action_id"`
-	DocumentID      patch.Field[validate.UUID] `json:"document_id"`
-	SourceSystem    patch.Field[string]        `json:"source_system"`
-	SourceReference patch.Field[string]        `json:"source_reference"`
+	ActionID        model.PatchField[model.UUID] `json:"action_id"`
+	DocumentID      model.PatchField[model.UUID] `json:"document_id"`
+	SourceSystem    model.PatchField[string]     `json:"source_system"`
+	SourceReference model.PatchField[string]     `json:"source_reference"`
 }
 
 // Apply returns the input that results from patching d.
 func (p ActionDocumentPatch) Apply(d ActionDocument) (ActionDocumentInput, error) {
 	in := actionDocumentInputOf(d)
 	var v apperr.Validation
-	validate.Keep(&v, "action_id", p.ActionID, &in.ActionID)
-	validate.Keep(&v, "document_id", p.DocumentID, &in.DocumentID)
-	validate.Keep(&v, "source_system", p.SourceSystem, &in.SourceSystem)
-	validate.Keep(&v, "source_reference", p.SourceReference, &in.SourceReference)
+	model.Keep(&v, "action_id", p.ActionID, &in.ActionID)
+	model.Keep(&v, "document_id", p.DocumentID, &in.DocumentID)
+	model.Keep(&v, "source_system", p.SourceSystem, &in.SourceSystem)
+	model.Keep(&v, "source_reference", p.SourceReference, &in.SourceReference)
 	if err := v.Err(); err != nil {
 		return in, err
 	}
@@ -333,7 +330,7 @@ func (p ActionDocumentPatch) Apply(d ActionDocument) (ActionDocumentInput, error
 }
 
 func actionDocumentInputOf(d ActionDocument) ActionDocumentInput {
-	return ActionDocumentInput{ActionID: validate.ID(d.ActionID), DocumentID: validate.ID(d.DocumentID),
+	return ActionDocumentInput{ActionID: model.ID(d.ActionID), DocumentID: model.ID(d.DocumentID),
 		SourceSystem: d.SourceSystem, SourceReference: d.SourceReference}
 }
 

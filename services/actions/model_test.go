@@ -7,22 +7,20 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/calendar"
-	"github.com/assetregistry/registry/pkg/patch"
-	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-func set[T any](v T) patch.Field[T] { return patch.Field[T]{Set: true, Value: v} }
+func set[T any](v T) model.PatchField[T] { return model.PatchField[T]{Set: true, Value: v} }
 
-func null[T any]() patch.Field[T] { return patch.Field[T]{Set: true, Null: true} }
+func null[T any]() model.PatchField[T] { return model.PatchField[T]{Set: true, Null: true} }
 
-var day = calendar.Date{Year: 2025, Month: 3, Day: 14}
+var day = model.Date{Year: 2025, Month: 3, Day: 14}
 
 func TestActionInputNormalize(t *testing.T) {
-	valid := ActionInput{AssetID: validate.ID(uuid.New()), ActionType: "repair", PerformedAt: day}
+	valid := ActionInput{AssetID: model.ID(uuid.New()), ActionType: "repair", PerformedAt: day}
 	with := func(f func(*ActionInput)) ActionInput { in := valid; f(&in); return in }
 	tests := []struct {
 		name   string
@@ -131,7 +129,7 @@ func TestActionPatchApply(t *testing.T) {
 			}
 		}},
 		{name: "data replaced by a non-object", patch: ActionPatch{Data: set(json.RawMessage(`[1]`))}, fields: []string{"data"}},
-		{name: "required members removed", patch: ActionPatch{AssetID: null[validate.UUID](), ActionType: null[string](), PerformedAt: null[calendar.Date]()},
+		{name: "required members removed", patch: ActionPatch{AssetID: null[model.UUID](), ActionType: null[string](), PerformedAt: null[model.Date]()},
 			fields: []string{"asset_id", "action_type", "performed_at"}},
 	}
 	for _, tt := range tests {
@@ -157,10 +155,10 @@ func TestActionDocumentInput(t *testing.T) {
 		in     ActionDocumentInput
 		fields []string
 	}{
-		{"complete", ActionDocumentInput{ActionID: validate.ID(action), DocumentID: validate.ID(document), SourceSystem: "a", SourceReference: "b"}, nil},
+		{"complete", ActionDocumentInput{ActionID: model.ID(action), DocumentID: model.ID(document), SourceSystem: "a", SourceReference: "b"}, nil},
 		{"empty", ActionDocumentInput{}, []string{"action_id", "document_id", "source_system", "source_reference"}},
-		{"another action", ActionDocumentInput{ActionID: validate.ID(uuid.New()), DocumentID: validate.ID(document), SourceSystem: "a", SourceReference: "b"}, []string{"action_id"}},
-		{"blank text", ActionDocumentInput{ActionID: validate.ID(action), DocumentID: validate.ID(document), SourceSystem: " ", SourceReference: "\t"}, []string{"source_system", "source_reference"}},
+		{"another action", ActionDocumentInput{ActionID: model.ID(uuid.New()), DocumentID: model.ID(document), SourceSystem: "a", SourceReference: "b"}, []string{"action_id"}},
+		{"blank text", ActionDocumentInput{ActionID: model.ID(action), DocumentID: model.ID(document), SourceSystem: " ", SourceReference: "\t"}, []string{"source_system", "source_reference"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,14 +14,14 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Service is what the actions service does. Errors are *apperr.Error.
 type Service interface {
 	CreateAction(ctx context.Context, in ActionInput) (ActionDetail, error)
 	GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error)
-	ListActions(ctx context.Context, f ActionFilter, page listing.Page) (listing.Result[Action], error)
+	ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error)
 	UpdateAction(ctx context.Context, id uuid.UUID, p ActionPatch) (ActionDetail, error)
 	// DeleteAction deletes the action with its action documents.
 	DeleteAction(ctx context.Context, id uuid.UUID) error
@@ -57,9 +57,9 @@ func (s *service) UpdateAction(ctx context.Context, id uuid.UUID, p ActionPatch)
 
 // ListActions refuses a performed_at range that ends before it starts:
 // an empty answer would hide a client's mistake.
-func (s *service) ListActions(ctx context.Context, f ActionFilter, page listing.Page) (listing.Result[Action], error) {
+func (s *service) ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error) {
 	if f.PerformedFrom != nil && f.PerformedTo != nil && f.PerformedTo.Before(*f.PerformedFrom) {
-		return listing.Result[Action]{}, apperr.Invalid(apperr.FieldError{Field: "performed_to",
+		return model.Paged[Action]{}, apperr.Invalid(apperr.FieldError{Field: "performed_to",
 			Message: "must not be before performed_from " + f.PerformedFrom.String()})
 	}
 	return s.Store.ListActions(ctx, f, page)

@@ -9,8 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -31,7 +30,7 @@ func NewStore(s *store.Store, r *refs.Registry) *Store {
 	r.Owns("action", refs.ExistsIn("actions"))
 	r.Owns("action_document", refs.ExistsIn("action_documents"))
 	for kind, column := range map[string]string{"asset": "asset_id", "person": "person_id", "organization": "organization_id"} {
-		r.PointsAt(kind, func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+		r.PointsAt(kind, func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 			return actionsNaming(ctx, q, column, id)
 		})
 	}
@@ -98,7 +97,7 @@ func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string) 
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`,
 			append([]any{id}, append(inputValues(in), actor)...)...)
 		if err != nil {
-			return nil, postgres.Classify(err, "insert action")
+			return nil, store.Classify(err, "insert action")
 		}
 		a, err = s.getAction(ctx, tx, id)
 		return nil, err
@@ -128,22 +127,22 @@ func (s *Store) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, erro
 	return s.getAction(ctx, s.DB(ctx), id)
 }
 
-func (s *Store) getAction(ctx context.Context, q postgres.Querier, id uuid.UUID) (ActionDetail, error) {
-	return postgres.One[ActionDetail](ctx, q, "get action", "action", id,
+func (s *Store) getAction(ctx context.Context, q store.Querier, id uuid.UUID) (ActionDetail, error) {
+	return store.One[ActionDetail](ctx, q, "get action", "action", id,
 		`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = $1`, id)
 }
 
 // ListActions reads one page.
-func (s *Store) ListActions(ctx context.Context, f ActionFilter, page listing.Page) (listing.Result[Action], error) {
-	var where postgres.Filter
-	postgres.Equal(&where, "asset_id", f.AssetID)
-	postgres.Equal(&where, "person_id", f.PersonID)
-	postgres.Equal(&where, "organization_id", f.OrganizationID)
-	postgres.Equal(&where, "action_type", f.ActionType)
-	postgres.Equal(&where, "status_ok", f.StatusOK)
-	postgres.Equal(&where, "status_finalized", f.StatusFinalized)
-	postgres.Equal(&where, "source_system", f.SourceSystem)
-	postgres.Equal(&where, "source_reference", f.SourceReference)
+func (s *Store) ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error) {
+	var where store.Filter
+	store.Equal(&where, "asset_id", f.AssetID)
+	store.Equal(&where, "person_id", f.PersonID)
+	store.Equal(&where, "organization_id", f.OrganizationID)
+	store.Equal(&where, "action_type", f.ActionType)
+	store.Equal(&where, "status_ok", f.StatusOK)
+	store.Equal(&where, "status_finalized", f.StatusFinalized)
+	store.Equal(&where, "source_system", f.SourceSystem)
+	store.Equal(&where, "source_reference", f.SourceReference)
 	if f.ValidThroughBefore != nil {
 		where.Where("status_valid_through < ?", *f.ValidThroughBefore)
 	}
@@ -153,7 +152,7 @@ func (s *Store) ListActions(ctx context.Context, f ActionFilter, page listing.Pa
 	if f.PerformedTo != nil {
 		where.Where("performed_at <= ?", *f.PerformedTo)
 	}
-	return postgres.List(ctx, s.DB(ctx), "list actions", `SELECT `+actionColumns+` FROM actions a`,
+	return store.List(ctx, s.DB(ctx), "list actions", `SELECT `+actionColumns+` FROM actions a`,
 		where, page, func(a Action) uuid.UUID { return a.ID })
 }
 
@@ -173,7 +172,7 @@ func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, ap
 				status = $11, status_ok = $12, status_use_ok = $13, status_finalized = $14, status_valid_through = $15,
 				source_system = $16, source_reference = $17, data = $18, meta_data = $19, updated_at = now(), updated_by = $20
 				WHERE id = $1`, append([]any{old.ID}, append(inputValues(in), actor)...)...)
-			return nil, postgres.Classify(err, "update action")
+			return nil, store.Classify(err, "update action")
 		},
 		// If-Match names the action as a GET shows it.
 		Representation: func(ctx context.Context, a Action) (any, error) { return s.GetAction(ctx, a.ID) },
@@ -192,17 +191,17 @@ func (s *Store) DeleteAction(ctx context.Context, id uuid.UUID) error {
 
 // actionsNaming is the reference protocol's question for an asset, a
 // person or an organization: the actions whose column holds id.
-func actionsNaming(ctx context.Context, q postgres.Querier, column string, id uuid.UUID) ([]refs.Ref, error) {
+func actionsNaming(ctx context.Context, q store.Querier, column string, id uuid.UUID) ([]refs.Ref, error) {
 	rows, err := q.Query(ctx, `SELECT a.id, a.action_type, a.performed_at FROM actions a WHERE a.`+column+` = $1 ORDER BY a.id`, id)
 	if err != nil {
-		return nil, postgres.Classify(err, "actions by "+column)
+		return nil, store.Classify(err, "actions by "+column)
 	}
 	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (refs.Ref, error) {
 		var a Action
 		err := row.Scan(&a.ID, &a.ActionType, &a.PerformedAt)
 		return refs.Ref{Kind: "action", ID: a.ID, Label: a.label()}, err
 	})
-	return found, postgres.Classify(err, "actions by "+column)
+	return found, store.Classify(err, "actions by "+column)
 }
 
 const actionDocumentColumns = `d.id, d.action_id, d.document_id, d.source_system, d.source_reference,
@@ -211,8 +210,8 @@ const actionDocumentColumns = `d.id, d.action_id, d.document_id, d.source_system
 // actionDocumentsLinking is the reference protocol's question for a
 // document: the action documents linking it, with what GET /documents/{id}
 // shows of each.
-func actionDocumentsLinking(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
-	links, err := postgres.Many[ActionDocument](ctx, q, "action documents of document",
+func actionDocumentsLinking(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
+	links, err := store.Many[ActionDocument](ctx, q, "action documents of document",
 		`SELECT `+actionDocumentColumns+` FROM action_documents d WHERE d.document_id = $1 ORDER BY d.id`, id)
 	if err != nil {
 		return nil, err
@@ -235,7 +234,7 @@ func lockAction(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return apperr.NotFound("action", id.String())
 	}
-	return postgres.Classify(err, "lock action")
+	return store.Classify(err, "lock action")
 }
 
 // CreateActionDocument links a document to an action: the action must
@@ -266,8 +265,8 @@ func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput
 	return utcTimes(d), err
 }
 
-func (s *Store) actionDocumentOfPair(ctx context.Context, q postgres.Querier, in ActionDocumentInput) (ActionDocument, error) {
-	return postgres.One[ActionDocument](ctx, q, "get action document by pair", "action document", uuid.Nil,
+func (s *Store) actionDocumentOfPair(ctx context.Context, q store.Querier, in ActionDocumentInput) (ActionDocument, error) {
+	return store.One[ActionDocument](ctx, q, "get action document by pair", "action document", uuid.Nil,
 		`SELECT `+actionDocumentColumns+` FROM action_documents d WHERE d.action_id = $1 AND d.document_id = $2`,
 		in.ActionID.UUID, in.DocumentID.UUID)
 }
@@ -278,7 +277,7 @@ func pairDuplicate(in ActionDocumentInput) string {
 
 // GetActionDocument reads an action document of the action.
 func (s *Store) GetActionDocument(ctx context.Context, actionID, id uuid.UUID) (ActionDocument, error) {
-	d, err := postgres.One[ActionDocument](ctx, s.DB(ctx), "get action document", "action document", id,
+	d, err := store.One[ActionDocument](ctx, s.DB(ctx), "get action document", "action document", id,
 		`SELECT `+actionDocumentColumns+` FROM action_documents d WHERE d.id = $1 AND d.action_id = $2`, id, actionID)
 	return utcTimes(d), err
 }
@@ -300,7 +299,7 @@ func (s *Store) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID
 			}
 			_, err := tx.Exec(ctx, `UPDATE action_documents SET document_id = $2, source_system = $3, source_reference = $4,
 				updated_at = now(), updated_by = $5 WHERE id = $1`, old.ID, in.DocumentID.UUID, in.SourceSystem, in.SourceReference, actor)
-			return nil, postgres.Classify(err, "update action document")
+			return nil, store.Classify(err, "update action document")
 		},
 		// If-Match names the action document as its own answers show it.
 		Representation: func(ctx context.Context, d ActionDocument) (any, error) {

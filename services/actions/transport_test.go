@@ -10,8 +10,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -99,7 +99,7 @@ func TestHTTPActions(t *testing.T) {
 	}
 	dup := w.Call(409, "POST", path+"/action_documents/", w.RW, map[string]any{"action_id": id, "document_id": report,
 		"source_system": "x", "source_reference": "y"}).JSON()
-	if dup["existing_id"] != ad["id"] || dup["type"] != problem.TypePrefix+"duplicate" {
+	if dup["existing_id"] != ad["id"] || dup["type"] != httpx.ProblemTypePrefix+"duplicate" {
 		t.Errorf("same pair twice: %v", dup)
 	}
 	withDocs := w.Call(200, "GET", path, w.RO, nil).JSON()

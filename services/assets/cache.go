@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/assetregistry/registry/pkg/cache"
-	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // cachingService answers asset finds and GET /asset_types/by_brand_and_model
@@ -27,7 +27,7 @@ func (s cachingService) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]
 	if err != nil {
 		return nil, err
 	}
-	key := cache.Key("asset_types", validate.Fold(norm.Brand), validate.Fold(norm.Model), foldedOrNone(norm.Version))
+	key := cache.Key("asset_types", model.Fold(norm.Brand), model.Fold(norm.Model), foldedOrNone(norm.Version))
 	return cache.Through(ctx, s.finds, []string{typeFinds(norm.Brand, norm.Model)}, key, func() ([]AssetType, bool, error) {
 		types, err := s.Service.FindAssetTypes(ctx, norm)
 		return types, true, err
@@ -58,8 +58,8 @@ const everyAssetFind = "assets"
 
 func assetFinds(serialNumber string) string { return cache.Scope("asset", serialNumber) }
 
-func typeFinds(brand, model string) string {
-	return cache.Scope("asset_type", validate.Fold(brand), validate.Fold(model))
+func typeFinds(brand, modelName string) string {
+	return cache.Scope("asset_type", model.Fold(brand), model.Fold(modelName))
 }
 
 // foldedOrNone is a criterion in a cache key; a blank criterion is none,
@@ -68,5 +68,5 @@ func foldedOrNone(s *string) string {
 	if s == nil {
 		return ""
 	}
-	return validate.Fold(*s)
+	return model.Fold(*s)
 }

@@ -9,10 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
-	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/pkg/validate"
 )
 
 // ExternalID ties a resource to its record in a client's system. Each
@@ -67,7 +65,7 @@ type AssetType struct {
 	EmissionClass       *string      `json:"emission_class" db:"emission_class"`
 	ThumbnailDocumentID *uuid.UUID   `json:"thumbnail_document_id" db:"thumbnail_document_id"`
 	ExternalIDs         []ExternalID `json:"external_ids" db:"external_ids"`
-	store.Audit
+	model.Audit
 }
 
 // AssetTypeDetail is an asset type with its documents and thumbnail: the
@@ -88,7 +86,7 @@ type Asset struct {
 	Status              *string      `json:"status" db:"status"`
 	ResponsiblePersonID *uuid.UUID   `json:"responsible_person_id" db:"responsible_person_id"`
 	ExternalIDs         []ExternalID `json:"external_ids" db:"external_ids"`
-	store.Audit
+	model.Audit
 }
 
 // Text size limits beyond validate's: a version or an emission class is a
@@ -115,21 +113,21 @@ func (AssetTypePatch) ReadOnlyFields() []string { return assetTypeReadOnly }
 // AssetTypeInput is what a client writes: the body of a create, and the
 // result of applying a patch.
 type AssetTypeInput struct {
-	Brand               string         `json:"brand"`
-	Model               string         `json:"model"`
-	Version             *string        `json:"version"`
-	EmissionClass       *string        `json:"emission_class"`
-	ThumbnailDocumentID *validate.UUID `json:"thumbnail_document_id"`
-	ExternalIDs         []ExternalID   `json:"external_ids"`
+	Brand               string       `json:"brand"`
+	Model               string       `json:"model"`
+	Version             *string      `json:"version"`
+	EmissionClass       *string      `json:"emission_class"`
+	ThumbnailDocumentID *model.UUID  `json:"thumbnail_document_id"`
+	ExternalIDs         []ExternalID `json:"external_ids"`
 }
 
 // Normalize trims the text and checks every field.
 func (in AssetTypeInput) Normalize() (AssetTypeInput, error) {
 	var v apperr.Validation
-	in.Brand = validate.Required(&v, "brand", in.Brand, validate.NameLen)
-	in.Model = validate.Required(&v, "model", in.Model, validate.NameLen)
-	in.Version = validate.Optional(&v, "version", in.Version, labelLen)
-	in.EmissionClass = validate.Optional(&v, "emission_class", in.EmissionClass, labelLen)
+	in.Brand = model.Required(&v, "brand", in.Brand, model.NameLen)
+	in.Model = model.Required(&v, "model", in.Model, model.NameLen)
+	in.Version = model.Optional(&v, "version", in.Version, labelLen)
+	in.EmissionClass = model.Optional(&v, "emission_class", in.EmissionClass, labelLen)
 	in.ExternalIDs = normalizeExternalIDs(&v, in.ExternalIDs)
 	return in, v.Err()
 }
@@ -144,8 +142,8 @@ func normalizeExternalIDs(v *apperr.Validation, ids []ExternalID) []ExternalID {
 	seen := map[ExternalID]int{}
 	for i, x := range ids {
 		field := fmt.Sprintf("external_ids[%d]", i)
-		x.SourceSystem = validate.Required(v, field+".source_system", x.SourceSystem, validate.NumberLen)
-		x.ExternalID = validate.Required(v, field+".external_id", x.ExternalID, validate.NameLen)
+		x.SourceSystem = model.Required(v, field+".source_system", x.SourceSystem, model.NumberLen)
+		x.ExternalID = model.Required(v, field+".external_id", x.ExternalID, model.NameLen)
 		if j, dup := seen[x]; dup {
 			v.Add(field, "repeats external_ids[%d]", j)
 		}
@@ -158,20 +156,20 @@ func normalizeExternalIDs(v *apperr.Validation, ids []ExternalID) []ExternalID {
 // AssetTypePatch is a JSON merge patch of an asset type. external_ids is
 // replaced as a whole (null: none).
 type AssetTypePatch struct {
-	Brand               patch.Field[string]        `json:"brand"`
-	Model               patch.Field[string]        `json:"model"`
-	Version             patch.Field[string]        `json:"version"`
-	EmissionClass       patch.Field[string]        `json:"emission_class"`
-	ThumbnailDocumentID patch.Field[validate.UUID] `json:"thumbnail_document_id"`
-	ExternalIDs         patch.Field[[]ExternalID]  `json:"external_ids"`
+	Brand               model.PatchField[string]       `json:"brand"`
+	Model               model.PatchField[string]       `json:"model"`
+	Version             model.PatchField[string]       `json:"version"`
+	EmissionClass       model.PatchField[string]       `json:"emission_class"`
+	ThumbnailDocumentID model.PatchField[model.UUID]   `json:"thumbnail_document_id"`
+	ExternalIDs         model.PatchField[[]ExternalID] `json:"external_ids"`
 }
 
 // Apply returns the input that results from patching t.
 func (p AssetTypePatch) Apply(t AssetType) (AssetTypeInput, error) {
 	in := assetTypeInputOf(t)
 	var v apperr.Validation
-	validate.Keep(&v, "brand", p.Brand, &in.Brand)
-	validate.Keep(&v, "model", p.Model, &in.Model)
+	model.Keep(&v, "brand", p.Brand, &in.Brand)
+	model.Keep(&v, "model", p.Model, &in.Model)
 	p.Version.ApplyOptional(&in.Version)
 	p.EmissionClass.ApplyOptional(&in.EmissionClass)
 	p.ThumbnailDocumentID.ApplyOptional(&in.ThumbnailDocumentID)
@@ -187,7 +185,7 @@ func (p AssetTypePatch) Apply(t AssetType) (AssetTypeInput, error) {
 // assetTypeInputOf is what an asset type holds now, as an input.
 func assetTypeInputOf(t AssetType) AssetTypeInput {
 	return AssetTypeInput{Brand: t.Brand, Model: t.Model, Version: t.Version, EmissionClass: t.EmissionClass,
-		ThumbnailDocumentID: validate.OptionalID(t.ThumbnailDocumentID), ExternalIDs: nonNil(t.ExternalIDs)}
+		ThumbnailDocumentID: model.OptionalID(t.ThumbnailDocumentID), ExternalIDs: nonNil(t.ExternalIDs)}
 }
 
 // AssetTypeFilter narrows a list; brand, model and version match
@@ -213,66 +211,66 @@ type BrandAndModel struct {
 // Normalize checks the criteria.
 func (q BrandAndModel) Normalize() (BrandAndModel, error) {
 	var v apperr.Validation
-	q.Brand = validate.Required(&v, "brand", q.Brand, validate.NameLen)
-	q.Model = validate.Required(&v, "model", q.Model, validate.NameLen)
-	q.Version = validate.Optional(&v, "version", q.Version, labelLen)
+	q.Brand = model.Required(&v, "brand", q.Brand, model.NameLen)
+	q.Model = model.Required(&v, "model", q.Model, model.NameLen)
+	q.Version = model.Optional(&v, "version", q.Version, labelLen)
 	return q, v.Err()
 }
 
 // DocumentRef is the body that attaches a document or sets the thumbnail.
 type DocumentRef struct {
-	DocumentID validate.UUID `json:"document_id"`
+	DocumentID model.UUID `json:"document_id"`
 }
 
 // Validate checks that the body names a document.
 func (r DocumentRef) Validate() (uuid.UUID, error) {
 	var v apperr.Validation
-	id := validate.RequiredID(&v, "document_id", r.DocumentID)
+	id := model.RequiredID(&v, "document_id", r.DocumentID)
 	return id, v.Err()
 }
 
 // AssetInput is the body of an asset create, and the result of applying a
 // patch.
 type AssetInput struct {
-	SerialNumber        string         `json:"serial_number"`
-	AssetTypeID         validate.UUID  `json:"asset_type_id"`
-	ProductionYear      *int           `json:"production_year"`
-	Status              *string        `json:"status"`
-	ResponsiblePersonID *validate.UUID `json:"responsible_person_id"`
-	ExternalIDs         []ExternalID   `json:"external_ids"`
+	SerialNumber        string       `json:"serial_number"`
+	AssetTypeID         model.UUID   `json:"asset_type_id"`
+	ProductionYear      *int         `json:"production_year"`
+	Status              *string      `json:"status"`
+	ResponsiblePersonID *model.UUID  `json:"responsible_person_id"`
+	ExternalIDs         []ExternalID `json:"external_ids"`
 }
 
 // Normalize trims the text and checks every field.
 func (in AssetInput) Normalize() (AssetInput, error) {
 	var v apperr.Validation
-	in.SerialNumber = validate.Required(&v, "serial_number", in.SerialNumber, validate.NumberLen)
-	validate.RequiredID(&v, "asset_type_id", in.AssetTypeID)
+	in.SerialNumber = model.Required(&v, "serial_number", in.SerialNumber, model.NumberLen)
+	model.RequiredID(&v, "asset_type_id", in.AssetTypeID)
 	if y := in.ProductionYear; y != nil {
 		if last := time.Now().UTC().Year() + 1; *y < firstProductionYear || *y > last {
 			v.Add("production_year", "must be a year from %d to %d", firstProductionYear, last)
 		}
 	}
-	in.Status = validate.Optional(&v, "status", in.Status, statusLen)
+	in.Status = model.Optional(&v, "status", in.Status, statusLen)
 	in.ExternalIDs = normalizeExternalIDs(&v, in.ExternalIDs)
 	return in, v.Err()
 }
 
 // AssetPatch is a JSON merge patch of an asset.
 type AssetPatch struct {
-	SerialNumber        patch.Field[string]        `json:"serial_number"`
-	AssetTypeID         patch.Field[validate.UUID] `json:"asset_type_id"`
-	ProductionYear      patch.Field[int]           `json:"production_year"`
-	Status              patch.Field[string]        `json:"status"`
-	ResponsiblePersonID patch.Field[validate.UUID] `json:"responsible_person_id"`
-	ExternalIDs         patch.Field[[]ExternalID]  `json:"external_ids"`
+	SerialNumber        model.PatchField[string]       `json:"serial_number"`
+	AssetTypeID         model.PatchField[model.UUID]   `json:"asset_type_id"`
+	ProductionYear      model.PatchField[int]          `json:"production_year"`
+	Status              model.PatchField[string]       `json:"status"`
+	ResponsiblePersonID model.PatchField[model.UUID]   `json:"responsible_person_id"`
+	ExternalIDs         model.PatchField[[]ExternalID] `json:"external_ids"`
 }
 
 // Apply returns the input that results from patching a.
 func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 	in := assetInputOf(a)
 	var v apperr.Validation
-	validate.Keep(&v, "serial_number", p.SerialNumber, &in.SerialNumber)
-	validate.Keep(&v, "asset_type_id", p.AssetTypeID, &in.AssetTypeID)
+	model.Keep(&v, "serial_number", p.SerialNumber, &in.SerialNumber)
+	model.Keep(&v, "asset_type_id", p.AssetTypeID, &in.AssetTypeID)
 	p.ProductionYear.ApplyOptional(&in.ProductionYear)
 	p.Status.ApplyOptional(&in.Status)
 	p.ResponsiblePersonID.ApplyOptional(&in.ResponsiblePersonID)
@@ -287,8 +285,8 @@ func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 
 // assetInputOf is what an asset holds now, as an input.
 func assetInputOf(a Asset) AssetInput {
-	return AssetInput{SerialNumber: a.SerialNumber, AssetTypeID: validate.ID(a.AssetTypeID), ProductionYear: a.ProductionYear,
-		Status: a.Status, ResponsiblePersonID: validate.OptionalID(a.ResponsiblePersonID), ExternalIDs: nonNil(a.ExternalIDs)}
+	return AssetInput{SerialNumber: a.SerialNumber, AssetTypeID: model.ID(a.AssetTypeID), ProductionYear: a.ProductionYear,
+		Status: a.Status, ResponsiblePersonID: model.OptionalID(a.ResponsiblePersonID), ExternalIDs: nonNil(a.ExternalIDs)}
 }
 
 // AssetFilter narrows a list of assets.
@@ -328,10 +326,10 @@ func (q AssetQuery) typeCriteria() BrandAndModel {
 // and a version only narrows them.
 func (q AssetQuery) Normalize() (AssetQuery, error) {
 	var v apperr.Validation
-	q.SerialNumber = validate.Required(&v, "serial_number", q.SerialNumber, validate.NumberLen)
-	q.Brand = validate.Optional(&v, "brand", q.Brand, validate.NameLen)
-	q.Model = validate.Optional(&v, "model", q.Model, validate.NameLen)
-	q.Version = validate.Optional(&v, "version", q.Version, labelLen)
+	q.SerialNumber = model.Required(&v, "serial_number", q.SerialNumber, model.NumberLen)
+	q.Brand = model.Optional(&v, "brand", q.Brand, model.NameLen)
+	q.Model = model.Optional(&v, "model", q.Model, model.NameLen)
+	q.Version = model.Optional(&v, "version", q.Version, labelLen)
 	switch {
 	case q.Brand == nil && q.Model != nil:
 		v.Add("brand", "is required with model")

@@ -9,17 +9,16 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
-	"github.com/assetregistry/registry/pkg/validate"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 // set and null are merge-patch members: a new value, and a removal.
-func set[T any](v T) patch.Field[T] { return patch.Field[T]{Set: true, Value: v} }
-func null[T any]() patch.Field[T]   { return patch.Field[T]{Set: true, Null: true} }
+func set[T any](v T) model.PatchField[T] { return model.PatchField[T]{Set: true, Value: v} }
+func null[T any]() model.PatchField[T]   { return model.PatchField[T]{Set: true, Null: true} }
 
 func TestAssetTypeInputNormalize(t *testing.T) {
 	valid := AssetTypeInput{Brand: "Liftmaster", Model: "LM-200"}
@@ -96,7 +95,7 @@ func TestAssetTypePatchApply(t *testing.T) {
 		{name: "empty patch changes nothing", want: func(in AssetTypeInput) bool { return reflect.DeepEqual(in, assetTypeInputOf(current)) }},
 		{name: "set a field", patch: AssetTypePatch{Model: set("LM-300")}, want: func(in AssetTypeInput) bool { return in.Model == "LM-300" && *in.Version == "2" }},
 		{name: "null removes the version", patch: AssetTypePatch{Version: null[string]()}, want: func(in AssetTypeInput) bool { return in.Version == nil }},
-		{name: "null removes the thumbnail", patch: AssetTypePatch{ThumbnailDocumentID: null[validate.UUID]()},
+		{name: "null removes the thumbnail", patch: AssetTypePatch{ThumbnailDocumentID: null[model.UUID]()},
 			want: func(in AssetTypeInput) bool { return in.ThumbnailDocumentID == nil }},
 		{name: "null removes every external id", patch: AssetTypePatch{ExternalIDs: null[[]ExternalID]()},
 			want: func(in AssetTypeInput) bool { return in.ExternalIDs != nil && len(in.ExternalIDs) == 0 }},
@@ -120,7 +119,7 @@ func TestAssetTypePatchApply(t *testing.T) {
 
 func TestAssetInputNormalize(t *testing.T) {
 	next := time.Now().UTC().Year() + 1
-	valid := AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(uuid.New())}
+	valid := AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(uuid.New())}
 	with := func(f func(*AssetInput)) AssetInput { in := valid; f(&in); return in }
 	tests := []struct {
 		name   string
@@ -156,12 +155,12 @@ func TestAssetPatchApply(t *testing.T) {
 		want   func(in AssetInput) bool
 	}{
 		{name: "empty patch changes nothing", want: func(in AssetInput) bool { return reflect.DeepEqual(in, assetInputOf(current)) }},
-		{name: "null removes the responsible person", patch: AssetPatch{ResponsiblePersonID: null[validate.UUID]()},
+		{name: "null removes the responsible person", patch: AssetPatch{ResponsiblePersonID: null[model.UUID]()},
 			want: func(in AssetInput) bool { return in.ResponsiblePersonID == nil && in.ProductionYear != nil }},
 		{name: "null removes the production year", patch: AssetPatch{ProductionYear: null[int]()},
 			want: func(in AssetInput) bool { return in.ProductionYear == nil }},
 		{name: "required members cannot be removed", patch: AssetPatch{SerialNumber: null[string](),
-			AssetTypeID: null[validate.UUID]()}, fields: []string{"serial_number", "asset_type_id"}},
+			AssetTypeID: null[model.UUID]()}, fields: []string{"serial_number", "asset_type_id"}},
 		{name: "the year is checked", patch: AssetPatch{ProductionYear: set(1800)}, fields: []string{"production_year"}},
 	}
 	for _, tt := range tests {

@@ -15,16 +15,14 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/find"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Service is what the assets service does. Errors are *apperr.Error.
 type Service interface {
 	// Asset types, read.
 	GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error)
-	ListAssetTypes(ctx context.Context, f AssetTypeFilter, page listing.Page) (listing.Result[AssetType], error)
+	ListAssetTypes(ctx context.Context, f AssetTypeFilter, page model.Page) (model.Paged[AssetType], error)
 	// FindAssetTypes returns every asset type of a brand and model (and
 	// version): GET /asset_types/by_brand_and_model.
 	FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error)
@@ -40,7 +38,7 @@ type Service interface {
 
 	// Assets, read.
 	GetAsset(ctx context.Context, id uuid.UUID) (Asset, error)
-	ListAssets(ctx context.Context, f AssetFilter, page listing.Page) (listing.Result[Asset], error)
+	ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error)
 	// FindAsset returns the asset matching the criteria; with create it
 	// creates one when none matches and reports created=true.
 	FindAsset(ctx context.Context, q AssetQuery, create bool) (a Asset, created bool, err error)
@@ -129,12 +127,12 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 	if err != nil {
 		return Asset{}, false, err
 	}
-	matches, err := s.Store.FindAssets(ctx, q, find.Limit)
+	matches, err := s.Store.FindAssets(ctx, q, model.FindLimit)
 	if err != nil {
 		return Asset{}, false, err
 	}
 	if len(matches) > 0 || !create {
-		a, err := find.One(matches, "asset", func(a Asset) any {
+		a, err := model.FindOne(matches, "asset", func(a Asset) any {
 			return map[string]any{"id": a.ID, "serial_number": a.SerialNumber, "asset_type_id": a.AssetTypeID}
 		})
 		return a, false, err
@@ -156,7 +154,7 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 		}
 		return Asset{}, false, v.Err()
 	}
-	t, err := find.One(types, "asset type", func(t AssetType) any {
+	t, err := model.FindOne(types, "asset type", func(t AssetType) any {
 		return map[string]any{"id": t.ID, "brand": t.Brand, "model": t.Model, "version": t.Version}
 	})
 	if err != nil {
@@ -164,7 +162,7 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 	}
 	// Another caller may create it between our find and our insert; the
 	// insert then returns theirs (created=false).
-	return s.Store.CreateAssetIfAbsent(ctx, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: validate.ID(t.ID),
+	return s.Store.CreateAssetIfAbsent(ctx, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
 		ExternalIDs: []ExternalID{}}, auth.Subject(ctx))
 }
 

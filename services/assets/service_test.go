@@ -11,10 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
-	"github.com/assetregistry/registry/pkg/validate"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -36,11 +34,11 @@ type fixture struct {
 // peers played by stand-ins over HTTP.
 func newFixture(t testing.TB, redisURL string) fixture {
 	t.Helper()
-	kit := servicetest.Store(t, Spec(), redisURL)
+	kit, finds := servicetest.StoreWithFinds(t, Spec(), redisURL)
 	peers, standIns := servicetest.StandInClients(t, "assets")
 	registry := refs.New("assets", kit, peers)
 	st := NewStore(kit, registry)
-	return fixture{svc: WithFindCache(NewService(st), st.Finds), store: st, registry: registry,
+	return fixture{svc: WithFindCache(NewService(st), finds), store: st, registry: registry,
 		people: standIns["parties"], documents: standIns["documents"], ctx: servicetest.Caller(t.Context(), "test-client")}
 }
 
@@ -66,7 +64,7 @@ func (f fixture) assetType(t *testing.T, brand, model string, version *string) A
 
 func (f fixture) asset(t *testing.T, typeID uuid.UUID, serial string) Asset {
 	t.Helper()
-	return servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: serial, AssetTypeID: validate.ID(typeID)}))
+	return servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: serial, AssetTypeID: model.ID(typeID)}))
 }
 
 var wantKind = servicetest.WantKind
@@ -145,30 +143,30 @@ func TestListAndFindAssetTypes(t *testing.T) {
 			ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}}}
 		ids = append(ids, servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, in)).ID)
 	}
-	list := func(filter AssetTypeFilter, page listing.Page) listing.Result[AssetType] {
+	list := func(filter AssetTypeFilter, page model.Page) model.Paged[AssetType] {
 		t.Helper()
-		return servicetest.Must[listing.Result[AssetType]](t)(f.svc.ListAssetTypes(f.ctx, filter, page))
+		return servicetest.Must[model.Paged[AssetType]](t)(f.svc.ListAssetTypes(f.ctx, filter, page))
 	}
-	all := list(AssetTypeFilter{}, listing.Page{Limit: 100})
+	all := list(AssetTypeFilter{}, model.Page{Limit: 100})
 	if len(all.Items) != 5 || all.Items[0].ID != ids[0] || all.Items[4].ID != ids[4] || len(all.Items[2].ExternalIDs) != 1 {
 		t.Fatalf("all = %+v", all.Items)
 	}
-	page := list(AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, listing.Page{Limit: 2})
+	page := list(AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, model.Page{Limit: 2})
 	if len(page.Items) != 2 || page.Items[1].ID != ids[1] || page.Next != ids[1] {
 		t.Fatalf("page 1 = %+v", page)
 	}
-	page = list(AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, listing.Page{Limit: 2, After: page.Next})
+	page = list(AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, model.Page{Limit: 2, After: page.Next})
 	if len(page.Items) != 1 || page.Items[0].ID != ids[4] || page.Next != uuid.Nil {
 		t.Fatalf("page 2 = %+v", page)
 	}
-	if got := list(AssetTypeFilter{Version: ptr("2")}, listing.Page{Limit: 10}); len(got.Items) != 1 || got.Items[0].ID != ids[1] {
+	if got := list(AssetTypeFilter{Version: ptr("2")}, model.Page{Limit: 10}); len(got.Items) != 1 || got.Items[0].ID != ids[1] {
 		t.Errorf("by version: %+v", got.Items)
 	}
-	byExternal := list(AssetTypeFilter{External: ExternalFilter{SourceSystem: ptr("erp"), ExternalID: ptr("3")}}, listing.Page{Limit: 10})
+	byExternal := list(AssetTypeFilter{External: ExternalFilter{SourceSystem: ptr("erp"), ExternalID: ptr("3")}}, model.Page{Limit: 10})
 	if len(byExternal.Items) != 1 || byExternal.Items[0].ID != ids[3] {
 		t.Errorf("by external id: %+v", byExternal.Items)
 	}
-	if got := list(AssetTypeFilter{External: ExternalFilter{SourceSystem: ptr("ERP")}}, listing.Page{Limit: 10}); len(got.Items) != 0 {
+	if got := list(AssetTypeFilter{External: ExternalFilter{SourceSystem: ptr("ERP")}}, model.Page{Limit: 10}); len(got.Items) != 0 {
 		t.Errorf("external ids compare exactly: %+v", got.Items)
 	}
 
@@ -200,17 +198,17 @@ func TestExternalIDs(t *testing.T) {
 	second := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2",
 		ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}}}))
 	// Pairs are unique per kind: an asset may carry the type's pair.
-	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "S", AssetTypeID: validate.ID(first.ID), ExternalIDs: erp1}))
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "S", AssetTypeID: model.ID(first.ID), ExternalIDs: erp1}))
 	if len(a.ExternalIDs) != 1 || a.ExternalIDs[0] != erp1[0] {
 		t.Fatalf("asset external_ids = %+v", a.ExternalIDs)
 	}
-	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "T", AssetTypeID: validate.ID(first.ID), ExternalIDs: erp1})
+	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "T", AssetTypeID: model.ID(first.ID), ExternalIDs: erp1})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("external id held by another asset: %v", e.Extensions)
 	}
 
 	// A patch replaces the list, in the order given; a freed pair can be taken.
-	replaced := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: patch.Field[[]ExternalID]{Set: true,
+	replaced := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: model.PatchField[[]ExternalID]{Set: true,
 		Value: []ExternalID{{SourceSystem: "sap", ExternalID: "9"}, {SourceSystem: "erp", ExternalID: "2"}}}}))
 	if len(replaced.ExternalIDs) != 2 || replaced.ExternalIDs[0].SourceSystem != "sap" || replaced.ExternalIDs[1].ExternalID != "2" {
 		t.Fatalf("replaced = %+v", replaced.ExternalIDs)
@@ -234,36 +232,36 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	manual, photo := f.document("application/pdf"), f.document("image/png")
 
-	_, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(uuid.New())})
+	_, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(uuid.New())})
 	wantField(t, err, "document_id")
 	_, _, err = f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{})
 	wantField(t, err, "document_id")
-	_, _, err = f.svc.AttachDocument(f.ctx, uuid.New(), DocumentRef{DocumentID: validate.ID(manual)})
+	_, _, err = f.svc.AttachDocument(f.ctx, uuid.New(), DocumentRef{DocumentID: model.ID(manual)})
 	wantKind(t, err, apperr.KindNotFound)
 
-	got, created, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(manual)})
+	got, created, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(manual)})
 	if err != nil || !created || len(got.Documents) != 1 || got.Documents[0].ID != manual || got.Documents[0].ContentType != "application/pdf" ||
 		got.Documents[0].Size != 3 || !got.UpdatedAt.After(at.UpdatedAt) {
 		t.Fatalf("attach: %+v created=%v err=%v", got, created, err)
 	}
-	again, created, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(manual)})
+	again, created, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(manual)})
 	if err != nil || created || len(again.Documents) != 1 || !again.UpdatedAt.Equal(got.UpdatedAt) {
 		t.Fatalf("attach again: %+v created=%v err=%v", again, created, err)
 	}
 	servicetest.Must[AssetTypeDetail](t)(func() (AssetTypeDetail, error) {
-		d, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(photo)})
+		d, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(photo)})
 		return d, err
 	}())
 
-	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(manual)})
+	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(manual)})
 	wantField(t, err, "document_id")
-	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(uuid.New())})
+	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(uuid.New())})
 	wantField(t, err, "document_id")
-	withThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: validate.ID(photo)}))
+	withThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(photo)}))
 	if withThumb.Thumbnail == nil || withThumb.Thumbnail.ID != photo || *withThumb.ThumbnailDocumentID != photo {
 		t.Fatalf("thumbnail = %+v", withThumb.Thumbnail)
 	}
-	_, err = f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: set(validate.ID(manual))})
+	_, err = f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: set(model.ID(manual))})
 	wantField(t, err, "thumbnail_document_id")
 
 	// What points at a document, as its owner asks before deleting it.
@@ -273,7 +271,7 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 		t.Errorf("referrers of the photo = %+v", referrers)
 	}
 
-	noThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: null[validate.UUID]()}))
+	noThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: null[model.UUID]()}))
 	if noThumb.Thumbnail != nil || noThumb.ThumbnailDocumentID != nil {
 		t.Errorf("thumbnail after null = %+v", noThumb.Thumbnail)
 	}
@@ -287,9 +285,9 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	}
 
 	// A thumbnail given at create is checked the same way.
-	_, err = f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: validate.OptionalID(&manual)})
+	_, err = f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&manual)})
 	wantField(t, err, "thumbnail_document_id")
-	withPhoto := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: validate.OptionalID(&photo)}))
+	withPhoto := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&photo)}))
 	if withPhoto.Thumbnail == nil || withPhoto.Thumbnail.ContentType != "image/png" {
 		t.Errorf("created with thumbnail: %+v", withPhoto.Thumbnail)
 	}
@@ -308,17 +306,17 @@ func TestAssetLifecycle(t *testing.T) {
 	hoist := f.assetType(t, "Hoistco", "H1", nil)
 	person := f.person()
 
-	_, err := f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(uuid.New())})
+	_, err := f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(uuid.New())})
 	wantField(t, err, "asset_type_id")
-	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(lift.ID), ResponsiblePersonID: validate.OptionalID(ptr(uuid.New()))})
+	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(lift.ID), ResponsiblePersonID: model.OptionalID(ptr(uuid.New()))})
 	wantField(t, err, "responsible_person_id")
 
-	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: validate.ID(lift.ID), ProductionYear: ptr(2021),
-		Status: ptr("in service"), ResponsiblePersonID: validate.OptionalID(&person)}))
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: model.ID(lift.ID), ProductionYear: ptr(2021),
+		Status: ptr("in service"), ResponsiblePersonID: model.OptionalID(&person)}))
 	if a.SerialNumber != "SN-1" || *a.ResponsiblePersonID != person || *a.ProductionYear != 2021 || a.ExternalIDs == nil {
 		t.Fatalf("created = %+v", a)
 	}
-	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: validate.ID(lift.ID)})
+	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(lift.ID)})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("duplicate: %v", e.Extensions)
 	}
@@ -330,11 +328,11 @@ func TestAssetLifecycle(t *testing.T) {
 		t.Errorf("referrers of the person = %+v", referrers)
 	}
 
-	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: set(validate.ID(uuid.New()))})
+	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: set(model.ID(uuid.New()))})
 	wantField(t, err, "responsible_person_id")
-	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{AssetTypeID: set(validate.ID(uuid.New()))})
+	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{AssetTypeID: set(model.ID(uuid.New()))})
 	wantField(t, err, "asset_type_id")
-	_, err = f.svc.UpdateAsset(f.ctx, other.ID, AssetPatch{AssetTypeID: set(validate.ID(lift.ID))})
+	_, err = f.svc.UpdateAsset(f.ctx, other.ID, AssetPatch{AssetTypeID: set(model.ID(lift.ID))})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("moving onto a held serial number: %v", e.Extensions)
 	}
@@ -345,17 +343,17 @@ func TestAssetLifecycle(t *testing.T) {
 	if *updated.Status != "retired" || *updated.ResponsiblePersonID != person || !updated.UpdatedAt.After(a.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	cleared := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: null[validate.UUID](),
+	cleared := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: null[model.UUID](),
 		ProductionYear: null[int]()}))
 	if cleared.ResponsiblePersonID != nil || cleared.ProductionYear != nil {
 		t.Errorf("cleared = %+v", cleared)
 	}
 
-	list := servicetest.Must[listing.Result[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{SerialNumber: ptr("SN-1")}, listing.Page{Limit: 10}))
+	list := servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{SerialNumber: ptr("SN-1")}, model.Page{Limit: 10}))
 	if len(list.Items) != 2 || list.Items[0].ID != a.ID {
 		t.Errorf("by serial number: %+v", list.Items)
 	}
-	list = servicetest.Must[listing.Result[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{AssetTypeID: &hoist.ID}, listing.Page{Limit: 10}))
+	list = servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{AssetTypeID: &hoist.ID}, model.Page{Limit: 10}))
 	if len(list.Items) != 1 || list.Items[0].ID != other.ID {
 		t.Errorf("by type: %+v", list.Items)
 	}
@@ -502,7 +500,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	if got := types(); len(got) != 1 || got[0].ID != newType.ID {
 		t.Fatalf("a new type is not found: %+v", got)
 	}
-	servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, newType.ID, DocumentRef{DocumentID: validate.ID(f.document("image/jpeg"))}))
+	servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, newType.ID, DocumentRef{DocumentID: model.ID(f.document("image/jpeg"))}))
 	if got := types(); got[0].ThumbnailDocumentID == nil {
 		t.Fatal("the thumbnail is not seen by the type's finds")
 	}

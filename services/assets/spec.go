@@ -26,7 +26,7 @@ func Spec() servicekit.Spec {
 func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("assets", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
-	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(NewStore(d.Store, registry)), d.Store.Finds), timeout))
+	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(NewStore(d.Store, registry)), d.Finds), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	return servicekit.Handlers{Routes: routes}, nil
 }

@@ -10,11 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/pkg/validate"
 )
 
 // externals is one resource kind's table of external identifiers.
@@ -33,7 +31,7 @@ func (e externals) column(alias string) string {
 }
 
 // filter narrows a list to rows with the external id.
-func (e externals) filter(where *postgres.Filter, alias string, f ExternalFilter) {
+func (e externals) filter(where *store.Filter, alias string, f ExternalFilter) {
 	switch {
 	case f.SourceSystem == nil:
 	case f.ExternalID == nil:
@@ -50,7 +48,7 @@ func (e externals) filter(where *postgres.Filter, alias string, f ExternalFilter
 // CONFLICT), so the pair is never held twice.
 func (e externals) save(ctx context.Context, tx pgx.Tx, owner uuid.UUID, ids []ExternalID) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM `+e.table+` WHERE `+e.owner+` = $1`, owner); err != nil {
-		return postgres.Classify(err, "replace external ids")
+		return store.Classify(err, "replace external ids")
 	}
 	if len(ids) == 0 {
 		return nil
@@ -63,11 +61,11 @@ func (e externals) save(ctx context.Context, tx pgx.Tx, owner uuid.UUID, ids []E
 		SELECT s, x, $1, n FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(s, x, n)
 		ON CONFLICT DO NOTHING RETURNING source_system, external_id`, owner, systems, values)
 	if err != nil {
-		return postgres.Classify(err, "insert external ids")
+		return store.Classify(err, "insert external ids")
 	}
 	inserted, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ExternalID])
 	if err != nil {
-		return postgres.Classify(err, "insert external ids")
+		return store.Classify(err, "insert external ids")
 	}
 	for _, x := range ids {
 		if slices.Contains(inserted, x) {
@@ -76,7 +74,7 @@ func (e externals) save(ctx context.Context, tx pgx.Tx, owner uuid.UUID, ids []E
 		var holder uuid.UUID
 		if err := tx.QueryRow(ctx, `SELECT `+e.owner+` FROM `+e.table+` WHERE source_system = $1 AND external_id = $2`,
 			x.SourceSystem, x.ExternalID).Scan(&holder); err != nil {
-			return postgres.Classify(err, "find external id holder")
+			return store.Classify(err, "find external id holder")
 		}
 		return apperr.Duplicate(fmt.Sprintf("the external id %s of source system %s names %s %s already",
 			x.ExternalID, x.SourceSystem, e.resource, holder), holder.String())
@@ -99,7 +97,7 @@ type Store struct {
 func NewStore(s *store.Store, r *refs.Registry) *Store {
 	r.Owns("asset_type", refs.ExistsIn("asset_types"))
 	r.Owns("asset", refs.ExistsIn("assets"))
-	r.PointsAt("person", func(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+	r.PointsAt("person", func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 		return assetRefs(ctx, q, "responsible_person_id", id)
 	})
 	r.PointsAt("document", assetTypesOfDocument)
@@ -126,10 +124,10 @@ func (s *Store) CreateAssetType(ctx context.Context, in AssetTypeInput, actor st
 		_, err = tx.Exec(ctx, `INSERT INTO asset_types (id, brand, model, version, brand_key, model_key, version_key,
 				emission_class, thumbnail_document_id, thumbnail, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
-			id, in.Brand, in.Model, in.Version, validate.Fold(in.Brand), validate.Fold(in.Model), foldOptional(in.Version),
+			id, in.Brand, in.Model, in.Version, model.Fold(in.Brand), model.Fold(in.Model), foldOptional(in.Version),
 			in.EmissionClass, in.ThumbnailDocumentID.Ptr(), thumbnail, actor)
 		if err != nil {
-			return nil, postgres.Classify(err, "insert asset type")
+			return nil, store.Classify(err, "insert asset type")
 		}
 		if err := typeExternals.save(ctx, tx, id, in.ExternalIDs); err != nil {
 			return nil, err
@@ -145,39 +143,39 @@ func (s *Store) GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail
 	return s.getAssetType(ctx, s.DB(ctx), id)
 }
 
-func (s *Store) getAssetType(ctx context.Context, q postgres.Querier, id uuid.UUID) (AssetTypeDetail, error) {
-	return postgres.One[AssetTypeDetail](ctx, q, "get asset type", "asset type", id,
+func (s *Store) getAssetType(ctx context.Context, q store.Querier, id uuid.UUID) (AssetTypeDetail, error) {
+	return store.One[AssetTypeDetail](ctx, q, "get asset type", "asset type", id,
 		`SELECT `+assetTypeColumns+`, `+assetTypeDocumentsSQL+` FROM asset_types t WHERE t.id = $1`, id)
 }
 
 // ListAssetTypes reads one page.
-func (s *Store) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page listing.Page) (listing.Result[AssetType], error) {
-	var where postgres.Filter
-	postgres.Equal(&where, "brand_key", foldOptional(f.Brand))
-	postgres.Equal(&where, "model_key", foldOptional(f.Model))
-	postgres.Equal(&where, "version_key", foldOptional(f.Version))
+func (s *Store) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page model.Page) (model.Paged[AssetType], error) {
+	var where store.Filter
+	store.Equal(&where, "brand_key", foldOptional(f.Brand))
+	store.Equal(&where, "model_key", foldOptional(f.Model))
+	store.Equal(&where, "version_key", foldOptional(f.Version))
 	typeExternals.filter(&where, "t", f.External)
-	return postgres.List(ctx, s.DB(ctx), "list asset types", `SELECT `+assetTypeColumns+` FROM asset_types t`,
+	return store.List(ctx, s.DB(ctx), "list asset types", `SELECT `+assetTypeColumns+` FROM asset_types t`,
 		where, page, func(t AssetType) uuid.UUID { return t.ID })
 }
 
 // FindAssetTypes returns every asset type of the brand and model (and
 // version, when given), in creation order.
 func (s *Store) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
-	var where postgres.Filter
+	var where store.Filter
 	typeMatch(&where, q)
-	types, err := postgres.Many[AssetType](ctx, s.DB(ctx), "find asset types",
+	types, err := store.Many[AssetType](ctx, s.DB(ctx), "find asset types",
 		`SELECT `+assetTypeColumns+` FROM asset_types t`+where.SQL()+` ORDER BY t.id`, where.Args()...)
 	return nonNil(types), err
 }
 
 // typeMatch adds the conditions on an asset type (alias t) that the
 // criteria name.
-func typeMatch(where *postgres.Filter, q BrandAndModel) {
-	where.Where("t.brand_key = ?", validate.Fold(q.Brand))
-	where.Where("t.model_key = ?", validate.Fold(q.Model))
+func typeMatch(where *store.Filter, q BrandAndModel) {
+	where.Where("t.brand_key = ?", model.Fold(q.Brand))
+	where.Where("t.model_key = ?", model.Fold(q.Model))
 	if q.Version != nil {
-		where.Where("t.version_key = ?", validate.Fold(*q.Version))
+		where.Where("t.version_key = ?", model.Fold(*q.Version))
 	}
 }
 
@@ -203,10 +201,10 @@ func (s *Store) saveAssetType(ctx context.Context, tx pgx.Tx, old AssetType, in 
 	}
 	_, err := tx.Exec(ctx, `UPDATE asset_types SET brand = $2, model = $3, version = $4, brand_key = $5, model_key = $6,
 		version_key = $7, emission_class = $8, updated_at = now(), updated_by = $9 WHERE id = $1`,
-		old.ID, in.Brand, in.Model, in.Version, validate.Fold(in.Brand), validate.Fold(in.Model), foldOptional(in.Version),
+		old.ID, in.Brand, in.Model, in.Version, model.Fold(in.Brand), model.Fold(in.Model), foldOptional(in.Version),
 		in.EmissionClass, actor)
 	if err != nil {
-		return nil, postgres.Classify(err, "update asset type")
+		return nil, store.Classify(err, "update asset type")
 	}
 	if !slices.Equal(old.ExternalIDs, in.ExternalIDs) {
 		if err := typeExternals.save(ctx, tx, old.ID, in.ExternalIDs); err != nil {
@@ -230,7 +228,7 @@ func (s *Store) assetTypeConflict(ctx context.Context, err error, in AssetTypeIn
 	}
 	return s.Duplicate(ctx, err, fmt.Sprintf("an asset type with brand %s, model %s and %s exists already", in.Brand, in.Model, version),
 		`SELECT id FROM asset_types WHERE brand_key = $1 AND model_key = $2 AND version_key IS NOT DISTINCT FROM $3`,
-		validate.Fold(in.Brand), validate.Fold(in.Model), foldOptional(in.Version))
+		model.Fold(in.Brand), model.Fold(in.Model), foldOptional(in.Version))
 }
 
 // DeleteAssetType removes an asset type with its attachments and external
@@ -244,7 +242,7 @@ func (s *Store) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
 		err := s.Write(ctx, "delete asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 			return nil, store.Delete(ctx, tx, "asset type", id, `DELETE FROM asset_types WHERE id = $1 RETURNING brand, model`, &brand, &model)
 		})
-		if _, referenced := postgres.Constraint(err, postgres.ForeignKeyViolation); referenced {
+		if _, referenced := store.Constraint(err, store.ForeignKeyViolation); referenced {
 			assets, err := assetRefs(ctx, tx, "asset_type_id", id)
 			if err != nil {
 				return nil, err
@@ -279,13 +277,13 @@ func lockAssetType(ctx context.Context, tx pgx.Tx, id uuid.UUID) (lockedType, er
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, apperr.NotFound("asset type", id.String())
 	}
-	return t, postgres.Classify(err, "lock asset type")
+	return t, store.Classify(err, "lock asset type")
 }
 
 // touch records that the asset type changed.
 func touch(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) error {
 	_, err := tx.Exec(ctx, `UPDATE asset_types SET updated_at = now(), updated_by = $2 WHERE id = $1`, id, actor)
-	return postgres.Classify(err, "touch asset type")
+	return store.Classify(err, "touch asset type")
 }
 
 // AttachDocument attaches a document to an asset type; created=false when
@@ -300,7 +298,7 @@ func (s *Store) AttachDocument(ctx context.Context, typeID, documentID uuid.UUID
 		var attached bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM asset_type_documents WHERE asset_type_id = $1 AND document_id = $2)`,
 			typeID, documentID).Scan(&attached); err != nil || attached {
-			return nil, postgres.Classify(err, "check attachment")
+			return nil, store.Classify(err, "check attachment")
 		}
 		doc, err := s.document(ctx, tx, "document_id", documentID)
 		if err != nil {
@@ -308,7 +306,7 @@ func (s *Store) AttachDocument(ctx context.Context, typeID, documentID uuid.UUID
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO asset_type_documents (asset_type_id, document_id, document, attached_by)
 			VALUES ($1, $2, $3, $4)`, typeID, documentID, doc, actor); err != nil {
-			return nil, postgres.Classify(err, "attach document")
+			return nil, store.Classify(err, "attach document")
 		}
 		created = true
 		return []string{typeFinds(t.Brand, t.Model)}, touch(ctx, tx, typeID, actor)
@@ -330,7 +328,7 @@ func (s *Store) DetachDocument(ctx context.Context, typeID, documentID uuid.UUID
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM asset_type_documents WHERE asset_type_id = $1 AND document_id = $2`, typeID, documentID)
 		if err != nil {
-			return nil, postgres.Classify(err, "detach document")
+			return nil, store.Classify(err, "detach document")
 		}
 		if tag.RowsAffected() == 0 {
 			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("document %s is not attached to asset type %s", documentID, typeID))
@@ -362,7 +360,7 @@ func (s *Store) setThumbnail(ctx context.Context, tx pgx.Tx, typeID uuid.UUID, f
 		return err
 	}
 	_, err = tx.Exec(ctx, `UPDATE asset_types SET thumbnail_document_id = $2, thumbnail = $3 WHERE id = $1`, typeID, documentID, thumbnail)
-	return postgres.Classify(err, "set thumbnail")
+	return store.Classify(err, "set thumbnail")
 }
 
 // document asks the documents service for a document, locking it against
@@ -394,14 +392,14 @@ func (s *Store) thumbnail(ctx context.Context, tx pgx.Tx, field string, id *uuid
 
 // assetTypesOfDocument is the reference protocol's question for a
 // document: which asset types attach it or show it as their thumbnail.
-func assetTypesOfDocument(ctx context.Context, q postgres.Querier, id uuid.UUID) ([]refs.Ref, error) {
+func assetTypesOfDocument(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 	rows, err := q.Query(ctx, `SELECT t.id, t.brand, t.model, t.version, 'attached document' AS how
 		FROM asset_type_documents d JOIN asset_types t ON t.id = d.asset_type_id WHERE d.document_id = $1
 		UNION ALL
 		SELECT t.id, t.brand, t.model, t.version, 'thumbnail' FROM asset_types t WHERE t.thumbnail_document_id = $1
 		ORDER BY 1, 5`, id)
 	if err != nil {
-		return nil, postgres.Classify(err, "asset types of document")
+		return nil, store.Classify(err, "asset types of document")
 	}
 	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (refs.Ref, error) {
 		ref := refs.Ref{Kind: "asset_type"}
@@ -415,7 +413,7 @@ func assetTypesOfDocument(ctx context.Context, q postgres.Querier, id uuid.UUID)
 		ref.Label += ", " + how
 		return ref, err
 	})
-	return found, postgres.Classify(err, "asset types of document")
+	return found, store.Classify(err, "asset types of document")
 }
 
 var assetColumns = `a.id, a.serial_number, a.asset_type_id, a.production_year, a.status, a.responsible_person_id, ` +
@@ -450,7 +448,7 @@ func (s *Store) CreateAssetIfAbsent(ctx context.Context, in AssetInput, actor st
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (asset_type_id, serial_number) DO NOTHING RETURNING id`,
 			[]any{store.NewID(), in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), actor},
 			func() (idRow, error) {
-				return postgres.One[idRow](ctx, tx, "get asset by serial number", "asset", uuid.Nil,
+				return store.One[idRow](ctx, tx, "get asset by serial number", "asset", uuid.Nil,
 					`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
 			})
 		if err != nil {
@@ -487,7 +485,7 @@ func (s *Store) checkPerson(ctx context.Context, tx pgx.Tx, id *uuid.UUID) error
 // assetTypeMissing turns the foreign key of an asset's type into the 422
 // of a type that does not exist.
 func assetTypeMissing(err error, typeID uuid.UUID) error {
-	if _, missing := postgres.Constraint(err, postgres.ForeignKeyViolation); missing {
+	if _, missing := store.Constraint(err, store.ForeignKeyViolation); missing {
 		return apperr.Invalid(apperr.FieldError{Field: "asset_type_id",
 			Message: fmt.Sprintf("must name an existing asset type; %s does not exist", typeID)})
 	}
@@ -503,30 +501,30 @@ func (s *Store) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
 	return s.getAsset(ctx, s.DB(ctx), id)
 }
 
-func (s *Store) getAsset(ctx context.Context, q postgres.Querier, id uuid.UUID) (Asset, error) {
-	return postgres.One[Asset](ctx, q, "get asset", "asset", id, `SELECT `+assetColumns+` FROM assets a WHERE a.id = $1`, id)
+func (s *Store) getAsset(ctx context.Context, q store.Querier, id uuid.UUID) (Asset, error) {
+	return store.One[Asset](ctx, q, "get asset", "asset", id, `SELECT `+assetColumns+` FROM assets a WHERE a.id = $1`, id)
 }
 
 // ListAssets reads one page.
-func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page listing.Page) (listing.Result[Asset], error) {
-	var where postgres.Filter
-	postgres.Equal(&where, "asset_type_id", f.AssetTypeID)
-	postgres.Equal(&where, "serial_number", f.SerialNumber)
-	postgres.Equal(&where, "responsible_person_id", f.ResponsiblePersonID)
+func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error) {
+	var where store.Filter
+	store.Equal(&where, "asset_type_id", f.AssetTypeID)
+	store.Equal(&where, "serial_number", f.SerialNumber)
+	store.Equal(&where, "responsible_person_id", f.ResponsiblePersonID)
 	assetExternals.filter(&where, "a", f.External)
-	return postgres.List(ctx, s.DB(ctx), "list assets", `SELECT `+assetColumns+` FROM assets a`,
+	return store.List(ctx, s.DB(ctx), "list assets", `SELECT `+assetColumns+` FROM assets a`,
 		where, page, func(a Asset) uuid.UUID { return a.ID })
 }
 
 // FindAssets returns up to limit assets with the serial number in the
 // types the criteria name (in any type when they name none).
 func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int) ([]Asset, error) {
-	var where postgres.Filter
+	var where store.Filter
 	where.Where("a.serial_number = ?", q.SerialNumber)
 	if q.NamesType() {
 		typeMatch(&where, q.typeCriteria())
 	}
-	return postgres.Many[Asset](ctx, s.DB(ctx), "find asset",
+	return store.Many[Asset](ctx, s.DB(ctx), "find asset",
 		`SELECT `+assetColumns+` FROM assets a JOIN asset_types t ON t.id = a.asset_type_id`+where.SQL()+
 			fmt.Sprintf(` ORDER BY a.id LIMIT %d`, limit), where.Args()...)
 }
@@ -555,7 +553,7 @@ func (s *Store) saveAsset(ctx context.Context, tx pgx.Tx, old Asset, in AssetInp
 		responsible_person_id = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
 		old.ID, in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), actor)
 	if err != nil {
-		return nil, assetTypeMissing(postgres.Classify(err, "update asset"), in.AssetTypeID.UUID)
+		return nil, assetTypeMissing(store.Classify(err, "update asset"), in.AssetTypeID.UUID)
 	}
 	if !slices.Equal(old.ExternalIDs, in.ExternalIDs) {
 		if err := assetExternals.save(ctx, tx, old.ID, in.ExternalIDs); err != nil {
@@ -578,10 +576,10 @@ func (s *Store) DeleteAsset(ctx context.Context, id uuid.UUID) error {
 
 // assetRefs names the assets whose column holds id: those of a person
 // (the reference protocol's question) or of an asset type.
-func assetRefs(ctx context.Context, q postgres.Querier, column string, id uuid.UUID) ([]refs.Ref, error) {
+func assetRefs(ctx context.Context, q store.Querier, column string, id uuid.UUID) ([]refs.Ref, error) {
 	rows, err := q.Query(ctx, `SELECT id, serial_number FROM assets WHERE `+column+` = $1 ORDER BY id`, id)
 	if err != nil {
-		return nil, postgres.Classify(err, "assets by "+column)
+		return nil, store.Classify(err, "assets by "+column)
 	}
 	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (refs.Ref, error) {
 		ref := refs.Ref{Kind: "asset"}
@@ -590,14 +588,14 @@ func assetRefs(ctx context.Context, q postgres.Querier, column string, id uuid.U
 		ref.Label = "serial number " + serial
 		return ref, err
 	})
-	return found, postgres.Classify(err, "assets by "+column)
+	return found, store.Classify(err, "assets by "+column)
 }
 
 func foldOptional(s *string) *string {
 	if s == nil {
 		return nil
 	}
-	f := validate.Fold(*s)
+	f := model.Fold(*s)
 	return &f
 }
 
@@ -606,10 +604,10 @@ func equalIDs(a, b *uuid.UUID) bool {
 }
 
 // typeIdentity is the comparable form of an asset type's identity.
-func typeIdentity(brand, model string, version *string) string {
+func typeIdentity(brand, modelName string, version *string) string {
 	v := foldOptional(version)
 	if v == nil {
-		return validate.Fold(brand) + "\x00" + validate.Fold(model)
+		return model.Fold(brand) + "\x00" + model.Fold(modelName)
 	}
-	return validate.Fold(brand) + "\x00" + validate.Fold(model) + "\x00" + *v
+	return model.Fold(brand) + "\x00" + model.Fold(modelName) + "\x00" + *v
 }

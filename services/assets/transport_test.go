@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
@@ -39,7 +39,7 @@ func TestHTTPAssetTypes(t *testing.T) {
 	}
 	s.Call(200, "GET", path+"/", s.RO, nil)
 	dup := s.Call(409, "POST", "/asset_types", s.RW, map[string]any{"brand": "LIFTMASTER", "model": "lm-200", "version": "2"}).JSON()
-	if dup["existing_id"] != id || dup["type"] != problem.TypePrefix+"duplicate" {
+	if dup["existing_id"] != id || dup["type"] != httpx.ProblemTypePrefix+"duplicate" {
 		t.Errorf("duplicate: %v", dup)
 	}
 	s.Call(201, "POST", "/asset_types", s.RW, map[string]any{"brand": "Liftmaster", "model": "LM-200"})
@@ -131,7 +131,7 @@ func TestHTTPAssets(t *testing.T) {
 		t.Errorf("by external id: %v", byExternal)
 	}
 	still := s.Call(409, "DELETE", "/asset_types/"+typeID, s.RW, nil).JSON()
-	if still["type"] != problem.TypePrefix+"still-referenced" || !strings.Contains(still["detail"].(string), id) {
+	if still["type"] != httpx.ProblemTypePrefix+"still-referenced" || !strings.Contains(still["detail"].(string), id) {
 		t.Errorf("deleting a type with assets: %v", still)
 	}
 	s.Call(204, "DELETE", "/assets/"+id, s.RW, nil)

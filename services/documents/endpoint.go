@@ -10,7 +10,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/endpoints"
-	"github.com/assetregistry/registry/pkg/etag"
+	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // Endpoints holds one go-kit endpoint per operation.
@@ -65,7 +65,7 @@ func download(ctx context.Context, s Service, req downloadRequest) (fileResponse
 	}
 	resp := fileResponse{Document: doc}
 	tag := etagOf(doc)
-	if req.IfNoneMatch != "" && etag.WeakMatch(req.IfNoneMatch, tag) {
+	if req.IfNoneMatch != "" && httpx.WeakMatch(req.IfNoneMatch, tag) {
 		resp.NotModified = true
 		return resp, nil
 	}

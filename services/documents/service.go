@@ -20,7 +20,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Config of the service's own rules.
@@ -156,7 +156,7 @@ func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, 
 	if documentType == nil {
 		v.Add(fieldDocumentType, "is required, e.g. expert_control_report")
 	} else {
-		validate.Token(&v, fieldDocumentType, *documentType, "expert_control_report")
+		model.Token(&v, fieldDocumentType, *documentType, "expert_control_report")
 	}
 	if stored != nil && stored.Filename != nil {
 		switch name := *stored.Filename; {

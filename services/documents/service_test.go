@@ -42,7 +42,7 @@ func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 // make a few MiB take the multipart path.
 func newFixture(t *testing.T, maxSize int64) fixture {
 	t.Helper()
-	st := servicetest.Store(t, Spec(), "")
+	st := servicetest.Store(t, Spec())
 	s3 := testkit.S3(t)
 	bucket, err := objectstore.Open(t.Context(), objectstore.Config{Endpoint: "http://" + s3.Endpoint, Bucket: s3.Bucket,
 		Region: s3.Region, AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -41,7 +40,7 @@ const documentColumns = `id, document_type, filename, content_type, size, sha256
 func (s *Store) ClaimKey(ctx context.Context, deadline time.Time) (uuid.UUID, error) {
 	id := store.NewID()
 	_, err := s.Pool.Exec(ctx, `INSERT INTO loose_objects (key, remove_after) VALUES ($1, $2)`, id.String(), deadline)
-	return id, postgres.Classify(err, "claim object key")
+	return id, store.Classify(err, "claim object key")
 }
 
 // Create records a stored document: its row and the end of its object's
@@ -50,7 +49,7 @@ func (s *Store) Create(ctx context.Context, d Document) (Document, error) {
 	var doc Document
 	err := s.Write(ctx, "create document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
-		doc, err = postgres.One[Document](ctx, tx, "insert document", "document", d.ID,
+		doc, err = store.One[Document](ctx, tx, "insert document", "document", d.ID,
 			`INSERT INTO documents (id, document_type, filename, content_type, size, sha256, created_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+documentColumns,
 			d.ID, d.DocumentType, d.Filename, d.ContentType, d.Size, d.SHA256, d.CreatedBy)
@@ -58,14 +57,14 @@ func (s *Store) Create(ctx context.Context, d Document) (Document, error) {
 			return nil, err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM loose_objects WHERE key = $1`, d.ID.String())
-		return nil, postgres.Classify(err, "settle object")
+		return nil, store.Classify(err, "settle object")
 	})
 	return doc, err
 }
 
 // Get reads a document's metadata.
 func (s *Store) Get(ctx context.Context, id uuid.UUID) (Document, error) {
-	return postgres.One[Document](ctx, s.DB(ctx), "get document", "document", id,
+	return store.One[Document](ctx, s.DB(ctx), "get document", "document", id,
 		`SELECT `+documentColumns+` FROM documents WHERE id = $1`, id)
 }
 
@@ -73,10 +72,10 @@ func (s *Store) Get(ctx context.Context, id uuid.UUID) (Document, error) {
 // exist, with their metadata: the content type decides whether one can be
 // a thumbnail, and an asset type shows the documents it attaches (their
 // metadata never changes, so the referrer may keep it).
-func (s *Store) exists(ctx context.Context, q postgres.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
+func (s *Store) exists(ctx context.Context, q store.Querier, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
 	rows, err := q.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE id = ANY($1)`, ids)
 	if err != nil {
-		return nil, postgres.Classify(err, "check documents")
+		return nil, store.Classify(err, "check documents")
 	}
 	docs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Document])
 	found := make(map[uuid.UUID]refs.Attrs, len(docs))
@@ -88,7 +87,7 @@ func (s *Store) exists(ctx context.Context, q postgres.Querier, ids []uuid.UUID)
 		}
 		found[d.ID] = attrs
 	}
-	return found, postgres.Classify(err, "check documents")
+	return found, store.Classify(err, "check documents")
 }
 
 // Delete removes a document unless another service still points at it;
@@ -102,7 +101,7 @@ func (s *Store) Delete(ctx context.Context, id uuid.UUID, current func(context.C
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO loose_objects (key, remove_after) VALUES ($1, now())
 			ON CONFLICT (key) DO UPDATE SET remove_after = now()`, key)
-		return nil, postgres.Classify(err, "loosen object")
+		return nil, store.Classify(err, "loosen object")
 	})
 }
 
@@ -117,20 +116,20 @@ func (s *Store) Delete(ctx context.Context, id uuid.UUID, current func(context.C
 func (s *Store) RemoveLoose(ctx context.Context, key string, objects *Objects) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err := postgres.InTx(ctx, s.Pool, "remove loose object", func(tx pgx.Tx) error {
+	err := store.InTx(ctx, s.Pool, "remove loose object", func(tx pgx.Tx) error {
 		var listed bool
 		err := tx.QueryRow(ctx, `SELECT true FROM loose_objects WHERE key = $1 FOR UPDATE`, key).Scan(&listed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // a document owns it
 		}
 		if err != nil {
-			return postgres.Classify(err, "lock loose object")
+			return store.Classify(err, "lock loose object")
 		}
 		if err := objects.Remove(ctx, key); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM loose_objects WHERE key = $1`, key)
-		return postgres.Classify(err, "forget loose object")
+		return store.Classify(err, "forget loose object")
 	})
 	if err != nil {
 		level.Warn(s.logger).Log("msg", "loose object not removed; the sweeper will", "key", key, "err", err)
@@ -149,10 +148,10 @@ func (s *Store) Sweep(ctx context.Context, objects *Objects) (int, error) {
 			rows, err := tx.Query(ctx, `SELECT key FROM loose_objects WHERE remove_after <= now()
 				ORDER BY remove_after LIMIT 100 FOR UPDATE SKIP LOCKED`)
 			if err != nil {
-				return nil, postgres.Classify(err, "list loose objects")
+				return nil, store.Classify(err, "list loose objects")
 			}
 			if keys, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-				return nil, postgres.Classify(err, "list loose objects")
+				return nil, store.Classify(err, "list loose objects")
 			}
 			for _, key := range keys {
 				if err := objects.Remove(ctx, key); err != nil {
@@ -160,7 +159,7 @@ func (s *Store) Sweep(ctx context.Context, objects *Objects) (int, error) {
 				}
 			}
 			_, err = tx.Exec(ctx, `DELETE FROM loose_objects WHERE key = ANY($1)`, keys)
-			return nil, postgres.Classify(err, "forget loose objects")
+			return nil, store.Classify(err, "forget loose objects")
 		})
 		if err != nil {
 			return removed, err

@@ -21,7 +21,6 @@ import (
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/refs"
 )
 
@@ -34,7 +33,7 @@ func NewHTTPHandler(e Endpoints, internal refs.Set, maxSize int64) *httpx.Router
 	r.Handle("DELETE", "/documents/{id}", endpoints.Serve(e.Delete, httpx.PathID))
 	r.Handle("GET", "/documents/{id}/file", kithttp.NewServer(e.Download,
 		func(_ context.Context, r *http.Request) (any, error) { return decodeDownload(r) },
-		encodeFile, kithttp.ServerErrorEncoder(problem.Write)))
+		encodeFile, kithttp.ServerErrorEncoder(httpx.WriteProblem)))
 	internal.Mount(r)
 	return r
 }

@@ -6,10 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/calendar"
-	"github.com/assetregistry/registry/pkg/patch"
-	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // OrganizationTypes are the wire values of organization_type.
@@ -24,16 +21,16 @@ type Organization struct {
 	TaxRegistrationNumber *string   `json:"tax_registration_number" db:"tax_registration_number"`
 	Country               *string   `json:"country" db:"country"`
 	IDPID                 *string   `json:"idp_id" db:"idp_id"`
-	store.Audit
+	model.Audit
 }
 
 // AssociatedPerson is a person linked to an organization, as listed on it.
 type AssociatedPerson struct {
-	ID           uuid.UUID      `json:"id" db:"id"`
-	FirstName    string         `json:"first_name" db:"first_name"`
-	LastName     string         `json:"last_name" db:"last_name"`
-	DateOfBirth  *calendar.Date `json:"date_of_birth" db:"date_of_birth"`
-	RelationType string         `json:"relation_type" db:"relation_type"`
+	ID           uuid.UUID   `json:"id" db:"id"`
+	FirstName    string      `json:"first_name" db:"first_name"`
+	LastName     string      `json:"last_name" db:"last_name"`
+	DateOfBirth  *model.Date `json:"date_of_birth" db:"date_of_birth"`
+	RelationType string      `json:"relation_type" db:"relation_type"`
 }
 
 // OrganizationDetail is an organization with the people linked to it: the
@@ -45,11 +42,11 @@ type OrganizationDetail struct {
 
 // Person is a natural person, identified by name and date of birth.
 type Person struct {
-	ID          uuid.UUID      `json:"id" db:"id"`
-	FirstName   string         `json:"first_name" db:"first_name"`
-	LastName    string         `json:"last_name" db:"last_name"`
-	DateOfBirth *calendar.Date `json:"date_of_birth" db:"date_of_birth"`
-	store.Audit
+	ID          uuid.UUID   `json:"id" db:"id"`
+	FirstName   string      `json:"first_name" db:"first_name"`
+	LastName    string      `json:"last_name" db:"last_name"`
+	DateOfBirth *model.Date `json:"date_of_birth" db:"date_of_birth"`
+	model.Audit
 }
 
 // AssociatedOrganization is an organization linked to a person, as listed
@@ -113,11 +110,11 @@ type OrganizationInput struct {
 // Normalize trims and canonicalises the input and checks every field.
 func (in OrganizationInput) Normalize() (OrganizationInput, error) {
 	var v apperr.Validation
-	in.Name = validate.Required(&v, "name", in.Name, validate.NameLen)
-	in.RegistrationNumber = validate.Required(&v, "registration_number", in.RegistrationNumber, validate.NumberLen)
-	validate.OneOf(&v, "organization_type", in.OrganizationType, OrganizationTypes)
-	tax, alias := validate.Optional(&v, "tax_registration_number", in.TaxRegistrationNumber, validate.NumberLen),
-		validate.Optional(&v, "tax_identification_number", in.TaxIdentificationNumber, validate.NumberLen)
+	in.Name = model.Required(&v, "name", in.Name, model.NameLen)
+	in.RegistrationNumber = model.Required(&v, "registration_number", in.RegistrationNumber, model.NumberLen)
+	model.OneOf(&v, "organization_type", in.OrganizationType, OrganizationTypes)
+	tax, alias := model.Optional(&v, "tax_registration_number", in.TaxRegistrationNumber, model.NumberLen),
+		model.Optional(&v, "tax_identification_number", in.TaxIdentificationNumber, model.NumberLen)
 	if tax != nil && alias != nil && *tax != *alias {
 		v.Add("tax_identification_number", "is an alias of tax_registration_number and differs from it")
 	}
@@ -137,12 +134,12 @@ func (in OrganizationInput) Normalize() (OrganizationInput, error) {
 
 // OrganizationPatch is a JSON merge patch of an organization.
 type OrganizationPatch struct {
-	Name                    patch.Field[string] `json:"name"`
-	RegistrationNumber      patch.Field[string] `json:"registration_number"`
-	OrganizationType        patch.Field[string] `json:"organization_type"`
-	TaxRegistrationNumber   patch.Field[string] `json:"tax_registration_number"`
-	TaxIdentificationNumber patch.Field[string] `json:"tax_identification_number"`
-	Country                 patch.Field[string] `json:"country"`
+	Name                    model.PatchField[string] `json:"name"`
+	RegistrationNumber      model.PatchField[string] `json:"registration_number"`
+	OrganizationType        model.PatchField[string] `json:"organization_type"`
+	TaxRegistrationNumber   model.PatchField[string] `json:"tax_registration_number"`
+	TaxIdentificationNumber model.PatchField[string] `json:"tax_identification_number"`
+	Country                 model.PatchField[string] `json:"country"`
 }
 
 // Apply returns the input that results from patching o.
@@ -155,11 +152,11 @@ func (p OrganizationPatch) Apply(o Organization) (OrganizationInput, error) {
 		Country:               o.Country,
 	}
 	var v apperr.Validation
-	validate.Keep(&v, "name", p.Name, &in.Name)
-	validate.Keep(&v, "registration_number", p.RegistrationNumber, &in.RegistrationNumber)
-	validate.Keep(&v, "organization_type", p.OrganizationType, &in.OrganizationType)
+	model.Keep(&v, "name", p.Name, &in.Name)
+	model.Keep(&v, "registration_number", p.RegistrationNumber, &in.RegistrationNumber)
+	model.Keep(&v, "organization_type", p.OrganizationType, &in.OrganizationType)
 	if p.TaxIdentificationNumber.Set && !p.TaxRegistrationNumber.Set {
-		p.TaxRegistrationNumber, p.TaxIdentificationNumber = p.TaxIdentificationNumber, patch.Field[string]{}
+		p.TaxRegistrationNumber, p.TaxIdentificationNumber = p.TaxIdentificationNumber, model.PatchField[string]{}
 	}
 	p.TaxRegistrationNumber.ApplyOptional(&in.TaxRegistrationNumber)
 	p.TaxIdentificationNumber.ApplyOptional(&in.TaxIdentificationNumber)
@@ -179,7 +176,7 @@ type OrganizationQuery struct {
 // Normalize checks the criteria.
 func (q OrganizationQuery) Normalize() (OrganizationQuery, error) {
 	var v apperr.Validation
-	q.RegistrationNumber = validate.Required(&v, "registration_number", q.RegistrationNumber, validate.NumberLen)
+	q.RegistrationNumber = model.Required(&v, "registration_number", q.RegistrationNumber, model.NumberLen)
 	if q.Country != nil {
 		c, ok := normalizeCountry(*q.Country)
 		if !ok {
@@ -199,17 +196,17 @@ type OrganizationFilter struct {
 
 // PersonInput is the body of a person create and the criteria of a find.
 type PersonInput struct {
-	FirstName   string         `json:"first_name"`
-	LastName    string         `json:"last_name"`
-	DateOfBirth *calendar.Date `json:"date_of_birth"`
+	FirstName   string      `json:"first_name"`
+	LastName    string      `json:"last_name"`
+	DateOfBirth *model.Date `json:"date_of_birth"`
 }
 
 // Normalize trims names and checks every field.
 func (in PersonInput) Normalize() (PersonInput, error) {
 	var v apperr.Validation
-	in.FirstName = validate.Required(&v, "first_name", in.FirstName, validate.NameLen)
-	in.LastName = validate.Required(&v, "last_name", in.LastName, validate.NameLen)
-	if in.DateOfBirth != nil && in.DateOfBirth.After(calendar.Today()) {
+	in.FirstName = model.Required(&v, "first_name", in.FirstName, model.NameLen)
+	in.LastName = model.Required(&v, "last_name", in.LastName, model.NameLen)
+	if in.DateOfBirth != nil && in.DateOfBirth.After(model.Today()) {
 		v.Add("date_of_birth", "must not be in the future")
 	}
 	return in, v.Err()
@@ -217,17 +214,17 @@ func (in PersonInput) Normalize() (PersonInput, error) {
 
 // PersonPatch is a JSON merge patch of a person.
 type PersonPatch struct {
-	FirstName   patch.Field[string]        `json:"first_name"`
-	LastName    patch.Field[string]        `json:"last_name"`
-	DateOfBirth patch.Field[calendar.Date] `json:"date_of_birth"`
+	FirstName   model.PatchField[string]     `json:"first_name"`
+	LastName    model.PatchField[string]     `json:"last_name"`
+	DateOfBirth model.PatchField[model.Date] `json:"date_of_birth"`
 }
 
 // Apply returns the input that results from patching p.
 func (p PersonPatch) Apply(current Person) (PersonInput, error) {
 	in := PersonInput{FirstName: current.FirstName, LastName: current.LastName, DateOfBirth: current.DateOfBirth}
 	var v apperr.Validation
-	validate.Keep(&v, "first_name", p.FirstName, &in.FirstName)
-	validate.Keep(&v, "last_name", p.LastName, &in.LastName)
+	model.Keep(&v, "first_name", p.FirstName, &in.FirstName)
+	model.Keep(&v, "last_name", p.LastName, &in.LastName)
 	p.DateOfBirth.ApplyOptional(&in.DateOfBirth)
 	if err := v.Err(); err != nil {
 		return in, err
@@ -239,7 +236,7 @@ func (p PersonPatch) Apply(current Person) (PersonInput, error) {
 type PersonFilter struct {
 	FirstName   *string
 	LastName    *string
-	DateOfBirth *calendar.Date
+	DateOfBirth *model.Date
 }
 
 // LinkInput names a person-organization relation.
@@ -252,9 +249,9 @@ type LinkInput struct {
 // Validate checks the relation type.
 func (in LinkInput) Validate() error {
 	var v apperr.Validation
-	validate.Token(&v, "relation_type", in.RelationType, "relation_type=employee")
+	model.Token(&v, "relation_type", in.RelationType, "relation_type=employee")
 	return v.Err()
 }
 
-// identityKey is how names compare (validate.Fold).
-func identityKey(name string) string { return validate.Fold(name) }
+// identityKey is how names compare (model.Fold).
+func identityKey(name string) string { return model.Fold(name) }

@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/calendar"
-	"github.com/assetregistry/registry/pkg/patch"
-	"github.com/assetregistry/registry/pkg/validate"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -49,8 +47,8 @@ func TestOrganizationInputNormalize(t *testing.T) {
 			}},
 		{name: "all required missing", in: OrganizationInput{}, fields: []string{"name", "registration_number", "organization_type"}},
 		{name: "blank name", in: with(func(in *OrganizationInput) { in.Name = "   " }), fields: []string{"name"}},
-		{name: "name too long", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", validate.NameLen+1) }), fields: []string{"name"}},
-		{name: "name at limit (runes, not bytes)", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", validate.NameLen) })},
+		{name: "name too long", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", model.NameLen+1) }), fields: []string{"name"}},
+		{name: "name at limit (runes, not bytes)", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", model.NameLen) })},
 		{name: "every organization type", in: with(func(in *OrganizationInput) { in.OrganizationType = "governmental" })},
 		{name: "display name is not a wire value", in: with(func(in *OrganizationInput) { in.OrganizationType = "Private Company" }), fields: []string{"organization_type"}},
 		{name: "country in upper case is stored lower", in: with(func(in *OrganizationInput) { in.Country = ptr("NO") }),
@@ -96,8 +94,8 @@ func TestOrganizationInputNormalize(t *testing.T) {
 
 func TestOrganizationPatchApply(t *testing.T) {
 	current := Organization{Name: "Acme", RegistrationNumber: "1", OrganizationType: "private", Country: ptr("no"), TaxRegistrationNumber: ptr("T")}
-	set := func(v string) patch.Field[string] { return patch.Field[string]{Set: true, Value: v} }
-	null := patch.Field[string]{Set: true, Null: true}
+	set := func(v string) model.PatchField[string] { return model.PatchField[string]{Set: true, Value: v} }
+	null := model.PatchField[string]{Set: true, Null: true}
 	tests := []struct {
 		name   string
 		patch  OrganizationPatch
@@ -129,14 +127,14 @@ func TestOrganizationPatchApply(t *testing.T) {
 }
 
 func TestPersonInputNormalize(t *testing.T) {
-	tomorrow := calendar.Of(calendar.Today().Time().AddDate(0, 0, 1))
+	tomorrow := model.DateOf(model.Today().Time().AddDate(0, 0, 1))
 	tests := []struct {
 		name   string
 		in     PersonInput
 		fields []string
 	}{
 		{"names only", PersonInput{FirstName: "Ada", LastName: "Lovelace"}, nil},
-		{"with birth date", PersonInput{FirstName: "Ada", LastName: "Lovelace", DateOfBirth: &calendar.Date{Year: 1815, Month: 12, Day: 10}}, nil},
+		{"with birth date", PersonInput{FirstName: "Ada", LastName: "Lovelace", DateOfBirth: &model.Date{Year: 1815, Month: 12, Day: 10}}, nil},
 		{"names required", PersonInput{}, []string{"first_name", "last_name"}},
 		{"blank last name", PersonInput{FirstName: "Ada", LastName: " \t"}, []string{"last_name"}},
 		{"born tomorrow", PersonInput{FirstName: "Ada", LastName: "Lovelace", DateOfBirth: &tomorrow}, []string{"date_of_birth"}},

@@ -10,22 +10,21 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/find"
-	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Service is what the parties service does. Errors are *apperr.Error.
 type Service interface {
 	CreateOrganization(ctx context.Context, in OrganizationInput) (OrganizationDetail, error)
 	GetOrganization(ctx context.Context, id uuid.UUID) (OrganizationDetail, error)
-	ListOrganizations(ctx context.Context, f OrganizationFilter, page listing.Page) (listing.Result[Organization], error)
+	ListOrganizations(ctx context.Context, f OrganizationFilter, page model.Page) (model.Paged[Organization], error)
 	FindOrganization(ctx context.Context, q OrganizationQuery) (OrganizationDetail, error)
 	UpdateOrganization(ctx context.Context, id uuid.UUID, p OrganizationPatch) (OrganizationDetail, error)
 	DeleteOrganization(ctx context.Context, id uuid.UUID) error
 
 	CreatePerson(ctx context.Context, in PersonInput) (PersonDetail, error)
 	GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, error)
-	ListPeople(ctx context.Context, f PersonFilter, page listing.Page) (listing.Result[Person], error)
+	ListPeople(ctx context.Context, f PersonFilter, page model.Page) (model.Paged[Person], error)
 	// FindPerson returns the person matching the criteria; with create it
 	// creates one when none matches and reports created=true.
 	FindPerson(ctx context.Context, q PersonInput, create bool) (p PersonDetail, created bool, err error)
@@ -58,7 +57,7 @@ func (s *service) GetOrganization(ctx context.Context, id uuid.UUID) (Organizati
 	return s.store.GetOrganization(ctx, id)
 }
 
-func (s *service) ListOrganizations(ctx context.Context, f OrganizationFilter, page listing.Page) (listing.Result[Organization], error) {
+func (s *service) ListOrganizations(ctx context.Context, f OrganizationFilter, page model.Page) (model.Paged[Organization], error) {
 	return s.store.ListOrganizations(ctx, f, page)
 }
 
@@ -71,7 +70,7 @@ func (s *service) FindOrganization(ctx context.Context, q OrganizationQuery) (Or
 	if err != nil {
 		return OrganizationDetail{}, err
 	}
-	return find.One(matches, "organization", func(o OrganizationDetail) any {
+	return model.FindOne(matches, "organization", func(o OrganizationDetail) any {
 		return map[string]any{"id": o.ID, "name": o.Name, "registration_number": o.RegistrationNumber, "country": o.Country}
 	})
 }
@@ -100,7 +99,7 @@ func (s *service) GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, er
 	return s.store.GetPerson(ctx, id)
 }
 
-func (s *service) ListPeople(ctx context.Context, f PersonFilter, page listing.Page) (listing.Result[Person], error) {
+func (s *service) ListPeople(ctx context.Context, f PersonFilter, page model.Page) (model.Paged[Person], error) {
 	return s.store.ListPeople(ctx, f, page)
 }
 
@@ -118,7 +117,7 @@ func (s *service) FindPerson(ctx context.Context, q PersonInput, create bool) (P
 		return PersonDetail{}, false, err
 	}
 	if len(matches) > 0 || !create {
-		p, err := find.One(matches, "person", func(p PersonDetail) any {
+		p, err := model.FindOne(matches, "person", func(p PersonDetail) any {
 			return map[string]any{"id": p.ID, "first_name": p.FirstName, "last_name": p.LastName, "date_of_birth": p.DateOfBirth}
 		})
 		return p, false, err

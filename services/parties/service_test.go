@@ -11,9 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/calendar"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/patch"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
@@ -31,11 +29,11 @@ type fixture struct {
 // the real PostgreSQL and a private key space of the real Redis.
 func newFixture(t testing.TB, redisURL string) fixture {
 	t.Helper()
-	kit := servicetest.Store(t, Spec(), redisURL)
+	kit, finds := servicetest.StoreWithFinds(t, Spec(), redisURL)
 	peers, _ := servicetest.StandInClients(t, "parties")
 	st := NewStore(kit, refs.New("parties", kit, peers))
 	ctx := servicetest.Caller(t.Context(), "test-client")
-	return fixture{svc: WithFindCache(NewService(st), st.Finds), store: st, ctx: ctx}
+	return fixture{svc: WithFindCache(NewService(st), finds), store: st, ctx: ctx}
 }
 
 func wantKind(t *testing.T, err error, kind apperr.Kind) *apperr.Error {
@@ -79,7 +77,7 @@ func TestOrganizationLifecycle(t *testing.T) {
 	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, other))
 
 	updated := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{
-		Name: patch.Field[string]{Set: true, Value: "Acme Norge AS"}, TaxRegistrationNumber: patch.Field[string]{Set: true, Value: "NO999888777MVA"},
+		Name: model.PatchField[string]{Set: true, Value: "Acme Norge AS"}, TaxRegistrationNumber: model.PatchField[string]{Set: true, Value: "NO999888777MVA"},
 	}))
 	if updated.Name != "Acme Norge AS" || *updated.TaxRegistrationNumber != "NO999888777MVA" || !updated.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
@@ -89,7 +87,7 @@ func TestOrganizationLifecycle(t *testing.T) {
 		t.Error("an empty patch must not touch updated_at")
 	}
 	// Moving onto another organization's natural key is a duplicate.
-	_, err = f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{Country: patch.Field[string]{Set: true, Value: "se"}})
+	_, err = f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{Country: model.PatchField[string]{Set: true, Value: "se"}})
 	wantKind(t, err, apperr.KindConflict)
 
 	if err := f.svc.DeleteOrganization(f.ctx, created.ID); err != nil {
@@ -120,7 +118,7 @@ func TestListOrganizations(t *testing.T) {
 		}))
 		ids = append(ids, o.ID)
 	}
-	all := must[listing.Result[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{}, listing.Page{Limit: 100}))
+	all := must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{}, model.Page{Limit: 100}))
 	if len(all.Items) != 5 || all.Next != uuid.Nil {
 		t.Fatalf("all = %d items, next %v", len(all.Items), all.Next)
 	}
@@ -130,11 +128,11 @@ func TestListOrganizations(t *testing.T) {
 		}
 	}
 	private := "private"
-	page := must[listing.Result[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, listing.Page{Limit: 2}))
+	page := must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, model.Page{Limit: 2}))
 	if len(page.Items) != 2 || page.Items[0].ID != ids[0] || page.Items[1].ID != ids[2] || page.Next != ids[2] {
 		t.Fatalf("page 1 = %+v", page)
 	}
-	page = must[listing.Result[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, listing.Page{Limit: 2, After: page.Next}))
+	page = must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, model.Page{Limit: 2, After: page.Next}))
 	if len(page.Items) != 1 || page.Items[0].ID != ids[4] || page.Next != uuid.Nil {
 		t.Fatalf("page 2 = %+v", page)
 	}
@@ -161,7 +159,7 @@ func TestFindOrganization(t *testing.T) {
 
 func TestFindPersonCreatesExactlyOnce(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	q := PersonInput{FirstName: "Grace", LastName: "Hopper", DateOfBirth: &calendar.Date{Year: 1906, Month: 12, Day: 9}}
+	q := PersonInput{FirstName: "Grace", LastName: "Hopper", DateOfBirth: &model.Date{Year: 1906, Month: 12, Day: 9}}
 	const callers = 50
 	type result struct {
 		id      uuid.UUID
@@ -213,7 +211,7 @@ func TestFindPersonCreatesExactlyOnce(t *testing.T) {
 
 func TestFindPerson(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	dob := &calendar.Date{Year: 1980, Month: 1, Day: 2}
+	dob := &model.Date{Year: 1980, Month: 1, Day: 2}
 	_, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, false)
 	wantKind(t, err, apperr.KindNotFound)
 	p, created, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, true)
@@ -225,7 +223,7 @@ func TestFindPerson(t *testing.T) {
 		t.Fatalf("find without birth date: %v created=%v id=%v", err, created, again.ID)
 	}
 	// A namesake with another birth date makes a name-only find ambiguous.
-	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: &calendar.Date{Year: 1990, Month: 5, Day: 6}}))
+	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: &model.Date{Year: 1990, Month: 5, Day: 6}}))
 	_, _, err = f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann"}, false)
 	wantKind(t, err, apperr.KindConflict)
 	_, err = f.svc.CreatePerson(f.ctx, PersonInput{FirstName: " OLA ", LastName: "nordmann", DateOfBirth: dob})
@@ -246,7 +244,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	if got := find(); got.Name != "A" {
 		t.Fatal(got.Name)
 	}
-	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, org.ID, OrganizationPatch{Name: patch.Field[string]{Set: true, Value: "B"}}))
+	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "B"}}))
 	if got := find(); got.Name != "B" {
 		t.Fatalf("after rename, find says %q", got.Name)
 	}
@@ -337,20 +335,20 @@ func TestPersonUpdate(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	a := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Anne", LastName: "Berg"}))
 	b := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Anna", LastName: "Berg"}))
-	dob := calendar.Date{Year: 2001, Month: 2, Day: 3}
-	got := must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, a.ID, PersonPatch{DateOfBirth: patch.Field[calendar.Date]{Set: true, Value: dob}}))
+	dob := model.Date{Year: 2001, Month: 2, Day: 3}
+	got := must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Value: dob}}))
 	if got.DateOfBirth == nil || *got.DateOfBirth != dob {
 		t.Fatalf("date_of_birth = %v", got.DateOfBirth)
 	}
-	got = must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, a.ID, PersonPatch{DateOfBirth: patch.Field[calendar.Date]{Set: true, Null: true}}))
+	got = must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Null: true}}))
 	if got.DateOfBirth != nil {
 		t.Fatal("null did not remove date_of_birth")
 	}
-	_, err := f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{FirstName: patch.Field[string]{Set: true, Value: "ANNE"}})
+	_, err := f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "ANNE"}})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
-	_, err = f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{LastName: patch.Field[string]{Set: true, Null: true}})
+	_, err = f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{LastName: model.PatchField[string]{Set: true, Null: true}})
 	wantKind(t, err, apperr.KindInvalid)
 }
 
@@ -371,7 +369,7 @@ func TestPersonFindsSeeEveryWrite(t *testing.T) {
 	if got := must[PersonDetail](t)(find("Ola")); len(got.AssociatedOrganizations) != 1 {
 		t.Fatalf("after link: %+v", got.AssociatedOrganizations)
 	}
-	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, org.ID, OrganizationPatch{Name: patch.Field[string]{Set: true, Value: "New Name"}}))
+	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "New Name"}}))
 	if got := must[PersonDetail](t)(find("Ola")); got.AssociatedOrganizations[0].Name != "New Name" {
 		t.Fatalf("after renaming the organization: %+v", got.AssociatedOrganizations)
 	}
@@ -381,11 +379,11 @@ func TestPersonFindsSeeEveryWrite(t *testing.T) {
 		t.Fatal(got.ID)
 	}
 	// A namesake makes the name-only find ambiguous.
-	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "OLA", LastName: "nordmann", DateOfBirth: &calendar.Date{Year: 1970, Month: 1, Day: 1}}))
+	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "OLA", LastName: "nordmann", DateOfBirth: &model.Date{Year: 1970, Month: 1, Day: 1}}))
 	_, err := find("Ola")
 	wantKind(t, err, apperr.KindConflict)
 	// A rename moves the person from one name's finds to another's.
-	must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, ola.ID, PersonPatch{FirstName: patch.Field[string]{Set: true, Value: "Ole"}}))
+	must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, ola.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "Ole"}}))
 	if got := must[PersonDetail](t)(find("Ole")); got.ID != ola.ID {
 		t.Fatal(got.ID)
 	}

@@ -8,9 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/find"
-	"github.com/assetregistry/registry/pkg/listing"
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -55,7 +53,7 @@ func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, ac
 	var o Organization
 	err := s.Write(ctx, "create organization", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
-		o, err = postgres.One[Organization](ctx, tx, "insert organization", "organization", uuid.Nil,
+		o, err = store.One[Organization](ctx, tx, "insert organization", "organization", uuid.Nil,
 			`INSERT INTO organizations (id, name, registration_number, organization_type, tax_registration_number,
 				country, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+organizationColumns,
@@ -67,29 +65,29 @@ func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, ac
 
 // GetOrganization reads an organization with its people.
 func (s *Store) GetOrganization(ctx context.Context, id uuid.UUID) (OrganizationDetail, error) {
-	return postgres.One[OrganizationDetail](ctx, s.DB(ctx), "get organization", "organization", id,
+	return store.One[OrganizationDetail](ctx, s.DB(ctx), "get organization", "organization", id,
 		`SELECT `+organizationColumns+`, `+associatedPeopleSQL+` FROM organizations o WHERE id = $1`, id)
 }
 
 // ListOrganizations reads one page.
-func (s *Store) ListOrganizations(ctx context.Context, f OrganizationFilter, page listing.Page) (listing.Result[Organization], error) {
-	var where postgres.Filter
-	postgres.Equal(&where, "registration_number", f.RegistrationNumber)
-	postgres.Equal(&where, "country", f.Country)
-	postgres.Equal(&where, "organization_type", f.OrganizationType)
-	return postgres.List(ctx, s.DB(ctx), "list organizations", `SELECT `+organizationColumns+` FROM organizations`,
+func (s *Store) ListOrganizations(ctx context.Context, f OrganizationFilter, page model.Page) (model.Paged[Organization], error) {
+	var where store.Filter
+	store.Equal(&where, "registration_number", f.RegistrationNumber)
+	store.Equal(&where, "country", f.Country)
+	store.Equal(&where, "organization_type", f.OrganizationType)
+	return store.List(ctx, s.DB(ctx), "list organizations", `SELECT `+organizationColumns+` FROM organizations`,
 		where, page, func(o Organization) uuid.UUID { return o.ID })
 }
 
 // FindOrganizations returns the organizations with the registration number,
 // in the given country or, without one, in any.
 func (s *Store) FindOrganizations(ctx context.Context, q OrganizationQuery) ([]OrganizationDetail, error) {
-	var where postgres.Filter
+	var where store.Filter
 	where.Where("registration_number = ?", q.RegistrationNumber)
-	postgres.Equal(&where, "country", q.Country)
-	return postgres.Many[OrganizationDetail](ctx, s.DB(ctx), "find organization",
+	store.Equal(&where, "country", q.Country)
+	return store.Many[OrganizationDetail](ctx, s.DB(ctx), "find organization",
 		`SELECT `+organizationColumns+`, `+associatedPeopleSQL+` FROM organizations o`+where.SQL()+
-			fmt.Sprintf(` ORDER BY id LIMIT %d`, find.Limit), where.Args()...)
+			fmt.Sprintf(` ORDER BY id LIMIT %d`, model.FindLimit), where.Args()...)
 }
 
 var organizationUpdater = store.Updater[Organization, OrganizationInput]{
@@ -105,7 +103,7 @@ var organizationUpdater = store.Updater[Organization, OrganizationInput]{
 			old.ID, in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
 		// People list their organizations, so every person find may change.
 		return []string{organizationFinds(old.RegistrationNumber), organizationFinds(in.RegistrationNumber), everyPersonFind},
-			postgres.Classify(err, "update organization")
+			store.Classify(err, "update organization")
 	},
 }
 
@@ -171,7 +169,7 @@ func (s *Store) CreatePersonIfAbsent(ctx context.Context, in PersonInput, actor 
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING RETURNING `+personColumns,
 			[]any{store.NewID(), in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor},
 			func() (Person, error) {
-				return postgres.One[Person](ctx, tx, "get person by identity", "person", uuid.Nil,
+				return store.One[Person](ctx, tx, "get person by identity", "person", uuid.Nil,
 					`SELECT `+personColumns+` FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
 			})
 		if !created {
@@ -186,34 +184,34 @@ const identityMatch = `first_name_key = $1 AND last_name_key = $2 AND date_of_bi
 
 // GetPerson reads a person with their organizations.
 func (s *Store) GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, error) {
-	return postgres.One[PersonDetail](ctx, s.DB(ctx), "get person", "person", id,
+	return store.One[PersonDetail](ctx, s.DB(ctx), "get person", "person", id,
 		`SELECT `+personColumns+`, `+associatedOrganizationsSQL+` FROM people p WHERE id = $1`, id)
 }
 
 // ListPeople reads one page; names match case-insensitively.
-func (s *Store) ListPeople(ctx context.Context, f PersonFilter, page listing.Page) (listing.Result[Person], error) {
-	var where postgres.Filter
+func (s *Store) ListPeople(ctx context.Context, f PersonFilter, page model.Page) (model.Paged[Person], error) {
+	var where store.Filter
 	if f.FirstName != nil {
 		where.Where("first_name_key = ?", identityKey(*f.FirstName))
 	}
 	if f.LastName != nil {
 		where.Where("last_name_key = ?", identityKey(*f.LastName))
 	}
-	postgres.Equal(&where, "date_of_birth", f.DateOfBirth)
-	return postgres.List(ctx, s.DB(ctx), "list people", `SELECT `+personColumns+` FROM people`,
+	store.Equal(&where, "date_of_birth", f.DateOfBirth)
+	return store.List(ctx, s.DB(ctx), "list people", `SELECT `+personColumns+` FROM people`,
 		where, page, func(p Person) uuid.UUID { return p.ID })
 }
 
 // FindPeople returns the people with the names and, when given, the date of
 // birth.
 func (s *Store) FindPeople(ctx context.Context, in PersonInput) ([]PersonDetail, error) {
-	var where postgres.Filter
+	var where store.Filter
 	where.Where("first_name_key = ?", identityKey(in.FirstName))
 	where.Where("last_name_key = ?", identityKey(in.LastName))
-	postgres.Equal(&where, "date_of_birth", in.DateOfBirth)
-	return postgres.Many[PersonDetail](ctx, s.DB(ctx), "find person",
+	store.Equal(&where, "date_of_birth", in.DateOfBirth)
+	return store.Many[PersonDetail](ctx, s.DB(ctx), "find person",
 		`SELECT `+personColumns+`, `+associatedOrganizationsSQL+` FROM people p`+where.SQL()+
-			fmt.Sprintf(` ORDER BY id LIMIT %d`, find.Limit), where.Args()...)
+			fmt.Sprintf(` ORDER BY id LIMIT %d`, model.FindLimit), where.Args()...)
 }
 
 var personUpdater = store.Updater[Person, PersonInput]{
@@ -228,7 +226,7 @@ var personUpdater = store.Updater[Person, PersonInput]{
 			old.ID, in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor)
 		// Organizations list their people, so every organization find may change.
 		return []string{personFinds(old.FirstName, old.LastName), personFinds(in.FirstName, in.LastName), everyOrganizationFind},
-			postgres.Classify(err, "update person")
+			store.Classify(err, "update person")
 	},
 }
 
@@ -267,7 +265,7 @@ func (s *Store) Link(ctx context.Context, in LinkInput, actor string) (Link, boo
 			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING `+linkColumns,
 			[]any{in.PersonID, in.OrganizationID, in.RelationType, actor},
 			func() (Link, error) {
-				return postgres.One[Link](ctx, tx, "get link", "link", uuid.Nil,
+				return store.One[Link](ctx, tx, "get link", "link", uuid.Nil,
 					`SELECT `+linkColumns+` FROM person_organizations
 					WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
 					in.PersonID, in.OrganizationID, in.RelationType)
@@ -291,7 +289,7 @@ func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
 			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
 			in.PersonID, in.OrganizationID, in.RelationType)
 		if err != nil {
-			return nil, postgres.Classify(err, "delete link")
+			return nil, store.Classify(err, "delete link")
 		}
 		if tag.RowsAffected() == 0 {
 			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf(
@@ -313,7 +311,7 @@ func linkEnds(ctx context.Context, tx pgx.Tx, in LinkInput) ([]string, error) {
 		in.PersonID, in.OrganizationID).Scan(&first, &last, &number)
 	switch {
 	case err != nil:
-		return nil, postgres.Classify(err, "check link ends")
+		return nil, store.Classify(err, "check link ends")
 	case first == nil:
 		return nil, apperr.NotFound("person", in.PersonID.String())
 	case number == nil:

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -32,7 +32,7 @@ func TestHTTPOrganizations(t *testing.T) {
 	a.Expect(a.Do("GET", "/organizations/"+id+"/", a.RO, nil), 200)
 
 	dup := a.Expect(a.Do("POST", "/organizations", a.RW, acme), 409).JSON()
-	if dup["existing_id"] != id || dup["type"] != problem.TypePrefix+"duplicate" {
+	if dup["existing_id"] != id || dup["type"] != httpx.ProblemTypePrefix+"duplicate" {
 		t.Errorf("duplicate: %v", dup)
 	}
 

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/listing"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/services/actions"
 )
 
@@ -78,7 +78,7 @@ func (e *Env) findDeepCursors(ctx context.Context) error {
 	for _, l := range actionLists {
 		cursor := ""
 		for skip := l.Matches(e) / 2; skip > 0; {
-			limit := min(skip, listing.MaxLimit)
+			limit := min(skip, model.MaxLimit)
 			path := "/actions?" + l.Query(e) + "&limit=" + strconv.Itoa(limit)
 			if cursor != "" {
 				path += "&cursor=" + url.QueryEscape(cursor)
@@ -115,7 +115,7 @@ func actionsPage(l actionsList, deep bool) Call {
 		c.Name, c.Limit = actionsPagePrefix+l.Name+", deep page", first+" · direct"
 	}
 	c.Request = func(e *Env, _ *Worker) Request {
-		path := "/actions?" + l.Query(e) + "&limit=" + strconv.Itoa(listing.DefaultLimit)
+		path := "/actions?" + l.Query(e) + "&limit=" + strconv.Itoa(model.DefaultLimit)
 		if deep {
 			path += "&cursor=" + url.QueryEscape(e.DeepCursors[l.Name])
 		}

@@ -36,7 +36,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/tools/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
@@ -96,11 +96,11 @@ type Env struct {
 	redis      *redis.Client
 	database   string
 	namespaces sync.Map // service -> find cache namespace
-	processes  map[string]process
+	processes  map[string]loadedProcess
 }
 
-// process is one process under load: for memory and profiles.
-type process struct {
+// loadedProcess is one process under load: for memory and profiles.
+type loadedProcess struct {
 	pid      int
 	debugURL string // base of /debug/pprof/
 }
@@ -318,7 +318,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
 			IdleConnTimeout: time.Minute, DisableCompression: true,
 		}},
-		processes: map[string]process{}, LargeUpload: o.LargeUpload,
+		processes: map[string]loadedProcess{}, LargeUpload: o.LargeUpload,
 	}
 	if e.upload, err = newUpload(o.UploadSize); err != nil {
 		return fail(err)
@@ -327,7 +327,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	for name, pid := range stack.Pids {
-		e.processes[name] = process{pid: pid, debugURL: strings.TrimSuffix(stack.MetricsURLs[name], "/metrics")}
+		e.processes[name] = loadedProcess{pid: pid, debugURL: strings.TrimSuffix(stack.MetricsURLs[name], "/metrics")}
 	}
 	redisOpts, err := redis.ParseURL(stack.RedisURL)
 	if err != nil {
@@ -403,11 +403,11 @@ func (e *Env) startChild(ctx context.Context, o Options, logDir, role string, en
 	cmd.Env = append(os.Environ(), ChildEnv+"="+role,
 		fmt.Sprintf("BENCH_ADDR=127.0.0.1:%d", port), fmt.Sprintf("BENCH_PROFILE_ADDR=127.0.0.1:%d", profPort))
 	cmd.Env = append(cmd.Env, env...)
-	p, err := devinfra.StartProcess(ctx, role, cmd, filepath.Join(logDir, role+".log"), server.HTTPCheck(base+"/healthz"))
+	p, err := devinfra.StartProcess(ctx, role, cmd, filepath.Join(logDir, role+".log"), process.HTTPCheck(base+"/healthz"))
 	if err != nil {
 		return "", nil, fmt.Errorf("start %s: %w", role, err)
 	}
-	e.processes[role] = process{pid: p.Pid(), debugURL: fmt.Sprintf("http://127.0.0.1:%d", profPort)}
+	e.processes[role] = loadedProcess{pid: p.Pid(), debugURL: fmt.Sprintf("http://127.0.0.1:%d", profPort)}
 	return base, func() { _ = p.Stop() }, nil
 }
 

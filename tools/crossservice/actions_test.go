@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/services/actions"
 	"github.com/assetregistry/registry/services/assets"
 	"github.com/assetregistry/registry/services/documents"
@@ -80,7 +80,7 @@ func TestActionsWithRealPeers(t *testing.T) {
 		{r.documents, "/documents/" + report, ad["id"].(string)},
 	} {
 		p := refused.owner.Call(409, "DELETE", refused.path, refused.owner.RW, nil).JSON()
-		if p["type"] != problem.TypePrefix+"still-referenced" || !strings.Contains(p["detail"].(string), refused.names) {
+		if p["type"] != httpx.ProblemTypePrefix+"still-referenced" || !strings.Contains(p["detail"].(string), refused.names) {
 			t.Errorf("DELETE %s: %v", refused.path, p)
 		}
 	}

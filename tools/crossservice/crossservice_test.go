@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/services/assets"
 	"github.com/assetregistry/registry/services/documents"
 	"github.com/assetregistry/registry/services/parties"
@@ -68,7 +68,7 @@ func TestAssetsWithRealPeers(t *testing.T) {
 
 	// The owners refuse to delete what assets points at, and say what does.
 	refused := p.Call(409, "DELETE", "/people/"+personID, p.RW, nil).JSON()
-	if refused["type"] != problem.TypePrefix+"still-referenced" || !strings.Contains(refused["detail"].(string), asset["id"].(string)) ||
+	if refused["type"] != httpx.ProblemTypePrefix+"still-referenced" || !strings.Contains(refused["detail"].(string), asset["id"].(string)) ||
 		!strings.Contains(refused["detail"].(string), "serial number SN-1") {
 		t.Errorf("deleting the responsible person: %v", refused)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/assetregistry/registry/idp"
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/pkg/postgres"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/devinfra"
 )
 
@@ -64,12 +64,12 @@ func (s *Stack) ensureServiceClients(ctx context.Context, envFile string) (map[s
 
 // idpClients opens the identity provider's client registry in its schema.
 func (s *Stack) idpClients(ctx context.Context) (*idp.Clients, func(), error) {
-	pool, err := postgres.Open(ctx, postgres.Config{URL: s.DatabaseURL, Schema: "idp", MaxConns: 2})
+	pool, err := store.Open(ctx, store.Config{URL: s.DatabaseURL, Schema: "idp", MaxConns: 2})
 	if err != nil {
 		return nil, nil, err
 	}
 	// The IdP has migrated by now (it is ready), so its schema exists.
-	if err := postgres.Ping(pool)(ctx); err != nil {
+	if err := store.Ping(pool)(ctx); err != nil {
 		pool.Close()
 		return nil, nil, err
 	}

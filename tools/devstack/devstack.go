@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/pkg/server"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/tools/devinfra"
 )
 
@@ -311,7 +311,7 @@ func (s *Stack) startProcess(ctx context.Context, o Options, name string, ports 
 		"LOG_FORMAT=json",
 	)
 	cmd.Env = append(cmd.Env, env...)
-	p, err := devinfra.StartProcess(ctx, name, cmd, filepath.Join(s.LogDir, name+".log"), server.HTTPCheck(localURL(port)+"/readyz"))
+	p, err := devinfra.StartProcess(ctx, name, cmd, filepath.Join(s.LogDir, name+".log"), process.HTTPCheck(localURL(port)+"/readyz"))
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}

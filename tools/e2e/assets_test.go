@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -91,7 +91,7 @@ func TestAssetsThroughGateway(t *testing.T) {
 		{typePath, asset["id"].(string)},
 	} {
 		r := call(409, "DELETE", refused.path, rw, nil).JSON()
-		if r["type"] != problem.TypePrefix+"still-referenced" || !strings.Contains(r["detail"].(string), refused.names) {
+		if r["type"] != httpx.ProblemTypePrefix+"still-referenced" || !strings.Contains(r["detail"].(string), refused.names) {
 			t.Errorf("DELETE %s: %v", refused.path, r)
 		}
 	}
@@ -166,7 +166,7 @@ func TestAssetErrorsThroughGateway(t *testing.T) {
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
 			r := testkit.Expect(t, gw.Do(t, tt.method, tt.path, tt.token, tt.body, tt.headers...), tt.status).JSON()
-			if r["type"] != problem.TypePrefix+tt.problem {
+			if r["type"] != httpx.ProblemTypePrefix+tt.problem {
 				t.Errorf("type = %v, want %s", r["type"], tt.problem)
 			}
 			if r["instance"] != strings.SplitN(tt.path, "?", 2)[0] {

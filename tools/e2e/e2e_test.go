@@ -18,7 +18,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -275,7 +275,7 @@ func TestRecordingFlow(t *testing.T) {
 		{"/documents/" + report, actionDocument["id"].(string)},
 	} {
 		p := call(409, "DELETE", refused.path, rw, nil)
-		if p["type"] != problem.TypePrefix+"still-referenced" || !strings.Contains(p["detail"].(string), refused.names) {
+		if p["type"] != httpx.ProblemTypePrefix+"still-referenced" || !strings.Contains(p["detail"].(string), refused.names) {
 			t.Errorf("DELETE %s: %v", refused.path, p)
 		}
 	}
@@ -315,7 +315,7 @@ func TestErrorsThroughGateway(t *testing.T) {
 	conflict := map[string]any{"name": "Dup", "registration_number": "dup-1", "organization_type": "public"}
 	first := testkit.Expect(t, gw.Do(t, "POST", "/organizations", rw, conflict), 201).JSON()
 	dup := testkit.Expect(t, gw.Do(t, "POST", "/organizations", rw, conflict), 409).JSON()
-	if dup["existing_id"] != first["id"] || dup["type"] != problem.TypePrefix+"duplicate" {
+	if dup["existing_id"] != first["id"] || dup["type"] != httpx.ProblemTypePrefix+"duplicate" {
 		t.Errorf("409: %v", dup)
 	}
 }

@@ -24,8 +24,8 @@ import (
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/refs"
-	"github.com/assetregistry/registry/pkg/server"
 	"github.com/assetregistry/registry/tools/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -264,7 +264,7 @@ func startRegistryProcess(t *testing.T, ctx context.Context, name string, port i
 		"METRICS_ADDR=127.0.0.1:"+strconv.Itoa(freePort(t)), "LOG_FORMAT=json")
 	cmd.Env = append(cmd.Env, env...)
 	p, err := devinfra.StartProcess(ctx, name, cmd, filepath.Join(logs, name+".log"),
-		server.HTTPCheck("http://127.0.0.1:"+strconv.Itoa(port)+"/readyz"))
+		process.HTTPCheck("http://127.0.0.1:"+strconv.Itoa(port)+"/readyz"))
 	if err != nil {
 		t.Fatal(err)
 	}

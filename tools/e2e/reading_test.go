@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -67,7 +67,7 @@ func TestRequestsAreReadCompletely(t *testing.T) {
 		members[i] = fmt.Sprintf(`"unknown_%d":1`, i)
 	}
 	r := testkit.Expect(t, gw.Do(t, "POST", "/people", rw, "{"+strings.Join(members, ",")+"}"), 422)
-	if len(r.Fields()) != problem.MaxFieldErrors || r.JSON()["errors_omitted"] != float64(5000-problem.MaxFieldErrors) || len(r.Raw) > 8<<10 {
+	if len(r.Fields()) != httpx.MaxFieldErrors || r.JSON()["errors_omitted"] != float64(5000-httpx.MaxFieldErrors) || len(r.Raw) > 8<<10 {
 		t.Errorf("5,000 unknown members: %d listed, errors_omitted %v, %d bytes", len(r.Fields()), r.JSON()["errors_omitted"], len(r.Raw))
 	}
 	// Nothing above was stored.
@@ -95,7 +95,7 @@ func TestUnreadableRequestsThroughGateway(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := rawExchange(t, tt.request)
 			var p map[string]any
-			if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != problem.ContentType || json.Unmarshal(body, &p) != nil ||
+			if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != httpx.ProblemContentType || json.Unmarshal(body, &p) != nil ||
 				p["request_id"] != resp.Header.Get("X-Request-Id") {
 				t.Errorf("%d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 			}

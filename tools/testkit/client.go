@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // Client calls one base URL.
@@ -116,10 +116,10 @@ func Expect(t testing.TB, r Response, status int) Response {
 	if status >= 400 {
 		p := r.JSON()
 		typ, _ := p["type"].(string)
-		if ct := r.Header.Get("Content-Type"); ct != problem.ContentType {
-			t.Errorf("Content-Type = %q, want %s", ct, problem.ContentType)
+		if ct := r.Header.Get("Content-Type"); ct != httpx.ProblemContentType {
+			t.Errorf("Content-Type = %q, want %s", ct, httpx.ProblemContentType)
 		}
-		if p["status"] != float64(status) || !strings.HasPrefix(typ, problem.TypePrefix) || p["title"] == "" ||
+		if p["status"] != float64(status) || !strings.HasPrefix(typ, httpx.ProblemTypePrefix) || p["title"] == "" ||
 			p["instance"] == "" || p["request_id"] == "" || p["request_id"] != r.Header.Get("X-Request-Id") {
 			t.Errorf("problem body = %s (X-Request-Id %q)", r.Raw, r.Header.Get("X-Request-Id"))
 		}

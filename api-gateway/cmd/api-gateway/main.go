@@ -9,15 +9,13 @@ import (
 	"github.com/go-kit/log"
 
 	gateway "github.com/assetregistry/registry/api-gateway"
-	"github.com/assetregistry/registry/pkg/logging"
 	"github.com/assetregistry/registry/pkg/process"
-	"github.com/assetregistry/registry/pkg/server"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 func main() {
 	var cfg gateway.Config
-	register := func(fs *flag.FlagSet) *logging.Config {
+	register := func(fs *flag.FlagSet) *telemetry.LogConfig {
 		cfg.RegisterFlags(fs)
 		return &cfg.Log
 	}
@@ -43,5 +41,5 @@ func serve(ctx context.Context, cfg gateway.Config, logger log.Logger) error {
 	if err := g.CheckDocuments(ctx, cfg.DocsStartupWait, logger); err != nil {
 		return err
 	}
-	return server.Run(ctx, cfg.Server, logger, g.Handler, g.Health)
+	return process.Run(ctx, cfg.Server, logger, g.Handler, g.Health)
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/problem"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -34,7 +34,7 @@ func (s *Service) ErrorCases(t *testing.T, rows []ErrorCase) {
 			if tt.Fields != nil && strings.Join(r.Fields(), ",") != strings.Join(tt.Fields, ",") {
 				t.Errorf("fields = %v, want %v", r.Fields(), tt.Fields)
 			}
-			if tt.Problem != "" && r.JSON()["type"] != problem.TypePrefix+tt.Problem {
+			if tt.Problem != "" && r.JSON()["type"] != httpx.ProblemTypePrefix+tt.Problem {
 				t.Errorf("type = %v, want %s", r.JSON()["type"], tt.Problem)
 			}
 		})

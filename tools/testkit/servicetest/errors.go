@@ -12,7 +12,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/problem"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/tools/testkit"
 )
@@ -93,7 +92,7 @@ func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
 				}
 				row("a member twice", 400, op.Method, path+query, token, `{"zz_unknown_member":1,"zz_unknown_member":2}`)
 				r = row("a thousand unknown members", 422, op.Method, path+query, token, unknownMembers(1000))
-				if len(r.Fields()) != problem.MaxFieldErrors || r.JSON()["errors_omitted"] != float64(1000-problem.MaxFieldErrors) {
+				if len(r.Fields()) != httpx.MaxFieldErrors || r.JSON()["errors_omitted"] != float64(1000-httpx.MaxFieldErrors) {
 					t.Errorf("a thousand unknown members: %d fields listed, errors_omitted %v", len(r.Fields()), r.JSON()["errors_omitted"])
 				}
 			case "multipart":

@@ -9,20 +9,27 @@ import (
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
-	"github.com/assetregistry/registry/pkg/postgres"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
-// Store is the fixture of store and service tests: spec's migrations
-// applied to a fresh schema of the test PostgreSQL and, when redisURL is
-// not empty, a find cache in a key space of its own, as production wires
-// them. The pool closes when the test ends.
-func Store(t testing.TB, spec servicekit.Spec, redisURL string) *store.Store {
+// Store is the fixture of store tests: spec's migrations applied to a
+// fresh schema of the test PostgreSQL, without a find cache.
+func Store(t testing.TB, spec servicekit.Spec) *store.Store {
 	t.Helper()
-	cfg := postgres.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 20, StartupWait: time.Second}
-	pool, err := postgres.OpenAndMigrateSets(t.Context(), cfg, nil, store.Migrations(spec.Migrations)...)
+	st, _ := StoreWithFinds(t, spec, "")
+	return st
+}
+
+// StoreWithFinds is the fixture of service tests: spec's migrations applied
+// to a fresh schema of the test PostgreSQL and, when redisURL is not empty,
+// a find cache in a key space of its own that the store's writes make
+// stale, as production wires them. The pool closes when the test ends.
+func StoreWithFinds(t testing.TB, spec servicekit.Spec, redisURL string) (*store.Store, *cache.Finds) {
+	t.Helper()
+	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 20, StartupWait: time.Second}
+	pool, err := store.OpenAndMigrateSets(t.Context(), cfg, nil, store.Migrations(spec.Migrations)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +44,8 @@ func Store(t testing.TB, spec servicekit.Spec, redisURL string) *store.Store {
 		t.Cleanup(func() { _ = client.Close() })
 		namespace = testkit.RedisPrefix(t) + spec.Name
 	}
-	return store.New(pool, cache.NewFinds(client, namespace, cacheCfg, log.NewNopLogger()))
+	finds := cache.NewFinds(client, namespace, cacheCfg, log.NewNopLogger())
+	return store.New(pool, finds), finds
 }
 
 // Caller returns a context whose caller is the machine client sub, as the

@@ -1,0 +1,207 @@
+package endpoints_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/tools/testkit"
+)
+
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
+
+type thing struct {
+	Name string `json:"name"`
+}
+
+// service is one create endpoint writing a row, behind the production
+// encoder and the idempotency middleware; gate, when set, holds the
+// request until the test lets it go.
+type service struct {
+	st   *store.Store
+	keys *endpoints.IdempotencyKeys
+	url  string
+	gate chan struct{}
+	hook func(ctx context.Context) // runs inside the request, before it returns
+}
+
+func newService(t *testing.T, lease time.Duration) *service {
+	t.Helper()
+	migrations := fstest.MapFS{"001_things.sql": {Data: []byte(`CREATE TABLE things (id uuid PRIMARY KEY, name text NOT NULL)`)}}
+	pool, err := store.OpenAndMigrateSets(t.Context(), store.Config{URL: testkit.PostgresURL(t),
+		Schema: testkit.NewDatabaseSchema(t), MaxConns: 10, StartupWait: time.Second}, nil, store.Migrations(migrations)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := &service{st: store.New(pool, nil)}
+	s.keys = endpoints.NewIdempotencyKeys(s.st, lease, 10*time.Second)
+	create := endpoints.New(func(ctx context.Context, in thing) (any, error) {
+		id := store.NewID()
+		err := s.st.Write(ctx, "create thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			_, err := tx.Exec(ctx, `INSERT INTO things (id, name) VALUES ($1, $2)`, id, in.Name)
+			return nil, err
+		})
+		if s.gate != nil {
+			<-s.gate
+		}
+		if s.hook != nil {
+			s.hook(ctx)
+		}
+		return httpx.Created{Value: map[string]any{"id": id, "name": in.Name}, Location: "/things/" + id.String()}, err
+	})
+	r := httpx.NewRouter()
+	r.Handle("POST", "/things", endpoints.Serve(create, httpx.Body[thing]))
+	h := httpx.Chain(s.keys.Handler(r), httpx.WithRequestInfo(false), withCaller)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+// withCaller stands in for the token check: the X-Client header names the
+// caller.
+func withCaller(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := auth.WithPrincipal(r.Context(), auth.Principal{Subject: r.Header.Get("X-Client")})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (s *service) post(t *testing.T, client, key, body string) testkit.Response {
+	t.Helper()
+	headers := []string{"X-Client", client}
+	if key != "" {
+		headers = append(headers, endpoints.IdempotencyKeyHeader, key)
+	}
+	return testkit.Client{BaseURL: s.url}.Do(t, "POST", "/things", "", body, headers...)
+}
+
+func (s *service) rows(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := s.st.Pool.QueryRow(t.Context(), `SELECT count(*) FROM things`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestReplayAndMismatch(t *testing.T) {
+	s := newService(t, time.Minute)
+	first := testkit.Expect(t, s.post(t, "a", "k1", `{"name":"x"}`), 201)
+	again := testkit.Expect(t, s.post(t, "a", "k1", `{ "name" : "x" }`), 201)
+	if string(again.Raw) != string(first.Raw) || again.Header.Get("Location") != first.Header.Get("Location") ||
+		again.Header.Get("ETag") != first.Header.Get("ETag") || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay differs:\n%s %v\n%s %v", first.Raw, first.Header, again.Raw, again.Header)
+	}
+	r := testkit.Expect(t, s.post(t, "a", "k1", `{"name":"y"}`), 422)
+	if f := r.Fields(); len(f) != 1 || f[0] != endpoints.IdempotencyKeyHeader {
+		t.Errorf("fields = %v", f)
+	}
+	testkit.Expect(t, s.post(t, "b", "k1", `{"name":"x"}`), 201) // another client's key space
+	testkit.Expect(t, s.post(t, "a", "", `{"name":"x"}`), 201)   // no key: no protection
+	if n := s.rows(t); n != 3 {
+		t.Errorf("%d rows, want 3", n)
+	}
+	for _, bad := range []string{"has space", strings.Repeat("k", 256), "é"} {
+		testkit.Expect(t, s.post(t, "a", bad, `{"name":"x"}`), 400)
+	}
+}
+
+func TestKeyInFlightIsAConflict(t *testing.T) {
+	s := newService(t, time.Minute)
+	s.gate = make(chan struct{})
+	release := sync.OnceFunc(func() { close(s.gate) })
+	t.Cleanup(release) // a failing test must not leave the request blocked
+	done := make(chan testkit.Response, 1)
+	go func() { done <- s.post(t, "a", "slow", `{"name":"x"}`) }()
+	// Wait until the first request holds the key (it then blocks on gate).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := s.st.Pool.QueryRow(t.Context(), `SELECT count(*) FROM idempotency_keys WHERE key = 'slow'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never claimed its key")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := testkit.Expect(t, s.post(t, "a", "slow", `{"name":"x"}`), 409)
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("409 in flight without Retry-After")
+	}
+	release()
+	testkit.Expect(t, <-done, 201)
+	testkit.Expect(t, s.post(t, "a", "slow", `{"name":"x"}`), 201)
+	if n := s.rows(t); n != 1 {
+		t.Errorf("%d rows, want 1", n)
+	}
+}
+
+// Many clients retrying with one key at once: exactly one execution.
+func TestConcurrentRetriesExecuteOnce(t *testing.T) {
+	s := newService(t, time.Minute)
+	var wg sync.WaitGroup
+	statuses := make(chan int, 20)
+	for range 20 {
+		wg.Go(func() { statuses <- s.post(t, "a", "race", `{"name":"x"}`).Status })
+	}
+	wg.Wait()
+	close(statuses)
+	for st := range statuses {
+		if st != 201 && st != 409 {
+			t.Errorf("status %d", st)
+		}
+	}
+	if n := s.rows(t); n != 1 {
+		t.Errorf("%d rows, want 1", n)
+	}
+}
+
+// The answer's record commits with the write or not at all: a request
+// that loses its key's lease to another before it commits writes nothing.
+func TestRecordAndWriteCommitTogether(t *testing.T) {
+	s := newService(t, time.Minute)
+	s.hook = func(ctx context.Context) {
+		// Another request took the key (as after an expired lease).
+		if _, err := s.st.Pool.Exec(context.Background(), `UPDATE idempotency_keys SET token = $1`, uuid.New()); err != nil {
+			t.Error(err)
+		}
+	}
+	testkit.Expect(t, s.post(t, "a", "stolen", `{"name":"x"}`), 503)
+	if n := s.rows(t); n != 0 {
+		t.Errorf("%d rows written by a request whose record could not commit", n)
+	}
+}
+
+// A failed request releases its key; a crashed one's claim expires.
+func TestFailuresFreeTheKey(t *testing.T) {
+	s := newService(t, time.Minute)
+	testkit.Expect(t, s.post(t, "a", "k", `{"name":`), 400)
+	testkit.Expect(t, s.post(t, "a", "k", `{"name":"x"}`), 201)
+	if _, err := s.st.Pool.Exec(t.Context(), `INSERT INTO idempotency_keys (client, key, token, state, lease_until)
+		VALUES ('a', 'crashed', gen_random_uuid(), 'in_flight', now() - interval '1 second')`); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Expect(t, s.post(t, "a", "crashed", `{"name":"x"}`), 201)
+	if n, err := s.keys.Sweep(t.Context()); err != nil || n != 0 {
+		t.Errorf("sweep removed %d fresh records (%v)", n, err)
+	}
+}

@@ -1,0 +1,110 @@
+package httpx_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/httpx"
+)
+
+func TestWrite(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		status     int
+		typ        string
+		retryAfter string
+		check      func(t *testing.T, body map[string]any)
+	}{
+		{"not found", apperr.NotFound("person", "p1"), 404, "not-found", "", nil},
+		{"invalid lists fields", apperr.Invalid(apperr.FieldError{Field: "name", Message: "is required"}), 422, "validation-failed", "",
+			func(t *testing.T, b map[string]any) {
+				errs := b["errors"].([]any)
+				if len(errs) != 1 || errs[0].(map[string]any)["field"] != "name" {
+					t.Errorf("errors = %v", b["errors"])
+				}
+			}},
+		{"duplicate carries existing_id", apperr.Duplicate("exists", "abc"), 409, "duplicate", "",
+			func(t *testing.T, b map[string]any) {
+				if b["existing_id"] != "abc" || b["title"] != "Duplicate" {
+					t.Errorf("body = %v", b)
+				}
+			}},
+		{"unavailable has Retry-After", apperr.Unavailable("the database", errors.New("dial tcp 10.1.2.3:5432: refused")), 503, "unavailable", "5",
+			func(t *testing.T, b map[string]any) {
+				if strings.Contains(fmt.Sprint(b), "10.1.2.3") {
+					t.Errorf("internal host leaked: %v", b)
+				}
+			}},
+		{"unexpected errors hide their text", fmt.Errorf("pq: syntax error at SELECT"), 500, "internal", "",
+			func(t *testing.T, b map[string]any) {
+				if strings.Contains(fmt.Sprint(b), "SELECT") {
+					t.Errorf("SQL leaked: %v", b)
+				}
+			}},
+		{"field problems are capped", apperr.Invalid(manyFields(httpx.MaxFieldErrors + 7)...), 422, "validation-failed", "",
+			func(t *testing.T, b map[string]any) {
+				if errs := b["errors"].([]any); len(errs) != httpx.MaxFieldErrors || b["errors_omitted"] != float64(7) ||
+					!strings.Contains(b["detail"].(string), "7 more") {
+					t.Errorf("%d errors, errors_omitted %v, detail %q", len(errs), b["errors_omitted"], b["detail"])
+				}
+			}},
+		{"a full list is not capped", apperr.Invalid(manyFields(httpx.MaxFieldErrors)...), 422, "validation-failed", "",
+			func(t *testing.T, b map[string]any) {
+				if errs := b["errors"].([]any); len(errs) != httpx.MaxFieldErrors || b["errors_omitted"] != nil {
+					t.Errorf("%d errors, errors_omitted %v", len(errs), b["errors_omitted"])
+				}
+			}},
+		{"a body that arrives too slowly", apperr.New(apperr.KindRequestTimeout, "slow"), 408, "request-timeout", "", nil},
+		{"header fields over their limit", apperr.New(apperr.KindHeaderTooLarge, "big"), 431, "header-too-large", "", nil},
+		{"standard members win over extensions", apperr.Conflict("x").With("status", 1), 409, "conflict", "",
+			func(t *testing.T, b map[string]any) {
+				if b["status"] != float64(409) {
+					t.Errorf("status = %v", b["status"])
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info := &httpx.RequestInfo{ID: "req-1", Path: "/people/p1/"}
+			w := httptest.NewRecorder()
+			httpx.WriteProblem(httpx.ContextWithRequestInfo(t.Context(), info), tt.err, w)
+			if w.Code != tt.status {
+				t.Errorf("status = %d, want %d", w.Code, tt.status)
+			}
+			if ct := w.Header().Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if ra := w.Header().Get("Retry-After"); ra != tt.retryAfter {
+				t.Errorf("Retry-After = %q, want %q", ra, tt.retryAfter)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if body["type"] != httpx.ProblemTypePrefix+tt.typ || body["status"] != float64(tt.status) ||
+				body["instance"] != "/people/p1/" || body["request_id"] != "req-1" || body["title"] == "" {
+				t.Errorf("body = %v", body)
+			}
+			if info.Err() != tt.err {
+				t.Error("the error was not recorded for the access log")
+			}
+			if tt.check != nil {
+				tt.check(t, body)
+			}
+		})
+	}
+}
+
+func manyFields(n int) []apperr.FieldError {
+	fields := make([]apperr.FieldError, n)
+	for i := range fields {
+		fields[i] = apperr.FieldError{Field: fmt.Sprintf("f%d", i), Message: "is not a known field"}
+	}
+	return fields
+}

@@ -1,0 +1,13 @@
+package model
+
+import "time"
+
+// Audit is who created a resource and who last changed it, and when: the
+// read-only fields every resource of the registry carries, embedded in
+// each model so that the columns and JSON names are written once.
+type Audit struct {
+	CreatedAt time.Time `json:"created_at" db:"created_at"`
+	CreatedBy string    `json:"created_by" db:"created_by"`
+	UpdatedAt time.Time `json:"updated_at" db:"updated_at"`
+	UpdatedBy string    `json:"updated_by" db:"updated_by"`
+}

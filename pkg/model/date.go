@@ -1,0 +1,102 @@
+// Date is the civil date the interface uses for birth dates,
+// performed_at and status_valid_through: a day without a time or zone.
+
+package model
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+const dateLayout = "2006-01-02"
+
+// Date is a calendar day. Its zero value is "no date" and is never valid.
+type Date struct {
+	Year  int
+	Month time.Month
+	Day   int
+}
+
+// ErrDateFormat is what clients see for a malformed or impossible date.
+var ErrDateFormat = errors.New("must be a real calendar date in YYYY-MM-DD format")
+
+// ParseDate reads a YYYY-MM-DD date and rejects days that do not exist
+// (2023-02-29, 2024-13-01).
+func ParseDate(s string) (Date, error) {
+	if len(s) != len(dateLayout) {
+		return Date{}, ErrDateFormat
+	}
+	t, err := time.Parse(dateLayout, s)
+	if err != nil {
+		return Date{}, ErrDateFormat
+	}
+	return DateOf(t), nil
+}
+
+// DateOf returns the date of t in t's location.
+func DateOf(t time.Time) Date {
+	y, m, d := t.Date()
+	return Date{Year: y, Month: m, Day: d}
+}
+
+// Today returns the current UTC date.
+func Today() Date { return DateOf(time.Now().UTC()) }
+
+// Time returns midnight UTC of the date.
+func (d Date) Time() time.Time { return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC) }
+
+// IsZero reports whether d is the zero Date.
+func (d Date) IsZero() bool { return d == Date{} }
+
+func (d Date) String() string { return fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day) }
+
+// Before reports whether d is strictly before other.
+func (d Date) Before(other Date) bool { return d.Time().Before(other.Time()) }
+
+// After reports whether d is strictly after other.
+func (d Date) After(other Date) bool { return d.Time().After(other.Time()) }
+
+// MarshalJSON writes "YYYY-MM-DD".
+func (d Date) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads "YYYY-MM-DD"; null leaves d unchanged, like
+// encoding/json does for other value types.
+func (d *Date) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return ErrDateFormat
+	}
+	parsed, err := ParseDate(s)
+	if err != nil {
+		return err
+	}
+	*d = parsed
+	return nil
+}
+
+// Value stores the date in a PostgreSQL date column.
+func (d Date) Value() (driver.Value, error) { return d.String(), nil }
+
+// Scan reads a PostgreSQL date column.
+func (d *Date) Scan(src any) error {
+	switch v := src.(type) {
+	case time.Time:
+		*d = DateOf(v)
+		return nil
+	case string:
+		parsed, err := ParseDate(v)
+		if err != nil {
+			return err
+		}
+		*d = parsed
+		return nil
+	default:
+		return fmt.Errorf("calendar.Date: cannot scan %T", src)
+	}
+}

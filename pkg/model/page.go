@@ -1,0 +1,87 @@
+// Pages are keyset pagination over UUIDv7 ids. Ids sort by
+// creation time, so "after this id" gives creation order, stays stable while
+// rows are inserted, and costs an index range scan however deep the page.
+
+package model
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+
+	"github.com/google/uuid"
+)
+
+// Limits of a page, from the contract.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// Page asks for up to Limit items after the item with id After (uuid.Nil:
+// from the start).
+type Page struct {
+	Limit int
+	After uuid.UUID
+}
+
+// Paged is one page; Next is the id to continue after, uuid.Nil on the
+// last page.
+type Paged[T any] struct {
+	Items []T
+	Next  uuid.UUID
+}
+
+// TrimPage turns the Limit+1 rows a store fetched into a page: the extra row
+// only says that more follow.
+func TrimPage[T any](rows []T, page Page, id func(T) uuid.UUID) Paged[T] {
+	if len(rows) > page.Limit {
+		rows = rows[:page.Limit]
+		return Paged[T]{Items: rows, Next: id(rows[len(rows)-1])}
+	}
+	if rows == nil {
+		rows = []T{}
+	}
+	return Paged[T]{Items: rows}
+}
+
+// ErrCursor is returned for a cursor the service did not issue for this
+// query.
+var ErrCursor = errors.New("cursor was not issued by this service for this query")
+
+const cursorMACSize = 10
+
+// EncodeCursor makes an opaque cursor bound to the query's filters
+// (binding), so a cursor cannot be replayed against another filter set and
+// garbage is told apart from a real position. It is a checksum, not a
+// secret: a forged position would only let a caller read what it may read
+// anyway.
+func EncodeCursor(after uuid.UUID, binding string) string {
+	buf := make([]byte, 0, 16+cursorMACSize)
+	buf = append(buf, after[:]...)
+	buf = append(buf, cursorMAC(after, binding)...)
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// DecodeCursor reverses EncodeCursor.
+func DecodeCursor(cursor, binding string) (uuid.UUID, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(raw) != 16+cursorMACSize {
+		return uuid.Nil, ErrCursor
+	}
+	id, err := uuid.FromBytes(raw[:16])
+	if err != nil || subtle.ConstantTimeCompare(raw[16:], cursorMAC(id, binding)) != 1 {
+		return uuid.Nil, ErrCursor
+	}
+	return id, nil
+}
+
+func cursorMAC(id uuid.UUID, binding string) []byte {
+	h := sha256.New()
+	h.Write([]byte("asset-registry cursor v1\x00"))
+	h.Write([]byte(binding))
+	h.Write([]byte{0})
+	h.Write(id[:])
+	return h.Sum(nil)[:cursorMACSize]
+}

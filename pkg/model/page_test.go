@@ -1,0 +1,39 @@
+package model_test
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/model"
+)
+
+func TestCursorRoundTrip(t *testing.T) {
+	id := uuid.Must(uuid.NewV7())
+	c := model.EncodeCursor(id, "country=no")
+	got, err := model.DecodeCursor(c, "country=no")
+	if err != nil || got != id {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "abc", c + "x", c[:len(c)-2]} {
+		if _, err := model.DecodeCursor(bad, "country=no"); err == nil {
+			t.Errorf("DecodeCursor(%q) accepted", bad)
+		}
+	}
+	if _, err := model.DecodeCursor(c, "country=se"); err == nil {
+		t.Error("a cursor must not be valid for other filters")
+	}
+}
+
+func TestTrim(t *testing.T) {
+	ids := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	id := func(u uuid.UUID) uuid.UUID { return u }
+	r := model.TrimPage(ids, model.Page{Limit: 2}, id)
+	if len(r.Items) != 2 || r.Next != ids[1] {
+		t.Errorf("more rows: %+v", r)
+	}
+	r = model.TrimPage(ids, model.Page{Limit: 3}, id)
+	if len(r.Items) != 3 || r.Next != uuid.Nil {
+		t.Errorf("last page: %+v", r)
+	}
+}

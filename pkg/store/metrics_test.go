@@ -1,0 +1,89 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// poolMetric reads one pgxpool_* series of schema from the default registry,
+// the one the metrics port serves.
+func poolMetric(t *testing.T, name, schema string) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelValue(m, "schema") == schema {
+				if f.GetType() == dto.MetricType_COUNTER {
+					return m.GetCounter().GetValue()
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("%s{schema=%q} is not exported", name, schema)
+	return 0
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func TestPoolStatsAreExported(t *testing.T) {
+	cfg := open(t)
+	cfg.MaxConns = 2
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	acquiresBefore := poolMetric(t, "pgxpool_acquire_count_total", cfg.Schema)
+
+	var held []*pgxpool.Conn
+	for range 2 {
+		c, err := pool.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	saturated := map[string]float64{
+		"pgxpool_acquired_conns": 2,
+		"pgxpool_max_conns":      2,
+		"pgxpool_total_conns":    2,
+		"pgxpool_idle_conns":     0,
+	}
+	for name, want := range saturated {
+		if got := poolMetric(t, name, cfg.Schema); got != want {
+			t.Errorf("with every connection held, %s = %v, want %v", name, got, want)
+		}
+	}
+	if got := poolMetric(t, "pgxpool_acquire_count_total", cfg.Schema); got < acquiresBefore+2 {
+		t.Errorf("acquire count went from %v to %v after two acquires", acquiresBefore, got)
+	}
+
+	for _, c := range held {
+		c.Release()
+	}
+	if got := poolMetric(t, "pgxpool_acquired_conns", cfg.Schema); got != 0 {
+		t.Errorf("after release, acquired = %v", got)
+	}
+	if got := poolMetric(t, "pgxpool_idle_conns", cfg.Schema); got != 2 {
+		t.Errorf("after release, idle = %v", got)
+	}
+}

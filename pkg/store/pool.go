@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+)
+
+// Pool is a service's connection pool with two guards that keep one hot
+// spot from starving every other request: a connection is waited for at
+// most AcquireTimeout (then 503, not a request hanging until its own
+// deadline), and write transactions may hold at most all but a few of the
+// connections, so reads always find one free even while writes pile up
+// behind a locked row.
+type Pool struct {
+	*pgxpool.Pool
+	acquireTimeout time.Duration
+	writes         *semaphore.Weighted
+}
+
+func newPool(p *pgxpool.Pool, cfg Config) *Pool {
+	max := int64(p.Config().MaxConns)
+	reserve := max / 4
+	if reserve < 1 && max > 1 {
+		reserve = 1
+	}
+	timeout := cfg.AcquireTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	return &Pool{Pool: p, acquireTimeout: timeout, writes: semaphore.NewWeighted(max - reserve)}
+}
+
+var errNoConnection = errors.New("no database connection became free in time")
+
+// acquire waits for a connection at most the acquire timeout.
+func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, p.acquireTimeout)
+	defer cancel()
+	conn, err := p.Pool.Acquire(actx)
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return nil, apperr.Unavailable("the database", fmt.Errorf("%w (waited %s)", errNoConnection, p.acquireTimeout))
+	}
+	return conn, err
+}
+
+// Query runs sql on a connection that goes back to the pool when the rows
+// are read or closed.
+func (p *Pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	conn, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	return &releasingRows{Rows: rows, release: conn.Release}, nil
+}
+
+// QueryRow is Query for one row.
+func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	conn, err := p.acquire(ctx)
+	if err != nil {
+		return errRow{err}
+	}
+	return releasingRow{row: conn.QueryRow(ctx, sql, args...), release: conn.Release}
+}
+
+// Exec runs sql on a connection of its own.
+func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	conn, err := p.acquire(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	defer conn.Release()
+	return conn.Exec(ctx, sql, args...)
+}
+
+// Begin starts a read transaction (or one that writes little, like a
+// lock taken to read settled state).
+func (p *Pool) Begin(ctx context.Context) (pgx.Tx, error) {
+	return p.BeginTx(ctx, pgx.TxOptions{})
+}
+
+// BeginTx starts a transaction with opts.
+func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	conn, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, opts)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	return &releasingTx{Tx: tx, release: conn.Release}, nil
+}
+
+// BeginWrite starts a write transaction: it takes one of the write slots
+// first (waiting at most the acquire timeout), so writes queued behind a
+// lock never hold every connection.
+func (p *Pool) BeginWrite(ctx context.Context) (pgx.Tx, error) {
+	actx, cancel := context.WithTimeout(ctx, p.acquireTimeout)
+	err := p.writes.Acquire(actx, 1)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, apperr.Unavailable("the database", fmt.Errorf("no write slot became free in %s", p.acquireTimeout))
+	}
+	tx, err := p.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		p.writes.Release(1)
+		return nil, err
+	}
+	rt := tx.(*releasingTx)
+	inner := rt.release
+	rt.release = func() { inner(); p.writes.Release(1) }
+	return rt, nil
+}
+
+type releasingRows struct {
+	pgx.Rows
+	release func()
+	once    sync.Once
+}
+
+func (r *releasingRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *releasingRows) Close() {
+	r.Rows.Close()
+	r.once.Do(r.release)
+}
+
+type releasingRow struct {
+	row     pgx.Row
+	release func()
+}
+
+func (r releasingRow) Scan(dest ...any) error {
+	defer r.release()
+	return r.row.Scan(dest...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// releasingTx gives its connection (and write slot) back when it ends.
+type releasingTx struct {
+	pgx.Tx
+	release func()
+	once    sync.Once
+}
+
+func (t *releasingTx) Commit(ctx context.Context) error {
+	err := t.Tx.Commit(ctx)
+	t.once.Do(t.release)
+	return err
+}
+
+func (t *releasingTx) Rollback(ctx context.Context) error {
+	err := t.Tx.Rollback(ctx)
+	t.once.Do(t.release)
+	return err
+}
+
+var (
+	_ Querier = (*Pool)(nil)
+	_ pgx.Tx  = (*releasingTx)(nil)
+)

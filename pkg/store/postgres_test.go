@@ -1,0 +1,363 @@
+package store_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/tools/testkit"
+)
+
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
+
+var migrations = fstest.MapFS{
+	"001_items.sql": {Data: []byte(`CREATE TABLE items (id uuid PRIMARY KEY, kind text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+---- create above / drop below ----
+DROP TABLE items;`)},
+	"002_items_name.sql": {Data: []byte(`ALTER TABLE items ADD COLUMN name text UNIQUE;`)},
+}
+
+type item struct {
+	ID        uuid.UUID `db:"id"`
+	Kind      string    `db:"kind"`
+	Name      *string   `db:"name"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+func open(t *testing.T) store.Config {
+	return store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
+}
+
+func TestConcurrentMigratorsAgree(t *testing.T) {
+	cfg := open(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 { // replicas starting together
+		wg.Go(func() {
+			pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+			if err == nil {
+				pool.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var version int
+	if err := pool.QueryRow(t.Context(), "SELECT version FROM schema_version").Scan(&version); err != nil || version != 2 {
+		t.Fatalf("version = %d, %v", version, err)
+	}
+}
+
+func TestListFilterAndPages(t *testing.T) {
+	pool, err := store.OpenAndMigrate(t.Context(), open(t), migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var ids []uuid.UUID
+	for i := range 5 {
+		id := uuid.Must(uuid.NewV7())
+		ids = append(ids, id)
+		kind := []string{"a", "b"}[i%2]
+		if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, $2)", id, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kind := "a"
+	var f store.Filter
+	store.Equal(&f, "kind", &kind)
+	store.Equal[string](&f, "name", nil) // absent filters add nothing
+	idOf := func(i item) uuid.UUID { return i.ID }
+	page1, err := store.List(t.Context(), pool, "list", "SELECT id, kind, name, created_at FROM items", f, model.Page{Limit: 2}, idOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page1.Items) != 2 || page1.Items[0].ID != ids[0] || page1.Items[1].ID != ids[2] || page1.Next != ids[2] {
+		t.Fatalf("page 1 = %+v", page1)
+	}
+	if page1.Items[0].CreatedAt.Location() != time.UTC {
+		t.Errorf("timestamps must come back in UTC, got %v", page1.Items[0].CreatedAt.Location())
+	}
+	page2, err := store.List(t.Context(), pool, "list", "SELECT id, kind, name, created_at FROM items", f, model.Page{Limit: 2, After: page1.Next}, idOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page2.Items) != 1 || page2.Items[0].ID != ids[4] || page2.Next != uuid.Nil {
+		t.Fatalf("page 2 = %+v", page2)
+	}
+	_, err = store.One[item](t.Context(), pool, "get", "item", ids[0], "SELECT id, kind, name, created_at FROM items WHERE id = $1", uuid.New())
+	if !apperr.Is(err, apperr.KindNotFound) {
+		t.Fatalf("missing row: err = %v", err)
+	}
+}
+
+func TestUniqueViolationIsNamed(t *testing.T) {
+	pool, err := store.OpenAndMigrate(t.Context(), open(t), migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	insert := func() error {
+		_, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind, name) VALUES ($1, 'a', 'same')", uuid.New())
+		return err
+	}
+	if err := insert(); err != nil {
+		t.Fatal(err)
+	}
+	name, ok := store.Constraint(insert(), store.UniqueViolation)
+	if !ok || name != "items_name_key" {
+		t.Fatalf("constraint = %q, %v", name, ok)
+	}
+}
+
+func TestDatabaseDownIsUnavailable(t *testing.T) {
+	cfg := store.Config{URL: "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1", Schema: "x", StartupWait: 0}
+	pool, err := store.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := store.Ping(pool)(t.Context()); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("ping err = %v, want unavailable", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if _, err := store.OpenAndMigrate(ctx, cfg, migrations, nil); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("migrate err = %v, want unavailable", err)
+	}
+}
+
+func TestStatementTimeoutIsUnavailable(t *testing.T) {
+	cfg := open(t)
+	cfg.StatementTimeout = 50 * time.Millisecond
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	_, err = pool.Exec(t.Context(), "SELECT pg_sleep(1)")
+	if err := store.Classify(err, "sleep"); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+}
+
+// A connection lost in the middle of a query (the server killed, a proxy
+// cut it) is "unavailable", a 503, not a 500.
+func TestLostConnectionIsUnavailable(t *testing.T) {
+	target := strings.TrimPrefix(strings.Split(testkit.PostgresURL(t), "@")[1], "")
+	target = strings.Split(target, "/")[0]
+	proxy := newCuttingProxy(t, target)
+	cfg := open(t)
+	cfg.URL = strings.Replace(testkit.PostgresURL(t), target, proxy.addr, 1)
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		proxy.cut()
+	}()
+	_, err = pool.Exec(t.Context(), "SELECT pg_sleep(5)")
+	if err == nil {
+		t.Fatal("the query survived its connection")
+	}
+	if err := store.Classify(err, "sleep"); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+}
+
+// cuttingProxy forwards TCP to target until cut, which closes every
+// connection it carries.
+type cuttingProxy struct {
+	addr  string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCuttingProxy(t *testing.T, target string) *cuttingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &cuttingProxy{addr: ln.Addr().String()}
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, client, server)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(server, client); server.Close() }()
+			go func() { _, _ = io.Copy(client, server); client.Close() }()
+		}
+	}()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *cuttingProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// A row locked longer than the lock timeout is "unavailable" (busy).
+func TestLockTimeoutIsUnavailable(t *testing.T) {
+	cfg := open(t)
+	cfg.LockTimeout = 100 * time.Millisecond
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	id := uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, 'a')", id); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(t.Context())
+	if _, err := holder.Exec(t.Context(), "SELECT 1 FROM items WHERE id = $1 FOR UPDATE", id); err != nil {
+		t.Fatal(err)
+	}
+	err = store.InTx(t.Context(), pool, "update", func(tx pgx.Tx) error {
+		_, err := tx.Exec(t.Context(), "UPDATE items SET kind = 'b' WHERE id = $1", id)
+		return store.Classify(err, "update")
+	})
+	if !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+}
+
+// Writes queued behind a lock never take every connection: a read still
+// gets one at once, and a request that finds no connection free within
+// the acquire timeout is "unavailable" rather than waiting out its own
+// deadline.
+func TestWritesLeaveConnectionsForReads(t *testing.T) {
+	cfg := open(t)
+	cfg.MaxConns, cfg.AcquireTimeout = 4, 200*time.Millisecond
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var writes []pgx.Tx
+	for range 3 { // all the write slots of a pool of 4
+		tx, err := pool.BeginWrite(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes = append(writes, tx)
+	}
+	if _, err := pool.BeginWrite(t.Context()); !apperr.Is(err, apperr.KindUnavailable) {
+		t.Fatalf("a fourth write: %v, want unavailable", err)
+	}
+	var n int
+	if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM items").Scan(&n); err != nil {
+		t.Fatalf("a read while writes hold their slots: %v", err)
+	}
+	reader, err := pool.Begin(t.Context()) // the last connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(t.Context(), "SELECT 1").Scan(&n); !apperr.Is(store.Classify(err, "read"), apperr.KindUnavailable) {
+		t.Fatalf("no connection free: %v, want unavailable", err)
+	}
+	_ = reader.Rollback(t.Context())
+	for _, tx := range writes {
+		_ = tx.Rollback(t.Context())
+	}
+	tx, err := pool.BeginWrite(t.Context())
+	if err != nil {
+		t.Fatalf("after the writes ended: %v", err)
+	}
+	_ = tx.Rollback(t.Context())
+}
+
+// A role that owns its schema but may not create schemas (what a service
+// gets under make run and in production) migrates and works in it.
+func TestMigratesAsTheSchemaOwnerWithoutCreateOnTheDatabase(t *testing.T) {
+	admin := testkit.PostgresURL(t)
+	conn, err := pgx.Connect(t.Context(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	role := "t_role_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	password := uuid.NewString()
+	if _, err := conn.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN PASSWORD '"+password+"'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the schema's own cleanup, registered below
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, admin)
+		if err == nil {
+			defer c.Close(ctx)
+			_, err = c.Exec(ctx, "DROP ROLE "+role)
+		}
+		if err != nil {
+			t.Errorf("drop role: %v", err)
+		}
+	})
+	schema := testkit.NewDatabaseSchema(t)
+	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema+" AUTHORIZATION "+role); err != nil {
+		t.Fatal(err)
+	}
+	var mayCreate bool
+	if err := conn.QueryRow(t.Context(), "SELECT has_database_privilege($1, current_database(), 'CREATE')", role).Scan(&mayCreate); err != nil || mayCreate {
+		t.Fatalf("the role may create schemas (%v); the test would prove nothing", err)
+	}
+
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, password)
+	pool, err := store.OpenAndMigrate(t.Context(), store.Config{URL: u.String(), Schema: schema, MaxConns: 2, StartupWait: time.Second}, migrations, nil)
+	if err != nil {
+		t.Fatalf("migrating as the schema's owner: %v", err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, 'x')", uuid.New()); err != nil {
+		t.Fatal(err)
+	}
+}

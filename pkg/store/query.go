@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/model"
+)
+
+// Querier is a pool or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Filter builds a WHERE clause from optional conditions, numbering the
+// placeholders, so list queries stay plain SQL without string juggling in
+// every store.
+type Filter struct {
+	conds []string
+	args  []any
+}
+
+// Where adds a condition; each "?" in cond is one of args, in order.
+func (f *Filter) Where(cond string, args ...any) {
+	for _, a := range args {
+		f.args = append(f.args, a)
+		cond = strings.Replace(cond, "?", fmt.Sprintf("$%d", len(f.args)), 1)
+	}
+	f.conds = append(f.conds, cond)
+}
+
+// Equal adds "column = value" when value is not nil.
+func Equal[T any](f *Filter, column string, value *T) {
+	if value != nil {
+		f.Where(column+" = ?", *value)
+	}
+}
+
+// SQL returns " WHERE ..." or "".
+func (f *Filter) SQL() string {
+	if len(f.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(f.conds, " AND ")
+}
+
+// Args returns the placeholder values.
+func (f *Filter) Args() []any { return f.args }
+
+// List runs "selectSQL + filter" as one keyset page in id order: one row
+// more than asked tells whether a next page exists.
+func List[T any](ctx context.Context, q Querier, op, selectSQL string, f Filter, page model.Page, id func(T) uuid.UUID) (model.Paged[T], error) {
+	if page.After != uuid.Nil {
+		f.Where("id > ?", page.After)
+	}
+	sql := fmt.Sprintf("%s%s ORDER BY id LIMIT %d", selectSQL, f.SQL(), page.Limit+1)
+	rows, err := q.Query(ctx, sql, f.Args()...)
+	if err != nil {
+		return model.Paged[T]{}, Classify(err, op)
+	}
+	items, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return model.Paged[T]{}, Classify(err, op)
+	}
+	return model.TrimPage(items, page, id), nil
+}
+
+// One reads exactly one row into T; no row is apperr "not found" for
+// resource id.
+func One[T any](ctx context.Context, q Querier, op, resource string, id uuid.UUID, sql string, args ...any) (T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		var zero T
+		return zero, Classify(err, op)
+	}
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[T])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, apperr.NotFound(resource, id.String())
+	}
+	return v, Classify(err, op)
+}
+
+// Many reads every row into T.
+func Many[T any](ctx context.Context, q Querier, op, sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, Classify(err, op)
+	}
+	v, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	return v, Classify(err, op)
+}
+
+var (
+	_ Querier = (*pgxpool.Pool)(nil)
+	_ Querier = pgx.Tx(nil)
+)

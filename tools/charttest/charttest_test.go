@@ -179,18 +179,25 @@ func byKey(docs []Doc) map[string]Doc {
 
 func TestSchemaRefusesBadValues(t *testing.T) {
 	w := workspace(t)
-	cases := []struct{ name, values string }{
-		{"misspelt deployable value", "parties:\n  replica: 2\n"},
-		{"misspelt nested value", "parties:\n  autoscaling:\n    enable: true\n"},
-		{"misspelt environment value", "global:\n  networkPolicies:\n    enabled: false\n"},
-		{"unknown deployable", "spaceships:\n  replicas: 2\n"},
-		{"wrong type", "api-gateway:\n  replicas: two\n"},
-		{"zero replicas", "idp:\n  replicas: 0\n"},
-		{"bad quantity", "parties:\n  resources:\n    limits:\n      memory: lots\n"},
-		{"unknown mesh", "global:\n  mesh:\n    provider: consul\n"},
-		{"credential as a plain value", "parties:\n  extraEnv:\n    DATABASE_URL: postgres://u:p@db/x\n"},
-		{"value of another kind", "parties:\n  rateLimit:\n    perSecond: 5\n"},
-		{"no public address", "global:\n  publicURL: registry.example.com\n"},
+	// chart is the deployable's chart that must refuse the case alone: the
+	// one whose block it names (a chart ignores other deployables' blocks,
+	// whose own charts check them); the environment's values and unknown
+	// blocks are refused by every chart.
+	cases := []struct{ name, values, chart string }{
+		{"misspelt deployable value", "parties:\n  replica: 2\n", "parties"},
+		{"misspelt nested value", "parties:\n  autoscaling:\n    enable: true\n", "parties"},
+		{"misspelt environment value", "global:\n  networkPolicies:\n    enabled: false\n", "parties"},
+		{"misspelt environment value in another chart", "global:\n  networkPolicies:\n    enabled: false\n", "api-gateway"},
+		{"unknown deployable", "spaceships:\n  replicas: 2\n", "parties"},
+		{"wrong type", "api-gateway:\n  replicas: two\n", "api-gateway"},
+		{"a chart's value at the umbrella's top level", "replicas: two\n", "parties"},
+		{"misspelt top-level value of a chart", "replica: 2\n", "parties"},
+		{"zero replicas", "idp:\n  replicas: 0\n", "idp"},
+		{"bad quantity", "parties:\n  resources:\n    limits:\n      memory: lots\n", "parties"},
+		{"unknown mesh", "global:\n  mesh:\n    provider: consul\n", "parties"},
+		{"credential as a plain value", "parties:\n  extraEnv:\n    DATABASE_URL: postgres://u:p@db/x\n", "parties"},
+		{"value of another kind", "parties:\n  rateLimit:\n    perSecond: 5\n", "parties"},
+		{"no public address", "global:\n  publicURL: registry.example.com\n", "parties"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
@@ -206,8 +213,10 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			if !strings.Contains(err.Error(), "schema") {
 				t.Errorf("refused, but not by the schema: %v", err)
 			}
-			if _, err := w.Template("charts/parties", "registry-dev", []string{envFile("dev"), file}); err == nil {
-				t.Errorf("charts/parties alone accepted:\n%s", c.values)
+			if _, err := w.Template("charts/"+c.chart, "registry-dev", []string{envFile("dev"), file}); err == nil {
+				t.Errorf("charts/%s alone accepted:\n%s", c.chart, c.values)
+			} else if !strings.Contains(err.Error(), "schema") {
+				t.Errorf("charts/%s alone refused, but not by the schema: %v", c.chart, err)
 			}
 		})
 	}

@@ -200,29 +200,19 @@ func (s *schemaSet) properties(f Facts) *object {
 	return props
 }
 
-// definitions shared by every chart's schema: the environment, the keys of
-// global.defaults, quantities, and each deployable's own values (so that an
-// environment's umbrella values file also fits a deployable's chart alone).
-func (s *schemaSet) sharedDefinitions(all []Facts) *object {
-	defs := newObject()
-	for _, k := range s.definitions.keys {
-		defs.set(k, clone(s.definitions.vals[k]))
-	}
-	defs.set("global", clone(s.global))
-	defs.set("common", obj("type", "object", "properties", s.groups["common"].without("enabled")))
-	for _, f := range all {
-		props := s.properties(f)
-		// In the umbrella, Helm hands every subchart the globals.
-		props.set("global", obj("$ref", "#/definitions/global"))
-		props.set(LibraryChart, libraryValues())
-		defs.set("deployable-"+f.Name, obj(
-			"type", "object",
-			"description", fmt.Sprintf("Values of %s.", f.Name),
-			"properties", props,
-		))
-	}
-	return defs
-}
+// The schemas grow linearly with the deployables because each value is
+// checked once, by the chart that uses it. Helm checks every chart of a
+// release against its own schema, the library and each subchart included,
+// with the globals handed down to each: so the environment's values
+// (global.*) are checked by the library chart's schema, which every chart
+// depends on; a deployable's values by its own chart's schema, alone or
+// as a subchart of the umbrella; and the umbrella's schema only names the
+// blocks it has. No schema carries a copy of another's part, and a new
+// deployable adds its own chart's schema and one line per other chart.
+
+// globalNote is how a chart's schema describes the globals it leaves to
+// the library chart.
+const globalNote = "The environment's values, shared by every chart of the release; the library chart's schema (registry-lib) checks them."
 
 // libraryValues is the key Helm adds for the library dependency's values
 // (none), with the globals in it.
@@ -230,29 +220,68 @@ func libraryValues() *object {
 	return obj("type", "object", "description", "Helm's own: the library chart's values (it has none); nothing to set.")
 }
 
+// librarySchema checks the globals: Helm hands them to the library chart
+// as a dependency of every chart, in the umbrella and alone.
+func (s *schemaSet) librarySchema() *object {
+	defs := newObject()
+	for _, k := range s.definitions.keys {
+		defs.set(k, clone(s.definitions.vals[k]))
+	}
+	defs.set("common", obj("type", "object", "properties", s.groups["common"].without("enabled")))
+	return strict(obj(
+		"$schema", "http://json-schema.org/draft-07/schema#",
+		"title", "The environment's values (global.*), checked once for every chart of the registry.",
+		"type", "object",
+		"properties", obj("global", clone(s.global)),
+		"definitions", defs,
+	)).(*object)
+}
+
+// chartSchema is a deployable's chart's schema (self set) or the
+// umbrella's (self nil).
 func (s *schemaSet) chartSchema(self *Facts, all []Facts) *object {
 	props := newObject()
-	title := "Values of the umbrella chart: one environment of the registry."
+	title := "Values of the umbrella chart: one environment of the registry. Each deployable's block is checked by its own chart's schema, the globals by the library chart's."
+	defs := newObject()
 	if self != nil {
 		title = fmt.Sprintf("Values of the %s chart.", self.Name)
 		props = s.properties(*self)
-	}
-	props.set("global", obj("$ref", "#/definitions/global"))
-	props.set(LibraryChart, libraryValues())
-	for _, f := range all {
-		desc := fmt.Sprintf("Values of %s.", f.Name)
-		if self != nil {
-			desc = fmt.Sprintf("%s's block of an umbrella values file; this chart applies it when it is its own and ignores the others, so one environment file serves the umbrella and every chart alone.", f.Name)
+		for _, k := range s.definitions.keys {
+			defs.set(k, clone(s.definitions.vals[k]))
 		}
-		props.set(f.Name, obj("$ref", "#/definitions/deployable-"+f.Name, "description", desc))
+	}
+	props.set("global", obj("type", "object", "description", globalNote))
+	props.set(LibraryChart, libraryValues())
+	if self != nil {
+		// The chart's own block of an umbrella values file takes the same
+		// values as the chart's top level.
+		own := newObject()
+		for _, k := range props.keys {
+			own.set(k, obj("$ref", "#/properties/"+k))
+		}
+		defs.set("own", obj("type", "object", "properties", own))
+	}
+	for _, f := range all {
+		switch {
+		case self == nil:
+			props.set(f.Name, obj("type", "object", "description", fmt.Sprintf("Values of %s; its chart's schema checks them.", f.Name)))
+		case f.Name == self.Name:
+			props.set(f.Name, obj("$ref", "#/definitions/own", "description",
+				"This chart's block of an umbrella values file, applied like the top-level values, so one environment file serves the umbrella and every chart alone."))
+		default:
+			props.set(f.Name, obj("type", "object", "description",
+				fmt.Sprintf("%s's block of an umbrella values file: this chart ignores it, and %s's chart checks it.", f.Name, f.Name)))
+		}
 	}
 	root := obj(
 		"$schema", "http://json-schema.org/draft-07/schema#",
 		"title", title,
 		"type", "object",
 		"properties", props,
-		"definitions", s.sharedDefinitions(all),
 	)
+	if len(defs.keys) > 0 {
+		root.set("definitions", defs)
+	}
 	return strict(root).(*object)
 }
 
@@ -433,6 +462,10 @@ func Generate(root string) (map[string][]byte, error) {
 	}
 	schema, err := toJSON(s.chartSchema(nil, all))
 	if err := put(filepath.Join(ChartsDir, Umbrella, "values.schema.json"), schema, err); err != nil {
+		return nil, err
+	}
+	schema, err = toJSON(s.librarySchema())
+	if err := put(filepath.Join(ChartsDir, LibraryChart, "values.schema.json"), schema, err); err != nil {
 		return nil, err
 	}
 	out[filepath.Join(ChartsDir, Umbrella, "Chart.yaml")] = umbrellaChart(all, meta)

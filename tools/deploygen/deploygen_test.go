@@ -75,6 +75,10 @@ func TestChartsMatchTheCatalog(t *testing.T) {
 // profiles, a dashboard row, its peers' network and mesh rules, and a place
 // in the value reference: the one entry is all a new service needs.
 func TestANewServiceGetsEverything(t *testing.T) {
+	before, err := Generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	saved := catalog.Services
 	t.Cleanup(func() { catalog.Services = saved })
 	catalog.Services = append(slices.Clone(saved), catalog.Service{
@@ -130,6 +134,28 @@ func TestANewServiceGetsEverything(t *testing.T) {
 	if _, ok := props["rateLimit"]; ok {
 		t.Error("inspections' schema takes the gateway's rateLimit")
 	}
+
+	// The charts grow linearly: a new deployable adds its own chart and one
+	// entry to each other chart and to the umbrella, never a copy of the
+	// others' values (the dashboard's row of panels is counted apart).
+	if added := chartLines(files) - chartLines(before); added > maxChartLinesPerDeployable {
+		t.Errorf("a new service adds %d generated chart lines, want at most %d", added, maxChartLinesPerDeployable)
+	}
+}
+
+// maxChartLinesPerDeployable bounds what one more catalog entry adds to the
+// generated chart files: its Chart.yaml, facts and values schema, and one
+// entry in each other chart's schema and in the umbrella.
+const maxChartLinesPerDeployable = 600
+
+func chartLines(files map[string][]byte) int {
+	n := 0
+	for path, data := range files {
+		if strings.HasPrefix(path, ChartsDir+"/") && !strings.Contains(path, "/dashboards/") {
+			n += bytes.Count(data, []byte("\n"))
+		}
+	}
+	return n
 }
 
 func TestDefaultsComeFromTheSchema(t *testing.T) {

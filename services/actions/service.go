@@ -15,6 +15,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/refs"
 )
 
 // Service is what the actions service does. Errors are *apperr.Error.
@@ -31,28 +32,72 @@ type Service interface {
 	DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error
 }
 
-// service holds the rules. Reads and deletes, which have none beyond the
-// store's, are the store's own methods.
+// service holds the rules: what an input must be, which references an
+// action or an action document makes (the store checks them with their
+// owners inside the write), and which list filters agree. The store
+// speaks SQL.
 type service struct {
-	*Store
+	store *Store
 }
 
 // NewService returns the service over store.
-func NewService(store *Store) Service { return &service{store} }
+func NewService(store *Store) Service { return &service{store: store} }
+
+// actionReferences are the references an action makes that must exist: its
+// asset and, when given, its person and organization. With old (a patch),
+// only those that differ from old's: nothing left alone is asked again.
+func actionReferences(in ActionInput, old *Action) []refs.Target {
+	var was Action
+	if old != nil {
+		was = *old
+	}
+	changed := func(now, before *uuid.UUID) bool {
+		return now != nil && (old == nil || before == nil || *before != *now)
+	}
+	var out []refs.Target
+	if old == nil || was.AssetID != in.AssetID.UUID {
+		out = append(out, refs.Target{Field: "asset_id", Kind: "asset", ID: in.AssetID.UUID})
+	}
+	if id := in.PersonID.Ptr(); changed(id, was.PersonID) {
+		out = append(out, refs.Target{Field: "person_id", Kind: "person", ID: *id})
+	}
+	if id := in.OrganizationID.Ptr(); changed(id, was.OrganizationID) {
+		out = append(out, refs.Target{Field: "organization_id", Kind: "organization", ID: *id})
+	}
+	return out
+}
+
+// documentReferences is the reference an action document makes: its
+// document, asked again only when a patch changes it.
+func documentReferences(in ActionDocumentInput, old *ActionDocument) []refs.Target {
+	if old != nil && old.DocumentID == in.DocumentID.UUID {
+		return nil
+	}
+	return []refs.Target{{Field: "document_id", Kind: "document", ID: in.DocumentID.UUID}}
+}
 
 func (s *service) CreateAction(ctx context.Context, in ActionInput) (ActionDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return ActionDetail{}, err
 	}
-	return s.Store.CreateAction(ctx, in, auth.Subject(ctx))
+	return s.store.CreateAction(ctx, in, auth.Subject(ctx), actionReferences(in, nil))
+}
+
+func (s *service) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error) {
+	return s.store.GetAction(ctx, id)
 }
 
 func (s *service) UpdateAction(ctx context.Context, id uuid.UUID, p ActionPatch) (ActionDetail, error) {
-	if err := s.Store.UpdateAction(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+	changed := func(old Action, in ActionInput) []refs.Target { return actionReferences(in, &old) }
+	if err := s.store.UpdateAction(ctx, id, auth.Subject(ctx), p.Apply, changed); err != nil {
 		return ActionDetail{}, err
 	}
-	return s.Store.GetAction(ctx, id)
+	return s.store.GetAction(ctx, id)
+}
+
+func (s *service) DeleteAction(ctx context.Context, id uuid.UUID) error {
+	return s.store.DeleteAction(ctx, id)
 }
 
 // ListActions refuses a performed_at range that ends before it starts:
@@ -62,7 +107,7 @@ func (s *service) ListActions(ctx context.Context, f ActionFilter, page model.Pa
 		return model.Paged[Action]{}, apperr.Invalid(apperr.FieldError{Field: "performed_to",
 			Message: "must not be before performed_from " + f.PerformedFrom.String()})
 	}
-	return s.Store.ListActions(ctx, f, page)
+	return s.store.ListActions(ctx, f, page)
 }
 
 func (s *service) CreateActionDocument(ctx context.Context, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error) {
@@ -70,12 +115,17 @@ func (s *service) CreateActionDocument(ctx context.Context, actionID uuid.UUID, 
 	if err != nil {
 		return ActionDocument{}, err
 	}
-	return s.Store.CreateActionDocument(ctx, in, auth.Subject(ctx))
+	return s.store.CreateActionDocument(ctx, in, auth.Subject(ctx), documentReferences(in, nil))
 }
 
 func (s *service) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {
-	if err := s.Store.UpdateActionDocument(ctx, actionID, id, auth.Subject(ctx), p.Apply); err != nil {
+	changed := func(old ActionDocument, in ActionDocumentInput) []refs.Target { return documentReferences(in, &old) }
+	if err := s.store.UpdateActionDocument(ctx, actionID, id, auth.Subject(ctx), p.Apply, changed); err != nil {
 		return ActionDocument{}, err
 	}
-	return s.Store.GetActionDocument(ctx, actionID, id)
+	return s.store.GetActionDocument(ctx, actionID, id)
+}
+
+func (s *service) DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error {
+	return s.store.DeleteActionDocument(ctx, actionID, id)
 }

@@ -57,37 +57,14 @@ func utc(column string) string {
 	return `to_char(` + column + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 }
 
-// targets are the references an action makes that must exist: its asset
-// and, when given, its person and organization. With old (a patch), only
-// those that differ from old's: nothing left alone is asked again.
-func targets(in ActionInput, old *Action) []refs.Target {
-	var was Action
-	if old != nil {
-		was = *old
-	}
-	changed := func(now, before *uuid.UUID) bool {
-		return now != nil && (old == nil || before == nil || *before != *now)
-	}
-	var out []refs.Target
-	if old == nil || was.AssetID != in.AssetID.UUID {
-		out = append(out, refs.Target{Field: "asset_id", Kind: "asset", ID: in.AssetID.UUID})
-	}
-	if id := in.PersonID.Ptr(); changed(id, was.PersonID) {
-		out = append(out, refs.Target{Field: "person_id", Kind: "person", ID: *id})
-	}
-	if id := in.OrganizationID.Ptr(); changed(id, was.OrganizationID) {
-		out = append(out, refs.Target{Field: "organization_id", Kind: "organization", ID: *id})
-	}
-	return out
-}
-
-// CreateAction inserts an action once its asset, person and organization
-// are known to exist: one Check asks their owners concurrently, and keeps
-// them from being deleted until the transaction ends.
-func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string) (ActionDetail, error) {
+// CreateAction inserts an action once the targets it references (the
+// service says which) are known to exist: one Check asks their owners
+// concurrently, and keeps them from being deleted until the transaction
+// ends.
+func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, targets []refs.Target) (ActionDetail, error) {
 	var a ActionDetail
 	err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if _, err := s.refs.Check(ctx, tx, targets(in, nil)...); err != nil {
+		if _, err := s.refs.Check(ctx, tx, targets...); err != nil {
 			return nil, err
 		}
 		id := store.NewID()
@@ -156,15 +133,16 @@ func (s *Store) ListActions(ctx context.Context, f ActionFilter, page model.Page
 		where, page, func(a Action) uuid.UUID { return a.ID })
 }
 
-// UpdateAction applies apply to the locked action; targets it changes are
-// checked as a create checks them.
-func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, apply func(Action) (ActionInput, error)) error {
+// UpdateAction applies apply to the locked action; the targets the
+// service names for the change are checked as a create checks them.
+func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, apply func(Action) (ActionInput, error),
+	targets func(old Action, in ActionInput) []refs.Target) error {
 	updater := store.Updater[Action, ActionInput]{
 		Resource: "action",
 		Select:   `SELECT ` + actionColumns + ` FROM actions a WHERE a.id = $1`,
 		Input:    actionInputOf,
 		Save: func(ctx context.Context, tx pgx.Tx, old Action, in ActionInput, actor string) ([]string, error) {
-			if _, err := s.refs.Check(ctx, tx, targets(in, &old)...); err != nil {
+			if _, err := s.refs.Check(ctx, tx, targets(old, in)...); err != nil {
 				return nil, err
 			}
 			_, err := tx.Exec(ctx, `UPDATE actions SET asset_id = $2, action_type = $3, action_subtype = $4, performed_at = $5,
@@ -238,16 +216,16 @@ func lockAction(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 }
 
 // CreateActionDocument links a document to an action: the action must
-// exist (404), the document too (422), and the pair must be new (409
-// naming the action document that holds it; concurrent creates of one
-// pair make one, the unique index decides).
-func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput, actor string) (ActionDocument, error) {
+// exist (404), the targets the service names too (422), and the pair must
+// be new (409 naming the action document that holds it; concurrent
+// creates of one pair make one, the unique index decides).
+func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput, actor string, targets []refs.Target) (ActionDocument, error) {
 	var d ActionDocument
 	err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		if err := lockAction(ctx, tx, in.ActionID.UUID); err != nil {
 			return nil, err
 		}
-		if _, err := s.refs.Check(ctx, tx, refs.Target{Field: "document_id", Kind: "document", ID: in.DocumentID.UUID}); err != nil {
+		if _, err := s.refs.Check(ctx, tx, targets...); err != nil {
 			return nil, err
 		}
 		row, inserted, err := store.Inserted(ctx, tx, "insert action document",
@@ -283,19 +261,18 @@ func (s *Store) GetActionDocument(ctx context.Context, actionID, id uuid.UUID) (
 }
 
 // UpdateActionDocument applies apply to the locked action document of the
-// action; a new document must exist and not be linked to the action yet.
+// action; the targets the service names must exist, and a new document
+// must not be linked to the action yet.
 func (s *Store) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, actor string,
-	apply func(ActionDocument) (ActionDocumentInput, error)) error {
+	apply func(ActionDocument) (ActionDocumentInput, error), targets func(old ActionDocument, in ActionDocumentInput) []refs.Target) error {
 	updater := store.Updater[ActionDocument, ActionDocumentInput]{
 		Resource: "action document",
 		// The id is the path's, a UUID: nothing to quote.
 		Select: `SELECT ` + actionDocumentColumns + ` FROM action_documents d WHERE d.id = $1 AND d.action_id = '` + actionID.String() + `'`,
 		Input:  actionDocumentInputOf,
 		Save: func(ctx context.Context, tx pgx.Tx, old ActionDocument, in ActionDocumentInput, actor string) ([]string, error) {
-			if in.DocumentID.UUID != old.DocumentID {
-				if _, err := s.refs.Check(ctx, tx, refs.Target{Field: "document_id", Kind: "document", ID: in.DocumentID.UUID}); err != nil {
-					return nil, err
-				}
+			if _, err := s.refs.Check(ctx, tx, targets(old, in)...); err != nil {
+				return nil, err
 			}
 			_, err := tx.Exec(ctx, `UPDATE action_documents SET document_id = $2, source_system = $3, source_reference = $4,
 				updated_at = now(), updated_by = $5 WHERE id = $1`, old.ID, in.DocumentID.UUID, in.SourceSystem, in.SourceReference, actor)

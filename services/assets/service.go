@@ -48,21 +48,23 @@ type Service interface {
 	DeleteAsset(ctx context.Context, id uuid.UUID) error
 }
 
-// service holds the rules. Reads and deletes, which have none beyond the
-// store's, are the store's own methods.
+// service holds the rules: what an input must be, how a find matches and
+// when it creates. Which references an asset type or an asset makes is
+// checked inside the store's write (the thumbnail's content type needs the
+// owner's answer, which the store's transaction holds).
 type service struct {
-	*Store
+	store *Store
 }
 
 // NewService returns the service over store.
-func NewService(store *Store) Service { return &service{store} }
+func NewService(store *Store) Service { return &service{store: store} }
 
 func (s *service) CreateAssetType(ctx context.Context, in AssetTypeInput) (AssetTypeDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	return s.Store.CreateAssetType(ctx, in, auth.Subject(ctx))
+	return s.store.CreateAssetType(ctx, in, auth.Subject(ctx))
 }
 
 func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
@@ -70,14 +72,14 @@ func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetT
 	if err != nil {
 		return nil, err
 	}
-	return s.Store.FindAssetTypes(ctx, q)
+	return s.store.FindAssetTypes(ctx, q)
 }
 
 func (s *service) UpdateAssetType(ctx context.Context, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error) {
-	if err := s.Store.UpdateAssetType(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+	if err := s.store.UpdateAssetType(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
 		return AssetTypeDetail{}, err
 	}
-	return s.Store.GetAssetType(ctx, id)
+	return s.store.GetAssetType(ctx, id)
 }
 
 func (s *service) AttachDocument(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, bool, error) {
@@ -85,16 +87,16 @@ func (s *service) AttachDocument(ctx context.Context, id uuid.UUID, ref Document
 	if err != nil {
 		return AssetTypeDetail{}, false, err
 	}
-	created, err := s.Store.AttachDocument(ctx, id, documentID, auth.Subject(ctx))
+	created, err := s.store.AttachDocument(ctx, id, documentID, auth.Subject(ctx))
 	if err != nil {
 		return AssetTypeDetail{}, false, err
 	}
-	t, err := s.Store.GetAssetType(ctx, id)
+	t, err := s.store.GetAssetType(ctx, id)
 	return t, created, err
 }
 
 func (s *service) DetachDocument(ctx context.Context, id, documentID uuid.UUID) error {
-	return s.Store.DetachDocument(ctx, id, documentID, auth.Subject(ctx))
+	return s.store.DetachDocument(ctx, id, documentID, auth.Subject(ctx))
 }
 
 func (s *service) SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error) {
@@ -102,10 +104,10 @@ func (s *service) SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRe
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	if err := s.Store.SetThumbnail(ctx, id, documentID, "document_id", auth.Subject(ctx)); err != nil {
+	if err := s.store.SetThumbnail(ctx, id, documentID, "document_id", auth.Subject(ctx)); err != nil {
 		return AssetTypeDetail{}, err
 	}
-	return s.Store.GetAssetType(ctx, id)
+	return s.store.GetAssetType(ctx, id)
 }
 
 func (s *service) CreateAsset(ctx context.Context, in AssetInput) (Asset, error) {
@@ -113,7 +115,7 @@ func (s *service) CreateAsset(ctx context.Context, in AssetInput) (Asset, error)
 	if err != nil {
 		return Asset{}, err
 	}
-	return s.Store.CreateAsset(ctx, in, auth.Subject(ctx))
+	return s.store.CreateAsset(ctx, in, auth.Subject(ctx))
 }
 
 // FindAsset matches the serial number exactly, in the types of the brand
@@ -127,7 +129,7 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 	if err != nil {
 		return Asset{}, false, err
 	}
-	matches, err := s.Store.FindAssets(ctx, q, model.FindLimit)
+	matches, err := s.store.FindAssets(ctx, q, model.FindLimit)
 	if err != nil {
 		return Asset{}, false, err
 	}
@@ -143,7 +145,7 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 		v.Add("model", "is required to create an asset: no asset has this serial number")
 		return Asset{}, false, v.Err()
 	}
-	types, err := s.Store.FindAssetTypes(ctx, q.typeCriteria())
+	types, err := s.store.FindAssetTypes(ctx, q.typeCriteria())
 	if err != nil {
 		return Asset{}, false, err
 	}
@@ -162,13 +164,39 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 	}
 	// Another caller may create it between our find and our insert; the
 	// insert then returns theirs (created=false).
-	return s.Store.CreateAssetIfAbsent(ctx, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
+	return s.store.CreateAssetIfAbsent(ctx, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
 		ExternalIDs: []ExternalID{}}, auth.Subject(ctx))
 }
 
 func (s *service) UpdateAsset(ctx context.Context, id uuid.UUID, p AssetPatch) (Asset, error) {
-	if err := s.Store.UpdateAsset(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+	if err := s.store.UpdateAsset(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
 		return Asset{}, err
 	}
-	return s.Store.GetAsset(ctx, id)
+	return s.store.GetAsset(ctx, id)
+}
+
+// Reads and deletes have no rules beyond the store's.
+
+func (s *service) GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error) {
+	return s.store.GetAssetType(ctx, id)
+}
+
+func (s *service) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page model.Page) (model.Paged[AssetType], error) {
+	return s.store.ListAssetTypes(ctx, f, page)
+}
+
+func (s *service) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
+	return s.store.DeleteAssetType(ctx, id)
+}
+
+func (s *service) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
+	return s.store.GetAsset(ctx, id)
+}
+
+func (s *service) ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error) {
+	return s.store.ListAssets(ctx, f, page)
+}
+
+func (s *service) DeleteAsset(ctx context.Context, id uuid.UUID) error {
+	return s.store.DeleteAsset(ctx, id)
 }

@@ -107,15 +107,57 @@ func Timeout(d time.Duration) endpoint.Middleware {
 	}
 }
 
+// Takes is a request header an operation declares it takes, beside its
+// body: a service's transport.go says per route which ones, and the route
+// table carries them (the conformance tests compare them with the API
+// document).
+type Takes string
+
+const (
+	// IfMatch: a write that refuses with 412 a request whose If-Match no
+	// longer names the resource as a GET shows it. Without it, the header
+	// is ignored.
+	IfMatch Takes = "If-Match"
+	// IdempotencyKey: a create whose retry with the same Idempotency-Key
+	// replays the first answer instead of acting twice. Without it, the
+	// header is ignored.
+	IdempotencyKey Takes = IdempotencyKeyHeader
+)
+
 // Serve is the go-kit HTTP server for one endpoint with the shared response
-// encoder (ETags, 304) and problem error encoder. Every POST honours an
-// Idempotency-Key (pkg/idempotency), and writes see the request's
-// conditions (If-Match).
-func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req]) http.Handler {
-	return kithttp.NewServer(Idempotent(e),
-		func(_ context.Context, r *http.Request) (any, error) { return decode(r) },
-		httpx.EncodeResponse,
-		kithttp.ServerErrorEncoder(httpx.WriteProblem),
-		kithttp.ServerBefore(httpx.WithConditions, IdempotencyBefore),
-	)
+// encoder (ETags, 304 on If-None-Match) and problem error encoder, taking
+// the request headers takes declares.
+func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req], takes ...Takes) http.Handler {
+	conditions := httpx.WithReadConditions
+	before := []kithttp.RequestFunc{}
+	declared := make([]string, 0, len(takes))
+	for _, t := range takes {
+		switch t {
+		case IfMatch:
+			conditions = httpx.WithConditions
+		case IdempotencyKey:
+			e = Idempotent(e)
+			before = append(before, IdempotencyBefore)
+		default:
+			panic("endpoints: Serve takes no " + string(t))
+		}
+		declared = append(declared, string(t))
+	}
+	return declaredServer{
+		Handler: kithttp.NewServer(e,
+			func(_ context.Context, r *http.Request) (any, error) { return decode(r) },
+			httpx.EncodeResponse,
+			kithttp.ServerErrorEncoder(httpx.WriteProblem),
+			kithttp.ServerBefore(append([]kithttp.RequestFunc{conditions}, before...)...),
+		),
+		takes: declared,
+	}
 }
+
+// declaredServer is a go-kit server that tells the router what it takes.
+type declaredServer struct {
+	http.Handler
+	takes []string
+}
+
+func (s declaredServer) Takes() []string { return s.takes }

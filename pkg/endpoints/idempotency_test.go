@@ -64,7 +64,8 @@ func newService(t *testing.T, lease time.Duration) *service {
 		return httpx.Created{Value: map[string]any{"id": id, "name": in.Name}, Location: "/things/" + id.String()}, err
 	})
 	r := httpx.NewRouter()
-	r.Handle("POST", "/things", endpoints.Serve(create, httpx.Body[thing]))
+	r.Handle("POST", "/things", endpoints.Serve(create, httpx.Body[thing], endpoints.IdempotencyKey))
+	r.Handle("POST", "/undeclared", endpoints.Serve(create, httpx.Body[thing]))
 	h := httpx.Chain(s.keys.Handler(r), httpx.WithRequestInfo(false), withCaller)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -97,6 +98,33 @@ func (s *service) rows(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestUndeclaredRouteIgnoresTheKey: a route that does not declare
+// endpoints.IdempotencyKey acts on every request, key or not, and says so
+// in its route table.
+func TestUndeclaredRouteIgnoresTheKey(t *testing.T) {
+	s := newService(t, time.Minute)
+	c := testkit.Client{BaseURL: s.url}
+	for range 2 {
+		r := testkit.Expect(t, c.Do(t, "POST", "/undeclared", "", `{"name":"x"}`, "X-Client", "a", endpoints.IdempotencyKeyHeader, "k"), 201)
+		if r.Header.Get("Idempotent-Replayed") != "" {
+			t.Error("an undeclared route replayed an answer")
+		}
+	}
+	if n := s.rows(t); n != 2 {
+		t.Errorf("%d rows, want 2", n)
+	}
+}
+
+func TestRouteTableCarriesTheDeclaration(t *testing.T) {
+	r := httpx.NewRouter()
+	r.Handle("PATCH", "/a", endpoints.Serve(endpoints.New(func(context.Context, thing) (any, error) { return nil, nil }), httpx.Body[thing], endpoints.IfMatch))
+	r.Handle("GET", "/a", endpoints.Serve(endpoints.New(func(context.Context, thing) (any, error) { return nil, nil }), httpx.Body[thing]))
+	routes := r.Routes()
+	if len(routes) != 2 || len(routes[0].Takes) != 1 || routes[0].Takes[0] != "If-Match" || len(routes[1].Takes) != 0 {
+		t.Errorf("routes = %+v", routes)
+	}
 }
 
 func TestReplayAndMismatch(t *testing.T) {

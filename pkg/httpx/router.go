@@ -29,10 +29,19 @@ type Router struct {
 	routes []Route
 }
 
-// Route is one registered method and pattern.
+// Route is one registered method and pattern, with the request headers
+// its handler declares it takes (If-Match, Idempotency-Key).
 type Route struct {
 	Method  string
 	Pattern string
+	Takes   []string
+}
+
+// Declared is a handler that says which request headers it takes, so that
+// the route table (and the tests comparing it with the API document) can
+// tell.
+type Declared interface {
+	Takes() []string
 }
 
 type methodTable struct {
@@ -66,7 +75,11 @@ func (r *Router) Handle(method, pattern string, h http.Handler) {
 		panic("httpx: duplicate route " + method + " " + pattern)
 	}
 	t.handlers[method] = Chain(h, r.wrap...)
-	r.routes = append(r.routes, Route{Method: method, Pattern: pattern})
+	route := Route{Method: method, Pattern: pattern}
+	if d, ok := h.(Declared); ok {
+		route.Takes = d.Takes()
+	}
+	r.routes = append(r.routes, route)
 }
 
 // Routes lists what was registered, in registration order: the route

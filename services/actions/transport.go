@@ -16,15 +16,15 @@ import (
 func NewHTTPHandler(e Endpoints) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	handle := r.Handle
-	handle("POST", "/actions", endpoints.Serve(e.CreateAction, httpx.Body[ActionInput]))
+	handle("POST", "/actions", endpoints.Serve(e.CreateAction, httpx.Body[ActionInput], endpoints.IdempotencyKey))
 	handle("GET", "/actions", endpoints.Serve(e.ListActions, decodeListActions))
 	handle("GET", "/actions/{id}", endpoints.Serve(e.GetAction, httpx.PathID))
-	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch]))
-	handle("DELETE", "/actions/{id}", endpoints.Serve(e.DeleteAction, httpx.PathID))
+	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch], endpoints.IfMatch))
+	handle("DELETE", "/actions/{id}", endpoints.Serve(e.DeleteAction, httpx.PathID, endpoints.IfMatch))
 
-	handle("POST", "/actions/{action_id}/action_documents", endpoints.Serve(e.CreateActionDocument, decodeCreateActionDocument))
-	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch))
-	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath))
+	handle("POST", "/actions/{action_id}/action_documents", endpoints.Serve(e.CreateActionDocument, decodeCreateActionDocument, endpoints.IdempotencyKey))
+	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch, endpoints.IfMatch))
+	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch))
 	return r
 }
 

@@ -11,30 +11,34 @@ import (
 // NewHTTPHandler routes the public paths to the endpoints. Authentication
 // happens before this handler; the scope check happens per route, after
 // routing, so for any valid token an unknown path or method is a 404/405
-// rather than a 403.
+// rather than a 403. Each route names the request headers it takes
+// (If-Match on writes to a resource, Idempotency-Key on creates); the
+// conformance test holds them to the OpenAPI document.
 func NewHTTPHandler(e Endpoints) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	handle := r.Handle
 
-	handle("POST", "/organizations", endpoints.Serve(e.CreateOrganization, httpx.Body[OrganizationInput]))
+	handle("POST", "/organizations", endpoints.Serve(e.CreateOrganization, httpx.Body[OrganizationInput], endpoints.IdempotencyKey))
 	handle("GET", "/organizations", endpoints.Serve(e.ListOrganizations, decodeListOrganizations))
 	handle("GET", "/organizations/{id}", endpoints.Serve(e.GetOrganization, httpx.PathID))
-	handle("PATCH", "/organizations/{id}", endpoints.Serve(e.UpdateOrganization, httpx.PathIDBody[OrganizationPatch]))
-	handle("DELETE", "/organizations/{id}", endpoints.Serve(e.DeleteOrganization, httpx.PathID))
-	findOrganization := endpoints.Serve(e.FindOrganization, httpx.Find[OrganizationQuery](false))
+	handle("PATCH", "/organizations/{id}", endpoints.Serve(e.UpdateOrganization, httpx.PathIDBody[OrganizationPatch], endpoints.IfMatch))
+	handle("DELETE", "/organizations/{id}", endpoints.Serve(e.DeleteOrganization, httpx.PathID, endpoints.IfMatch))
+	// cached: answered from Redis until a write changes it (cache.go)
+	findOrganization := endpoints.Serve(e.FindOrganization, httpx.Find[OrganizationQuery](false), endpoints.IdempotencyKey)
 	handle("POST", "/organizations/find", findOrganization)
 	handle("POST", "/organization/find", findOrganization) // the interface's singular spelling
 
-	handle("POST", "/people", endpoints.Serve(e.CreatePerson, httpx.Body[PersonInput]))
+	handle("POST", "/people", endpoints.Serve(e.CreatePerson, httpx.Body[PersonInput], endpoints.IdempotencyKey))
 	handle("GET", "/people", endpoints.Serve(e.ListPeople, decodeListPeople))
 	handle("GET", "/people/{id}", endpoints.Serve(e.GetPerson, httpx.PathID))
-	handle("PATCH", "/people/{id}", endpoints.Serve(e.UpdatePerson, httpx.PathIDBody[PersonPatch]))
-	handle("DELETE", "/people/{id}", endpoints.Serve(e.DeletePerson, httpx.PathID))
-	handle("POST", "/people/find", endpoints.Serve(e.FindPerson, httpx.Find[PersonInput](true)))
+	handle("PATCH", "/people/{id}", endpoints.Serve(e.UpdatePerson, httpx.PathIDBody[PersonPatch], endpoints.IfMatch))
+	handle("DELETE", "/people/{id}", endpoints.Serve(e.DeletePerson, httpx.PathID, endpoints.IfMatch))
+	// cached: answered from Redis until a write changes it (cache.go)
+	handle("POST", "/people/find", endpoints.Serve(e.FindPerson, httpx.Find[PersonInput](true), endpoints.IdempotencyKey))
 
 	const link = "/people/{person_id}/organizations/{organization_id}"
-	handle("POST", link, endpoints.Serve(e.Link, decodeLink))
-	handle("DELETE", link, endpoints.Serve(e.Unlink, decodeLink))
+	handle("POST", link, endpoints.Serve(e.Link, decodeLink, endpoints.IdempotencyKey))
+	handle("DELETE", link, endpoints.Serve(e.Unlink, decodeLink, endpoints.IfMatch))
 	return r
 }
 

@@ -25,12 +25,14 @@ func RoutesMatchDocument(t *testing.T, spec servicekit.Spec) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	declared := map[string][]string{}
 	var routes []string
 	for _, r := range handlers.Routes.Routes() {
 		if strings.HasPrefix(r.Pattern, auth.InternalPrefix) {
 			continue
 		}
 		routes = append(routes, r.Method+" "+r.Pattern)
+		declared[r.Method+" "+r.Pattern] = slices.Sorted(slices.Values(r.Takes))
 	}
 	if len(routes) == 0 {
 		t.Fatal("the service registers no public route")
@@ -39,6 +41,19 @@ func RoutesMatchDocument(t *testing.T, spec servicekit.Spec) {
 	for _, r := range routes {
 		if !slices.Contains(documented, r) {
 			t.Errorf("route %s is registered but not in the OpenAPI document", r)
+		}
+	}
+	// The headers a route declares it takes (transport.go) are the ones
+	// its operation documents: a write that checks If-Match, a create
+	// that replays an Idempotency-Key.
+	for _, op := range documentOperations(t, spec) {
+		key := op.Method + " " + op.Path
+		takes, ok := declared[key]
+		if !ok {
+			continue
+		}
+		if !slices.Equal(takes, op.Takes) {
+			t.Errorf("route %s declares it takes %v, its operation documents %v", key, takes, op.Takes)
 		}
 	}
 	for _, d := range documented {
@@ -71,7 +86,11 @@ type operation struct {
 	List         bool   // takes limit and cursor
 	Query        map[string]string
 	Scope        string
+	Takes        []string // the request headers of declaredHeaders it documents, sorted
 }
+
+// declaredHeaders are the request headers a route declares (endpoints.Takes).
+var declaredHeaders = []string{"If-Match", "Idempotency-Key"}
 
 func documentOperations(t testing.TB, spec servicekit.Spec) []operation {
 	t.Helper()
@@ -106,6 +125,9 @@ func documentOperations(t testing.TB, spec servicekit.Spec) []operation {
 			o := operation{Method: strings.ToUpper(method), Path: path, Query: map[string]string{}}
 			for _, p := range append(shared, op.Parameters...) {
 				p = p.resolve(doc.Components.Parameters)
+				if p.In == "header" && slices.Contains(declaredHeaders, p.Name) {
+					o.Takes = append(o.Takes, p.Name)
+				}
 				if p.In != "query" {
 					continue
 				}
@@ -130,6 +152,10 @@ func documentOperations(t testing.TB, spec servicekit.Spec) []operation {
 						o.Scope = auth.ScopeWrite
 					}
 				}
+			}
+			slices.Sort(o.Takes)
+			if o.Takes == nil {
+				o.Takes = []string{}
 			}
 			ops = append(ops, o)
 		}

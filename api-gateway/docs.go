@@ -53,13 +53,13 @@ func newDocs(upstreams map[string]*url.URL) *docs {
 // /openapi/{resource}.json; none needs a token.
 func (d *docs) Mount(mux *http.ServeMux) {
 	names := resourceNames(d.upstreams)
-	mux.HandleFunc("GET /docs", d.index(names))
-	mux.HandleFunc("GET /openapi.json", d.serveMerged)
+	mux.Handle("GET /docs", secured(indexPolicy, d.index(names)))
+	mux.Handle("GET /openapi.json", secured(documentPolicy, http.HandlerFunc(d.serveMerged)))
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteProblem(r.Context(), apperr.New(apperr.KindNotFound, "no documentation at "+r.URL.Path), w)
 	}
-	mux.HandleFunc("GET /docs/", notFound)
-	mux.HandleFunc("GET /openapi/", notFound)
+	mux.Handle("GET /docs/", secured(documentPolicy, http.HandlerFunc(notFound)))
+	mux.Handle("GET /openapi/", secured(documentPolicy, http.HandlerFunc(notFound)))
 	for _, name := range names {
 		ui := v5emb.NewHandlerWithConfig(swgui.Config{
 			Title:       "Asset Registry API: " + name,
@@ -67,9 +67,10 @@ func (d *docs) Mount(mux *http.ServeMux) {
 			BasePath:    "/docs/" + name + "/",
 			SettingsUI:  map[string]string{"persistAuthorization": "true", "defaultModelsExpandDepth": "1"},
 		})
-		mux.Handle("GET /docs/"+name, ui)
-		mux.Handle("GET /docs/"+name+"/", ui) // the page's own assets
-		mux.HandleFunc("GET /openapi/"+name+".json", d.serveResource(name))
+		page := secured(pagePolicy(inlineScriptHashes(ui, "/docs/"+name)), ui)
+		mux.Handle("GET /docs/"+name, page)
+		mux.Handle("GET /docs/"+name+"/", page) // the page's own assets
+		mux.Handle("GET /openapi/"+name+".json", secured(documentPolicy, d.serveResource(name)))
 	}
 }
 

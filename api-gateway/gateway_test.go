@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -255,10 +258,13 @@ func TestRateLimit(t *testing.T) {
 func TestDocs(t *testing.T) {
 	f := newGateway(t, nil)
 	for _, path := range []string{"/docs", "/docs/organizations", "/docs/people/", "/docs/people/swagger-ui.css", "/openapi.json", "/openapi/organizations.json"} {
-		if r := f.client.Do(t, "GET", path, "", nil); r.Status != 200 {
+		r := f.client.Do(t, "GET", path, "", nil)
+		if r.Status != 200 {
 			t.Errorf("GET %s = %d", path, r.Status)
 		}
+		checkDocumentationHeaders(t, path, r)
 	}
+	checkDocumentationHeaders(t, "/docs/nothing", f.client.Do(t, "GET", "/docs/nothing", "", nil))
 	testkit.Expect(t, f.client.Do(t, "GET", "/docs/assets", "", nil), 404) // service not deployed
 	orgs := f.client.Do(t, "GET", "/openapi/organizations.json", "", nil).JSON()
 	paths := orgs["paths"].(map[string]any)
@@ -268,6 +274,35 @@ func TestDocs(t *testing.T) {
 	merged := f.client.Do(t, "GET", "/openapi.json", "", nil).JSON()
 	if len(merged["paths"].(map[string]any)) != 3 || merged["servers"] == nil {
 		t.Errorf("merged document = %v", merged)
+	}
+}
+
+// checkDocumentationHeaders: a documentation answer lets a browser load
+// nothing from another host, run no inline script but the page's own, and
+// sniff no content type.
+func checkDocumentationHeaders(t *testing.T, path string, r testkit.Response) {
+	t.Helper()
+	if r.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("%s: X-Content-Type-Options = %q", path, r.Header.Get("X-Content-Type-Options"))
+	}
+	csp := r.Header.Get("Content-Security-Policy")
+	if !strings.HasPrefix(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+		strings.Contains(csp, "http") || strings.Contains(csp, "*") || strings.Contains(csp, "script-src 'self' 'unsafe-inline'") {
+		t.Errorf("%s: Content-Security-Policy = %q", path, csp)
+	}
+	if path != "/docs/organizations" {
+		return
+	}
+	// The page's inline scripts, and only they, are allowed by hash.
+	scripts := regexp.MustCompile(`(?s)<script>(.*?)</script>`).FindAllStringSubmatch(string(r.Raw), -1)
+	if len(scripts) == 0 {
+		t.Fatalf("%s: no inline script to check", path)
+	}
+	for _, m := range scripts {
+		sum := sha256.Sum256([]byte(m[1]))
+		if hash := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; !strings.Contains(csp, hash) {
+			t.Errorf("%s: an inline script's hash %s is not in %q", path, hash, csp)
+		}
 	}
 }
 

@@ -116,7 +116,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	db.RegisterFlags(fs, "idp")
 	switch sub {
 	case "create":
-		fs.StringVar(&scopes, "scopes", "", "comma-separated scopes the client may hold: registry:read, registry:write")
+		fs.StringVar(&scopes, "scopes", "", "comma-separated scopes the client may hold: registry:read, registry:write, registry:admin (changes and deletes what other clients created)")
 		fs.Func("resource", "a resource (the registry's base address) the client may get tokens for; repeatable", func(v string) error {
 			resources = append(resources, v)
 			return nil

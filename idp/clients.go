@@ -24,9 +24,13 @@ const (
 	// ScopeInternal is held by the services' own machine clients only:
 	// it opens the internal paths they call each other on.
 	ScopeInternal = "registry:internal"
+	// ScopeAdmin lets a client change and delete what other clients
+	// created. Only the operator grants it (idp client create --scopes);
+	// a token request gets it only for a client that holds it.
+	ScopeAdmin = "registry:admin"
 )
 
-var knownScopes = []string{ScopeRead, ScopeWrite, ScopeInternal}
+var knownScopes = []string{ScopeRead, ScopeWrite, ScopeInternal, ScopeAdmin}
 
 // Errors of the admin API.
 var (

@@ -112,6 +112,15 @@ func Duplicate(detail, existingID string) *Error {
 	return e
 }
 
+// NotOwner says that the caller may not change or delete what another
+// client created (object-level authorization); owner is that client.
+func NotOwner(resource, id, owner string) *Error {
+	e := New(KindForbidden, fmt.Sprintf("%s %s was created by client %q: only that client or a client with registry:admin may change or delete it",
+		resource, id, owner)).With("owner", owner)
+	e.Code = "not-owner"
+	return e
+}
+
 // StillReferenced says that a delete was refused because others point at the
 // resource.
 func StillReferenced(detail string) *Error {

@@ -34,11 +34,14 @@ import (
 )
 
 // Scopes of the registry. The internal scope is held only by the services'
-// own machine clients, for their calls to each other.
+// own machine clients, for their calls to each other; the admin scope, given
+// only by the operator, lets a client change and delete what other clients
+// created.
 const (
 	ScopeRead     = "registry:read"
 	ScopeWrite    = "registry:write"
 	ScopeInternal = "registry:internal"
+	ScopeAdmin    = "registry:admin"
 )
 
 // AllowedAlgorithms are the signature algorithms a token may use. All are

@@ -17,6 +17,7 @@ import (
 	kithttp "github.com/go-kit/kit/transport/http"
 	"github.com/google/uuid"
 
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
 )
@@ -107,41 +108,48 @@ func Timeout(d time.Duration) endpoint.Middleware {
 	}
 }
 
-// Takes is a request header an operation declares it takes, beside its
-// body: a service's transport.go says per route which ones, and the route
-// table carries them (the conformance tests compare them with the API
-// document).
-type Takes string
+// Rule is what an operation declares beside its body and its service
+// method: the request headers it takes, and whether only the owner may
+// change what it changes. A service's transport.go says per route which
+// rules apply, and the route table carries them (the conformance tests
+// compare them with the API document).
+type Rule string
 
 const (
 	// IfMatch: a write that refuses with 412 a request whose If-Match no
 	// longer names the resource as a GET shows it. Without it, the header
 	// is ignored.
-	IfMatch Takes = "If-Match"
+	IfMatch Rule = "If-Match"
 	// IdempotencyKey: a create whose retry with the same Idempotency-Key
 	// replays the first answer instead of acting twice. Without it, the
 	// header is ignored.
-	IdempotencyKey Takes = IdempotencyKeyHeader
+	IdempotencyKey Rule = IdempotencyKeyHeader
+	// OwnerOnly: a change or delete that only the client that created the
+	// row (or one holding registry:admin) may make; anyone else gets a 403
+	// not-owner problem and nothing changes (auth.MayChange).
+	OwnerOnly Rule = "owner-only"
 )
 
 // Serve is the go-kit HTTP server for one endpoint with the shared response
-// encoder (ETags, 304 on If-None-Match) and problem error encoder, taking
-// the request headers takes declares.
-func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req], takes ...Takes) http.Handler {
+// encoder (ETags, 304 on If-None-Match) and problem error encoder, under
+// the rules the route declares.
+func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req], rules ...Rule) http.Handler {
 	conditions := httpx.WithReadConditions
 	before := []kithttp.RequestFunc{}
-	declared := make([]string, 0, len(takes))
-	for _, t := range takes {
-		switch t {
+	declared := make([]string, 0, len(rules))
+	for _, rule := range rules {
+		switch rule {
 		case IfMatch:
 			conditions = httpx.WithConditions
 		case IdempotencyKey:
 			e = Idempotent(e)
 			before = append(before, IdempotencyBefore)
+		case OwnerOnly:
+			before = append(before, func(ctx context.Context, _ *http.Request) context.Context { return auth.RequireOwner(ctx) })
 		default:
-			panic("endpoints: Serve takes no " + string(t))
+			panic("endpoints: no rule " + string(rule))
 		}
-		declared = append(declared, string(t))
+		declared = append(declared, string(rule))
 	}
 	return declaredServer{
 		Handler: kithttp.NewServer(e,
@@ -150,14 +158,14 @@ func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req], takes ...Tak
 			kithttp.ServerErrorEncoder(httpx.WriteProblem),
 			kithttp.ServerBefore(append([]kithttp.RequestFunc{conditions}, before...)...),
 		),
-		takes: declared,
+		rules: declared,
 	}
 }
 
-// declaredServer is a go-kit server that tells the router what it takes.
+// declaredServer is a go-kit server that tells the router its rules.
 type declaredServer struct {
 	http.Handler
-	takes []string
+	rules []string
 }
 
-func (s declaredServer) Takes() []string { return s.takes }
+func (s declaredServer) Rules() []string { return s.rules }

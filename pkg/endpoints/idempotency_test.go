@@ -122,7 +122,7 @@ func TestRouteTableCarriesTheDeclaration(t *testing.T) {
 	r.Handle("PATCH", "/a", endpoints.Serve(endpoints.New(func(context.Context, thing) (any, error) { return nil, nil }), httpx.Body[thing], endpoints.IfMatch))
 	r.Handle("GET", "/a", endpoints.Serve(endpoints.New(func(context.Context, thing) (any, error) { return nil, nil }), httpx.Body[thing]))
 	routes := r.Routes()
-	if len(routes) != 2 || len(routes[0].Takes) != 1 || routes[0].Takes[0] != "If-Match" || len(routes[1].Takes) != 0 {
+	if len(routes) != 2 || len(routes[0].Rules) != 1 || routes[0].Rules[0] != "If-Match" || len(routes[1].Rules) != 0 {
 		t.Errorf("routes = %+v", routes)
 	}
 }

@@ -96,6 +96,7 @@ var codeTitles = map[string]string{
 	"duplicate":        "Duplicate",
 	"still-referenced": "Still Referenced",
 	"ambiguous-match":  "Ambiguous Match",
+	"not-owner":        "Not Owner",
 }
 
 // defaultRetryAfter is sent when an error asks to retry without saying when.

@@ -29,19 +29,18 @@ type Router struct {
 	routes []Route
 }
 
-// Route is one registered method and pattern, with the request headers
-// its handler declares it takes (If-Match, Idempotency-Key).
+// Route is one registered method and pattern, with the rules its handler
+// declares (the headers it takes, owner-only; pkg/endpoints).
 type Route struct {
 	Method  string
 	Pattern string
-	Takes   []string
+	Rules   []string
 }
 
-// Declared is a handler that says which request headers it takes, so that
-// the route table (and the tests comparing it with the API document) can
-// tell.
+// Declared is a handler that says which rules it follows, so that the
+// route table (and the tests comparing it with the API document) can tell.
 type Declared interface {
-	Takes() []string
+	Rules() []string
 }
 
 type methodTable struct {
@@ -77,7 +76,7 @@ func (r *Router) Handle(method, pattern string, h http.Handler) {
 	t.handlers[method] = Chain(h, r.wrap...)
 	route := Route{Method: method, Pattern: pattern}
 	if d, ok := h.(Declared); ok {
-		route.Takes = d.Takes()
+		route.Rules = d.Rules()
 	}
 	r.routes = append(r.routes, route)
 }

@@ -11,3 +11,7 @@ type Audit struct {
 	UpdatedAt time.Time `json:"updated_at" db:"updated_at"`
 	UpdatedBy string    `json:"updated_by" db:"updated_by"`
 }
+
+// Creator is the client that created the resource, whom the owner rule
+// lets change and delete it.
+func (a Audit) Creator() string { return a.CreatedBy }

@@ -337,12 +337,16 @@ func (r *Registry) Delete(ctx context.Context, kind string, id uuid.UUID,
 }
 
 // DeleteRow is Delete for a resource that is one row of table, as every
-// resource is: del runs once the request's If-Match, if any, has been
-// checked against current (the resource as a GET shows it) under the row's
-// lock, so a delete that names a stale representation is a 412 and
-// removes nothing.
+// resource is. A caller the owner rule refuses gets its 403 before
+// anything is marked, so it never holds up others' references. del runs
+// once the request's If-Match, if any, has been checked against current
+// (the resource as a GET shows it) under the row's lock, so a delete that
+// names a stale representation is a 412 and removes nothing.
 func (r *Registry) DeleteRow(ctx context.Context, kind, table string, id uuid.UUID, current func(context.Context) (any, error),
 	del func(ctx context.Context, tx pgx.Tx) (changed []string, err error)) error {
+	if err := store.CheckOwner(ctx, r.store.DB(ctx), strings.ReplaceAll(kind, "_", " "), table, id); err != nil {
+		return err
+	}
 	return r.Delete(ctx, kind, id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		if err := store.CheckIfMatch(ctx, tx, table, id, current); err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"reflect"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
@@ -242,6 +244,9 @@ func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, ac
 		if err != nil {
 			return nil, err
 		}
+		if err := mayChange(ctx, u.Resource, id, current); err != nil {
+			return nil, err
+		}
 		if err := u.precondition(ctx, current); err != nil {
 			return nil, err
 		}
@@ -265,6 +270,41 @@ func (u Updater[Row, In]) precondition(ctx context.Context, current Row) error {
 		return err
 	}
 	return httpx.CheckIfMatch(ctx, rep)
+}
+
+// created is a row that knows the client that created it (model.Audit).
+type created interface{ Creator() string }
+
+// mayChange is the owner rule (auth.MayChange) for a row the store holds.
+func mayChange(ctx context.Context, resource string, id uuid.UUID, row any) error {
+	if !auth.OwnerRequired(ctx) {
+		return nil
+	}
+	c, ok := row.(created)
+	if !ok {
+		return fmt.Errorf("store: a %s row does not say who created it (embed model.Audit)", resource)
+	}
+	return auth.MayChange(ctx, resource, id.String(), c.Creator())
+}
+
+// CheckOwner is the owner rule (auth.MayChange) for the row of table with
+// id, for a write the request's operation declares owner-only: a row
+// another client created is a 403 not-owner. A row that does not exist
+// passes: the write that follows answers its 404. created_by never
+// changes, so the read needs no lock.
+func CheckOwner(ctx context.Context, q Querier, resource, table string, id uuid.UUID) error {
+	if !auth.OwnerRequired(ctx) {
+		return nil
+	}
+	var createdBy string
+	err := q.QueryRow(ctx, `SELECT created_by FROM `+pgx.Identifier{table}.Sanitize()+` WHERE id = $1`, id).Scan(&createdBy)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return Classify(err, "owner of "+resource)
+	}
+	return auth.MayChange(ctx, resource, id.String(), createdBy)
 }
 
 // CheckIfMatch is a delete's precondition: when the request carries

@@ -151,6 +151,10 @@ func jsonObject(v *apperr.Validation, field string, raw json.RawMessage) json.Ra
 		v.Add(field, "must be at most %d bytes of JSON (%d KiB); it is %d", MaxJSONObject, MaxJSONObject>>10, compact.Len())
 		return raw
 	}
+	if depth := model.JSONDepth(compact.Bytes()); depth > model.MaxJSONDepth {
+		v.Add(field, "must nest at most %d levels of objects and arrays; it nests %d", model.MaxJSONDepth, depth)
+		return raw
+	}
 	canonical, err := canonicalJSON(compact.Bytes())
 	if err != nil {
 		v.Add(field, "must be a JSON object")

@@ -68,6 +68,9 @@ func TestActionInputNormalize(t *testing.T) {
 			fields: []string{"data", "meta_data"}},
 		{name: "data of 256 KiB exactly", in: with(func(in *ActionInput) { in.Data = object(MaxJSONObject) })},
 		{name: "data one byte over", in: with(func(in *ActionInput) { in.Data = object(MaxJSONObject + 1) }), fields: []string{"data"}},
+		{name: "data nested 32 levels", in: with(func(in *ActionInput) { in.Data = nested(32) })},
+		{name: "data nested 33 levels", in: with(func(in *ActionInput) { in.Data = nested(33) }), fields: []string{"data"}},
+		{name: "meta_data nested 5000 levels", in: with(func(in *ActionInput) { in.MetaData = nested(5000) }), fields: []string{"meta_data"}},
 		{name: "whitespace does not count", in: with(func(in *ActionInput) {
 			in.MetaData = json.RawMessage(" " + string(object(MaxJSONObject)) + strings.Repeat(" ", 1000))
 		})},
@@ -166,4 +169,9 @@ func TestActionDocumentInput(t *testing.T) {
 			servicetest.WantFields(t, err, tt.fields...)
 		})
 	}
+}
+
+// nested is an object that nests levels objects and arrays.
+func nested(levels int) json.RawMessage {
+	return json.RawMessage(`{"a":` + strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1) + `}`)
 }

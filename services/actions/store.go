@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
@@ -206,13 +207,19 @@ func actionDocumentsLinking(ctx context.Context, q store.Querier, id uuid.UUID) 
 }
 
 // lockAction holds the action against a concurrent delete until the
-// transaction ends; an unknown action is a 404.
+// transaction ends; an unknown action is a 404. Linking a document to an
+// action is the action's: the owner rule of the request, if declared, is
+// the action's creator's.
 func lockAction(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
-	err := tx.QueryRow(ctx, `SELECT id FROM actions WHERE id = $1 FOR KEY SHARE`, id).Scan(new(uuid.UUID))
+	var createdBy string
+	err := tx.QueryRow(ctx, `SELECT created_by FROM actions WHERE id = $1 FOR KEY SHARE`, id).Scan(&createdBy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return apperr.NotFound("action", id.String())
 	}
-	return store.Classify(err, "lock action")
+	if err != nil {
+		return store.Classify(err, "lock action")
+	}
+	return auth.MayChange(ctx, "action", id.String(), createdBy)
 }
 
 // CreateActionDocument links a document to an action: the action must

@@ -2,8 +2,8 @@ package assets
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,12 +34,16 @@ type Document struct {
 	SHA256       string    `json:"sha256"`
 	CreatedAt    time.Time `json:"created_at"`
 	CreatedBy    string    `json:"created_by"`
+	// SniffedType is what the documents service found the file to be;
+	// checked when the document becomes a thumbnail, not shown.
+	SniffedType string `json:"-"`
 }
 
 // documentFrom reads the attributes the documents service answers a
 // reference check with.
 func documentFrom(id uuid.UUID, a refs.Attrs) (Document, error) {
-	d := Document{ID: id, DocumentType: a["document_type"], ContentType: a["content_type"], SHA256: a["sha256"], CreatedBy: a["created_by"]}
+	d := Document{ID: id, DocumentType: a["document_type"], ContentType: a["content_type"], SHA256: a["sha256"], CreatedBy: a["created_by"],
+		SniffedType: a["sniffed_type"]}
 	if name, ok := a["filename"]; ok {
 		d.Filename = &name
 	}
@@ -53,8 +57,14 @@ func documentFrom(id uuid.UUID, a refs.Attrs) (Document, error) {
 	return d, nil
 }
 
-// isImage reports whether a document can be a thumbnail.
-func isImage(d Document) bool { return strings.HasPrefix(d.ContentType, "image/") }
+// RasterImages are what a thumbnail may be: the types the documents
+// service recognises from a file's first bytes, whatever the uploader
+// declared. An SVG (which can carry scripts) or a file that only claims to
+// be an image is refused.
+var RasterImages = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// isRasterImage reports whether a document can be a thumbnail.
+func isRasterImage(d Document) bool { return slices.Contains(RasterImages, d.SniffedType) }
 
 // AssetType is a brand and model (and version) of equipment, as lists show it.
 type AssetType struct {

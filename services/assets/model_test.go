@@ -201,9 +201,9 @@ func TestDocumentFrom(t *testing.T) {
 	id := uuid.New()
 	created := time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
 	attrs := refs.Attrs{"content_type": "image/png", "document_type": "photo", "size": "12", "sha256": "ab",
-		"created_at": created.Format(time.RFC3339Nano), "created_by": "c"}
+		"created_at": created.Format(time.RFC3339Nano), "created_by": "c", "sniffed_type": "image/png"}
 	d, err := documentFrom(id, attrs)
-	if err != nil || d.ID != id || d.Size != 12 || !d.CreatedAt.Equal(created) || d.Filename != nil || !isImage(d) {
+	if err != nil || d.ID != id || d.Size != 12 || !d.CreatedAt.Equal(created) || d.Filename != nil || !isRasterImage(d) {
 		t.Fatalf("document = %+v, %v", d, err)
 	}
 	attrs["filename"] = "front.png"
@@ -214,7 +214,29 @@ func TestDocumentFrom(t *testing.T) {
 	if _, err := documentFrom(id, attrs); err == nil {
 		t.Error("a size that is not a number was accepted")
 	}
-	if isImage(Document{ContentType: "application/pdf"}) {
+	if isRasterImage(Document{ContentType: "application/pdf", SniffedType: "application/pdf"}) {
 		t.Error("a PDF is not an image")
+	}
+}
+
+// A thumbnail is what the file's bytes are, not what its uploader declared.
+func TestIsRasterImage(t *testing.T) {
+	cases := []struct {
+		declared, sniffed string
+		want              bool
+	}{
+		{"image/png", "image/png", true},
+		{"image/jpeg", "image/jpeg", true},
+		{"image/gif", "image/gif", true},
+		{"application/octet-stream", "image/webp", true},
+		{"image/svg+xml", "text/xml; charset=utf-8", false},
+		{"image/png", "text/plain; charset=utf-8", false},
+		{"image/bmp", "image/bmp", false},
+		{"image/png", "", false}, // stored before the documents service sniffed
+	}
+	for _, c := range cases {
+		if got := isRasterImage(Document{ContentType: c.declared, SniffedType: c.sniffed}); got != c.want {
+			t.Errorf("declared %s, sniffed %q: %v, want %v", c.declared, c.sniffed, got, c.want)
+		}
 	}
 }

@@ -53,7 +53,8 @@ func (f fixture) person() uuid.UUID {
 func (f fixture) document(contentType string) uuid.UUID {
 	id := uuid.New()
 	f.documents.Add("document", id, refs.Attrs{"content_type": contentType, "document_type": "manual", "filename": "f",
-		"size": "3", "sha256": strings.Repeat("a", 64), "created_at": time.Now().UTC().Format(time.RFC3339Nano), "created_by": "c"})
+		"size": "3", "sha256": strings.Repeat("a", 64), "created_at": time.Now().UTC().Format(time.RFC3339Nano), "created_by": "c",
+		"sniffed_type": contentType})
 	return id
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
@@ -269,15 +270,21 @@ type lockedType struct {
 }
 
 // lockAssetType locks the asset type against concurrent writes to it (and
-// its delete) for the rest of the transaction.
+// its delete) for the rest of the transaction. Its documents and thumbnail
+// are the type's: the owner rule of the request, if declared, is the
+// type's creator's.
 func lockAssetType(ctx context.Context, tx pgx.Tx, id uuid.UUID) (lockedType, error) {
 	var t lockedType
-	err := tx.QueryRow(ctx, `SELECT brand, model, thumbnail_document_id FROM asset_types WHERE id = $1 FOR UPDATE`, id).
-		Scan(&t.Brand, &t.Model, &t.Thumbnail)
+	var createdBy string
+	err := tx.QueryRow(ctx, `SELECT brand, model, thumbnail_document_id, created_by FROM asset_types WHERE id = $1 FOR UPDATE`, id).
+		Scan(&t.Brand, &t.Model, &t.Thumbnail, &createdBy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, apperr.NotFound("asset type", id.String())
 	}
-	return t, store.Classify(err, "lock asset type")
+	if err != nil {
+		return t, store.Classify(err, "lock asset type")
+	}
+	return t, auth.MayChange(ctx, "asset type", id.String(), createdBy)
 }
 
 // touch records that the asset type changed.
@@ -383,9 +390,14 @@ func (s *Store) thumbnail(ctx context.Context, tx pgx.Tx, field string, id *uuid
 	if err != nil {
 		return nil, err
 	}
-	if !isImage(doc) {
+	if !isRasterImage(doc) {
+		found := doc.SniffedType
+		if found == "" {
+			found = "of unknown content"
+		}
 		return nil, apperr.Invalid(apperr.FieldError{Field: field,
-			Message: fmt.Sprintf("must name an image document (image/*); document %s is %s", doc.ID, doc.ContentType)})
+			Message: fmt.Sprintf("must name a PNG, JPEG, GIF or WebP image, as its bytes show; document %s is declared %s and is %s",
+				doc.ID, doc.ContentType, found)})
 	}
 	return &doc, nil
 }

@@ -30,19 +30,19 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	// cached: answered from Redis until a write changes it (cache.go)
 	handle("GET", "/asset_types/by_brand_and_model", endpoints.Serve(e.FindAssetTypes, decodeBrandAndModel))
 	handle("GET", "/asset_types/{id}", endpoints.Serve(e.GetAssetType, httpx.PathID))
-	handle("PATCH", "/asset_types/{id}", endpoints.Serve(e.UpdateAssetType, httpx.PathIDBody[AssetTypePatch], endpoints.IfMatch))
-	handle("DELETE", "/asset_types/{id}", endpoints.Serve(e.DeleteAssetType, httpx.PathID, endpoints.IfMatch))
-	handle("POST", "/asset_types/{id}/documents", endpoints.Serve(e.AttachDocument, httpx.PathIDBody[DocumentRef], endpoints.IdempotencyKey))
-	handle("DELETE", "/asset_types/{id}/documents/{document_id}", endpoints.Serve(e.DetachDocument, decodeAttachment, endpoints.IfMatch))
-	handle("PUT", "/asset_types/{id}/thumbnail", endpoints.Serve(e.SetThumbnail, httpx.PathIDBody[DocumentRef]))
+	handle("PATCH", "/asset_types/{id}", endpoints.Serve(e.UpdateAssetType, httpx.PathIDBody[AssetTypePatch], endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("DELETE", "/asset_types/{id}", endpoints.Serve(e.DeleteAssetType, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("POST", "/asset_types/{id}/documents", endpoints.Serve(e.AttachDocument, httpx.PathIDBody[DocumentRef], endpoints.IdempotencyKey, endpoints.OwnerOnly))
+	handle("DELETE", "/asset_types/{id}/documents/{document_id}", endpoints.Serve(e.DetachDocument, decodeAttachment, endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("PUT", "/asset_types/{id}/thumbnail", endpoints.Serve(e.SetThumbnail, httpx.PathIDBody[DocumentRef], endpoints.OwnerOnly))
 
 	handle("POST", "/assets", endpoints.Serve(e.CreateAsset, httpx.Body[AssetInput], endpoints.IdempotencyKey))
 	handle("GET", "/assets", endpoints.Serve(e.ListAssets, decodeListAssets))
 	// cached: answered from Redis until a write changes it (cache.go)
 	handle("POST", "/assets/find", endpoints.Serve(e.FindAsset, httpx.Find[AssetQuery](true), endpoints.IdempotencyKey))
 	handle("GET", "/assets/{id}", endpoints.Serve(e.GetAsset, httpx.PathID))
-	handle("PATCH", "/assets/{id}", endpoints.Serve(e.UpdateAsset, httpx.PathIDBody[AssetPatch], endpoints.IfMatch))
-	handle("DELETE", "/assets/{id}", endpoints.Serve(e.DeleteAsset, httpx.PathID, endpoints.IfMatch))
+	handle("PATCH", "/assets/{id}", endpoints.Serve(e.UpdateAsset, httpx.PathIDBody[AssetPatch], endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("DELETE", "/assets/{id}", endpoints.Serve(e.DeleteAsset, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
 	return r
 }
 

@@ -23,7 +23,8 @@ var liftmaster = map[string]any{"brand": "Liftmaster", "model": "LM-200", "versi
 func addDocument(s *servicetest.Service, contentType string) string {
 	id := uuid.New()
 	s.StandIn("documents").Add("document", id, refs.Attrs{"content_type": contentType, "document_type": "manual",
-		"size": "10", "sha256": strings.Repeat("0", 64), "created_at": time.Now().UTC().Format(time.RFC3339Nano), "created_by": "c"})
+		"size": "10", "sha256": strings.Repeat("0", 64), "created_at": time.Now().UTC().Format(time.RFC3339Nano), "created_by": "c",
+		"sniffed_type": contentType})
 	return id.String()
 }
 
@@ -325,3 +326,23 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 
 // The document and the common error rows, as every service checks them.
 func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }
+
+// Only the client that created an asset type or an asset (or an admin)
+// changes or deletes it; a type's documents and thumbnail are the type's.
+func TestHTTPOwnership(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	typ := "/asset_types/" + s.Call(201, "POST", "/asset_types", s.RW, map[string]any{"brand": "Own", "model": "M1"}).JSON()["id"].(string)
+	asset := "/assets/" + s.Call(201, "POST", "/assets", s.RW,
+		map[string]any{"serial_number": "SN-OWN", "asset_type_id": strings.TrimPrefix(typ, "/asset_types/")}).JSON()["id"].(string)
+	image, manual := addDocument(s, "image/png"), addDocument(s, "application/pdf")
+	s.Call(201, "POST", typ+"/documents", s.RW, map[string]any{"document_id": manual})
+	s.Ownership(t, []servicetest.OwnerCase{
+		{Name: "patch asset type", Method: "PATCH", Path: typ, Body: map[string]any{"model": "M2"}, Read: typ, AdminStatus: 200},
+		{Name: "attach document", Method: "POST", Path: typ + "/documents", Body: map[string]any{"document_id": image}, Read: typ, AdminStatus: 201},
+		{Name: "detach document", Method: "DELETE", Path: typ + "/documents/" + manual, Read: typ, AdminStatus: 204},
+		{Name: "set thumbnail", Method: "PUT", Path: typ + "/thumbnail", Body: map[string]any{"document_id": image}, Read: typ, AdminStatus: 200},
+		{Name: "patch asset", Method: "PATCH", Path: asset, Body: map[string]any{"serial_number": "SN-TAKEN"}, Read: asset, AdminStatus: 200},
+		{Name: "delete asset", Method: "DELETE", Path: asset, Read: asset, AdminStatus: 204},
+		{Name: "delete asset type", Method: "DELETE", Path: typ, Read: typ, AdminStatus: 204},
+	})
+}

@@ -19,6 +19,10 @@ type Document struct {
 	SHA256       string    `json:"sha256" db:"sha256"`
 	CreatedAt    time.Time `json:"created_at" db:"created_at"`
 	CreatedBy    string    `json:"created_by" db:"created_by"`
+	// SniffedType is the media type the service found from the file's
+	// first bytes; peers learn it (a thumbnail must be a raster image), the
+	// API does not show it.
+	SniffedType string `json:"-" db:"sniffed_type"`
 }
 
 // ActionDocument links an action to a document. The actions service owns

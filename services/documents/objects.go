@@ -66,6 +66,9 @@ type Stored struct {
 	SHA256      string // lowercase hex
 	ContentType string
 	Filename    *string
+	// Sniffed is what the first bytes say the file is
+	// (http.DetectContentType), whatever its declared type.
+	Sniffed string
 }
 
 // sniffBytes is what content sniffing looks at (http.DetectContentType).
@@ -96,8 +99,9 @@ func (o *Objects) Put(ctx context.Context, key string, body io.Reader, contentTy
 			return Stored{}, uploadError(err)
 		}
 	}
+	sniffed := http.DetectContentType((*first)[:min(n, sniffBytes)])
 	if contentType == "" {
-		contentType = http.DetectContentType((*first)[:min(n, sniffBytes)])
+		contentType = sniffed
 	}
 	// Storage calls outlive a client that went away, so that a failed
 	// multipart upload can still be aborted; the body read fails anyway.
@@ -117,7 +121,7 @@ func (o *Objects) Put(ctx context.Context, key string, body io.Reader, contentTy
 	if err != nil {
 		return Stored{}, uploadError(err)
 	}
-	return Stored{Size: in.n, SHA256: hex.EncodeToString(in.hash.Sum(nil)), ContentType: contentType}, nil
+	return Stored{Size: in.n, SHA256: hex.EncodeToString(in.hash.Sum(nil)), ContentType: contentType, Sniffed: sniffed}, nil
 }
 
 // releasingReader calls release once r is read to its end.

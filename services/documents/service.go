@@ -173,7 +173,7 @@ func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, 
 	defer cancel()
 	doc, err := s.store.Create(createCtx, Document{
 		ID: id, DocumentType: *documentType, Filename: stored.Filename, ContentType: stored.ContentType,
-		Size: stored.Size, SHA256: stored.SHA256, CreatedBy: auth.Subject(ctx),
+		Size: stored.Size, SHA256: stored.SHA256, CreatedBy: auth.Subject(ctx), SniffedType: stored.Sniffed,
 	})
 	if err != nil {
 		return abandon(err)

@@ -31,7 +31,7 @@ func NewStore(s *store.Store, r *refs.Registry, logger log.Logger) *Store {
 	return st
 }
 
-const documentColumns = `id, document_type, filename, content_type, size, sha256, created_at, created_by`
+const documentColumns = `id, document_type, filename, content_type, size, sha256, created_at, created_by, sniffed_type`
 
 // ClaimKey returns a new document id and lists its object as loose until
 // deadline, before any byte is stored: a crash at any later point leaves
@@ -50,9 +50,9 @@ func (s *Store) Create(ctx context.Context, d Document) (Document, error) {
 	err := s.Write(ctx, "create document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
 		doc, err = store.One[Document](ctx, tx, "insert document", "document", d.ID,
-			`INSERT INTO documents (id, document_type, filename, content_type, size, sha256, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+documentColumns,
-			d.ID, d.DocumentType, d.Filename, d.ContentType, d.Size, d.SHA256, d.CreatedBy)
+			`INSERT INTO documents (id, document_type, filename, content_type, size, sha256, created_by, sniffed_type)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+documentColumns,
+			d.ID, d.DocumentType, d.Filename, d.ContentType, d.Size, d.SHA256, d.CreatedBy, d.SniffedType)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +81,8 @@ func (s *Store) exists(ctx context.Context, q store.Querier, ids []uuid.UUID) (m
 	found := make(map[uuid.UUID]refs.Attrs, len(docs))
 	for _, d := range docs {
 		attrs := refs.Attrs{"content_type": d.ContentType, "document_type": d.DocumentType, "size": strconv.FormatInt(d.Size, 10),
-			"sha256": d.SHA256, "created_at": d.CreatedAt.UTC().Format(time.RFC3339Nano), "created_by": d.CreatedBy}
+			"sha256": d.SHA256, "created_at": d.CreatedAt.UTC().Format(time.RFC3339Nano), "created_by": d.CreatedBy,
+			"sniffed_type": d.SniffedType}
 		if d.Filename != nil {
 			attrs["filename"] = *d.Filename
 		}

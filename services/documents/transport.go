@@ -30,7 +30,7 @@ func NewHTTPHandler(e Endpoints, internal refs.Set, maxSize int64) *httpx.Router
 	r := httpx.NewRouter(auth.RequireScope)
 	r.Handle("POST", "/documents", endpoints.Serve(e.Upload, uploadDecoder(maxSize), endpoints.IdempotencyKey))
 	r.Handle("GET", "/documents/{id}", endpoints.Serve(e.Get, httpx.PathID))
-	r.Handle("DELETE", "/documents/{id}", endpoints.Serve(e.Delete, httpx.PathID, endpoints.IfMatch))
+	r.Handle("DELETE", "/documents/{id}", endpoints.Serve(e.Delete, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
 	r.Handle("GET", "/documents/{id}/file", kithttp.NewServer(e.Download,
 		func(_ context.Context, r *http.Request) (any, error) { return decodeDownload(r) },
 		encodeFile, kithttp.ServerErrorEncoder(httpx.WriteProblem)))

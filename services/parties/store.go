@@ -2,12 +2,14 @@ package parties
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
@@ -285,17 +287,20 @@ func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
 		if err != nil {
 			return nil, err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM person_organizations
-			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
-			in.PersonID, in.OrganizationID, in.RelationType)
-		if err != nil {
-			return nil, store.Classify(err, "delete link")
-		}
-		if tag.RowsAffected() == 0 {
+		var createdBy string
+		err = tx.QueryRow(ctx, `DELETE FROM person_organizations
+			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3 RETURNING created_by`,
+			in.PersonID, in.OrganizationID, in.RelationType).Scan(&createdBy)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf(
 				"person %s is not linked to organization %s as %s", in.PersonID, in.OrganizationID, in.RelationType))
 		}
-		return changed, nil
+		if err != nil {
+			return nil, store.Classify(err, "delete link")
+		}
+		// A link is its maker's: anyone else's unlink rolls back.
+		link := fmt.Sprintf("of person %s to organization %s as %s", in.PersonID, in.OrganizationID, in.RelationType)
+		return changed, auth.MayChange(ctx, "link", link, createdBy)
 	})
 }
 

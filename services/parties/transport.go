@@ -21,8 +21,8 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("POST", "/organizations", endpoints.Serve(e.CreateOrganization, httpx.Body[OrganizationInput], endpoints.IdempotencyKey))
 	handle("GET", "/organizations", endpoints.Serve(e.ListOrganizations, decodeListOrganizations))
 	handle("GET", "/organizations/{id}", endpoints.Serve(e.GetOrganization, httpx.PathID))
-	handle("PATCH", "/organizations/{id}", endpoints.Serve(e.UpdateOrganization, httpx.PathIDBody[OrganizationPatch], endpoints.IfMatch))
-	handle("DELETE", "/organizations/{id}", endpoints.Serve(e.DeleteOrganization, httpx.PathID, endpoints.IfMatch))
+	handle("PATCH", "/organizations/{id}", endpoints.Serve(e.UpdateOrganization, httpx.PathIDBody[OrganizationPatch], endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("DELETE", "/organizations/{id}", endpoints.Serve(e.DeleteOrganization, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
 	// cached: answered from Redis until a write changes it (cache.go)
 	findOrganization := endpoints.Serve(e.FindOrganization, httpx.Find[OrganizationQuery](false), endpoints.IdempotencyKey)
 	handle("POST", "/organizations/find", findOrganization)
@@ -31,14 +31,14 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("POST", "/people", endpoints.Serve(e.CreatePerson, httpx.Body[PersonInput], endpoints.IdempotencyKey))
 	handle("GET", "/people", endpoints.Serve(e.ListPeople, decodeListPeople))
 	handle("GET", "/people/{id}", endpoints.Serve(e.GetPerson, httpx.PathID))
-	handle("PATCH", "/people/{id}", endpoints.Serve(e.UpdatePerson, httpx.PathIDBody[PersonPatch], endpoints.IfMatch))
-	handle("DELETE", "/people/{id}", endpoints.Serve(e.DeletePerson, httpx.PathID, endpoints.IfMatch))
+	handle("PATCH", "/people/{id}", endpoints.Serve(e.UpdatePerson, httpx.PathIDBody[PersonPatch], endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("DELETE", "/people/{id}", endpoints.Serve(e.DeletePerson, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
 	// cached: answered from Redis until a write changes it (cache.go)
 	handle("POST", "/people/find", endpoints.Serve(e.FindPerson, httpx.Find[PersonInput](true), endpoints.IdempotencyKey))
 
 	const link = "/people/{person_id}/organizations/{organization_id}"
 	handle("POST", link, endpoints.Serve(e.Link, decodeLink, endpoints.IdempotencyKey))
-	handle("DELETE", link, endpoints.Serve(e.Unlink, decodeLink, endpoints.IfMatch))
+	handle("DELETE", link, endpoints.Serve(e.Unlink, decodeLink, endpoints.IfMatch, endpoints.OwnerOnly))
 	return r
 }
 

@@ -325,3 +325,21 @@ func TestHTTPCachedFindIsTheSameAnswer(t *testing.T) {
 		"Content-Type", "application/merge-patch+json"), 200)
 	a.Expect(a.Do("POST", "/people/find", a.RO, map[string]any{"first_name": "Ada", "last_name": "Lovelace", "date_of_birth": "1815-12-10"}), 404)
 }
+
+// Only the client that created a row (or an admin) changes or deletes it;
+// a link is its maker's.
+func TestHTTPOwnership(t *testing.T) {
+	a := servicetest.Start(t, Spec())
+	org := "/organizations/" + a.Call(201, "POST", "/organizations", a.RW, acme).JSON()["id"].(string)
+	person := "/people/" + a.Call(201, "POST", "/people", a.RW,
+		map[string]any{"first_name": "Ada", "last_name": "Owner", "date_of_birth": "1980-01-02"}).JSON()["id"].(string)
+	link := person + "/organizations/" + strings.TrimPrefix(org, "/organizations/") + "?relation_type=employee"
+	a.Call(201, "POST", link, a.RW, nil)
+	a.Ownership(t, []servicetest.OwnerCase{
+		{Name: "patch organization", Method: "PATCH", Path: org, Body: map[string]any{"name": "Taken"}, Read: org, AdminStatus: 200},
+		{Name: "patch person", Method: "PATCH", Path: person, Body: map[string]any{"first_name": "Eve"}, Read: person, AdminStatus: 200},
+		{Name: "unlink", Method: "DELETE", Path: link, Read: person, AdminStatus: 204},
+		{Name: "delete person", Method: "DELETE", Path: person, Read: person, AdminStatus: 204},
+		{Name: "delete organization", Method: "DELETE", Path: org, Read: org, AdminStatus: 204},
+	})
+}

@@ -15,10 +15,15 @@ import (
 	"github.com/assetregistry/registry/tools/devinfra"
 )
 
-// Client ids of make run's two machine clients.
+// Client ids of make run's four machine clients: an integration that reads
+// and writes, one that only reads, a second integration that reads and
+// writes (to see that neither can change what the other created), and an
+// operator's client holding registry:admin.
 const (
 	ReadWriteClient = "local-integration"
 	ReadOnlyClient  = "local-readonly"
+	OtherClient     = "local-other-integration"
+	AdminClient     = "local-admin"
 )
 
 // Credentials are what an integration needs to call the stack; they are
@@ -27,6 +32,8 @@ type Credentials struct {
 	RegistryURL, AuthURL, Resource         string
 	ClientID, ClientSecret                 string
 	ReadOnlyClientID, ReadOnlyClientSecret string
+	OtherClientID, OtherClientSecret       string
+	AdminClientID, AdminClientSecret       string
 }
 
 // ServiceIdentity is a service's own machine client, for its calls to peers.
@@ -76,8 +83,8 @@ func (s *Stack) idpClients(ctx context.Context) (*idp.Clients, func(), error) {
 	return idp.NewClients(pool), pool.Close, nil
 }
 
-// EnsureClients makes sure the read-write and the read-only machine client
-// exist with the secrets recorded in envFile. Secrets are stored hashed, so
+// EnsureClients makes sure the four machine clients exist with the secrets
+// recorded in envFile. Secrets are stored hashed, so
 // a client whose secret was lost (envFile deleted) gets a fresh one by an
 // immediate rotation; a second make run otherwise reuses everything.
 func (s *Stack) EnsureClients(ctx context.Context, envFile string) (Credentials, error) {
@@ -95,6 +102,16 @@ func (s *Stack) EnsureClients(ctx context.Context, envFile string) (Credentials,
 	}
 	c.ReadOnlyClientID, c.ReadOnlyClientSecret, err = ensureClient(ctx, clients, ReadOnlyClient, previous["READONLY_CLIENT_SECRET"],
 		[]string{idp.ScopeRead}, s.Resource)
+	if err != nil {
+		return c, err
+	}
+	c.OtherClientID, c.OtherClientSecret, err = ensureClient(ctx, clients, OtherClient, previous["OTHER_CLIENT_SECRET"],
+		[]string{idp.ScopeRead, idp.ScopeWrite}, s.Resource)
+	if err != nil {
+		return c, err
+	}
+	c.AdminClientID, c.AdminClientSecret, err = ensureClient(ctx, clients, AdminClient, previous["ADMIN_CLIENT_SECRET"],
+		[]string{idp.ScopeRead, idp.ScopeWrite, idp.ScopeAdmin}, s.Resource)
 	if err != nil {
 		return c, err
 	}
@@ -128,6 +145,10 @@ func (c Credentials) env() []string {
 		"CLIENT_SECRET=" + c.ClientSecret,
 		"READONLY_CLIENT_ID=" + c.ReadOnlyClientID,
 		"READONLY_CLIENT_SECRET=" + c.ReadOnlyClientSecret,
+		"OTHER_CLIENT_ID=" + c.OtherClientID,
+		"OTHER_CLIENT_SECRET=" + c.OtherClientSecret,
+		"ADMIN_CLIENT_ID=" + c.AdminClientID,
+		"ADMIN_CLIENT_SECRET=" + c.AdminClientSecret,
 	}
 }
 

@@ -56,6 +56,15 @@ func TestAssetsThroughGateway(t *testing.T) {
 	}
 	call(200, "POST", typePath+"/documents", rw, map[string]any{"document_id": manual})
 	call(422, "PUT", typePath+"/thumbnail", rw, map[string]any{"document_id": manual})
+	// An image is what its bytes are: an SVG with a script, or a text that
+	// claims to be a PNG, is no thumbnail.
+	svg := uploadThroughGateway(t, rw, "x.svg", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`)
+	fake := uploadThroughGateway(t, rw, "fake.png", "image/png", "not a png at all")
+	for _, document := range []string{svg, fake} {
+		if fields := call(422, "PUT", typePath+"/thumbnail", rw, map[string]any{"document_id": document}).Fields(); len(fields) != 1 || fields[0] != "document_id" {
+			t.Errorf("thumbnail %s: fields %v", document, fields)
+		}
+	}
 	withThumb := call(200, "PUT", typePath+"/thumbnail/", rw, map[string]any{"document_id": photo}).JSON()
 	if withThumb["thumbnail"].(map[string]any)["filename"] != "front.png" {
 		t.Errorf("thumbnail: %v", withThumb["thumbnail"])

@@ -81,8 +81,10 @@ The Asset Registry is running.
   API (gateway)        %[1]s
   API documentation    %[1]s/docs
   Identity provider    %[2]s  (token endpoint %[2]s/oidc/token)
-  Read-write client    %[3]s
-  Read-only client     %[4]s
+  Read-write client    %[3]s  (CLIENT_ID; changes only what it created)
+  Read-only client     %[4]s  (READONLY_CLIENT_ID)
+  Second integration   %[13]s  (OTHER_CLIENT_ID; read-write, owns its own rows)
+  Admin client         %[14]s  (ADMIN_CLIENT_ID; registry:admin: changes anyone's rows)
   Credentials          %[5]s
   Logs                 %[6]s
   MinIO (S3)           http://%[7]s  (console %[8]s; root credentials in %[9]s)
@@ -103,7 +105,7 @@ Get a token and make a first call:
 Press Ctrl-C to stop everything.
 `, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, stack.LogDir,
 		stack.S3Endpoint, console, stack.S3Credentials, redactedHost(stack.DatabaseURL), redactedHost(stack.RedisURL),
-		filepath.Join(filepath.Dir(envFile), "datastores.env"))
+		filepath.Join(filepath.Dir(envFile), "datastores.env"), c.OtherClientID, c.AdminClientID)
 }
 
 // redactedHost is where a datastore listens, without its credentials.

@@ -32,7 +32,19 @@ func RoutesMatchDocument(t *testing.T, spec servicekit.Spec) {
 			continue
 		}
 		routes = append(routes, r.Method+" "+r.Pattern)
-		declared[r.Method+" "+r.Pattern] = slices.Sorted(slices.Values(r.Takes))
+		var headers []string
+		for _, rule := range r.Rules {
+			if slices.Contains(declaredHeaders, rule) {
+				headers = append(headers, rule)
+			}
+		}
+		slices.Sort(headers)
+		declared[r.Method+" "+r.Pattern] = headers
+		// Every change and delete of a resource is its owner's (or an
+		// admin's) alone.
+		if (r.Method == "PATCH" || r.Method == "DELETE") && !slices.Contains(r.Rules, "owner-only") {
+			t.Errorf("route %s %s does not declare endpoints.OwnerOnly", r.Method, r.Pattern)
+		}
 	}
 	if len(routes) == 0 {
 		t.Fatal("the service registers no public route")

@@ -38,8 +38,11 @@ type Service struct {
 	Client testkit.Client // checks every response against the document
 	Issuer *testkit.Issuer
 	RW, RO string // read-write and read-only tokens of client "rw-client" / "ro-client"
-	Built  servicekit.Built
-	Config servicekit.Config
+	// Other is a read-write token of a second integration ("other-client"),
+	// Admin one of a client holding registry:admin ("admin-client").
+	Other, Admin string
+	Built        servicekit.Built
+	Config       servicekit.Config
 	// StandIns play the peers that are not running (StandIn), by name.
 	StandIns map[string]*StandIn
 }
@@ -113,6 +116,8 @@ func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer
 		t:      t,
 		Client: testkit.Client{BaseURL: srv.URL, HTTP: DocumentClient(t, spec)},
 		Issuer: issuer, RW: issuer.ReadWrite(t), RO: issuer.ReadOnly(t),
+		Other: issuer.Token(t, "other-client", auth.ScopeRead, auth.ScopeWrite),
+		Admin: issuer.Token(t, "admin-client", auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin),
 		Built: built, Config: cfg, StandIns: standIns,
 	}
 }
@@ -193,6 +198,8 @@ func StartCluster(t *testing.T, specs ...servicekit.Spec) map[string]*Service {
 			t:      t,
 			Client: testkit.Client{BaseURL: srv.URL, HTTP: DocumentClient(t, spec)},
 			Issuer: issuer, RW: issuer.ReadWrite(t), RO: issuer.ReadOnly(t),
+			Other: issuer.Token(t, "other-client", auth.ScopeRead, auth.ScopeWrite),
+			Admin: issuer.Token(t, "admin-client", auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin),
 			Built: built, Config: cfg, StandIns: standIns,
 		}
 	}

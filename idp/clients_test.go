@@ -117,7 +117,7 @@ func TestAdminAPI(t *testing.T) {
 		}{
 			"short id":            {"ab", []string{ScopeRead}, []string{registry}},
 			"id with a space":     {"a b c", []string{ScopeRead}, []string{registry}},
-			"unknown scope":       {"client-1", []string{"registry:admin"}, []string{registry}},
+			"unknown scope":       {"client-1", []string{"registry:root"}, []string{registry}},
 			"no scope":            {"client-1", nil, []string{registry}},
 			"relative resource":   {"client-1", []string{ScopeRead}, []string{"/registry"}},
 			"resource fragment":   {"client-1", []string{ScopeRead}, []string{registry + "#top"}},

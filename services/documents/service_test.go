@@ -307,7 +307,8 @@ func TestReferencesToDocuments(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := refs.Attrs{"content_type": "image/png", "document_type": "photo", "filename": "front.png", "size": "12",
-		"sha256": doc.SHA256, "created_at": doc.CreatedAt.UTC().Format(time.RFC3339Nano), "created_by": "test-client"}
+		"sha256": doc.SHA256, "created_at": doc.CreatedAt.UTC().Format(time.RFC3339Nano), "created_by": "test-client",
+		"sniffed_type": "image/png"}
 	if len(found) != 1 || !maps.Equal(found[doc.ID], want) {
 		t.Errorf("exists = %v, want %v", found, want)
 	}
@@ -337,5 +338,23 @@ func TestDatabaseFailureAfterTheBytesLeavesNoObject(t *testing.T) {
 	}
 	if keys := f.objectsIn(t); len(keys) != 0 {
 		t.Errorf("objects left: %v", keys)
+	}
+}
+
+// A file's sniffed type is what its bytes are, whatever the uploader
+// declared: an SVG declared image/svg+xml is XML to its peers.
+func TestSniffedTypeIgnoresTheDeclaredOne(t *testing.T) {
+	f := newFixture(t, 10<<20)
+	svg := `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`
+	doc, err := f.svc.Upload(f.ctx, &form{parts: []Part{field("document_type", "photo"), file("x.svg", strings.NewReader(svg), "image/svg+xml")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := f.store.refs.Exists(f.ctx, "document", []uuid.UUID{doc.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attrs := found[doc.ID]; attrs["content_type"] != "image/svg+xml" || strings.HasPrefix(attrs["sniffed_type"], "image/") {
+		t.Errorf("attrs = %v", attrs)
 	}
 }

@@ -85,7 +85,7 @@ func TestOneIntegrationCannotTouchAnothersData(t *testing.T) {
 	// person and organization.
 	testkit.Expect(t, gw.Do(t, "POST", "/assets", them, map[string]any{"serial_number": unique("SN"), "asset_type_id": typ}), 201)
 	theirs := testkit.Expect(t, gw.Do(t, "POST", "/actions", them, map[string]any{"asset_id": strings.TrimPrefix(asset, "/assets/"),
-		"action_type": "inspection", "performed_at": "2025-02-01"}), 201).JSON()["id"].(string)
+		"action_type": "maintenance", "performed_at": "2025-02-01"}), 201).JSON()["id"].(string)
 	theirLink := person + "/organizations/" + strings.TrimPrefix(org, "/organizations/") + "?relation_type=contractor"
 	testkit.Expect(t, gw.Do(t, "POST", theirLink, them, nil), 201)
 	// ... and ownership goes both ways.

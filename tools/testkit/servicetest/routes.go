@@ -10,6 +10,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -42,7 +43,7 @@ func RoutesMatchDocument(t *testing.T, spec servicekit.Spec) {
 		declared[r.Method+" "+r.Pattern] = headers
 		// Every change and delete of a resource is its owner's (or an
 		// admin's) alone.
-		if (r.Method == "PATCH" || r.Method == "DELETE") && !slices.Contains(r.Rules, "owner-only") {
+		if (r.Method == "PATCH" || r.Method == "DELETE") && !slices.Contains(r.Rules, string(endpoints.OwnerOnly)) {
 			t.Errorf("route %s %s does not declare endpoints.OwnerOnly", r.Method, r.Pattern)
 		}
 	}
@@ -101,8 +102,8 @@ type operation struct {
 	Takes        []string // the request headers of declaredHeaders it documents, sorted
 }
 
-// declaredHeaders are the request headers a route declares (endpoints.Takes).
-var declaredHeaders = []string{"If-Match", "Idempotency-Key"}
+// declaredHeaders are the request headers a route declares it takes.
+var declaredHeaders = []string{string(endpoints.IfMatch), string(endpoints.IdempotencyKey)}
 
 func documentOperations(t testing.TB, spec servicekit.Spec) []operation {
 	t.Helper()

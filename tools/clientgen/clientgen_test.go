@@ -1,0 +1,89 @@
+package clientgen
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/assetregistry/registry/pkg/openapi"
+)
+
+// The registry's document, as the gateway merges it, makes a client with
+// no pointer for a member every answer carries.
+func TestGeneratedClientHasNoPointerForARequiredField(t *testing.T) {
+	doc, err := Bundled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := Check(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("generated client: %s", p)
+	}
+}
+
+// Every member of a success answer's schema is required: one that may be
+// absent must be named here, with the reason, so that it is a decision.
+var mayBeAbsent = map[string]string{}
+
+func TestResponseSchemasRequireEveryMember(t *testing.T) {
+	doc, err := Bundled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := ResponseSchemas(doc)
+	if len(schemas) < 10 {
+		t.Fatalf("found %d response schemas; the walk of the document is broken", len(schemas))
+	}
+	for name, s := range schemas {
+		for _, p := range s.Properties {
+			if !slices.Contains(s.Required, p) && mayBeAbsent[name+"."+p] == "" {
+				t.Errorf("%s.%s: a member of a success answer that is not required", name, p)
+			}
+		}
+	}
+}
+
+// The check itself: a document whose required members are read-only (or
+// left optional) is caught; the same document without readOnly passes.
+func TestCheckCatchesPointers(t *testing.T) {
+	const base = `{
+	  "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+	  "paths": {"/things/{id}": {"get": {"operationId": "getThing",
+	    "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+	    "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}}}}}},
+	  "components": {"schemas": {"Thing": {"type": "object", "required": REQUIRED, "properties": {
+	    "id": {"type": "string", "format": "uuid" READONLY},
+	    "note": {"type": ["string", "null"]},
+	    "count": {"type": "integer"}}}}}}`
+	for _, tc := range []struct {
+		name, required, readOnly string
+		want                     []string
+	}{
+		{"clean", `["id", "note", "count"]`, ``, nil},
+		{"read-only required", `["id", "note", "count"]`, `, "readOnly": true`, []string{"Thing.id: required, yet generated as optional"}},
+		{"not required", `["id", "note"]`, ``, nil}, // not required: the other test's business
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := strings.NewReplacer("REQUIRED", tc.required, "READONLY", tc.readOnly).Replace(base)
+			var doc openapi.Document
+			if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+				t.Fatal(err)
+			}
+			problems, err := Check(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

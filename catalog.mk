@@ -2,5 +2,5 @@
 # The registry's services, Go modules and binaries, for the Makefile.
 
 SERVICES := parties documents assets actions
-MODULES  := api-gateway idp pkg services/actions services/assets services/documents services/parties tools tools/devinfra tools/testkit
+MODULES  := api-gateway idp pkg sdk services/actions services/assets services/documents services/parties tools tools/devinfra tools/testkit
 DEPLOYABLE_COMMANDS := api-gateway=./api-gateway/cmd/api-gateway idp=./idp/cmd/idp parties=./services/parties/cmd/parties documents=./services/documents/cmd/documents assets=./services/assets/cmd/assets actions=./services/actions/cmd/actions

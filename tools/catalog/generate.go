@@ -73,9 +73,9 @@ func view() model {
 
 // Modules are every Go module of the repository, sorted: the deployables'
 // and those that are no deployable (the runtime kit, the test kit, the dev
-// infrastructure and the tools).
+// infrastructure, the tools and the integration kit, sdk).
 func Modules() []string {
-	modules := []string{"pkg", "tools", "tools/devinfra", "tools/testkit"}
+	modules := []string{"pkg", "sdk", "tools", "tools/devinfra", "tools/testkit"}
 	for _, d := range catalog.Deployables() {
 		modules = append(modules, d.Module)
 	}

@@ -41,6 +41,7 @@ const (
 	areaTools    = "tools"
 	areaGateway  = "api-gateway"
 	areaIdP      = "idp"
+	areaSDK      = "sdk"
 )
 
 // Package is what `go list -json` says of one package.
@@ -89,6 +90,8 @@ func mayImport(from, to string) bool {
 		return to == areaPkg || to == areaDevInfra
 	case from == areaPkg:
 		return false
+	case from == areaSDK:
+		return false // the integration kit is used alone: go get .../sdk brings nothing of ours
 	case deployable(from):
 		return to == areaPkg // not tools/, not the gateway, not another service
 	}

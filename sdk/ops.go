@@ -1,0 +1,432 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+type versioned interface{ setETag(string) }
+
+// decode reads a JSON answer into T and keeps its ETag.
+func decode[T any](resp *response) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(resp.body, v); err != nil {
+		return nil, fmt.Errorf("registry: decoding the answer: %w", err)
+	}
+	if vv, ok := any(v).(versioned); ok {
+		vv.setETag(resp.header.Get("ETag"))
+	}
+	return v, nil
+}
+
+func send[T any](ctx context.Context, c *Client, cl *call, opts []CallOption) (*T, error) {
+	resp, err := c.do(ctx, cl, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return decode[T](resp)
+}
+
+func create[T any](ctx context.Context, c *Client, path string, in any, opts []CallOption) (*T, error) {
+	return send[T](ctx, c, &call{method: http.MethodPost, path: path, body: jsonBody(in), keyed: true}, opts)
+}
+
+func get[T any](ctx context.Context, c *Client, path string) (*T, error) {
+	return send[T](ctx, c, &call{method: http.MethodGet, path: path}, nil)
+}
+
+func update[T any](ctx context.Context, c *Client, path string, patch Patch, opts []CallOption) (*T, error) {
+	raw, err := json.Marshal(patch)
+	body := func() (io.Reader, string, error) {
+		return bytesReader(raw), "application/merge-patch+json", err
+	}
+	return send[T](ctx, c, &call{method: http.MethodPatch, path: path, body: body}, opts)
+}
+
+func (c *Client) delete(ctx context.Context, path string, query url.Values, opts []CallOption) error {
+	_, err := c.do(ctx, &call{method: http.MethodDelete, path: path, query: query}, opts...)
+	return err
+}
+
+// find posts criteria to a find operation; create asks it to create what
+// it does not find. created says which happened.
+func find[T any](ctx context.Context, c *Client, path string, criteria any, create bool, opts []CallOption) (*T, bool, error) {
+	q := url.Values{}
+	if create {
+		q.Set("create", "true")
+	}
+	resp, err := c.do(ctx, &call{method: http.MethodPost, path: path, query: q, body: jsonBody(criteria), keyed: create}, opts...)
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := decode[T](resp)
+	return v, resp.status == http.StatusCreated, err
+}
+
+var nextLink = regexp.MustCompile(`<([^>]+)>\s*;\s*rel="?next"?`)
+
+// list pages through a collection, following Link: rel="next".
+func list[T any](ctx context.Context, c *Client, path string, filter Filter) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		q := url.Values{}
+		for k, v := range filter {
+			q.Set(k, v)
+		}
+		cl := &call{method: http.MethodGet, path: path, query: q}
+		for {
+			resp, err := c.do(ctx, cl)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			var page []T
+			if err := json.Unmarshal(resp.body, &page); err != nil {
+				var zero T
+				yield(zero, fmt.Errorf("registry: decoding a page of %s: %w", path, err))
+				return
+			}
+			for _, item := range page {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			next, ok := c.next(resp.header)
+			if !ok {
+				return
+			}
+			cl = next
+		}
+	}
+}
+
+// next turns a Link: rel="next" into the call that follows it.
+func (c *Client) next(h http.Header) (*call, bool) {
+	for _, l := range h.Values("Link") {
+		if m := nextLink.FindStringSubmatch(l); m != nil {
+			u, err := url.Parse(m[1])
+			if err != nil {
+				return nil, false
+			}
+			return &call{method: http.MethodGet, path: u.Path, query: u.Query()}, true
+		}
+	}
+	return nil, false
+}
+
+// Organizations.
+
+func (c *Client) ListOrganizations(ctx context.Context, f Filter) iter.Seq2[Organization, error] {
+	return list[Organization](ctx, c, "/organizations", f)
+}
+func (c *Client) GetOrganization(ctx context.Context, id string) (*Organization, error) {
+	return get[Organization](ctx, c, "/organizations/"+url.PathEscape(id))
+}
+func (c *Client) CreateOrganization(ctx context.Context, in OrganizationInput, opts ...CallOption) (*Organization, error) {
+	return create[Organization](ctx, c, "/organizations", in, opts)
+}
+func (c *Client) UpdateOrganization(ctx context.Context, id string, p Patch, opts ...CallOption) (*Organization, error) {
+	return update[Organization](ctx, c, "/organizations/"+url.PathEscape(id), p, opts)
+}
+func (c *Client) DeleteOrganization(ctx context.Context, id string, opts ...CallOption) error {
+	return c.delete(ctx, "/organizations/"+url.PathEscape(id), nil, opts)
+}
+
+// FindOrganization finds by registration number (and country, if given);
+// nothing found is a Problem with IsNotFound.
+func (c *Client) FindOrganization(ctx context.Context, registrationNumber, country string) (*Organization, error) {
+	criteria := map[string]string{"registration_number": registrationNumber}
+	if country != "" {
+		criteria["country"] = country
+	}
+	o, _, err := find[Organization](ctx, c, "/organizations/find", criteria, false, nil)
+	return o, err
+}
+
+// FindOrCreateOrganization finds the organization by its natural key
+// (registration number, country) and creates it when there is none. Two
+// callers racing both end with the same organization.
+func (c *Client) FindOrCreateOrganization(ctx context.Context, in OrganizationInput, opts ...CallOption) (*Organization, bool, error) {
+	o, err := c.FindOrganization(ctx, in.RegistrationNumber, in.Country)
+	if err == nil || !IsNotFound(err) {
+		return o, false, err
+	}
+	o, err = c.CreateOrganization(ctx, in, opts...)
+	var p *Problem
+	if asProblem(err, &p) && p.ExistingID != "" {
+		o, err = c.GetOrganization(ctx, p.ExistingID)
+		return o, false, err
+	}
+	return o, err == nil, err
+}
+
+// People.
+
+func (c *Client) ListPeople(ctx context.Context, f Filter) iter.Seq2[Person, error] {
+	return list[Person](ctx, c, "/people", f)
+}
+func (c *Client) GetPerson(ctx context.Context, id string) (*Person, error) {
+	return get[Person](ctx, c, "/people/"+url.PathEscape(id))
+}
+func (c *Client) CreatePerson(ctx context.Context, in PersonInput, opts ...CallOption) (*Person, error) {
+	return create[Person](ctx, c, "/people", in, opts)
+}
+func (c *Client) UpdatePerson(ctx context.Context, id string, p Patch, opts ...CallOption) (*Person, error) {
+	return update[Person](ctx, c, "/people/"+url.PathEscape(id), p, opts)
+}
+func (c *Client) DeletePerson(ctx context.Context, id string, opts ...CallOption) error {
+	return c.delete(ctx, "/people/"+url.PathEscape(id), nil, opts)
+}
+
+// FindPerson finds a person by identity; with create, one that does not
+// exist is created (created says so). Concurrent calls create one person.
+func (c *Client) FindPerson(ctx context.Context, in PersonInput, create bool, opts ...CallOption) (p *Person, created bool, err error) {
+	return find[Person](ctx, c, "/people/find", in, create, opts)
+}
+
+// LinkPerson links a person to an organization (again: the same link).
+func (c *Client) LinkPerson(ctx context.Context, personID, organizationID, relationType string, opts ...CallOption) (*Link, error) {
+	return send[Link](ctx, c, &call{method: http.MethodPost, path: linkPath(personID, organizationID),
+		query: url.Values{"relation_type": {relationType}}, keyed: true}, opts)
+}
+func (c *Client) UnlinkPerson(ctx context.Context, personID, organizationID, relationType string, opts ...CallOption) error {
+	return c.delete(ctx, linkPath(personID, organizationID), url.Values{"relation_type": {relationType}}, opts)
+}
+func linkPath(personID, organizationID string) string {
+	return "/people/" + url.PathEscape(personID) + "/organizations/" + url.PathEscape(organizationID)
+}
+
+// Asset types.
+
+func (c *Client) ListAssetTypes(ctx context.Context, f Filter) iter.Seq2[AssetType, error] {
+	return list[AssetType](ctx, c, "/asset_types", f)
+}
+func (c *Client) GetAssetType(ctx context.Context, id string) (*AssetType, error) {
+	return get[AssetType](ctx, c, "/asset_types/"+url.PathEscape(id))
+}
+func (c *Client) CreateAssetType(ctx context.Context, in AssetTypeInput, opts ...CallOption) (*AssetType, error) {
+	return create[AssetType](ctx, c, "/asset_types", in, opts)
+}
+func (c *Client) UpdateAssetType(ctx context.Context, id string, p Patch, opts ...CallOption) (*AssetType, error) {
+	return update[AssetType](ctx, c, "/asset_types/"+url.PathEscape(id), p, opts)
+}
+func (c *Client) DeleteAssetType(ctx context.Context, id string, opts ...CallOption) error {
+	return c.delete(ctx, "/asset_types/"+url.PathEscape(id), nil, opts)
+}
+
+// AssetTypesByBrandAndModel lists the asset types of a brand and model;
+// with version "" every version matches.
+func (c *Client) AssetTypesByBrandAndModel(ctx context.Context, brand, model, version string) ([]AssetType, error) {
+	q := url.Values{"brand": {brand}, "model": {model}}
+	if version != "" {
+		q.Set("version", version)
+	}
+	resp, err := c.do(ctx, &call{method: http.MethodGet, path: "/asset_types/by_brand_and_model", query: q})
+	if err != nil {
+		return nil, err
+	}
+	out, err := decode[[]AssetType](resp)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+// FindOrCreateAssetType returns the asset type of brand, model and
+// version, creating it when there is none.
+func (c *Client) FindOrCreateAssetType(ctx context.Context, in AssetTypeInput, opts ...CallOption) (*AssetType, bool, error) {
+	found, err := c.AssetTypesByBrandAndModel(ctx, in.Brand, in.Model, in.ModelVersion)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, t := range found {
+		if (t.ModelVersion == nil && in.ModelVersion == "") || (t.ModelVersion != nil && strings.EqualFold(*t.ModelVersion, in.ModelVersion)) {
+			return &t, false, nil
+		}
+	}
+	t, err := c.CreateAssetType(ctx, in, opts...)
+	var p *Problem
+	if asProblem(err, &p) && p.ExistingID != "" {
+		t, err = c.GetAssetType(ctx, p.ExistingID)
+		return t, false, err
+	}
+	return t, err == nil, err
+}
+
+func (c *Client) AttachDocument(ctx context.Context, assetTypeID, documentID string, opts ...CallOption) error {
+	_, err := c.do(ctx, &call{method: http.MethodPost, path: "/asset_types/" + url.PathEscape(assetTypeID) + "/documents",
+		body: jsonBody(map[string]string{"document_id": documentID}), keyed: true}, opts...)
+	return err
+}
+func (c *Client) DetachDocument(ctx context.Context, assetTypeID, documentID string, opts ...CallOption) error {
+	return c.delete(ctx, "/asset_types/"+url.PathEscape(assetTypeID)+"/documents/"+url.PathEscape(documentID), nil, opts)
+}
+func (c *Client) SetThumbnail(ctx context.Context, assetTypeID, documentID string, opts ...CallOption) (*AssetType, error) {
+	return send[AssetType](ctx, c, &call{method: http.MethodPut, path: "/asset_types/" + url.PathEscape(assetTypeID) + "/thumbnail",
+		body: jsonBody(map[string]string{"document_id": documentID})}, opts)
+}
+
+// Assets.
+
+func (c *Client) ListAssets(ctx context.Context, f Filter) iter.Seq2[Asset, error] {
+	return list[Asset](ctx, c, "/assets", f)
+}
+func (c *Client) GetAsset(ctx context.Context, id string) (*Asset, error) {
+	return get[Asset](ctx, c, "/assets/"+url.PathEscape(id))
+}
+func (c *Client) CreateAsset(ctx context.Context, in AssetInput, opts ...CallOption) (*Asset, error) {
+	return create[Asset](ctx, c, "/assets", in, opts)
+}
+func (c *Client) UpdateAsset(ctx context.Context, id string, p Patch, opts ...CallOption) (*Asset, error) {
+	return update[Asset](ctx, c, "/assets/"+url.PathEscape(id), p, opts)
+}
+func (c *Client) DeleteAsset(ctx context.Context, id string, opts ...CallOption) error {
+	return c.delete(ctx, "/assets/"+url.PathEscape(id), nil, opts)
+}
+
+// FindAsset finds an asset by serial number (and brand, model, version);
+// with create, one that does not exist is created in the asset type they
+// name, which must exist.
+func (c *Client) FindAsset(ctx context.Context, q AssetQuery, create bool, opts ...CallOption) (a *Asset, created bool, err error) {
+	return find[Asset](ctx, c, "/assets/find", q, create, opts)
+}
+
+// Actions.
+
+func (c *Client) ListActions(ctx context.Context, f Filter) iter.Seq2[Action, error] {
+	return list[Action](ctx, c, "/actions", f)
+}
+func (c *Client) GetAction(ctx context.Context, id string) (*Action, error) {
+	return get[Action](ctx, c, "/actions/"+url.PathEscape(id))
+}
+func (c *Client) CreateAction(ctx context.Context, in ActionInput, opts ...CallOption) (*Action, error) {
+	return create[Action](ctx, c, "/actions", in, opts)
+}
+func (c *Client) UpdateAction(ctx context.Context, id string, p Patch, opts ...CallOption) (*Action, error) {
+	return update[Action](ctx, c, "/actions/"+url.PathEscape(id), p, opts)
+}
+func (c *Client) DeleteAction(ctx context.Context, id string, opts ...CallOption) error {
+	return c.delete(ctx, "/actions/"+url.PathEscape(id), nil, opts)
+}
+
+// Action documents.
+
+func (c *Client) CreateActionDocument(ctx context.Context, actionID string, in ActionDocumentInput, opts ...CallOption) (*ActionDocument, error) {
+	body := struct {
+		ActionID string `json:"action_id"`
+		ActionDocumentInput
+	}{actionID, in}
+	return create[ActionDocument](ctx, c, actionDocumentsPath(actionID), body, opts)
+}
+func (c *Client) UpdateActionDocument(ctx context.Context, actionID, id string, p Patch, opts ...CallOption) (*ActionDocument, error) {
+	return update[ActionDocument](ctx, c, actionDocumentsPath(actionID)+"/"+url.PathEscape(id), p, opts)
+}
+func (c *Client) DeleteActionDocument(ctx context.Context, actionID, id string, opts ...CallOption) error {
+	return c.delete(ctx, actionDocumentsPath(actionID)+"/"+url.PathEscape(id), nil, opts)
+}
+func actionDocumentsPath(actionID string) string {
+	return "/actions/" + url.PathEscape(actionID) + "/action_documents"
+}
+
+// Documents.
+
+// UploadFile uploads the file at path as a document of documentType. The
+// file streams from disk (and is opened again for a retry); its content
+// type comes from its extension, or the registry sniffs it.
+func (c *Client) UploadFile(ctx context.Context, documentType, path string, opts ...CallOption) (*Document, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("registry: the document file: %w", err)
+	}
+	open := func() (io.ReadCloser, error) { return os.Open(path) }
+	return c.upload(ctx, documentType, filepath.Base(path), open, opts)
+}
+
+// Upload uploads content as a document. A content that is an io.Seeker is
+// rewound for a retry; another cannot be sent twice, so its call is not
+// retried once sent.
+func (c *Client) Upload(ctx context.Context, documentType, filename string, content io.Reader, opts ...CallOption) (*Document, error) {
+	sent := false
+	open := func() (io.ReadCloser, error) {
+		if s, ok := content.(io.Seeker); ok {
+			if _, err := s.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+		} else if sent {
+			return nil, fmt.Errorf("registry: the upload of %s cannot be repeated: its content is not seekable", filename)
+		}
+		sent = true
+		return io.NopCloser(content), nil
+	}
+	return c.upload(ctx, documentType, filename, open, opts)
+}
+
+func (c *Client) upload(ctx context.Context, documentType, filename string, open func() (io.ReadCloser, error), opts []CallOption) (*Document, error) {
+	body := func() (io.Reader, string, error) {
+		file, err := open()
+		if err != nil {
+			return nil, "", err
+		}
+		pr, pw := io.Pipe()
+		form := multipart.NewWriter(pw)
+		go func() {
+			defer file.Close()
+			err := form.WriteField("document_type", documentType)
+			if err == nil {
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Disposition", mime.FormatMediaType("form-data", map[string]string{"name": "file", "filename": filename}))
+				if ct := mime.TypeByExtension(filepath.Ext(filename)); ct != "" {
+					h.Set("Content-Type", ct)
+				}
+				var part io.Writer
+				if part, err = form.CreatePart(h); err == nil {
+					_, err = io.Copy(part, file)
+				}
+			}
+			if err == nil {
+				err = form.Close()
+			}
+			pw.CloseWithError(err)
+		}()
+		return pr, form.FormDataContentType(), nil
+	}
+	return send[Document](ctx, c, &call{method: http.MethodPost, path: "/documents", body: body, keyed: true}, opts)
+}
+
+func (c *Client) GetDocument(ctx context.Context, id string) (*Document, error) {
+	return get[Document](ctx, c, "/documents/"+url.PathEscape(id))
+}
+func (c *Client) DeleteDocument(ctx context.Context, id string, opts ...CallOption) error {
+	return c.delete(ctx, "/documents/"+url.PathEscape(id), nil, opts)
+}
+
+// DownloadDocument writes a document's bytes to w and returns how many.
+func (c *Client) DownloadDocument(ctx context.Context, id string, w io.Writer) (int64, error) {
+	resp, err := c.do(ctx, &call{method: http.MethodGet, path: "/documents/" + url.PathEscape(id) + "/file"})
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.Write(resp.body)
+	return int64(n), err
+}
+
+// History lists a resource's change events, oldest first; kind is the
+// collection (organizations, people, asset_types, assets, actions,
+// documents).
+func (c *Client) History(ctx context.Context, collection, id string) iter.Seq2[Event, error] {
+	return list[Event](ctx, c, "/"+collection+"/"+url.PathEscape(id)+"/history", nil)
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -33,7 +33,7 @@ type Config struct {
 	Tokens oauth2.TokenSource
 	// HTTPClient for every call; a client with a 60 s timeout when nil.
 	HTTPClient *http.Client
-	// MaxAttempts per logical call, the first included (default 5).
+	// MaxAttempts per logical call, the first included (default 8).
 	MaxAttempts int
 	// MaxWait bounds one wait between attempts (default 30 s), whatever
 	// Retry-After says.
@@ -67,7 +67,7 @@ func New(cfg Config) (*Client, error) {
 		c.http = &http.Client{Timeout: 60 * time.Second}
 	}
 	if c.maxAttempts <= 0 {
-		c.maxAttempts = 5
+		c.maxAttempts = 8
 	}
 	if c.maxWait <= 0 {
 		c.maxWait = 30 * time.Second
@@ -144,6 +144,7 @@ func (c *Client) do(ctx context.Context, cl *call, opts ...CallOption) (*respons
 	safe := cl.method == http.MethodGet || cl.method == http.MethodHead || cl.idempotencyKey != "" ||
 		cl.method == http.MethodPut || cl.method == http.MethodDelete
 	refreshed := false
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		resp, token, err := c.attempt(ctx, cl)
 		var wait time.Duration
@@ -166,8 +167,16 @@ func (c *Client) do(ctx context.Context, cl *call, opts ...CallOption) (*respons
 					continue
 				}
 				return nil, p
-			case resp.status == http.StatusTooManyRequests, resp.status == http.StatusServiceUnavailable,
-				resp.status == http.StatusConflict && cl.idempotencyKey != "" && p.Kind() == "conflict" && p.RetryAfter > 0:
+			case resp.status == http.StatusConflict && cl.idempotencyKey != "" && p.Kind() == "conflict" && p.RetryAfter > 0:
+				// The same key is still running: an earlier attempt (or a
+				// process killed mid-call) holds it until it ends or its
+				// lease runs out. Waiting for it costs no attempt.
+				if time.Since(start) > inFlightWait {
+					return nil, p
+				}
+				attempt--
+				wait, err = p.RetryAfter, p
+			case resp.status == http.StatusTooManyRequests, resp.status == http.StatusServiceUnavailable:
 				wait = p.RetryAfter
 				if wait <= 0 {
 					wait = backoff(attempt)
@@ -267,6 +276,10 @@ func retryableNetError(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &ne) || errors.As(err, &op) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
+
+// inFlightWait bounds the wait for a key another request holds: longer
+// than the registry's leases of keys for all but uploads.
+const inFlightWait = 3 * time.Minute
 
 func backoff(attempt int) time.Duration {
 	return min(time.Duration(1<<min(attempt-1, 6))*250*time.Millisecond, 15*time.Second)

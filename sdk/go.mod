@@ -2,4 +2,15 @@ module github.com/assetregistry/registry/sdk
 
 go 1.26.0
 
-require golang.org/x/oauth2 v0.37.0
+require (
+	github.com/peterbourgon/ff/v3 v3.4.0
+	github.com/schollz/progressbar/v3 v3.19.1
+	golang.org/x/oauth2 v0.37.0
+)
+
+require (
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
+	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/term v0.44.0 // indirect
+)

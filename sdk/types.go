@@ -252,3 +252,6 @@ type ActionDocumentInput struct {
 	SourceSystem    string `json:"source_system"`
 	SourceReference string `json:"source_reference"`
 }
+
+// GetETag returns the ETag the read gave.
+func (v *Version) GetETag() string { return v.ETag }

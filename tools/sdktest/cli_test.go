@@ -1,0 +1,277 @@
+package sdktest
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	registry "github.com/assetregistry/registry/sdk"
+)
+
+// cli runs the registry command with the suite's credentials in the
+// environment (and no env file), in dir.
+func cli(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(cliBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, credentialsEnv()...)
+	cmd.Env = append(cmd.Env, env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func credentialsEnv() []string {
+	c := suite.Creds
+	return []string{"REGISTRY_URL=" + c.RegistryURL, "AUTH_URL=" + c.AuthURL, "RESOURCE=" + c.Resource,
+		"CLIENT_ID=" + c.ClientID, "CLIENT_SECRET=" + c.ClientSecret}
+}
+
+// writeRows writes n import rows as CSV: a few organizations and people
+// shared by many rows, a new asset per row, an action per row tagged with
+// source_system (and no source_reference, so only Idempotency-Keys keep a
+// replay from recording an action twice), and a report file on a quarter.
+func writeRows(t *testing.T, dir, tag string, n int) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), bytes.Repeat([]byte("inspection report\n"), 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	_ = w.Write([]string{"organization_name", "organization_registration_number", "organization_type", "organization_country",
+		"person_first_name", "person_last_name", "asset_type_brand", "asset_type_model", "asset_serial_number",
+		"action_type", "performed_at", "status_ok", "source_system", "document_file"})
+	for i := range n {
+		doc := ""
+		if i%4 == 0 {
+			doc = "report.txt"
+		}
+		_ = w.Write([]string{"Org " + tag, fmt.Sprintf("%s-%d", tag, i%5), "private", "no",
+			"Kari", fmt.Sprintf("Nordmann%s%d", tag, i%7), "Brand" + tag, "M1", fmt.Sprintf("%s-SN-%04d", tag, i),
+			"expert_control", "2025-03-14", "true", tag, doc})
+	}
+	w.Flush()
+	path := filepath.Join(dir, "rows.csv")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// countActions checks the registry: n actions tagged tag, one per asset,
+// and one action document on each row that had a file.
+func countActions(t *testing.T, tag string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	c := newClient(t, http.DefaultTransport)
+	perAsset := map[string]int{}
+	withDocs := 0
+	for a, err := range c.ListActions(ctx, registry.Filter{"source_system": tag, "limit": "1000"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		perAsset[a.AssetID]++
+		if perAsset[a.AssetID] > 1 {
+			t.Errorf("asset %s has %d actions: a row was recorded twice", a.AssetID, perAsset[a.AssetID])
+		}
+		full, err := c.GetAction(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(full.ActionDocuments) > 1 {
+			t.Errorf("action %s has %d action documents, want at most 1", a.ID, len(full.ActionDocuments))
+		}
+		withDocs += len(full.ActionDocuments)
+	}
+	if len(perAsset) != n {
+		t.Errorf("%d assets with a %s action, want %d", len(perAsset), tag, n)
+	}
+	if want := (n + 3) / 4; withDocs != want {
+		t.Errorf("%d action documents, want %d", withDocs, want)
+	}
+}
+
+// An import killed (SIGKILL) at random moments and started again until it
+// ends records every row exactly once.
+func TestImportKilledAndResumed(t *testing.T) {
+	dir := t.TempDir()
+	tag := fmt.Sprintf("kill%d", time.Now().UnixNano()%1e9)
+	const rows = 240
+	path := writeRows(t, dir, tag, rows)
+	kills := 0
+	for attempt := 0; ; attempt++ {
+		if attempt > 40 {
+			t.Fatal("the import did not finish in 40 runs")
+		}
+		cmd := exec.Command(cliBin, "import", "-quiet", "-workers", "8", path)
+		cmd.Dir = dir
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, credentialsEnv()...)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		if kills < 4 {
+			select {
+			case err = <-done:
+			case <-time.After(time.Duration(300+rand.IntN(1500)) * time.Millisecond):
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				kills++
+				continue
+			}
+		} else {
+			err = <-done
+		}
+		if err != nil {
+			t.Fatalf("import run %d: %v: %s", attempt, err, errOut.String())
+		}
+		break
+	}
+	if kills == 0 {
+		t.Log("the import finished before the first kill; nothing was resumed")
+	}
+	countActions(t, tag, rows)
+	_, stderr, code := cli(t, dir, nil, "import", "-quiet", path)
+	if code != 0 || !strings.Contains(stderr, fmt.Sprintf("0 rows recorded, %d already done", rows)) {
+		t.Errorf("a run after the end: exit %d, %s", code, stderr)
+	}
+}
+
+// What export writes as rows imports again: into the same registry every
+// part is found (actions by source_system and source_reference), nothing
+// is created twice, and the rows exported again are the same.
+func TestExportImportRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	tag := fmt.Sprintf("trip%d", time.Now().UnixNano()%1e9)
+	var b strings.Builder
+	b.WriteString(`{"organization_name":"Trip AS","organization_registration_number":"` + tag + `","organization_type":"private","organization_country":"no","person_first_name":"Ola","person_last_name":"` + tag + `","relation_type":"inspector","asset_type_brand":"B` + tag + `","asset_type_model":"M","asset_serial_number":"S1","action_type":"maintenance","performed_at":"2025-01-02","status_ok":true,"source_system":"` + tag + `","source_reference":"r1","data":{"k":1}}` + "\n")
+	b.WriteString(`{"asset_type_brand":"B` + tag + `","asset_type_model":"M","asset_type_version":"2","asset_serial_number":"S2","action_type":"repair","performed_at":"2025-01-03","source_system":"` + tag + `","source_reference":"r2"}` + "\n")
+	in := filepath.Join(dir, "in.ndjson")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := cli(t, dir, nil, "import", "-quiet", in); code != 0 {
+		t.Fatalf("import: %d %s", code, stderr)
+	}
+	export := func(name string) string {
+		out, stderr, code := cli(t, dir, nil, "export", "rows", "-format", "csv", "-filter", "source_system="+tag, "-o", name)
+		if code != 0 {
+			t.Fatalf("export: %d %s %s", code, out, stderr)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	first := export("first.csv")
+	if strings.Count(first, "\n") != 3 || !strings.Contains(first, "inspector") || !strings.Contains(first, `"{""k"":1}"`) {
+		t.Errorf("exported rows:\n%s", first)
+	}
+	if _, stderr, code := cli(t, dir, nil, "import", "-quiet", filepath.Join(dir, "first.csv")); code != 0 {
+		t.Fatalf("import of the export: %d %s", code, stderr)
+	}
+	if second := export("second.csv"); second != first {
+		t.Errorf("the rows changed by a round trip:\n%s\nthen\n%s", first, second)
+	}
+	n := 0
+	for _, err := range newClient(t, http.DefaultTransport).ListActions(context.Background(), registry.Filter{"source_system": tag}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("%d actions after the round trip, want 2", n)
+	}
+}
+
+// Bad input is one line naming the row or the setting; never a stack
+// trace; exit 2 for settings and usage, 1 for rows that failed.
+func TestCLIBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	header := "asset_type_brand,asset_type_model,asset_serial_number,action_type,performed_at\n"
+	good := write("good.csv", header+"B,M,S,expert_control,2025-01-01\n")
+	for _, tc := range []struct {
+		name  string
+		env   []string
+		args  []string
+		code  int
+		lines int // lines of stderr; 0: any
+		want  string
+	}{
+		{"missing file", nil, []string{"import", "-quiet", filepath.Join(dir, "nope.csv")}, 2, 1, "no such file"},
+		{"unknown column", nil, []string{"import", "-quiet", write("col.csv", "asset_serial_number,colour\nS,red\n")}, 2, 1, `unknown column "colour"`},
+		{"malformed line", nil, []string{"import", "-dry-run", write("bad.csv", header+"B,M,S,expert_control,2025-01-01\n\"B,M\n")}, 1, 0, "row 2: malformed CSV"},
+		{"field problems", nil, []string{"import", "-dry-run", write("fields.csv", header+"B,M,S,inspection,2025-02-30\n")}, 1, 0, "row 1: action_type: must be one of"},
+		{"not a date", nil, []string{"import", "-dry-run", write("date.csv", header+"B,M,S,repair,2025-02-30\n")}, 1, 0, "row 1: performed_at: not a date"},
+		{"dry run of good rows", nil, []string{"import", "-dry-run", good}, 0, 0, "1 rows checked, 0 with problems"},
+		{"wrong secret", []string{"CLIENT_SECRET=wrong"}, []string{"import", "-quiet", good}, 1, 1, "refused CLIENT_ID/CLIENT_SECRET"},
+		{"unreachable registry", []string{"REGISTRY_URL=http://127.0.0.1:1"}, []string{"organizations", "list"}, 1, 1, "cannot reach the registry at REGISTRY_URL http://127.0.0.1:1"},
+		{"no registry URL", []string{"REGISTRY_URL="}, []string{"organizations", "list"}, 2, 1, "REGISTRY_URL"},
+		{"bad output", nil, []string{"organizations", "list", "-output", "xml"}, 2, 1, `-output "xml"`},
+		{"unknown command", nil, []string{"teleport"}, 2, 0, ""},
+		{"not found", nil, []string{"assets", "get", "01890000-0000-7000-8000-000000000000"}, 1, 1, "404"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := cli(t, dir, tc.env, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not say %q", stderr, tc.want)
+			}
+			if lines := strings.Count(strings.TrimRight(stderr, "\n"), "\n") + 1; tc.lines > 0 && lines != tc.lines {
+				t.Errorf("%d lines on stderr, want %d:\n%s", lines, tc.lines, stderr)
+			}
+			if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "panic") {
+				t.Errorf("a stack trace:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// Every collection lists as a table and as JSON.
+func TestCLIOutputs(t *testing.T) {
+	dir := t.TempDir()
+	for _, col := range []string{"organizations", "people", "asset_types", "assets", "actions"} {
+		out, stderr, code := cli(t, dir, nil, col, "list", "-limit", "3", "-output", "table")
+		if code != 0 || !strings.HasPrefix(out, "ID") {
+			t.Errorf("%s list -output table: %d %q %s", col, code, out, stderr)
+		}
+		out, _, code = cli(t, dir, nil, col, "list", "-limit", "3")
+		if code != 0 || !strings.HasPrefix(out, "[") {
+			t.Errorf("%s list: %d %q", col, code, out)
+		}
+	}
+}

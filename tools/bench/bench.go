@@ -58,8 +58,11 @@ type Options struct {
 	// UploadSize is the file of the upload rows; LargeUpload the file of
 	// the one-client large upload (1 GiB), streamed from a generator.
 	UploadSize, LargeUpload int64
-	Profile                 bool           // CPU and heap profiles of every process, first round
-	Rows                    *regexp.Regexp // only these rows (and the limits they are divided by); nil: all
+	Profile                 bool // CPU and heap profiles of every process, first round
+	// ImportRows are the rows the bulk import runs after the table (0:
+	// no import).
+	ImportRows int
+	Rows       *regexp.Regexp // only these rows (and the limits they are divided by); nil: all
 	// PostgresURL and RedisURL are servers to share (make test); empty
 	// starts private ones.
 	PostgresURL, RedisURL string
@@ -238,6 +241,18 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			if s.FirstError != "" {
 				fmt.Fprintf(o.Progress, "    first error: %s\n", s.FirstError)
 			}
+		}
+	}
+	if o.ImportRows > 0 {
+		refPost := 0.0
+		if row := res.row(RefPost); row != nil {
+			refPost = median(collect(row.Samples, func(s RowSample) float64 { return s.PerSec }))
+		}
+		fmt.Fprintf(o.Progress, "import of %d rows through the gateway...\n", o.ImportRows)
+		imp, err := env.measureImport(ctx, o, dir, o.ImportRows, refPost)
+		res.Import = imp
+		if err != nil {
+			fmt.Fprintf(o.Progress, "    %v\n", err)
 		}
 	}
 	res.finish(time.Now())

@@ -15,15 +15,16 @@ import (
 
 // Results are a run: written to results.json and printed as the table.
 type Results struct {
-	Started     time.Time   `json:"started"`
-	Seconds     float64     `json:"seconds"`
-	CPUs        int         `json:"cpus"`
-	Concurrency int         `json:"concurrency"`
-	WarmupS     float64     `json:"warmup_s"`
-	DurationS   float64     `json:"duration_s"`
-	Rounds      int         `json:"rounds"`
-	Rows        []RowResult `json:"rows"`
-	Goals       []GoalValue `json:"goals"`
+	Started     time.Time     `json:"started"`
+	Seconds     float64       `json:"seconds"`
+	CPUs        int           `json:"cpus"`
+	Concurrency int           `json:"concurrency"`
+	WarmupS     float64       `json:"warmup_s"`
+	DurationS   float64       `json:"duration_s"`
+	Rounds      int           `json:"rounds"`
+	Rows        []RowResult   `json:"rows"`
+	Goals       []GoalValue   `json:"goals"`
+	Import      *ImportResult `json:"import,omitempty"`
 }
 
 // RowResult is a row over all rounds.
@@ -154,6 +155,9 @@ func (r *Results) Print(w io.Writer) {
 		}
 	}
 	r.printFiles(w)
+	if r.Import != nil {
+		r.Import.print(w)
+	}
 	var loads []float64
 	for _, row := range r.Rows {
 		loads = append(loads, collect(row.Samples, func(s RowSample) float64 { return s.LoadAverage })...)

@@ -10,6 +10,7 @@
 #   ROWS=re    only the rows matching re (and the limits they divide by)
 #   ROUNDS, DURATION, WARMUP  override the defaults (3, 5s, 1s)
 #   UPLOAD_SIZE, LARGE_UPLOAD  bytes of the upload rows' files (8 MiB, 1 GiB)
+#   IMPORT_ROWS  rows of the bulk import (registry import) after the table (100000; QUICK: 1000; 0: none)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 args=(-bin bin -out bench -root .)
@@ -21,5 +22,6 @@ args=(-bin bin -out bench -root .)
 [ -n "${WARMUP:-}" ] && args+=(-warmup "$WARMUP")
 [ -n "${UPLOAD_SIZE:-}" ] && args+=(-upload-size "$UPLOAD_SIZE")
 [ -n "${LARGE_UPLOAD:-}" ] && args+=(-large-upload "$LARGE_UPLOAD")
+[ -n "${IMPORT_ROWS:-}" ] && args+=(-import-rows "$IMPORT_ROWS")
 if [ "${PROFILE:-}" = 1 ]; then rm -rf bench/profiles; fi
 exec bin/loadtest "${args[@]}"

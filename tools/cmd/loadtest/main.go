@@ -36,11 +36,20 @@ func main() {
 	flag.Int64Var(&o.UploadSize, "upload-size", 8<<20, "bytes of the file the upload rows send")
 	flag.Int64Var(&o.LargeUpload, "large-upload", 1<<30, "bytes of the file the one-client large upload streams")
 	flag.BoolVar(&o.Profile, "profile", false, "save CPU and heap profiles of every process under each row (first round) in <out>/profiles")
+	flag.IntVar(&o.ImportRows, "import-rows", 100_000, "rows the registry command imports after the table (0: none)")
 	flag.StringVar(&rows, "rows", "", "regular expression: only these rows (and the limits they are divided by)")
 	flag.Parse()
+	explicit := func(name string) bool {
+		set := false
+		flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+		return set
+	}
 	if *quick {
 		o.Load.Warmup, o.Load.Duration, o.Rounds, o.Organizations, o.People = 100*time.Millisecond, 500*time.Millisecond, 1, 50, 100
 		o.Assets, o.Actions, o.UploadSize, o.LargeUpload = 50, 20_000, 2<<20, 16<<20
+		if !explicit("import-rows") {
+			o.ImportRows = 1000
+		}
 	}
 	if rows != "" {
 		re, err := regexp.Compile(rows)

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ImportResult is the bulk import of issue 18: the registry command
+// importing generated rows through the gateway, beside the reference
+// server's POST rate of the same run.
+type ImportResult struct {
+	Rows          int     `json:"rows"`
+	NewAssets     float64 `json:"new_assets_share"`
+	WithReport    float64 `json:"with_report_share"`
+	ReportBytes   int     `json:"report_bytes"`
+	Seconds       float64 `json:"seconds"`
+	RowsPerSec    float64 `json:"rows_per_sec"`
+	Failed        bool    `json:"failed"`
+	PeakRSSMiB    float64 `json:"peak_rss_mib"` // the command's
+	RefPostPerSec float64 `json:"reference_post_per_sec"`
+	Ratio         float64 `json:"ratio_to_reference_post"`
+	// CPUSeconds is the processor time each process spent during the
+	// import (the command's own as "registry"): where the cost lies.
+	CPUSeconds map[string]float64 `json:"cpu_seconds"`
+	// Profile is the command's CPU profile (with -profile).
+	Profile string `json:"profile,omitempty"`
+}
+
+const (
+	importNewAssets  = 0.30
+	importWithReport = 0.25
+	importReportSize = 100 << 10
+)
+
+// writeImportRows makes n rows: a fifth of the seeded organizations and
+// people over and over, the seeded asset type, 30 % new serial numbers and
+// the rest the seeded assets (SN<i>), and a 100 KiB report on a quarter.
+func writeImportRows(path string, n, seededAssets int) error {
+	report := make([]byte, importReportSize)
+	_, _ = rand.Read(report)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "report.bin"), report, 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"organization_name", "organization_registration_number", "organization_type", "organization_country",
+		"person_first_name", "person_last_name", "person_date_of_birth", "asset_type_brand", "asset_type_model",
+		"asset_serial_number", "action_type", "performed_at", "status_ok", "status_finalized", "document_file"})
+	run := strconv.FormatInt(time.Now().Unix(), 36)
+	for i := range n {
+		serial := "SN" + strconv.Itoa(i%max(seededAssets, 1))
+		if i%10 < int(importNewAssets*10) {
+			serial = "IMP-" + run + "-" + strconv.Itoa(i)
+		}
+		doc := ""
+		if i%4 == 0 {
+			doc = "report.bin"
+		}
+		_ = w.Write([]string{"Import org " + strconv.Itoa(i%20), "IMP-ORG-" + strconv.Itoa(i%20), "private", "no",
+			"Ola", "Import" + strconv.Itoa(i%50), "1980-01-01", benchBrand, benchModel,
+			serial, "expert_control", "2025-03-14", "true", "true", doc})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// measureImport builds the registry command, imports n generated rows
+// through the gateway and measures rows per second, the command's peak
+// resident set and every process's CPU time.
+func (e *Env) measureImport(ctx context.Context, o Options, dir string, n int, refPost float64) (*ImportResult, error) {
+	bin := filepath.Join(dir, "registry")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./sdk/cmd/registry")
+	build.Dir = o.RepoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build the registry command: %w: %s", err, out)
+	}
+	rows := filepath.Join(dir, "import.csv")
+	if err := writeImportRows(rows, n, len(e.Assets)); err != nil {
+		return nil, err
+	}
+	res := &ImportResult{Rows: n, NewAssets: importNewAssets, WithReport: importWithReport, ReportBytes: importReportSize,
+		RefPostPerSec: refPost, CPUSeconds: map[string]float64{}}
+	cmd := exec.CommandContext(ctx, bin, "import", "-quiet", "-workers", strconv.Itoa(o.Load.Concurrency), rows)
+	cmd.Dir = dir
+	c := e.Creds
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "REGISTRY_URL=" + c.RegistryURL, "AUTH_URL=" + c.AuthURL,
+		"RESOURCE=" + c.Resource, "CLIENT_ID=" + c.ClientID, "CLIENT_SECRET=" + c.ClientSecret}
+	if o.Profile {
+		res.Profile = filepath.Join(o.OutDir, "profiles", "import", "registry.cpu.pprof")
+		_ = os.MkdirAll(filepath.Dir(res.Profile), 0o755)
+		cmd.Env = append(cmd.Env, "REGISTRY_CPU_PROFILE="+res.Profile)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = io.MultiWriter(&stderr)
+	before := map[string]float64{}
+	for name, p := range e.processes {
+		before[name] = cpuSeconds(p.pid)
+	}
+	start := time.Now()
+	err := cmd.Run()
+	res.Seconds = time.Since(start).Seconds()
+	for name, p := range e.processes {
+		if s := cpuSeconds(p.pid) - before[name]; s > 0.05 {
+			res.CPUSeconds[name] = s
+		}
+	}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			res.PeakRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+			res.CPUSeconds["registry"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		}
+	}
+	if err != nil {
+		res.Failed = true
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		return res, fmt.Errorf("import: %w: %s", err, strings.Join(lines[max(len(lines)-5, 0):], " | "))
+	}
+	res.RowsPerSec = float64(n) / res.Seconds
+	if refPost > 0 {
+		res.Ratio = res.RowsPerSec / refPost
+	}
+	return res, nil
+}
+
+// cpuSeconds is a process's user and system time so far (/proc/pid/stat).
+func cpuSeconds(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// printImport adds the import's lines to the table.
+func (r *ImportResult) print(w io.Writer) {
+	fmt.Fprintf(w, "\nimport (registry import, %d rows: %.0f %% new assets, %.0f %% with a %d KiB report, through the gateway)\n",
+		r.Rows, r.NewAssets*100, r.WithReport*100, r.ReportBytes>>10)
+	fmt.Fprintf(w, "  %.0f rows/s in %.1f s; ÷ reference POST %.0f req/s = %.3f (goal ≥ 0.1); peak RSS %.0f MiB (goal < 100)\n",
+		r.RowsPerSec, r.Seconds, r.RefPostPerSec, r.Ratio, r.PeakRSSMiB)
+	names := make([]string, 0, len(r.CPUSeconds))
+	for n := range r.CPUSeconds {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(r.CPUSeconds[b]*1000 - r.CPUSeconds[a]*1000) })
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.1f s", n, r.CPUSeconds[n]))
+	}
+	fmt.Fprintf(w, "  CPU time during the import: %s\n", strings.Join(parts, ", "))
+	if r.Profile != "" {
+		fmt.Fprintf(w, "  the command's CPU profile: %s\n", r.Profile)
+	}
+}

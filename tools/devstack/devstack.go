@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,6 +45,14 @@ type Options struct {
 	// stacks sharing a server never share a role. "" means "registry".
 	Database string
 	Env      []string // extra environment for every registry process
+	// ObjectStoreLater starts the private object store, and the services
+	// that need it, in the background once everything else is up, and
+	// Start returns without waiting for them: make run on a fresh machine,
+	// where MinIO is still being built from source (minutes), lets the
+	// first calls through meanwhile. Until its service joins, the gateway
+	// answers its paths with 503 and Retry-After. ObjectStoreReady says
+	// when it has joined.
+	ObjectStoreLater bool
 	// Via, when set, gives the address at which the registry's processes
 	// reach a datastore ("postgres", "redis" or "s3") listening at addr:
 	// a test puts a fault-injecting proxy in between. The launcher itself
@@ -98,7 +107,15 @@ type Stack struct {
 	Pids           map[string]int    // registry processes by name, for measurements
 	MetricsURLs    map[string]string // each process's /metrics
 
-	stops []func() error // in start order
+	// ObjectStoreReady, with Options.ObjectStoreLater, receives nil once the
+	// object store and the services that need it are up, or why they are
+	// not; nil otherwise.
+	ObjectStoreReady <-chan error
+
+	mu         sync.Mutex
+	stops      []func() error // in start order
+	background sync.WaitGroup
+	cancelLate context.CancelFunc
 }
 
 // Start brings the stack up, in dependency order, and returns once every
@@ -123,7 +140,8 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := s.startDatastores(ctx, o, ports); err != nil {
+	late := o.ObjectStoreLater && o.S3.Endpoint == ""
+	if err := s.startDatastores(ctx, o, ports, !late); err != nil {
 		return err
 	}
 
@@ -153,7 +171,7 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	}
 	// Services call peers per request only, so they can start in any
 	// order: each gets every peer's URL up front.
-	for _, svc := range catalog.Services {
+	serviceEnv := func(svc catalog.Service) []string {
 		env := slices.Clone(oidc)
 		if svc.NeedsStore(catalog.Postgres) {
 			env = append(env, "DATABASE_URL="+via.url(s.RoleURLs[svc.Name]))
@@ -172,7 +190,15 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 				env = append(env, envName("PEER", peer, "URL")+"="+s.ServiceURLs[peer])
 			}
 		}
-		if err := s.startProcess(ctx, o, svc.Name, ports, "serve", env...); err != nil {
+		return env
+	}
+	var later []catalog.Service
+	for _, svc := range catalog.Services {
+		if late && svc.NeedsStore(catalog.ObjectStore) {
+			later = append(later, svc)
+			continue
+		}
+		if err := s.startProcess(ctx, o, svc.Name, ports, "serve", serviceEnv(svc)...); err != nil {
 			return err
 		}
 	}
@@ -180,7 +206,44 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	for name, u := range s.ServiceURLs {
 		gateway = append(gateway, envName("UPSTREAM", name, "")+"="+u)
 	}
-	return s.startProcess(ctx, o, catalog.Gateway.Name, ports, "", gateway...)
+	if err := s.startProcess(ctx, o, catalog.Gateway.Name, ports, "", gateway...); err != nil {
+		return err
+	}
+	if late {
+		s.startLater(o, ports, later, serviceEnv)
+	}
+	return nil
+}
+
+// startLater starts the object store (waiting for its build) and then the
+// services that need it, in the background; Stop cancels and waits for it.
+func (s *Stack) startLater(o Options, ports Ports, services []catalog.Service, env func(catalog.Service) []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan error, 1)
+	s.cancelLate, s.ObjectStoreReady = cancel, ready
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		ready <- func() error {
+			m, err := s.startObjectStore(ctx, o, ports)
+			if err != nil {
+				return err
+			}
+			s.addStop(m.Stop)
+			for _, svc := range services {
+				if err := s.startProcess(ctx, o, svc.Name, ports, "serve", env(svc)...); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+	}()
+}
+
+func (s *Stack) addStop(stop func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stops = append(s.stops, stop)
 }
 
 // envName is the environment variable of a per-service flag:
@@ -193,11 +256,15 @@ func envName(prefix, service, suffix string) string {
 	return name
 }
 
-func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports) error {
+func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports, objectStore bool) error {
 	// MinIO starts alongside PostgreSQL and Redis, so it adds no wall time.
 	minioDone := make(chan error, 1)
 	var minio *devinfra.Minio
 	go func() {
+		if !objectStore {
+			minioDone <- nil
+			return
+		}
 		var err error
 		minio, err = s.startObjectStore(ctx, o, ports)
 		minioDone <- err
@@ -205,7 +272,7 @@ func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports) err
 	err := s.startPostgresAndRedis(ctx, o, ports)
 	minioErr := <-minioDone
 	if minio != nil {
-		s.stops = append(s.stops, minio.Stop)
+		s.addStop(minio.Stop)
 	}
 	return errors.Join(err, minioErr)
 }
@@ -226,7 +293,7 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 		if err != nil {
 			return err
 		}
-		s.stops = append(s.stops, pg.Stop)
+		s.addStop(pg.Stop)
 		s.Postgres, pgURL = pg, pg.URL
 	}
 	dbURL, err := ensureDatabase(ctx, pgURL, o.Database)
@@ -246,14 +313,14 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 		if err != nil {
 			return err
 		}
-		s.stops = append(s.stops, rd.Stop)
+		s.addStop(rd.Stop)
 		s.Redis, s.RedisURL = rd, rd.URL
 	} else {
 		remove, err := ensureRedisUsers(ctx, s.RedisURL, access.redisUsers())
 		if err != nil {
 			return err
 		}
-		s.stops = append(s.stops, remove)
+		s.addStop(remove)
 	}
 	for name, role := range access.roles {
 		s.RoleURLs[name] = roleURL(dbURL, role)
@@ -315,6 +382,8 @@ func (s *Stack) startProcess(ctx context.Context, o Options, name string, ports 
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.stops = append(s.stops, p.Stop)
 	s.Processes[name] = p
 	s.Pids[name] = p.Pid()
@@ -324,6 +393,12 @@ func (s *Stack) startProcess(ctx context.Context, o Options, name string, ports 
 
 // Stop stops everything in reverse start order, each gracefully.
 func (s *Stack) Stop() error {
+	if s.cancelLate != nil {
+		s.cancelLate() // a build still running is left to finish for the next run
+		s.background.Wait()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var errs []error
 	for i := len(s.stops) - 1; i >= 0; i-- {
 		errs = append(errs, s.stops[i]())

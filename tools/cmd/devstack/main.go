@@ -39,18 +39,28 @@ func run(dir, bin string, ports devstack.Ports) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	// Outside the start timeout: on a new machine this builds MinIO from
-	// source, which takes minutes once (make run starts that build early, in
-	// the background; this waits for it).
-	if _, err := devinfra.EnsureMinioServer(ctx, os.Stderr); err != nil {
-		return err
+	// On a new machine MinIO is built from source, which takes minutes
+	// once (make run starts that build early, in the background). Rather
+	// than wait for it, everything else starts now; MinIO and the services
+	// that need it join when the build is done, and until then the gateway
+	// answers their paths with 503 and Retry-After.
+	late := false
+	if bin, err := devinfra.MinioServerPath(); err == nil {
+		if _, err := os.Stat(bin); err != nil {
+			late = true
+		}
+	}
+	later := servicesNeeding(catalog.ObjectStore)
+	if late {
+		fmt.Printf("MinIO is not built yet (a few minutes, once per machine): starting everything else now; %s will join when it is built.\n",
+			strings.Join(later, ", "))
 	}
 	fmt.Printf("Starting PostgreSQL, Redis, MinIO, the identity provider, the services (%s) and the gateway...\n",
 		strings.Join(catalog.Names(), ", "))
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	stack, err := devstack.Start(startCtx, devstack.Options{
-		Dir: dir, BinDir: bin, Ports: ports, Database: "registry",
+		Dir: dir, BinDir: bin, Ports: ports, Database: "registry", ObjectStoreLater: late,
 	})
 	if err != nil {
 		return err
@@ -60,7 +70,10 @@ func run(dir, bin string, ports devstack.Ports) error {
 	if err != nil {
 		return fmt.Errorf("%w (stopping: %v)", err, stack.Stop())
 	}
-	printUsage(creds, envFile, stack)
+	printUsage(creds, envFile, stack, late)
+	if late {
+		go waitForLate(ctx, stack, later)
+	}
 	<-ctx.Done()
 	fmt.Println("\nStopping...")
 	if err := stack.Stop(); err != nil {
@@ -70,10 +83,50 @@ func run(dir, bin string, ports devstack.Ports) error {
 	return nil
 }
 
-func printUsage(c devstack.Credentials, envFile string, stack *devstack.Stack) {
+// servicesNeeding names the services that need a datastore.
+func servicesNeeding(store catalog.Datastore) []string {
+	var out []string
+	for _, svc := range catalog.Services {
+		if svc.NeedsStore(store) {
+			out = append(out, svc.Name)
+		}
+	}
+	return out
+}
+
+// waitForLate says what the launcher is waiting for until the object store
+// and its services have joined, then that they have.
+func waitForLate(ctx context.Context, stack *devstack.Stack, services []string) {
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	started := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case err := <-stack.ObjectStoreReady:
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "make run: MinIO or %s did not start: %v\n", strings.Join(services, ", "), err)
+				return
+			}
+			fmt.Printf("MinIO is built and running; %s joined after %s: every path answers now.\n",
+				strings.Join(services, ", "), time.Since(started).Round(time.Second))
+			return
+		case <-tick.C:
+			fmt.Printf("still waiting for the MinIO build (%s so far); %s answer 503 with Retry-After until it is done\n",
+				time.Since(started).Round(time.Second), strings.Join(services, ", "))
+		}
+	}
+}
+
+func printUsage(c devstack.Credentials, envFile string, stack *devstack.Stack, late bool) {
 	console := stack.S3ConsoleURL
 	if console == "" {
 		console = "off"
+	}
+	s3, credentials := stack.S3Endpoint, stack.S3Credentials
+	if late {
+		s3, console, credentials = "(being built; joins when ready)", "-", "-"
 	}
 	fmt.Printf(`
 The Asset Registry is running.
@@ -104,7 +157,7 @@ Get a token and make a first call:
 
 Press Ctrl-C to stop everything.
 `, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, stack.LogDir,
-		stack.S3Endpoint, console, stack.S3Credentials, redactedHost(stack.DatabaseURL), redactedHost(stack.RedisURL),
+		s3, console, credentials, redactedHost(stack.DatabaseURL), redactedHost(stack.RedisURL),
 		filepath.Join(filepath.Dir(envFile), "datastores.env"), c.OtherClientID, c.AdminClientID)
 }
 

@@ -64,7 +64,12 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{base: base, http: cfg.HTTPClient, tokens: cfg.Tokens, maxAttempts: cfg.MaxAttempts,
 		maxWait: cfg.MaxWait, userAgent: cfg.UserAgent}
 	if c.http == nil {
-		c.http = &http.Client{Timeout: 60 * time.Second}
+		// Keep as many idle connections as calls in flight: the default of
+		// two per host makes a concurrent client (the import's workers)
+		// open and close a connection per call.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		c.http = &http.Client{Timeout: 60 * time.Second, Transport: t}
 	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 8

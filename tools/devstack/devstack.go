@@ -77,7 +77,7 @@ type Stack struct {
 	RoleURLs map[string]string
 	// RedisUserURLs are the Redis URLs of each service with finds, by name:
 	// its own user, limited to its cache namespace's keys and the commands
-	// of pkg/cache.
+	// of pkg/cache; and the gateway's, limited to its rate-limit budgets.
 	RedisUserURLs map[string]string
 	// Postgres, Redis and Minio are the servers the stack started (nil
 	// where it was given one), and Processes the registry's own, by name:
@@ -176,7 +176,9 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	gateway := slices.Clone(oidc)
+	// The gateway's rate limits are on, in Redis, as in a cluster.
+	gateway := append(slices.Clone(oidc), "REDIS_URL="+via.url(s.RedisUserURLs[catalog.Gateway.Name]),
+		"RATE_LIMIT_KEY_PREFIX="+gatewayKeyPrefix(o.Database))
 	for name, u := range s.ServiceURLs {
 		gateway = append(gateway, envName("UPSTREAM", name, "")+"="+u)
 	}

@@ -200,11 +200,3 @@ func (p *Prefixes) Set(s string) error {
 	return nil
 }
 
-func (p Prefixes) contains(a netip.Addr) bool {
-	for _, x := range p {
-		if x.Contains(a) {
-			return true
-		}
-	}
-	return false
-}

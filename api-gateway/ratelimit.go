@@ -5,11 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -263,43 +260,12 @@ func (g addressGate) key(r *http.Request) string {
 	return "address:" + clientAddress(r, g.l.cfg.TrustedProxies)
 }
 
-// clientAddress is who sent r: the TCP peer, or, when the peer is a
-// trusted proxy, the last address in X-Forwarded-For that is not one
-// (each proxy appends the address it got the call from, so the entries
-// left of the first untrusted one could be forged). An IPv6 caller is
-// counted by its /64, the block a single host gets.
+// clientAddress is who sent r (httpx.SourceNetwork: the TCP peer, or
+// the nearest untrusted address in X-Forwarded-For behind a trusted
+// proxy; an IPv6 caller by its /64), the key of its address's budget.
 func clientAddress(r *http.Request, trusted Prefixes) string {
-	addr := peerAddress(r.RemoteAddr)
-	if addr.IsValid() && len(trusted) > 0 && trusted.contains(addr) {
-		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-		for i := len(hops) - 1; i >= 0; i-- {
-			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
-				break // garbage: trust nothing to its left
-			}
-			addr = hop.Unmap()
-			if !trusted.contains(addr) {
-				break
-			}
-		}
+	if source := httpx.SourceNetwork(r, trusted); source.IsValid() {
+		return source.String()
 	}
-	if !addr.IsValid() {
-		return r.RemoteAddr
-	}
-	if addr.Is6() {
-		return netip.PrefixFrom(addr, 64).Masked().String()
-	}
-	return addr.String()
-}
-
-func peerAddress(remote string) netip.Addr {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return addr.Unmap()
+	return r.RemoteAddr
 }

@@ -199,4 +199,3 @@ func (p *Prefixes) Set(s string) error {
 	*p = out
 	return nil
 }
-

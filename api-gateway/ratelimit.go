@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/go-redis/redis_rate/v10"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
@@ -107,7 +109,40 @@ type rateLimiter struct {
 
 	mu     sync.Mutex
 	downAt time.Time // last failure; Redis is left alone for cfg.Backoff
+
+	// leases are the requests a replica has already charged to a busy
+	// client's budget in Redis and not yet served (see lease).
+	leases *lru.Cache[string, *lease]
+	// calls counts the round trips to Redis (for tests of the batching).
+	calls atomic.Int64
 }
+
+// A lease lets a busy client's requests be charged to Redis in small
+// batches instead of one round trip each, which is most of what the
+// limiter costs a request. A replica that sees a client call again within
+// leaseWindow, with plenty of budget left (at least leaseFloor requests),
+// charges leaseSize requests at once and serves the next ones from them
+// for leaseWindow; requests left over when the window ends are not given
+// back. So the shared budget is never exceeded (every request is charged
+// in Redis before it is served); what the batching costs is that a busy
+// client may pay for up to leaseSize-1 requests per replica it did not
+// make, at the end of a burst, and that RateLimit's r is as of the last
+// charge. Near the end of a budget (under leaseFloor) every request is
+// charged alone, so the last requests and the 429 are exact.
+type lease struct {
+	mu        sync.Mutex
+	left      int           // charged, not yet served
+	until     time.Time     // when left lapses
+	lastCall  time.Time     // the last charge in Redis
+	remaining int           // r of the last charge
+	reset     time.Duration // t of the last charge
+}
+
+const (
+	leaseSize   = 8
+	leaseWindow = 50 * time.Millisecond
+	leaseFloor  = 100
+)
 
 func newRateLimiter(cfg RateLimitConfig, logger log.Logger) (*rateLimiter, error) {
 	if err := cfg.Validate(); err != nil {
@@ -128,7 +163,11 @@ func newRateLimiter(cfg RateLimitConfig, logger log.Logger) (*rateLimiter, error
 	opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
 	opts.MaxRetries, opts.DialerRetries = -1, 1
 	client := redis.NewClient(opts)
-	return &rateLimiter{cfg: cfg, client: client, limiter: redis_rate.NewLimiter(client), logger: logger}, nil
+	leases, err := lru.New[string, *lease](leaseClients)
+	if err != nil {
+		return nil, err
+	}
+	return &rateLimiter{cfg: cfg, client: client, limiter: redis_rate.NewLimiter(client), logger: logger, leases: leases}, nil
 }
 
 func (l *rateLimiter) Close() error { return l.client.Close() }
@@ -150,6 +189,7 @@ func (l *rateLimiter) draw(ctx context.Context, kind, key string, b Budget, n in
 		failOpenTotal.WithLabelValues(kind).Inc()
 		return nil
 	}
+	l.calls.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	res, err := l.limiter.AllowN(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
@@ -196,7 +236,12 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 		b := l.budgetOf(sub)
 		h := w.Header()
 		h["Ratelimit-Policy"] = []string{b.policyHeader()}
-		res := l.draw(r.Context(), budgetClient, "client:"+sub, b, 1)
+		if remaining, reset, ok := l.fromLease(sub); ok {
+			h["Ratelimit"] = []string{b.stateHeader(remaining, reset)}
+			next.ServeHTTP(w, r)
+			return
+		}
+		res := l.charge(r.Context(), sub, b)
 		if res == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -209,6 +254,62 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// leaseClients bounds the clients whose leases a replica remembers.
+const leaseClients = 4096
+
+// fromLease serves a request from the client's lease, if it has one that
+// has not lapsed; it returns the state the headers give.
+func (l *rateLimiter) fromLease(sub string) (int, time.Duration, bool) {
+	ls, ok := l.leases.Get(sub)
+	if !ok {
+		return 0, 0, false
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.left == 0 || !time.Now().Before(ls.until) {
+		return 0, 0, false
+	}
+	ls.left--
+	return ls.remaining + ls.left, ls.reset, true
+}
+
+// charge takes this request from the client's budget in Redis: alone, or,
+// for a busy client well within its budget, with the next leaseSize-1.
+func (l *rateLimiter) charge(ctx context.Context, sub string, b Budget) *redis_rate.Result {
+	ls, ok := l.leases.Get(sub)
+	if !ok {
+		ls = &lease{}
+		if existing, found, _ := l.leases.PeekOrAdd(sub, ls); found {
+			ls = existing
+		}
+	}
+	ls.mu.Lock()
+	now := time.Now()
+	busy := now.Sub(ls.lastCall) < leaseWindow && ls.remaining >= leaseFloor && b.Quota >= leaseFloor
+	ls.mu.Unlock()
+	n := 1
+	if busy {
+		n = leaseSize
+	}
+	res := l.draw(ctx, budgetClient, "client:"+sub, b, n)
+	if res != nil && res.Allowed == 0 && n > 1 {
+		res = l.draw(ctx, budgetClient, "client:"+sub, b, 1) // not enough for a batch: this one alone
+		n = 1
+	}
+	if res == nil {
+		return nil
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.lastCall, ls.remaining, ls.reset = now, res.Remaining, res.ResetAfter
+	if res.Allowed > 0 && n > 1 {
+		// Concurrent charges of one client add up rather than overwrite.
+		ls.left, ls.until = ls.left+n-1, now.Add(leaseWindow)
+		return &redis_rate.Result{Limit: res.Limit, Allowed: 1, Remaining: res.Remaining + n - 1, ResetAfter: res.ResetAfter, RetryAfter: res.RetryAfter}
+	}
+	return res
 }
 
 // tooMany is the 429 problem, with the seconds to wait (at least 1).

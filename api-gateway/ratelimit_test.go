@@ -217,6 +217,34 @@ func TestBudgetSharedByReplicas(t *testing.T) {
 	testkit.Expect(t, b.client.Do(t, "GET", "/people", a.issuer.ReadWrite(t), nil), 200)
 }
 
+// A busy client is charged in batches (leases): two replicas still never
+// let through more than the budget, and lose little of it.
+func TestBatchedChargesKeepTheSharedBudget(t *testing.T) {
+	url, prefix := testkit.RedisURL(t), testkit.RedisPrefix(t)
+	const quota = 300
+	budget := limited(url, prefix, func(c *RateLimitConfig) { c.Default = Budget{"default", quota, time.Hour} })
+	a := newGateway(t, budget)
+	b := a
+	b.client.BaseURL = newGatewayServer(t, a.issuer, a.upstream, budget)
+	ro := a.issuer.ReadOnly(t)
+	testkit.Expect(t, b.client.Do(t, "GET", "/people", ro, nil), 200) // both replicas have verified the token
+	served := 1
+	for i := range quota + 60 {
+		if r := []fixture{a, b}[i%2].client.Do(t, "GET", "/people", ro, nil); r.Status == 200 {
+			served++
+		} else if r.Status != 429 {
+			t.Fatalf("call %d: %d", i, r.Status)
+		}
+	}
+	if before := a.upstream.count(); served > quota || served < quota-2*(leaseSize-1) {
+		t.Errorf("%d of %d calls served (%d reached the service) with a budget of %d: want at most the budget, and at most %d lost to batches",
+			served, quota+60, before, quota, 2*(leaseSize-1))
+	}
+	if calls := a.gateway.limiter.calls.Load(); calls > int64(served)/2 {
+		t.Errorf("%d round trips to Redis for %d calls served: the busy client was not charged in batches", calls, served)
+	}
+}
+
 // newGatewayServer starts another gateway (a replica) before the same
 // issuer and upstream; it returns its URL.
 func newGatewayServer(t *testing.T, issuer *testkit.Issuer, up *upstream, mutate func(*Config)) string {

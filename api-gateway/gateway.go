@@ -47,6 +47,10 @@ type Config struct {
 	// httpx.UploadFormOverhead more. Other bodies are JSON, limited to
 	// httpx.MaxJSONBody.
 	UploadMaxSize int64
+
+	// wrapVerifier, in tests, stands around the token verifier (to count
+	// the signatures checked).
+	wrapVerifier func(auth.TokenVerifier) auth.TokenVerifier
 }
 
 // DefaultUploadMaxSize is the documents service's own default limit
@@ -78,7 +82,7 @@ type Gateway struct {
 	Health   *process.Health
 	docs     *docs
 	verifier *auth.Verifier
-	close    func()
+	limiter  *rateLimiter // nil when limits are off
 }
 
 // CheckIssuer is the start-time check of the token issuer (auth.Verifier.Start):
@@ -88,13 +92,26 @@ func (g *Gateway) CheckIssuer(ctx context.Context, logger log.Logger) error {
 	return g.verifier.Start(ctx, logger)
 }
 
-// Close stops the background key refresh.
-func (g *Gateway) Close() { g.close() }
+// Close stops the background key refresh and closes the limiter's Redis
+// connections.
+func (g *Gateway) Close() {
+	g.verifier.Close()
+	if g.limiter != nil {
+		_ = g.limiter.Close()
+	}
+}
 
 // New builds the gateway's handler and health checks.
 func New(cfg Config, logger log.Logger) (*Gateway, error) {
+	limiter, err := newRateLimiter(cfg.RateLimit, logger)
+	if err != nil {
+		return nil, err
+	}
 	verifier, err := auth.NewVerifier(cfg.OIDC)
 	if err != nil {
+		if limiter != nil {
+			_ = limiter.Close()
+		}
 		return nil, err
 	}
 	upstreams := map[string]*url.URL{}
@@ -104,7 +121,7 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 		}
 		u, err := url.Parse(*raw)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			verifier.Close()
+			(&Gateway{verifier: verifier, limiter: limiter}).Close()
 			return nil, fmt.Errorf("gateway: upstream.%s %q is not an absolute URL", name, *raw)
 		}
 		upstreams[name] = u
@@ -114,6 +131,13 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	for name, u := range upstreams {
 		proxies[name] = newProxy(u)
 		checks = append(checks, process.HealthCheck{Name: name, Optional: true, Probe: process.HTTPCheck(u.JoinPath("/readyz").String())})
+	}
+	var gate auth.Gate
+	if limiter != nil {
+		// Optional: the limit fails open, so Redis being down must not
+		// take the gateway out of service.
+		checks = append(checks, process.HealthCheck{Name: "rate-limit", Optional: true, Probe: limiter.Ready})
+		gate = addressGate{limiter}
 	}
 	health := process.NewHealth(checks...)
 
@@ -127,14 +151,20 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 		uploadMax = DefaultUploadMaxSize
 	}
 	routed := limitBodies(uploadMax)(route(proxies))
-	limited := newRateLimiter(cfg.RateLimit).Middleware(auth.RequireScope(routed))
-	protected := auth.Authenticate(verifier)(routeOrNotFound(proxies, limited))
+	// Calls without a valid token draw on their address's budget before
+	// any signature is checked (the gate); every authenticated call, a 404
+	// or 403 included, on its client's budget, and carries its headers.
+	var tokens auth.TokenVerifier = verifier
+	if cfg.wrapVerifier != nil {
+		tokens = cfg.wrapVerifier(verifier)
+	}
+	protected := auth.AuthenticateGated(tokens, gate)(limiter.Clients(routeOrNotFound(proxies, auth.RequireScope(routed))))
 	return &Gateway{
 		Handler:  process.Stack(logger, "api-gateway", false, public, protected, cfg.Server.Read),
 		Health:   health,
 		docs:     docs,
 		verifier: verifier,
-		close:    verifier.Close,
+		limiter:  limiter,
 	}, nil
 }
 

@@ -92,6 +92,13 @@ func newGateway(t *testing.T, mutate func(*Config)) fixture {
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	g, url := start(t, cfg)
+	return fixture{client: testkit.Client{BaseURL: url}, issuer: issuer, upstream: up, gateway: g}
+}
+
+// start runs a gateway of cfg until the test ends and returns its URL.
+func start(t *testing.T, cfg Config) (*Gateway, string) {
+	t.Helper()
 	g, err := New(cfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +106,7 @@ func newGateway(t *testing.T, mutate func(*Config)) fixture {
 	t.Cleanup(g.Close)
 	srv := httptest.NewServer(g.Handler)
 	t.Cleanup(srv.Close)
-	return fixture{client: testkit.Client{BaseURL: srv.URL}, issuer: issuer, upstream: up, gateway: g}
+	return g, srv.URL
 }
 
 func TestForwarding(t *testing.T) {
@@ -240,19 +247,6 @@ func TestCheckIssuer(t *testing.T) {
 	if err := down.gateway.CheckIssuer(t.Context(), log.NewNopLogger()); err != nil {
 		t.Errorf("an issuer that is down: %v, want the gateway to start", err)
 	}
-}
-
-func TestRateLimit(t *testing.T) {
-	f := newGateway(t, func(c *Config) { c.RateLimit = RateLimitConfig{PerSecond: 0.001, Burst: 2} })
-	ro := f.issuer.ReadOnly(t)
-	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
-	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
-	r := testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
-	if r.Header.Get("Retry-After") == "" {
-		t.Error("429 without Retry-After")
-	}
-	// Limits are per client.
-	testkit.Expect(t, f.client.Do(t, "GET", "/people", f.issuer.ReadWrite(t), nil), 200)
 }
 
 func TestDocs(t *testing.T) {

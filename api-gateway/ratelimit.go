@@ -1,86 +1,372 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"flag"
-	"math"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/go-redis/redis_rate/v10"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// RateLimitConfig bounds each machine client's request rate. Limits are per
-// gateway replica; they protect the services from one runaway integration
-// rather than meter usage.
+// RateLimitConfig is the gateway's request budgets. They are kept in
+// Redis, so every replica of the gateway draws on one budget per client
+// (adding replicas does not multiply it).
 type RateLimitConfig struct {
-	PerSecond float64
-	Burst     int
+	Enabled  bool
+	RedisURL string
+	// KeyPrefix starts every key of the budgets (after redis_rate's own
+	// "rate:"); installations sharing a Redis use different prefixes.
+	KeyPrefix string
+	// Default is every client's budget but those in Clients.
+	Default Budget
+	Clients Budgets
+	// Unauthenticated is the budget per source address of calls without a
+	// valid token, drawn on before any signature is checked.
+	Unauthenticated Budget
+	// TrustedProxies may say who the client is in X-Forwarded-For.
+	TrustedProxies Prefixes
+	// Timeout bounds each call to Redis; a slower Redis is taken as down
+	// and the request is let through.
+	Timeout time.Duration
+	// Backoff is how long Redis is left alone after it failed: requests are
+	// let through without asking it.
+	Backoff time.Duration
 }
 
-// RegisterFlags adds rate-limit.* (env RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST).
+// RegisterFlags adds the rate-limit.* flags (env RATE_LIMIT_*) and
+// redis.url (env REDIS_URL, the services' own name for their Redis).
 func (c *RateLimitConfig) RegisterFlags(fs *flag.FlagSet) {
-	fs.Float64Var(&c.PerSecond, "rate-limit.per-second", 0, "sustained requests per second per client (token sub); 0 disables limiting")
-	fs.IntVar(&c.Burst, "rate-limit.burst", 100, "requests a client may send at once above the sustained rate")
+	c.Default, c.Unauthenticated = DefaultBudget, DefaultUnauthenticatedBudget
+	fs.BoolVar(&c.Enabled, "rate-limit.enabled", true, "limit each client's requests (needs redis.url); false turns every limit off")
+	fs.StringVar(&c.RedisURL, "redis.url", "", "Redis URL where the rate-limit budgets are kept, shared by every gateway replica")
+	fs.StringVar(&c.KeyPrefix, "rate-limit.key-prefix", "api-gateway:", "start of the budgets' Redis keys (after \"rate:\"); installations sharing a Redis need different ones")
+	fs.Var(budgetValue{&c.Default}, "rate-limit.default", "each client's budget, <quota>/<window>: quota requests in any window, all usable at once")
+	fs.Var(&c.Clients, "rate-limit.clients", "budgets of particular clients (token sub), <client>=<quota>/<window>,...; the policy name in the headers is the client")
+	fs.Var(budgetValue{&c.Unauthenticated}, "rate-limit.unauthenticated", "budget per source address of calls with a missing or invalid token, drawn on before any signature is checked")
+	fs.Var(&c.TrustedProxies, "rate-limit.trusted-proxies", "addresses and networks (10.0.0.0/8,...) of proxies whose X-Forwarded-For names the caller; otherwise the caller is the TCP peer")
+	fs.DurationVar(&c.Timeout, "rate-limit.timeout", 25*time.Millisecond, "longest wait for Redis per request; a slower Redis is taken as down and the request is let through")
+	fs.DurationVar(&c.Backoff, "rate-limit.backoff", time.Second, "after a Redis failure, how long requests are let through without asking it")
 }
 
+// Validate says what is wrong with the configuration, at start.
+func (c RateLimitConfig) Validate() error {
+	if !c.Enabled {
+		return nil
+	}
+	if c.RedisURL == "" {
+		return errors.New("gateway: rate limits are on but redis.url (REDIS_URL) is empty: the budgets are kept in Redis; set rate-limit.enabled=false to run without limits")
+	}
+	if c.Default.Quota < 1 || c.Unauthenticated.Quota < 1 {
+		return errors.New("gateway: rate-limit.default and rate-limit.unauthenticated need a quota of at least 1")
+	}
+	if c.Timeout <= 0 {
+		return errors.New("gateway: rate-limit.timeout must be positive")
+	}
+	return nil
+}
+
+var (
+	failOpenTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_ratelimit_fail_open_total",
+		Help: "Requests let through without their budget being checked because Redis failed, was slow or is in back-off.",
+	}, []string{"budget"})
+	limitedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_ratelimit_limited_total",
+		Help: "Requests answered 429 because their budget was spent: per client (client) or per source address without a valid token (unauthenticated).",
+	}, []string{"budget"})
+)
+
+// Metric label values of the two kinds of budget.
+const (
+	budgetClient          = "client"
+	budgetUnauthenticated = "unauthenticated"
+)
+
+// rateLimiter draws on the budgets in Redis with go-redis/redis_rate: GCRA
+// in one Lua script, one round trip per request, Redis's own clock, so
+// every replica sees the same budget.
 type rateLimiter struct {
 	cfg     RateLimitConfig
-	mu      sync.Mutex
-	clients map[string]*clientLimit
-	swept   time.Time
+	client  *redis.Client
+	limiter *redis_rate.Limiter
+	logger  log.Logger
+
+	mu     sync.Mutex
+	downAt time.Time // last failure; Redis is left alone for cfg.Backoff
+
+	// leases are the requests a replica has already charged to a busy
+	// client's budget in Redis and not yet served (see lease).
+	leases *lru.Cache[string, *lease]
+	// calls counts the round trips to Redis (for tests of the batching).
+	calls atomic.Int64
 }
 
-type clientLimit struct {
-	limiter *rate.Limiter
-	seen    time.Time
+// A lease lets a busy client's requests be charged to Redis in small
+// batches instead of one round trip each, which is most of what the
+// limiter costs a request. A replica that sees a client call again within
+// leaseWindow, with plenty of budget left (at least leaseFloor requests),
+// charges leaseSize requests at once and serves the next ones from them
+// for leaseWindow; requests left over when the window ends are not given
+// back. So the shared budget is never exceeded (every request is charged
+// in Redis before it is served); what the batching costs is that a busy
+// client may pay for up to leaseSize-1 requests per replica it did not
+// make, at the end of a burst, and that RateLimit's r is as of the last
+// charge. Near the end of a budget (under leaseFloor) every request is
+// charged alone, so the last requests and the 429 are exact.
+type lease struct {
+	mu        sync.Mutex
+	left      int           // charged, not yet served
+	until     time.Time     // when left lapses
+	lastCall  time.Time     // the last charge in Redis
+	remaining int           // r of the last charge
+	reset     time.Duration // t of the last charge
 }
 
-func newRateLimiter(cfg RateLimitConfig) *rateLimiter {
-	return &rateLimiter{cfg: cfg, clients: map[string]*clientLimit{}, swept: time.Now()}
+const (
+	leaseSize   = 8
+	leaseWindow = 50 * time.Millisecond
+	leaseFloor  = 100
+)
+
+func newRateLimiter(cfg RateLimitConfig, logger log.Logger) (*rateLimiter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Enabled {
+		return nil, nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: redis.url: %w", err)
+	}
+	// Every wait is bounded by the request's own deadline (cfg.Timeout):
+	// a hung Redis costs a request at most that, and then cfg.Backoff
+	// spares the requests after it.
+	opts.ContextTimeoutEnabled = true
+	opts.DialTimeout = max(cfg.Timeout, 100*time.Millisecond)
+	opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
+	opts.MaxRetries, opts.DialerRetries = -1, 1
+	client := redis.NewClient(opts)
+	leases, err := lru.New[string, *lease](leaseClients)
+	if err != nil {
+		return nil, err
+	}
+	return &rateLimiter{cfg: cfg, client: client, limiter: redis_rate.NewLimiter(client), logger: logger, leases: leases}, nil
 }
 
-// Middleware answers 429 with Retry-After once a client exceeds its rate.
-func (l *rateLimiter) Middleware(next http.Handler) http.Handler {
-	if l.cfg.PerSecond <= 0 {
+func (l *rateLimiter) Close() error { return l.client.Close() }
+
+// Ready reports whether Redis answers, for /readyz; the check is optional
+// there, because the limit fails open.
+func (l *rateLimiter) Ready(ctx context.Context) error {
+	if err := l.client.Ping(ctx).Err(); err != nil {
+		return errors.New("the rate limits' Redis cannot be reached (requests are let through unlimited)")
+	}
+	return nil
+}
+
+// draw takes n requests (0: only looks) from budget b under key. It
+// returns nil when Redis could not answer: the caller lets the request
+// through (fails open), and the metric says so.
+func (l *rateLimiter) draw(ctx context.Context, kind, key string, b Budget, n int) *redis_rate.Result {
+	if l.resting() {
+		failOpenTotal.WithLabelValues(kind).Inc()
+		return nil
+	}
+	l.calls.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	res, err := l.limiter.AllowN(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
+	if err != nil {
+		l.fail(err)
+		failOpenTotal.WithLabelValues(kind).Inc()
+		return nil
+	}
+	return res
+}
+
+func (l *rateLimiter) resting() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.downAt.IsZero() && time.Since(l.downAt) < l.cfg.Backoff
+}
+
+func (l *rateLimiter) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Since(l.downAt) >= l.cfg.Backoff {
+		level.Warn(l.logger).Log("msg", "rate limits fail open: Redis did not answer", "backoff", l.cfg.Backoff, "err", err)
+	}
+	l.downAt = time.Now()
+}
+
+// budgetOf is the budget of the client with token subject sub.
+func (l *rateLimiter) budgetOf(sub string) Budget {
+	if b, ok := l.cfg.Clients[sub]; ok {
+		return b
+	}
+	return l.cfg.Default
+}
+
+// Clients charges each authenticated request to its client's budget and
+// says where it stands in the RateLimit-Policy and RateLimit headers of
+// whatever answer follows; over the budget it answers 429.
+func (l *rateLimiter) Clients(next http.Handler) http.Handler {
+	if l == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lim := l.limiterFor(auth.Subject(r.Context()))
-		res := lim.Reserve()
-		if delay := res.Delay(); delay > 0 {
-			res.Cancel()
-			secs := int(math.Ceil(delay.Seconds()))
-			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindRateLimited, "too many requests from this client").
-				WithHeader("Retry-After", strconv.Itoa(max(secs, 1))), w)
+		sub := auth.Subject(r.Context())
+		b := l.budgetOf(sub)
+		h := w.Header()
+		h["Ratelimit-Policy"] = []string{b.policyHeader()}
+		if remaining, reset, ok := l.fromLease(sub); ok {
+			h["Ratelimit"] = []string{b.stateHeader(remaining, reset)}
+			next.ServeHTTP(w, r)
+			return
+		}
+		res := l.charge(r.Context(), sub, b)
+		if res == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h["Ratelimit"] = []string{b.stateHeader(res.Remaining, res.ResetAfter)}
+		if res.Allowed == 0 {
+			limitedTotal.WithLabelValues(budgetClient).Inc()
+			httpx.WriteProblem(r.Context(), tooMany(fmt.Sprintf("this client's budget of %d requests per %s is spent", b.Quota, b.Window), res.RetryAfter), w)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (l *rateLimiter) limiterFor(sub string) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if now.Sub(l.swept) > time.Minute { // forget idle clients so the map stays small
-		for k, c := range l.clients {
-			if now.Sub(c.seen) > 10*time.Minute {
-				delete(l.clients, k)
-			}
-		}
-		l.swept = now
-	}
-	c, ok := l.clients[sub]
+// leaseClients bounds the clients whose leases a replica remembers.
+const leaseClients = 4096
+
+// fromLease serves a request from the client's lease, if it has one that
+// has not lapsed; it returns the state the headers give.
+func (l *rateLimiter) fromLease(sub string) (int, time.Duration, bool) {
+	ls, ok := l.leases.Get(sub)
 	if !ok {
-		c = &clientLimit{limiter: rate.NewLimiter(rate.Limit(l.cfg.PerSecond), l.cfg.Burst)}
-		l.clients[sub] = c
+		return 0, 0, false
 	}
-	c.seen = now
-	return c.limiter
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.left == 0 || !time.Now().Before(ls.until) {
+		return 0, 0, false
+	}
+	ls.left--
+	return ls.remaining + ls.left, ls.reset, true
+}
+
+// charge takes this request from the client's budget in Redis: alone, or,
+// for a busy client well within its budget, with the next leaseSize-1.
+func (l *rateLimiter) charge(ctx context.Context, sub string, b Budget) *redis_rate.Result {
+	ls, ok := l.leases.Get(sub)
+	if !ok {
+		ls = &lease{}
+		if existing, found, _ := l.leases.PeekOrAdd(sub, ls); found {
+			ls = existing
+		}
+	}
+	ls.mu.Lock()
+	now := time.Now()
+	busy := now.Sub(ls.lastCall) < leaseWindow && ls.remaining >= leaseFloor && b.Quota >= leaseFloor
+	ls.mu.Unlock()
+	n := 1
+	if busy {
+		n = leaseSize
+	}
+	res := l.draw(ctx, budgetClient, "client:"+sub, b, n)
+	if res != nil && res.Allowed == 0 && n > 1 {
+		res = l.draw(ctx, budgetClient, "client:"+sub, b, 1) // not enough for a batch: this one alone
+		n = 1
+	}
+	if res == nil {
+		return nil
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.lastCall, ls.remaining, ls.reset = now, res.Remaining, res.ResetAfter
+	if res.Allowed > 0 && n > 1 {
+		// Concurrent charges of one client add up rather than overwrite.
+		ls.left, ls.until = ls.left+n-1, now.Add(leaseWindow)
+		return &redis_rate.Result{Limit: res.Limit, Allowed: 1, Remaining: res.Remaining + n - 1, ResetAfter: res.ResetAfter, RetryAfter: res.RetryAfter}
+	}
+	return res
+}
+
+// tooMany is the 429 problem, with the seconds to wait (at least 1).
+func tooMany(detail string, wait time.Duration) *apperr.Error {
+	return apperr.New(apperr.KindRateLimited, detail+"; retry after the time Retry-After gives").
+		WithHeader("Retry-After", strconv.Itoa(max(ceilSeconds(wait), 1)))
+}
+
+// addressGate limits the calls without a valid token per source address
+// (auth.Gate): before a signature is checked it looks at the address's
+// budget, and a call that turns out to have no valid token is charged to
+// it. So a flood of forged tokens is answered 429 once the address's
+// budget is spent, without the gateway verifying each. Concurrent calls
+// from one address that all look before any is charged may overshoot the
+// budget by their number: the point is the flood, not an exact count.
+type addressGate struct{ l *rateLimiter }
+
+func (g addressGate) Admit(r *http.Request) error {
+	b := g.l.cfg.Unauthenticated
+	res := g.l.draw(r.Context(), budgetUnauthenticated, g.key(r), b, 0)
+	// With n=0 the script charges nothing and always "allows"; the budget
+	// is spent when less than one request remains.
+	if res == nil || res.Remaining >= 1 {
+		return nil
+	}
+	// Remaining < 1: ResetAfter (until the whole quota is back) less the
+	// time of quota-1 requests is when the next one fits.
+	wait := res.ResetAfter - time.Duration(b.Quota-1)*(b.Window/time.Duration(b.Quota))
+	return g.limited(b, res, wait)
+}
+
+func (g addressGate) Refused(r *http.Request) error {
+	b := g.l.cfg.Unauthenticated
+	res := g.l.draw(r.Context(), budgetUnauthenticated, g.key(r), b, 1)
+	if res == nil || res.Allowed > 0 {
+		return nil
+	}
+	return g.limited(b, res, res.RetryAfter)
+}
+
+func (g addressGate) limited(b Budget, res *redis_rate.Result, wait time.Duration) error {
+	limitedTotal.WithLabelValues(budgetUnauthenticated).Inc()
+	err := tooMany(fmt.Sprintf("too many calls without a valid token from this address (%d per %s)", b.Quota, b.Window), wait)
+	return err.WithHeader("RateLimit-Policy", b.policyHeader()).
+		WithHeader("RateLimit", b.stateHeader(0, res.ResetAfter))
+}
+
+func (g addressGate) key(r *http.Request) string {
+	return "address:" + clientAddress(r, g.l.cfg.TrustedProxies)
+}
+
+// clientAddress is who sent r (httpx.SourceNetwork: the TCP peer, or
+// the nearest untrusted address in X-Forwarded-For behind a trusted
+// proxy; an IPv6 caller by its /64), the key of its address's budget.
+func clientAddress(r *http.Request, trusted Prefixes) string {
+	if source := httpx.SourceNetwork(r, trusted); source.IsValid() {
+		return source.String()
+	}
+	return r.RemoteAddr
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -13,6 +12,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
+
+	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // ThrottleConfig limits failed client authentications at the token
@@ -185,50 +186,8 @@ func bucketName(id string) string {
 	return id
 }
 
-// source is the network a request comes from: the connection's peer, or,
-// when that is a trusted proxy, the nearest address in X-Forwarded-For that
-// is not one. An IPv6 source is its /64, since whoever has one address of a
-// /64 usually has them all.
+// source is the network a request comes from (httpx.SourceNetwork, the
+// rule the gateway's rate limits use too).
 func (t *throttle) source(r *http.Request) netip.Prefix {
-	addr := peerAddr(r.RemoteAddr)
-	if t.trusted(addr) {
-		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-		for i := len(hops) - 1; i >= 0; i-- {
-			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
-				break // a malformed entry: believe nothing before it
-			}
-			addr = hop.Unmap()
-			if !t.trusted(addr) {
-				break
-			}
-		}
-	}
-	bits := 32
-	if addr.Is6() {
-		bits = 64
-	}
-	p, _ := addr.Prefix(bits)
-	return p
-}
-
-func (t *throttle) trusted(addr netip.Addr) bool {
-	for _, p := range t.cfg.TrustedProxies {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
-}
-
-func peerAddr(remote string) netip.Addr {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.IPv4Unspecified() // not a TCP peer (tests); one bucket for all such
-	}
-	return addr.Unmap()
+	return httpx.SourceNetwork(r, t.cfg.TrustedProxies)
 }

@@ -53,26 +53,75 @@ const OnBehalfOfHeader = "X-On-Behalf-Of"
 // token, and RFC 9110 allows the field once): which of the two a proxy on
 // the way, the gateway and the service would each read is not defined, so
 // none of them is used, whether or not both are valid.
-func Authenticate(v *Verifier) func(http.Handler) http.Handler {
+func Authenticate(v *Verifier) func(http.Handler) http.Handler { return AuthenticateGated(v, nil) }
+
+// Gate limits the calls that come without a valid token, before their
+// signatures cost anything: the gateway keeps a budget per source address
+// in it. Its errors are answered as they are (a 429 problem, say).
+type Gate interface {
+	// Admit is asked before the signature of a token the verifier does not
+	// remember is checked. An error is the answer; nothing is verified.
+	Admit(r *http.Request) error
+	// Refused is told that r carried no valid token: none, two, or one that
+	// failed verification (not one that could not be checked because the
+	// issuer's keys were unavailable). An error is the answer instead of
+	// the 400 or 401.
+	Refused(r *http.Request) error
+}
+
+// TokenVerifier checks tokens for AuthenticateGated: a *Verifier, or
+// something around one (a test's counter).
+type TokenVerifier interface {
+	Verify(ctx context.Context, raw string) (Principal, error)
+	Remembered(ctx context.Context, raw string) (Principal, bool)
+}
+
+// AuthenticateGated is Authenticate with a gate in front of the signature
+// check; a nil gate admits everything. A token verified before (the
+// verifier's cache, no signature check) passes the gate unasked, so an
+// integration behind the same address as a flood of bad tokens keeps
+// working while its token is remembered.
+func AuthenticateGated(v TokenVerifier, gate Gate) func(http.Handler) http.Handler {
+	refuse := func(w http.ResponseWriter, r *http.Request, problem error) {
+		if gate != nil {
+			if err := gate.Refused(r); err != nil {
+				problem = err
+			}
+		}
+		httpx.WriteProblem(r.Context(), problem, w)
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if len(r.Header.Values("Authorization")) > 1 {
-				httpx.WriteProblem(r.Context(), apperr.New(apperr.KindBadRequest,
+				refuse(w, r, apperr.New(apperr.KindBadRequest,
 					"the request has more than one Authorization header; send exactly one").
-					WithHeader("WWW-Authenticate", realm+`, error="invalid_request"`), w)
+					WithHeader("WWW-Authenticate", realm+`, error="invalid_request"`))
 				return
 			}
 			raw, ok := bearerToken(r)
 			if !ok {
-				httpx.WriteProblem(r.Context(), apperr.New(apperr.KindUnauthenticated,
+				refuse(w, r, apperr.New(apperr.KindUnauthenticated,
 					"a bearer access token is required (Authorization: Bearer <token>)").
-					WithHeader("WWW-Authenticate", realm), w)
+					WithHeader("WWW-Authenticate", realm))
 				return
 			}
-			p, err := v.Verify(r.Context(), raw)
-			if err != nil {
-				httpx.WriteProblem(r.Context(), verifyError(err), w)
-				return
+			p, known := v.Remembered(r.Context(), raw)
+			if !known {
+				if gate != nil {
+					if err := gate.Admit(r); err != nil {
+						httpx.WriteProblem(r.Context(), err, w)
+						return
+					}
+				}
+				var err error
+				if p, err = v.Verify(r.Context(), raw); err != nil {
+					if errors.Is(err, ErrUnavailable) {
+						httpx.WriteProblem(r.Context(), verifyError(err), w)
+						return
+					}
+					refuse(w, r, verifyError(err))
+					return
+				}
 			}
 			if p.HasScope(ScopeInternal) {
 				p.OnBehalfOf = onBehalfOf(r.Header.Get(OnBehalfOfHeader))

@@ -219,6 +219,17 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	return p, nil
 }
 
+// Remembered answers for a token verified before, without checking a
+// signature (the verified-token cache; see cachedPrincipal). It never
+// fetches keys: before the first key set is loaded nothing is remembered.
+func (v *Verifier) Remembered(ctx context.Context, raw string) (Principal, bool) {
+	k := v.keys.Load()
+	if k == nil {
+		return Principal{}, false
+	}
+	return v.cachedPrincipal(ctx, k.keys, sha256.Sum256([]byte(raw)))
+}
+
 // checkLifetime refuses a token that was issued to live longer than the
 // configured maximum. A token without iat is refused too: its lifetime
 // cannot be known, and RFC 9068 requires iat in JWT access tokens. (The

@@ -87,6 +87,9 @@ type Env struct {
 	Assets       []string // asset ids; asset i has serial number SN<i>
 	Actions      int      // actions seeded (see seedActions)
 	LargeUpload  int64    // bytes of the large upload's file
+	// UnlimitedGatewayURL is a second gateway before the same services,
+	// with its rate limits off.
+	UnlimitedGatewayURL string
 	// DeepCursors are the cursors halfway through each actionLists
 	// filter's seeded actions, by filter name.
 	DeepCursors map[string]string
@@ -310,7 +313,11 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	stack, err := devstack.Start(startCtx, devstack.Options{
 		Dir: dir, BinDir: o.BinDir, Ephemeral: true, Database: database,
 		PostgresURL: o.PostgresURL, RedisURL: o.RedisURL,
-		Env: []string{"DOCUMENTS_MAX_SIZE=" + maxFile, "UPLOAD_MAX_SIZE=" + maxFile},
+		Env: []string{"DOCUMENTS_MAX_SIZE=" + maxFile, "UPLOAD_MAX_SIZE=" + maxFile,
+			// The gateway's rate limits stay on, as in production (every
+			// gateway row pays for them), with a budget the bench's one
+			// client never spends.
+			"RATE_LIMIT_DEFAULT=" + benchBudget},
 	})
 	if err != nil {
 		return fail(err)
@@ -327,13 +334,19 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	if err != nil {
 		return fail(err)
 	}
+	// A second gateway without rate limits before the same services: the
+	// limiter's cost is the difference between the two in one run.
+	unlimited, err := stack.StartGateway(startCtx, unlimitedGateway, "RATE_LIMIT_ENABLED=false")
+	if err != nil {
+		return fail(err)
+	}
 	e := &Env{
 		Stack: stack, Creds: creds, Load: o.Load, database: database,
 		client: &http.Client{Transport: &http.Transport{
 			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
 			IdleConnTimeout: time.Minute, DisableCompression: true,
 		}},
-		processes: map[string]loadedProcess{}, LargeUpload: o.LargeUpload,
+		processes: map[string]loadedProcess{}, LargeUpload: o.LargeUpload, UnlimitedGatewayURL: unlimited,
 	}
 	if e.upload, err = newUpload(o.UploadSize); err != nil {
 		return fail(err)

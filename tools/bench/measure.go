@@ -21,6 +21,10 @@ type RowSample struct {
 	// CacheHitRate is the share of find-cache lookups that hit, counted
 	// by the services themselves during the row; absent when none looked.
 	CacheHitRate *float64 `json:"cache_hit_rate,omitempty"`
+	// FailOpen counts the calls the gateways let through without a
+	// rate-limit check (Redis slower than rate-limit.timeout): a row
+	// with limits on that has many did not measure the limiter whole.
+	FailOpen float64 `json:"rate_limit_fail_open,omitempty"`
 	// PeakRSSMiB is each process's largest resident set seen during the
 	// row (sampled every 100 ms), StartRSSMiB its resident set as the row
 	// began.
@@ -41,7 +45,7 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 			return RowSample{Sample: Sample{Errors: 1, FirstError: "before the row: " + err.Error()}}
 		}
 	}
-	before := e.cacheCounts(ctx)
+	before, failOpenBefore := e.cacheCounts(ctx)
 	start := e.readRSS()
 	sampler := e.sampleRSS()
 	var profiled sync.WaitGroup
@@ -61,7 +65,8 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		s.Bytes = r.Bytes(e)
 		s.MiBPerSec = math.Round(s.PerSec*float64(s.Bytes)/(1<<20)*10) / 10
 	}
-	after := e.cacheCounts(ctx)
+	after, failOpenAfter := e.cacheCounts(ctx)
+	s.FailOpen = failOpenAfter - failOpenBefore
 	var hits, lookups float64
 	for result, n := range after {
 		d := n - before[result]
@@ -84,9 +89,11 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 	return s
 }
 
-// cacheCounts sums find_cache_requests_total by result over every process.
-func (e *Env) cacheCounts(ctx context.Context) map[string]float64 {
+// cacheCounts sums find_cache_requests_total by result over every
+// process, and gateway_ratelimit_fail_open_total.
+func (e *Env) cacheCounts(ctx context.Context) (map[string]float64, float64) {
 	out := map[string]float64{}
+	var failOpen float64
 	for _, p := range e.processes {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.debugURL+"/metrics", nil)
 		if err != nil {
@@ -99,6 +106,13 @@ func (e *Env) cacheCounts(ctx context.Context) map[string]float64 {
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(line, "gateway_ratelimit_fail_open_total{") {
+				_, value, _ := strings.Cut(line, "} ")
+				var v float64
+				fmt.Sscanf(value, "%g", &v)
+				failOpen += v
+				continue
+			}
 			if !strings.HasPrefix(line, "find_cache_requests_total{") {
 				continue
 			}
@@ -109,7 +123,7 @@ func (e *Env) cacheCounts(ctx context.Context) map[string]float64 {
 			out[result] += v
 		}
 	}
-	return out
+	return out, failOpen
 }
 
 // sampleRSS watches every process's resident set until the returned

@@ -140,6 +140,15 @@ func (r *Results) Print(w io.Writer) {
 			pad(fmt.Sprintf("%s (%s–%s)", rate(median(perSec)), rate(slices.Min(perSec)), rate(slices.Max(perSec))), 18),
 			median(p50), median(p99), errs, pad(ratios, 18), cacheRates(row.Samples), shorten(row.Limit))
 	}
+	for _, row := range r.Rows {
+		var unchecked float64
+		for _, s := range row.Samples {
+			unchecked += s.FailOpen
+		}
+		if unchecked > 0 {
+			fmt.Fprintf(w, "%s: %.0f calls let through without a rate-limit check (Redis slower than rate-limit.timeout)\n", row.Name, unchecked)
+		}
+	}
 	if len(r.Goals) > 0 {
 		fmt.Fprintf(w, "\n%s %s %s\n", pad("goal (ratio of the same round)", 52), pad("ratio (min–max)", 22), "met in every round")
 		for _, g := range r.Goals {

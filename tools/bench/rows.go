@@ -221,6 +221,35 @@ var Calls = []Call{
 		}},
 }
 
+// The rate limiter's cost: the same GET through the stack's gateway
+// (limits on, one Redis round trip per request) and through a second
+// gateway before the same services with limits off.
+const (
+	GetLimitsOff = "GET /organizations/{id} · gateway, rate limits off"
+	GetLimitsOn  = "GET /organizations/{id} · gateway, rate limits on"
+	// unlimitedGateway is the second gateway's process name.
+	unlimitedGateway = "api-gateway-unlimited"
+	// benchBudget is the bench client's budget: the limiter runs, the
+	// load never spends it.
+	benchBudget = "1000000000/60s"
+)
+
+// RateLimitRows measure GetLimitsOn against GetLimitsOff.
+var RateLimitRows = []Row{
+	{Name: GetLimitsOff, Via: "gateway", Op: func(e *Env) (Op, error) {
+		return e.HTTPOp(e.UnlimitedGatewayURL, getOrganization(e)), nil
+	}},
+	{Name: GetLimitsOn, Via: "gateway", Limit: GetLimitsOff, Op: func(e *Env) (Op, error) {
+		return e.HTTPOp(e.Stack.RegistryURL, getOrganization(e)), nil
+	}},
+}
+
+func getOrganization(e *Env) func(w *Worker) Request {
+	return func(w *Worker) Request {
+		return Request{Method: "GET", Path: "/organizations/" + e.Orgs[w.Rand.IntN(len(e.Orgs))], Want: 200}
+	}
+}
+
 // warmPeople is how many people the warm find cycles through.
 const warmPeople = 200
 
@@ -257,6 +286,7 @@ func AllRows() []Row {
 	for _, c := range Calls {
 		rows = append(rows, c.Rows()...)
 	}
+	rows = append(rows, RateLimitRows...)
 	return append(rows, LargeUploadRow, Token)
 }
 
@@ -289,6 +319,7 @@ var Goals = []Goal{
 	{Name: "assets: warm find p50 ≤ 0.5 × cold (gateway)", Row: "POST /assets/find, cache warm · gateway", Of: "POST /assets/find, cache cold · gateway", Metric: "p50", AtMost: 0.5},
 	{Name: "upload through the gateway ≥ 0.8 × PutObject", Row: "POST /documents, upload · gateway", Of: PutObject, Metric: "req/s", AtLeast: 0.8},
 	{Name: "documents peak RSS, large upload ≤ 64 MiB", Row: UploadLarge, Process: "documents", Metric: "rss", AtMost: 64},
+	{Name: "rate limits on ≥ 0.95 × off, GET through the gateway", Row: GetLimitsOn, Of: GetLimitsOff, Metric: "req/s", AtLeast: 0.95},
 }
 
 func getRefOrganization(e *Env, w *Worker) Request {

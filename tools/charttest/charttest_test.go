@@ -196,7 +196,10 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"bad quantity", "parties:\n  resources:\n    limits:\n      memory: lots\n", "parties"},
 		{"unknown mesh", "global:\n  mesh:\n    provider: consul\n", "parties"},
 		{"credential as a plain value", "parties:\n  extraEnv:\n    DATABASE_URL: postgres://u:p@db/x\n", "parties"},
-		{"value of another kind", "parties:\n  rateLimit:\n    perSecond: 5\n", "parties"},
+		{"value of another kind", "parties:\n  rateLimit:\n    default: 5/1s\n", "parties"},
+		{"a budget without its window", "api-gateway:\n  rateLimit:\n    default: \"6000\"\n", "api-gateway"},
+		{"a client's budget misspelt", "api-gateway:\n  rateLimit:\n    clients:\n      importer: lots\n", "api-gateway"},
+		{"the old per-second setting", "api-gateway:\n  rateLimit:\n    perSecond: 50\n", "api-gateway"},
 		{"no public address", "global:\n  publicURL: registry.example.com\n", "parties"},
 	}
 	dir := t.TempDir()
@@ -225,6 +228,29 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			t.Error("the umbrella rendered without global.publicURL and global.oidc.issuer")
 		}
 	})
+}
+
+// The gateway's budgets live in Redis: an environment without Redis must
+// say that it runs without limits, rather than get a gateway that cannot
+// start; saying so renders, with limits off.
+func TestRateLimitsNeedRedis(t *testing.T) {
+	w := workspace(t)
+	_, err := w.Template("charts/registry", "registry-dev", []string{envFile("prod")}, "global.redis.enabled=false")
+	if err == nil || !strings.Contains(err.Error(), "rateLimit.enabled needs global.redis.enabled") {
+		t.Errorf("limits on without Redis: %v, want a refusal saying why", err)
+	}
+	out, err := w.Template("charts/registry", "registry-dev", []string{envFile("prod")},
+		"global.redis.enabled=false", "api-gateway.rateLimit.enabled=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := Docs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Get(find(docs, "ConfigMap", "api-gateway"), "data", "RATE_LIMIT_ENABLED"); got != "false" {
+		t.Errorf("RATE_LIMIT_ENABLED = %v, want false", got)
+	}
 }
 
 func find(docs []Doc, kind, name string) Doc {
@@ -460,7 +486,8 @@ func checkObservability(t *testing.T, docs []Doc) {
 		}
 	}
 	for _, want := range []string{"RegistryAvailabilityBudgetBurn", "RegistryLatencyBudgetBurn", "RegistryHigh5xxRatio",
-		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures"} {
+		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures",
+		"RegistryRateLimitFailingOpen"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

@@ -39,7 +39,7 @@ func dashboard(all []Facts) ([]byte, error) {
 				panel("Database pool wait per acquire", "s",
 					target(fmt.Sprintf(`sum(rate(pgxpool_empty_acquire_wait_seconds_total{%[1]s}[$__rate_interval])) / sum(rate(pgxpool_acquire_count_total{%[1]s}[$__rate_interval]))`, sel), "average wait")))
 		}
-		if slices.Contains(f.Needs, string(catalog.Redis)) {
+		if slices.Contains(f.Needs, string(catalog.Redis)) && f.Kind == KindService {
 			list = append(list,
 				panel("Find cache results", "reqps",
 					target(fmt.Sprintf(`sum by (result) (rate(find_cache_requests_total{%s}[$__rate_interval]))`, sel), "{{result}}")),
@@ -49,7 +49,10 @@ func dashboard(all []Facts) ([]byte, error) {
 		switch f.Kind {
 		case KindGateway:
 			list = append(list, panel("Rejected tokens (401) per second", "reqps",
-				target(fmt.Sprintf(`sum(rate(http_server_requests_total{%s, status="401"}[$__rate_interval]))`, sel), "401")))
+				target(fmt.Sprintf(`sum(rate(http_server_requests_total{%s, status="401"}[$__rate_interval]))`, sel), "401")),
+				panel("Rate limits: refused (429) and let through unchecked (Redis down) per second", "reqps",
+					target(fmt.Sprintf(`sum by (budget) (rate(gateway_ratelimit_limited_total{%s}[$__rate_interval]))`, sel), "429 {{budget}}"),
+					target(fmt.Sprintf(`sum by (budget) (rate(gateway_ratelimit_fail_open_total{%s}[$__rate_interval]))`, sel), "fail open {{budget}}")))
 		case KindIdP:
 			list = append(list,
 				panel("Tokens issued per second by client", "reqps",

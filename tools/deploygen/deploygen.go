@@ -73,8 +73,10 @@ func AllFacts() []Facts {
 		services = append(services, s.Name)
 	}
 	all := []Facts{
+		// The gateway keeps its rate-limit budgets in Redis, shared by
+		// every replica.
 		{Name: catalog.Gateway.Name, Kind: KindGateway, Command: catalog.Gateway.Command,
-			Needs: []string{}, Peers: []string{}, Callers: []string{}, Upstreams: services, VerifiesTokens: true},
+			Needs: []string{string(catalog.Redis)}, Peers: []string{}, Callers: []string{}, Upstreams: services, VerifiesTokens: true},
 		{Name: catalog.IdentityProvider.Name, Kind: KindIdP, Command: catalog.IdentityProvider.Command,
 			Needs: []string{string(catalog.Postgres)}, Peers: []string{}, Callers: []string{}, Upstreams: []string{}},
 	}

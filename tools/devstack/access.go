@@ -91,7 +91,7 @@ func readAccess(path, database string) (access, error) {
 	if err := fill(a.roles, schemaOwners(), "DATABASE_URL"); err != nil {
 		return a, err
 	}
-	return a, fill(a.users, cacheUsers(), "REDIS_URL")
+	return a, fill(a.users, append(cacheUsers(), catalog.Gateway.Name), "REDIS_URL")
 }
 
 // accessKey is a URL's name in the access file: PARTIES_DATABASE_URL.
@@ -116,14 +116,39 @@ func writeAccess(path string, roles, users map[string]string) error {
 
 // redisUsers are the services' Redis users: each may run the commands of
 // pkg/cache on the keys of its own cache namespace, which starts with the
-// service's name (pkg/servicekit), and nothing else.
+// service's name (pkg/servicekit), and nothing else. The gateway's may
+// run its rate limiter's script on the budgets' keys (redis_rate's "rate:"
+// and the gateway's key prefix, gatewayKeyPrefix).
 func (a access) redisUsers() []devinfra.RedisUser {
 	var users []devinfra.RedisUser
 	for _, name := range cacheUsers() {
 		c := a.users[name]
-		users = append(users, devinfra.RedisUser{Name: c.name, Password: c.password, Keys: name + ":*", Commands: cache.Commands})
+		users = append(users, devinfra.RedisUser{Name: c.name, Password: c.password, Keys: RedisNamespace(name) + "*", Commands: cache.Commands})
 	}
-	return users
+	gw := a.users[catalog.Gateway.Name]
+	return append(users, devinfra.RedisUser{Name: gw.name, Password: gw.password,
+		Keys: RedisNamespace(catalog.Gateway.Name) + "*", Commands: rateLimitCommands})
+}
+
+// RedisNamespace starts every key a deployable's Redis user may touch: a
+// service's cache namespace ("parties:"), the gateway's budgets
+// ("rate:api-gateway:").
+func RedisNamespace(deployable string) string {
+	if deployable == catalog.Gateway.Name {
+		return "rate:" + deployable + ":"
+	}
+	return deployable + ":"
+}
+
+// rateLimitCommands are what the gateway's limiter (go-redis/redis_rate)
+// sends: the connection handshake, its script (EVALSHA, EVAL when Redis
+// does not have it yet) and the commands the script runs.
+var rateLimitCommands = []string{"hello", "ping", "evalsha", "eval", "get", "set", "time"}
+
+// gatewayKeyPrefix starts the keys of a stack's rate-limit budgets: stacks
+// sharing a Redis (tests) never share a budget.
+func gatewayKeyPrefix(database string) string {
+	return catalog.Gateway.Name + ":" + database + ":"
 }
 
 // ensureRoles gives each deployable a role that may log in to the database

@@ -118,6 +118,20 @@ func (s *Stack) EnsureClients(ctx context.Context, envFile string) (Credentials,
 	return c, writeEnvFile(envFile, c)
 }
 
+// NewClient makes one more machine client with scopes (registry:read, ...)
+// for the stack's resource, or gives an existing one a fresh secret; it
+// returns the secret. Tests use it for a client the gateway has a budget
+// of its own for.
+func (s *Stack) NewClient(ctx context.Context, id string, scopes ...string) (string, error) {
+	clients, closeClients, err := s.idpClients(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer closeClients()
+	_, secret, err := ensureClient(ctx, clients, id, "", scopes, s.Resource)
+	return secret, err
+}
+
 func ensureClient(ctx context.Context, clients *idp.Clients, id, knownSecret string, scopes []string, resource string) (string, string, error) {
 	if knownSecret != "" {
 		if ok, err := clients.CheckSecret(ctx, id, knownSecret); err != nil {

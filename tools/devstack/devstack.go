@@ -86,7 +86,7 @@ type Stack struct {
 	RoleURLs map[string]string
 	// RedisUserURLs are the Redis URLs of each service with finds, by name:
 	// its own user, limited to its cache namespace's keys and the commands
-	// of pkg/cache.
+	// of pkg/cache; and the gateway's, limited to its rate-limit budgets.
 	RedisUserURLs map[string]string
 	// Postgres, Redis and Minio are the servers the stack started (nil
 	// where it was given one), and Processes the registry's own, by name:
@@ -116,6 +116,8 @@ type Stack struct {
 	stops      []func() error // in start order
 	background sync.WaitGroup
 	cancelLate context.CancelFunc
+	opts       Options  // what the stack was started with, for StartGateway
+	gatewayEnv []string // the gateway's own environment, for StartGateway
 }
 
 // Start brings the stack up, in dependency order, and returns once every
@@ -202,10 +204,13 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	gateway := slices.Clone(oidc)
+	// The gateway's rate limits are on, in Redis, as in a cluster.
+	gateway := append(slices.Clone(oidc), "REDIS_URL="+via.url(s.RedisUserURLs[catalog.Gateway.Name]),
+		"RATE_LIMIT_KEY_PREFIX="+gatewayKeyPrefix(o.Database))
 	for name, u := range s.ServiceURLs {
 		gateway = append(gateway, envName("UPSTREAM", name, "")+"="+u)
 	}
+	s.opts, s.gatewayEnv = o, gateway
 	if err := s.startProcess(ctx, o, catalog.Gateway.Name, ports, "", gateway...); err != nil {
 		return err
 	}
@@ -244,6 +249,23 @@ func (s *Stack) addStop(stop func() error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stops = append(s.stops, stop)
+}
+
+// StartGateway starts one more gateway in front of the stack's services,
+// on free ports, configured as the first with env added (a replica, or one
+// with other settings: the bench's gateway without rate limits). name
+// (not a catalog name) is its key in Processes, Pids and MetricsURLs; it
+// is stopped with the stack. It returns the gateway's URL.
+func (s *Stack) StartGateway(ctx context.Context, name string, env ...string) (string, error) {
+	ports, err := resolvePorts(Ports{})
+	if err != nil {
+		return "", err
+	}
+	p := Ports{name: ports[catalog.Gateway.Name], metricsPort(name): ports[metricsPort(catalog.Gateway.Name)]}
+	if err := s.startBinary(ctx, s.opts, name, catalog.Gateway.Name, p, "", append(slices.Clone(s.gatewayEnv), env...)...); err != nil {
+		return "", err
+	}
+	return localURL(p[name]), nil
 }
 
 // envName is the environment variable of a per-service flag:
@@ -365,12 +387,17 @@ func (s *Stack) startObjectStore(ctx context.Context, o Options, ports Ports) (*
 
 // startProcess runs one registry binary on loopback and waits for /readyz.
 func (s *Stack) startProcess(ctx context.Context, o Options, name string, ports Ports, subcommand string, env ...string) error {
+	return s.startBinary(ctx, o, name, name, ports, subcommand, env...)
+}
+
+// startBinary is startProcess for a process named apart from its binary.
+func (s *Stack) startBinary(ctx context.Context, o Options, name, binary string, ports Ports, subcommand string, env ...string) error {
 	port, metricsPort := ports[name], ports[metricsPort(name)]
 	var args []string
 	if subcommand != "" {
 		args = append(args, subcommand)
 	}
-	cmd := exec.Command(filepath.Join(o.BinDir, name), args...)
+	cmd := exec.Command(filepath.Join(o.BinDir, binary), args...)
 	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.Env = append(cmd.Env,
 		"HTTP_ADDR="+loopback(port),

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/assetregistry/registry/tools/devstack"
 )
 
 // pgCode is the SQLSTATE of err, "" when it is none.
@@ -102,8 +104,8 @@ func TestEachDeployableHasItsOwnRole(t *testing.T) {
 }
 
 // Each service with finds has its own Redis user, which reaches its own
-// cache namespace and no other service's keys; nobody gets in without a
-// password.
+// cache namespace and no other service's keys, and so has the gateway, for
+// its rate-limit budgets; nobody gets in without a password.
 func TestEachServiceHasItsOwnRedisUser(t *testing.T) {
 	if len(stack.RedisUserURLs) < 2 {
 		t.Fatalf("users: %v; the test would prove little", stack.RedisUserURLs)
@@ -123,7 +125,7 @@ func TestEachServiceHasItsOwnRedisUser(t *testing.T) {
 	}
 	for name, userURL := range stack.RedisUserURLs {
 		user := client(userURL)
-		own := name + ":e2e-access-check"
+		own := devstack.RedisNamespace(name) + "e2e-access-check"
 		if err := user.Set(ctx, own, "x", time.Minute).Err(); err != nil {
 			t.Errorf("%s in its own namespace: %v", name, err)
 		}
@@ -131,7 +133,7 @@ func TestEachServiceHasItsOwnRedisUser(t *testing.T) {
 			if other == name {
 				continue
 			}
-			theirs := other + ":e2e-access-check"
+			theirs := devstack.RedisNamespace(other) + "e2e-access-check"
 			for what, err := range map[string]error{
 				"read":  user.Get(ctx, theirs).Err(),
 				"write": user.Set(ctx, theirs, "poisoned", time.Minute).Err(),

@@ -167,7 +167,7 @@ func TestExternalIssuer(t *testing.T) {
 		want := fmt.Sprintf("names issuer %q, but oidc.issuer is %q", r.hydra.Issuer, unslashed)
 		for _, name := range []string{"api-gateway", "parties"} {
 			out, code := runToExit(t, name, "OIDC_ISSUER="+unslashed, "OIDC_AUDIENCE="+r.audience,
-				"DATABASE_URL="+stack.DatabaseURL, "DATABASE_SCHEMA=parties_hydra")
+				"DATABASE_URL="+stack.DatabaseURL, "DATABASE_SCHEMA=parties_hydra", "RATE_LIMIT_ENABLED=false")
 			if code == 0 || !strings.Contains(out, want) {
 				t.Errorf("%s: exit %d, output:\n%s\nwant a failed start naming both issuers (%s)", name, code, out, want)
 			}
@@ -228,7 +228,8 @@ func startExternalRegistry(t *testing.T) *externalRegistry {
 	oidc := []string{"OIDC_ISSUER=" + h.Issuer, "OIDC_AUDIENCE=" + r.audience, "OIDC_LEEWAY=0s"}
 	startRegistryProcess(t, ctx, "parties", partiesPort, logs, append(oidc, "DATABASE_URL="+stack.DatabaseURL,
 		"DATABASE_SCHEMA=parties_hydra", "REDIS_URL="+stack.RedisURL)...)
-	startRegistryProcess(t, ctx, "api-gateway", gatewayPort, logs, append(oidc, "UPSTREAM_PARTIES="+r.partiesURL)...)
+	startRegistryProcess(t, ctx, "api-gateway", gatewayPort, logs, append(oidc, "UPSTREAM_PARTIES="+r.partiesURL,
+		"REDIS_URL="+stack.RedisURL, "RATE_LIMIT_KEY_PREFIX=api-gateway:hydra-"+randomHex()+":")...)
 	return r
 }
 

@@ -53,6 +53,9 @@ func run(m *testing.M) int {
 			// Short body deadlines keep the stalled-client tests quick.
 			"HTTP_BODY_TIMEOUT=" + bodyTimeout.String(),
 			"HTTP_UPLOAD_RATE_WINDOW=" + bodyTimeout.String(),
+			// One client with a small budget of its own, so that a test
+			// reaches its 429 in a few calls (TestRateLimitsThroughGateway).
+			"RATE_LIMIT_CLIENTS=" + limitedClient + "=" + limitedBudget,
 		},
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -33,6 +34,9 @@ type fault struct {
 	// alongside runs during the load instead of inject and heal: clients
 	// that misbehave, whose own answers it checks and returns.
 	alongside func(t *testing.T) []call
+	// observe, when set, runs before the fault and returns a check that
+	// runs after it (a metric that must have moved).
+	observe func(t *testing.T) func(t *testing.T)
 }
 
 func TestFaults(t *testing.T) {
@@ -50,6 +54,11 @@ func TestFaults(t *testing.T) {
 		{name: "redis: connections cut (toxiproxy)", inject: cut("redis"), heal: restore("redis"), hold: 4 * time.Second},
 		{name: "redis: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Redis.Kill()) },
 			heal: func(t *testing.T) { must(t, stack.Redis.Restart(t.Context())) }, hold: 3 * time.Second},
+		// The gateway's rate limiter keeps its budgets in the same Redis:
+		// with Redis gone every call is still served (the limit fails
+		// open), and the gateway's metric says so.
+		{name: "redis: killed under the rate limiter (fails open)", inject: func(t *testing.T) { must(t, stack.Redis.Kill()) },
+			heal: func(t *testing.T) { must(t, stack.Redis.Restart(t.Context())) }, hold: 3 * time.Second, observe: failOpenCounted},
 		{name: "s3: connections cut (toxiproxy)", inject: cut("s3"), heal: restore("s3"), hold: 4 * time.Second, unavailable: true},
 		{name: "s3: cut after 4 KiB (toxiproxy)", inject: addToxic("s3", "limit_data", "upstream", `{"bytes":4096}`),
 			heal: removeToxic("s3", "limit_data"), hold: 4 * time.Second, unavailable: true},
@@ -111,6 +120,10 @@ func exercise(t *testing.T, i int, f fault) {
 	stopLoad := l.run(3, 25*time.Millisecond)
 	time.Sleep(time.Second) // the load reaches its stride before the fault
 
+	var observed func(*testing.T)
+	if f.observe != nil {
+		observed = f.observe(t)
+	}
 	var own []call
 	if f.alongside != nil {
 		own = f.alongside(t)
@@ -122,6 +135,9 @@ func exercise(t *testing.T, i int, f fault) {
 	recovered := waitRecovered(t, c, l.tag)
 	time.Sleep(500 * time.Millisecond) // some of the load after recovery too
 	calls := stopLoad()
+	if observed != nil {
+		observed(t)
+	}
 	if !recovered {
 		t.Error("the registry did not recover (a create, read, find and upload all answered) within 90 s of the fault ending")
 	}
@@ -299,4 +315,42 @@ func countList(t *testing.T, c *client, path string) int {
 		t.Fatalf("%s: %d", path, resp.StatusCode)
 	}
 	return len(list)
+}
+
+// failOpenCounted checks that the gateway counted the calls it let through
+// without their budget while Redis was gone.
+func failOpenCounted(t *testing.T) func(*testing.T) {
+	before := gatewayMetric(t, "gateway_ratelimit_fail_open_total")
+	return func(t *testing.T) {
+		if after := gatewayMetric(t, "gateway_ratelimit_fail_open_total"); after <= before {
+			t.Errorf("gateway_ratelimit_fail_open_total stayed at %v while Redis was down: the metric does not say the limit failed open", after)
+		}
+	}
+}
+
+// gatewayMetric sums a counter's series on the gateway's metrics port.
+func gatewayMetric(t *testing.T, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(stack.MetricsURLs["api-gateway"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
 }

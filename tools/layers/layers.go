@@ -15,7 +15,8 @@
 //     another service (services talk over HTTP, through pkg/peer);
 //   - no deployable's binary links a tools/ package or a test-only library,
 //     nor a datastore client it does not use (pkg/process is the gateway's
-//     and the identity provider's main, not pkg/servicekit).
+//     and the identity provider's main, not pkg/servicekit; the gateway
+//     links go-redis for its rate limits and no other datastore client).
 package layers
 
 import (
@@ -108,9 +109,12 @@ func mayTestImport(from, to string) bool {
 // links one carries test code into production.
 var TestOnly = []string{"testing", "net/http/httptest", "github.com/pb33f/libopenapi-validator"}
 
-// Forbidden links: datastore clients a binary must not contain.
+// Forbidden links: datastore clients a binary must not contain. The
+// gateway owns no data, but keeps the rate-limit budgets in Redis, so that
+// every replica draws on one budget per client: it links go-redis (for
+// the limiter alone), never PostgreSQL's or S3's client.
 var Forbidden = map[string][]string{
-	ModulePath + catalog.Gateway.Command:          {"github.com/jackc/pgx/v5", "github.com/redis/go-redis/v9", "github.com/minio/minio-go/v7"},
+	ModulePath + catalog.Gateway.Command:          {"github.com/jackc/pgx/v5", "github.com/minio/minio-go/v7"},
 	ModulePath + catalog.IdentityProvider.Command: {"github.com/redis/go-redis/v9", "github.com/minio/minio-go/v7"},
 }
 

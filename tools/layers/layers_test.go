@@ -51,6 +51,8 @@ func TestCheck(t *testing.T) {
 		{"dev infrastructure imports pkg", p("tools/devinfra", ModulePath+"pkg/store"), true},
 		{"tools see everything", p("tools/e2e", ModulePath+"services/parties", ModulePath+"api-gateway", ModulePath+"tools/testkit"), false},
 		{"gateway links pgx", binary("api-gateway/cmd/api-gateway", "github.com/jackc/pgx/v5/pgxpool"), true},
+		{"gateway links redis, for its rate limits", binary("api-gateway/cmd/api-gateway", "github.com/redis/go-redis/v9"), false},
+		{"gateway links minio", binary("api-gateway/cmd/api-gateway", "github.com/minio/minio-go/v7"), true},
 		{"idp links pgx, which it uses", binary("idp/cmd/idp", "github.com/jackc/pgx/v5"), false},
 		{"idp links redis", binary("idp/cmd/idp", "github.com/redis/go-redis/v9/internal"), true},
 		{"a service's binary links the test kit", binary("services/assets/cmd/assets", ModulePath+"tools/testkit"), true},

@@ -32,3 +32,19 @@ func FreePort(t testing.TB) int {
 	}
 	return port
 }
+
+// Redis is a private Redis server a test starts and kills itself, for tests
+// of Redis going away (the shared one of RedisURL must stay up).
+type Redis = devinfra.Redis
+
+// StartRedis starts a private Redis with its (empty) data dir in dataDir
+// on a free port; it is stopped when the test ends.
+func StartRedis(t testing.TB, dataDir string) *Redis {
+	t.Helper()
+	r, err := devinfra.StartRedis(t.Context(), devinfra.RedisOptions{DataDir: dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop() })
+	return r
+}

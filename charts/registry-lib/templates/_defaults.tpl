@@ -38,8 +38,12 @@ deployable:
   podLabels: {}
   priorityClassName: ""
   rateLimit:
-    burst: 100
-    perSecond: 0
+    clients: {}
+    default: 6000/60s
+    enabled: true
+    timeout: 25ms
+    trustedProxies: []
+    unauthenticated: 600/60s
   replicas: 1
   resources:
     limits:

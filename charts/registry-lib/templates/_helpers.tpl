@@ -140,8 +140,21 @@ registry-lib.secretEnv.
 {{- range .f.upstreams -}}
 {{- $_ := set $env (printf "UPSTREAM_%s" (include "registry-lib.envName" .)) (include "registry-lib.url" .) -}}
 {{- end -}}
-{{- $_ := set $env "RATE_LIMIT_PER_SECOND" (toString .v.rateLimit.perSecond) -}}
-{{- $_ := set $env "RATE_LIMIT_BURST" (toString (int .v.rateLimit.burst)) -}}
+{{- $rl := .v.rateLimit -}}
+{{- if and $rl.enabled (not .g.redis.enabled) -}}
+{{- fail "api-gateway.rateLimit.enabled needs global.redis.enabled: the rate-limit budgets are kept in Redis (set api-gateway.rateLimit.enabled=false to run without limits)" -}}
+{{- end -}}
+{{- $_ := set $env "RATE_LIMIT_ENABLED" (toString $rl.enabled) -}}
+{{- $_ := set $env "RATE_LIMIT_KEY_PREFIX" (printf "api-gateway:%s:" .g.environment) -}}
+{{- $_ := set $env "RATE_LIMIT_DEFAULT" $rl.default -}}
+{{- $_ := set $env "RATE_LIMIT_UNAUTHENTICATED" $rl.unauthenticated -}}
+{{- $_ := set $env "RATE_LIMIT_TIMEOUT" $rl.timeout -}}
+{{- $clients := list -}}
+{{- range $sub, $budget := $rl.clients -}}
+{{- $clients = append $clients (printf "%s=%s" $sub $budget) -}}
+{{- end -}}
+{{- $_ := set $env "RATE_LIMIT_CLIENTS" (join "," $clients) -}}
+{{- $_ := set $env "RATE_LIMIT_TRUSTED_PROXIES" (join "," $rl.trustedProxies) -}}
 {{- end -}}
 {{- if eq .f.kind "idp" -}}
 {{- $_ := set $env "ISSUER" (required "global.oidc.issuer is required" .g.oidc.issuer) -}}

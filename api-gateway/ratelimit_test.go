@@ -1,0 +1,431 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/tools/testkit"
+)
+
+func TestParseBudget(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Budget
+		wantErr string
+	}{
+		{"6000/60s", Budget{"b", 6000, time.Minute}, ""},
+		{"6000/60", Budget{"b", 6000, time.Minute}, ""},
+		{" 10 / 1m ", Budget{"b", 10, time.Minute}, ""},
+		{"1/1h", Budget{"b", 1, time.Hour}, ""},
+		{"600", Budget{}, "want <quota>/<window>"},
+		{"0/60s", Budget{}, "at least 1"},
+		{"-5/60s", Budget{}, "at least 1"},
+		{"ten/60s", Budget{}, "whole number"},
+		{"10/500ms", Budget{}, "whole seconds"},
+		{"10/1.5s", Budget{}, "whole seconds"},
+		{"10/0", Budget{}, "whole seconds"},
+		{"10/soon", Budget{}, "whole seconds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseBudget("b", tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("= %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestClientBudgetsFlag(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     Budgets
+		wantErr  string
+	}{
+		{"empty", "", Budgets{}, ""},
+		{"one", "importer=60000/60s", Budgets{"importer": {"importer", 60000, time.Minute}}, ""},
+		{"several, spaces", " importer = 60000/1m , nightly=100/1s,", Budgets{
+			"importer": {"importer", 60000, time.Minute}, "nightly": {"nightly", 100, time.Second}}, ""},
+		{"a subject with odd characters", `ci|"x"=5/5`, Budgets{`ci|"x"`: {`ci|"x"`, 5, 5 * time.Second}}, ""},
+		{"no budget", "importer", nil, "want <client>=<quota>/<window>"},
+		{"no client", "=10/60s", nil, "want <client>=<quota>/<window>"},
+		{"twice", "a=1/1s,a=2/1s", nil, "two budgets"},
+		{"bad budget", "a=many/1s", nil, `client "a"`},
+		{"not ASCII", "klïent=1/1s", nil, "printable ASCII"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got Budgets
+			err := got.Set(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(got) != len(tt.want) {
+				t.Fatalf("= %v, %v; want %v", got, err, tt.want)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("%s: %+v, want %+v", k, got[k], v)
+				}
+			}
+			var again Budgets // the flag's String reads back as the same budgets
+			if err := again.Set(got.String()); err != nil || again.String() != got.String() {
+				t.Errorf("String %q does not read back: %v", got.String(), err)
+			}
+		})
+	}
+}
+
+func TestRateLimitHeaders(t *testing.T) {
+	tests := []struct {
+		name              string
+		b                 Budget
+		remaining         int
+		reset             time.Duration
+		policy, rateLimit string
+	}{
+		{"the default, one spent", DefaultBudget, 5999, 10 * time.Millisecond, `"default";q=6000;w=60`, `"default";r=5999;t=1`},
+		{"full", Budget{"default", 600, time.Minute}, 600, 0, `"default";q=600;w=60`, `"default";r=600;t=0`},
+		{"spent, seconds rounded up", Budget{"default", 600, time.Minute}, 0, 59100 * time.Millisecond, `"default";q=600;w=60`, `"default";r=0;t=60`},
+		{"a client's own budget", Budget{"importer", 60000, time.Hour}, 12, 3 * time.Second, `"importer";q=60000;w=3600`, `"importer";r=12;t=3`},
+		{"quotes and backslashes escaped", Budget{`a"b\c`, 1, time.Second}, 0, time.Second, `"a\"b\\c";q=1;w=1`, `"a\"b\\c";r=0;t=1`},
+		{"never negative", Budget{"x", 1, time.Second}, -1, -time.Second, `"x";q=1;w=1`, `"x";r=0;t=0`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.b.policyHeader(); got != tt.policy {
+				t.Errorf("RateLimit-Policy %s, want %s", got, tt.policy)
+			}
+			if got := tt.b.stateHeader(tt.remaining, tt.reset); got != tt.rateLimit {
+				t.Errorf("RateLimit %s, want %s", got, tt.rateLimit)
+			}
+		})
+	}
+}
+
+func TestClientAddress(t *testing.T) {
+	var trusted Prefixes
+	if err := trusted.Set("10.0.0.0/8, 192.168.1.7, fd00::/8"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, remote, xff string
+		want              string
+	}{
+		{"the TCP peer", "203.0.113.5:4711", "", "203.0.113.5/32"},
+		{"an untrusted peer's X-Forwarded-For is ignored", "203.0.113.5:4711", "198.51.100.1", "203.0.113.5/32"},
+		{"a trusted proxy names the caller", "10.1.2.3:80", "198.51.100.1", "198.51.100.1/32"},
+		{"the last untrusted hop, not a forged first one", "10.1.2.3:80", "1.1.1.1, 198.51.100.1, 192.168.1.7", "198.51.100.1/32"},
+		{"a trusted proxy without the header", "192.168.1.7:80", "", "192.168.1.7/32"},
+		{"garbage stops the walk", "10.1.2.3:80", "198.51.100.1, nonsense", "10.1.2.3/32"},
+		{"IPv6 counted by its /64", "[2001:db8:1:2:3:4:5:6]:443", "", "2001:db8:1:2::/64"},
+		{"IPv4 mapped in IPv6", "[::ffff:203.0.113.5]:1", "", "203.0.113.5/32"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &http.Request{RemoteAddr: tt.remote, Header: http.Header{}}
+			if tt.xff != "" {
+				r.Header.Set("X-Forwarded-For", tt.xff)
+			}
+			if got := clientAddress(r, trusted); got != tt.want {
+				t.Errorf("= %s, want %s", got, tt.want)
+			}
+		})
+	}
+	if err := new(Prefixes).Set("10.0.0.0/8,proxy.local"); err == nil {
+		t.Error("a host name was taken as a trusted proxy")
+	}
+	if got := trusted.String(); got != "10.0.0.0/8,192.168.1.7/32,fd00::/8" {
+		t.Errorf("trusted proxies read as %s", got)
+	}
+}
+
+// limited returns a gateway configuration with limits on, kept in the
+// Redis at url under a key prefix of this test alone.
+func limited(url, prefix string, change func(*RateLimitConfig)) func(*Config) {
+	return func(c *Config) {
+		c.RateLimit = RateLimitConfig{Enabled: true, RedisURL: url, KeyPrefix: prefix,
+			Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Timeout: time.Second, Backoff: time.Second}
+		if change != nil {
+			change(&c.RateLimit)
+		}
+	}
+}
+
+// Two gateways, each with its own Redis client, share one budget per
+// client: the second cannot double it.
+func TestBudgetSharedByReplicas(t *testing.T) {
+	url, prefix := testkit.RedisURL(t), testkit.RedisPrefix(t)
+	small := limited(url, prefix, func(c *RateLimitConfig) { c.Default = Budget{"default", 10, time.Hour} })
+	a := newGateway(t, small)
+	b := a
+	b.client.BaseURL = newGatewayServer(t, a.issuer, a.upstream, small)
+	ro := a.issuer.ReadOnly(t)
+	var ok, refused int
+	for i := range 16 {
+		gw := []fixture{a, b}[i%2]
+		r := gw.client.Do(t, "GET", "/people", ro, nil)
+		if got := r.Header.Get("RateLimit-Policy"); got != `"default";q=10;w=3600` {
+			t.Errorf("call %d: RateLimit-Policy %q", i, got)
+		}
+		switch r.Status {
+		case 200:
+			ok++
+			if want := `"default";r=` + strconv.Itoa(10-ok) + `;`; !strings.HasPrefix(r.Header.Get("RateLimit"), want) {
+				t.Errorf("call %d: RateLimit %q, want it to start %s (the other replica's calls counted)", i, r.Header.Get("RateLimit"), want)
+			}
+		case 429:
+			refused++
+			if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 3600 {
+				t.Errorf("429 with Retry-After %q", r.Header.Get("Retry-After"))
+			}
+			if p := r.JSON(); p["type"] != httpx.ProblemTypePrefix+"rate-limited" || p["status"] != float64(429) {
+				t.Errorf("429 body %s", r.Raw)
+			}
+			if !strings.HasPrefix(r.Header.Get("RateLimit"), `"default";r=0;t=`) {
+				t.Errorf("429 with RateLimit %q", r.Header.Get("RateLimit"))
+			}
+		default:
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Raw)
+		}
+	}
+	if ok != 10 || refused != 6 {
+		t.Errorf("%d calls let through and %d refused by two replicas, want the one budget of 10 and 6", ok, refused)
+	}
+	// Another client has a budget of its own.
+	testkit.Expect(t, b.client.Do(t, "GET", "/people", a.issuer.ReadWrite(t), nil), 200)
+}
+
+// A busy client is charged in batches (leases): two replicas still never
+// let through more than the budget, and lose little of it.
+func TestBatchedChargesKeepTheSharedBudget(t *testing.T) {
+	url, prefix := testkit.RedisURL(t), testkit.RedisPrefix(t)
+	const quota = 300
+	budget := limited(url, prefix, func(c *RateLimitConfig) { c.Default = Budget{"default", quota, time.Hour} })
+	a := newGateway(t, budget)
+	b := a
+	b.client.BaseURL = newGatewayServer(t, a.issuer, a.upstream, budget)
+	ro := a.issuer.ReadOnly(t)
+	testkit.Expect(t, b.client.Do(t, "GET", "/people", ro, nil), 200) // both replicas have verified the token
+	served := 1
+	for i := range quota + 60 {
+		if r := []fixture{a, b}[i%2].client.Do(t, "GET", "/people", ro, nil); r.Status == 200 {
+			served++
+		} else if r.Status != 429 {
+			t.Fatalf("call %d: %d", i, r.Status)
+		}
+	}
+	if before := a.upstream.count(); served > quota || served < quota-2*(leaseSize-1) {
+		t.Errorf("%d of %d calls served (%d reached the service) with a budget of %d: want at most the budget, and at most %d lost to batches",
+			served, quota+60, before, quota, 2*(leaseSize-1))
+	}
+	if calls := a.gateway.limiter.calls.Load(); calls > int64(served)/2 {
+		t.Errorf("%d round trips to Redis for %d calls served: the busy client was not charged in batches", calls, served)
+	}
+}
+
+// newGatewayServer starts another gateway (a replica) before the same
+// issuer and upstream; it returns its URL.
+func newGatewayServer(t *testing.T, issuer *testkit.Issuer, up *upstream, mutate func(*Config)) string {
+	t.Helper()
+	parties := up.URL
+	cfg := Config{OIDC: issuer.Config(), Upstreams: map[string]*string{"parties": &parties}}
+	mutate(&cfg)
+	_, url := start(t, cfg)
+	return url
+}
+
+func mustKey(t *testing.T) *rsa.PrivateKey {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+func TestEveryAuthenticatedAnswerCarriesTheHeaders(t *testing.T) {
+	f := newGateway(t, limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
+		c.Clients = Budgets{"importer": {"importer", 60000, time.Minute}}
+	}))
+	ro := f.issuer.ReadOnly(t)
+	for _, tt := range []struct {
+		name, method, path, token string
+		status                    int
+		policy                    string
+	}{
+		{"a read", "GET", "/people", ro, 200, `"default";q=6000;w=60`},
+		{"a path nobody owns", "GET", "/nowhere", ro, 404, `"default";q=6000;w=60`},
+		{"a scope missing", "DELETE", "/people/1", ro, 403, `"default";q=6000;w=60`},
+		{"a client with its own budget", "GET", "/people", f.issuer.Token(t, "importer", auth.ScopeRead), 200, `"importer";q=60000;w=60`},
+		{"no token", "GET", "/people", "", 401, ""},
+		{"a public path", "GET", "/healthz", ro, 200, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := testkit.Expect(t, f.client.Do(t, tt.method, tt.path, tt.token, nil), tt.status)
+			if got := r.Header.Get("RateLimit-Policy"); got != tt.policy {
+				t.Errorf("RateLimit-Policy %q, want %q", got, tt.policy)
+			}
+			name, _, _ := strings.Cut(tt.policy, ";")
+			got := r.Header.Get("RateLimit")
+			if (tt.policy == "" && got != "") || (tt.policy != "" && !strings.HasPrefix(got, name+";r=")) {
+				t.Errorf("RateLimit %q beside the policy %q", got, tt.policy)
+			}
+		})
+	}
+}
+
+// countingVerifier counts the tokens whose signature was checked.
+type countingVerifier struct {
+	auth.TokenVerifier
+	verified atomic.Int64
+}
+
+func (c *countingVerifier) Verify(ctx context.Context, raw string) (auth.Principal, error) {
+	c.verified.Add(1)
+	return c.TokenVerifier.Verify(ctx, raw)
+}
+
+// A flood of forged tokens from one address is refused once the address's
+// budget is spent, without a signature checked for each; a token verified
+// before goes on working from the same address, and public paths are not
+// limited.
+func TestInvalidTokensLimitedPerAddressBeforeVerification(t *testing.T) {
+	counter := &countingVerifier{}
+	f := newGateway(t, func(c *Config) {
+		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
+			c.Unauthenticated = Budget{"unauthenticated", 5, time.Hour}
+		})(c)
+		c.wrapVerifier = func(v auth.TokenVerifier) auth.TokenVerifier { counter.TokenVerifier = v; return counter }
+	})
+	good := f.issuer.ReadOnly(t)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", good, nil), 200) // verified, remembered
+	verifiedBefore := counter.verified.Load()
+	forged := testkit.SignWith(t, mustKey(t), "kid-1", f.issuer.Claims("intruder", auth.ScopeRead))
+	for i := range 5 {
+		token := []string{forged, "", "not.a.token"}[i%3]
+		testkit.Expect(t, f.client.Do(t, "GET", "/people", token, nil), 401)
+	}
+	for range 20 {
+		r := testkit.Expect(t, f.client.Do(t, "GET", "/people", forged, nil), 429)
+		if r.Header.Get("Retry-After") == "" || !strings.HasPrefix(r.Header.Get("RateLimit-Policy"), `"unauthenticated";q=5;w=3600`) {
+			t.Fatalf("429 headers %v", r.Header)
+		}
+	}
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", "", nil), 429)
+	// The first five: the forged tokens (twice) and the garbage were
+	// verified (and failed); the missing ones had nothing to verify. After
+	// them, nothing.
+	if n := counter.verified.Load() - verifiedBefore; n != 3 {
+		t.Errorf("%d tokens verified, want 3: the 20 after the budget was spent must be refused before verification", n)
+	}
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", good, nil), 200)
+	testkit.Expect(t, f.client.Do(t, "GET", "/healthz", "", nil), 200)
+	testkit.Expect(t, f.client.Do(t, "GET", "/openapi.json", "", nil), 200)
+	if n := upstreamCalls(f); n != 2 {
+		t.Errorf("%d calls reached the service, want the two with the good token", n)
+	}
+}
+
+func upstreamCalls(f fixture) int { return f.upstream.count() }
+
+// Redis killed or hung: requests are let through (the limit fails open),
+// the metric counts them, /readyz stays 200 and says so; once Redis is
+// back, the limit holds again.
+func TestRedisDownFailsOpen(t *testing.T) {
+	redis := testkit.StartRedis(t, t.TempDir())
+	f := newGateway(t, limited(redis.URL, "t:", func(c *RateLimitConfig) {
+		c.Default = Budget{"default", 2, time.Hour}
+		c.Timeout, c.Backoff = 50*time.Millisecond, 200*time.Millisecond
+	}))
+	ro := f.issuer.ReadOnly(t)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
+
+	for _, fault := range []struct {
+		name         string
+		start, later func() error
+	}{
+		{"killed", redis.Kill, func() error { return redis.Restart(context.Background()) }},
+		{"hung", func() error { return redis.Signal(syscall.SIGSTOP) }, func() error { return redis.Signal(syscall.SIGCONT) }},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			before := testutil.ToFloat64(failOpenTotal.WithLabelValues(budgetClient))
+			if err := fault.start(); err != nil {
+				t.Fatal(err)
+			}
+			for range 5 {
+				r := testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+				if r.Header.Get("RateLimit-Policy") != `"default";q=2;w=3600` || r.Header.Get("RateLimit") != "" {
+					t.Errorf("failing open: RateLimit-Policy %q, RateLimit %q; want the policy alone (the state is unknown)",
+						r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"))
+				}
+			}
+			if after := testutil.ToFloat64(failOpenTotal.WithLabelValues(budgetClient)); after-before != 5 {
+				t.Errorf("gateway_ratelimit_fail_open_total rose by %v, want 5", after-before)
+			}
+			ready := f.client.Do(t, "GET", "/readyz", "", nil)
+			if ready.Status != 200 || ready.JSON()["checks"].(map[string]any)["rate-limit"] != "unavailable" {
+				t.Errorf("readyz = %d %s: Redis down must be reported, not take the gateway out", ready.Status, ready.Raw)
+			}
+			if err := fault.later(); err != nil {
+				t.Fatal(err)
+			}
+			// Back: after the back-off the limit holds again (a restarted
+			// Redis is empty, so the budget starts over).
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				r := f.client.Do(t, "GET", "/people", ro, nil)
+				if r.Status == 429 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the limit did not hold again after Redis came back: %d", r.Status)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}
+
+func TestRateLimitSettings(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		cfg     RateLimitConfig
+		wantErr string
+	}{
+		{"on without Redis", RateLimitConfig{Enabled: true, Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Timeout: time.Millisecond}, "redis.url"},
+		{"off without Redis", RateLimitConfig{}, ""},
+		{"no timeout", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget}, "timeout"},
+		{"on", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Timeout: time.Millisecond}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Validate() = %v, want an error saying %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -87,26 +87,26 @@ type Stack struct {
 	// Postgres, Redis and Minio are the servers the stack started (nil
 	// where it was given one), and Processes the registry's own, by name:
 	// for tests that pause, kill and restart them.
-	Postgres       *devinfra.Postgres
-	Redis          *devinfra.Redis
-	Minio          *devinfra.Minio
-	Nats           *devinfra.Nats
-	Processes      map[string]*devinfra.Process
-	S3Endpoint     string // host:port of the object store, plain HTTP; for S3_ENDPOINT
-	S3AccessKey    string // for S3_ACCESS_KEY
-	S3SecretKey    string // for S3_SECRET_KEY
-	S3Region       string
-	S3ConsoleURL   string            // MinIO's web console; "" when off
-	S3Credentials  string            // file with MinIO's root credentials (mode 0600); "" when S3 was given
+	Postgres      *devinfra.Postgres
+	Redis         *devinfra.Redis
+	Minio         *devinfra.Minio
+	Nats          *devinfra.Nats
+	Processes     map[string]*devinfra.Process
+	S3Endpoint    string // host:port of the object store, plain HTTP; for S3_ENDPOINT
+	S3AccessKey   string // for S3_ACCESS_KEY
+	S3SecretKey   string // for S3_SECRET_KEY
+	S3Region      string
+	S3ConsoleURL  string // MinIO's web console; "" when off
+	S3Credentials string // file with MinIO's root credentials (mode 0600); "" when S3 was given
 	// NATS is the JetStream server the services publish their events to;
 	// NATSCredentials its user's file (mode 0600), "" when NATS was given.
 	NATS            NATS
 	NATSCredentials string
-	ServiceURLs    map[string]string // services reached directly, around the gateway
-	SigningKeyFile string
-	LogDir         string
-	Pids           map[string]int    // registry processes by name, for measurements
-	MetricsURLs    map[string]string // each process's /metrics
+	ServiceURLs     map[string]string // services reached directly, around the gateway
+	SigningKeyFile  string
+	LogDir          string
+	Pids            map[string]int    // registry processes by name, for measurements
+	MetricsURLs     map[string]string // each process's /metrics
 
 	stops []func() error // in start order
 }

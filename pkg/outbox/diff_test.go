@@ -10,7 +10,7 @@ import (
 func TestDiff(t *testing.T) {
 	for _, tc := range []struct {
 		name, old, new string
-		want            map[string][2]string
+		want           map[string][2]string
 	}{
 		{"nothing changed", `{"a":1,"b":"x"}`, `{"a":1,"b":"x"}`, map[string][2]string{}},
 		{"one field", `{"a":1,"b":"x"}`, `{"a":1,"b":"y"}`, map[string][2]string{"b": {`"x"`, `"y"`}}},

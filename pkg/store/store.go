@@ -42,6 +42,20 @@ func (s *Store) Record(ctx context.Context, tx pgx.Tx, changes ...outbox.Change)
 	return s.Events.Record(ctx, tx, changes...)
 }
 
+// RecordCreated records the creation of kind id with the resource as get
+// reads it, which is the service's own GET code reading through the
+// write's transaction (ctx); get is not called when no events are kept.
+func (s *Store) RecordCreated(ctx context.Context, tx pgx.Tx, kind string, id uuid.UUID, get func() (any, error)) error {
+	if s.Events == nil {
+		return nil
+	}
+	rep, err := get()
+	if err != nil {
+		return err
+	}
+	return s.Record(ctx, tx, outbox.Created(kind, id.String(), rep))
+}
+
 // Invalidator makes stale the cached finds that a committed write changed,
 // named by scope (pkg/cache's Finds). The store knows no cache: it only
 // says what changed, after the commit.

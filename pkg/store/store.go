@@ -56,6 +56,29 @@ func (s *Store) RecordCreated(ctx context.Context, tx pgx.Tx, kind string, id uu
 	return s.Record(ctx, tx, outbox.Created(kind, id.String(), rep))
 }
 
+// RecordUpdate runs change, a write that changes resource kind id in ways
+// an Updater does not (a document attached to it, say), and records its
+// "<kind>.updated" event: get, the service's own GET code reading through
+// the write's transaction, before and after. A change that turns out to
+// change nothing GET shows records nothing.
+func (s *Store) RecordUpdate(ctx context.Context, tx pgx.Tx, kind string, id uuid.UUID, get func() (any, error), change func() error) error {
+	if s.Events == nil {
+		return change()
+	}
+	before, err := get()
+	if err != nil {
+		return err
+	}
+	if err := change(); err != nil {
+		return err
+	}
+	after, err := get()
+	if err != nil {
+		return err
+	}
+	return s.Record(ctx, tx, outbox.Updated(kind, id.String(), before, after))
+}
+
 // Invalidator makes stale the cached finds that a committed write changed,
 // named by scope (pkg/cache's Finds). The store knows no cache: it only
 // says what changed, after the commit.

@@ -16,7 +16,7 @@ func TestEventsOfEveryWrite(t *testing.T) {
 	id := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType, "Idempotency-Key", "doc-1").JSON()["id"].(string)
 	s.WantEvents(t, "rw-client", servicetest.Event{Type: "document.created", ID: id, Data: s.GET("/documents/" + id)})
 	s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType, "Idempotency-Key", "doc-1") // a replay
-	bad, badType := testkit.Multipart(t, filePart("report.pdf", "application/pdf", "x"))                    // no document_type
+	bad, badType := testkit.Multipart(t, filePart("report.pdf", "application/pdf", "x"))                   // no document_type
 	s.Call(422, "POST", "/documents", s.RW, bad, "Content-Type", badType)
 	s.WantEvents(t, "rw-client")
 

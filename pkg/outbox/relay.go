@@ -18,9 +18,10 @@ import (
 
 // Relay publishes a schema's outbox to the JetStream stream. Every replica
 // of a service runs one, and one of them at a time leads: the holder of a
-// session advisory lock on the schema, taken on a connection of its own
-// that also LISTENs for the writes' wake-ups. The others stand by and take
-// over when the leader's session ends (a crash, a lost connection).
+// session advisory lock on the schema, taken on a connection of its own.
+// The others stand by and take over when the leader's session ends (a
+// crash, a lost connection). The leader looks for events when this
+// process's writes commit some (Recorder.Wake) and every Config.Poll.
 //
 // Order: events are read oldest first (by outbox id) and an event is
 // published only once every earlier event of the same subject has been
@@ -40,6 +41,7 @@ type Relay struct {
 	cfg    Config
 	js     jetstream.JetStream
 	logger log.Logger
+	wake   <-chan struct{}
 
 	mu          sync.Mutex
 	state       string // "starting", "leader", "standby"
@@ -52,8 +54,9 @@ type Relay struct {
 	afterPublish func()
 }
 
-// NewRelay returns the relay of schema's outbox over pool, publishing on nc.
-func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, cfg Config, logger log.Logger) (*Relay, error) {
+// NewRelay returns the relay of schema's outbox over pool, publishing on
+// nc, woken by the writes of rec (which may be nil: polling only).
+func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, rec *Recorder, cfg Config, logger log.Logger) (*Relay, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: jetstream: %w", err)
@@ -70,7 +73,8 @@ func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, cfg Config, logg
 	if cfg.SubjectPrefix == "" {
 		cfg.SubjectPrefix = SubjectPrefix
 	}
-	return &Relay{pool: pool, schema: schema, cfg: cfg, js: js, logger: log.With(logger, "component", "outbox relay"), state: "starting"}, nil
+	return &Relay{pool: pool, schema: schema, cfg: cfg, js: js, wake: rec.woken(),
+		logger: log.With(logger, "component", "outbox relay"), state: "starting"}, nil
 }
 
 // Start runs the relay in the background until the returned stop is called.
@@ -146,8 +150,8 @@ func (r *Relay) lead(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	// The lock and the LISTEN belong to this session alone: it never goes
-	// back to the pool, and closing it releases both.
+	// The lock belongs to this session alone: it never goes back to the
+	// pool, and closing it releases the lock.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
 	var leader bool
@@ -160,9 +164,6 @@ func (r *Relay) lead(ctx context.Context) error {
 		relayOldest.WithLabelValues(r.schema).Set(0)
 		sleep(ctx, r.cfg.Poll)
 		return nil
-	}
-	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{Channel(r.schema)}.Sanitize()); err != nil {
-		return fmt.Errorf("listen: %w", err)
 	}
 	level.Info(r.logger).Log("msg", "outbox relay leads", "schema", r.schema)
 	r.set("leader", nil)
@@ -196,12 +197,13 @@ func (r *Relay) lead(ctx context.Context) error {
 		if published > 0 {
 			continue // more may wait
 		}
-		wait, cancel := context.WithTimeout(ctx, r.cfg.Poll)
-		_, err = conn.WaitForNotification(wait)
-		cancel()
-		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("wait for writes: %w", err)
+		poll := time.NewTimer(r.cfg.Poll)
+		select {
+		case <-ctx.Done():
+		case <-r.wake:
+		case <-poll.C:
 		}
+		poll.Stop()
 	}
 	return nil
 }

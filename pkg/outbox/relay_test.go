@@ -48,7 +48,7 @@ func newFixture(t *testing.T, server testkit.NATSServer) fixture {
 	cfg := outbox.Config{URL: stream.URL, User: stream.User, Password: stream.Password, Stream: stream.Stream, SubjectPrefix: stream.SubjectPrefix,
 		Replicas: 1, MaxAge: time.Hour, DuplicateWindow: 10 * time.Minute, Record: true, Batch: 16, Poll: 100 * time.Millisecond, Retention: time.Hour}
 	st := store.New(pool, nil)
-	st.Events = outbox.NewRecorder(schema, cfg)
+	st.Events = outbox.NewRecorder(cfg)
 	js, err := jetstream.New(stream.Connect(t))
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func (f fixture) relay(t *testing.T) (*outbox.Relay, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := outbox.NewRelay(f.store.Pool.Pool, f.schema, nc, f.cfg, log.NewNopLogger())
+	r, err := outbox.NewRelay(f.store.Pool.Pool, f.schema, nc, f.store.Events, f.cfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

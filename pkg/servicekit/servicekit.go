@@ -248,9 +248,9 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
 	if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
-		deps.Store.Events = outbox.NewRecorder(cfg.Database.Schema, cfg.Events)
+		deps.Store.Events = outbox.NewRecorder(cfg.Events)
 		if cfg.Events.Enabled() {
-			stop, relay, err := startRelay(spec.Name, pool, cfg, logger)
+			stop, relay, err := startRelay(spec.Name, pool, deps.Store.Events, cfg, logger)
 			if err != nil {
 				return b, err
 			}
@@ -293,12 +293,12 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 // startRelay connects to NATS and runs the outbox relay of the service's
 // schema. Connecting never fails on NATS being down: the connection keeps
 // trying in the background while writes record their events.
-func startRelay(name string, pool *store.Pool, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
+func startRelay(name string, pool *store.Pool, rec *outbox.Recorder, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
 	nc, err := outbox.Connect(cfg.Events, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, cfg.Events, logger)
+	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, rec, cfg.Events, logger)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

@@ -194,7 +194,7 @@ func (r *Relay) lead(ctx context.Context) error {
 			}
 			lastMeasure = time.Now()
 		}
-		if time.Since(lastSweep) > time.Minute && r.cfg.Retention > 0 {
+		if r.cfg.Retention > 0 && time.Since(lastSweep) > min(time.Minute, r.cfg.Retention) {
 			if err := r.sweep(ctx, conn); err != nil {
 				return err
 			}
@@ -396,8 +396,11 @@ func (r *Relay) measure(ctx context.Context, conn *pgx.Conn) error {
 // sweep deletes published events older than the retention, a bounded
 // number at a time.
 func (r *Relay) sweep(ctx context.Context, conn *pgx.Conn) error {
+	// The oldest rows by id are the oldest rows: look at those only, so
+	// the sweep needs no index of its own.
 	_, err := conn.Exec(ctx, `DELETE FROM outbox WHERE id IN (
-		SELECT id FROM outbox WHERE published_at < clock_timestamp() - $1::interval LIMIT 10000)`, r.cfg.Retention.String())
+		SELECT id FROM (SELECT id, published_at FROM outbox ORDER BY id LIMIT 10000) oldest
+		WHERE published_at < clock_timestamp() - $1::interval)`, r.cfg.Retention.String())
 	if err != nil {
 		return fmt.Errorf("sweep published events: %w", err)
 	}

@@ -378,3 +378,26 @@ func TestOneRelayLeadsPerSchema(t *testing.T) {
 	eventually(t, "published after one relay stopped", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	checkStream(t, f.streamed(t), 1, 10)
 }
+
+// TestPublishedEventsGoAfterTheRetention: the outbox keeps published
+// events for the retention only, and never an unpublished one.
+func TestPublishedEventsGoAfterTheRetention(t *testing.T) {
+	f := newFixture(t, testkit.NATSServer{})
+	f.cfg.Retention = 300 * time.Millisecond
+	for n := range 5 {
+		if err := f.write(t, request("client", "req"), nil, outbox.Created(outbox.KindAsset, fmt.Sprint("asset-", n), counter{0})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.relay(t)
+	eventually(t, "the published events swept", 30*time.Second, func() bool {
+		var n int
+		if err := f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if got := len(f.streamed(t)); got != 5 {
+		t.Fatalf("the stream holds %d events, want the 5 swept from the outbox", got)
+	}
+}

@@ -66,10 +66,14 @@ func Embedded(name string, files fs.FS) Spec {
 
 // Deps are what Build gets; those the catalog entry does not need are nil.
 type Deps struct {
-	Store          *store.Store // pool; its writes make stale the finds they change
-	Finds          *cache.Finds // the find cache (disabled without Redis)
-	Objects        *objectstore.Bucket
-	Peers          *peer.Clients
+	Store   *store.Store // pool; its writes make stale the finds they change
+	Finds   *cache.Finds // the find cache (disabled without Redis)
+	Objects *objectstore.Bucket
+	Peers   *peer.Clients
+	// NATS is where the change events go, for a service that consumes
+	// them (outbox.Connect, its Stream and SubjectPrefix); a service's own
+	// events are recorded through Store and published by the kit's relay.
+	NATS           outbox.Config
 	Logger         log.Logger
 	RequestTimeout time.Duration
 }
@@ -238,6 +242,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	deps := Deps{
 		Store:          store.New(pool, finds),
 		Finds:          finds,
+		NATS:           cfg.Events,
 		Logger:         logger,
 		RequestTimeout: cfg.Timeout,
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/openapi"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
@@ -65,10 +66,14 @@ func Embedded(name string, files fs.FS) Spec {
 
 // Deps are what Build gets; those the catalog entry does not need are nil.
 type Deps struct {
-	Store          *store.Store // pool; its writes make stale the finds they change
-	Finds          *cache.Finds // the find cache (disabled without Redis)
-	Objects        *objectstore.Bucket
-	Peers          *peer.Clients
+	Store   *store.Store // pool; its writes make stale the finds they change
+	Finds   *cache.Finds // the find cache (disabled without Redis)
+	Objects *objectstore.Bucket
+	Peers   *peer.Clients
+	// NATS is where the change events go, for a service that consumes
+	// them (outbox.Connect, its Stream and SubjectPrefix); a service's own
+	// events are recorded through Store and published by the kit's relay.
+	NATS           outbox.Config
 	Logger         log.Logger
 	RequestTimeout time.Duration
 }
@@ -92,6 +97,7 @@ type Config struct {
 	S3       objectstore.Config
 	OIDC     auth.Config
 	Peers    peer.Config
+	Events   outbox.Config // NATS and the outbox relay
 	Log      telemetry.LogConfig
 	Timeout  time.Duration
 }
@@ -106,6 +112,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, entry catalog.Service) {
 	}
 	if entry.NeedsStore(catalog.ObjectStore) {
 		c.S3.RegisterFlags(fs, entry.Name)
+	}
+	if entry.NeedsStore(catalog.NATS) {
+		c.Events.RegisterFlags(fs)
 	}
 	c.OIDC.RegisterFlags(fs)
 	c.Peers.RegisterFlags(fs, entry.Peers())
@@ -233,6 +242,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	deps := Deps{
 		Store:          store.New(pool, finds),
 		Finds:          finds,
+		NATS:           cfg.Events,
 		Logger:         logger,
 		RequestTimeout: cfg.Timeout,
 	}
@@ -241,6 +251,21 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 			return b, err
 		}
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
+	}
+	if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
+		deps.Store.Events = outbox.NewRecorder(cfg.Events)
+		if cfg.Events.Enabled() {
+			stop, relay, err := startRelay(spec.Name, pool, deps.Store.Events, cfg, logger)
+			if err != nil {
+				return b, err
+			}
+			closers = append(closers, stop)
+			// Optional: NATS down stops the events, never the writes, so
+			// it must not take the service out of its load balancer.
+			checks = append(checks, process.HealthCheck{Name: "relay", Optional: true, Probe: relay.Ready})
+		} else {
+			level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
+		}
 	}
 	if deps.Peers, err = peer.NewClients(cfg.Peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
 		return b, err
@@ -268,6 +293,23 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	}))
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
+}
+
+// startRelay connects to NATS and runs the outbox relay of the service's
+// schema. Connecting never fails on NATS being down: the connection keeps
+// trying in the background while writes record their events.
+func startRelay(name string, pool *store.Pool, rec *outbox.Recorder, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
+	nc, err := outbox.Connect(cfg.Events, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, rec, cfg.Events, logger)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	stopRelay := relay.Start()
+	return func() { stopRelay(); nc.Close() }, relay, nil
 }
 
 // Every runs job now and then every interval until the returned stop is

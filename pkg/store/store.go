@@ -23,12 +23,66 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/outbox"
 )
 
-// Store is a service's pool and what its committed writes make stale.
+// Store is a service's pool, what its committed writes make stale, and
+// where they record their change events.
 type Store struct {
 	Pool  *Pool
 	finds Invalidator
+	// Events records a change event of every write in the outbox, in the
+	// write's transaction (Record); nil records none.
+	Events *outbox.Recorder
+}
+
+// Record stores the events of changes in tx, the write's own transaction
+// (see outbox.Recorder); once the transaction commits, the relay is woken.
+func (s *Store) Record(ctx context.Context, tx pgx.Tx, changes ...outbox.Change) error {
+	if err := s.Events.Record(ctx, tx, changes...); err != nil {
+		return err
+	}
+	if len(changes) > 0 {
+		pendingFrom(ctx).recorded = true
+	}
+	return nil
+}
+
+// RecordCreated records the creation of kind id with the resource as get
+// reads it, which is the service's own GET code reading through the
+// write's transaction (ctx); get is not called when no events are kept.
+func (s *Store) RecordCreated(ctx context.Context, tx pgx.Tx, kind string, id uuid.UUID, get func() (any, error)) error {
+	if s.Events == nil {
+		return nil
+	}
+	rep, err := get()
+	if err != nil {
+		return err
+	}
+	return s.Record(ctx, tx, outbox.Created(kind, id.String(), rep))
+}
+
+// RecordUpdate runs change, a write that changes resource kind id in ways
+// an Updater does not (a document attached to it, say), and records its
+// "<kind>.updated" event: get, the service's own GET code reading through
+// the write's transaction, before and after. A change that turns out to
+// change nothing GET shows records nothing.
+func (s *Store) RecordUpdate(ctx context.Context, tx pgx.Tx, kind string, id uuid.UUID, get func() (any, error), change func() error) error {
+	if s.Events == nil {
+		return change()
+	}
+	before, err := get()
+	if err != nil {
+		return err
+	}
+	if err := change(); err != nil {
+		return err
+	}
+	after, err := get()
+	if err != nil {
+		return err
+	}
+	return s.Record(ctx, tx, outbox.Updated(kind, id.String(), before, after))
 }
 
 // Invalidator makes stale the cached finds that a committed write changed,
@@ -73,9 +127,10 @@ func (s *Store) DB(ctx context.Context) Querier {
 // must be seen by others before the request ends (the reference
 // protocol's marks) run outside it (WithoutUnit).
 type Unit struct {
-	store  *Store
-	tx     pgx.Tx
-	scopes []string
+	store    *Store
+	tx       pgx.Tx
+	scopes   []string
+	recorded bool // a write recorded events: wake the relay after the commit
 }
 
 type unitKey struct{}
@@ -123,6 +178,9 @@ func (u *Unit) Commit(ctx context.Context) error {
 	}
 	u.tx = nil
 	u.store.finds.Invalidate(ctx, u.scopes...)
+	if u.recorded {
+		u.store.Events.Wake()
+	}
 	return nil
 }
 
@@ -176,6 +234,7 @@ func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Contex
 			return err
 		}
 		u.scopes = append(u.scopes, append(pending.scopes, changed...)...)
+		u.recorded = u.recorded || pending.recorded
 		return nil
 	}
 	pending := &invalidations{}
@@ -184,6 +243,9 @@ func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Contex
 		return err
 	}
 	s.finds.Invalidate(ctx, append(pending.scopes, changed...)...)
+	if pending.recorded {
+		s.Events.Wake()
+	}
 	return nil
 }
 
@@ -199,9 +261,12 @@ func inSavepoint(ctx context.Context, tx pgx.Tx, op string, fn func(pgx.Tx) erro
 	return Classify(sp.Commit(ctx), op+": release savepoint")
 }
 
-// invalidations collects the scopes of nested writes until the outermost
-// transaction commits.
-type invalidations struct{ scopes []string }
+// invalidations collects the scopes of nested writes, and whether they
+// recorded events, until the outermost transaction commits.
+type invalidations struct {
+	scopes   []string
+	recorded bool
+}
 
 type pendingKey struct{}
 
@@ -233,6 +298,11 @@ type Updater[Row, In any] struct {
 	// client that names a representation other than the current one gets
 	// a 412 and changes nothing.
 	Representation func(ctx context.Context, row Row) (any, error)
+	// Kind, when set, records an "<Kind>.updated" event of every update
+	// that changes the row: Representation before and after the save.
+	Kind string
+	// ID is the row's id, for the event's subject (with Kind).
+	ID func(Row) uuid.UUID
 }
 
 // Update applies apply to the row with id on behalf of actor and returns
@@ -256,7 +326,22 @@ func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, ac
 		if reflect.DeepEqual(in, u.Input(current)) {
 			return nil, nil
 		}
-		return u.Save(ctx, tx, current, in, actor)
+		if u.Kind == "" || s.Events == nil {
+			return u.Save(ctx, tx, current, in, actor)
+		}
+		before, err := u.Representation(ctx, current)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := u.Save(ctx, tx, current, in, actor)
+		if err != nil {
+			return nil, err
+		}
+		after, err := u.Representation(ctx, current)
+		if err != nil {
+			return nil, err
+		}
+		return changed, s.Record(ctx, tx, outbox.Updated(u.Kind, u.ID(current).String(), before, after))
 	})
 	return in, err
 }

@@ -90,6 +90,8 @@ type Env struct {
 	// UnlimitedGatewayURL is a second gateway before the same services,
 	// with its rate limits off.
 	UnlimitedGatewayURL string
+	// EventsOffURL is a second parties process recording no events.
+	EventsOffURL string
 	// DeepCursors are the cursors halfway through each actionLists
 	// filter's seeded actions, by filter name.
 	DeepCursors map[string]string
@@ -352,6 +354,10 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	if e.s3, err = connectS3(startCtx, stack.S3Endpoint, stack.S3AccessKey, stack.S3SecretKey, stack.S3Region); err != nil {
+		return fail(err)
+	}
+	// The same parties binary and schema without events, for EventsOff.
+	if e.EventsOffURL, err = stack.StartCopy(startCtx, "parties", "parties-events-off", "OUTBOX_RECORD=false", "NATS_URL="); err != nil {
 		return fail(err)
 	}
 	for name, pid := range stack.Pids {

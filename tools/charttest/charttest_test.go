@@ -487,7 +487,7 @@ func checkObservability(t *testing.T, docs []Doc) {
 	}
 	for _, want := range []string{"RegistryAvailabilityBudgetBurn", "RegistryLatencyBudgetBurn", "RegistryHigh5xxRatio",
 		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures",
-		"RegistryRateLimitFailingOpen"} {
+		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

@@ -31,7 +31,9 @@ type List struct {
 }
 
 // ListOf adapts a store result.
-func ListOf[T any](r model.Paged[T]) List { return List{Items: r.Items, Next: r.Next, NextSub: r.NextSub} }
+func ListOf[T any](r model.Paged[T]) List {
+	return List{Items: r.Items, Next: r.Next, NextSub: r.NextSub}
+}
 
 // Replay is an answer given before, sent again as it was (an
 // Idempotency-Key's replay).

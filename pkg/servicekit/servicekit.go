@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/nats-io/nats.go"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
@@ -46,6 +47,16 @@ type Spec struct {
 	// Build returns the service's routes (public and internal) and any
 	// readiness checks of its own.
 	Build func(Deps) (Handlers, error)
+	// Commands are the service's own operations besides serve and migrate
+	// (`<service> <command> [flags]`): each runs once, with the same flags
+	// and dependencies as the service, and exits.
+	Commands map[string]Command
+}
+
+// Command is an operation an operator runs with the service's binary.
+type Command struct {
+	Summary string
+	Run     func(ctx context.Context, d Deps) error
 }
 
 // Embedded is the spec of the named service whose files are embedded the
@@ -72,6 +83,10 @@ type Deps struct {
 	Peers          *peer.Clients
 	Logger         log.Logger
 	RequestTimeout time.Duration
+	// NATS is the change events' connection (nil without nats.url), for
+	// services that consume others' events; Events says where they are.
+	NATS   *nats.Conn
+	Events outbox.Config
 }
 
 // Handlers are what Build returns.
@@ -129,7 +144,7 @@ func Main(spec Spec) int {
 	}
 	args := os.Args[1:]
 	command := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || spec.Commands[args[0]].Run != nil) {
 		command, args = args[0], args[1:]
 	}
 	var cfg Config
@@ -143,6 +158,14 @@ func Main(spec Spec) int {
 	return process.Execute(spec.Name, args, register, func(ctx context.Context, logger log.Logger) error {
 		if command == "migrate" {
 			return migrateOnly(ctx, spec, cfg, logger)
+		}
+		if c, ok := spec.Commands[command]; ok {
+			built, err := Build(ctx, spec, cfg, logger)
+			if err != nil {
+				return err
+			}
+			defer built.Close()
+			return c.Run(ctx, built.Deps)
 		}
 		return serve(ctx, spec, cfg, logger)
 	})
@@ -178,6 +201,7 @@ type Built struct {
 	Routes  *httpx.Router
 	Health  *process.Health
 	Store   *store.Store
+	Deps    Deps // what Build gave the service
 	Close   func()
 }
 
@@ -255,6 +279,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 			return b, err
 		}
 		closers = append(closers, nc.Close)
+		deps.NATS, deps.Events = nc, cfg.Events
 	} else if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
 		level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
 	}
@@ -268,7 +293,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	if handlers.Close != nil {
 		closers = append(closers, handlers.Close)
 	}
-	b.Routes, b.Store = handlers.Routes, deps.Store
+	b.Routes, b.Store, b.Deps = handlers.Routes, deps.Store, deps
 	b.Health = process.NewHealth(append(checks, handlers.Checks...)...)
 	public := http.NewServeMux()
 	b.Health.Mount(public)

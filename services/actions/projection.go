@@ -9,10 +9,17 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
@@ -118,7 +125,9 @@ type AssetLister func(ctx context.Context, after uuid.UUID) ([]ListedAsset, erro
 // listing began and is in it.
 const RebuildMargin = time.Minute
 
-// RebuildReport says what a rebuild did.
+// RebuildReport says what a rebuild did: the assets listed, the rows of
+// assets not listed (nor written by a newer event) removed, the latest
+// actions written.
 type RebuildReport struct {
 	Assets, Removed, Latest int64
 }
@@ -150,14 +159,14 @@ func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildRepo
 		for i, a := range page {
 			ids[i], types[i] = a.ID, a.AssetTypeID
 		}
-		tag, err := p.store.Pool.Exec(ctx, `INSERT INTO known_assets (asset_id, asset_type_id, event_id)
+		_, err = p.store.Pool.Exec(ctx, `INSERT INTO known_assets (asset_id, asset_type_id, event_id)
 			SELECT id, type, $3 FROM unnest($1::uuid[], $2::uuid[]) AS listed(id, type)
 			ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = excluded.asset_type_id, deleted = false, event_id = excluded.event_id
 			WHERE known_assets.event_id < excluded.event_id`, ids, types, floor)
 		if err != nil {
 			return report, store.Classify(err, "rebuild known assets")
 		}
-		report.Assets += tag.RowsAffected()
+		report.Assets += int64(len(page))
 		after = page[len(page)-1].ID
 	}
 	tag, err := p.store.Pool.Exec(ctx, `DELETE FROM known_assets WHERE event_id < $1`, floor)
@@ -179,4 +188,96 @@ func uuidAt(t time.Time) uuid.UUID {
 	u[6] = 0x70 // version 7
 	u[8] = 0x80 // RFC 4122 variant
 	return u
+}
+
+// consumerName is the projection's durable JetStream consumer: every
+// replica of the actions service shares it, so each event is applied by
+// one of them (the order does not matter, see ApplyAsset).
+const consumerName = "actions-compliance-assets"
+
+// projectionLag is how long after its write an asset event was applied:
+// the read model's delay behind the assets service.
+var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
+	Name:    "compliance_projection_lag_seconds",
+	Help:    "Time from an asset event's commit to its application to the compliance read model.",
+	Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60},
+})
+
+// Follow runs the durable consumer of the asset events until the returned
+// stop is called. A stream that does not exist yet (no relay has created
+// it) or a NATS that is down is retried every second; an event that fails
+// to apply (the database is down) is delivered again a second later, and
+// one that cannot be read is logged and dropped.
+func (p *Projection) Follow(nc *nats.Conn, cfg outbox.Config, logger log.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := p.consume(ctx, nc, cfg, logger); err != nil && ctx.Err() == nil {
+				level.Warn(logger).Log("msg", "compliance projection: not consuming asset events yet", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// consume attaches to the consumer and handles messages until ctx ends.
+func (p *Projection) consume(ctx context.Context, nc *nats.Conn, cfg outbox.Config, logger log.Logger) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	setup, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	consumer, err := js.CreateOrUpdateConsumer(setup, cfg.Stream, jetstream.ConsumerConfig{
+		Durable:       consumerName,
+		FilterSubject: cfg.SubjectPrefix + "." + outbox.KindAsset + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 1000,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s on stream %s: %w", consumerName, cfg.Stream, err)
+	}
+	consuming, err := consumer.Consume(func(msg jetstream.Msg) { p.handle(ctx, msg, logger) })
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	consuming.Stop()
+	return nil
+}
+
+// handle applies one message and acknowledges it once applied.
+func (p *Projection) handle(ctx context.Context, msg jetstream.Msg, logger log.Logger) {
+	var e outbox.Event
+	err := json.Unmarshal(msg.Data(), &e)
+	ev, ok, err2 := assetEventOf(e)
+	if err != nil || err2 != nil {
+		level.Error(logger).Log("msg", "compliance projection: dropping an event it cannot read", "subject", msg.Subject(),
+			"err", errors.Join(err, err2))
+		_ = msg.Term()
+		return
+	}
+	if !ok {
+		_ = msg.Ack()
+		return
+	}
+	apply, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.ApplyAsset(apply, ev); err != nil {
+		level.Warn(logger).Log("msg", "compliance projection: applying an asset event failed; it comes again", "event", e.ID, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if !e.Time.IsZero() {
+		projectionLag.Observe(time.Since(e.Time).Seconds())
+	}
+	_ = msg.Ack()
 }

@@ -209,17 +209,20 @@ func (s *Store) RebuildLatest(ctx context.Context) (rows int64, err error) {
 		if _, err := tx.Exec(ctx, `DELETE FROM latest_actions`); err != nil {
 			return nil, store.Classify(err, "clear latest actions")
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok,
-				status_use_ok, valid_through, class)
-			SELECT DISTINCT ON (asset_id, action_type) asset_id, action_type, id, performed_at, status_ok, status_use_ok,
-				status_valid_through, `+classSQL+`
-			FROM actions WHERE status_finalized
-			ORDER BY asset_id, action_type, performed_at DESC, id DESC`)
+		tag, err := tx.Exec(ctx, RebuildLatestSQL)
 		rows = tag.RowsAffected()
 		return nil, store.Classify(err, "rebuild latest actions")
 	})
 	return rows, err
 }
+
+// RebuildLatestSQL fills an empty latest_actions from the actions table.
+const RebuildLatestSQL = `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok,
+		status_use_ok, valid_through, class)
+	SELECT DISTINCT ON (asset_id, action_type) asset_id, action_type, id, performed_at, status_ok, status_use_ok,
+		status_valid_through, ` + classSQL + `
+	FROM actions WHERE status_finalized
+	ORDER BY asset_id, action_type, performed_at DESC, id DESC`
 
 // complianceRecord is a row of the page query: an asset and action type
 // with its latest action, if any (the latest's columns are NULL when not).

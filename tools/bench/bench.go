@@ -55,6 +55,10 @@ type Options struct {
 	// Actions are copied straight into the actions table (a million by
 	// default), for the deep pages of GET /actions.
 	Actions int
+	// ComplianceAssets and ComplianceActions are copied into the actions
+	// service's projection of assets and its actions table (a million and
+	// five million by default) for the GET /compliance rows.
+	ComplianceAssets, ComplianceActions int
 	// UploadSize is the file of the upload rows; LargeUpload the file of
 	// the one-client large upload (1 GiB), streamed from a generator.
 	UploadSize, LargeUpload int64
@@ -87,6 +91,10 @@ type Env struct {
 	// DeepCursors are the cursors halfway through each actionLists
 	// filter's seeded actions, by filter name.
 	DeepCursors map[string]string
+	// ComplianceAssets are the assets of the compliance seed; its deep
+	// page starts at ComplianceCursor.
+	ComplianceAssets int
+	ComplianceCursor string
 
 	upload upload        // the upload rows' file and form
 	s3     *minio.Client // the stack's object store, for PutObject
@@ -166,6 +174,12 @@ func (o *Options) defaults() error {
 	if o.Actions <= 0 {
 		o.Actions = 1_000_000
 	}
+	if o.ComplianceAssets <= 0 {
+		o.ComplianceAssets = 1_000_000
+	}
+	if o.ComplianceActions <= 0 {
+		o.ComplianceActions = 5 * o.ComplianceAssets
+	}
 	if o.UploadSize <= 0 {
 		o.UploadSize = 8 << 20
 	}
@@ -210,6 +224,10 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	// their pages.
 	if !slices.ContainsFunc(rows, func(r Row) bool { return strings.HasPrefix(r.Name, actionsPagePrefix) }) {
 		o.Actions = 0
+	}
+	// The compliance seed takes minutes: only for its rows.
+	if !slices.ContainsFunc(rows, func(r Row) bool { return strings.HasPrefix(r.Name, compliancePagePrefix) }) {
+		o.ComplianceAssets = 0
 	}
 	started := time.Now()
 	fmt.Fprintf(o.Progress, "starting the registry, the reference server and the bare proxy...\n")
@@ -370,8 +388,21 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	if err := e.seedAssets(startCtx, o.Assets); err != nil {
 		return fail(err)
 	}
-	// Not under startCtx: a million actions on a busy machine may take
+	// Not under startCtx: millions of rows on a busy machine may take
 	// minutes of their own.
+	if o.ComplianceAssets > 0 {
+		seeding := time.Now()
+		fmt.Fprintf(o.Progress, "seeding %d assets and %d actions into the compliance read model...", o.ComplianceAssets, o.ComplianceActions)
+		if err := e.seedCompliance(ctx, o.ComplianceAssets, o.ComplianceActions); err != nil {
+			return fail(err)
+		}
+		walking := time.Now()
+		if err := e.findComplianceCursor(ctx); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(o.Progress, " %.1f s (copy, latest actions, ANALYZE), %.1f s walking to the deep page\n",
+			walking.Sub(seeding).Seconds(), time.Since(walking).Seconds())
+	}
 	if o.Actions == 0 {
 		return e, stop, nil
 	}

@@ -271,17 +271,28 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		}
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
-	if cfg.Events.Enabled() {
-		// Connecting never fails on NATS being down: the connection keeps
-		// trying in the background while writes record their events.
-		nc, err := outbox.Connect(cfg.Events, spec.Name)
-		if err != nil {
-			return b, err
+	if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
+		deps.Store.Events = outbox.NewRecorder(cfg.Database.Schema, cfg.Events)
+		if cfg.Events.Enabled() {
+			// Connecting never fails on NATS being down: the connection
+			// keeps trying in the background while writes record events.
+			nc, err := outbox.Connect(cfg.Events, spec.Name)
+			if err != nil {
+				return b, err
+			}
+			closers = append(closers, nc.Close)
+			deps.NATS, deps.Events = nc, cfg.Events
+			stop, relay, err := startRelay(pool, nc, cfg, logger)
+			if err != nil {
+				return b, err
+			}
+			closers = append(closers, stop)
+			// Optional: NATS down stops the events, never the writes, so
+			// it must not take the service out of its load balancer.
+			checks = append(checks, process.HealthCheck{Name: "relay", Optional: true, Probe: relay.Ready})
+		} else {
+			level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
 		}
-		closers = append(closers, nc.Close)
-		deps.NATS, deps.Events = nc, cfg.Events
-	} else if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
-		level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
 	}
 	if deps.Peers, err = peer.NewClients(cfg.Peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
 		return b, err
@@ -309,6 +320,15 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	}))
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
+}
+
+// startRelay runs the outbox relay of the service's schema over nc.
+func startRelay(pool *store.Pool, nc *nats.Conn, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
+	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, cfg.Events, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return relay.Start(), relay, nil
 }
 
 // Every runs job now and then every interval until the returned stop is

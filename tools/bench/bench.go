@@ -86,6 +86,7 @@ type Env struct {
 	People       int      // people 0..People-1 exist (see person)
 	PersonIDs    []string // their ids
 	Assets       []string // asset ids; asset i has serial number SN<i>
+	AssetTypeID  string   // their type
 	Actions      int      // actions seeded (see seedActions)
 	LargeUpload  int64    // bytes of the large upload's file
 	// DeepCursors are the cursors halfway through each actionLists
@@ -257,6 +258,15 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 				fmt.Fprintf(o.Progress, "    first error: %s\n", s.FirstError)
 			}
 		}
+	}
+	if env.ComplianceAssets > 0 {
+		fmt.Fprintf(o.Progress, "measuring the compliance read model's lag under %d action writes/s for %s...\n", complianceLagRate, complianceLagFor)
+		lag, err := env.measureComplianceLag(ctx, complianceLagFor)
+		if err != nil {
+			return nil, err
+		}
+		res.ComplianceLag = &lag
+		fmt.Fprintf(o.Progress, "%s\n", lag)
 	}
 	res.finish(time.Now())
 	if err := res.write(filepath.Join(o.OutDir, "results.json")); err != nil {
@@ -491,6 +501,7 @@ func (e *Env) seedAssets(ctx context.Context, n int) error {
 	if err := json.Unmarshal(raw, &assetType); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
+	e.AssetTypeID = assetType.ID
 	e.Assets = make([]string, n)
 	return e.parallel(ctx, n, func(ctx context.Context, i int) error {
 		body, _ := json.Marshal(assetInput(i, assetType.ID))

@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -143,3 +147,116 @@ func compliancePage(deep bool) Call {
 	}
 	return c
 }
+
+// ComplianceLag is how far the compliance read model follows the assets
+// service (their change events, through NATS, to the actions service's
+// projection) while actions are written at a steady rate: from the answer
+// to POST /assets to the asset's first row in GET /compliance, both
+// through the gateway. Action writes themselves update the read model in
+// their own transaction, so they have no lag to measure; they are the
+// load.
+type ComplianceLag struct {
+	TargetWritesPerSec float64 `json:"target_action_writes_per_s"`
+	WritesPerSec       float64 `json:"action_writes_per_s"` // achieved
+	WriteErrors        int     `json:"action_write_errors"`
+	Samples            int     `json:"samples"`
+	P50MS              float64 `json:"p50_ms"`
+	P99MS              float64 `json:"p99_ms"`
+	MaxMS              float64 `json:"max_ms"`
+}
+
+// complianceLagRate is the action writes per second of the lag's load.
+const complianceLagRate = 500
+
+// measureComplianceLag runs the lag measurement for d.
+func (e *Env) measureComplianceLag(ctx context.Context, d time.Duration) (ComplianceLag, error) {
+	lag := ComplianceLag{TargetWritesPerSec: complianceLagRate}
+	gateway := e.Stack.RegistryURL
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The load: complianceLagRate creates a second, paced by a ticker and
+	// sent by enough writers that a slow answer does not slow the pace
+	// (a tick with every writer busy is skipped and shows in the rate).
+	ticks := make(chan struct{})
+	var writes, writeErrors atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range ticks {
+				body, _ := json.Marshal(map[string]any{"asset_id": e.Assets[(w*7919+int(writes.Load()))%len(e.Assets)],
+					"action_type": "expert_control", "performed_at": "2025-03-14", "status_ok": true, "status_finalized": true,
+					"status_valid_through": "2026-03-14", "source_system": "bench-lag"})
+				if _, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/actions", Body: body, Want: 201}); err != nil {
+					if ctx.Err() == nil {
+						writeErrors.Add(1)
+					}
+					continue
+				}
+				writes.Add(1)
+			}
+		}()
+	}
+	go func() {
+		defer close(ticks)
+		tick := time.NewTicker(time.Second / complianceLagRate)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				select {
+				case ticks <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	started := time.Now()
+	var samples []time.Duration
+	for n := 0; time.Since(started) < d; n++ {
+		body, _ := json.Marshal(assetInput(1_000_000+n, e.AssetTypeID))
+		raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/assets", Body: body, Want: 201})
+		if err != nil {
+			return lag, fmt.Errorf("compliance lag: %w", err)
+		}
+		answered := time.Now()
+		var created struct{ ID string }
+		if err := json.Unmarshal(raw, &created); err != nil {
+			return lag, fmt.Errorf("compliance lag: %w", err)
+		}
+		for {
+			raw, err := e.send(ctx, gateway, Request{Method: "GET", Path: "/compliance?action_type=expert_control&asset_id=" + created.ID, Want: 200})
+			if err != nil {
+				return lag, fmt.Errorf("compliance lag: %w", err)
+			}
+			if string(raw) != "[]\n" {
+				break
+			}
+			if time.Since(answered) > time.Minute {
+				return lag, fmt.Errorf("compliance lag: asset %s not in /compliance after a minute", created.ID)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		samples = append(samples, time.Since(answered))
+	}
+	elapsed := time.Since(started)
+	cancel()
+	wg.Wait()
+	slices.Sort(samples)
+	at := func(q float64) float64 { return ms(samples[min(len(samples)-1, int(q*float64(len(samples))))]) }
+	lag.WritesPerSec = float64(writes.Load()) / elapsed.Seconds()
+	lag.WriteErrors = int(writeErrors.Load())
+	lag.Samples, lag.P50MS, lag.P99MS, lag.MaxMS = len(samples), at(0.50), at(0.99), ms(samples[len(samples)-1])
+	return lag, nil
+}
+
+func (l ComplianceLag) String() string {
+	return fmt.Sprintf("compliance read model's lag behind POST /assets under %.0f action writes/s (target %.0f, %d write errors): p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d assets)",
+		l.WritesPerSec, l.TargetWritesPerSec, l.WriteErrors, l.P50MS, l.P99MS, l.MaxMS, l.Samples)
+}
+
+// complianceLagFor is how long the lag is measured.
+const complianceLagFor = 15 * time.Second

@@ -384,3 +384,10 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 // latestColumns are a branch's columns of latest_actions l (NULL without
 // a row).
 const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class`
+
+// ComplianceSQL is the page query of f on the day today with its
+// arguments, for looking at its plan (make bench prints EXPLAIN ANALYZE of
+// its compliance rows).
+func ComplianceSQL(f ComplianceFilter, today model.Date, page model.Page) (string, []any) {
+	return complianceSQL(f.definite(today), page)
+}

@@ -412,6 +412,9 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		}
 		fmt.Fprintf(o.Progress, " %.1f s (copy, latest actions, ANALYZE), %.1f s walking to the deep page\n",
 			walking.Sub(seeding).Seconds(), time.Since(walking).Seconds())
+		if err := e.explainCompliance(ctx, o.Progress); err != nil {
+			return fail(err)
+		}
 	}
 	if o.Actions == 0 {
 		return e, stop, nil

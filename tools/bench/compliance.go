@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strconv"
@@ -260,3 +261,39 @@ func (l ComplianceLag) String() string {
 
 // complianceLagFor is how long the lag is measured.
 const complianceLagFor = 15 * time.Second
+
+// explainCompliance prints EXPLAIN (ANALYZE, BUFFERS) of the service's own
+// query for the first and the deep page of the compliance rows: the
+// database's part of each, without HTTP, JSON and the gateway.
+func (e *Env) explainCompliance(ctx context.Context, w io.Writer) error {
+	conn, err := pgx.Connect(ctx, e.Stack.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("explain compliance: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SET search_path = actions"); err != nil {
+		return fmt.Errorf("explain compliance: %w", err)
+	}
+	query, _ := url.ParseQuery(complianceQuery)
+	filter := actions.ComplianceFilter{ActionTypes: query["action_type"], States: query["state"]}
+	after, sub, err := model.DecodeCursor(e.ComplianceCursor, query.Encode())
+	if err != nil {
+		return fmt.Errorf("explain compliance: the deep cursor: %w", err)
+	}
+	for _, p := range []struct {
+		name string
+		page model.Page
+	}{{"first page", model.Page{Limit: model.DefaultLimit}}, {"deep page", model.Page{Limit: model.DefaultLimit, After: after, AfterSub: sub}}} {
+		sql, args := actions.ComplianceSQL(filter, model.Today(), p.page)
+		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...)
+		if err != nil {
+			return fmt.Errorf("explain compliance: %w", err)
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("explain compliance: %w", err)
+		}
+		fmt.Fprintf(w, "EXPLAIN (ANALYZE, BUFFERS) of the %s of GET /compliance?%s:\n    %s\n", p.name, complianceQuery, strings.Join(plan, "\n    "))
+	}
+	return nil
+}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/nats-io/nats.go"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
@@ -77,16 +76,16 @@ func Embedded(name string, files fs.FS) Spec {
 
 // Deps are what Build gets; those the catalog entry does not need are nil.
 type Deps struct {
-	Store          *store.Store // pool; its writes make stale the finds they change
-	Finds          *cache.Finds // the find cache (disabled without Redis)
-	Objects        *objectstore.Bucket
-	Peers          *peer.Clients
+	Store   *store.Store // pool; its writes make stale the finds they change
+	Finds   *cache.Finds // the find cache (disabled without Redis)
+	Objects *objectstore.Bucket
+	Peers   *peer.Clients
+	// NATS is where the change events go, for a service that consumes
+	// them (outbox.Connect, its Stream and SubjectPrefix); a service's own
+	// events are recorded through Store and published by the kit's relay.
+	NATS           outbox.Config
 	Logger         log.Logger
 	RequestTimeout time.Duration
-	// NATS is the change events' connection (nil without nats.url), for
-	// services that consume others' events; Events says where they are.
-	NATS   *nats.Conn
-	Events outbox.Config
 }
 
 // Handlers are what Build returns.
@@ -135,7 +134,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, entry catalog.Service) {
 
 // Main runs the service with os.Args and returns the exit code. The first
 // argument may be "migrate", which applies the migrations and exits (for a
-// deploy hook), or "serve" (the default).
+// deploy hook), one of the spec's Commands, which runs over the service's
+// dependencies and exits, or "serve" (the default).
 func Main(spec Spec) int {
 	entry, ok := catalog.Lookup(spec.Name)
 	if !ok {
@@ -262,6 +262,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	deps := Deps{
 		Store:          store.New(pool, finds),
 		Finds:          finds,
+		NATS:           cfg.Events,
 		Logger:         logger,
 		RequestTimeout: cfg.Timeout,
 	}
@@ -272,17 +273,9 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
 	if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
-		deps.Store.Events = outbox.NewRecorder(cfg.Database.Schema, cfg.Events)
+		deps.Store.Events = outbox.NewRecorder(cfg.Events)
 		if cfg.Events.Enabled() {
-			// Connecting never fails on NATS being down: the connection
-			// keeps trying in the background while writes record events.
-			nc, err := outbox.Connect(cfg.Events, spec.Name)
-			if err != nil {
-				return b, err
-			}
-			closers = append(closers, nc.Close)
-			deps.NATS, deps.Events = nc, cfg.Events
-			stop, relay, err := startRelay(pool, nc, cfg, logger)
+			stop, relay, err := startRelay(spec.Name, pool, deps.Store.Events, cfg, logger)
 			if err != nil {
 				return b, err
 			}
@@ -322,13 +315,21 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	return b, nil
 }
 
-// startRelay runs the outbox relay of the service's schema over nc.
-func startRelay(pool *store.Pool, nc *nats.Conn, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
-	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, cfg.Events, logger)
+// startRelay connects to NATS and runs the outbox relay of the service's
+// schema. Connecting never fails on NATS being down: the connection keeps
+// trying in the background while writes record their events.
+func startRelay(name string, pool *store.Pool, rec *outbox.Recorder, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
+	nc, err := outbox.Connect(cfg.Events, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return relay.Start(), relay, nil
+	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, rec, cfg.Events, logger)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	stopRelay := relay.Start()
+	return func() { stopRelay(); nc.Close() }, relay, nil
 }
 
 // Every runs job now and then every interval until the returned stop is

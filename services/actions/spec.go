@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
@@ -44,11 +45,18 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	routes := NewHTTPHandler(MakeEndpoints(NewService(st), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	handlers := servicekit.Handlers{Routes: routes}
-	if d.NATS != nil {
-		handlers.Close = NewProjection(st).Follow(d.NATS, d.Events, d.Logger)
-	} else {
+	if !d.NATS.Enabled() {
 		level.Warn(d.Logger).Log("msg", "nats.url is not set: GET /compliance does not follow assets created or deleted")
+		return handlers, nil
 	}
+	// Connecting never fails on NATS being down: the connection keeps
+	// trying in the background, and the consumer attaches once it can.
+	nc, err := outbox.Connect(d.NATS, "actions-compliance")
+	if err != nil {
+		return handlers, err
+	}
+	stop := NewProjection(st).Follow(nc, d.NATS, d.Logger)
+	handlers.Close = func() { stop(); nc.Close() }
 	return handlers, nil
 }
 

@@ -89,6 +89,8 @@ type Env struct {
 	AssetTypeID  string   // their type
 	Actions      int      // actions seeded (see seedActions)
 	LargeUpload  int64    // bytes of the large upload's file
+	// EventsOffURL is a second parties process recording no events.
+	EventsOffURL string
 	// DeepCursors are the cursors halfway through each actionLists
 	// filter's seeded actions, by filter name.
 	DeepCursors map[string]string
@@ -356,6 +358,10 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	if e.s3, err = connectS3(startCtx, stack.S3Endpoint, stack.S3AccessKey, stack.S3SecretKey, stack.S3Region); err != nil {
+		return fail(err)
+	}
+	// The same parties binary and schema without events, for EventsOff.
+	if e.EventsOffURL, err = stack.StartCopy(startCtx, "parties", "parties-events-off", "OUTBOX_RECORD=false", "NATS_URL="); err != nil {
 		return fail(err)
 	}
 	for name, pid := range stack.Pids {

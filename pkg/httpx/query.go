@@ -23,11 +23,12 @@ import (
 // parameters are a 400 so that a typo in a filter name does not silently
 // return everything.
 type Query struct {
-	values   url.Values
-	known    []string
-	parseErr error
-	bad      apperr.Validation
-	invalid  apperr.Validation
+	values     url.Values
+	known      []string
+	repeatable []string
+	parseErr   error
+	bad        apperr.Validation
+	invalid    apperr.Validation
 }
 
 // ParseQuery starts reading r's query; known lists every parameter the
@@ -35,8 +36,15 @@ type Query struct {
 // ParseRawQuery) reads as empty and its Err is the parse error, so no
 // filter is ever silently dropped.
 func ParseQuery(r *http.Request, known ...string) *Query {
+	return ParseQueryRepeating(r, nil, known...)
+}
+
+// ParseQueryRepeating is ParseQuery for an operation some of whose
+// parameters may be given more than once (type=a&type=b), read with
+// Strings; repeatable names are among known too.
+func ParseQueryRepeating(r *http.Request, repeatable []string, known ...string) *Query {
 	values, err := ParseRawQuery(r.URL.RawQuery)
-	q := &Query{values: values, known: known, parseErr: err}
+	q := &Query{values: values, known: known, repeatable: repeatable, parseErr: err}
 	keys := make([]string, 0, len(q.values))
 	for k := range q.values {
 		keys = append(keys, k)
@@ -46,7 +54,7 @@ func ParseQuery(r *http.Request, known ...string) *Query {
 		switch {
 		case !slices.Contains(known, k):
 			q.bad.Add(k, "is not a known query parameter; known: %s", strings.Join(known, ", "))
-		case len(q.values[k]) > 1:
+		case len(q.values[k]) > 1 && !slices.Contains(repeatable, k):
 			q.bad.Add(k, "must be given at most once")
 		}
 	}
@@ -71,6 +79,15 @@ func (q *Query) String(name string) *string {
 		return nil
 	}
 	return &v
+}
+
+// Strings returns every value of a repeatable parameter, in order (nil
+// when absent).
+func (q *Query) Strings(name string) []string {
+	if !slices.Contains(q.repeatable, name) {
+		panic("httpx.Query: " + name + " was not declared as repeatable")
+	}
+	return q.values[name]
 }
 
 // Bool reads "true" or "false".

@@ -8,7 +8,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"math"
 
 	"github.com/google/uuid"
 )
@@ -60,7 +62,7 @@ const cursorMACSize = 10
 func EncodeCursor(after uuid.UUID, binding string) string {
 	buf := make([]byte, 0, 16+cursorMACSize)
 	buf = append(buf, after[:]...)
-	buf = append(buf, cursorMAC(after, binding)...)
+	buf = append(buf, cursorMAC(after[:], binding)...)
 	return base64.RawURLEncoding.EncodeToString(buf)
 }
 
@@ -71,17 +73,38 @@ func DecodeCursor(cursor, binding string) (uuid.UUID, error) {
 		return uuid.Nil, ErrCursor
 	}
 	id, err := uuid.FromBytes(raw[:16])
-	if err != nil || subtle.ConstantTimeCompare(raw[16:], cursorMAC(id, binding)) != 1 {
+	if err != nil || subtle.ConstantTimeCompare(raw[16:], cursorMAC(id[:], binding)) != 1 {
 		return uuid.Nil, ErrCursor
 	}
 	return id, nil
 }
 
-func cursorMAC(id uuid.UUID, binding string) []byte {
+func cursorMAC(position []byte, binding string) []byte {
 	h := sha256.New()
 	h.Write([]byte("asset-registry cursor v1\x00"))
 	h.Write([]byte(binding))
 	h.Write([]byte{0})
-	h.Write(id[:])
+	h.Write(position)
 	return h.Sum(nil)[:cursorMACSize]
+}
+
+// EncodeSequenceCursor is EncodeCursor for a position in a numbered
+// sequence rather than after an id (the change feed's global order).
+func EncodeSequenceCursor(seq int64, binding string) string {
+	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+cursorMACSize), uint64(seq))
+	buf = append(buf, cursorMAC(buf[:8], binding)...)
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// DecodeSequenceCursor reverses EncodeSequenceCursor.
+func DecodeSequenceCursor(cursor, binding string) (int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(raw) != 8+cursorMACSize || subtle.ConstantTimeCompare(raw[8:], cursorMAC(raw[:8], binding)) != 1 {
+		return 0, ErrCursor
+	}
+	seq := binary.BigEndian.Uint64(raw[:8])
+	if seq > math.MaxInt64 {
+		return 0, ErrCursor
+	}
+	return int64(seq), nil
 }

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -78,6 +79,11 @@ type Handlers struct {
 	Routes *httpx.Router
 	Checks []process.HealthCheck
 	Close  func() // optional
+	// Background is work the service does beside answering requests (a
+	// stream consumer, a delivery dispatcher). Each runs from the end of
+	// Build until Close, which cancels its context and waits for it to
+	// return before anything it uses is closed.
+	Background []func(ctx context.Context)
 	// LongestRequest bounds the service's slowest request (an upload, say)
 	// when that is longer than the request timeout: an Idempotency-Key
 	// whose request died stays in flight that long.
@@ -252,6 +258,9 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	if handlers.Close != nil {
 		closers = append(closers, handlers.Close)
 	}
+	if len(handlers.Background) > 0 {
+		closers = append(closers, runBackground(handlers.Background))
+	}
 	b.Routes, b.Store = handlers.Routes, deps.Store
 	b.Health = process.NewHealth(append(checks, handlers.Checks...)...)
 	public := http.NewServeMux()
@@ -268,6 +277,16 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	}))
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
+}
+
+// runBackground starts every job and returns what stops them all.
+func runBackground(jobs []func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, job := range jobs {
+		wg.Go(func() { job(ctx) })
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 // Every runs job now and then every interval until the returned stop is

@@ -148,19 +148,29 @@ func (q *Query) Enum(name string, allowed []string) *string {
 // Invalid records a domain problem found by the caller (e.g. a pattern).
 func (q *Query) Invalid(name, format string, args ...any) { q.invalid.Add(name, format, args...) }
 
-// Page reads limit and cursor. The cursor is bound to the other parameters,
-// so it must be called with "limit" and "cursor" among the known ones.
-func (q *Query) Page() model.Page {
-	page := model.Page{Limit: model.DefaultLimit}
+// Bad records a value the caller could not parse (a cursor of its own
+// making, say): a 400.
+func (q *Query) Bad(name, format string, args ...any) { q.bad.Add(name, format, args...) }
+
+// Limit reads limit alone, for lists whose cursor is not Page's.
+func (q *Query) Limit() int {
+	limit := model.DefaultLimit
 	if v, ok := q.raw("limit"); ok {
 		n, err := strconv.Atoi(v)
 		// Digits only: "+5" and " 5" are not what a client meant to send.
 		if err != nil || !allDigits(v) || n < 1 || n > model.MaxLimit {
 			q.bad.Add("limit", "must be an integer from 1 to %d", model.MaxLimit)
 		} else {
-			page.Limit = n
+			limit = n
 		}
 	}
+	return limit
+}
+
+// Page reads limit and cursor. The cursor is bound to the other parameters,
+// so it must be called with "limit" and "cursor" among the known ones.
+func (q *Query) Page() model.Page {
+	page := model.Page{Limit: q.Limit()}
 	if v, ok := q.raw("cursor"); ok {
 		after, err := model.DecodeCursor(v, q.Binding())
 		if err != nil {

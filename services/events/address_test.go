@@ -35,11 +35,11 @@ func TestForbiddenAddresses(t *testing.T) {
 		{"::", true},
 		{"224.0.0.1", true},
 		{"255.255.255.255", true},
-		{"::ffff:127.0.0.1", true},   // IPv4-mapped loopback
-		{"::ffff:10.0.0.1", true},    // IPv4-mapped private
-		{"64:ff9b::a00:1", true},     // NAT64 of 10.0.0.1
-		{"64:ff9b::808:808", false},  // NAT64 of 8.8.8.8
-		{"2002:a00:1::1", true},      // 6to4 of 10.0.0.1
+		{"::ffff:127.0.0.1", true},  // IPv4-mapped loopback
+		{"::ffff:10.0.0.1", true},   // IPv4-mapped private
+		{"64:ff9b::a00:1", true},    // NAT64 of 10.0.0.1
+		{"64:ff9b::808:808", false}, // NAT64 of 8.8.8.8
+		{"2002:a00:1::1", true},     // 6to4 of 10.0.0.1
 		{"8.8.8.8", false},
 		{"93.184.216.34", false},
 		{"172.32.0.1", false},

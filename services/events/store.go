@@ -12,6 +12,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
@@ -296,6 +297,9 @@ func (st *Store) UpdateWebhook(ctx context.Context, id uuid.UUID, check func(web
 		if err := check(current); err != nil {
 			return nil, err
 		}
+		if err := ifMatch(ctx, current); err != nil {
+			return nil, err
+		}
 		next, err := change(current)
 		if err != nil {
 			return nil, err
@@ -321,9 +325,21 @@ func (st *Store) DeleteWebhook(ctx context.Context, id uuid.UUID, check func(web
 		if err := check(current); err != nil {
 			return nil, err
 		}
+		if err := ifMatch(ctx, current); err != nil {
+			return nil, err
+		}
 		_, err = tx.Exec(ctx, "DELETE FROM webhooks WHERE id = $1", id)
 		return nil, store.Classify(err, "delete webhook")
 	})
+}
+
+// ifMatch is the request's If-Match against the subscription as a GET
+// shows it (412 when it names another).
+func ifMatch(ctx context.Context, current webhookRow) error {
+	if !httpx.IfMatchWanted(ctx) {
+		return nil
+	}
+	return httpx.CheckIfMatch(ctx, current.Webhook)
 }
 
 const deliveryColumns = "id, event_id, attempts, status, last_status_code, last_error, next_attempt_at"

@@ -14,8 +14,9 @@ import (
 // NewHTTPHandler is the route table of the feed, the histories and the
 // webhooks. A history sits under its resource's own path; the gateway
 // sends it here because the catalog declares it (catalog.Resource.Under).
-// Webhooks take no If-Match and no Idempotency-Key: a replayed create
-// would show a secret a second time.
+// Only the client that made a subscription sees it (service.visible): to
+// anyone else it does not exist, so the owner rule answers 404 here, and
+// an admin may change or delete it.
 func NewHTTPHandler(e Endpoints) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	handle := r.Handle
@@ -24,14 +25,14 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 		handle("GET", "/"+prefix+"/{id}/history", endpoints.Serve(e.History, decodeHistory))
 	}
 
-	handle("POST", "/webhooks", endpoints.Serve(e.CreateWebhook, httpx.Body[WebhookInput]))
+	handle("POST", "/webhooks", endpoints.Serve(e.CreateWebhook, httpx.Body[WebhookInput], endpoints.IdempotencyKey))
 	handle("GET", "/webhooks", endpoints.Serve(e.ListWebhooks, decodeList))
 	handle("GET", "/webhooks/{id}", endpoints.Serve(e.GetWebhook, httpx.PathID))
-	handle("PATCH", "/webhooks/{id}", endpoints.Serve(e.UpdateWebhook, httpx.PathIDBody[WebhookPatch]))
-	handle("DELETE", "/webhooks/{id}", endpoints.Serve(e.DeleteWebhook, httpx.PathID))
-	handle("POST", "/webhooks/{id}/rotate-secret", endpoints.Serve(e.RotateSecret, httpx.PathID))
+	handle("PATCH", "/webhooks/{id}", endpoints.Serve(e.UpdateWebhook, httpx.PathIDBody[WebhookPatch], endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("DELETE", "/webhooks/{id}", endpoints.Serve(e.DeleteWebhook, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("POST", "/webhooks/{id}/rotate-secret", endpoints.Serve(e.RotateSecret, httpx.PathID, endpoints.IdempotencyKey))
 	handle("GET", "/webhooks/{id}/deliveries", endpoints.Serve(e.ListDeliveries, decodeListDeliveries))
-	handle("POST", "/webhooks/{id}/deliveries/{delivery_id}/retry", endpoints.Serve(e.RetryDelivery, decodeDeliveryPath))
+	handle("POST", "/webhooks/{id}/deliveries/{delivery_id}/retry", endpoints.Serve(e.RetryDelivery, decodeDeliveryPath, endpoints.IdempotencyKey))
 	return r
 }
 
@@ -63,7 +64,7 @@ func decodeFeed(r *http.Request) (FeedQuery, error) {
 // decodeHistory reads the resource (the path's first segment), its id and
 // the page.
 func decodeHistory(r *http.Request) (HistoryQuery, error) {
-	id, err := httpx.PathID(r)
+	id, err := httpx.PathUUID(r, "id")
 	if err != nil {
 		return HistoryQuery{}, err
 	}
@@ -87,7 +88,7 @@ func decodeList(r *http.Request) (httpx.ListRequest[struct{}], error) {
 }
 
 func decodeListDeliveries(r *http.Request) (httpx.ListRequest[DeliveryFilter], error) {
-	id, err := httpx.PathID(r)
+	id, err := httpx.PathUUID(r, "id")
 	if err != nil {
 		return httpx.ListRequest[DeliveryFilter]{}, err
 	}
@@ -97,7 +98,7 @@ func decodeListDeliveries(r *http.Request) (httpx.ListRequest[DeliveryFilter], e
 }
 
 func decodeDeliveryPath(r *http.Request) (DeliveryPath, error) {
-	id, err := httpx.PathID(r)
+	id, err := httpx.PathUUID(r, "id")
 	if err != nil {
 		return DeliveryPath{}, err
 	}

@@ -50,6 +50,17 @@ minio: ## build the pinned MinIO server into the user's cache if missing
 minio-background:
 	@go run ./tools/devinfra/cmd/ensure-server minio >/dev/null &
 
+# NATS (JetStream), the stream of change events, is built the same way
+# (tools/devinfra.NatsVersion), once per machine and version, in the
+# background; its cold build is about half a CPU-minute.
+.PHONY: nats
+nats: ## build the pinned NATS server into the user's cache if missing
+	@go run ./tools/devinfra/cmd/ensure-server nats >/dev/null
+
+.PHONY: nats-background
+nats-background:
+	@go run ./tools/devinfra/cmd/ensure-server nats >/dev/null &
+
 # ORY Hydra, the independent token issuer that the end-to-end tests run the
 # registry against (TestExternalIssuer), is built the same way, once per
 # machine and version (tools/devinfra.HydraVersion), in the background.
@@ -63,11 +74,11 @@ build: ## build every binary into bin/
 	@for c in $(COMMANDS); do go build -o $(BIN)/$${c%%=*} $${c#*=} & done; wait
 
 .PHONY: run
-run: minio-background deps build ## run the whole registry locally (Ctrl-C stops it all)
+run: minio-background nats-background deps build ## run the whole registry locally (Ctrl-C stops it all)
 	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN)
 
 .PHONY: test
-test: minio-background hydra-background chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO), end-to-end (a second OIDC issuer included), charts and images
+test: minio-background nats-background hydra-background chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO/NATS), end-to-end (a second OIDC issuer included), charts and images
 	@env_file=$$(mktemp -u /tmp/testinfra.XXXXXX.env); \
 	$(BIN)/testinfra -env-file $$env_file & infra=$$!; \
 	trap 'kill $$infra 2>/dev/null; wait $$infra 2>/dev/null || true' EXIT; \
@@ -76,7 +87,7 @@ test: minio-background hydra-background chart-tools-head-start lint deps build #
 	REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES)
 
 .PHONY: faults
-faults: minio-background deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
+faults: minio-background nats-background deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
 	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 15m -v ./tools/faults/ | grep -v '^=== RUN'
 
 # The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
@@ -115,7 +126,7 @@ lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services 
 	@go run ./tools/cmd/layercheck
 
 .PHONY: bench
-bench: minio-background deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
+bench: minio-background nats-background deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
 	@tools/scripts/bench.sh
 
 .PHONY: tidy

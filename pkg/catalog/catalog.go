@@ -22,6 +22,10 @@ const (
 	Postgres    Datastore = "postgres" // its own schema
 	Redis       Datastore = "redis"    // the find cache
 	ObjectStore Datastore = "s3"       // S3-compatible object storage (MinIO locally)
+	// NATS is the JetStream stream of change events: a service that needs
+	// it records an event for every write in its outbox (its own schema)
+	// and runs the relay that publishes them (pkg/outbox).
+	NATS Datastore = "nats"
 )
 
 // Resource is one public resource: its documentation name (/docs/<name>)
@@ -85,13 +89,13 @@ var Services = []Service{
 			{Name: "organizations", Prefixes: []string{"/organizations", "/organization"}},
 			{Name: "people", Prefixes: []string{"/people"}},
 		},
-		Needs: []Datastore{Postgres, Redis},
+		Needs: []Datastore{Postgres, Redis, NATS},
 		Kinds: []string{"organization", "person"},
 	},
 	{
 		Deployable: service("documents", 8102),
 		Resources:  []Resource{{Name: "documents", Prefixes: []string{"/documents"}}},
-		Needs:      []Datastore{Postgres, ObjectStore},
+		Needs:      []Datastore{Postgres, ObjectStore, NATS},
 		Kinds:      []string{"document"},
 	},
 	{
@@ -100,7 +104,7 @@ var Services = []Service{
 			{Name: "asset_types", Prefixes: []string{"/asset_types"}},
 			{Name: "assets", Prefixes: []string{"/assets"}},
 		},
-		Needs: []Datastore{Postgres, Redis},
+		Needs: []Datastore{Postgres, Redis, NATS},
 		Kinds: []string{"asset_type", "asset"},
 		// An asset names its responsible person; an asset type attaches
 		// documents and takes one as its thumbnail.
@@ -110,7 +114,7 @@ var Services = []Service{
 		Deployable: service("actions", 8104),
 		// Action documents live under /actions/{action_id}/action_documents.
 		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}},
-		Needs:     []Datastore{Postgres},
+		Needs:     []Datastore{Postgres, NATS},
 		Kinds:     []string{"action", "action_document"},
 		// An action names its asset and the person and organization that
 		// did the work; an action document links a document.

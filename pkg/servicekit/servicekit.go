@@ -29,6 +29,7 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/openapi"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
@@ -98,6 +99,7 @@ type Config struct {
 	S3       objectstore.Config
 	OIDC     auth.Config
 	Peers    peer.Config
+	Events   outbox.Config // NATS and the outbox relay
 	Log      telemetry.LogConfig
 	Timeout  time.Duration
 }
@@ -112,6 +114,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, entry catalog.Service) {
 	}
 	if entry.NeedsStore(catalog.ObjectStore) {
 		c.S3.RegisterFlags(fs, entry.Name)
+	}
+	if entry.NeedsStore(catalog.NATS) {
+		c.Events.RegisterFlags(fs)
 	}
 	c.OIDC.RegisterFlags(fs)
 	c.Peers.RegisterFlags(fs, entry.Peers())
@@ -247,6 +252,17 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 			return b, err
 		}
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
+	}
+	if cfg.Events.Enabled() {
+		// Connecting never fails on NATS being down: the connection keeps
+		// trying in the background while writes record their events.
+		nc, err := outbox.Connect(cfg.Events, spec.Name)
+		if err != nil {
+			return b, err
+		}
+		closers = append(closers, nc.Close)
+	} else if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
+		level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
 	}
 	if deps.Peers, err = peer.NewClients(cfg.Peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
 		return b, err

@@ -262,6 +262,7 @@ func (s *Stack) viaAddresses(o Options) (routes, error) {
 	}
 	for _, ds := range []struct{ name, addr string }{
 		{ViaPostgres, hostOf(s.DatabaseURL)}, {ViaRedis, hostOf(s.RedisURL)}, {ViaS3, s.S3Endpoint},
+		{ViaNATS, hostOf(s.NATS.URL)},
 	} {
 		via, err := o.Via(ds.name, ds.addr)
 		if err != nil {

@@ -1,5 +1,5 @@
 // Package devstack starts the whole registry on one machine: PostgreSQL,
-// Redis and MinIO (private, loopback only), the identity provider, every
+// Redis, MinIO and NATS with JetStream (private, loopback only), the identity provider, every
 // service and the gateway, each as the real binary in its own process.
 // `make run` uses it with fixed ports and a persistent directory; the
 // end-to-end tests use it with free ports and a throwaway one.
@@ -27,8 +27,9 @@ import (
 // Options of a stack.
 type Options struct {
 	// Dir is the state: postgres/ (and postgres.credentials), redis/ (empty:
-	// Redis keeps nothing on disk), minio/ (and minio.credentials), idp/,
-	// logs/, services.env and datastores.env.
+	// Redis keeps nothing on disk), minio/ (and minio.credentials), nats/
+	// (JetStream's store; nats.credentials, nats.conf), idp/, logs/,
+	// services.env and datastores.env.
 	Dir       string
 	BinDir    string // where the binaries of pkg/catalog's deployables are
 	Ports     Ports
@@ -39,6 +40,9 @@ type Options struct {
 	// Redis's default user's: the stack makes its roles and users there.
 	PostgresURL, RedisURL string
 	S3                    S3
+	// NATS, when its URL is set, is a NATS server (JetStream on) to use
+	// instead of starting a private one.
+	NATS NATS
 	// Database the registry uses; created if missing. Its roles are named
 	// after it ("registry" gives registry_parties, registry_idp, ...), so
 	// stacks sharing a server never share a role. "" means "registry".
@@ -46,7 +50,7 @@ type Options struct {
 	Env      []string // extra environment for every registry process
 	// Via, when set, gives the address at which the registry's processes
 	// reach a datastore ("postgres", "redis" or "s3") listening at addr:
-	// a test puts a fault-injecting proxy in between. The launcher itself
+	// a test puts a fault-injecting proxy in between ("nats" too). The launcher itself
 	// always goes straight to addr.
 	Via func(datastore, addr string) (string, error)
 }
@@ -56,6 +60,7 @@ const (
 	ViaPostgres = "postgres"
 	ViaRedis    = "redis"
 	ViaS3       = "s3"
+	ViaNATS     = "nats"
 )
 
 // Stack is a running registry.
@@ -82,21 +87,26 @@ type Stack struct {
 	// Postgres, Redis and Minio are the servers the stack started (nil
 	// where it was given one), and Processes the registry's own, by name:
 	// for tests that pause, kill and restart them.
-	Postgres       *devinfra.Postgres
-	Redis          *devinfra.Redis
-	Minio          *devinfra.Minio
-	Processes      map[string]*devinfra.Process
-	S3Endpoint     string // host:port of the object store, plain HTTP; for S3_ENDPOINT
-	S3AccessKey    string // for S3_ACCESS_KEY
-	S3SecretKey    string // for S3_SECRET_KEY
-	S3Region       string
-	S3ConsoleURL   string            // MinIO's web console; "" when off
-	S3Credentials  string            // file with MinIO's root credentials (mode 0600); "" when S3 was given
-	ServiceURLs    map[string]string // services reached directly, around the gateway
-	SigningKeyFile string
-	LogDir         string
-	Pids           map[string]int    // registry processes by name, for measurements
-	MetricsURLs    map[string]string // each process's /metrics
+	Postgres      *devinfra.Postgres
+	Redis         *devinfra.Redis
+	Minio         *devinfra.Minio
+	Nats          *devinfra.Nats
+	Processes     map[string]*devinfra.Process
+	S3Endpoint    string // host:port of the object store, plain HTTP; for S3_ENDPOINT
+	S3AccessKey   string // for S3_ACCESS_KEY
+	S3SecretKey   string // for S3_SECRET_KEY
+	S3Region      string
+	S3ConsoleURL  string // MinIO's web console; "" when off
+	S3Credentials string // file with MinIO's root credentials (mode 0600); "" when S3 was given
+	// NATS is the JetStream server the services publish their events to;
+	// NATSCredentials its user's file (mode 0600), "" when NATS was given.
+	NATS            NATS
+	NATSCredentials string
+	ServiceURLs     map[string]string // services reached directly, around the gateway
+	SigningKeyFile  string
+	LogDir          string
+	Pids            map[string]int    // registry processes by name, for measurements
+	MetricsURLs     map[string]string // each process's /metrics
 
 	stops []func() error // in start order
 }
@@ -165,6 +175,9 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 			env = append(env, "S3_ENDPOINT=http://"+via.host(s.S3Endpoint), "S3_ACCESS_KEY="+s.S3AccessKey,
 				"S3_SECRET_KEY="+s.S3SecretKey, "S3_REGION="+s.S3Region)
 		}
+		if svc.NeedsStore(catalog.NATS) {
+			env = append(env, s.NATS.env(via.url(s.NATS.URL))...)
+		}
 		if peers := svc.Peers(); len(peers) > 0 {
 			id := identities[svc.Name]
 			env = append(env, "PEER_CLIENT_ID="+id.ClientID, "PEER_CLIENT_SECRET="+id.ClientSecret)
@@ -194,20 +207,76 @@ func envName(prefix, service, suffix string) string {
 }
 
 func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports) error {
-	// MinIO starts alongside PostgreSQL and Redis, so it adds no wall time.
-	minioDone := make(chan error, 1)
-	var minio *devinfra.Minio
+	// MinIO and NATS start alongside PostgreSQL and Redis, so they add no
+	// wall time.
+	minioDone, natsDone := make(chan error, 1), make(chan error, 1)
+	var (
+		minio *devinfra.Minio
+		nats  *devinfra.Nats
+	)
 	go func() {
 		var err error
 		minio, err = s.startObjectStore(ctx, o, ports)
 		minioDone <- err
 	}()
+	go func() {
+		var err error
+		nats, err = s.startNATS(ctx, o, ports)
+		natsDone <- err
+	}()
 	err := s.startPostgresAndRedis(ctx, o, ports)
-	minioErr := <-minioDone
+	minioErr, natsErr := <-minioDone, <-natsDone
 	if minio != nil {
 		s.stops = append(s.stops, minio.Stop)
 	}
-	return errors.Join(err, minioErr)
+	if nats != nil {
+		s.stops = append(s.stops, nats.Stop)
+	}
+	return errors.Join(err, minioErr, natsErr)
+}
+
+// NATS is a NATS server (JetStream on) that is already running.
+type NATS struct {
+	URL            string // nats://host:port
+	User, Password string
+	// Stream and SubjectPrefix, when set, replace the production stream
+	// and subjects, so that stacks sharing one server (tests under `make
+	// test`) never see each other's events.
+	Stream, SubjectPrefix string
+}
+
+// env is the environment of a process that publishes or consumes the
+// events, reaching the server at url.
+func (n NATS) env(url string) []string {
+	env := []string{"NATS_URL=" + url, "NATS_USER=" + n.User, "NATS_PASSWORD=" + n.Password}
+	if n.Stream != "" {
+		env = append(env, "NATS_STREAM="+n.Stream)
+	}
+	if n.SubjectPrefix != "" {
+		env = append(env, "NATS_SUBJECT_PREFIX="+n.SubjectPrefix)
+	}
+	return env
+}
+
+// startNATS sets the stack's NATS to o.NATS or to a private server that it
+// starts, with JetStream's store in nats/ and its generated user in
+// nats.credentials (mode 0600), both kept for the next run. It returns the
+// server it started, if any, for the caller to stop.
+func (s *Stack) startNATS(ctx context.Context, o Options, ports Ports) (*devinfra.Nats, error) {
+	if o.NATS.URL != "" {
+		s.NATS = o.NATS
+		return nil, nil
+	}
+	n, err := devinfra.StartNats(ctx, devinfra.NatsOptions{
+		DataDir: filepath.Join(o.Dir, "nats"), Port: ports[NatsPort],
+		LogFile: filepath.Join(s.LogDir, "nats.log"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Nats, s.NATSCredentials = n, n.CredentialsFile
+	s.NATS = NATS{URL: n.URL, User: n.User, Password: n.Password}
+	return n, nil
 }
 
 func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Ports) error {

@@ -10,8 +10,8 @@ import (
 )
 
 // Ports of the stack by name: each deployable of pkg/catalog by its name
-// and "<name>-metrics", and the datastores "postgres", "redis", "minio" and
-// "minio-console". 0 (or absent) picks a free port, except for
+// and "<name>-metrics", and the datastores "postgres", "redis", "minio",
+// "minio-console" and "nats". 0 (or absent) picks a free port, except for
 // minio-console, where it leaves MinIO's web console off.
 type Ports map[string]int
 
@@ -21,6 +21,7 @@ const (
 	RedisPort        = "redis"
 	MinioPort        = "minio"
 	MinioConsolePort = "minio-console"
+	NatsPort         = "nats"
 )
 
 // PortNames lists every name Ports knows.
@@ -29,16 +30,16 @@ func PortNames() []string {
 	for _, d := range catalog.Deployables() {
 		names = append(names, d.Name, metricsPort(d.Name))
 	}
-	return append(names, PostgresPort, RedisPort, MinioPort, MinioConsolePort)
+	return append(names, PostgresPort, RedisPort, MinioPort, MinioConsolePort, NatsPort)
 }
 
 func metricsPort(name string) string { return name + "-metrics" }
 
 // DefaultPorts are make run's: each deployable's catalog ports (the gateway
 // on 8080), and datastores on ports that stay clear of default PostgreSQL,
-// Redis and MinIO (9000, 9001) installations.
+// Redis, MinIO (9000, 9001) and NATS (4222) installations.
 func DefaultPorts() Ports {
-	p := Ports{PostgresPort: 54329, RedisPort: 63799, MinioPort: 9009, MinioConsolePort: 9019}
+	p := Ports{PostgresPort: 54329, RedisPort: 63799, MinioPort: 9009, MinioConsolePort: 9019, NatsPort: 42229}
 	for _, d := range catalog.Deployables() {
 		p[d.Name], p[metricsPort(d.Name)] = d.Port, d.MetricsPort
 	}

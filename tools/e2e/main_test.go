@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,12 @@ func run(m *testing.M) int {
 			Endpoint:  os.Getenv("TEST_S3_ENDPOINT"),
 			AccessKey: os.Getenv("TEST_S3_ACCESS_KEY"), SecretKey: os.Getenv("TEST_S3_SECRET_KEY"),
 			Region: os.Getenv("TEST_S3_REGION"),
+		},
+		// A stream of its own on the shared server (none when the suite
+		// starts its own).
+		NATS: devstack.NATS{
+			URL: os.Getenv("TEST_NATS_URL"), User: os.Getenv("TEST_NATS_USER"), Password: os.Getenv("TEST_NATS_PASSWORD"),
+			Stream: strings.ToUpper(database), SubjectPrefix: database + ".registry.events",
 		},
 		Env: []string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT=" + spans.URL,

@@ -1,5 +1,5 @@
-// The harness runs integration tests against real PostgreSQL, Redis
-// and S3 (MinIO) servers. Wire it up once per package:
+// The harness runs integration tests against real PostgreSQL, Redis,
+// S3 (MinIO) and NATS (JetStream) servers. Wire it up once per package:
 //
 //	func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 //
@@ -9,7 +9,8 @@
 //     (redis://... of a user who may do everything; both URLs carry the
 //     password, since devinfra's servers let nobody in without one) and
 //     TEST_S3_ENDPOINT with TEST_S3_ACCESS_KEY and
-//     TEST_S3_SECRET_KEY, when set, are used as they are. `make test` starts
+//     TEST_S3_SECRET_KEY, and TEST_NATS_URL with TEST_NATS_USER and
+//     TEST_NATS_PASSWORD, when set, are used as they are. `make test` starts
 //     one shared set for the whole run (tools/devinfra/cmd/testinfra) and sets
 //     them all, so packages do not each pay for a server start.
 //   - Otherwise the first test that asks for a server starts a private,
@@ -20,7 +21,8 @@
 //
 // Servers are shared by all tests of a package (and, under `make test`, by all
 // packages), so each test works inside its own schema (NewDatabaseSchema), key
-// prefix (RedisPrefix) and bucket (S3), which are removed when the test ends.
+// prefix (RedisPrefix), bucket (S3) and stream (NATS), which are removed when
+// the test ends.
 
 package testkit
 
@@ -69,9 +71,11 @@ type harness struct {
 	pg       *devinfra.Postgres
 	redis    *devinfra.Redis
 	minio    *devinfra.Minio
+	nats     *devinfra.Nats
 
 	postgres, redisServer lazyServer[string]
 	s3Server              lazyServer[S3Server]
+	natsServer            lazyServer[NATSServer]
 }
 
 // Main runs the tests and then stops any server it started. It returns the
@@ -353,6 +357,10 @@ func (h *harness) shutdown() error {
 	if h.minio != nil {
 		errs = append(errs, h.minio.Stop())
 		h.minio = nil
+	}
+	if h.nats != nil {
+		errs = append(errs, h.nats.Stop())
+		h.nats = nil
 	}
 	if h.dir != "" {
 		if err := os.RemoveAll(h.dir); err != nil {

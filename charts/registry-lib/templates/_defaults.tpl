@@ -89,6 +89,13 @@ global:
       enabled: true
       interval: 30s
       labels: {}
+  nats:
+    passwordKey: password
+    replicas: 3
+    secretName: registry-nats
+    streamMaxAge: 168h
+    url: nats://nats:4222
+    userKey: user
   networkPolicy:
     dnsEgress:
     - ports:
@@ -108,6 +115,10 @@ global:
     - namespaceSelector:
         matchLabels:
           kubernetes.io/metadata.name: monitoring
+    natsEgress:
+    - ports:
+      - port: 4222
+        protocol: TCP
     objectStoreEgress:
     - ports:
       - port: 443

@@ -133,6 +133,11 @@ registry-lib.secretEnv.
 {{- $_ := set $env "S3_BUCKET" (.v.objectStore.bucket | default (printf "%s-%s" .g.environment .name)) -}}
 {{- $_ := set $env "S3_REGION" .g.objectStore.region -}}
 {{- end -}}
+{{- if has "nats" .f.needs -}}
+{{- $_ := set $env "NATS_URL" (required "global.nats.url is required" .g.nats.url) -}}
+{{- $_ := set $env "NATS_STREAM_REPLICAS" (toString (int .g.nats.replicas)) -}}
+{{- $_ := set $env "NATS_STREAM_MAX_AGE" .g.nats.streamMaxAge -}}
+{{- end -}}
 {{- range .f.peers -}}
 {{- $_ := set $env (printf "PEER_%s_URL" (include "registry-lib.envName" .)) (include "registry-lib.url" .) -}}
 {{- end -}}
@@ -188,6 +193,18 @@ registry-lib.secretEnv.
     secretKeyRef:
       name: {{ .g.objectStore.secretName }}
       key: {{ .g.objectStore.secretKeyKey }}
+{{- end }}
+{{- if has "nats" .f.needs }}
+- name: NATS_USER
+  valueFrom:
+    secretKeyRef:
+      name: {{ .g.nats.secretName }}
+      key: {{ .g.nats.userKey }}
+- name: NATS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .g.nats.secretName }}
+      key: {{ .g.nats.passwordKey }}
 {{- end }}
 {{- if .f.peers }}
 - name: PEER_CLIENT_ID

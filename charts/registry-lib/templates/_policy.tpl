@@ -91,6 +91,11 @@ spec:
     {{- toYaml . | nindent 4 }}
     {{- end }}
     {{- end }}
+    {{- if has "nats" .f.needs }}
+    {{- with $np.natsEgress }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+    {{- end }}
     {{- if or .f.verifiesTokens .f.peers }}
     {{- if and .g.oidc.inClusterIdP (not .g.oidc.jwksURL) }}
     # Token keys (and, for peers, tokens) from the identity provider.

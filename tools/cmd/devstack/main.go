@@ -45,7 +45,10 @@ func run(dir, bin string, ports devstack.Ports) error {
 	if _, err := devinfra.EnsureMinioServer(ctx, os.Stderr); err != nil {
 		return err
 	}
-	fmt.Printf("Starting PostgreSQL, Redis, MinIO, the identity provider, the services (%s) and the gateway...\n",
+	if _, err := devinfra.EnsureNatsServer(ctx, os.Stderr); err != nil {
+		return err
+	}
+	fmt.Printf("Starting PostgreSQL, Redis, MinIO, NATS, the identity provider, the services (%s) and the gateway...\n",
 		strings.Join(catalog.Names(), ", "))
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -88,6 +91,8 @@ The Asset Registry is running.
   Credentials          %[5]s
   Logs                 %[6]s
   MinIO (S3)           http://%[7]s  (console %[8]s; root credentials in %[9]s)
+  NATS (JetStream)     %[15]s  (change events on stream REGISTRY_EVENTS,
+                       subjects registry.events.<kind>.<id>; user in %[16]s)
   PostgreSQL, Redis    %[10]s, %[11]s  (passwords only; each service's own
                        role and Redis user in %[12]s)
 
@@ -105,7 +110,8 @@ Get a token and make a first call:
 Press Ctrl-C to stop everything.
 `, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, stack.LogDir,
 		stack.S3Endpoint, console, stack.S3Credentials, redactedHost(stack.DatabaseURL), redactedHost(stack.RedisURL),
-		filepath.Join(filepath.Dir(envFile), "datastores.env"), c.OtherClientID, c.AdminClientID)
+		filepath.Join(filepath.Dir(envFile), "datastores.env"), c.OtherClientID, c.AdminClientID,
+		stack.NATS.URL, stack.NATSCredentials)
 }
 
 // redactedHost is where a datastore listens, without its credentials.

@@ -1,7 +1,8 @@
 // Command ensure-server builds a pinned server that pkg/devinfra runs from
 // source into the user's cache, unless it is there already, and prints its
-// path: minio (the object store of make run and the tests) or hydra (ORY
-// Hydra, the independent token issuer of the end-to-end tests).
+// path: minio (the object store of make run and the tests), nats (NATS with
+// JetStream, the change events' stream) or hydra (ORY Hydra, the
+// independent token issuer of the end-to-end tests).
 //
 //	go run ./pkg/devinfra/cmd/ensure-server minio
 //
@@ -25,12 +26,13 @@ import (
 var servers = map[string]func(context.Context, io.Writer) (string, error){
 	"minio": devinfra.EnsureMinioServer,
 	"hydra": devinfra.EnsureHydraServer,
+	"nats":  devinfra.EnsureNatsServer,
 }
 
 func main() {
 	ensure, ok := servers[os.Args[len(os.Args)-1]]
 	if len(os.Args) != 2 || !ok {
-		fmt.Fprintln(os.Stderr, "usage: ensure-server minio|hydra")
+		fmt.Fprintln(os.Stderr, "usage: ensure-server minio|nats|hydra")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

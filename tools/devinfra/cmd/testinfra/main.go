@@ -1,12 +1,13 @@
-// Command testinfra runs one ephemeral PostgreSQL, one Redis and one MinIO
-// server for a whole `make test` run, so that test packages share them
+// Command testinfra runs one ephemeral PostgreSQL, one Redis, one MinIO and
+// one NATS (JetStream) server for a whole `make test` run, so that test packages share them
 // instead of each starting their own (see pkg/testharness).
 //
 //	testinfra -env-file .testinfra.env &
 //
-// It starts the three at once. Once all accept connections it writes
-// TEST_DATABASE_URL, TEST_REDIS_URL and TEST_S3_ENDPOINT, TEST_S3_ACCESS_KEY,
-// TEST_S3_SECRET_KEY and TEST_S3_REGION lines to the env file (mode 0600, as
+// It starts the four at once. Once all accept connections it writes
+// TEST_DATABASE_URL, TEST_REDIS_URL, TEST_S3_ENDPOINT, TEST_S3_ACCESS_KEY,
+// TEST_S3_SECRET_KEY, TEST_S3_REGION, TEST_NATS_URL, TEST_NATS_USER and
+// TEST_NATS_PASSWORD lines to the env file (mode 0600, as
 // it holds a secret, and atomically, so a reader polling for the file never
 // sees half of it). PostgreSQL and Redis need passwords, which the URLs
 // carry; their credentials files (0600) are in the data dir. It then runs
@@ -30,7 +31,7 @@ import (
 
 func main() {
 	dir := flag.String("dir", "", "directory for the servers' data, removed on exit; must be absent or empty (default: a new temp dir)")
-	envFile := flag.String("env-file", "", "file to write TEST_DATABASE_URL, TEST_REDIS_URL and TEST_S3_* to once the servers are ready (required)")
+	envFile := flag.String("env-file", "", "file to write TEST_DATABASE_URL, TEST_REDIS_URL and TEST_S3_* and TEST_NATS_* to once the servers are ready (required)")
 	flag.Parse()
 	if err := run(*dir, *envFile); err != nil {
 		fmt.Fprintln(os.Stderr, "testinfra:", err)
@@ -65,7 +66,7 @@ func run(dir, envFile string) (err error) {
 		}
 	}()
 
-	// The three start at once, so the run waits for the slowest alone
+	// The four start at once, so the run waits for the slowest alone
 	// (MinIO when its binary is still being built, see ensure-server). The
 	// first failure ends the others' wait rather than a minutes-long build.
 	startCtx, failed := context.WithCancel(ctx)
@@ -75,7 +76,9 @@ func run(dir, envFile string) (err error) {
 		pg                  *devinfra.Postgres
 		rd                  *devinfra.Redis
 		s3                  *devinfra.Minio
+		nc                  *devinfra.Nats
 		pgErr, rdErr, s3Err error
+		ncErr               error
 	)
 	wg.Go(func() {
 		if pg, pgErr = devinfra.StartPostgres(startCtx, devinfra.PostgresOptions{DataDir: filepath.Join(dir, "postgres"), Ephemeral: true}); pgErr != nil {
@@ -92,6 +95,11 @@ func run(dir, envFile string) (err error) {
 			failed()
 		}
 	})
+	wg.Go(func() {
+		if nc, ncErr = devinfra.StartNats(startCtx, devinfra.NatsOptions{DataDir: filepath.Join(dir, "nats")}); ncErr != nil {
+			failed()
+		}
+	})
 	wg.Wait()
 	if pg != nil {
 		defer func() { err = errors.Join(err, pg.Stop()) }()
@@ -102,18 +110,22 @@ func run(dir, envFile string) (err error) {
 	if s3 != nil {
 		defer func() { err = errors.Join(err, s3.Stop()) }()
 	}
-	if err := errors.Join(pgErr, rdErr, s3Err); err != nil {
+	if nc != nil {
+		defer func() { err = errors.Join(err, nc.Stop()) }()
+	}
+	if err := errors.Join(pgErr, rdErr, s3Err, ncErr); err != nil {
 		return err
 	}
 
 	env := fmt.Sprintf("TEST_DATABASE_URL=%s\nTEST_REDIS_URL=%s\n"+
-		"TEST_S3_ENDPOINT=%s\nTEST_S3_ACCESS_KEY=%s\nTEST_S3_SECRET_KEY=%s\nTEST_S3_REGION=%s\n",
-		pg.URL, rd.URL, s3.Endpoint, s3.AccessKey, s3.SecretKey, s3.Region)
+		"TEST_S3_ENDPOINT=%s\nTEST_S3_ACCESS_KEY=%s\nTEST_S3_SECRET_KEY=%s\nTEST_S3_REGION=%s\n"+
+		"TEST_NATS_URL=%s\nTEST_NATS_USER=%s\nTEST_NATS_PASSWORD=%s\n",
+		pg.URL, rd.URL, s3.Endpoint, s3.AccessKey, s3.SecretKey, s3.Region, nc.URL, nc.User, nc.Password)
 	if err := writeFileAtomic(envFile, env); err != nil {
 		return err
 	}
 	// Addresses only: the URLs carry passwords, which stay in the env file.
-	fmt.Fprintf(os.Stderr, "testinfra: postgres at 127.0.0.1:%d, redis at %s, minio at %s; logs in %s\n", pg.Port, rd.Addr, s3.URL, dir)
+	fmt.Fprintf(os.Stderr, "testinfra: postgres at 127.0.0.1:%d, redis at %s, minio at %s, nats at %s; logs in %s\n", pg.Port, rd.Addr, s3.URL, nc.URL, dir)
 	<-ctx.Done()
 	return nil
 }

@@ -24,7 +24,8 @@ const (
 	ObjectStore Datastore = "s3"       // S3-compatible object storage (MinIO locally)
 	// NATS is the JetStream stream of change events: a service that needs
 	// it records an event for every write in its outbox (its own schema)
-	// and runs the relay that publishes them (pkg/outbox).
+	// and runs the relay that publishes them (pkg/outbox); the events
+	// service consumes it.
 	NATS Datastore = "nats"
 )
 
@@ -130,7 +131,8 @@ var Services = []Service{
 			{Name: "webhooks", Prefixes: []string{"/webhooks"}},
 			{Name: "history", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
 		},
-		Needs: []Datastore{Postgres},
+		// It reads the stream the others' relays publish to.
+		Needs: []Datastore{Postgres, NATS},
 	},
 }
 

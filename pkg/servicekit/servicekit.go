@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/nats-io/nats.go"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
@@ -67,10 +68,14 @@ func Embedded(name string, files fs.FS) Spec {
 
 // Deps are what Build gets; those the catalog entry does not need are nil.
 type Deps struct {
-	Store          *store.Store // pool; its writes make stale the finds they change
-	Finds          *cache.Finds // the find cache (disabled without Redis)
-	Objects        *objectstore.Bucket
-	Peers          *peer.Clients
+	Store   *store.Store // pool; its writes make stale the finds they change
+	Finds   *cache.Finds // the find cache (disabled without Redis)
+	Objects *objectstore.Bucket
+	Peers   *peer.Clients
+	// NATS is the connection to the change events' stream (nil without
+	// nats.url); Events names the stream and subjects.
+	NATS           *nats.Conn
+	Events         outbox.Config
 	Logger         log.Logger
 	RequestTimeout time.Duration
 }
@@ -244,6 +249,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	deps := Deps{
 		Store:          store.New(pool, finds),
 		Finds:          finds,
+		Events:         cfg.Events,
 		Logger:         logger,
 		RequestTimeout: cfg.Timeout,
 	}
@@ -261,6 +267,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 			return b, err
 		}
 		closers = append(closers, nc.Close)
+		deps.NATS = nc
 	} else if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
 		level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
 	}

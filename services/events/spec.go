@@ -3,13 +3,17 @@ package events
 import (
 	"context"
 	"embed"
+	"errors"
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
 
@@ -88,6 +92,25 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		every(cfg.PruneEvery, pruner(st, cfg.Retention, d.Logger)),
 		every(15*time.Second, countDeliveries(st, d.Logger)),
 	}
+	if d.NATS == nil {
+		level.Warn(d.Logger).Log("msg", "nats.url is not set: the feed receives no events")
+		return h, nil
+	}
+	js, err := jetstream.New(d.NATS)
+	if err != nil {
+		return h, fmt.Errorf("events: jetstream: %w", err)
+	}
+	consumer := &Consumer{Store: st, JS: js, Stream: d.Events.Stream, Subject: d.Events.SubjectPrefix + ".>",
+		Durable: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger}
+	h.Background = append(h.Background, consumer.Run)
+	// The API answers without NATS (the feed only stops growing), so the
+	// stream is reported, not required.
+	h.Checks = append(h.Checks, process.HealthCheck{Name: "nats", Optional: true, Probe: func(context.Context) error {
+		if !d.NATS.IsConnected() {
+			return errors.New("not connected to NATS")
+		}
+		return nil
+	}})
 	return h, nil
 }
 

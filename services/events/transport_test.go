@@ -1,7 +1,6 @@
 package events
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -287,5 +286,3 @@ func TestHTTPWebhookErrors(t *testing.T) {
 		{Name: "retry of a delivery that does not exist", Method: "POST", Path: path + "/deliveries/" + uuid.NewString() + "/retry", Status: 404},
 	})
 }
-
-var _ = context.Background

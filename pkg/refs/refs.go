@@ -43,6 +43,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -351,7 +352,27 @@ func (r *Registry) DeleteRow(ctx context.Context, kind, table string, id uuid.UU
 		if err := store.CheckIfMatch(ctx, tx, table, id, current); err != nil {
 			return nil, err
 		}
-		return del(ctx, tx)
+		if r.store.Events == nil {
+			return del(ctx, tx)
+		}
+		// The event's data is the resource as it was, read under the row's
+		// lock so no update slips in between; a row that is not there is
+		// del's 404 to answer.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{table}.Sanitize()+` WHERE id = $1 FOR UPDATE`, id); err != nil {
+			return nil, store.Classify(err, "lock "+table)
+		}
+		before, err := current(ctx)
+		if apperr.Is(err, apperr.KindNotFound) {
+			return del(ctx, tx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		changed, err := del(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		return changed, r.store.Record(ctx, tx, outbox.Deleted(kind, id.String(), before))
 	})
 }
 

@@ -259,17 +259,32 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		}
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
-	if cfg.Events.Enabled() {
-		// Connecting never fails on NATS being down: the connection keeps
-		// trying in the background while writes record their events.
+	switch entry, _ := catalog.Lookup(spec.Name); {
+	case entry.NeedsStore(catalog.NATS) && len(entry.Kinds) > 0:
+		// A service that owns kinds records an event for each write and
+		// relays them to the stream.
+		deps.Store.Events = outbox.NewRecorder(cfg.Database.Schema, cfg.Events)
+		if cfg.Events.Enabled() {
+			stop, relay, err := startRelay(spec.Name, pool, cfg, logger)
+			if err != nil {
+				return b, err
+			}
+			closers = append(closers, stop)
+			// Optional: NATS down stops the events, never the writes, so
+			// it must not take the service out of its load balancer.
+			checks = append(checks, process.HealthCheck{Name: "relay", Optional: true, Probe: relay.Ready})
+		} else {
+			level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
+		}
+	case entry.NeedsStore(catalog.NATS) && cfg.Events.Enabled():
+		// A service that owns nothing reads the stream (the events
+		// service): it gets the connection, and runs no relay.
 		nc, err := outbox.Connect(cfg.Events, spec.Name)
 		if err != nil {
 			return b, err
 		}
 		closers = append(closers, nc.Close)
 		deps.NATS = nc
-	} else if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
-		level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
 	}
 	if deps.Peers, err = peer.NewClients(cfg.Peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
 		return b, err
@@ -310,6 +325,23 @@ func runBackground(jobs []func(context.Context)) (stop func()) {
 		wg.Go(func() { job(ctx) })
 	}
 	return func() { cancel(); wg.Wait() }
+}
+
+// startRelay connects to NATS and runs the outbox relay of the service's
+// schema. Connecting never fails on NATS being down: the connection keeps
+// trying in the background while writes record their events.
+func startRelay(name string, pool *store.Pool, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
+	nc, err := outbox.Connect(cfg.Events, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, cfg.Events, logger)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	stopRelay := relay.Start()
+	return func() { stopRelay(); nc.Close() }, relay, nil
 }
 
 // Every runs job now and then every interval until the returned stop is

@@ -23,12 +23,60 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/outbox"
 )
 
-// Store is a service's pool and what its committed writes make stale.
+// Store is a service's pool, what its committed writes make stale, and
+// where they record their change events.
 type Store struct {
 	Pool  *Pool
 	finds Invalidator
+	// Events records a change event of every write in the outbox, in the
+	// write's transaction (Record); nil records none.
+	Events *outbox.Recorder
+}
+
+// Record stores the events of changes in tx, the write's own transaction
+// (see outbox.Recorder).
+func (s *Store) Record(ctx context.Context, tx pgx.Tx, changes ...outbox.Change) error {
+	return s.Events.Record(ctx, tx, changes...)
+}
+
+// RecordCreated records the creation of kind id with the resource as get
+// reads it, which is the service's own GET code reading through the
+// write's transaction (ctx); get is not called when no events are kept.
+func (s *Store) RecordCreated(ctx context.Context, tx pgx.Tx, kind string, id uuid.UUID, get func() (any, error)) error {
+	if s.Events == nil {
+		return nil
+	}
+	rep, err := get()
+	if err != nil {
+		return err
+	}
+	return s.Record(ctx, tx, outbox.Created(kind, id.String(), rep))
+}
+
+// RecordUpdate runs change, a write that changes resource kind id in ways
+// an Updater does not (a document attached to it, say), and records its
+// "<kind>.updated" event: get, the service's own GET code reading through
+// the write's transaction, before and after. A change that turns out to
+// change nothing GET shows records nothing.
+func (s *Store) RecordUpdate(ctx context.Context, tx pgx.Tx, kind string, id uuid.UUID, get func() (any, error), change func() error) error {
+	if s.Events == nil {
+		return change()
+	}
+	before, err := get()
+	if err != nil {
+		return err
+	}
+	if err := change(); err != nil {
+		return err
+	}
+	after, err := get()
+	if err != nil {
+		return err
+	}
+	return s.Record(ctx, tx, outbox.Updated(kind, id.String(), before, after))
 }
 
 // Invalidator makes stale the cached finds that a committed write changed,
@@ -233,6 +281,11 @@ type Updater[Row, In any] struct {
 	// client that names a representation other than the current one gets
 	// a 412 and changes nothing.
 	Representation func(ctx context.Context, row Row) (any, error)
+	// Kind, when set, records an "<Kind>.updated" event of every update
+	// that changes the row: Representation before and after the save.
+	Kind string
+	// ID is the row's id, for the event's subject (with Kind).
+	ID func(Row) uuid.UUID
 }
 
 // Update applies apply to the row with id on behalf of actor and returns
@@ -256,7 +309,22 @@ func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, ac
 		if reflect.DeepEqual(in, u.Input(current)) {
 			return nil, nil
 		}
-		return u.Save(ctx, tx, current, in, actor)
+		if u.Kind == "" || s.Events == nil {
+			return u.Save(ctx, tx, current, in, actor)
+		}
+		before, err := u.Representation(ctx, current)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := u.Save(ctx, tx, current, in, actor)
+		if err != nil {
+			return nil, err
+		}
+		after, err := u.Representation(ctx, current)
+		if err != nil {
+			return nil, err
+		}
+		return changed, s.Record(ctx, tx, outbox.Updated(u.Kind, u.ID(current).String(), before, after))
 	})
 	return in, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -133,8 +134,10 @@ func (s *Store) CreateAssetType(ctx context.Context, in AssetTypeInput, actor st
 		if err := typeExternals.save(ctx, tx, id, in.ExternalIDs); err != nil {
 			return nil, err
 		}
-		detail, err = s.getAssetType(ctx, tx, id)
-		return []string{typeFinds(in.Brand, in.Model)}, err
+		if detail, err = s.getAssetType(ctx, tx, id); err != nil {
+			return nil, err
+		}
+		return []string{typeFinds(in.Brand, in.Model)}, s.Record(ctx, tx, outbox.Created(outbox.KindAssetType, id.String(), detail))
 	})
 	return detail, s.assetTypeConflict(ctx, err, in)
 }
@@ -189,6 +192,8 @@ func (s *Store) UpdateAssetType(ctx context.Context, id uuid.UUID, actor string,
 		Save:     s.saveAssetType,
 		// If-Match names the asset type as a GET shows it.
 		Representation: func(ctx context.Context, t AssetType) (any, error) { return s.GetAssetType(ctx, t.ID) },
+		Kind:           outbox.KindAssetType,
+		ID:             func(t AssetType) uuid.UUID { return t.ID },
 	}
 	in, err := updater.Update(ctx, s.Store, id, actor, apply)
 	return s.assetTypeConflict(ctx, err, in)
@@ -311,12 +316,14 @@ func (s *Store) AttachDocument(ctx context.Context, typeID, documentID uuid.UUID
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO asset_type_documents (asset_type_id, document_id, document, attached_by)
-			VALUES ($1, $2, $3, $4)`, typeID, documentID, doc, actor); err != nil {
-			return nil, store.Classify(err, "attach document")
-		}
 		created = true
-		return []string{typeFinds(t.Brand, t.Model)}, touch(ctx, tx, typeID, actor)
+		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, typeID, func() error {
+			if _, err := tx.Exec(ctx, `INSERT INTO asset_type_documents (asset_type_id, document_id, document, attached_by)
+				VALUES ($1, $2, $3, $4)`, typeID, documentID, doc, actor); err != nil {
+				return store.Classify(err, "attach document")
+			}
+			return touch(ctx, tx, typeID, actor)
+		})
 	})
 	return created, err
 }
@@ -333,14 +340,16 @@ func (s *Store) DetachDocument(ctx context.Context, typeID, documentID uuid.UUID
 		if err := s.typeIfMatch(ctx, tx, typeID); err != nil {
 			return nil, err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM asset_type_documents WHERE asset_type_id = $1 AND document_id = $2`, typeID, documentID)
-		if err != nil {
-			return nil, store.Classify(err, "detach document")
-		}
-		if tag.RowsAffected() == 0 {
-			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("document %s is not attached to asset type %s", documentID, typeID))
-		}
-		return []string{typeFinds(t.Brand, t.Model)}, touch(ctx, tx, typeID, actor)
+		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, typeID, func() error {
+			tag, err := tx.Exec(ctx, `DELETE FROM asset_type_documents WHERE asset_type_id = $1 AND document_id = $2`, typeID, documentID)
+			if err != nil {
+				return store.Classify(err, "detach document")
+			}
+			if tag.RowsAffected() == 0 {
+				return apperr.New(apperr.KindNotFound, fmt.Sprintf("document %s is not attached to asset type %s", documentID, typeID))
+			}
+			return touch(ctx, tx, typeID, actor)
+		})
 	})
 }
 
@@ -352,11 +361,19 @@ func (s *Store) SetThumbnail(ctx context.Context, typeID, documentID uuid.UUID, 
 		if err != nil || equalIDs(t.Thumbnail, &documentID) {
 			return nil, err
 		}
-		if err := s.setThumbnail(ctx, tx, typeID, field, &documentID); err != nil {
-			return nil, err
-		}
-		return []string{typeFinds(t.Brand, t.Model)}, touch(ctx, tx, typeID, actor)
+		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, typeID, func() error {
+			if err := s.setThumbnail(ctx, tx, typeID, field, &documentID); err != nil {
+				return err
+			}
+			return touch(ctx, tx, typeID, actor)
+		})
 	})
+}
+
+// typeChange runs change, a write to an asset type's documents or
+// thumbnail, and records it as the asset type's update.
+func (s *Store) typeChange(ctx context.Context, tx pgx.Tx, typeID uuid.UUID, change func() error) error {
+	return s.RecordUpdate(ctx, tx, outbox.KindAssetType, typeID, func() (any, error) { return s.getAssetType(ctx, tx, typeID) }, change)
 }
 
 // setThumbnail checks the new thumbnail (nil: none) and stores it with its
@@ -478,6 +495,9 @@ func (s *Store) CreateAssetIfAbsent(ctx context.Context, in AssetInput, actor st
 		if a, err = s.getAsset(ctx, tx, row.ID); err != nil || !inserted {
 			return nil, err
 		}
+		if err := s.Record(ctx, tx, outbox.Created(outbox.KindAsset, a.ID.String(), a)); err != nil {
+			return nil, err
+		}
 		return []string{assetFinds(in.SerialNumber)}, nil
 	})
 	return a, created, err
@@ -549,6 +569,8 @@ func (s *Store) UpdateAsset(ctx context.Context, id uuid.UUID, actor string, app
 		Input:          assetInputOf,
 		Save:           s.saveAsset,
 		Representation: func(ctx context.Context, a Asset) (any, error) { return s.GetAsset(ctx, a.ID) },
+		Kind:           outbox.KindAsset,
+		ID:             func(a Asset) uuid.UUID { return a.ID },
 	}
 	in, err := updater.Update(ctx, s.Store, id, actor, apply)
 	return s.Duplicate(ctx, err, assetDuplicate(in),

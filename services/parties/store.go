@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -11,6 +12,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -35,6 +37,8 @@ func NewStore(s *store.Store, r *refs.Registry) *Store {
 		return st.GetOrganization(ctx, o.ID)
 	}
 	st.people.Representation = func(ctx context.Context, p Person) (any, error) { return st.GetPerson(ctx, p.ID) }
+	st.organizations.Kind, st.organizations.ID = outbox.KindOrganization, func(o Organization) uuid.UUID { return o.ID }
+	st.people.Kind, st.people.ID = outbox.KindPerson, func(p Person) uuid.UUID { return p.ID }
 	r.Owns("person", refs.ExistsIn("people"))
 	r.Owns("organization", refs.ExistsIn("organizations"))
 	return st
@@ -60,7 +64,11 @@ func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, ac
 				country, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+organizationColumns,
 			store.NewID(), in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
-		return []string{organizationFinds(in.RegistrationNumber)}, err
+		if err != nil {
+			return nil, err
+		}
+		return []string{organizationFinds(in.RegistrationNumber)}, s.RecordCreated(ctx, tx, outbox.KindOrganization, o.ID,
+			func() (any, error) { return s.GetOrganization(ctx, o.ID) })
 	})
 	return o, s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
 }
@@ -133,6 +141,9 @@ func (s *Store) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetOrganization(ctx, id) }
 	return s.refs.DeleteRow(ctx, "organization", "organizations", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var number string
+		if err := s.deleteLinks(ctx, tx, "organization_id", id); err != nil {
+			return nil, err
+		}
 		err := store.Delete(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
 		return []string{organizationFinds(number), everyPersonFind}, err
 	})
@@ -174,10 +185,11 @@ func (s *Store) CreatePersonIfAbsent(ctx context.Context, in PersonInput, actor 
 				return store.One[Person](ctx, tx, "get person by identity", "person", uuid.Nil,
 					`SELECT `+personColumns+` FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
 			})
-		if !created {
+		if !created || err != nil {
 			return nil, err
 		}
-		return []string{personFinds(in.FirstName, in.LastName)}, err
+		return []string{personFinds(in.FirstName, in.LastName)}, s.RecordCreated(ctx, tx, outbox.KindPerson, p.ID,
+			func() (any, error) { return s.GetPerson(ctx, p.ID) })
 	})
 	return p, created, err
 }
@@ -245,6 +257,9 @@ func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetPerson(ctx, id) }
 	return s.refs.DeleteRow(ctx, "person", "people", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var first, last string
+		if err := s.deleteLinks(ctx, tx, "person_id", id); err != nil {
+			return nil, err
+		}
 		err := store.Delete(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
 		return []string{personFinds(first, last), everyOrganizationFind}, err
 	})
@@ -272,10 +287,10 @@ func (s *Store) Link(ctx context.Context, in LinkInput, actor string) (Link, boo
 					WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3`,
 					in.PersonID, in.OrganizationID, in.RelationType)
 			})
-		if !created {
+		if !created || err != nil {
 			return nil, err
 		}
-		return changed, err
+		return changed, s.Record(ctx, tx, outbox.Created(outbox.KindPersonOrganization, linkID(link), link))
 	})
 	return link, created, err
 }
@@ -287,10 +302,13 @@ func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
 		if err != nil {
 			return nil, err
 		}
-		var createdBy string
+		var (
+			createdBy string
+			link      Link
+		)
 		err = tx.QueryRow(ctx, `DELETE FROM person_organizations
-			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3 RETURNING created_by`,
-			in.PersonID, in.OrganizationID, in.RelationType).Scan(&createdBy)
+			WHERE person_id = $1 AND organization_id = $2 AND relation_type = $3 RETURNING created_by, `+linkColumns,
+			in.PersonID, in.OrganizationID, in.RelationType).Scan(&createdBy, &link.PersonID, &link.OrganizationID, &link.RelationType, &link.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf(
 				"person %s is not linked to organization %s as %s", in.PersonID, in.OrganizationID, in.RelationType))
@@ -299,9 +317,34 @@ func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
 			return nil, store.Classify(err, "delete link")
 		}
 		// A link is its maker's: anyone else's unlink rolls back.
-		link := fmt.Sprintf("of person %s to organization %s as %s", in.PersonID, in.OrganizationID, in.RelationType)
-		return changed, auth.MayChange(ctx, "link", link, createdBy)
+		name := fmt.Sprintf("of person %s to organization %s as %s", in.PersonID, in.OrganizationID, in.RelationType)
+		if err := auth.MayChange(ctx, "link", name, createdBy); err != nil {
+			return nil, err
+		}
+		return changed, s.Record(ctx, tx, outbox.Deleted(outbox.KindPersonOrganization, linkID(link), link))
 	})
+}
+
+// linkID is a link's id in its events: "<person_id>:<organization_id>:<relation_type>".
+func linkID(l Link) string {
+	return l.PersonID.String() + ":" + l.OrganizationID.String() + ":" + l.RelationType
+}
+
+// deleteLinks removes the links of a person or an organization (column
+// person_id or organization_id) that is being deleted, each with its event,
+// before the row's delete would cascade to them unseen.
+func (s *Store) deleteLinks(ctx context.Context, tx pgx.Tx, column string, id uuid.UUID) error {
+	links, err := store.Many[Link](ctx, tx, "delete links",
+		`DELETE FROM person_organizations WHERE `+pgx.Identifier{column}.Sanitize()+` = $1 RETURNING `+linkColumns, id)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(links, func(a, b Link) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	changes := make([]outbox.Change, len(links))
+	for i, l := range links {
+		changes[i] = outbox.Deleted(outbox.KindPersonOrganization, linkID(l), l)
+	}
+	return s.Record(ctx, tx, changes...)
 }
 
 // linkEnds locks the person and the organization against a concurrent

@@ -45,6 +45,8 @@ type Service struct {
 	Config       servicekit.Config
 	// StandIns play the peers that are not running (StandIn), by name.
 	StandIns map[string]*StandIn
+
+	eventsSeen int64 // the outbox id Events read up to
 }
 
 // Option changes how Start runs the service.

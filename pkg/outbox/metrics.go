@@ -1,0 +1,32 @@
+package outbox
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// The relay's metrics, by schema (one outbox per service). Only the
+// leading replica reports pending events; standbys report 0, so max()
+// over replicas is the outbox's state.
+var (
+	relayPending = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "outbox_pending_events",
+		Help: "Events recorded in the outbox and not yet published to JetStream (reported by the leading relay).",
+	}, []string{"schema"})
+	relayOldest = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "outbox_oldest_pending_seconds",
+		Help: "Age of the oldest unpublished event (0 when none waits).",
+	}, []string{"schema"})
+	published = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "outbox_published_total",
+		Help: "Events published to JetStream and acknowledged.",
+	}, []string{"schema"})
+	publishErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "outbox_publish_errors_total",
+		Help: "Relay rounds that could not publish (NATS down, no acknowledgement).",
+	}, []string{"schema"})
+	relayLeader = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "outbox_relay_leader",
+		Help: "1 on the replica whose relay publishes the schema's outbox.",
+	}, []string{"schema"})
+)

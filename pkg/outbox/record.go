@@ -1,0 +1,196 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
+)
+
+// Change is one change of one resource, as a write records it.
+type Change struct {
+	Kind string // KindOrganization, ...
+	ID   string // the resource's id (a link's "<person_id>:<organization_id>:<relation_type>")
+	Op   string // OpCreated, OpUpdated or OpDeleted
+	// Data is the resource as GET answers it after the change (before it,
+	// for a delete): a value json.Marshal renders as the GET does, or the
+	// rendered json.RawMessage.
+	Data any
+	// Old is, for an update, the resource as GET answered it before the
+	// change; changes are computed from the two.
+	Old any
+}
+
+// Created, Updated and Deleted are the changes of one resource.
+func Created(kind, id string, data any) Change {
+	return Change{Kind: kind, ID: id, Op: OpCreated, Data: data}
+}
+
+// Updated is an update from old to data (both as GET answers them).
+func Updated(kind, id string, old, data any) Change {
+	return Change{Kind: kind, ID: id, Op: OpUpdated, Data: data, Old: old}
+}
+
+// Deleted is a delete of what GET answered as data.
+func Deleted(kind, id string, data any) Change {
+	return Change{Kind: kind, ID: id, Op: OpDeleted, Data: data}
+}
+
+// Recorder records change events in the outbox table of one schema, inside
+// the transaction of the write that makes them.
+type Recorder struct {
+	channel string
+	off     bool
+}
+
+// NewRecorder returns the recorder of the service whose schema is schema.
+// With cfg.Record false it records nothing (for measuring what events
+// cost).
+func NewRecorder(schema string, cfg Config) *Recorder {
+	return &Recorder{channel: Channel(schema), off: !cfg.Record}
+}
+
+// Channel is the PostgreSQL notification channel on which a schema's
+// writes wake its relay.
+func Channel(schema string) string { return "outbox_" + schema }
+
+// Record stores the events of changes in tx, the write's own transaction:
+// they commit with the write or not at all. The actor is the caller's
+// subject and the request id the request's, both from ctx. An update that
+// changed no top-level field records nothing. A nil Recorder records
+// nothing either (a store without events).
+func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) error {
+	if r == nil || r.off || len(changes) == 0 {
+		return nil
+	}
+	actor, requestID := auth.Subject(ctx), httpx.RequestInfoFrom(ctx).ID
+	recorded := 0
+	for _, c := range changes {
+		data, diff, err := c.render()
+		if err != nil {
+			return err
+		}
+		if c.Op == OpUpdated && len(diff) == 0 {
+			continue
+		}
+		var changesJSON []byte
+		if diff != nil {
+			if changesJSON, err = json.Marshal(diff); err != nil {
+				return fmt.Errorf("outbox: render changes of %s %s: %w", c.Kind, c.ID, err)
+			}
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("outbox: event id: %w", err)
+		}
+		// data and changes go in as text: the json columns keep them as
+		// they are (pgx would send []byte to json as bytea otherwise).
+		var changesText *string
+		if changesJSON != nil {
+			s := string(changesJSON)
+			changesText = &s
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, kind, subject_id, op, actor, request_id, data, changes)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json)`,
+			id, c.Kind, c.ID, c.Op, actor, requestID, string(data), changesText); err != nil {
+			return fmt.Errorf("outbox: record %s.%s %s: %w", c.Kind, c.Op, c.ID, err)
+		}
+		recorded++
+	}
+	if recorded == 0 {
+		return nil
+	}
+	// Delivered at commit, once per transaction whatever the number of
+	// events; nothing is delivered for a rollback.
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, r.channel); err != nil {
+		return fmt.Errorf("outbox: wake the relay: %w", err)
+	}
+	return nil
+}
+
+// render returns the change's data as JSON and, for an update, its
+// changes.
+func (c Change) render() (json.RawMessage, map[string][2]json.RawMessage, error) {
+	if !slices.Contains(Kinds, c.Kind) || (c.Op != OpCreated && c.Op != OpUpdated && c.Op != OpDeleted) || c.ID == "" {
+		return nil, nil, fmt.Errorf("outbox: %q.%q of %q is no event", c.Kind, c.Op, c.ID)
+	}
+	data, err := asJSON(c.Data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("outbox: render %s %s: %w", c.Kind, c.ID, err)
+	}
+	if c.Op != OpUpdated {
+		return data, nil, nil
+	}
+	old, err := asJSON(c.Old)
+	if err != nil {
+		return nil, nil, fmt.Errorf("outbox: render %s %s as it was: %w", c.Kind, c.ID, err)
+	}
+	diff, err := Diff(old, data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("outbox: changes of %s %s: %w", c.Kind, c.ID, err)
+	}
+	return data, diff, nil
+}
+
+func asJSON(v any) (json.RawMessage, error) {
+	switch v := v.(type) {
+	case json.RawMessage:
+		return v, nil
+	case []byte:
+		return v, nil
+	}
+	return json.Marshal(v)
+}
+
+// Diff is {field: [old, new]} for each top-level field of two JSON objects
+// that differs; a field only one of them has is null in the other.
+// Values are compared as compacted JSON text.
+func Diff(old, new json.RawMessage) (map[string][2]json.RawMessage, error) {
+	var before, after map[string]json.RawMessage
+	if err := json.Unmarshal(old, &before); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(new, &after); err != nil {
+		return nil, err
+	}
+	diff := map[string][2]json.RawMessage{}
+	fields := slices.Sorted(maps.Keys(before))
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			fields = append(fields, k)
+		}
+	}
+	null := json.RawMessage("null")
+	for _, k := range fields {
+		b, a := before[k], after[k]
+		if b == nil {
+			b = null
+		}
+		if a == nil {
+			a = null
+		}
+		if !sameJSON(b, a) {
+			diff[k] = [2]json.RawMessage{b, a}
+		}
+	}
+	return diff, nil
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}

@@ -1,0 +1,398 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Relay publishes a schema's outbox to the JetStream stream. Every replica
+// of a service runs one, and one of them at a time leads: the holder of a
+// session advisory lock on the schema, taken on a connection of its own
+// that also LISTENs for the writes' wake-ups. The others stand by and take
+// over when the leader's session ends (a crash, a lost connection).
+//
+// Order: events are read oldest first (by outbox id) and an event is
+// published only once every earlier event of the same subject has been
+// acknowledged by JetStream: a round publishes at most one event per
+// subject. Writes to one resource are serialized by its row lock and each
+// records its event in its own transaction, so a later change of a
+// resource always has a larger outbox id and is visible no earlier than
+// the one before it (docs/architecture.md says why).
+//
+// At least once: an event is marked published only after JetStream's
+// acknowledgement; a relay that dies between the two publishes it again,
+// and JetStream drops the second copy within the duplicate window (the
+// message id is the event id).
+type Relay struct {
+	pool   *pgxpool.Pool
+	schema string
+	cfg    Config
+	js     jetstream.JetStream
+	logger log.Logger
+
+	mu          sync.Mutex
+	state       string // "starting", "leader", "standby"
+	lastErr     error
+	streamReady bool
+
+	// afterPublish, when set (tests), runs after a round's events were
+	// acknowledged and before they are marked: a relay killed there
+	// leaves them to be published again.
+	afterPublish func()
+}
+
+// NewRelay returns the relay of schema's outbox over pool, publishing on nc.
+func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, cfg Config, logger log.Logger) (*Relay, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: jetstream: %w", err)
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 256
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Stream == "" {
+		cfg.Stream = StreamName
+	}
+	if cfg.SubjectPrefix == "" {
+		cfg.SubjectPrefix = SubjectPrefix
+	}
+	return &Relay{pool: pool, schema: schema, cfg: cfg, js: js, logger: log.With(logger, "component", "outbox relay"), state: "starting"}, nil
+}
+
+// Start runs the relay in the background until the returned stop is called.
+func (r *Relay) Start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// Run leads or stands by until ctx ends.
+func (r *Relay) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := r.lead(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			r.fail(err)
+			level.Warn(r.logger).Log("msg", "outbox relay lost its database session; trying again", "err", err)
+		}
+		sleep(ctx, r.cfg.Poll)
+	}
+}
+
+// Ready is the relay's readiness: nil when it publishes or stands by for
+// the replica that does; otherwise why it cannot publish, with what waits.
+// It is reported in the service's /readyz as an optional check: NATS down
+// stops the events, never the writes.
+func (r *Relay) Ready(ctx context.Context) error {
+	r.mu.Lock()
+	state, err := r.state, r.lastErr
+	r.mu.Unlock()
+	if err != nil {
+		return relayError{err}
+	}
+	if state == "starting" {
+		return relayError{errors.New("the relay has not published yet")}
+	}
+	return nil
+}
+
+// relayError says in /readyz why events are not published.
+type relayError struct{ err error }
+
+func (e relayError) Error() string           { return e.err.Error() }
+func (e relayError) Unwrap() error           { return e.err }
+func (e relayError) ReadinessReason() string { return "events wait in the outbox: " + e.err.Error() }
+
+func (r *Relay) set(state string, err error) {
+	r.mu.Lock()
+	r.state, r.lastErr = state, err
+	r.mu.Unlock()
+	leader := 0.0
+	if state == "leader" {
+		leader = 1
+	}
+	relayLeader.WithLabelValues(r.schema).Set(leader)
+}
+
+func (r *Relay) fail(err error) {
+	r.mu.Lock()
+	r.lastErr = err
+	r.mu.Unlock()
+}
+
+// lead takes the schema's relay lock and, while it holds it, publishes.
+func (r *Relay) lead(ctx context.Context) error {
+	pooled, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	// The lock and the LISTEN belong to this session alone: it never goes
+	// back to the pool, and closing it releases both.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
+	var leader bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('outbox relay:' || $1, 0))`, r.schema).Scan(&leader); err != nil {
+		return fmt.Errorf("take the relay lock: %w", err)
+	}
+	if !leader {
+		r.set("standby", nil)
+		relayPending.WithLabelValues(r.schema).Set(0)
+		relayOldest.WithLabelValues(r.schema).Set(0)
+		sleep(ctx, r.cfg.Poll)
+		return nil
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{Channel(r.schema)}.Sanitize()); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	level.Info(r.logger).Log("msg", "outbox relay leads", "schema", r.schema)
+	r.set("leader", nil)
+	lastSweep := time.Time{}
+	for ctx.Err() == nil {
+		published, err := r.round(ctx, conn)
+		if err != nil {
+			var nerr natsError
+			if !errors.As(err, &nerr) {
+				return err // the database: give the lock up and start over
+			}
+			r.fail(err)
+			publishErrors.WithLabelValues(r.schema).Inc()
+			level.Warn(r.logger).Log("msg", "publishing events failed; they wait in the outbox", "err", err)
+			if err := r.measure(ctx, conn); err != nil {
+				return err
+			}
+			sleep(ctx, r.cfg.Poll)
+			continue
+		}
+		r.fail(nil)
+		if err := r.measure(ctx, conn); err != nil {
+			return err
+		}
+		if time.Since(lastSweep) > time.Minute && r.cfg.Retention > 0 {
+			if err := r.sweep(ctx, conn); err != nil {
+				return err
+			}
+			lastSweep = time.Now()
+		}
+		if published > 0 {
+			continue // more may wait
+		}
+		wait, cancel := context.WithTimeout(ctx, r.cfg.Poll)
+		_, err = conn.WaitForNotification(wait)
+		cancel()
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("wait for writes: %w", err)
+		}
+	}
+	return nil
+}
+
+// natsError marks a failure of NATS (not of the database): the relay keeps
+// its lock and tries again.
+type natsError struct{ err error }
+
+func (e natsError) Error() string { return "nats: " + e.err.Error() }
+func (e natsError) Unwrap() error { return e.err }
+
+// pending is one outbox row on its way to the stream.
+type pending struct {
+	id    int64
+	event Event
+}
+
+// round publishes the oldest unpublished events, at most one per subject,
+// and marks those JetStream acknowledged. It returns how many it published.
+func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
+	if !r.streamReady {
+		if err := r.ensureStream(ctx); err != nil {
+			return 0, natsError{err}
+		}
+		r.streamReady = true
+	}
+	rows, err := conn.Query(ctx, `SELECT id, event_id::text, kind, subject_id, op, time, actor, request_id, data::text, changes::text
+		FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1`, r.cfg.Batch)
+	if err != nil {
+		return 0, fmt.Errorf("read the outbox: %w", err)
+	}
+	var batch []pending
+	subjects := map[string]bool{}
+	for rows.Next() {
+		var (
+			p                 pending
+			kind, subject, op string
+			data              string
+			changes           *string
+		)
+		if err := rows.Scan(&p.id, &p.event.ID, &kind, &subject, &op, &p.event.Time, &p.event.Actor, &p.event.RequestID, &data, &changes); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("read the outbox: %w", err)
+		}
+		key := kind + "." + subject
+		if subjects[key] {
+			continue // after the earlier event of its subject is acknowledged
+		}
+		subjects[key] = true
+		p.event.Type = kind + "." + op
+		p.event.Time = p.event.Time.UTC()
+		p.event.Subject = EventSubject{Kind: kind, ID: subject}
+		p.event.Data = json.RawMessage(data)
+		if changes != nil {
+			if err := json.Unmarshal([]byte(*changes), &p.event.Changes); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("outbox event %s: changes: %w", p.event.ID, err)
+			}
+		}
+		batch = append(batch, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read the outbox: %w", err)
+	}
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	acked, pubErr := r.publish(ctx, batch)
+	if len(acked) > 0 {
+		if r.afterPublish != nil {
+			r.afterPublish()
+		}
+		if _, err := conn.Exec(ctx, `UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY($1)`, acked); err != nil {
+			return 0, fmt.Errorf("mark published events: %w", err)
+		}
+		published.WithLabelValues(r.schema).Add(float64(len(acked)))
+	}
+	if pubErr != nil {
+		r.streamReady = false // ensured again first: it may be what is missing
+		return len(acked), natsError{pubErr}
+	}
+	return len(acked), nil
+}
+
+// publishTimeout bounds the wait for one round's acknowledgements.
+const publishTimeout = 10 * time.Second
+
+// publish sends the batch without waiting between messages and then
+// collects JetStream's acknowledgements; it returns the outbox ids of the
+// acknowledged events.
+func (r *Relay) publish(ctx context.Context, batch []pending) ([]int64, error) {
+	type sent struct {
+		id     int64
+		future jetstream.PubAckFuture
+	}
+	var (
+		inFlight []sent
+		firstErr error
+	)
+	for _, p := range batch {
+		body, err := json.Marshal(p.event)
+		if err != nil {
+			return nil, fmt.Errorf("encode event %s: %w", p.event.ID, err)
+		}
+		msg := &nats.Msg{Subject: r.cfg.SubjectPrefix + "." + p.event.Subject.Kind + "." + p.event.Subject.ID, Data: body, Header: nats.Header{}}
+		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(p.event.ID), jetstream.WithExpectStream(r.cfg.Stream))
+		if err != nil {
+			firstErr = err
+			break
+		}
+		inFlight = append(inFlight, sent{p.id, f})
+	}
+	var acked []int64
+	deadline := time.NewTimer(publishTimeout)
+	defer deadline.Stop()
+	for _, s := range inFlight {
+		select {
+		case <-s.future.Ok():
+			acked = append(acked, s.id)
+		case err := <-s.future.Err():
+			if firstErr == nil {
+				firstErr = err
+			}
+		case <-deadline.C:
+			if firstErr == nil {
+				firstErr = errors.New("no acknowledgement within " + publishTimeout.String())
+			}
+			return acked, firstErr
+		case <-ctx.Done():
+			return acked, ctx.Err()
+		}
+	}
+	return acked, firstErr
+}
+
+// ensureStream creates the stream, or updates it to this configuration.
+func (r *Relay) ensureStream(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := r.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        r.cfg.Stream,
+		Description: "The Asset Registry's change events (pkg/outbox)",
+		Subjects:    []string{r.cfg.SubjectPrefix + ".>"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      r.cfg.MaxAge,
+		Duplicates:  r.cfg.DuplicateWindow,
+		Replicas:    max(r.cfg.Replicas, 1),
+	})
+	if err != nil {
+		return fmt.Errorf("ensure stream %s: %w", r.cfg.Stream, err)
+	}
+	return nil
+}
+
+// measure sets the pending gauges from the outbox.
+func (r *Relay) measure(ctx context.Context, conn *pgx.Conn) error {
+	var (
+		count  int64
+		oldest *time.Time
+	)
+	if err := conn.QueryRow(ctx, `SELECT count(*), min(time) FROM outbox WHERE published_at IS NULL`).Scan(&count, &oldest); err != nil {
+		return fmt.Errorf("measure the outbox: %w", err)
+	}
+	relayPending.WithLabelValues(r.schema).Set(float64(count))
+	age := 0.0
+	if oldest != nil {
+		age = max(time.Since(*oldest).Seconds(), 0)
+	}
+	relayOldest.WithLabelValues(r.schema).Set(age)
+	return nil
+}
+
+// sweep deletes published events older than the retention, a bounded
+// number at a time.
+func (r *Relay) sweep(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, `DELETE FROM outbox WHERE id IN (
+		SELECT id FROM outbox WHERE published_at < clock_timestamp() - $1::interval LIMIT 10000)`, r.cfg.Retention.String())
+	if err != nil {
+		return fmt.Errorf("sweep published events: %w", err)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -11,6 +13,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -77,8 +80,10 @@ func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, 
 		if err != nil {
 			return nil, store.Classify(err, "insert action")
 		}
-		a, err = s.getAction(ctx, tx, id)
-		return nil, err
+		if a, err = s.getAction(ctx, tx, id); err != nil {
+			return nil, err
+		}
+		return nil, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
 	})
 	return a, err
 }
@@ -155,6 +160,8 @@ func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, ap
 		},
 		// If-Match names the action as a GET shows it.
 		Representation: func(ctx context.Context, a Action) (any, error) { return s.GetAction(ctx, a.ID) },
+		Kind:           outbox.KindAction,
+		ID:             func(a Action) uuid.UUID { return a.ID },
 	}
 	_, err := updater.Update(ctx, s.Store, id, actor, apply)
 	return err
@@ -164,6 +171,21 @@ func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, ap
 func (s *Store) DeleteAction(ctx context.Context, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetAction(ctx, id) }
 	return s.refs.DeleteRow(ctx, "action", "actions", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		// Its action documents go first, each with its event, rather
+		// than unseen by the foreign key's cascade.
+		docs, err := store.Many[ActionDocument](ctx, tx, "delete action documents of action",
+			`DELETE FROM action_documents d WHERE d.action_id = $1 RETURNING `+actionDocumentColumns, id)
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(docs, func(a, b ActionDocument) int { return strings.Compare(a.ID.String(), b.ID.String()) })
+		deleted := make([]outbox.Change, len(docs))
+		for i, d := range docs {
+			deleted[i] = outbox.Deleted(outbox.KindActionDocument, d.ID.String(), utcTimes(d))
+		}
+		if err := s.Record(ctx, tx, deleted...); err != nil {
+			return nil, err
+		}
 		return nil, store.Delete(ctx, tx, "action", id, `DELETE FROM actions WHERE id = $1 RETURNING id`, new(uuid.UUID))
 	})
 }
@@ -245,7 +267,12 @@ func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput
 			err = apperr.Duplicate(pairDuplicate(in), row.ID.String())
 		}
 		d = row
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.RecordCreated(ctx, tx, outbox.KindActionDocument, row.ID, func() (any, error) {
+			return s.GetActionDocument(ctx, in.ActionID.UUID, row.ID)
+		})
 	})
 	return utcTimes(d), err
 }
@@ -289,6 +316,8 @@ func (s *Store) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID
 		Representation: func(ctx context.Context, d ActionDocument) (any, error) {
 			return s.GetActionDocument(ctx, actionID, d.ID)
 		},
+		Kind: outbox.KindActionDocument,
+		ID:   func(d ActionDocument) uuid.UUID { return d.ID },
 	}
 	in, err := updater.Update(ctx, s.Store, id, actor, apply)
 	return s.Duplicate(ctx, err, pairDuplicate(in),

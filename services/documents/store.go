@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -56,8 +57,13 @@ func (s *Store) Create(ctx context.Context, d Document) (Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM loose_objects WHERE key = $1`, d.ID.String())
-		return nil, store.Classify(err, "settle object")
+		if _, err = tx.Exec(ctx, `DELETE FROM loose_objects WHERE key = $1`, d.ID.String()); err != nil {
+			return nil, store.Classify(err, "settle object")
+		}
+		// A new document is linked by no action document yet: its GET
+		// shows an empty list.
+		return nil, s.Record(ctx, tx, outbox.Created(outbox.KindDocument, doc.ID.String(),
+			DocumentDetail{Document: doc, ActionDocuments: []ActionDocument{}}))
 	})
 	return doc, err
 }

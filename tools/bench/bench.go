@@ -84,6 +84,8 @@ type Env struct {
 	Assets       []string // asset ids; asset i has serial number SN<i>
 	Actions      int      // actions seeded (see seedActions)
 	LargeUpload  int64    // bytes of the large upload's file
+	// EventsOffURL is a second parties process recording no events.
+	EventsOffURL string
 	// DeepCursors are the cursors halfway through each actionLists
 	// filter's seeded actions, by filter name.
 	DeepCursors map[string]string
@@ -324,6 +326,10 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	if e.s3, err = connectS3(startCtx, stack.S3Endpoint, stack.S3AccessKey, stack.S3SecretKey, stack.S3Region); err != nil {
+		return fail(err)
+	}
+	// The same parties binary and schema without events, for EventsOff.
+	if e.EventsOffURL, err = stack.StartCopy(startCtx, "parties", "parties-events-off", "OUTBOX_RECORD=false", "NATS_URL="); err != nil {
 		return fail(err)
 	}
 	for name, pid := range stack.Pids {

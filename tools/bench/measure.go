@@ -33,6 +33,9 @@ type RowSample struct {
 	// at, for rows that move files.
 	Bytes     int64   `json:"bytes,omitempty"`
 	MiBPerSec float64 `json:"mib_per_s,omitempty"`
+	// EventsPerSec is the change events the row's calls had published per
+	// second (the relay's row).
+	EventsPerSec float64 `json:"events_per_s,omitempty"`
 }
 
 func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint64, tag, profileDir string, profile bool) RowSample {
@@ -57,6 +60,9 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 	}
 	profiled.Wait()
 	s.PeakRSSMiB, s.StartRSSMiB = sampler(), start
+	if r.Events > 0 {
+		s.EventsPerSec = math.Round(s.PerSec * float64(r.Events))
+	}
 	if r.Bytes != nil {
 		s.Bytes = r.Bytes(e)
 		s.MiBPerSec = math.Round(s.PerSec*float64(s.Bytes)/(1<<20)*10) / 10

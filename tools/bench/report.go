@@ -154,6 +154,7 @@ func (r *Results) Print(w io.Writer) {
 		}
 	}
 	r.printFiles(w)
+	r.printEvents(w)
 	var loads []float64
 	for _, row := range r.Rows {
 		loads = append(loads, collect(row.Samples, func(s RowSample) float64 { return s.LoadAverage })...)
@@ -181,6 +182,17 @@ func (r *Results) printFiles(w io.Writer) {
 		gateway := collect(row.Samples, func(s RowSample) float64 { return s.PeakRSSMiB["api-gateway"] })
 		fmt.Fprintf(w, "%s %9s %s %s → %s, %s\n", pad(row.Name, 52), size(row.Samples[0].Bytes),
 			pad(fmt.Sprintf("%.0f (%.0f–%.0f)", median(rate), slices.Min(rate), slices.Max(rate)), 18), span(start), span(docs), span(gateway))
+	}
+}
+
+// printEvents shows the relay's row in events per second.
+func (r *Results) printEvents(w io.Writer) {
+	for _, row := range r.Rows {
+		if len(row.Samples) == 0 || row.Samples[0].EventsPerSec == 0 {
+			continue
+		}
+		rate := collect(row.Samples, func(s RowSample) float64 { return s.EventsPerSec })
+		fmt.Fprintf(w, "\n%s events/s %.0f (%.0f–%.0f)\n", pad(row.Name, 52), median(rate), slices.Min(rate), slices.Max(rate))
 	}
 }
 

@@ -34,6 +34,9 @@ type Row struct {
 	// Once makes the row a single call by a single client, timed alone,
 	// with no warm-up (a 1 GiB upload); its p50 and p99 are that call.
 	Once bool
+	// Events is how many change events one call makes published (the
+	// relay's row): the table shows events/s beside req/s.
+	Events int
 }
 
 // Call is one registry operation, measured twice: through the gateway
@@ -257,7 +260,7 @@ func AllRows() []Row {
 	for _, c := range Calls {
 		rows = append(rows, c.Rows()...)
 	}
-	return append(rows, LargeUploadRow, Token)
+	return append(rows, LargeUploadRow, Token, EventsOff, RelayRow)
 }
 
 // Goal is a target of issue 8: Row's metric divided by Of's (or by Value)
@@ -289,6 +292,7 @@ var Goals = []Goal{
 	{Name: "assets: warm find p50 ≤ 0.5 × cold (gateway)", Row: "POST /assets/find, cache warm · gateway", Of: "POST /assets/find, cache cold · gateway", Metric: "p50", AtMost: 0.5},
 	{Name: "upload through the gateway ≥ 0.8 × PutObject", Row: "POST /documents, upload · gateway", Of: PutObject, Metric: "req/s", AtLeast: 0.8},
 	{Name: "documents peak RSS, large upload ≤ 64 MiB", Row: UploadLarge, Process: "documents", Metric: "rss", AtMost: 64},
+	{Name: "events: POST /organizations with events ≥ 0.85 × without", Row: "POST /organizations · direct", Of: EventsOffName, Metric: "req/s", AtLeast: 0.85},
 }
 
 func getRefOrganization(e *Env, w *Worker) Request {

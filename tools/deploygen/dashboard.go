@@ -46,6 +46,16 @@ func dashboard(all []Facts) ([]byte, error) {
 				panel("Find cache hit ratio", "percentunit",
 					target(fmt.Sprintf(`sum(rate(find_cache_requests_total{%[1]s, result="hit"}[$__rate_interval])) / sum(rate(find_cache_requests_total{%[1]s}[$__rate_interval]))`, sel), "hit ratio")))
 		}
+		if slices.Contains(f.Needs, string(catalog.NATS)) {
+			list = append(list,
+				panel("Change events waiting in the outbox", "short",
+					target(fmt.Sprintf(`max by (schema) (outbox_pending_events{%s})`, sel), "pending {{schema}}")),
+				panel("Oldest unpublished change event", "s",
+					target(fmt.Sprintf(`max by (schema) (outbox_oldest_pending_seconds{%s})`, sel), "oldest {{schema}}")),
+				panel("Change events published per second", "ops",
+					target(fmt.Sprintf(`sum(rate(outbox_published_total{%s}[$__rate_interval]))`, sel), "published"),
+					target(fmt.Sprintf(`sum(rate(outbox_publish_errors_total{%s}[$__rate_interval]))`, sel), "failed rounds")))
+		}
 		switch f.Kind {
 		case KindGateway:
 			list = append(list, panel("Rejected tokens (401) per second", "reqps",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 )
 
@@ -58,6 +59,12 @@ func (p *Process) Restart(ctx context.Context) error {
 	}
 	p.s = s
 	return nil
+}
+
+// Command is a new, unstarted command like the one the process runs: the
+// same binary, arguments, environment and directory.
+func (p *Process) Command() *exec.Cmd {
+	return &exec.Cmd{Path: p.path, Args: slices.Clone(p.args), Env: slices.Clone(p.env), Dir: p.dir}
 }
 
 // Pid returns the process id.

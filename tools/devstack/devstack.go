@@ -396,6 +396,34 @@ func (s *Stack) startProcess(ctx context.Context, o Options, name string, ports 
 	return nil
 }
 
+// StartCopy runs another instance of a registry process, named name, with
+// the original's settings and env on top (later settings win), on free
+// ports; it is stopped with the stack. It returns the copy's base URL: the
+// bench compares a service with a setting changed beside the original.
+func (s *Stack) StartCopy(ctx context.Context, original, name string, env ...string) (string, error) {
+	p, ok := s.Processes[original]
+	if !ok {
+		return "", fmt.Errorf("no process %s in the stack", original)
+	}
+	port, err := devinfra.FreePort()
+	if err != nil {
+		return "", err
+	}
+	metrics, err := devinfra.FreePort()
+	if err != nil {
+		return "", err
+	}
+	cmd := p.Command()
+	cmd.Env = append(append(cmd.Env, "HTTP_ADDR="+loopback(port), "METRICS_ADDR="+loopback(metrics)), env...)
+	c, err := devinfra.StartProcess(ctx, name, cmd, filepath.Join(s.LogDir, name+".log"), process.HTTPCheck(localURL(port)+"/readyz"))
+	if err != nil {
+		return "", fmt.Errorf("start %s: %w", name, err)
+	}
+	s.stops = append(s.stops, c.Stop)
+	s.Processes[name], s.Pids[name], s.MetricsURLs[name] = c, c.Pid(), localURL(metrics)+"/metrics"
+	return localURL(port), nil
+}
+
 // Stop stops everything in reverse start order, each gracefully.
 func (s *Stack) Stop() error {
 	var errs []error

@@ -55,6 +55,18 @@ func TestFaults(t *testing.T) {
 			heal: removeToxic("s3", "limit_data"), hold: 4 * time.Second, unavailable: true},
 		{name: "parties: killed (SIGKILL), restarted", inject: kill("parties"), heal: restart("parties"), hold: 3 * time.Second, unavailable: true},
 		{name: "documents: killed (SIGKILL), restarted", inject: kill("documents"), heal: restart("documents"), hold: 3 * time.Second, unavailable: true},
+		// NATS down must cost no write: the events wait in the outboxes.
+		{name: "nats: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Nats.Kill()) },
+			heal: func(t *testing.T) { must(t, stack.Nats.Restart(t.Context())) }, hold: 4 * time.Second},
+		// The relay killed mid-batch: NATS is cut until the outboxes hold a
+		// backlog, and parties (its relay) is killed while it publishes it.
+		{name: "outbox relay: parties killed (SIGKILL) while publishing a backlog, restarted", inject: func(t *testing.T) {
+			cut("nats")(t)
+			time.Sleep(3 * time.Second)
+			restore("nats")(t)
+			time.Sleep(150 * time.Millisecond)
+			kill("parties")(t)
+		}, heal: restart("parties"), hold: 3 * time.Second, unavailable: true},
 		{name: "gateway: stopped (SIGTERM), restarted", inject: func(t *testing.T) { must(t, stack.Processes["api-gateway"].Stop()) },
 			heal: restart("api-gateway"), hold: 3 * time.Second, unavailable: true, unanswered: true},
 	}
@@ -139,6 +151,8 @@ func exercise(t *testing.T, i int, f fault) {
 	r.duplicates = checkCopies(t, c, calls, acked)
 	r.halfWritten = checkDocuments(t, l.tag, calls, acked)
 	checkOrganizations(t, l.tag, calls, acked)
+	events := checkEvents(t)
+	r.eventsLost, r.eventsOutOfOrder = events.lost+events.duplicated, events.outOfOrder
 	record(r)
 }
 

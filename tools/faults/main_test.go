@@ -36,7 +36,7 @@ const (
 var (
 	stack   *devstack.Stack
 	creds   devstack.Credentials
-	proxies = map[string]*toxiproxy.Proxy{} // by datastore: postgres, redis, s3
+	proxies = map[string]*toxiproxy.Proxy{} // by datastore: postgres, redis, s3, nats
 
 	reportMu sync.Mutex
 	report   []row
@@ -103,6 +103,7 @@ type row struct {
 	calls                                  int
 	statuses                               string
 	lost, duplicates, halfWritten, retried int
+	eventsLost, eventsOutOfOrder           int // events not in the stream exactly once; out of order per resource
 	recovered                              bool
 	slowest                                time.Duration
 }
@@ -118,10 +119,10 @@ func printReport() {
 		return
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "\nfault\tcalls\tanswers by status\tslowest answer\tretried with key\tacked writes lost\tduplicates\thalf-written\trecovered")
+	fmt.Fprintln(w, "\nfault\tcalls\tanswers by status\tslowest answer\tretried with key\tacked writes lost\tduplicates\thalf-written\tevents lost or doubled\tevents out of order\trecovered")
 	for _, r := range report {
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%v\n", r.fault, r.calls, r.statuses, r.slowest.Round(10*time.Millisecond),
-			r.retried, r.lost, r.duplicates, r.halfWritten, r.recovered)
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%v\n", r.fault, r.calls, r.statuses, r.slowest.Round(10*time.Millisecond),
+			r.retried, r.lost, r.duplicates, r.halfWritten, r.eventsLost, r.eventsOutOfOrder, r.recovered)
 	}
 	w.Flush()
 }

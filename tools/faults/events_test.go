@@ -1,0 +1,155 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/outbox"
+)
+
+// eventCheck is what checkEvents found: every event a service recorded
+// must be in the stream once, each resource's in the order they were
+// recorded.
+type eventCheck struct {
+	recorded, lost, duplicated, outOfOrder int
+}
+
+// checkEvents waits until every service's relay has published its outbox
+// (90 s at most) and then holds the stream to the outboxes: nothing lost,
+// nothing twice, nothing out of order per subject. It looks at every event
+// of the run so far, so a fault that breaks what an earlier one published
+// is caught too.
+func checkEvents(t *testing.T) eventCheck {
+	t.Helper()
+	conn := admin(t)
+	var schemas []string
+	for _, s := range catalog.Services {
+		if s.NeedsStore(catalog.NATS) {
+			schemas = append(schemas, s.Name)
+		}
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for _, schema := range schemas {
+		for {
+			var pending int
+			if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM `+pgx.Identifier{schema, "outbox"}.Sanitize()+
+				` WHERE published_at IS NULL`).Scan(&pending); err != nil {
+				t.Fatal(err)
+			}
+			if pending == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: %d events still unpublished 90 s after the fault", schema, pending)
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	position, copies := streamPositions(t)
+	var c eventCheck
+	for _, schema := range schemas {
+		rows, err := conn.Query(t.Context(), `SELECT event_id::text, kind, subject_id FROM `+pgx.Identifier{schema, "outbox"}.Sanitize()+` ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := map[string]uint64{} // subject -> stream position of its latest event so far
+		for rows.Next() {
+			var id, kind, subject string
+			if err := rows.Scan(&id, &kind, &subject); err != nil {
+				t.Fatal(err)
+			}
+			c.recorded++
+			pos, ok := position[id]
+			if !ok {
+				c.lost++
+				continue
+			}
+			if copies[id] > 1 {
+				c.duplicated++
+			}
+			key := kind + "." + subject
+			if pos < last[key] {
+				c.outOfOrder++
+			}
+			last[key] = pos
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.lost > 0 || c.duplicated > 0 || c.outOfOrder > 0 {
+		t.Errorf("events: of %d recorded, %d not in the stream, %d in it twice, %d out of order for their resource", c.recorded, c.lost, c.duplicated, c.outOfOrder)
+	}
+	return c
+}
+
+// streamPositions reads the whole stream: each event id's position (its
+// first copy's) and how many copies it has.
+func streamPositions(t *testing.T) (map[string]uint64, map[string]int) {
+	t.Helper()
+	nc, err := nats.Connect(stack.NATS.URL, nats.UserInfo(stack.NATS.User, stack.NATS.Password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, outbox.StreamName, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	position, copies := map[string]uint64{}, map[string]int{}
+	for {
+		info := cons.CachedInfo()
+		if info != nil && info.NumPending == 0 && len(position) > 0 {
+			break
+		}
+		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			meta, err := msg.Metadata()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e outbox.Event
+			if err := json.Unmarshal(msg.Data(), &e); err != nil {
+				t.Fatal(fmt.Errorf("stream message %d: %w", meta.Sequence.Stream, err))
+			}
+			if _, seen := position[e.ID]; !seen {
+				position[e.ID] = meta.Sequence.Stream
+			}
+			copies[e.ID]++
+			if meta.NumPending == 0 {
+				return position, copies
+			}
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return position, copies
+}

@@ -69,7 +69,7 @@ func run(m *testing.M) int {
 	// acknowledged: Ephemeral's synchronous_commit=off would).
 	suite, stop, err := devstack.StartSuite(ctx, "faults", devstack.Options{
 		Database: "registry", Via: via,
-		Env: []string{
+		Env: append([]string{
 			"REQUEST_TIMEOUT=" + requestTimeout.String(),
 			"HTTP_BODY_TIMEOUT=" + bodyTimeout.String(),
 			"HTTP_UPLOAD_RATE_WINDOW=" + bodyTimeout.String(),
@@ -80,7 +80,7 @@ func run(m *testing.M) int {
 			"DOCUMENTS_UPLOAD_TIMEOUT=" + uploadTimeout.String(),
 			"DOCUMENTS_SWEEP_EVERY=1s",
 			"LOG_LEVEL=warn",
-		},
+		}, webhookEnv...),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
@@ -94,6 +94,7 @@ func run(m *testing.M) int {
 	stack, creds = suite.Stack, suite.Creds
 	code := m.Run()
 	printReport()
+	printWebhookReport()
 	return code
 }
 

@@ -41,7 +41,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DuplicateWindow, "nats.duplicate-window", 10*time.Minute, "JetStream drops a second publish of an event within this window (a relay killed between publishing and marking)")
 	fs.BoolVar(&c.Record, "outbox.record", true, "record an event for every write; false only to measure what events cost")
 	fs.IntVar(&c.Batch, "outbox.batch", 256, "events the relay publishes per round")
-	fs.DurationVar(&c.Poll, "outbox.poll", time.Second, "how often the relay looks for events when no write wakes it")
+	fs.DurationVar(&c.Poll, "outbox.poll", 100*time.Millisecond, "how often the relay looks for events besides when a write of its own process wakes it (writes of other replicas wait up to this)")
 	fs.DurationVar(&c.Retention, "outbox.retention", 24*time.Hour, "how long published events stay in the outbox table")
 }
 

@@ -39,7 +39,7 @@ func TestDiff(t *testing.T) {
 }
 
 func TestChangeMustBeAnEvent(t *testing.T) {
-	r := outbox.NewRecorder("s", outbox.Config{Record: true})
+	r := outbox.NewRecorder(outbox.Config{Record: true})
 	for _, c := range []outbox.Change{
 		{Kind: "widget", ID: "1", Op: outbox.OpCreated, Data: map[string]int{}},
 		{Kind: outbox.KindAsset, ID: "1", Op: "renamed", Data: map[string]int{}},

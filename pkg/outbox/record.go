@@ -45,22 +45,46 @@ func Deleted(kind, id string, data any) Change {
 }
 
 // Recorder records change events in the outbox table of one schema, inside
-// the transaction of the write that makes them.
+// the transaction of the write that makes them, and wakes this process's
+// relay once such a write has committed (Wake).
 type Recorder struct {
-	channel string
-	off     bool
+	off  bool
+	wake chan struct{}
 }
 
-// NewRecorder returns the recorder of the service whose schema is schema.
-// With cfg.Record false it records nothing (for measuring what events
-// cost).
-func NewRecorder(schema string, cfg Config) *Recorder {
-	return &Recorder{channel: Channel(schema), off: !cfg.Record}
+// NewRecorder returns the recorder of a service. With cfg.Record false it
+// records nothing (for measuring what events cost).
+func NewRecorder(cfg Config) *Recorder {
+	return &Recorder{off: !cfg.Record, wake: make(chan struct{}, 1)}
 }
 
-// Channel is the PostgreSQL notification channel on which a schema's
-// writes wake its relay.
-func Channel(schema string) string { return "outbox_" + schema }
+// Wake tells this process's relay that a write with events committed. It
+// never blocks; wake-ups that come while one is pending are one. The store
+// calls it after the commit (a relay woken before the commit would not see
+// the events yet).
+//
+// Not pg_notify: PostgreSQL serializes the commits of every transaction
+// that notifies, in the whole database, to order the notifications, so
+// writes that notify would no longer commit together (group commit) and a
+// busy registry would write at the pace of one WAL flush at a time. The
+// relay of another replica finds the events within its poll interval.
+func (r *Recorder) Wake() {
+	if r == nil {
+		return
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// woken is what the relay of this process waits on besides its poll.
+func (r *Recorder) woken() <-chan struct{} {
+	if r == nil {
+		return nil
+	}
+	return r.wake
+}
 
 // Record stores the events of changes in tx, the write's own transaction:
 // they commit with the write or not at all. The actor is the caller's
@@ -72,7 +96,6 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) err
 		return nil
 	}
 	actor, requestID := auth.Subject(ctx), httpx.RequestInfoFrom(ctx).ID
-	recorded := 0
 	for _, c := range changes {
 		data, diff, err := c.render()
 		if err != nil {
@@ -103,15 +126,6 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) err
 			id, c.Kind, c.ID, c.Op, actor, requestID, string(data), changesText); err != nil {
 			return fmt.Errorf("outbox: record %s.%s %s: %w", c.Kind, c.Op, c.ID, err)
 		}
-		recorded++
-	}
-	if recorded == 0 {
-		return nil
-	}
-	// Delivered at commit, once per transaction whatever the number of
-	// events; nothing is delivered for a rollback.
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, r.channel); err != nil {
-		return fmt.Errorf("outbox: wake the relay: %w", err)
 	}
 	return nil
 }

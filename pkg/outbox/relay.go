@@ -18,9 +18,10 @@ import (
 
 // Relay publishes a schema's outbox to the JetStream stream. Every replica
 // of a service runs one, and one of them at a time leads: the holder of a
-// session advisory lock on the schema, taken on a connection of its own
-// that also LISTENs for the writes' wake-ups. The others stand by and take
-// over when the leader's session ends (a crash, a lost connection).
+// session advisory lock on the schema, taken on a connection of its own.
+// The others stand by and take over when the leader's session ends (a
+// crash, a lost connection). The leader looks for events when this
+// process's writes commit some (Recorder.Wake) and every Config.Poll.
 //
 // Order: events are read oldest first (by outbox id) and an event is
 // published only once every earlier event of the same subject has been
@@ -40,6 +41,7 @@ type Relay struct {
 	cfg    Config
 	js     jetstream.JetStream
 	logger log.Logger
+	wake   <-chan struct{}
 
 	mu          sync.Mutex
 	state       string // "starting", "leader", "standby"
@@ -52,8 +54,9 @@ type Relay struct {
 	afterPublish func()
 }
 
-// NewRelay returns the relay of schema's outbox over pool, publishing on nc.
-func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, cfg Config, logger log.Logger) (*Relay, error) {
+// NewRelay returns the relay of schema's outbox over pool, publishing on
+// nc, woken by the writes of rec (which may be nil: polling only).
+func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, rec *Recorder, cfg Config, logger log.Logger) (*Relay, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: jetstream: %w", err)
@@ -70,7 +73,8 @@ func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, cfg Config, logg
 	if cfg.SubjectPrefix == "" {
 		cfg.SubjectPrefix = SubjectPrefix
 	}
-	return &Relay{pool: pool, schema: schema, cfg: cfg, js: js, logger: log.With(logger, "component", "outbox relay"), state: "starting"}, nil
+	return &Relay{pool: pool, schema: schema, cfg: cfg, js: js, wake: rec.woken(),
+		logger: log.With(logger, "component", "outbox relay"), state: "starting"}, nil
 }
 
 // Start runs the relay in the background until the returned stop is called.
@@ -146,8 +150,8 @@ func (r *Relay) lead(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	// The lock and the LISTEN belong to this session alone: it never goes
-	// back to the pool, and closing it releases both.
+	// The lock belongs to this session alone: it never goes back to the
+	// pool, and closing it releases the lock.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
 	var leader bool
@@ -161,12 +165,9 @@ func (r *Relay) lead(ctx context.Context) error {
 		sleep(ctx, r.cfg.Poll)
 		return nil
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{Channel(r.schema)}.Sanitize()); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	level.Info(r.logger).Log("msg", "outbox relay leads", "schema", r.schema)
 	r.set("leader", nil)
-	lastSweep := time.Time{}
+	var lastSweep, lastMeasure time.Time
 	for ctx.Err() == nil {
 		published, err := r.round(ctx, conn)
 		if err != nil {
@@ -180,31 +181,46 @@ func (r *Relay) lead(ctx context.Context) error {
 			if err := r.measure(ctx, conn); err != nil {
 				return err
 			}
+			lastMeasure = time.Now()
 			sleep(ctx, r.cfg.Poll)
 			continue
 		}
 		r.fail(nil)
-		if err := r.measure(ctx, conn); err != nil {
-			return err
+		// The gauges once a second: counting on every round would cost
+		// as much as the round.
+		if time.Since(lastMeasure) >= time.Second {
+			if err := r.measure(ctx, conn); err != nil {
+				return err
+			}
+			lastMeasure = time.Now()
 		}
-		if time.Since(lastSweep) > time.Minute && r.cfg.Retention > 0 {
+		if r.cfg.Retention > 0 && time.Since(lastSweep) > min(time.Minute, r.cfg.Retention) {
 			if err := r.sweep(ctx, conn); err != nil {
 				return err
 			}
 			lastSweep = time.Now()
 		}
-		if published > 0 {
-			continue // more may wait
+		if published == r.cfg.Batch {
+			continue // more wait
 		}
-		wait, cancel := context.WithTimeout(ctx, r.cfg.Poll)
-		_, err = conn.WaitForNotification(wait)
-		cancel()
-		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("wait for writes: %w", err)
+		poll := time.NewTimer(r.cfg.Poll)
+		select {
+		case <-ctx.Done():
+		case <-r.wake:
+			// Writes commit in bursts: the ones committing in the next
+			// moment go in the same round instead of a round each.
+			sleep(ctx, coalesce)
+		case <-poll.C:
 		}
+		poll.Stop()
 	}
 	return nil
 }
+
+// coalesce is how long a woken relay waits for more commits before its
+// round: a few milliseconds of delay for rounds of many events instead of
+// a round (three statements and a publish) per write.
+const coalesce = 5 * time.Millisecond
 
 // natsError marks a failure of NATS (not of the database): the relay keeps
 // its lock and tries again.
@@ -380,8 +396,11 @@ func (r *Relay) measure(ctx context.Context, conn *pgx.Conn) error {
 // sweep deletes published events older than the retention, a bounded
 // number at a time.
 func (r *Relay) sweep(ctx context.Context, conn *pgx.Conn) error {
+	// The oldest rows by id are the oldest rows: look at those only, so
+	// the sweep needs no index of its own.
 	_, err := conn.Exec(ctx, `DELETE FROM outbox WHERE id IN (
-		SELECT id FROM outbox WHERE published_at < clock_timestamp() - $1::interval LIMIT 10000)`, r.cfg.Retention.String())
+		SELECT id FROM (SELECT id, published_at FROM outbox ORDER BY id LIMIT 10000) oldest
+		WHERE published_at < clock_timestamp() - $1::interval)`, r.cfg.Retention.String())
 	if err != nil {
 		return fmt.Errorf("sweep published events: %w", err)
 	}

@@ -48,7 +48,7 @@ func newFixture(t *testing.T, server testkit.NATSServer) fixture {
 	cfg := outbox.Config{URL: stream.URL, User: stream.User, Password: stream.Password, Stream: stream.Stream, SubjectPrefix: stream.SubjectPrefix,
 		Replicas: 1, MaxAge: time.Hour, DuplicateWindow: 10 * time.Minute, Record: true, Batch: 16, Poll: 100 * time.Millisecond, Retention: time.Hour}
 	st := store.New(pool, nil)
-	st.Events = outbox.NewRecorder(schema, cfg)
+	st.Events = outbox.NewRecorder(cfg)
 	js, err := jetstream.New(stream.Connect(t))
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func (f fixture) relay(t *testing.T) (*outbox.Relay, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := outbox.NewRelay(f.store.Pool.Pool, f.schema, nc, f.cfg, log.NewNopLogger())
+	r, err := outbox.NewRelay(f.store.Pool.Pool, f.schema, nc, f.store.Events, f.cfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,4 +377,27 @@ func TestOneRelayLeadsPerSchema(t *testing.T) {
 	}
 	eventually(t, "published after one relay stopped", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	checkStream(t, f.streamed(t), 1, 10)
+}
+
+// TestPublishedEventsGoAfterTheRetention: the outbox keeps published
+// events for the retention only, and never an unpublished one.
+func TestPublishedEventsGoAfterTheRetention(t *testing.T) {
+	f := newFixture(t, testkit.NATSServer{})
+	f.cfg.Retention = 300 * time.Millisecond
+	for n := range 5 {
+		if err := f.write(t, request("client", "req"), nil, outbox.Created(outbox.KindAsset, fmt.Sprint("asset-", n), counter{0})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.relay(t)
+	eventually(t, "the published events swept", 30*time.Second, func() bool {
+		var n int
+		if err := f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if got := len(f.streamed(t)); got != 5 {
+		t.Fatalf("the stream holds %d events, want the 5 swept from the outbox", got)
+	}
 }

@@ -21,7 +21,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/nats-io/nats.go"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
@@ -72,10 +71,10 @@ type Deps struct {
 	Finds   *cache.Finds // the find cache (disabled without Redis)
 	Objects *objectstore.Bucket
 	Peers   *peer.Clients
-	// NATS is the connection to the change events' stream (nil without
-	// nats.url); Events names the stream and subjects.
-	NATS           *nats.Conn
-	Events         outbox.Config
+	// NATS is where the change events go, for a service that consumes
+	// them (outbox.Connect, its Stream and SubjectPrefix); a service's own
+	// events are recorded through Store and published by the kit's relay.
+	NATS           outbox.Config
 	Logger         log.Logger
 	RequestTimeout time.Duration
 }
@@ -249,7 +248,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	deps := Deps{
 		Store:          store.New(pool, finds),
 		Finds:          finds,
-		Events:         cfg.Events,
+		NATS:           cfg.Events,
 		Logger:         logger,
 		RequestTimeout: cfg.Timeout,
 	}
@@ -259,13 +258,13 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		}
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
-	switch entry, _ := catalog.Lookup(spec.Name); {
-	case entry.NeedsStore(catalog.NATS) && len(entry.Kinds) > 0:
-		// A service that owns kinds records an event for each write and
-		// relays them to the stream.
-		deps.Store.Events = outbox.NewRecorder(cfg.Database.Schema, cfg.Events)
+	// A service that owns kinds records an event for each write and relays
+	// them to the stream; one that owns none and needs NATS (the events
+	// service) consumes the stream itself, with deps.NATS, and runs no relay.
+	if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) && len(entry.Kinds) > 0 {
+		deps.Store.Events = outbox.NewRecorder(cfg.Events)
 		if cfg.Events.Enabled() {
-			stop, relay, err := startRelay(spec.Name, pool, cfg, logger)
+			stop, relay, err := startRelay(spec.Name, pool, deps.Store.Events, cfg, logger)
 			if err != nil {
 				return b, err
 			}
@@ -276,15 +275,6 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		} else {
 			level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
 		}
-	case entry.NeedsStore(catalog.NATS) && cfg.Events.Enabled():
-		// A service that owns nothing reads the stream (the events
-		// service): it gets the connection, and runs no relay.
-		nc, err := outbox.Connect(cfg.Events, spec.Name)
-		if err != nil {
-			return b, err
-		}
-		closers = append(closers, nc.Close)
-		deps.NATS = nc
 	}
 	if deps.Peers, err = peer.NewClients(cfg.Peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
 		return b, err
@@ -330,12 +320,12 @@ func runBackground(jobs []func(context.Context)) (stop func()) {
 // startRelay connects to NATS and runs the outbox relay of the service's
 // schema. Connecting never fails on NATS being down: the connection keeps
 // trying in the background while writes record their events.
-func startRelay(name string, pool *store.Pool, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
+func startRelay(name string, pool *store.Pool, rec *outbox.Recorder, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
 	nc, err := outbox.Connect(cfg.Events, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, cfg.Events, logger)
+	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, rec, cfg.Events, logger)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

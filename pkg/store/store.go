@@ -37,9 +37,15 @@ type Store struct {
 }
 
 // Record stores the events of changes in tx, the write's own transaction
-// (see outbox.Recorder).
+// (see outbox.Recorder); once the transaction commits, the relay is woken.
 func (s *Store) Record(ctx context.Context, tx pgx.Tx, changes ...outbox.Change) error {
-	return s.Events.Record(ctx, tx, changes...)
+	if err := s.Events.Record(ctx, tx, changes...); err != nil {
+		return err
+	}
+	if len(changes) > 0 {
+		pendingFrom(ctx).recorded = true
+	}
+	return nil
 }
 
 // RecordCreated records the creation of kind id with the resource as get
@@ -121,9 +127,10 @@ func (s *Store) DB(ctx context.Context) Querier {
 // must be seen by others before the request ends (the reference
 // protocol's marks) run outside it (WithoutUnit).
 type Unit struct {
-	store  *Store
-	tx     pgx.Tx
-	scopes []string
+	store    *Store
+	tx       pgx.Tx
+	scopes   []string
+	recorded bool // a write recorded events: wake the relay after the commit
 }
 
 type unitKey struct{}
@@ -171,6 +178,9 @@ func (u *Unit) Commit(ctx context.Context) error {
 	}
 	u.tx = nil
 	u.store.finds.Invalidate(ctx, u.scopes...)
+	if u.recorded {
+		u.store.Events.Wake()
+	}
 	return nil
 }
 
@@ -224,6 +234,7 @@ func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Contex
 			return err
 		}
 		u.scopes = append(u.scopes, append(pending.scopes, changed...)...)
+		u.recorded = u.recorded || pending.recorded
 		return nil
 	}
 	pending := &invalidations{}
@@ -232,6 +243,9 @@ func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Contex
 		return err
 	}
 	s.finds.Invalidate(ctx, append(pending.scopes, changed...)...)
+	if pending.recorded {
+		s.Events.Wake()
+	}
 	return nil
 }
 
@@ -247,9 +261,12 @@ func inSavepoint(ctx context.Context, tx pgx.Tx, op string, fn func(pgx.Tx) erro
 	return Classify(sp.Commit(ctx), op+": release savepoint")
 }
 
-// invalidations collects the scopes of nested writes until the outermost
-// transaction commits.
-type invalidations struct{ scopes []string }
+// invalidations collects the scopes of nested writes, and whether they
+// recorded events, until the outermost transaction commits.
+type invalidations struct {
+	scopes   []string
+	recorded bool
+}
 
 type pendingKey struct{}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
@@ -92,21 +93,29 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		every(cfg.PruneEvery, pruner(st, cfg.Retention, d.Logger)),
 		every(15*time.Second, countDeliveries(st, d.Logger)),
 	}
-	if d.NATS == nil {
+	if !d.NATS.Enabled() {
 		level.Warn(d.Logger).Log("msg", "nats.url is not set: the feed receives no events")
 		return h, nil
 	}
-	js, err := jetstream.New(d.NATS)
+	// Connecting never fails on NATS being down: the connection keeps
+	// trying in the background, and the consumer waits for it.
+	nc, err := outbox.Connect(d.NATS, "events")
 	if err != nil {
+		return h, err
+	}
+	h.Close = nc.Close
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
 		return h, fmt.Errorf("events: jetstream: %w", err)
 	}
-	consumer := &Consumer{Store: st, JS: js, Stream: d.Events.Stream, Subject: d.Events.SubjectPrefix + ".>",
+	consumer := &Consumer{Store: st, JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
 		Durable: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger}
 	h.Background = append(h.Background, consumer.Run)
 	// The API answers without NATS (the feed only stops growing), so the
 	// stream is reported, not required.
 	h.Checks = append(h.Checks, process.HealthCheck{Name: "nats", Optional: true, Probe: func(context.Context) error {
-		if !d.NATS.IsConnected() {
+		if !nc.IsConnected() {
 			return errors.New("not connected to NATS")
 		}
 		return nil

@@ -1,8 +1,12 @@
 package parties
 
 import (
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -53,4 +57,31 @@ func TestEventsOfEveryWrite(t *testing.T) {
 	// A write that fails records nothing.
 	a.Call(404, "DELETE", "/organizations/"+orgID, a.RW, nil)
 	a.WantEvents(t, "rw-client")
+}
+
+// NATS that cannot be reached stops the events, never the writes: the
+// service stays ready, says why its relay cannot publish, and records.
+func TestNATSDownLeavesTheServiceReady(t *testing.T) {
+	issuer := testkit.NewIssuer(t, servicetest.Audience)
+	cfg := servicetest.Config(t, Spec(), issuer)
+	cfg.Events.URL = "nats://127.0.0.1:" + strconv.Itoa(testkit.FreePort(t)) // nothing listens
+	a := servicetest.StartWith(t, Spec(), cfg, issuer)
+	id := a.Call(201, "POST", "/organizations", a.RW, acme).JSON()["id"].(string)
+	a.WantEvents(t, "rw-client", servicetest.Event{Type: "organization.created", ID: id, Data: a.GET("/organizations/" + id)})
+
+	probe := testkit.Client{BaseURL: a.Client.BaseURL}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ready := testkit.Expect(t, probe.Do(t, "GET", "/readyz", "", nil), 200).JSON()
+		checks, _ := ready["checks"].(map[string]any)
+		reasons, _ := ready["reasons"].(map[string]any)
+		reason, _ := reasons["relay"].(string)
+		if ready["status"] == "ready" && checks["relay"] == "unavailable" && strings.Contains(reason, "nats") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz = %v, want ready with checks.relay unavailable because of NATS", ready)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

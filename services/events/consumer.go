@@ -12,19 +12,25 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/outbox"
 )
 
 // Consumer reads the change events' stream through a durable JetStream
-// consumer and stores them in the feed. It is the feed's one writer per
-// replica: it takes what is waiting (up to Batch), stores it in one
-// transaction and only then acknowledges it, so an event is stored once
-// (by id) however often it is delivered, and nothing acknowledged is lost.
-// The durable consumer remembers the position across restarts.
+// consumer and stores them in the feed. One replica consumes at a time
+// (the holder of a session advisory lock; the others wait to take over),
+// so the stream's order per resource is the order the feed stores: two
+// replicas pulling from one durable consumer could store a resource's
+// later event first. The leader takes what is waiting (up to Batch),
+// stores it in one transaction and only then acknowledges it, so an event
+// is stored once (by id) however often it is delivered, and nothing
+// acknowledged is lost. The durable consumer remembers the position
+// across restarts.
 type Consumer struct {
 	Store   *Store
+	Pool    *pgxpool.Pool // for the leader's lock, on a session of its own
 	JS      jetstream.JetStream
 	Stream  string
 	Subject string // the stream's subjects to read, e.g. "registry.events.>"
@@ -40,13 +46,57 @@ type Consumer struct {
 // service has published) or a NATS that is down is waited for.
 func (c *Consumer) Run(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := c.consume(ctx)
+		err := c.lead(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		level.Warn(c.Logger).Log("msg", "consuming the event stream stopped; starting again", "err", err)
+		if err != nil {
+			level.Warn(c.Logger).Log("msg", "consuming the event stream stopped; starting again", "err", err)
+		}
 		sleep(ctx, 2*time.Second)
 	}
+}
+
+// lead takes the consumer's lock and consumes while it holds it; losing
+// the lock's session ends the consuming.
+func (c *Consumer) lead(ctx context.Context) error {
+	pooled, err := c.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	// The lock belongs to this session alone: it never goes back to the
+	// pool, and closing it releases the lock.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
+	var leader bool
+	// Keyed by schema: installations (and tests) sharing a database each
+	// have their own leader.
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtextextended('events consumer:' || current_schema(), 0))").Scan(&leader); err != nil {
+		return fmt.Errorf("take the consumer lock: %w", err)
+	}
+	if !leader {
+		return nil // another replica consumes; try again later
+	}
+	level.Info(c.Logger).Log("msg", "consuming the event stream", "stream", c.Stream, "durable", c.Durable)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // the lock lives as long as its session
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := conn.Ping(ctx); err != nil && ctx.Err() == nil {
+					level.Warn(c.Logger).Log("msg", "lost the consumer lock's session", "err", err)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return c.consume(ctx)
 }
 
 func (c *Consumer) consume(ctx context.Context) error {
@@ -55,7 +105,10 @@ func (c *Consumer) consume(ctx context.Context) error {
 		Description:   "the events service: change feed, histories, webhooks",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       time.Minute,
+		// A replica that stops may leave a pull request that the server
+		// still fills; what it took comes back to the next leader after
+		// AckWait. A store that takes longer says so (InProgress).
+		AckWait:       ackWait,
 		MaxDeliver:    -1,
 		MaxAckPending: 4 * c.Batch,
 		FilterSubject: c.Subject,
@@ -145,6 +198,10 @@ func (c *Consumer) store(ctx context.Context, batch []jetstream.Msg) bool {
 	}
 	return true
 }
+
+// ackWait bounds how long an event taken by a replica that stopped waits
+// before another stores it.
+const ackWait = 10 * time.Second
 
 // Parse reads a message as a change event and checks its envelope.
 func Parse(data []byte) (Incoming, error) {

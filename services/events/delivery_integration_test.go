@@ -408,3 +408,31 @@ func lastIndex(log []receipt, id string) int {
 	}
 	return -1
 }
+
+// Two replicas share the durable consumer, but one consumes at a time, so
+// each resource's events are stored in the stream's order; when it stops,
+// the other takes over and nothing is lost.
+func TestOneReplicaConsumesAndAnotherTakesOver(t *testing.T) {
+	w := startWithStream(t, fastConfig())
+	second := servicetest.StartWith(t, SpecWith(fastConfig()), w.Config, w.Issuer)
+	org := uuid.NewString()
+	var events []outbox.Event
+	for range 20 {
+		events = append(events, event("organization", "updated", org))
+	}
+	w.publish(t, events[:10]...)
+	eventually(t, "the first events", func() bool { return len(w.Call(200, "GET", "/events", w.RO, nil).List()) == 10 })
+	w.Built.Close() // whichever replica leads, the other one's turn may come
+	w.publish(t, events[10:]...)
+	history := func() []string {
+		return ids(second.Call(200, "GET", "/organizations/"+org+"/history", second.RO, nil).List())
+	}
+	eventually(t, "the rest after the takeover", func() bool { return len(history()) == 20 })
+	want := make([]string, len(events))
+	for i, e := range events {
+		want[i] = e.ID
+	}
+	if got := history(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("history %v, want the stream's order %v", got, want)
+	}
+}

@@ -25,11 +25,6 @@ type Store struct{ s *store.Store }
 // NewStore returns the store over s.
 func NewStore(s *store.Store) *Store { return &Store{s: s} }
 
-// storeLock serialises the transactions that number events, so the order
-// of seq is the order of commits: a reader that sees seq n+1 sees seq n,
-// whichever replica stored them.
-const storeLock = 0x65766e74 // "evnt"
-
 // Incoming is one event read from the stream: its parsed envelope and the
 // bytes as published.
 type Incoming struct {
@@ -50,7 +45,10 @@ type StoredEvent struct {
 func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored, queued int, err error) {
 	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
 		stored, queued = 0, 0
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", storeLock); err != nil {
+		// The lock serialises the transactions that number events, so the
+		// order of seq is the order of commits: a reader that sees seq n+1
+		// sees seq n (also while two replicas hand the consumer over).
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"); err != nil {
 			return store.Classify(err, "lock the feed")
 		}
 		hooks, err := subscriptions(ctx, tx)

@@ -64,7 +64,7 @@ func Connect(cfg Config, name string) (*nats.Conn, error) {
 		nats.ReconnectWait(time.Second),
 		nats.ReconnectJitter(500*time.Millisecond, time.Second),
 		nats.ReconnectBufSize(-1),
-		nats.Timeout(5 * time.Second),
+		nats.Timeout(10 * time.Second), // a busy server's connect handshake
 	}
 	if cfg.User != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))

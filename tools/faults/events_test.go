@@ -103,7 +103,7 @@ func checkEvents(t *testing.T) eventCheck {
 // first copy's) and how many copies it has.
 func streamPositions(t *testing.T) (map[string]uint64, map[string]int) {
 	t.Helper()
-	nc, err := nats.Connect(stack.NATS.URL, nats.UserInfo(stack.NATS.User, stack.NATS.Password))
+	nc, err := nats.Connect(stack.NATS.URL, nats.UserInfo(stack.NATS.User, stack.NATS.Password), nats.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

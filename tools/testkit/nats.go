@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,7 +32,7 @@ type NATSServer struct {
 // test ends.
 func (s NATSServer) Connect(t testing.TB) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(s.URL, nats.UserInfo(s.User, s.Password), nats.Name(t.Name()))
+	nc, err := nats.Connect(s.URL, nats.UserInfo(s.User, s.Password), nats.Name(t.Name()), nats.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatalf("testharness: connect to nats: %v", err)
 	}
@@ -72,7 +73,7 @@ func NATS(t testing.TB) NATSStream {
 }
 
 func deleteStream(ctx context.Context, srv NATSServer, stream string) error {
-	nc, err := nats.Connect(srv.URL, nats.UserInfo(srv.User, srv.Password))
+	nc, err := nats.Connect(srv.URL, nats.UserInfo(srv.User, srv.Password), nats.Timeout(10*time.Second))
 	if err != nil {
 		return fmt.Errorf("delete stream %s: %w", stream, err)
 	}

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -168,21 +167,10 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	}, nil
 }
 
-// resourceFor returns the resource whose prefix owns path. It runs twice
-// per request, so it walks the catalog in place (catalog.Resources builds
-// a new list on every call) and allocates nothing.
-func resourceFor(path string) (Resource, string, bool) {
-	for _, s := range catalog.Services {
-		for _, r := range s.Resources {
-			for _, p := range r.Prefixes {
-				if strings.HasPrefix(path, p) && (len(path) == len(p) || path[len(p)] == '/') {
-					return Resource{Resource: r, Service: s.Name}, p, true
-				}
-			}
-		}
-	}
-	return Resource{}, "", false
-}
+// resourceFor returns the resource that answers path: the one whose
+// prefix owns it, or one the catalog declares under it (a resource's
+// history, answered by the events service).
+func resourceFor(path string) (Resource, string, bool) { return catalog.Route(path) }
 
 // routeOrNotFound answers 404 for paths no configured service owns before
 // any scope check, so an unknown path is a 404 for every caller.
@@ -193,7 +181,11 @@ func routeOrNotFound(proxies map[string]http.Handler, next http.Handler) http.Ha
 			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindNotFound, "no resource at "+httpx.RequestInfoFrom(r.Context()).Path), w)
 			return
 		}
-		httpx.RequestInfoFrom(r.Context()).SetRoute(prefix + "/*")
+		route := prefix + "/*"
+		if len(res.Under) > 0 {
+			route += "/" + res.Name
+		}
+		httpx.RequestInfoFrom(r.Context()).SetRoute(route)
 		next.ServeHTTP(w, r)
 	})
 }

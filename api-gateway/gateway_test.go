@@ -353,3 +353,37 @@ func TestCheckDocumentsRefusesDisagreement(t *testing.T) {
 		})
 	}
 }
+
+// A resource's history belongs to the events service (the catalog says
+// so); everything else under the resource's prefix stays with its owner.
+func TestHistoryGoesToTheEventsService(t *testing.T) {
+	events := newUpstream(t)
+	f := newGateway(t, func(c *Config) {
+		u := events.URL
+		c.Upstreams["events"] = &u
+	})
+	ro := f.issuer.ReadOnly(t)
+	id := "0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f"
+	tests := []struct {
+		path   string
+		events bool
+	}{
+		{"/organizations/" + id + "/history", true},
+		{"/organizations/" + id + "/history/", true},
+		{"/people/" + id + "/history?limit=5", true},
+		{"/organizations/" + id, false},
+		{"/organizations/" + id + "/people", false},
+		{"/events?after=now", true},
+		{"/webhooks", true},
+	}
+	for _, tt := range tests {
+		before, beforeOwner := events.count(), f.upstream.count()
+		testkit.Expect(t, f.client.Do(t, "GET", tt.path, ro, nil), 200)
+		if got := events.count() > before; got != tt.events || (f.upstream.count() > beforeOwner) == tt.events {
+			t.Errorf("%s: reached the events service %v, want %v", tt.path, got, tt.events)
+		}
+	}
+	if got := events.last(t).URL.Path; got != "/webhooks" {
+		t.Errorf("forwarded %s", got)
+	}
+}

@@ -29,6 +29,7 @@ const (
 	KindPreconditionFailed              // If-Match names another representation than the current one
 	KindRequestTimeout                  // the request body did not arrive in time
 	KindHeaderTooLarge                  // the request's header fields are over their limit
+	KindGone                            // what the request names existed once and is no longer kept (an expired feed cursor)
 )
 
 // FieldError is a problem with one field of the input. Field is the JSON
@@ -195,6 +196,8 @@ func (k Kind) String() string {
 		return "request timeout"
 	case KindHeaderTooLarge:
 		return "header too large"
+	case KindGone:
+		return "gone"
 	default:
 		return "internal error"
 	}

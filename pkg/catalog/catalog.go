@@ -24,7 +24,8 @@ const (
 	ObjectStore Datastore = "s3"       // S3-compatible object storage (MinIO locally)
 	// NATS is the JetStream stream of change events: a service that needs
 	// it records an event for every write in its outbox (its own schema)
-	// and runs the relay that publishes them (pkg/outbox).
+	// and runs the relay that publishes them (pkg/outbox); the events
+	// service consumes it.
 	NATS Datastore = "nats"
 )
 
@@ -33,6 +34,11 @@ const (
 type Resource struct {
 	Name     string
 	Prefixes []string
+	// Under names resources of other services whose /<prefix>/{id}/<Name>
+	// paths are this resource's instead of their owner's (the events
+	// service answers /organizations/{id}/history). Such a resource has no
+	// prefixes of its own.
+	Under []string
 }
 
 // Deployable is one binary of the registry with its local ports.
@@ -117,6 +123,18 @@ var Services = []Service{
 		// did the work; an action document links a document.
 		References: []Reference{{Service: "assets", Kind: "asset"}, {Service: "parties", Kind: "person"},
 			{Service: "parties", Kind: "organization"}, {Service: "documents", Kind: "document"}},
+	},
+	{
+		Deployable: service("events", 8105),
+		// The change feed and webhooks, fed by every service's events;
+		// each resource's history sits under the resource's own path.
+		Resources: []Resource{
+			{Name: "events", Prefixes: []string{"/events"}},
+			{Name: "webhooks", Prefixes: []string{"/webhooks"}},
+			{Name: "history", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
+		},
+		// It reads the stream the others' relays publish to.
+		Needs: []Datastore{Postgres, NATS},
 	},
 }
 
@@ -218,6 +236,46 @@ func Resources() []OwnedResource {
 	return out
 }
 
+// Route returns the resource that answers path and its owner: the
+// resource whose prefix starts it, unless path is /<prefix>/<id>/<name>
+// for a resource declared Under that one. matched is the prefix that
+// starts path. It allocates nothing: the gateway calls it on every request.
+func Route(path string) (r OwnedResource, matched string, ok bool) {
+	for _, s := range Services {
+		for _, res := range s.Resources {
+			for _, p := range res.Prefixes {
+				if strings.HasPrefix(path, p) && (len(path) == len(p) || path[len(p)] == '/') {
+					if under, owner, found := under(res.Name, path[len(p):]); found {
+						return OwnedResource{Resource: under, Service: owner}, p, true
+					}
+					return OwnedResource{Resource: res, Service: s.Name}, p, true
+				}
+			}
+		}
+	}
+	return OwnedResource{}, "", false
+}
+
+// under finds the resource declared Under parent whose name is the last
+// segment of rest when rest is "/<id>/<name>".
+func under(parent, rest string) (Resource, string, bool) {
+	if len(rest) < 2 || rest[0] != '/' {
+		return Resource{}, "", false
+	}
+	id, name, found := strings.Cut(rest[1:], "/")
+	if !found || id == "" || name == "" || strings.Contains(name, "/") {
+		return Resource{}, "", false
+	}
+	for _, s := range Services {
+		for _, res := range s.Resources {
+			if res.Name == name && slices.Contains(res.Under, parent) {
+				return res, s.Name, true
+			}
+		}
+	}
+	return Resource{}, "", false
+}
+
 // OwnedResource is a resource with its owner.
 type OwnedResource struct {
 	Resource
@@ -277,6 +335,20 @@ func Validate() error {
 				add("%s: resource %s declared twice", s.Name, r.Name)
 			}
 			resources[r.Name] = true
+			if len(r.Under) > 0 && len(r.Prefixes) > 0 {
+				add("%s: resource %s is under others and cannot have prefixes", s.Name, r.Name)
+			}
+			for _, parent := range r.Under {
+				owner := ""
+				for _, other := range Resources() {
+					if other.Name == parent && len(other.Prefixes) > 0 {
+						owner = other.Service
+					}
+				}
+				if owner == "" || owner == s.Name {
+					add("%s: resource %s is under %q, which is no resource of another service", s.Name, r.Name, parent)
+				}
+			}
 			for _, p := range r.Prefixes {
 				if !prefixRule.MatchString(p) {
 					add("%s: prefix %q must be one lowercase path segment", s.Name, p)

@@ -31,6 +31,10 @@ func TestValidateRefusesClashes(t *testing.T) {
 			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
 				References: []Reference{{Service: "parties", Kind: "spaceship"}}})
 		}},
+		{"under a resource that does not exist", func() {
+			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
+				Resources: []Resource{{Name: "notes", Under: []string{"spaceships"}}}})
+		}},
 		{"kind owned twice", func() {
 			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199), Kinds: saved[0].Kinds})
 		}},
@@ -111,5 +115,31 @@ func TestActionsReferences(t *testing.T) {
 	}
 	if owner, _ := OwnerOf("action_document"); owner != "actions" {
 		t.Errorf("owner of action_document = %q", owner)
+	}
+}
+
+func TestRoute(t *testing.T) {
+	tests := []struct {
+		path, service, resource string
+	}{
+		{"/organizations", "parties", "organizations"},
+		{"/organizations/0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f", "parties", "organizations"},
+		{"/organizations/0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f/history", "events", "history"},
+		{"/people/x/history", "events", "history"},
+		{"/actions/a/action_documents/b", "actions", "actions"},
+		{"/actions/a/history/more", "actions", "actions"},
+		{"/organizations//history", "parties", "organizations"},
+		{"/events", "events", "events"},
+		{"/webhooks/x/deliveries", "events", "webhooks"},
+		{"/nothing", "", ""},
+	}
+	for _, tt := range tests {
+		r, _, ok := Route(tt.path)
+		if ok != (tt.service != "") || r.Service != tt.service || r.Name != tt.resource {
+			t.Errorf("Route(%q) = %s/%s %v, want %s/%s", tt.path, r.Service, r.Name, ok, tt.service, tt.resource)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { Route("/assets/x/history") }); n != 0 {
+		t.Errorf("Route allocates %v times", n)
 	}
 }

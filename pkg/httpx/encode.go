@@ -30,6 +30,24 @@ type List struct {
 	NextSub uint8
 }
 
+// LinkedList is a JSON array with the Link of the next page made by the
+// service (a change feed's, which always has one), sent when Next is not
+// empty; NextLink makes it.
+type LinkedList struct {
+	Items any
+	Next  string
+}
+
+// NextLink is the request's own path and query with the parameter param
+// set to value: the next page of a list whose positions the service
+// numbers itself. It is relative, like every Link.
+func NextLink(ctx context.Context, param, value string) string {
+	info := RequestInfoFrom(ctx)
+	q, _ := url.ParseQuery(info.RawQuery)
+	q.Set(param, value)
+	return (&url.URL{Path: info.Path, RawQuery: q.Encode()}).String()
+}
+
 // ListOf adapts a store result.
 func ListOf[T any](r model.Paged[T]) List {
 	return List{Items: r.Items, Next: r.Next, NextSub: r.NextSub}
@@ -75,6 +93,14 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	if list, ok := response.(List); ok {
 		if list.Next != uuid.Nil {
 			h.Set("Link", nextLink(ctx, list.Next, list.NextSub))
+		}
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		return json.NewEncoder(w).Encode(list.Items)
+	}
+	if list, ok := response.(LinkedList); ok {
+		if list.Next != "" {
+			h.Set("Link", "<"+list.Next+`>; rel="next"`)
 		}
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)

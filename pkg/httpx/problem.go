@@ -84,6 +84,7 @@ var kinds = map[apperr.Kind]kindInfo{
 	apperr.KindPreconditionFailed:  {http.StatusPreconditionFailed, "precondition-failed", "Precondition Failed"},
 	apperr.KindRequestTimeout:      {http.StatusRequestTimeout, "request-timeout", "Request Timeout"},
 	apperr.KindHeaderTooLarge:      {http.StatusRequestHeaderFieldsTooLarge, "header-too-large", "Request Header Fields Too Large"},
+	apperr.KindGone:                {http.StatusGone, "gone", "Gone"},
 }
 
 // MaxFieldErrors bounds the errors a problem body lists: a body of
@@ -97,6 +98,7 @@ var codeTitles = map[string]string{
 	"still-referenced": "Still Referenced",
 	"ambiguous-match":  "Ambiguous Match",
 	"not-owner":        "Not Owner",
+	"cursor-expired":   "Cursor Expired",
 }
 
 // defaultRetryAfter is sent when an error asks to retry without saying when.

@@ -23,12 +23,13 @@ import (
 // parameters are a 400 so that a typo in a filter name does not silently
 // return everything.
 type Query struct {
-	values   url.Values
-	known    []string
-	parseErr error
-	bad      apperr.Validation
-	invalid  apperr.Validation
-	repeats  []string // the parameters read as lists (Enums), which may repeat
+	values     url.Values
+	known      []string
+	parseErr   error
+	bad        apperr.Validation
+	invalid    apperr.Validation
+	repeats    []string // the parameters read as lists (Enums), which may repeat
+	repeatable []string // the parameters ParseQueryRepeating lets repeat
 }
 
 // ParseQuery starts reading r's query; known lists every parameter the
@@ -36,8 +37,15 @@ type Query struct {
 // ParseRawQuery) reads as empty and its Err is the parse error, so no
 // filter is ever silently dropped.
 func ParseQuery(r *http.Request, known ...string) *Query {
+	return ParseQueryRepeating(r, nil, known...)
+}
+
+// ParseQueryRepeating is ParseQuery for an operation some of whose
+// parameters may be given more than once (type=a&type=b), read with
+// Strings; repeatable names are among known too.
+func ParseQueryRepeating(r *http.Request, repeatable []string, known ...string) *Query {
 	values, err := ParseRawQuery(r.URL.RawQuery)
-	q := &Query{values: values, known: known, parseErr: err}
+	q := &Query{values: values, known: known, repeatable: repeatable, parseErr: err}
 	keys := make([]string, 0, len(q.values))
 	for k := range q.values {
 		keys = append(keys, k)
@@ -47,7 +55,7 @@ func ParseQuery(r *http.Request, known ...string) *Query {
 		switch {
 		case !slices.Contains(known, k):
 			q.bad.Add(k, "is not a known query parameter; known: %s", strings.Join(known, ", "))
-		case len(q.values[k]) > 1:
+		case len(q.values[k]) > 1 && !slices.Contains(repeatable, k):
 			q.bad.Add(k, onceMessage)
 		}
 	}
@@ -72,6 +80,15 @@ func (q *Query) String(name string) *string {
 		return nil
 	}
 	return &v
+}
+
+// Strings returns every value of a repeatable parameter, in order (nil
+// when absent).
+func (q *Query) Strings(name string) []string {
+	if !slices.Contains(q.repeatable, name) {
+		panic("httpx.Query: " + name + " was not declared as repeatable")
+	}
+	return q.values[name]
 }
 
 // Bool reads "true" or "false".
@@ -155,19 +172,29 @@ const onceMessage = "must be given at most once"
 // Invalid records a domain problem found by the caller (e.g. a pattern).
 func (q *Query) Invalid(name, format string, args ...any) { q.invalid.Add(name, format, args...) }
 
-// Page reads limit and cursor. The cursor is bound to the other parameters,
-// so it must be called with "limit" and "cursor" among the known ones.
-func (q *Query) Page() model.Page {
-	page := model.Page{Limit: model.DefaultLimit}
+// Bad records a value the caller could not parse (a cursor of its own
+// making, say): a 400.
+func (q *Query) Bad(name, format string, args ...any) { q.bad.Add(name, format, args...) }
+
+// Limit reads limit alone, for lists whose cursor is not Page's.
+func (q *Query) Limit() int {
+	limit := model.DefaultLimit
 	if v, ok := q.raw("limit"); ok {
 		n, err := strconv.Atoi(v)
 		// Digits only: "+5" and " 5" are not what a client meant to send.
 		if err != nil || !allDigits(v) || n < 1 || n > model.MaxLimit {
 			q.bad.Add("limit", "must be an integer from 1 to %d", model.MaxLimit)
 		} else {
-			page.Limit = n
+			limit = n
 		}
 	}
+	return limit
+}
+
+// Page reads limit and cursor. The cursor is bound to the other parameters,
+// so it must be called with "limit" and "cursor" among the known ones.
+func (q *Query) Page() model.Page {
+	page := model.Page{Limit: q.Limit()}
 	if v, ok := q.raw("cursor"); ok {
 		after, sub, err := model.DecodeCursor(v, q.Binding())
 		if err != nil {

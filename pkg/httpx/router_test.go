@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -268,4 +269,30 @@ func statusOf(err error) int {
 		return 0
 	}
 	return httpx.StatusOf(err)
+}
+
+// A repeatable parameter keeps every value in order; the others stay
+// "at most once".
+func TestRepeatableQueryParameters(t *testing.T) {
+	tests := []struct {
+		name   string
+		query  string
+		want   []string
+		status int
+	}{
+		{"absent", "", nil, 0},
+		{"once", "type=a", []string{"a"}, 0},
+		{"repeated in order", "type=b&type=a", []string{"b", "a"}, 0},
+		{"another parameter repeated", "type=a&limit=1&limit=2", []string{"a"}, 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := httpx.ParseQueryRepeating(httptest.NewRequest("GET", "/x?"+tt.query, nil), []string{"type"}, "type", "limit", "cursor")
+			got := q.Strings("type")
+			q.Page()
+			if status := statusOf(q.Err()); status != tt.status || !slices.Equal(got, tt.want) {
+				t.Errorf("got %v (status %d), want %v (status %d)", got, status, tt.want, tt.status)
+			}
+		})
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"math"
 
 	"github.com/google/uuid"
 )
@@ -102,4 +104,25 @@ func cursorMAC(key []byte, binding string) []byte {
 	h.Write([]byte{0})
 	h.Write(key)
 	return h.Sum(nil)[:cursorMACSize]
+}
+
+// EncodeSequenceCursor is EncodeCursor for a position in a numbered
+// sequence rather than after an id (the change feed's global order).
+func EncodeSequenceCursor(seq int64, binding string) string {
+	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+cursorMACSize), uint64(seq))
+	buf = append(buf, cursorMAC(buf[:8], binding)...)
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// DecodeSequenceCursor reverses EncodeSequenceCursor.
+func DecodeSequenceCursor(cursor, binding string) (int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(raw) != 8+cursorMACSize || subtle.ConstantTimeCompare(raw[8:], cursorMAC(raw[:8], binding)) != 1 {
+		return 0, ErrCursor
+	}
+	seq := binary.BigEndian.Uint64(raw[:8])
+	if seq > math.MaxInt64 {
+		return 0, ErrCursor
+	}
+	return int64(seq), nil
 }

@@ -44,3 +44,23 @@ func TestTrim(t *testing.T) {
 		t.Errorf("last page: %+v", r)
 	}
 }
+
+func TestSequenceCursorRoundTrip(t *testing.T) {
+	for _, seq := range []int64{0, 1, 42, 1 << 40} {
+		c := model.EncodeSequenceCursor(seq, "feed")
+		got, err := model.DecodeSequenceCursor(c, "feed")
+		if err != nil || got != seq {
+			t.Fatalf("seq %d: got %v, %v", seq, got, err)
+		}
+		if _, err := model.DecodeSequenceCursor(c, "history"); err == nil {
+			t.Errorf("seq %d: a cursor must not be valid for another binding", seq)
+		}
+	}
+	idCursor := model.EncodeCursor(uuid.Must(uuid.NewV7()), "feed")
+	c := model.EncodeSequenceCursor(7, "feed")
+	for _, bad := range []string{"", "now", "abc", c + "x", c[:len(c)-2], idCursor} {
+		if _, err := model.DecodeSequenceCursor(bad, "feed"); err == nil {
+			t.Errorf("DecodeSequenceCursor(%q) accepted", bad)
+		}
+	}
+}

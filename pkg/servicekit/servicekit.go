@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -93,6 +94,11 @@ type Handlers struct {
 	Routes *httpx.Router
 	Checks []process.HealthCheck
 	Close  func() // optional
+	// Background is work the service does beside answering requests (a
+	// stream consumer, a delivery dispatcher). Each runs from the end of
+	// Build until Close, which cancels its context and waits for it to
+	// return before anything it uses is closed.
+	Background []func(ctx context.Context)
 	// LongestRequest bounds the service's slowest request (an upload, say)
 	// when that is longer than the request timeout: an Idempotency-Key
 	// whose request died stays in flight that long.
@@ -272,7 +278,10 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		}
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
-	if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) {
+	// A service that owns kinds records an event for each write and relays
+	// them to the stream; one that owns none and needs NATS (the events
+	// service) consumes the stream itself, with deps.NATS, and runs no relay.
+	if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) && len(entry.Kinds) > 0 {
 		deps.Store.Events = outbox.NewRecorder(cfg.Events)
 		if cfg.Events.Enabled() {
 			stop, relay, err := startRelay(spec.Name, pool, deps.Store.Events, cfg, logger)
@@ -297,6 +306,9 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	if handlers.Close != nil {
 		closers = append(closers, handlers.Close)
 	}
+	if len(handlers.Background) > 0 {
+		closers = append(closers, runBackground(handlers.Background))
+	}
 	b.Routes, b.Store, b.Deps = handlers.Routes, deps.Store, deps
 	b.Health = process.NewHealth(append(checks, handlers.Checks...)...)
 	public := http.NewServeMux()
@@ -313,6 +325,16 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	}))
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
+}
+
+// runBackground starts every job and returns what stops them all.
+func runBackground(jobs []func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, job := range jobs {
+		wg.Go(func() { job(ctx) })
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 // startRelay connects to NATS and runs the outbox relay of the service's

@@ -90,6 +90,8 @@ func (r *Results) finish(now time.Time) {
 			switch {
 			case g.Metric == "rss":
 				x = s.PeakRSSMiB[g.Process]
+			case g.Metric == "p99 s":
+				x = s.P99.Seconds()
 			case g.Metric == "p50" && of != nil:
 				x = ratio(float64(s.P50), float64(of.Samples[k].P50))
 			case of != nil:
@@ -160,8 +162,11 @@ func (r *Results) Print(w io.Writer) {
 				met = "yes"
 			}
 			format := "%.2f (%.2f–%.2f)"
-			if g.Metric == "rss" {
+			switch g.Metric {
+			case "rss":
 				format = "%.0f MiB (%.0f–%.0f)"
+			case "p99 s":
+				format = "%.2f s (%.2f–%.2f)"
 			}
 			fmt.Fprintf(w, "%s %s %s\n", pad(g.Name, 52), pad(fmt.Sprintf(format, median(g.Values), slices.Min(g.Values), slices.Max(g.Values)), 22), met)
 		}

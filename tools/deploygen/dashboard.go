@@ -70,6 +70,16 @@ func dashboard(all []Facts) ([]byte, error) {
 				panel("Token errors per second", "reqps",
 					target(fmt.Sprintf(`sum by (error) (rate(idp_token_errors_total{%s}[$__rate_interval]))`, sel), "{{error}}")))
 		}
+		if f.Name == "events" { // the change feed's consumer and the webhook dispatcher
+			list = append(list,
+				panel("Events stored per second; stream backlog", "short",
+					target(fmt.Sprintf(`sum(rate(registry_events_stored_total{%s}[$__rate_interval]))`, sel), "stored/s"),
+					target(fmt.Sprintf(`max(registry_events_consumer_pending{%s})`, sel), "not yet stored")),
+				panel("Webhook attempts per second by result", "reqps",
+					target(fmt.Sprintf(`sum by (result) (rate(registry_webhook_attempts_total{%s}[$__rate_interval]))`, sel), "{{result}}")),
+				panel("Webhook deliveries by status", "short",
+					target(fmt.Sprintf(`max by (status) (registry_webhook_deliveries{%s, status!="succeeded"})`, sel), "{{status}}")))
+		}
 		list = append(list, panel("Resident memory", "bytes",
 			target(fmt.Sprintf(`sum by (pod) (process_resident_memory_bytes{%s})`, sel), "rss {{pod}}")))
 		for i, p := range list {

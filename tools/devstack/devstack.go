@@ -198,6 +198,11 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 		if svc.NeedsStore(catalog.NATS) {
 			env = append(env, s.NATS.env(via.url(s.NATS.URL))...)
 		}
+		if svc.Name == "events" {
+			// Webhook receivers on this machine, which production refuses
+			// (plain http, loopback): the contract's rule for make run.
+			env = append(env, "WEBHOOKS_ALLOWED_ORIGINS=http://127.0.0.1:*")
+		}
 		if peers := svc.Peers(); len(peers) > 0 {
 			id := identities[svc.Name]
 			env = append(env, "PEER_CLIENT_ID="+id.ClientID, "PEER_CLIENT_SECRET="+id.ClientSecret)

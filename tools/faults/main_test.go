@@ -69,7 +69,7 @@ func run(m *testing.M) int {
 	// acknowledged: Ephemeral's synchronous_commit=off would).
 	suite, stop, err := devstack.StartSuite(ctx, "faults", devstack.Options{
 		Database: "registry", Via: via,
-		Env: []string{
+		Env: append([]string{
 			"REQUEST_TIMEOUT=" + requestTimeout.String(),
 			"HTTP_BODY_TIMEOUT=" + bodyTimeout.String(),
 			"HTTP_UPLOAD_RATE_WINDOW=" + bodyTimeout.String(),
@@ -85,7 +85,7 @@ func run(m *testing.M) int {
 			// budgets, so the limiter runs (Redis faults reach it) with
 			// a budget the load never spends.
 			"RATE_LIMIT_DEFAULT=10000000/60s",
-		},
+		}, webhookEnv...),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
@@ -99,6 +99,7 @@ func run(m *testing.M) int {
 	stack, creds = suite.Stack, suite.Creds
 	code := m.Run()
 	printReport()
+	printWebhookReport()
 	return code
 }
 

@@ -1,0 +1,234 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/assetregistry/registry/pkg/outbox"
+)
+
+// Consumer reads the change events' stream through a durable JetStream
+// consumer and stores them in the feed. One replica consumes at a time
+// (the holder of a session advisory lock; the others wait to take over),
+// so the stream's order per resource is the order the feed stores: two
+// replicas pulling from one durable consumer could store a resource's
+// later event first. The leader takes what is waiting (up to Batch),
+// stores it in one transaction and only then acknowledges it, so an event
+// is stored once (by id) however often it is delivered, and nothing
+// acknowledged is lost. The durable consumer remembers the position
+// across restarts.
+type Consumer struct {
+	Store   *Store
+	Pool    *pgxpool.Pool // for the leader's lock, on a session of its own
+	JS      jetstream.JetStream
+	Stream  string
+	Subject string // the stream's subjects to read, e.g. "registry.events.>"
+	Durable string
+	Batch   int
+	// Stored is called after a batch queued deliveries (it wakes the
+	// dispatcher).
+	Stored func()
+	Logger log.Logger
+}
+
+// Run consumes until ctx ends. A stream that does not exist yet (no
+// service has published) or a NATS that is down is waited for.
+func (c *Consumer) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := c.lead(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			level.Warn(c.Logger).Log("msg", "consuming the event stream stopped; starting again", "err", err)
+		}
+		sleep(ctx, 2*time.Second)
+	}
+}
+
+// lead takes the consumer's lock and consumes while it holds it; losing
+// the lock's session ends the consuming.
+func (c *Consumer) lead(ctx context.Context) error {
+	pooled, err := c.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	// The lock belongs to this session alone: it never goes back to the
+	// pool, and closing it releases the lock.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
+	var leader bool
+	// Keyed by schema: installations (and tests) sharing a database each
+	// have their own leader.
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtextextended('events consumer:' || current_schema(), 0))").Scan(&leader); err != nil {
+		return fmt.Errorf("take the consumer lock: %w", err)
+	}
+	if !leader {
+		return nil // another replica consumes; try again later
+	}
+	level.Info(c.Logger).Log("msg", "consuming the event stream", "stream", c.Stream, "durable", c.Durable)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // the lock lives as long as its session
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := conn.Ping(ctx); err != nil && ctx.Err() == nil {
+					level.Warn(c.Logger).Log("msg", "lost the consumer lock's session", "err", err)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return c.consume(ctx)
+}
+
+func (c *Consumer) consume(ctx context.Context) error {
+	cons, err := c.JS.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
+		Durable:       c.Durable,
+		Description:   "the events service: change feed, histories, webhooks",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		// A replica that stops may leave a pull request that the server
+		// still fills; what it took comes back to the next leader after
+		// AckWait. A store that takes longer says so (InProgress).
+		AckWait:       ackWait,
+		MaxDeliver:    -1,
+		MaxAckPending: 4 * c.Batch,
+		FilterSubject: c.Subject,
+	})
+	if err != nil {
+		return fmt.Errorf("create the durable consumer %s on %s: %w", c.Durable, c.Stream, err)
+	}
+	msgs := make(chan jetstream.Msg, c.Batch)
+	consuming, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+		}
+	}, jetstream.PullMaxMessages(c.Batch))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", c.Stream, err)
+	}
+	defer consuming.Stop()
+	lag := time.NewTicker(15 * time.Second)
+	defer lag.Stop()
+	for {
+		var first jetstream.Msg
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-consuming.Closed():
+			return errors.New("the subscription closed")
+		case <-lag.C:
+			if info, err := cons.Info(ctx); err == nil {
+				eventStoreLag.Set(float64(info.NumPending + uint64(info.NumAckPending)))
+			}
+			continue
+		case first = <-msgs:
+		}
+		batch := []jetstream.Msg{first}
+	drain:
+		for len(batch) < c.Batch {
+			select {
+			case m := <-msgs:
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		if !c.store(ctx, batch) {
+			return ctx.Err()
+		}
+	}
+}
+
+// store stores a batch, trying again until it succeeds or ctx ends
+// (then nothing is acknowledged, and JetStream delivers it again).
+func (c *Consumer) store(ctx context.Context, batch []jetstream.Msg) bool {
+	incoming := make([]Incoming, 0, len(batch))
+	for _, m := range batch {
+		in, err := Parse(m.Data())
+		if err != nil {
+			// A message that is no event will not become one: it is
+			// logged and never delivered again.
+			level.Error(c.Logger).Log("msg", "dropping a message that is not a change event", "subject", m.Subject(), "err", err)
+			_ = m.Term()
+			continue
+		}
+		incoming = append(incoming, in)
+	}
+	wait := 100 * time.Millisecond
+	for {
+		stored, queued, err := c.Store.StoreEvents(ctx, incoming)
+		if err == nil {
+			eventsStored.Add(float64(stored))
+			if queued > 0 && c.Stored != nil {
+				c.Stored()
+			}
+			break
+		}
+		level.Warn(c.Logger).Log("msg", "storing events failed; trying again", "events", len(incoming), "err", err)
+		if !sleep(ctx, wait) {
+			return false
+		}
+		wait = min(2*wait, 5*time.Second)
+		for _, m := range batch {
+			_ = m.InProgress() // keep JetStream from delivering it again meanwhile
+		}
+	}
+	for _, m := range batch {
+		_ = m.Ack() // a lost ack means a redelivery, which stores nothing twice
+	}
+	return true
+}
+
+// ackWait bounds how long an event taken by a replica that stopped waits
+// before another stores it.
+const ackWait = 10 * time.Second
+
+// Parse reads a message as a change event and checks its envelope.
+func Parse(data []byte) (Incoming, error) {
+	var e outbox.Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Incoming{}, fmt.Errorf("not a JSON event: %w", err)
+	}
+	kind, op, _ := strings.Cut(e.Type, ".")
+	switch {
+	case e.ID == "" || uuid.Validate(e.ID) != nil:
+		return Incoming{}, fmt.Errorf("id %q is not a UUID", e.ID)
+	case !slices.Contains(outbox.Kinds, kind) || !slices.Contains(Ops, op):
+		return Incoming{}, fmt.Errorf("type %q is not <kind>.<op>", e.Type)
+	case e.Subject.Kind != kind || e.Subject.ID == "":
+		return Incoming{}, fmt.Errorf("subject %+v does not match type %q", e.Subject, e.Type)
+	}
+	return Incoming{Event: e, Raw: data}, nil
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,159 @@
+// Package events is the change feed, each resource's history and the
+// webhooks of the registry: it consumes the stream every service's outbox
+// is published to (NATS JetStream), stores each event once in a global
+// order, serves GET /events and GET /<resource>/{id}/history, and delivers
+// events to subscribed URLs, signed, retried and in order per subject.
+package events
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/model"
+)
+
+// Service is the events service's domain.
+type Service interface {
+	Feed(ctx context.Context, q FeedQuery) (Feed, error)
+	History(ctx context.Context, q HistoryQuery) (History, error)
+
+	CreateWebhook(ctx context.Context, in WebhookInput) (Webhook, error)
+	GetWebhook(ctx context.Context, id uuid.UUID) (Webhook, error)
+	ListWebhooks(ctx context.Context, _ struct{}, page model.Page) (model.Paged[Webhook], error)
+	UpdateWebhook(ctx context.Context, id uuid.UUID, patch WebhookPatch) (Webhook, error)
+	DeleteWebhook(ctx context.Context, id uuid.UUID) error
+	RotateSecret(ctx context.Context, id uuid.UUID) (Webhook, error)
+	ListDeliveries(ctx context.Context, f DeliveryFilter, page model.Page) (model.Paged[Delivery], error)
+	RetryDelivery(ctx context.Context, p DeliveryPath) (Delivery, error)
+}
+
+// DeliveryFilter selects one subscription's deliveries.
+type DeliveryFilter struct {
+	WebhookID uuid.UUID
+	Status    *string
+}
+
+// Settings are the service's rules that an operator sets.
+type Settings struct {
+	Policy AddressPolicy
+	// RotationOverlap is how long the previous secret still signs after a
+	// rotation.
+	RotationOverlap time.Duration
+}
+
+type service struct {
+	store    *Store
+	settings Settings
+}
+
+// NewService returns the service over st.
+func NewService(st *Store, settings Settings) Service { return &service{store: st, settings: settings} }
+
+func (s *service) Feed(ctx context.Context, q FeedQuery) (Feed, error) { return s.store.Feed(ctx, q) }
+
+func (s *service) History(ctx context.Context, q HistoryQuery) (History, error) {
+	return s.store.History(ctx, q)
+}
+
+func (s *service) CreateWebhook(ctx context.Context, in WebhookInput) (Webhook, error) {
+	in, u, err := in.Normalize()
+	if err != nil {
+		return Webhook{}, err
+	}
+	if err := s.settings.Policy.Check(ctx, u); err != nil {
+		return Webhook{}, err
+	}
+	secret := NewSecret()
+	w, err := s.store.CreateWebhook(ctx, in, secret)
+	w.Secret = secret
+	return w, err
+}
+
+// visible is the rule of subscriptions: only the client that made one
+// sees it, and an admin may change or delete it (pkg/auth's owner rule);
+// anyone else is told it does not exist.
+func visible(ctx context.Context, w webhookRow) error {
+	if w.CreatedBy == auth.Subject(ctx) {
+		return nil
+	}
+	if p, _ := auth.PrincipalFrom(ctx); p.OnBehalfOf == "" && p.HasScope(auth.ScopeAdmin) {
+		return nil
+	}
+	return apperr.NotFound("webhook", w.ID.String())
+}
+
+func (s *service) GetWebhook(ctx context.Context, id uuid.UUID) (Webhook, error) {
+	w, err := s.store.GetWebhook(ctx, id)
+	if err == nil {
+		err = visible(ctx, w)
+	}
+	return w.Webhook, err
+}
+
+func (s *service) ListWebhooks(ctx context.Context, _ struct{}, page model.Page) (model.Paged[Webhook], error) {
+	return s.store.ListWebhooks(ctx, auth.Subject(ctx), page)
+}
+
+func (s *service) UpdateWebhook(ctx context.Context, id uuid.UUID, patch WebhookPatch) (Webhook, error) {
+	w, err := s.store.UpdateWebhook(ctx, id, func(w webhookRow) error { return visible(ctx, w) }, func(w webhookRow) (webhookRow, error) {
+		in, u, err := patch.Apply(WebhookInput{URL: w.URL, Types: w.Types, Description: w.Description})
+		if err != nil {
+			return w, err
+		}
+		if patch.URL.Set {
+			if err := s.settings.Policy.Check(ctx, u); err != nil {
+				return w, err
+			}
+		}
+		w.URL, w.Types, w.Description = in.URL, in.Types, in.Description
+		return w, nil
+	})
+	return w.Webhook, err
+}
+
+func (s *service) DeleteWebhook(ctx context.Context, id uuid.UUID) error {
+	return s.store.DeleteWebhook(ctx, id, func(w webhookRow) error { return visible(ctx, w) })
+}
+
+// RotateSecret gives the subscription a new secret; the one it replaces
+// still signs (beside the new one) for the overlap, so a receiver can
+// switch without losing a delivery.
+func (s *service) RotateSecret(ctx context.Context, id uuid.UUID) (Webhook, error) {
+	secret := NewSecret()
+	w, err := s.store.UpdateWebhook(ctx, id, func(w webhookRow) error { return visible(ctx, w) }, func(w webhookRow) (webhookRow, error) {
+		until := time.Now().UTC().Add(s.settings.RotationOverlap).Truncate(time.Microsecond)
+		previous := w.Secret
+		w.Secret, w.PreviousSecret, w.PreviousSecretUntil = secret, &previous, &until
+		return w, nil
+	})
+	out := w.Webhook
+	out.Secret = secret
+	return out, err
+}
+
+// subscription reads a subscription the caller may see.
+func (s *service) subscription(ctx context.Context, id uuid.UUID) error {
+	w, err := s.store.GetWebhook(ctx, id)
+	if err != nil {
+		return err
+	}
+	return visible(ctx, w)
+}
+
+func (s *service) ListDeliveries(ctx context.Context, f DeliveryFilter, page model.Page) (model.Paged[Delivery], error) {
+	if err := s.subscription(ctx, f.WebhookID); err != nil {
+		return model.Paged[Delivery]{}, err
+	}
+	return s.store.ListDeliveries(ctx, f.WebhookID, f.Status, page)
+}
+
+func (s *service) RetryDelivery(ctx context.Context, p DeliveryPath) (Delivery, error) {
+	if err := s.subscription(ctx, p.WebhookID); err != nil {
+		return Delivery{}, err
+	}
+	return s.store.RetryDelivery(ctx, p)
+}

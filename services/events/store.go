@@ -1,0 +1,467 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// Store is the SQL of the events service: the feed, webhooks and their
+// deliveries, in schema events.
+type Store struct{ s *store.Store }
+
+// NewStore returns the store over s.
+func NewStore(s *store.Store) *Store { return &Store{s: s} }
+
+// Incoming is one event read from the stream: its parsed envelope and the
+// bytes as published.
+type Incoming struct {
+	Event outbox.Event
+	Raw   []byte
+}
+
+// StoredEvent is an event the store numbered, with the subscriptions it
+// queued a delivery for.
+type StoredEvent struct {
+	Seq        int64
+	Deliveries int
+}
+
+// StoreEvents stores each event not stored yet, in order, numbering them,
+// and queues a delivery of each for every subscription whose types match,
+// all in one transaction. It returns how many were new.
+func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored, queued int, err error) {
+	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
+		stored, queued = 0, 0
+		// The lock serialises the transactions that number events, so the
+		// order of seq is the order of commits: a reader that sees seq n+1
+		// sees seq n (also while two replicas hand the consumer over).
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"); err != nil {
+			return store.Classify(err, "lock the feed")
+		}
+		hooks, err := subscriptions(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, in := range batch {
+			e := in.Event
+			var seq int64
+			err := tx.QueryRow(ctx, `INSERT INTO events (seq, id, type, kind, subject_id, body)
+				VALUES (nextval('events_seq'), $1, $2, $3, $4, $5)
+				ON CONFLICT (id) DO NOTHING RETURNING seq`,
+				e.ID, e.Type, e.Subject.Kind, e.Subject.ID, string(in.Raw)).Scan(&seq)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // stored before: a redelivery or a second publish
+			}
+			if err != nil {
+				return store.Classify(err, "store event")
+			}
+			stored++
+			for _, h := range hooks {
+				if !h.filter.Matches(e.Type) {
+					continue
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject, next_attempt_at)
+					VALUES ($1, $2, $3, $4, $5, now()) ON CONFLICT DO NOTHING`,
+					store.NewID(), h.id, seq, e.ID, e.Subject.Kind+":"+e.Subject.ID); err != nil {
+					return store.Classify(err, "queue delivery")
+				}
+				queued++
+			}
+		}
+		return nil
+	})
+	return stored, queued, err
+}
+
+type subscription struct {
+	id     uuid.UUID
+	filter TypeFilter
+}
+
+func subscriptions(ctx context.Context, tx pgx.Tx) ([]subscription, error) {
+	rows, err := tx.Query(ctx, "SELECT id, types FROM webhooks")
+	if err != nil {
+		return nil, store.Classify(err, "read subscriptions")
+	}
+	var out []subscription
+	var id uuid.UUID
+	var types []string
+	_, err = pgx.ForEachRow(rows, []any{&id, &types}, func() error {
+		var v apperr.Validation
+		out = append(out, subscription{id: id, filter: ParseTypes(&v, "types", types, true)})
+		return nil
+	})
+	return out, store.Classify(err, "read subscriptions")
+}
+
+// ErrCursorExpired is the 410 of a feed cursor from before what retention
+// removed.
+func errCursorExpired() error {
+	e := apperr.New(apperr.KindGone, "the cursor is older than the events the registry keeps; start again without after (from the oldest kept event) or with after=now")
+	e.Code = "cursor-expired"
+	return e
+}
+
+// Feed reads one page of the change feed in one snapshot, so the next
+// position it gives never skips an event committed meanwhile.
+func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
+	feed := Feed{Events: []json.RawMessage{}, Filter: q.Filter}
+	err := readSnapshot(ctx, st.s.Pool, "read the feed", func(tx pgx.Tx) error {
+		var horizon, newest int64
+		if err := tx.QueryRow(ctx, `SELECT pruned_through, (SELECT coalesce(max(seq), 0) FROM events) FROM feed_horizon`).
+			Scan(&horizon, &newest); err != nil {
+			return store.Classify(err, "read the feed's horizon")
+		}
+		if q.Now {
+			feed.Next = max(newest, horizon)
+			return nil
+		}
+		if !q.Oldest && q.After < horizon {
+			return errCursorExpired()
+		}
+		after := max(q.After, horizon)
+		var f store.Filter
+		f.Where("seq > ?", after)
+		if !q.Filter.Empty() {
+			f.Where("(type = ANY(?) OR kind = ANY(?))", q.Filter.Types, q.Filter.Kinds)
+		}
+		rows, err := tx.Query(ctx, "SELECT seq, body FROM events"+f.SQL()+" ORDER BY seq LIMIT "+strconv.Itoa(q.Limit), f.Args()...)
+		if err != nil {
+			return store.Classify(err, "read the feed")
+		}
+		var seq int64
+		var body json.RawMessage
+		last := after
+		if _, err := pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
+			feed.Events = append(feed.Events, append(json.RawMessage(nil), body...))
+			last = seq
+			return nil
+		}); err != nil {
+			return store.Classify(err, "read the feed")
+		}
+		feed.Next = last
+		if len(feed.Events) < q.Limit {
+			// Nothing more in this snapshot matches: the next page can
+			// start after the newest event, whatever the filter skipped.
+			feed.Next = max(newest, after)
+		}
+		return nil
+	})
+	return feed, err
+}
+
+// History reads one page of a subject's events. The first page of a
+// subject without events is a 404.
+func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
+	h := History{Events: []json.RawMessage{}}
+	rows, err := st.s.DB(ctx).Query(ctx, `SELECT seq, body FROM events WHERE kind = $1 AND subject_id = $2 AND seq > $3
+		ORDER BY seq LIMIT `+strconv.Itoa(q.Limit+1), q.Kind, q.ID.String(), q.After)
+	if err != nil {
+		return h, store.Classify(err, "read a history")
+	}
+	var seq int64
+	var body json.RawMessage
+	var seqs []int64
+	if _, err := pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
+		h.Events = append(h.Events, append(json.RawMessage(nil), body...))
+		seqs = append(seqs, seq)
+		return nil
+	}); err != nil {
+		return h, store.Classify(err, "read a history")
+	}
+	if len(h.Events) == 0 && q.After == 0 {
+		return h, apperr.NotFound(q.Kind, q.ID.String())
+	}
+	if len(h.Events) > q.Limit {
+		h.Events, h.Next = h.Events[:q.Limit], seqs[q.Limit-1]
+	}
+	return h, nil
+}
+
+// Prune removes from the feed what is older than retention: every event
+// stored before the cutoff, except each subject's latest, which its
+// history keeps. A cursor from before what was removed is then a 410.
+func (st *Store) Prune(ctx context.Context, retention time.Duration) (int64, error) {
+	var removed int64
+	err := store.InTx(ctx, st.s.Pool, "prune the feed", func(tx pgx.Tx) error {
+		var horizon *int64
+		if err := tx.QueryRow(ctx, `SELECT max(seq) FROM events WHERE stored_at < now() - $1::interval`, retention).Scan(&horizon); err != nil {
+			return store.Classify(err, "find the retention horizon")
+		}
+		if horizon == nil {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM events e WHERE e.seq <= $1 AND EXISTS
+			(SELECT 1 FROM events later WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)`, *horizon)
+		if err != nil {
+			return store.Classify(err, "prune the feed")
+		}
+		removed = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `UPDATE feed_horizon SET pruned_through = greatest(pruned_through, $1)`, *horizon)
+		return store.Classify(err, "move the retention horizon")
+	})
+	return removed, err
+}
+
+// readSnapshot runs fn in a read-only repeatable-read transaction: every
+// statement sees the same committed state.
+func readSnapshot(ctx context.Context, pool *store.Pool, op string, fn func(pgx.Tx) error) error {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return store.Classify(err, op)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return store.Classify(tx.Commit(ctx), op)
+}
+
+// Webhooks.
+
+// webhookRow is a subscription with its secrets.
+type webhookRow struct {
+	Webhook
+	Secret              string     `db:"secret"`
+	PreviousSecret      *string    `db:"previous_secret"`
+	PreviousSecretUntil *time.Time `db:"previous_secret_until"`
+}
+
+const webhookColumns = `id, url, types, description, secret, previous_secret, previous_secret_until,
+	created_at, created_by, updated_at, updated_by`
+
+// CreateWebhook stores a new subscription.
+func (st *Store) CreateWebhook(ctx context.Context, in WebhookInput, secret string) (Webhook, error) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	actor := auth.Subject(ctx)
+	w := Webhook{ID: store.NewID(), URL: in.URL, Types: in.Types, Description: in.Description,
+		Audit: model.Audit{CreatedAt: now, CreatedBy: actor, UpdatedAt: now, UpdatedBy: actor}}
+	err := st.s.Write(ctx, "create webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, url, types, description, secret, created_at, created_by, updated_at, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $7)`, w.ID, w.URL, w.Types, w.Description, secret, now, actor)
+		return nil, store.Classify(err, "create webhook")
+	})
+	return w, err
+}
+
+// webhook reads one subscription with its secrets, locked for update when
+// forUpdate.
+func (st *Store) webhook(ctx context.Context, q store.Querier, id uuid.UUID, forUpdate bool) (webhookRow, error) {
+	sql := "SELECT " + webhookColumns + " FROM webhooks WHERE id = $1"
+	if forUpdate {
+		sql += " FOR UPDATE"
+	}
+	return store.One[webhookRow](ctx, q, "read webhook", "webhook", id, sql, id)
+}
+
+// GetWebhook reads one subscription with its secrets.
+func (st *Store) GetWebhook(ctx context.Context, id uuid.UUID) (webhookRow, error) {
+	return st.webhook(ctx, st.s.DB(ctx), id, false)
+}
+
+// ListWebhooks lists the subscriptions the client created.
+func (st *Store) ListWebhooks(ctx context.Context, owner string, page model.Page) (model.Paged[Webhook], error) {
+	var f store.Filter
+	f.Where("created_by = ?", owner)
+	return store.List(ctx, st.s.DB(ctx), "list webhooks",
+		"SELECT id, url, types, description, created_at, created_by, updated_at, updated_by FROM webhooks", f, page,
+		func(w Webhook) uuid.UUID { return w.ID })
+}
+
+// UpdateWebhook applies change to the locked subscription and stores
+// what it returns; check decides, on the row as it is, whether the caller
+// may (a 404 for another client's).
+func (st *Store) UpdateWebhook(ctx context.Context, id uuid.UUID, check func(webhookRow) error,
+	change func(webhookRow) (webhookRow, error)) (webhookRow, error) {
+	var out webhookRow
+	err := st.s.Write(ctx, "update webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		current, err := st.webhook(ctx, tx, id, true)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(current); err != nil {
+			return nil, err
+		}
+		if err := ifMatch(ctx, current); err != nil {
+			return nil, err
+		}
+		next, err := change(current)
+		if err != nil {
+			return nil, err
+		}
+		next.UpdatedAt, next.UpdatedBy = time.Now().UTC().Truncate(time.Microsecond), auth.Subject(ctx)
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET url = $2, types = $3, description = $4, secret = $5,
+			previous_secret = $6, previous_secret_until = $7, updated_at = $8, updated_by = $9 WHERE id = $1`,
+			id, next.URL, next.Types, next.Description, next.Secret, next.PreviousSecret, next.PreviousSecretUntil,
+			next.UpdatedAt, next.UpdatedBy)
+		out = next
+		return nil, store.Classify(err, "update webhook")
+	})
+	return out, err
+}
+
+// DeleteWebhook removes a subscription and its deliveries.
+func (st *Store) DeleteWebhook(ctx context.Context, id uuid.UUID, check func(webhookRow) error) error {
+	return st.s.Write(ctx, "delete webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		current, err := st.webhook(ctx, tx, id, true)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(current); err != nil {
+			return nil, err
+		}
+		if err := ifMatch(ctx, current); err != nil {
+			return nil, err
+		}
+		_, err = tx.Exec(ctx, "DELETE FROM webhooks WHERE id = $1", id)
+		return nil, store.Classify(err, "delete webhook")
+	})
+}
+
+// ifMatch is the request's If-Match against the subscription as a GET
+// shows it (412 when it names another).
+func ifMatch(ctx context.Context, current webhookRow) error {
+	if !httpx.IfMatchWanted(ctx) {
+		return nil
+	}
+	return httpx.CheckIfMatch(ctx, current.Webhook)
+}
+
+const deliveryColumns = "id, event_id, attempts, status, last_status_code, last_error, next_attempt_at"
+
+// ListDeliveries lists a subscription's deliveries in the order they were
+// queued.
+func (st *Store) ListDeliveries(ctx context.Context, webhook uuid.UUID, status *string, page model.Page) (model.Paged[Delivery], error) {
+	var f store.Filter
+	f.Where("webhook_id = ?", webhook)
+	store.Equal(&f, "status", status)
+	return store.List(ctx, st.s.DB(ctx), "list deliveries", "SELECT "+deliveryColumns+" FROM deliveries", f, page,
+		func(d Delivery) uuid.UUID { return d.ID })
+}
+
+// RetryDelivery queues a failed delivery again, from a fresh retry
+// schedule; a pending one stays as it is; a succeeded one is a 409.
+func (st *Store) RetryDelivery(ctx context.Context, p DeliveryPath) (Delivery, error) {
+	var d Delivery
+	err := st.s.Write(ctx, "retry delivery", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var err error
+		d, err = store.One[Delivery](ctx, tx, "read delivery", "delivery", p.ID,
+			"SELECT "+deliveryColumns+" FROM deliveries WHERE id = $1 AND webhook_id = $2 FOR UPDATE", p.ID, p.WebhookID)
+		if err != nil {
+			return nil, err
+		}
+		switch d.Status {
+		case StatusSucceeded:
+			return nil, apperr.Conflict("delivery " + d.ID.String() + " succeeded; only a failed delivery can be retried")
+		case StatusPending:
+			return nil, nil
+		}
+		d, err = store.One[Delivery](ctx, tx, "retry delivery", "delivery", p.ID,
+			`UPDATE deliveries SET status = 'pending', next_attempt_at = now(), queued_at = now(), updated_at = now()
+			WHERE id = $1 RETURNING `+deliveryColumns, p.ID)
+		return nil, err
+	})
+	return d, err
+}
+
+// Job is a delivery claimed for one attempt, with what the attempt needs.
+type Job struct {
+	ID, WebhookID, EventID uuid.UUID
+	Attempts               int // counting this one
+	QueuedAt               time.Time
+	URL                    string
+	Secrets                []string
+	Body                   []byte // nil when the event is no longer kept
+}
+
+// Claim leases up to n due deliveries for one attempt each: per
+// subscription and subject only the earliest pending one is due, so a
+// later event never overtakes an earlier one. The lease (next_attempt_at
+// moved past the attempt's longest time) keeps other dispatchers off it;
+// a dispatcher that dies mid-attempt leaves it to be tried again when the
+// lease ends.
+func (st *Store) Claim(ctx context.Context, n int, lease time.Duration) ([]Job, error) {
+	rows, err := st.s.Pool.Query(ctx, `WITH due AS (
+			SELECT d.id FROM deliveries d
+			WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+			  AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.webhook_id = d.webhook_id AND e.subject = d.subject
+			                  AND e.status = 'pending' AND e.event_seq < d.event_seq)
+			ORDER BY d.next_attempt_at
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED)
+		UPDATE deliveries d SET attempts = d.attempts + 1, next_attempt_at = now() + $2::interval, updated_at = now()
+		FROM due, webhooks w
+		WHERE d.id = due.id AND w.id = d.webhook_id
+		RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.queued_at, w.url,
+			array_remove(ARRAY[w.secret, CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END], NULL),
+			(SELECT body::text FROM events e WHERE e.seq = d.event_seq)`, n, lease)
+	if err != nil {
+		return nil, store.Classify(err, "claim deliveries")
+	}
+	var jobs []Job
+	var j Job
+	var body *string
+	_, err = pgx.ForEachRow(rows, []any{&j.ID, &j.WebhookID, &j.EventID, &j.Attempts, &j.QueuedAt, &j.URL, &j.Secrets, &body}, func() error {
+		job := j
+		if body != nil {
+			job.Body = []byte(*body)
+		}
+		jobs = append(jobs, job)
+		return nil
+	})
+	return jobs, store.Classify(err, "claim deliveries")
+}
+
+// Outcome is what one attempt came to.
+type Outcome struct {
+	StatusCode int    // 0: no answer
+	Error      string // "" on success
+	// Status is the delivery's status after the attempt; Next its next
+	// attempt when it stays pending.
+	Status string
+	Next   time.Time
+}
+
+// Record stores an attempt's outcome.
+func (st *Store) Record(ctx context.Context, id uuid.UUID, o Outcome) error {
+	var code *int
+	if o.StatusCode != 0 {
+		code = &o.StatusCode
+	}
+	var lastErr, next any
+	if o.Error != "" {
+		lastErr = o.Error
+	}
+	if o.Status == StatusPending {
+		next = o.Next
+	}
+	_, err := st.s.Pool.Exec(ctx, `UPDATE deliveries SET status = $2, last_status_code = $3, last_error = $4,
+		next_attempt_at = $5, updated_at = now() WHERE id = $1`, id, o.Status, code, lastErr, next)
+	return store.Classify(err, "record delivery attempt")
+}
+
+// DeliveryCounts are the deliveries by status, for the metrics.
+func (st *Store) DeliveryCounts(ctx context.Context) (map[string]int64, error) {
+	rows, err := st.s.Pool.Query(ctx, "SELECT status, count(*) FROM deliveries GROUP BY status")
+	if err != nil {
+		return nil, store.Classify(err, "count deliveries")
+	}
+	out := map[string]int64{StatusPending: 0, StatusSucceeded: 0, StatusFailed: 0}
+	var status string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error { out[status] = n; return nil })
+	return out, store.Classify(err, "count deliveries")
+}

@@ -1,0 +1,110 @@
+package events
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
+)
+
+// NewHTTPHandler is the route table of the feed, the histories and the
+// webhooks. A history sits under its resource's own path; the gateway
+// sends it here because the catalog declares it (catalog.Resource.Under).
+// Only the client that made a subscription sees it (service.visible): to
+// anyone else it does not exist, so the owner rule answers 404 here, and
+// an admin may change or delete it.
+func NewHTTPHandler(e Endpoints) *httpx.Router {
+	r := httpx.NewRouter(auth.RequireScope)
+	handle := r.Handle
+	handle("GET", "/events", endpoints.Serve(e.Feed, decodeFeed))
+	for prefix := range HistoryKinds {
+		handle("GET", "/"+prefix+"/{id}/history", endpoints.Serve(e.History, decodeHistory))
+	}
+
+	handle("POST", "/webhooks", endpoints.Serve(e.CreateWebhook, httpx.Body[WebhookInput], endpoints.IdempotencyKey))
+	handle("GET", "/webhooks", endpoints.Serve(e.ListWebhooks, decodeList))
+	handle("GET", "/webhooks/{id}", endpoints.Serve(e.GetWebhook, httpx.PathID))
+	handle("PATCH", "/webhooks/{id}", endpoints.Serve(e.UpdateWebhook, httpx.PathIDBody[WebhookPatch], endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("DELETE", "/webhooks/{id}", endpoints.Serve(e.DeleteWebhook, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("POST", "/webhooks/{id}/rotate-secret", endpoints.Serve(e.RotateSecret, httpx.PathID, endpoints.IdempotencyKey))
+	handle("GET", "/webhooks/{id}/deliveries", endpoints.Serve(e.ListDeliveries, decodeListDeliveries))
+	handle("POST", "/webhooks/{id}/deliveries/{delivery_id}/retry", endpoints.Serve(e.RetryDelivery, decodeDeliveryPath, endpoints.IdempotencyKey))
+	return r
+}
+
+// decodeFeed reads after (a cursor, or "now"), type (repeatable) and
+// limit. A cursor the registry did not issue is a 400, an unknown type a
+// 422 naming type.
+func decodeFeed(r *http.Request) (FeedQuery, error) {
+	q := httpx.ParseQueryRepeating(r, []string{"type"}, "after", "type", "limit")
+	v := FeedQuery{Oldest: true, Limit: q.Limit()}
+	var invalid apperr.Validation
+	v.Filter = ParseTypes(&invalid, "type", q.Strings("type"), false)
+	for _, f := range invalid.Fields() {
+		q.Invalid(f.Field, "%s", f.Message)
+	}
+	switch after := q.String("after"); {
+	case after == nil:
+	case *after == "now":
+		v.Oldest, v.Now = false, true
+	default:
+		seq, err := model.DecodeSequenceCursor(*after, feedBinding)
+		if err != nil {
+			q.Bad("after", "is not a cursor of this feed: follow the Link of a previous page, or use now")
+		}
+		v.Oldest, v.After = false, seq
+	}
+	return v, q.Err()
+}
+
+// decodeHistory reads the resource (the path's first segment), its id and
+// the page.
+func decodeHistory(r *http.Request) (HistoryQuery, error) {
+	id, err := httpx.PathUUID(r, "id")
+	if err != nil {
+		return HistoryQuery{}, err
+	}
+	prefix, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	hq := HistoryQuery{Kind: HistoryKinds[prefix], ID: id}
+	q := httpx.ParseQuery(r, "limit", "cursor")
+	hq.Limit = q.Limit()
+	if c := q.String("cursor"); c != nil {
+		seq, err := model.DecodeSequenceCursor(*c, historyBinding(hq.Kind, id))
+		if err != nil {
+			q.Bad("cursor", "%s", err.Error())
+		}
+		hq.After = seq
+	}
+	return hq, q.Err()
+}
+
+func decodeList(r *http.Request) (httpx.ListRequest[struct{}], error) {
+	q := httpx.ParseQuery(r, "limit", "cursor")
+	return httpx.ListRequest[struct{}]{Page: q.Page()}, q.Err()
+}
+
+func decodeListDeliveries(r *http.Request) (httpx.ListRequest[DeliveryFilter], error) {
+	id, err := httpx.PathUUID(r, "id")
+	if err != nil {
+		return httpx.ListRequest[DeliveryFilter]{}, err
+	}
+	q := httpx.ParseQuery(r, "limit", "cursor", "status")
+	f := DeliveryFilter{WebhookID: id, Status: q.Enum("status", []string{StatusPending, StatusSucceeded, StatusFailed})}
+	return httpx.ListRequest[DeliveryFilter]{Filter: f, Page: q.Page()}, q.Err()
+}
+
+func decodeDeliveryPath(r *http.Request) (DeliveryPath, error) {
+	id, err := httpx.PathUUID(r, "id")
+	if err != nil {
+		return DeliveryPath{}, err
+	}
+	delivery, err := httpx.PathUUID(r, "delivery_id")
+	if err != nil {
+		return DeliveryPath{}, err
+	}
+	return DeliveryPath{WebhookID: id, ID: delivery}, httpx.NoQuery(r)
+}

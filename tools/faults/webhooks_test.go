@@ -1,0 +1,285 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The webhook rows run with the stack's retry schedule compressed 60
+// times (a minute of the production schedule is a second here): the first
+// retry after about 100 ms, at most a minute apart, retries for 24 minutes.
+// An attempt times out after 2 s (production: 15 s).
+var webhookEnv = []string{
+	"WEBHOOKS_RETRY_FIRST=100ms", "WEBHOOKS_RETRY_MAX=1m", "WEBHOOKS_GIVE_UP_AFTER=24m",
+	"WEBHOOKS_TIMEOUT=2s", "WEBHOOKS_POLL=100ms",
+}
+
+// timeScale is how much faster than production the rows run.
+const timeScale = 60
+
+// webhookFault is a receiver that misbehaves for a while.
+type webhookFault struct {
+	name string
+	// answer is the receiver's status while the fault lasts; 0 hangs
+	// until the registry gives up on the attempt.
+	answer int
+	hold   time.Duration // in the production's time; divided by timeScale
+}
+
+// webhookRow is one webhook fault's line in the report.
+type webhookRow struct {
+	fault                                         string
+	events, attempts, lost, outOfOrder, badHeader int
+	duplicates                                    int // events delivered with success more than once (each with the same webhook-id)
+	slowest                                       time.Duration
+}
+
+func TestWebhookReceiverFaults(t *testing.T) {
+	for _, f := range []webhookFault{
+		{name: "webhook receiver: answers 500 for 10 min, then recovers", answer: 500, hold: 10 * time.Minute},
+		{name: "webhook receiver: hangs (no answer) for 10 min, then recovers", answer: 0, hold: 10 * time.Minute},
+	} {
+		t.Run(f.name, func(t *testing.T) { exerciseWebhook(t, f) })
+	}
+}
+
+// flakyReceiver records every attempt and fails them until healed.
+type flakyReceiver struct {
+	*httptest.Server
+	secret  string
+	mu      sync.Mutex
+	until   time.Time
+	answer  int
+	log     []attempt
+	arrived map[string]time.Time // first success per event id
+}
+
+type attempt struct {
+	id, subject string
+	ok          bool
+	headerOK    bool
+}
+
+func (r *flakyReceiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	var e struct {
+		ID      string `json:"id"`
+		Subject struct{ Kind, ID string }
+	}
+	_ = json.Unmarshal(body, &e)
+	r.mu.Lock()
+	failing, answer := time.Now().Before(r.until), r.answer
+	a := attempt{id: req.Header.Get("webhook-id"), subject: e.Subject.Kind + ":" + e.Subject.ID, ok: !failing}
+	a.headerOK = a.id == e.ID && signed(r.secret, req.Header, body)
+	r.log = append(r.log, a)
+	if a.ok {
+		if _, seen := r.arrived[a.id]; !seen {
+			r.arrived[a.id] = time.Now()
+		}
+	}
+	r.mu.Unlock()
+	switch {
+	case !failing:
+		w.WriteHeader(http.StatusNoContent)
+	case answer == 0:
+		<-req.Context().Done() // hangs until the registry gives up
+	default:
+		w.WriteHeader(answer)
+	}
+}
+
+func signed(secret string, h http.Header, body []byte) bool {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	ts, tsErr := strconv.ParseInt(h.Get("webhook-timestamp"), 10, 64)
+	if err != nil || tsErr != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.%s", h.Get("webhook-id"), ts, body)
+	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
+		if hmac.Equal([]byte(sig), []byte(want)) {
+			return true
+		}
+	}
+	return false
+}
+
+func exerciseWebhook(t *testing.T, f webhookFault) {
+	c := newClient(t)
+	r := &flakyReceiver{arrived: map[string]time.Time{}, answer: f.answer}
+	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
+	defer r.Close()
+	hold := f.hold / timeScale
+	r.until = time.Now().Add(hold)
+
+	tag := randomHex()
+	hook := jsonCall(t, c, "POST", "/webhooks", map[string]any{"url": r.URL + "/hook", "types": []string{"organization.*"},
+		"description": "faults " + tag}, 201)
+	r.mu.Lock()
+	r.secret = hook["secret"].(string)
+	r.mu.Unlock()
+	defer jsonCall(t, c, "DELETE", "/webhooks/"+hook["id"].(string), nil, 204)
+
+	// Writes during the fault: organizations created and changed twice,
+	// three events each, whose order per organization must hold.
+	sent := map[string]time.Time{} // organization id → when its last write was answered
+	var orgs []string
+	deadline := time.Now().Add(hold)
+	for i := 0; time.Now().Before(deadline) || i < 5; i++ {
+		org := jsonCall(t, c, "POST", "/organizations", map[string]any{"name": "Webhook " + tag, "organization_type": "private",
+			"registration_number": fmt.Sprintf("%s-%d", tag, i), "country": "NO"}, 201)["id"].(string)
+		for _, name := range []string{"Webhook B " + tag, "Webhook C " + tag} {
+			jsonCall(t, c, "PATCH", "/organizations/"+org, map[string]any{"name": name}, 200)
+		}
+		sent[org] = time.Now()
+		orgs = append(orgs, org)
+		time.Sleep(hold / 10)
+	}
+
+	// The events, as the feed has them: the truth the receiver must match.
+	want := map[string][]string{} // subject → event ids in order
+	var ids []string
+	for _, org := range orgs {
+		for wait := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+			var history []map[string]any
+			getJSON(t, c, "/organizations/"+org+"/history", &history)
+			if len(history) == 3 || time.Since(wait) > 30*time.Second {
+				for _, e := range history {
+					want["organization:"+org] = append(want["organization:"+org], e["id"].(string))
+					ids = append(ids, e["id"].(string))
+				}
+				break
+			}
+		}
+	}
+
+	// Everything arrives once the receiver is back (the schedule's next
+	// attempt plus a margin), nothing out of order per organization.
+	for wait := time.Now(); time.Since(wait) < 2*time.Minute; time.Sleep(200 * time.Millisecond) {
+		r.mu.Lock()
+		n := len(r.arrived)
+		r.mu.Unlock()
+		if n >= len(ids) {
+			break
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	row := webhookRow{fault: f.name, events: len(ids), attempts: len(r.log)}
+	successes := map[string]int{}
+	done := map[string]int{} // subject → events succeeded so far, in order
+	index := map[string]int{}
+	for _, list := range want {
+		for i, id := range list {
+			index[id] = i
+		}
+	}
+	for _, a := range r.log {
+		if !a.headerOK {
+			row.badHeader++
+		}
+		if index[a.id] > done[a.subject] {
+			row.outOfOrder++ // sent before every earlier event of its subject had succeeded
+		}
+		if a.ok {
+			successes[a.id]++
+			if index[a.id] == done[a.subject] {
+				done[a.subject]++
+			}
+		}
+	}
+	for _, id := range ids {
+		switch n := successes[id]; {
+		case n == 0:
+			row.lost++
+		case n > 1:
+			row.duplicates++
+		}
+		if at, ok := r.arrived[id]; ok {
+			row.slowest = max(row.slowest, at.Sub(r.until))
+		}
+	}
+	webhookReportMu.Lock()
+	webhookReport = append(webhookReport, row)
+	webhookReportMu.Unlock()
+	if row.lost > 0 || row.outOfOrder > 0 || row.badHeader > 0 || len(ids) < 3*len(orgs) {
+		t.Errorf("%s: %d of %d events lost, %d sent out of order, %d with a bad webhook-id or signature (feed had %d of %d)",
+			f.name, row.lost, row.events, row.outOfOrder, row.badHeader, len(ids), 3*len(orgs))
+	}
+}
+
+var (
+	webhookReportMu sync.Mutex
+	webhookReport   []webhookRow
+)
+
+func printWebhookReport() {
+	if len(webhookReport) == 0 {
+		return
+	}
+	fmt.Printf("\nwebhook faults: time compressed %dx (%s)\n", timeScale, strings.Join(webhookEnv, " "))
+	fmt.Println("fault | events | attempts | lost | sent out of order | bad webhook-id or signature | delivered twice (same webhook-id) | last delivery after recovery")
+	for _, r := range webhookReport {
+		fmt.Printf("%s | %d | %d | %d | %d | %d | %d | %s\n", r.fault, r.events, r.attempts, r.lost, r.outOfOrder, r.badHeader,
+			r.duplicates, r.slowest.Round(10*time.Millisecond))
+	}
+}
+
+// jsonCall sends body as JSON through the gateway and decodes the answer,
+// failing unless it has status.
+func jsonCall(t *testing.T, c *client, method, path string, body any, status int) map[string]any {
+	t.Helper()
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+	}
+	contentType := "application/json"
+	if method == "PATCH" {
+		contentType = "application/merge-patch+json"
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, stack.RegistryURL+path, strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, out)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(out, &m)
+	return m
+}
+
+func getJSON(t *testing.T, c *client, path string, into any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", stack.RegistryURL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(into)
+}

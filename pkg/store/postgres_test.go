@@ -274,13 +274,24 @@ func TestLockTimeoutIsUnavailable(t *testing.T) {
 // deadline.
 func TestWritesLeaveConnectionsForReads(t *testing.T) {
 	cfg := open(t)
-	cfg.MaxConns, cfg.AcquireTimeout = 4, 200*time.Millisecond
+	// Long enough for a new connection on a busy machine (the read below
+	// dials the pool's last one): the refusals checked here are about a
+	// full pool, not a slow one.
+	cfg.MaxConns, cfg.AcquireTimeout = 4, 2*time.Second
 	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
 	var writes []pgx.Tx
+	// Runs before pool.Close, also after a failed check: Close waits for
+	// every connection to come back, so an open transaction would hang
+	// the test instead of failing it.
+	defer func() {
+		for _, tx := range writes {
+			_ = tx.Rollback(context.Background())
+		}
+	}()
 	for range 3 { // all the write slots of a pool of 4
 		tx, err := pool.BeginWrite(t.Context())
 		if err != nil {
@@ -299,6 +310,7 @@ func TestWritesLeaveConnectionsForReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer reader.Rollback(context.Background()) //nolint:errcheck // a no-op once rolled back
 	if err := pool.QueryRow(t.Context(), "SELECT 1").Scan(&n); !apperr.Is(store.Classify(err, "read"), apperr.KindUnavailable) {
 		t.Fatalf("no connection free: %v, want unavailable", err)
 	}

@@ -156,7 +156,8 @@ func (b Budget) policyHeader() string {
 // seconds until the whole quota is available again (rounded up, so a
 // client that waits t seconds finds it full).
 func (b Budget) stateHeader(remaining int, reset time.Duration) string {
-	return sfString(b.Name) + ";r=" + strconv.Itoa(max(remaining, 0)) + ";t=" + strconv.Itoa(ceilSeconds(reset))
+	// Never more than the quota, whatever a replica's leases add up to.
+	return sfString(b.Name) + ";r=" + strconv.Itoa(min(max(remaining, 0), b.Quota)) + ";t=" + strconv.Itoa(ceilSeconds(reset))
 }
 
 // ceilSeconds is d in whole seconds, rounded up; never negative.

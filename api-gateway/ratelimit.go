@@ -305,7 +305,12 @@ func (l *rateLimiter) charge(ctx context.Context, sub string, b Budget) *redis_r
 	defer ls.mu.Unlock()
 	ls.lastCall, ls.remaining, ls.reset = now, res.Remaining, res.ResetAfter
 	if res.Allowed > 0 && n > 1 {
-		// Concurrent charges of one client add up rather than overwrite.
+		// Concurrent charges of one client add up rather than overwrite;
+		// what was left of a lapsed lease is gone (fromLease no longer
+		// serves it), so it must not count again.
+		if !now.Before(ls.until) {
+			ls.left = 0
+		}
 		ls.left, ls.until = ls.left+n-1, now.Add(leaseWindow)
 		return &redis_rate.Result{Limit: res.Limit, Allowed: 1, Remaining: res.Remaining + n - 1, ResetAfter: res.ResetAfter, RetryAfter: res.RetryAfter}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -242,6 +243,34 @@ func TestBatchedChargesKeepTheSharedBudget(t *testing.T) {
 	}
 	if calls := a.gateway.limiter.calls.Load(); calls > int64(served)/2 {
 		t.Errorf("%d round trips to Redis for %d calls served: the busy client was not charged in batches", calls, served)
+	}
+}
+
+// A busy client's headers tell the truth across leases that lapse: what
+// was left of a lapsed lease is not counted again, so the remaining
+// requests r a client is told never grow while it keeps calling (the
+// budget refills by one request every 3.6 s here, so at most once).
+func TestRemainingAcrossLapsedLeases(t *testing.T) {
+	url, prefix := testkit.RedisURL(t), testkit.RedisPrefix(t)
+	const quota = 1000
+	a := newGateway(t, limited(url, prefix, func(c *RateLimitConfig) { c.Default = Budget{"default", quota, time.Hour} }))
+	ro := a.issuer.ReadOnly(t)
+	last, grew := quota, 0
+	for round := range 6 {
+		for call := range 3 { // a burst: its later calls are charged in a batch
+			r := testkit.Expect(t, a.client.Do(t, "GET", "/people", ro, nil), 200)
+			var remaining int
+			if _, err := fmt.Sscanf(strings.TrimPrefix(r.Header.Get("RateLimit"), `"default";`), "r=%d", &remaining); err != nil {
+				t.Fatalf("RateLimit %q: %v", r.Header.Get("RateLimit"), err)
+			}
+			if remaining > last {
+				if grew++; grew > 1 || remaining > last+1 {
+					t.Fatalf("round %d, call %d: r=%d after r=%d: the client is told of requests it does not have", round, call, remaining, last)
+				}
+			}
+			last = remaining
+		}
+		time.Sleep(2 * leaseWindow) // the lease lapses with most of it unused
 	}
 }
 

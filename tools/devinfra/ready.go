@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,13 +18,44 @@ import (
 const defaultStartTimeout = time.Minute
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+//
+// It picks at random below the kernel's ephemeral range: a port the kernel
+// hands out for ":0" is also the kind it hands to every outgoing
+// connection, so under make test's parallel load another process's client
+// socket often took it before our server bound it. Below that range only
+// another FreePort can take it, and at random among thousands it rarely
+// does; launchOnPort retries when it happens anyway.
 func FreePort() (int, error) {
+	lo, hi := freePortRange()
+	for range 64 {
+		port := lo + rand.IntN(hi-lo)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePortRange is where FreePort picks: the 12,000 ports below the
+// ephemeral range (Linux's ip_local_port_range; 32768 when unknown),
+// never below 10000.
+func freePortRange() (lo, hi int) {
+	hi = 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+				hi = n
+			}
+		}
+	}
+	return max(hi-12000, 10000), hi
 }
 
 // errPortInUse marks a start that lost the race for a port picked by FreePort.

@@ -286,7 +286,11 @@ func InTx(ctx context.Context, pool *Pool, op string, fn func(tx pgx.Tx) error) 
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
 	if err := fn(tx); err != nil {
-		return err
+		// A step that returned a database error as it came (the outbox's
+		// insert, say) still reaches the client as a 503 when the
+		// database is down, never as a 500; classified errors pass as
+		// they are.
+		return Classify(err, op)
 	}
 	return Classify(tx.Commit(ctx), op+": commit")
 }

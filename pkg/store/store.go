@@ -256,7 +256,7 @@ func inSavepoint(ctx context.Context, tx pgx.Tx, op string, fn func(pgx.Tx) erro
 	}
 	defer sp.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after release
 	if err := fn(sp); err != nil {
-		return err
+		return Classify(err, op) // as InTx does
 	}
 	return Classify(sp.Commit(ctx), op+": release savepoint")
 }

@@ -60,7 +60,9 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 	if r.Once {
 		s.Sample = MeasureOnce(ctx, op, tag)
 	} else {
-		s.Sample = Measure(ctx, o.Load, op, seed, tag)
+		load := o.Load
+		load.Duration, load.Warmup = max(load.Duration, r.MinWindow), max(load.Warmup, r.MinWindow/4)
+		s.Sample = Measure(ctx, load, op, seed, tag)
 	}
 	profiled.Wait()
 	s.PeakRSSMiB, s.StartRSSMiB = sampler(), start

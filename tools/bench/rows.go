@@ -37,6 +37,11 @@ type Row struct {
 	// Events is how many change events one call makes published (the
 	// relay's row): the table shows events/s beside req/s.
 	Events int
+	// MinWindow, when set, is the shortest measured window of the row
+	// (and its warm-up): a call that lasts longer than a QUICK=1 window
+	// (a delivery through relay, stream and dispatcher) would otherwise
+	// never end inside it and the row would count nothing.
+	MinWindow time.Duration
 }
 
 // Call is one registry operation, measured twice: through the gateway

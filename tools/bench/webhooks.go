@@ -94,7 +94,7 @@ func startSink() (*webhookSink, error) {
 // event reaches the receiver. Its p50 and p99 are the delay from a write's
 // answer to its delivery; its req/s the writes per second delivered end to
 // end, with the row's concurrency.
-var WebhookRow = Row{Name: WebhookRowName, Via: "gateway",
+var WebhookRow = Row{Name: WebhookRowName, Via: "gateway", MinWindow: 3 * time.Second,
 	Before: func(ctx context.Context, e *Env) error {
 		s, err := startSink()
 		if err != nil {

@@ -108,7 +108,9 @@ var Services = []Service{
 	{
 		Deployable: service("actions", 8104),
 		// Action documents live under /actions/{action_id}/action_documents.
-		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}},
+		// Compliance is the read model of what is due, over the actions and
+		// a projection of the assets (docs/architecture.md).
+		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}, {Name: "compliance", Prefixes: []string{"/compliance"}}},
 		Needs:     []Datastore{Postgres, NATS},
 		Kinds:     []string{"action", "action_document"},
 		// An action names its asset and the person and organization that

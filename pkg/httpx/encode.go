@@ -25,12 +25,15 @@ type NoContent struct{}
 
 // List is a JSON array with a Link rel="next" header when more rows follow.
 type List struct {
-	Items any
-	Next  uuid.UUID
+	Items   any
+	Next    uuid.UUID
+	NextSub uint8
 }
 
 // ListOf adapts a store result.
-func ListOf[T any](r model.Paged[T]) List { return List{Items: r.Items, Next: r.Next} }
+func ListOf[T any](r model.Paged[T]) List {
+	return List{Items: r.Items, Next: r.Next, NextSub: r.NextSub}
+}
 
 // Replay is an answer given before, sent again as it was (an
 // Idempotency-Key's replay).
@@ -71,7 +74,7 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	h.Set("Cache-Control", "no-store")
 	if list, ok := response.(List); ok {
 		if list.Next != uuid.Nil {
-			h.Set("Link", nextLink(ctx, list.Next))
+			h.Set("Link", nextLink(ctx, list.Next, list.NextSub))
 		}
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
@@ -107,10 +110,10 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 // nextLink keeps the request's own path and filters and swaps the cursor.
 // It is a relative reference so it stays right behind any gateway or
 // ingress host name.
-func nextLink(ctx context.Context, after uuid.UUID) string {
+func nextLink(ctx context.Context, after uuid.UUID, sub uint8) string {
 	info := RequestInfoFrom(ctx)
 	q, _ := url.ParseQuery(info.RawQuery)
-	q.Set("cursor", model.EncodeCursor(after, cursorBinding(q)))
+	q.Set("cursor", model.EncodeCursorAt(after, sub, cursorBinding(q)))
 	u := url.URL{Path: info.Path, RawQuery: q.Encode()}
 	return "<" + u.String() + `>; rel="next"`
 }

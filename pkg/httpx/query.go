@@ -28,6 +28,7 @@ type Query struct {
 	parseErr error
 	bad      apperr.Validation
 	invalid  apperr.Validation
+	repeats  []string // the parameters read as lists (Enums), which may repeat
 }
 
 // ParseQuery starts reading r's query; known lists every parameter the
@@ -47,7 +48,7 @@ func ParseQuery(r *http.Request, known ...string) *Query {
 		case !slices.Contains(known, k):
 			q.bad.Add(k, "is not a known query parameter; known: %s", strings.Join(known, ", "))
 		case len(q.values[k]) > 1:
-			q.bad.Add(k, "must be given at most once")
+			q.bad.Add(k, onceMessage)
 		}
 	}
 	return q
@@ -128,6 +129,29 @@ func (q *Query) Enum(name string, allowed []string) *string {
 	return &v
 }
 
+// Enums reads a parameter that may repeat (action_type=a&action_type=b),
+// each value one of allowed; nil when absent. Every value out of allowed
+// is named in the 422.
+func (q *Query) Enums(name string, allowed []string) []string {
+	q.raw(name) // declared as known
+	q.repeats = append(q.repeats, name)
+	var out []string
+	for _, v := range q.values[name] {
+		if !slices.Contains(allowed, v) {
+			q.invalid.Add(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
+			continue
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// onceMessage is the problem of a parameter given twice that only takes
+// one value.
+const onceMessage = "must be given at most once"
+
 // Invalid records a domain problem found by the caller (e.g. a pattern).
 func (q *Query) Invalid(name, format string, args ...any) { q.invalid.Add(name, format, args...) }
 
@@ -145,11 +169,11 @@ func (q *Query) Page() model.Page {
 		}
 	}
 	if v, ok := q.raw("cursor"); ok {
-		after, err := model.DecodeCursor(v, q.Binding())
+		after, sub, err := model.DecodeCursor(v, q.Binding())
 		if err != nil {
 			q.bad.Add("cursor", "%s", err.Error())
 		} else {
-			page.After = after
+			page.After, page.AfterSub = after, sub
 		}
 	}
 	return page
@@ -175,8 +199,14 @@ func (q *Query) Err() error {
 	if q.parseErr != nil {
 		return q.parseErr
 	}
-	if fields := q.bad.Fields(); len(fields) > 0 {
-		return apperr.BadRequest("the query has parameters that cannot be parsed", fields...)
+	var bad []apperr.FieldError
+	for _, f := range q.bad.Fields() {
+		if f.Message != onceMessage || !slices.Contains(q.repeats, f.Field) {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return apperr.BadRequest("the query has parameters that cannot be parsed", bad...)
 	}
 	if fields := q.invalid.Fields(); len(fields) > 0 {
 		return apperr.Invalid(fields...)

@@ -118,7 +118,7 @@ func TestRequestIDs(t *testing.T) {
 }
 
 func TestQuery(t *testing.T) {
-	known := []string{"limit", "cursor", "name", "born", "flag", "asset_id", "kind"}
+	known := []string{"limit", "cursor", "name", "born", "flag", "asset_id", "kind", "kinds"}
 	tests := []struct {
 		name   string
 		query  string
@@ -152,6 +152,9 @@ func TestQuery(t *testing.T) {
 		{"upper-case uuid is not canonical", "asset_id=0190B0A4-2A2C-7C4E-8A42-1A2B3C4D5E6F", 400},
 		{"limit with a sign", "limit=%2B5", 400},
 		{"limit with a plus (a space)", "limit=+5", 400},
+		{"a list parameter may repeat", "kinds=a&kinds=b&kinds=a", 0},
+		{"every value of a list parameter is in its enum", "kinds=a&kinds=z", 422},
+		{"a repeated single parameter beside a list one", "kinds=a&kinds=b&kind=a&kind=b", 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,6 +164,7 @@ func TestQuery(t *testing.T) {
 			q.Bool("flag")
 			q.UUID("asset_id")
 			q.Enum("kind", []string{"a", "b"})
+			q.Enums("kinds", []string{"a", "b"})
 			page := q.Page()
 			err := q.Err()
 			if got := statusOf(err); got != tt.status {

@@ -24,13 +24,18 @@ const (
 type Page struct {
 	Limit int
 	After uuid.UUID
+	// AfterSub orders the items that share an id, in lists whose key has a
+	// second part (a compliance row is an asset's id and its action type);
+	// 0 in every other list.
+	AfterSub uint8
 }
 
-// Paged is one page; Next is the id to continue after, uuid.Nil on the
-// last page.
+// Paged is one page; Next (and NextSub) is the position to continue after,
+// uuid.Nil on the last page.
 type Paged[T any] struct {
-	Items []T
-	Next  uuid.UUID
+	Items   []T
+	Next    uuid.UUID
+	NextSub uint8
 }
 
 // TrimPage turns the Limit+1 rows a store fetched into a page: the extra row
@@ -57,31 +62,44 @@ const cursorMACSize = 10
 // garbage is told apart from a real position. It is a checksum, not a
 // secret: a forged position would only let a caller read what it may read
 // anyway.
-func EncodeCursor(after uuid.UUID, binding string) string {
-	buf := make([]byte, 0, 16+cursorMACSize)
-	buf = append(buf, after[:]...)
-	buf = append(buf, cursorMAC(after, binding)...)
+func EncodeCursor(after uuid.UUID, binding string) string { return EncodeCursorAt(after, 0, binding) }
+
+// EncodeCursorAt is EncodeCursor for a position with a second part (see
+// Page.AfterSub). A sub of 0 gives EncodeCursor's cursor.
+func EncodeCursorAt(after uuid.UUID, sub uint8, binding string) string {
+	key := after[:]
+	if sub != 0 {
+		key = append(append([]byte{}, after[:]...), sub)
+	}
+	buf := make([]byte, 0, len(key)+cursorMACSize)
+	buf = append(buf, key...)
+	buf = append(buf, cursorMAC(key, binding)...)
 	return base64.RawURLEncoding.EncodeToString(buf)
 }
 
-// DecodeCursor reverses EncodeCursor.
-func DecodeCursor(cursor, binding string) (uuid.UUID, error) {
+// DecodeCursor reverses EncodeCursorAt (and EncodeCursor, whose sub is 0).
+func DecodeCursor(cursor, binding string) (uuid.UUID, uint8, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(raw) != 16+cursorMACSize {
-		return uuid.Nil, ErrCursor
+	if err != nil || (len(raw) != 16+cursorMACSize && len(raw) != 17+cursorMACSize) {
+		return uuid.Nil, 0, ErrCursor
 	}
-	id, err := uuid.FromBytes(raw[:16])
-	if err != nil || subtle.ConstantTimeCompare(raw[16:], cursorMAC(id, binding)) != 1 {
-		return uuid.Nil, ErrCursor
+	key := raw[:len(raw)-cursorMACSize]
+	id, err := uuid.FromBytes(key[:16])
+	if err != nil || subtle.ConstantTimeCompare(raw[len(key):], cursorMAC(key, binding)) != 1 {
+		return uuid.Nil, 0, ErrCursor
 	}
-	return id, nil
+	var sub uint8
+	if len(key) == 17 {
+		sub = key[16]
+	}
+	return id, sub, nil
 }
 
-func cursorMAC(id uuid.UUID, binding string) []byte {
+func cursorMAC(key []byte, binding string) []byte {
 	h := sha256.New()
 	h.Write([]byte("asset-registry cursor v1\x00"))
 	h.Write([]byte(binding))
 	h.Write([]byte{0})
-	h.Write(id[:])
+	h.Write(key)
 	return h.Sum(nil)[:cursorMACSize]
 }

@@ -11,16 +11,23 @@ import (
 func TestCursorRoundTrip(t *testing.T) {
 	id := uuid.Must(uuid.NewV7())
 	c := model.EncodeCursor(id, "country=no")
-	got, err := model.DecodeCursor(c, "country=no")
-	if err != nil || got != id {
-		t.Fatalf("got %v, %v", got, err)
+	got, sub, err := model.DecodeCursor(c, "country=no")
+	if err != nil || got != id || sub != 0 {
+		t.Fatalf("got %v, %d, %v", got, sub, err)
 	}
-	for _, bad := range []string{"", "abc", c + "x", c[:len(c)-2]} {
-		if _, err := model.DecodeCursor(bad, "country=no"); err == nil {
+	at := model.EncodeCursorAt(id, 3, "country=no")
+	if got, sub, err := model.DecodeCursor(at, "country=no"); err != nil || got != id || sub != 3 {
+		t.Fatalf("with a second part: got %v, %d, %v", got, sub, err)
+	}
+	if model.EncodeCursorAt(id, 0, "country=no") != c {
+		t.Error("a second part of 0 must give the plain cursor")
+	}
+	for _, bad := range []string{"", "abc", c + "x", c[:len(c)-2], at[:len(at)-2]} {
+		if _, _, err := model.DecodeCursor(bad, "country=no"); err == nil {
 			t.Errorf("DecodeCursor(%q) accepted", bad)
 		}
 	}
-	if _, err := model.DecodeCursor(c, "country=se"); err == nil {
+	if _, _, err := model.DecodeCursor(c, "country=se"); err == nil {
 		t.Error("a cursor must not be valid for other filters")
 	}
 }

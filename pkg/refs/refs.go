@@ -74,6 +74,48 @@ type Service interface {
 	// settle, the answer waits for every write in flight that checked the
 	// target, so it is final for a delete.
 	Referrers(ctx context.Context, kind string, id uuid.UUID, settle bool) ([]Ref, error)
+	// List returns up to limit targets of kind after the id after, in id
+	// order, with their attributes: how another service's read model of
+	// the kind is rebuilt without reading the owner's schema.
+	List(ctx context.Context, kind string, after uuid.UUID, limit int) ([]Found, error)
+}
+
+// ListFunc reads up to limit rows of a kind after the id after, in id
+// order.
+type ListFunc func(ctx context.Context, q store.Querier, after uuid.UUID, limit int) ([]Found, error)
+
+// ListIn is the ListFunc of a kind that is one table's rows; each of
+// attrs is a column told as an attribute of the same name (NULL: left out).
+func ListIn(table string, attrs ...string) ListFunc {
+	columns := "id"
+	for _, a := range attrs {
+		columns += ", " + a + "::text"
+	}
+	query := `SELECT ` + columns + ` FROM ` + table + ` WHERE id > $1 ORDER BY id LIMIT $2`
+	return func(ctx context.Context, q store.Querier, after uuid.UUID, limit int) ([]Found, error) {
+		rows, err := q.Query(ctx, query, after, limit)
+		if err != nil {
+			return nil, store.Classify(err, "list "+table)
+		}
+		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Found, error) {
+			values := make([]*string, len(attrs))
+			dest := []any{new(uuid.UUID)}
+			for i := range values {
+				dest = append(dest, &values[i])
+			}
+			if err := row.Scan(dest...); err != nil {
+				return Found{}, err
+			}
+			f := Found{ID: *dest[0].(*uuid.UUID), Attrs: Attrs{}}
+			for i, v := range values {
+				if v != nil {
+					f.Attrs[attrs[i]] = *v
+				}
+			}
+			return f, nil
+		})
+		return found, store.Classify(err, "list "+table)
+	}
 }
 
 // ExistsFunc reads which of ids exist, with their attributes.
@@ -108,13 +150,49 @@ type Registry struct {
 	peers    *peer.Clients
 	owned    map[string]ExistsFunc
 	pointing map[string]ReferrersFunc
+	listed   map[string]ListFunc
 }
 
 // New returns the registry of the named service (its catalog entry).
 func New(service string, st *store.Store, peers *peer.Clients) *Registry {
 	return &Registry{service: service, store: st, peers: peers,
-		owned: map[string]ExistsFunc{}, pointing: map[string]ReferrersFunc{}}
+		owned: map[string]ExistsFunc{}, pointing: map[string]ReferrersFunc{}, listed: map[string]ListFunc{}}
 }
+
+// Lists declares that the service lists an owned kind to its peers.
+func (r *Registry) Lists(kind string, list ListFunc) { r.listed[kind] = list }
+
+// List implements Service.
+func (r *Registry) List(ctx context.Context, kind string, after uuid.UUID, limit int) ([]Found, error) {
+	list, ok := r.listed[kind]
+	if !ok {
+		return nil, apperr.Invalid(apperr.FieldError{Field: "kind", Message: r.service + " lists no " + kind})
+	}
+	if limit < 1 || limit > MaxList {
+		return nil, apperr.Invalid(apperr.FieldError{Field: "limit", Message: fmt.Sprintf("must be from 1 to %d", MaxList)})
+	}
+	found, err := list(ctx, r.store.DB(ctx), after, limit)
+	if found == nil {
+		found = []Found{}
+	}
+	return found, err
+}
+
+// ListOwned lists targets of kind from the service that owns it (List).
+func (r *Registry) ListOwned(ctx context.Context, kind string, after uuid.UUID, limit int) ([]Found, error) {
+	name, ok := catalog.OwnerOf(kind)
+	if !ok {
+		return nil, fmt.Errorf("refs: no service owns %s", kind)
+	}
+	owner, err := r.owner(name)
+	if err != nil {
+		return nil, err
+	}
+	return owner.List(ctx, kind, after, limit)
+}
+
+// MaxList bounds one List answer.
+const MaxList = 10000
 
 // Owns declares a kind this service owns.
 func (r *Registry) Owns(kind string, exists ExistsFunc) { r.owned[kind] = exists }

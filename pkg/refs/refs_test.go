@@ -3,6 +3,7 @@ package refs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -303,4 +304,51 @@ func TestDeleteAndCreateRace(t *testing.T) {
 		t.Errorf("%d deleted people are still referenced", dangling)
 	}
 	t.Logf("%d rounds: %d deletes went through, %d were refused", rounds, deleted, refused)
+}
+
+// A referrer pages through an owner's kind, in id order, with the
+// attributes the owner lists; a kind it does not list is a 422.
+func TestListOwned(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.ownerStore.Pool.Exec(t.Context(), `ALTER TABLE people ADD COLUMN nickname text`); err != nil {
+		t.Fatal(err)
+	}
+	w.owner.Lists("person", refs.ListIn("people", "nickname"))
+	var want []uuid.UUID
+	for i := range 5 {
+		id := uuid.Must(uuid.NewV7())
+		want = append(want, id)
+		var nickname *string
+		if i%2 == 0 {
+			n := fmt.Sprintf("p%d", i)
+			nickname = &n
+		}
+		if _, err := w.ownerStore.Pool.Exec(t.Context(), `INSERT INTO people (id, nickname) VALUES ($1, $2)`, id, nickname); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []uuid.UUID
+	for after := uuid.Nil; ; {
+		page, err := w.referrer.ListOwned(t.Context(), "person", after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, f := range page {
+			i := len(got)
+			if nick, ok := f.Attrs["nickname"]; ok != (i%2 == 0) || (ok && nick != fmt.Sprintf("p%d", i)) {
+				t.Errorf("person %d: attrs %v", i, f.Attrs)
+			}
+			got = append(got, f.ID)
+		}
+		after = page[len(page)-1].ID
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+	if _, err := w.referrer.ListOwned(t.Context(), "organization", uuid.Nil, 10); kindOf(err) != apperr.KindInvalid {
+		t.Errorf("a kind the owner does not list: %v", err)
+	}
 }

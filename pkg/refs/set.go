@@ -16,6 +16,7 @@ import (
 const (
 	ExistsPath    = peer.InternalPrefix + "refs/exists"
 	ReferrersPath = peer.InternalPrefix + "refs/referrers"
+	ListPath      = peer.InternalPrefix + "refs/list"
 )
 
 // Wire types of the protocol.
@@ -39,6 +40,14 @@ type (
 	ReferrersResponse struct {
 		Referrers []Ref `json:"referrers"`
 	}
+	ListRequest struct {
+		Kind  string    `json:"kind"`
+		After uuid.UUID `json:"after"`
+		Limit int       `json:"limit"`
+	}
+	ListResponse struct {
+		Found []Found `json:"found"`
+	}
 )
 
 // Set is the protocol's endpoints, in the manner of go-kit's addsvc: the
@@ -47,6 +56,7 @@ type (
 type Set struct {
 	ExistsEndpoint    endpoint.Endpoint
 	ReferrersEndpoint endpoint.Endpoint
+	ListEndpoint      endpoint.Endpoint
 }
 
 // MakeServerEndpoints adapts s, with the middleware on every endpoint.
@@ -64,6 +74,10 @@ func MakeServerEndpoints(s Service, middleware ...endpoint.Middleware) Set {
 			refs, err := s.Referrers(ctx, req.Kind, req.ID, req.Settle)
 			return ReferrersResponse{Referrers: refs}, err
 		}),
+		ListEndpoint: endpoints.New(func(ctx context.Context, req ListRequest) (ListResponse, error) {
+			found, err := s.List(ctx, req.Kind, req.After, req.Limit)
+			return ListResponse{Found: found}, err
+		}),
 	}
 	endpoints.Wrap(&set, middleware...)
 	return set
@@ -73,6 +87,7 @@ func MakeServerEndpoints(s Service, middleware ...endpoint.Middleware) Set {
 func (s Set) Mount(r *httpx.Router) {
 	r.Handle("POST", ExistsPath, endpoints.Serve(s.ExistsEndpoint, httpx.Body[ExistsRequest]))
 	r.Handle("POST", ReferrersPath, endpoints.Serve(s.ReferrersEndpoint, httpx.Body[ReferrersRequest]))
+	r.Handle("POST", ListPath, endpoints.Serve(s.ListEndpoint, httpx.Body[ListRequest]))
 }
 
 // NewClient is the typed client of a peer's side of the protocol.
@@ -86,6 +101,11 @@ func NewClient(c *peer.Client) Set {
 		ReferrersEndpoint: func(ctx context.Context, request any) (any, error) {
 			var resp ReferrersResponse
 			err := c.Call(ctx, "POST", ReferrersPath, request, &resp)
+			return resp, err
+		},
+		ListEndpoint: func(ctx context.Context, request any) (any, error) {
+			var resp ListResponse
+			err := c.Call(ctx, "POST", ListPath, request, &resp)
 			return resp, err
 		},
 	}
@@ -111,4 +131,13 @@ func (s Set) Referrers(ctx context.Context, kind string, id uuid.UUID, settle bo
 		return nil, err
 	}
 	return resp.(ReferrersResponse).Referrers, nil
+}
+
+// List implements Service over the set's endpoint.
+func (s Set) List(ctx context.Context, kind string, after uuid.UUID, limit int) ([]Found, error) {
+	resp, err := s.ListEndpoint(ctx, ListRequest{Kind: kind, After: after, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	return resp.(ListResponse).Found, nil
 }

@@ -46,6 +46,16 @@ type Spec struct {
 	// Build returns the service's routes (public and internal) and any
 	// readiness checks of its own.
 	Build func(Deps) (Handlers, error)
+	// Commands are the service's own operations besides serve and migrate
+	// (`<service> <command> [flags]`): each runs once, with the same flags
+	// and dependencies as the service, and exits.
+	Commands map[string]Command
+}
+
+// Command is an operation an operator runs with the service's binary.
+type Command struct {
+	Summary string
+	Run     func(ctx context.Context, d Deps) error
 }
 
 // Embedded is the spec of the named service whose files are embedded the
@@ -124,7 +134,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, entry catalog.Service) {
 
 // Main runs the service with os.Args and returns the exit code. The first
 // argument may be "migrate", which applies the migrations and exits (for a
-// deploy hook), or "serve" (the default).
+// deploy hook), one of the spec's Commands, which runs over the service's
+// dependencies and exits, or "serve" (the default).
 func Main(spec Spec) int {
 	entry, ok := catalog.Lookup(spec.Name)
 	if !ok {
@@ -133,7 +144,7 @@ func Main(spec Spec) int {
 	}
 	args := os.Args[1:]
 	command := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || spec.Commands[args[0]].Run != nil) {
 		command, args = args[0], args[1:]
 	}
 	var cfg Config
@@ -147,6 +158,14 @@ func Main(spec Spec) int {
 	return process.Execute(spec.Name, args, register, func(ctx context.Context, logger log.Logger) error {
 		if command == "migrate" {
 			return migrateOnly(ctx, spec, cfg, logger)
+		}
+		if c, ok := spec.Commands[command]; ok {
+			built, err := Build(ctx, spec, cfg, logger)
+			if err != nil {
+				return err
+			}
+			defer built.Close()
+			return c.Run(ctx, built.Deps)
 		}
 		return serve(ctx, spec, cfg, logger)
 	})
@@ -182,6 +201,7 @@ type Built struct {
 	Routes  *httpx.Router
 	Health  *process.Health
 	Store   *store.Store
+	Deps    Deps // what Build gave the service
 	Close   func()
 }
 
@@ -277,7 +297,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	if handlers.Close != nil {
 		closers = append(closers, handlers.Close)
 	}
-	b.Routes, b.Store = handlers.Routes, deps.Store
+	b.Routes, b.Store, b.Deps = handlers.Routes, deps.Store, deps
 	b.Health = process.NewHealth(append(checks, handlers.Checks...)...)
 	public := http.NewServeMux()
 	b.Health.Mount(public)

@@ -23,6 +23,8 @@ type Endpoints struct {
 	CreateActionDocument endpoint.Endpoint
 	UpdateActionDocument endpoint.Endpoint
 	DeleteActionDocument endpoint.Endpoint
+
+	Compliance endpoint.Endpoint
 }
 
 // actionDocumentPath names one action document of one action, from the
@@ -51,6 +53,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		DeleteActionDocument: endpoints.New(func(ctx context.Context, req actionDocumentPath) (any, error) {
 			return httpx.NoContent{}, s.DeleteActionDocument(ctx, req.ActionID, req.ID)
 		}),
+
+		Compliance: endpoints.New(endpoints.List(s.Compliance)),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e

@@ -30,6 +30,10 @@ type Service interface {
 	CreateActionDocument(ctx context.Context, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error)
 	UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error)
 	DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error
+
+	// Compliance is one page of what is due: a row per asset and action
+	// type, in asset creation order, then action type.
+	Compliance(ctx context.Context, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error)
 }
 
 // service holds the rules: what an input must be, which references an
@@ -38,10 +42,11 @@ type Service interface {
 // speaks SQL.
 type service struct {
 	store *Store
+	today func() model.Date // the UTC date overdue is measured against
 }
 
 // NewService returns the service over store.
-func NewService(store *Store) Service { return &service{store: store} }
+func NewService(store *Store) Service { return &service{store: store, today: model.Today} }
 
 // actionReferences are the references an action makes that must exist: its
 // asset and, when given, its person and organization. With old (a patch),
@@ -128,4 +133,10 @@ func (s *service) UpdateActionDocument(ctx context.Context, actionID, id uuid.UU
 
 func (s *service) DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error {
 	return s.store.DeleteActionDocument(ctx, actionID, id)
+}
+
+// Compliance measures overdue against today (UTC) whatever due_before
+// says: a due_before in the past is allowed, and then no row is due.
+func (s *service) Compliance(ctx context.Context, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error) {
+	return s.store.Compliance(ctx, f.definite(s.today()), page)
 }

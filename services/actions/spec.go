@@ -1,9 +1,16 @@
 package actions
 
 import (
+	"context"
 	"embed"
+	"fmt"
+	"os"
+
+	"github.com/go-kit/log/level"
+	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
@@ -17,17 +24,75 @@ var files embed.FS
 func Spec() servicekit.Spec {
 	spec := servicekit.Embedded("actions", files)
 	spec.Build = build
+	spec.Commands = map[string]servicekit.Command{
+		"rebuild-compliance": {
+			Summary: "rebuild the compliance read model from the assets service's listing and the actions table, then exit",
+			Run:     rebuildCompliance,
+		},
+	}
 	return spec
 }
 
 // build wires the service: the reference protocol's registry, which the
 // store declares its kinds to, behind one go-kit endpoint per operation;
 // the protocol's internal routes share the router. Actions have no finds,
-// so no cache.
+// so no cache. With NATS, the compliance read model follows the assets'
+// change events.
 func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("actions", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
-	routes := NewHTTPHandler(MakeEndpoints(NewService(NewStore(d.Store, registry)), timeout))
+	st := NewStore(d.Store, registry)
+	routes := NewHTTPHandler(MakeEndpoints(NewService(st), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
-	return servicekit.Handlers{Routes: routes}, nil
+	handlers := servicekit.Handlers{Routes: routes}
+	if !d.NATS.Enabled() {
+		level.Warn(d.Logger).Log("msg", "nats.url is not set: GET /compliance does not follow assets created or deleted")
+		return handlers, nil
+	}
+	// Connecting never fails on NATS being down: the connection keeps
+	// trying in the background, and the consumer attaches once it can.
+	nc, err := outbox.Connect(d.NATS, "actions-compliance")
+	if err != nil {
+		return handlers, err
+	}
+	stop := NewProjection(st).Follow(nc, d.NATS, d.Logger)
+	handlers.Close = func() { stop(); nc.Close() }
+	return handlers, nil
+}
+
+// rebuildCompliance is `actions rebuild-compliance`: the projection of the
+// assets from the assets service's listing, every latest action from the
+// actions table (docs/operations.md).
+func rebuildCompliance(ctx context.Context, d servicekit.Deps) error {
+	registry := refs.New("actions", d.Store, d.Peers)
+	report, err := NewProjection(NewStore(d.Store, registry)).Rebuild(ctx, ListAssetsOf(registry))
+	if err != nil {
+		return fmt.Errorf("rebuild compliance: %w", err)
+	}
+	fmt.Fprintf(os.Stdout, "compliance rebuilt: %d assets listed, %d rows of assets no longer listed removed, %d latest actions\n",
+		report.Assets, report.Removed, report.Latest)
+	return nil
+}
+
+// listPage is how many assets one call of the rebuild's listing asks for.
+const listPage = 5000
+
+// ListAssetsOf is the AssetLister over the assets service's side of the
+// reference protocol (its internal listing).
+func ListAssetsOf(registry *refs.Registry) AssetLister {
+	return func(ctx context.Context, after uuid.UUID) ([]ListedAsset, error) {
+		found, err := registry.ListOwned(ctx, "asset", after, listPage)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]ListedAsset, 0, len(found))
+		for _, f := range found {
+			typeID, err := uuid.Parse(f.Attrs["asset_type_id"])
+			if err != nil {
+				return nil, fmt.Errorf("asset %s: asset_type_id %q: %w", f.ID, f.Attrs["asset_type_id"], err)
+			}
+			out = append(out, ListedAsset{ID: f.ID, AssetTypeID: typeID})
+		}
+		return out, nil
+	}
 }

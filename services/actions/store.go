@@ -80,6 +80,9 @@ func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, 
 		if err != nil {
 			return nil, store.Classify(err, "insert action")
 		}
+		if err := keepLatest(ctx, tx, latestPair{in.AssetID.UUID, in.ActionType}); err != nil {
+			return nil, err
+		}
 		if a, err = s.getAction(ctx, tx, id); err != nil {
 			return nil, err
 		}
@@ -156,7 +159,10 @@ func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, ap
 				status = $11, status_ok = $12, status_use_ok = $13, status_finalized = $14, status_valid_through = $15,
 				source_system = $16, source_reference = $17, data = $18, meta_data = $19, updated_at = now(), updated_by = $20
 				WHERE id = $1`, append([]any{old.ID}, append(inputValues(in), actor)...)...)
-			return nil, store.Classify(err, "update action")
+			if err != nil {
+				return nil, store.Classify(err, "update action")
+			}
+			return nil, keepLatest(ctx, tx, latestPair{old.AssetID, old.ActionType}, latestPair{in.AssetID.UUID, in.ActionType})
 		},
 		// If-Match names the action as a GET shows it.
 		Representation: func(ctx context.Context, a Action) (any, error) { return s.GetAction(ctx, a.ID) },
@@ -186,7 +192,12 @@ func (s *Store) DeleteAction(ctx context.Context, id uuid.UUID) error {
 		if err := s.Record(ctx, tx, deleted...); err != nil {
 			return nil, err
 		}
-		return nil, store.Delete(ctx, tx, "action", id, `DELETE FROM actions WHERE id = $1 RETURNING id`, new(uuid.UUID))
+		var was latestPair
+		if err := store.Delete(ctx, tx, "action", id, `DELETE FROM actions WHERE id = $1 RETURNING asset_id, action_type`,
+			&was.AssetID, &was.ActionType); err != nil {
+			return nil, err
+		}
+		return nil, keepLatest(ctx, tx, was)
 	})
 }
 

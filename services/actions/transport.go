@@ -25,6 +25,8 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("POST", "/actions/{action_id}/action_documents", endpoints.Serve(e.CreateActionDocument, decodeCreateActionDocument, endpoints.IdempotencyKey, endpoints.OwnerOnly))
 	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch, endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))
+
+	handle("GET", "/compliance", endpoints.Serve(e.Compliance, decodeCompliance))
 	return r
 }
 
@@ -42,6 +44,18 @@ func decodeListActions(r *http.Request) (httpx.ListRequest[ActionFilter], error)
 		q.Invalid("source_system", "is required with source_reference")
 	}
 	return httpx.ListRequest[ActionFilter]{Filter: f, Page: q.Page()}, q.Err()
+}
+
+// decodeCompliance reads GET /compliance's filters; action_type and state
+// may repeat.
+func decodeCompliance(r *http.Request) (httpx.ListRequest[ComplianceFilter], error) {
+	q := httpx.ParseQuery(r, "limit", "cursor", "asset_id", "asset_type_id", "action_type", "state", "due_before")
+	f := ComplianceFilter{
+		AssetID: q.UUID("asset_id"), AssetTypeID: q.UUID("asset_type_id"),
+		ActionTypes: q.Enums("action_type", ActionTypes), States: q.Enums("state", States),
+		DueBefore: q.Date("due_before"),
+	}
+	return httpx.ListRequest[ComplianceFilter]{Filter: f, Page: q.Page()}, q.Err()
 }
 
 // decodeCreateActionDocument reads the path's action and the body; the

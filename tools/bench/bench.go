@@ -55,6 +55,10 @@ type Options struct {
 	// Actions are copied straight into the actions table (a million by
 	// default), for the deep pages of GET /actions.
 	Actions int
+	// ComplianceAssets and ComplianceActions are copied into the actions
+	// service's projection of assets and its actions table (a million and
+	// five million by default) for the GET /compliance rows.
+	ComplianceAssets, ComplianceActions int
 	// UploadSize is the file of the upload rows; LargeUpload the file of
 	// the one-client large upload (1 GiB), streamed from a generator.
 	UploadSize, LargeUpload int64
@@ -85,6 +89,7 @@ type Env struct {
 	People       int      // people 0..People-1 exist (see person)
 	PersonIDs    []string // their ids
 	Assets       []string // asset ids; asset i has serial number SN<i>
+	AssetTypeID  string   // their type
 	Actions      int      // actions seeded (see seedActions)
 	LargeUpload  int64    // bytes of the large upload's file
 	// UnlimitedGatewayURL is a second gateway before the same services,
@@ -95,6 +100,10 @@ type Env struct {
 	// DeepCursors are the cursors halfway through each actionLists
 	// filter's seeded actions, by filter name.
 	DeepCursors map[string]string
+	// ComplianceAssets are the assets of the compliance seed; its deep
+	// page starts at ComplianceCursor.
+	ComplianceAssets int
+	ComplianceCursor string
 
 	upload upload        // the upload rows' file and form
 	s3     *minio.Client // the stack's object store, for PutObject
@@ -174,6 +183,12 @@ func (o *Options) defaults() error {
 	if o.Actions <= 0 {
 		o.Actions = 1_000_000
 	}
+	if o.ComplianceAssets <= 0 {
+		o.ComplianceAssets = 1_000_000
+	}
+	if o.ComplianceActions <= 0 {
+		o.ComplianceActions = 5 * o.ComplianceAssets
+	}
 	if o.UploadSize <= 0 {
 		o.UploadSize = 8 << 20
 	}
@@ -219,6 +234,10 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if !slices.ContainsFunc(rows, func(r Row) bool { return strings.HasPrefix(r.Name, actionsPagePrefix) }) {
 		o.Actions = 0
 	}
+	// The compliance seed takes minutes: only for its rows.
+	if !slices.ContainsFunc(rows, func(r Row) bool { return strings.HasPrefix(r.Name, compliancePagePrefix) }) {
+		o.ComplianceAssets = 0
+	}
 	started := time.Now()
 	fmt.Fprintf(o.Progress, "starting the registry, the reference server and the bare proxy...\n")
 	env, stop, err := start(ctx, o, dir)
@@ -259,6 +278,19 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		if err != nil {
 			fmt.Fprintf(o.Progress, "    %v\n", err)
 		}
+	}
+	if env.ComplianceAssets > 0 {
+		lagFor := complianceLagFor
+		if o.Load.Duration < time.Second { // QUICK=1
+			lagFor = 3 * time.Second
+		}
+		fmt.Fprintf(o.Progress, "measuring the compliance read model's lag under %d action writes/s for %s...\n", complianceLagRate, lagFor)
+		lag, err := env.measureComplianceLag(ctx, lagFor)
+		if err != nil {
+			return nil, err
+		}
+		res.ComplianceLag = &lag
+		fmt.Fprintf(o.Progress, "%s\n", lag)
 	}
 	res.finish(time.Now())
 	if err := res.write(filepath.Join(o.OutDir, "results.json")); err != nil {
@@ -404,8 +436,24 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	if err := e.seedAssets(startCtx, o.Assets); err != nil {
 		return fail(err)
 	}
-	// Not under startCtx: a million actions on a busy machine may take
+	// Not under startCtx: millions of rows on a busy machine may take
 	// minutes of their own.
+	if o.ComplianceAssets > 0 {
+		seeding := time.Now()
+		fmt.Fprintf(o.Progress, "seeding %d assets and %d actions into the compliance read model...", o.ComplianceAssets, o.ComplianceActions)
+		if err := e.seedCompliance(ctx, o.ComplianceAssets, o.ComplianceActions); err != nil {
+			return fail(err)
+		}
+		walking := time.Now()
+		if err := e.findComplianceCursor(ctx); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(o.Progress, " %.1f s (copy, latest actions, ANALYZE), %.1f s walking to the deep page\n",
+			walking.Sub(seeding).Seconds(), time.Since(walking).Seconds())
+		if err := e.explainCompliance(ctx, o.Progress); err != nil {
+			return fail(err)
+		}
+	}
 	if o.Actions == 0 {
 		return e, stop, nil
 	}
@@ -494,6 +542,7 @@ func (e *Env) seedAssets(ctx context.Context, n int) error {
 	if err := json.Unmarshal(raw, &assetType); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
+	e.AssetTypeID = assetType.ID
 	e.Assets = make([]string, n)
 	return e.parallel(ctx, n, func(ctx context.Context, i int) error {
 		body, _ := json.Marshal(assetInput(i, assetType.ID))

@@ -174,6 +174,9 @@ var Calls = []Call{
 	// middle of each filter's actions must cost what its first page costs.
 	actionsPage(actionLists[0], false), actionsPage(actionLists[0], true),
 	actionsPage(actionLists[1], false), actionsPage(actionLists[1], true),
+	// What is due at registry scale (Options.ComplianceAssets): overdue
+	// expert controls, the first page and one 500 pages deep.
+	compliancePage(false), compliancePage(true),
 	// Warm: a small set of people, each found once before the row starts
 	// and then again and again.
 	{Name: "POST /people/find, cache warm", Service: "parties", Limit: RefGet,

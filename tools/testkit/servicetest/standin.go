@@ -1,6 +1,7 @@
 package servicetest
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"net/http/httptest"
@@ -76,6 +77,20 @@ func (s *StandIn) Exists(_ context.Context, kind string, ids []uuid.UUID) (map[u
 		}
 	}
 	return found, nil
+}
+
+// List implements refs.Service: the targets of kind added, in id order.
+func (s *StandIn) List(_ context.Context, kind string, after uuid.UUID, limit int) ([]refs.Found, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := []refs.Found{}
+	for id, attrs := range s.targets[kind] {
+		if bytes.Compare(id[:], after[:]) > 0 {
+			found = append(found, refs.Found{ID: id, Attrs: attrs})
+		}
+	}
+	slices.SortFunc(found, func(a, b refs.Found) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return found[:min(limit, len(found))], nil
 }
 
 // Referrers implements refs.Service.

@@ -1,0 +1,393 @@
+package actions
+
+// The compliance read model: for every asset and action type, what is due.
+// The rules (which action is the latest, which state a row is in) are the
+// pure functions at the top; the store's side (the latest_actions rows kept
+// in every action write's transaction, and the page query) follows.
+// known_assets, the projection of the assets service's assets, is kept by
+// projection.go.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// The states of a compliance row, in the contract's precedence.
+const (
+	StateNever     = "never"      // no finalized action of the type
+	StateFailed    = "failed"     // the latest has status_ok false
+	StateOpenEnded = "open_ended" // the latest has no status_valid_through
+	StateOverdue   = "overdue"    // status_valid_through before today (UTC)
+	StateDue       = "due"        // before due_before
+	StateValid     = "valid"
+)
+
+// States are the wire values of state, in precedence order.
+var States = []string{StateNever, StateFailed, StateOpenEnded, StateOverdue, StateDue, StateValid}
+
+// DueWindow is how far ahead due_before lies when a caller does not say.
+const DueWindow = 30 // days
+
+// The date-independent part of a row's state, as latest_actions stores it.
+const (
+	classFailed    = "failed"
+	classOpenEnded = "open_ended"
+	classDated     = "dated"
+)
+
+// Latest is the latest finalized action of an (asset, action type).
+type Latest struct {
+	ActionID     uuid.UUID   `db:"action_id"`
+	PerformedAt  model.Date  `db:"performed_at"`
+	StatusOK     *bool       `db:"status_ok"`
+	StatusUseOK  *bool       `db:"status_use_ok"`
+	ValidThrough *model.Date `db:"valid_through"`
+}
+
+// classOf is the part of the state that does not depend on the date: what
+// latest_actions.class holds (classSQL says the same in SQL).
+func classOf(statusOK *bool, validThrough *model.Date) string {
+	switch {
+	case statusOK != nil && !*statusOK:
+		return classFailed
+	case validThrough == nil:
+		return classOpenEnded
+	}
+	return classDated
+}
+
+// classSQL is classOf over an actions row.
+const classSQL = `CASE WHEN status_ok = false THEN 'failed' WHEN status_valid_through IS NULL THEN 'open_ended' ELSE 'dated' END`
+
+// StateOf is the state of an (asset, action type) whose latest finalized
+// action is latest (nil: none), on the day today, for a caller who calls
+// due what expires before dueBefore.
+func StateOf(latest *Latest, today, dueBefore model.Date) string {
+	if latest == nil {
+		return StateNever
+	}
+	switch classOf(latest.StatusOK, latest.ValidThrough) {
+	case classFailed:
+		return StateFailed
+	case classOpenEnded:
+		return StateOpenEnded
+	}
+	switch vt := *latest.ValidThrough; {
+	case vt.Before(today):
+		return StateOverdue
+	case vt.Before(dueBefore):
+		return StateDue
+	}
+	return StateValid
+}
+
+// ComplianceRow is one asset and action type, as GET /compliance shows it.
+type ComplianceRow struct {
+	AssetID         uuid.UUID   `json:"asset_id"`
+	AssetTypeID     uuid.UUID   `json:"asset_type_id"`
+	ActionType      string      `json:"action_type"`
+	State           string      `json:"state"`
+	ValidThrough    *model.Date `json:"valid_through"`
+	LastActionID    *uuid.UUID  `json:"last_action_id"`
+	LastPerformedAt *model.Date `json:"last_performed_at"`
+	StatusOK        *bool       `json:"status_ok"`
+	StatusUseOK     *bool       `json:"status_use_ok"`
+}
+
+// ComplianceFilter is GET /compliance's query. ActionTypes and States
+// empty mean all of them; DueBefore nil means today + DueWindow days.
+type ComplianceFilter struct {
+	AssetID     *uuid.UUID
+	AssetTypeID *uuid.UUID
+	ActionTypes []string
+	States      []string
+	DueBefore   *model.Date
+}
+
+// complianceQuery is a filter made definite: the types and states in their
+// order, the dates fixed.
+type complianceQuery struct {
+	ComplianceFilter
+	Today, DueBefore model.Date
+}
+
+// definite fills in the defaults of f for the day today.
+func (f ComplianceFilter) definite(today model.Date) complianceQuery {
+	q := complianceQuery{ComplianceFilter: f, Today: today, DueBefore: model.DateOf(today.Time().AddDate(0, 0, DueWindow))}
+	if f.DueBefore != nil {
+		q.DueBefore = *f.DueBefore
+	}
+	q.ActionTypes = inOrder(ActionTypes, f.ActionTypes)
+	q.States = inOrder(States, f.States)
+	return q
+}
+
+// inOrder is the members of all that chosen names (all when none), in
+// all's order.
+func inOrder(all, chosen []string) []string {
+	if len(chosen) == 0 {
+		return all
+	}
+	var out []string
+	for _, v := range all {
+		if slices.Contains(chosen, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// actionTypeRank is a type's place in a page's order of types, the second
+// part of a compliance cursor.
+func actionTypeRank(actionType string) uint8 { return uint8(slices.Index(ActionTypes, actionType)) }
+
+// latestPair is an (asset, action type) whose latest action a write may
+// change.
+type latestPair struct {
+	AssetID    uuid.UUID
+	ActionType string
+}
+
+// keepLatest recomputes the latest_actions rows of pairs from the actions
+// table, inside the transaction of the write that changed them. Each
+// pair's advisory lock orders concurrent writes to one pair: the recompute
+// runs after the lock is granted, as a new statement, so it sees what the
+// write before it committed (read committed).
+func keepLatest(ctx context.Context, tx pgx.Tx, pairs ...latestPair) error {
+	slices.SortFunc(pairs, func(a, b latestPair) int {
+		if c := strings.Compare(a.AssetID.String(), b.AssetID.String()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ActionType, b.ActionType)
+	})
+	pairs = slices.Compact(pairs)
+	for _, p := range pairs {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+			"latest_actions:"+p.AssetID.String()+":"+p.ActionType); err != nil {
+			return store.Classify(err, "lock latest action")
+		}
+		if _, err := tx.Exec(ctx, recomputeLatestSQL, p.AssetID, p.ActionType); err != nil {
+			return store.Classify(err, "recompute latest action")
+		}
+	}
+	return nil
+}
+
+// latestOfPairSQL is the latest finalized action of ($1, $2): the greatest
+// performed_at, ties to the most recently created (ids are UUIDv7).
+const latestOfPairSQL = `SELECT asset_id, action_type, id, performed_at, status_ok, status_use_ok, status_valid_through, ` + classSQL + ` AS class
+	FROM actions WHERE asset_id = $1 AND action_type = $2 AND status_finalized
+	ORDER BY performed_at DESC, id DESC LIMIT 1`
+
+// recomputeLatestSQL replaces the pair's row by its latest, or removes it
+// when the pair has no finalized action left.
+const recomputeLatestSQL = `WITH latest AS (` + latestOfPairSQL + `),
+	gone AS (DELETE FROM latest_actions WHERE asset_id = $1 AND action_type = $2 AND NOT EXISTS (SELECT FROM latest))
+	INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok, status_use_ok, valid_through, class)
+	SELECT * FROM latest
+	ON CONFLICT (asset_id, action_type) DO UPDATE SET action_id = excluded.action_id, performed_at = excluded.performed_at,
+		status_ok = excluded.status_ok, status_use_ok = excluded.status_use_ok, valid_through = excluded.valid_through,
+		class = excluded.class`
+
+// RebuildLatest recomputes every latest_actions row from the actions table
+// in one transaction. Readers keep the old rows until it commits; action
+// writes wait for it (the table lock) and then recompute their pairs over
+// what it wrote.
+func (s *Store) RebuildLatest(ctx context.Context) (rows int64, err error) {
+	err = s.Write(ctx, "rebuild latest actions", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := tx.Exec(ctx, `LOCK TABLE latest_actions IN EXCLUSIVE MODE`); err != nil {
+			return nil, store.Classify(err, "lock latest actions")
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM latest_actions`); err != nil {
+			return nil, store.Classify(err, "clear latest actions")
+		}
+		tag, err := tx.Exec(ctx, RebuildLatestSQL)
+		rows = tag.RowsAffected()
+		return nil, store.Classify(err, "rebuild latest actions")
+	})
+	return rows, err
+}
+
+// RebuildLatestSQL fills an empty latest_actions from the actions table.
+const RebuildLatestSQL = `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok,
+		status_use_ok, valid_through, class)
+	SELECT DISTINCT ON (asset_id, action_type) asset_id, action_type, id, performed_at, status_ok, status_use_ok,
+		status_valid_through, ` + classSQL + `
+	FROM actions WHERE status_finalized
+	ORDER BY asset_id, action_type, performed_at DESC, id DESC`
+
+// complianceRecord is a row of the page query: an asset and action type
+// with its latest action, if any (the latest's columns are NULL when not).
+type complianceRecord struct {
+	AssetID      uuid.UUID   `db:"asset_id"`
+	AssetTypeID  uuid.UUID   `db:"asset_type_id"`
+	ActionType   string      `db:"action_type"`
+	ActionID     *uuid.UUID  `db:"action_id"`
+	PerformedAt  *model.Date `db:"performed_at"`
+	StatusOK     *bool       `db:"status_ok"`
+	StatusUseOK  *bool       `db:"status_use_ok"`
+	ValidThrough *model.Date `db:"valid_through"`
+	Class        *string     `db:"class"`
+}
+
+// Compliance reads one page of q in asset order, then action type.
+//
+// The query is a UNION ALL of branches, one per action type and, when the
+// states asked for leave out never, per class (failed, open_ended, dated
+// with its valid_through ranges). Each branch is one ordered index range
+// scan from the cursor, limited to a page: a branch with never walks the
+// assets and looks up each one's latest action of its type; the others walk
+// latest_actions_state_idx and read only matching rows. The few pages
+// they return are merged by the outer ORDER BY. A deep page costs what the
+// first does.
+func (s *Store) Compliance(ctx context.Context, q complianceQuery, page model.Page) (model.Paged[ComplianceRow], error) {
+	sql, args := complianceSQL(q, page)
+	rows, err := s.DB(ctx).Query(ctx, sql, args...)
+	if err != nil {
+		return model.Paged[ComplianceRow]{}, store.Classify(err, "compliance")
+	}
+	records, err := pgx.CollectRows(rows, pgx.RowToStructByName[complianceRecord])
+	if err != nil {
+		return model.Paged[ComplianceRow]{}, store.Classify(err, "compliance")
+	}
+	out := make([]ComplianceRow, 0, len(records))
+	for _, r := range records {
+		row := ComplianceRow{AssetID: r.AssetID, AssetTypeID: r.AssetTypeID, ActionType: r.ActionType}
+		var latest *Latest
+		if r.ActionID != nil {
+			latest = &Latest{ActionID: *r.ActionID, PerformedAt: *r.PerformedAt, StatusOK: r.StatusOK, StatusUseOK: r.StatusUseOK,
+				ValidThrough: r.ValidThrough}
+			row.ValidThrough, row.LastActionID, row.LastPerformedAt = r.ValidThrough, r.ActionID, r.PerformedAt
+			row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
+		}
+		row.State = StateOf(latest, q.Today, q.DueBefore)
+		out = append(out, row)
+	}
+	paged := model.TrimPage(out, page, func(r ComplianceRow) uuid.UUID { return r.AssetID })
+	if paged.Next != uuid.Nil {
+		paged.NextSub = actionTypeRank(paged.Items[len(paged.Items)-1].ActionType)
+	}
+	return paged, nil
+}
+
+// complianceSQL builds the page query of q (see Compliance).
+func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
+	// Parameters are numbered as first used: PostgreSQL cannot type one
+	// that the statement does not use.
+	var args []any
+	numbers := map[string]string{}
+	param := func(name string, value any) string {
+		if n, ok := numbers[name]; ok {
+			return n
+		}
+		args = append(args, value)
+		numbers[name] = fmt.Sprintf("$%d", len(args))
+		return numbers[name]
+	}
+	today := func() string { return param("today", q.Today) }
+	dueBefore := func() string { return param("due_before", q.DueBefore) }
+	limit := page.Limit + 1
+
+	// The condition on latest_actions l of each class the states asked
+	// for include; a dated class as ranges of valid_through. Built when
+	// used, so that its parameters are numbered only then.
+	classCond := func(class string) (string, bool) {
+		var dated []string
+		for _, st := range q.States {
+			switch {
+			case st == StateFailed && class == classFailed:
+				return "l.class = 'failed'", true
+			case st == StateOpenEnded && class == classOpenEnded:
+				return "l.class = 'open_ended'", true
+			case class != classDated:
+			case st == StateOverdue:
+				dated = append(dated, "l.valid_through < "+today())
+			case st == StateDue:
+				dated = append(dated, "(l.valid_through >= "+today()+" AND l.valid_through < "+dueBefore()+")")
+			case st == StateValid:
+				dated = append(dated, "(l.valid_through >= "+today()+" AND l.valid_through >= "+dueBefore()+")")
+			}
+		}
+		if len(dated) == 0 {
+			return "", false
+		}
+		return "l.class = 'dated' AND (" + strings.Join(dated, " OR ") + ")", true
+	}
+	allStates := len(q.States) == len(States)
+
+	var branches []string
+	for _, actionType := range q.ActionTypes {
+		// The keyset condition of this type: after the cursor's asset, or
+		// at it when the type comes after the cursor's type.
+		keyset := func(column string) string {
+			switch {
+			case page.After == uuid.Nil:
+				return "true"
+			case actionTypeRank(actionType) > page.AfterSub:
+				return column + " >= " + param("after", page.After)
+			}
+			return column + " > " + param("after", page.After)
+		}
+		filters := func(asset string) string {
+			var f string
+			if q.AssetID != nil {
+				f += " AND " + asset + " = " + param("asset_id", *q.AssetID)
+			}
+			if q.AssetTypeID != nil {
+				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
+			}
+			return f
+		}
+		// actionType is one of ActionTypes (validated), safe as a literal;
+		// literals let the planner use the per-type index ranges.
+		literal := "'" + actionType + "'"
+		if slices.Contains(q.States, StateNever) {
+			where := ""
+			if !allStates {
+				conds := []string{"l.asset_id IS NULL"}
+				for _, c := range []string{classFailed, classOpenEnded, classDated} {
+					if cond, ok := classCond(c); ok {
+						conds = append(conds, "("+cond+")")
+					}
+				}
+				where = " AND (" + strings.Join(conds, " OR ") + ")"
+			}
+			branches = append(branches, fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
+	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
+	WHERE NOT k.deleted AND %[2]s%[3]s%[4]s ORDER BY k.asset_id LIMIT %[5]d)`,
+				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit))
+			continue
+		}
+		for _, c := range []string{classFailed, classOpenEnded, classDated} {
+			cond, ok := classCond(c)
+			if !ok {
+				continue
+			}
+			branches = append(branches, fmt.Sprintf(`(SELECT l.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
+	FROM latest_actions l JOIN known_assets k ON k.asset_id = l.asset_id
+	WHERE l.action_type = %[1]s AND %[2]s AND %[3]s AND NOT k.deleted%[4]s ORDER BY l.asset_id LIMIT %[5]d)`,
+				literal, cond, keyset("l.asset_id"), filters("l.asset_id"), limit))
+		}
+	}
+	return "SELECT * FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +
+		fmt.Sprint(limit), args
+}
+
+// latestColumns are a branch's columns of latest_actions l (NULL without
+// a row).
+const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class`
+
+// ComplianceSQL is the page query of f on the day today with its
+// arguments, for looking at its plan (make bench prints EXPLAIN ANALYZE of
+// its compliance rows).
+func ComplianceSQL(f ComplianceFilter, today model.Date, page model.Page) (string, []any) {
+	return complianceSQL(f.definite(today), page)
+}

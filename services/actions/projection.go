@@ -1,0 +1,283 @@
+package actions
+
+// The projection of the assets service's assets into known_assets, the
+// compliance read model's list of assets: kept from the assets' change
+// events (asset.created, asset.updated, asset.deleted) and rebuilt from the
+// assets service's internal listing when it must be (docs/operations.md).
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// assetsProjection names the projection's row in projection_floor.
+const assetsProjection = "assets"
+
+// assetEvent is what the projection needs of an asset's change event.
+type assetEvent struct {
+	ID          uuid.UUID // the event's id (UUIDv7): later events have greater ids
+	AssetID     uuid.UUID
+	AssetTypeID uuid.UUID // the asset's type after the change (created, updated)
+	Op          string    // outbox.OpCreated, OpUpdated or OpDeleted
+}
+
+// assetEventOf reads an asset event off the wire; ok is false for events of
+// other kinds.
+func assetEventOf(e outbox.Event) (ev assetEvent, ok bool, err error) {
+	kind, op, found := cutType(e.Type)
+	if !found || kind != outbox.KindAsset {
+		return ev, false, nil
+	}
+	if ev.ID, err = uuid.Parse(e.ID); err != nil {
+		return ev, false, fmt.Errorf("asset event id %q: %w", e.ID, err)
+	}
+	if ev.AssetID, err = uuid.Parse(e.Subject.ID); err != nil {
+		return ev, false, fmt.Errorf("asset event %s: subject id %q: %w", e.ID, e.Subject.ID, err)
+	}
+	ev.Op = op
+	if op == outbox.OpDeleted {
+		return ev, true, nil
+	}
+	var data struct {
+		AssetTypeID uuid.UUID `json:"asset_type_id"`
+	}
+	if err := json.Unmarshal(e.Data, &data); err != nil || data.AssetTypeID == uuid.Nil {
+		return ev, false, fmt.Errorf("asset event %s: data has no asset_type_id", e.ID)
+	}
+	ev.AssetTypeID = data.AssetTypeID
+	return ev, true, nil
+}
+
+// cutType splits "<kind>.<op>".
+func cutType(t string) (kind, op string, ok bool) {
+	for i := len(t) - 1; i >= 0; i-- {
+		if t[i] == '.' {
+			return t[:i], t[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// Projection keeps known_assets.
+type Projection struct {
+	store *Store
+}
+
+// NewProjection returns the projection over the actions store.
+func NewProjection(s *Store) *Projection { return &Projection{store: s} }
+
+// ApplyAsset applies one asset event. It is idempotent and indifferent to
+// order: an event older than the one a row holds changes nothing, a
+// delete is final (the row stays as a tombstone, so a create replayed
+// after it does not bring the asset back), and an event older than the
+// floor of the last rebuild is already in the rows.
+func (p *Projection) ApplyAsset(ctx context.Context, ev assetEvent) error {
+	const notBelowFloor = `NOT EXISTS (SELECT FROM projection_floor WHERE projection = 'assets' AND floor > $3)`
+	var sql string
+	switch ev.Op {
+	case outbox.OpCreated, outbox.OpUpdated:
+		sql = `INSERT INTO known_assets (asset_id, asset_type_id, event_id) SELECT $1, $2, $3 WHERE ` + notBelowFloor + `
+			ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = excluded.asset_type_id, event_id = excluded.event_id
+			WHERE NOT known_assets.deleted AND known_assets.event_id < excluded.event_id`
+	case outbox.OpDeleted:
+		sql = `INSERT INTO known_assets (asset_id, asset_type_id, deleted, event_id) SELECT $1, $2, true, $3 WHERE ` + notBelowFloor + `
+			ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = NULL, deleted = true,
+				event_id = GREATEST(known_assets.event_id, excluded.event_id)`
+	default:
+		return nil // an operation this projection does not know changes nothing it keeps
+	}
+	var typeID *uuid.UUID
+	if ev.Op != outbox.OpDeleted {
+		typeID = &ev.AssetTypeID
+	}
+	_, err := p.store.Pool.Exec(ctx, sql, ev.AssetID, typeID, ev.ID)
+	return store.Classify(err, "apply asset event")
+}
+
+// ListedAsset is an asset as the assets service lists it.
+type ListedAsset struct {
+	ID          uuid.UUID
+	AssetTypeID uuid.UUID
+}
+
+// AssetLister pages through every asset of the assets service in id
+// order: after uuid.Nil is the first page, an empty page the end.
+type AssetLister func(ctx context.Context, after uuid.UUID) ([]ListedAsset, error)
+
+// RebuildMargin is how long before a rebuild's start its floor lies: longer
+// than any write of an asset can take between making its event's id and
+// committing, so every event older than the floor was committed before the
+// listing began and is in it.
+const RebuildMargin = time.Minute
+
+// RebuildReport says what a rebuild did: the assets listed, the rows of
+// assets not listed (nor written by a newer event) removed, the latest
+// actions written.
+type RebuildReport struct {
+	Assets, Removed, Latest int64
+}
+
+// Rebuild makes the read model again from its sources: known_assets from
+// the assets service's listing and latest_actions from the actions table.
+// The consumer may keep running: the floor, set first, makes it skip the
+// events the listing already holds, and an event newer than the floor
+// wins over the listing's row. Readers see the old rows until each is
+// replaced; rows of assets the listing does not have (and no newer event
+// wrote) are removed at the end.
+func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildReport, error) {
+	var report RebuildReport
+	floor := uuidAt(time.Now().Add(-RebuildMargin))
+	if _, err := p.store.Pool.Exec(ctx, `INSERT INTO projection_floor (projection, floor) VALUES ($1, $2)
+		ON CONFLICT (projection) DO UPDATE SET floor = excluded.floor`, assetsProjection, floor); err != nil {
+		return report, store.Classify(err, "set projection floor")
+	}
+	after := uuid.Nil
+	for {
+		page, err := list(ctx, after)
+		if err != nil {
+			return report, fmt.Errorf("list assets after %s: %w", after, err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		ids, types := make([]uuid.UUID, len(page)), make([]uuid.UUID, len(page))
+		for i, a := range page {
+			ids[i], types[i] = a.ID, a.AssetTypeID
+		}
+		_, err = p.store.Pool.Exec(ctx, `INSERT INTO known_assets (asset_id, asset_type_id, event_id)
+			SELECT id, type, $3 FROM unnest($1::uuid[], $2::uuid[]) AS listed(id, type)
+			ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = excluded.asset_type_id, deleted = false, event_id = excluded.event_id
+			WHERE known_assets.event_id < excluded.event_id`, ids, types, floor)
+		if err != nil {
+			return report, store.Classify(err, "rebuild known assets")
+		}
+		report.Assets += int64(len(page))
+		after = page[len(page)-1].ID
+	}
+	tag, err := p.store.Pool.Exec(ctx, `DELETE FROM known_assets WHERE event_id < $1`, floor)
+	if err != nil {
+		return report, store.Classify(err, "remove unlisted assets")
+	}
+	report.Removed = tag.RowsAffected()
+	report.Latest, err = p.store.RebuildLatest(ctx)
+	return report, err
+}
+
+// uuidAt is the smallest UUIDv7 of t's millisecond: every id made at or
+// after t sorts after it.
+func uuidAt(t time.Time) uuid.UUID {
+	var u uuid.UUID
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
+	copy(u[:6], ms[2:])
+	u[6] = 0x70 // version 7
+	u[8] = 0x80 // RFC 4122 variant
+	return u
+}
+
+// consumerName is the projection's durable JetStream consumer: every
+// replica of the actions service shares it, so each event is applied by
+// one of them (the order does not matter, see ApplyAsset).
+const consumerName = "actions-compliance-assets"
+
+// projectionLag is how long after its write an asset event was applied:
+// the read model's delay behind the assets service.
+var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
+	Name:    "compliance_projection_lag_seconds",
+	Help:    "Time from an asset event's commit to its application to the compliance read model.",
+	Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60},
+})
+
+// Follow runs the durable consumer of the asset events until the returned
+// stop is called. A stream that does not exist yet (no relay has created
+// it) or a NATS that is down is retried every second; an event that fails
+// to apply (the database is down) is delivered again a second later, and
+// one that cannot be read is logged and dropped.
+func (p *Projection) Follow(nc *nats.Conn, cfg outbox.Config, logger log.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := p.consume(ctx, nc, cfg, logger); err != nil && ctx.Err() == nil {
+				level.Warn(logger).Log("msg", "compliance projection: not consuming asset events yet", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// consume attaches to the consumer and handles messages until ctx ends.
+func (p *Projection) consume(ctx context.Context, nc *nats.Conn, cfg outbox.Config, logger log.Logger) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	setup, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	consumer, err := js.CreateOrUpdateConsumer(setup, cfg.Stream, jetstream.ConsumerConfig{
+		Durable:       consumerName,
+		FilterSubject: cfg.SubjectPrefix + "." + outbox.KindAsset + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 1000,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s on stream %s: %w", consumerName, cfg.Stream, err)
+	}
+	consuming, err := consumer.Consume(func(msg jetstream.Msg) { p.handle(ctx, msg, logger) })
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	consuming.Stop()
+	return nil
+}
+
+// handle applies one message and acknowledges it once applied.
+func (p *Projection) handle(ctx context.Context, msg jetstream.Msg, logger log.Logger) {
+	var e outbox.Event
+	err := json.Unmarshal(msg.Data(), &e)
+	ev, ok, err2 := assetEventOf(e)
+	if err != nil || err2 != nil {
+		level.Error(logger).Log("msg", "compliance projection: dropping an event it cannot read", "subject", msg.Subject(),
+			"err", errors.Join(err, err2))
+		_ = msg.Term()
+		return
+	}
+	if !ok {
+		_ = msg.Ack()
+		return
+	}
+	apply, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.ApplyAsset(apply, ev); err != nil {
+		level.Warn(logger).Log("msg", "compliance projection: applying an asset event failed; it comes again", "event", e.ID, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if !e.Time.IsZero() {
+		projectionLag.Observe(time.Since(e.Time).Seconds())
+	}
+	_ = msg.Ack()
+}

@@ -1,0 +1,299 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/services/actions"
+)
+
+// compliancePagePrefix begins the names of the rows that need the
+// compliance seed (a million assets, five million actions).
+const compliancePagePrefix = "GET /compliance?"
+
+// complianceQuery is the filter of the compliance rows: the question an
+// inspection planner asks most.
+const complianceQuery = "state=overdue&action_type=expert_control"
+
+// complianceDeepPages is how many pages of the default size the deep page
+// lies after.
+const complianceDeepPages = 500
+
+// seedCompliance copies assets assets into the actions service's projection
+// of assets (as their asset.created events would have made it) and actions
+// actions on them into its actions table, then computes every latest action
+// as `actions rebuild-compliance` does, and analyzes. Asset k has
+// actions/assets actions, the j-th of type j (even assets) or 2j (odd
+// assets: they never see a maintenance or a repair), performed over ten
+// years in creation order, 90 % finalized, 5 % failed, 4 % without a
+// valid-through date, the others valid for a year.
+func (e *Env) seedCompliance(ctx context.Context, assets, n int) error {
+	conn, err := pgx.Connect(ctx, e.Stack.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("seed compliance: %w", err)
+	}
+	defer conn.Close(ctx)
+	ids := make([]uuid.UUID, assets)
+	for k := range ids {
+		ids[k] = uuid.Must(uuid.NewV7())
+	}
+	assetType, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	k := 0
+	if _, err = conn.CopyFrom(ctx, pgx.Identifier{"actions", "known_assets"}, []string{"asset_id", "asset_type_id", "event_id"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			if k == assets {
+				return nil, nil
+			}
+			k++
+			return []any{ids[k-1], assetType, eventID}, nil
+		})); err != nil {
+		return fmt.Errorf("seed compliance: assets: %w", err)
+	}
+	first := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
+	i := 0
+	if _, err = conn.CopyFrom(ctx, pgx.Identifier{"actions", "actions"},
+		[]string{"id", "asset_id", "action_type", "performed_at", "status_ok", "status_use_ok", "status_finalized",
+			"status_valid_through", "source_system", "created_by", "updated_by"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			if i == n {
+				return nil, nil
+			}
+			asset, j := i%assets, i/assets
+			actionType := actions.ActionTypes[(j*(1+asset%2))%len(actions.ActionTypes)]
+			performed := first.AddDate(0, 0, i*10*365/n)
+			var validThrough *time.Time
+			if i%25 != 3 {
+				v := performed.AddDate(1, 0, 0)
+				validThrough = &v
+			}
+			ok := i%20 != 7
+			row := []any{uuid.Must(uuid.NewV7()), ids[asset], actionType, performed, ok, ok, i%10 != 9, validThrough,
+				"bench-seed", "bench", "bench"}
+			i++
+			return row, nil
+		})); err != nil {
+		return fmt.Errorf("seed compliance: actions: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SET search_path = actions; "+actions.RebuildLatestSQL); err != nil {
+		return fmt.Errorf("seed compliance: latest actions: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "ANALYZE actions.actions; ANALYZE actions.known_assets; ANALYZE actions.latest_actions"); err != nil {
+		return fmt.Errorf("seed compliance: %w", err)
+	}
+	e.ComplianceAssets = assets
+	return nil
+}
+
+// findComplianceCursor follows rel="next" from the first page of the
+// compliance rows' filter, in pages of a thousand, to the cursor after
+// complianceDeepPages pages of the default size (or the last page but one
+// of a smaller seed).
+func (e *Env) findComplianceCursor(ctx context.Context) error {
+	cursor := ""
+	for skip := complianceDeepPages * model.DefaultLimit; skip > 0; {
+		limit := min(skip, model.MaxLimit)
+		path := "/compliance?" + complianceQuery + "&limit=" + strconv.Itoa(limit)
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		_, h, err := e.exchange(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: path, Want: 200})
+		if err != nil {
+			return fmt.Errorf("compliance deep cursor: %w", err)
+		}
+		next, _, _ := strings.Cut(strings.TrimPrefix(h.Get("Link"), "<"), ">")
+		u, err := url.Parse(next)
+		if err != nil || u.Query().Get("cursor") == "" {
+			// A small seed (QUICK=1) has fewer pages: as deep as it goes.
+			if cursor == "" {
+				return fmt.Errorf("compliance deep cursor: GET %s: no next page (Link %q)", path, h.Get("Link"))
+			}
+			break
+		}
+		cursor = u.Query().Get("cursor")
+		skip -= limit
+	}
+	e.ComplianceCursor = cursor
+	return nil
+}
+
+// compliancePage is GET /compliance?state=overdue&action_type=expert_control,
+// a page of the default size: the first (divided by the pgx point select
+// of the same run), or the one after complianceDeepPages pages, divided by
+// the first: about 1 means as fast deep as on the first page.
+func compliancePage(deep bool) Call {
+	first := compliancePagePrefix + complianceQuery + ", first page"
+	c := Call{Name: first, Service: "actions", Limit: PgxSelect}
+	if deep {
+		c.Name, c.Limit = compliancePagePrefix+complianceQuery+", deep page", first+" · direct"
+	}
+	c.Request = func(e *Env, _ *Worker) Request {
+		path := "/compliance?" + complianceQuery + "&limit=" + strconv.Itoa(model.DefaultLimit)
+		if deep {
+			path += "&cursor=" + url.QueryEscape(e.ComplianceCursor)
+		}
+		return Request{Method: "GET", Path: path, Want: 200}
+	}
+	return c
+}
+
+// ComplianceLag is how far the compliance read model follows the assets
+// service (their change events, through NATS, to the actions service's
+// projection) while actions are written at a steady rate: from the answer
+// to POST /assets to the asset's first row in GET /compliance, both
+// through the gateway. Action writes themselves update the read model in
+// their own transaction, so they have no lag to measure; they are the
+// load.
+type ComplianceLag struct {
+	TargetWritesPerSec float64 `json:"target_action_writes_per_s"`
+	WritesPerSec       float64 `json:"action_writes_per_s"` // achieved
+	WriteErrors        int     `json:"action_write_errors"`
+	Samples            int     `json:"samples"`
+	P50MS              float64 `json:"p50_ms"`
+	P99MS              float64 `json:"p99_ms"`
+	MaxMS              float64 `json:"max_ms"`
+}
+
+// complianceLagRate is the action writes per second of the lag's load.
+const complianceLagRate = 500
+
+// measureComplianceLag runs the lag measurement for d.
+func (e *Env) measureComplianceLag(ctx context.Context, d time.Duration) (ComplianceLag, error) {
+	lag := ComplianceLag{TargetWritesPerSec: complianceLagRate}
+	gateway := e.Stack.RegistryURL
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The load: complianceLagRate creates a second, paced by a ticker and
+	// sent by enough writers that a slow answer does not slow the pace
+	// (a tick with every writer busy is skipped and shows in the rate).
+	ticks := make(chan struct{})
+	var writes, writeErrors atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range ticks {
+				body, _ := json.Marshal(map[string]any{"asset_id": e.Assets[(w*7919+int(writes.Load()))%len(e.Assets)],
+					"action_type": "expert_control", "performed_at": "2025-03-14", "status_ok": true, "status_finalized": true,
+					"status_valid_through": "2026-03-14", "source_system": "bench-lag"})
+				if _, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/actions", Body: body, Want: 201}); err != nil {
+					if ctx.Err() == nil {
+						writeErrors.Add(1)
+					}
+					continue
+				}
+				writes.Add(1)
+			}
+		}()
+	}
+	go func() {
+		defer close(ticks)
+		tick := time.NewTicker(time.Second / complianceLagRate)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				select {
+				case ticks <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	started := time.Now()
+	var samples []time.Duration
+	for n := 0; time.Since(started) < d; n++ {
+		body, _ := json.Marshal(assetInput(1_000_000+n, e.AssetTypeID))
+		raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/assets", Body: body, Want: 201})
+		if err != nil {
+			return lag, fmt.Errorf("compliance lag: %w", err)
+		}
+		answered := time.Now()
+		var created struct{ ID string }
+		if err := json.Unmarshal(raw, &created); err != nil {
+			return lag, fmt.Errorf("compliance lag: %w", err)
+		}
+		for {
+			raw, err := e.send(ctx, gateway, Request{Method: "GET", Path: "/compliance?action_type=expert_control&asset_id=" + created.ID, Want: 200})
+			if err != nil {
+				return lag, fmt.Errorf("compliance lag: %w", err)
+			}
+			if string(raw) != "[]\n" {
+				break
+			}
+			if time.Since(answered) > time.Minute {
+				return lag, fmt.Errorf("compliance lag: asset %s not in /compliance after a minute", created.ID)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		samples = append(samples, time.Since(answered))
+	}
+	elapsed := time.Since(started)
+	cancel()
+	wg.Wait()
+	slices.Sort(samples)
+	at := func(q float64) float64 { return ms(samples[min(len(samples)-1, int(q*float64(len(samples))))]) }
+	lag.WritesPerSec = float64(writes.Load()) / elapsed.Seconds()
+	lag.WriteErrors = int(writeErrors.Load())
+	lag.Samples, lag.P50MS, lag.P99MS, lag.MaxMS = len(samples), at(0.50), at(0.99), ms(samples[len(samples)-1])
+	return lag, nil
+}
+
+func (l ComplianceLag) String() string {
+	return fmt.Sprintf("compliance read model's lag behind POST /assets under %.0f action writes/s (target %.0f, %d write errors): p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d assets)",
+		l.WritesPerSec, l.TargetWritesPerSec, l.WriteErrors, l.P50MS, l.P99MS, l.MaxMS, l.Samples)
+}
+
+// complianceLagFor is how long the lag is measured.
+const complianceLagFor = 15 * time.Second
+
+// explainCompliance prints EXPLAIN (ANALYZE, BUFFERS) of the service's own
+// query for the first and the deep page of the compliance rows: the
+// database's part of each, without HTTP, JSON and the gateway.
+func (e *Env) explainCompliance(ctx context.Context, w io.Writer) error {
+	conn, err := pgx.Connect(ctx, e.Stack.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("explain compliance: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SET search_path = actions"); err != nil {
+		return fmt.Errorf("explain compliance: %w", err)
+	}
+	query, _ := url.ParseQuery(complianceQuery)
+	filter := actions.ComplianceFilter{ActionTypes: query["action_type"], States: query["state"]}
+	after, sub, err := model.DecodeCursor(e.ComplianceCursor, query.Encode())
+	if err != nil {
+		return fmt.Errorf("explain compliance: the deep cursor: %w", err)
+	}
+	for _, p := range []struct {
+		name string
+		page model.Page
+	}{{"first page", model.Page{Limit: model.DefaultLimit}}, {"deep page", model.Page{Limit: model.DefaultLimit, After: after, AfterSub: sub}}} {
+		sql, args := actions.ComplianceSQL(filter, model.Today(), p.page)
+		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...)
+		if err != nil {
+			return fmt.Errorf("explain compliance: %w", err)
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("explain compliance: %w", err)
+		}
+		fmt.Fprintf(w, "EXPLAIN (ANALYZE, BUFFERS) of the %s of GET /compliance?%s:\n    %s\n", p.name, complianceQuery, strings.Join(plan, "\n    "))
+	}
+	return nil
+}

@@ -62,13 +62,19 @@ func utc(column string) string {
 }
 
 // CreateAction inserts an action once the targets it references (the
-// service says which) are known to exist: one Check asks their owners
-// concurrently, and keeps them from being deleted until the transaction
-// ends.
+// service says which) are known to exist: their owners are asked before
+// the transaction, each once, unless this service remembers the targets
+// (refs.Prepare), and the answers are confirmed under the targets' locks,
+// which keep them from being deleted until the transaction ends
+// (refs.Confirm).
 func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, targets []refs.Target) (ActionDetail, error) {
+	checked, err := s.refs.Prepare(ctx, targets...)
+	if err != nil {
+		return ActionDetail{}, err
+	}
 	var a ActionDetail
-	err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if _, err := s.refs.Check(ctx, tx, targets...); err != nil {
+	err = s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
 			return nil, err
 		}
 		id := store.NewID()
@@ -260,12 +266,21 @@ func lockAction(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 // be new (409 naming the action document that holds it; concurrent
 // creates of one pair make one, the unique index decides).
 func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput, actor string, targets []refs.Target) (ActionDocument, error) {
+	checked, err := s.refs.Prepare(ctx, targets...)
+	if err != nil && !apperr.Is(err, apperr.KindInvalid) {
+		return ActionDocument{}, err
+	}
+	// A missing document is answered after the action's 404 and 403.
+	missing := err
 	var d ActionDocument
-	err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	err = s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		if err := lockAction(ctx, tx, in.ActionID.UUID); err != nil {
 			return nil, err
 		}
-		if _, err := s.refs.Check(ctx, tx, targets...); err != nil {
+		if missing != nil {
+			return nil, missing
+		}
+		if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
 			return nil, err
 		}
 		row, inserted, err := store.Inserted(ctx, tx, "insert action document",

@@ -79,6 +79,18 @@ func (s *StandIn) Exists(_ context.Context, kind string, ids []uuid.UUID) (map[u
 	return found, nil
 }
 
+// ExistsAll implements refs.Service.
+func (s *StandIn) ExistsAll(ctx context.Context, asks []refs.Ask) (map[refs.Key]refs.Attrs, error) {
+	found := map[refs.Key]refs.Attrs{}
+	for _, a := range asks {
+		got, _ := s.Exists(ctx, a.Kind, a.IDs)
+		for id, attrs := range got {
+			found[refs.Key{Kind: a.Kind, ID: id}] = attrs
+		}
+	}
+	return found, nil
+}
+
 // List implements refs.Service: the targets of kind added, in id order.
 func (s *StandIn) List(_ context.Context, kind string, after uuid.UUID, limit int) ([]refs.Found, error) {
 	s.mu.Lock()

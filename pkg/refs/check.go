@@ -89,6 +89,22 @@ type row struct {
 // already. Confirm, inside the write's transaction, finishes the check.
 // Nothing is held while the owners answer.
 func (r *Registry) Prepare(ctx context.Context, targets ...Target) (*Checked, error) {
+	c, err := r.Ask(ctx, targets...)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.Missing(targets...)
+}
+
+// Missing is the 422 naming the fields of those of targets that Prepare or
+// Ask was told do not exist.
+func (c *Checked) Missing(targets ...Target) error {
+	return missing(targets, func(k Key) bool { _, ok := c.answers[k]; return ok || !c.asked[k] })
+}
+
+// Ask is Prepare for a batch: a target that does not exist is no error
+// here (Missing tells, per item), only an owner that cannot answer is.
+func (r *Registry) Ask(ctx context.Context, targets ...Target) (*Checked, error) {
 	c := &Checked{targets: targets, seen: map[Key]int64{}, answers: map[Key]Attrs{}, asked: map[Key]bool{}}
 	if len(targets) == 0 {
 		return c, nil
@@ -122,9 +138,6 @@ func (r *Registry) Prepare(ctx context.Context, targets ...Target) (*Checked, er
 			c.answers[k] = attrs
 		}
 	}
-	if err := missing(targets, func(k Key) bool { _, ok := c.answers[k]; return ok || !c.asked[k] }); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -136,8 +149,33 @@ func (r *Registry) Prepare(ctx context.Context, targets ...Target) (*Checked, er
 // It returns each target's attributes (as first told: only attributes that
 // never change may be relied on, as a document's).
 func (r *Registry) Confirm(ctx context.Context, tx pgx.Tx, c *Checked) (map[uuid.UUID]Attrs, error) {
+	found, err := r.ConfirmAll(ctx, tx, c)
+	if err != nil {
+		return nil, err
+	}
+	attrs := make(map[uuid.UUID]Attrs, len(c.targets))
+	for _, t := range c.targets {
+		if a, ok := found[t.key()]; ok {
+			attrs[t.ID] = a
+		}
+	}
+	return attrs, found.Missing(c.targets...)
+}
+
+// Known are the targets a check found to exist, with their attributes.
+type Known map[Key]Attrs
+
+// Missing is the 422 naming the fields of those of targets not known.
+func (k Known) Missing(targets ...Target) error {
+	return missing(targets, func(key Key) bool { _, ok := k[key]; return ok })
+}
+
+// ConfirmAll is Confirm for a batch: it returns the targets that exist,
+// and an error only when the check itself failed; each item asks Missing
+// about its own targets.
+func (r *Registry) ConfirmAll(ctx context.Context, tx pgx.Tx, c *Checked) (Known, error) {
 	if len(c.targets) == 0 {
-		return map[uuid.UUID]Attrs{}, nil
+		return Known{}, nil
 	}
 	keys, err := r.keysOf(c.targets)
 	if err != nil {
@@ -169,7 +207,7 @@ func (r *Registry) Confirm(ctx context.Context, tx pgx.Tx, c *Checked) (map[uuid
 		return nil, store.Classify(err, "read reference targets")
 	}
 
-	found := map[Key]Attrs{}
+	found := Known{}
 	var learnt, again []Key
 	for _, k := range keys {
 		now := rowsNow[k]
@@ -197,16 +235,7 @@ func (r *Registry) Confirm(ctx context.Context, tx pgx.Tx, c *Checked) (map[uuid
 			}
 		}
 	}
-	attrs := make(map[uuid.UUID]Attrs, len(c.targets))
-	for _, t := range c.targets {
-		if a, ok := found[t.key()]; ok {
-			attrs[t.ID] = a
-		}
-	}
-	if err := missing(c.targets, func(k Key) bool { _, ok := found[k]; return ok }); err != nil {
-		return attrs, err
-	}
-	return attrs, r.remember(ctx, tx, learnt, found, rowsNow)
+	return found, r.remember(ctx, tx, learnt, found, rowsNow)
 }
 
 // Check is Prepare and Confirm in one, inside the write's transaction:
@@ -289,7 +318,7 @@ func scanRows(rows pgx.Rows, err error) (map[Key]row, error) {
 // its row is still the version read under the lock (no row: still none),
 // so a delete's mark made meanwhile is never overwritten. Targets this
 // service owns are not remembered: their deletes do not ask it.
-func (r *Registry) remember(ctx context.Context, tx pgx.Tx, learnt []Key, found map[Key]Attrs, rows map[Key]row) error {
+func (r *Registry) remember(ctx context.Context, tx pgx.Tx, learnt []Key, found Known, rows map[Key]row) error {
 	var kinds, attrs []string
 	var ids []uuid.UUID
 	var versions []int64

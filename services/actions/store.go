@@ -77,24 +77,113 @@ func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, 
 		if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
 			return nil, err
 		}
-		id := store.NewID()
-		_, err := tx.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, action_subtype, performed_at, person_id,
-				performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
-				status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`,
-			append([]any{id}, append(inputValues(in), actor)...)...)
-		if err != nil {
-			return nil, store.Classify(err, "insert action")
-		}
-		if err := keepLatest(ctx, tx, latestPair{in.AssetID.UUID, in.ActionType}); err != nil {
-			return nil, err
-		}
-		if a, err = s.getAction(ctx, tx, id); err != nil {
-			return nil, err
-		}
-		return nil, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
+		var err error
+		a, err = s.insertAction(ctx, tx, in, actor)
+		return nil, err
 	})
 	return a, err
+}
+
+// CreateActions records a batch: out[i] already holds the error of an item
+// that failed before (its decoding, its rules); the others' targets are
+// asked about together, each owner once, before the transaction, and the
+// items are inserted in one transaction (the request's unit of work, if
+// it has one), each in a savepoint, so an item that fails leaves the
+// others. A failure of the check or of the database fails the whole batch
+// and commits none of it.
+func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []model.ItemOutcome, actor string,
+	targetsOf func(ActionInput) []refs.Target) error {
+	var all []refs.Target
+	var pairs []latestPair
+	for i, in := range ins {
+		if out[i].Err == nil {
+			all = append(all, targetsOf(in)...)
+		}
+	}
+	checked, err := s.refs.Ask(ctx, all...)
+	if err != nil {
+		return err
+	}
+	for i, in := range ins {
+		if out[i].Err == nil {
+			if out[i].Err = checked.Missing(targetsOf(in)...); out[i].Err == nil {
+				pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	return s.Together(ctx, func(ctx context.Context) error {
+		var known refs.Known
+		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			var err error
+			if known, err = s.refs.ConfirmAll(ctx, tx, checked); err != nil {
+				return nil, err
+			}
+			// The compliance rows' locks, all at once in keepLatest's order,
+			// so two batches never wait for each other in a circle.
+			return nil, lockLatest(ctx, tx, pairs)
+		})
+		if err != nil {
+			return err
+		}
+		for i, in := range ins {
+			if out[i].Err != nil {
+				continue
+			}
+			if out[i].Err = known.Missing(targetsOf(in)...); out[i].Err != nil {
+				continue
+			}
+			var a ActionDetail
+			err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+				var err error
+				a, err = s.insertAction(ctx, tx, in, actor)
+				return nil, err
+			})
+			if apperr.Is(err, apperr.KindUnavailable) || apperr.Is(err, apperr.KindInternal) {
+				return err
+			}
+			out[i] = model.ItemOutcome{ID: a.ID, Created: err == nil, Err: err}
+		}
+		return nil
+	})
+}
+
+// lockLatest takes the compliance rows' locks of pairs (keepLatest takes
+// each again, which costs nothing in the same transaction) in keepLatest's
+// order.
+func lockLatest(ctx context.Context, tx pgx.Tx, pairs []latestPair) error {
+	keys := make([]string, len(pairs))
+	for i, p := range pairs {
+		keys[i] = "latest_actions:" + p.AssetID.String() + ":" + p.ActionType
+	}
+	slices.Sort(keys)
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
+		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, slices.Compact(keys))
+	return store.Classify(err, "lock latest actions")
+}
+
+// insertAction inserts an action whose references are confirmed, keeps
+// its compliance row and records its event.
+func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, actor string) (ActionDetail, error) {
+	id := store.NewID()
+	_, err := tx.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, action_subtype, performed_at, person_id,
+			performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
+			status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`,
+		append([]any{id}, append(inputValues(in), actor)...)...)
+	if err != nil {
+		return ActionDetail{}, store.Classify(err, "insert action")
+	}
+	if err := keepLatest(ctx, tx, latestPair{in.AssetID.UUID, in.ActionType}); err != nil {
+		return ActionDetail{}, err
+	}
+	a, err := s.getAction(ctx, tx, id)
+	if err != nil {
+		return a, err
+	}
+	return a, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
 }
 
 // inputValues are an input's columns in the order of the insert.

@@ -64,6 +64,11 @@ func BatchResults(ctx context.Context, outcomes []model.ItemOutcome) []BatchResu
 		switch {
 		case o.Err != nil:
 			p := httpx.ProblemFrom(ctx, o.Err)
+			if p.Status >= 500 {
+				// An item's own failure is told only as a request id; its
+				// cause goes to the access log, as a whole request's would.
+				httpx.RequestInfoFrom(ctx).SetErr(fmt.Errorf("batch item %d: %w", i, o.Err))
+			}
 			results[i] = BatchResult{Status: p.Status, Problem: &p}
 		case o.Created:
 			results[i] = BatchResult{Status: http.StatusCreated, ID: &o.ID}

@@ -128,20 +128,44 @@ func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []mode
 		if err != nil {
 			return err
 		}
+		var ready []int // the items to insert
 		for i, in := range ins {
-			if out[i].Err != nil {
-				continue
+			if out[i].Err == nil {
+				if out[i].Err = known.Missing(targetsOf(in)...); out[i].Err == nil {
+					ready = append(ready, i)
+				}
 			}
-			if out[i].Err = known.Missing(targetsOf(in)...); out[i].Err != nil {
-				continue
+		}
+		// All at once, in a few round trips; when that fails (an item the
+		// database refuses), item by item, each in a savepoint of its own.
+		var created []ActionDetail
+		err = s.Write(ctx, "create actions", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			batch := make([]ActionInput, len(ready))
+			for k, i := range ready {
+				batch[k] = ins[i]
 			}
+			var err error
+			created, err = s.insertActions(ctx, tx, batch, actor)
+			return nil, err
+		})
+		if err == nil {
+			for k, i := range ready {
+				out[i] = model.ItemOutcome{ID: created[k].ID, Created: true}
+			}
+			return nil
+		}
+		if apperr.Is(err, apperr.KindUnavailable) {
+			return err
+		}
+		for _, i := range ready {
+			in := ins[i]
 			var a ActionDetail
 			err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 				var err error
 				a, err = s.insertAction(ctx, tx, in, actor)
 				return nil, err
 			})
-			if apperr.Is(err, apperr.KindUnavailable) || apperr.Is(err, apperr.KindInternal) {
+			if apperr.Is(err, apperr.KindUnavailable) {
 				return err
 			}
 			out[i] = model.ItemOutcome{ID: a.ID, Created: err == nil, Err: err}
@@ -164,15 +188,57 @@ func lockLatest(ctx context.Context, tx pgx.Tx, pairs []latestPair) error {
 	return store.Classify(err, "lock latest actions")
 }
 
+// insertActions is insertAction for a batch, in a few round trips: the
+// inserts, the compliance rows of their pairs, the representations and the
+// events each in one. The caller holds the pairs' locks (lockLatest).
+func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, ins []ActionInput, actor string) ([]ActionDetail, error) {
+	ids := make([]uuid.UUID, len(ins))
+	inserts := &pgx.Batch{}
+	var pairs []latestPair
+	for i, in := range ins {
+		ids[i] = store.NewID()
+		inserts.Queue(insertActionSQL, append([]any{ids[i]}, append(inputValues(in), actor)...)...)
+		if p := (latestPair{in.AssetID.UUID, in.ActionType}); !slices.Contains(pairs, p) {
+			pairs = append(pairs, p)
+		}
+	}
+	for _, p := range pairs {
+		inserts.Queue(recomputeLatestSQL, p.AssetID, p.ActionType)
+	}
+	if err := tx.SendBatch(ctx, inserts).Close(); err != nil {
+		return nil, store.Classify(err, "insert actions")
+	}
+	rows, err := store.Many[ActionDetail](ctx, tx, "get actions",
+		`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]ActionDetail, len(rows))
+	for _, a := range rows {
+		byID[a.ID] = a
+	}
+	created := make([]ActionDetail, len(ids))
+	events := make([]outbox.Change, len(ids))
+	for i, id := range ids {
+		a, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("insert actions: action %s not read back", id)
+		}
+		created[i], events[i] = a, outbox.Created(outbox.KindAction, id.String(), a)
+	}
+	return created, s.Record(ctx, tx, events...)
+}
+
+const insertActionSQL = `INSERT INTO actions (id, asset_id, action_type, action_subtype, performed_at, person_id,
+		performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
+		status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`
+
 // insertAction inserts an action whose references are confirmed, keeps
 // its compliance row and records its event.
 func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, actor string) (ActionDetail, error) {
 	id := store.NewID()
-	_, err := tx.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, action_subtype, performed_at, person_id,
-			performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
-			status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`,
-		append([]any{id}, append(inputValues(in), actor)...)...)
+	_, err := tx.Exec(ctx, insertActionSQL, append([]any{id}, append(inputValues(in), actor)...)...)
 	if err != nil {
 		return ActionDetail{}, store.Classify(err, "insert action")
 	}

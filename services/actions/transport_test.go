@@ -450,3 +450,31 @@ func TestHTTPActionsBatch(t *testing.T) {
 		t.Errorf("1,001 items: %v", got)
 	}
 }
+
+// When the database refuses one item of a batch, the batch is written item
+// by item: that item gets the answer it alone would have got, and the
+// others are kept, each with its event.
+func TestHTTPActionsBatchItemRefused(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.Built.Store.Pool.Exec(t.Context(), `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.source_reference = 'refuse' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON actions FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {
+		t.Fatal(err)
+	}
+	item := func(ref string) map[string]any {
+		return map[string]any{"asset_id": w.asset, "action_type": "repair", "performed_at": "2025-01-01",
+			"source_system": "batch", "source_reference": ref}
+	}
+	results := w.Call(200, "POST", "/actions/batch", w.RW, map[string]any{"items": []any{item("a"), item("refuse"), item("b")}}).List()
+	if len(results) != 3 || results[0]["status"] != float64(201) || results[1]["status"] != float64(500) || results[2]["status"] != float64(201) {
+		t.Fatalf("results = %v", results)
+	}
+	var events int
+	if err := w.Built.Store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox WHERE kind = 'action' AND subject_id = ANY($1)`,
+		[]string{results[0]["id"].(string), results[2]["id"].(string)}).Scan(&events); err != nil || events != 2 {
+		t.Errorf("events of the two actions: %d (%v)", events, err)
+	}
+	if list := w.Call(200, "GET", "/actions?source_system=batch&source_reference=refuse", w.RO, nil).List(); len(list) != 0 {
+		t.Errorf("the refused item was written: %v", list)
+	}
+}

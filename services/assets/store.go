@@ -522,7 +522,7 @@ func (s *Store) CreateAssets(ctx context.Context, ins []AssetInput, out []model.
 			a, created, err := s.createAssetIfAbsent(ctx, in, actor, func(context.Context, pgx.Tx, *uuid.UUID) error {
 				return known.Missing(personOf(in)...)
 			})
-			if apperr.Is(err, apperr.KindUnavailable) || apperr.Is(err, apperr.KindInternal) {
+			if apperr.Is(err, apperr.KindUnavailable) {
 				return err
 			}
 			out[i] = model.ItemOutcome{ID: a.ID, Created: created, Err: err}

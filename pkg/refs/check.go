@@ -64,13 +64,27 @@ type Ask struct {
 	IDs  []uuid.UUID `json:"ids"`
 }
 
+// ErrAskFirst is Confirm's answer, for a check made with Remembered, when
+// some target is not remembered: the write should end its transaction and
+// Prepare (asking the owners with nothing held), then write again.
+var ErrAskFirst = errors.New("refs: some targets must be asked about before the transaction")
+
+// Remembered is a check that trusts only what this service remembers:
+// Confirm answers ErrAskFirst instead of asking an owner under the locks.
+// It is the first try of a write whose targets are usually remembered: no
+// read before the transaction, no ask.
+func (r *Registry) Remembered(targets ...Target) *Checked {
+	return &Checked{targets: targets, rememberedOnly: true}
+}
+
 // Checked is what Prepare learnt of a write's targets before its
 // transaction, for Confirm to trust or ask again.
 type Checked struct {
-	targets []Target
-	seen    map[Key]int64 // row versions read before the owners were asked (0: no row)
-	answers map[Key]Attrs // the owners' answers: a key is there when its target exists
-	asked   map[Key]bool
+	rememberedOnly bool
+	targets        []Target
+	seen           map[Key]int64 // row versions read before the owners were asked (0: no row)
+	answers        map[Key]Attrs // the owners' answers: a key is there when its target exists
+	asked          map[Key]bool
 }
 
 // Targets are the targets the check is about.
@@ -222,6 +236,9 @@ func (r *Registry) ConfirmAll(ctx context.Context, tx pgx.Tx, c *Checked) (Known
 		default:
 			again = append(again, k)
 		}
+	}
+	if len(again) > 0 && c.rememberedOnly {
+		return nil, ErrAskFirst
 	}
 	if len(again) > 0 {
 		answers, err := r.askOwners(ctx, again)

@@ -67,21 +67,31 @@ func utc(column string) string {
 // (refs.Prepare), and the answers are confirmed under the targets' locks,
 // which keep them from being deleted until the transaction ends
 // (refs.Confirm).
+//
+// The first try trusts only what the service remembers of the targets, as
+// it usually can; when it does not remember one, the transaction ends and
+// the owners are asked before a second.
 func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, targets []refs.Target) (ActionDetail, error) {
+	var a ActionDetail
+	write := func(checked *refs.Checked) error {
+		return s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
+				return nil, err
+			}
+			var err error
+			a, err = s.insertAction(ctx, tx, in, actor)
+			return nil, err
+		})
+	}
+	err := write(s.refs.Remembered(targets...))
+	if !errors.Is(err, refs.ErrAskFirst) {
+		return a, err
+	}
 	checked, err := s.refs.Prepare(ctx, targets...)
 	if err != nil {
 		return ActionDetail{}, err
 	}
-	var a ActionDetail
-	err = s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
-			return nil, err
-		}
-		var err error
-		a, err = s.insertAction(ctx, tx, in, actor)
-		return nil, err
-	})
-	return a, err
+	return a, write(checked)
 }
 
 // CreateActions records a batch: out[i] already holds the error of an item
@@ -180,7 +190,7 @@ func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []mode
 func lockLatest(ctx context.Context, tx pgx.Tx, pairs []latestPair) error {
 	keys := make([]string, len(pairs))
 	for i, p := range pairs {
-		keys[i] = "latest_actions:" + p.AssetID.String() + ":" + p.ActionType
+		keys[i] = latestLockKey(p)
 	}
 	slices.Sort(keys)
 	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
@@ -238,18 +248,41 @@ const insertActionSQL = `INSERT INTO actions (id, asset_id, action_type, action_
 // its compliance row and records its event.
 func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, actor string) (ActionDetail, error) {
 	id := store.NewID()
-	_, err := tx.Exec(ctx, insertActionSQL, append([]any{id}, append(inputValues(in), actor)...)...)
-	if err != nil {
-		return ActionDetail{}, store.Classify(err, "insert action")
+	// One round trip: the insert, keepLatest's lock and recompute (each
+	// statement of a pipeline takes its snapshot when it runs, so the
+	// recompute sees what the lock waited for) and the action read back.
+	pair := latestPair{in.AssetID.UUID, in.ActionType}
+	pipeline := &pgx.Batch{}
+	pipeline.Queue(insertActionSQL, append([]any{id}, append(inputValues(in), actor)...)...)
+	pipeline.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, latestLockKey(pair))
+	pipeline.Queue(recomputeLatestSQL, pair.AssetID, pair.ActionType)
+	pipeline.Queue(`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = $1`, id)
+	results := tx.SendBatch(ctx, pipeline)
+	a, err := func() (ActionDetail, error) {
+		for _, op := range []string{"insert action", "lock latest action", "recompute latest action"} {
+			if _, err := results.Exec(); err != nil {
+				return ActionDetail{}, store.Classify(err, op)
+			}
+		}
+		rows, err := results.Query()
+		if err != nil {
+			return ActionDetail{}, store.Classify(err, "get action")
+		}
+		a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ActionDetail])
+		return a, store.Classify(err, "get action")
+	}()
+	if cerr := results.Close(); err == nil && cerr != nil {
+		err = store.Classify(cerr, "insert action")
 	}
-	if err := keepLatest(ctx, tx, latestPair{in.AssetID.UUID, in.ActionType}); err != nil {
+	if err != nil {
 		return ActionDetail{}, err
 	}
-	a, err := s.getAction(ctx, tx, id)
-	if err != nil {
-		return a, err
-	}
 	return a, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
+}
+
+// latestLockKey is keepLatest's lock of a pair.
+func latestLockKey(p latestPair) string {
+	return "latest_actions:" + p.AssetID.String() + ":" + p.ActionType
 }
 
 // inputValues are an input's columns in the order of the insert.

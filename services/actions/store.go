@@ -105,6 +105,7 @@ func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []mode
 	targetsOf func(ActionInput) []refs.Target) error {
 	var all []refs.Target
 	var pairs []latestPair
+	pending := 0
 	for i, in := range ins {
 		if out[i].Err == nil {
 			all = append(all, targetsOf(in)...)
@@ -117,11 +118,14 @@ func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []mode
 	for i, in := range ins {
 		if out[i].Err == nil {
 			if out[i].Err = checked.Missing(targetsOf(in)...); out[i].Err == nil {
-				pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
+				if changesLatest(in) {
+					pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
+				}
+				pending++
 			}
 		}
 	}
-	if len(pairs) == 0 {
+	if pending == 0 {
 		return nil
 	}
 	return s.Together(ctx, func(ctx context.Context) error {
@@ -188,6 +192,9 @@ func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []mode
 // each again, which costs nothing in the same transaction) in keepLatest's
 // order.
 func lockLatest(ctx context.Context, tx pgx.Tx, pairs []latestPair) error {
+	if len(pairs) == 0 {
+		return nil
+	}
 	keys := make([]string, len(pairs))
 	for i, p := range pairs {
 		keys[i] = latestLockKey(p)
@@ -208,7 +215,7 @@ func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, ins []ActionInput,
 	for i, in := range ins {
 		ids[i] = store.NewID()
 		inserts.Queue(insertActionSQL, append([]any{ids[i]}, append(inputValues(in), actor)...)...)
-		if p := (latestPair{in.AssetID.UUID, in.ActionType}); !slices.Contains(pairs, p) {
+		if p := (latestPair{in.AssetID.UUID, in.ActionType}); changesLatest(in) && !slices.Contains(pairs, p) {
 			pairs = append(pairs, p)
 		}
 	}
@@ -254,12 +261,16 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	pair := latestPair{in.AssetID.UUID, in.ActionType}
 	pipeline := &pgx.Batch{}
 	pipeline.Queue(insertActionSQL, append([]any{id}, append(inputValues(in), actor)...)...)
-	pipeline.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, latestLockKey(pair))
-	pipeline.Queue(recomputeLatestSQL, pair.AssetID, pair.ActionType)
+	ops := []string{"insert action"}
+	if changesLatest(in) {
+		pipeline.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, latestLockKey(pair))
+		pipeline.Queue(recomputeLatestSQL, pair.AssetID, pair.ActionType)
+		ops = append(ops, "lock latest action", "recompute latest action")
+	}
 	pipeline.Queue(`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = $1`, id)
 	results := tx.SendBatch(ctx, pipeline)
 	a, err := func() (ActionDetail, error) {
-		for _, op := range []string{"insert action", "lock latest action", "recompute latest action"} {
+		for _, op := range ops {
 			if _, err := results.Exec(); err != nil {
 				return ActionDetail{}, store.Classify(err, op)
 			}
@@ -279,6 +290,11 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	}
 	return a, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
 }
+
+// changesLatest says whether inserting in can change its pair's compliance
+// row: only finalized actions are ever the latest, so an action recorded
+// unfinalized leaves the row (and its lock) alone.
+func changesLatest(in ActionInput) bool { return in.StatusFinalized != nil && *in.StatusFinalized }
 
 // latestLockKey is keepLatest's lock of a pair.
 func latestLockKey(p latestPair) string {

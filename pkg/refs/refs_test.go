@@ -147,6 +147,29 @@ func (w *world) deletePerson(ctx context.Context, id uuid.UUID) error {
 	})
 }
 
+// dangling counts the deleted people that things still point at.
+func (w *world) dangling(t *testing.T) (n int) {
+	t.Helper()
+	rows, err := w.referrerStore.Pool.Query(t.Context(), `SELECT DISTINCT person_id FROM things`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pointed, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pointed {
+		var exists bool
+		if err := w.ownerStore.Pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM people WHERE id = $1)`, p).Scan(&exists); err != nil {
+			t.Fatal(err)
+		}
+		if !exists {
+			n++
+		}
+	}
+	return n
+}
+
 func kindOf(err error) apperr.Kind {
 	if err == nil {
 		return -1
@@ -279,28 +302,7 @@ func TestDeleteAndCreateRace(t *testing.T) {
 			t.Fatalf("delete: %v", delErr)
 		}
 	}
-	var dangling int
-	if err := w.referrerStore.Pool.QueryRow(ctx, `SELECT count(*) FROM things`).Scan(new(int)); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := w.referrerStore.Pool.Query(ctx, `SELECT DISTINCT person_id FROM things`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pointed, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pointed {
-		var exists bool
-		if err := w.ownerStore.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM people WHERE id = $1)`, p).Scan(&exists); err != nil {
-			t.Fatal(err)
-		}
-		if !exists {
-			dangling++
-		}
-	}
-	if dangling > 0 {
+	if dangling := w.dangling(t); dangling > 0 {
 		t.Errorf("%d deleted people are still referenced", dangling)
 	}
 	t.Logf("%d rounds: %d deletes went through, %d were refused", rounds, deleted, refused)
@@ -528,28 +530,7 @@ func TestDeleteAndSixteenWritersRace(t *testing.T) {
 			t.Fatalf("delete: %v", delErr)
 		}
 	}
-	var dangling int
-	if err := w.referrerStore.Pool.QueryRow(ctx, `SELECT count(DISTINCT person_id) FROM things`).Scan(new(int)); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := w.referrerStore.Pool.Query(ctx, `SELECT DISTINCT person_id FROM things`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pointed, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pointed {
-		var exists bool
-		if err := w.ownerStore.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM people WHERE id = $1)`, p).Scan(&exists); err != nil {
-			t.Fatal(err)
-		}
-		if !exists {
-			dangling++
-		}
-	}
-	if dangling > 0 {
+	if dangling := w.dangling(t); dangling > 0 {
 		t.Errorf("%d deleted people are still referenced", dangling)
 	}
 	if deleted == 0 || refused == 0 {

@@ -96,6 +96,8 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) err
 		return nil
 	}
 	actor, requestID := auth.Subject(ctx), httpx.RequestInfoFrom(ctx).ID
+	// Several events (a batch's) go in one round trip, in order.
+	batch := &pgx.Batch{}
 	for _, c := range changes {
 		data, diff, err := c.render()
 		if err != nil {
@@ -121,11 +123,22 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) err
 			s := string(changesJSON)
 			changesText = &s
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, kind, subject_id, op, actor, request_id, data, changes)
+		batch.Queue(`INSERT INTO outbox (event_id, kind, subject_id, op, actor, request_id, data, changes)
 			VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json)`,
-			id, c.Kind, c.ID, c.Op, actor, requestID, string(data), changesText); err != nil {
-			return fmt.Errorf("outbox: record %s.%s %s: %w", c.Kind, c.Op, c.ID, err)
+			id, c.Kind, c.ID, c.Op, actor, requestID, string(data), changesText)
+	}
+	switch batch.Len() {
+	case 0:
+		return nil
+	case 1:
+		q := batch.QueuedQueries[0]
+		if _, err := tx.Exec(ctx, q.SQL, q.Arguments...); err != nil {
+			return fmt.Errorf("outbox: record %s.%s %s: %w", changes[0].Kind, changes[0].Op, changes[0].ID, err)
 		}
+		return nil
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("outbox: record %d events (%s.%s %s first): %w", batch.Len(), changes[0].Kind, changes[0].Op, changes[0].ID, err)
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -42,6 +44,11 @@ type Config struct {
 	ClientID     string             // this service's machine client
 	ClientSecret string
 	Timeout      time.Duration // per call, including the token request
+	// MaxInFlight bounds the calls to one peer at a time (a bulkhead): a
+	// slow peer then holds at most this many of the caller's requests,
+	// and the ones beyond it are a 503 at once rather than a queue that
+	// grows with the peer's delay. 0: no bound.
+	MaxInFlight int
 	// TokenSource replaces the client-credentials flow (tests).
 	TokenSource oauth2.TokenSource
 }
@@ -57,6 +64,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, peers []string) {
 	fs.StringVar(&c.ClientID, "peer.client-id", "", "this service's machine client at the identity provider (holds the registry:internal scope)")
 	fs.StringVar(&c.ClientSecret, "peer.client-secret", "", "the machine client's secret")
 	fs.DurationVar(&c.Timeout, "peer.timeout", 5*time.Second, "upper bound on one call to a peer")
+	fs.IntVar(&c.MaxInFlight, "peer.max-in-flight", 32, "calls to one peer at a time; more are answered 503 with Retry-After at once (0: no bound)")
 }
 
 // Clients are the configured peers of one service.
@@ -110,8 +118,11 @@ func NewClients(cfg Config, issuer, audience string) (*Clients, error) {
 		if err != nil || base.Scheme == "" || base.Host == "" {
 			return nil, fmt.Errorf("peer: peer.%s.url %q is not an absolute URL", name, *cfg.URLs[name])
 		}
-		cs.clients[name] = &Client{name: name, base: base, timeout: cfg.Timeout,
-			http: &http.Client{Transport: rt}}
+		c := &Client{name: name, base: base, timeout: cfg.Timeout, http: &http.Client{Transport: rt}}
+		if cfg.MaxInFlight > 0 {
+			c.slots = make(chan struct{}, cfg.MaxInFlight)
+		}
+		cs.clients[name] = c
 	}
 	return cs, nil
 }
@@ -131,6 +142,7 @@ type Client struct {
 	base    *url.URL
 	timeout time.Duration
 	http    *http.Client
+	slots   chan struct{} // the bulkhead: one per call in flight; nil: no bound
 }
 
 // Name is the peer's service name.
@@ -145,6 +157,16 @@ const OnBehalfOfHeader = auth.OnBehalfOfHeader
 // fails (5xx) is apperr "unavailable"; another problem the peer answers is
 // returned with its kind and detail, for the caller to map.
 func (c *Client) Call(ctx context.Context, method, path string, in, out any) error {
+	if c.slots != nil {
+		select {
+		case c.slots <- struct{}{}:
+			defer func() { <-c.slots }()
+		default:
+			inFlight.WithLabelValues(c.name).Inc()
+			return apperr.Unavailable("the "+c.name+" service",
+				fmt.Errorf("peer %s: %d calls in flight already (peer.max-in-flight)", c.name, cap(c.slots))).WithHeader("Retry-After", "1")
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var body io.Reader
@@ -218,6 +240,13 @@ func kindOf(status int) apperr.Kind {
 	// 400, 405, 413, 415: the request we built is wrong, a bug of ours.
 	return apperr.KindInternal
 }
+
+// inFlight counts the calls refused because a peer had its bound of calls
+// in flight: a peer slower than its callers' pace.
+var inFlight = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "peer_calls_refused_total",
+	Help: "Calls to a peer refused at once because peer.max-in-flight calls to it were in flight.",
+}, []string{"peer"})
 
 // discovered is the client-credentials token source of an issuer whose
 // token endpoint comes from its discovery document (every issuer names

@@ -3,6 +3,7 @@ package peer_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -195,5 +196,45 @@ func TestTokenEndpointFromDiscovery(t *testing.T) {
 	if gotAuth != "Bearer machine-token" || form.Get("scope") != auth.ScopeInternal ||
 		form.Get("resource") != "https://registry.test" || form.Get("audience") != "https://registry.test" {
 		t.Errorf("Authorization %q, token request %v", gotAuth, form)
+	}
+}
+
+// A peer slower than its callers holds at most peer.max-in-flight of their
+// calls; the next is a 503 with Retry-After at once, not a wait.
+func TestBulkhead(t *testing.T) {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer slow.Close()
+	defer close(release)
+	url := slow.URL
+	cs, err := peer.NewClients(peer.Config{URLs: map[string]*string{"slow": &url}, Timeout: 5 * time.Second, MaxInFlight: 2,
+		TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "t"})}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cs.Get("slow")
+	done := make(chan error, 2)
+	for range 2 {
+		go func() { done <- c.Call(t.Context(), "POST", "/internal/x", nil, nil) }()
+	}
+	time.Sleep(100 * time.Millisecond) // both are in flight
+	start := time.Now()
+	err = c.Call(t.Context(), "POST", "/internal/x", nil, nil)
+	var e *apperr.Error
+	if !errors.As(err, &e) || e.Kind != apperr.KindUnavailable || e.Headers["Retry-After"] == "" {
+		t.Fatalf("the third call: %v", err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("the third call waited %s", waited)
+	}
+	release <- struct{}{}
+	release <- struct{}{}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Errorf("a call in flight: %v", err)
+		}
 	}
 }

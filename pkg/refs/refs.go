@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -70,6 +69,9 @@ type Service interface {
 	// Exists returns the targets of kind among ids that exist and are not
 	// being deleted, with their attributes.
 	Exists(ctx context.Context, kind string, ids []uuid.UUID) (map[uuid.UUID]Attrs, error)
+	// ExistsAll is Exists for several kinds in one question: a write
+	// asks each owner once, whatever it names of the owner's kinds.
+	ExistsAll(ctx context.Context, asks []Ask) (map[Key]Attrs, error)
 	// Referrers returns what in the service points at kind/id. With
 	// settle, the answer waits for every write in flight that checked the
 	// target, so it is final for a delete.
@@ -200,31 +202,58 @@ func (r *Registry) Owns(kind string, exists ExistsFunc) { r.owned[kind] = exists
 // PointsAt declares a kind of another service this one references.
 func (r *Registry) PointsAt(kind string, referrers ReferrersFunc) { r.pointing[kind] = referrers }
 
-// Exists implements Service. The target and its pending deletion are read
-// in one snapshot: read apart, a delete committing in between would look
-// like a target that exists and is not being deleted.
+// Exists implements Service.
 func (r *Registry) Exists(ctx context.Context, kind string, ids []uuid.UUID) (map[uuid.UUID]Attrs, error) {
-	exists, ok := r.owned[kind]
-	if !ok {
-		return nil, apperr.Invalid(apperr.FieldError{Field: "kind", Message: r.service + " owns no " + kind})
+	found, err := r.ExistsAll(ctx, []Ask{{Kind: kind, IDs: ids}})
+	if err != nil {
+		return nil, err
 	}
-	var found map[uuid.UUID]Attrs
-	err := pgx.BeginTxFunc(ctx, r.store.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var err error
-		if found, err = exists(ctx, tx, ids); err != nil || len(found) == 0 {
-			return err
+	out := make(map[uuid.UUID]Attrs, len(found))
+	for k, attrs := range found {
+		out[k.ID] = attrs
+	}
+	return out, nil
+}
+
+// ExistsAll implements Service. The targets and their pending deletions
+// are read in one snapshot: read apart, a delete committing in between
+// would look like a target that exists and is not being deleted.
+func (r *Registry) ExistsAll(ctx context.Context, asks []Ask) (map[Key]Attrs, error) {
+	for _, a := range asks {
+		if _, ok := r.owned[a.Kind]; !ok {
+			return nil, apperr.Invalid(apperr.FieldError{Field: "kind", Message: r.service + " owns no " + a.Kind})
 		}
-		rows, err := tx.Query(ctx, `SELECT id FROM pending_deletions WHERE kind = $1 AND id = ANY($2) AND until > now()`, kind, ids)
+	}
+	found := map[Key]Attrs{}
+	err := pgx.BeginTxFunc(ctx, r.store.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var kinds []string
+		var ids []uuid.UUID
+		for _, a := range asks {
+			got, err := r.owned[a.Kind](ctx, tx, a.IDs)
+			if err != nil {
+				return err
+			}
+			for id, attrs := range got {
+				found[Key{a.Kind, id}] = attrs
+				kinds, ids = append(kinds, a.Kind), append(ids, id)
+			}
+		}
+		if len(found) == 0 {
+			return nil
+		}
+		rows, err := tx.Query(ctx, `SELECT p.kind, p.id FROM pending_deletions p
+			JOIN unnest($1::text[], $2::uuid[]) AS t(kind, id) ON p.kind = t.kind AND p.id = t.id
+			WHERE p.until > now()`, kinds, ids)
 		if err != nil {
 			return err
 		}
-		deleting, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		for _, id := range deleting {
-			delete(found, id)
+		deleting, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
+		for _, k := range deleting {
+			delete(found, k)
 		}
 		return err
 	})
-	return found, store.Classify(err, "check "+kind)
+	return found, store.Classify(err, "check targets")
 }
 
 // Referrers implements Service.
@@ -232,6 +261,14 @@ func (r *Registry) Referrers(ctx context.Context, kind string, id uuid.UUID, set
 	find, ok := r.pointing[kind]
 	if !ok {
 		return nil, apperr.Invalid(apperr.FieldError{Field: "kind", Message: r.service + " references no " + kind})
+	}
+	if settle {
+		// Before the lock, committed: a write that takes the target's lock
+		// after this no longer trusts what it remembered of the target, nor
+		// an answer it got before (see check.go).
+		if err := r.forget(ctx, kind, id); err != nil {
+			return nil, err
+		}
 	}
 	var refs []Ref
 	err := store.InTx(ctx, r.store.Pool, "referrers of "+kind, func(tx pgx.Tx) error {
@@ -252,86 +289,6 @@ func (r *Registry) Referrers(ctx context.Context, kind string, id uuid.UUID, set
 
 func (r *Registry) lockKey(kind string, id uuid.UUID) string {
 	return "refs:" + r.service + ":" + kind + ":" + id.String()
-}
-
-// Target is a reference a write is about to make: Field names it for the
-// 422 when the target does not exist.
-type Target struct {
-	Field string
-	Kind  string
-	ID    uuid.UUID
-}
-
-// Check is the referrer's step, called inside the transaction of the
-// write that makes the references: it locks each target against a
-// concurrent delete's question (shared, until the transaction ends) and
-// asks the owners, concurrently, whether they exist. Targets that do not
-// are a 422 naming their fields. It returns each target's attributes.
-func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map[uuid.UUID]Attrs, error) {
-	if len(targets) == 0 {
-		return map[uuid.UUID]Attrs{}, nil
-	}
-	keys := make([]string, 0, len(targets))
-	byOwner := map[string]map[string][]uuid.UUID{} // owner -> kind -> ids
-	for _, t := range targets {
-		keys = append(keys, r.lockKey(t.Kind, t.ID))
-		owner, ok := catalog.OwnerOf(t.Kind)
-		if !ok {
-			return nil, fmt.Errorf("refs: no service owns kind %q", t.Kind)
-		}
-		if byOwner[owner] == nil {
-			byOwner[owner] = map[string][]uuid.UUID{}
-		}
-		byOwner[owner][t.Kind] = append(byOwner[owner][t.Kind], t.ID)
-	}
-	slices.Sort(keys) // one order for every writer
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtextextended(k, 0))
-		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, slices.Compact(keys)); err != nil {
-		return nil, store.Classify(err, "lock reference targets")
-	}
-	// Keyed by kind too: the same id asked as two kinds (a person's id
-	// given as an organization) exists only as the kind its owner has.
-	type key struct {
-		kind string
-		id   uuid.UUID
-	}
-	found := map[key]Attrs{}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	for owner, kinds := range byOwner {
-		client, err := r.owner(owner)
-		if err != nil {
-			return nil, err
-		}
-		for kind, ids := range kinds {
-			g.Go(func() error {
-				got, err := client.Exists(gctx, kind, ids)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				for id, attrs := range got {
-					found[key{kind, id}] = attrs
-				}
-				return nil
-			})
-		}
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var v apperr.Validation
-	attrs := make(map[uuid.UUID]Attrs, len(found))
-	for _, t := range targets {
-		a, ok := found[key{t.Kind, t.ID}]
-		if !ok {
-			v.Add(t.Field, "must name an existing %s; %s does not exist", strings.ReplaceAll(t.Kind, "_", " "), t.ID)
-			continue
-		}
-		attrs[t.ID] = a
-	}
-	return attrs, v.Err()
 }
 
 // owner returns the Service of another service, or this one's own.

@@ -147,6 +147,29 @@ func (w *world) deletePerson(ctx context.Context, id uuid.UUID) error {
 	})
 }
 
+// dangling counts the deleted people that things still point at.
+func (w *world) dangling(t *testing.T) (n int) {
+	t.Helper()
+	rows, err := w.referrerStore.Pool.Query(t.Context(), `SELECT DISTINCT person_id FROM things`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pointed, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pointed {
+		var exists bool
+		if err := w.ownerStore.Pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM people WHERE id = $1)`, p).Scan(&exists); err != nil {
+			t.Fatal(err)
+		}
+		if !exists {
+			n++
+		}
+	}
+	return n
+}
+
 func kindOf(err error) apperr.Kind {
 	if err == nil {
 		return -1
@@ -279,28 +302,7 @@ func TestDeleteAndCreateRace(t *testing.T) {
 			t.Fatalf("delete: %v", delErr)
 		}
 	}
-	var dangling int
-	if err := w.referrerStore.Pool.QueryRow(ctx, `SELECT count(*) FROM things`).Scan(new(int)); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := w.referrerStore.Pool.Query(ctx, `SELECT DISTINCT person_id FROM things`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pointed, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pointed {
-		var exists bool
-		if err := w.ownerStore.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM people WHERE id = $1)`, p).Scan(&exists); err != nil {
-			t.Fatal(err)
-		}
-		if !exists {
-			dangling++
-		}
-	}
-	if dangling > 0 {
+	if dangling := w.dangling(t); dangling > 0 {
 		t.Errorf("%d deleted people are still referenced", dangling)
 	}
 	t.Logf("%d rounds: %d deletes went through, %d were refused", rounds, deleted, refused)
@@ -351,4 +353,188 @@ func TestListOwned(t *testing.T) {
 	if _, err := w.referrer.ListOwned(t.Context(), "organization", uuid.Nil, 10); kindOf(err) != apperr.KindInvalid {
 		t.Errorf("a kind the owner does not list: %v", err)
 	}
+}
+
+// createThingAskedFirst is the referrer's write as the services make it:
+// the owner asked before the transaction (Prepare), the answer confirmed
+// under the target's lock (Confirm).
+func (w *world) createThingAskedFirst(ctx context.Context, person uuid.UUID) (uuid.UUID, error) {
+	checked, err := w.referrer.Prepare(ctx, refs.Target{Field: "person_id", Kind: "person", ID: person})
+	if err != nil {
+		return uuid.Nil, err
+	}
+	id := store.NewID()
+	err = w.referrerStore.Write(ctx, "create thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := w.referrer.Confirm(ctx, tx, checked); err != nil {
+			return nil, err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO things (id, person_id) VALUES ($1, $2)`, id, person)
+		return nil, err
+	})
+	return id, err
+}
+
+// createThingRememberedFirst is the write as the actions service makes an
+// action: first trusting only what the referrer remembers, and asking
+// before a second transaction when that is not enough.
+func (w *world) createThingRememberedFirst(ctx context.Context, person uuid.UUID) (uuid.UUID, error) {
+	target := refs.Target{Field: "person_id", Kind: "person", ID: person}
+	id := store.NewID()
+	write := func(checked *refs.Checked) error {
+		return w.referrerStore.Write(ctx, "create thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			if _, err := w.referrer.Confirm(ctx, tx, checked); err != nil {
+				return nil, err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO things (id, person_id) VALUES ($1, $2)`, id, person)
+			return nil, err
+		})
+	}
+	err := write(w.referrer.Remembered(target))
+	if !errors.Is(err, refs.ErrAskFirst) {
+		return id, err
+	}
+	checked, err := w.referrer.Prepare(ctx, target)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return id, write(checked)
+}
+
+// The owner is asked once: the referrer remembers a target that exists,
+// and forgets it when a delete asks what points at it.
+func TestRememberedTargets(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	p := w.person(t)
+	alive := func() bool {
+		var alive bool
+		err := w.referrerStore.Pool.QueryRow(ctx, `SELECT alive FROM ref_targets WHERE kind = 'person' AND id = $1`, p).Scan(&alive)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return alive
+	}
+	if _, err := w.createThingAskedFirst(ctx, uuid.New()); kindOf(err) != apperr.KindInvalid {
+		t.Fatalf("a thing for nobody: %v", err)
+	}
+	if _, err := w.createThingAskedFirst(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if !alive() {
+		t.Fatal("an existing person was not remembered")
+	}
+	// Remembered: the owner is not asked (its mark of a delete in
+	// progress would have made it say no).
+	if _, err := w.ownerStore.Pool.Exec(ctx, `INSERT INTO pending_deletions (kind, id, token, until)
+		VALUES ('person', $1, gen_random_uuid(), now() + interval '1 minute')`, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.createThingAskedFirst(ctx, p); err != nil {
+		t.Fatalf("a remembered person: %v", err)
+	}
+	if _, err := w.ownerStore.Pool.Exec(ctx, `DELETE FROM pending_deletions`); err != nil {
+		t.Fatal(err)
+	}
+	// A delete's question forgets it, refused or not.
+	if err := w.deletePerson(ctx, p); kindOf(err) != apperr.KindConflict {
+		t.Fatalf("deleting a referenced person: %v", err)
+	}
+	if alive() {
+		t.Fatal("a delete's question left the person remembered")
+	}
+	if _, err := w.referrerStore.Pool.Exec(ctx, `DELETE FROM things`); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.deletePerson(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, create := range []func(context.Context, uuid.UUID) (uuid.UUID, error){w.createThing, w.createThingAskedFirst} {
+		if _, err := create(ctx, p); kindOf(err) != apperr.KindInvalid {
+			t.Errorf("a deleted person: %v", err)
+		}
+	}
+	// A failed write remembers nothing.
+	q := w.person(t)
+	err := w.referrerStore.Write(ctx, "create thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := w.referrer.Check(ctx, tx, refs.Target{Field: "person_id", Kind: "person", ID: q}); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("the insert failed")
+	})
+	if err == nil {
+		t.Fatal("the failing write succeeded")
+	}
+	var n int
+	if err := w.referrerStore.Pool.QueryRow(ctx, `SELECT count(*) FROM ref_targets WHERE id = $1`, q).Scan(&n); err != nil || n != 0 {
+		t.Errorf("a failed write left %d rows (%v)", n, err)
+	}
+}
+
+// Sixteen writers, asking before their transactions, against a delete of
+// their target, many rounds; half the rounds start with the target
+// remembered alive (so the writers ask nobody): whatever the interleaving,
+// no thing points at a deleted person.
+func TestDeleteAndSixteenWritersRace(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	const rounds, writers = 30, 16
+	deleted, refused, created := 0, 0, 0
+	var mu sync.Mutex
+	for round := range rounds {
+		p := w.person(t)
+		if round%2 == 0 { // remembered: one thing made and removed again
+			if _, err := w.createThingAskedFirst(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.referrerStore.Pool.Exec(ctx, `DELETE FROM things WHERE person_id = $1`, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		var delErr error
+		wg.Go(func() { delErr = w.deletePerson(ctx, p) })
+		for i := range writers {
+			wg.Go(func() {
+				// Spread over the delete's few milliseconds, so that some
+				// writers come before its question and some after.
+				time.Sleep(time.Duration(i*(round%5+1)) * 200 * time.Microsecond)
+				create := w.createThingAskedFirst
+				switch i % 4 {
+				case 2:
+					create = w.createThingRememberedFirst
+				case 3:
+					create = w.createThing
+				}
+				_, err := create(ctx, p)
+				switch kindOf(err) {
+				case -1:
+					mu.Lock()
+					created++
+					mu.Unlock()
+				case apperr.KindInvalid:
+				default:
+					t.Errorf("create: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		switch kindOf(delErr) {
+		case -1:
+			deleted++
+		case apperr.KindConflict:
+			refused++
+		default:
+			t.Fatalf("delete: %v", delErr)
+		}
+	}
+	if dangling := w.dangling(t); dangling > 0 {
+		t.Errorf("%d deleted people are still referenced", dangling)
+	}
+	if deleted == 0 || refused == 0 {
+		t.Errorf("the race never went both ways: %d deleted, %d refused", deleted, refused)
+	}
+	t.Logf("%d rounds: %d deletes went through, %d were refused; %d things created", rounds, deleted, refused, created)
 }

@@ -15,6 +15,7 @@ import (
 // only the services' own identities may call them.
 const (
 	ExistsPath    = peer.InternalPrefix + "refs/exists"
+	ExistsAllPath = peer.InternalPrefix + "refs/exists-all"
 	ReferrersPath = peer.InternalPrefix + "refs/referrers"
 	ListPath      = peer.InternalPrefix + "refs/list"
 )
@@ -27,6 +28,18 @@ type (
 	}
 	ExistsResponse struct {
 		Found []Found `json:"found"`
+	}
+	// ExistsAllRequest asks about several kinds at once.
+	ExistsAllRequest struct {
+		Asks []Ask `json:"asks"`
+	}
+	ExistsAllResponse struct {
+		Found []KindFound `json:"found"`
+	}
+	KindFound struct {
+		Kind  string    `json:"kind"`
+		ID    uuid.UUID `json:"id"`
+		Attrs Attrs     `json:"attrs,omitempty"`
 	}
 	Found struct {
 		ID    uuid.UUID `json:"id"`
@@ -55,6 +68,7 @@ type (
 // and is the typed client of a peer (NewClient), implementing Service.
 type Set struct {
 	ExistsEndpoint    endpoint.Endpoint
+	ExistsAllEndpoint endpoint.Endpoint
 	ReferrersEndpoint endpoint.Endpoint
 	ListEndpoint      endpoint.Endpoint
 }
@@ -67,6 +81,14 @@ func MakeServerEndpoints(s Service, middleware ...endpoint.Middleware) Set {
 			resp := ExistsResponse{Found: make([]Found, 0, len(found))}
 			for id, attrs := range found {
 				resp.Found = append(resp.Found, Found{ID: id, Attrs: attrs})
+			}
+			return resp, err
+		}),
+		ExistsAllEndpoint: endpoints.New(func(ctx context.Context, req ExistsAllRequest) (ExistsAllResponse, error) {
+			found, err := s.ExistsAll(ctx, req.Asks)
+			resp := ExistsAllResponse{Found: make([]KindFound, 0, len(found))}
+			for k, attrs := range found {
+				resp.Found = append(resp.Found, KindFound{Kind: k.Kind, ID: k.ID, Attrs: attrs})
 			}
 			return resp, err
 		}),
@@ -86,6 +108,7 @@ func MakeServerEndpoints(s Service, middleware ...endpoint.Middleware) Set {
 // Mount adds the protocol's internal routes to a service's router.
 func (s Set) Mount(r *httpx.Router) {
 	r.Handle("POST", ExistsPath, endpoints.Serve(s.ExistsEndpoint, httpx.Body[ExistsRequest]))
+	r.Handle("POST", ExistsAllPath, endpoints.Serve(s.ExistsAllEndpoint, httpx.Body[ExistsAllRequest]))
 	r.Handle("POST", ReferrersPath, endpoints.Serve(s.ReferrersEndpoint, httpx.Body[ReferrersRequest]))
 	r.Handle("POST", ListPath, endpoints.Serve(s.ListEndpoint, httpx.Body[ListRequest]))
 }
@@ -96,6 +119,11 @@ func NewClient(c *peer.Client) Set {
 		ExistsEndpoint: func(ctx context.Context, request any) (any, error) {
 			var resp ExistsResponse
 			err := c.Call(ctx, "POST", ExistsPath, request, &resp)
+			return resp, err
+		},
+		ExistsAllEndpoint: func(ctx context.Context, request any) (any, error) {
+			var resp ExistsAllResponse
+			err := c.Call(ctx, "POST", ExistsAllPath, request, &resp)
 			return resp, err
 		},
 		ReferrersEndpoint: func(ctx context.Context, request any) (any, error) {
@@ -120,6 +148,19 @@ func (s Set) Exists(ctx context.Context, kind string, ids []uuid.UUID) (map[uuid
 	found := map[uuid.UUID]Attrs{}
 	for _, f := range resp.(ExistsResponse).Found {
 		found[f.ID] = f.Attrs
+	}
+	return found, nil
+}
+
+// ExistsAll implements Service over the set's endpoint.
+func (s Set) ExistsAll(ctx context.Context, asks []Ask) (map[Key]Attrs, error) {
+	resp, err := s.ExistsAllEndpoint(ctx, ExistsAllRequest{Asks: asks})
+	if err != nil {
+		return nil, err
+	}
+	found := map[Key]Attrs{}
+	for _, f := range resp.(ExistsAllResponse).Found {
+		found[Key{f.Kind, f.ID}] = f.Attrs
 	}
 	return found, nil
 }

@@ -142,6 +142,23 @@ func (s *Store) BeginUnit(ctx context.Context) (context.Context, *Unit) {
 	return context.WithValue(ctx, unitKey{}, u), u
 }
 
+// Together runs fn with every Write inside it joining one transaction:
+// the request's unit of work when it has one (which commits with the
+// request's idempotency record), else a unit of its own, committed when fn
+// returns nil and abandoned when it fails. A batch's items commit together
+// this way, each in a savepoint of its own.
+func (s *Store) Together(ctx context.Context, fn func(ctx context.Context) error) error {
+	if unitFrom(ctx) != nil {
+		return fn(ctx)
+	}
+	ctx, u := s.BeginUnit(ctx)
+	if err := fn(ctx); err != nil {
+		u.Rollback(ctx)
+		return err
+	}
+	return u.Commit(ctx)
+}
+
 // WithoutUnit returns ctx whose writes commit on their own.
 func WithoutUnit(ctx context.Context) context.Context {
 	if unitFrom(ctx) == nil {

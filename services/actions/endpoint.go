@@ -14,11 +14,12 @@ import (
 // method and says which success status applies; everything HTTP-specific
 // beyond that lives in the transport.
 type Endpoints struct {
-	CreateAction endpoint.Endpoint
-	GetAction    endpoint.Endpoint
-	ListActions  endpoint.Endpoint
-	UpdateAction endpoint.Endpoint
-	DeleteAction endpoint.Endpoint
+	CreateAction  endpoint.Endpoint
+	CreateActions endpoint.Endpoint
+	GetAction     endpoint.Endpoint
+	ListActions   endpoint.Endpoint
+	UpdateAction  endpoint.Endpoint
+	DeleteAction  endpoint.Endpoint
 
 	CreateActionDocument endpoint.Endpoint
 	UpdateActionDocument endpoint.Endpoint
@@ -38,11 +39,12 @@ type actionDocumentPath struct {
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		CreateAction: endpoints.New(endpoints.Created(s.CreateAction, actionLocation)),
-		GetAction:    endpoints.New(s.GetAction),
-		ListActions:  endpoints.New(endpoints.List(s.ListActions)),
-		UpdateAction: endpoints.New(endpoints.ByID(s.UpdateAction)),
-		DeleteAction: endpoints.New(endpoints.NoContent(s.DeleteAction)),
+		CreateAction:  endpoints.New(endpoints.Created(s.CreateAction, actionLocation)),
+		CreateActions: endpoints.New(endpoints.Batch(s.CreateActions)),
+		GetAction:     endpoints.New(s.GetAction),
+		ListActions:   endpoints.New(endpoints.List(s.ListActions)),
+		UpdateAction:  endpoints.New(endpoints.ByID(s.UpdateAction)),
+		DeleteAction:  endpoints.New(endpoints.NoContent(s.DeleteAction)),
 
 		CreateActionDocument: endpoints.New(endpoints.Created(func(ctx context.Context, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
 			return s.CreateActionDocument(ctx, req.ID, req.Body)

@@ -21,6 +21,10 @@ import (
 // Service is what the actions service does. Errors are *apperr.Error.
 type Service interface {
 	CreateAction(ctx context.Context, in ActionInput) (ActionDetail, error)
+	// CreateActions records a batch, each item as CreateAction would, with
+	// their references asked about together; errs[i] is item i's decoding
+	// error. Each outcome is an item's; the error fails the whole batch.
+	CreateActions(ctx context.Context, in []ActionInput, errs []error) ([]model.ItemOutcome, error)
 	GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error)
 	ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error)
 	UpdateAction(ctx context.Context, id uuid.UUID, p ActionPatch) (ActionDetail, error)
@@ -87,6 +91,17 @@ func (s *service) CreateAction(ctx context.Context, in ActionInput) (ActionDetai
 		return ActionDetail{}, err
 	}
 	return s.store.CreateAction(ctx, in, auth.Subject(ctx), actionReferences(in, nil))
+}
+
+func (s *service) CreateActions(ctx context.Context, in []ActionInput, errs []error) ([]model.ItemOutcome, error) {
+	out := make([]model.ItemOutcome, len(in))
+	for i := range in {
+		if out[i].Err = errs[i]; out[i].Err == nil {
+			in[i], out[i].Err = in[i].Normalize()
+		}
+	}
+	targetsOf := func(in ActionInput) []refs.Target { return actionReferences(in, nil) }
+	return out, s.store.CreateActions(ctx, in, out, auth.Subject(ctx), targetsOf)
 }
 
 func (s *service) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error) {

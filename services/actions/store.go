@@ -62,33 +62,243 @@ func utc(column string) string {
 }
 
 // CreateAction inserts an action once the targets it references (the
-// service says which) are known to exist: one Check asks their owners
-// concurrently, and keeps them from being deleted until the transaction
-// ends.
+// service says which) are known to exist: their owners are asked before
+// the transaction, each once, unless this service remembers the targets
+// (refs.Prepare), and the answers are confirmed under the targets' locks,
+// which keep them from being deleted until the transaction ends
+// (refs.Confirm).
+//
+// The first try trusts only what the service remembers of the targets, as
+// it usually can; when it does not remember one, the transaction ends and
+// the owners are asked before a second.
 func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, targets []refs.Target) (ActionDetail, error) {
 	var a ActionDetail
-	err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if _, err := s.refs.Check(ctx, tx, targets...); err != nil {
+	write := func(checked *refs.Checked) error {
+		return s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
+				return nil, err
+			}
+			var err error
+			a, err = s.insertAction(ctx, tx, in, actor)
 			return nil, err
+		})
+	}
+	err := write(s.refs.Remembered(targets...))
+	if !errors.Is(err, refs.ErrAskFirst) {
+		return a, err
+	}
+	checked, err := s.refs.Prepare(ctx, targets...)
+	if err != nil {
+		return ActionDetail{}, err
+	}
+	return a, write(checked)
+}
+
+// CreateActions records a batch: out[i] already holds the error of an item
+// that failed before (its decoding, its rules); the others' targets are
+// asked about together, each owner once, before the transaction, and the
+// items are inserted in one transaction (the request's unit of work, if
+// it has one), each in a savepoint, so an item that fails leaves the
+// others. A failure of the check or of the database fails the whole batch
+// and commits none of it.
+func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []model.ItemOutcome, actor string,
+	targetsOf func(ActionInput) []refs.Target) error {
+	var all []refs.Target
+	var pairs []latestPair
+	pending := 0
+	for i, in := range ins {
+		if out[i].Err == nil {
+			all = append(all, targetsOf(in)...)
 		}
-		id := store.NewID()
-		_, err := tx.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, action_subtype, performed_at, person_id,
-				performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
-				status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`,
-			append([]any{id}, append(inputValues(in), actor)...)...)
+	}
+	checked, err := s.refs.Ask(ctx, all...)
+	if err != nil {
+		return err
+	}
+	for i, in := range ins {
+		if out[i].Err == nil {
+			if out[i].Err = checked.Missing(targetsOf(in)...); out[i].Err == nil {
+				if changesLatest(in) {
+					pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
+				}
+				pending++
+			}
+		}
+	}
+	if pending == 0 {
+		return nil
+	}
+	return s.Together(ctx, func(ctx context.Context) error {
+		var known refs.Known
+		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			var err error
+			if known, err = s.refs.ConfirmAll(ctx, tx, checked); err != nil {
+				return nil, err
+			}
+			// The compliance rows' locks, all at once in keepLatest's order,
+			// so two batches never wait for each other in a circle.
+			return nil, lockLatest(ctx, tx, pairs)
+		})
 		if err != nil {
-			return nil, store.Classify(err, "insert action")
+			return err
 		}
-		if err := keepLatest(ctx, tx, latestPair{in.AssetID.UUID, in.ActionType}); err != nil {
+		var ready []int // the items to insert
+		for i, in := range ins {
+			if out[i].Err == nil {
+				if out[i].Err = known.Missing(targetsOf(in)...); out[i].Err == nil {
+					ready = append(ready, i)
+				}
+			}
+		}
+		// All at once, in a few round trips; when that fails (an item the
+		// database refuses), item by item, each in a savepoint of its own.
+		var created []ActionDetail
+		err = s.Write(ctx, "create actions", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			batch := make([]ActionInput, len(ready))
+			for k, i := range ready {
+				batch[k] = ins[i]
+			}
+			var err error
+			created, err = s.insertActions(ctx, tx, batch, actor)
 			return nil, err
+		})
+		if err == nil {
+			for k, i := range ready {
+				out[i] = model.ItemOutcome{ID: created[k].ID, Created: true}
+			}
+			return nil
 		}
-		if a, err = s.getAction(ctx, tx, id); err != nil {
-			return nil, err
+		if apperr.Is(err, apperr.KindUnavailable) {
+			return err
 		}
-		return nil, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
+		for _, i := range ready {
+			in := ins[i]
+			var a ActionDetail
+			err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+				var err error
+				a, err = s.insertAction(ctx, tx, in, actor)
+				return nil, err
+			})
+			if apperr.Is(err, apperr.KindUnavailable) {
+				return err
+			}
+			out[i] = model.ItemOutcome{ID: a.ID, Created: err == nil, Err: err}
+		}
+		return nil
 	})
-	return a, err
+}
+
+// lockLatest takes the compliance rows' locks of pairs (keepLatest takes
+// each again, which costs nothing in the same transaction) in keepLatest's
+// order.
+func lockLatest(ctx context.Context, tx pgx.Tx, pairs []latestPair) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	keys := make([]string, len(pairs))
+	for i, p := range pairs {
+		keys[i] = latestLockKey(p)
+	}
+	slices.Sort(keys)
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
+		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, slices.Compact(keys))
+	return store.Classify(err, "lock latest actions")
+}
+
+// insertActions is insertAction for a batch, in a few round trips: the
+// inserts, the compliance rows of their pairs, the representations and the
+// events each in one. The caller holds the pairs' locks (lockLatest).
+func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, ins []ActionInput, actor string) ([]ActionDetail, error) {
+	ids := make([]uuid.UUID, len(ins))
+	inserts := &pgx.Batch{}
+	var pairs []latestPair
+	for i, in := range ins {
+		ids[i] = store.NewID()
+		inserts.Queue(insertActionSQL, append([]any{ids[i]}, append(inputValues(in), actor)...)...)
+		if p := (latestPair{in.AssetID.UUID, in.ActionType}); changesLatest(in) && !slices.Contains(pairs, p) {
+			pairs = append(pairs, p)
+		}
+	}
+	for _, p := range pairs {
+		inserts.Queue(recomputeLatestSQL, p.AssetID, p.ActionType)
+	}
+	if err := tx.SendBatch(ctx, inserts).Close(); err != nil {
+		return nil, store.Classify(err, "insert actions")
+	}
+	rows, err := store.Many[ActionDetail](ctx, tx, "get actions",
+		`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]ActionDetail, len(rows))
+	for _, a := range rows {
+		byID[a.ID] = a
+	}
+	created := make([]ActionDetail, len(ids))
+	events := make([]outbox.Change, len(ids))
+	for i, id := range ids {
+		a, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("insert actions: action %s not read back", id)
+		}
+		created[i], events[i] = a, outbox.Created(outbox.KindAction, id.String(), a)
+	}
+	return created, s.Record(ctx, tx, events...)
+}
+
+const insertActionSQL = `INSERT INTO actions (id, asset_id, action_type, action_subtype, performed_at, person_id,
+		performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
+		status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`
+
+// insertAction inserts an action whose references are confirmed, keeps
+// its compliance row and records its event.
+func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, actor string) (ActionDetail, error) {
+	id := store.NewID()
+	// One round trip: the insert, keepLatest's lock and recompute (each
+	// statement of a pipeline takes its snapshot when it runs, so the
+	// recompute sees what the lock waited for) and the action read back.
+	pair := latestPair{in.AssetID.UUID, in.ActionType}
+	pipeline := &pgx.Batch{}
+	pipeline.Queue(insertActionSQL, append([]any{id}, append(inputValues(in), actor)...)...)
+	ops := []string{"insert action"}
+	if changesLatest(in) {
+		pipeline.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, latestLockKey(pair))
+		pipeline.Queue(recomputeLatestSQL, pair.AssetID, pair.ActionType)
+		ops = append(ops, "lock latest action", "recompute latest action")
+	}
+	pipeline.Queue(`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = $1`, id)
+	results := tx.SendBatch(ctx, pipeline)
+	a, err := func() (ActionDetail, error) {
+		for _, op := range ops {
+			if _, err := results.Exec(); err != nil {
+				return ActionDetail{}, store.Classify(err, op)
+			}
+		}
+		rows, err := results.Query()
+		if err != nil {
+			return ActionDetail{}, store.Classify(err, "get action")
+		}
+		a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ActionDetail])
+		return a, store.Classify(err, "get action")
+	}()
+	if cerr := results.Close(); err == nil && cerr != nil {
+		err = store.Classify(cerr, "insert action")
+	}
+	if err != nil {
+		return ActionDetail{}, err
+	}
+	return a, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
+}
+
+// changesLatest says whether inserting in can change its pair's compliance
+// row: only finalized actions are ever the latest, so an action recorded
+// unfinalized leaves the row (and its lock) alone.
+func changesLatest(in ActionInput) bool { return in.StatusFinalized != nil && *in.StatusFinalized }
+
+// latestLockKey is keepLatest's lock of a pair.
+func latestLockKey(p latestPair) string {
+	return "latest_actions:" + p.AssetID.String() + ":" + p.ActionType
 }
 
 // inputValues are an input's columns in the order of the insert.
@@ -260,12 +470,21 @@ func lockAction(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 // be new (409 naming the action document that holds it; concurrent
 // creates of one pair make one, the unique index decides).
 func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput, actor string, targets []refs.Target) (ActionDocument, error) {
+	checked, err := s.refs.Prepare(ctx, targets...)
+	if err != nil && !apperr.Is(err, apperr.KindInvalid) {
+		return ActionDocument{}, err
+	}
+	// A missing document is answered after the action's 404 and 403.
+	missing := err
 	var d ActionDocument
-	err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	err = s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		if err := lockAction(ctx, tx, in.ActionID.UUID); err != nil {
 			return nil, err
 		}
-		if _, err := s.refs.Check(ctx, tx, targets...); err != nil {
+		if missing != nil {
+			return nil, missing
+		}
+		if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
 			return nil, err
 		}
 		row, inserted, err := store.Inserted(ctx, tx, "insert action document",

@@ -17,6 +17,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	handle := r.Handle
 	handle("POST", "/actions", endpoints.Serve(e.CreateAction, httpx.Body[ActionInput], endpoints.IdempotencyKey))
+	handle("POST", "/actions/batch", endpoints.Serve(e.CreateActions, endpoints.DecodeBatch, endpoints.IdempotencyKey))
 	handle("GET", "/actions", endpoints.Serve(e.ListActions, decodeListActions))
 	handle("GET", "/actions/{id}", endpoints.Serve(e.GetAction, httpx.PathID))
 	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch], endpoints.IfMatch, endpoints.OwnerOnly))

@@ -381,3 +381,100 @@ func TestHTTPOwnership(t *testing.T) {
 		{Name: "delete action", Method: "DELETE", Path: action, Read: action, AdminStatus: 204},
 	})
 }
+
+// A batch answers each item as its own create would, in order; a bad item
+// fails alone; the references of the whole batch are asked about once per
+// owner; one Idempotency-Key covers the batch.
+func TestHTTPActionsBatch(t *testing.T) {
+	w := newWorld(t)
+	missing := uuid.NewString()
+	otherAsset := uuid.New()
+	w.StandIn("assets").Add("asset", otherAsset, nil)
+	items := []any{
+		w.action(nil),
+		map[string]any{"asset_id": missing, "action_type": "repair", "performed_at": "2025-01-01"},
+		map[string]any{"asset_id": w.asset, "action_type": "repair"},
+		map[string]any{"asset_id": otherAsset.String(), "action_type": "maintenance", "performed_at": "2025-01-02", "person_id": w.person},
+		map[string]any{"asset_id": w.asset, "action_type": "repair", "performed_at": "2025-01-01", "id": uuid.NewString()},
+		map[string]any{"asset_id": w.asset, "action_type": "repair", "performed_at": "2025-01-01", "organization_id": w.person},
+	}
+	assetsAsked, partiesAsked := w.StandIn("assets").Asked(), w.StandIn("parties").Asked()
+	results := w.Call(200, "POST", "/actions/batch", w.RW, map[string]any{"items": items}, "Idempotency-Key", "batch-1").List()
+	if got := w.StandIn("assets").Asked() - assetsAsked; got != 1 {
+		t.Errorf("assets was asked %d times for the batch", got)
+	}
+	if got := w.StandIn("parties").Asked() - partiesAsked; got != 1 {
+		t.Errorf("parties was asked %d times for the batch", got)
+	}
+	want := []struct {
+		status int
+		field  string
+	}{{201, ""}, {422, "asset_id"}, {422, "performed_at"}, {201, ""}, {422, "id"}, {422, "organization_id"}}
+	if len(results) != len(want) {
+		t.Fatalf("results = %v", results)
+	}
+	for i, r := range results {
+		if int(r["status"].(float64)) != want[i].status {
+			t.Errorf("item %d: %v", i, r)
+			continue
+		}
+		if want[i].status == 201 {
+			id := r["id"].(string)
+			got := w.Call(200, "GET", "/actions/"+id, w.RO, nil).JSON()
+			if got["asset_id"] != items[i].(map[string]any)["asset_id"] {
+				t.Errorf("item %d created %v", i, got)
+			}
+			continue
+		}
+		problem := r["problem"].(map[string]any)
+		errs, _ := problem["errors"].([]any)
+		if len(errs) == 0 || errs[0].(map[string]any)["field"] != want[i].field || problem["instance"] != "/actions/batch" {
+			t.Errorf("item %d: problem %v", i, problem)
+		}
+	}
+	// The key replays the whole answer; nothing is recorded twice.
+	again := w.Call(200, "POST", "/actions/batch", w.RW, map[string]any{"items": items}, "Idempotency-Key", "batch-1")
+	if again.Header.Get("Idempotent-Replayed") != "true" || len(again.List()) != len(want) || again.List()[0]["id"] != results[0]["id"] {
+		t.Errorf("replay: %s", again.Raw)
+	}
+	if list := w.Call(200, "GET", "/actions?asset_id="+otherAsset.String(), w.RO, nil).List(); len(list) != 1 {
+		t.Errorf("the batch's action on the other asset: %d", len(list))
+	}
+	// The batch's own limits.
+	w.Call(422, "POST", "/actions/batch", w.RW, map[string]any{"items": []any{}})
+	many := make([]any, 1001)
+	for i := range many {
+		many[i] = map[string]any{}
+	}
+	if got := w.Call(422, "POST", "/actions/batch", w.RW, map[string]any{"items": many}).Fields(); len(got) != 1 || got[0] != "items" {
+		t.Errorf("1,001 items: %v", got)
+	}
+}
+
+// When the database refuses one item of a batch, the batch is written item
+// by item: that item gets the answer it alone would have got, and the
+// others are kept, each with its event.
+func TestHTTPActionsBatchItemRefused(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.Built.Store.Pool.Exec(t.Context(), `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.source_reference = 'refuse' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON actions FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {
+		t.Fatal(err)
+	}
+	item := func(ref string) map[string]any {
+		return map[string]any{"asset_id": w.asset, "action_type": "repair", "performed_at": "2025-01-01",
+			"source_system": "batch", "source_reference": ref}
+	}
+	results := w.Call(200, "POST", "/actions/batch", w.RW, map[string]any{"items": []any{item("a"), item("refuse"), item("b")}}).List()
+	if len(results) != 3 || results[0]["status"] != float64(201) || results[1]["status"] != float64(500) || results[2]["status"] != float64(201) {
+		t.Fatalf("results = %v", results)
+	}
+	var events int
+	if err := w.Built.Store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox WHERE kind = 'action' AND subject_id = ANY($1)`,
+		[]string{results[0]["id"].(string), results[2]["id"].(string)}).Scan(&events); err != nil || events != 2 {
+		t.Errorf("events of the two actions: %d (%v)", events, err)
+	}
+	if list := w.Call(200, "GET", "/actions?source_system=batch&source_reference=refuse", w.RO, nil).List(); len(list) != 0 {
+		t.Errorf("the refused item was written: %v", list)
+	}
+}

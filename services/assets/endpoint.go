@@ -24,12 +24,13 @@ type Endpoints struct {
 	DetachDocument  endpoint.Endpoint
 	SetThumbnail    endpoint.Endpoint
 
-	CreateAsset endpoint.Endpoint
-	GetAsset    endpoint.Endpoint
-	ListAssets  endpoint.Endpoint
-	FindAsset   endpoint.Endpoint
-	UpdateAsset endpoint.Endpoint
-	DeleteAsset endpoint.Endpoint
+	CreateAsset  endpoint.Endpoint
+	CreateAssets endpoint.Endpoint
+	GetAsset     endpoint.Endpoint
+	ListAssets   endpoint.Endpoint
+	FindAsset    endpoint.Endpoint
+	UpdateAsset  endpoint.Endpoint
+	DeleteAsset  endpoint.Endpoint
 }
 
 // attachment names one document of one asset type, from the path: the
@@ -64,12 +65,13 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		}),
 		SetThumbnail: endpoints.New(endpoints.ByID(s.SetThumbnail)),
 
-		CreateAsset: endpoints.New(endpoints.Created(s.CreateAsset, assetLocation)),
-		GetAsset:    endpoints.New(s.GetAsset),
-		ListAssets:  endpoints.New(endpoints.List(s.ListAssets)),
-		FindAsset:   endpoints.New(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
-		UpdateAsset: endpoints.New(endpoints.ByID(s.UpdateAsset)),
-		DeleteAsset: endpoints.New(endpoints.NoContent(s.DeleteAsset)),
+		CreateAsset:  endpoints.New(endpoints.Created(s.CreateAsset, assetLocation)),
+		CreateAssets: endpoints.New(endpoints.Batch(s.CreateAssets)),
+		GetAsset:     endpoints.New(s.GetAsset),
+		ListAssets:   endpoints.New(endpoints.List(s.ListAssets)),
+		FindAsset:    endpoints.New(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
+		UpdateAsset:  endpoints.New(endpoints.ByID(s.UpdateAsset)),
+		DeleteAsset:  endpoints.New(endpoints.NoContent(s.DeleteAsset)),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e

@@ -44,6 +44,11 @@ type Service interface {
 	FindAsset(ctx context.Context, q AssetQuery, create bool) (a Asset, created bool, err error)
 	// Assets, written.
 	CreateAsset(ctx context.Context, in AssetInput) (Asset, error)
+	// CreateAssets finds or creates each asset of a batch by its type and
+	// serial number (201 created, 200 found), with the responsible people
+	// asked about together; errs[i] is item i's decoding error. Each
+	// outcome is an item's; the error fails the whole batch.
+	CreateAssets(ctx context.Context, in []AssetInput, errs []error) ([]model.ItemOutcome, error)
 	UpdateAsset(ctx context.Context, id uuid.UUID, p AssetPatch) (Asset, error)
 	DeleteAsset(ctx context.Context, id uuid.UUID) error
 }
@@ -116,6 +121,16 @@ func (s *service) CreateAsset(ctx context.Context, in AssetInput) (Asset, error)
 		return Asset{}, err
 	}
 	return s.store.CreateAsset(ctx, in, auth.Subject(ctx))
+}
+
+func (s *service) CreateAssets(ctx context.Context, in []AssetInput, errs []error) ([]model.ItemOutcome, error) {
+	out := make([]model.ItemOutcome, len(in))
+	for i := range in {
+		if out[i].Err = errs[i]; out[i].Err == nil {
+			in[i], out[i].Err = in[i].Normalize()
+		}
+	}
+	return out, s.store.CreateAssets(ctx, in, out, auth.Subject(ctx))
 }
 
 // FindAsset matches the serial number exactly, in the types of the brand

@@ -472,6 +472,69 @@ func (s *Store) CreateAsset(ctx context.Context, in AssetInput, actor string) (A
 // with the same type and serial number all get the one row: the unique
 // index arbitrates.
 func (s *Store) CreateAssetIfAbsent(ctx context.Context, in AssetInput, actor string) (Asset, bool, error) {
+	return s.createAssetIfAbsent(ctx, in, actor, s.checkPerson)
+}
+
+// CreateAssets finds or creates each asset of a batch by its type and
+// serial number: out[i] already holds the error of an item that failed
+// before (its decoding, its rules). The responsible people of the whole
+// batch are asked about together, once, before the transaction; the items
+// are written in one transaction (the request's unit of work, if it has
+// one), each in a savepoint, so an item that fails leaves the others. A
+// failure of the check or of the database fails the whole batch and
+// writes none of it.
+func (s *Store) CreateAssets(ctx context.Context, ins []AssetInput, out []model.ItemOutcome, actor string) error {
+	personOf := func(in AssetInput) []refs.Target {
+		if id := in.ResponsiblePersonID.Ptr(); id != nil {
+			return []refs.Target{{Field: "responsible_person_id", Kind: "person", ID: *id}}
+		}
+		return nil
+	}
+	var all []refs.Target
+	pending := 0
+	for i, in := range ins {
+		if out[i].Err == nil {
+			all = append(all, personOf(in)...)
+			pending++
+		}
+	}
+	if pending == 0 {
+		return nil
+	}
+	checked, err := s.refs.Ask(ctx, all...)
+	if err != nil {
+		return err
+	}
+	return s.Together(ctx, func(ctx context.Context) error {
+		var known refs.Known
+		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			var err error
+			known, err = s.refs.ConfirmAll(ctx, tx, checked)
+			return nil, err
+		})
+		if err != nil {
+			return err
+		}
+		for i, in := range ins {
+			if out[i].Err != nil {
+				continue
+			}
+			a, created, err := s.createAssetIfAbsent(ctx, in, actor, func(context.Context, pgx.Tx, *uuid.UUID) error {
+				return known.Missing(personOf(in)...)
+			})
+			if apperr.Is(err, apperr.KindUnavailable) {
+				return err
+			}
+			out[i] = model.ItemOutcome{ID: a.ID, Created: created, Err: err}
+		}
+		return nil
+	})
+}
+
+// createAssetIfAbsent is CreateAssetIfAbsent with the check of the
+// responsible person the caller chooses.
+func (s *Store) createAssetIfAbsent(ctx context.Context, in AssetInput, actor string,
+	checkPerson func(ctx context.Context, tx pgx.Tx, id *uuid.UUID) error) (Asset, bool, error) {
 	var a Asset
 	created := false
 	err := s.Write(ctx, "create asset", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -487,7 +550,7 @@ func (s *Store) CreateAssetIfAbsent(ctx context.Context, in AssetInput, actor st
 			return nil, assetTypeMissing(err, in.AssetTypeID.UUID)
 		}
 		if inserted {
-			if err := s.checkPerson(ctx, tx, in.ResponsiblePersonID.Ptr()); err != nil {
+			if err := checkPerson(ctx, tx, in.ResponsiblePersonID.Ptr()); err != nil {
 				return nil, err
 			}
 			if err := assetExternals.save(ctx, tx, row.ID, in.ExternalIDs); err != nil {

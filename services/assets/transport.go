@@ -37,6 +37,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("PUT", "/asset_types/{id}/thumbnail", endpoints.Serve(e.SetThumbnail, httpx.PathIDBody[DocumentRef], endpoints.OwnerOnly))
 
 	handle("POST", "/assets", endpoints.Serve(e.CreateAsset, httpx.Body[AssetInput], endpoints.IdempotencyKey))
+	handle("POST", "/assets/batch", endpoints.Serve(e.CreateAssets, endpoints.DecodeBatch, endpoints.IdempotencyKey))
 	handle("GET", "/assets", endpoints.Serve(e.ListAssets, decodeListAssets))
 	// cached: answered from Redis until a write changes it (cache.go)
 	handle("POST", "/assets/find", endpoints.Serve(e.FindAsset, httpx.Find[AssetQuery](true), endpoints.IdempotencyKey))

@@ -346,3 +346,63 @@ func TestHTTPOwnership(t *testing.T) {
 		{Name: "delete asset type", Method: "DELETE", Path: typ, Read: typ, AdminStatus: 204},
 	})
 }
+
+// A batch finds or creates each asset by type and serial number, in order,
+// each item on its own; the responsible people of the whole batch are
+// asked about once; one Idempotency-Key covers the batch.
+func TestHTTPAssetsBatch(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	typeID := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
+	person, other := uuid.New(), uuid.New()
+	s.StandIn("parties").Add("person", person, nil)
+	s.StandIn("parties").Add("person", other, nil)
+	existing := s.Call(201, "POST", "/assets", s.RW, map[string]any{"serial_number": "SN-0", "asset_type_id": typeID}).JSON()["id"]
+	items := []any{
+		map[string]any{"serial_number": "SN-1", "asset_type_id": typeID, "responsible_person_id": person},
+		map[string]any{"serial_number": "SN-0", "asset_type_id": typeID},
+		map[string]any{"serial_number": "SN-2", "asset_type_id": uuid.NewString()},
+		map[string]any{"serial_number": "SN-3", "asset_type_id": typeID, "responsible_person_id": uuid.NewString()},
+		map[string]any{"serial_number": "SN-4", "asset_type_id": typeID, "production_year": 1800},
+		map[string]any{"serial_number": "SN-5", "asset_type_id": typeID, "responsible_person_id": other},
+		map[string]any{"serial_number": "SN-1", "asset_type_id": typeID},
+	}
+	asked := s.StandIn("parties").Asked()
+	results := s.Call(200, "POST", "/assets/batch", s.RW, map[string]any{"items": items}, "Idempotency-Key", "assets-1").List()
+	if got := s.StandIn("parties").Asked() - asked; got != 1 {
+		t.Errorf("parties was asked %d times for the batch", got)
+	}
+	want := []struct {
+		status int
+		field  string
+	}{{201, ""}, {200, ""}, {422, "asset_type_id"}, {422, "responsible_person_id"}, {422, "production_year"}, {201, ""}, {200, ""}}
+	if len(results) != len(want) {
+		t.Fatalf("results = %v", results)
+	}
+	for i, r := range results {
+		if int(r["status"].(float64)) != want[i].status {
+			t.Errorf("item %d: %v", i, r)
+			continue
+		}
+		if want[i].field == "" {
+			got := s.Call(200, "GET", "/assets/"+r["id"].(string), s.RO, nil).JSON()
+			if got["serial_number"] != items[i].(map[string]any)["serial_number"] {
+				t.Errorf("item %d is %v", i, got)
+			}
+			continue
+		}
+		errs, _ := r["problem"].(map[string]any)["errors"].([]any)
+		if len(errs) == 0 || errs[0].(map[string]any)["field"] != want[i].field {
+			t.Errorf("item %d: %v", i, r)
+		}
+	}
+	if results[1]["id"] != existing || results[6]["id"] != results[0]["id"] {
+		t.Errorf("found: %v", results)
+	}
+	again := s.Call(200, "POST", "/assets/batch", s.RW, map[string]any{"items": items}, "Idempotency-Key", "assets-1")
+	if again.Header.Get("Idempotent-Replayed") != "true" || again.List()[0]["status"] != float64(201) {
+		t.Errorf("replay: %s", again.Raw)
+	}
+	if list := s.Call(200, "GET", "/assets?asset_type_id="+typeID, s.RO, nil).List(); len(list) != 3 {
+		t.Errorf("assets of the type: %d", len(list))
+	}
+}

@@ -67,8 +67,10 @@ func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, ac
 		if err != nil {
 			return nil, err
 		}
-		return []string{organizationFinds(in.RegistrationNumber)}, s.RecordCreated(ctx, tx, outbox.KindOrganization, o.ID,
-			func() (any, error) { return s.GetOrganization(ctx, o.ID) })
+		// As GET shows it: a new organization has no people yet, so the
+		// row the insert returned is the whole of it (one read fewer).
+		return []string{organizationFinds(in.RegistrationNumber)}, s.Record(ctx, tx,
+			outbox.Created(outbox.KindOrganization, o.ID.String(), OrganizationDetail{Organization: o, AssociatedPeople: []AssociatedPerson{}}))
 	})
 	return o, s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
 }

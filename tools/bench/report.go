@@ -92,6 +92,8 @@ func (r *Results) finish(now time.Time) {
 				x = s.PeakRSSMiB[g.Process]
 			case g.Metric == "p99 s":
 				x = s.P99.Seconds()
+			case g.Metric == "p99/p50":
+				x = ratio(float64(s.P99), float64(s.P50))
 			case g.Metric == "p50" && of != nil:
 				x = ratio(float64(s.P50), float64(of.Samples[k].P50))
 			case of != nil:

@@ -175,6 +175,9 @@ var Calls = []Call{
 	// connections, so the row shows what the three checks cost beside the
 	// organization's plain insert.
 	{Name: "POST /actions", Service: "actions", Limit: RefPost, Request: createAction},
+	// The same actions, 100 to a batch: one ask per owner for the batch
+	// (none for targets the actions service remembers) and one commit.
+	ActionsBatchCall,
 	// Keyset pages of a million actions (Options.Actions): a page from the
 	// middle of each filter's actions must cost what its first page costs.
 	actionsPage(actionLists[0], false), actionsPage(actionLists[0], true),
@@ -298,7 +301,7 @@ func AllRows() []Row {
 		rows = append(rows, c.Rows()...)
 	}
 	rows = append(rows, RateLimitRows...)
-	return append(rows, LargeUploadRow, Token, EventsOff, RelayRow, WebhookRow, ConsumerRow)
+	return append(rows, LargeUploadRow, Token, EventsOff, RelayRow, WebhookRow, ConsumerRow, FlowRow)
 }
 
 // Goal is a target of issue 8: Row's metric divided by Of's (or by Value)
@@ -308,7 +311,7 @@ type Goal struct {
 	Row     string
 	Of      string  // another row; or
 	Value   float64 // a fixed number
-	Metric  string  // "req/s", "p50", "rss" (Process's peak in MiB) or "p99 s" (the row's p99 in seconds); Of and Value unused for the last two
+	Metric  string  // "req/s", "p50", "p99/p50" or "p99 s" (the row's own p99 ÷ p50, or p99 in seconds; Of and Value unused), or "rss" (Process's peak in MiB, Of and Value unused)
 	Process string  // for "rss"
 	AtLeast float64
 	AtMost  float64
@@ -334,6 +337,10 @@ var Goals = []Goal{
 	{Name: "events: POST /organizations with events ≥ 0.85 × without", Row: "POST /organizations · direct", Of: EventsOffName, Metric: "req/s", AtLeast: 0.85},
 	{Name: "events: write answered → webhook delivered, p99 ≤ 1 s", Row: WebhookRowName, Metric: "p99 s", AtMost: 1},
 	{Name: "events deployable peak RSS, delivering ≤ 128 MiB", Row: WebhookRowName, Process: "events", Metric: "rss", AtMost: 128},
+	{Name: "actions: POST /actions direct ≥ 0.3 × reference POST", Row: "POST /actions · direct", Of: RefPost, Metric: "req/s", AtLeast: 0.3},
+	{Name: "actions: POST /actions p99 ≤ 3 × p50 (16 writers, direct)", Row: "POST /actions · direct", Metric: "p99/p50", AtMost: 3},
+	{Name: "actions: batches of 100 ≥ 5,000 actions/s (gateway)", Row: ActionsBatch + " · gateway", Value: 5000 / BatchSize, Metric: "req/s", AtLeast: 1},
+	{Name: "parties: POST /organizations direct ≥ 0.6 × reference POST", Row: "POST /organizations · direct", Of: RefPost, Metric: "req/s", AtLeast: 0.6},
 }
 
 func getRefOrganization(e *Env, w *Worker) Request {

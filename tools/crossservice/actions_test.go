@@ -1,9 +1,11 @@
 package crossservice
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/services/actions"
@@ -153,4 +155,62 @@ func TestDeleteVersusActionRace(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds: %d deletes went through, %d were refused", rounds, deleted, refused)
+}
+
+// Sixteen writers of actions against a delete of their asset, through the
+// real services, many rounds; in half of them the actions service
+// remembers the asset from an earlier action (so it asks nobody). No
+// action ever names a deleted asset: every 201's asset still exists.
+func TestDeleteVersusSixteenActionWriters(t *testing.T) {
+	r := newRegistry(t)
+	a, x := r.assets, r.actions
+	typ := a.Call(201, "POST", "/asset_types", a.RW, map[string]any{"brand": "Race", "model": "R16"}).JSON()["id"]
+	const rounds, writers = 16, 16
+	deleted, refused := 0, 0
+	var mu sync.Mutex
+	var created []string // assets of the 201 actions
+	for round := range rounds {
+		asset := a.Call(201, "POST", "/assets", a.RW, map[string]any{"serial_number": fmt.Sprintf("SN16-%d", round), "asset_type_id": typ}).JSON()["id"].(string)
+		if round%2 == 0 {
+			earlier := x.Call(201, "POST", "/actions", x.RW, map[string]any{"asset_id": asset, "action_type": "repair", "performed_at": "2025-01-01"}).JSON()["id"].(string)
+			x.Call(204, "DELETE", "/actions/"+earlier, x.RW, nil)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var deleteStatus int
+		wg.Go(func() { <-start; deleteStatus = a.Do("DELETE", "/assets/"+asset, a.RW, nil).Status })
+		for i := range writers {
+			wg.Go(func() {
+				<-start
+				time.Sleep(time.Duration(i) * 300 * time.Microsecond)
+				resp := x.Do("POST", "/actions", x.RW, map[string]any{"asset_id": asset, "action_type": "repair", "performed_at": "2025-01-01",
+					"person_id": r.person, "organization_id": r.organization})
+				switch resp.Status {
+				case 201:
+					mu.Lock()
+					created = append(created, asset)
+					mu.Unlock()
+				case 422:
+				default:
+					t.Errorf("create: %d %s", resp.Status, resp.Raw)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		switch deleteStatus {
+		case 204:
+			deleted++
+		case 409:
+			refused++
+		default:
+			t.Fatalf("round %d: delete %d", round, deleteStatus)
+		}
+	}
+	for _, asset := range created {
+		if status := a.Do("GET", "/assets/"+asset, a.RO, nil).Status; status != 200 {
+			t.Fatalf("an action was created on asset %s, which is gone (%d)", asset, status)
+		}
+	}
+	t.Logf("%d rounds: %d deletes went through, %d were refused; %d actions created", rounds, deleted, refused, len(created))
 }

@@ -285,10 +285,15 @@ func (s *Stack) viaAddresses(o Options) (routes, error) {
 	if o.Via == nil {
 		return r, nil
 	}
-	for _, ds := range []struct{ name, addr string }{
+	type datastore struct{ name, addr string }
+	stores := []datastore{
 		{ViaPostgres, hostOf(s.DatabaseURL)}, {ViaRedis, hostOf(s.RedisURL)}, {ViaS3, s.S3Endpoint},
 		{ViaNATS, hostOf(s.NATS.URL)},
-	} {
+	}
+	for _, svc := range catalog.Services {
+		stores = append(stores, datastore{ViaPeer + svc.Name, hostOf(s.ServiceURLs[svc.Name])})
+	}
+	for _, ds := range stores {
 		via, err := o.Via(ds.name, ds.addr)
 		if err != nil {
 			return nil, fmt.Errorf("a way to %s: %w", ds.name, err)

@@ -60,7 +60,9 @@ type Options struct {
 	// Via, when set, gives the address at which the registry's processes
 	// reach a datastore ("postgres", "redis" or "s3") listening at addr:
 	// a test puts a fault-injecting proxy in between ("nats" too). The launcher itself
-	// always goes straight to addr.
+	// always goes straight to addr. Services reach each other's internal
+	// API by way of it too ("peer-<service>", ViaPeer), so a test can make
+	// one peer slow for its callers; the gateway goes straight to each.
 	Via func(datastore, addr string) (string, error)
 }
 
@@ -70,6 +72,7 @@ const (
 	ViaRedis    = "redis"
 	ViaS3       = "s3"
 	ViaNATS     = "nats"
+	ViaPeer     = "peer-" // + the service's name
 )
 
 // Stack is a running registry.
@@ -207,7 +210,7 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 			id := identities[svc.Name]
 			env = append(env, "PEER_CLIENT_ID="+id.ClientID, "PEER_CLIENT_SECRET="+id.ClientSecret)
 			for _, peer := range peers {
-				env = append(env, envName("PEER", peer, "URL")+"="+s.ServiceURLs[peer])
+				env = append(env, envName("PEER", peer, "URL")+"="+via.url(s.ServiceURLs[peer]))
 			}
 		}
 		return env

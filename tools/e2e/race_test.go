@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"path"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ type deleteRace struct {
 	create func(round, c int, id string) testkit.Response
 	// naming counts what names the target's id now.
 	naming func(id string) int
+	// creators write at once against each delete; 4 when 0.
+	creators int
 }
 
 // raceDeleteAgainstCreates runs many rounds of a delete released at once
@@ -26,7 +29,8 @@ type deleteRace struct {
 // reference to something deleted (architecture: references kept whole).
 func raceDeleteAgainstCreates(t *testing.T, r deleteRace) {
 	t.Helper()
-	const rounds, creators = 25, 4
+	const rounds = 25
+	creators := cmp.Or(r.creators, 4)
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	deleted, refused := 0, 0

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/assetregistry/registry/tools/devstack"
 )
 
 // fault is one thing that goes wrong.
@@ -37,6 +39,9 @@ type fault struct {
 	// observe, when set, runs before the fault and returns a check that
 	// runs after it (a metric that must have moved).
 	observe func(t *testing.T) func(t *testing.T)
+	// needsNoPeer names an op of the load that needs nothing the fault
+	// breaks: every one of its calls must succeed.
+	needsNoPeer string
 }
 
 func TestFaults(t *testing.T) {
@@ -76,6 +81,13 @@ func TestFaults(t *testing.T) {
 			time.Sleep(150 * time.Millisecond)
 			kill("parties")(t)
 		}, heal: restart("parties"), hold: 3 * time.Second, unavailable: true},
+		// A peer slow for its callers: the assets service answers the
+		// actions service after 2 s (beyond the suite's peer.timeout). Actions
+		// that must ask it are 503s with Retry-After within the timeout;
+		// actions on assets the actions service remembers ask nobody and
+		// never fail, and the rest of the load does not notice.
+		{name: "assets: answering the actions service after 2 s (toxiproxy)", inject: addToxic(devstack.ViaPeer+"assets", "latency", "downstream", `{"latency":2000}`),
+			heal: removeToxic(devstack.ViaPeer+"assets", "latency"), hold: 5 * time.Second, unavailable: true, needsNoPeer: "create action, known asset"},
 		{name: "gateway: stopped (SIGTERM), restarted", inject: func(t *testing.T) { must(t, stack.Processes["api-gateway"].Stop()) },
 			heal: restart("api-gateway"), hold: 3 * time.Second, unavailable: true, unanswered: true},
 	}
@@ -161,6 +173,9 @@ func exercise(t *testing.T, i int, f fault) {
 		}
 	}
 	checkAnswers(t, f, calls)
+	if f.needsNoPeer != "" {
+		r.unaffected = checkUnaffected(t, f.needsNoPeer, calls)
+	}
 	acked, retried := retryKeyed(t, c, calls)
 	r.retried = retried
 	r.lost = checkReadable(t, c, acked)
@@ -229,6 +244,29 @@ func checkAnswers(t *testing.T, f fault, calls []call) {
 	if len(wrong) > 0 {
 		t.Errorf("%d of %d answers break the rules, e.g.:\n  %s", len(wrong), len(calls), strings.Join(wrong[:min(len(wrong), 8)], "\n  "))
 	}
+}
+
+// checkUnaffected holds the calls of op, which need nothing the fault
+// breaks, to succeeding, and says how many there were and their slowest
+// and 99th-percentile answers, for the report (speed is not asserted).
+func checkUnaffected(t *testing.T, op string, calls []call) string {
+	t.Helper()
+	var took []time.Duration
+	for _, c := range calls {
+		if c.op != op {
+			continue
+		}
+		if !c.ok() {
+			t.Errorf("%s: %d (%v), though it needs nothing the fault breaks", op, c.status, c.err)
+		}
+		took = append(took, c.took)
+	}
+	if len(took) == 0 {
+		t.Errorf("no %s in the load: nothing checked", op)
+		return ""
+	}
+	slices.Sort(took)
+	return fmt.Sprintf("%s: %d, p99 %s, max %s", op, len(took), took[len(took)*99/100].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 }
 
 // retryKeyed sends every create with an Idempotency-Key that did not
@@ -303,6 +341,10 @@ func checkCopies(t *testing.T, c *client, calls, acked []call) (duplicates int) 
 			n = countList(t, c, "/asset_types/by_brand_and_model?brand=Fault&model="+url.QueryEscape(a.target))
 		case "/documents":
 			n = countRows(t, "SELECT count(*) FROM documents.documents WHERE sha256 = $1", a.target)
+		case "/assets":
+			n = countList(t, c, "/assets?serial_number="+url.QueryEscape(a.target))
+		case "/actions":
+			n = countList(t, c, "/actions?source_system=fault&source_reference="+url.QueryEscape(a.target))
 		}
 		if n != 1 {
 			duplicates += max(n-1, 0)

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -125,8 +126,8 @@ func (c call) hung() bool {
 }
 
 // load runs the mixed load of one fault: creates of organizations with
-// and without an Idempotency-Key, asset types with one, uploads with and
-// without one, reads and finds of what was created.
+// and without an Idempotency-Key, asset types, assets and actions with
+// one, uploads with and without one, reads and finds of what was created.
 type load struct {
 	c   *client
 	tag string
@@ -136,7 +137,12 @@ type load struct {
 	n     int
 	orgs  []string // registration numbers of acknowledged organizations
 	types []string // models of acknowledged asset types
-	ids   map[string]string
+	// assets are the ids of acknowledged assets, newest last; actedOn
+	// those an acknowledged action names (the actions service remembers
+	// them, so a new action on one asks the assets service nothing).
+	assets  []string
+	actedOn []string
+	ids     map[string]string
 }
 
 func newLoad(c *client, tag string) *load { return &load{c: c, tag: tag, ids: map[string]string{}} }
@@ -146,17 +152,47 @@ func (l *load) next() request {
 	l.mu.Lock()
 	n := l.n
 	l.n++
-	var org, model, orgID string
+	var org, model, orgID, typeID, newest, known string
+	if len(l.assets) > 0 {
+		newest = l.assets[len(l.assets)-1]
+	}
+	if len(l.actedOn) > 0 {
+		known = l.actedOn[n%len(l.actedOn)]
+	}
 	if len(l.orgs) > 0 {
 		org = l.orgs[n%len(l.orgs)]
 		orgID = l.ids["org:"+org]
 	}
 	if len(l.types) > 0 {
 		model = l.types[n%len(l.types)]
+		typeID = l.ids["type:"+l.types[0]]
 	}
 	l.mu.Unlock()
 	name := fmt.Sprintf("%s-%d", l.tag, n)
-	switch n % 8 {
+	switch n % 12 {
+	case 8:
+		if typeID != "" {
+			body, _ := json.Marshal(map[string]string{"serial_number": name, "asset_type_id": typeID})
+			return request{op: "create asset", method: "POST", path: "/assets", body: body, contentType: "application/json",
+				key: "k-" + name, create: true, target: name}
+		}
+		return request{op: "list", method: "GET", path: "/assets?limit=5"}
+	case 9, 10:
+		// An action on the newest asset (its first asks the assets
+		// service), or on one an action named already (asks nobody).
+		asset, op := newest, "create action, new asset"
+		if n%12 == 10 && known != "" {
+			asset, op = known, "create action, known asset"
+		}
+		if asset != "" {
+			body, _ := json.Marshal(map[string]any{"asset_id": asset, "action_type": "repair", "performed_at": "2025-01-01",
+				"source_system": "fault", "source_reference": name})
+			return request{op: op, method: "POST", path: "/actions", body: body, contentType: "application/json",
+				key: "k-" + name, create: true, target: name}
+		}
+		return request{op: "list", method: "GET", path: "/actions?limit=5"}
+	case 11:
+		return request{op: "list", method: "GET", path: "/actions?limit=5"}
 	case 0:
 		return orgCreate(name, "k-"+name)
 	case 1:
@@ -254,5 +290,15 @@ func (l *load) add(c call) {
 		l.ids["org:"+c.target] = c.id
 	case "/asset_types":
 		l.types = append(l.types, c.target)
+		l.ids["type:"+c.target] = c.id
+	case "/assets":
+		l.assets = append(l.assets, c.id)
+	case "/actions":
+		var a struct {
+			AssetID string `json:"asset_id"`
+		}
+		if json.Unmarshal(c.body, &a) == nil && !slices.Contains(l.actedOn, a.AssetID) {
+			l.actedOn = append(l.actedOn, a.AssetID)
+		}
 	}
 }

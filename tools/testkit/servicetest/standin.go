@@ -31,6 +31,7 @@ type StandIn struct {
 	Name string // the peer it plays
 
 	mu        sync.Mutex
+	asked     int // existence questions answered
 	targets   map[string]map[uuid.UUID]refs.Attrs
 	referrers map[string]map[uuid.UUID][]refs.Ref
 }
@@ -66,14 +67,42 @@ func (s *StandIn) Refer(kind string, id uuid.UUID, ref refs.Ref) {
 	s.referrers[kind][id] = append(s.referrers[kind][id], ref)
 }
 
+// Asked is how many existence questions (Exists, ExistsAll) the stand-in
+// has answered.
+func (s *StandIn) Asked() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.asked
+}
+
 // Exists implements refs.Service.
 func (s *StandIn) Exists(_ context.Context, kind string, ids []uuid.UUID) (map[uuid.UUID]refs.Attrs, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.asked++
+	return s.exists(kind, ids), nil
+}
+
+func (s *StandIn) exists(kind string, ids []uuid.UUID) map[uuid.UUID]refs.Attrs {
 	found := map[uuid.UUID]refs.Attrs{}
 	for _, id := range ids {
 		if attrs, ok := s.targets[kind][id]; ok {
 			found[id] = attrs
+		}
+	}
+	return found
+}
+
+// ExistsAll implements refs.Service.
+func (s *StandIn) ExistsAll(_ context.Context, asks []refs.Ask) (map[refs.Key]refs.Attrs, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked++
+	found := map[refs.Key]refs.Attrs{}
+	for _, a := range asks {
+		got := s.exists(a.Kind, a.IDs)
+		for id, attrs := range got {
+			found[refs.Key{Kind: a.Kind, ID: id}] = attrs
 		}
 	}
 	return found, nil

@@ -1,0 +1,434 @@
+package refs
+
+// The referrer's side of the protocol, with two savings over asking every
+// owner inside every write's transaction (docs/architecture.md, "References
+// kept whole", gives the whole argument):
+//
+//   - Remembered answers. An owner's "it exists" is remembered in the
+//     referrer's own schema (ref_targets, alive, with a version from one
+//     sequence). The owner's delete always asks this service what points at
+//     the target (Referrers with settle), and that question first marks the
+//     row not alive, with a new version, in a committed transaction of its
+//     own, before it takes the target's exclusive lock. A write that finds
+//     the row alive after taking the target's shared lock needs no ask:
+//     either the delete's mark came later, and then the delete's question
+//     waits for the write's lock and sees the write (409), or the mark came
+//     earlier and the write would have seen it.
+//   - Asking before the transaction. Prepare reads the rows (no
+//     transaction) and asks the owners, each once for all it names; Confirm,
+//     in the write's transaction, takes the locks and reads the rows again.
+//     An answer got before the lock is trusted only when the row's version
+//     did not change in between: a delete that could still succeed marked
+//     the row after its owner stopped saying "exists", so after the answer,
+//     and before its exclusive lock, so before a lock taken later than it.
+//     A changed row is asked about again, under the lock, as before.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// Target is a reference a write is about to make: Field names it for the
+// 422 when the target does not exist.
+type Target struct {
+	Field string
+	Kind  string
+	ID    uuid.UUID
+}
+
+// Key names a target: the same id asked as two kinds (a person's id given
+// as an organization) exists only as the kind its owner has it as.
+type Key struct {
+	Kind string
+	ID   uuid.UUID
+}
+
+func (t Target) key() Key { return Key{t.Kind, t.ID} }
+
+// Ask is one kind's ids in a question to an owner.
+type Ask struct {
+	Kind string      `json:"kind"`
+	IDs  []uuid.UUID `json:"ids"`
+}
+
+// ErrAskFirst is Confirm's answer, for a check made with Remembered, when
+// some target is not remembered: the write should end its transaction and
+// Prepare (asking the owners with nothing held), then write again.
+var ErrAskFirst = errors.New("refs: some targets must be asked about before the transaction")
+
+// Remembered is a check that trusts only what this service remembers:
+// Confirm answers ErrAskFirst instead of asking an owner under the locks.
+// It is the first try of a write whose targets are usually remembered: no
+// read before the transaction, no ask.
+func (r *Registry) Remembered(targets ...Target) *Checked {
+	return &Checked{targets: targets, rememberedOnly: true}
+}
+
+// Checked is what Prepare learnt of a write's targets before its
+// transaction, for Confirm to trust or ask again.
+type Checked struct {
+	rememberedOnly bool
+	targets        []Target
+	seen           map[Key]int64 // row versions read before the owners were asked (0: no row)
+	answers        map[Key]Attrs // the owners' answers: a key is there when its target exists
+	asked          map[Key]bool
+}
+
+// Targets are the targets the check is about.
+func (c *Checked) Targets() []Target { return c.targets }
+
+// row is a target's ref_targets row as one read saw it.
+type row struct {
+	alive   bool
+	attrs   Attrs
+	version int64
+}
+
+// Prepare is the part of a check that needs no transaction: it reads what
+// this service remembers of the targets and asks their owners, each once,
+// about the rest. A target an owner says does not exist is a 422 here
+// already. Confirm, inside the write's transaction, finishes the check.
+// Nothing is held while the owners answer.
+func (r *Registry) Prepare(ctx context.Context, targets ...Target) (*Checked, error) {
+	c, err := r.Ask(ctx, targets...)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.Missing(targets...)
+}
+
+// Missing is the 422 naming the fields of those of targets that Prepare or
+// Ask was told do not exist.
+func (c *Checked) Missing(targets ...Target) error {
+	return missing(targets, func(k Key) bool { _, ok := c.answers[k]; return ok || !c.asked[k] })
+}
+
+// Ask is Prepare for a batch: a target that does not exist is no error
+// here (Missing tells, per item), only an owner that cannot answer is.
+func (r *Registry) Ask(ctx context.Context, targets ...Target) (*Checked, error) {
+	c := &Checked{targets: targets, seen: map[Key]int64{}, answers: map[Key]Attrs{}, asked: map[Key]bool{}}
+	if len(targets) == 0 {
+		return c, nil
+	}
+	keys, err := r.keysOf(targets)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := readRows(ctx, r.store.Pool, keys)
+	if err != nil {
+		return nil, err
+	}
+	var ask []Key
+	for _, k := range keys {
+		if rw, ok := rows[k]; ok && rw.alive {
+			continue // Confirm finds it alive again, or asks
+		}
+		c.seen[k] = rows[k].version
+		ask = append(ask, k)
+	}
+	if len(ask) == 0 {
+		return c, nil
+	}
+	found, err := r.askOwners(ctx, ask)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ask {
+		c.asked[k] = true
+		if attrs, ok := found[k]; ok {
+			c.answers[k] = attrs
+		}
+	}
+	return c, nil
+}
+
+// Confirm is the part of a check inside the write's transaction: it locks
+// each target against a concurrent delete's question (shared, until the
+// transaction ends) and then trusts, for each, what it remembers (alive)
+// or Prepare's answer when nothing changed since; it asks the owners again
+// about the rest. Targets that do not exist are a 422 naming their fields.
+// It returns each target's attributes (as first told: only attributes that
+// never change may be relied on, as a document's).
+func (r *Registry) Confirm(ctx context.Context, tx pgx.Tx, c *Checked) (map[uuid.UUID]Attrs, error) {
+	found, err := r.ConfirmAll(ctx, tx, c)
+	if err != nil {
+		return nil, err
+	}
+	attrs := make(map[uuid.UUID]Attrs, len(c.targets))
+	for _, t := range c.targets {
+		if a, ok := found[t.key()]; ok {
+			attrs[t.ID] = a
+		}
+	}
+	return attrs, found.Missing(c.targets...)
+}
+
+// Known are the targets a check found to exist, with their attributes.
+type Known map[Key]Attrs
+
+// Missing is the 422 naming the fields of those of targets not known.
+func (k Known) Missing(targets ...Target) error {
+	return missing(targets, func(key Key) bool { _, ok := k[key]; return ok })
+}
+
+// ConfirmAll is Confirm for a batch: it returns the targets that exist,
+// and an error only when the check itself failed; each item asks Missing
+// about its own targets.
+func (r *Registry) ConfirmAll(ctx context.Context, tx pgx.Tx, c *Checked) (Known, error) {
+	if len(c.targets) == 0 {
+		return Known{}, nil
+	}
+	keys, err := r.keysOf(c.targets)
+	if err != nil {
+		return nil, err
+	}
+	locks := make([]string, 0, len(keys))
+	for _, k := range keys {
+		locks = append(locks, r.lockKey(k.Kind, k.ID))
+	}
+	slices.Sort(locks) // one order for every writer
+	locks = slices.Compact(locks)
+	// The lock and the read in one round trip, as two statements: the read's
+	// snapshot must be taken after the lock is granted.
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(k, 0))
+		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, locks)
+	kinds, ids := split(keys)
+	batch.Queue(rowsSQL, kinds, ids)
+	results := tx.SendBatch(ctx, batch)
+	if _, err := results.Exec(); err != nil {
+		results.Close()
+		return nil, store.Classify(err, "lock reference targets")
+	}
+	rowsNow, err := scanRows(results.Query())
+	if cerr := results.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, store.Classify(err, "read reference targets")
+	}
+
+	found := Known{}
+	var learnt, again []Key
+	for _, k := range keys {
+		now := rowsNow[k]
+		switch {
+		case now.alive:
+			found[k] = now.attrs
+		case c.asked[k] && c.seen[k] == now.version:
+			if attrs, ok := c.answers[k]; ok {
+				found[k] = attrs
+				learnt = append(learnt, k)
+			}
+		default:
+			again = append(again, k)
+		}
+	}
+	if len(again) > 0 && c.rememberedOnly {
+		return nil, ErrAskFirst
+	}
+	if len(again) > 0 {
+		answers, err := r.askOwners(ctx, again)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range again {
+			if attrs, ok := answers[k]; ok {
+				found[k] = attrs
+				learnt = append(learnt, k)
+			}
+		}
+	}
+	return found, r.remember(ctx, tx, learnt, found, rowsNow)
+}
+
+// Check is Prepare and Confirm in one, inside the write's transaction:
+// for writes whose targets are known only once the transaction has read
+// something (a patch). Remembered targets are not asked; the others are
+// asked under their locks.
+func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map[uuid.UUID]Attrs, error) {
+	return r.Confirm(ctx, tx, &Checked{targets: targets})
+}
+
+// keysOf are the distinct keys of targets, each of a kind some service
+// owns.
+func (r *Registry) keysOf(targets []Target) ([]Key, error) {
+	keys := make([]Key, 0, len(targets))
+	for _, t := range targets {
+		if _, ok := catalog.OwnerOf(t.Kind); !ok {
+			return nil, fmt.Errorf("refs: no service owns kind %q", t.Kind)
+		}
+		if !slices.Contains(keys, t.key()) {
+			keys = append(keys, t.key())
+		}
+	}
+	return keys, nil
+}
+
+// missing is the 422 naming the fields of targets that do not exist.
+func missing(targets []Target, exists func(Key) bool) error {
+	var v apperr.Validation
+	for _, t := range targets {
+		if !exists(t.key()) {
+			v.Add(t.Field, "must name an existing %s; %s does not exist", strings.ReplaceAll(t.Kind, "_", " "), t.ID)
+		}
+	}
+	return v.Err()
+}
+
+func split(keys []Key) ([]string, []uuid.UUID) {
+	kinds, ids := make([]string, len(keys)), make([]uuid.UUID, len(keys))
+	for i, k := range keys {
+		kinds[i], ids[i] = k.Kind, k.ID
+	}
+	return kinds, ids
+}
+
+const rowsSQL = `SELECT r.kind, r.id, r.alive, r.attrs, r.version FROM ref_targets r
+	JOIN unnest($1::text[], $2::uuid[]) AS t(kind, id) ON r.kind = t.kind AND r.id = t.id`
+
+func readRows(ctx context.Context, q store.Querier, keys []Key) (map[Key]row, error) {
+	kinds, ids := split(keys)
+	rows, err := q.Query(ctx, rowsSQL, kinds, ids)
+	if err != nil {
+		return nil, store.Classify(err, "read reference targets")
+	}
+	found, err := scanRows(rows, nil)
+	return found, store.Classify(err, "read reference targets")
+}
+
+func scanRows(rows pgx.Rows, err error) (map[Key]row, error) {
+	if err != nil {
+		return nil, err
+	}
+	found := map[Key]row{}
+	var k Key
+	var rw row
+	var attrs []byte
+	_, err = pgx.ForEachRow(rows, []any{&k.Kind, &k.ID, &rw.alive, &attrs, &rw.version}, func() error {
+		rw.attrs = Attrs{}
+		if len(attrs) > 0 {
+			if err := json.Unmarshal(attrs, &rw.attrs); err != nil {
+				return fmt.Errorf("refs: attributes of %s %s: %w", k.Kind, k.ID, err)
+			}
+		}
+		found[k] = rw
+		return nil
+	})
+	return found, err
+}
+
+// remember records the targets an owner said exist as alive, each only if
+// its row is still the version read under the lock (no row: still none),
+// so a delete's mark made meanwhile is never overwritten. Targets this
+// service owns are not remembered: their deletes do not ask it.
+func (r *Registry) remember(ctx context.Context, tx pgx.Tx, learnt []Key, found Known, rows map[Key]row) error {
+	var kinds, attrs []string
+	var ids []uuid.UUID
+	var versions []int64
+	for _, k := range learnt {
+		if owner, _ := catalog.OwnerOf(k.Kind); owner == r.service {
+			continue
+		}
+		raw, err := json.Marshal(found[k])
+		if err != nil {
+			return err
+		}
+		kinds, ids, attrs, versions = append(kinds, k.Kind), append(ids, k.ID), append(attrs, string(raw)), append(versions, rows[k].version)
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `WITH learnt(kind, id, attrs, seen) AS (
+			SELECT kind, id, attrs::jsonb, seen FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bigint[]) AS l(kind, id, attrs, seen)),
+		marked AS (
+			UPDATE ref_targets r SET alive = true, attrs = l.attrs, version = nextval('ref_targets_version'), changed_at = now()
+			FROM learnt l WHERE r.kind = l.kind AND r.id = l.id AND l.seen <> 0 AND r.version = l.seen)
+		INSERT INTO ref_targets (kind, id, alive, attrs)
+		SELECT kind, id, true, attrs FROM learnt WHERE seen = 0
+		ON CONFLICT (kind, id) DO NOTHING`, kinds, ids, attrs, versions)
+	return store.Classify(err, "remember reference targets")
+}
+
+// forget marks kind/id not alive with a new version, committed on its
+// own: the first step of the answer to a delete's question.
+func (r *Registry) forget(ctx context.Context, kind string, id uuid.UUID) error {
+	_, err := r.store.Pool.Exec(ctx, `INSERT INTO ref_targets (kind, id, alive) VALUES ($1, $2, false)
+		ON CONFLICT (kind, id) DO UPDATE SET alive = false, attrs = NULL,
+			version = nextval('ref_targets_version'), changed_at = now()`, kind, id)
+	return store.Classify(err, "forget reference target")
+}
+
+// askOwners asks each owner of keys, concurrently, once, which of them
+// exist and are not being deleted.
+func (r *Registry) askOwners(ctx context.Context, keys []Key) (map[Key]Attrs, error) {
+	byOwner := map[string][]Ask{}
+	for _, k := range keys {
+		owner, _ := catalog.OwnerOf(k.Kind)
+		asks := byOwner[owner]
+		i := slices.IndexFunc(asks, func(a Ask) bool { return a.Kind == k.Kind })
+		if i < 0 {
+			asks = append(asks, Ask{Kind: k.Kind})
+			i = len(asks) - 1
+		}
+		asks[i].IDs = append(asks[i].IDs, k.ID)
+		byOwner[owner] = asks
+	}
+	found := map[Key]Attrs{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for owner, asks := range byOwner {
+		client, err := r.owner(owner)
+		if err != nil {
+			return nil, err
+		}
+		g.Go(func() error {
+			got, err := existsAll(gctx, client, asks)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for k, attrs := range got {
+				found[k] = attrs
+			}
+			return nil
+		})
+	}
+	return found, g.Wait()
+}
+
+// existsAll asks an owner about several kinds at once; an owner from
+// before that question (a 404 for its path, during a rolling upgrade) is
+// asked once per kind.
+func existsAll(ctx context.Context, owner Service, asks []Ask) (map[Key]Attrs, error) {
+	found, err := owner.ExistsAll(ctx, asks)
+	var e *apperr.Error
+	if err == nil || !errors.As(err, &e) || e.Kind != apperr.KindNotFound {
+		return found, err
+	}
+	found = map[Key]Attrs{}
+	for _, a := range asks {
+		got, err := owner.Exists(ctx, a.Kind, a.IDs)
+		if err != nil {
+			return nil, err
+		}
+		for id, attrs := range got {
+			found[Key{a.Kind, id}] = attrs
+		}
+	}
+	return found, nil
+}

@@ -18,16 +18,16 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 )
 
-// Consumer reads the change events' stream through a durable JetStream
-// consumer and stores them in the feed. One replica consumes at a time
-// (the holder of a session advisory lock; the others wait to take over),
-// so the stream's order per resource is the order the feed stores: two
-// replicas pulling from one durable consumer could store a resource's
-// later event first. The leader takes what is waiting (up to Batch),
-// stores it in one transaction and only then acknowledges it, so an event
-// is stored once (by id) however often it is delivered, and nothing
-// acknowledged is lost. The durable consumer remembers the position
-// across restarts.
+// Consumer reads the change events' stream and stores them in the feed.
+// One replica consumes at a time (the holder of a session advisory lock;
+// the others wait to take over), so the stream's order per resource is the
+// order the feed stores. The leader reads with an ordered consumer that
+// starts right after the stream position stored with the last batch, and
+// stores each batch together with its new position in one transaction: a
+// replica that takes over resumes exactly there, never ahead of messages
+// its predecessor read but did not store (a durable consumer would hand
+// those back only after an ack wait, behind later events of the same
+// resource). An event is stored once (by id) however often it is read.
 type Consumer struct {
 	Store   *Store
 	Pool    *pgxpool.Pool // for the leader's lock, on a session of its own
@@ -100,21 +100,25 @@ func (c *Consumer) lead(ctx context.Context) error {
 }
 
 func (c *Consumer) consume(ctx context.Context) error {
-	cons, err := c.JS.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
-		Durable:       c.Durable,
-		Description:   "the events service: change feed, histories, webhooks",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		// A replica that stops may leave a pull request that the server
-		// still fills; what it took comes back to the next leader after
-		// AckWait. A store that takes longer says so (InProgress).
-		AckWait:       ackWait,
-		MaxDeliver:    -1,
-		MaxAckPending: 4 * c.Batch,
-		FilterSubject: c.Subject,
-	})
+	after, err := c.Store.Position(ctx, c.Durable, c.Stream)
 	if err != nil {
-		return fmt.Errorf("create the durable consumer %s on %s: %w", c.Durable, c.Stream, err)
+		return err
+	}
+	config := jetstream.OrderedConsumerConfig{FilterSubjects: []string{c.Subject}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if after > 0 {
+		stream, err := c.JS.Stream(ctx, c.Stream)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", c.Stream, err)
+		}
+		// A position past the stream's end means the stream was made anew:
+		// read it all again (what was stored before stays stored once).
+		if info := stream.CachedInfo(); info != nil && info.State.LastSeq >= after {
+			config.DeliverPolicy, config.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+		}
+	}
+	cons, err := c.JS.OrderedConsumer(ctx, c.Stream, config)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", c.Stream, err)
 	}
 	msgs := make(chan jetstream.Msg, c.Batch)
 	consuming, err := cons.Consume(func(m jetstream.Msg) {
@@ -138,7 +142,7 @@ func (c *Consumer) consume(ctx context.Context) error {
 			return errors.New("the subscription closed")
 		case <-lag.C:
 			if info, err := cons.Info(ctx); err == nil {
-				eventStoreLag.Set(float64(info.NumPending + uint64(info.NumAckPending)))
+				eventStoreLag.Set(float64(info.NumPending))
 			}
 			continue
 		case first = <-msgs:
@@ -159,49 +163,46 @@ func (c *Consumer) consume(ctx context.Context) error {
 	}
 }
 
-// store stores a batch, trying again until it succeeds or ctx ends
-// (then nothing is acknowledged, and JetStream delivers it again).
+// store stores a batch with its stream position, trying again until it
+// succeeds or ctx ends (then the next leader reads it again from the
+// stored position).
 func (c *Consumer) store(ctx context.Context, batch []jetstream.Msg) bool {
 	incoming := make([]Incoming, 0, len(batch))
+	at := &StreamPosition{Consumer: c.Durable, Stream: c.Stream}
 	for _, m := range batch {
+		meta, err := m.Metadata()
+		if err != nil {
+			level.Error(c.Logger).Log("msg", "a stream message without its metadata", "subject", m.Subject(), "err", err)
+			return false
+		}
+		at.StreamSeq = max(at.StreamSeq, meta.Sequence.Stream)
 		in, err := Parse(m.Data())
 		if err != nil {
 			// A message that is no event will not become one: it is
-			// logged and never delivered again.
+			// logged and passed over (the position moves past it).
 			level.Error(c.Logger).Log("msg", "dropping a message that is not a change event", "subject", m.Subject(), "err", err)
-			_ = m.Term()
 			continue
 		}
+		in.StreamSeq = meta.Sequence.Stream
 		incoming = append(incoming, in)
 	}
 	wait := 100 * time.Millisecond
 	for {
-		stored, queued, err := c.Store.StoreEvents(ctx, incoming)
+		stored, queued, err := c.Store.StoreFromStream(ctx, at, incoming)
 		if err == nil {
 			eventsStored.Add(float64(stored))
 			if queued > 0 && c.Stored != nil {
 				c.Stored()
 			}
-			break
+			return true
 		}
 		level.Warn(c.Logger).Log("msg", "storing events failed; trying again", "events", len(incoming), "err", err)
 		if !sleep(ctx, wait) {
 			return false
 		}
 		wait = min(2*wait, 5*time.Second)
-		for _, m := range batch {
-			_ = m.InProgress() // keep JetStream from delivering it again meanwhile
-		}
 	}
-	for _, m := range batch {
-		_ = m.Ack() // a lost ack means a redelivery, which stores nothing twice
-	}
-	return true
 }
-
-// ackWait bounds how long an event taken by a replica that stopped waits
-// before another stores it.
-const ackWait = 10 * time.Second
 
 // Parse reads a message as a change event and checks its envelope.
 func Parse(data []byte) (Incoming, error) {

@@ -28,7 +28,7 @@ type Config struct {
 	// Retention is how long the feed keeps an event (a cursor from before
 	// is a 410); PruneEvery how often it removes older ones.
 	Retention, PruneEvery time.Duration
-	Durable               string // the JetStream durable consumer's name
+	Durable               string // names the stored stream position
 	Batch                 int    // events stored per transaction at most
 	// AllowedOrigins are exempt from the https-only and public-address
 	// rules of webhook URLs ("http://127.0.0.1:*" under make run).
@@ -52,7 +52,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Retention, "events.retention", 30*24*time.Hour, "how long the change feed keeps an event (at least 30 days by the contract); an older cursor is a 410")
 	fs.DurationVar(&c.PruneEvery, "events.prune-every", time.Hour, "how often events past retention leave the feed")
-	fs.StringVar(&c.Durable, "events.durable", "events", "name of the durable JetStream consumer (its position survives restarts)")
+	fs.StringVar(&c.Durable, "events.durable", "events", "name of the stream position the feed stores with each batch (it survives restarts; replicas share it)")
 	fs.IntVar(&c.Batch, "events.batch", 256, "events stored per transaction at most")
 	fs.StringVar(&c.AllowedOrigins, "webhooks.allowed-origins", "", "comma-separated origins (scheme://host:port, port may be *) a webhook may use although plain http or private, e.g. http://127.0.0.1:*")
 	fs.DurationVar(&c.Timeout, "webhooks.timeout", 15*time.Second, "a delivery not answered with a 2xx within this is a failed attempt")

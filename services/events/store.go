@@ -30,6 +30,16 @@ func NewStore(s *store.Store) *Store { return &Store{s: s} }
 type Incoming struct {
 	Event outbox.Event
 	Raw   []byte
+	// StreamSeq is the message's sequence in the stream; 0 when it did
+	// not come from one.
+	StreamSeq uint64
+}
+
+// StreamPosition is what the consumer named Consumer has stored of Stream:
+// everything up to StreamSeq.
+type StreamPosition struct {
+	Consumer, Stream string
+	StreamSeq        uint64
 }
 
 // StoredEvent is an event the store numbered, with the subscriptions it
@@ -43,7 +53,24 @@ type StoredEvent struct {
 // and queues a delivery of each for every subscription whose types match,
 // all in one transaction. It returns how many were new.
 func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored, queued int, err error) {
+	return st.StoreFromStream(ctx, nil, batch)
+}
+
+// StoreFromStream is StoreEvents for a batch read from the stream: in the
+// same transaction it records at (with the batch's last sequence) as where
+// the consumer resumes.
+func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch []Incoming) (stored, queued int, err error) {
 	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
+		if at != nil {
+			for _, in := range batch {
+				at.StreamSeq = max(at.StreamSeq, in.StreamSeq)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO stream_position (consumer, stream, stream_seq) VALUES ($1, $2, $3)
+				ON CONFLICT (consumer) DO UPDATE SET stream = EXCLUDED.stream, stream_seq = EXCLUDED.stream_seq`,
+				at.Consumer, at.Stream, int64(at.StreamSeq)); err != nil {
+				return store.Classify(err, "record the stream position")
+			}
+		}
 		stored, queued = 0, 0
 		// The lock serialises the transactions that number events, so the
 		// order of seq is the order of commits: a reader that sees seq n+1
@@ -464,4 +491,15 @@ func (st *Store) DeliveryCounts(ctx context.Context) (map[string]int64, error) {
 	var n int64
 	_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error { out[status] = n; return nil })
 	return out, store.Classify(err, "count deliveries")
+}
+
+// Position is where the consumer named consumer resumes in stream: after
+// the sequence it returns, 0 for the stream's start.
+func (st *Store) Position(ctx context.Context, consumer, stream string) (uint64, error) {
+	var seq int64
+	err := st.s.Pool.QueryRow(ctx, `SELECT stream_seq FROM stream_position WHERE consumer = $1 AND stream = $2`, consumer, stream).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return uint64(seq), store.Classify(err, "read the stream position")
 }

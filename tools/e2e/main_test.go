@@ -63,6 +63,11 @@ func run(m *testing.M) int {
 			// One client with a small budget of its own, so that a test
 			// reaches its 429 in a few calls (TestRateLimitsThroughGateway).
 			"RATE_LIMIT_CLIENTS=" + limitedClient + "=" + limitedBudget,
+			// The tests here check what the limiter answers, not its
+			// failing open (the gateway's own tests and the fault suite
+			// do): on a loaded CI machine Redis can take longer than the
+			// default 25 ms, and the call would then go through unchecked.
+			"RATE_LIMIT_TIMEOUT=2s",
 		},
 	})
 	if err != nil {

@@ -25,6 +25,7 @@ const (
 	WebhookRowName  = "POST /organizations answered → webhook delivered · loopback"
 	consumerBatch   = 64
 	deliveryTimeout = 30 * time.Second
+	catchUpTimeout  = 3 * time.Minute
 )
 
 // webhookSink is the receiver on loopback: it tells a waiting worker when
@@ -108,7 +109,28 @@ var WebhookRow = Row{Name: WebhookRowName, Via: "gateway", MinWindow: 3 * time.S
 		var hook struct{ ID string }
 		_ = json.Unmarshal(raw, &hook)
 		s.hook = "/webhooks/" + hook.ID
-		return nil
+		// The rows before this one (the relay's, the consumer's) leave
+		// events in the stream that the events service stores in order
+		// before any of this row's: one delivery, off the clock, waits
+		// until it has caught up, so the row times deliveries, not that
+		// backlog.
+		raw, err = e.send(ctx, e.Stack.RegistryURL, createOrganization(e, &Worker{Tag: "webhook-catch-up-" + randomHex()}))
+		if err != nil {
+			return fmt.Errorf("catch-up write: %w", err)
+		}
+		var org struct{ ID string }
+		if err := json.Unmarshal(raw, &org); err != nil {
+			return fmt.Errorf("catch-up write: %w", err)
+		}
+		defer s.forget(org.ID)
+		select {
+		case <-s.wait(org.ID):
+			return nil
+		case <-time.After(catchUpTimeout):
+			return fmt.Errorf("the events service did not catch up with the stream within %s", catchUpTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	},
 	// Other rows' writes must not be delivered too.
 	After: func(ctx context.Context, e *Env) error {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,4 +113,20 @@ func PostgresPasswordVerifier(password string) (string, error) {
 func redisPasswordHash(password string) string {
 	sum := sha256.Sum256([]byte(password))
 	return "#" + hex.EncodeToString(sum[:])
+}
+
+// privateDataDir is a server's data dir, made absolute and created (mode
+// 0700) if missing; it is required.
+func privateDataDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("DataDir is required")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolve data dir: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", fmt.Errorf("create data dir: %w", err)
+	}
+	return abs, nil
 }

@@ -73,15 +73,9 @@ func StartMinio(ctx context.Context, o MinioOptions) (*Minio, error) {
 }
 
 func startMinio(ctx context.Context, o MinioOptions) (*Minio, error) {
-	if o.DataDir == "" {
-		return nil, errors.New("DataDir is required")
-	}
-	dataDir, err := filepath.Abs(o.DataDir)
+	dataDir, err := privateDataDir(o.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("resolve data dir: %w", err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+		return nil, err
 	}
 	// Without flags MinIO creates ~/.minio (a legacy config dir) and reads
 	// TLS certificates from ~/.minio/certs. A dir of ours, left empty, keeps

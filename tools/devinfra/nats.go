@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,15 +70,9 @@ func StartNats(ctx context.Context, o NatsOptions) (*Nats, error) {
 }
 
 func startNats(ctx context.Context, o NatsOptions) (*Nats, error) {
-	if o.DataDir == "" {
-		return nil, errors.New("DataDir is required")
-	}
-	dataDir, err := filepath.Abs(o.DataDir)
+	dataDir, err := privateDataDir(o.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("resolve data dir: %w", err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+		return nil, err
 	}
 	n := &Nats{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, ConfigFile: dataDir + ".conf"}
 	if n.LogFile == "" {

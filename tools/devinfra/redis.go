@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -86,15 +85,9 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 }
 
 func startRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
-	if o.DataDir == "" {
-		return nil, errors.New("DataDir is required")
-	}
-	dataDir, err := filepath.Abs(o.DataDir)
+	dataDir, err := privateDataDir(o.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("resolve data dir: %w", err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+		return nil, err
 	}
 	r := &Redis{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, users: o.Users}
 	if r.LogFile == "" {

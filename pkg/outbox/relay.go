@@ -146,25 +146,18 @@ func (r *Relay) fail(err error) {
 
 // lead takes the schema's relay lock and, while it holds it, publishes.
 func (r *Relay) lead(ctx context.Context) error {
-	pooled, err := r.pool.Acquire(ctx)
+	conn, err := LeaderSession(ctx, r.pool, "outbox relay") // the pool's schema is r.schema
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return err
 	}
-	// The lock belongs to this session alone: it never goes back to the
-	// pool, and closing it releases the lock.
-	conn := pooled.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
-	var leader bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('outbox relay:' || $1, 0))`, r.schema).Scan(&leader); err != nil {
-		return fmt.Errorf("take the relay lock: %w", err)
-	}
-	if !leader {
+	if conn == nil {
 		r.set("standby", nil)
 		relayPending.WithLabelValues(r.schema).Set(0)
 		relayOldest.WithLabelValues(r.schema).Set(0)
 		sleep(ctx, r.cfg.Poll)
 		return nil
 	}
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
 	level.Info(r.logger).Log("msg", "outbox relay leads", "schema", r.schema)
 	r.set("leader", nil)
 	var lastSweep, lastMeasure time.Time

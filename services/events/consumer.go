@@ -34,7 +34,7 @@ type Consumer struct {
 	JS      jetstream.JetStream
 	Stream  string
 	Subject string // the stream's subjects to read, e.g. "registry.events.>"
-	Durable string
+	Name    string // names the stream position it stores (events.durable)
 	Batch   int
 	// Stored is called after a batch queued deliveries (it wakes the
 	// dispatcher).
@@ -60,24 +60,15 @@ func (c *Consumer) Run(ctx context.Context) {
 // lead takes the consumer's lock and consumes while it holds it; losing
 // the lock's session ends the consuming.
 func (c *Consumer) lead(ctx context.Context) error {
-	pooled, err := c.Pool.Acquire(ctx)
+	conn, err := outbox.LeaderSession(ctx, c.Pool, "events consumer")
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return err
 	}
-	// The lock belongs to this session alone: it never goes back to the
-	// pool, and closing it releases the lock.
-	conn := pooled.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
-	var leader bool
-	// Keyed by schema: installations (and tests) sharing a database each
-	// have their own leader.
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtextextended('events consumer:' || current_schema(), 0))").Scan(&leader); err != nil {
-		return fmt.Errorf("take the consumer lock: %w", err)
-	}
-	if !leader {
+	if conn == nil {
 		return nil // another replica consumes; try again later
 	}
-	level.Info(c.Logger).Log("msg", "consuming the event stream", "stream", c.Stream, "durable", c.Durable)
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
+	level.Info(c.Logger).Log("msg", "consuming the event stream", "stream", c.Stream, "position", c.Name)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { // the lock lives as long as its session
@@ -100,7 +91,7 @@ func (c *Consumer) lead(ctx context.Context) error {
 }
 
 func (c *Consumer) consume(ctx context.Context) error {
-	after, err := c.Store.Position(ctx, c.Durable, c.Stream)
+	after, err := c.Store.Position(ctx, c.Name, c.Stream)
 	if err != nil {
 		return err
 	}
@@ -168,7 +159,7 @@ func (c *Consumer) consume(ctx context.Context) error {
 // stored position).
 func (c *Consumer) store(ctx context.Context, batch []jetstream.Msg) bool {
 	incoming := make([]Incoming, 0, len(batch))
-	at := &StreamPosition{Consumer: c.Durable, Stream: c.Stream}
+	at := &StreamPosition{Consumer: c.Name, Stream: c.Stream}
 	for _, m := range batch {
 		meta, err := m.Metadata()
 		if err != nil {

@@ -110,7 +110,7 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		return h, fmt.Errorf("events: jetstream: %w", err)
 	}
 	consumer := &Consumer{Store: st, Pool: d.Store.Pool.Pool, JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
-		Durable: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger}
+		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger}
 	h.Background = append(h.Background, consumer.Run)
 	// The API answers without NATS (the feed only stops growing), so the
 	// stream is reported, not required.

@@ -315,14 +315,8 @@ func (st *Store) UpdateWebhook(ctx context.Context, id uuid.UUID, check func(web
 	change func(webhookRow) (webhookRow, error)) (webhookRow, error) {
 	var out webhookRow
 	err := st.s.Write(ctx, "update webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		current, err := st.webhook(ctx, tx, id, true)
+		current, err := st.lockedWebhook(ctx, tx, id, check)
 		if err != nil {
-			return nil, err
-		}
-		if err := check(current); err != nil {
-			return nil, err
-		}
-		if err := ifMatch(ctx, current); err != nil {
 			return nil, err
 		}
 		next, err := change(current)
@@ -343,23 +337,30 @@ func (st *Store) UpdateWebhook(ctx context.Context, id uuid.UUID, check func(web
 // DeleteWebhook removes a subscription and its deliveries.
 func (st *Store) DeleteWebhook(ctx context.Context, id uuid.UUID, check func(webhookRow) error) error {
 	return st.s.Write(ctx, "delete webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		current, err := st.webhook(ctx, tx, id, true)
-		if err != nil {
+		if _, err := st.lockedWebhook(ctx, tx, id, check); err != nil {
 			return nil, err
 		}
-		if err := check(current); err != nil {
-			return nil, err
-		}
-		if err := ifMatch(ctx, current); err != nil {
-			return nil, err
-		}
-		_, err = tx.Exec(ctx, "DELETE FROM webhooks WHERE id = $1", id)
+		_, err := tx.Exec(ctx, "DELETE FROM webhooks WHERE id = $1", id)
 		return nil, store.Classify(err, "delete webhook")
 	})
 }
 
 // ifMatch is the request's If-Match against the subscription as a GET
 // shows it (412 when it names another).
+// lockedWebhook reads the subscription FOR UPDATE and lets a change or a
+// delete go on only when check allows the caller and the request's
+// If-Match, if any, names it as it is.
+func (st *Store) lockedWebhook(ctx context.Context, tx pgx.Tx, id uuid.UUID, check func(webhookRow) error) (webhookRow, error) {
+	current, err := st.webhook(ctx, tx, id, true)
+	if err != nil {
+		return webhookRow{}, err
+	}
+	if err := check(current); err != nil {
+		return webhookRow{}, err
+	}
+	return current, ifMatch(ctx, current)
+}
+
 func ifMatch(ctx context.Context, current webhookRow) error {
 	if !httpx.IfMatchWanted(ctx) {
 		return nil

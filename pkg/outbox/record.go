@@ -127,6 +127,12 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) err
 			VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json)`,
 			id, c.Kind, c.ID, c.Op, actor, requestID, string(data), changesText)
 	}
+	if d, ok := tx.(deferrer); ok {
+		for _, q := range batch.QueuedQueries {
+			d.Defer(q.SQL, q.Arguments...)
+		}
+		return nil
+	}
 	switch batch.Len() {
 	case 0:
 		return nil
@@ -141,6 +147,15 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) err
 		return fmt.Errorf("outbox: record %d events (%s.%s %s first): %w", batch.Len(), changes[0].Kind, changes[0].Op, changes[0].ID, err)
 	}
 	return nil
+}
+
+// deferrer is a transaction that sends a statement whose result nobody
+// reads with its next round trip, at the latest with its COMMIT (the
+// store's write transactions): an event then costs the write no round trip
+// of its own. If the insert fails, the statement it travels with (or the
+// commit) fails, and the write with it.
+type deferrer interface {
+	Defer(sql string, args ...any)
 }
 
 // render returns the change's data as JSON and, for an update, its

@@ -109,7 +109,8 @@ func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) 
 
 // BeginWrite starts a write transaction: it takes one of the write slots
 // first (waiting at most the acquire timeout), so writes queued behind a
-// lock never hold every connection.
+// lock never hold every connection. Its BEGIN waits to travel with its
+// first statement (writeTx).
 func (p *Pool) BeginWrite(ctx context.Context) (pgx.Tx, error) {
 	actx, cancel := context.WithTimeout(ctx, p.acquireTimeout)
 	err := p.writes.Acquire(actx, 1)
@@ -120,15 +121,12 @@ func (p *Pool) BeginWrite(ctx context.Context) (pgx.Tx, error) {
 		}
 		return nil, apperr.Unavailable("the database", fmt.Errorf("no write slot became free in %s", p.acquireTimeout))
 	}
-	tx, err := p.BeginTx(ctx, pgx.TxOptions{})
+	conn, err := p.acquire(ctx)
 	if err != nil {
 		p.writes.Release(1)
 		return nil, err
 	}
-	rt := tx.(*releasingTx)
-	inner := rt.release
-	rt.release = func() { inner(); p.writes.Release(1) }
-	return rt, nil
+	return newWriteTx(conn, func() { conn.Release(); p.writes.Release(1) }), nil
 }
 
 type releasingRows struct {

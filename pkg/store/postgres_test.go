@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -192,11 +193,43 @@ func TestLostConnectionIsUnavailable(t *testing.T) {
 }
 
 // cuttingProxy forwards TCP to target until cut, which closes every
-// connection it carries.
+// connection it carries. It counts round trips: the times a client sends
+// after the server has answered it.
 type cuttingProxy struct {
-	addr  string
-	mu    sync.Mutex
-	conns []net.Conn
+	addr       string
+	mu         sync.Mutex
+	conns      []net.Conn
+	roundTrips atomic.Int64
+}
+
+// turns reads what a client sends, counting a round trip each time it
+// sends after an answer.
+type turns struct {
+	r        io.Reader
+	answered *atomic.Bool
+	count    *atomic.Int64
+}
+
+func (t turns) Read(b []byte) (int, error) {
+	n, err := t.r.Read(b)
+	if n > 0 && t.answered.Swap(false) {
+		t.count.Add(1)
+	}
+	return n, err
+}
+
+// answers reads what the server sends back.
+type answers struct {
+	r        io.Reader
+	answered *atomic.Bool
+}
+
+func (a answers) Read(b []byte) (int, error) {
+	n, err := a.r.Read(b)
+	if n > 0 {
+		a.answered.Store(true)
+	}
+	return n, err
 }
 
 func newCuttingProxy(t *testing.T, target string) *cuttingProxy {
@@ -221,8 +254,10 @@ func newCuttingProxy(t *testing.T, target string) *cuttingProxy {
 			p.mu.Lock()
 			p.conns = append(p.conns, client, server)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(server, client); server.Close() }()
-			go func() { _, _ = io.Copy(client, server); client.Close() }()
+			var answered atomic.Bool
+			answered.Store(true)
+			go func() { _, _ = io.Copy(server, turns{client, &answered, &p.roundTrips}); server.Close() }()
+			go func() { _, _ = io.Copy(client, answers{server, &answered}); client.Close() }()
 		}
 	}()
 	t.Cleanup(p.cut)

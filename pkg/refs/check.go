@@ -188,43 +188,86 @@ func (k Known) Missing(targets ...Target) error {
 // and an error only when the check itself failed; each item asks Missing
 // about its own targets.
 func (r *Registry) ConfirmAll(ctx context.Context, tx pgx.Tx, c *Checked) (Known, error) {
+	batch := &pgx.Batch{}
+	confirm, err := r.QueueConfirm(batch, c)
+	if err != nil {
+		return nil, err
+	}
+	results := tx.SendBatch(ctx, batch)
+	err = confirm.Read(results)
+	if cerr := results.Close(); err == nil && cerr != nil {
+		err = store.Classify(cerr, "read reference targets")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return confirm.Finish(ctx, tx)
+}
+
+// Confirmation is a Confirm whose locks and read travel in the batch of
+// the write that relies on them, ahead of it (QueueConfirm): the write's
+// statements run after the locks are granted, in the same transaction,
+// and the write is undone with its transaction when Finish says a target
+// is missing or must be asked about first. A create whose targets are
+// remembered then spends no round trip on its references.
+type Confirmation struct {
+	r    *Registry
+	c    *Checked
+	keys []Key
+	rows map[Key]row
+}
+
+// QueueConfirm queues c's locks and read in batch, before whatever the
+// caller queues next; the caller reads them first (Read), closes the
+// batch and then calls Finish.
+func (r *Registry) QueueConfirm(batch *pgx.Batch, c *Checked) (*Confirmation, error) {
+	cf := &Confirmation{r: r, c: c}
 	if len(c.targets) == 0 {
-		return Known{}, nil
+		return cf, nil
 	}
 	keys, err := r.keysOf(c.targets)
 	if err != nil {
 		return nil, err
 	}
+	cf.keys = keys
 	locks := make([]string, 0, len(keys))
 	for _, k := range keys {
 		locks = append(locks, r.lockKey(k.Kind, k.ID))
 	}
 	slices.Sort(locks) // one order for every writer
 	locks = slices.Compact(locks)
-	// The lock and the read in one round trip, as two statements: the read's
-	// snapshot must be taken after the lock is granted.
-	batch := &pgx.Batch{}
+	// The lock and the read as two statements: the read's snapshot must be
+	// taken after the lock is granted.
 	batch.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(k, 0))
 		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, locks)
 	kinds, ids := split(keys)
 	batch.Queue(rowsSQL, kinds, ids)
-	results := tx.SendBatch(ctx, batch)
-	if _, err := results.Exec(); err != nil {
-		results.Close()
-		return nil, store.Classify(err, "lock reference targets")
-	}
-	rowsNow, err := scanRows(results.Query())
-	if cerr := results.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, store.Classify(err, "read reference targets")
-	}
+	return cf, nil
+}
 
+// Read reads the results of what QueueConfirm queued.
+func (cf *Confirmation) Read(results pgx.BatchResults) error {
+	if len(cf.keys) == 0 {
+		return nil
+	}
+	if _, err := results.Exec(); err != nil {
+		return store.Classify(err, "lock reference targets")
+	}
+	rows, err := scanRows(results.Query())
+	cf.rows = rows
+	return store.Classify(err, "read reference targets")
+}
+
+// Finish decides, once the batch is closed, from what Read saw: targets
+// remembered alive exist; the others are trusted from Prepare's answer
+// when their row did not change since, or asked again (ErrAskFirst for a
+// check made with Remembered).
+func (cf *Confirmation) Finish(ctx context.Context, tx pgx.Tx) (Known, error) {
+	r, c := cf.r, cf.c
 	found := Known{}
 	var learnt, again []Key
-	for _, k := range keys {
-		now := rowsNow[k]
+	for _, k := range cf.keys {
+		now := cf.rows[k]
 		switch {
 		case now.alive:
 			found[k] = now.attrs
@@ -252,8 +295,12 @@ func (r *Registry) ConfirmAll(ctx context.Context, tx pgx.Tx, c *Checked) (Known
 			}
 		}
 	}
-	return found, r.remember(ctx, tx, learnt, found, rowsNow)
+	return found, r.remember(ctx, tx, learnt, found, cf.rows)
 }
+
+// Missing is the 422 naming the fields of the check's targets that Finish
+// did not find.
+func (cf *Confirmation) Missing(found Known) error { return found.Missing(cf.c.targets...) }
 
 // Check is Prepare and Confirm in one, inside the write's transaction:
 // for writes whose targets are known only once the transaction has read

@@ -75,11 +75,8 @@ func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, 
 	var a ActionDetail
 	write := func(checked *refs.Checked) error {
 		return s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-			if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
-				return nil, err
-			}
 			var err error
-			a, err = s.insertAction(ctx, tx, in, actor)
+			a, err = s.insertAction(ctx, tx, in, actor, checked)
 			return nil, err
 		})
 	}
@@ -176,7 +173,7 @@ func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []mode
 			var a ActionDetail
 			err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 				var err error
-				a, err = s.insertAction(ctx, tx, in, actor)
+				a, err = s.insertAction(ctx, tx, in, actor, nil)
 				return nil, err
 			})
 			if apperr.Is(err, apperr.KindUnavailable) {
@@ -251,15 +248,26 @@ const insertActionSQL = `INSERT INTO actions (id, asset_id, action_type, action_
 		status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`
 
-// insertAction inserts an action whose references are confirmed, keeps
-// its compliance row and records its event.
-func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, actor string) (ActionDetail, error) {
+// insertAction inserts an action, keeps its compliance row and records
+// its event. Its references are confirmed already (checked nil), or are
+// confirmed by checked in the same round trip as the insert: the targets'
+// locks and rows go first in the pipeline, and when the check fails the
+// insert is undone with the write.
+func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, actor string, checked *refs.Checked) (ActionDetail, error) {
 	id := store.NewID()
-	// One round trip: the insert, keepLatest's lock and recompute (each
-	// statement of a pipeline takes its snapshot when it runs, so the
-	// recompute sees what the lock waited for) and the action read back.
+	// One round trip: the references' locks and rows, the insert,
+	// keepLatest's lock and recompute (each statement of a pipeline takes
+	// its snapshot when it runs, so the recompute sees what the lock waited
+	// for) and the action read back.
 	pair := latestPair{in.AssetID.UUID, in.ActionType}
 	pipeline := &pgx.Batch{}
+	confirm := &refs.Confirmation{}
+	if checked != nil {
+		var err error
+		if confirm, err = s.refs.QueueConfirm(pipeline, checked); err != nil {
+			return ActionDetail{}, err
+		}
+	}
 	pipeline.Queue(insertActionSQL, append([]any{id}, append(inputValues(in), actor)...)...)
 	ops := []string{"insert action"}
 	if changesLatest(in) {
@@ -269,21 +277,40 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	}
 	pipeline.Queue(`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = $1`, id)
 	results := tx.SendBatch(ctx, pipeline)
-	a, err := func() (ActionDetail, error) {
-		for _, op := range ops {
-			if _, err := results.Exec(); err != nil {
-				return ActionDetail{}, store.Classify(err, op)
+	checkErr := confirm.Read(results)
+	var a ActionDetail
+	var err error
+	if checkErr == nil {
+		a, err = func() (ActionDetail, error) {
+			for _, op := range ops {
+				if _, err := results.Exec(); err != nil {
+					return ActionDetail{}, store.Classify(err, op)
+				}
 			}
-		}
-		rows, err := results.Query()
-		if err != nil {
-			return ActionDetail{}, store.Classify(err, "get action")
-		}
-		a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ActionDetail])
-		return a, store.Classify(err, "get action")
-	}()
-	if cerr := results.Close(); err == nil && cerr != nil {
+			rows, err := results.Query()
+			if err != nil {
+				return ActionDetail{}, store.Classify(err, "get action")
+			}
+			a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ActionDetail])
+			return a, store.Classify(err, "get action")
+		}()
+	}
+	if cerr := results.Close(); err == nil && checkErr == nil && cerr != nil {
 		err = store.Classify(cerr, "insert action")
+	}
+	if checkErr != nil {
+		return ActionDetail{}, checkErr
+	}
+	if checked != nil && err == nil {
+		// What the references' rows said decides before the insert's
+		// outcome: a missing target is the 422 it always was.
+		known, ferr := confirm.Finish(ctx, tx)
+		if ferr == nil {
+			ferr = confirm.Missing(known)
+		}
+		if ferr != nil {
+			return ActionDetail{}, ferr
+		}
 	}
 	if err != nil {
 		return ActionDetail{}, err

@@ -105,9 +105,15 @@ func (e *Env) measureImport(ctx context.Context, o Options, dir string, n int, r
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "REGISTRY_URL=" + c.RegistryURL, "AUTH_URL=" + c.AuthURL,
 		"RESOURCE=" + c.Resource, "CLIENT_ID=" + c.ClientID, "CLIENT_SECRET=" + c.ClientSecret}
 	if o.Profile {
-		res.Profile = filepath.Join(o.OutDir, "profiles", "import", "registry.cpu.pprof")
+		// Absolute: the command runs in the run's temporary folder.
+		out, err := filepath.Abs(o.OutDir)
+		if err != nil {
+			return nil, err
+		}
+		res.Profile = filepath.Join(out, "profiles", "import", "registry.cpu.pprof")
 		_ = os.MkdirAll(filepath.Dir(res.Profile), 0o755)
-		cmd.Env = append(cmd.Env, "REGISTRY_CPU_PROFILE="+res.Profile)
+		cmd.Env = append(cmd.Env, "REGISTRY_CPU_PROFILE="+res.Profile,
+			"REGISTRY_HEAP_PROFILE="+filepath.Join(filepath.Dir(res.Profile), "registry.heap.pprof"))
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = io.MultiWriter(&stderr)

@@ -41,7 +41,7 @@ func (a *app) importCommand() *ffcli.Command {
 			fs.BoolVar(&o.dryRun, "dry-run", false, "check every row without writing anything")
 			fs.IntVar(&o.batch, "batch", 250, "rows per batch of assets and of actions (1 to 1000); a resumed import keeps its journal's")
 			fs.IntVar(&o.batches, "batches", 4, "batches in flight at once")
-			fs.IntVar(&o.workers, "workers", 16, "other calls in flight at once (documents, and the first look-up of each organization, person, link and asset type)")
+			fs.IntVar(&o.workers, "workers", 32, "other calls in flight at once (documents, and the first look-up of each organization, person, link and asset type)")
 			fs.StringVar(&o.journal, "journal", "", "the file recording what is written (default: FILE.journal)")
 			fs.StringVar(&o.errorsFile, "errors", "", "write the per-row error report (CSV: row,field,problem) here")
 			fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
@@ -65,6 +65,7 @@ type importer struct {
 	advance func(rows int) // the progress bar
 
 	orgs, people, links, types onceMap[string, string]
+	knownAssets                assetMemo
 	recorded, failed           atomic.Int64
 	journalErr                 atomic.Pointer[error]
 }
@@ -493,6 +494,9 @@ func (im *importer) assets(ctx context.Context, first int, rows []*pending) erro
 		if len(p.errs) > 0 || p.action != nil {
 			continue
 		}
+		if p.assetID = im.knownAssets.get(p.typeID, p.r.get("asset_serial_number")); p.assetID != "" {
+			continue
+		}
 		in := registry.AssetInput{SerialNumber: p.r.get("asset_serial_number"), AssetTypeID: p.typeID}
 		if y, err := strconv.Atoi(p.r.get("asset_production_year")); err == nil {
 			in.ProductionYear = y
@@ -505,7 +509,37 @@ func (im *importer) assets(ctx context.Context, first int, rows []*pending) erro
 			return
 		}
 		p.assetID = res.ID
+		im.knownAssets.put(p.typeID, p.r.get("asset_serial_number"), res.ID)
 	})
+}
+
+// assetMemo remembers the assets a run found or created, by asset type and
+// serial number: rows of the same asset (its inspections over the years)
+// are not sent again. It holds at most maxKnownAssets (some 10 MiB), and
+// forgets them all when full: a forgotten asset is found again by its
+// batch. Which rows a batch of assets carries thus depends on the order
+// batches ran in, which is harmless: a batch of assets only finds or
+// creates, so a batch under another key finds what an earlier one made.
+type assetMemo struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxKnownAssets = 100_000
+
+func (a *assetMemo) get(typeID, serial string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[typeID+"\x00"+serial]
+}
+
+func (a *assetMemo) put(typeID, serial, id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil || len(a.m) >= maxKnownAssets {
+		a.m = map[string]string{}
+	}
+	a.m[typeID+"\x00"+serial] = id
 }
 
 // actions records the batch's actions. A row that names its source

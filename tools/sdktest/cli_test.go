@@ -138,7 +138,8 @@ func TestImportKilledAndResumed(t *testing.T) {
 		if attempt > 40 {
 			t.Fatal("the import did not finish in 40 runs")
 		}
-		cmd := exec.Command(cliBin, "import", "-quiet", "-workers", "8", path)
+		// Small batches, so that a kill finds batches and documents under way.
+		cmd := exec.Command(cliBin, "import", "-quiet", "-workers", "8", "-batch", "20", path)
 		cmd.Dir = dir
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, credentialsEnv()...)
 		var errOut bytes.Buffer
@@ -152,7 +153,7 @@ func TestImportKilledAndResumed(t *testing.T) {
 		if kills < 4 {
 			select {
 			case err = <-done:
-			case <-time.After(time.Duration(300+rand.IntN(1500)) * time.Millisecond):
+			case <-time.After(time.Duration(100+rand.IntN(600)) * time.Millisecond):
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 				<-done
 				kills++
@@ -169,6 +170,7 @@ func TestImportKilledAndResumed(t *testing.T) {
 	if kills == 0 {
 		t.Log("the import finished before the first kill; nothing was resumed")
 	}
+	t.Logf("%d kills", kills)
 	countActions(t, tag, rows)
 	_, stderr, code := cli(t, dir, nil, "import", "-quiet", path)
 	if code != 0 || !strings.Contains(stderr, fmt.Sprintf("0 rows recorded, %d already done", rows)) {

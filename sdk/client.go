@@ -46,6 +46,7 @@ type Config struct {
 type Client struct {
 	base        *url.URL
 	http        *http.Client
+	streaming   *http.Client // http without its overall timeout: a download lasts as long as its bytes take
 	tokens      oauth2.TokenSource
 	maxAttempts int
 	maxWait     time.Duration
@@ -71,6 +72,9 @@ func New(cfg Config) (*Client, error) {
 		t.MaxIdleConnsPerHost = 64
 		c.http = &http.Client{Timeout: 60 * time.Second, Transport: t}
 	}
+	streaming := *c.http
+	streaming.Timeout = 0
+	c.streaming = &streaming
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 8
 	}
@@ -119,7 +123,17 @@ type call struct {
 	idempotencyKey string
 	ifMatch        string
 	keyed          bool // the operation takes an Idempotency-Key
+	// sink, when set, reads a successful answer's body as it arrives
+	// instead of the body being held in memory; once it has started, the
+	// call is not retried (what it consumed cannot be taken back).
+	sink func(io.Reader) error
 }
+
+// sinkError is a failure while a sink read a successful answer.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
 
 func jsonBody(v any) func() (io.Reader, string, error) {
 	raw, err := json.Marshal(v)
@@ -155,6 +169,10 @@ func (c *Client) do(ctx context.Context, cl *call, opts ...CallOption) (*respons
 		var wait time.Duration
 		switch {
 		case err != nil:
+			var sunk *sinkError
+			if errors.As(err, &sunk) {
+				return nil, sunk.err
+			}
 			if ctx.Err() != nil || !safe || !retryableNetError(err) {
 				return nil, err
 			}
@@ -236,11 +254,21 @@ func (c *Client) attempt(ctx context.Context, cl *call) (*response, *oauth2.Toke
 	if cl.ifMatch != "" {
 		req.Header.Set("If-Match", cl.ifMatch)
 	}
-	resp, err := c.http.Do(req)
+	client := c.http
+	if cl.sink != nil {
+		client = c.streaming
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, token, fmt.Errorf("registry: %s %s: %w", cl.method, cl.path, err)
 	}
 	defer resp.Body.Close()
+	if cl.sink != nil && resp.StatusCode < 300 {
+		if err := cl.sink(resp.Body); err != nil {
+			return nil, token, &sinkError{fmt.Errorf("registry: %s %s: reading the answer: %w", cl.method, cl.path, err)}
+		}
+		return &response{status: resp.StatusCode, header: resp.Header}, token, nil
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return nil, token, fmt.Errorf("registry: %s %s: reading the answer: %w", cl.method, cl.path, err)

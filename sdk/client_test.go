@@ -109,3 +109,91 @@ func TestProblemIsAnError(t *testing.T) {
 		t.Errorf("problem %+v", p)
 	}
 }
+
+// A download streams: a file larger than any answer the client reads into
+// memory (64 MiB) arrives whole, after a 503 that is retried; the bytes go
+// to the writer as they come.
+func TestDownloadStreams(t *testing.T) {
+	const size = 80 << 20
+	attempts := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts++
+		if attempts == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(503)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		chunk := make([]byte, 1<<20)
+		for range size >> 20 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL, Tokens: staticTokens{}, MaxWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w countingWriter
+	n, err := c.DownloadDocument(context.Background(), "d1", &w)
+	if err != nil || n != size || w.n != size || attempts != 2 {
+		t.Errorf("downloaded %d (writer %d) in %d attempts, err %v; want %d in 2", n, w.n, attempts, err, size)
+	}
+	if w.maxWrite > 1<<20 {
+		t.Errorf("a write of %d bytes: the answer was held, not streamed", w.maxWrite)
+	}
+}
+
+type countingWriter struct{ n, maxWrite int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	w.maxWrite = max(w.maxWrite, int64(len(p)))
+	return len(p), nil
+}
+
+// A batch answers one result per item, in order; an item's problem is an
+// error of its own carrying the batch's request id; an answer that does
+// not match the items is an error.
+func TestBatchResults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		items   int
+		answer  string
+		wantErr bool
+		check   func(t *testing.T, rs []BatchResult)
+	}{
+		{"created and refused", 2, `[{"status":201,"id":"a1"},{"status":422,"problem":{"type":"urn:asset-registry:problem:validation-failed","title":"x","status":422,"errors":[{"field":"reference","message":"too long"}]}}]`, false,
+			func(t *testing.T, rs []BatchResult) {
+				var p *Problem
+				if rs[0].ID != "a1" || rs[0].Err() != nil || !errors.As(rs[1].Err(), &p) || p.Errors[0].Field != "reference" || p.RequestID != "req-b" {
+					t.Errorf("results %+v", rs)
+				}
+			}},
+		{"fewer results than items", 2, `[{"status":201,"id":"a1"}]`, true, nil},
+		{"no items", 0, `[]`, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var key string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				key = r.Header.Get("Idempotency-Key")
+				w.Header().Set("X-Request-Id", "req-b")
+				_, _ = w.Write([]byte(tc.answer))
+			}))
+			defer srv.Close()
+			c, _ := New(Config{URL: srv.URL, Tokens: staticTokens{}})
+			rs, err := c.CreateActions(context.Background(), make([]ActionInput, tc.items), IdempotencyKey("batch-1"))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want error %v", err, tc.wantErr)
+			}
+			if tc.check != nil {
+				if key != "batch-1" {
+					t.Errorf("Idempotency-Key %q, want batch-1", key)
+				}
+				tc.check(t, rs)
+			}
+		})
+	}
+}

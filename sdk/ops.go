@@ -322,6 +322,70 @@ func (c *Client) DeleteAction(ctx context.Context, id string, opts ...CallOption
 	return c.delete(ctx, "/actions/"+url.PathEscape(id), nil, opts)
 }
 
+// Batches.
+
+// MaxBatch is how many items one batch create may carry (and at most
+// 1 MiB of JSON in all).
+const MaxBatch = 1000
+
+// BatchResult is one item's outcome of a batch create, in the order of the
+// items: Status 201 with the ID of what was created, 200 with the ID of
+// what was found (CreateAssets), or the Problem the item alone would have
+// been answered with.
+type BatchResult struct {
+	Status  int      `json:"status"`
+	ID      string   `json:"id,omitempty"`
+	Problem *Problem `json:"problem,omitempty"`
+}
+
+// Err is the item's problem as an error; nil when it was created or found.
+func (r BatchResult) Err() error {
+	if r.Problem != nil {
+		return r.Problem
+	}
+	return nil
+}
+
+// CreateAssets finds or creates each asset by its asset type and serial
+// number (POST /assets/batch): one result per item, in order. Items fail
+// alone; the error is the batch's own (nothing of it was written). One
+// Idempotency-Key covers the batch: give your own (IdempotencyKey) to make
+// a batch repeated after a crash replay its first answer.
+func (c *Client) CreateAssets(ctx context.Context, items []AssetInput, opts ...CallOption) ([]BatchResult, error) {
+	return batch(ctx, c, "/assets/batch", items, opts)
+}
+
+// CreateActions records each action as CreateAction would (POST
+// /actions/batch): one result per item, in order; as CreateAssets.
+func (c *Client) CreateActions(ctx context.Context, items []ActionInput, opts ...CallOption) ([]BatchResult, error) {
+	return batch(ctx, c, "/actions/batch", items, opts)
+}
+
+func batch[In any](ctx context.Context, c *Client, path string, items []In, opts []CallOption) ([]BatchResult, error) {
+	if len(items) == 0 || len(items) > MaxBatch {
+		return nil, fmt.Errorf("registry: a batch holds 1 to %d items, not %d", MaxBatch, len(items))
+	}
+	resp, err := c.do(ctx, &call{method: http.MethodPost, path: path, body: jsonBody(struct {
+		Items []In `json:"items"`
+	}{items}), keyed: true}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var results []BatchResult
+	if err := json.Unmarshal(resp.body, &results); err != nil {
+		return nil, fmt.Errorf("registry: decoding the answer of %s: %w", path, err)
+	}
+	if len(results) != len(items) {
+		return nil, fmt.Errorf("registry: %s answered %d results for %d items", path, len(results), len(items))
+	}
+	for _, r := range results {
+		if r.Problem != nil && r.Problem.RequestID == "" {
+			r.Problem.RequestID = resp.header.Get("X-Request-Id")
+		}
+	}
+	return results, nil
+}
+
 // Action documents.
 
 func (c *Client) CreateActionDocument(ctx context.Context, actionID string, in ActionDocumentInput, opts ...CallOption) (*ActionDocument, error) {
@@ -412,14 +476,20 @@ func (c *Client) DeleteDocument(ctx context.Context, id string, opts ...CallOpti
 	return c.delete(ctx, "/documents/"+url.PathEscape(id), nil, opts)
 }
 
-// DownloadDocument writes a document's bytes to w and returns how many.
+// DownloadDocument streams a document's bytes to w as they arrive (none
+// of the file is held in memory) and returns how many it wrote. The call is
+// retried (429, 503, a failed connection) only until the first byte has
+// gone to w; a failure after that is returned, with what was written so
+// far counted.
 func (c *Client) DownloadDocument(ctx context.Context, id string, w io.Writer) (int64, error) {
-	resp, err := c.do(ctx, &call{method: http.MethodGet, path: "/documents/" + url.PathEscape(id) + "/file"})
-	if err != nil {
-		return 0, err
+	var n int64
+	sink := func(body io.Reader) error {
+		var err error
+		n, err = io.Copy(w, body)
+		return err
 	}
-	n, err := w.Write(resp.body)
-	return int64(n), err
+	_, err := c.do(ctx, &call{method: http.MethodGet, path: "/documents/" + url.PathEscape(id) + "/file", sink: sink})
+	return n, err
 }
 
 // History lists a resource's change events, oldest first; kind is the

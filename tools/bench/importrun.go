@@ -99,15 +99,21 @@ func (e *Env) measureImport(ctx context.Context, o Options, dir string, n int, r
 	}
 	res := &ImportResult{Rows: n, NewAssets: importNewAssets, WithReport: importWithReport, ReportBytes: importReportSize,
 		RefPostPerSec: refPost, CPUSeconds: map[string]float64{}}
-	cmd := exec.CommandContext(ctx, bin, "import", "-quiet", "-workers", strconv.Itoa(o.Load.Concurrency), rows)
+	cmd := exec.CommandContext(ctx, bin, "import", "-quiet", rows)
 	cmd.Dir = dir
 	c := e.Creds
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "REGISTRY_URL=" + c.RegistryURL, "AUTH_URL=" + c.AuthURL,
 		"RESOURCE=" + c.Resource, "CLIENT_ID=" + c.ClientID, "CLIENT_SECRET=" + c.ClientSecret}
 	if o.Profile {
-		res.Profile = filepath.Join(o.OutDir, "profiles", "import", "registry.cpu.pprof")
+		// Absolute: the command runs in the run's temporary folder.
+		out, err := filepath.Abs(o.OutDir)
+		if err != nil {
+			return nil, err
+		}
+		res.Profile = filepath.Join(out, "profiles", "import", "registry.cpu.pprof")
 		_ = os.MkdirAll(filepath.Dir(res.Profile), 0o755)
-		cmd.Env = append(cmd.Env, "REGISTRY_CPU_PROFILE="+res.Profile)
+		cmd.Env = append(cmd.Env, "REGISTRY_CPU_PROFILE="+res.Profile,
+			"REGISTRY_HEAP_PROFILE="+filepath.Join(filepath.Dir(res.Profile), "registry.heap.pprof"))
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = io.MultiWriter(&stderr)
@@ -116,8 +122,33 @@ func (e *Env) measureImport(ctx context.Context, o Options, dir string, n int, r
 		before[name] = cpuSeconds(p.pid)
 	}
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	// The peak resident set is read from /proc (VmHWM) while the command
+	// runs, not from its rusage: Linux carries ru_maxrss across exec, and
+	// os/exec starts the command from a vfork of this process, so the
+	// rusage says this (larger) process's resident set instead.
+	peak := make(chan float64, 1)
+	stopPolling := make(chan struct{})
+	go func() {
+		hwm := 0.0
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			hwm = max(hwm, peakRSSMiB(cmd.Process.Pid))
+			select {
+			case <-stopPolling:
+				peak <- hwm
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
 	res.Seconds = time.Since(start).Seconds()
+	close(stopPolling)
+	res.PeakRSSMiB = <-peak
 	for name, p := range e.processes {
 		if s := cpuSeconds(p.pid) - before[name]; s > 0.05 {
 			res.CPUSeconds[name] = s
@@ -125,7 +156,6 @@ func (e *Env) measureImport(ctx context.Context, o Options, dir string, n int, r
 	}
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			res.PeakRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
 			res.CPUSeconds["registry"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 		}
 	}
@@ -139,6 +169,22 @@ func (e *Env) measureImport(ctx context.Context, o Options, dir string, n int, r
 		res.Ratio = res.RowsPerSec / refPost
 	}
 	return res, nil
+}
+
+// peakRSSMiB is a running process's peak resident set (VmHWM), 0 once it
+// has ended.
+func peakRSSMiB(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kib / 1024
+		}
+	}
+	return 0
 }
 
 // cpuSeconds is a process's user and system time so far (/proc/pid/stat).

@@ -52,6 +52,13 @@ func credentialsEnv() []string {
 // replay from recording an action twice), and a report file on a quarter.
 func writeRows(t *testing.T, dir, tag string, n int) string {
 	t.Helper()
+	return writeRowsWith(t, dir, tag, n, nil)
+}
+
+// writeRowsWith is writeRows with a reference column: reference(i) for
+// row i+1.
+func writeRowsWith(t *testing.T, dir, tag string, n int, reference func(i int) string) string {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "report.txt"), bytes.Repeat([]byte("inspection report\n"), 200), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -59,15 +66,19 @@ func writeRows(t *testing.T, dir, tag string, n int) string {
 	w := csv.NewWriter(&b)
 	_ = w.Write([]string{"organization_name", "organization_registration_number", "organization_type", "organization_country",
 		"person_first_name", "person_last_name", "asset_type_brand", "asset_type_model", "asset_serial_number",
-		"action_type", "performed_at", "status_ok", "source_system", "document_file"})
+		"action_type", "performed_at", "status_ok", "source_system", "document_file", "reference"})
 	for i := range n {
 		doc := ""
 		if i%4 == 0 {
 			doc = "report.txt"
 		}
+		ref := ""
+		if reference != nil {
+			ref = reference(i)
+		}
 		_ = w.Write([]string{"Org " + tag, fmt.Sprintf("%s-%d", tag, i%5), "private", "no",
 			"Kari", fmt.Sprintf("Nordmann%s%d", tag, i%7), "Brand" + tag, "M1", fmt.Sprintf("%s-SN-%04d", tag, i),
-			"expert_control", "2025-03-14", "true", tag, doc})
+			"expert_control", "2025-03-14", "true", tag, doc, ref})
 	}
 	w.Flush()
 	path := filepath.Join(dir, "rows.csv")
@@ -80,6 +91,11 @@ func writeRows(t *testing.T, dir, tag string, n int) string {
 // countActions checks the registry: n actions tagged tag, one per asset,
 // and one action document on each row that had a file.
 func countActions(t *testing.T, tag string, n int) {
+	t.Helper()
+	countActionsDocs(t, tag, n, (n+3)/4)
+}
+
+func countActionsDocs(t *testing.T, tag string, n, docs int) {
 	t.Helper()
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
@@ -105,8 +121,8 @@ func countActions(t *testing.T, tag string, n int) {
 	if len(perAsset) != n {
 		t.Errorf("%d assets with a %s action, want %d", len(perAsset), tag, n)
 	}
-	if want := (n + 3) / 4; withDocs != want {
-		t.Errorf("%d action documents, want %d", withDocs, want)
+	if withDocs != docs {
+		t.Errorf("%d action documents, want %d", withDocs, docs)
 	}
 }
 
@@ -122,7 +138,8 @@ func TestImportKilledAndResumed(t *testing.T) {
 		if attempt > 40 {
 			t.Fatal("the import did not finish in 40 runs")
 		}
-		cmd := exec.Command(cliBin, "import", "-quiet", "-workers", "8", path)
+		// Small batches, so that a kill finds batches and documents under way.
+		cmd := exec.Command(cliBin, "import", "-quiet", "-workers", "8", "-batch", "20", path)
 		cmd.Dir = dir
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, credentialsEnv()...)
 		var errOut bytes.Buffer
@@ -136,7 +153,7 @@ func TestImportKilledAndResumed(t *testing.T) {
 		if kills < 4 {
 			select {
 			case err = <-done:
-			case <-time.After(time.Duration(300+rand.IntN(1500)) * time.Millisecond):
+			case <-time.After(time.Duration(100+rand.IntN(600)) * time.Millisecond):
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 				<-done
 				kills++
@@ -153,11 +170,81 @@ func TestImportKilledAndResumed(t *testing.T) {
 	if kills == 0 {
 		t.Log("the import finished before the first kill; nothing was resumed")
 	}
+	t.Logf("%d kills", kills)
 	countActions(t, tag, rows)
 	_, stderr, code := cli(t, dir, nil, "import", "-quiet", path)
 	if code != 0 || !strings.Contains(stderr, fmt.Sprintf("0 rows recorded, %d already done", rows)) {
 		t.Errorf("a run after the end: exit %d, %s", code, stderr)
 	}
+}
+
+// An import killed where a crash is worst, in the middle of a batch (its
+// actions recorded, its journal line not yet written, or written half),
+// and started again records every row once: the batch is sent again with
+// the same rows and Idempotency-Key, and the registry replays its answer.
+func TestImportKilledMidBatch(t *testing.T) {
+	for _, point := range []string{"answered", "torn"} {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			tag := fmt.Sprintf("mid%s%d", point, time.Now().UnixNano()%1e9)
+			const rows = 90
+			path := writeRows(t, dir, tag, rows)
+			_, stderr, code := cli(t, dir, []string{"REGISTRY_IMPORT_FAILPOINT=" + point}, "import", "-quiet", "-batch", "20", "-batches", "2", path)
+			if code != -1 {
+				t.Fatalf("the import with failpoint %s was not killed: exit %d, %s", point, code, stderr)
+			}
+			journal, err := os.ReadFile(path + ".journal")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if point == "torn" && strings.HasSuffix(string(journal), "\n") {
+				t.Fatalf("the journal ends with a whole line; the failpoint did not tear it:\n%s", journal)
+			}
+			// A different -batch on the resumed run: the journal's size holds.
+			_, stderr, code = cli(t, dir, nil, "import", "-quiet", "-batch", "7", path)
+			if code != 0 {
+				t.Fatalf("the resumed import: exit %d, %s", code, stderr)
+			}
+			countActions(t, tag, rows)
+		})
+	}
+}
+
+// A batch with one row the registry refuses (a reference longer than it
+// takes, which the command does not check itself): that row is reported
+// with its row number and field, the others land, and a run again tries
+// only that row.
+func TestImportBadRowInBatch(t *testing.T) {
+	dir := t.TempDir()
+	tag := fmt.Sprintf("badrow%d", time.Now().UnixNano()%1e9)
+	const rows, bad = 30, 7
+	path := writeRowsWith(t, dir, tag, rows, func(i int) string {
+		if i+1 == bad {
+			return strings.Repeat("r", 500)
+		}
+		return ""
+	})
+	errorsFile := filepath.Join(dir, "problems.csv")
+	_, stderr, code := cli(t, dir, nil, "import", "-quiet", "-batch", "10", "-errors", errorsFile, path)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (a row failed); stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, fmt.Sprintf("row %d: reference:", bad)) || !strings.Contains(stderr, fmt.Sprintf("%d rows recorded, 0 already done", rows-1)) {
+		t.Errorf("stderr does not name row %d's reference or the count:\n%s", bad, stderr)
+	}
+	report, err := os.ReadFile(errorsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(report)), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], fmt.Sprintf("%d,reference,", bad)) {
+		t.Errorf("the error report:\n%s", report)
+	}
+	countActionsDocs(t, tag, rows-1, (rows+3)/4) // row 7 has no document (every fourth from row 1 has)
+	_, stderr, code = cli(t, dir, nil, "import", "-quiet", "-batch", "10", path)
+	if code != 1 || !strings.Contains(stderr, fmt.Sprintf("0 rows recorded, %d already done", rows-1)) || !strings.Contains(stderr, fmt.Sprintf("row %d: reference:", bad)) {
+		t.Errorf("a run again: exit %d, %s", code, stderr)
+	}
+	countActionsDocs(t, tag, rows-1, (rows+3)/4)
 }
 
 // What export writes as rows imports again: into the same registry every

@@ -55,6 +55,14 @@ func main() {
 	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	// REGISTRY_HEAP_PROFILE: where make bench has the heap profile at the
+	// end written (what the run still holds, and what it allocated).
+	if path := os.Getenv("REGISTRY_HEAP_PROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	if code != 0 {
 		pprof.StopCPUProfile()
 		os.Exit(code)

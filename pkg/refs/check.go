@@ -24,6 +24,7 @@ package refs
 //     A changed row is asked about again, under the lock, as before.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -382,7 +383,17 @@ func scanRows(rows pgx.Rows, err error) (map[Key]row, error) {
 // its row is still the version read under the lock (no row: still none),
 // so a delete's mark made meanwhile is never overwritten. Targets this
 // service owns are not remembered: their deletes do not ask it.
+//
+// The rows are written in one order (kind, then id) by every writer: two
+// batches learning the same new targets would otherwise each wait on the
+// other's uncommitted row, a deadlock PostgreSQL breaks by failing one.
 func (r *Registry) remember(ctx context.Context, tx pgx.Tx, learnt []Key, found Known, rows map[Key]row) error {
+	learnt = slices.SortedFunc(slices.Values(learnt), func(a, b Key) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
 	var kinds, attrs []string
 	var ids []uuid.UUID
 	var versions []int64

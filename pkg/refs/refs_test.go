@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -537,4 +539,59 @@ func TestDeleteAndSixteenWritersRace(t *testing.T) {
 		t.Errorf("the race never went both ways: %d deleted, %d refused", deleted, refused)
 	}
 	t.Logf("%d rounds: %d deletes went through, %d were refused; %d things created", rounds, deleted, refused, created)
+}
+
+// Batches that learn the same new targets, each naming them in its own
+// order, wait for each other at most: they never deadlock (each would
+// otherwise wait on the other's uncommitted ref_targets row).
+func TestBatchesLearningTheSameTargetsDoNotDeadlock(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	const writers = 16
+	for round := range 3 {
+		// Enough targets that the writers' inserts overlap.
+		rows, err := w.ownerStore.Pool.Query(ctx, `INSERT INTO people (id) SELECT gen_random_uuid() FROM generate_series(1, 2000) RETURNING id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets := make([]refs.Target, len(ids))
+		for i, id := range ids {
+			targets[i] = refs.Target{Field: "person_id", Kind: "person", ID: id}
+		}
+		var asked sync.WaitGroup
+		asked.Add(writers)
+		start := make(chan struct{})
+		errs := make(chan error, writers)
+		for writer := range writers {
+			mine := slices.Clone(targets)
+			rand.New(rand.NewPCG(uint64(round), uint64(writer))).Shuffle(len(mine), func(i, j int) { mine[i], mine[j] = mine[j], mine[i] })
+			go func() {
+				checked, err := w.referrer.Ask(ctx, mine...)
+				asked.Done()
+				<-start // every writer confirms at once
+				if err == nil {
+					err = w.referrerStore.Write(ctx, "learn", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+						known, err := w.referrer.ConfirmAll(ctx, tx, checked)
+						if err == nil {
+							err = known.Missing(mine...)
+						}
+						return nil, err
+					})
+				}
+				errs <- err
+			}()
+		}
+		asked.Wait()
+		close(start)
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+
+	}
 }

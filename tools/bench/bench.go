@@ -414,6 +414,12 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	stops = append(stops, e.Reference.Close)
+	if os.Getenv("REGISTRY_PG_STAT_STATEMENTS") != "" {
+		if _, err := e.Reference.Exec(startCtx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public"); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(o.Progress, "pg_stat_statements kept in %s\n", stack.DatabaseURL)
+	}
 	if e.RefOrgs, err = seedReference(startCtx, e.Reference, o.Organizations); err != nil {
 		return fail(err)
 	}

@@ -211,6 +211,11 @@ func (p *Postgres) launch(ctx context.Context, port int) (*Postgres, error) {
 			"-c", "full_page_writes=off",
 		)
 	}
+	if os.Getenv("REGISTRY_PG_STAT_STATEMENTS") != "" {
+		// For finding which statements cost the server its CPU (make
+		// bench with BENCH_KEEP=1 writes pg_stat_statements.txt).
+		args = append(args, "-c", "shared_preload_libraries=pg_stat_statements")
+	}
 	cmd := exec.Command(filepath.Join(p.binDir, "postgres"), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
 	srv, err := startServer("postgres", cmd, p.LogFile)

@@ -284,7 +284,15 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 		if r.afterPublish != nil {
 			r.afterPublish()
 		}
-		if _, err := conn.Exec(ctx, `UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY($1)`, acked); err != nil {
+		// Without a retention an acknowledged event is deleted at once: a
+		// delete only marks the row, where the mark of a kept one writes
+		// the whole row again, its data included (pg_stat_statements put
+		// that update at a quarter of PostgreSQL's time per event).
+		mark := `DELETE FROM outbox WHERE id = ANY($1)`
+		if r.cfg.Retention > 0 {
+			mark = `UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY($1)`
+		}
+		if _, err := conn.Exec(ctx, mark, acked); err != nil {
 			return 0, fmt.Errorf("mark published events: %w", err)
 		}
 		published.WithLabelValues(r.schema).Add(float64(len(acked)))

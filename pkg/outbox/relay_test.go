@@ -401,3 +401,26 @@ func TestPublishedEventsGoAfterTheRetention(t *testing.T) {
 		t.Fatalf("the stream holds %d events, want the 5 swept from the outbox", got)
 	}
 }
+
+// Without a retention (the default) an acknowledged event leaves the
+// outbox at once; it is in the stream.
+func TestAcknowledgedEventsLeaveWithoutRetention(t *testing.T) {
+	f := newFixture(t, testkit.NATSServer{})
+	f.cfg.Retention = 0
+	for i := range 20 {
+		if err := f.write(t, request("client-a", "req"), nil, outbox.Created(outbox.KindOrganization, fmt.Sprint("o", i), counter{i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.relay(t)
+	eventually(t, "the outbox emptied", 30*time.Second, func() bool {
+		var n int
+		if err := f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if got := f.streamed(t); len(got) != 20 {
+		t.Fatalf("%d events in the stream, want 20", len(got))
+	}
+}

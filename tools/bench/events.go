@@ -51,7 +51,7 @@ var RelayRow = Row{Name: "outbox relay: 10,000 events committed → published", 
 			Do: func(ctx context.Context, _ *Worker) error {
 				for {
 					var done bool
-					if err := e.Reference.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM parties.outbox WHERE id = $1`, last).Scan(&done); err != nil {
+					if err := e.Reference.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM parties.outbox WHERE id = $1 AND published_at IS NULL)`, last).Scan(&done); err != nil {
 						return fmt.Errorf("wait for the relay: %w", err)
 					}
 					if done {

@@ -345,8 +345,15 @@ func split(keys []Key) ([]string, []uuid.UUID) {
 	return kinds, ids
 }
 
-const rowsSQL = `SELECT r.kind, r.id, r.alive, r.attrs, r.version FROM ref_targets r
-	JOIN unnest($1::text[], $2::uuid[]) AS t(kind, id) ON r.kind = t.kind AND r.id = t.id`
+// rowsSQL reads the rows of the keys, each by its primary key. The
+// lateral LIMIT keeps it that way in every plan: as a plain join, the
+// generic plan a connection caches while ref_targets is nearly empty (a
+// hash join over a sequential scan) stayed in use as the table grew, and
+// read the whole table for every write (pg_stat_statements: 0.3 to
+// 0.7 ms a call at 4,000 rows, where an index probe is 0.03 ms).
+const rowsSQL = `SELECT r.kind, r.id, r.alive, r.attrs, r.version
+	FROM unnest($1::text[], $2::uuid[]) AS t(kind, id)
+	CROSS JOIN LATERAL (SELECT * FROM ref_targets r WHERE r.kind = t.kind AND r.id = t.id LIMIT 1) r`
 
 func readRows(ctx context.Context, q store.Querier, keys []Key) (map[Key]row, error) {
 	kinds, ids := split(keys)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -593,5 +594,41 @@ func TestBatchesLearningTheSameTargetsDoNotDeadlock(t *testing.T) {
 			}
 		}
 
+	}
+}
+
+// The read of remembered targets probes the primary key whatever the
+// table's size and statistics: the generic plan a connection caches while
+// the table is small must not scan it whole once it has grown.
+func TestRememberedRowsAreReadByKey(t *testing.T) {
+	s := open(t, `SELECT 1`)
+	ctx := t.Context()
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO ref_targets (kind, id, alive) SELECT 'person', gen_random_uuid(), true FROM generate_series(1, 30)`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET plan_cache_mode`) //nolint:errcheck // the connection's own setting
+	if _, err := conn.Exec(ctx, `PREPARE remembered(text[], uuid[]) AS `+refs.RowsSQL); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE remembered`) //nolint:errcheck // the connection's own statement
+	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE remembered('{person}', '{00000000-0000-0000-0000-000000000000}')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if strings.Contains(plan, "Seq Scan on ref_targets") || !strings.Contains(plan, "ref_targets_pkey") {
+		t.Errorf("the generic plan does not probe the primary key:\n%s", plan)
 	}
 }

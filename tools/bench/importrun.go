@@ -121,9 +121,21 @@ func (e *Env) measureImport(ctx context.Context, o Options, dir string, n int, r
 	for name, p := range e.processes {
 		before[name] = cpuSeconds(p.pid)
 	}
+	storesBefore := datastoreSeconds()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err
+	}
+	if o.Profile {
+		// The services too, 20 s into the import (after the organizations,
+		// people and types are found), into profiles/import beside the
+		// command's own profile.
+		profiled := make(chan struct{})
+		defer func() { <-profiled }()
+		go func() {
+			defer close(profiled)
+			e.profile(ctx, filepath.Dir(res.Profile), Load{Warmup: 5 * time.Second, Duration: 20 * time.Second})
+		}()
 	}
 	// The peak resident set is read from /proc (VmHWM) while the command
 	// runs, not from its rusage: Linux carries ru_maxrss across exec, and
@@ -151,6 +163,11 @@ func (e *Env) measureImport(ctx context.Context, o Options, dir string, n int, r
 	res.PeakRSSMiB = <-peak
 	for name, p := range e.processes {
 		if s := cpuSeconds(p.pid) - before[name]; s > 0.05 {
+			res.CPUSeconds[name] = s
+		}
+	}
+	for name, secs := range datastoreSeconds() {
+		if s := secs - storesBefore[name]; s > 0.05 {
 			res.CPUSeconds[name] = s
 		}
 	}
@@ -201,6 +218,31 @@ func cpuSeconds(pid int) float64 {
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
 	return (utime + stime) / 100 // USER_HZ
+}
+
+// datastores are the servers whose CPU an import also spends, by command
+// name: PostgreSQL's backends are processes of their own.
+var datastores = []string{"postgres", "minio", "nats-server", "redis-server"}
+
+// datastoreSeconds is the CPU time of every process of each datastore on
+// this machine (the bench's own are the only ones running during a run).
+func datastoreSeconds() map[string]float64 {
+	out := map[string]float64{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			continue
+		}
+		if name := strings.TrimSpace(string(comm)); slices.Contains(datastores, name) {
+			out[name] += cpuSeconds(pid)
+		}
+	}
+	return out
 }
 
 // printImport adds the import's lines to the table.

@@ -89,6 +89,10 @@ func run(m *testing.M) int {
 			// A peer slower than this cannot answer: the slow-peer row's
 			// 2 s is beyond it, the machine's own pace well within it.
 			"PEER_TIMEOUT=" + peerTimeout.String(),
+			// The suite holds the stream to the outboxes (checkEvents):
+			// published events stay for that, as outbox.retention keeps
+			// them for an operator's inspection.
+			"OUTBOX_RETENTION=1h",
 		}, webhookEnv...),
 	})
 	if err != nil {

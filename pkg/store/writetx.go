@@ -31,7 +31,7 @@ type writeTx struct {
 	queue   []*pgx.QueuedQuery // sent before the next statement
 	begun   bool               // BEGIN has reached the server
 	closed  bool
-	nextSP  int64
+	depth   int // savepoints open
 }
 
 func newWriteTx(conn *pgxpool.Conn, release func()) *writeTx {
@@ -149,8 +149,13 @@ func (t *writeTx) Begin(context.Context) (pgx.Tx, error) {
 	if t.closed {
 		return nil, pgx.ErrTxClosed
 	}
-	t.nextSP++
-	sp := &savepointTx{writeTx: t, name: "sp_" + strconv.FormatInt(t.nextSP, 10), at: len(t.queue)}
+	// Named by depth: savepoints nest strictly (a write's ends before the
+	// next begins), so a name always means the innermost open one, and a
+	// batch of a thousand items in savepoints uses one statement, prepared
+	// once, not a thousand that would churn the connection's statement
+	// cache and cost a round trip each to prepare.
+	t.depth++
+	sp := &savepointTx{writeTx: t, name: "sp_" + strconv.Itoa(t.depth), at: len(t.queue)}
 	t.Defer("savepoint " + sp.name)
 	return sp, nil
 }
@@ -237,6 +242,7 @@ func (s *savepointTx) Commit(context.Context) error {
 		return pgx.ErrTxClosed
 	}
 	s.closed = true
+	s.writeTx.depth--
 	s.writeTx.Defer("release savepoint " + s.name)
 	return nil
 }
@@ -249,6 +255,7 @@ func (s *savepointTx) Rollback(ctx context.Context) error {
 	}
 	s.closed = true
 	t := s.writeTx
+	t.depth--
 	if t.closed {
 		return pgx.ErrTxClosed
 	}
@@ -267,6 +274,11 @@ func (s *savepointTx) Rollback(ctx context.Context) error {
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	// Released too, with the next statement, so that the name is free for
+	// the next savepoint at this depth. (Not in this batch: while the
+	// transaction is aborted PostgreSQL parses nothing but the statements
+	// that end it or roll it back.)
+	t.Defer("release savepoint " + s.name)
 	return err
 }
 

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -89,6 +90,16 @@ func TestWriteRoundTrips(t *testing.T) {
 			}
 			return unit.Commit(ctx)
 		}, 3},
+		{"six hundred creates in a unit, each in a savepoint", func(ctx context.Context, i int) error {
+			ctx, unit := s.BeginUnit(ctx)
+			defer unit.Rollback(ctx)
+			for n := range 600 {
+				if err := createWithEvent(ctx, fmt.Sprintf("many%d-%d", i, n)); err != nil {
+					return err
+				}
+			}
+			return unit.Commit(ctx)
+		}, 601},
 		{"a write that sends nothing", func(ctx context.Context, _ int) error {
 			return s.Write(ctx, "nothing", func(context.Context, pgx.Tx) ([]string, error) { return nil, nil })
 		}, 0},
@@ -108,8 +119,8 @@ func TestWriteRoundTrips(t *testing.T) {
 			}
 		})
 	}
-	if items, events := count(t, s, `SELECT count(*) FROM items`), count(t, s, `SELECT count(*) FROM events`); items != 6 || events != 6 {
-		t.Errorf("%d items and %d events, want 6 and 6", items, events)
+	if items, events := count(t, s, `SELECT count(*) FROM items`), count(t, s, `SELECT count(*) FROM events`); items != 1206 || events != 1206 {
+		t.Errorf("%d items and %d events, want 1,206 of each", items, events)
 	}
 }
 

@@ -183,7 +183,12 @@ func (k *IdempotencyKeys) run(ctx context.Context, key string, request any, next
 		release(err)
 		return nil, err
 	}
-	stepCtx, cancel := k.bounded(ctx)
+	// From here the request is done and only its record and commit are
+	// left: a caller that hangs up now (a killed import) must not cancel
+	// them halfway, which would leave its key in flight until the lease
+	// ends and its retry answered 409 all that time. They are bounded by
+	// the step timeout instead.
+	stepCtx, cancel := k.bounded(context.WithoutCancel(ctx))
 	defer cancel()
 	tx, err := unit.Tx(stepCtx)
 	if err != nil {

@@ -233,3 +233,53 @@ func TestFailuresFreeTheKey(t *testing.T) {
 		t.Errorf("sweep removed %d fresh records (%v)", n, err)
 	}
 }
+
+// A caller that hangs up once its request has run does not undo it: the
+// answer is recorded and committed all the same, and the retry with the
+// key gets it (a cancelled commit would instead hold the key in flight
+// until its lease ends, a 409 for every retry until then).
+func TestHangUpAfterTheWorkKeepsTheAnswer(t *testing.T) {
+	s := newService(t, time.Minute)
+	s.gate = make(chan struct{})
+	ctx, hangUp := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/things", strings.NewReader(`{"name":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Client", "a")
+	req.Header.Set(endpoints.IdempotencyKeyHeader, "hang-up")
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	state := func() string {
+		var st string
+		_ = s.st.Pool.QueryRow(t.Context(), `SELECT state FROM idempotency_keys WHERE key = 'hang-up'`).Scan(&st)
+		return st
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for state() != "in_flight" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	hangUp()
+	<-gone
+	time.Sleep(200 * time.Millisecond) // the server notices the closed connection
+	close(s.gate)
+	for state() != "done" && time.Now().Before(deadline.Add(5*time.Second)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := state(); st != "done" {
+		t.Fatalf("key %q after the hang-up, want done", st)
+	}
+	again := testkit.Expect(t, s.post(t, "a", "hang-up", `{"name":"x"}`), 201)
+	if again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Error("the retry ran the request again")
+	}
+	if n := s.rows(t); n != 1 {
+		t.Errorf("%d rows, want 1", n)
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -31,7 +32,8 @@ type writeTx struct {
 	queue   []*pgx.QueuedQuery // sent before the next statement
 	begun   bool               // BEGIN has reached the server
 	closed  bool
-	depth   int // savepoints open
+	depth   int   // savepoints open
+	broken  error // why the transaction cannot go on (see send)
 }
 
 func newWriteTx(conn *pgxpool.Conn, release func()) *writeTx {
@@ -46,9 +48,20 @@ func (t *writeTx) Defer(sql string, args ...any) {
 
 // send sends the queue and then the statements of b in one batch, reads
 // the queue's results, and returns b's results still to be read.
+//
+// A failure of what was queued, or one that is not the server refusing
+// the statement itself (the context ended before anything was sent, the
+// connection broke), breaks the transaction: what the queue held belonged
+// to earlier writes that have already reported success (a savepoint's
+// release, an event), so no savepoint can undo just the write at hand, and
+// rolling back to one would undo an earlier write instead. Everything but
+// Rollback then fails, and the write fails whole.
 func (t *writeTx) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
 	if t.closed {
 		return nil, pgx.ErrTxClosed
+	}
+	if t.broken != nil {
+		return nil, t.broken
 	}
 	queued := len(t.queue)
 	all := &pgx.Batch{QueuedQueries: append(t.queue, b.QueuedQueries...)}
@@ -60,10 +73,29 @@ func (t *writeTx) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, err
 	for i := 0; i < queued; i++ {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return nil, err
+			return nil, t.breakOn(err)
 		}
 	}
 	return br, nil
+}
+
+// breakOn marks the transaction broken by err and returns err.
+func (t *writeTx) breakOn(err error) error {
+	if t.broken == nil {
+		t.broken = fmt.Errorf("store: the transaction cannot go on: %w", err)
+	}
+	return err
+}
+
+// statementFailed is err from a statement's own result: the server
+// refusing it leaves the transaction to its savepoints; anything else
+// breaks it.
+func (t *writeTx) statementFailed(err error) error {
+	var pgErr *pgconn.PgError
+	if err != nil && !errors.As(err, &pgErr) {
+		return t.breakOn(err)
+	}
+	return err
 }
 
 func (t *writeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -77,7 +109,7 @@ func (t *writeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return tag, err
+	return tag, t.statementFailed(err)
 }
 
 func (t *writeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -90,9 +122,10 @@ func (t *writeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 	rows, err := br.Query()
 	if err != nil {
 		_ = br.Close()
+		err = t.statementFailed(err)
 		return errRows{err}, err
 	}
-	return &batchRows{Rows: rows, batch: br}, nil
+	return &batchRows{Rows: rows, batch: br, tx: t}, nil
 }
 
 func (t *writeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -109,7 +142,23 @@ func (t *writeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults 
 	if err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}
-	return br
+	return &checkedResults{BatchResults: br, tx: t}
+}
+
+// checkedResults are a caller's batch results: a failure other than the
+// server refusing a statement breaks the transaction (see send).
+type checkedResults struct {
+	pgx.BatchResults
+	tx *writeTx
+}
+
+func (r *checkedResults) Exec() (pgconn.CommandTag, error) {
+	tag, err := r.BatchResults.Exec()
+	return tag, r.tx.statementFailed(err)
+}
+
+func (r *checkedResults) Close() error {
+	return r.tx.statementFailed(r.BatchResults.Close())
 }
 
 // flush sends the queue on its own, for what cannot travel in a batch.
@@ -259,6 +308,9 @@ func (s *savepointTx) Rollback(ctx context.Context) error {
 	if t.closed {
 		return pgx.ErrTxClosed
 	}
+	if t.broken != nil {
+		return t.broken // only the whole transaction can be rolled back now
+	}
 	if s.at < len(t.queue) && t.queue[s.at].SQL == "savepoint "+s.name {
 		t.queue = t.queue[:s.at]
 		return nil
@@ -287,6 +339,7 @@ func (s *savepointTx) Rollback(ctx context.Context) error {
 type batchRows struct {
 	pgx.Rows
 	batch  pgx.BatchResults
+	tx     *writeTx
 	closed bool
 	err    error
 }
@@ -306,6 +359,11 @@ func (r *batchRows) Close() {
 	r.closed = true
 	r.Rows.Close()
 	r.err = r.batch.Close()
+	if err := r.Rows.Err(); err != nil {
+		r.tx.statementFailed(err) //nolint:errcheck // Err returns it
+	} else {
+		r.tx.statementFailed(r.err) //nolint:errcheck // Err returns it
+	}
 }
 
 func (r *batchRows) Err() error {

@@ -213,3 +213,37 @@ func TestFailedWriteInAUnitUndoesOnlyItself(t *testing.T) {
 		t.Errorf("%d events, want the kept item's one", n)
 	}
 }
+
+// A write of a unit that fails before its statements reach the server (its
+// caller gone, its context done) cannot be undone alone: what waited to go
+// with it belonged to the writes before it, which reported success. The
+// unit then fails whole; it never commits with an earlier write undone.
+func TestAWriteCutOffBreaksTheUnit(t *testing.T) {
+	s, _ := countedStore(t)
+	ctx, unit := s.BeginUnit(t.Context())
+	defer unit.Rollback(ctx)
+	err := s.Write(ctx, "a", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		id, err := insertItem(ctx, tx, "a")
+		recordEvent(tx, id)
+		return nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.Write(gone, "b", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		_, err := insertItem(ctx, tx, "b")
+		return nil, err
+	}); err == nil {
+		t.Fatal("a write with its context done succeeded")
+	}
+	commitErr := unit.Commit(ctx)
+	items := count(t, s, `SELECT count(*) FROM items WHERE name = 'a'`)
+	if commitErr == nil && items != 1 {
+		t.Errorf("the unit committed without the write that reported success")
+	}
+	if commitErr == nil {
+		t.Errorf("the unit committed after a write was cut off")
+	}
+}

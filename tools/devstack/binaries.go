@@ -76,6 +76,10 @@ func StartSuite(ctx context.Context, name string, o Options) (s *Suite, stop fun
 		return nil, nil, err
 	}
 	removeDir := func() error { return os.RemoveAll(dir) }
+	if os.Getenv("REGISTRY_KEEP_SUITE") != "" {
+		// For reading the processes' logs (logs/) after a failed run.
+		removeDir = func() error { fmt.Fprintf(os.Stderr, "%s: kept %s\n", name, dir); return nil }
+	}
 	bin, err := Binaries(dir)
 	if err != nil {
 		_ = removeDir()

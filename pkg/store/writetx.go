@@ -22,10 +22,9 @@ import (
 // savepoint of a request's unit of work pays nothing for the savepoint.
 //
 // What is queued runs before the statement it travels with, in the order
-// it was queued, in the same transaction, so the outcome is the one of
-// sending each on its own: a queued statement that fails fails the
-// statement it travels with (or the commit), and the transaction is then
-// aborted as it would have been.
+// it was queued, in the same transaction: a queued statement that fails
+// fails the statement it travels with (or the commit), and the
+// transaction with it (send says why it cannot go on).
 type writeTx struct {
 	conn    *pgxpool.Conn
 	release func()

@@ -379,48 +379,35 @@ func TestOneRelayLeadsPerSchema(t *testing.T) {
 	checkStream(t, f.streamed(t), 1, 10)
 }
 
-// TestPublishedEventsGoAfterTheRetention: the outbox keeps published
-// events for the retention only, and never an unpublished one.
-func TestPublishedEventsGoAfterTheRetention(t *testing.T) {
-	f := newFixture(t, testkit.NATSServer{})
-	f.cfg.Retention = 300 * time.Millisecond
-	for n := range 5 {
-		if err := f.write(t, request("client", "req"), nil, outbox.Created(outbox.KindAsset, fmt.Sprint("asset-", n), counter{0})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.relay(t)
-	eventually(t, "the published events swept", 30*time.Second, func() bool {
-		var n int
-		if err := f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 0
-	})
-	if got := len(f.streamed(t)); got != 5 {
-		t.Fatalf("the stream holds %d events, want the 5 swept from the outbox", got)
-	}
-}
-
-// Without a retention (the default) an acknowledged event leaves the
-// outbox at once; it is in the stream.
-func TestAcknowledgedEventsLeaveWithoutRetention(t *testing.T) {
-	f := newFixture(t, testkit.NATSServer{})
-	f.cfg.Retention = 0
-	for i := range 20 {
-		if err := f.write(t, request("client-a", "req"), nil, outbox.Created(outbox.KindOrganization, fmt.Sprint("o", i), counter{i})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.relay(t)
-	eventually(t, "the outbox emptied", 30*time.Second, func() bool {
-		var n int
-		if err := f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 0
-	})
-	if got := f.streamed(t); len(got) != 20 {
-		t.Fatalf("%d events in the stream, want 20", len(got))
+// Published events leave the outbox: at once without a retention (the
+// default), after it with one. They are in the stream.
+func TestPublishedEventsLeaveTheOutbox(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		retention time.Duration
+	}{
+		{"deleted once acknowledged", 0},
+		{"swept after the retention", 300 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, testkit.NATSServer{})
+			f.cfg.Retention = c.retention
+			for n := range 5 {
+				if err := f.write(t, request("client", "req"), nil, outbox.Created(outbox.KindAsset, fmt.Sprint("asset-", n), counter{0})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.relay(t)
+			eventually(t, "the outbox emptied", 30*time.Second, func() bool {
+				var n int
+				if err := f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n == 0
+			})
+			if got := len(f.streamed(t)); got != 5 {
+				t.Fatalf("the stream holds %d events, want the 5 gone from the outbox", got)
+			}
+		})
 	}
 }

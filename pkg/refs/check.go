@@ -220,8 +220,12 @@ type Confirmation struct {
 
 // QueueConfirm queues c's locks and read in batch, before whatever the
 // caller queues next; the caller reads them first (Read), closes the
-// batch and then calls Finish.
+// batch and then calls Finish. A nil c (references confirmed already)
+// queues nothing and finds nothing missing.
 func (r *Registry) QueueConfirm(batch *pgx.Batch, c *Checked) (*Confirmation, error) {
+	if c == nil {
+		c = &Checked{}
+	}
 	cf := &Confirmation{r: r, c: c}
 	if len(c.targets) == 0 {
 		return cf, nil

@@ -261,12 +261,9 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	// for) and the action read back.
 	pair := latestPair{in.AssetID.UUID, in.ActionType}
 	pipeline := &pgx.Batch{}
-	confirm := &refs.Confirmation{}
-	if checked != nil {
-		var err error
-		if confirm, err = s.refs.QueueConfirm(pipeline, checked); err != nil {
-			return ActionDetail{}, err
-		}
+	confirm, err := s.refs.QueueConfirm(pipeline, checked)
+	if err != nil {
+		return ActionDetail{}, err
 	}
 	pipeline.Queue(insertActionSQL, append([]any{id}, append(inputValues(in), actor)...)...)
 	ops := []string{"insert action"}
@@ -279,7 +276,6 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	results := tx.SendBatch(ctx, pipeline)
 	checkErr := confirm.Read(results)
 	var a ActionDetail
-	var err error
 	if checkErr == nil {
 		a, err = func() (ActionDetail, error) {
 			for _, op := range ops {
@@ -301,7 +297,7 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	if checkErr != nil {
 		return ActionDetail{}, checkErr
 	}
-	if checked != nil && err == nil {
+	if err == nil {
 		// What the references' rows said decides before the insert's
 		// outcome: a missing target is the 422 it always was.
 		known, ferr := confirm.Finish(ctx, tx)

@@ -227,12 +227,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("BENCH_KEEP") == "" {
-		defer os.RemoveAll(dir)
-	} else {
-		// For reading the processes' logs after a row with errors.
-		fmt.Fprintf(o.Progress, "keeping %s (logs/ holds every process's log)\n", dir)
-	}
+	defer devinfra.RemoveDir(dir) //nolint:errcheck // a temporary directory
 
 	// The million actions take a minute to copy: only for the rows of
 	// their pages.

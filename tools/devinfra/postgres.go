@@ -212,8 +212,8 @@ func (p *Postgres) launch(ctx context.Context, port int) (*Postgres, error) {
 		)
 	}
 	if os.Getenv("REGISTRY_PG_STAT_STATEMENTS") != "" {
-		// For finding which statements cost the server its CPU (make
-		// bench with BENCH_KEEP=1 writes pg_stat_statements.txt).
+		// For finding which statements cost the server its CPU: the
+		// bench creates the extension and prints the server's URL.
 		args = append(args, "-c", "shared_preload_libraries=pg_stat_statements")
 	}
 	cmd := exec.Command(filepath.Join(p.binDir, "postgres"), args...)

@@ -2,6 +2,7 @@ package devinfra
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -83,4 +84,18 @@ func MkdirTemp(pattern string) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// KeepDirsEnv, set, keeps the temporary directories of bench runs and
+// test suites (RemoveDir), to read their processes' logs afterwards.
+const KeepDirsEnv = "REGISTRY_KEEP_DIRS"
+
+// RemoveDir removes a run's temporary directory, or, with KeepDirsEnv
+// set, leaves it and says where it is.
+func RemoveDir(dir string) error {
+	if os.Getenv(KeepDirsEnv) != "" {
+		fmt.Fprintf(os.Stderr, "kept %s (its logs/ holds every process's log)\n", dir)
+		return nil
+	}
+	return os.RemoveAll(dir)
 }

@@ -75,11 +75,7 @@ func StartSuite(ctx context.Context, name string, o Options) (s *Suite, stop fun
 	if err != nil {
 		return nil, nil, err
 	}
-	removeDir := func() error { return os.RemoveAll(dir) }
-	if os.Getenv("REGISTRY_KEEP_SUITE") != "" {
-		// For reading the processes' logs (logs/) after a failed run.
-		removeDir = func() error { fmt.Fprintf(os.Stderr, "%s: kept %s\n", name, dir); return nil }
-	}
+	removeDir := func() error { return devinfra.RemoveDir(dir) }
 	bin, err := Binaries(dir)
 	if err != nil {
 		_ = removeDir()

@@ -11,7 +11,7 @@
 #   ROUNDS, DURATION, WARMUP  override the defaults (3, 5s, 1s)
 #   UPLOAD_SIZE, LARGE_UPLOAD  bytes of the upload rows' files (8 MiB, 1 GiB)
 #   IMPORT_ROWS  rows of the bulk import (registry import) after the table (100000; QUICK: 1000; 0: none)
-#   BENCH_KEEP=1  keep the run's directory (every process's log) and say where
+#   REGISTRY_KEEP_DIRS=1  keep the run's directory (every process's log) and say where
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 args=(-bin bin -out bench -root .)

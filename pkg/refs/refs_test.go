@@ -173,6 +173,23 @@ func (w *world) dangling(t *testing.T) (n int) {
 	return n
 }
 
+// deleteOutcomes counts how the deletes of a race ended: through, or
+// refused because something still points at the target; any other end
+// fails the test.
+type deleteOutcomes struct{ deleted, refused int }
+
+func (o *deleteOutcomes) add(t *testing.T, err error) {
+	t.Helper()
+	switch kindOf(err) {
+	case -1:
+		o.deleted++
+	case apperr.KindConflict:
+		o.refused++
+	default:
+		t.Fatalf("delete: %v", err)
+	}
+}
+
 func kindOf(err error) apperr.Kind {
 	if err == nil {
 		return -1
@@ -282,7 +299,7 @@ func TestDeleteAndCreateRace(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
 	const rounds, creators = 40, 4
-	deleted, refused := 0, 0
+	var deletes deleteOutcomes
 	for range rounds {
 		p := w.person(t)
 		var wg sync.WaitGroup
@@ -296,19 +313,12 @@ func TestDeleteAndCreateRace(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		switch kindOf(delErr) {
-		case -1:
-			deleted++
-		case apperr.KindConflict:
-			refused++
-		default:
-			t.Fatalf("delete: %v", delErr)
-		}
+		deletes.add(t, delErr)
 	}
 	if dangling := w.dangling(t); dangling > 0 {
 		t.Errorf("%d deleted people are still referenced", dangling)
 	}
-	t.Logf("%d rounds: %d deletes went through, %d were refused", rounds, deleted, refused)
+	t.Logf("%d rounds: %d deletes went through, %d were refused", rounds, deletes.deleted, deletes.refused)
 }
 
 // A referrer pages through an owner's kind, in id order, with the
@@ -484,7 +494,8 @@ func TestDeleteAndSixteenWritersRace(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
 	const rounds, writers = 30, 16
-	deleted, refused, created := 0, 0, 0
+	var deletes deleteOutcomes
+	created := 0
 	var mu sync.Mutex
 	for round := range rounds {
 		p := w.person(t)
@@ -524,22 +535,15 @@ func TestDeleteAndSixteenWritersRace(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		switch kindOf(delErr) {
-		case -1:
-			deleted++
-		case apperr.KindConflict:
-			refused++
-		default:
-			t.Fatalf("delete: %v", delErr)
-		}
+		deletes.add(t, delErr)
 	}
 	if dangling := w.dangling(t); dangling > 0 {
 		t.Errorf("%d deleted people are still referenced", dangling)
 	}
-	if deleted == 0 || refused == 0 {
-		t.Errorf("the race never went both ways: %d deleted, %d refused", deleted, refused)
+	if deletes.deleted == 0 || deletes.refused == 0 {
+		t.Errorf("the race never went both ways: %d deleted, %d refused", deletes.deleted, deletes.refused)
 	}
-	t.Logf("%d rounds: %d deletes went through, %d were refused; %d things created", rounds, deleted, refused, created)
+	t.Logf("%d rounds: %d deletes went through, %d were refused; %d things created", rounds, deletes.deleted, deletes.refused, created)
 }
 
 // Batches that learn the same new targets, each naming them in its own

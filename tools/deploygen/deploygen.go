@@ -137,6 +137,9 @@ func loadSchema(root string) (*schemaSet, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: not a mapping", schemaSource)
 	}
+	if err := noEmptyKeys(top, ""); err != nil {
+		return nil, fmt.Errorf("%s: %w", schemaSource, err)
+	}
 	s := &schemaSet{groups: map[string]*object{}, definitions: newObject()}
 	for _, k := range top.keys {
 		v, ok := top.vals[k].(*object)
@@ -162,6 +165,32 @@ func loadSchema(root string) (*schemaSet, error) {
 		}
 	}
 	return s, nil
+}
+
+// noEmptyKeys refuses a key without a value anywhere in v. The schema
+// never means one: it is what an unquoted comma in a flow mapping makes of
+// the rest of a description ({description: a, b} is "a" and a key "b"),
+// which would cut the description short and put a stray key in every
+// chart's values.schema.json.
+func noEmptyKeys(v any, path string) error {
+	switch v := v.(type) {
+	case *object:
+		for _, k := range v.keys {
+			if v.vals[k] == nil {
+				return fmt.Errorf("%s: key %q has no value (an unquoted comma in a description?)", path, k)
+			}
+			if err := noEmptyKeys(v.vals[k], path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := noEmptyKeys(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // strict makes every object schema that lists properties refuse others,

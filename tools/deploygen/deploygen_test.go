@@ -181,3 +181,28 @@ func TestStrictRefusesUnknownKeys(t *testing.T) {
 		t.Errorf("strict left an object open: %s", out)
 	}
 }
+
+// An unquoted comma in a flow mapping's description turns the rest of the
+// description into a key without a value; loading the schema refuses it.
+func TestNoEmptyKeysNamesACutDescription(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want string // "" when the document is fine
+	}{
+		{`a: {type: integer, description: "DATABASE_MAX_CONNS, per replica."}`, ""},
+		{`a: {type: integer, description: DATABASE_MAX_CONNS, per replica.}`, `.a: key "per replica." has no value`},
+		{"a:\n  items:\n    - {description: x, y}", `.a.items[0]: key "y" has no value`},
+	} {
+		doc, err := fromYAML([]byte(tc.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		err = noEmptyKeys(doc, "")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want no error", tc.yaml, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

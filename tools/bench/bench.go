@@ -62,7 +62,7 @@ type Options struct {
 	// UploadSize is the file of the upload rows; LargeUpload the file of
 	// the one-client large upload (1 GiB), streamed from a generator.
 	UploadSize, LargeUpload int64
-	Profile                 bool // CPU and heap profiles of every process, first round
+	Profile                 bool // CPU and heap profiles of every process, last round (warm: caches filled, targets remembered)
 	// ImportRows are the rows the bulk import runs after the table (0:
 	// no import).
 	ImportRows int
@@ -259,7 +259,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 		for i, r := range rows {
 			fmt.Fprintf(o.Progress, "round %d/%d  %2d/%d  %s ", round+1, o.Rounds, i+1, len(rows), pad(r.Name, 46))
-			s := env.measureRow(ctx, o, r, ops[i], uint64(round*1000+i), fmt.Sprintf("r%d-%d", round+1, i+1), filepath.Join(o.OutDir, "profiles"), o.Profile && round == 0)
+			s := env.measureRow(ctx, o, r, ops[i], uint64(round*1000+i), fmt.Sprintf("r%d-%d", round+1, i+1), filepath.Join(o.OutDir, "profiles"), o.Profile && round == o.Rounds-1)
 			res.add(i, s)
 			fmt.Fprintf(o.Progress, "%8s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors\n", rate(s.PerSec), ms(s.P50), ms(s.P99), s.Errors)
 			if s.FirstError != "" {

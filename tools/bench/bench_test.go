@@ -179,3 +179,14 @@ func repoRoot(t *testing.T) string {
 		dir = parent
 	}
 }
+
+func TestPerRequestDividesAndDropsTheIdle(t *testing.T) {
+	got := perRequest(map[string]float64{"postgres": 3, "parties": 1.5, "idp": 0.01}, 1000)
+	want := map[string]float64{"postgres": 3, "parties": 1.5}
+	if len(got) != len(want) || got["postgres"] != want["postgres"] || got["parties"] != want["parties"] {
+		t.Errorf("perRequest = %v, want %v (ms per request; idp spent under 1 %% of the whole)", got, want)
+	}
+	if perRequest(map[string]float64{"postgres": 1}, 0) != nil {
+		t.Error("perRequest of no requests should be nil")
+	}
+}

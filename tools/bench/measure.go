@@ -40,6 +40,12 @@ type RowSample struct {
 	// EventsPerSec is the change events the row's calls had published per
 	// second (the relay's row).
 	EventsPerSec float64 `json:"events_per_s,omitempty"`
+	// CPUPerRequestMs is the CPU time each process spent in the measured
+	// window divided by the requests counted in it (in ms), the load
+	// generator and the datastores included: with every row saturating
+	// the machine, a row's rate is the inverse of their sum, so this says
+	// where a request's cost lies.
+	CPUPerRequestMs map[string]float64 `json:"cpu_per_request_ms,omitempty"`
 }
 
 func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint64, tag, profileDir string, profile bool) RowSample {
@@ -62,7 +68,9 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 	} else {
 		load := o.Load
 		load.Duration, load.Warmup = max(load.Duration, r.MinWindow), max(load.Warmup, r.MinWindow/4)
+		window := e.cpuDuring(time.Now().Add(load.Warmup), load.Duration)
 		s.Sample = Measure(ctx, load, op, seed, tag)
+		s.CPUPerRequestMs = perRequest(window(), s.Requests)
 	}
 	profiled.Wait()
 	s.PeakRSSMiB, s.StartRSSMiB = sampler(), start
@@ -95,6 +103,53 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		}
 	}
 	return s
+}
+
+// cpuDuring snapshots the CPU time of every process the run knows of (the
+// datastores and this one, which generates the load, included) at from and
+// again d later; the returned function waits for the second snapshot and
+// gives the difference in seconds.
+func (e *Env) cpuDuring(from time.Time, d time.Duration) func() map[string]float64 {
+	done := make(chan map[string]float64, 1)
+	go func() {
+		time.Sleep(time.Until(from))
+		before := e.cpuNow()
+		time.Sleep(d)
+		after := e.cpuNow()
+		for name, s := range after {
+			after[name] = s - before[name]
+		}
+		done <- after
+	}()
+	return func() map[string]float64 { return <-done }
+}
+
+func (e *Env) cpuNow() map[string]float64 {
+	out := datastoreSeconds()
+	for name, p := range e.processes {
+		out[name] = cpuSeconds(p.pid)
+	}
+	out["loadgen"] = cpuSeconds(os.Getpid())
+	return out
+}
+
+// perRequest divides each process's CPU seconds by the requests, in ms,
+// leaving out the processes that spent under 1 % of the whole.
+func perRequest(cpu map[string]float64, requests int) map[string]float64 {
+	if requests == 0 {
+		return nil
+	}
+	var total float64
+	for _, secs := range cpu {
+		total += secs
+	}
+	out := map[string]float64{}
+	for name, secs := range cpu {
+		if secs >= total/100 {
+			out[name] = secs * 1000 / float64(requests)
+		}
+	}
+	return out
 }
 
 // cacheCounts sums find_cache_requests_total by result over every

@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -173,6 +175,7 @@ func (r *Results) Print(w io.Writer) {
 			fmt.Fprintf(w, "%s %s %s\n", pad(g.Name, 52), pad(fmt.Sprintf(format, median(g.Values), slices.Min(g.Values), slices.Max(g.Values)), 22), met)
 		}
 	}
+	r.printCPU(w)
 	r.printFiles(w)
 	if r.Import != nil {
 		r.Import.print(w)
@@ -187,6 +190,37 @@ func (r *Results) Print(w io.Writer) {
 	}
 	if len(loads) > 0 {
 		fmt.Fprintf(w, "\nmachine load average (1 min) after each row: %.1f–%.1f\n", slices.Min(loads), slices.Max(loads))
+	}
+}
+
+// printCPU shows where each row's requests spent the machine's CPU: the
+// median over the rounds of each process's CPU ms per request, largest
+// first, after their sum.
+func (r *Results) printCPU(w io.Writer) {
+	header := false
+	for _, row := range r.Rows {
+		byProcess := map[string][]float64{}
+		for _, s := range row.Samples {
+			for name, v := range s.CPUPerRequestMs {
+				byProcess[name] = append(byProcess[name], v)
+			}
+		}
+		if len(byProcess) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\nCPU ms per request in the measured window (median of the rounds): whole machine = processes\n")
+			header = true
+		}
+		names := slices.Collect(maps.Keys(byProcess))
+		slices.SortFunc(names, func(a, b string) int { return cmp.Compare(median(byProcess[b]), median(byProcess[a])) })
+		var total float64
+		parts := make([]string, 0, len(names))
+		for _, name := range names {
+			total += median(byProcess[name])
+			parts = append(parts, fmt.Sprintf("%s %.3f", name, median(byProcess[name])))
+		}
+		fmt.Fprintf(w, "%s %.3f = %s\n", pad(row.Name, 46), total, strings.Join(parts, ", "))
 	}
 }
 

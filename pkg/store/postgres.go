@@ -38,6 +38,7 @@ type Config struct {
 	URL              string
 	Schema           string
 	MaxConns         int
+	MaxWrites        int // write transactions at once; 0: WriteSlots' default
 	StatementTimeout time.Duration
 	LockTimeout      time.Duration
 	IdleInTxTimeout  time.Duration
@@ -50,6 +51,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultSchema string) {
 	fs.StringVar(&c.URL, "database.url", "", "PostgreSQL connection URL (required)")
 	fs.StringVar(&c.Schema, "database.schema", defaultSchema, "schema this service owns; created and migrated at start")
 	fs.IntVar(&c.MaxConns, "database.max-conns", 20, "maximum open connections")
+	fs.IntVar(&c.MaxWrites, "database.max-writes", 0, "write transactions at once, the rest wait their turn in order (0: 2 × CPUs + 1, at most max-conns less a quarter)")
 	// Each well below the request timeout (15s), so one slow or locked
 	// thing fails fast with a 503 instead of holding connections that
 	// unrelated requests need.

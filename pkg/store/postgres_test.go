@@ -408,3 +408,22 @@ func TestMigratesAsTheSchemaOwnerWithoutCreateOnTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestWriteSlots(t *testing.T) {
+	for _, tc := range []struct {
+		maxConns, maxWrites, cpus int
+		want                      int64
+	}{
+		{maxConns: 20, cpus: 2, want: 5},                 // the default: 2 × CPUs + 1
+		{maxConns: 20, cpus: 8, want: 15},                // never past max-conns less a quarter
+		{maxConns: 20, maxWrites: 9, cpus: 2, want: 9},   // set: as set
+		{maxConns: 20, maxWrites: 40, cpus: 2, want: 15}, // set too high: reads keep their quarter
+		{maxConns: 4, cpus: 2, want: 3},
+		{maxConns: 2, cpus: 2, want: 1},
+		{maxConns: 1, cpus: 2, want: 1},
+	} {
+		if got := store.WriteSlots(tc.maxConns, tc.maxWrites, tc.cpus); got != tc.want {
+			t.Errorf("WriteSlots(%d, %d, %d) = %d, want %d", tc.maxConns, tc.maxWrites, tc.cpus, got, tc.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ deployable:
     targetCPUUtilizationPercentage: 70
   database:
     maxConns: 20
+    maxWrites: 0
     schema: ""
     secretName: ""
   enabled: true

@@ -125,6 +125,9 @@ registry-lib.secretEnv.
 {{- if has "postgres" .f.needs -}}
 {{- $_ := set $env "DATABASE_SCHEMA" (include "registry-lib.schema" .) -}}
 {{- $_ := set $env "DATABASE_MAX_CONNS" (toString (int .v.database.maxConns)) -}}
+{{- if .v.database.maxWrites -}}
+{{- $_ := set $env "DATABASE_MAX_WRITES" (toString (int .v.database.maxWrites)) -}}
+{{- end -}}
 {{- end -}}
 {{- if has "s3" .f.needs -}}
 {{- with .g.objectStore.endpoint -}}

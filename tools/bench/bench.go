@@ -261,7 +261,11 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			fmt.Fprintf(o.Progress, "round %d/%d  %2d/%d  %s ", round+1, o.Rounds, i+1, len(rows), pad(r.Name, 46))
 			s := env.measureRow(ctx, o, r, ops[i], uint64(round*1000+i), fmt.Sprintf("r%d-%d", round+1, i+1), filepath.Join(o.OutDir, "profiles"), o.Profile && round == o.Rounds-1)
 			res.add(i, s)
-			fmt.Fprintf(o.Progress, "%8s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors\n", rate(s.PerSec), ms(s.P50), ms(s.P99), s.Errors)
+			fmt.Fprintf(o.Progress, "%8s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors", rate(s.PerSec), ms(s.P50), ms(s.P99), s.Errors)
+			if s.QuietAfterS >= 1 {
+				fmt.Fprintf(o.Progress, "  (began after %.0f s of catch-up)", s.QuietAfterS)
+			}
+			fmt.Fprintln(o.Progress)
 			if s.FirstError != "" {
 				fmt.Fprintf(o.Progress, "    first error: %s\n", s.FirstError)
 			}

@@ -46,6 +46,10 @@ type RowSample struct {
 	// the machine, a row's rate is the inverse of their sum, so this says
 	// where a request's cost lies.
 	CPUPerRequestMs map[string]float64 `json:"cpu_per_request_ms,omitempty"`
+	// QuietAfterS is how long the row waited, before it began, for the
+	// work earlier rows left behind (events still to relay and store, a
+	// projection catching up) to end; quietLimit when it never did.
+	QuietAfterS float64 `json:"quiet_after_s"`
 }
 
 func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint64, tag, profileDir string, profile bool) RowSample {
@@ -54,6 +58,7 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 			return RowSample{Sample: Sample{Errors: 1, FirstError: "before the row: " + err.Error()}}
 		}
 	}
+	quietAfter := e.waitQuiet(ctx)
 	before, failOpenBefore := e.cacheCounts(ctx)
 	start := e.readRSS()
 	sampler := e.sampleRSS()
@@ -74,6 +79,7 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 	}
 	profiled.Wait()
 	s.PeakRSSMiB, s.StartRSSMiB = sampler(), start
+	s.QuietAfterS = quietAfter.Seconds()
 	if r.Events > 0 {
 		s.EventsPerSec = math.Round(s.PerSec * float64(r.Events))
 	}
@@ -103,6 +109,36 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 		}
 	}
 	return s
+}
+
+// Quiet is the machine between rows: the registry's processes and the
+// datastores together using under quietCores of CPU over quietWindow.
+const (
+	quietCores  = 0.05
+	quietWindow = 250 * time.Millisecond
+	quietLimit  = 60 * time.Second
+)
+
+// waitQuiet waits until the work earlier rows left behind has ended (a
+// batch row leaves tens of thousands of events to relay and store), so
+// that a row measures its own work and not the catch-up of the one before
+// it, at most quietLimit. It returns how long it waited.
+func (e *Env) waitQuiet(ctx context.Context) time.Duration {
+	begin := time.Now()
+	for time.Since(begin) < quietLimit && ctx.Err() == nil {
+		before := e.cpuNow()
+		time.Sleep(quietWindow)
+		var busy float64
+		for name, secs := range e.cpuNow() {
+			if name != "loadgen" {
+				busy += secs - before[name]
+			}
+		}
+		if busy < quietCores*quietWindow.Seconds() {
+			break
+		}
+	}
+	return time.Since(begin)
 }
 
 // cpuDuring snapshots the CPU time of every process the run knows of (the

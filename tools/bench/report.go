@@ -199,10 +199,19 @@ func (r *Results) Print(w io.Writer) {
 func (r *Results) printCPU(w io.Writer) {
 	header := false
 	for _, row := range r.Rows {
+		// A process a round left out (under 1 % of the whole) counts as 0
+		// in that round.
 		byProcess := map[string][]float64{}
 		for _, s := range row.Samples {
-			for name, v := range s.CPUPerRequestMs {
-				byProcess[name] = append(byProcess[name], v)
+			for name := range s.CPUPerRequestMs {
+				byProcess[name] = nil
+			}
+		}
+		for name := range byProcess {
+			for _, s := range row.Samples {
+				if s.CPUPerRequestMs != nil {
+					byProcess[name] = append(byProcess[name], s.CPUPerRequestMs[name])
+				}
 			}
 		}
 		if len(byProcess) == 0 {

@@ -399,12 +399,7 @@ func scanRows(rows pgx.Rows, err error) (map[Key]row, error) {
 // batches learning the same new targets would otherwise each wait on the
 // other's uncommitted row, a deadlock PostgreSQL breaks by failing one.
 func (r *Registry) remember(ctx context.Context, tx pgx.Tx, learnt []Key, found Known, rows map[Key]row) error {
-	learnt = slices.SortedFunc(slices.Values(learnt), func(a, b Key) int {
-		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.ID[:], b.ID[:])
-	})
+	learnt = sortedKeys(learnt)
 	var kinds, attrs []string
 	var ids []uuid.UUID
 	var versions []int64
@@ -430,6 +425,17 @@ func (r *Registry) remember(ctx context.Context, tx pgx.Tx, learnt []Key, found 
 		SELECT kind, id, true, attrs FROM learnt WHERE seen = 0
 		ON CONFLICT (kind, id) DO NOTHING`, kinds, ids, attrs, versions)
 	return store.Classify(err, "remember reference targets")
+}
+
+// sortedKeys is keys in the one order every writer of ref_targets writes
+// its rows in: kind, then id.
+func sortedKeys(keys []Key) []Key {
+	return slices.SortedFunc(slices.Values(keys), func(a, b Key) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
 }
 
 // forget marks kind/id not alive with a new version, committed on its

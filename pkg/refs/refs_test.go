@@ -636,3 +636,62 @@ func TestRememberedRowsAreReadByKey(t *testing.T) {
 		t.Errorf("the generic plan does not probe the primary key:\n%s", plan)
 	}
 }
+
+// A target learnt from its owner's created event is trusted without an
+// ask, and an event that comes after a delete's question changes nothing:
+// the deleted target is never remembered alive again.
+func TestLearntTargets(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	p := w.person(t)
+	if err := w.referrer.Learn(ctx, []refs.Key{{Kind: "person", ID: p}, {Kind: "person", ID: p}}); err != nil {
+		t.Fatal(err)
+	}
+	// The owner would say no now (a delete in progress): the write asks
+	// nobody, so it succeeds.
+	if _, err := w.ownerStore.Pool.Exec(ctx, `INSERT INTO pending_deletions (kind, id, token, until)
+		VALUES ('person', $1, gen_random_uuid(), now() + interval '1 minute')`, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.createThingAskedFirst(ctx, p); err != nil {
+		t.Fatalf("a learnt person was asked about: %v", err)
+	}
+	if _, err := w.ownerStore.Pool.Exec(ctx, `DELETE FROM pending_deletions`); err != nil {
+		t.Fatal(err)
+	}
+
+	// The created event of a person deleted since arrives late.
+	q := w.person(t)
+	if err := w.deletePerson(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.referrer.Learn(ctx, []refs.Key{{Kind: "person", ID: q}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, create := range []func(context.Context, uuid.UUID) (uuid.UUID, error){w.createThing, w.createThingAskedFirst} {
+		if _, err := create(ctx, q); kindOf(err) != apperr.KindInvalid {
+			t.Errorf("a deleted person learnt late: %v, want 422", err)
+		}
+	}
+}
+
+func TestCreatedTarget(t *testing.T) {
+	id := uuid.MustParse("0190b2a4-7c3e-7000-8000-000000000001")
+	for _, tc := range []struct {
+		name, event string
+		want        refs.Key
+		ok, err     bool
+	}{
+		{"created", `{"type":"person.created","subject":{"kind":"person","id":"` + id.String() + `"},"data":{}}`, refs.Key{Kind: "person", ID: id}, true, false},
+		{"updated", `{"type":"person.updated","subject":{"kind":"person","id":"` + id.String() + `"}}`, refs.Key{}, false, false},
+		{"deleted", `{"type":"person.deleted","subject":{"kind":"person","id":"` + id.String() + `"}}`, refs.Key{}, false, false},
+		{"no subject", `{"type":".created"}`, refs.Key{}, false, false},
+		{"a link's id", `{"type":"person_organization.created","subject":{"kind":"person_organization","id":"a:b:c"}}`, refs.Key{}, false, true},
+		{"not JSON", `{"type":`, refs.Key{}, false, true},
+	} {
+		got, ok, err := refs.CreatedTarget([]byte(tc.event))
+		if got != tc.want || ok != tc.ok || (err != nil) != tc.err {
+			t.Errorf("%s: %v, %v, %v; want %v, %v, error %v", tc.name, got, ok, err, tc.want, tc.ok, tc.err)
+		}
+	}
+}

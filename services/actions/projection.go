@@ -204,54 +204,16 @@ var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
 })
 
 // Follow runs the durable consumer of the asset events until the returned
-// stop is called. A stream that does not exist yet (no relay has created
-// it) or a NATS that is down is retried every second; an event that fails
-// to apply (the database is down) is delivered again a second later, and
-// one that cannot be read is logged and dropped.
+// stop is called (outbox.Follower): an event that fails to apply (the
+// database is down) is delivered again a second later, and one that cannot
+// be read is logged and dropped.
 func (p *Projection) Follow(nc *nats.Conn, cfg outbox.Config, logger log.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			if err := p.consume(ctx, nc, cfg, logger); err != nil && ctx.Err() == nil {
-				level.Warn(logger).Log("msg", "compliance projection: not consuming asset events yet", "err", err)
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
+	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset},
+		Handle: func(ctx context.Context, msgs []jetstream.Msg) {
+			for _, msg := range msgs {
+				p.handle(ctx, msg, logger)
 			}
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
-// consume attaches to the consumer and handles messages until ctx ends.
-func (p *Projection) consume(ctx context.Context, nc *nats.Conn, cfg outbox.Config, logger log.Logger) error {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	setup, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	consumer, err := js.CreateOrUpdateConsumer(setup, cfg.Stream, jetstream.ConsumerConfig{
-		Durable:       consumerName,
-		FilterSubject: cfg.SubjectPrefix + "." + outbox.KindAsset + ".>",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       30 * time.Second,
-		MaxAckPending: 1000,
-	})
-	if err != nil {
-		return fmt.Errorf("consumer %s on stream %s: %w", consumerName, cfg.Stream, err)
-	}
-	consuming, err := consumer.Consume(func(msg jetstream.Msg) { p.handle(ctx, msg, logger) })
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	consuming.Stop()
-	return nil
+		}}.Follow(nc, cfg, logger)
 }
 
 // handle applies one message and acknowledges it once applied.

@@ -37,7 +37,8 @@ func Spec() servicekit.Spec {
 // store declares its kinds to, behind one go-kit endpoint per operation;
 // the protocol's internal routes share the router. Actions have no finds,
 // so no cache. With NATS, the compliance read model follows the assets'
-// change events.
+// change events, and the reference protocol learns new targets from their
+// owners' events.
 func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("actions", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
@@ -55,8 +56,12 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	if err != nil {
 		return handlers, err
 	}
-	stop := NewProjection(st).Follow(nc, d.NATS, d.Logger)
-	handlers.Close = func() { stop(); nc.Close() }
+	stopProjection := NewProjection(st).Follow(nc, d.NATS, d.Logger)
+	// The targets of an action, remembered as their owners create them:
+	// the first action naming a new asset, person or organization then
+	// asks no peer (pkg/refs, learn.go).
+	stopLearning := registry.LearnFromEvents(nc, d.NATS, d.Logger, outbox.KindAsset, outbox.KindPerson, outbox.KindOrganization)
+	handlers.Close = func() { stopProjection(); stopLearning(); nc.Close() }
 	return handlers, nil
 }
 

@@ -1,0 +1,121 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Follower is a durable JetStream consumer of other services' change
+// events inside a service: every replica shares it, so each event is
+// handled by one of them.
+type Follower struct {
+	// Name is the durable consumer's name, unique in the stream.
+	Name string
+	// Kinds are the kinds of resource whose events it gets.
+	Kinds []string
+	// New starts a consumer that does not exist yet at the stream's end
+	// rather than its beginning: for a follower that only saves work, not
+	// one whose read model needs every event.
+	New bool
+	// Handle handles what has arrived, one message or more, in stream
+	// order, and acknowledges (or refuses) each one. Messages that
+	// arrive while it runs come in its next call, so a busy stream is
+	// handled in batches without waiting for one to fill.
+	Handle func(ctx context.Context, msgs []jetstream.Msg)
+}
+
+// maxBatch bounds one call of Handle; maxPending is what JetStream hands
+// the follower before it has acknowledged some.
+const (
+	maxBatch   = 256
+	maxPending = 1000
+)
+
+// Follow runs the follower until the returned stop is called. A stream
+// that does not exist yet (no relay has created it) or a NATS that is
+// down is retried every second.
+func (f Follower) Follow(nc *nats.Conn, cfg Config, logger log.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := f.consume(ctx, nc, cfg); err != nil && ctx.Err() == nil {
+				level.Warn(logger).Log("msg", "not following change events yet", "consumer", f.Name, "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// consume attaches to the consumer and hands what arrives to Handle until
+// ctx ends.
+func (f Follower) consume(ctx context.Context, nc *nats.Conn, cfg Config) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	setup, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	subjects := make([]string, len(f.Kinds))
+	for i, kind := range f.Kinds {
+		subjects[i] = cfg.SubjectPrefix + "." + kind + ".>"
+	}
+	deliver := jetstream.DeliverAllPolicy
+	if f.New {
+		deliver = jetstream.DeliverNewPolicy
+	}
+	consumer, err := js.CreateOrUpdateConsumer(setup, cfg.Stream, jetstream.ConsumerConfig{
+		Durable:        f.Name,
+		FilterSubjects: subjects,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		DeliverPolicy:  deliver,
+		AckWait:        30 * time.Second,
+		MaxAckPending:  maxPending,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s on stream %s: %w", f.Name, cfg.Stream, err)
+	}
+	// The client calls back one message at a time; a second goroutine
+	// takes whatever has queued up meanwhile as one batch.
+	arrived := make(chan jetstream.Msg, maxPending)
+	consuming, err := consumer.Consume(func(msg jetstream.Msg) {
+		select {
+		case arrived <- msg:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer consuming.Stop()
+	for {
+		var batch []jetstream.Msg
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg := <-arrived:
+			batch = append(batch, msg)
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case msg := <-arrived:
+				batch = append(batch, msg)
+			default:
+				break more
+			}
+		}
+		f.Handle(ctx, batch)
+	}
+}

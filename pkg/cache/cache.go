@@ -27,7 +27,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -100,6 +102,21 @@ type Finds struct {
 	mu       sync.Mutex
 	downAt   time.Time // last error; the cache is bypassed for cfg.Backoff
 	mustBump bool      // bump the generation before the next use
+
+	bumps pendingBumps // Invalidate's scopes waiting for the next bump
+}
+
+// pendingBumps gathers the scopes of concurrent Invalidates, so that the
+// writes of one moment share one round trip to Redis instead of each
+// taking its own (a commit queue's trick): whoever finds no bump running
+// starts one, which takes every scope gathered so far, and keeps going
+// while more have gathered meanwhile.
+type pendingBumps struct {
+	mu      sync.Mutex
+	scopes  map[string]struct{}
+	waiters []chan error
+	ctx     context.Context // the first waiter's, for the round trip's trace
+	running bool
 }
 
 // NewFinds returns the cache; a nil client yields a cache that always misses.
@@ -226,12 +243,56 @@ func Through[T any](ctx context.Context, f *Finds, scopes []string, key string, 
 
 // Invalidate makes stale every cached find that depends on one of scopes.
 // Writers call it after their transaction commits and before they answer.
+// It returns once a bump that began after it was called has ended, so a
+// find that starts after it returns sees the new generations; concurrent
+// calls share that bump (pendingBumps). It waits at most two bumps, each
+// bounded by cfg.Timeout.
 func (f *Finds) Invalidate(ctx context.Context, scopes ...string) {
 	if f.client == nil || len(scopes) == 0 {
 		return
 	}
-	if err := f.bump(ctx, scopes...); err != nil {
+	done := make(chan error, 1)
+	b := &f.bumps
+	b.mu.Lock()
+	if b.scopes == nil {
+		b.scopes = map[string]struct{}{}
+	}
+	for _, s := range scopes {
+		b.scopes[s] = struct{}{}
+	}
+	if len(b.waiters) == 0 {
+		b.ctx = context.WithoutCancel(ctx)
+	}
+	b.waiters = append(b.waiters, done)
+	if !b.running {
+		b.running = true
+		go f.bumpPending()
+	}
+	b.mu.Unlock()
+	if err := <-done; err != nil {
 		f.fail(err) // which also schedules an epoch bump
+	}
+}
+
+// bumpPending bumps what has gathered, in one pipeline, and answers its
+// waiters, until nothing is left.
+func (f *Finds) bumpPending() {
+	b := &f.bumps
+	for {
+		b.mu.Lock()
+		if len(b.waiters) == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		scopes := slices.Collect(maps.Keys(b.scopes))
+		waiters, ctx := b.waiters, b.ctx
+		b.scopes, b.waiters, b.ctx = map[string]struct{}{}, nil, nil
+		b.mu.Unlock()
+		err := f.bump(ctx, scopes...)
+		for _, w := range waiters {
+			w <- err
+		}
 	}
 }
 

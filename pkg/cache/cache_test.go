@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,5 +273,69 @@ func TestWorksAsAUserLimitedToItsCommandsAndNamespace(t *testing.T) {
 	}
 	if _, hit := f.Get(ctx, scopes, "k", &got); hit {
 		t.Fatal("a find after a write was served from the cache")
+	}
+}
+
+// pipelineCounter counts the pipelines a client sends (a bump is one).
+type pipelineCounter struct{ n atomic.Int64 }
+
+func (c *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (c *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// Writers that invalidate at the same moment share round trips, and each
+// still returns only once its scopes are bumped: a find stored before any
+// of them is stale after every one of them.
+func TestConcurrentInvalidatesShareBumps(t *testing.T) {
+	c := cfg
+	c.URL = testkit.RedisURL(t)
+	client, err := cache.Connect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	counter := &pipelineCounter{}
+	client.AddHook(counter)
+	f := cache.NewFinds(client, testkit.RedisPrefix(t)+"svc", c, log.NewNopLogger())
+
+	const writers = 64
+	keys := make([][]string, writers)
+	for i := range writers {
+		keys[i] = []string{"all", cache.Scope("name", strconv.Itoa(i))}
+		var got string
+		e, _ := f.Get(t.Context(), keys[i], "k"+strconv.Itoa(i), &got)
+		e.Store(t.Context(), "before")
+	}
+	before := counter.n.Load()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	stale := make([]bool, writers)
+	for i := range writers {
+		wg.Go(func() {
+			<-start
+			f.Invalidate(t.Context(), cache.Scope("name", strconv.Itoa(i)))
+			var got string
+			_, hit := f.Get(t.Context(), keys[i], "k"+strconv.Itoa(i), &got)
+			stale[i] = !hit
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, ok := range stale {
+		if !ok {
+			t.Errorf("writer %d: its find was still served after Invalidate returned", i)
+		}
+	}
+	// Each Get is one script call, not a pipeline: what was counted is
+	// the bumps.
+	if bumps := counter.n.Load() - before; bumps < 1 || bumps >= writers {
+		t.Errorf("%d writers took %d bumps; want at least one and fewer than one each", writers, bumps)
+	} else {
+		t.Logf("%d writers took %d bumps", writers, bumps)
 	}
 }

@@ -21,9 +21,10 @@ type Endpoints struct {
 	UpdateAction  endpoint.Endpoint
 	DeleteAction  endpoint.Endpoint
 
-	CreateActionDocument endpoint.Endpoint
-	UpdateActionDocument endpoint.Endpoint
-	DeleteActionDocument endpoint.Endpoint
+	CreateActionDocument  endpoint.Endpoint
+	CreateActionDocuments endpoint.Endpoint
+	UpdateActionDocument  endpoint.Endpoint
+	DeleteActionDocument  endpoint.Endpoint
 
 	Compliance endpoint.Endpoint
 }
@@ -49,6 +50,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		CreateActionDocument: endpoints.New(endpoints.Created(func(ctx context.Context, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
 			return s.CreateActionDocument(ctx, req.ID, req.Body)
 		}, actionDocumentLocation)),
+		CreateActionDocuments: endpoints.New(endpoints.Batch(s.CreateActionDocuments)),
 		UpdateActionDocument: endpoints.New(func(ctx context.Context, req actionDocumentPath) (ActionDocument, error) {
 			return s.UpdateActionDocument(ctx, req.ActionID, req.ID, req.Patch)
 		}),

@@ -32,6 +32,9 @@ type Service interface {
 	DeleteAction(ctx context.Context, id uuid.UUID) error
 
 	CreateActionDocument(ctx context.Context, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error)
+	// CreateActionDocuments links documents to many actions in one call:
+	// each item is an action document's create body, action_id included.
+	CreateActionDocuments(ctx context.Context, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error)
 	UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error)
 	DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error
 
@@ -136,6 +139,16 @@ func (s *service) CreateActionDocument(ctx context.Context, actionID uuid.UUID, 
 		return ActionDocument{}, err
 	}
 	return s.store.CreateActionDocument(ctx, in, auth.Subject(ctx), documentReferences(in, nil))
+}
+
+func (s *service) CreateActionDocuments(ctx context.Context, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error) {
+	out := make([]model.ItemOutcome, len(in))
+	for i := range in {
+		if out[i].Err = errs[i]; out[i].Err == nil {
+			in[i], out[i].Err = in[i].Normalize(in[i].ActionID.UUID)
+		}
+	}
+	return out, s.store.CreateActionDocuments(ctx, in, out, auth.Subject(ctx))
 }
 
 func (s *service) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {

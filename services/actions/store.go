@@ -501,33 +501,98 @@ func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput
 	missing := err
 	var d ActionDocument
 	err = s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if err := lockAction(ctx, tx, in.ActionID.UUID); err != nil {
-			return nil, err
-		}
-		if missing != nil {
-			return nil, missing
-		}
-		if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
-			return nil, err
-		}
-		row, inserted, err := store.Inserted(ctx, tx, "insert action document",
-			`INSERT INTO action_documents (id, action_id, document_id, source_system, source_reference, created_by, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (action_id, document_id) DO NOTHING RETURNING `+
-				`id, action_id, document_id, source_system, source_reference, created_at, created_by, updated_at, updated_by`,
-			[]any{store.NewID(), in.ActionID.UUID, in.DocumentID.UUID, in.SourceSystem, in.SourceReference, actor},
-			func() (ActionDocument, error) { return s.actionDocumentOfPair(ctx, tx, in) })
-		if err == nil && !inserted {
-			err = apperr.Duplicate(pairDuplicate(in), row.ID.String())
-		}
-		d = row
-		if err != nil {
-			return nil, err
-		}
-		return nil, s.RecordCreated(ctx, tx, outbox.KindActionDocument, row.ID, func() (any, error) {
-			return s.GetActionDocument(ctx, in.ActionID.UUID, row.ID)
+		var err error
+		d, err = s.insertActionDocument(ctx, tx, in, actor, func() error {
+			if missing != nil {
+				return missing
+			}
+			_, err := s.refs.Confirm(ctx, tx, checked)
+			return err
 		})
+		return nil, err
 	})
 	return utcTimes(d), err
+}
+
+// CreateActionDocuments links a batch, items of many actions: out[i]
+// already holds the error of an item that failed before (its decoding, its
+// rules). The documents of all items are asked about together, each owner
+// once, before the transaction; the items are written in one transaction
+// (the request's unit of work, if it has one), each in a savepoint, and
+// each answers as its single create would (404 or 403 for its action, 422
+// for its document, 409 for a pair linked already) without failing the
+// others. A failure of the check or of the database fails the whole batch
+// and commits none of it.
+func (s *Store) CreateActionDocuments(ctx context.Context, ins []ActionDocumentInput, out []model.ItemOutcome, actor string) error {
+	var all []refs.Target
+	for i, in := range ins {
+		if out[i].Err == nil {
+			all = append(all, documentReferences(in, nil)...)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	checked, err := s.refs.Ask(ctx, all...)
+	if err != nil {
+		return err
+	}
+	return s.Together(ctx, func(ctx context.Context) error {
+		var known refs.Known
+		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			var err error
+			known, err = s.refs.ConfirmAll(ctx, tx, checked)
+			return nil, err
+		})
+		if err != nil {
+			return err
+		}
+		for i, in := range ins {
+			if out[i].Err != nil {
+				continue
+			}
+			var d ActionDocument
+			err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+				var err error
+				d, err = s.insertActionDocument(ctx, tx, in, actor, func() error {
+					return known.Missing(documentReferences(in, nil)...)
+				})
+				return nil, err
+			})
+			if apperr.Is(err, apperr.KindUnavailable) {
+				return err
+			}
+			out[i] = model.ItemOutcome{ID: d.ID, Created: err == nil, Err: err}
+		}
+		return nil
+	})
+}
+
+// insertActionDocument links in's document to its locked action, once
+// confirm (the check of the document, after the action's 404 and 403) has
+// passed, and records the event.
+func (s *Store) insertActionDocument(ctx context.Context, tx pgx.Tx, in ActionDocumentInput, actor string, confirm func() error) (ActionDocument, error) {
+	if err := lockAction(ctx, tx, in.ActionID.UUID); err != nil {
+		return ActionDocument{}, err
+	}
+	if err := confirm(); err != nil {
+		return ActionDocument{}, err
+	}
+	row, inserted, err := store.Inserted(ctx, tx, "insert action document",
+		`INSERT INTO action_documents (id, action_id, document_id, source_system, source_reference, created_by, updated_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (action_id, document_id) DO NOTHING RETURNING `+
+			`id, action_id, document_id, source_system, source_reference, created_at, created_by, updated_at, updated_by`,
+		[]any{store.NewID(), in.ActionID.UUID, in.DocumentID.UUID, in.SourceSystem, in.SourceReference, actor},
+		func() (ActionDocument, error) { return s.actionDocumentOfPair(ctx, tx, in) })
+	if err == nil && !inserted {
+		err = apperr.Duplicate(pairDuplicate(in), row.ID.String())
+	}
+	if err != nil {
+		return row, err
+	}
+	return row, s.RecordCreated(ctx, tx, outbox.KindActionDocument, row.ID, func() (any, error) {
+		return s.GetActionDocument(ctx, in.ActionID.UUID, row.ID)
+	})
 }
 
 func (s *Store) actionDocumentOfPair(ctx context.Context, q store.Querier, in ActionDocumentInput) (ActionDocument, error) {

@@ -23,6 +23,9 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch], endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/actions/{id}", endpoints.Serve(e.DeleteAction, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
 
+	// Before the routes of one action's documents: a literal segment is
+	// matched before a parameter.
+	handle("POST", "/actions/action_documents/batch", endpoints.Serve(e.CreateActionDocuments, endpoints.DecodeBatch, endpoints.IdempotencyKey, endpoints.OwnerOnly))
 	handle("POST", "/actions/{action_id}/action_documents", endpoints.Serve(e.CreateActionDocument, decodeCreateActionDocument, endpoints.IdempotencyKey, endpoints.OwnerOnly))
 	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch, endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))

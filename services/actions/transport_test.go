@@ -2,6 +2,7 @@ package actions
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,6 +288,11 @@ func TestHTTPPeerDown(t *testing.T) {
 	if list := s.Call(200, "GET", "/actions", s.RO, nil).List(); len(list) != 0 {
 		t.Errorf("actions = %v", list)
 	}
+	// A batch of links cannot ask the documents service either.
+	link := map[string]any{"action_id": uuid.NewString(), "document_id": uuid.NewString(), "source_system": "a", "source_reference": "b"}
+	if r := s.Call(503, "POST", "/actions/action_documents/batch", s.RW, map[string]any{"items": []any{link}}); r.Header.Get("Retry-After") == "" {
+		t.Error("a batch of links: 503 without Retry-After")
+	}
 }
 
 // A database that goes away is a 503 with Retry-After, never a 500, and
@@ -448,6 +454,59 @@ func TestHTTPActionsBatch(t *testing.T) {
 	}
 	if got := w.Call(422, "POST", "/actions/batch", w.RW, map[string]any{"items": many}).Fields(); len(got) != 1 || got[0] != "items" {
 		t.Errorf("1,001 items: %v", got)
+	}
+}
+
+// A batch of links answers each item as its single create would, for the
+// action the item names; the documents of the whole batch are asked about
+// once; one Idempotency-Key covers the batch.
+func TestHTTPActionDocumentsBatch(t *testing.T) {
+	w := newWorld(t)
+	first := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
+	second := w.Call(201, "POST", "/actions", w.RW, w.action(map[string]any{"source_reference": "43"})).JSON()["id"].(string)
+	theirs := w.Call(201, "POST", "/actions", w.Other, w.action(map[string]any{"source_reference": "44"})).JSON()["id"].(string)
+	linked := w.document()
+	w.Call(201, "POST", "/actions/"+first+"/action_documents", w.RW, map[string]any{"action_id": first, "document_id": linked,
+		"source_system": "app", "source_reference": "0"})
+	link := func(action, document, ref string) map[string]any {
+		return map[string]any{"action_id": action, "document_id": document, "source_system": "app", "source_reference": ref}
+	}
+	missingDoc, missingAction := uuid.NewString(), uuid.NewString()
+	items := []any{
+		link(first, w.document(), "1"),
+		link(second, w.document(), "2"),
+		link(second, missingDoc, "3"),
+		link(missingAction, w.document(), "4"),
+		link(theirs, w.document(), "5"),
+		link(first, linked, "6"),
+		map[string]any{"action_id": first, "document_id": w.document()},
+	}
+	asked := w.StandIn("documents").Asked()
+	results := w.Call(200, "POST", "/actions/action_documents/batch", w.RW, map[string]any{"items": items}, "Idempotency-Key", "links-1").List()
+	if got := w.StandIn("documents").Asked() - asked; got != 1 {
+		t.Errorf("documents was asked %d times for the batch", got)
+	}
+	want := []int{201, 201, 422, 404, 403, 409, 422}
+	if len(results) != len(want) {
+		t.Fatalf("results = %v", results)
+	}
+	for i, r := range results {
+		if int(r["status"].(float64)) != want[i] {
+			t.Errorf("item %d: %v, want status %d", i, r, want[i])
+		}
+	}
+	if p := results[2]["problem"].(map[string]any); p["errors"].([]any)[0].(map[string]any)["field"] != "document_id" {
+		t.Errorf("a missing document: %v", p)
+	}
+	for i, action := range map[int]string{0: first, 1: second} {
+		docs := w.Call(200, "GET", "/actions/"+action, w.RO, nil).JSON()["action_documents"].([]any)
+		if !slices.ContainsFunc(docs, func(d any) bool { return d.(map[string]any)["id"] == results[i]["id"] }) {
+			t.Errorf("item %d's action document is not on its action: %v", i, docs)
+		}
+	}
+	again := w.Call(200, "POST", "/actions/action_documents/batch", w.RW, map[string]any{"items": items}, "Idempotency-Key", "links-1")
+	if again.Header.Get("Idempotent-Replayed") != "true" || again.List()[0]["id"] != results[0]["id"] {
+		t.Errorf("replay: %s", again.Raw)
 	}
 }
 

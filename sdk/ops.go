@@ -395,6 +395,23 @@ func (c *Client) CreateActionDocument(ctx context.Context, actionID string, in A
 	}{actionID, in}
 	return create[ActionDocument](ctx, c, actionDocumentsPath(actionID), body, opts)
 }
+
+// ActionDocumentLink is one item of CreateActionDocuments: a document to
+// link to the action ActionID names.
+type ActionDocumentLink struct {
+	ActionID string `json:"action_id"`
+	ActionDocumentInput
+}
+
+// CreateActionDocuments links each item as CreateActionDocument would, in
+// one call (POST /actions/action_documents/batch); items may name different
+// actions. Results come in order: Status 201 with the action document's ID,
+// or the item's own problem (404, 403, 422, 409 with its existing id) in
+// Err. One IdempotencyKey covers the batch.
+func (c *Client) CreateActionDocuments(ctx context.Context, items []ActionDocumentLink, opts ...CallOption) ([]BatchResult, error) {
+	return batch(ctx, c, "/actions/action_documents/batch", items, opts)
+}
+
 func (c *Client) UpdateActionDocument(ctx context.Context, actionID, id string, p Patch, opts ...CallOption) (*ActionDocument, error) {
 	return update[ActionDocument](ctx, c, actionDocumentsPath(actionID)+"/"+url.PathEscape(id), p, opts)
 }

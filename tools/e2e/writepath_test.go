@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,9 +83,26 @@ func TestBatchesThroughGateway(t *testing.T) {
 	// A token that may only read may not write in batches either.
 	testkit.Expect(t, gw.Do(t, "POST", "/actions/batch", ro, map[string]any{"items": items}), 403)
 
+	// The reports of both actions, linked in one call.
+	links := []any{}
+	for i, action := range []string{results[0]["id"].(string), results[2]["id"].(string)} {
+		links = append(links, map[string]any{"action_id": action, "source_system": "e2e", "source_reference": strconv.Itoa(i),
+			"document_id": uploadThroughGateway(t, rw, "report.txt", "text/plain", "report "+strconv.Itoa(i))})
+	}
+	linked := testkit.Expect(t, gw.Do(t, "POST", "/actions/action_documents/batch", rw, map[string]any{"items": links},
+		"Idempotency-Key", unique("links-batch")), 200).List()
+	if len(linked) != 2 || linked[0]["status"] != float64(201) || linked[1]["status"] != float64(201) {
+		t.Fatalf("links batch: %v", linked)
+	}
+	action := testkit.Expect(t, gw.Do(t, "GET", "/actions/"+results[2]["id"].(string), ro, nil), 200).JSON()
+	if docs := action["action_documents"].([]any); len(docs) != 1 || docs[0].(map[string]any)["id"] != linked[1]["id"] {
+		t.Errorf("the second action's documents: %v", docs)
+	}
+	testkit.Expect(t, gw.Do(t, "POST", "/actions/action_documents/batch", ro, map[string]any{"items": links}), 403)
+
 	doc := testkit.Expect(t, gw.Do(t, "GET", "/openapi.json", "", nil), 200).JSON()
 	paths := doc["paths"].(map[string]any)
-	for _, p := range []string{"/actions/batch", "/assets/batch"} {
+	for _, p := range []string{"/actions/batch", "/assets/batch", "/actions/action_documents/batch"} {
 		if paths[p] == nil {
 			t.Errorf("/openapi.json has no %s", p)
 		}

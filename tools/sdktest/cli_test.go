@@ -153,7 +153,8 @@ func TestImportKilledAndResumed(t *testing.T) {
 		if kills < 4 {
 			select {
 			case err = <-done:
-			case <-time.After(time.Duration(100+rand.IntN(600)) * time.Millisecond):
+			// A whole run takes under a second here: kill well within it.
+			case <-time.After(time.Duration(30+rand.IntN(300)) * time.Millisecond):
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 				<-done
 				kills++

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/schollz/progressbar/v3"
@@ -62,6 +63,7 @@ type importer struct {
 	report  *report
 	calls   chan struct{} // bounds the per-row calls in flight
 	docs    chan docJob
+	toLink  chan link      // uploaded documents waiting to be linked to their actions
 	advance func(rows int) // the progress bar
 
 	orgs, people, links, types onceMap[string, string]
@@ -93,6 +95,12 @@ type docJob struct {
 	r        row
 	actionID string
 	existing []registry.ActionDocument // known when the action was found, not created
+}
+
+// link is a row's uploaded document, to be linked to the row's action.
+type link struct {
+	n    int // the row
+	item registry.ActionDocumentLink
 }
 
 func (a *app) runImport(ctx context.Context, path string, o importOptions) error {
@@ -157,7 +165,7 @@ func (a *app) runImport(ctx context.Context, path string, o importOptions) error
 	workers := max(o.workers, 1)
 	sum := sha256.Sum256([]byte(abs))
 	im := &importer{c: c, keyBase: "import-" + hex.EncodeToString(sum[:8]) + "-", baseDir: baseDir, j: j, report: report,
-		calls: make(chan struct{}, workers), docs: make(chan docJob, workers*2), advance: func(int) {}}
+		calls: make(chan struct{}, workers), docs: make(chan docJob, workers*2), toLink: make(chan link, linkBatch), advance: func(int) {}}
 	var bar *progressbar.ProgressBar
 	if !o.quiet {
 		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription("importing"),
@@ -189,9 +197,13 @@ func (a *app) runImport(ctx context.Context, path string, o importOptions) error
 			}
 		})
 	}
+	var linker sync.WaitGroup
+	linker.Go(func() { im.linkAll(ctx) })
 	batchWorkers.Wait()
 	close(im.docs)
 	docWorkers.Wait()
+	close(im.toLink)
+	linker.Wait()
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -664,32 +676,94 @@ func (d docJob) source() (string, string) {
 	return sys, ref
 }
 
-// document uploads a row's file and attaches it to the row's action; the
-// keys of both calls are the row's, so a row done again replays them.
+// document uploads a row's file under the row's key (a row done again
+// replays the upload) and hands it to the linker.
 func (im *importer) document(ctx context.Context, d docJob) {
-	key := func(step string) registry.CallOption {
-		return registry.IdempotencyKey(im.keyBase + strconv.Itoa(d.r.n) + "-" + step)
-	}
 	docType := d.r.get("document_type")
 	if docType == "" {
 		docType = "expert_control_report"
 	}
 	sys, ref := d.source()
-	doc, err := im.c.UploadFile(ctx, docType, documentPath(im.baseDir, d.r.get("document_file")), key("document"))
-	if err == nil {
-		_, err = im.c.CreateActionDocument(ctx, d.actionID, registry.ActionDocumentInput{DocumentID: doc.ID,
-			SourceSystem: sys, SourceReference: ref}, key("action_document"))
-		if registry.IsConflict(err) {
-			err = nil // attached by an earlier run
-		}
-	}
+	doc, err := im.c.UploadFile(ctx, docType, documentPath(im.baseDir, d.r.get("document_file")),
+		registry.IdempotencyKey(im.keyBase+strconv.Itoa(d.r.n)+"-document"))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return // stopped: the next run does this row
 	case err != nil:
 		im.fail(problemErrors(d.r.n, "document_", err)...)
-	default:
-		if err := im.j.rowDone(d.r.n); err != nil {
+		return
+	}
+	select {
+	case im.toLink <- link{n: d.r.n, item: registry.ActionDocumentLink{ActionID: d.actionID,
+		ActionDocumentInput: registry.ActionDocumentInput{DocumentID: doc.ID, SourceSystem: sys, SourceReference: ref}}}:
+	case <-ctx.Done():
+	}
+}
+
+// linkBatch bounds one call of links, and linkWait how long the linker
+// gathers uploads for it once the first has come: the links of a busy
+// import go by the dozen in one call, a quiet one's are not held long.
+const (
+	linkBatch = 100
+	linkWait  = 100 * time.Millisecond
+)
+
+// linkAll links the uploaded documents to their actions, in batches, until
+// the uploads end.
+func (im *importer) linkAll(ctx context.Context) {
+	for {
+		first, ok := <-im.toLink
+		if !ok {
+			return
+		}
+		links := []link{first}
+		deadline := time.After(linkWait)
+	gather:
+		for len(links) < linkBatch {
+			select {
+			case l, ok := <-im.toLink:
+				if !ok {
+					break gather
+				}
+				links = append(links, l)
+			case <-deadline:
+				break gather
+			}
+		}
+		im.linkBatch(ctx, links)
+	}
+}
+
+// linkBatch links one batch. Its key comes from the rows it carries, so a
+// crash before the journal recorded them replays the stored answer; a row
+// an earlier run linked already (a batch cut otherwise) answers 409, which
+// is done too.
+func (im *importer) linkBatch(ctx context.Context, links []link) {
+	h := sha256.New()
+	items := make([]registry.ActionDocumentLink, len(links))
+	for i, l := range links {
+		items[i] = l.item
+		h.Write(strconv.AppendInt(nil, int64(l.n), 10))
+		h.Write([]byte{','})
+	}
+	key := im.keyBase + "links-" + hex.EncodeToString(h.Sum(nil)[:8])
+	results, err := im.c.CreateActionDocuments(ctx, items, registry.IdempotencyKey(key))
+	if err != nil {
+		if ctx.Err() != nil {
+			return // stopped: the next run does these rows
+		}
+		for _, l := range links {
+			im.fail(problemErrors(l.n, "document_", err)...)
+		}
+		return
+	}
+	for i, res := range results {
+		n := links[i].n
+		if err := res.Err(); err != nil && !registry.IsConflict(err) {
+			im.fail(problemErrors(n, "document_", err)...)
+			continue
+		}
+		if err := im.j.rowDone(n); err != nil {
 			im.journalErr.CompareAndSwap(nil, &err)
 			return
 		}

@@ -60,57 +60,124 @@ func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored, que
 // same transaction it records at (with the batch's last sequence) as where
 // the consumer resumes.
 func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch []Incoming) (stored, queued int, err error) {
+	ids, types, kinds, subjects, bodies := make([]string, len(batch)), make([]string, len(batch)),
+		make([]string, len(batch)), make([]string, len(batch)), make([]string, len(batch))
+	for i, in := range batch {
+		e := in.Event
+		ids[i], types[i], kinds[i], subjects[i], bodies[i] = canonicalID(e.ID), e.Type, e.Subject.Kind, e.Subject.ID, string(in.Raw)
+	}
 	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
+		// One round trip for the batch, however many events it holds: the
+		// position, the lock, the subscriptions and the events' insert
+		// travel together (each event a round trip of its own cost the
+		// database more than the event's insert).
+		b := &pgx.Batch{}
 		if at != nil {
 			for _, in := range batch {
 				at.StreamSeq = max(at.StreamSeq, in.StreamSeq)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO stream_position (consumer, stream, stream_seq) VALUES ($1, $2, $3)
+			b.Queue(`INSERT INTO stream_position (consumer, stream, stream_seq) VALUES ($1, $2, $3)
 				ON CONFLICT (consumer) DO UPDATE SET stream = EXCLUDED.stream, stream_seq = EXCLUDED.stream_seq`,
-				at.Consumer, at.Stream, int64(at.StreamSeq)); err != nil {
-				return store.Classify(err, "record the stream position")
-			}
+				at.Consumer, at.Stream, int64(at.StreamSeq))
 		}
-		stored, queued = 0, 0
 		// The lock serialises the transactions that number events, so the
 		// order of seq is the order of commits: a reader that sees seq n+1
 		// sees seq n (also while two replicas hand the consumer over).
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"); err != nil {
+		b.Queue("SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))")
+		b.Queue("SELECT id, types FROM webhooks")
+		// The rows are numbered in the batch's order (unnest keeps it, the
+		// sort makes it explicit); an event stored before (a redelivery, a
+		// second publish, or twice in this batch) is left out.
+		b.Queue(`INSERT INTO events (seq, id, type, kind, subject_id, body)
+			SELECT nextval('events_seq'), id::uuid, type, kind, subject_id, body::json
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY
+				AS t(id, type, kind, subject_id, body, n)
+			ORDER BY n
+			ON CONFLICT (id) DO NOTHING RETURNING id::text, seq`, ids, types, kinds, subjects, bodies)
+		results := tx.SendBatch(ctx, b)
+		defer results.Close()
+		if at != nil {
+			if _, err := results.Exec(); err != nil {
+				return store.Classify(err, "record the stream position")
+			}
+		}
+		if _, err := results.Exec(); err != nil {
 			return store.Classify(err, "lock the feed")
 		}
-		hooks, err := subscriptions(ctx, tx)
+		hooks, err := subscriptions(results)
 		if err != nil {
 			return err
 		}
+		rows, err := results.Query()
+		if err != nil {
+			return store.Classify(err, "store events")
+		}
+		seqs := make(map[string]int64, len(batch))
+		var id string
+		var seq int64
+		if _, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error { seqs[id] = seq; return nil }); err != nil {
+			return store.Classify(err, "store events")
+		}
+		if err := results.Close(); err != nil {
+			return store.Classify(err, "store events")
+		}
+		stored = len(seqs)
+		queued = 0
+		if len(hooks) == 0 || stored == 0 {
+			return nil
+		}
+		var d deliveryRows
 		for _, in := range batch {
 			e := in.Event
-			var seq int64
-			err := tx.QueryRow(ctx, `INSERT INTO events (seq, id, type, kind, subject_id, body)
-				VALUES (nextval('events_seq'), $1, $2, $3, $4, $5)
-				ON CONFLICT (id) DO NOTHING RETURNING seq`,
-				e.ID, e.Type, e.Subject.Kind, e.Subject.ID, string(in.Raw)).Scan(&seq)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // stored before: a redelivery or a second publish
+			seq, ok := seqs[canonicalID(e.ID)]
+			if !ok {
+				continue
 			}
-			if err != nil {
-				return store.Classify(err, "store event")
-			}
-			stored++
+			delete(seqs, canonicalID(e.ID)) // an event twice in the batch is delivered once
 			for _, h := range hooks {
-				if !h.filter.Matches(e.Type) {
-					continue
+				if h.filter.Matches(e.Type) {
+					d.add(h.id, seq, e)
 				}
-				if _, err := tx.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject, next_attempt_at)
-					VALUES ($1, $2, $3, $4, $5, now()) ON CONFLICT DO NOTHING`,
-					store.NewID(), h.id, seq, e.ID, e.Subject.Kind+":"+e.Subject.ID); err != nil {
-					return store.Classify(err, "queue delivery")
-				}
-				queued++
 			}
 		}
+		if len(d.ids) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject, next_attempt_at)
+			SELECT id, webhook_id, event_seq, event_id::uuid, subject, now()
+			FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[]) AS t(id, webhook_id, event_seq, event_id, subject)
+			ON CONFLICT DO NOTHING`, d.ids, d.webhooks, d.seqs, d.events, d.subjects); err != nil {
+			return store.Classify(err, "queue deliveries")
+		}
+		queued = len(d.ids)
 		return nil
 	})
 	return stored, queued, err
+}
+
+// canonicalID is id as the database prints a uuid, so that the ids the
+// insert returns find their events (Parse accepts any form uuid.Validate
+// does).
+func canonicalID(id string) string {
+	if u, err := uuid.Parse(id); err == nil {
+		return u.String()
+	}
+	return id
+}
+
+// deliveryRows are the columns of the deliveries a batch of events queues.
+type deliveryRows struct {
+	ids, webhooks    []uuid.UUID
+	seqs             []int64
+	events, subjects []string
+}
+
+func (d *deliveryRows) add(webhook uuid.UUID, seq int64, e outbox.Event) {
+	d.ids = append(d.ids, store.NewID())
+	d.webhooks = append(d.webhooks, webhook)
+	d.seqs = append(d.seqs, seq)
+	d.events = append(d.events, e.ID)
+	d.subjects = append(d.subjects, e.Subject.Kind+":"+e.Subject.ID)
 }
 
 type subscription struct {
@@ -118,8 +185,10 @@ type subscription struct {
 	filter TypeFilter
 }
 
-func subscriptions(ctx context.Context, tx pgx.Tx) ([]subscription, error) {
-	rows, err := tx.Query(ctx, "SELECT id, types FROM webhooks")
+// subscriptions reads the answer of "SELECT id, types FROM webhooks" from
+// results.
+func subscriptions(results pgx.BatchResults) ([]subscription, error) {
+	rows, err := results.Query()
 	if err != nil {
 		return nil, store.Classify(err, "read subscriptions")
 	}

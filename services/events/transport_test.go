@@ -286,3 +286,57 @@ func TestHTTPWebhookErrors(t *testing.T) {
 		{Name: "retry of a delivery that does not exist", Method: "POST", Path: path + "/deliveries/" + uuid.NewString() + "/retry", Status: 404},
 	})
 }
+
+// One batch is one statement: its events are numbered in the batch's
+// order, an event twice in it (or stored before) is stored and delivered
+// once, and each subscription gets a delivery of each event it names.
+func TestStoreEventsBatch(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	assets := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/assets", "types": []string{"asset.*"}}).JSON()
+	everything := s.Call(201, "POST", "/webhooks", s.Other, map[string]any{"url": "https://93.184.216.34/all", "types": []string{"asset.*", "organization.*", "action.*"}}).JSON()
+	before := event("organization", "created", uuid.NewString())
+	publish(t, s, before)
+
+	var batch []outbox.Event
+	for i := range 300 {
+		kind := []string{"asset", "organization", "action"}[i%3]
+		batch = append(batch, event(kind, "created", uuid.NewString()))
+	}
+	incoming := func(events ...outbox.Event) []Incoming {
+		out := make([]Incoming, len(events))
+		for i, e := range events {
+			raw, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = Incoming{Event: e, Raw: raw}
+		}
+		return out
+	}
+	upper := batch[7]
+	upper.ID = strings.ToUpper(upper.ID) // the same event, written another way
+	sent := append(append(append([]outbox.Event{}, batch...), batch[3], before), upper)
+	stored, queued, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(sent...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored != len(batch) || queued != len(batch)/3+len(batch) {
+		t.Errorf("stored %d, queued %d; want %d and %d", stored, queued, len(batch), len(batch)/3+len(batch))
+	}
+	want := []string{before.ID}
+	for _, e := range batch {
+		want = append(want, e.ID)
+	}
+	if got := ids(s.Call(200, "GET", "/events?limit=1000", s.RO, nil).List()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("feed order %v, want %v", got, want)
+	}
+	for hook, n := range map[string]int{assets["id"].(string): len(batch) / 3, everything["id"].(string): len(batch) + 1} { // and before
+		var got int
+		if err := s.Built.Store.Pool.QueryRow(t.Context(), "SELECT count(*) FROM deliveries WHERE webhook_id = $1", hook).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != n {
+			t.Errorf("webhook %s: %d deliveries, want %d", hook, got, n)
+		}
+	}
+}

@@ -68,8 +68,11 @@ func newProxy(target *url.URL) http.Handler {
 				httpx.WriteProblem(r.Context(), p, w)
 				return
 			}
-			if errors.Is(err, context.Canceled) {
-				return // the client left; nobody reads an answer
+			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+				// The client left: nobody reads the answer, but the access
+				// log and the metrics say 499 rather than a 200 never sent.
+				httpx.WriteProblem(r.Context(), err, w)
+				return
 			}
 			httpx.WriteProblem(r.Context(), apperr.Unavailable("the service behind this path", err), w)
 		},

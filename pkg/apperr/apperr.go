@@ -30,6 +30,7 @@ const (
 	KindRequestTimeout                  // the request body did not arrive in time
 	KindHeaderTooLarge                  // the request's header fields are over their limit
 	KindGone                            // what the request names existed once and is no longer kept (an expired feed cursor)
+	KindClientClosed                    // the client hung up before the answer: nobody reads it, and it is no failure of the registry
 )
 
 // FieldError is a problem with one field of the input. Field is the JSON
@@ -198,6 +199,8 @@ func (k Kind) String() string {
 		return "header too large"
 	case KindGone:
 		return "gone"
+	case KindClientClosed:
+		return "client closed request"
 	default:
 		return "internal error"
 	}

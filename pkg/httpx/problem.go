@@ -85,7 +85,14 @@ var kinds = map[apperr.Kind]kindInfo{
 	apperr.KindRequestTimeout:      {http.StatusRequestTimeout, "request-timeout", "Request Timeout"},
 	apperr.KindHeaderTooLarge:      {http.StatusRequestHeaderFieldsTooLarge, "header-too-large", "Request Header Fields Too Large"},
 	apperr.KindGone:                {http.StatusGone, "gone", "Gone"},
+	// 499 is no standard status; proxies (nginx first) use it for this, and
+	// the client never sees it: it is for the access log and the metrics.
+	apperr.KindClientClosed: {StatusClientClosedRequest, "client-closed-request", "Client Closed Request"},
 }
+
+// StatusClientClosedRequest is the status logged and counted for a request
+// whose client hung up before the answer.
+const StatusClientClosedRequest = 499
 
 // MaxFieldErrors bounds the errors a problem body lists: a body of
 // thousands of unknown members would otherwise answer with a body larger
@@ -163,9 +170,22 @@ func ProblemFrom(ctx context.Context, err error) Problem {
 	return p
 }
 
+// clientClosed is err, or, when the request's client hung up and err is
+// only what that cancelled below (a query, a peer's call), a
+// KindClientClosed that keeps err for the log: such a request is no
+// internal error, and counting it as a 500 would page someone for a
+// client's impatience.
+func clientClosed(ctx context.Context, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, context.Canceled) || apperr.KindOf(err) != apperr.KindInternal {
+		return err
+	}
+	return apperr.Wrap(apperr.KindClientClosed, "the client closed the request before it was answered", err)
+}
+
 // WriteProblem sends err as a problem response and records it for the access log.
 // It is also the go-kit ServerErrorEncoder of every service.
 func WriteProblem(ctx context.Context, err error, w http.ResponseWriter) {
+	err = clientClosed(ctx, err)
 	RequestInfoFrom(ctx).SetErr(err)
 	p := ProblemFrom(ctx, err)
 	h := w.Header()

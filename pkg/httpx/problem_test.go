@@ -1,6 +1,7 @@
 package httpx_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,48 @@ func TestWrite(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, body)
+			}
+		})
+	}
+}
+
+// A request whose client hung up fails with the cancellation of its
+// context somewhere below: that is no internal error (a 500 in the logs
+// and the metrics), but it is one when the request is still live.
+func TestWriteForAClientThatHungUp(t *testing.T) {
+	cancelled := fmt.Errorf("read reference targets: %w", context.Canceled)
+	tests := []struct {
+		name       string
+		err        error
+		clientGone bool
+		status     int
+		typ        string
+	}{
+		{"a client that hung up", cancelled, true, 499, "client-closed-request"},
+		{"a cancellation under a live request", cancelled, false, 500, "internal"},
+		{"a classified error of a client that hung up keeps its kind", apperr.Unavailable("the database", context.Canceled), true, 503, "unavailable"},
+		{"another error of a client that hung up", errors.New("boom"), true, 500, "internal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info := &httpx.RequestInfo{ID: "req-1", Path: "/actions"}
+			ctx, cancel := context.WithCancel(httpx.ContextWithRequestInfo(t.Context(), info))
+			defer cancel()
+			if tt.clientGone {
+				cancel()
+			}
+			w := httptest.NewRecorder()
+			httpx.WriteProblem(ctx, tt.err, w)
+			var body map[string]any
+			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if w.Code != tt.status || body["type"] != httpx.ProblemTypePrefix+tt.typ {
+				t.Errorf("status %d, type %v; want %d, %s", w.Code, body["type"], tt.status, tt.typ)
+			}
+			// The access log and the metrics read the recorded error.
+			if recorded := info.Err(); !errors.Is(recorded, tt.err) || httpx.StatusOf(recorded) != tt.status {
+				t.Errorf("recorded %v (status %d)", recorded, httpx.StatusOf(recorded))
 			}
 		})
 	}

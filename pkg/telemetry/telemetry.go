@@ -157,9 +157,11 @@ func logRequest(logger log.Logger, r *http.Request, info *httpx.RequestInfo, m h
 			kv = append(kv, "problem", httpx.ProblemFrom(r.Context(), err).Detail)
 		}
 		var e *apperr.Error
-		if errors.As(err, &e) && e.Kind == apperr.KindUnavailable {
-			lvl = level.Warn
-			kv = append(kv, "err", err.Error())
+		if errors.As(err, &e) && (e.Kind == apperr.KindUnavailable || e.Kind == apperr.KindClientClosed) {
+			if e.Kind == apperr.KindUnavailable {
+				lvl = level.Warn
+			}
+			kv = append(kv, "err", err.Error()) // where the wait or the cancellation hit
 		}
 	}
 	if isProbe(r.URL.Path) && m.Code < 400 {

@@ -1,8 +1,12 @@
 package telemetry_test
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/go-kit/log"
@@ -61,5 +65,23 @@ func TestObserveContinuesTheCallersTraceWhenTracingIsOff(t *testing.T) {
 				t.Errorf("remote = %v", seen.IsRemote())
 			}
 		})
+	}
+}
+
+// The access log of a request whose client hung up says 499 at info
+// level, with where the cancellation hit, rather than a 500 at error level.
+func TestAccessLogOfAClientThatHungUp(t *testing.T) {
+	var out bytes.Buffer
+	h := httpx.Chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteProblem(r.Context(), fmt.Errorf("read reference targets: %w", context.Canceled), w)
+	}), httpx.WithRequestInfo(false), telemetry.Observe(log.NewLogfmtLogger(&out), "test"))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/actions", nil).WithContext(ctx))
+	line := out.String()
+	for _, want := range []string{"level=info", "status=499", `err="the client closed the request before it was answered: read reference targets: context canceled"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the log line %q lacks %s", line, want)
+		}
 	}
 }

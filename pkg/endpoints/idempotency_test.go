@@ -29,13 +29,15 @@ type thing struct {
 
 // service is one create endpoint writing a row, behind the production
 // encoder and the idempotency middleware; gate, when set, holds the
-// request until the test lets it go.
+// request, after its write, until the test lets it go, and at gate the
+// request signals atGate (when set).
 type service struct {
-	st   *store.Store
-	keys *endpoints.IdempotencyKeys
-	url  string
-	gate chan struct{}
-	hook func(ctx context.Context) // runs inside the request, before it returns
+	st     *store.Store
+	keys   *endpoints.IdempotencyKeys
+	url    string
+	gate   chan struct{}
+	atGate chan struct{}
+	hook   func(ctx context.Context) // runs inside the request, before it returns
 }
 
 func newService(t *testing.T, lease time.Duration) *service {
@@ -55,6 +57,9 @@ func newService(t *testing.T, lease time.Duration) *service {
 			_, err := tx.Exec(ctx, `INSERT INTO things (id, name) VALUES ($1, $2)`, id, in.Name)
 			return nil, err
 		})
+		if s.atGate != nil {
+			s.atGate <- struct{}{}
+		}
 		if s.gate != nil {
 			<-s.gate
 		}
@@ -240,7 +245,7 @@ func TestFailuresFreeTheKey(t *testing.T) {
 // until its lease ends, a 409 for every retry until then).
 func TestHangUpAfterTheWorkKeepsTheAnswer(t *testing.T) {
 	s := newService(t, time.Minute)
-	s.gate = make(chan struct{})
+	s.gate, s.atGate = make(chan struct{}), make(chan struct{}, 1)
 	ctx, hangUp := context.WithCancel(t.Context())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/things", strings.NewReader(`{"name":"x"}`))
 	if err != nil {
@@ -261,10 +266,17 @@ func TestHangUpAfterTheWorkKeepsTheAnswer(t *testing.T) {
 		_ = s.st.Pool.QueryRow(t.Context(), `SELECT state FROM idempotency_keys WHERE key = 'hang-up'`).Scan(&st)
 		return st
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for state() != "in_flight" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// Hang up once the request has run its write (a hang-up before that
+	// fails the request, and rightly frees the key).
+	select {
+	case <-s.atGate:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached its gate")
 	}
+	if st := state(); st != "in_flight" {
+		t.Fatalf("key %q while the request runs, want in_flight", st)
+	}
+	deadline := time.Now().Add(5 * time.Second)
 	hangUp()
 	<-gone
 	time.Sleep(200 * time.Millisecond) // the server notices the closed connection

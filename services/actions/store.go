@@ -243,7 +243,7 @@ func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, ins []ActionInput,
 	return created, s.Record(ctx, tx, events...)
 }
 
-const insertActionSQL = `INSERT INTO actions (id, asset_id, action_type, action_subtype, performed_at, person_id,
+const insertActionSQL = `INSERT INTO actions AS a (id, asset_id, action_type, action_subtype, performed_at, person_id,
 		performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
 		status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`
@@ -255,40 +255,45 @@ const insertActionSQL = `INSERT INTO actions (id, asset_id, action_type, action_
 // insert is undone with the write.
 func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, actor string, checked *refs.Checked) (ActionDetail, error) {
 	id := store.NewID()
-	// One round trip: the references' locks and rows, the insert,
-	// keepLatest's lock and recompute (each statement of a pipeline takes
-	// its snapshot when it runs, so the recompute sees what the lock waited
-	// for) and the action read back.
+	// One round trip: the references' locks and rows, the insert (which
+	// answers with the action), keepLatest's lock and recompute (each
+	// statement of a pipeline takes its snapshot when it runs, so the
+	// recompute sees what the lock waited for).
 	pair := latestPair{in.AssetID.UUID, in.ActionType}
 	pipeline := &pgx.Batch{}
 	confirm, err := s.refs.QueueConfirm(pipeline, checked)
 	if err != nil {
 		return ActionDetail{}, err
 	}
-	pipeline.Queue(insertActionSQL, append([]any{id}, append(inputValues(in), actor)...)...)
-	ops := []string{"insert action"}
+	// A new action has no action documents yet: nothing else can link one
+	// to an id this transaction has not committed.
+	pipeline.Queue(insertActionSQL+` RETURNING `+actionColumns+`, '[]'::json AS action_documents`,
+		append([]any{id}, append(inputValues(in), actor)...)...)
+	var ops []string
 	if changesLatest(in) {
 		pipeline.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, latestLockKey(pair))
 		pipeline.Queue(recomputeLatestSQL, pair.AssetID, pair.ActionType)
 		ops = append(ops, "lock latest action", "recompute latest action")
 	}
-	pipeline.Queue(`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a WHERE a.id = $1`, id)
 	results := tx.SendBatch(ctx, pipeline)
 	checkErr := confirm.Read(results)
 	var a ActionDetail
 	if checkErr == nil {
 		a, err = func() (ActionDetail, error) {
+			rows, err := results.Query()
+			if err != nil {
+				return ActionDetail{}, store.Classify(err, "insert action")
+			}
+			a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ActionDetail])
+			if err != nil {
+				return ActionDetail{}, store.Classify(err, "insert action")
+			}
 			for _, op := range ops {
 				if _, err := results.Exec(); err != nil {
 					return ActionDetail{}, store.Classify(err, op)
 				}
 			}
-			rows, err := results.Query()
-			if err != nil {
-				return ActionDetail{}, store.Classify(err, "get action")
-			}
-			a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ActionDetail])
-			return a, store.Classify(err, "get action")
+			return a, nil
 		}()
 	}
 	if cerr := results.Close(); err == nil && checkErr == nil && cerr != nil {

@@ -38,47 +38,47 @@ deps: ## install the PostgreSQL and Redis server binaries if missing
 
 # MinIO has no Debian package: tools/devinfra builds the pinned server from
 # source into the user's cache (~/.cache/asset-registry/tools), once per
-# machine and version, which takes minutes. minio-background starts that
-# first thing, so it overlaps lint and build; whatever needs the binary later
-# waits for the build under its lock. When the binary is cached this costs a
-# cached `go run` in the background.
+# machine and version, which takes minutes; NATS (JetStream, the stream of
+# change events; tools/devinfra.NatsVersion) and ORY Hydra (the independent
+# token issuer the end-to-end tests run the registry against,
+# TestExternalIssuer; tools/devinfra.HydraVersion) are built the same way.
+# servers-for-run and servers-for-test start the builds a target needs first
+# thing, in the background, so they overlap lint and build; whatever needs a
+# binary later waits for its build under its lock. One ensure-server builds
+# them all: three `go run`s compiled ensure-server three times at once on a
+# cold machine. When the binaries are cached this costs a cached `go run`.
 .PHONY: minio
 minio: ## build the pinned MinIO server into the user's cache if missing
 	@go run ./tools/devinfra/cmd/ensure-server minio >/dev/null
 
-.PHONY: minio-background
-minio-background:
-	@go run ./tools/devinfra/cmd/ensure-server minio >/dev/null &
-
-# NATS (JetStream), the stream of change events, is built the same way
-# (tools/devinfra.NatsVersion), once per machine and version, in the
-# background; its cold build is about half a CPU-minute.
 .PHONY: nats
 nats: ## build the pinned NATS server into the user's cache if missing
 	@go run ./tools/devinfra/cmd/ensure-server nats >/dev/null
 
-.PHONY: nats-background
-nats-background:
-	@go run ./tools/devinfra/cmd/ensure-server nats >/dev/null &
+.PHONY: servers-for-run
+servers-for-run:
+	@go run ./tools/devinfra/cmd/ensure-server minio nats >/dev/null &
 
-# ORY Hydra, the independent token issuer that the end-to-end tests run the
-# registry against (TestExternalIssuer), is built the same way, once per
-# machine and version (tools/devinfra.HydraVersion), in the background.
-.PHONY: hydra-background
-hydra-background:
-	@go run ./tools/devinfra/cmd/ensure-server hydra >/dev/null &
+.PHONY: servers-for-test
+servers-for-test:
+	@go run ./tools/devinfra/cmd/ensure-server minio nats hydra >/dev/null &
 
+# One go build for every binary: it compiles each dependency once, using
+# every core. A go build per binary, in parallel, compiled the shared ones
+# (pgx, OpenTelemetry, go-kit, ...) once per binary at the same time: 828
+# CPU-seconds and 7 minutes from an empty build cache, against 167 and 1.5.
+# Each binary is named after its package's folder, as COMMANDS names it.
 .PHONY: build
 build: ## build every binary into bin/
 	@mkdir -p $(BIN)
-	@for c in $(COMMANDS); do go build -o $(BIN)/$${c%%=*} $${c#*=} & done; wait
+	@go build -o $(BIN)/ $(foreach c,$(COMMANDS),$(lastword $(subst =, ,$(c))))
 
 .PHONY: run
-run: minio-background nats-background deps build ## run the whole registry locally (Ctrl-C stops it all)
+run: servers-for-run deps build ## run the whole registry locally (Ctrl-C stops it all)
 	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN)
 
 .PHONY: test
-test: minio-background nats-background hydra-background chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO/NATS), end-to-end (a second OIDC issuer included), charts and images
+test: servers-for-test chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO/NATS), end-to-end (a second OIDC issuer included), charts and images
 	@env_file=$$(mktemp -u /tmp/testinfra.XXXXXX.env); \
 	$(BIN)/testinfra -env-file $$env_file & infra=$$!; \
 	trap 'kill $$infra 2>/dev/null; wait $$infra 2>/dev/null || true' EXIT; \
@@ -87,7 +87,7 @@ test: minio-background nats-background hydra-background chart-tools-head-start l
 	REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES)
 
 .PHONY: faults
-faults: minio-background nats-background deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
+faults: servers-for-run deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
 	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 15m -v ./tools/faults/ | grep -v '^=== RUN'
 
 # The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
@@ -126,7 +126,7 @@ lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services 
 	@go run ./tools/cmd/layercheck
 
 .PHONY: bench
-bench: minio-background nats-background deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
+bench: servers-for-run deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
 	@tools/scripts/bench.sh
 
 .PHONY: tidy

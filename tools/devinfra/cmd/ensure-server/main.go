@@ -1,23 +1,28 @@
-// Command ensure-server builds a pinned server that pkg/devinfra runs from
-// source into the user's cache, unless it is there already, and prints its
-// path: minio (the object store of make run and the tests), nats (NATS with
-// JetStream, the change events' stream) or hydra (ORY Hydra, the
-// independent token issuer of the end-to-end tests).
+// Command ensure-server builds the pinned servers that pkg/devinfra runs
+// from source into the user's cache, unless they are there already, and
+// prints their paths, one a line, in the order asked: minio (the object
+// store of make run and the tests), nats (NATS with JetStream, the change
+// events' stream) or hydra (ORY Hydra, the independent token issuer of the
+// end-to-end tests).
 //
-//	go run ./pkg/devinfra/cmd/ensure-server minio
+//	go run ./tools/devinfra/cmd/ensure-server minio nats
 //
-// The first build takes minutes, so `make test` (and `make run`, for MinIO)
-// start this in the background before linting and building: by the time a
-// server is started the build has finished, or devinfra waits for it (the
-// cache is locked while a build runs, so it is never built twice at once).
+// The first build takes minutes, so `make test` (and `make run`) start this
+// in the background before linting and building: by the time a server is
+// started the build has finished, or devinfra waits for it (the cache is
+// locked while a build runs, so it is never built twice at once). The
+// servers asked for build at the same time, in one process: one compile of
+// this command rather than one per server.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/assetregistry/registry/tools/devinfra"
@@ -30,17 +35,34 @@ var servers = map[string]func(context.Context, io.Writer) (string, error){
 }
 
 func main() {
-	ensure, ok := servers[os.Args[len(os.Args)-1]]
-	if len(os.Args) != 2 || !ok {
-		fmt.Fprintln(os.Stderr, "usage: ensure-server minio|nats|hydra")
+	names := os.Args[1:]
+	for _, name := range names {
+		if _, ok := servers[name]; !ok {
+			names = nil
+			break
+		}
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: ensure-server minio|nats|hydra ...")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	bin, err := ensure(ctx, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "ensure-server %s: %v\n", os.Args[1], err)
+	paths, errs := make([]string, len(names)), make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			if paths[i], errs[i] = servers[name](ctx, os.Stderr); errs[i] != nil {
+				errs[i] = fmt.Errorf("ensure-server %s: %w", name, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Println(bin)
+	for _, p := range paths {
+		fmt.Println(p)
+	}
 }

@@ -91,11 +91,29 @@ func buildToolOnce(ctx context.Context, bin, what string, progress io.Writer, bu
 // minioBuildEnv (no workspace, none of the caller's GOFLAGS, no cgo), its
 // output to log. A killed caller takes the build with it.
 func runGo(ctx context.Context, dir string, log io.Writer, args ...string) error {
+	return runGoNice(ctx, false, dir, log, args...)
+}
+
+// runGoLowPriority is runGo at the lowest CPU priority (nice 19), for the
+// builds nothing waits for at first: MinIO, which joins a first make run
+// when it is ready, and Hydra, which one end-to-end test needs. On a cold
+// machine they then take what the registry's own compile and the NATS
+// build leave of the cores, rather than half of them: a first make run's
+// first call came after 193 s with them at normal priority.
+func runGoLowPriority(ctx context.Context, dir string, log io.Writer, args ...string) error {
+	return runGoNice(ctx, true, dir, log, args...)
+}
+
+func runGoNice(ctx context.Context, low bool, dir string, log io.Writer, args ...string) error {
 	goCmd, err := goTool()
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, goCmd, args...)
+	name, cmdArgs := goCmd, args
+	if nice, err := exec.LookPath("nice"); low && err == nil {
+		name, cmdArgs = nice, append([]string{"-n", "19", goCmd}, args...)
+	}
+	cmd := exec.CommandContext(ctx, name, cmdArgs...)
 	cmd.Dir = dir
 	cmd.Env = minioBuildEnv(os.Environ(), dir)
 	cmd.Stdout, cmd.Stderr = log, log

@@ -46,7 +46,10 @@ deps: ## install the PostgreSQL and Redis server binaries if missing
 # thing, in the background, so they overlap lint and build; whatever needs a
 # binary later waits for its build under its lock. One ensure-server builds
 # them all: three `go run`s compiled ensure-server three times at once on a
-# cold machine. When the binaries are cached this costs a cached `go run`.
+# cold machine. make run builds MinIO at nice 19, since its documents
+# service joins when MinIO is ready and the first call waits for the rest;
+# make test needs MinIO before its tests and builds it at normal priority.
+# When the binaries are cached this costs a cached `go run`.
 .PHONY: minio
 minio: ## build the pinned MinIO server into the user's cache if missing
 	@go run ./tools/devinfra/cmd/ensure-server minio >/dev/null
@@ -57,7 +60,7 @@ nats: ## build the pinned NATS server into the user's cache if missing
 
 .PHONY: servers-for-run
 servers-for-run:
-	@go run ./tools/devinfra/cmd/ensure-server minio nats >/dev/null &
+	@go run ./tools/devinfra/cmd/ensure-server -low-priority=minio minio nats >/dev/null &
 
 .PHONY: servers-for-test
 servers-for-test:

@@ -99,7 +99,7 @@ func buildHydra(ctx context.Context, scratch string, log io.Writer) error {
 	}
 	// Without cgo there is no SQLite (Hydra's "memory" DSN), so the tests
 	// give it PostgreSQL; nor its HSM support, which nothing here needs.
-	return runGoLowPriority(ctx, src, log, "build", "-trimpath",
+	return runGo(ctx, src, log, "build", "-trimpath",
 		"-ldflags=-s -w -X github.com/ory/hydra/v2/driver/config.Version="+HydraVersion,
 		"-o", filepath.Join(scratch, "hydra"), ".")
 }

@@ -59,7 +59,7 @@ func EnsureMinioServer(ctx context.Context, progress io.Writer) (string, error) 
 // part: `go install module@version` builds exactly the versions MinIO's own
 // go.mod selects.
 func buildMinio(ctx context.Context, scratch string, log io.Writer) error {
-	return runGoLowPriority(ctx, scratch, log, "install", "-trimpath", "-ldflags=-s -w", minioModule+"@"+MinioVersion)
+	return runGo(ctx, scratch, log, "install", "-trimpath", "-ldflags=-s -w", minioModule+"@"+MinioVersion)
 }
 
 // minioBuildEnv is the caller's environment with what would change the

@@ -89,28 +89,15 @@ func buildToolOnce(ctx context.Context, bin, what string, progress io.Writer, bu
 
 // runGo runs the go command in dir with the build environment of
 // minioBuildEnv (no workspace, none of the caller's GOFLAGS, no cgo), its
-// output to log. A killed caller takes the build with it.
+// output to log, at the lowest CPU priority (nice 19) when ctx says so
+// (LowPriority). A killed caller takes the build with it.
 func runGo(ctx context.Context, dir string, log io.Writer, args ...string) error {
-	return runGoNice(ctx, false, dir, log, args...)
-}
-
-// runGoLowPriority is runGo at the lowest CPU priority (nice 19), for the
-// builds nothing waits for at first: MinIO, which joins a first make run
-// when it is ready, and Hydra, which one end-to-end test needs. On a cold
-// machine they then take what the registry's own compile and the NATS
-// build leave of the cores, rather than half of them: a first make run's
-// first call came after 193 s with them at normal priority.
-func runGoLowPriority(ctx context.Context, dir string, log io.Writer, args ...string) error {
-	return runGoNice(ctx, true, dir, log, args...)
-}
-
-func runGoNice(ctx context.Context, low bool, dir string, log io.Writer, args ...string) error {
 	goCmd, err := goTool()
 	if err != nil {
 		return err
 	}
 	name, cmdArgs := goCmd, args
-	if nice, err := exec.LookPath("nice"); low && err == nil {
+	if nice, err := exec.LookPath("nice"); err == nil && ctx.Value(lowPriorityKey{}) != nil {
 		name, cmdArgs = nice, append([]string{"-n", "19", goCmd}, args...)
 	}
 	cmd := exec.CommandContext(ctx, name, cmdArgs...)
@@ -122,4 +109,17 @@ func runGoNice(ctx context.Context, low bool, dir string, log io.Writer, args ..
 		return fmt.Errorf("go %s: %w", args[0], err)
 	}
 	return nil
+}
+
+type lowPriorityKey struct{}
+
+// LowPriority returns ctx for a build nothing waits for at first, which
+// then runs at nice 19: MinIO in a first make run, which joins when it is
+// built. On a cold machine it takes what the registry's own compile and the
+// NATS build leave of the cores rather than half of them (the first call
+// of a first make run came after 193 s at normal priority, 142 s at nice
+// 19). Where the build is on the way (make test waits for MinIO before its
+// tests), it keeps its normal priority.
+func LowPriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lowPriorityKey{}, true)
 }

@@ -12,16 +12,21 @@
 // started the build has finished, or devinfra waits for it (the cache is
 // locked while a build runs, so it is never built twice at once). The
 // servers asked for build at the same time, in one process: one compile of
-// this command rather than one per server.
+// this command rather than one per server. -low-priority names those that
+// nothing waits for at first (MinIO in make run), built at nice 19
+// (devinfra.LowPriority).
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -35,15 +40,17 @@ var servers = map[string]func(context.Context, io.Writer) (string, error){
 }
 
 func main() {
-	names := os.Args[1:]
-	for _, name := range names {
+	low := flag.String("low-priority", "", "comma-separated servers to build at nice 19 (nothing waits for them at first)")
+	flag.Parse()
+	names := flag.Args()
+	for _, name := range append(names, splitList(*low)...) {
 		if _, ok := servers[name]; !ok {
 			names = nil
 			break
 		}
 	}
 	if len(names) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: ensure-server minio|nats|hydra ...")
+		fmt.Fprintln(os.Stderr, "usage: ensure-server [-low-priority minio,...] minio|nats|hydra ...")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -52,6 +59,10 @@ func main() {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
+			ctx := ctx
+			if slices.Contains(splitList(*low), name) {
+				ctx = devinfra.LowPriority(ctx)
+			}
 			if paths[i], errs[i] = servers[name](ctx, os.Stderr); errs[i] != nil {
 				errs[i] = fmt.Errorf("ensure-server %s: %w", name, errs[i])
 			}
@@ -65,4 +76,11 @@ func main() {
 	for _, p := range paths {
 		fmt.Println(p)
 	}
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

@@ -122,21 +122,19 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 			return store.Classify(err, "store events")
 		}
 		stored = len(seqs)
-		queued = 0
 		if len(hooks) == 0 || stored == 0 {
 			return nil
 		}
 		var d deliveryRows
-		for _, in := range batch {
-			e := in.Event
-			seq, ok := seqs[canonicalID(e.ID)]
+		for i, in := range batch {
+			seq, ok := seqs[ids[i]]
 			if !ok {
 				continue
 			}
-			delete(seqs, canonicalID(e.ID)) // an event twice in the batch is delivered once
+			delete(seqs, ids[i]) // an event twice in the batch is delivered once
 			for _, h := range hooks {
-				if h.filter.Matches(e.Type) {
-					d.add(h.id, seq, e)
+				if h.filter.Matches(in.Event.Type) {
+					d.add(h.id, seq, in.Event)
 				}
 			}
 		}

@@ -22,6 +22,14 @@ func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }
 // stream (the consumer's own tests go through NATS).
 func publish(t *testing.T, s *servicetest.Service, events ...outbox.Event) {
 	t.Helper()
+	if _, _, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, events...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// incoming are events as the consumer reads them from the stream.
+func incoming(t *testing.T, events ...outbox.Event) []Incoming {
+	t.Helper()
 	batch := make([]Incoming, len(events))
 	for i, e := range events {
 		raw, err := json.Marshal(e)
@@ -30,9 +38,7 @@ func publish(t *testing.T, s *servicetest.Service, events ...outbox.Event) {
 		}
 		batch[i] = Incoming{Event: e, Raw: raw}
 	}
-	if _, _, err := NewStore(s.Built.Store).StoreEvents(t.Context(), batch); err != nil {
-		t.Fatal(err)
-	}
+	return batch
 }
 
 // event is a change event of kind and op about id.
@@ -302,21 +308,10 @@ func TestStoreEventsBatch(t *testing.T) {
 		kind := []string{"asset", "organization", "action"}[i%3]
 		batch = append(batch, event(kind, "created", uuid.NewString()))
 	}
-	incoming := func(events ...outbox.Event) []Incoming {
-		out := make([]Incoming, len(events))
-		for i, e := range events {
-			raw, err := json.Marshal(e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[i] = Incoming{Event: e, Raw: raw}
-		}
-		return out
-	}
 	upper := batch[7]
 	upper.ID = strings.ToUpper(upper.ID) // the same event, written another way
 	sent := append(append(append([]outbox.Event{}, batch...), batch[3], before), upper)
-	stored, queued, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(sent...))
+	stored, queued, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, sent...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,13 +42,14 @@ deps: ## install the PostgreSQL and Redis server binaries if missing
 # change events; tools/devinfra.NatsVersion) and ORY Hydra (the independent
 # token issuer the end-to-end tests run the registry against,
 # TestExternalIssuer; tools/devinfra.HydraVersion) are built the same way.
-# servers-for-run and servers-for-test start the builds a target needs first
+# servers, servers-for-run and servers-for-test start the builds a target needs first
 # thing, in the background, so they overlap lint and build; whatever needs a
 # binary later waits for its build under its lock. One ensure-server builds
 # them all: three `go run`s compiled ensure-server three times at once on a
 # cold machine. make run builds MinIO at nice 19, since its documents
 # service joins when MinIO is ready and the first call waits for the rest;
-# make test needs MinIO before its tests and builds it at normal priority.
+# make test, faults and bench need MinIO before they start and build it at
+# normal priority.
 # When the binaries are cached this costs a cached `go run`.
 .PHONY: minio
 minio: ## build the pinned MinIO server into the user's cache if missing
@@ -61,6 +62,10 @@ nats: ## build the pinned NATS server into the user's cache if missing
 .PHONY: servers-for-run
 servers-for-run:
 	@go run ./tools/devinfra/cmd/ensure-server -low-priority=minio minio nats >/dev/null &
+
+.PHONY: servers
+servers:
+	@go run ./tools/devinfra/cmd/ensure-server minio nats >/dev/null &
 
 .PHONY: servers-for-test
 servers-for-test:
@@ -90,7 +95,7 @@ test: servers-for-test chart-tools-head-start lint deps build ## lint, then ever
 	REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES)
 
 .PHONY: faults
-faults: servers-for-run deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
+faults: servers deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
 	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 15m -v ./tools/faults/ | grep -v '^=== RUN'
 
 # The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
@@ -129,7 +134,7 @@ lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services 
 	@go run ./tools/cmd/layercheck
 
 .PHONY: bench
-bench: servers-for-run deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
+bench: servers deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
 	@tools/scripts/bench.sh
 
 .PHONY: tidy

@@ -42,8 +42,8 @@ var servers = map[string]func(context.Context, io.Writer) (string, error){
 func main() {
 	low := flag.String("low-priority", "", "comma-separated servers to build at nice 19 (nothing waits for them at first)")
 	flag.Parse()
-	names := flag.Args()
-	for _, name := range append(names, splitList(*low)...) {
+	names, lowNames := flag.Args(), splitList(*low)
+	for _, name := range slices.Concat(names, lowNames) {
 		if _, ok := servers[name]; !ok {
 			names = nil
 			break
@@ -60,7 +60,7 @@ func main() {
 	for i, name := range names {
 		wg.Go(func() {
 			ctx := ctx
-			if slices.Contains(splitList(*low), name) {
+			if slices.Contains(lowNames, name) {
 				ctx = devinfra.LowPriority(ctx)
 			}
 			if paths[i], errs[i] = servers[name](ctx, os.Stderr); errs[i] != nil {

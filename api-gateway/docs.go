@@ -107,7 +107,7 @@ func (d *docs) serveResource(name string) http.HandlerFunc {
 		out := maps.Clone(doc)
 		paths := map[string]any{}
 		for p, item := range asMap(doc["paths"]) {
-			if owner, _, ok := resourceFor(strings.TrimSuffix(p, "/")); ok && owner.Name == name {
+			if owner, _, ok := catalog.RouteRequest("GET", strings.TrimSuffix(p, "/"), res.Query); ok && owner.Name == name {
 				paths[p] = item
 			}
 		}
@@ -139,7 +139,15 @@ func (d *docs) serveMerged(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			continue
 		}
-		maps.Copy(paths, asMap(doc["paths"]))
+		for p, item := range asMap(doc["paths"]) {
+			// A path another service owns (GET /assets/{id} that the
+			// events service answers with as_of) is documented by its
+			// owner, which names the parameter.
+			if owner, _, ok := resourceFor(p); ok && owner.Service != service {
+				continue
+			}
+			paths[p] = item
+		}
 		for section, entries := range asMap(doc["components"]) {
 			if components[section] == nil {
 				components[section] = map[string]any{}

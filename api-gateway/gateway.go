@@ -172,17 +172,26 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 // history, answered by the events service).
 func resourceFor(path string) (Resource, string, bool) { return catalog.Route(path) }
 
+// resourceOf is resourceFor for a request: a GET of a resource with as_of
+// is its history's (catalog.RouteRequest).
+func resourceOf(r *http.Request) (Resource, string, bool) {
+	return catalog.RouteRequest(r.Method, r.URL.Path, r.URL.RawQuery)
+}
+
 // routeOrNotFound answers 404 for paths no configured service owns before
 // any scope check, so an unknown path is a 404 for every caller.
 func routeOrNotFound(proxies map[string]http.Handler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, prefix, ok := resourceFor(r.URL.Path)
+		res, prefix, ok := resourceOf(r)
 		if _, configured := proxies[res.Service]; !ok || !configured {
 			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindNotFound, "no resource at "+httpx.RequestInfoFrom(r.Context()).Path), w)
 			return
 		}
 		route := prefix + "/*"
-		if len(res.Under) > 0 {
+		switch {
+		case res.Query != "":
+			route += "?" + res.Query
+		case len(res.Under) > 0:
 			route += "/" + res.Name
 		}
 		httpx.RequestInfoFrom(r.Context()).SetRoute(route)
@@ -353,7 +362,7 @@ func unwrapWriter(w http.ResponseWriter) http.ResponseWriter {
 
 func route(proxies map[string]http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, _, _ := resourceFor(r.URL.Path)
+		res, _, _ := resourceOf(r)
 		proxies[res.Service].ServeHTTP(w, r)
 	})
 }

@@ -375,6 +375,11 @@ func TestHistoryGoesToTheEventsService(t *testing.T) {
 		{"/organizations/" + id + "/people", false},
 		{"/events?after=now", true},
 		{"/webhooks", true},
+		// A resource as it was, from its history.
+		{"/organizations/" + id + "?as_of=2025-03-14T09:26:53Z", true},
+		{"/organizations/" + id + "/?as_of=2025-03-14T09:26:53Z", true},
+		{"/organizations?as_of=2025-03-14T09:26:53Z", false},
+		{"/log/checkpoint", true},
 	}
 	for _, tt := range tests {
 		before, beforeOwner := events.count(), f.upstream.count()
@@ -383,7 +388,13 @@ func TestHistoryGoesToTheEventsService(t *testing.T) {
 			t.Errorf("%s: reached the events service %v, want %v", tt.path, got, tt.events)
 		}
 	}
-	if got := events.last(t).URL.Path; got != "/webhooks" {
+	if got := events.last(t).URL.Path; got != "/log/checkpoint" {
 		t.Errorf("forwarded %s", got)
+	}
+	// A write with as_of is still the owner's (who refuses the parameter).
+	before := events.count()
+	f.client.Do(t, "DELETE", "/organizations/"+id+"?as_of=2025-03-14T09:26:53Z", f.issuer.ReadWrite(t), nil)
+	if events.count() != before {
+		t.Error("a DELETE with as_of reached the events service")
 	}
 }

@@ -9,6 +9,7 @@ package catalog
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,6 +40,11 @@ type Resource struct {
 	// service answers /organizations/{id}/history). Such a resource has no
 	// prefixes of its own.
 	Under []string
+	// Query, for a resource Under others, makes it answer instead a GET of
+	// /<prefix>/{id} that carries this query parameter (the events service
+	// answers GET /assets/{id}?as_of=... from the asset's history); its
+	// Name is then no path segment.
+	Query string
 }
 
 // Deployable is one binary of the registry with its local ports.
@@ -132,6 +138,10 @@ var Services = []Service{
 			{Name: "events", Prefixes: []string{"/events"}},
 			{Name: "webhooks", Prefixes: []string{"/webhooks"}},
 			{Name: "history", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
+			// A resource as it was at an instant, from its history.
+			{Name: "as_of", Query: "as_of", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
+			// The transparency log over every event: checkpoints, proofs, keys.
+			{Name: "log", Prefixes: []string{"/log"}},
 		},
 		// It reads the stream the others' relays publish to.
 		Needs: []Datastore{Postgres, NATS},
@@ -268,12 +278,53 @@ func under(parent, rest string) (Resource, string, bool) {
 	}
 	for _, s := range Services {
 		for _, res := range s.Resources {
-			if res.Name == name && slices.Contains(res.Under, parent) {
+			if res.Name == name && res.Query == "" && slices.Contains(res.Under, parent) {
 				return res, s.Name, true
 			}
 		}
 	}
 	return Resource{}, "", false
+}
+
+// RouteRequest is Route for a request: a GET (or HEAD) of /<prefix>/<id>
+// whose query carries the Query parameter of a resource declared Under the
+// one the path names is that resource's. It allocates nothing unless the
+// query escapes a parameter's name.
+func RouteRequest(method, path, rawQuery string) (r OwnedResource, matched string, ok bool) {
+	r, matched, ok = Route(path)
+	if !ok || rawQuery == "" || (method != "GET" && method != "HEAD") {
+		return r, matched, ok
+	}
+	rest := path[len(matched):]
+	if len(rest) < 2 || rest[0] != '/' || strings.Contains(rest[1:], "/") {
+		return r, matched, ok
+	}
+	for _, s := range Services {
+		for _, res := range s.Resources {
+			if res.Query != "" && slices.Contains(res.Under, r.Name) && hasParam(rawQuery, res.Query) {
+				return OwnedResource{Resource: res, Service: s.Name}, matched, true
+			}
+		}
+	}
+	return r, matched, ok
+}
+
+// hasParam reports whether the raw query names the parameter name.
+func hasParam(rawQuery, name string) bool {
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		key, _, _ := strings.Cut(pair, "=")
+		if strings.ContainsAny(key, "%+") {
+			if unescaped, err := url.QueryUnescape(key); err == nil {
+				key = unescaped
+			}
+		}
+		if key == name {
+			return true
+		}
+	}
+	return false
 }
 
 // OwnedResource is a resource with its owner.
@@ -337,6 +388,9 @@ func Validate() error {
 			resources[r.Name] = true
 			if len(r.Under) > 0 && len(r.Prefixes) > 0 {
 				add("%s: resource %s is under others and cannot have prefixes", s.Name, r.Name)
+			}
+			if r.Query != "" && len(r.Under) == 0 {
+				add("%s: resource %s answers a query parameter under no resource", s.Name, r.Name)
 			}
 			for _, parent := range r.Under {
 				owner := ""

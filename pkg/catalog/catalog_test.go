@@ -143,3 +143,36 @@ func TestRoute(t *testing.T) {
 		t.Errorf("Route allocates %v times", n)
 	}
 }
+
+// A GET of a resource that carries as_of is the events service's (the
+// resource as it was, from its history); any other request of that path,
+// and as_of on any other path, stays the owner's.
+func TestRouteRequest(t *testing.T) {
+	id := "/0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f"
+	tests := []struct {
+		method, path, query, service, resource string
+	}{
+		{"GET", "/assets" + id, "as_of=2025-01-01T00:00:00Z", "events", "as_of"},
+		{"HEAD", "/documents" + id, "x=1&as_of=2025-01-01T00:00:00Z", "events", "as_of"},
+		{"GET", "/people" + id, "as%5Fof=2025", "events", "as_of"},
+		{"GET", "/organization" + id, "as_of", "events", "as_of"},
+		{"GET", "/assets" + id, "", "assets", "assets"},
+		{"GET", "/assets" + id, "as_off=1&xas_of=2", "assets", "assets"},
+		{"PATCH", "/assets" + id, "as_of=2025-01-01T00:00:00Z", "assets", "assets"},
+		{"GET", "/assets", "as_of=2025-01-01T00:00:00Z", "assets", "assets"},
+		{"GET", "/actions" + id + "/action_documents", "as_of=2025-01-01T00:00:00Z", "actions", "actions"},
+		{"GET", "/assets" + id + "/history", "as_of=2025-01-01T00:00:00Z", "events", "history"},
+		{"GET", "/webhooks" + id, "as_of=2025-01-01T00:00:00Z", "events", "webhooks"},
+		{"GET", "/compliance" + id, "as_of=2025-01-01T00:00:00Z", "actions", "compliance"},
+		{"GET", "/log/checkpoint", "", "events", "log"},
+	}
+	for _, tt := range tests {
+		r, _, ok := RouteRequest(tt.method, tt.path, tt.query)
+		if !ok || r.Service != tt.service || r.Name != tt.resource {
+			t.Errorf("RouteRequest(%s %s?%s) = %s/%s %v, want %s/%s", tt.method, tt.path, tt.query, r.Service, r.Name, ok, tt.service, tt.resource)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { RouteRequest("GET", "/assets/x", "limit=1&as_of=2025-01-01T00:00:00Z") }); n != 0 {
+		t.Errorf("RouteRequest allocates %v times", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -39,7 +40,10 @@ type Consumer struct {
 	// Stored is called after a batch queued deliveries (it wakes the
 	// dispatcher).
 	Stored func()
-	Logger log.Logger
+	// Leading are jobs that run while this replica leads (signing the
+	// log's checkpoints), beside the consuming.
+	Leading []func(context.Context)
+	Logger  log.Logger
 }
 
 // Run consumes until ctx ends. A stream that does not exist yet (no
@@ -87,6 +91,19 @@ func (c *Consumer) lead(ctx context.Context) error {
 			}
 		}
 	}()
+	// Events stored before the log existed take their leaves first, so
+	// the log follows the feed's order.
+	if n, err := c.Store.Backfill(ctx); err != nil {
+		return fmt.Errorf("give stored events their leaves: %w", err)
+	} else if n > 0 {
+		level.Info(c.Logger).Log("msg", "added stored events to the log", "events", n)
+	}
+	var jobs sync.WaitGroup
+	defer jobs.Wait()
+	defer cancel()
+	for _, job := range c.Leading {
+		jobs.Go(func() { job(ctx) })
+	}
 	return c.consume(ctx)
 }
 

@@ -281,6 +281,26 @@ var (
 		Name: "registry_events_consumer_pending",
 		Help: "Messages of the stream the events consumer has not acknowledged yet.",
 	})
+	logSize = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "registry_log_leaves",
+		Help: "Leaves of the transparency log (reported by the leading replica).",
+	})
+	checkpointSize = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "registry_log_checkpoint_leaves",
+		Help: "Leaves of the latest signed checkpoint (reported by the leading replica).",
+	})
+	auditProblems = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "registry_log_audit_mismatches",
+		Help: "What the last self-audit found stored that does not match a signed checkpoint (0: everything matches).",
+	})
+	auditTime = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "registry_log_audit_timestamp_seconds",
+		Help: "When the last self-audit of the log completed (Unix seconds).",
+	})
+	checkpointTime = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "registry_log_checkpoint_timestamp_seconds",
+		Help: "When the leading replica last signed a new checkpoint (Unix seconds).",
+	})
 )
 
 func observeAttempt(status string, code int, took time.Duration) {
@@ -304,4 +324,9 @@ func countDeliveries(st *Store, logger log.Logger) func(context.Context) {
 			deliveriesByStatus.WithLabelValues(status).Set(float64(n))
 		}
 	}
+}
+
+func observeAudit(r AuditReport) {
+	auditProblems.Set(float64(len(r.Problems)))
+	auditTime.SetToCurrentTime()
 }

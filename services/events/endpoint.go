@@ -24,6 +24,12 @@ type Endpoints struct {
 	RotateSecret   endpoint.Endpoint
 	ListDeliveries endpoint.Endpoint
 	RetryDelivery  endpoint.Endpoint
+
+	Checkpoint  endpoint.Endpoint
+	LogKeys     endpoint.Endpoint
+	Inclusion   endpoint.Endpoint
+	Consistency endpoint.Endpoint
+	AsOf        endpoint.Endpoint
 }
 
 // feedBinding and historyBinding tie cursors to what issued them: a feed
@@ -66,6 +72,17 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		RotateSecret:   endpoints.New(s.RotateSecret),
 		ListDeliveries: endpoints.New(endpoints.List(s.ListDeliveries)),
 		RetryDelivery:  endpoints.New(s.RetryDelivery),
+
+		Checkpoint:  endpoints.New(s.Checkpoint),
+		LogKeys:     endpoints.New(s.LogKeys),
+		Inclusion:   endpoints.New(s.Inclusion),
+		Consistency: endpoints.New(s.Consistency),
+		// The resource as its owner's GET answered it then: its bytes as
+		// the event holds them.
+		AsOf: endpoints.New(func(ctx context.Context, q AsOfQuery) (httpx.RawJSON, error) {
+			data, err := s.AsOf(ctx, q)
+			return httpx.RawJSON(data), err
+		}),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e

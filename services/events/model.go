@@ -2,8 +2,10 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -234,4 +236,89 @@ type Delivery struct {
 // DeliveryPath names one delivery of one subscription.
 type DeliveryPath struct {
 	WebhookID, ID uuid.UUID
+}
+
+// The transparency log's questions and answers.
+
+// LogCheckpoint is the latest signed checkpoint: its signed note (the
+// C2SP tlog-checkpoint format, what a client verifies and keeps) and, for
+// reading, what the note says.
+type LogCheckpoint struct {
+	Origin   string `json:"origin"`
+	TreeSize uint64 `json:"tree_size"`
+	RootHash []byte `json:"root_hash"`
+	Note     string `json:"note"`
+}
+
+// LogKeysAnswer are the log's public keys: the one that signs now first,
+// then those that signed before (a key rotation keeps old checkpoints
+// verifiable).
+type LogKeysAnswer struct {
+	Origin string   `json:"origin"`
+	Keys   []string `json:"keys"`
+}
+
+// InclusionQuery asks for the proof that an event (by id, or its leaf
+// index) is in the tree of TreeSize leaves (nil: the latest checkpoint's).
+type InclusionQuery struct {
+	EventID   *uuid.UUID
+	LeafIndex *uint64
+	TreeSize  *uint64
+}
+
+// InclusionAnswer is an inclusion proof (RFC 9162 section 2.1.3): the
+// hashes from the leaf's sibling up, standard base64.
+type InclusionAnswer struct {
+	LeafIndex uint64   `json:"leaf_index"`
+	TreeSize  uint64   `json:"tree_size"`
+	Hashes    [][]byte `json:"hashes"`
+}
+
+// ConsistencyQuery asks for the proof that the tree of From leaves is a
+// prefix of the tree of To (nil: the latest checkpoint's).
+type ConsistencyQuery struct {
+	From uint64
+	To   *uint64
+}
+
+// ConsistencyAnswer is a consistency proof (RFC 9162 section 2.1.4).
+type ConsistencyAnswer struct {
+	From   uint64   `json:"from"`
+	To     uint64   `json:"to"`
+	Hashes [][]byte `json:"hashes"`
+}
+
+// AsOfQuery asks for a resource as it was at an instant.
+type AsOfQuery struct {
+	Kind string
+	ID   uuid.UUID
+	At   time.Time
+}
+
+// instantShape is RFC 3339's date-time (a "T" and "Z" in either case, a
+// fraction of up to nine digits).
+var instantShape = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$`)
+
+// errInstantShape and errInstantValue tell a value that is no RFC 3339
+// timestamp (a 400) from one that names no real instant (a 422).
+var (
+	errInstantShape = errors.New("is not an RFC 3339 timestamp such as 2025-03-14T09:26:53Z")
+	errInstantValue = errors.New("is not a real instant: the date must exist, in years 0001 to 9999, and the time of day be valid")
+)
+
+// ParseInstant reads an RFC 3339 timestamp. A "+" of the offset that
+// arrived as a space (a query written without escaping it) is read as the
+// "+" it was.
+func ParseInstant(s string) (time.Time, error) {
+	if len(s) > 6 && s[len(s)-6] == ' ' {
+		s = s[:len(s)-6] + "+" + s[len(s)-5:]
+	}
+	if !instantShape.MatchString(s) {
+		return time.Time{}, errInstantShape
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+	if err != nil || t.Year() < 1 || s[:4] == "0000" {
+		return time.Time{}, errInstantValue
+	}
+	return t.UTC(), nil
 }

@@ -7,6 +7,8 @@ package events
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,6 +31,14 @@ type Service interface {
 	RotateSecret(ctx context.Context, id uuid.UUID) (Webhook, error)
 	ListDeliveries(ctx context.Context, f DeliveryFilter, page model.Page) (model.Paged[Delivery], error)
 	RetryDelivery(ctx context.Context, p DeliveryPath) (Delivery, error)
+
+	// The transparency log.
+	Checkpoint(ctx context.Context, _ struct{}) (LogCheckpoint, error)
+	LogKeys(ctx context.Context, _ struct{}) (LogKeysAnswer, error)
+	Inclusion(ctx context.Context, q InclusionQuery) (InclusionAnswer, error)
+	Consistency(ctx context.Context, q ConsistencyQuery) (ConsistencyAnswer, error)
+	// AsOf is a resource as it was at an instant, from its history.
+	AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error)
 }
 
 // DeliveryFilter selects one subscription's deliveries.
@@ -43,6 +53,8 @@ type Settings struct {
 	// RotationOverlap is how long the previous secret still signs after a
 	// rotation.
 	RotationOverlap time.Duration
+	// Keys sign the log's checkpoints and verify them.
+	Keys LogKeys
 }
 
 type service struct {
@@ -156,4 +168,83 @@ func (s *service) RetryDelivery(ctx context.Context, p DeliveryPath) (Delivery, 
 		return Delivery{}, err
 	}
 	return s.store.RetryDelivery(ctx, p)
+}
+
+// errNoCheckpoint is the 404 of a log that has signed nothing yet.
+func errNoCheckpoint() error {
+	return apperr.New(apperr.KindNotFound, "the log has no signed checkpoint yet: the registry signs one within seconds of an event, once a signing key is set (transparency.signing-key)")
+}
+
+func (s *service) Checkpoint(ctx context.Context, _ struct{}) (LogCheckpoint, error) {
+	c, err := s.store.LatestCheckpoint(ctx)
+	if apperr.Is(err, apperr.KindNotFound) {
+		return LogCheckpoint{}, errNoCheckpoint()
+	}
+	if err != nil {
+		return LogCheckpoint{}, err
+	}
+	return LogCheckpoint{Origin: s.settings.Keys.Origin(), TreeSize: c.Size, RootHash: c.Root, Note: c.Note}, nil
+}
+
+func (s *service) LogKeys(context.Context, struct{}) (LogKeysAnswer, error) {
+	return LogKeysAnswer{Origin: s.settings.Keys.Origin(), Keys: append([]string{}, s.settings.Keys.Public()...)}, nil
+}
+
+// treeSize is the size a proof is made against: the one asked for, which
+// no signed checkpoint may be smaller than, or the latest checkpoint's.
+func (s *service) treeSize(ctx context.Context, field string, asked *uint64) (uint64, error) {
+	latest, err := s.store.LatestCheckpoint(ctx)
+	if apperr.Is(err, apperr.KindNotFound) {
+		return 0, errNoCheckpoint()
+	}
+	if err != nil {
+		return 0, err
+	}
+	if asked == nil {
+		return latest.Size, nil
+	}
+	if *asked > latest.Size {
+		return 0, apperr.Invalid(apperr.FieldError{Field: field,
+			Message: fmt.Sprintf("must be at most %d, the size of the latest signed checkpoint", latest.Size)})
+	}
+	return *asked, nil
+}
+
+func (s *service) Inclusion(ctx context.Context, q InclusionQuery) (InclusionAnswer, error) {
+	size, err := s.treeSize(ctx, "tree_size", q.TreeSize)
+	if err != nil {
+		return InclusionAnswer{}, err
+	}
+	var leaf uint64
+	field := "leaf_index"
+	if q.EventID != nil {
+		if leaf, err = s.store.LeafOf(ctx, *q.EventID); err != nil {
+			return InclusionAnswer{}, err
+		}
+		field = "event_id"
+	} else {
+		leaf = *q.LeafIndex
+	}
+	if leaf >= size {
+		return InclusionAnswer{}, apperr.Invalid(apperr.FieldError{Field: field, Message: fmt.Sprintf(
+			"is leaf %d, not in the tree of %d leaves: ask for a larger tree_size, or again after the next checkpoint (within seconds)", leaf, size)})
+	}
+	hashes, err := s.store.InclusionProof(ctx, leaf, size)
+	return InclusionAnswer{LeafIndex: leaf, TreeSize: size, Hashes: hashes}, err
+}
+
+func (s *service) Consistency(ctx context.Context, q ConsistencyQuery) (ConsistencyAnswer, error) {
+	to, err := s.treeSize(ctx, "to", q.To)
+	if err != nil {
+		return ConsistencyAnswer{}, err
+	}
+	if q.From > to {
+		return ConsistencyAnswer{}, apperr.Invalid(apperr.FieldError{Field: "from", Message: fmt.Sprintf("must be at most to (%d)", to)})
+	}
+	hashes, err := s.store.ConsistencyProof(ctx, q.From, to)
+	return ConsistencyAnswer{From: q.From, To: to, Hashes: hashes}, err
+}
+
+func (s *service) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error) {
+	return s.store.AsOf(ctx, q.Kind, q.ID, q.At)
 }

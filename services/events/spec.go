@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log"
@@ -38,6 +40,35 @@ type Config struct {
 	Poll            time.Duration // the dispatcher's look for due retries
 	RotationOverlap time.Duration
 	Retry           RetrySchedule
+	// HistoryRetention is how long histories keep an event (0: for good);
+	// each resource's latest event stays whatever its age.
+	HistoryRetention time.Duration
+	Log              LogConfig
+}
+
+// LogConfig is the transparency log's settings.
+type LogConfig struct {
+	// SigningKey is the note signing key of checkpoints
+	// (PRIVATE+KEY+<origin>+<hash>+<key>); PreviousKeys the verifier keys
+	// of keys that signed before, comma-separated.
+	SigningKey, PreviousKeys string
+	CheckpointEvery          time.Duration
+	// AuditEvery is how often the leader derives the tree again from what
+	// is stored and checks it against the signed checkpoints (0: never).
+	AuditEvery time.Duration
+}
+
+// Keys reads the signing key and the previous ones.
+func (c LogConfig) Keys() (LogKeys, error) {
+	return ParseLogKeys(strings.TrimSpace(c.SigningKey), strings.Split(c.PreviousKeys, ","))
+}
+
+// RegisterFlags adds the transparency.* flags.
+func (c *LogConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.SigningKey, "transparency.signing-key", "", "note signing key of the log's checkpoints, PRIVATE+KEY+<origin>+<hash>+<key> (a Secret); without it no checkpoint is signed")
+	fs.StringVar(&c.PreviousKeys, "transparency.previous-keys", "", "comma-separated verifier keys (<origin>+<hash>+<key>) of signing keys used before, still published so that their checkpoints verify")
+	fs.DurationVar(&c.CheckpointEvery, "transparency.checkpoint-every", 5*time.Second, "how often a checkpoint is signed while events arrive (at most 10s)")
+	fs.DurationVar(&c.AuditEvery, "transparency.audit-every", 24*time.Hour, "how often the leading replica derives the log again from the stored events and checks it against the signed checkpoints; 0 never (events audit runs it on demand)")
 }
 
 // DefaultConfig is production's: what the flags default to.
@@ -52,6 +83,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Retention, "events.retention", 30*24*time.Hour, "how long the change feed keeps an event (at least 30 days by the contract); an older cursor is a 410")
 	fs.DurationVar(&c.PruneEvery, "events.prune-every", time.Hour, "how often events past retention leave the feed")
+	fs.DurationVar(&c.HistoryRetention, "events.history-retention", 0, "how long histories keep an event; 0 keeps them for good (each resource's latest event is always kept)")
 	fs.StringVar(&c.Durable, "events.durable", "events", "name of the stream position the feed stores with each batch (it survives restarts; replicas share it)")
 	fs.IntVar(&c.Batch, "events.batch", 256, "events stored per transaction at most")
 	fs.StringVar(&c.AllowedOrigins, "webhooks.allowed-origins", "", "comma-separated origins (scheme://host:port, port may be *) a webhook may use although plain http or private, e.g. http://127.0.0.1:*")
@@ -60,6 +92,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Poll, "webhooks.poll", 500*time.Millisecond, "how often the dispatcher looks for retries that fell due")
 	fs.DurationVar(&c.RotationOverlap, "webhooks.rotation-overlap", 24*time.Hour, "how long the previous secret still signs deliveries after a rotation")
 	c.Retry.RegisterFlags(fs)
+	c.Log.RegisterFlags(fs)
 }
 
 // Spec describes the events service to the service kit.
@@ -71,6 +104,12 @@ func SpecWith(cfg Config) servicekit.Spec {
 	spec := servicekit.Embedded("events", files)
 	spec.Flags = cfg.RegisterFlags
 	spec.Build = func(d servicekit.Deps) (servicekit.Handlers, error) { return build(d, cfg) }
+	spec.Commands = map[string]servicekit.Command{
+		"audit": {
+			Summary: "derive the transparency log again from the stored events, check it against every signed checkpoint, print what differs and exit (1 when anything does)",
+			Run:     func(ctx context.Context, d servicekit.Deps) error { return auditCommand(ctx, d, cfg.Log) },
+		},
+	}
 	return spec
 }
 
@@ -82,15 +121,25 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	if err != nil {
 		return servicekit.Handlers{}, err
 	}
+	keys, err := cfg.Log.Keys()
+	if err != nil {
+		return servicekit.Handlers{}, err
+	}
+	if cfg.Log.CheckpointEvery <= 0 || cfg.Log.CheckpointEvery > 10*time.Second {
+		return servicekit.Handlers{}, fmt.Errorf("transparency.checkpoint-every must be more than 0 and at most 10s, not %s", cfg.Log.CheckpointEvery)
+	}
+	if !keys.CanSign() {
+		level.Warn(d.Logger).Log("msg", "transparency.signing-key is not set: the log grows but no checkpoint is signed")
+	}
 	st := NewStore(d.Store)
 	policy := AddressPolicy{Exempt: origins}
-	svc := NewService(st, Settings{Policy: policy, RotationOverlap: cfg.RotationOverlap})
+	svc := NewService(st, Settings{Policy: policy, RotationOverlap: cfg.RotationOverlap, Keys: keys})
 	h := servicekit.Handlers{Routes: NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))}
 	dispatcher := (&Dispatcher{Store: st, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
 		Workers: cfg.Workers, Poll: cfg.Poll, Logger: d.Logger}).Init()
 	h.Background = []func(context.Context){
 		dispatcher.Run,
-		every(cfg.PruneEvery, pruner(st, cfg.Retention, d.Logger)),
+		every(cfg.PruneEvery, pruner(st, cfg.Retention, cfg.HistoryRetention, d.Logger)),
 		every(15*time.Second, countDeliveries(st, d.Logger)),
 	}
 	if !d.NATS.Enabled() {
@@ -110,7 +159,12 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		return h, fmt.Errorf("events: jetstream: %w", err)
 	}
 	consumer := &Consumer{Store: st, Pool: d.Store.Pool.Pool, JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
-		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger}
+		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger,
+		// The leader alone appends to the log and signs it.
+		Leading: []func(context.Context){every(cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger))}}
+	if cfg.Log.AuditEvery > 0 {
+		consumer.Leading = append(consumer.Leading, afterEach(cfg.Log.AuditEvery, auditor(st, keys, d.Logger)))
+	}
 	h.Background = append(h.Background, consumer.Run)
 	// The API answers without NATS (the feed only stops growing), so the
 	// stream is reported, not required.
@@ -123,15 +177,97 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	return h, nil
 }
 
-// pruner is the job that removes what retention no longer keeps.
-func pruner(st *Store, retention time.Duration, logger log.Logger) func(context.Context) {
+// pruner is the job that moves the feed past what retention no longer
+// keeps and removes what the histories' retention does not.
+func pruner(st *Store, retention, historyRetention time.Duration, logger log.Logger) func(context.Context) {
 	return func(ctx context.Context) {
-		n, err := st.Prune(ctx, retention)
+		n, err := st.Prune(ctx, retention, historyRetention)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			level.Warn(logger).Log("msg", "pruning the feed failed; retrying later", "err", err)
 		case n > 0:
-			level.Info(logger).Log("msg", "pruned the feed", "events", n)
+			level.Info(logger).Log("msg", "removed events past the histories' retention", "events", n)
+		}
+	}
+}
+
+// checkpointer is the leader's job that signs the log as it grew.
+func checkpointer(st *Store, keys LogKeys, logger log.Logger) func(context.Context) {
+	return func(ctx context.Context) {
+		size, _, err := st.LogState(ctx)
+		if err == nil {
+			logSize.Set(float64(size))
+		}
+		if !keys.CanSign() {
+			return
+		}
+		c, fresh, err := st.SignCheckpoint(ctx, keys)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			level.Warn(logger).Log("msg", "signing a checkpoint failed; trying again", "err", err)
+		case err == nil:
+			checkpointSize.Set(float64(c.Size))
+			if fresh {
+				checkpointTime.SetToCurrentTime()
+			}
+		}
+	}
+}
+
+// auditor is the leader's job that checks the stored log against its
+// checkpoints; what it finds is logged and counted (the alert
+// RegistryLogTampered).
+func auditor(st *Store, keys LogKeys, logger log.Logger) func(context.Context) {
+	return func(ctx context.Context) {
+		r, err := st.Audit(ctx, keys)
+		if err != nil {
+			if ctx.Err() == nil {
+				level.Warn(logger).Log("msg", "auditing the log failed; trying at the next audit", "err", err)
+			}
+			return
+		}
+		observeAudit(r)
+		for _, p := range r.Problems {
+			level.Error(logger).Log("msg", "the stored log does not match what was signed", "problem", p)
+		}
+		level.Info(logger).Log("msg", "audited the log", "leaves", r.Leaves, "checkpoints", r.Checkpoints, "problems", len(r.Problems))
+	}
+}
+
+// auditCommand is `events audit`.
+func auditCommand(ctx context.Context, d servicekit.Deps, cfg LogConfig) error {
+	keys, err := cfg.Keys()
+	if err != nil {
+		return err
+	}
+	r, err := NewStore(d.Store).Audit(ctx, keys)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "audited %d leaves (%d pruned events taken from the tiles) against %d checkpoints\n", r.Leaves, r.Kept, r.Checkpoints)
+	for _, p := range r.Problems {
+		fmt.Fprintln(os.Stdout, "MISMATCH", p)
+	}
+	if len(r.Problems) > 0 {
+		return fmt.Errorf("the stored log does not match what was signed: %d problems", len(r.Problems))
+	}
+	fmt.Fprintln(os.Stdout, "everything stored matches the signed checkpoints")
+	return nil
+}
+
+// afterEach runs job every interval, the first time after one, until ctx
+// ends.
+func afterEach(interval time.Duration, job func(context.Context)) func(context.Context) {
+	return func(ctx context.Context) {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				job(ctx)
+			}
 		}
 	}
 }

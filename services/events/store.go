@@ -20,7 +20,10 @@ import (
 
 // Store is the SQL of the events service: the feed, webhooks and their
 // deliveries, in schema events.
-type Store struct{ s *store.Store }
+type Store struct {
+	s    *store.Store
+	tree treeCache // the log's tree as this process last appended to it
+}
 
 // NewStore returns the store over s.
 func NewStore(s *store.Store) *Store { return &Store{s: s} }
@@ -58,7 +61,9 @@ func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored, que
 
 // StoreFromStream is StoreEvents for a batch read from the stream: in the
 // same transaction it records at (with the batch's last sequence) as where
-// the consumer resumes.
+// the consumer resumes. Each new event is also the log's next leaf: its
+// number is taken in the insert, and the tree grows by the batch before
+// the commit.
 func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch []Incoming) (stored, queued int, err error) {
 	ids, types, kinds, subjects, bodies := make([]string, len(batch)), make([]string, len(batch)),
 		make([]string, len(batch)), make([]string, len(batch)), make([]string, len(batch))
@@ -66,11 +71,13 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		e := in.Event
 		ids[i], types[i], kinds[i], subjects[i], bodies[i] = canonicalID(e.ID), e.Type, e.Subject.Kind, e.Subject.ID, string(in.Raw)
 	}
+	var tree *appender
 	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
 		// One round trip for the batch, however many events it holds: the
-		// position, the lock, the subscriptions and the events' insert
-		// travel together (each event a round trip of its own cost the
-		// database more than the event's insert).
+		// position, the lock, the log's size, the subscriptions and the
+		// events' insert travel together (each event a round trip of its
+		// own cost the database more than the event's insert); the log's
+		// tiles are a second.
 		b := &pgx.Batch{}
 		if at != nil {
 			for _, in := range batch {
@@ -80,20 +87,27 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 				ON CONFLICT (consumer) DO UPDATE SET stream = EXCLUDED.stream, stream_seq = EXCLUDED.stream_seq`,
 				at.Consumer, at.Stream, int64(at.StreamSeq))
 		}
-		// The lock serialises the transactions that number events, so the
-		// order of seq is the order of commits: a reader that sees seq n+1
-		// sees seq n (also while two replicas hand the consumer over).
-		b.Queue("SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))")
+		// The lock serialises the transactions that number events and
+		// leaves, so the order of seq is the order of commits: a reader
+		// that sees seq n+1 sees seq n (also while two replicas hand the
+		// consumer over), and leaves are numbered without a gap.
+		b.Queue(lockFeed)
+		b.Queue("SELECT size FROM log_state")
 		b.Queue("SELECT id, types FROM webhooks")
 		// The rows are numbered in the batch's order (unnest keeps it, the
 		// sort makes it explicit); an event stored before (a redelivery, a
-		// second publish, or twice in this batch) is left out.
-		b.Queue(`INSERT INTO events (seq, id, type, kind, subject_id, body)
-			SELECT nextval('events_seq'), id::uuid, type, kind, subject_id, body::json
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY
-				AS t(id, type, kind, subject_id, body, n)
-			ORDER BY n
-			ON CONFLICT (id) DO NOTHING RETURNING id::text, seq`, ids, types, kinds, subjects, bodies)
+		// second publish, or twice in this batch) is left out before
+		// numbering, so leaves follow each other.
+		b.Queue(`INSERT INTO events (seq, leaf, id, type, kind, subject_id, body)
+			SELECT nextval('events_seq'), s.size + row_number() OVER (ORDER BY t.n) - 1, t.id, t.type, t.kind, t.subject_id, t.body::json
+			FROM (SELECT DISTINCT ON (id) id::uuid AS id, type, kind, subject_id, body, n
+				FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY
+					AS u(id, type, kind, subject_id, body, n)
+				ORDER BY id, n) t
+			CROSS JOIN log_state s
+			WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = t.id)
+			ORDER BY t.n
+			RETURNING id::text, seq, leaf`, ids, types, kinds, subjects, bodies)
 		results := tx.SendBatch(ctx, b)
 		defer results.Close()
 		if at != nil {
@@ -104,6 +118,10 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		if _, err := results.Exec(); err != nil {
 			return store.Classify(err, "lock the feed")
 		}
+		var size int64
+		if err := results.QueryRow().Scan(&size); err != nil {
+			return store.Classify(err, "read the log's size")
+		}
 		hooks, err := subscriptions(results)
 		if err != nil {
 			return err
@@ -113,16 +131,29 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 			return store.Classify(err, "store events")
 		}
 		seqs := make(map[string]int64, len(batch))
+		leaves := make(map[string]int64, len(batch))
 		var id string
-		var seq int64
-		if _, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error { seqs[id] = seq; return nil }); err != nil {
+		var seq, leaf int64
+		if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &leaf}, func() error { seqs[id], leaves[id] = seq, leaf; return nil }); err != nil {
 			return store.Classify(err, "store events")
 		}
 		if err := results.Close(); err != nil {
 			return store.Classify(err, "store events")
 		}
 		stored = len(seqs)
-		if len(hooks) == 0 || stored == 0 {
+		if stored == 0 {
+			return nil
+		}
+		hashes := make([][]byte, stored)
+		for i := range batch {
+			if leaf, ok := leaves[ids[i]]; ok && leaf-size < int64(stored) && hashes[leaf-size] == nil {
+				hashes[leaf-size] = LeafHash(batch[i].Raw)
+			}
+		}
+		if tree, err = st.appendLeaves(ctx, tx, uint64(size), hashes); err != nil {
+			return err
+		}
+		if len(hooks) == 0 {
 			return nil
 		}
 		var d deliveryRows
@@ -150,6 +181,9 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		queued = len(d.ids)
 		return nil
 	})
+	if err == nil && tree != nil {
+		st.tree.put(tree)
+	}
 	return stored, queued, err
 }
 
@@ -285,10 +319,13 @@ func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
 	return h, nil
 }
 
-// Prune removes from the feed what is older than retention: every event
-// stored before the cutoff, except each subject's latest, which its
-// history keeps. A cursor from before what was removed is then a 410.
-func (st *Store) Prune(ctx context.Context, retention time.Duration) (int64, error) {
+// Prune moves the feed past what is older than retention: a cursor from
+// before is then a 410, and the feed starts after it. The events stay, for
+// the histories (kept for good by default) and the log. With
+// historyRetention set, events older than it leave the histories too,
+// except each subject's latest, so a resource that was ever written still
+// has a history; their leaves stay in the log's tiles.
+func (st *Store) Prune(ctx context.Context, retention, historyRetention time.Duration) (int64, error) {
 	var removed int64
 	err := store.InTx(ctx, st.s.Pool, "prune the feed", func(tx pgx.Tx) error {
 		var horizon *int64
@@ -298,14 +335,17 @@ func (st *Store) Prune(ctx context.Context, retention time.Duration) (int64, err
 		if horizon == nil {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM events e WHERE e.seq <= $1 AND EXISTS
-			(SELECT 1 FROM events later WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)`, *horizon)
-		if err != nil {
-			return store.Classify(err, "prune the feed")
+		if _, err := tx.Exec(ctx, `UPDATE feed_horizon SET pruned_through = greatest(pruned_through, $1)`, *horizon); err != nil {
+			return store.Classify(err, "move the retention horizon")
 		}
+		if historyRetention <= 0 {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM events e WHERE e.stored_at < now() - $1::interval AND e.seq <= $2 AND EXISTS
+			(SELECT 1 FROM events later WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)`,
+			historyRetention, *horizon)
 		removed = tag.RowsAffected()
-		_, err = tx.Exec(ctx, `UPDATE feed_horizon SET pruned_through = greatest(pruned_through, $1)`, *horizon)
-		return store.Classify(err, "move the retention horizon")
+		return store.Classify(err, "prune the histories")
 	})
 	return removed, err
 }

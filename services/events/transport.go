@@ -1,7 +1,9 @@
 package events
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/assetregistry/registry/pkg/apperr"
@@ -23,7 +25,14 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("GET", "/events", endpoints.Serve(e.Feed, decodeFeed))
 	for prefix := range HistoryKinds {
 		handle("GET", "/"+prefix+"/{id}/history", endpoints.Serve(e.History, decodeHistory))
+		// The gateway sends here only a GET carrying as_of
+		// (catalog.Resource.Query); the resource's owner answers the rest.
+		handle("GET", "/"+prefix+"/{id}", endpoints.Serve(e.AsOf, decodeAsOf))
 	}
+	handle("GET", "/log/checkpoint", endpoints.Serve(e.Checkpoint, noQuery))
+	handle("GET", "/log/keys", endpoints.Serve(e.LogKeys, noQuery))
+	handle("GET", "/log/inclusion", endpoints.Serve(e.Inclusion, decodeInclusion))
+	handle("GET", "/log/consistency", endpoints.Serve(e.Consistency, decodeConsistency))
 
 	handle("POST", "/webhooks", endpoints.Serve(e.CreateWebhook, httpx.Body[WebhookInput], endpoints.IdempotencyKey))
 	handle("GET", "/webhooks", endpoints.Serve(e.ListWebhooks, decodeList))
@@ -107,4 +116,70 @@ func decodeDeliveryPath(r *http.Request) (DeliveryPath, error) {
 		return DeliveryPath{}, err
 	}
 	return DeliveryPath{WebhookID: id, ID: delivery}, httpx.NoQuery(r)
+}
+
+func noQuery(r *http.Request) (struct{}, error) { return struct{}{}, httpx.NoQuery(r) }
+
+// decodeAsOf reads the resource, its id and as_of, which is required: a
+// value that is no RFC 3339 timestamp is a 400, one that names no real
+// instant a 422.
+func decodeAsOf(r *http.Request) (AsOfQuery, error) {
+	id, err := httpx.PathUUID(r, "id")
+	if err != nil {
+		return AsOfQuery{}, err
+	}
+	prefix, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	aq := AsOfQuery{Kind: HistoryKinds[prefix], ID: id}
+	q := httpx.ParseQuery(r, "as_of")
+	switch v := q.String("as_of"); {
+	case v == nil:
+		q.Invalid("as_of", "is required here: the instant to read the resource as it was, e.g. 2025-03-14T09:26:53Z")
+	default:
+		at, err := ParseInstant(*v)
+		switch {
+		case errors.Is(err, errInstantShape):
+			q.Bad("as_of", "%s", err.Error())
+		case err != nil:
+			q.Invalid("as_of", "%s", err.Error())
+		}
+		aq.At = at
+	}
+	return aq, q.Err()
+}
+
+// leafNumber reads a non-negative integer parameter (digits only).
+func leafNumber(q *httpx.Query, name string) *uint64 {
+	v := q.String(name)
+	if v == nil {
+		return nil
+	}
+	n, err := strconv.ParseUint(*v, 10, 63)
+	if err != nil || strings.TrimLeft(*v, "0123456789") != "" {
+		q.Bad(name, "must be a whole number from 0")
+		return nil
+	}
+	return &n
+}
+
+// decodeInclusion reads the event (event_id or leaf_index, exactly one)
+// and tree_size.
+func decodeInclusion(r *http.Request) (InclusionQuery, error) {
+	q := httpx.ParseQuery(r, "event_id", "leaf_index", "tree_size")
+	iq := InclusionQuery{EventID: q.UUID("event_id"), LeafIndex: leafNumber(q, "leaf_index"), TreeSize: leafNumber(q, "tree_size")}
+	if (q.String("event_id") == nil) == (q.String("leaf_index") == nil) {
+		q.Invalid("event_id", "name the event: give event_id or leaf_index, one of them")
+	}
+	return iq, q.Err()
+}
+
+// decodeConsistency reads from (required) and to.
+func decodeConsistency(r *http.Request) (ConsistencyQuery, error) {
+	q := httpx.ParseQuery(r, "from", "to")
+	cq := ConsistencyQuery{To: leafNumber(q, "to")}
+	if from := leafNumber(q, "from"); from != nil {
+		cq.From = *from
+	} else if q.String("from") == nil {
+		q.Invalid("from", "is required: the size of the tree you hold a checkpoint of")
+	}
+	return cq, q.Err()
 }

@@ -159,14 +159,16 @@ func TestHTTPFeedErrors(t *testing.T) {
 }
 
 // A cursor from before what retention removed is a 410; histories keep
-// each subject's latest event.
+// every event past the feed's retention, and past their own only each
+// subject's latest.
 func TestHTTPFeedRetention(t *testing.T) {
 	s := servicetest.Start(t, Spec())
 	org := uuid.NewString()
 	first := s.Call(200, "GET", "/events?after=now", s.RO, nil)
 	publish(t, s, event("organization", "created", org), event("organization", "updated", org))
 	oldCursor := next(t, first.Header.Get("Link"))
-	if _, err := NewStore(s.Built.Store).Prune(t.Context(), 0); err != nil {
+	st := NewStore(s.Built.Store)
+	if _, err := st.Prune(t.Context(), 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	gone := s.Call(410, "GET", oldCursor, s.RO, nil)
@@ -176,13 +178,19 @@ func TestHTTPFeedRetention(t *testing.T) {
 	if got := s.Call(200, "GET", "/events", s.RO, nil).List(); len(got) != 0 {
 		t.Errorf("pruned events are still in the feed: %v", ids(got))
 	}
-	if h := s.Call(200, "GET", "/organizations/"+org+"/history", s.RO, nil).List(); len(h) != 1 || h[0]["type"] != "organization.updated" {
-		t.Errorf("history after pruning: %v", h)
+	if h := s.Call(200, "GET", "/organizations/"+org+"/history", s.RO, nil).List(); len(h) != 2 {
+		t.Errorf("history after the feed's retention: %v", h)
 	}
 	after := event("organization", "deleted", org)
 	publish(t, s, after)
 	if got := ids(s.Call(200, "GET", "/events", s.RO, nil).List()); fmt.Sprint(got) != fmt.Sprint([]string{after.ID}) {
 		t.Errorf("feed after pruning: %v", got)
+	}
+	if n, err := st.Prune(t.Context(), 0, time.Nanosecond); err != nil || n != 2 {
+		t.Fatalf("past the histories' retention: %d removed, %v", n, err)
+	}
+	if h := s.Call(200, "GET", "/organizations/"+org+"/history", s.RO, nil).List(); len(h) != 1 || h[0]["type"] != "organization.deleted" {
+		t.Errorf("history after its own retention: %v", h)
 	}
 }
 

@@ -487,7 +487,8 @@ func checkObservability(t *testing.T, docs []Doc) {
 	}
 	for _, want := range []string{"RegistryAvailabilityBudgetBurn", "RegistryLatencyBudgetBurn", "RegistryHigh5xxRatio",
 		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures",
-		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay"} {
+		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay",
+		"RegistryLogTampered", "RegistryLogCheckpointStale"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

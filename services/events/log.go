@@ -1,0 +1,266 @@
+package events
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// The transparency log's tree: RFC 6962 hashing (transparency-dev/merkle's
+// hasher, compact ranges and proof plans), its node hashes kept in tiles.
+// This file is plain Go; logstore.go reads and writes the tiles.
+
+// A tile holds tileWidth hashes of one tree level that is a multiple of
+// tileHeight: any node is at most tileHeight-1 levels above a tile's row,
+// so it is hashed from at most tileWidth-1 of them, and a proof in a tree
+// of 10 million leaves reads a handful of tiles.
+const (
+	tileHeight = 8
+	tileWidth  = 1 << tileHeight
+	hashSize   = 32
+)
+
+var (
+	hasher = rfc6962.DefaultHasher
+	ranges = &compact.RangeFactory{Hash: hasher.HashChildren}
+)
+
+// LeafHash is the hash of a log entry's bytes (RFC 6962: SHA-256 of 0x00
+// and the bytes).
+func LeafHash(entry []byte) []byte { return hasher.HashLeaf(entry) }
+
+// emptyRoot is the root of the tree without leaves.
+func emptyRoot() []byte { return hasher.EmptyRoot() }
+
+// tileID names a tile: the tree level Level*tileHeight, hashes from
+// Index*tileWidth on.
+type tileID struct {
+	Level uint
+	Index uint64
+}
+
+// tile is a tile's hashes, 32 bytes each.
+type tile struct {
+	ID     tileID
+	Hashes []byte
+}
+
+// tileOf is the tile holding the row of node id's subtree it is hashed
+// from, and where that row starts and how wide it is.
+func tileOf(id compact.NodeID) (t tileID, first uint64, width uint64) {
+	level := id.Level / tileHeight
+	up := id.Level % tileHeight
+	first = id.Index << up
+	return tileID{Level: level, Index: first / tileWidth}, first % tileWidth, 1 << up
+}
+
+// tilesFor lists the tiles that hold ids, each once.
+func tilesFor(ids []compact.NodeID) []tileID {
+	var out []tileID
+	for _, id := range ids {
+		t, _, _ := tileOf(id)
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// tileSet is tiles read from the store.
+type tileSet map[tileID][]byte
+
+// node is the hash of node id, from the tile row under it.
+func (s tileSet) node(id compact.NodeID) ([]byte, error) {
+	t, first, width := tileOf(id)
+	row := s[t]
+	if uint64(len(row)) < (first+width)*hashSize {
+		return nil, fmt.Errorf("log: node %d/%d is not stored (tile %d/%d holds %d hashes)", id.Level, id.Index, t.Level, t.Index, len(row)/hashSize)
+	}
+	if width == 1 {
+		return slices.Clone(row[first*hashSize : (first+1)*hashSize]), nil
+	}
+	r := ranges.NewEmptyRange(0)
+	for i := first; i < first+width; i++ {
+		if err := r.Append(row[i*hashSize:(i+1)*hashSize], nil); err != nil {
+			return nil, err
+		}
+	}
+	return r.GetRootHash(nil)
+}
+
+// nodes are the hashes of ids.
+func (s tileSet) nodes(ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		h, err := s.node(id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// proofHashes turns a proof plan into its hashes, reading its nodes'
+// tiles through read.
+func proofHashes(plan proof.Nodes, read func([]tileID) (tileSet, error)) ([][]byte, error) {
+	if len(plan.IDs) == 0 {
+		return [][]byte{}, nil
+	}
+	tiles, err := read(tilesFor(plan.IDs))
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := tiles.nodes(plan.IDs)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Rehash(hashes, hasher.HashChildren)
+}
+
+// InclusionProof is the proof that leaf index is in the tree of size.
+func InclusionProof(index, size uint64, read func([]tileID) (tileSet, error)) ([][]byte, error) {
+	plan, err := proof.Inclusion(index, size)
+	if err != nil {
+		return nil, err
+	}
+	return proofHashes(plan, read)
+}
+
+// ConsistencyProof is the proof that the tree of size from is a prefix of
+// the tree of size to.
+func ConsistencyProof(from, to uint64, read func([]tileID) (tileSet, error)) ([][]byte, error) {
+	plan, err := proof.Consistency(from, to)
+	if err != nil {
+		return nil, err
+	}
+	return proofHashes(plan, read)
+}
+
+// appender grows the tree: the compact range of its leaves (the right
+// border, O(log n) hashes) and, per tile level, the last tile, partial or
+// just completed. It is a value the store keeps between batches and
+// replaces only once a batch has committed.
+type appender struct {
+	rng  *compact.Range
+	last map[uint]*tile
+}
+
+// newAppender is the appender of an empty tree.
+func newAppender() *appender {
+	return &appender{rng: ranges.NewEmptyRange(0), last: map[uint]*tile{}}
+}
+
+// Size is the number of leaves.
+func (a *appender) Size() uint64 { return a.rng.End() }
+
+// Root is the tree's root hash.
+func (a *appender) Root() ([]byte, error) {
+	if a.Size() == 0 {
+		return emptyRoot(), nil
+	}
+	return a.rng.GetRootHash(nil)
+}
+
+// clone is a copy to append to while the original stays as it was.
+func (a *appender) clone() *appender {
+	hashes := make([][]byte, len(a.rng.Hashes()))
+	copy(hashes, a.rng.Hashes())
+	rng, err := ranges.NewRange(0, a.rng.End(), hashes)
+	if err != nil {
+		panic(err) // the hashes are the range's own
+	}
+	out := &appender{rng: rng, last: make(map[uint]*tile, len(a.last))}
+	for level, t := range a.last {
+		out.last[level] = &tile{ID: t.ID, Hashes: slices.Clone(t.Hashes)}
+	}
+	return out
+}
+
+// Append adds leaves (their hashes) and returns the tiles that changed,
+// in the order they began.
+func (a *appender) Append(leafHashes [][]byte) ([]tile, error) {
+	var changed []*tile
+	var failed error
+	visit := func(id compact.NodeID, hash []byte) {
+		if id.Level%tileHeight != 0 || failed != nil {
+			return
+		}
+		level := id.Level / tileHeight
+		at := tileID{Level: level, Index: id.Index / tileWidth}
+		t := a.last[level]
+		if t == nil || t.ID != at {
+			t = &tile{ID: at}
+			a.last[level] = t
+		}
+		if uint64(len(t.Hashes)/hashSize) != id.Index%tileWidth {
+			failed = fmt.Errorf("log: tile %d/%d holds %d hashes, node %d comes next", at.Level, at.Index, len(t.Hashes)/hashSize, id.Index)
+			return
+		}
+		t.Hashes = append(t.Hashes, hash...)
+		if !slices.Contains(changed, t) {
+			changed = append(changed, t)
+		}
+	}
+	for _, h := range leafHashes {
+		if err := a.rng.Append(h, visit); err != nil {
+			return nil, err
+		}
+		if failed != nil {
+			return nil, failed
+		}
+	}
+	out := make([]tile, len(changed))
+	for i, t := range changed {
+		out[i] = tile{ID: t.ID, Hashes: slices.Clone(t.Hashes)}
+	}
+	return out, nil
+}
+
+// treeTiles are the tiles an appender for a tree of size needs: those
+// under the nodes of its right border, and the last tile of each level.
+func treeTiles(size uint64) []tileID {
+	ids := tilesFor(compact.RangeNodes(0, size, nil))
+	for level := uint(0); size>>(level*tileHeight) > 0; level++ {
+		count := size >> (level * tileHeight)
+		if count%tileWidth == 0 {
+			continue // the last tile is full; the next node starts a new one
+		}
+		if t := (tileID{Level: level, Index: count / tileWidth}); !slices.Contains(ids, t) {
+			ids = append(ids, t)
+		}
+	}
+	return ids
+}
+
+// loadAppender is the appender of the stored tree of size, from the tiles
+// treeTiles(size) names.
+func loadAppender(size uint64, tiles tileSet) (*appender, error) {
+	border := compact.RangeNodes(0, size, nil)
+	hashes, err := tiles.nodes(border)
+	if err != nil {
+		return nil, err
+	}
+	rng, err := ranges.NewRange(0, size, hashes)
+	if err != nil {
+		return nil, err
+	}
+	a := &appender{rng: rng, last: map[uint]*tile{}}
+	for level := uint(0); size>>(level*tileHeight) > 0; level++ {
+		count := size >> (level * tileHeight)
+		width := count % tileWidth
+		if width == 0 {
+			continue
+		}
+		id := tileID{Level: level, Index: count / tileWidth}
+		row := tiles[id]
+		if uint64(len(row)) < width*hashSize {
+			return nil, fmt.Errorf("log: tile %d/%d holds %d hashes, the tree of %d leaves needs %d", level, id.Index, len(row)/hashSize, size, width)
+		}
+		a.last[level] = &tile{ID: id, Hashes: slices.Clone(row[:width*hashSize])}
+	}
+	return a, nil
+}

@@ -1,0 +1,327 @@
+package events
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/transparency-dev/merkle/proof"
+
+	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
+)
+
+const testOrigin = "registry.test/log"
+
+// startSigning runs the service with a signing key; keys verify what it
+// signs.
+func startSigning(t *testing.T) (*servicetest.Service, LogKeys) {
+	t.Helper()
+	signing, _ := newTestKey(t, testOrigin)
+	cfg := DefaultConfig()
+	cfg.Log.SigningKey = signing
+	keys, err := cfg.Log.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return servicetest.Start(t, SpecWith(cfg)), keys
+}
+
+// sign signs a checkpoint of the log as it is now.
+func sign(t *testing.T, s *servicetest.Service, keys LogKeys) Checkpoint {
+	t.Helper()
+	c, _, err := NewStore(s.Built.Store).SignCheckpoint(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// b64 reads the standard base64 of a JSON answer.
+func decodeB64(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(v.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func hashesOf(t *testing.T, v any) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, h := range v.([]any) {
+		out = append(out, decodeB64(t, h))
+	}
+	return out
+}
+
+// Every stored event is the next leaf, in feed order and without a gap
+// (also when a batch repeats an event or holds one stored before); the
+// checkpoint the service signs opens with its key, and the inclusion proof
+// of every event, and the consistency proof from an earlier checkpoint,
+// verify against it with the library's verifier.
+func TestLogProvesEveryEvent(t *testing.T) {
+	s, keys := startSigning(t)
+	s.Call(404, "GET", "/log/checkpoint", s.RO, nil)
+	org := uuid.NewString()
+	first := event("organization", "created", org)
+	publish(t, s, first)
+	early := sign(t, s, keys)
+	second := event("organization", "updated", org)
+	publish(t, s, first, second, second, event("asset", "created", uuid.NewString()))
+	var batch []outbox.Event
+	for range 300 { // past a tile of 256 leaves
+		batch = append(batch, event("asset", "created", uuid.NewString()))
+	}
+	publish(t, s, batch...)
+	latest := sign(t, s, keys)
+	if early.Size != 1 || latest.Size != 303 {
+		t.Fatalf("checkpoints of %d and %d leaves, want 1 and 303", early.Size, latest.Size)
+	}
+
+	rows, err := s.Built.Store.Pool.Query(t.Context(), `SELECT leaf, body::text FROM events ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaves []int64
+	var bodies []string
+	for rows.Next() {
+		var leaf int64
+		var body string
+		if err := rows.Scan(&leaf, &body); err != nil {
+			t.Fatal(err)
+		}
+		leaves, bodies = append(leaves, leaf), append(bodies, body)
+	}
+	for i, leaf := range leaves {
+		if leaf != int64(i) {
+			t.Fatalf("leaves in feed order %v..., want 0, 1, 2...", leaves[:min(len(leaves), 10)])
+		}
+	}
+
+	c := s.Call(200, "GET", "/log/checkpoint", s.RO, nil).JSON()
+	opened, err := keys.Open(c["note"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opened.Size != 303 || c["origin"] != testOrigin || !bytes.Equal(opened.Root, decodeB64(t, c["root_hash"])) {
+		t.Errorf("checkpoint answer %v", c)
+	}
+	public := s.Call(200, "GET", "/log/keys", s.RO, nil).JSON()
+	if fmt.Sprint(public["keys"]) != fmt.Sprint(keys.Public()) {
+		t.Errorf("keys %v, want %v", public["keys"], keys.Public())
+	}
+
+	feed := s.Call(200, "GET", "/events?limit=1000", s.RO, nil).List()
+	for i, e := range feed {
+		if i%37 != 0 && i != len(feed)-1 {
+			continue
+		}
+		p := s.Call(200, "GET", "/log/inclusion?event_id="+e["id"].(string), s.RO, nil).JSON()
+		if p["leaf_index"] != float64(i) || p["tree_size"] != float64(303) {
+			t.Fatalf("proof of event %d: %v", i, p)
+		}
+		if err := proof.VerifyInclusion(hasher, uint64(i), 303, LeafHash([]byte(bodies[i])), hashesOf(t, p["hashes"]), opened.Root); err != nil {
+			t.Errorf("inclusion of leaf %d: %v", i, err)
+		}
+	}
+	// Against the earlier checkpoint, by leaf index.
+	p := s.Call(200, "GET", "/log/inclusion?leaf_index=0&tree_size=1", s.RO, nil).JSON()
+	if err := proof.VerifyInclusion(hasher, 0, 1, LeafHash([]byte(bodies[0])), hashesOf(t, p["hashes"]), early.Root); err != nil {
+		t.Errorf("inclusion in the first checkpoint: %v", err)
+	}
+	cp := s.Call(200, "GET", "/log/consistency?from=1", s.RO, nil).JSON()
+	if err := proof.VerifyConsistency(hasher, 1, 303, hashesOf(t, cp["hashes"]), early.Root, opened.Root); err != nil {
+		t.Errorf("consistency from 1 to 303: %v", err)
+	}
+
+	s.ErrorCases(t, []servicetest.ErrorCase{
+		{Name: "neither event nor leaf", Method: "GET", Path: "/log/inclusion", ReadOnly: true, Status: 422, Fields: []string{"event_id"}},
+		{Name: "both event and leaf", Method: "GET", Path: "/log/inclusion?leaf_index=1&event_id=" + first.ID, ReadOnly: true, Status: 422, Fields: []string{"event_id"}},
+		{Name: "an event never stored", Method: "GET", Path: "/log/inclusion?event_id=" + uuid.NewString(), ReadOnly: true, Status: 404},
+		{Name: "a leaf past the tree", Method: "GET", Path: "/log/inclusion?leaf_index=303", ReadOnly: true, Status: 422, Fields: []string{"leaf_index"}},
+		{Name: "a tree past the latest checkpoint", Method: "GET", Path: "/log/inclusion?leaf_index=0&tree_size=304", ReadOnly: true, Status: 422, Fields: []string{"tree_size"}},
+		{Name: "a negative leaf", Method: "GET", Path: "/log/inclusion?leaf_index=-1", ReadOnly: true, Status: 400},
+		{Name: "a leaf that is no number", Method: "GET", Path: "/log/inclusion?leaf_index=1e3", ReadOnly: true, Status: 400},
+		{Name: "consistency without from", Method: "GET", Path: "/log/consistency", ReadOnly: true, Status: 422, Fields: []string{"from"}},
+		{Name: "consistency backwards", Method: "GET", Path: "/log/consistency?from=5&to=2", ReadOnly: true, Status: 422, Fields: []string{"from"}},
+		{Name: "consistency past the latest checkpoint", Method: "GET", Path: "/log/consistency?from=1&to=400", ReadOnly: true, Status: 422, Fields: []string{"to"}},
+	})
+}
+
+// Events stored before the log existed (no leaf) take theirs, in seq
+// order, before the new ones: the tree is the one of the feed's order.
+func TestLogBackfillsEventsStoredBefore(t *testing.T) {
+	s, keys := startSigning(t)
+	before := []outbox.Event{event("person", "created", uuid.NewString()), event("person", "created", uuid.NewString())}
+	publish(t, s, before...)
+	pool := s.Built.Store.Pool
+	// The state of a database the log's migration just ran on.
+	for _, sql := range []string{`UPDATE events SET leaf = NULL`, `DELETE FROM log_tiles`, `UPDATE log_state SET size = 0, root = NULL`} {
+		if _, err := pool.Exec(t.Context(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := NewStore(s.Built.Store)
+	if n, err := st.Backfill(t.Context()); err != nil || n != 2 {
+		t.Fatalf("backfilled %d, %v", n, err)
+	}
+	after := event("person", "created", uuid.NewString())
+	if _, _, err := st.StoreEvents(t.Context(), incoming(t, after)); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := st.SignCheckpoint(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := newAppender()
+	for _, e := range append(before, after) {
+		raw, _ := json.Marshal(e)
+		if _, err := tree.Append([][]byte{LeafHash(raw)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if root, _ := tree.Root(); c.Size != 3 || !bytes.Equal(root, c.Root) {
+		t.Errorf("checkpoint of %d leaves with another root than the feed's events", c.Size)
+	}
+}
+
+// A resource as it was: the data of its latest event at or before the
+// instant; a 404 before it existed and once it was deleted.
+func TestHTTPAsOf(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	asset := uuid.NewString()
+	at := func(e outbox.Event, when time.Time, serial string) outbox.Event {
+		e.Time, e.Data = when, json.RawMessage(`{"id":"`+asset+`","serial_number":"`+serial+`"}`)
+		return e
+	}
+	t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	publish(t, s, at(event("asset", "created", asset), t0, "SN-1"),
+		at(event("asset", "updated", asset), t0.Add(time.Hour), "SN-2"),
+		at(event("asset", "deleted", asset), t0.Add(2*time.Hour), "SN-2"))
+	for _, c := range []struct {
+		asOf   string
+		status int
+		serial string
+	}{
+		{"2025-03-14T08:59:59Z", 404, ""},
+		{"2025-03-14T09:00:00Z", 200, "SN-1"},
+		{"2025-03-14T10:30:00%2B01:00", 200, "SN-1"}, // 09:30 UTC
+		{"2025-03-14T10:30:00+01:00", 200, "SN-1"},   // the + read as a space, taken back
+		{"2025-03-14T10:00:00.5z", 200, "SN-2"},
+		{"2025-03-14T11:00:00Z", 404, ""},
+	} {
+		r := s.Call(c.status, "GET", "/assets/"+asset+"?as_of="+c.asOf, s.RO, nil)
+		if c.status == 200 && r.JSON()["serial_number"] != c.serial {
+			t.Errorf("as_of %s: %s, want %s", c.asOf, r.Raw, c.serial)
+		}
+	}
+	s.ErrorCases(t, []servicetest.ErrorCase{
+		{Name: "as_of that is no timestamp", Method: "GET", Path: "/assets/" + asset + "?as_of=yesterday", ReadOnly: true, Status: 400},
+		{Name: "as_of without a zone", Method: "GET", Path: "/assets/" + asset + "?as_of=2025-03-14T09:00:00", ReadOnly: true, Status: 400},
+		{Name: "as_of a date that does not exist", Method: "GET", Path: "/assets/" + asset + "?as_of=2025-02-30T09:00:00Z", ReadOnly: true, Status: 422, Fields: []string{"as_of"}},
+		{Name: "as_of year 0", Method: "GET", Path: "/assets/" + asset + "?as_of=0000-01-01T00:00:00Z", ReadOnly: true, Status: 422, Fields: []string{"as_of"}},
+		{Name: "as_of left out", Method: "GET", Path: "/assets/" + asset, ReadOnly: true, Status: 422, Fields: []string{"as_of"}},
+		{Name: "another kind's id", Method: "GET", Path: "/people/" + asset + "?as_of=2025-03-14T09:30:00Z", ReadOnly: true, Status: 404},
+		{Name: "another parameter", Method: "GET", Path: "/assets/" + asset + "?as_of=2025-03-14T09:30:00Z&limit=1", ReadOnly: true, Status: 400},
+	})
+}
+
+func TestParseInstant(t *testing.T) {
+	for in, want := range map[string]string{
+		"2025-03-14T09:26:53Z":                "2025-03-14T09:26:53Z",
+		"2025-03-14t09:26:53.123456789z":      "2025-03-14T09:26:53.123456789Z",
+		"2025-03-14T10:26:53+01:00":           "2025-03-14T09:26:53Z",
+		"2025-03-14T10:26:53 01:00":           "2025-03-14T09:26:53Z",
+		"2024-02-29T00:00:00Z":                "2024-02-29T00:00:00Z",
+		"2025-02-29T00:00:00Z":                "value",
+		"2025-03-14T24:00:00Z":                "value",
+		"0000-12-31T00:00:00Z":                "value",
+		"2025-03-14":                          "shape",
+		"2025-03-14T09:26Z":                   "shape",
+		"2025-03-14T09:26:53.1234567891Z":     "shape",
+		"+2025-03-14T09:26:53Z":               "shape",
+		"2025-03-14T09:26:53+0100":            "shape",
+		strconv.Itoa(1741944413):              "shape",
+		"2025-03-14T09:26:53Z\n":              "shape",
+		"2025-03-14T09:26:53-00:00 ":          "shape",
+		"10000-03-14T09:26:53Z":               "shape",
+		"2025-13-14T09:26:53Z":                "value",
+		"2025-03-14T09:26:60Z":                "value",
+		"2025-03-14T09:26:53.000000000+00:00": "2025-03-14T09:26:53Z",
+	} {
+		got, err := ParseInstant(in)
+		switch {
+		case err == errInstantShape:
+			if want != "shape" {
+				t.Errorf("%q: %v, want %s", in, err, want)
+			}
+		case err == errInstantValue:
+			if want != "value" {
+				t.Errorf("%q: %v, want %s", in, err, want)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", in, err)
+		case got.Format(time.RFC3339Nano) != want:
+			t.Errorf("%q: %s, want %s", in, got.Format(time.RFC3339Nano), want)
+		}
+	}
+}
+
+// The self-audit finds nothing in a log as it was written, and names the
+// leaf and the checkpoint when one stored byte of an event changed after
+// the fact (an UPDATE run in PostgreSQL), and a checkpoint whose stored
+// root was changed.
+func TestAuditSeesOneChangedByte(t *testing.T) {
+	s, keys := startSigning(t)
+	st := NewStore(s.Built.Store)
+	var batch []outbox.Event
+	for range 20 {
+		batch = append(batch, event("asset", "created", uuid.NewString()))
+	}
+	publish(t, s, batch[:10]...)
+	sign(t, s, keys)
+	publish(t, s, batch[10:]...)
+	sign(t, s, keys)
+	r, err := st.Audit(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) != 0 || r.Leaves != 20 || r.Checkpoints != 2 {
+		t.Fatalf("audit of an untouched log: %+v", r)
+	}
+	pool := s.Built.Store.Pool
+	// One byte: the actor's first letter.
+	if tag, err := pool.Exec(t.Context(), `UPDATE events SET body = regexp_replace(body::text, '"actor":"r', '"actor":"R')::json WHERE leaf = 3`); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("tampering: %v %v", tag, err)
+	}
+	r, err = st.Audit(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprint(r.Problems)
+	for _, want := range []string{"leaf 3 (event " + batch[3].ID, "checkpoint 10: the stored events derive root", "checkpoint 20: the stored events derive root"} {
+		if !bytes.Contains([]byte(text), []byte(want)) {
+			t.Errorf("audit does not say %q: %v", want, r.Problems)
+		}
+	}
+	if _, err := pool.Exec(t.Context(), `UPDATE events SET body = regexp_replace(body::text, '"actor":"R', '"actor":"r')::json WHERE leaf = 3`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `UPDATE checkpoints SET root = $1 WHERE size = 10`, LeafHash(nil)); err != nil {
+		t.Fatal(err)
+	}
+	r, err = st.Audit(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) == 0 || !bytes.Contains([]byte(fmt.Sprint(r.Problems)), []byte("checkpoint 10: its stored size and root are not the signed ones")) {
+		t.Errorf("audit of a changed checkpoint: %v", r.Problems)
+	}
+}

@@ -1,0 +1,313 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// The SQL of the transparency log: tiles, the tree's state, checkpoints.
+// Leaves are appended only under the feed's lock (the transaction-level
+// advisory lock that numbers events), so one writer at a time, whichever
+// process it is, grows the tree.
+
+// treeCache is the appender of the tree as last committed by this
+// process; a transaction that finds the tree at another size (another
+// process appended) loads it from the tiles instead.
+type treeCache struct {
+	mu  sync.Mutex
+	app *appender
+}
+
+func (c *treeCache) get(size uint64) *appender {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.app != nil && c.app.Size() == size {
+		return c.app.clone()
+	}
+	return nil
+}
+
+func (c *treeCache) put(a *appender) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.app = a
+}
+
+// lockFeed is the statement that serialises whatever numbers events or
+// leaves: a reader that sees seq (or leaf) n+1 sees n.
+const lockFeed = "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"
+
+// appenderAt returns the appender of the stored tree of size, inside tx
+// (which holds the feed's lock).
+func (st *Store) appenderAt(ctx context.Context, tx pgx.Tx, size uint64) (*appender, error) {
+	if size == 0 {
+		return newAppender(), nil
+	}
+	if a := st.tree.get(size); a != nil {
+		return a, nil
+	}
+	tiles, err := readTiles(ctx, tx, treeTiles(size))
+	if err != nil {
+		return nil, err
+	}
+	return loadAppender(size, tiles)
+}
+
+// appendLeaves adds the leaves (their hashes), numbered from size on, and
+// writes the tiles and the state; tx holds the feed's lock. It returns the
+// appender to keep once tx commits.
+func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, size uint64, leafHashes [][]byte) (*appender, error) {
+	a, err := st.appenderAt(ctx, tx, size)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := a.Append(leafHashes)
+	if err != nil {
+		return nil, err
+	}
+	root, err := a.Root()
+	if err != nil {
+		return nil, err
+	}
+	levels, indexes, hashes := make([]int16, len(changed)), make([]int64, len(changed)), make([][]byte, len(changed))
+	for i, t := range changed {
+		levels[i], indexes[i], hashes[i] = int16(t.ID.Level), int64(t.ID.Index), t.Hashes
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO log_tiles (level, idx, hashes) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
+		ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`, levels, indexes, hashes)
+	b.Queue(`UPDATE log_state SET size = $1, root = $2`, int64(a.Size()), root)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, store.Classify(err, "append to the log")
+	}
+	return a, nil
+}
+
+// readTiles reads the tiles ids (a tile not stored is left out).
+func readTiles(ctx context.Context, q store.Querier, ids []tileID) (tileSet, error) {
+	levels, indexes := make([]int16, len(ids)), make([]int64, len(ids))
+	for i, id := range ids {
+		levels[i], indexes[i] = int16(id.Level), int64(id.Index)
+	}
+	rows, err := q.Query(ctx, `SELECT t.level, t.idx, t.hashes FROM log_tiles t
+		JOIN unnest($1::smallint[], $2::bigint[]) AS w(level, idx) ON t.level = w.level AND t.idx = w.idx`, levels, indexes)
+	if err != nil {
+		return nil, store.Classify(err, "read the log's tiles")
+	}
+	out := tileSet{}
+	var level int16
+	var idx int64
+	var hashes []byte
+	_, err = pgx.ForEachRow(rows, []any{&level, &idx, &hashes}, func() error {
+		out[tileID{Level: uint(level), Index: uint64(idx)}] = append([]byte(nil), hashes...)
+		return nil
+	})
+	return out, store.Classify(err, "read the log's tiles")
+}
+
+// tileReader reads tiles with q, for the proofs.
+func tileReader(ctx context.Context, q store.Querier) func([]tileID) (tileSet, error) {
+	return func(ids []tileID) (tileSet, error) { return readTiles(ctx, q, ids) }
+}
+
+// LogState is the tree's size and root hash.
+func (st *Store) LogState(ctx context.Context) (size uint64, root []byte, err error) {
+	var n int64
+	err = st.s.DB(ctx).QueryRow(ctx, `SELECT size, root FROM log_state`).Scan(&n, &root)
+	if err != nil {
+		return 0, nil, store.Classify(err, "read the log's state")
+	}
+	if n == 0 {
+		root = emptyRoot()
+	}
+	return uint64(n), root, nil
+}
+
+// errNoLeaves is what backfilling returns when nothing was left.
+var errNoLeaves = errors.New("no events without a leaf")
+
+// Backfill gives the events stored before the log existed their leaves,
+// in seq order, a thousand per transaction. The consumer's leader runs it
+// before it stores anything new, so leaves follow the feed's order.
+func (st *Store) Backfill(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := st.backfillSome(ctx, 1000)
+		if errors.Is(err, errNoLeaves) {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+}
+
+func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
+	var added int
+	var kept *appender
+	err := store.InTx(ctx, st.s.Pool, "give events their leaves", func(tx pgx.Tx) error {
+		var size int64
+		if _, err := tx.Exec(ctx, lockFeed); err != nil {
+			return store.Classify(err, "lock the feed")
+		}
+		if err := tx.QueryRow(ctx, `SELECT size FROM log_state`).Scan(&size); err != nil {
+			return store.Classify(err, "read the log's state")
+		}
+		rows, err := tx.Query(ctx, `SELECT seq, body::text FROM events WHERE leaf IS NULL ORDER BY seq LIMIT $1`, limit)
+		if err != nil {
+			return store.Classify(err, "read events without a leaf")
+		}
+		var seqs, leaves []int64
+		var hashes [][]byte
+		var seq int64
+		var body string
+		if _, err := pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
+			leaves = append(leaves, size+int64(len(seqs)))
+			seqs = append(seqs, seq)
+			hashes = append(hashes, LeafHash([]byte(body)))
+			return nil
+		}); err != nil {
+			return store.Classify(err, "read events without a leaf")
+		}
+		if len(seqs) == 0 {
+			return errNoLeaves
+		}
+		if _, err := tx.Exec(ctx, `UPDATE events e SET leaf = u.leaf FROM unnest($1::bigint[], $2::bigint[]) AS u(seq, leaf)
+			WHERE e.seq = u.seq`, seqs, leaves); err != nil {
+			return store.Classify(err, "number events in the log")
+		}
+		a, err := st.appendLeaves(ctx, tx, uint64(size), hashes)
+		kept, added = a, len(seqs)
+		return err
+	})
+	if err == nil {
+		st.tree.put(kept)
+	}
+	return added, err
+}
+
+// SignCheckpoint signs the tree as it is, unless the latest checkpoint
+// has its size already; it returns the checkpoint and whether it is new.
+func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (Checkpoint, bool, error) {
+	size, root, err := st.LogState(ctx)
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	latest, err := st.LatestCheckpoint(ctx)
+	if err == nil && latest.Size == size {
+		return latest, false, nil
+	}
+	if err != nil && !apperr.Is(err, apperr.KindNotFound) {
+		return Checkpoint{}, false, err
+	}
+	c, err := keys.Sign(size, root)
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	_, err = st.s.Pool.Exec(ctx, `INSERT INTO checkpoints (size, root, note) VALUES ($1, $2, $3) ON CONFLICT (size) DO NOTHING`,
+		int64(c.Size), c.Root, c.Note)
+	return c, true, store.Classify(err, "store a checkpoint")
+}
+
+// LatestCheckpoint is the newest signed checkpoint (404 when none yet).
+func (st *Store) LatestCheckpoint(ctx context.Context) (Checkpoint, error) {
+	return st.checkpoint(ctx, `SELECT size, root, note FROM checkpoints ORDER BY size DESC LIMIT 1`)
+}
+
+// CheckpointAt is the checkpoint signed at size (404 when none was).
+func (st *Store) CheckpointAt(ctx context.Context, size uint64) (Checkpoint, error) {
+	return st.checkpoint(ctx, `SELECT size, root, note FROM checkpoints WHERE size = $1`, int64(size))
+}
+
+func (st *Store) checkpoint(ctx context.Context, sql string, args ...any) (Checkpoint, error) {
+	var c Checkpoint
+	var size int64
+	err := st.s.DB(ctx).QueryRow(ctx, sql, args...).Scan(&size, &c.Root, &c.Note)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, apperr.NotFound("checkpoint", "")
+	}
+	c.Size = uint64(size)
+	return c, store.Classify(err, "read a checkpoint")
+}
+
+// Checkpoints lists every signed checkpoint, oldest first.
+func (st *Store) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
+	rows, err := st.s.Pool.Query(ctx, `SELECT size, root, note FROM checkpoints ORDER BY size`)
+	if err != nil {
+		return nil, store.Classify(err, "read checkpoints")
+	}
+	var out []Checkpoint
+	var c Checkpoint
+	var size int64
+	_, err = pgx.ForEachRow(rows, []any{&size, &c.Root, &c.Note}, func() error {
+		c.Size = uint64(size)
+		out = append(out, c)
+		return nil
+	})
+	return out, store.Classify(err, "read checkpoints")
+}
+
+// LeafOf is the leaf index of the event id (404 when the event is not
+// stored, or has no leaf yet).
+func (st *Store) LeafOf(ctx context.Context, id uuid.UUID) (uint64, error) {
+	var leaf *int64
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT leaf FROM events WHERE id = $1`, id).Scan(&leaf)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && leaf == nil) {
+		return 0, apperr.NotFound("event", id.String())
+	}
+	if err != nil {
+		return 0, store.Classify(err, "find an event's leaf")
+	}
+	return uint64(*leaf), nil
+}
+
+// InclusionProof is the proof that leaf is in the tree of size.
+func (st *Store) InclusionProof(ctx context.Context, leaf, size uint64) ([][]byte, error) {
+	hashes, err := InclusionProof(leaf, size, tileReader(ctx, st.s.DB(ctx)))
+	if err != nil {
+		return nil, fmt.Errorf("inclusion proof of leaf %d in %d: %w", leaf, size, err)
+	}
+	return hashes, nil
+}
+
+// ConsistencyProof is the proof that the tree of size from is a prefix of
+// the tree of size to.
+func (st *Store) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byte, error) {
+	hashes, err := ConsistencyProof(from, to, tileReader(ctx, st.s.DB(ctx)))
+	if err != nil {
+		return nil, fmt.Errorf("consistency proof from %d to %d: %w", from, to, err)
+	}
+	return hashes, nil
+}
+
+// AsOf is the data of the subject's latest event at or before at: the
+// resource as it was then; a 404 when it did not exist yet or was deleted
+// by then. Events of one resource are stored in commit order, and their
+// times (the commit's) grow with it.
+func (st *Store) AsOf(ctx context.Context, kind string, id uuid.UUID, at time.Time) (json.RawMessage, error) {
+	var typ string
+	var data []byte
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events
+		WHERE kind = $1 AND subject_id = $2 AND (body ->> 'time')::timestamptz <= $3
+		ORDER BY seq DESC LIMIT 1`, kind, id.String(), at).Scan(&typ, &data)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && strings.HasSuffix(typ, "."+outbox.OpDeleted)) {
+		return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("no %s %s existed at %s", kind, id, at.Format(time.RFC3339Nano)))
+	}
+	if err != nil {
+		return nil, store.Classify(err, "read a resource as it was")
+	}
+	return data, nil
+}

@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/peterbourgon/ff/v3 v3.4.0
 	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/transparency-dev/merkle v0.0.2
+	golang.org/x/mod v0.41.0
 	golang.org/x/oauth2 v0.37.0
 )
 

@@ -7,8 +7,10 @@ package devstack
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/process"
@@ -164,6 +167,12 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	s.Resource = s.RegistryURL
 	s.AuthURL = localURL(ports[catalog.IdentityProvider.Name])
 	s.SigningKeyFile = filepath.Join(o.Dir, "idp", "signing-key.pem")
+	// The transparency log's checkpoint key, made once and kept with the
+	// data, as a cluster keeps it in a Secret.
+	logKey, err := ensureLogKey(filepath.Join(o.Dir, "events", "log-signing-key"))
+	if err != nil {
+		return err
+	}
 	oidc := []string{"OIDC_ISSUER=" + s.AuthURL, "OIDC_AUDIENCE=" + s.Resource}
 	for _, svc := range catalog.Services {
 		s.ServiceURLs[svc.Name] = localURL(ports[svc.Name])
@@ -204,7 +213,7 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 		if svc.Name == "events" {
 			// Webhook receivers on this machine, which production refuses
 			// (plain http, loopback): the contract's rule for make run.
-			env = append(env, "WEBHOOKS_ALLOWED_ORIGINS=http://127.0.0.1:*")
+			env = append(env, "WEBHOOKS_ALLOWED_ORIGINS=http://127.0.0.1:*", "TRANSPARENCY_SIGNING_KEY="+logKey)
 		}
 		if peers := svc.Peers(); len(peers) > 0 {
 			id := identities[svc.Name]
@@ -618,3 +627,24 @@ func redact(raw string) string {
 	}
 	return strings.Replace(u.Redacted(), u.Path, "", 1)
 }
+
+// ensureLogKey returns the note signing key of the log's checkpoints kept
+// in file, making one the first time.
+func ensureLogKey(file string) (string, error) {
+	if b, err := os.ReadFile(file); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	signing, _, err := note.GenerateKey(rand.Reader, LogOrigin)
+	if err != nil {
+		return "", fmt.Errorf("devstack: log signing key: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return "", err
+	}
+	return signing, os.WriteFile(file, []byte(signing+"\n"), 0o600)
+}
+
+// LogOrigin names the transparency log of a local stack.
+const LogOrigin = "asset-registry.local/log"

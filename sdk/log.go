@@ -1,0 +1,160 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// The registry's transparency log: every event is a leaf of one
+// append-only Merkle tree (RFC 9162 hashing) whose size and root the
+// registry signs (C2SP tlog-checkpoint, an Ed25519 signed note). The
+// checks here need only the log's public key: keep it, and keep the
+// checkpoints you verified, and a registry that changed or removed what it
+// showed you cannot hide it.
+
+// Checkpoint is a signed checkpoint of the log.
+type Checkpoint struct {
+	Origin   string `json:"origin"`
+	TreeSize uint64 `json:"tree_size"`
+	RootHash []byte `json:"root_hash"`
+	// Note is the signed note: what VerifyCheckpoint checks, and what to
+	// keep.
+	Note string `json:"note"`
+}
+
+// InclusionProof proves that leaf LeafIndex is in the tree of TreeSize.
+type InclusionProof struct {
+	LeafIndex uint64   `json:"leaf_index"`
+	TreeSize  uint64   `json:"tree_size"`
+	Hashes    [][]byte `json:"hashes"`
+}
+
+// ConsistencyProof proves that the tree of From leaves is a prefix of the
+// tree of To.
+type ConsistencyProof struct {
+	From   uint64   `json:"from"`
+	To     uint64   `json:"to"`
+	Hashes [][]byte `json:"hashes"`
+}
+
+// LogKeys are the log's verifier keys, the one that signs now first.
+type LogKeys struct {
+	Origin string   `json:"origin"`
+	Keys   []string `json:"keys"`
+}
+
+// LatestCheckpoint is the registry's newest signed checkpoint, as it says:
+// check it with VerifyCheckpoint before relying on it.
+func (c *Client) LatestCheckpoint(ctx context.Context) (*Checkpoint, error) {
+	return get[Checkpoint](ctx, c, "/log/checkpoint")
+}
+
+// LogKeys are the keys the registry publishes. Take the key from a channel
+// you trust the first time (its operator publishes it), and compare.
+func (c *Client) LogKeys(ctx context.Context) (*LogKeys, error) {
+	return get[LogKeys](ctx, c, "/log/keys")
+}
+
+// EventInclusion is the proof that the event is in the tree of treeSize
+// leaves (0: the latest checkpoint's).
+func (c *Client) EventInclusion(ctx context.Context, eventID string, treeSize uint64) (*InclusionProof, error) {
+	q := url.Values{"event_id": {eventID}}
+	if treeSize > 0 {
+		q.Set("tree_size", strconv.FormatUint(treeSize, 10))
+	}
+	return send[InclusionProof](ctx, c, &call{method: http.MethodGet, path: "/log/inclusion", query: q}, nil)
+}
+
+// Consistency is the proof that the tree of from leaves (a checkpoint you
+// kept) is a prefix of the tree of to (0: the latest checkpoint's).
+func (c *Client) Consistency(ctx context.Context, from, to uint64) (*ConsistencyProof, error) {
+	q := url.Values{"from": {strconv.FormatUint(from, 10)}}
+	if to > 0 {
+		q.Set("to", strconv.FormatUint(to, 10))
+	}
+	return send[ConsistencyProof](ctx, c, &call{method: http.MethodGet, path: "/log/consistency", query: q}, nil)
+}
+
+// ErrUnverified is what every failed check wraps.
+var ErrUnverified = errors.New("registry: not verified")
+
+func unverified(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnverified, fmt.Sprintf(format, args...))
+}
+
+// VerifyCheckpoint checks a signed checkpoint with the log's verifier keys
+// (any of them may have signed it: a rotation keeps old ones) and reads
+// it.
+func VerifyCheckpoint(signed string, keys ...string) (Checkpoint, error) {
+	var verifiers []note.Verifier
+	for _, k := range keys {
+		v, err := note.NewVerifier(strings.TrimSpace(k))
+		if err != nil {
+			return Checkpoint{}, fmt.Errorf("registry: %q is not a note verifier key: %w", k, err)
+		}
+		verifiers = append(verifiers, v)
+	}
+	n, err := note.Open([]byte(signed), note.VerifierList(verifiers...))
+	if err != nil {
+		return Checkpoint{}, unverified("checkpoint signature: %v", err)
+	}
+	lines := strings.SplitN(n.Text, "\n", 4)
+	if len(lines) < 4 {
+		return Checkpoint{}, unverified("a checkpoint has an origin, a size and a root hash, one a line")
+	}
+	size, err := strconv.ParseUint(lines[1], 10, 64)
+	if err != nil || strconv.FormatUint(size, 10) != lines[1] {
+		return Checkpoint{}, unverified("checkpoint size %q", lines[1])
+	}
+	root, err := base64.StdEncoding.DecodeString(lines[2])
+	if err != nil || len(root) != rfc6962.DefaultHasher.Size() {
+		return Checkpoint{}, unverified("checkpoint root %q", lines[2])
+	}
+	if n.Sigs[0].Name != lines[0] {
+		return Checkpoint{}, unverified("checkpoint of log %q signed by key %q", lines[0], n.Sigs[0].Name)
+	}
+	return Checkpoint{Origin: lines[0], TreeSize: size, RootHash: root, Note: signed}, nil
+}
+
+// LeafHash is the hash of an event's bytes as a leaf of the log.
+func LeafHash(entry []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(entry) }
+
+// VerifyInclusion checks that entry (an event's bytes exactly as the
+// registry served them) is leaf p.LeafIndex of the tree a verified
+// checkpoint signed.
+func VerifyInclusion(cp Checkpoint, entry []byte, p InclusionProof) error {
+	if p.TreeSize != cp.TreeSize {
+		return unverified("a proof for a tree of %d leaves, the checkpoint has %d", p.TreeSize, cp.TreeSize)
+	}
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, p.TreeSize, LeafHash(entry), p.Hashes, cp.RootHash); err != nil {
+		return unverified("leaf %d: %v", p.LeafIndex, err)
+	}
+	return nil
+}
+
+// VerifyConsistency checks that the log of a newer verified checkpoint
+// holds the log of an older one unchanged: what was signed before was
+// neither changed nor removed. A client that keeps the checkpoints it has
+// seen calls it with each new one.
+func VerifyConsistency(older, newer Checkpoint, p ConsistencyProof) error {
+	if older.Origin != newer.Origin {
+		return unverified("checkpoints of two logs, %q and %q", older.Origin, newer.Origin)
+	}
+	if p.From != older.TreeSize || p.To != newer.TreeSize {
+		return unverified("a proof from %d to %d, the checkpoints have %d and %d", p.From, p.To, older.TreeSize, newer.TreeSize)
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, p.From, p.To, p.Hashes, older.RootHash, newer.RootHash); err != nil {
+		return unverified("consistency from %d to %d: %v", p.From, p.To, err)
+	}
+	return nil
+}

@@ -138,6 +138,8 @@ var Services = []Service{
 			{Name: "events", Prefixes: []string{"/events"}},
 			{Name: "webhooks", Prefixes: []string{"/webhooks"}},
 			{Name: "history", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
+			// An asset's record with the log's proofs, for offline checks.
+			{Name: "passport", Under: []string{"assets"}},
 			// A resource as it was at an instant, from its history.
 			{Name: "as_of", Query: "as_of", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
 			// The transparency log over every event: checkpoints, proofs, keys.

@@ -130,6 +130,8 @@ func TestRoute(t *testing.T) {
 		{"/actions/a/history/more", "actions", "actions"},
 		{"/organizations//history", "parties", "organizations"},
 		{"/events", "events", "events"},
+		{"/assets/x/passport", "events", "passport"},
+		{"/organizations/x/passport", "parties", "organizations"},
 		{"/webhooks/x/deliveries", "events", "webhooks"},
 		{"/nothing", "", ""},
 	}

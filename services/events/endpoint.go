@@ -30,6 +30,7 @@ type Endpoints struct {
 	Inclusion   endpoint.Endpoint
 	Consistency endpoint.Endpoint
 	AsOf        endpoint.Endpoint
+	Passport    endpoint.Endpoint
 }
 
 // feedBinding and historyBinding tie cursors to what issued them: a feed
@@ -77,6 +78,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		LogKeys:     endpoints.New(s.LogKeys),
 		Inclusion:   endpoints.New(s.Inclusion),
 		Consistency: endpoints.New(s.Consistency),
+		Passport:    endpoints.New(s.Passport),
 		// The resource as its owner's GET answered it then: its bytes as
 		// the event holds them.
 		AsOf: endpoints.New(func(ctx context.Context, q AsOfQuery) (httpx.RawJSON, error) {

@@ -1,16 +1,20 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -310,4 +314,102 @@ func (st *Store) AsOf(ctx context.Context, kind string, id uuid.UUID, at time.Ti
 		return nil, store.Classify(err, "read a resource as it was")
 	}
 	return data, nil
+}
+
+// PassportEvents reads, in one snapshot, the events of an asset's
+// passport among the first size leaves: the asset's, its type's (the one
+// its latest event names), those of every action ever recorded on it, of
+// their action documents and of the documents these linked; in leaf
+// order. A 404 when the asset has no event in the tree of size.
+func (st *Store) PassportEvents(ctx context.Context, asset uuid.UUID, size uint64) ([]loggedEvent, error) {
+	var out []loggedEvent
+	err := readSnapshot(ctx, st.s.Pool, "read a passport's events", func(tx pgx.Tx) error {
+		read := func(where string, args ...any) ([]loggedEvent, error) {
+			rows, err := tx.Query(ctx, `SELECT leaf, body::text FROM events WHERE leaf < $1 AND `+where+` ORDER BY leaf`,
+				append([]any{int64(size)}, args...)...)
+			if err != nil {
+				return nil, store.Classify(err, "read a passport's events")
+			}
+			var found []loggedEvent
+			var leaf int64
+			var body string
+			_, err = pgx.ForEachRow(rows, []any{&leaf, &body}, func() error {
+				var e outbox.Event
+				if err := json.Unmarshal([]byte(body), &e); err != nil {
+					return fmt.Errorf("event at leaf %d: %w", leaf, err)
+				}
+				found = append(found, loggedEvent{Leaf: uint64(leaf), Raw: []byte(body), Event: e})
+				return nil
+			})
+			return found, store.Classify(err, "read a passport's events")
+		}
+		assetEvents, err := read(`kind = 'asset' AND subject_id = $2`, asset.String())
+		if err != nil {
+			return err
+		}
+		if len(assetEvents) == 0 {
+			return apperr.NotFound("asset", asset.String())
+		}
+		out = append(out, assetEvents...)
+		if typeID := dataField(assetEvents[len(assetEvents)-1].Event, "asset_type_id"); typeID != "" {
+			typeEvents, err := read(`kind = 'asset_type' AND subject_id = $2`, typeID)
+			if err != nil {
+				return err
+			}
+			out = append(out, typeEvents...)
+		}
+		onAsset, err := read(`kind = 'action' AND body -> 'data' ->> 'asset_id' = $2`, asset.String())
+		if err != nil {
+			return err
+		}
+		actions := subjectsOf(onAsset, outbox.KindAction, "")
+		actionEvents, err := read(`kind = 'action' AND subject_id = ANY($2)`, actions)
+		if err != nil {
+			return err
+		}
+		out = append(out, actionEvents...)
+		linking, err := read(`kind = 'action_document' AND body -> 'data' ->> 'action_id' = ANY($2)`, actions)
+		if err != nil {
+			return err
+		}
+		linkEvents, err := read(`kind = 'action_document' AND subject_id = ANY($2)`, subjectsOf(linking, outbox.KindActionDocument, ""))
+		if err != nil {
+			return err
+		}
+		out = append(out, linkEvents...)
+		documentEvents, err := read(`kind = 'document' AND subject_id = ANY($2)`, subjectsOf(linkEvents, outbox.KindActionDocument, "document_id"))
+		if err != nil {
+			return err
+		}
+		out = append(out, documentEvents...)
+		return nil
+	})
+	slices.SortFunc(out, func(a, b loggedEvent) int { return cmp.Compare(a.Leaf, b.Leaf) })
+	return out, err
+}
+
+// InclusionProofs are the proofs of leaves in the tree of size, their
+// tiles read at once.
+func (st *Store) InclusionProofs(ctx context.Context, leaves []uint64, size uint64) ([][][]byte, error) {
+	plans := make([]proof.Nodes, len(leaves))
+	var ids []compact.NodeID
+	for i, leaf := range leaves {
+		plan, err := proof.Inclusion(leaf, size)
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = plan
+		ids = append(ids, plan.IDs...)
+	}
+	tiles, err := readTiles(ctx, st.s.DB(ctx), tilesFor(ids))
+	if err != nil {
+		return nil, err
+	}
+	out := make([][][]byte, len(leaves))
+	for i, plan := range plans {
+		if out[i], err = proofHashes(plan, func([]tileID) (tileSet, error) { return tiles, nil }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

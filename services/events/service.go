@@ -39,6 +39,8 @@ type Service interface {
 	Consistency(ctx context.Context, q ConsistencyQuery) (ConsistencyAnswer, error)
 	// AsOf is a resource as it was at an instant, from its history.
 	AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error)
+	// Passport is an asset's record with the proofs of every event of it.
+	Passport(ctx context.Context, asset uuid.UUID) (Passport, error)
 }
 
 // DeliveryFilter selects one subscription's deliveries.
@@ -247,4 +249,37 @@ func (s *service) Consistency(ctx context.Context, q ConsistencyQuery) (Consiste
 
 func (s *service) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error) {
 	return s.store.AsOf(ctx, q.Kind, q.ID, q.At)
+}
+
+// Passport builds an asset's passport against the latest checkpoint: the
+// events after it are not in it yet (the next checkpoint, within seconds,
+// holds them).
+func (s *service) Passport(ctx context.Context, asset uuid.UUID) (Passport, error) {
+	c, err := s.store.LatestCheckpoint(ctx)
+	if apperr.Is(err, apperr.KindNotFound) {
+		return Passport{}, errNoCheckpoint()
+	}
+	if err != nil {
+		return Passport{}, err
+	}
+	events, err := s.store.PassportEvents(ctx, asset, c.Size)
+	if err != nil {
+		return Passport{}, err
+	}
+	p, err := assemble(asset.String(), c.Note, events)
+	if err != nil {
+		return Passport{}, err
+	}
+	leaves := make([]uint64, len(events))
+	for i, e := range events {
+		leaves[i] = e.Leaf
+	}
+	proofs, err := s.store.InclusionProofs(ctx, leaves, c.Size)
+	if err != nil {
+		return Passport{}, err
+	}
+	for i := range p.Events {
+		p.Events[i].Proof = proofs[i]
+	}
+	return p, nil
 }

@@ -29,6 +29,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 		// (catalog.Resource.Query); the resource's owner answers the rest.
 		handle("GET", "/"+prefix+"/{id}", endpoints.Serve(e.AsOf, decodeAsOf))
 	}
+	handle("GET", "/assets/{id}/passport", endpoints.Serve(e.Passport, httpx.PathID))
 	handle("GET", "/log/checkpoint", endpoints.Serve(e.Checkpoint, noQuery))
 	handle("GET", "/log/keys", endpoints.Serve(e.LogKeys, noQuery))
 	handle("GET", "/log/inclusion", endpoints.Serve(e.Inclusion, decodeInclusion))

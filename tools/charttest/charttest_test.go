@@ -361,7 +361,7 @@ func seconds(t *testing.T, v any) int {
 }
 
 var (
-	credentialEnv  = []string{"DATABASE_URL", "REDIS_URL", "S3_ACCESS_KEY", "S3_SECRET_KEY", "PEER_CLIENT_ID", "PEER_CLIENT_SECRET"}
+	credentialEnv  = []string{"DATABASE_URL", "REDIS_URL", "S3_ACCESS_KEY", "S3_SECRET_KEY", "PEER_CLIENT_ID", "PEER_CLIENT_SECRET", "TRANSPARENCY_SIGNING_KEY"}
 	urlWithSecrets = regexp.MustCompile(`://[^/@\s]+:[^/@\s]+@`)
 )
 

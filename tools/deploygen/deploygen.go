@@ -113,8 +113,15 @@ func (f Facts) groups() []string {
 	case KindIdP:
 		g = append(g, "idp")
 	}
+	if slices.Contains(ownGroups, f.Name) {
+		g = append(g, f.Name)
+	}
 	return g
 }
+
+// ownGroups are the services with values of their own: the schema.yaml
+// group of the service's name (the events service's transparency key).
+var ownGroups = []string{"events"}
 
 // schemaSet is schema.yaml, read.
 type schemaSet struct {
@@ -159,7 +166,7 @@ func loadSchema(root string) (*schemaSet, error) {
 	if s.global == nil || s.groups["common"] == nil {
 		return nil, fmt.Errorf("%s: needs global and common", schemaSource)
 	}
-	for _, k := range []string{"postgres", "objectStore", "peers", "gateway", "idp"} {
+	for _, k := range append([]string{"postgres", "objectStore", "peers", "gateway", "idp"}, ownGroups...) {
 		if s.groups[k] == nil {
 			return nil, fmt.Errorf("%s: group %s missing", schemaSource, k)
 		}

@@ -66,6 +66,10 @@ deployable:
     enabled: false
     nodes: ScheduleAnyway
     zones: ScheduleAnyway
+  transparency:
+    key: signing-key
+    previousKeys: []
+    secretName: events-transparency-key
 global:
   environment: dev
   image:

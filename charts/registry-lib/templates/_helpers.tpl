@@ -176,6 +176,9 @@ registry-lib.secretEnv.
 {{- $_ := set $env "PREVIOUS_KEY_FILES" (join "," $previous) -}}
 {{- end -}}
 {{- end -}}
+{{- if and (eq .f.name "events") .v.transparency.previousKeys -}}
+{{- $_ := set $env "TRANSPARENCY_PREVIOUS_KEYS" (join "," .v.transparency.previousKeys) -}}
+{{- end -}}
 {{- range $k, $val := .v.extraEnv -}}
 {{- $_ := set $env $k (toString $val) -}}
 {{- end -}}
@@ -221,6 +224,13 @@ registry-lib.secretEnv.
     secretKeyRef:
       name: {{ .g.nats.secretName }}
       key: {{ .g.nats.passwordKey }}
+{{- end }}
+{{- if and (eq .f.name "events") .v.transparency.secretName }}
+- name: TRANSPARENCY_SIGNING_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .v.transparency.secretName }}
+      key: {{ .v.transparency.key }}
 {{- end }}
 {{- if .f.peers }}
 - name: PEER_CLIENT_ID

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
+	iofs "io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"golang.org/x/mod/sumdb/note"
@@ -72,7 +75,7 @@ func (a *app) checkpointCommand() *ffcli.Command {
 			if keep != "" {
 				kept, err := os.ReadFile(keep)
 				switch {
-				case errors.Is(err, fs.ErrNotExist):
+				case errors.Is(err, iofs.ErrNotExist):
 				case err != nil:
 					return err
 				default:
@@ -98,4 +101,106 @@ func (a *app) checkpointCommand() *ffcli.Command {
 			_, err = fmt.Fprintf(a.stdout, "verified: log %s, %d leaves, root %x\n", cp.Origin, cp.TreeSize, cp.RootHash)
 			return err
 		})
+}
+
+func (a *app) passportCommand() *ffcli.Command {
+	var out, files string
+	return a.leaf("passport", "passport ASSET_ID -o FILE [-files DIR]",
+		"the asset's passport: its record with the log's proofs, to check offline with registry verify; -files also downloads the documents' files into DIR", 1, 1,
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&out, "o", "", "the file to write (required)")
+			fs.StringVar(&files, "files", "", "a directory to download the documents' files into, named by document id")
+		},
+		func(ctx context.Context, args []string) error {
+			if out == "" {
+				return usageError{"registry passport: -o FILE is required"}
+			}
+			var bundle bytes.Buffer
+			if err := a.c.AssetPassport(ctx, args[0], &bundle); err != nil {
+				return err
+			}
+			if err := os.WriteFile(out, bundle.Bytes(), 0o644); err != nil {
+				return err
+			}
+			var p registry.Passport
+			if err := json.Unmarshal(bundle.Bytes(), &p); err != nil {
+				return fmt.Errorf("registry: the passport: %w", err)
+			}
+			downloaded := 0
+			if files != "" {
+				if err := os.MkdirAll(files, 0o755); err != nil {
+					return err
+				}
+				for _, d := range p.Documents {
+					if d.Deleted {
+						continue
+					}
+					if err := a.downloadTo(ctx, d.ID, filepath.Join(files, d.ID)); err != nil {
+						return err
+					}
+					downloaded++
+				}
+			}
+			_, err := fmt.Fprintf(a.stdout, "wrote %s: asset %s, %d actions, %d documents (%d files downloaded), %d events\n",
+				out, p.AssetID, len(p.Actions), len(p.Documents), downloaded, len(p.Events))
+			return err
+		})
+}
+
+// downloadTo writes a document's bytes to file.
+func (a *app) downloadTo(ctx context.Context, id, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := a.c.DownloadDocument(ctx, id, f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (a *app) verifyCommand() *ffcli.Command {
+	var key, files string
+	check := func(ctx context.Context, args []string, keys []string) error {
+		bundle, err := os.ReadFile(args[0])
+		if err != nil {
+			return err
+		}
+		var dir iofs.FS
+		if files != "" {
+			dir = os.DirFS(files)
+		}
+		r, err := registry.VerifyPassport(bundle, keys, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "verified: %d events proved against checkpoint %d of %s\n", r.Events, r.Checkpoint.TreeSize, r.Checkpoint.Origin)
+		if files != "" {
+			fmt.Fprintf(a.stdout, "files: %d match their SHA-256, %d not given\n", len(r.Files), len(r.Missing))
+		}
+		return nil
+	}
+	offline := a.command("verify", "verify FILE [-key KEY] [-files DIR]",
+		"check a passport offline: the checkpoint's signature, every event's proof, every record against its events, the files' SHA-256; without -key, with the keys the configured registry publishes", 1, 1,
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&key, "key", "", "the log's public key (<origin>+<hash>+<key>); with it nothing is asked of the registry")
+			fs.StringVar(&files, "files", "", "a directory of the documents' files, named by document id")
+		},
+		func(ctx context.Context, args []string) error {
+			if key != "" {
+				return check(ctx, args, []string{key})
+			}
+			c, err := a.settings.client()
+			if err != nil {
+				return err
+			}
+			a.c = c
+			keys, err := a.logKey(ctx, "")
+			if err != nil {
+				return err
+			}
+			return check(ctx, args, keys)
+		})
+	return offline
 }

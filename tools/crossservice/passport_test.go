@@ -1,0 +1,179 @@
+package crossservice
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/assetregistry/registry/pkg/outbox"
+	sdk "github.com/assetregistry/registry/sdk"
+	"github.com/assetregistry/registry/services/events"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
+)
+
+// A passport the events service builds verifies with the SDK and the
+// log's public key alone, and editing, removing, reordering or adding any
+// kind of element of it makes the check fail.
+func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
+	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := events.DefaultConfig()
+	cfg.Log.SigningKey = signing
+	keys, err := cfg.Log.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := servicetest.Start(t, events.SpecWith(cfg))
+	st := events.NewStore(s.Built.Store)
+
+	file := []byte("%PDF-1.7 an inspection report")
+	sum := sha256.Sum256(file)
+	assetType, asset, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	kept, dropped, document, link, unlinked := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	var batch []outbox.Event
+	add := func(kind, op, id, data string) {
+		at = at.Add(time.Minute)
+		e := outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: kind + "." + op, Time: at,
+			Subject: outbox.EventSubject{Kind: kind, ID: id}, Actor: "inspector-app", RequestID: "req", Data: json.RawMessage(data)}
+		batch = append(batch, e)
+	}
+	add("asset_type", "created", assetType, `{"id":"`+assetType+`","brand":"Liftco","model":"L-1"}`)
+	add("asset", "created", asset, `{"id":"`+asset+`","serial_number":"SN-1","asset_type_id":"`+assetType+`"}`)
+	add("asset", "created", other, `{"id":"`+other+`","serial_number":"SN-2","asset_type_id":"`+assetType+`"}`)
+	add("action", "created", kept, `{"id":"`+kept+`","asset_id":"`+asset+`","action_type":"expert_control","status_ok":true}`)
+	add("action", "created", dropped, `{"id":"`+dropped+`","asset_id":"`+asset+`","action_type":"maintenance"}`)
+	add("document", "created", document, `{"id":"`+document+`","filename":"report.pdf","sha256":"`+hex.EncodeToString(sum[:])+`"}`)
+	add("action_document", "created", link, `{"id":"`+link+`","action_id":"`+kept+`","document_id":"`+document+`"}`)
+	add("action_document", "created", unlinked, `{"id":"`+unlinked+`","action_id":"`+dropped+`","document_id":"`+document+`"}`)
+	add("action", "updated", kept, `{"id":"`+kept+`","asset_id":"`+asset+`","action_type":"expert_control","status_ok":false}`)
+	add("action_document", "deleted", unlinked, `{"id":"`+unlinked+`","action_id":"`+dropped+`","document_id":"`+document+`"}`)
+	add("action", "deleted", dropped, `{"id":"`+dropped+`","asset_id":"`+asset+`","action_type":"maintenance"}`)
+	add("action", "created", uuid.NewString(), `{"id":"x","asset_id":"`+other+`"}`)
+	incoming := make([]events.Incoming, len(batch))
+	for i, e := range batch {
+		raw, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		incoming[i] = events.Incoming{Event: e, Raw: raw}
+	}
+	if _, _, err := st.StoreEvents(t.Context(), incoming); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.SignCheckpoint(t.Context(), keys); err != nil {
+		t.Fatal(err)
+	}
+	bundle := s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw
+	files := fstest.MapFS{document: {Data: file}}
+	r, err := sdk.VerifyPassport(bundle, []string{public}, files)
+	if err != nil {
+		t.Fatalf("the passport as the registry made it: %v", err)
+	}
+	if r.Events != 10 || len(r.Files) != 1 {
+		t.Errorf("verified %d events and %d files, want 10 and 1", r.Events, len(r.Files))
+	}
+	var p map[string]any
+	if err := json.Unmarshal(bundle, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p["actions"].([]any)) != 2 || p["actions"].([]any)[1].(map[string]any)["deleted_by"] != "inspector-app" {
+		t.Errorf("actions %v", p["actions"])
+	}
+
+	// Each row changes one element of the bundle (decoded as plain JSON).
+	list := func(v map[string]any, k string) []any { return v[k].([]any) }
+	rec := func(v map[string]any, k string, i int) map[string]any { return list(v, k)[i].(map[string]any) }
+	event := func(v map[string]any, i int) map[string]any { return list(v, "events")[i].(map[string]any) }
+	editEvent := func(v map[string]any, i int, edit func([]byte) []byte) {
+		raw, _ := base64.StdEncoding.DecodeString(event(v, i)["event"].(string))
+		event(v, i)["event"] = base64.StdEncoding.EncodeToString(edit(raw))
+	}
+	swap := func(l []any, i, j int) { l[i], l[j] = l[j], l[i] }
+	rows := []struct {
+		name   string
+		change func(v map[string]any)
+	}{
+		{"checkpoint edited", func(v map[string]any) {
+			v["checkpoint"] = strings.Replace(v["checkpoint"].(string), "\n12\n", "\n11\n", 1)
+		}},
+		{"checkpoint removed", func(v map[string]any) { delete(v, "checkpoint") }},
+		{"format edited", func(v map[string]any) { v["format"] = "asset-registry-passport/0" }},
+		{"asset id edited", func(v map[string]any) { v["asset_id"] = other }},
+		{"a member added", func(v map[string]any) { v["verified"] = true }},
+		{"asset edited", func(v map[string]any) {
+			v["asset"].(map[string]any)["resource"].(map[string]any)["serial_number"] = "SN-9"
+		}},
+		{"asset removed", func(v map[string]any) { delete(v, "asset") }},
+		{"asset type edited", func(v map[string]any) { v["asset_type"].(map[string]any)["resource"].(map[string]any)["model"] = "L-2" }},
+		{"asset type removed", func(v map[string]any) { v["asset_type"] = nil }},
+		{"action edited", func(v map[string]any) { rec(v, "actions", 0)["resource"].(map[string]any)["status_ok"] = true }},
+		{"action's deleter edited", func(v map[string]any) { rec(v, "actions", 1)["deleted_by"] = "someone-else" }},
+		{"action undeleted", func(v map[string]any) { rec(v, "actions", 1)["deleted"] = false }},
+		{"action removed", func(v map[string]any) { v["actions"] = list(v, "actions")[:1] }},
+		{"actions reordered", func(v map[string]any) { swap(list(v, "actions"), 0, 1) }},
+		{"action added", func(v map[string]any) { v["actions"] = append(list(v, "actions"), list(v, "actions")[0]) }},
+		{"action's events reordered", func(v map[string]any) { swap(rec(v, "actions", 0)["events"].([]any), 0, 1) }},
+		{"action's event removed", func(v map[string]any) { rec(v, "actions", 0)["events"] = rec(v, "actions", 0)["events"].([]any)[:1] }},
+		{"action document edited", func(v map[string]any) { rec(v, "action_documents", 0)["id"] = uuid.NewString() }},
+		{"action document removed", func(v map[string]any) { v["action_documents"] = list(v, "action_documents")[1:] }},
+		{"action documents reordered", func(v map[string]any) { swap(list(v, "action_documents"), 0, 1) }},
+		{"document's hash edited", func(v map[string]any) { rec(v, "documents", 0)["sha256"] = hex.EncodeToString(make([]byte, 32)) }},
+		{"document removed", func(v map[string]any) { v["documents"] = []any{} }},
+		{"document added", func(v map[string]any) { v["documents"] = append(list(v, "documents"), list(v, "documents")[0]) }},
+		{"an event's byte edited", func(v map[string]any) { editEvent(v, 3, func(b []byte) []byte { b[len(b)-3] ^= 1; return b }) }},
+		{"an event removed", func(v map[string]any) { v["events"] = append(list(v, "events")[:4:4], list(v, "events")[5:]...) }},
+		{"events reordered", func(v map[string]any) { swap(list(v, "events"), 2, 3) }},
+		{"an event added twice", func(v map[string]any) { v["events"] = append(list(v, "events"), list(v, "events")[9]) }},
+		{"an event's leaf edited", func(v map[string]any) { event(v, 9)["leaf_index"] = 11.0 }},
+		{"a proof hash edited", func(v map[string]any) {
+			event(v, 0)["proof"].([]any)[0] = base64.StdEncoding.EncodeToString(make([]byte, 32))
+		}},
+		{"a proof hash removed", func(v map[string]any) { event(v, 0)["proof"] = event(v, 0)["proof"].([]any)[1:] }},
+		{"proof hashes reordered", func(v map[string]any) { swap(event(v, 0)["proof"].([]any), 0, 1) }},
+		{"a proof hash added", func(v map[string]any) {
+			event(v, 0)["proof"] = append(event(v, 0)["proof"].([]any), event(v, 0)["proof"].([]any)[0])
+		}},
+	}
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			var v map[string]any
+			if err := json.Unmarshal(bundle, &v); err != nil {
+				t.Fatal(err)
+			}
+			tt.change(v)
+			changed, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sdk.VerifyPassport(changed, []string{public}, nil); !errors.Is(err, sdk.ErrUnverified) {
+				t.Errorf("verify says %v", err)
+			}
+		})
+	}
+	t.Run("a file changed", func(t *testing.T) {
+		changed := fstest.MapFS{document: {Data: append([]byte("x"), file...)}}
+		if _, err := sdk.VerifyPassport(bundle, []string{public}, changed); !errors.Is(err, sdk.ErrUnverified) {
+			t.Errorf("verify says %v", err)
+		}
+	})
+	t.Run("another log's key", func(t *testing.T) {
+		_, stranger, _ := note.GenerateKey(rand.Reader, "registry.test/log")
+		if _, err := sdk.VerifyPassport(bundle, []string{stranger}, nil); !errors.Is(err, sdk.ErrUnverified) {
+			t.Errorf("verify says %v", err)
+		}
+	})
+	s.Call(404, "GET", "/assets/"+uuid.NewString()+"/passport", s.RO, nil)
+}

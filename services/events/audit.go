@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -146,16 +147,33 @@ func (st *Store) auditLeaves(ctx context.Context, first, last uint64, problem fu
 	}
 	var signed []byte
 	var entry string
+	redactedTo := map[uint64][]byte{} // an event's leaf → the hash its bytes must have now
+	signedOf := map[uint64][]byte{}   // and the hash its leaf was signed with
+	latest := map[uint64]int64{}
 	if _, err := pgx.ForEachRow(rows, []any{&leaf, &other, &signed, &entry}, func() error {
 		if uint64(leaf) >= first && uint64(leaf) < last {
 			hashes[uint64(leaf)-first] = LeafHash([]byte(entry))
 		}
-		if uint64(other) >= first && uint64(other) < last {
-			hashes[uint64(other)-first] = append([]byte(nil), signed...)
+		var r RedactionEntry
+		if err := json.Unmarshal([]byte(entry), &r); err != nil || r.EventLeaf != uint64(other) || !bytes.Equal(r.LeafHash, signed) {
+			problem("redaction at leaf %d: its entry does not say what its row does", leaf)
+		}
+		if uint64(other) >= first && uint64(other) < last && leaf >= latest[uint64(other)] {
+			latest[uint64(other)], redactedTo[uint64(other)], signedOf[uint64(other)] = leaf, r.Redacted, r.LeafHash
 		}
 		return nil
 	}); err != nil {
 		return nil, 0, store.Classify(err, "audit: read redactions")
+	}
+	// A redacted event's bytes hash to what its latest redaction recorded;
+	// its leaf keeps the hash that was signed, as the redaction's entry
+	// (itself a leaf) says (held to the tile below, like any leaf).
+	for n, want := range redactedTo {
+		i := n - first
+		if hashes[i] != nil && !bytes.Equal(hashes[i], want) {
+			problem("leaf %d (event %s): its stored bytes are not what its redaction left", n, ids[n])
+		}
+		hashes[i] = signedOf[n]
 	}
 	if rows, err = results.Query(); err != nil {
 		return nil, 0, store.Classify(err, "audit: read tiles")

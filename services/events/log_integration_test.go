@@ -325,3 +325,73 @@ func TestAuditSeesOneChangedByte(t *testing.T) {
 		t.Errorf("audit of a changed checkpoint: %v", r.Problems)
 	}
 }
+
+// An erasure request: the person's fields leave their events and the
+// organizations' events that list them; the events stay (marked), every
+// earlier proof and checkpoint still verifies, the redactions are the
+// log's next entries, and the audit finds nothing wrong, but still sees a
+// redacted body changed afterwards.
+func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
+	s, keys := startSigning(t)
+	st := NewStore(s.Built.Store)
+	person, org, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	created := event("person", "created", person)
+	created.Data = json.RawMessage(`{"id":"` + person + `","first_name":"Kari","last_name":"Nordmann","date_of_birth":"1980-02-03"}`)
+	renamed := event("person", "updated", person)
+	renamed.Data = json.RawMessage(`{"id":"` + person + `","first_name":"Kari","last_name":"Hansen","date_of_birth":"1980-02-03"}`)
+	renamed.Changes = map[string][2]json.RawMessage{"last_name": {json.RawMessage(`"Nordmann"`), json.RawMessage(`"Hansen"`)}}
+	orgEvent := event("organization", "updated", org)
+	orgEvent.Data = json.RawMessage(`{"id":"` + org + `","name":"Lift AS","associated_people":[{"id":"` + person +
+		`","first_name":"Kari","last_name":"Hansen","date_of_birth":"1980-02-03","relation_type":"employee"},{"id":"` + other +
+		`","first_name":"Ola","last_name":"Olsen","date_of_birth":null,"relation_type":"employee"}]}`)
+	bystander := event("person", "created", other)
+	publish(t, s, created, renamed, orgEvent, bystander)
+	before := sign(t, s, keys)
+
+	n, err := st.RedactPerson(t.Context(), uuid.MustParse(person), "erasure request 42")
+	if err != nil || n != 3 {
+		t.Fatalf("redacted %d events, %v; want 3", n, err)
+	}
+	after := sign(t, s, keys)
+	if after.Size != before.Size+3 {
+		t.Fatalf("the log grew from %d to %d leaves, want 3 redaction entries", before.Size, after.Size)
+	}
+	history := s.Call(200, "GET", "/people/"+person+"/history", s.RO, nil)
+	for _, secret := range []string{"Kari", "Nordmann", "Hansen", "1980-02-03"} {
+		if bytes.Contains(history.Raw, []byte(secret)) {
+			t.Errorf("the history still holds %q: %s", secret, history.Raw)
+		}
+	}
+	if h := history.List(); len(h) != 2 || h[0]["redacted"] == nil || h[0]["data"].(map[string]any)["first_name"] != nil {
+		t.Errorf("redacted history: %v", h)
+	}
+	orgHistory := s.Call(200, "GET", "/organizations/"+org+"/history", s.RO, nil).Raw
+	if bytes.Contains(orgHistory, []byte("Kari")) || !bytes.Contains(orgHistory, []byte("Olsen")) {
+		t.Errorf("the organization's history: %s", orgHistory)
+	}
+	// The bystander's event is as it was, and proved as before.
+	p := s.Call(200, "GET", "/log/inclusion?event_id="+bystander.ID, s.RO, nil).JSON()
+	raw, _ := json.Marshal(bystander)
+	if err := proof.VerifyInclusion(hasher, 3, after.Size, LeafHash(raw), hashesOf(t, p["hashes"]), after.Root); err != nil {
+		t.Errorf("a bystander's proof after the redaction: %v", err)
+	}
+	cp := s.Call(200, "GET", fmt.Sprintf("/log/consistency?from=%d", before.Size), s.RO, nil).JSON()
+	if err := proof.VerifyConsistency(hasher, before.Size, after.Size, hashesOf(t, cp["hashes"]), before.Root, after.Root); err != nil {
+		t.Errorf("the log after the redaction is not an extension of the one before: %v", err)
+	}
+	r, err := st.Audit(t.Context(), keys)
+	if err != nil || len(r.Problems) != 0 {
+		t.Fatalf("audit after a redaction: %v %v", r.Problems, err)
+	}
+	// Again: nothing more to redact.
+	if n, err := st.RedactPerson(t.Context(), uuid.MustParse(person), "again"); err != nil || n != 0 {
+		t.Errorf("a second redaction: %d, %v", n, err)
+	}
+	if _, err := s.Built.Store.Pool.Exec(t.Context(), `UPDATE events SET body = regexp_replace(body::text, '"first_name":null', '"first_name":"Kari"')::json WHERE id = $1`, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	r, err = st.Audit(t.Context(), keys)
+	if err != nil || !bytes.Contains([]byte(fmt.Sprint(r.Problems)), []byte("leaf 0 (event "+created.ID+"): its stored bytes are not what its redaction left")) {
+		t.Errorf("audit of a redacted body changed afterwards: %v %v", r.Problems, err)
+	}
+}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -412,4 +413,116 @@ func (st *Store) InclusionProofs(ctx context.Context, leaves []uint64, size uint
 		}
 	}
 	return out, nil
+}
+
+// RedactPerson removes a person's personal fields from every event that
+// holds them (an erasure request), in one transaction under the feed's
+// lock: each event's body is replaced by its redaction, and each
+// redaction is appended to the log as an entry naming the event, the hash
+// its leaf keeps (the one signed) and the hash of its new bytes. An event
+// whose stored bytes are no longer what the log holds is refused (the
+// audit says more). It returns how many events were redacted.
+func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason string) (int, error) {
+	var redacted int
+	var kept *appender
+	err := store.InTx(ctx, st.s.Pool, "redact a person", func(tx pgx.Tx) error {
+		var size int64
+		if _, err := tx.Exec(ctx, lockFeed); err != nil {
+			return store.Classify(err, "lock the feed")
+		}
+		if err := tx.QueryRow(ctx, `SELECT size FROM log_state`).Scan(&size); err != nil {
+			return store.Classify(err, "read the log's state")
+		}
+		rows, err := tx.Query(ctx, `SELECT e.leaf, e.id::text, e.body::text,
+				(SELECT r.entry FROM redactions r WHERE r.event_leaf = e.leaf ORDER BY r.leaf DESC LIMIT 1)
+			FROM events e WHERE e.leaf IS NOT NULL AND e.leaf < $2
+			AND ((e.kind = 'person' AND e.subject_id = $1) OR (e.kind = 'organization' AND strpos(e.body::text, $1) > 0))
+			ORDER BY e.leaf FOR UPDATE OF e`, person.String(), size)
+		if err != nil {
+			return store.Classify(err, "read the person's events")
+		}
+		type candidate struct {
+			leaf      uint64
+			id, body  string
+			lastEntry *string
+		}
+		var found []candidate
+		var c candidate
+		var leaf int64
+		if _, err := pgx.ForEachRow(rows, []any{&leaf, &c.id, &c.body, &c.lastEntry}, func() error {
+			c.leaf = uint64(leaf)
+			found = append(found, c)
+			return nil
+		}); err != nil {
+			return store.Classify(err, "read the person's events")
+		}
+		if len(found) == 0 {
+			return nil
+		}
+		ids := make([]compact.NodeID, len(found))
+		for i, f := range found {
+			ids[i] = compact.NewNodeID(0, f.leaf)
+		}
+		tiles, err := readTiles(ctx, tx, tilesFor(ids))
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		next := uint64(size)
+		var entries [][]byte
+		var entryLeaves, eventLeaves []int64
+		var signedHashes [][]byte
+		var entryTexts, bodies []string
+		for _, f := range found {
+			signed, err := tiles.node(compact.NewNodeID(0, f.leaf))
+			if err != nil {
+				return err
+			}
+			current := signed
+			if f.lastEntry != nil {
+				var last RedactionEntry
+				if err := json.Unmarshal([]byte(*f.lastEntry), &last); err != nil {
+					return fmt.Errorf("redaction of leaf %d: %w", f.leaf, err)
+				}
+				current = last.Redacted
+			}
+			if !bytes.Equal(LeafHash([]byte(f.body)), current) {
+				return apperr.New(apperr.KindConflict, fmt.Sprintf("event %s (leaf %d) is not what the log holds: run events audit before redacting", f.id, f.leaf))
+			}
+			body, changed, err := redactPerson([]byte(f.body), person.String(), redactedMarker{At: now, Entry: next})
+			if err != nil {
+				return err
+			}
+			if !changed {
+				continue
+			}
+			entry, err := json.Marshal(RedactionEntry{Type: "log.redaction", EventID: f.id, EventLeaf: f.leaf, LeafHash: signed,
+				Redacted: LeafHash(body), Person: person.String(), Reason: reason, Time: now})
+			if err != nil {
+				return err
+			}
+			entries = append(entries, LeafHash(entry))
+			entryLeaves, eventLeaves = append(entryLeaves, int64(next)), append(eventLeaves, int64(f.leaf))
+			signedHashes, entryTexts, bodies = append(signedHashes, signed), append(entryTexts, string(entry)), append(bodies, string(body))
+			next++
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE events e SET body = u.body::json FROM unnest($1::bigint[], $2::text[]) AS u(leaf, body) WHERE e.leaf = u.leaf`,
+			eventLeaves, bodies)
+		b.Queue(`INSERT INTO redactions (leaf, event_leaf, leaf_hash, entry) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::text[])`,
+			entryLeaves, eventLeaves, signedHashes, entryTexts)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return store.Classify(err, "redact events")
+		}
+		a, err := st.appendLeaves(ctx, tx, uint64(size), entries)
+		kept, redacted = a, len(entries)
+		return err
+	})
+	if err == nil && kept != nil {
+		st.tree.put(kept)
+	}
+	return redacted, err
 }

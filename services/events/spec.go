@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
@@ -44,7 +45,12 @@ type Config struct {
 	// each resource's latest event stays whatever its age.
 	HistoryRetention time.Duration
 	Log              LogConfig
+	// Redact is what `events redact-person` redacts.
+	Redact RedactConfig
 }
+
+// RedactConfig names an erasure request: whose personal fields, and why.
+type RedactConfig struct{ Person, Reason string }
 
 // LogConfig is the transparency log's settings.
 type LogConfig struct {
@@ -93,6 +99,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RotationOverlap, "webhooks.rotation-overlap", 24*time.Hour, "how long the previous secret still signs deliveries after a rotation")
 	c.Retry.RegisterFlags(fs)
 	c.Log.RegisterFlags(fs)
+	fs.StringVar(&c.Redact.Person, "redact.person", "", "events redact-person: the id of the person whose personal fields leave every event")
+	fs.StringVar(&c.Redact.Reason, "redact.reason", "", "events redact-person: why (an erasure request's reference), recorded in the log")
 }
 
 // Spec describes the events service to the service kit.
@@ -108,6 +116,10 @@ func SpecWith(cfg Config) servicekit.Spec {
 		"audit": {
 			Summary: "derive the transparency log again from the stored events, check it against every signed checkpoint, print what differs and exit (1 when anything does)",
 			Run:     func(ctx context.Context, d servicekit.Deps) error { return auditCommand(ctx, d, cfg.Log) },
+		},
+		"redact-person": {
+			Summary: "remove a person's personal fields from every event that holds them (an erasure request: -redact.person ID -redact.reason TEXT), recording each redaction in the log, then exit",
+			Run:     func(ctx context.Context, d servicekit.Deps) error { return redactCommand(ctx, d, cfg.Redact) },
 		},
 	}
 	return spec
@@ -252,6 +264,20 @@ func auditCommand(ctx context.Context, d servicekit.Deps, cfg LogConfig) error {
 		return fmt.Errorf("the stored log does not match what was signed: %d problems", len(r.Problems))
 	}
 	fmt.Fprintln(os.Stdout, "everything stored matches the signed checkpoints")
+	return nil
+}
+
+// redactCommand is `events redact-person`.
+func redactCommand(ctx context.Context, d servicekit.Deps, r RedactConfig) error {
+	person, err := uuid.Parse(r.Person)
+	if err != nil || r.Reason == "" {
+		return errors.New("events redact-person needs -redact.person (the person's id) and -redact.reason (why: it is recorded in the log)")
+	}
+	n, err := NewStore(d.Store).RedactPerson(ctx, person, r.Reason)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "redacted person %s in %d events; each redaction is an entry of the log\n", person, n)
 	return nil
 }
 

@@ -526,3 +526,86 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 	}
 	return redacted, err
 }
+
+// SeedLog fills an empty log with n leaves, the hash of entry(i) each,
+// writing its tiles in bulk: what a measurement of proofs in a large log
+// starts from (make bench), without storing n events. It refuses a log
+// that has leaves.
+func (st *Store) SeedLog(ctx context.Context, n uint64, entry func(i uint64) []byte) error {
+	if size, _, err := st.LogState(ctx); err != nil || size != 0 {
+		return errors.Join(err, fmt.Errorf("seed the log: it has %d leaves already", size))
+	}
+	a := newAppender()
+	final := map[tileID][]byte{}
+	var rows [][]any
+	flush := func() error {
+		_, err := st.s.Pool.CopyFrom(ctx, pgx.Identifier{"log_tiles"}, []string{"level", "idx", "hashes"}, pgx.CopyFromRows(rows))
+		rows = rows[:0]
+		return store.Classify(err, "seed the log's tiles")
+	}
+	batch := make([][]byte, 0, tileWidth)
+	for i := uint64(0); i < n; i++ {
+		batch = append(batch, LeafHash(entry(i)))
+		if len(batch) < tileWidth && i < n-1 {
+			continue
+		}
+		changed, err := a.Append(batch)
+		if err != nil {
+			return err
+		}
+		batch = batch[:0]
+		for _, t := range changed {
+			if t.ID.Level == 0 && len(t.Hashes) == tileWidth*hashSize {
+				rows = append(rows, []any{int16(0), int64(t.ID.Index), t.Hashes})
+			} else {
+				final[t.ID] = t.Hashes
+			}
+		}
+		if len(rows) >= 1000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	for id, hashes := range final {
+		if id.Level > 0 || len(hashes) < tileWidth*hashSize {
+			rows = append(rows, []any{int16(id.Level), int64(id.Index), hashes})
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	root, err := a.Root()
+	if err != nil {
+		return err
+	}
+	_, err = st.s.Pool.Exec(ctx, `UPDATE log_state SET size = $1, root = $2`, int64(n), root)
+	return store.Classify(err, "seed the log's state")
+}
+
+// AppendEntries appends log entries that are no events (make bench
+// measures what the log adds to storing a batch with it), under the
+// feed's lock, in one transaction.
+func (st *Store) AppendEntries(ctx context.Context, entries [][]byte) error {
+	var kept *appender
+	err := store.InTx(ctx, st.s.Pool, "append to the log", func(tx pgx.Tx) error {
+		var size int64
+		if _, err := tx.Exec(ctx, lockFeed); err != nil {
+			return store.Classify(err, "lock the feed")
+		}
+		if err := tx.QueryRow(ctx, `SELECT size FROM log_state`).Scan(&size); err != nil {
+			return store.Classify(err, "read the log's state")
+		}
+		hashes := make([][]byte, len(entries))
+		for i, e := range entries {
+			hashes[i] = LeafHash(e)
+		}
+		a, err := st.appendLeaves(ctx, tx, uint64(size), hashes)
+		kept = a
+		return err
+	})
+	if err == nil {
+		st.tree.put(kept)
+	}
+	return err
+}

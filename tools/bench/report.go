@@ -94,6 +94,8 @@ func (r *Results) finish(now time.Time) {
 				x = s.PeakRSSMiB[g.Process]
 			case g.Metric == "p99 s":
 				x = s.P99.Seconds()
+			case g.Metric == "p50 s":
+				x = s.P50.Seconds()
 			case g.Metric == "p99/p50":
 				x = ratio(float64(s.P99), float64(s.P50))
 			case g.Metric == "p50" && of != nil:
@@ -169,8 +171,8 @@ func (r *Results) Print(w io.Writer) {
 			switch g.Metric {
 			case "rss":
 				format = "%.0f MiB (%.0f–%.0f)"
-			case "p99 s":
-				format = "%.2f s (%.2f–%.2f)"
+			case "p99 s", "p50 s":
+				format = "%.3f s (%.3f–%.3f)"
 			}
 			fmt.Fprintf(w, "%s %s %s\n", pad(g.Name, 52), pad(fmt.Sprintf(format, median(g.Values), slices.Min(g.Values), slices.Max(g.Values)), 22), met)
 		}

@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events"
+)
+
+// The transparency log's rows (issue 28): an inclusion proof in a log of
+// ten million leaves, and an asset's passport with 100 actions.
+const (
+	// LogLeaves is the size of the log the proof row reads.
+	LogLeaves = 10_000_000
+	// InclusionRowName measures the events service's store: a proof of a
+	// random leaf in a log of LogLeaves leaves, seeded straight into a
+	// schema of its own (its tiles, as the consumer would have written
+	// them), read from PostgreSQL and hashed.
+	InclusionRowName = "log: inclusion proof, 10 million leaves · store"
+	// PassportName is an asset's passport with PassportActions actions.
+	PassportName    = "GET /assets/{id}/passport, 100 actions"
+	PassportActions = 100
+)
+
+// logSeed is the seeded log, made once per run (about a minute).
+var logSeed struct {
+	once sync.Once
+	st   *events.Store
+	err  error
+}
+
+func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
+	logSeed.once.Do(func() {
+		pool, err := store.OpenAndMigrateSets(ctx, store.Config{URL: e.ReferenceURL, Schema: "bench_log", MaxConns: 32}, nil,
+			store.Migrations(events.Spec().Migrations)...)
+		if err != nil {
+			logSeed.err = fmt.Errorf("the log's schema: %w", err)
+			return
+		}
+		st := events.NewStore(store.New(pool, nil))
+		if size, _, err := st.LogState(ctx); err != nil || size != LogLeaves {
+			for _, sql := range []string{`TRUNCATE log_tiles, events`, `UPDATE log_state SET size = 0, root = NULL`} {
+				if _, err := pool.Exec(ctx, sql); err != nil {
+					logSeed.err = err
+					return
+				}
+			}
+			if err := st.SeedLog(ctx, LogLeaves, func(i uint64) []byte { return strconv.AppendUint([]byte(`{"leaf":`), i, 10) }); err != nil {
+				logSeed.err = err
+				return
+			}
+		}
+		logSeed.st = st
+	})
+	return logSeed.st, logSeed.err
+}
+
+// InclusionRow is the proof of a random leaf against the whole log.
+var InclusionRow = Row{Name: InclusionRowName, Via: "direct",
+	Before: func(ctx context.Context, e *Env) error { _, err := seededLog(ctx, e); return err },
+	Op: func(e *Env) (Op, error) {
+		return Op{Do: func(ctx context.Context, w *Worker) error {
+			st, err := seededLog(ctx, e)
+			if err != nil {
+				return err
+			}
+			_, err = st.InclusionProof(ctx, w.Rand.Uint64N(LogLeaves), LogLeaves)
+			return err
+		}}, nil
+	}}
+
+// passportAsset is the asset the passport rows read, made once per run.
+var passportAsset struct {
+	once sync.Once
+	id   string
+	err  error
+}
+
+// PassportCall reads the passport of an asset with PassportActions
+// actions (one batch), once the log has signed them all.
+var PassportCall = Call{Name: PassportName, Service: "events", Limit: RefGet,
+	Before: func(ctx context.Context, e *Env, _ string) error {
+		passportAsset.once.Do(func() { passportAsset.id, passportAsset.err = makePassportAsset(ctx, e) })
+		return passportAsset.err
+	},
+	Request: func(*Env, *Worker) Request {
+		return Request{Method: "GET", Path: "/assets/" + passportAsset.id + "/passport", Want: 200}
+	}}
+
+func makePassportAsset(ctx context.Context, e *Env) (string, error) {
+	body, _ := json.Marshal(map[string]string{"serial_number": "PASSPORT-" + strconv.FormatInt(time.Now().UnixNano(), 36), "asset_type_id": e.AssetTypeID})
+	raw, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "POST", Path: "/assets", Body: body, Want: 201})
+	if err != nil {
+		return "", err
+	}
+	var asset struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &asset); err != nil {
+		return "", err
+	}
+	items := make([]map[string]any, PassportActions)
+	for i := range items {
+		items[i] = map[string]any{"asset_id": asset.ID, "action_type": "expert_control", "performed_at": "2025-03-14", "status_ok": true,
+			"person_id": e.PersonIDs[i%len(e.PersonIDs)], "organization_id": e.Orgs[i%len(e.Orgs)]}
+	}
+	body, _ = json.Marshal(map[string]any{"items": items})
+	if _, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "POST", Path: "/actions/batch", Body: body, Want: 200}); err != nil {
+		return "", err
+	}
+	// The asset, its type and the actions, each one event, all in a
+	// signed checkpoint (one is signed within seconds).
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		raw, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: "/assets/" + asset.ID + "/passport", Want: 200})
+		var p struct {
+			Actions []json.RawMessage `json:"actions"`
+		}
+		if err == nil && json.Unmarshal(raw, &p) == nil && len(p.Actions) == PassportActions {
+			return asset.ID, nil
+		}
+	}
+	return "", fmt.Errorf("the passport of %s does not hold its %d actions within a minute", asset.ID, PassportActions)
+}
+
+// The log's share of storing events: a batch of storeBatch events stored
+// (the consumer's transaction: the events, their leaves, the tiles), and
+// the log's part of it alone (the same number of leaves appended: hashes,
+// tiles, state). Both go to the seeded log's schema, so the tree is deep.
+const (
+	StoreRowName  = "events: 256 events stored with their leaves · store"
+	AppendRowName = "log: 256 leaves appended · store"
+	storeBatch    = 256
+)
+
+func benchEvent(w *Worker, i int) events.Incoming {
+	id := fmt.Sprintf("%08x-0000-7000-8000-%012x", w.ID, uint64(w.N)<<9|uint64(i))
+	raw, _ := json.Marshal(map[string]any{"id": id, "type": "organization.updated", "time": time.Now().UTC(),
+		"subject": map[string]string{"kind": "organization", "id": id}, "actor": "bench", "request_id": w.Tag,
+		"data": map[string]any{"id": id, "name": "Bench AS", "country": "no"}, "changes": map[string]any{"name": []string{"A", "B"}}})
+	in, _ := events.Parse(raw)
+	return in
+}
+
+// StoreRow stores a batch as the consumer does.
+var StoreRow = Row{Name: StoreRowName, Via: "direct",
+	Before: func(ctx context.Context, e *Env) error { _, err := seededLog(ctx, e); return err },
+	Op: func(e *Env) (Op, error) {
+		return Op{Do: func(ctx context.Context, w *Worker) error {
+			st, err := seededLog(ctx, e)
+			if err != nil {
+				return err
+			}
+			batch := make([]events.Incoming, storeBatch)
+			for i := range batch {
+				batch[i] = benchEvent(w, i)
+			}
+			_, _, err = st.StoreEvents(ctx, batch)
+			return err
+		}}, nil
+	}}
+
+// AppendRow appends as many leaves, the log's part of StoreRow.
+var AppendRow = Row{Name: AppendRowName, Via: "direct",
+	Before: func(ctx context.Context, e *Env) error { _, err := seededLog(ctx, e); return err },
+	Op: func(e *Env) (Op, error) {
+		return Op{Do: func(ctx context.Context, w *Worker) error {
+			st, err := seededLog(ctx, e)
+			if err != nil {
+				return err
+			}
+			entries := make([][]byte, storeBatch)
+			for i := range entries {
+				entries[i] = benchEvent(w, i).Raw
+			}
+			return st.AppendEntries(ctx, entries)
+		}}, nil
+	}}

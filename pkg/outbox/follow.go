@@ -9,6 +9,8 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/assetregistry/registry/pkg/process"
 )
 
 // Follower is a durable JetStream consumer of other services' change
@@ -37,14 +39,11 @@ const (
 	maxPending = 1000
 )
 
-// Follow runs the follower until the returned stop is called. A stream
-// that does not exist yet (no relay has created it) or a NATS that is
-// down is retried every second.
-func (f Follower) Follow(nc *nats.Conn, cfg Config, logger log.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+// Job is the follower as the process's job (process.Job), named after
+// its consumer. A stream that does not exist yet (no relay has created it)
+// or a NATS that is down is retried every second.
+func (f Follower) Job(nc *nats.Conn, cfg Config, logger log.Logger) process.Job {
+	return process.Job{Name: "follower " + f.Name, Run: func(ctx context.Context) {
 		for ctx.Err() == nil {
 			if err := f.consume(ctx, nc, cfg); err != nil && ctx.Err() == nil {
 				level.Warn(logger).Log("msg", "not following change events yet", "consumer", f.Name, "err", err)
@@ -54,8 +53,7 @@ func (f Follower) Follow(nc *nats.Conn, cfg Config, logger log.Logger) (stop fun
 				}
 			}
 		}
-	}()
-	return func() { cancel(); <-done }
+	}}
 }
 
 // consume attaches to the consumer and hands what arrives to Handle until

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/assetregistry/registry/pkg/process"
 )
 
 // Relay publishes a schema's outbox to the JetStream stream. Every replica
@@ -77,16 +79,8 @@ func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, rec *Recorder, c
 		logger: log.With(logger, "component", "outbox relay"), state: "starting"}, nil
 }
 
-// Start runs the relay in the background until the returned stop is called.
-func (r *Relay) Start() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.Run(ctx)
-	}()
-	return func() { cancel(); <-done }
-}
+// Job is the relay as the process's job (process.Job).
+func (r *Relay) Job() process.Job { return process.Job{Name: "outbox relay", Run: r.Run} }
 
 // Run leads or stands by until ctx ends.
 func (r *Relay) Run(ctx context.Context) {

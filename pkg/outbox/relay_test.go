@@ -18,6 +18,7 @@ import (
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
 )
@@ -69,7 +70,7 @@ func (f fixture) relay(t *testing.T) (*outbox.Relay, func()) {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	stopRelay := r.Start()
+	stopRelay := process.StartJobs(log.NewNopLogger(), r.Job())
 	stop := func() { once.Do(func() { stopRelay(); nc.Close() }) }
 	t.Cleanup(stop)
 	return r, stop

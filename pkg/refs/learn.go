@@ -33,17 +33,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
-// LearnFromEvents follows the change events of kinds (each one this
-// service points at) until the returned stop is called, remembering every
-// target created from now on. The consumer starts at the stream's end:
-// targets created before it are asked about once, as before.
-func (r *Registry) LearnFromEvents(nc *nats.Conn, cfg outbox.Config, logger log.Logger, kinds ...string) (stop func()) {
+// LearnFromEvents is the job (process.Job) that follows the change events
+// of kinds (each one this service points at), remembering every target
+// created from now on. The consumer starts at the stream's end: targets
+// created before it are asked about once, as before.
+func (r *Registry) LearnFromEvents(nc *nats.Conn, cfg outbox.Config, logger log.Logger, kinds ...string) process.Job {
 	return outbox.Follower{Name: r.service + "-refs-learn", Kinds: kinds, New: true,
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) { r.learnBatch(ctx, msgs, logger) },
-	}.Follow(nc, cfg, logger)
+	}.Job(nc, cfg, logger)
 }
 
 // createdTarget is the target an event says was created; ok is false for

@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -93,12 +92,15 @@ type Deps struct {
 type Handlers struct {
 	Routes *httpx.Router
 	Checks []process.HealthCheck
-	Close  func() // optional
-	// Background is work the service does beside answering requests (a
-	// stream consumer, a delivery dispatcher). Each runs from the end of
-	// Build until Close, which cancels its context and waits for it to
-	// return before anything it uses is closed.
-	Background []func(ctx context.Context)
+	// Jobs are the work the service does beside answering requests (a
+	// stream consumer, a projection, a sweeper; process.Job). They run
+	// with the kit's own (the outbox relay, the idempotency keys'
+	// sweeper) from the end of Build until Close, which stops them all
+	// and waits for each to return before anything they use is closed.
+	Jobs []process.Job
+	// Close releases what the service opened for its jobs (a NATS
+	// connection), once they have stopped; optional.
+	Close func()
 	// LongestRequest bounds the service's slowest request (an upload, say)
 	// when that is longer than the request timeout: an Idempotency-Key
 	// whose request died stays in flight that long.
@@ -278,17 +280,19 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		}
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
+	var jobs []process.Job
 	// A service that owns kinds records an event for each write and relays
 	// them to the stream; one that owns none and needs NATS (the events
 	// service) consumes the stream itself, with deps.NATS, and runs no relay.
 	if entry, _ := catalog.Lookup(spec.Name); entry.NeedsStore(catalog.NATS) && len(entry.Kinds) > 0 {
 		deps.Store.Events = outbox.NewRecorder(cfg.Events)
 		if cfg.Events.Enabled() {
-			stop, relay, err := startRelay(spec.Name, pool, deps.Store.Events, cfg, logger)
+			closeNATS, relay, err := newRelay(spec.Name, pool, deps.Store.Events, cfg, logger)
 			if err != nil {
 				return b, err
 			}
-			closers = append(closers, stop)
+			closers = append(closers, closeNATS)
+			jobs = append(jobs, relay.Job())
 			// Optional: NATS down stops the events, never the writes, so
 			// it must not take the service out of its load balancer.
 			checks = append(checks, process.HealthCheck{Name: "relay", Optional: true, Probe: relay.Ready})
@@ -306,9 +310,6 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	if handlers.Close != nil {
 		closers = append(closers, handlers.Close)
 	}
-	if len(handlers.Background) > 0 {
-		closers = append(closers, runBackground(handlers.Background))
-	}
 	b.Routes, b.Store, b.Deps = handlers.Routes, deps.Store, deps
 	b.Health = process.NewHealth(append(checks, handlers.Checks...)...)
 	public := http.NewServeMux()
@@ -318,29 +319,23 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		_, _ = w.Write(docJSON)
 	})
 	keys := endpoints.NewIdempotencyKeys(deps.Store, 2*max(cfg.Timeout, handlers.LongestRequest), cfg.Timeout)
-	closers = append(closers, Every(time.Hour, func(ctx context.Context) {
+	jobs = append(jobs, process.Every("idempotency keys sweeper", time.Hour, func(ctx context.Context) {
 		if _, err := keys.Sweep(ctx); err != nil {
 			level.Warn(logger).Log("msg", "sweeping idempotency keys failed", "err", err)
 		}
 	}))
+	// Started last and so stopped first: Close stops every job before it
+	// closes what they use.
+	closers = append(closers, process.StartJobs(logger, append(jobs, handlers.Jobs...)...))
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
 }
 
-// runBackground starts every job and returns what stops them all.
-func runBackground(jobs []func(context.Context)) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, job := range jobs {
-		wg.Go(func() { job(ctx) })
-	}
-	return func() { cancel(); wg.Wait() }
-}
-
-// startRelay connects to NATS and runs the outbox relay of the service's
-// schema. Connecting never fails on NATS being down: the connection keeps
-// trying in the background while writes record their events.
-func startRelay(name string, pool *store.Pool, rec *outbox.Recorder, cfg Config, logger log.Logger) (stop func(), relay *outbox.Relay, err error) {
+// newRelay connects to NATS and makes the outbox relay of the service's
+// schema, whose job the caller runs. Connecting never fails on NATS being
+// down: the connection keeps trying in the background while writes record
+// their events.
+func newRelay(name string, pool *store.Pool, rec *outbox.Recorder, cfg Config, logger log.Logger) (closeNATS func(), relay *outbox.Relay, err error) {
 	nc, err := outbox.Connect(cfg.Events, name)
 	if err != nil {
 		return nil, nil, err
@@ -350,29 +345,7 @@ func startRelay(name string, pool *store.Pool, rec *outbox.Recorder, cfg Config,
 		nc.Close()
 		return nil, nil, err
 	}
-	stopRelay := relay.Start()
-	return func() { stopRelay(); nc.Close() }, relay, nil
-}
-
-// Every runs job now and then every interval until the returned stop is
-// called (sweepers of expired records, say).
-func Every(interval time.Duration, job func(context.Context)) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			job(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return nc.Close, relay, nil
 }
 
 func openDatabase(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (*store.Pool, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -203,17 +204,17 @@ var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
 	Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60},
 })
 
-// Follow runs the durable consumer of the asset events until the returned
-// stop is called (outbox.Follower): an event that fails to apply (the
-// database is down) is delivered again a second later, and one that cannot
-// be read is logged and dropped.
-func (p *Projection) Follow(nc *nats.Conn, cfg outbox.Config, logger log.Logger) (stop func()) {
+// Job is the durable consumer of the asset events (outbox.Follower) as
+// the process's job: an event that fails to apply (the database is down)
+// is delivered again a second later, and one that cannot be read is
+// logged and dropped.
+func (p *Projection) Job(nc *nats.Conn, cfg outbox.Config, logger log.Logger) process.Job {
 	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset},
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) {
 			for _, msg := range msgs {
 				p.handle(ctx, msg, logger)
 			}
-		}}.Follow(nc, cfg, logger)
+		}}.Job(nc, cfg, logger)
 }
 
 // handle applies one message and acknowledges it once applied.

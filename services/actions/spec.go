@@ -11,6 +11,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
@@ -56,12 +57,14 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	if err != nil {
 		return handlers, err
 	}
-	stopProjection := NewProjection(st).Follow(nc, d.NATS, d.Logger)
-	// The targets of an action, remembered as their owners create them:
-	// the first action naming a new asset, person or organization then
-	// asks no peer (pkg/refs, learn.go).
-	stopLearning := registry.LearnFromEvents(nc, d.NATS, d.Logger, outbox.KindAsset, outbox.KindPerson, outbox.KindOrganization)
-	handlers.Close = func() { stopProjection(); stopLearning(); nc.Close() }
+	handlers.Jobs = []process.Job{
+		NewProjection(st).Job(nc, d.NATS, d.Logger),
+		// The targets of an action, remembered as their owners create
+		// them: the first action naming a new asset, person or
+		// organization then asks no peer (pkg/refs, learn.go).
+		registry.LearnFromEvents(nc, d.NATS, d.Logger, outbox.KindAsset, outbox.KindPerson, outbox.KindOrganization),
+	}
+	handlers.Close = nc.Close // once the jobs have stopped
 	return handlers, nil
 }
 

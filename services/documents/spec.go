@@ -14,6 +14,7 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
@@ -54,15 +55,14 @@ func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 			e := MakeEndpoints(svc)
 			timeout := endpoints.Timeout(d.RequestTimeout)
 			e.Get, e.Delete = timeout(e.Get), timeout(e.Delete)
-			stop := func() {}
-			if d.Objects != nil && sweepEvery > 0 { // no storage when only the routes are wanted
-				stop = servicekit.Every(sweepEvery, sweeper(store, objects, d.Logger))
-			}
-			return servicekit.Handlers{
+			h := servicekit.Handlers{
 				Routes:         NewHTTPHandler(e, refs.MakeServerEndpoints(registry, timeout), cfg.MaxSize),
-				Close:          stop,
 				LongestRequest: objectsCfg.UploadTimeout,
-			}, nil
+			}
+			if d.Objects != nil && sweepEvery > 0 { // no storage when only the routes are wanted
+				h.Jobs = []process.Job{process.Every("documents sweeper", sweepEvery, sweeper(store, objects, d.Logger))}
+			}
+			return h, nil
 		},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/process"
 )
 
 // Consumer reads the change events' stream and stores them in the feed.
@@ -42,7 +43,7 @@ type Consumer struct {
 	Stored func()
 	// Leading are jobs that run while this replica leads (signing the
 	// log's checkpoints), beside the consuming.
-	Leading []func(context.Context)
+	Leading []process.Job
 	Logger  log.Logger
 }
 
@@ -102,7 +103,7 @@ func (c *Consumer) lead(ctx context.Context) error {
 	defer jobs.Wait()
 	defer cancel()
 	for _, job := range c.Leading {
-		jobs.Go(func() { job(ctx) })
+		jobs.Go(func() { job.Run(ctx) })
 	}
 	return c.consume(ctx)
 }

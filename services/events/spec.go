@@ -149,10 +149,10 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	h := servicekit.Handlers{Routes: NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))}
 	dispatcher := (&Dispatcher{Store: st, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
 		Workers: cfg.Workers, Poll: cfg.Poll, Logger: d.Logger}).Init()
-	h.Background = []func(context.Context){
-		dispatcher.Run,
-		every(cfg.PruneEvery, pruner(st, cfg.Retention, cfg.HistoryRetention, d.Logger)),
-		every(15*time.Second, countDeliveries(st, d.Logger)),
+	h.Jobs = []process.Job{
+		{Name: "webhook dispatcher", Run: dispatcher.Run},
+		process.Every("feed pruner", cfg.PruneEvery, pruner(st, cfg.Retention, cfg.HistoryRetention, d.Logger)),
+		process.Every("delivery counter", 15*time.Second, countDeliveries(st, d.Logger)),
 	}
 	if !d.NATS.Enabled() {
 		level.Warn(d.Logger).Log("msg", "nats.url is not set: the feed receives no events")
@@ -164,7 +164,7 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	if err != nil {
 		return h, err
 	}
-	h.Close = nc.Close
+	h.Close = nc.Close // once the jobs have stopped
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
@@ -173,11 +173,11 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	consumer := &Consumer{Store: st, Pool: d.Store.Pool.Pool, JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
 		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger,
 		// The leader alone appends to the log and signs it.
-		Leading: []func(context.Context){every(cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger))}}
+		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger))}}
 	if cfg.Log.AuditEvery > 0 {
-		consumer.Leading = append(consumer.Leading, afterEach(cfg.Log.AuditEvery, auditor(st, keys, d.Logger)))
+		consumer.Leading = append(consumer.Leading, process.Later("log auditor", cfg.Log.AuditEvery, auditor(st, keys, d.Logger)))
 	}
-	h.Background = append(h.Background, consumer.Run)
+	h.Jobs = append(h.Jobs, process.Job{Name: "events consumer", Run: consumer.Run})
 	// The API answers without NATS (the feed only stops growing), so the
 	// stream is reported, not required.
 	h.Checks = append(h.Checks, process.HealthCheck{Name: "nats", Optional: true, Probe: func(context.Context) error {
@@ -279,37 +279,4 @@ func redactCommand(ctx context.Context, d servicekit.Deps, r RedactConfig) error
 	}
 	fmt.Fprintf(os.Stdout, "redacted person %s in %d events; each redaction is an entry of the log\n", person, n)
 	return nil
-}
-
-// afterEach runs job every interval, the first time after one, until ctx
-// ends.
-func afterEach(interval time.Duration, job func(context.Context)) func(context.Context) {
-	return func(ctx context.Context) {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				job(ctx)
-			}
-		}
-	}
-}
-
-// every runs job now and then every interval until ctx ends.
-func every(interval time.Duration, job func(context.Context)) func(context.Context) {
-	return func(ctx context.Context) {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			job(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}
 }

@@ -88,7 +88,7 @@ func newGateway(t *testing.T, mutate func(*Config)) fixture {
 	issuer := testkit.NewIssuer(t, "https://registry.test")
 	up := newUpstream(t)
 	parties := up.URL
-	cfg := Config{OIDC: issuer.Config(), Upstreams: map[string]*string{"parties": &parties}}
+	cfg := Config{OIDC: auth.Config{Issuer: issuer.URL, Audience: issuer.Audience, Leeway: testkit.Leeway}, Upstreams: map[string]*string{"parties": &parties}}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -338,7 +338,7 @@ func TestCheckDocumentsRefusesDisagreement(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			parties, other := serveDoc("object"), serveDoc(tt.other)
-			g, err := New(Config{OIDC: issuer.Config(), Upstreams: map[string]*string{"parties": &parties, "other": &other}}, log.NewNopLogger())
+			g, err := New(Config{OIDC: auth.Config{Issuer: issuer.URL, Audience: issuer.Audience, Leeway: testkit.Leeway}, Upstreams: map[string]*string{"parties": &parties, "other": &other}}, log.NewNopLogger())
 			if err != nil {
 				t.Fatal(err)
 			}

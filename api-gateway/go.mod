@@ -97,5 +97,3 @@ replace github.com/assetregistry/registry/pkg => ../pkg
 replace github.com/assetregistry/registry/tools/testkit => ../tools/testkit
 
 replace github.com/assetregistry/registry/tools/devinfra => ../tools/devinfra
-
-replace github.com/assetregistry/registry/idp => ../idp

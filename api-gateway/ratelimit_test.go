@@ -279,7 +279,7 @@ func TestRemainingAcrossLapsedLeases(t *testing.T) {
 func newGatewayServer(t *testing.T, issuer *testkit.Issuer, up *upstream, mutate func(*Config)) string {
 	t.Helper()
 	parties := up.URL
-	cfg := Config{OIDC: issuer.Config(), Upstreams: map[string]*string{"parties": &parties}}
+	cfg := Config{OIDC: auth.Config{Issuer: issuer.URL, Audience: issuer.Audience, Leeway: testkit.Leeway}, Upstreams: map[string]*string{"parties": &parties}}
 	mutate(&cfg)
 	_, url := start(t, cfg)
 	return url

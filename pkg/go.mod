@@ -106,5 +106,3 @@ require (
 replace github.com/assetregistry/registry/tools/testkit => ../tools/testkit
 
 replace github.com/assetregistry/registry/tools/devinfra => ../tools/devinfra
-
-replace github.com/assetregistry/registry/idp => ../idp

@@ -13,6 +13,7 @@ require (
 	github.com/assetregistry/registry/services/parties v0.0.0
 	github.com/assetregistry/registry/tools/devinfra v0.0.0
 	github.com/assetregistry/registry/tools/testkit v0.0.0-00010101000000-000000000000
+	github.com/assetregistry/registry/tools/testkit/servicetest v0.0.0-00010101000000-000000000000
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/go-containerregistry v0.22.1
 	github.com/google/uuid v1.6.0
@@ -137,6 +138,8 @@ replace (
 )
 
 replace github.com/assetregistry/registry/tools/testkit => ./testkit
+
+replace github.com/assetregistry/registry/tools/testkit/servicetest => ./testkit/servicetest
 
 replace github.com/assetregistry/registry/tools/devinfra => ./devinfra
 

@@ -23,7 +23,7 @@ const audience = "https://registry.example"
 
 func TestVerify(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func hmacWithPublicKey(t *testing.T, iss *testkit.Issuer, claims jwt.MapClaims) 
 // refused at start.
 func TestMaxTokenLifetime(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	cfg := iss.Config()
+	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
 	cfg.MaxTokenLifetime = time.Hour
 	v, err := auth.NewVerifier(cfg)
 	if err != nil {
@@ -166,7 +166,7 @@ func TestVerifierReportsUnreachableIssuerAsUnavailable(t *testing.T) {
 func TestStartRefusesAnIssuerThatDiscoveryContradicts(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.DiscoveredIssuer = iss.URL + "/"
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestStartRefusesAnIssuerThatDiscoveryContradicts(t *testing.T) {
 
 func TestStartLoadsTheKeys(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestScopeFor(t *testing.T) {
 
 func TestMiddleware(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // cache), and it is not remembered again.
 func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
 // rotation), the token fails like any token signed by an unknown key.
 func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
 // cache, and a token that differs in any byte is a different entry.
 func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ type seen struct {
 // scope rule.
 func newPeer(t *testing.T, issuer *testkit.Issuer) (*httptest.Server, chan seen) {
 	t.Helper()
-	verifier, err := auth.NewVerifier(issuer.Config())
+	verifier, err := auth.NewVerifier(auth.Config{Issuer: issuer.URL, Audience: issuer.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}

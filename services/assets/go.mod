@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/assetregistry/registry/pkg v0.0.0
 	github.com/assetregistry/registry/tools/testkit v0.0.0-00010101000000-000000000000
+	github.com/assetregistry/registry/tools/testkit/servicetest v0.0.0-00010101000000-000000000000
 	github.com/go-kit/kit v0.13.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -108,6 +109,6 @@ replace github.com/assetregistry/registry/pkg => ../../pkg
 
 replace github.com/assetregistry/registry/tools/testkit => ../../tools/testkit
 
-replace github.com/assetregistry/registry/tools/devinfra => ../../tools/devinfra
+replace github.com/assetregistry/registry/tools/testkit/servicetest => ../../tools/testkit/servicetest
 
-replace github.com/assetregistry/registry/idp => ../../idp
+replace github.com/assetregistry/registry/tools/devinfra => ../../tools/devinfra

@@ -75,7 +75,7 @@ func view() model {
 // and those that are no deployable (the runtime kit, the test kit, the dev
 // infrastructure, the tools and the integration kit, sdk).
 func Modules() []string {
-	modules := []string{"pkg", "sdk", "tools", "tools/devinfra", "tools/testkit"}
+	modules := []string{"pkg", "sdk", "tools", "tools/devinfra", "tools/testkit", "tools/testkit/servicetest"}
 	for _, d := range catalog.Deployables() {
 		modules = append(modules, d.Module)
 	}

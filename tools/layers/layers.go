@@ -179,9 +179,14 @@ func linked(deps []string, lib string) bool {
 }
 
 // List runs `go list` in dir (the repository root, a go.work workspace)
-// over patterns.
-func List(dir string, patterns ...string) ([]Package, error) {
-	args := append([]string{"list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Deps"}, patterns...)
+// over patterns, with tags set (BuildTags), so that files behind a build
+// constraint are checked too.
+func List(dir string, tags []string, patterns ...string) ([]Package, error) {
+	args := []string{"list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Deps"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	args = append(args, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer

@@ -71,7 +71,11 @@ func TestCheck(t *testing.T) {
 
 // The repository as it stands keeps the rules (make lint runs the same).
 func TestRepositoryKeepsTheRules(t *testing.T) {
-	pkgs, err := List("../..", catalog.Patterns()...)
+	tags, err := BuildTags("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs, err := List("../..", tags, catalog.Patterns()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,5 +84,81 @@ func TestRepositoryKeepsTheRules(t *testing.T) {
 	}
 	if problems := Check(pkgs); len(problems) > 0 {
 		t.Errorf("layering broken:\n%v", problems)
+	}
+}
+
+func TestTagsOf(t *testing.T) {
+	tests := []struct {
+		line string
+		want []string
+	}{
+		{"//go:build faults", []string{"faults"}},
+		{"//go:build linux && amd64", nil},
+		{"//go:build !faults", []string{"faults"}},
+		{"//go:build (faults || bench) && linux", []string{"bench", "faults"}},
+		{"//go:build go1.22 && cgo", nil},
+		{"//go:build ignore", nil},
+	}
+	for _, tt := range tests {
+		got, err := TagsOf(tt.line)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.line, err)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("TagsOf(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}
+
+// TestRepositoryTags: the fault suite's files are behind a tag, and the
+// check must list them with it.
+func TestRepositoryTags(t *testing.T) {
+	tags, err := BuildTags("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tags, "faults") {
+		t.Errorf("BuildTags = %v, want faults among them (tools/faults)", tags)
+	}
+}
+
+func TestCheckModules(t *testing.T) {
+	m := func(path string, requires []string, replaces ...string) Module {
+		return Module{Path: ModulePath + path, Requires: requires, Replaces: replaces}
+	}
+	r := func(paths ...string) []string {
+		out := make([]string, len(paths))
+		for i, p := range paths {
+			out[i] = ModulePath + p
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		mods []Module
+		bad  int
+	}{
+		{"a DAG", []Module{m("pkg", r("tools/testkit")), m("tools/testkit", nil), m("services/parties", r("pkg", "tools/testkit"))}, 0},
+		{"two modules require each other", []Module{m("pkg", r("tools/testkit")), m("tools/testkit", r("pkg"))}, 1},
+		{"a cycle through three", []Module{m("a", r("b")), m("b", r("c")), m("c", r("a"))}, 1},
+		{"a replace of what is required", []Module{m("pkg", r("tools/testkit"), ModulePath+"tools/testkit"), m("tools/testkit", nil)}, 0},
+		{"a replace of what nothing requires", []Module{m("pkg", nil, ModulePath+"idp")}, 1},
+		{"third parties are not the registry's", []Module{m("pkg", []string{"github.com/x/y"}), m("tools/testkit", []string{"github.com/x/y"})}, 0},
+	}
+	for _, tt := range tests {
+		if got := CheckModules(tt.mods); len(got) != tt.bad {
+			t.Errorf("%s: %d problems %q, want %d", tt.name, len(got), got, tt.bad)
+		}
+	}
+}
+
+// TestRepositoryModules: the registry's own modules keep the rules.
+func TestRepositoryModules(t *testing.T) {
+	mods, err := ReadModules("../..", catalog.Modules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range CheckModules(mods) {
+		t.Error(p)
 	}
 }

@@ -14,8 +14,6 @@ import (
 	"net/textproto"
 	"strings"
 	"testing"
-
-	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // Client calls one base URL.
@@ -103,6 +101,14 @@ func (c Client) Do(t testing.TB, method, path, token string, body any, headers .
 	return Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 }
 
+// The problem documents' media type and type prefix, as the contract
+// states them: the test kit reads answers as a client does, knowing only
+// the wire.
+const (
+	problemContentType = "application/problem+json"
+	problemTypePrefix  = "urn:asset-registry:problem:"
+)
+
 // Expect fails the test unless r has status; an error status must come
 // with a complete problem body whose request_id matches X-Request-Id.
 func Expect(t testing.TB, r Response, status int) Response {
@@ -116,10 +122,10 @@ func Expect(t testing.TB, r Response, status int) Response {
 	if status >= 400 {
 		p := r.JSON()
 		typ, _ := p["type"].(string)
-		if ct := r.Header.Get("Content-Type"); ct != httpx.ProblemContentType {
-			t.Errorf("Content-Type = %q, want %s", ct, httpx.ProblemContentType)
+		if ct := r.Header.Get("Content-Type"); ct != problemContentType {
+			t.Errorf("Content-Type = %q, want %s", ct, problemContentType)
 		}
-		if p["status"] != float64(status) || !strings.HasPrefix(typ, httpx.ProblemTypePrefix) || p["title"] == "" ||
+		if p["status"] != float64(status) || !strings.HasPrefix(typ, problemTypePrefix) || p["title"] == "" ||
 			p["instance"] == "" || p["request_id"] == "" || p["request_id"] != r.Header.Get("X-Request-Id") {
 			t.Errorf("problem body = %s (X-Request-Id %q)", r.Raw, r.Header.Get("X-Request-Id"))
 		}

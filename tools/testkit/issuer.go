@@ -17,8 +17,6 @@ import (
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/assetregistry/registry/pkg/auth"
 )
 
 // Issuer serves /.well-known/openid-configuration and a JWKS.
@@ -92,10 +90,15 @@ func (i *Issuer) publish(t testing.TB, key *rsa.PrivateKey, kid string) {
 	i.Key, i.KeyID = key, kid
 }
 
-// Config is the verifier configuration that trusts this issuer.
-func (i *Issuer) Config() auth.Config {
-	return auth.Config{Issuer: i.URL, Audience: i.Audience, Leeway: 30 * time.Second}
-}
+// Leeway is the clock skew a verifier that trusts a test issuer allows
+// (auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: Leeway}).
+const Leeway = 30 * time.Second
+
+// The scopes of the registry's tokens, as the contract names them.
+const (
+	scopeRead  = "registry:read"
+	scopeWrite = "registry:write"
+)
 
 // Claims returns valid claims for sub with scopes; tests alter them to
 // make bad tokens.
@@ -119,11 +122,11 @@ func (i *Issuer) Token(t testing.TB, sub string, scopes ...string) string {
 
 // ReadWrite and ReadOnly are the two kinds of machine client.
 func (i *Issuer) ReadWrite(t testing.TB) string {
-	return i.Token(t, "rw-client", auth.ScopeRead, auth.ScopeWrite)
+	return i.Token(t, "rw-client", scopeRead, scopeWrite)
 }
 
 // ReadOnly returns a token with only registry:read.
-func (i *Issuer) ReadOnly(t testing.TB) string { return i.Token(t, "ro-client", auth.ScopeRead) }
+func (i *Issuer) ReadOnly(t testing.TB) string { return i.Token(t, "ro-client", scopeRead) }
 
 // Sign signs claims with the issuer's key.
 func (i *Issuer) Sign(t testing.TB, claims jwt.MapClaims) string {

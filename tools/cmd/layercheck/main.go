@@ -1,5 +1,7 @@
 // Command layercheck fails when a package breaks the registry's import
-// rules (see tools/layers); `make lint` runs it from the repository root.
+// rules, or a module the rules between modules (see tools/layers); `make
+// lint` runs it from the repository root. Packages are listed with every
+// build tag the repository's files name, so none escapes the rules.
 package main
 
 import (
@@ -11,16 +13,28 @@ import (
 )
 
 func main() {
-	pkgs, err := layers.List(".", catalog.Patterns()...)
+	tags, err := layers.BuildTags(".")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "layercheck:", err)
-		os.Exit(2)
+		fail(err)
 	}
-	problems := layers.Check(pkgs)
+	pkgs, err := layers.List(".", tags, catalog.Patterns()...)
+	if err != nil {
+		fail(err)
+	}
+	mods, err := layers.ReadModules(".", catalog.Modules())
+	if err != nil {
+		fail(err)
+	}
+	problems := append(layers.Check(pkgs), layers.CheckModules(mods)...)
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, "layercheck:", p)
 	}
 	if len(problems) > 0 {
 		os.Exit(1)
 	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "layercheck:", err)
+	os.Exit(2)
 }

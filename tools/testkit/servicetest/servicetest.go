@@ -74,7 +74,7 @@ func Config(t *testing.T, spec servicekit.Spec, issuer *testkit.Issuer) servicek
 	}
 	cfg.Database.URL, cfg.Database.Schema = testkit.PostgresURL(t), testkit.NewDatabaseSchema(t)
 	cfg.Database.StartupWait = time.Second
-	cfg.OIDC = issuer.Config()
+	cfg.OIDC = auth.Config{Issuer: issuer.URL, Audience: issuer.Audience, Leeway: testkit.Leeway}
 	cfg.Timeout = 10 * time.Second
 	if entry.NeedsStore(catalog.Redis) {
 		// The find cache's namespace holds the schema's name, which is the

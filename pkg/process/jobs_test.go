@@ -58,3 +58,16 @@ func TestEvery(t *testing.T) {
 func TestNoJobs(t *testing.T) {
 	process.StartJobs(log.NewNopLogger())() // nothing to start, nothing to wait for
 }
+
+// TestLater: the first tick waits for the interval, then comes.
+func TestLater(t *testing.T) {
+	ticked := make(chan struct{}, 1)
+	stop := process.StartJobs(log.NewNopLogger(), process.Later("auditor", time.Millisecond, func(context.Context) {
+		select {
+		case ticked <- struct{}{}:
+		default:
+		}
+	}))
+	<-ticked
+	stop()
+}

@@ -91,11 +91,34 @@ func (s tileSet) node(id compact.NodeID) ([]byte, error) {
 	return r.GetRootHash(nil)
 }
 
-// nodes are the hashes of ids.
+// nodes are the hashes of ids. A node above a tile's row is hashed from
+// its children, each computed once however many of ids (the proofs of a
+// passport share most of theirs) need it.
 func (s tileSet) nodes(ids []compact.NodeID) ([][]byte, error) {
+	memo := map[compact.NodeID][]byte{}
+	var hash func(id compact.NodeID) ([]byte, error)
+	hash = func(id compact.NodeID) ([]byte, error) {
+		if id.Level%tileHeight == 0 {
+			return s.node(id)
+		}
+		if h, ok := memo[id]; ok {
+			return h, nil
+		}
+		left, err := hash(compact.NewNodeID(id.Level-1, id.Index*2))
+		if err != nil {
+			return nil, err
+		}
+		right, err := hash(compact.NewNodeID(id.Level-1, id.Index*2+1))
+		if err != nil {
+			return nil, err
+		}
+		h := hasher.HashChildren(left, right)
+		memo[id] = h
+		return h, nil
+	}
 	out := make([][]byte, len(ids))
 	for i, id := range ids {
-		h, err := s.node(id)
+		h, err := hash(id)
 		if err != nil {
 			return nil, err
 		}

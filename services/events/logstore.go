@@ -406,11 +406,20 @@ func (st *Store) InclusionProofs(ctx context.Context, leaves []uint64, size uint
 	if err != nil {
 		return nil, err
 	}
+	// Every node once, for all the proofs together.
+	hashes, err := tiles.nodes(ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([][][]byte, len(leaves))
 	for i, plan := range plans {
-		if out[i], err = proofHashes(plan, func([]tileID) (tileSet, error) { return tiles, nil }); err != nil {
+		if out[i], err = plan.Rehash(hashes[:len(plan.IDs):len(plan.IDs)], hasher.HashChildren); err != nil {
 			return nil, err
 		}
+		if out[i] == nil {
+			out[i] = [][]byte{}
+		}
+		hashes = hashes[len(plan.IDs):]
 	}
 	return out, nil
 }

@@ -36,7 +36,7 @@ var logSeed struct {
 
 func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
 	logSeed.once.Do(func() {
-		pool, err := store.OpenAndMigrateSets(ctx, store.Config{URL: e.ReferenceURL, Schema: "bench_log", MaxConns: 32}, nil,
+		pool, err := store.OpenAndMigrateSets(ctx, store.Config{URL: e.Stack.DatabaseURL, Schema: "bench_log", MaxConns: 32}, nil,
 			store.Migrations(events.Spec().Migrations)...)
 		if err != nil {
 			logSeed.err = fmt.Errorf("the log's schema: %w", err)

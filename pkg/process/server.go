@@ -6,14 +6,12 @@ package process
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -43,102 +41,6 @@ func (c *ServerConfig) RegisterFlags(fs *flag.FlagSet, defaultAddr, defaultMetri
 	fs.StringVar(&c.MetricsAddr, "metrics.addr", defaultMetricsAddr, "Prometheus /metrics and /debug/pprof listen address (never exposed through the gateway)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown.delay", 0, "after SIGTERM, keep serving with /readyz failing this long so load balancers stop sending traffic")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "how long in-flight requests may take to finish after SIGTERM")
-}
-
-// HealthCheck is a readiness check of one dependency. /readyz shows a failing
-// check as "unavailable" and, when the probe's error has a
-// ReadinessReason() string method, that reason under "reasons". Other errors
-// are not shown: their text can name internal hosts, and /readyz needs no
-// token.
-type HealthCheck struct {
-	Name string
-	// Optional checks are reported but do not fail readiness: the find
-	// cache being down makes the service slower, not unable to serve.
-	Optional bool
-	Probe    func(context.Context) error
-}
-
-// HTTPCheck probes a dependency that has readiness of its own: it wants a
-// 200 from url (its /readyz, say).
-func HTTPCheck(url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s answered %d", url, resp.StatusCode)
-		}
-		return nil
-	}
-}
-
-// Health serves /healthz and /readyz.
-type Health struct {
-	checks   []HealthCheck
-	draining atomic.Bool
-}
-
-// NewHealth returns the probes over checks.
-func NewHealth(checks ...HealthCheck) *Health { return &Health{checks: checks} }
-
-// Healthz answers 200 while the process runs.
-func (h *Health) Healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// Readyz answers 200 when every required dependency answers, else 503.
-func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	results := map[string]string{}
-	reasons := map[string]string{}
-	ready := !h.draining.Load()
-	if !ready {
-		results["shutdown"] = "draining"
-	}
-	for _, c := range h.checks {
-		if err := c.Probe(ctx); err != nil {
-			results[c.Name] = "unavailable"
-			var r interface{ ReadinessReason() string }
-			if errors.As(err, &r) {
-				reasons[c.Name] = r.ReadinessReason()
-			}
-			if !c.Optional {
-				ready = false
-			}
-		} else {
-			results[c.Name] = "ok"
-		}
-	}
-	status, code := "ready", http.StatusOK
-	if !ready {
-		status, code = "not ready", http.StatusServiceUnavailable
-		w.Header().Set("Retry-After", "5")
-	}
-	body := map[string]any{"status": status, "checks": results}
-	if len(reasons) > 0 {
-		body["reasons"] = reasons
-	}
-	writeJSON(w, code, body)
-}
-
-// Mount adds the probes to mux.
-func (h *Health) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("GET /healthz", h.Healthz)
-	mux.HandleFunc("GET /readyz", h.Readyz)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // Run serves api on cfg.Addr and metrics on cfg.MetricsAddr until ctx is

@@ -9,8 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,6 +138,114 @@ func TestReadiness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Each check runs on its own, with its own deadline: one that hangs is
+// reported as not answering in time, and the others as what they are,
+// whatever order they are listed in. (The issue this answers: one frozen
+// service used up a shared deadline and every check after it was reported
+// unavailable.)
+func TestReadinessChecksRunApart(t *testing.T) {
+	started := make(chan struct{})
+	checks := []process.HealthCheck{
+		{Name: "hung", Optional: true, Timeout: 50 * time.Millisecond, Probe: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }},
+		// waits for the next check to have started: listed in order and
+		// run one after another, it would never see it and time out
+		{Name: "waits", Timeout: time.Minute, Probe: func(ctx context.Context) error {
+			select {
+			case <-started:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}},
+		{Name: "starts", Probe: func(context.Context) error { close(started); return nil }},
+		{Name: "refused", Optional: true, Probe: func(context.Context) error {
+			return fmt.Errorf("dial tcp 10.0.0.7:6379: %w", syscall.ECONNREFUSED)
+		}},
+		{Name: "ignores its deadline", Optional: true, Timeout: 50 * time.Millisecond, Probe: func(context.Context) error {
+			select {} // a probe that never returns is not waited for
+		}},
+	}
+	status, body := readyz(t, process.NewHealth(checks...))
+	if status != 200 {
+		t.Errorf("status = %d: only optional checks failed", status)
+	}
+	wantChecks := map[string]any{"hung": "unavailable", "waits": "ok", "starts": "ok", "refused": "unavailable", "ignores its deadline": "unavailable"}
+	if !reflect.DeepEqual(body["checks"], wantChecks) {
+		t.Errorf("checks = %v, want %v", body["checks"], wantChecks)
+	}
+	wantReasons := map[string]any{"hung": "no answer within 50ms", "refused": "connection refused", "ignores its deadline": "no answer within 50ms"}
+	if !reflect.DeepEqual(body["reasons"], wantReasons) {
+		t.Errorf("reasons = %v, want %v (what each saw, no host names)", body["reasons"], wantReasons)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(body["checked_at"])); err != nil {
+		t.Errorf("checked_at = %v: %v", body["checked_at"], err)
+	}
+}
+
+// /readyz needs no token, so it must not let callers multiply their load
+// onto the dependencies: callers share one round of checks, concurrent
+// ones included, until the round is older than the snapshot age.
+func TestReadyzCallersShareOneRound(t *testing.T) {
+	var probes atomic.Int32
+	release := make(chan struct{})
+	health := process.NewHealth(process.HealthCheck{Name: "db", Probe: func(context.Context) error {
+		probes.Add(1)
+		<-release
+		return nil
+	}}).WithSnapshotAge(time.Hour)
+	mux := http.NewServeMux()
+	health.Mount(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			resp, err := http.Get(srv.URL + "/readyz")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("status = %d", resp.StatusCode)
+			}
+		})
+	}
+	close(release)
+	wg.Wait()
+	for range 5 {
+		if status, _ := readyz(t, health); status != 200 {
+			t.Errorf("status = %d", status)
+		}
+	}
+	if n := probes.Load(); n != 1 {
+		t.Errorf("25 calls of /readyz probed the dependency %d times, want once", n)
+	}
+}
+
+// The issuer's and the database's own answers, shown as the probe gives
+// them, and a service behind that is not ready by its status.
+func TestHTTPCheckSaysWhatItSaw(t *testing.T) {
+	notReady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
+	t.Cleanup(notReady.Close)
+	_, body := readyz(t, process.NewHealth(process.HealthCheck{Name: "parties", Optional: true, Probe: process.HTTPCheck(notReady.URL + "/readyz")}))
+	if want := map[string]any{"parties": "answered 503"}; !reflect.DeepEqual(body["reasons"], want) {
+		t.Errorf("reasons = %v, want %v", body["reasons"], want)
+	}
+}
+
+// readyz calls health's /readyz and returns its status and body.
+func readyz(t *testing.T, health *process.Health) (int, map[string]any) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	health.Readyz(w, httptest.NewRequest("GET", "/readyz", nil))
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	return w.Code, body
 }
 
 func ok(context.Context) error { return nil }

@@ -32,6 +32,10 @@ var DefaultBudget = Budget{Name: "default", Quota: 6000, Window: time.Minute}
 // test suite's checks make, far fewer than a flood of forged tokens.
 var DefaultUnauthenticatedBudget = Budget{Name: "unauthenticated", Quota: 600, Window: time.Minute}
 
+// DefaultProbesBudget is per source address, for calls to /readyz: a
+// kubelet or load balancer probing every few seconds uses a tenth of it.
+var DefaultProbesBudget = Budget{Name: "probes", Quota: 120, Window: time.Minute}
+
 // String is the budget as the flags take it: "6000/60s".
 func (b Budget) String() string {
 	return fmt.Sprintf("%d/%ds", b.Quota, int(b.Window/time.Second))

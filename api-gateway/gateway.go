@@ -37,6 +37,9 @@ type Config struct {
 	OIDC      auth.Config
 	Log       telemetry.LogConfig
 	Upstreams map[string]*string
+	// Upstream bounds the calls to the services: deadlines by kind of
+	// request, breakers.
+	Upstream  UpstreamConfig
 	RateLimit RateLimitConfig
 	// DocsStartupWait bounds how long the start waits for services' API
 	// documents to check that they agree.
@@ -63,6 +66,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.OIDC.RegisterFlags(fs)
 	c.Log.RegisterFlags(fs)
 	c.RateLimit.RegisterFlags(fs)
+	c.Upstream.RegisterFlags(fs)
 	fs.DurationVar(&c.DocsStartupWait, "docs.startup-wait", 30*time.Second,
 		"at start, how long to wait for the services' API documents, which must agree on shared components")
 	fs.Int64Var(&c.UploadMaxSize, "upload.max-size", DefaultUploadMaxSize,
@@ -102,6 +106,9 @@ func (g *Gateway) Close() {
 
 // New builds the gateway's handler and health checks.
 func New(cfg Config, logger log.Logger) (*Gateway, error) {
+	if err := cfg.Upstream.Validate(); err != nil {
+		return nil, err
+	}
 	limiter, err := newRateLimiter(cfg.RateLimit, logger)
 	if err != nil {
 		return nil, err
@@ -128,8 +135,14 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	proxies := map[string]http.Handler{}
 	checks := []process.HealthCheck{{Name: "oidc", Probe: verifier.Ready}}
 	for name, u := range upstreams {
-		proxies[name] = newProxy(u)
-		checks = append(checks, process.HealthCheck{Name: name, Optional: true, Probe: process.HTTPCheck(u.JoinPath("/readyz").String())})
+		proxies[name] = newServiceProxy(name, newProxy(u), cfg.Upstream, logger)
+		// Optional, each on its own: one service down must not take the
+		// gateway (and every other service's paths) out of its load
+		// balancer; the body names it. A service's own round of checks
+		// takes up to process.CheckTimeout, so its answer is waited for a
+		// little longer.
+		checks = append(checks, process.HealthCheck{Name: name, Optional: true, Timeout: process.CheckTimeout + time.Second,
+			Probe: process.HTTPCheck(u.JoinPath("/readyz").String())})
 	}
 	var gate auth.Gate
 	if limiter != nil {
@@ -141,7 +154,9 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	health := process.NewHealth(checks...)
 
 	public := http.NewServeMux()
-	health.Mount(public)
+	// /readyz needs no token: besides its snapshot (process.Health), each
+	// source address has a budget of calls to it.
+	health.Mount(public, limiter.Probes)
 	docs := newDocs(upstreams)
 	docs.Mount(public)
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -99,7 +100,7 @@ func newGateway(t *testing.T, mutate func(*Config)) fixture {
 // start runs a gateway of cfg until the test ends and returns its URL.
 func start(t *testing.T, cfg Config) (*Gateway, string) {
 	t.Helper()
-	g, err := New(cfg, log.NewNopLogger())
+	g, err := New(withDefaults(cfg), log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +108,22 @@ func start(t *testing.T, cfg Config) (*Gateway, string) {
 	srv := httptest.NewServer(g.Handler)
 	t.Cleanup(srv.Close)
 	return g, srv.URL
+}
+
+// withDefaults gives what a test's Config leaves out the flags' defaults.
+func withDefaults(cfg Config) Config {
+	var defaults Config
+	defaults.RegisterFlags(flag.NewFlagSet("defaults", flag.PanicOnError))
+	if cfg.Upstream.Timeout == 0 {
+		cfg.Upstream.Timeout = defaults.Upstream.Timeout
+	}
+	if cfg.Upstream.IdleTimeout == 0 {
+		cfg.Upstream.IdleTimeout = defaults.Upstream.IdleTimeout
+	}
+	if cfg.RateLimit.Probes.Quota == 0 {
+		cfg.RateLimit.Probes = defaults.RateLimit.Probes
+	}
+	return cfg
 }
 
 func TestForwarding(t *testing.T) {
@@ -338,7 +355,7 @@ func TestCheckDocumentsRefusesDisagreement(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			parties, other := serveDoc("object"), serveDoc(tt.other)
-			g, err := New(Config{OIDC: auth.Config{Issuer: issuer.URL, Audience: issuer.Audience, Leeway: testkit.Leeway}, Upstreams: map[string]*string{"parties": &parties, "other": &other}}, log.NewNopLogger())
+			g, err := New(withDefaults(Config{OIDC: auth.Config{Issuer: issuer.URL, Audience: issuer.Audience, Leeway: testkit.Leeway}, Upstreams: map[string]*string{"parties": &parties, "other": &other}}), log.NewNopLogger())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
@@ -24,7 +23,8 @@ import (
 func newProxy(target *url.URL) http.Handler {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 256 // the gateway talks to few hosts, a lot
-	transport.ResponseHeaderTimeout = 60 * time.Second
+	// No ResponseHeaderTimeout: each call's deadlines (upstream.go) bound
+	// the wait by kind of request, counting only time spent on the service.
 	// Without an exporter there are no client spans to make; the caller's
 	// traceparent header is forwarded as it came, so a trace still
 	// continues into the service.
@@ -51,6 +51,8 @@ func newProxy(target *url.URL) http.Handler {
 			// as the header.
 			if whole, ok := wholeBody(pr.In); ok {
 				pr.Out.Body = io.NopCloser(bytes.NewReader(whole))
+			} else if c := callOf(pr.In); c != nil && pr.Out.Body != nil && pr.Out.Body != http.NoBody {
+				pr.Out.Body = clientBody{pr.Out.Body, c.watch}
 			}
 		},
 		Transport:  roundTripper,
@@ -58,14 +60,26 @@ func newProxy(target *url.URL) http.Handler {
 		ModifyResponse: func(resp *http.Response) error {
 			// The gateway answers with its own id already (the same one).
 			resp.Header.Del(httpx.RequestIDHeader)
+			if c := callOf(resp.Request); c != nil {
+				c.watch.header()
+				resp.Body = serviceBody{resp.Body, c.watch}
+			}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			c := callOf(r)
+			if c != nil {
+				c.err = err
+			}
 			// The client's own body failed first: over its limit (413)
 			// or too slow (408). Neither is the service's fault, and
 			// retrying would not help.
 			if p := httpx.BodyProblem(errors.Join(err, bodyError(r))); p != nil {
 				httpx.WriteProblem(r.Context(), p, w)
+				return
+			}
+			if stalled(r) && (c == nil || c.client.Err() == nil) {
+				httpx.WriteProblem(r.Context(), apperr.Unavailable("the service behind this path", err), w)
 				return
 			}
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {

@@ -39,6 +39,9 @@ type RateLimitConfig struct {
 	// Unauthenticated is the budget per source address of calls without a
 	// valid token, drawn on before any signature is checked.
 	Unauthenticated Budget
+	// Probes is the budget per source address of calls to /readyz, which
+	// needs no token.
+	Probes Budget
 	// TrustedProxies may say who the client is in X-Forwarded-For.
 	TrustedProxies Prefixes
 	// Timeout bounds each call to Redis; a slower Redis is taken as down
@@ -52,13 +55,14 @@ type RateLimitConfig struct {
 // RegisterFlags adds the rate-limit.* flags (env RATE_LIMIT_*) and
 // redis.url (env REDIS_URL, the services' own name for their Redis).
 func (c *RateLimitConfig) RegisterFlags(fs *flag.FlagSet) {
-	c.Default, c.Unauthenticated = DefaultBudget, DefaultUnauthenticatedBudget
+	c.Default, c.Unauthenticated, c.Probes = DefaultBudget, DefaultUnauthenticatedBudget, DefaultProbesBudget
 	fs.BoolVar(&c.Enabled, "rate-limit.enabled", true, "limit each client's requests (needs redis.url); false turns every limit off")
 	fs.StringVar(&c.RedisURL, "redis.url", "", "Redis URL where the rate-limit budgets are kept, shared by every gateway replica")
 	fs.StringVar(&c.KeyPrefix, "rate-limit.key-prefix", "api-gateway:", "start of the budgets' Redis keys (after \"rate:\"); installations sharing a Redis need different ones")
 	fs.Var(budgetValue{&c.Default}, "rate-limit.default", "each client's budget, <quota>/<window>: quota requests in any window, all usable at once")
 	fs.Var(&c.Clients, "rate-limit.clients", "budgets of particular clients (token sub), <client>=<quota>/<window>,...; the policy name in the headers is the client")
 	fs.Var(budgetValue{&c.Unauthenticated}, "rate-limit.unauthenticated", "budget per source address of calls with a missing or invalid token, drawn on before any signature is checked")
+	fs.Var(budgetValue{&c.Probes}, "rate-limit.probes", "budget per source address of calls to /readyz (no token needed); a kubelet probing every few seconds stays far within it")
 	fs.Var(&c.TrustedProxies, "rate-limit.trusted-proxies", "addresses and networks (10.0.0.0/8,...) of proxies whose X-Forwarded-For names the caller; otherwise the caller is the TCP peer")
 	fs.DurationVar(&c.Timeout, "rate-limit.timeout", 25*time.Millisecond, "longest wait for Redis per request; a slower Redis is taken as down and the request is let through")
 	fs.DurationVar(&c.Backoff, "rate-limit.backoff", time.Second, "after a Redis failure, how long requests are let through without asking it")
@@ -72,8 +76,8 @@ func (c RateLimitConfig) Validate() error {
 	if c.RedisURL == "" {
 		return errors.New("gateway: rate limits are on but redis.url (REDIS_URL) is empty: the budgets are kept in Redis; set rate-limit.enabled=false to run without limits")
 	}
-	if c.Default.Quota < 1 || c.Unauthenticated.Quota < 1 {
-		return errors.New("gateway: rate-limit.default and rate-limit.unauthenticated need a quota of at least 1")
+	if c.Default.Quota < 1 || c.Unauthenticated.Quota < 1 || c.Probes.Quota < 1 {
+		return errors.New("gateway: rate-limit.default, rate-limit.unauthenticated and rate-limit.probes need a quota of at least 1")
 	}
 	if c.Timeout <= 0 {
 		return errors.New("gateway: rate-limit.timeout must be positive")
@@ -92,10 +96,11 @@ var (
 	}, []string{"budget"})
 )
 
-// Metric label values of the two kinds of budget.
+// Metric label values of the kinds of budget.
 const (
 	budgetClient          = "client"
 	budgetUnauthenticated = "unauthenticated"
+	budgetProbes          = "probes"
 )
 
 // rateLimiter draws on the budgets in Redis with go-redis/redis_rate: GCRA
@@ -321,6 +326,28 @@ func (l *rateLimiter) charge(ctx context.Context, sub string, b Budget) *redis_r
 func tooMany(detail string, wait time.Duration) *apperr.Error {
 	return apperr.New(apperr.KindRateLimited, detail+"; retry after the time Retry-After gives").
 		WithHeader("Retry-After", strconv.Itoa(max(ceilSeconds(wait), 1)))
+}
+
+// Probes limits the calls to what it wraps (/readyz) per source address:
+// that endpoint answers without a token, so without a budget one address
+// could call it as fast as it likes. It fails open with Redis, as every
+// budget does; /readyz's snapshot still bounds what the calls cost.
+func (l *rateLimiter) Probes(next http.Handler) http.Handler {
+	if l == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := l.cfg.Probes
+		res := l.draw(r.Context(), budgetProbes, "probes:"+clientAddress(r, l.cfg.TrustedProxies), b, 1)
+		if res != nil && res.Allowed == 0 {
+			limitedTotal.WithLabelValues(budgetProbes).Inc()
+			err := tooMany(fmt.Sprintf("too many calls of this probe from this address (%d per %s)", b.Quota, b.Window), res.RetryAfter).
+				WithHeader("RateLimit-Policy", b.policyHeader()).WithHeader("RateLimit", b.stateHeader(0, res.ResetAfter))
+			httpx.WriteProblem(r.Context(), err, w)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // addressGate limits the calls without a valid token per source address

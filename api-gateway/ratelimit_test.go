@@ -447,8 +447,8 @@ func TestRateLimitSettings(t *testing.T) {
 	}{
 		{"on without Redis", RateLimitConfig{Enabled: true, Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Timeout: time.Millisecond}, "redis.url"},
 		{"off without Redis", RateLimitConfig{}, ""},
-		{"no timeout", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget}, "timeout"},
-		{"on", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Timeout: time.Millisecond}, ""},
+		{"no timeout", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget}, "timeout"},
+		{"on", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Timeout: time.Millisecond}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -49,8 +51,13 @@ type Config struct {
 	// and the ones beyond it are a 503 at once rather than a queue that
 	// grows with the peer's delay. 0: no bound.
 	MaxInFlight int
+	// Breaker opens per peer after consecutive timeouts or connection
+	// failures; its zero value never opens.
+	Breaker BreakerConfig
 	// TokenSource replaces the client-credentials flow (tests).
 	TokenSource oauth2.TokenSource
+	// Logger hears the breakers' changes of state; nil: none.
+	Logger log.Logger
 }
 
 // RegisterFlags adds peer.<name>.url (env PEER_<NAME>_URL) for each peer,
@@ -65,6 +72,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, peers []string) {
 	fs.StringVar(&c.ClientSecret, "peer.client-secret", "", "the machine client's secret")
 	fs.DurationVar(&c.Timeout, "peer.timeout", 5*time.Second, "upper bound on one call to a peer")
 	fs.IntVar(&c.MaxInFlight, "peer.max-in-flight", 32, "calls to one peer at a time; more are answered 503 with Retry-After at once (0: no bound)")
+	c.Breaker.RegisterFlags(fs, "peer", "a peer")
 }
 
 // Clients are the configured peers of one service.
@@ -112,13 +120,14 @@ func NewClients(cfg Config, issuer, audience string) (*Clients, error) {
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64 // few peers, many concurrent calls: keep connections alive
-	rt := otelhttp.NewTransport(&oauth2.Transport{Source: tokens, Base: transport})
+	rt := otelhttp.NewTransport(&oauth2.Transport{Source: ownTokens{tokens}, Base: transport})
 	for _, name := range configured {
 		base, err := url.Parse(*cfg.URLs[name])
 		if err != nil || base.Scheme == "" || base.Host == "" {
 			return nil, fmt.Errorf("peer: peer.%s.url %q is not an absolute URL", name, *cfg.URLs[name])
 		}
-		c := &Client{name: name, base: base, timeout: cfg.Timeout, http: &http.Client{Transport: rt}}
+		c := &Client{name: name, base: base, timeout: cfg.Timeout, http: &http.Client{Transport: rt},
+			breaker: NewBreaker(name, cfg.Breaker, breakerMetrics, logChange(cfg.Logger))}
 		if cfg.MaxInFlight > 0 {
 			c.slots = make(chan struct{}, cfg.MaxInFlight)
 		}
@@ -143,6 +152,7 @@ type Client struct {
 	timeout time.Duration
 	http    *http.Client
 	slots   chan struct{} // the bulkhead: one per call in flight; nil: no bound
+	breaker *Breaker
 }
 
 // Name is the peer's service name.
@@ -156,7 +166,13 @@ const OnBehalfOfHeader = auth.OnBehalfOfHeader
 // into out (nil to ignore it). A peer that cannot be reached, times out or
 // fails (5xx) is apperr "unavailable"; another problem the peer answers is
 // returned with its kind and detail, for the caller to map.
-func (c *Client) Call(ctx context.Context, method, path string, in, out any) error {
+func (c *Client) Call(ctx context.Context, method, path string, in, out any) (err error) {
+	done, err := c.breaker.Allow("the " + c.name + " service")
+	if err != nil {
+		return err
+	}
+	caller := ctx
+	defer func() { done(c.outcome(caller, err)) }()
 	if c.slots != nil {
 		select {
 		case c.slots <- struct{}{}:
@@ -164,7 +180,7 @@ func (c *Client) Call(ctx context.Context, method, path string, in, out any) err
 		default:
 			inFlight.WithLabelValues(c.name).Inc()
 			return apperr.Unavailable("the "+c.name+" service",
-				fmt.Errorf("peer %s: %d calls in flight already (peer.max-in-flight)", c.name, cap(c.slots))).WithHeader("Retry-After", "1")
+				fmt.Errorf("peer %s: %d %w", c.name, cap(c.slots), errBulkhead)).WithHeader("Retry-After", "1")
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -192,12 +208,12 @@ func (c *Client) Call(ctx context.Context, method, path string, in, out any) err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return c.unavailable(err)
+		return c.unavailable(fmt.Errorf("%w: %w", errNoAnswer, err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
-		return c.unavailable(err)
+		return c.unavailable(fmt.Errorf("%w: %w", errNoAnswer, err))
 	}
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
@@ -219,6 +235,69 @@ func (c *Client) Call(ctx context.Context, method, path string, in, out any) err
 	var p httpx.Problem
 	_ = json.Unmarshal(raw, &p)
 	return &apperr.Error{Kind: kindOf(resp.StatusCode), Detail: p.Detail, Fields: p.Errors}
+}
+
+// outcome is what a call's error says about the peer for its breaker:
+// only a call that got no answer within the peer's own timeout, or whose
+// connection failed, is the peer's failure. The caller gone, a bulkhead's
+// refusal and a token the issuer would not give are not the peer's doing.
+func (c *Client) outcome(caller context.Context, err error) Outcome {
+	var token tokenError
+	switch {
+	case err == nil:
+		return Answered
+	case caller.Err() != nil, errors.As(err, &token), errors.Is(err, errBulkhead):
+		return Ignored
+	case errors.Is(err, errNoAnswer):
+		return Failed
+	}
+	return Answered // whatever it said (a 4xx, a 5xx, our identity refused), the peer answered
+}
+
+// errNoAnswer marks the failures that are the peer's silence: a timeout,
+// a connection refused, reset or cut.
+var errNoAnswer = errors.New("no answer")
+
+// errBulkhead marks a call refused by peer.max-in-flight.
+var errBulkhead = errors.New("peer.max-in-flight calls in flight already")
+
+// tokenError is the service's own token request failing (the issuer
+// down or slow): the call never reached the peer.
+type tokenError struct{ err error }
+
+func (e tokenError) Error() string { return "own token: " + e.err.Error() }
+func (e tokenError) Unwrap() error { return e.err }
+
+// ownTokens marks the token source's failures as tokenError.
+type ownTokens struct{ src oauth2.TokenSource }
+
+func (o ownTokens) Token() (*oauth2.Token, error) {
+	t, err := o.src.Token()
+	if err != nil {
+		return nil, tokenError{err}
+	}
+	return t, nil
+}
+
+// breakerMetrics are the peers' breakers, by peer.
+var breakerMetrics = BreakerMetrics{
+	State: promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "peer_breaker_state",
+		Help: "State of the breaker of calls to a peer: 0 closed, 1 half-open (one probe decides), 2 open (calls refused at once with 503).",
+	}, []string{"peer"}),
+	Opened: promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "peer_breaker_opened_total",
+		Help: "Times the breaker of calls to a peer opened after consecutive timeouts or connection failures.",
+	}, []string{"peer"}),
+}
+
+func logChange(logger log.Logger) func(name, from, to string) {
+	if logger == nil {
+		return nil
+	}
+	return func(name, from, to string) {
+		level.Warn(logger).Log("msg", "peer breaker changed state", "peer", name, "from", from, "to", to)
+	}
 }
 
 func (c *Client) unavailable(err error) error {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,6 +236,107 @@ func TestBulkhead(t *testing.T) {
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Errorf("a call in flight: %v", err)
+		}
+	}
+}
+
+// A peer that stops answering: after breaker-failures timeouts in a row
+// calls are refused at once, without reaching it; after breaker-open-for
+// one probe at a time goes through, and the first answer closes the
+// breaker. Answers of any status never open it, and neither do callers
+// that left.
+func TestBreaker(t *testing.T) {
+	var hits, holding atomic.Int32
+	var mode atomic.Value // "hang", "404", "503", "hold" (answer when released), "ok"
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		switch mode.Load() {
+		case "hang":
+			<-r.Context().Done()
+		case "404":
+			httpx.WriteProblem(r.Context(), apperr.NotFound("document", "x"), w)
+		case "503":
+			httpx.WriteProblem(r.Context(), apperr.Unavailable("the database", nil), w)
+		case "hold":
+			holding.Add(1)
+			<-release
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	url := srv.URL
+	cs, err := peer.NewClients(peer.Config{URLs: map[string]*string{"documents": &url}, Timeout: 200 * time.Millisecond,
+		Breaker:     peer.BreakerConfig{Failures: 3, OpenFor: 50 * time.Millisecond},
+		TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "t"})}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cs.Get("documents")
+	call := func(ctx context.Context) error { return c.Call(ctx, "POST", "/internal/x", nil, nil) }
+	reached := func(ctx context.Context) (bool, error) {
+		before := hits.Load()
+		err := call(ctx)
+		return hits.Load() > before, err
+	}
+
+	for _, answer := range []string{"404", "503"} {
+		mode.Store(answer)
+		for range 5 {
+			if ok, _ := reached(t.Context()); !ok {
+				t.Fatalf("a call was refused after answers %s: an answer is no failure", answer)
+			}
+		}
+	}
+	mode.Store("hang")
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	for range 5 {
+		_ = call(gone) // the caller left: says nothing about the peer
+	}
+	if ok, _ := reached(t.Context()); !ok {
+		t.Fatal("callers that left opened the breaker")
+	}
+	for range 2 { // three timeouts in a row with the one above
+		if ok, _ := reached(t.Context()); !ok {
+			t.Fatal("the breaker opened before three timeouts in a row")
+		}
+	}
+	ok, err := reached(t.Context())
+	var e *apperr.Error
+	if ok || !errors.As(err, &e) || e.Kind != apperr.KindUnavailable || e.Headers["Retry-After"] == "" {
+		t.Fatalf("after three timeouts in a row: reached %v, %v; want a 503 with Retry-After without a call", ok, err)
+	}
+
+	// Half-open: one probe at a time.
+	mode.Store("hold")
+	probe := make(chan error, 1)
+	go func() {
+		for {
+			ok, err := reached(t.Context())
+			if ok {
+				probe <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	for holding.Load() == 0 { // the probe is at the peer
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ok, _ := reached(t.Context()); ok {
+		t.Error("a second call went through while the probe was in flight")
+	}
+	close(release)
+	if err := <-probe; err != nil {
+		t.Fatalf("the probe: %v", err)
+	}
+	mode.Store("ok")
+	for range 3 {
+		if ok, err := reached(t.Context()); !ok || err != nil {
+			t.Fatalf("after the probe was answered: reached %v, %v", ok, err)
 		}
 	}
 }

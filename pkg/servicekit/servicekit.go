@@ -300,7 +300,9 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 			level.Warn(logger).Log("msg", "nats.url is not set: events are recorded in the outbox but not published")
 		}
 	}
-	if deps.Peers, err = peer.NewClients(cfg.Peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
+	peers := cfg.Peers
+	peers.Logger = logger
+	if deps.Peers, err = peer.NewClients(peers, cfg.OIDC.Issuer, cfg.OIDC.Audience); err != nil {
 		return b, err
 	}
 	handlers, err := spec.Build(deps)

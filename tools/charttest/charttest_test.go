@@ -201,6 +201,11 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"a client's budget misspelt", "api-gateway:\n  rateLimit:\n    clients:\n      importer: lots\n", "api-gateway"},
 		{"the old per-second setting", "api-gateway:\n  rateLimit:\n    perSecond: 50\n", "api-gateway"},
 		{"no public address", "global:\n  publicURL: registry.example.com\n", "parties"},
+		{"a deadline without its unit", "api-gateway:\n  upstream:\n    timeout: \"20\"\n", "api-gateway"},
+		{"a route's deadline misspelt", "api-gateway:\n  upstream:\n    routes:\n      compliance:\n        timout: 40s\n", "api-gateway"},
+		{"upstream deadlines on a service", "parties:\n  upstream:\n    timeout: 20s\n", "parties"},
+		{"a probe budget without its window", "api-gateway:\n  rateLimit:\n    probes: \"120\"\n", "api-gateway"},
+		{"a peer breaker without its unit", "actions:\n  peerBreaker:\n    openFor: \"5\"\n", "actions"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
@@ -250,6 +255,37 @@ func TestRateLimitsNeedRedis(t *testing.T) {
 	}
 	if got := Get(find(docs, "ConfigMap", "api-gateway"), "data", "RATE_LIMIT_ENABLED"); got != "false" {
 		t.Errorf("RATE_LIMIT_ENABLED = %v, want false", got)
+	}
+}
+
+// The gateway's deadlines are settable per route (by resource) and its
+// breakers and /readyz budget by value; each reaches the binary as the
+// environment it reads, and the services' peer breakers too.
+func TestUpstreamDeadlinesAndBreakers(t *testing.T) {
+	docs := render(t, "prod", "api-gateway.upstream.timeout=25s", "api-gateway.upstream.routes.compliance.timeout=40s",
+		"api-gateway.upstream.routes.documents.idleTimeout=2m", "api-gateway.upstream.routes.events.timeout=30s",
+		"api-gateway.upstream.breaker.failures=3", "api-gateway.rateLimit.probes=60/60s", "actions.peerBreaker.openFor=10s")
+	gateway := find(docs, "ConfigMap", "api-gateway")
+	for key, want := range map[string]string{
+		"UPSTREAM_TIMEOUT": "25s", "UPSTREAM_IDLE_TIMEOUT": "30s",
+		"UPSTREAM_ROUTE_TIMEOUTS": "compliance=40s,events=30s", "UPSTREAM_ROUTE_IDLE_TIMEOUTS": "documents=2m",
+		"UPSTREAM_BREAKER_FAILURES": "3", "UPSTREAM_BREAKER_OPEN_FOR": "5s", "RATE_LIMIT_PROBES": "60/60s",
+	} {
+		if got := Get(gateway, "data", key); got != want {
+			t.Errorf("api-gateway %s = %v, want %s", key, got, want)
+		}
+	}
+	for name, want := range map[string]string{"actions": "10s", "assets": "5s"} {
+		cm := find(docs, "ConfigMap", name)
+		if got := Get(cm, "data", "PEER_BREAKER_OPEN_FOR"); got != want {
+			t.Errorf("%s PEER_BREAKER_OPEN_FOR = %v, want %s", name, got, want)
+		}
+		if got := Get(cm, "data", "PEER_BREAKER_FAILURES"); got != "5" {
+			t.Errorf("%s PEER_BREAKER_FAILURES = %v, want 5", name, got)
+		}
+	}
+	if got := Get(find(docs, "ConfigMap", "events"), "data", "PEER_BREAKER_FAILURES"); got != nil {
+		t.Errorf("events calls no peer, yet PEER_BREAKER_FAILURES = %v", got)
 	}
 }
 
@@ -488,7 +524,8 @@ func checkObservability(t *testing.T, docs []Doc) {
 	for _, want := range []string{"RegistryAvailabilityBudgetBurn", "RegistryLatencyBudgetBurn", "RegistryHigh5xxRatio",
 		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures",
 		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay",
-		"RegistryLogTampered", "RegistryLogCheckpointStale"} {
+		"RegistryLogTampered", "RegistryLogCheckpointStale",
+		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

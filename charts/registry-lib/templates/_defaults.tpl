@@ -28,6 +28,9 @@ deployable:
   nodeSelector: {}
   objectStore:
     bucket: ""
+  peerBreaker:
+    failures: 5
+    openFor: 5s
   peerClient:
     clientIDKey: client-id
     clientSecretKey: client-secret
@@ -42,6 +45,7 @@ deployable:
     clients: {}
     default: 6000/60s
     enabled: true
+    probes: 120/60s
     timeout: 25ms
     trustedProxies: []
     unauthenticated: 600/60s
@@ -70,6 +74,13 @@ deployable:
     key: signing-key
     previousKeys: []
     secretName: events-transparency-key
+  upstream:
+    breaker:
+      failures: 5
+      openFor: 5s
+    idleTimeout: 30s
+    routes: {}
+    timeout: 20s
 global:
   environment: dev
   image:

@@ -144,10 +144,27 @@ registry-lib.secretEnv.
 {{- range .f.peers -}}
 {{- $_ := set $env (printf "PEER_%s_URL" (include "registry-lib.envName" .)) (include "registry-lib.url" .) -}}
 {{- end -}}
+{{- if .f.peers -}}
+{{- $_ := set $env "PEER_BREAKER_FAILURES" (toString (int .v.peerBreaker.failures)) -}}
+{{- $_ := set $env "PEER_BREAKER_OPEN_FOR" .v.peerBreaker.openFor -}}
+{{- end -}}
 {{- if eq .f.kind "gateway" -}}
 {{- range .f.upstreams -}}
 {{- $_ := set $env (printf "UPSTREAM_%s" (include "registry-lib.envName" .)) (include "registry-lib.url" .) -}}
 {{- end -}}
+{{- $up := .v.upstream -}}
+{{- $_ := set $env "UPSTREAM_TIMEOUT" $up.timeout -}}
+{{- $_ := set $env "UPSTREAM_IDLE_TIMEOUT" $up.idleTimeout -}}
+{{- $timeouts := list -}}
+{{- $idle := list -}}
+{{- range $resource, $d := $up.routes -}}
+{{- with $d.timeout -}}{{- $timeouts = append $timeouts (printf "%s=%s" $resource .) -}}{{- end -}}
+{{- with $d.idleTimeout -}}{{- $idle = append $idle (printf "%s=%s" $resource .) -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $env "UPSTREAM_ROUTE_TIMEOUTS" (join "," $timeouts) -}}
+{{- $_ := set $env "UPSTREAM_ROUTE_IDLE_TIMEOUTS" (join "," $idle) -}}
+{{- $_ := set $env "UPSTREAM_BREAKER_FAILURES" (toString (int $up.breaker.failures)) -}}
+{{- $_ := set $env "UPSTREAM_BREAKER_OPEN_FOR" $up.breaker.openFor -}}
 {{- $rl := .v.rateLimit -}}
 {{- if and $rl.enabled (not .g.redis.enabled) -}}
 {{- fail "api-gateway.rateLimit.enabled needs global.redis.enabled: the rate-limit budgets are kept in Redis (set api-gateway.rateLimit.enabled=false to run without limits)" -}}
@@ -157,6 +174,7 @@ registry-lib.secretEnv.
 {{- $_ := set $env "RATE_LIMIT_DEFAULT" $rl.default -}}
 {{- $_ := set $env "RATE_LIMIT_UNAUTHENTICATED" $rl.unauthenticated -}}
 {{- $_ := set $env "RATE_LIMIT_TIMEOUT" $rl.timeout -}}
+{{- $_ := set $env "RATE_LIMIT_PROBES" $rl.probes -}}
 {{- $clients := list -}}
 {{- range $sub, $budget := $rl.clients -}}
 {{- $clients = append $clients (printf "%s=%s" $sub $budget) -}}

@@ -315,7 +315,7 @@ func (u *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteProblem(r.Context(), err, w)
 		return
 	}
-	res, _, _ := resourceFor(r.URL.Path)
+	res, _, _ := resourceOf(r)
 	total, idle := u.cfg.deadlines(res.Name, httpx.IsUpload(r))
 	ctx, cancel := context.WithCancelCause(r.Context())
 	c := &call{client: r.Context()}

@@ -106,7 +106,8 @@ func TestFrozenServiceIs503(t *testing.T) {
 func TestUpstreamBreaker(t *testing.T) {
 	service := &frozen{}
 	f := frozenGateway(t, service, UpstreamConfig{Timeout: 200 * time.Millisecond, IdleTimeout: time.Second,
-		Breaker: peer.BreakerConfig{Failures: 3, OpenFor: 100 * time.Millisecond}})
+		// open long enough that the checks below meet it open, not half-open
+		Breaker: peer.BreakerConfig{Failures: 3, OpenFor: 2 * time.Second}})
 	ro := f.issuer.ReadOnly(t)
 	reaches := func(want int) bool {
 		before := service.reached.Load()

@@ -386,7 +386,11 @@ func TestRedisDownFailsOpen(t *testing.T) {
 	redis := testkit.StartRedis(t, t.TempDir())
 	f := newGateway(t, limited(redis.URL, "t:", func(c *RateLimitConfig) {
 		c.Default = Budget{"default", 2, time.Hour}
-		c.Timeout, c.Backoff = 50*time.Millisecond, 200*time.Millisecond
+		// A second, not the production 25 ms: on a loaded machine a live
+		// Redis can take longer than 50 ms, and the limit then fails open
+		// before the fault is made. A hung Redis still costs a request at
+		// most this, and the backoff lets the others through at once.
+		c.Timeout, c.Backoff = time.Second, 200*time.Millisecond
 	}))
 	ro := f.issuer.ReadOnly(t)
 	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)

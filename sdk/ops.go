@@ -322,6 +322,15 @@ func (c *Client) DeleteAction(ctx context.Context, id string, opts ...CallOption
 	return c.delete(ctx, "/actions/"+url.PathEscape(id), nil, opts)
 }
 
+// FindAction finds the action holding in's (SourceSystem,
+// SourceReference), the sync key, both required; nothing found is a
+// Problem with IsNotFound. With create, in is recorded when no action holds
+// them (POST /actions/find?create=true), and created says so: however
+// often it runs, and whenever, one action is recorded.
+func (c *Client) FindAction(ctx context.Context, in ActionInput, create bool, opts ...CallOption) (a *Action, created bool, err error) {
+	return find[Action](ctx, c, "/actions/find", in, create, opts)
+}
+
 // Batches.
 
 // MaxBatch is how many items one batch create may carry (and at most
@@ -356,16 +365,32 @@ func (c *Client) CreateAssets(ctx context.Context, items []AssetInput, opts ...C
 }
 
 // CreateActions records each action as CreateAction would (POST
-// /actions/batch): one result per item, in order; as CreateAssets.
+// /actions/batch): one result per item, in order; as CreateAssets. An item
+// whose (SourceSystem, SourceReference) another action holds is a 409
+// naming it.
 func (c *Client) CreateActions(ctx context.Context, items []ActionInput, opts ...CallOption) ([]BatchResult, error) {
 	return batch(ctx, c, "/actions/batch", items, opts)
+}
+
+// FindOrCreateActions is CreateActions where each item naming both
+// SourceSystem and SourceReference is found by them first (POST
+// /actions/batch?find=true): Status 200 with the ID of the action holding
+// the pair (recorded before, or by an earlier item), else 201 or the
+// item's problem.
+func (c *Client) FindOrCreateActions(ctx context.Context, items []ActionInput, opts ...CallOption) ([]BatchResult, error) {
+	return batch(ctx, c, "/actions/batch?find=true", items, opts)
 }
 
 func batch[In any](ctx context.Context, c *Client, path string, items []In, opts []CallOption) ([]BatchResult, error) {
 	if len(items) == 0 || len(items) > MaxBatch {
 		return nil, fmt.Errorf("registry: a batch holds 1 to %d items, not %d", MaxBatch, len(items))
 	}
-	resp, err := c.do(ctx, &call{method: http.MethodPost, path: path, body: jsonBody(struct {
+	path, rawQuery, _ := strings.Cut(path, "?")
+	query, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("registry: %s: %w", path, err)
+	}
+	resp, err := c.do(ctx, &call{method: http.MethodPost, path: path, query: query, body: jsonBody(struct {
 		Items []In `json:"items"`
 	}{items}), keyed: true}, opts...)
 	if err != nil {

@@ -26,9 +26,19 @@ type BatchRequest struct {
 
 // DecodeBatch reads a batch's body (the 1 MiB limit of every JSON body
 // holds for the whole batch): no items, or more than MaxBatch, is a 422.
+// The operation takes no query parameters.
 func DecodeBatch(r *http.Request) (BatchRequest, error) {
-	req, err := httpx.Body[BatchRequest](r)
-	if err != nil {
+	if err := httpx.NoQuery(r); err != nil {
+		return BatchRequest{}, err
+	}
+	return BatchBody(r)
+}
+
+// BatchBody is DecodeBatch for an operation that reads its own query
+// parameters first.
+func BatchBody(r *http.Request) (BatchRequest, error) {
+	var req BatchRequest
+	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return req, err
 	}
 	if len(req.Items) == 0 || len(req.Items) > MaxBatch {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Endpoints holds one go-kit endpoint per operation. Each adapts a Service
@@ -15,6 +16,7 @@ import (
 // beyond that lives in the transport.
 type Endpoints struct {
 	CreateAction  endpoint.Endpoint
+	FindAction    endpoint.Endpoint
 	CreateActions endpoint.Endpoint
 	GetAction     endpoint.Endpoint
 	ListActions   endpoint.Endpoint
@@ -37,15 +39,26 @@ type actionDocumentPath struct {
 	Patch        ActionDocumentPatch
 }
 
+// actionsBatch is a batch of actions with its ?find flag.
+type actionsBatch struct {
+	endpoints.BatchRequest
+	Find bool
+}
+
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		CreateAction:  endpoints.New(endpoints.Created(s.CreateAction, actionLocation)),
-		CreateActions: endpoints.New(endpoints.Batch(s.CreateActions)),
-		GetAction:     endpoints.New(s.GetAction),
-		ListActions:   endpoints.New(endpoints.List(s.ListActions)),
-		UpdateAction:  endpoints.New(endpoints.ByID(s.UpdateAction)),
-		DeleteAction:  endpoints.New(endpoints.NoContent(s.DeleteAction)),
+		CreateAction: endpoints.New(endpoints.Created(s.CreateAction, actionLocation)),
+		FindAction:   endpoints.New(endpoints.FindOrCreate(s.FindAction, actionLocation)),
+		CreateActions: endpoints.New(func(ctx context.Context, req actionsBatch) (any, error) {
+			return endpoints.Batch(func(ctx context.Context, in []ActionInput, errs []error) ([]model.ItemOutcome, error) {
+				return s.CreateActions(ctx, in, errs, req.Find)
+			})(ctx, req.BatchRequest)
+		}),
+		GetAction:    endpoints.New(s.GetAction),
+		ListActions:  endpoints.New(endpoints.List(s.ListActions)),
+		UpdateAction: endpoints.New(endpoints.ByID(s.UpdateAction)),
+		DeleteAction: endpoints.New(endpoints.NoContent(s.DeleteAction)),
 
 		CreateActionDocument: endpoints.New(endpoints.Created(func(ctx context.Context, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
 			return s.CreateActionDocument(ctx, req.ID, req.Body)

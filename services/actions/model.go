@@ -98,6 +98,39 @@ type ActionInput struct {
 	MetaData                json.RawMessage `json:"meta_data"`
 }
 
+// SourceKey is an action's sync key: the system it was recorded in and its
+// reference there. Among the actions that name both, it is unique, so an
+// import run again finds what it recorded.
+type SourceKey struct {
+	SourceSystem, SourceReference string
+}
+
+// sourceKey is the sync key of a normalized input, when it names both
+// parts.
+func (in ActionInput) sourceKey() (SourceKey, bool) {
+	if in.SourceSystem == nil || in.SourceReference == nil {
+		return SourceKey{}, false
+	}
+	return SourceKey{*in.SourceSystem, *in.SourceReference}, true
+}
+
+// findKey is the criterion of a find by source: both parts are required,
+// as a create would store them (trimmed, within their sizes).
+func (in ActionInput) findKey() (SourceKey, error) {
+	var v apperr.Validation
+	text := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	key := SourceKey{
+		SourceSystem:    model.Required(&v, "source_system", text(in.SourceSystem), model.NumberLen),
+		SourceReference: model.Required(&v, "source_reference", text(in.SourceReference), model.NameLen),
+	}
+	return key, v.Err()
+}
+
 // Normalize trims the text, fills in status_use_ok and checks every field.
 // status_use_ok left out (or null) is status_ok: clients that do not tell
 // the two apart send only status_ok.

@@ -9,6 +9,8 @@ package actions
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -21,10 +23,16 @@ import (
 // Service is what the actions service does. Errors are *apperr.Error.
 type Service interface {
 	CreateAction(ctx context.Context, in ActionInput) (ActionDetail, error)
+	// FindAction is the action holding in's (source_system,
+	// source_reference), both required; with create, in is recorded when no
+	// action holds them (find-or-create), and created says so.
+	FindAction(ctx context.Context, in ActionInput, create bool) (a ActionDetail, created bool, err error)
 	// CreateActions records a batch, each item as CreateAction would, with
 	// their references asked about together; errs[i] is item i's decoding
-	// error. Each outcome is an item's; the error fails the whole batch.
-	CreateActions(ctx context.Context, in []ActionInput, errs []error) ([]model.ItemOutcome, error)
+	// error. With find, an item that names both source fields is found by
+	// them first, as FindAction with create does. Each outcome is an
+	// item's; the error fails the whole batch.
+	CreateActions(ctx context.Context, in []ActionInput, errs []error, find bool) ([]model.ItemOutcome, error)
 	GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error)
 	ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error)
 	UpdateAction(ctx context.Context, id uuid.UUID, p ActionPatch) (ActionDetail, error)
@@ -96,15 +104,121 @@ func (s *service) CreateAction(ctx context.Context, in ActionInput) (ActionDetai
 	return s.store.CreateAction(ctx, in, auth.Subject(ctx), actionReferences(in, nil))
 }
 
-func (s *service) CreateActions(ctx context.Context, in []ActionInput, errs []error) ([]model.ItemOutcome, error) {
+// FindAction finds first, so that the usual answer (an import run again)
+// asks no peer and writes nothing. A concurrent create of the same pair
+// between the look and the insert makes the insert a 409 naming its
+// holder, which is then the answer: any number of concurrent calls create
+// one action.
+func (s *service) FindAction(ctx context.Context, in ActionInput, create bool) (ActionDetail, bool, error) {
+	key, err := in.findKey()
+	if err != nil {
+		return ActionDetail{}, false, err
+	}
+	found, err := s.store.ActionBySource(ctx, key)
+	if !create || !apperr.Is(err, apperr.KindNotFound) {
+		return found, false, err
+	}
+	a, err := s.CreateAction(ctx, in)
+	if holder, ok := existingID(err); ok {
+		found, err = s.store.GetAction(ctx, holder)
+		return found, false, err
+	}
+	return a, err == nil, err
+}
+
+// existingID is the holder a 409 duplicate names.
+func existingID(err error) (uuid.UUID, bool) {
+	var e *apperr.Error
+	if !errors.As(err, &e) || e.Code != "duplicate" {
+		return uuid.Nil, false
+	}
+	id, parseErr := uuid.Parse(fmt.Sprint(e.Extensions["existing_id"]))
+	return id, parseErr == nil
+}
+
+func (s *service) CreateActions(ctx context.Context, in []ActionInput, errs []error, find bool) ([]model.ItemOutcome, error) {
 	out := make([]model.ItemOutcome, len(in))
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
 			in[i], out[i].Err = in[i].Normalize()
 		}
 	}
+	if find {
+		return out, s.findOrCreateActions(ctx, in, out)
+	}
+	return out, s.createActions(ctx, in, out)
+}
+
+func (s *service) createActions(ctx context.Context, in []ActionInput, out []model.ItemOutcome) error {
 	targetsOf := func(in ActionInput) []refs.Target { return actionReferences(in, nil) }
-	return out, s.store.CreateActions(ctx, in, out, auth.Subject(ctx), targetsOf)
+	return s.store.CreateActions(ctx, in, out, auth.Subject(ctx), targetsOf)
+}
+
+// findOrCreateActions is a batch whose items are found by their source
+// pair before any is created: one query finds those recorded already (200),
+// and the others are created in rounds that take each pair once, so an
+// item whose pair an earlier item of the batch created or found answers
+// that action (200) too. An item whose pair another request created
+// meanwhile answers it as well (its 409's holder).
+func (s *service) findOrCreateActions(ctx context.Context, in []ActionInput, out []model.ItemOutcome) error {
+	var keys []SourceKey
+	for i := range in {
+		if k, ok := in[i].sourceKey(); ok && out[i].Err == nil {
+			keys = append(keys, k)
+		}
+	}
+	found := map[SourceKey]uuid.UUID{}
+	if len(keys) > 0 {
+		var err error
+		if found, err = s.store.actionsBySource(ctx, keys); err != nil {
+			return err
+		}
+	}
+	settled := make([]bool, len(in))
+	for i := range in {
+		settled[i] = out[i].Err != nil
+	}
+	return s.store.Together(ctx, func(ctx context.Context) error {
+		for {
+			var round []int
+			taken := map[SourceKey]bool{}
+			for i := range in {
+				if settled[i] {
+					continue
+				}
+				k, keyed := in[i].sourceKey()
+				if id, ok := found[k]; keyed && ok {
+					out[i], settled[i] = model.ItemOutcome{ID: id}, true
+					continue
+				}
+				if keyed && taken[k] {
+					continue // the next round, once the pair's first item is settled
+				}
+				taken[k] = keyed
+				round = append(round, i)
+			}
+			if len(round) == 0 {
+				return nil
+			}
+			batch, results := make([]ActionInput, len(round)), make([]model.ItemOutcome, len(round))
+			for j, i := range round {
+				batch[j] = in[i]
+			}
+			if err := s.createActions(ctx, batch, results); err != nil {
+				return err
+			}
+			for j, i := range round {
+				out[i], settled[i] = results[j], true
+				k, keyed := in[i].sourceKey()
+				if holder, ok := existingID(results[j].Err); ok && keyed {
+					out[i] = model.ItemOutcome{ID: holder}
+				}
+				if keyed && out[i].Err == nil {
+					found[k] = out[i].ID
+				}
+			}
+		}
+	})
 }
 
 func (s *service) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error) {

@@ -91,6 +91,70 @@ func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, 
 	return a, write(checked)
 }
 
+// sourceKeyIndex is the unique index of the sync key (migration 003).
+const sourceKeyIndex = "actions_source_key"
+
+// actionHoldingSourceSQL is the id of the action holding a
+// (source_system, source_reference) pair.
+const actionHoldingSourceSQL = `SELECT id FROM actions WHERE source_system = $1 AND source_reference = $2 AND NOT source_duplicate`
+
+// sourceTaken turns the sync key's unique violation (a patch onto a held
+// pair) into the 409 duplicate naming the action that holds the pair;
+// other errors pass.
+func (s *Store) sourceTaken(ctx context.Context, err error, in ActionInput) error {
+	if name, dup := store.Constraint(err, store.UniqueViolation); !dup || name != sourceKeyIndex ||
+		in.SourceSystem == nil || in.SourceReference == nil {
+		return err
+	}
+	detail := sourceDuplicate(*in.SourceSystem, *in.SourceReference)
+	var holder uuid.UUID
+	if s.DB(ctx).QueryRow(ctx, actionHoldingSourceSQL, *in.SourceSystem, *in.SourceReference).Scan(&holder) != nil {
+		return apperr.Conflict(detail) // deleted again in the meantime: still a conflict, without an id
+	}
+	return apperr.Duplicate(detail, holder.String())
+}
+
+func sourceDuplicate(system, reference string) string {
+	return fmt.Sprintf("an action with source_system %q and source_reference %q is recorded already", system, reference)
+}
+
+// ActionBySource reads the action that holds the pair; none is a 404.
+func (s *Store) ActionBySource(ctx context.Context, key SourceKey) (ActionDetail, error) {
+	found, err := store.Many[ActionDetail](ctx, s.DB(ctx), "find action by source",
+		`SELECT `+actionColumns+`, `+actionDocumentsSQL+` FROM actions a
+		WHERE a.source_system = $1 AND a.source_reference = $2 AND NOT a.source_duplicate`, key.SourceSystem, key.SourceReference)
+	if err != nil {
+		return ActionDetail{}, err
+	}
+	if len(found) == 0 {
+		return ActionDetail{}, apperr.New(apperr.KindNotFound, fmt.Sprintf("no action has source_system %q and source_reference %q",
+			key.SourceSystem, key.SourceReference))
+	}
+	return found[0], nil
+}
+
+// actionsBySource reads the ids of the actions holding any of keys.
+func (s *Store) actionsBySource(ctx context.Context, keys []SourceKey) (map[SourceKey]uuid.UUID, error) {
+	systems, references := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		systems[i], references[i] = k.SourceSystem, k.SourceReference
+	}
+	rows, err := s.DB(ctx).Query(ctx, `SELECT a.id, a.source_system, a.source_reference FROM actions a
+		JOIN unnest($1::text[], $2::text[]) AS k(system, reference) ON a.source_system = k.system AND a.source_reference = k.reference
+		WHERE NOT a.source_duplicate`, systems, references)
+	if err != nil {
+		return nil, store.Classify(err, "find actions by source")
+	}
+	found := map[SourceKey]uuid.UUID{}
+	var id uuid.UUID
+	var key SourceKey
+	_, err = pgx.ForEachRow(rows, []any{&id, &key.SourceSystem, &key.SourceReference}, func() error {
+		found[key] = id
+		return nil
+	})
+	return found, store.Classify(err, "find actions by source")
+}
+
 // CreateActions records a batch: out[i] already holds the error of an item
 // that failed before (its decoding, its rules); the others' targets are
 // asked about together, each owner once, before the transaction, and the
@@ -236,17 +300,26 @@ func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, ins []ActionInput,
 	for i, id := range ids {
 		a, ok := byID[id]
 		if !ok {
-			return nil, fmt.Errorf("insert actions: action %s not read back", id)
+			return nil, errSourceHeld
 		}
 		created[i], events[i] = a, outbox.Created(outbox.KindAction, id.String(), a)
 	}
 	return created, s.Record(ctx, tx, events...)
 }
 
+// insertActionSQL inserts an action unless its sync key is held (then it
+// inserts nothing, and the transaction goes on, so that what the
+// references said is answered first).
 const insertActionSQL = `INSERT INTO actions AS a (id, asset_id, action_type, action_subtype, performed_at, person_id,
 		performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
 		status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)
+	ON CONFLICT (source_system, source_reference)
+		WHERE source_system IS NOT NULL AND source_reference IS NOT NULL AND NOT source_duplicate DO NOTHING`
+
+// errSourceHeld is an action of a batch that inserted nothing: its sync
+// key is held, and the batch goes item by item to say which.
+var errSourceHeld = errors.New("an action's source pair is held")
 
 // insertAction inserts an action, keeps its compliance row and records
 // its event. Its references are confirmed already (checked nil), or are
@@ -278,15 +351,21 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	results := tx.SendBatch(ctx, pipeline)
 	checkErr := confirm.Read(results)
 	var a ActionDetail
+	held := false // the sync key's holder is another action
 	if checkErr == nil {
 		a, err = func() (ActionDetail, error) {
 			rows, err := results.Query()
 			if err != nil {
 				return ActionDetail{}, store.Classify(err, "insert action")
 			}
-			a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ActionDetail])
+			inserted, err := pgx.CollectRows(rows, pgx.RowToStructByName[ActionDetail])
 			if err != nil {
 				return ActionDetail{}, store.Classify(err, "insert action")
+			}
+			if len(inserted) == 0 {
+				held = true
+			} else {
+				a = inserted[0]
 			}
 			for _, op := range ops {
 				if _, err := results.Exec(); err != nil {
@@ -315,6 +394,19 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	}
 	if err != nil {
 		return ActionDetail{}, err
+	}
+	if held {
+		// ON CONFLICT waited for the holder's commit: it is visible here.
+		detail := sourceDuplicate(*in.SourceSystem, *in.SourceReference)
+		var holder uuid.UUID
+		err := tx.QueryRow(ctx, actionHoldingSourceSQL, *in.SourceSystem, *in.SourceReference).Scan(&holder)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return ActionDetail{}, apperr.Conflict(detail) // deleted again in the meantime
+		case err != nil:
+			return ActionDetail{}, store.Classify(err, "find the holder of a source pair")
+		}
+		return ActionDetail{}, apperr.Duplicate(detail, holder.String())
 	}
 	return a, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
 }
@@ -395,7 +487,8 @@ func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, ap
 			_, err := tx.Exec(ctx, `UPDATE actions SET asset_id = $2, action_type = $3, action_subtype = $4, performed_at = $5,
 				person_id = $6, performed_by_person = $7, organization_id = $8, performed_by_organization = $9, reference = $10,
 				status = $11, status_ok = $12, status_use_ok = $13, status_finalized = $14, status_valid_through = $15,
-				source_system = $16, source_reference = $17, data = $18, meta_data = $19, updated_at = now(), updated_by = $20
+				source_system = $16, source_reference = $17, data = $18, meta_data = $19, updated_at = now(), updated_by = $20,
+				source_duplicate = source_duplicate AND source_system IS NOT DISTINCT FROM $16 AND source_reference IS NOT DISTINCT FROM $17
 				WHERE id = $1`, append([]any{old.ID}, append(inputValues(in), actor)...)...)
 			if err != nil {
 				return nil, store.Classify(err, "update action")
@@ -407,8 +500,8 @@ func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, ap
 		Kind:           outbox.KindAction,
 		ID:             func(a Action) uuid.UUID { return a.ID },
 	}
-	_, err := updater.Update(ctx, s.Store, id, actor, apply)
-	return err
+	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	return s.sourceTaken(ctx, err, in)
 }
 
 // DeleteAction removes an action with its action documents.

@@ -17,7 +17,8 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	handle := r.Handle
 	handle("POST", "/actions", endpoints.Serve(e.CreateAction, httpx.Body[ActionInput], endpoints.IdempotencyKey))
-	handle("POST", "/actions/batch", endpoints.Serve(e.CreateActions, endpoints.DecodeBatch, endpoints.IdempotencyKey))
+	handle("POST", "/actions/find", endpoints.Serve(e.FindAction, httpx.Find[ActionInput](true), endpoints.IdempotencyKey))
+	handle("POST", "/actions/batch", endpoints.Serve(e.CreateActions, decodeActionsBatch, endpoints.IdempotencyKey))
 	handle("GET", "/actions", endpoints.Serve(e.ListActions, decodeListActions))
 	handle("GET", "/actions/{id}", endpoints.Serve(e.GetAction, httpx.PathID))
 	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch], endpoints.IfMatch, endpoints.OwnerOnly))
@@ -48,6 +49,21 @@ func decodeListActions(r *http.Request) (httpx.ListRequest[ActionFilter], error)
 		q.Invalid("source_system", "is required with source_reference")
 	}
 	return httpx.ListRequest[ActionFilter]{Filter: f, Page: q.Page()}, q.Err()
+}
+
+// decodeActionsBatch reads a batch of actions and ?find=true|false.
+func decodeActionsBatch(r *http.Request) (actionsBatch, error) {
+	q := httpx.ParseQuery(r, "find")
+	var req actionsBatch
+	if find := q.Bool("find"); find != nil {
+		req.Find = *find
+	}
+	if err := q.Err(); err != nil {
+		return req, err
+	}
+	var err error
+	req.BatchRequest, err = endpoints.BatchBody(r)
+	return req, err
 }
 
 // decodeCompliance reads GET /compliance's filters; action_type and state

@@ -377,11 +377,17 @@ func findPerson(i int) Request {
 }
 
 func createAction(e *Env, w *Worker) Request {
+	return Request{Method: "POST", Path: "/actions", Body: actionBody(e, w, w.Tag+"-"+strconv.Itoa(w.N)), Want: 201}
+}
+
+// actionBody is an action on a seeded asset, person and organization;
+// reference is its source_reference, unique per action (the sync key).
+func actionBody(e *Env, w *Worker, reference string) []byte {
 	body, _ := json.Marshal(map[string]any{"asset_id": e.Assets[w.Rand.IntN(len(e.Assets))], "action_type": "expert_control",
 		"performed_at": "2025-03-14", "person_id": e.PersonIDs[w.Rand.IntN(len(e.PersonIDs))],
-		"organization_id": e.Orgs[w.Rand.IntN(len(e.Orgs))], "status_ok": true, "source_system": "bench", "source_reference": w.Tag,
+		"organization_id": e.Orgs[w.Rand.IntN(len(e.Orgs))], "status_ok": true, "source_system": "bench", "source_reference": reference,
 		"data": map[string]any{"checklist": map[string]string{"brakes": "ok", "chains": "ok"}}})
-	return Request{Method: "POST", Path: "/actions", Body: body, Want: 201}
+	return body
 }
 
 // The seeded assets are all of one type; asset i has serial number SN<i>.

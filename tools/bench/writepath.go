@@ -27,7 +27,7 @@ var ActionsBatchCall = Call{Name: ActionsBatch, Service: "actions", Limit: RefPo
 	Request: func(e *Env, w *Worker) Request {
 		items := make([]json.RawMessage, BatchSize)
 		for i := range items {
-			items[i] = createAction(e, w).Body
+			items[i] = actionBody(e, w, fmt.Sprintf("%s-%d-%d", w.Tag, w.N, i))
 		}
 		body, _ := json.Marshal(map[string]any{"items": items})
 		return Request{Method: "POST", Path: "/actions/batch", Body: body, Want: 200}

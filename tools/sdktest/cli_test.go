@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/catalog"
 	registry "github.com/assetregistry/registry/sdk"
 )
 
@@ -86,6 +89,81 @@ func writeRowsWith(t *testing.T, dir, tag string, n int, reference func(i int) s
 		t.Fatal(err)
 	}
 	return path
+}
+
+// writeSourcedRows is writeRows with each action's sync key:
+// source_system tag and source_reference r<row>.
+func writeSourcedRows(t *testing.T, dir, tag string, n int) string {
+	t.Helper()
+	path := writeRowsWith(t, dir, tag, n, nil)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(bytes.NewReader(raw)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	for i, r := range records {
+		ref := "source_reference"
+		if i > 0 {
+			ref = fmt.Sprintf("r%04d", i)
+		}
+		_ = w.Write(append(r, ref))
+	}
+	w.Flush()
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// expireIdempotencyKeys forgets every Idempotency-Key the registry holds,
+// as 24 hours would.
+func expireIdempotencyKeys(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, suite.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, s := range catalog.Services {
+		if s.NeedsStore(catalog.Postgres) {
+			if _, err := conn.Exec(ctx, "DELETE FROM "+pgx.Identifier{s.Name, "idempotency_keys"}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// The sync key: an import run again a month later, when every
+// Idempotency-Key of the first run has expired and its journal is gone,
+// records nothing twice, each row's action found by its (source_system,
+// source_reference). The first run dies at the worst moment, in the middle
+// of a batch (its actions recorded, its journal line not written), and the
+// runs after it cut the rows into other batches.
+func TestImportAgainAfterKeysExpired(t *testing.T) {
+	dir := t.TempDir()
+	tag := fmt.Sprintf("month%d", time.Now().UnixNano()%1e9)
+	const rows = 60
+	path := writeSourcedRows(t, dir, tag, rows)
+	_, stderr, code := cli(t, dir, []string{"REGISTRY_IMPORT_FAILPOINT=answered"}, "import", "-quiet", "-batch", "20", "-batches", "2", path)
+	if code != -1 {
+		t.Fatalf("the first import was not killed: exit %d, %s", code, stderr)
+	}
+	for run, batch := range []string{"7", "50"} {
+		expireIdempotencyKeys(t)
+		if err := os.Remove(path + ".journal"); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := cli(t, dir, nil, "import", "-quiet", "-batch", batch, path); code != 0 {
+			t.Fatalf("import %d after the keys expired: exit %d, %s", run+2, code, stderr)
+		}
+		countActions(t, tag, rows)
+	}
 }
 
 // countActions checks the registry: n actions tagged tag, one per asset,

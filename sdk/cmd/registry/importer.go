@@ -554,31 +554,50 @@ func (a *assetMemo) put(typeID, serial, id string) {
 	a.m[typeID+"\x00"+serial] = id
 }
 
-// actions records the batch's actions. A row that names its source
-// (source_system and source_reference) and was not found by it is created
-// alone, under its row's key: were it in the batch, a run after a crash
-// that finds it by its source would send the batch without it, under
-// another key, and the rest of the batch would be created twice.
+// actions records the batch's actions. The rows that name their source
+// (source_system and source_reference) and were not found by it go in
+// batches of their own, found or created by the pair on the registry's
+// side (POST /actions/batch?find=true): a run after a crash, or a month
+// later when every Idempotency-Key has expired, finds what an earlier run
+// recorded even if the look-up before missed it, whatever rows the batch
+// then carries. The other rows have no key but the batch's
+// Idempotency-Key, so their batch must carry the same rows when sent
+// again: found rows never are among them.
 func (im *importer) actions(ctx context.Context, first int, rows []*pending) error {
 	var todo, bySource []*pending
-	var items []registry.ActionInput
+	var items, sourced []registry.ActionInput
 	for _, p := range rows {
 		switch {
 		case len(p.errs) > 0:
 		case p.action != nil:
 			p.actionID = p.action.ID
 		case p.r.get("source_system") != "" && p.r.get("source_reference") != "":
-			bySource = append(bySource, p)
+			bySource, sourced = append(bySource, p), append(sourced, actionInput(p))
 		default:
 			todo, items = append(todo, p), append(items, actionInput(p))
 		}
 	}
-	err := im.each(ctx, bySource, func(ctx context.Context, p *pending) error {
-		a, err := im.c.CreateAction(ctx, actionInput(p), registry.IdempotencyKey(im.keyBase+strconv.Itoa(p.r.n)+"-action"))
+	var found []*pending // recorded by an earlier run after all
+	err := sendBatch(ctx, im, "sourced-actions", first, bySource, sourced, im.c.FindOrCreateActions, func(p *pending, res registry.BatchResult) {
+		if err := res.Err(); err != nil {
+			p.errs = problemErrors(p.r.n, "", err)
+			return
+		}
+		p.actionID = res.ID
+		if res.Status == http.StatusOK && p.r.get("document_file") != "" {
+			found = append(found, p)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	// Their documents may be linked already: the document step asks.
+	err = im.each(ctx, found, func(ctx context.Context, p *pending) error {
+		full, err := im.c.GetAction(ctx, p.actionID)
 		if err != nil {
 			return p.failed("", err)
 		}
-		p.actionID = a.ID
+		p.action = full
 		return nil
 	})
 	if err != nil {

@@ -96,7 +96,7 @@ test: servers-for-test chart-tools-head-start lint deps build ## lint, then ever
 
 .PHONY: faults
 faults: servers deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
-	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 15m -v ./tools/faults/ | grep -v '^=== RUN'
+	@FAULTS_FULL=1 REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v ./tools/faults/ | grep -v '^=== RUN'
 
 # The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
 # source once per machine and cached outside the work tree. Start that build now, in the

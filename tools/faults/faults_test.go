@@ -42,6 +42,9 @@ type fault struct {
 	// needsNoPeer names an op of the load that needs nothing the fault
 	// breaks: every one of its calls must succeed.
 	needsNoPeer string
+	// frozen names the one service the fault stops: only calls routed to
+	// it, or that need it as a peer, may be 503s.
+	frozen string
 }
 
 func TestFaults(t *testing.T) {
@@ -141,7 +144,7 @@ func removeToxic(datastore, kind string) func(*testing.T) {
 func exercise(t *testing.T, i int, f fault) {
 	c := newClient(t)
 	l := newLoad(c, tag(i))
-	stopLoad := l.run(3, 25*time.Millisecond)
+	stopLoad := l.run(loadClients, 25*time.Millisecond)
 	time.Sleep(time.Second) // the load reaches its stride before the fault
 
 	var observed func(*testing.T)
@@ -162,6 +165,13 @@ func exercise(t *testing.T, i int, f fault) {
 	if observed != nil {
 		observed(t)
 	}
+	record(checkRow(t, f, c, l, calls, own, recovered))
+}
+
+// checkRow holds what the load saw during fault f, and what the registry
+// holds afterwards, to the rules, and returns the fault's row.
+func checkRow(t *testing.T, f fault, c *client, l *load, calls, own []call, recovered bool) row {
+	t.Helper()
 	if !recovered {
 		t.Error("the registry did not recover (a create, read, find and upload all answered) within 90 s of the fault ending")
 	}
@@ -184,7 +194,7 @@ func exercise(t *testing.T, i int, f fault) {
 	checkOrganizations(t, l.tag, calls, acked)
 	events := checkEvents(t)
 	r.eventsLost, r.eventsOutOfOrder = events.lost+events.duplicated, events.outOfOrder
-	record(r)
+	return r
 }
 
 // byStatus summarises answers: "201:40 200:31 503:6 refused:2" (refused:
@@ -232,6 +242,8 @@ func checkAnswers(t *testing.T, f fault, calls []call) {
 			why = fmt.Sprintf("%d without a problem body", c.status)
 		case c.status == 503 && !f.unavailable:
 			why = "503, though nothing the registry needs is down"
+		case c.status == 503 && f.frozen != "" && !needs(c.request, f.frozen):
+			why = "503, though it needs nothing of the frozen " + f.frozen
 		case c.status == 503 && !c.retryAfter:
 			why = "503 without Retry-After"
 		case c.status != 503:

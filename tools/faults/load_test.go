@@ -72,6 +72,8 @@ type answer struct {
 	problem    bool  // a problem body (application/problem+json)
 	retryAfter bool
 	id         string // a 2xx create's id
+	next       string // a page's Link rel="next"
+	at         time.Time
 	took       time.Duration
 }
 
@@ -92,16 +94,16 @@ func (c *client) do(ctx context.Context, r request) answer {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return answer{err: err, took: time.Since(start)}
+		return answer{err: err, at: start, took: time.Since(start)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode, took: time.Since(start),
+	a := answer{status: resp.StatusCode, at: start, took: time.Since(start),
 		problem:    strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json"),
-		retryAfter: resp.Header.Get("Retry-After") != ""}
+		retryAfter: resp.Header.Get("Retry-After") != "", next: nextLink(resp.Header.Get("Link"))}
 	if err != nil {
 		// The status line came but the body broke off: no answer either.
-		return answer{err: fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err), took: a.took}
+		return answer{err: fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err), at: start, took: a.took}
 	}
 	if a.ok() && r.create {
 		var created struct {
@@ -111,6 +113,17 @@ func (c *client) do(ctx context.Context, r request) answer {
 		a.id = created.ID
 	}
 	return a
+}
+
+// nextLink is the target of a Link header's rel="next", or "".
+func nextLink(header string) string {
+	for link := range strings.SplitSeq(header, ",") {
+		target, params, _ := strings.Cut(strings.TrimSpace(link), ";")
+		if strings.Contains(params, `rel="next"`) {
+			return strings.Trim(strings.TrimSpace(target), "<>")
+		}
+	}
+	return ""
 }
 
 // call is a request made and what it got.
@@ -127,7 +140,9 @@ func (c call) hung() bool {
 
 // load runs the mixed load of one fault: creates of organizations with
 // and without an Idempotency-Key, asset types, assets and actions with
-// one, uploads with and without one, reads and finds of what was created.
+// one, uploads with and without one, reads and finds of what was created,
+// and the change feed followed page by page, as an integration that
+// mirrors the registry does.
 type load struct {
 	c   *client
 	tag string
@@ -143,9 +158,17 @@ type load struct {
 	assets  []string
 	actedOn []string
 	ids     map[string]string
+	// feed is the next page of the change feed to read: the Link of the
+	// last page read, from the newest event when the load began.
+	feed string
 }
 
-func newLoad(c *client, tag string) *load { return &load{c: c, tag: tag, ids: map[string]string{}} }
+// feedOp is the load's read of the change feed.
+const feedOp = "follow the feed"
+
+func newLoad(c *client, tag string) *load {
+	return &load{c: c, tag: tag, ids: map[string]string{}, feed: "/events?after=now&limit=20"}
+}
 
 // next returns the nth request of the load's cycle.
 func (l *load) next() request {
@@ -153,6 +176,7 @@ func (l *load) next() request {
 	n := l.n
 	l.n++
 	var org, model, orgID, typeID, newest, known string
+	feed := l.feed
 	if len(l.assets) > 0 {
 		newest = l.assets[len(l.assets)-1]
 	}
@@ -169,7 +193,7 @@ func (l *load) next() request {
 	}
 	l.mu.Unlock()
 	name := fmt.Sprintf("%s-%d", l.tag, n)
-	switch n % 12 {
+	switch n % 13 {
 	case 8:
 		if typeID != "" {
 			body, _ := json.Marshal(map[string]string{"serial_number": name, "asset_type_id": typeID})
@@ -181,7 +205,7 @@ func (l *load) next() request {
 		// An action on the newest asset (its first asks the assets
 		// service), or on one an action named already (asks nobody).
 		asset, op := newest, "create action, new asset"
-		if n%12 == 10 && known != "" {
+		if n%13 == 10 && known != "" {
 			asset, op = known, "create action, known asset"
 		}
 		if asset != "" {
@@ -193,6 +217,8 @@ func (l *load) next() request {
 		return request{op: "list", method: "GET", path: "/actions?limit=5"}
 	case 11:
 		return request{op: "list", method: "GET", path: "/actions?limit=5"}
+	case 12:
+		return request{op: feedOp, method: "GET", path: feed}
 	case 0:
 		return orgCreate(name, "k-"+name)
 	case 1:
@@ -281,6 +307,9 @@ func (l *load) add(c call) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = append(l.calls, c)
+	if c.op == feedOp && c.ok() && c.next != "" {
+		l.feed = c.next
+	}
 	if !c.ok() || !c.create {
 		return
 	}

@@ -28,7 +28,16 @@ const (
 	// busy machine. A call still unanswered then has hung, which no fault
 	// may cause; a pause of a dependency lasts longer than this, so a
 	// request that waits for the dependency instead of giving up is caught.
-	hangBound     = requestTimeout + 4*time.Second
+	hangBound = requestTimeout + 4*time.Second
+	// upstreamTimeout is the gateway's deadline for an ordinary call
+	// (UPSTREAM_TIMEOUT), a few seconds past the services' own, as in
+	// production; uploads get the same as their bound on silence.
+	upstreamTimeout = requestTimeout + 2*time.Second
+	// breakerOpenFor is how long a breaker refuses before one call probes
+	// (UPSTREAM_BREAKER_OPEN_FOR, PEER_BREAKER_OPEN_FOR).
+	breakerOpenFor = 2 * time.Second
+	// loadClients is how many clients send the load of each fault.
+	loadClients   = 3
 	bodyTimeout   = 3 * time.Second // HTTP_BODY_TIMEOUT and the upload rate window
 	uploadTimeout = 20 * time.Second
 	maxUpload     = 1 << 20
@@ -89,6 +98,15 @@ func run(m *testing.M) int {
 			// A peer slower than this cannot answer: the slow-peer row's
 			// 2 s is beyond it, the machine's own pace well within it.
 			"PEER_TIMEOUT=" + peerTimeout.String(),
+			// A frozen service's breakers open after as many calls
+			// without an answer in time as the load has clients: the
+			// first round of deadlines opens them, as more callers do in
+			// production.
+			"UPSTREAM_TIMEOUT=" + upstreamTimeout.String(),
+			"UPSTREAM_IDLE_TIMEOUT=" + upstreamTimeout.String(),
+			fmt.Sprintf("UPSTREAM_BREAKER_FAILURES=%d", loadClients), fmt.Sprintf("PEER_BREAKER_FAILURES=%d", loadClients),
+			"UPSTREAM_BREAKER_OPEN_FOR=" + breakerOpenFor.String(),
+			"PEER_BREAKER_OPEN_FOR=" + breakerOpenFor.String(),
 			// The suite holds the stream to the outboxes (checkEvents):
 			// published events stay for that, as outbox.retention keeps
 			// them for an operator's inspection.
@@ -121,6 +139,7 @@ type row struct {
 	recovered                              bool
 	slowest                                time.Duration
 	unaffected                             string // the calls that need nothing the fault breaks (checkUnaffected)
+	frozen                                 *freezeFigures
 }
 
 func record(r row) {
@@ -145,6 +164,7 @@ func printReport() {
 			fmt.Printf("%s: %s\n", r.fault, r.unaffected)
 		}
 	}
+	printFreezeReport()
 }
 
 func randomHex() string {

@@ -328,13 +328,16 @@ func TestImportBadRowInBatch(t *testing.T) {
 
 // What export writes as rows imports again: into the same registry every
 // part is found (actions by source_system and source_reference), nothing
-// is created twice, and the rows exported again are the same.
+// is created twice, and the rows exported again are the same. Values that
+// a spreadsheet would run as formulas are exported marked as text and
+// imported as they were: the second action's source_reference starts with
+// =, so an import that kept the mark would not find it and record it again.
 func TestExportImportRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	tag := fmt.Sprintf("trip%d", time.Now().UnixNano()%1e9)
 	var b strings.Builder
-	b.WriteString(`{"organization_name":"Trip AS","organization_registration_number":"` + tag + `","organization_type":"private","organization_country":"no","person_first_name":"Ola","person_last_name":"` + tag + `","relation_type":"inspector","asset_type_brand":"B` + tag + `","asset_type_model":"M","asset_serial_number":"S1","action_type":"maintenance","performed_at":"2025-01-02","status_ok":true,"source_system":"` + tag + `","source_reference":"r1","data":{"k":1}}` + "\n")
-	b.WriteString(`{"asset_type_brand":"B` + tag + `","asset_type_model":"M","asset_type_version":"2","asset_serial_number":"S2","action_type":"repair","performed_at":"2025-01-03","source_system":"` + tag + `","source_reference":"r2"}` + "\n")
+	b.WriteString(`{"organization_name":"Trip AS","organization_registration_number":"` + tag + `","organization_type":"private","organization_country":"no","person_first_name":"Ola","person_last_name":"` + tag + `","relation_type":"inspector","asset_type_brand":"B` + tag + `","asset_type_model":"M","asset_serial_number":"S1","action_type":"maintenance","performed_at":"2025-01-02","status_ok":true,"source_system":"` + tag + `","source_reference":"r1","reference":"@SUM(A1:A2)","data":{"k":1}}` + "\n")
+	b.WriteString(`{"asset_type_brand":"B` + tag + `","asset_type_model":"M","asset_type_version":"2","asset_serial_number":"S2","action_type":"repair","performed_at":"2025-01-03","source_system":"` + tag + `","source_reference":"=HYPERLINK(\"https://evil.example\")","status":"-1+2"}` + "\n")
 	in := filepath.Join(dir, "in.ndjson")
 	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -354,7 +357,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 		return string(raw)
 	}
 	first := export("first.csv")
-	if strings.Count(first, "\n") != 3 || !strings.Contains(first, "inspector") || !strings.Contains(first, `"{""k"":1}"`) {
+	if strings.Count(first, "\n") != 3 || !strings.Contains(first, "inspector") || !strings.Contains(first, `"{""k"":1}"`) ||
+		!strings.Contains(first, `"'=HYPERLINK(""https://evil.example"")"`) || !strings.Contains(first, ",'@SUM(A1:A2),") ||
+		!strings.Contains(first, ",'-1+2,") {
 		t.Errorf("exported rows:\n%s", first)
 	}
 	if _, stderr, code := cli(t, dir, nil, "import", "-quiet", filepath.Join(dir, "first.csv")); code != 0 {
@@ -402,6 +407,10 @@ func TestCLIBadInput(t *testing.T) {
 		{"field problems", nil, []string{"import", "-dry-run", write("fields.csv", header+"B,M,S,inspection,2025-02-30\n")}, 1, 0, "row 1: action_type: must be one of"},
 		{"not a date", nil, []string{"import", "-dry-run", write("date.csv", header+"B,M,S,repair,2025-02-30\n")}, 1, 0, "row 1: performed_at: not a date"},
 		{"dry run of good rows", nil, []string{"import", "-dry-run", good}, 0, 0, "1 rows checked, 0 with problems"},
+		{"a document outside the import's folder", nil, []string{"import", "-dry-run", write("abs.csv", header[:len(header)-1]+",document_file\nB,M,S,repair,2025-01-01,"+good+"\n")},
+			1, 0, "row 1: document_file: \"" + good + "\" is an absolute path"},
+		{"a document above the import's folder", nil, []string{"import", "-dry-run", write("up.csv", header[:len(header)-1]+",document_file\nB,M,S,repair,2025-01-01,../x.pdf\n")},
+			1, 0, "row 1: document_file: \"../x.pdf\" leaves the documents folder"},
 		{"wrong secret", []string{"CLIENT_SECRET=wrong"}, []string{"import", "-quiet", good}, 1, 1, "refused CLIENT_ID/CLIENT_SECRET"},
 		{"unreachable registry", []string{"REGISTRY_URL=http://127.0.0.1:1"}, []string{"organizations", "list"}, 1, 1, "cannot reach the registry at REGISTRY_URL http://127.0.0.1:1"},
 		{"no registry URL", []string{"REGISTRY_URL="}, []string{"organizations", "list"}, 2, 1, "REGISTRY_URL"},

@@ -77,7 +77,7 @@ func (a *app) export(ctx context.Context, collection, format string, f registry.
 }
 
 // write streams items as NDJSON, or as CSV with a column per top-level
-// member (objects and lists as JSON).
+// member (objects and lists as JSON), each cell spreadsheetText.
 func write[T any](w io.Writer, format string, items iter.Seq2[T, error]) error {
 	if format == "ndjson" {
 		enc := json.NewEncoder(w)
@@ -106,7 +106,7 @@ func write[T any](w io.Writer, format string, items iter.Seq2[T, error]) error {
 		rec := make([]string, len(cols))
 		for i, col := range cols {
 			if v := m[col]; v != nil {
-				rec[i] = cell(v)
+				rec[i] = spreadsheetText(cell(v))
 			}
 		}
 		if err := cw.Write(rec); err != nil {
@@ -255,7 +255,7 @@ func writeRows(w io.Writer, format string, rows iter.Seq2[map[string]string, err
 		}
 		rec := make([]string, len(rowColumns))
 		for i, col := range rowColumns {
-			rec[i] = r[col]
+			rec[i] = spreadsheetText(r[col])
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

@@ -28,18 +28,19 @@ import (
 var errRowsFailed = errors.New("some rows failed")
 
 type importOptions struct {
-	format, journal, errorsFile string
-	dryRun, quiet               bool
-	workers, batch, batches     int
+	format, journal, errorsFile, documents string
+	dryRun, quiet                          bool
+	workers, batch, batches                int
 }
 
 func (a *app) importCommand() *ffcli.Command {
 	var o importOptions
-	return a.command("import", "import FILE [-dry-run] [-batch N] [-batches N] [-workers N] [-journal PATH] [-errors PATH]",
+	return a.command("import", "import FILE [-dry-run] [-documents DIR] [-batch N] [-batches N] [-workers N] [-journal PATH] [-errors PATH]",
 		"record rows of the flow (organization, person, link, asset type, asset, action, document, action document) from CSV or NDJSON", 1, 1,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&o.format, "format", "", "csv or ndjson (default: from the file's extension)")
 			fs.BoolVar(&o.dryRun, "dry-run", false, "check every row without writing anything")
+			fs.StringVar(&o.documents, "documents", "", "the folder document_file names files in (default: the import file's); nothing outside it is uploaded")
 			fs.IntVar(&o.batch, "batch", 250, "rows per batch of assets and of actions (1 to 1000); a resumed import keeps its journal's")
 			fs.IntVar(&o.batches, "batches", 4, "batches in flight at once")
 			fs.IntVar(&o.workers, "workers", 32, "other calls in flight at once (documents, and the first look-up of each organization, person, link and asset type)")
@@ -58,7 +59,7 @@ func (a *app) importCommand() *ffcli.Command {
 type importer struct {
 	c       *registry.Client
 	keyBase string // Idempotency-Keys: keyBase + row + step, or keyBase + batch step + range + rows
-	baseDir string
+	folder  *documentsFolder
 	j       *journal
 	report  *report
 	calls   chan struct{} // bounds the per-row calls in flight
@@ -123,11 +124,18 @@ func (a *app) runImport(ctx context.Context, path string, o importOptions) error
 	if err != nil {
 		return err
 	}
-	baseDir := filepath.Dir(abs)
+	if o.documents == "" {
+		o.documents = filepath.Dir(abs)
+	}
+	docs, err := openDocumentsFolder(o.documents)
+	if err != nil {
+		return err
+	}
+	defer docs.Close()
 	if o.dryRun {
 		failed := 0
 		err := readRows(abs, format, func(r row) bool {
-			errs := validate(r, baseDir)
+			errs := validate(r, docs)
 			if r.err != nil {
 				errs = []rowError{*r.err}
 			}
@@ -164,7 +172,7 @@ func (a *app) runImport(ctx context.Context, path string, o importOptions) error
 	}
 	workers := max(o.workers, 1)
 	sum := sha256.Sum256([]byte(abs))
-	im := &importer{c: c, keyBase: "import-" + hex.EncodeToString(sum[:8]) + "-", baseDir: baseDir, j: j, report: report,
+	im := &importer{c: c, keyBase: "import-" + hex.EncodeToString(sum[:8]) + "-", folder: docs, j: j, report: report,
 		calls: make(chan struct{}, workers), docs: make(chan docJob, workers*2), toLink: make(chan link, linkBatch), advance: func(int) {}}
 	var bar *progressbar.ProgressBar
 	if !o.quiet {
@@ -279,7 +287,7 @@ func (im *importer) runBatch(ctx context.Context, b batch) {
 	}
 	rows := make([]*pending, 0, len(b.rows))
 	for _, r := range b.rows {
-		errs := validate(r, im.baseDir)
+		errs := validate(r, im.folder)
 		if r.err != nil {
 			errs = []rowError{*r.err}
 		}
@@ -703,8 +711,15 @@ func (im *importer) document(ctx context.Context, d docJob) {
 		docType = "expert_control_report"
 	}
 	sys, ref := d.source()
-	doc, err := im.c.UploadFile(ctx, docType, documentPath(im.baseDir, d.r.get("document_file")),
+	name := d.r.get("document_file")
+	file, err := im.folder.open(name)
+	if err != nil {
+		im.fail(rowError{Row: d.r.n, Field: "document_file", Problem: err.Error()})
+		return
+	}
+	doc, err := im.c.Upload(ctx, docType, filepath.Base(name), file,
 		registry.IdempotencyKey(im.keyBase+strconv.Itoa(d.r.n)+"-document"))
+	file.Close()
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return // stopped: the next run does this row

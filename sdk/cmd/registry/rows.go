@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -72,6 +74,34 @@ func formatOf(path, told string) (string, error) {
 	return "", usageError{fmt.Sprintf("%s: cannot tell csv from ndjson by its extension; give -format", path)}
 }
 
+// formulaStarts are the first characters that make a spreadsheet read a
+// CSV cell as a formula (or, tab and carriage return, hide one after
+// them): a value such as =HYPERLINK(...) or @SUM(...) in a registry field
+// would run on the machine of whoever opens an export.
+const formulaStarts = "=+-@\t\r"
+
+// spreadsheetText is a value as export writes it in a CSV cell: one that
+// starts like a formula gets a leading ' (the usual mark of "text, not a
+// formula"), and so does one that starts with ', so that plainText can
+// tell the mark from the value and import reads back exactly what was
+// exported.
+func spreadsheetText(v string) string {
+	if v != "" && strings.IndexByte(formulaStarts+"'", v[0]) >= 0 {
+		return "'" + v
+	}
+	return v
+}
+
+// plainText undoes spreadsheetText for a CSV cell import reads: a leading
+// ' is dropped when what follows starts like a formula or with '. Any
+// other leading ' is the value's own (a name such as 't Hooft).
+func plainText(cell string) string {
+	if len(cell) > 1 && cell[0] == '\'' && strings.IndexByte(formulaStarts+"'", cell[1]) >= 0 {
+		return cell[1:]
+	}
+	return cell
+}
+
 // readRows streams the rows of a file. A header that names an unknown
 // column stops it before any row (a usage error); a malformed line is that
 // row's error, and reading goes on.
@@ -120,7 +150,7 @@ func readCSV(f io.Reader, path string, yield func(row) bool) error {
 			out.values = make(map[string]string, len(header))
 			for i, v := range rec {
 				if v != "" {
-					out.values[header[i]] = v
+					out.values[header[i]] = plainText(v)
 				}
 			}
 		}
@@ -178,7 +208,7 @@ var (
 
 // validate checks a row the way the registry would, without calling it:
 // what -dry-run reports, and what a real run refuses before writing.
-func validate(r row, baseDir string) []rowError {
+func validate(r row, docs *documentsFolder) []rowError {
 	var errs []rowError
 	bad := func(field, problem string) { errs = append(errs, rowError{Row: r.n, Field: field, Problem: problem}) }
 	anySet := func(cols ...string) bool {
@@ -246,10 +276,8 @@ func validate(r row, baseDir string) []rowError {
 	object("data")
 	object("meta_data")
 	if v := r.get("document_file"); v != "" {
-		if st, err := os.Stat(documentPath(baseDir, v)); err != nil {
-			bad("document_file", oneLine(err))
-		} else if !st.Mode().IsRegular() {
-			bad("document_file", "not a regular file")
+		if problem := docs.check(v); problem != "" {
+			bad("document_file", problem)
 		}
 		if t := r.get("document_type"); t != "" && !token.MatchString(t) {
 			bad("document_type", "not a lowercase token")
@@ -260,11 +288,93 @@ func validate(r row, baseDir string) []rowError {
 	return errs
 }
 
-// documentPath resolves a row's document file against the import file's
-// folder, so a folder of rows and reports moves as one.
-func documentPath(baseDir, p string) string {
-	if filepath.IsAbs(p) {
-		return p
+// documentsFolder is the one folder the rows' document files are read
+// from: the import file's, or -documents. A row names a file inside it by
+// a relative path; an absolute path, a ".." that climbs out or a symbolic
+// link that leads out is refused, so that rows from someone else (a
+// partner's CSV) cannot make the command upload any file its user can read
+// (~/.ssh/id_ed25519, /etc/shadow on a careless server). os.Root holds the
+// confinement, symbolic links and all, in the operating system's own
+// lookups, so there is no window between a check and the open.
+type documentsFolder struct {
+	dir  string
+	root *os.Root
+}
+
+func openDocumentsFolder(dir string) (*documentsFolder, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, usageError{"the documents folder: " + oneLine(err)}
 	}
-	return filepath.Join(baseDir, p)
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, usageError{"the documents folder: " + oneLine(err)}
+	}
+	return &documentsFolder{dir: abs, root: root}, nil
+}
+
+func (d *documentsFolder) Close() error { return d.root.Close() }
+
+// check says what is wrong with a row's document_file, or "" when it names
+// a regular file inside the folder.
+func (d *documentsFolder) check(name string) string {
+	st, err := d.stat(name)
+	if err != nil {
+		return err.Error()
+	}
+	if !st.Mode().IsRegular() {
+		return "not a regular file"
+	}
+	return ""
+}
+
+func (d *documentsFolder) stat(name string) (os.FileInfo, error) {
+	if err := d.confined(name); err != nil {
+		return nil, err
+	}
+	st, err := d.root.Stat(name)
+	return st, d.explain(name, err)
+}
+
+// open opens a row's document file for its upload.
+func (d *documentsFolder) open(name string) (*os.File, error) {
+	if err := d.confined(name); err != nil {
+		return nil, err
+	}
+	f, err := d.root.Open(name)
+	if err != nil {
+		return nil, d.explain(name, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%q is not a regular file", name)
+	}
+	return f, nil
+}
+
+// confined refuses, by its spelling alone, a name that leaves the folder.
+func (d *documentsFolder) confined(name string) error {
+	switch {
+	case filepath.IsAbs(name) || strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`):
+		return fmt.Errorf("%q is an absolute path; name the file relative to the documents folder %s", name, d.dir)
+	case !filepath.IsLocal(name):
+		return fmt.Errorf("%q leaves the documents folder %s; only files inside it are uploaded (-documents names another)", name, d.dir)
+	}
+	return nil
+}
+
+// explain turns os.Root's errors into the row's problem. A name that is
+// spelled inside the folder and still escapes it goes through a symbolic
+// link that leads out (os.Root's error is then not the system's own).
+func (d *documentsFolder) explain(name string, err error) error {
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%q: no such file in the documents folder %s", name, d.dir)
+	case !errors.As(err, &errno):
+		return fmt.Errorf("%q leads out of the documents folder %s through a symbolic link; only files inside it are uploaded", name, d.dir)
+	}
+	return errors.New(oneLine(err))
 }

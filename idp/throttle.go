@@ -21,23 +21,27 @@ import (
 // fast as requests arrive. Only failures count: a client that authenticates
 // uses up nothing, however often it asks.
 //
-// Refusing is done per source address, never per client alone, so that an
+// Refusing is done per client id at one source address, and only so: an
 // attacker hammering one client id from elsewhere cannot lock the real
-// client out: the real client's own address has buckets of its own. What an
-// attacker spread over many addresses can do to one client id is limited by
-// PerClient, which only slows that client's requests down.
+// client out (the real client's own address has a bucket of its own), and
+// wrong secrets from one address cannot lock out another client calling
+// from that same address (a neighbour behind the same egress). What an
+// address trying many client ids, or many addresses trying one client id,
+// can do is slow those requests down, never make them fail.
 type ThrottleConfig struct {
 	// PerClientAddress is how many failed authentications one address may
-	// make for one client id per minute (and at once); over it, 429.
+	// make for one client id per minute (and at once); over it, that
+	// client id from that address is refused with 429.
 	PerClientAddress int
 	// PerAddress is the same for one address whatever the client ids it
-	// names (an address trying many ids); over it, 429.
+	// names (an address trying many ids); over it, every request from the
+	// address waits Delay before it is answered, and is never refused.
 	PerAddress int
 	// PerClient is the same for one client id from every address; over it,
-	// every request for the client waits ClientDelay before it is
-	// answered, and is never refused.
-	PerClient   int
-	ClientDelay time.Duration
+	// every request for the client waits Delay before it is answered, and
+	// is never refused.
+	PerClient int
+	Delay     time.Duration
 	// TrustedProxies are the networks of reverse proxies in front of the
 	// IdP whose X-Forwarded-For is believed; otherwise the source is the
 	// connection's peer.
@@ -47,13 +51,14 @@ type ThrottleConfig struct {
 // RegisterFlags adds the throttle.* flags (env THROTTLE_CLIENT_ADDRESS, ...).
 func (c *ThrottleConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.PerClientAddress, "throttle.client-address", 10,
-		"failed client authentications per minute allowed from one address for one client id, then 429 (0: no limit)")
+		"failed client authentications per minute allowed for one client id from one address, then that client id is refused (429) from that address (0: no limit)")
 	fs.IntVar(&c.PerAddress, "throttle.address", 30,
-		"failed client authentications per minute allowed from one address for any client ids, then 429 (0: no limit)")
+		"failed client authentications per minute allowed from one address for any client ids before its requests are slowed by throttle.delay (never refused) (0: no limit)")
 	fs.IntVar(&c.PerClient, "throttle.client", 60,
-		"failed client authentications per minute for one client id from all addresses before its requests are slowed (never refused) (0: no limit)")
-	fs.DurationVar(&c.ClientDelay, "throttle.client-delay", time.Second,
-		"how long a request for a client over throttle.client waits before it is answered")
+		"failed client authentications per minute for one client id from all addresses before its requests are slowed by throttle.delay (never refused) (0: no limit)")
+	fs.DurationVar(&c.Delay, "throttle.delay", time.Second,
+		"how long a request over throttle.address or throttle.client waits before it is answered")
+	fs.DurationVar(&c.Delay, "throttle.client-delay", time.Second, "the former name of throttle.delay")
 	fs.Func("throttle.trusted-proxies", "comma-separated networks (CIDR) of reverse proxies whose X-Forwarded-For names the client's address", func(v string) error {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s == "" {
@@ -70,7 +75,7 @@ func (c *ThrottleConfig) RegisterFlags(fs *flag.FlagSet) {
 }
 
 func (c ThrottleConfig) validate() error {
-	if c.PerClientAddress < 0 || c.PerAddress < 0 || c.PerClient < 0 || c.ClientDelay < 0 {
+	if c.PerClientAddress < 0 || c.PerAddress < 0 || c.PerClient < 0 || c.Delay < 0 {
 		return fmt.Errorf("idp: the throttle.* settings must not be negative")
 	}
 	return nil
@@ -107,28 +112,48 @@ func newThrottle(cfg ThrottleConfig) *throttle {
 	return t
 }
 
-// admit is asked before a client's secret is looked at. When the bucket of
-// client at source, or of source, is empty it refuses with a slow_down
-// error saying when to retry. When the client's own bucket is empty (many
-// failures from many addresses) it admits after ClientDelay.
-func (t *throttle) admit(ctx context.Context, client string, source netip.Prefix) error {
+// verdict is what the throttle makes of a token request before its
+// secret is looked at.
+type verdict struct {
+	// refusedFor, when positive, refuses the request (429): the client id
+	// has failed too often from this address; retry after it.
+	refusedFor time.Duration
+	// slowed has the request wait Delay first: its address has failed too
+	// often for any client ids, or its client id from any addresses.
+	slowed bool
+}
+
+// judge is the throttle's decision for client from source at now; it
+// spends nothing.
+func (t *throttle) judge(client string, source netip.Prefix, now time.Time) verdict {
 	client = bucketName(client)
-	now := t.now()
-	var wait time.Duration
+	var v verdict
 	if lim, ok := t.clientAddress.Get(clientAtAddress{client, source}); ok {
-		wait = max(wait, shortfall(lim, now))
+		v.refusedFor = shortfall(lim, now)
 	}
-	if lim, ok := t.address.Get(source); ok {
-		wait = max(wait, shortfall(lim, now))
+	if lim, ok := t.address.Get(source); ok && shortfall(lim, now) > 0 {
+		v.slowed = true
 	}
-	if wait > 0 {
-		seconds := int(math.Ceil(wait.Seconds()))
+	if lim, ok := t.client.Get(client); ok && shortfall(lim, now) > 0 {
+		v.slowed = true
+	}
+	return v
+}
+
+// admit is asked before a client's secret is looked at. When the bucket of
+// client at source is empty it refuses with a slow_down error saying when
+// to retry. When the address's bucket (failures for any client ids) or the
+// client's (failures from any addresses) is empty it admits after Delay.
+func (t *throttle) admit(ctx context.Context, client string, source netip.Prefix) error {
+	v := t.judge(client, source, t.now())
+	if v.refusedFor > 0 {
+		seconds := int(math.Ceil(v.refusedFor.Seconds()))
 		return &Error{Code: "slow_down", retryAfter: seconds,
-			Description: fmt.Sprintf("too many failed client authentications from this address; retry in %d s", seconds)}
+			Description: fmt.Sprintf("too many failed authentications of this client from this address; retry in %d s", seconds)}
 	}
-	if lim, ok := t.client.Get(client); ok && t.cfg.ClientDelay > 0 && shortfall(lim, now) > 0 {
+	if v.slowed && t.cfg.Delay > 0 {
 		select {
-		case <-time.After(t.cfg.ClientDelay):
+		case <-time.After(t.cfg.Delay):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -137,10 +162,10 @@ func (t *throttle) admit(ctx context.Context, client string, source netip.Prefix
 }
 
 // failed records a failed authentication of client from source. The
-// address buckets may go below empty: failures that were admitted at once,
-// before any of them was recorded, are all paid for with waiting. The
-// client's own bucket only slows, so it keeps no such debt, which would
-// outlast an attack.
+// bucket of the client at the address may go below empty: failures that
+// were admitted at once, before any of them was recorded, are all paid for
+// with waiting. The other two only slow, so they keep no such debt, which
+// would outlast an attack.
 func (t *throttle) failed(client string, source netip.Prefix) {
 	client = bucketName(client)
 	now := t.now()
@@ -148,7 +173,7 @@ func (t *throttle) failed(client string, source netip.Prefix) {
 		bucket(t.clientAddress, clientAtAddress{client, source}, t.cfg.PerClientAddress).ReserveN(now, 1)
 	}
 	if t.cfg.PerAddress > 0 {
-		bucket(t.address, source, t.cfg.PerAddress).ReserveN(now, 1)
+		bucket(t.address, source, t.cfg.PerAddress).AllowN(now, 1)
 	}
 	if t.cfg.PerClient > 0 {
 		bucket(t.client, client, t.cfg.PerClient).AllowN(now, 1)

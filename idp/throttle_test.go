@@ -38,7 +38,7 @@ func (ti *testIdP) tokenFrom(t *testing.T, c *http.Client, id, secret string) an
 	return doWith(t, c, req)
 }
 
-var defaultThrottle = ThrottleConfig{PerClientAddress: 10, PerAddress: 30, PerClient: 60, ClientDelay: 10 * time.Millisecond}
+var defaultThrottle = ThrottleConfig{PerClientAddress: 10, PerAddress: 30, PerClient: 60, Delay: 10 * time.Millisecond}
 
 // One address guessing a client's secret is refused with 429 after ten
 // failures, while the real client, from its own address, keeps getting
@@ -92,9 +92,10 @@ func TestThrottleRefusesGuessesNotTheRealClient(t *testing.T) {
 	}
 }
 
-// One address trying many client ids is refused after thirty failures,
-// whichever id it names next.
-func TestThrottleRefusesAnAddressTryingManyClients(t *testing.T) {
+// One address trying many client ids is slowed down after thirty
+// failures, never refused: another client calling from the same address
+// (behind the same egress) still gets its token.
+func TestThrottleSlowsAnAddressTryingManyClients(t *testing.T) {
 	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
 	secret := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
 	sprayer := from(t, "127.0.0.3")
@@ -103,11 +104,74 @@ func TestThrottleRefusesAnAddressTryingManyClients(t *testing.T) {
 			t.Fatalf("failure %d: %d, want 401", i+1, a.status)
 		}
 	}
-	if a := ti.tokenFrom(t, sprayer, "client-new", "guess"); a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") != "2" {
-		t.Errorf("failure 31: %d Retry-After %q, want 429 after 2 s (30 a minute)", a.status, a.header.Get("Retry-After"))
+	if v := ti.throttle.judge("client-new", netip.MustParsePrefix("127.0.0.3/32"), ti.clock.Now()); v.refusedFor != 0 || !v.slowed {
+		t.Errorf("after 30 failures for 30 ids, a new id from the address: %+v, want slowed, not refused", v)
+	}
+	if a := ti.tokenFrom(t, sprayer, "client-new", "guess"); a.status != http.StatusUnauthorized {
+		t.Errorf("failure 31: %d, want 401 (slowed, not refused)", a.status)
+	}
+	if a := ti.tokenFrom(t, sprayer, "target", secret); a.status != http.StatusOK {
+		t.Errorf("a client with its right secret from the same address: %d %v, want 200", a.status, a.body)
 	}
 	if a := ti.tokenFrom(t, from(t, "127.0.0.1"), "target", secret); a.status != http.StatusOK {
 		t.Errorf("a client elsewhere: %d, want 200", a.status)
+	}
+}
+
+// Which failures count against which request: refusal is per client id
+// and address only, so failures never refuse the same client from another
+// address, nor another client from the same address; an address or a
+// client id failing everywhere is only slowed.
+func TestThrottleKeys(t *testing.T) {
+	const (
+		here  = "198.51.100.7/32"
+		there = "203.0.113.9/32"
+	)
+	type failure struct {
+		client, source string
+		times          int
+	}
+	tests := []struct {
+		name           string
+		failures       []failure
+		client, source string
+		refused        bool
+		slowed         bool
+	}{
+		{"nothing failed", nil, "acme", here, false, false},
+		{"nine wrong secrets, then the same client and address", []failure{{"acme", here, 9}}, "acme", here, false, false},
+		{"ten wrong secrets, then the same client and address", []failure{{"acme", here, 10}}, "acme", here, true, false},
+		{"ten wrong secrets, then the same client from another address", []failure{{"acme", here, 10}}, "acme", there, false, false},
+		{"ten wrong secrets, then another client from the same address", []failure{{"acme", here, 10}}, "globex", here, false, false},
+		{"thirty ids from one address, then another id from it", []failure{{"a1", here, 10}, {"a2", here, 10}, {"a3", here, 10}}, "globex", here, false, true},
+		{"thirty ids from one address, then another id from elsewhere", []failure{{"a1", here, 10}, {"a2", here, 10}, {"a3", here, 10}}, "globex", there, false, false},
+		{"thirty ids from one address, then one of them from it", []failure{{"a1", here, 10}, {"a2", here, 10}, {"a3", here, 10}}, "a1", here, true, true},
+		{"sixty failures of one id from six addresses, then it from a seventh", []failure{
+			{"acme", "192.0.2.1/32", 10}, {"acme", "192.0.2.2/32", 10}, {"acme", "192.0.2.3/32", 10},
+			{"acme", "192.0.2.4/32", 10}, {"acme", "192.0.2.5/32", 10}, {"acme", "192.0.2.6/32", 10},
+		}, "acme", there, false, true},
+		{"sixty failures of one id, then another id", []failure{
+			{"acme", "192.0.2.1/32", 10}, {"acme", "192.0.2.2/32", 10}, {"acme", "192.0.2.3/32", 10},
+			{"acme", "192.0.2.4/32", 10}, {"acme", "192.0.2.5/32", 10}, {"acme", "192.0.2.6/32", 10},
+		}, "globex", there, false, false},
+		{"ids that cannot exist share one key", []failure{{"x", here, 5}, {strings.Repeat("y", 100), here, 5}}, "\x00", here, true, false},
+		{"one IPv6 /64 is one address", []failure{{"acme", "2001:db8:1:2::/64", 10}}, "acme", "2001:db8:1:2::/64", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			th := newThrottle(defaultThrottle)
+			now := time.Now()
+			th.now = func() time.Time { return now }
+			for _, f := range tt.failures {
+				for range f.times {
+					th.failed(f.client, netip.MustParsePrefix(f.source))
+				}
+			}
+			v := th.judge(tt.client, netip.MustParsePrefix(tt.source), now)
+			if (v.refusedFor > 0) != tt.refused || v.slowed != tt.slowed {
+				t.Errorf("verdict %+v, want refused %v, slowed %v", v, tt.refused, tt.slowed)
+			}
+		})
 	}
 }
 
@@ -145,7 +209,7 @@ func TestThrottleIgnoresSuccesses(t *testing.T) {
 
 // The slowdown waits, and a caller that gives up stops waiting.
 func TestThrottleSlowdownEndsWithTheRequest(t *testing.T) {
-	th := newThrottle(ThrottleConfig{PerClient: 1, ClientDelay: time.Hour})
+	th := newThrottle(ThrottleConfig{PerClient: 1, Delay: time.Hour})
 	source := netip.MustParsePrefix("192.0.2.1/32")
 	th.failed("target", source)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,8 +11,9 @@ import (
 
 // The real identity provider, with its default throttle: an address that
 // keeps sending wrong secrets for a client is answered 429 with
-// Retry-After, while the client itself, from its own address, keeps getting
-// tokens.
+// Retry-After for that client, while the client itself, from its own
+// address, keeps getting tokens, and so does another client from the
+// attacking address (a neighbour behind the same egress).
 func TestTokenEndpointThrottlesGuesses(t *testing.T) {
 	// Another address of the loopback network: another machine, as the
 	// identity provider sees it (the other tests come from 127.0.0.1).
@@ -55,5 +56,23 @@ func TestTokenEndpointThrottlesGuesses(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"error":"slow_down"`) {
 		t.Errorf("%d %s, want 429 slow_down", resp.StatusCode, body)
+	}
+	// More wrong secrets from the address, for other client ids, past the
+	// address's own limit (30 a minute): from now on its requests are
+	// slowed, never refused.
+	for i := range 30 {
+		resp, err := attacker.PostForm(stack.AuthURL+"/oidc/token", clientForm("made-up-"+strconv.Itoa(i%3), "guess"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	neighbour, err := attacker.PostForm(stack.AuthURL+"/oidc/token", clientForm(creds.OtherClientID, creds.OtherClientSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	neighbour.Body.Close()
+	if neighbour.StatusCode != http.StatusOK {
+		t.Errorf("another client's right secret from the same address: %d, want 200", neighbour.StatusCode)
 	}
 }

@@ -25,11 +25,15 @@ const usage = `usage:
   idp migrate [flags]      apply the database migrations and exit
   idp client create --id ID --scopes registry:read,registry:write --resource URL [--resource URL ...]
   idp client rotate --id ID [--window 24h]
+  idp client scopes --id ID --scopes registry:read
   idp client list
   idp client delete --id ID
 
 create and rotate print {"client_id", "client_secret"} as JSON; the secret is
-shown only then. Every command takes --database.url (env DATABASE_URL) and
+shown only then. scopes sets the scopes the client holds and prints
+{"client_id", "scopes", "tokens_revoked"}. Deleting a client, removing one of
+its scopes and the end of a rotation's window revoke the tokens issued before:
+the gateway and the services refuse them within seconds. Every command takes --database.url (env DATABASE_URL) and
 --database.schema (env DATABASE_SCHEMA, default idp).
 `
 
@@ -122,7 +126,9 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return nil
 		})
 	case "rotate":
-		fs.DurationVar(&window, "window", 24*time.Hour, "how long the replaced secret keeps working (0: it stops now)")
+		fs.DurationVar(&window, "window", 24*time.Hour, "how long the replaced secret, and the tokens issued with it, keep working (0: they stop now)")
+	case "scopes":
+		fs.StringVar(&scopes, "scopes", "", "comma-separated scopes the client holds from now on; removing one revokes the client's tokens")
 	case "list", "delete":
 	default:
 		return fmt.Errorf("%w: unknown client subcommand %q", errUsage, sub)
@@ -160,6 +166,17 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		return printJSON(stdout, credentials{ClientID: id, ClientSecret: secret})
+	case "scopes":
+		list := splitList(scopes)
+		revoked, err := clients.SetScopes(ctx, id, list)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, struct {
+			ClientID      string   `json:"client_id"`
+			Scopes        []string `json:"scopes"`
+			TokensRevoked bool     `json:"tokens_revoked"`
+		}{id, list, revoked})
 	case "list":
 		list, err := clients.ListClients(ctx)
 		if err != nil {

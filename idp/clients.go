@@ -112,8 +112,39 @@ func (c *Clients) ListClients(ctx context.Context) ([]Client, error) {
 	return clients, nil
 }
 
-// DeleteClient removes the client and its secrets; its tokens stay valid
-// until they expire.
+// SetScopes replaces the scopes the client holds (validated as
+// CreateClient's). Removing one voids every token issued before: the
+// client's secrets get new generations, and the verifiers refuse the
+// older ones once they read the token validity list. Adding scopes voids
+// nothing. It reports whether tokens were voided.
+func (c *Clients) SetScopes(ctx context.Context, id string, scopes []string) (bool, error) {
+	checked, err := checkScopes(scopes)
+	if err != nil {
+		return false, err
+	}
+	if len(checked) == 0 {
+		return false, fmt.Errorf("%w: a client needs at least one scope (delete it to take every scope away)", ErrInvalidRegistration)
+	}
+	voided, err := c.store.setScopes(ctx, id, checked)
+	if err != nil {
+		return false, fmt.Errorf("set scopes of client %s: %w", id, err)
+	}
+	return voided, nil
+}
+
+// TokenValidity is, for every client, the lowest credential generation of
+// a token that still stands (see clientStore.tokenValidity).
+func (c *Clients) TokenValidity(ctx context.Context) (map[string]int64, error) {
+	v, err := c.store.tokenValidity(ctx, c.now())
+	if err != nil {
+		return nil, fmt.Errorf("token validity: %w", err)
+	}
+	return v, nil
+}
+
+// DeleteClient removes the client and its secrets. Its tokens are void at
+// once: the client leaves the token validity list, which the verifiers
+// follow.
 func (c *Clients) DeleteClient(ctx context.Context, id string) error {
 	if err := c.store.deleteClient(ctx, id); err != nil {
 		return fmt.Errorf("delete client %s: %w", id, err)
@@ -124,7 +155,7 @@ func (c *Clients) DeleteClient(ctx context.Context, id string) error {
 // CheckSecret reports whether secret is a valid secret of client id. An
 // unknown client is false, not an error.
 func (c *Clients) CheckSecret(ctx context.Context, id, secret string) (bool, error) {
-	_, err := c.authenticate(ctx, id, secret)
+	_, _, err := c.authenticate(ctx, id, secret)
 	if errors.Is(err, errBadCredentials) {
 		return false, nil
 	}
@@ -133,27 +164,31 @@ func (c *Clients) CheckSecret(ctx context.Context, id, secret string) (bool, err
 
 var errBadCredentials = errors.New("unknown client or wrong secret")
 
-// authenticate returns the client when secret is one of its valid secrets.
-func (c *Clients) authenticate(ctx context.Context, id, secret string) (Client, error) {
+// authenticate returns the client when secret is one of its valid secrets,
+// with the generation of that secret, which the token carries.
+func (c *Clients) authenticate(ctx context.Context, id, secret string) (Client, int64, error) {
 	if id == "" || secret == "" {
-		return Client{}, errBadCredentials
+		return Client{}, 0, errBadCredentials
 	}
-	client, hashes, err := c.store.credentials(ctx, id, c.now())
+	client, secrets, err := c.store.credentials(ctx, id, c.now())
 	if errors.Is(err, ErrClientNotFound) {
-		return Client{}, errBadCredentials
+		return Client{}, 0, errBadCredentials
 	}
 	if err != nil {
-		return Client{}, fmt.Errorf("authenticate client %s: %w", id, err)
+		return Client{}, 0, fmt.Errorf("authenticate client %s: %w", id, err)
 	}
 	want := hashSecret(secret)
+	var generation int64
 	match := 0
-	for _, h := range hashes {
-		match |= subtle.ConstantTimeCompare(h, want)
+	for _, s := range secrets {
+		same := subtle.ConstantTimeCompare(s.hash, want)
+		generation = int64(subtle.ConstantTimeSelect(same, int(s.generation), int(generation)))
+		match |= same
 	}
 	if match != 1 {
-		return Client{}, errBadCredentials
+		return Client{}, 0, errBadCredentials
 	}
-	return client, nil
+	return client, generation, nil
 }
 
 // newSecret returns a fresh secret and its hash: 32 random bytes, base64url.
@@ -182,15 +217,11 @@ func newClient(id string, scopes, resources []string) (Client, error) {
 	if !clientIDPattern.MatchString(id) {
 		return Client{}, fmt.Errorf("%w: client id %q must be 3 to 64 characters of A-Z a-z 0-9 . _ -", ErrInvalidRegistration, id)
 	}
-	c := Client{ID: id}
-	for _, s := range scopes {
-		if !slices.Contains(knownScopes, s) {
-			return Client{}, fmt.Errorf("%w: unknown scope %q (known: %s)", ErrInvalidRegistration, s, strings.Join(knownScopes, ", "))
-		}
-		if !slices.Contains(c.Scopes, s) {
-			c.Scopes = append(c.Scopes, s)
-		}
+	checked, err := checkScopes(scopes)
+	if err != nil {
+		return Client{}, err
 	}
+	c := Client{ID: id, Scopes: checked}
 	for _, r := range resources {
 		canonical, err := canonicalResource(r)
 		if err != nil {
@@ -205,6 +236,21 @@ func newClient(id string, scopes, resources []string) (Client, error) {
 		return Client{}, fmt.Errorf("%w: a client needs at least one scope and one resource", ErrInvalidRegistration)
 	}
 	return c, nil
+}
+
+// checkScopes refuses a scope the registry does not know and drops
+// repeats.
+func checkScopes(scopes []string) ([]string, error) {
+	var out []string
+	for _, s := range scopes {
+		if !slices.Contains(knownScopes, s) {
+			return nil, fmt.Errorf("%w: unknown scope %q (known: %s)", ErrInvalidRegistration, s, strings.Join(knownScopes, ", "))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // canonicalResource checks an RFC 8707 resource indicator (an absolute URI

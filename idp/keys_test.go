@@ -157,6 +157,7 @@ func TestDiscoveryAndJWKS(t *testing.T) {
 		"issuer":                                ti.issuer,
 		"token_endpoint":                        ti.issuer + "/oidc/token",
 		"jwks_uri":                              ti.issuer + "/.well-known/jwks.json",
+		"registry_token_validity_uri":           ti.issuer + "/oidc/token-validity",
 		"grant_types_supported":                 []any{"client_credentials"},
 		"token_endpoint_auth_methods_supported": []any{"client_secret_basic", "client_secret_post"},
 		"scopes_supported":                      []any{"registry:read", "registry:write"},
@@ -232,10 +233,14 @@ func TestRegistryVerifierAcceptsTokens(t *testing.T) {
 	})
 	t.Run("a token signed with a previous key is accepted", func(t *testing.T) {
 		now := time.Now()
+		valid, err := ti.Clients.TokenValidity(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		token, err := oldKeys.sign(accessClaims{RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: ti.issuer, Subject: "verified", Audience: jwt.ClaimStrings{registry},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Minute)),
-		}, Scope: ScopeRead, ClientID: "verified"})
+		}, Scope: ScopeRead, ClientID: "verified", CredentialGeneration: valid["verified"]})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,6 +53,10 @@ type accessClaims struct {
 	jwt.RegisteredClaims
 	Scope    string `json:"scope"`
 	ClientID string `json:"client_id"`
+	// CredentialGeneration is the generation of the secret the token was
+	// issued for (see the token validity list): a private claim, since no
+	// standard one says "issued under this version of the client".
+	CredentialGeneration int64 `json:"credential_generation"`
 }
 
 // tokenService issues access tokens for the client credentials grant.
@@ -77,7 +81,7 @@ func (s *tokenService) token(ctx context.Context, req tokenRequest) (tokenRespon
 	if err := s.throttle.admit(ctx, req.ClientID, req.Source); err != nil {
 		return tokenResponse{}, err
 	}
-	client, err := s.clients.authenticate(ctx, req.ClientID, req.ClientSecret)
+	client, generation, err := s.clients.authenticate(ctx, req.ClientID, req.ClientSecret)
 	if errors.Is(err, errBadCredentials) {
 		s.throttle.failed(req.ClientID, req.Source)
 		return tokenResponse{}, oauthError("invalid_client", "client authentication failed")
@@ -105,8 +109,9 @@ func (s *tokenService) token(ctx context.Context, req tokenRequest) (tokenRespon
 			NotBefore: jwt.NewNumericDate(now),
 			ID:        rand.Text(),
 		},
-		Scope:    scope,
-		ClientID: client.ID,
+		Scope:                scope,
+		ClientID:             client.ID,
+		CredentialGeneration: generation,
 	})
 	if err != nil {
 		return tokenResponse{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,23 +63,101 @@ func (s clientStore) rotateSecret(ctx context.Context, id string, hash []byte, n
 	})
 }
 
-// credentials returns the client and the hashes of its secrets valid at now.
-func (s clientStore) credentials(ctx context.Context, id string, now time.Time) (Client, [][]byte, error) {
+// secretRecord is what authentication reads of one valid secret: its
+// hash, and the generation of the tokens it is used for.
+type secretRecord struct {
+	hash       []byte
+	generation int64
+}
+
+// credentials returns the client and its secrets valid at now.
+func (s clientStore) credentials(ctx context.Context, id string, now time.Time) (Client, []secretRecord, error) {
 	var c Client
 	var hashes [][]byte
+	var generations []int64
 	err := s.pool.QueryRow(ctx, `SELECT c.client_id, c.scopes, c.resources, c.created_at,
-			COALESCE(array_agg(s.hash) FILTER (WHERE s.hash IS NOT NULL), '{}')
+			COALESCE(array_agg(s.hash ORDER BY s.generation) FILTER (WHERE s.hash IS NOT NULL), '{}'),
+			COALESCE(array_agg(s.generation ORDER BY s.generation) FILTER (WHERE s.hash IS NOT NULL), '{}')
 		FROM clients c LEFT JOIN client_secrets s ON s.client_id = c.client_id
 			AND (s.expires_at IS NULL OR s.expires_at > $2)
 		WHERE c.client_id = $1
-		GROUP BY c.client_id`, id, now).Scan(&c.ID, &c.Scopes, &c.Resources, &c.CreatedAt, &hashes)
+		GROUP BY c.client_id`, id, now).Scan(&c.ID, &c.Scopes, &c.Resources, &c.CreatedAt, &hashes, &generations)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Client{}, nil, fmt.Errorf("%w: %s", ErrClientNotFound, id)
 	}
 	if err != nil {
 		return Client{}, nil, store.Classify(err, "read client credentials")
 	}
-	return c, hashes, nil
+	secrets := make([]secretRecord, len(hashes))
+	for i := range hashes {
+		secrets[i] = secretRecord{hash: hashes[i], generation: generations[i]}
+	}
+	return c, secrets, nil
+}
+
+// setScopes replaces the client's scopes. When one it held is gone, every
+// secret of the client gets a new generation, in the order the secrets
+// were made (a secret replaced by a rotation keeps the lower one, so its
+// end still voids its tokens), and it reports that the tokens issued
+// before were voided.
+func (s clientStore) setScopes(ctx context.Context, id string, scopes []string) (voided bool, err error) {
+	err = store.InTx(ctx, s.pool, "set client scopes", func(tx pgx.Tx) error {
+		var held []string
+		err := tx.QueryRow(ctx, `SELECT scopes FROM clients WHERE client_id = $1 FOR UPDATE`, id).Scan(&held)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrClientNotFound, id)
+		}
+		if err != nil {
+			return store.Classify(err, "lock client")
+		}
+		if _, err := tx.Exec(ctx, `UPDATE clients SET scopes = $2 WHERE client_id = $1`, id, scopes); err != nil {
+			return store.Classify(err, "update client scopes")
+		}
+		voided = slices.ContainsFunc(held, func(s string) bool { return !slices.Contains(scopes, s) })
+		if !voided {
+			return nil
+		}
+		// One row at a time: an UPDATE draws nextval in no defined order.
+		rows, err := tx.Query(ctx, `SELECT hash FROM client_secrets WHERE client_id = $1 ORDER BY generation`, id)
+		if err != nil {
+			return store.Classify(err, "read client secrets")
+		}
+		hashes, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		if err != nil {
+			return store.Classify(err, "read client secrets")
+		}
+		for _, h := range hashes {
+			if _, err := tx.Exec(ctx, `UPDATE client_secrets SET generation = nextval('credential_generation')
+				WHERE client_id = $1 AND hash = $2`, id, h); err != nil {
+				return store.Classify(err, "renew secret generation")
+			}
+		}
+		return nil
+	})
+	return voided, err
+}
+
+// tokenValidity is, for every client, the lowest generation among its
+// secrets valid at now: a token of the client stands when its generation
+// is at least that. A deleted client has no row (its secrets went with it).
+func (s clientStore) tokenValidity(ctx context.Context, now time.Time) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT client_id, min(generation) FROM client_secrets
+		WHERE expires_at IS NULL OR expires_at > $1
+		GROUP BY client_id`, now)
+	if err != nil {
+		return nil, store.Classify(err, "read token validity")
+	}
+	out := map[string]int64{}
+	var id string
+	var generation int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &generation}, func() error {
+		out[id] = generation
+		return nil
+	})
+	if err != nil {
+		return nil, store.Classify(err, "read token validity")
+	}
+	return out, nil
 }
 
 func (s clientStore) listClients(ctx context.Context, now time.Time) ([]Client, error) {

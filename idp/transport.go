@@ -2,6 +2,8 @@ package idp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -15,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/process"
 )
@@ -41,6 +44,7 @@ type discovery struct {
 	Issuer             string   `json:"issuer"`
 	TokenEndpoint      string   `json:"token_endpoint"`
 	JWKSURI            string   `json:"jwks_uri"`
+	TokenValidityURI   string   `json:"registry_token_validity_uri"` // auth.TokenValidityMember
 	GrantTypes         []string `json:"grant_types_supported"`
 	TokenEndpointAuth  []string `json:"token_endpoint_auth_methods_supported"`
 	Scopes             []string `json:"scopes_supported"`
@@ -55,6 +59,7 @@ func newDiscovery(issuer string) discovery {
 		Issuer:            issuer,
 		TokenEndpoint:     base + "/oidc/token",
 		JWKSURI:           base + "/.well-known/jwks.json",
+		TokenValidityURI:  base + tokenValidityPath,
 		GrantTypes:        []string{GrantClientCredentials},
 		TokenEndpointAuth: []string{"client_secret_basic", "client_secret_post"},
 		// The internal scope is the services' own; integrations are not
@@ -79,6 +84,7 @@ func newHandler(svc *tokenService, keys *Keys, health *process.Health, logger lo
 	r.Handle(http.MethodPost, "/oidc/token", serveToken(svc))
 	r.Handle(http.MethodGet, "/.well-known/openid-configuration", serveDocument(meta))
 	r.Handle(http.MethodGet, "/.well-known/jwks.json", serveDocument(keys.jwks))
+	r.Handle(http.MethodGet, tokenValidityPath, serveTokenValidity(svc.clients))
 	public := http.NewServeMux()
 	health.Mount(public)
 	return process.Stack(logger, "idp", false, public, r), nil
@@ -92,6 +98,44 @@ func serveDocument(doc []byte) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		_, _ = w.Write(doc)
+	}
+}
+
+// tokenValidityPath serves the token validity list (pkg/auth, validity.go).
+const tokenValidityPath = "/oidc/token-validity"
+
+// serveTokenValidity serves the token validity list, read from the
+// database on every request: the verifiers ask about once a second each
+// and mostly get a 304, and a list that is never older than the request
+// is what lets a revocation reach them within seconds. A database that
+// cannot be read is a 503; the verifiers keep their last list.
+func serveTokenValidity(clients *Clients) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		valid, err := clients.TokenValidity(r.Context())
+		if err != nil {
+			httpx.WriteProblem(r.Context(), err, w)
+			return
+		}
+		doc := auth.TokenValidity{Clients: make(map[string]int64, len(valid))}
+		for id, generation := range valid {
+			doc.Clients[auth.ClientKey(id)] = generation
+		}
+		body, err := json.Marshal(doc) // map keys sorted: one list, one body
+		if err != nil {
+			httpx.WriteProblem(r.Context(), err, w)
+			return
+		}
+		sum := sha256.Sum256(body)
+		etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+		h := w.Header()
+		h.Set("ETag", etag)
+		h.Set("Cache-Control", "no-cache")
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		h.Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
 	}
 }
 

@@ -5,6 +5,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -57,6 +58,14 @@ type Config struct {
 	Leeway   time.Duration // clock skew allowed on exp/nbf/iat (at most 60s)
 	// MaxTokenLifetime bounds exp − iat; 0 means DefaultMaxTokenLifetime.
 	MaxTokenLifetime time.Duration
+	// TokenValidityURL is the issuer's token validity list (validity.go);
+	// empty: the one its discovery document names, if any.
+	TokenValidityURL string
+	// TokenValidityInterval is how often the list is read (0: the
+	// default); TokenValidityMaxAge how old it may get, while the issuer
+	// cannot be reached, before every token is refused with 503.
+	TokenValidityInterval time.Duration
+	TokenValidityMaxAge   time.Duration
 }
 
 // DefaultMaxTokenLifetime is the longest lifetime (exp − iat) a token may
@@ -73,6 +82,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Leeway, "oidc.leeway", 30*time.Second, "clock skew tolerated on exp and nbf (max 60s)")
 	fs.DurationVar(&c.MaxTokenLifetime, "oidc.max-token-lifetime", DefaultMaxTokenLifetime,
 		"longest lifetime (exp - iat) a token may have; longer ones, and tokens without iat, are refused")
+	fs.StringVar(&c.TokenValidityURL, "oidc.token-validity-url", "",
+		"the issuer's token validity list (revoked clients, secrets and scopes); empty: the one its discovery document names ("+TokenValidityMember+"), if any")
+	fs.DurationVar(&c.TokenValidityInterval, "oidc.token-validity-interval", DefaultTokenValidityInterval,
+		"how often the token validity list is read: a revoked token is refused this long after the issuer publishes it, at most")
+	fs.DurationVar(&c.TokenValidityMaxAge, "oidc.token-validity-max-age", DefaultTokenValidityMaxAge,
+		"how old the token validity list may get while the issuer cannot be reached; older, every call is refused with 503 until it is read again")
 }
 
 // Principal is the verified caller.
@@ -121,8 +136,9 @@ type Verifier struct {
 }
 
 type loadedKeys struct {
-	keys keyfunc.Keyfunc
-	stop context.CancelFunc
+	keys     keyfunc.Keyfunc
+	validity *validity // nil: the issuer publishes no token validity list
+	stop     context.CancelFunc
 }
 
 // NewVerifier validates cfg; no network call is made until the first Verify
@@ -139,6 +155,15 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	}
 	if cfg.MaxTokenLifetime == 0 {
 		cfg.MaxTokenLifetime = DefaultMaxTokenLifetime
+	}
+	if cfg.TokenValidityInterval < 0 || cfg.TokenValidityMaxAge < 0 {
+		return nil, errors.New("auth: oidc.token-validity-interval and oidc.token-validity-max-age must not be negative")
+	}
+	cfg.TokenValidityInterval = cmp.Or(cfg.TokenValidityInterval, DefaultTokenValidityInterval)
+	cfg.TokenValidityMaxAge = cmp.Or(cfg.TokenValidityMaxAge, DefaultTokenValidityMaxAge)
+	if cfg.TokenValidityMaxAge < 2*cfg.TokenValidityInterval {
+		return nil, fmt.Errorf("auth: oidc.token-validity-max-age %s must be at least twice oidc.token-validity-interval %s, or one slow read refuses every call",
+			cfg.TokenValidityMaxAge, cfg.TokenValidityInterval)
 	}
 	verified, err := lru.New[[sha256.Size]byte, verifiedToken](VerifiedTokenCacheSize)
 	if err != nil {
@@ -161,33 +186,36 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 // bytes each) cover many more clients than the registry has.
 const VerifiedTokenCacheSize = 4096
 
-// verifiedToken is a cache entry: the principal, and the key that
-// verified the signature, by key id.
+// verifiedToken is a cache entry: the principal, the key that verified
+// the signature, by key id, and what the token validity list is asked.
 type verifiedToken struct {
-	principal Principal
-	kid       string
-	key       crypto.PublicKey
+	principal  Principal
+	kid        string
+	key        crypto.PublicKey
+	client     string // ClientKey of the subject
+	generation *int64
 }
 
 type claims struct {
 	jwt.RegisteredClaims
-	Scope string   `json:"scope"` // RFC 9068 / RFC 8693: space-separated
-	Scp   []string `json:"scp"`   // the array form some issuers use instead
+	Scope      string   `json:"scope"` // RFC 9068 / RFC 8693: space-separated
+	Scp        []string `json:"scp"`   // the array form some issuers use instead
+	Generation *int64   `json:"credential_generation"`
 }
 
 // Verify checks raw and returns its principal.
 func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
-	keys, err := v.keySet(ctx)
+	loaded, err := v.keySet(ctx)
 	if err != nil {
 		return Principal{}, err
 	}
 	sum := sha256.Sum256([]byte(raw))
-	if p, ok := v.cachedPrincipal(ctx, keys, sum); ok {
+	if p, ok := v.cachedPrincipal(ctx, loaded, sum); ok {
 		return p, nil
 	}
 	var c claims
 	var used verifiedToken
-	keyfunc := keys.KeyfuncCtx(ctx)
+	keyfunc := loaded.keys.KeyfuncCtx(ctx)
 	_, err = v.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
 		key, err := keyfunc(t)
 		used.kid, _ = t.Header["kid"].(string)
@@ -205,6 +233,12 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	}
 	if err := v.checkLifetime(c.RegisteredClaims); err != nil {
 		return Principal{}, err
+	}
+	used.client, used.generation = ClientKey(c.Subject), c.Generation
+	if loaded.validity != nil {
+		if err := loaded.validity.check(ctx, used.client, used.generation); err != nil {
+			return Principal{}, err
+		}
 	}
 	scopes := strings.Fields(c.Scope)
 	scopes = append(scopes, c.Scp...)
@@ -227,7 +261,7 @@ func (v *Verifier) Remembered(ctx context.Context, raw string) (Principal, bool)
 	if k == nil {
 		return Principal{}, false
 	}
-	return v.cachedPrincipal(ctx, k.keys, sha256.Sum256([]byte(raw)))
+	return v.cachedPrincipal(ctx, k, sha256.Sum256([]byte(raw)))
 }
 
 // checkLifetime refuses a token that was issued to live longer than the
@@ -249,18 +283,28 @@ func (v *Verifier) checkLifetime(c jwt.RegisteredClaims) error {
 
 // cachedPrincipal answers for a token verified before. An entry stands
 // only while the token has not expired (never past exp, whatever the
-// leeway) and while the key that verified it is still published, unchanged,
-// under the same key id: when the key set changes (a rotation that retires
-// the key, a refresh that replaces it) the entry is dropped and the token is
-// verified again, and fails if its key is gone.
-func (v *Verifier) cachedPrincipal(ctx context.Context, keys keyfunc.Keyfunc, sum [sha256.Size]byte) (Principal, bool) {
+// leeway), while the key that verified it is still published, unchanged,
+// under the same key id (when the key set changes, a rotation that retires
+// the key or a refresh that replaces it, the entry is dropped and the token
+// is verified again, and fails if its key is gone), and while the token
+// validity list, as last read, does not void it. Otherwise it is not
+// answered from memory, and Verify says why.
+func (v *Verifier) cachedPrincipal(ctx context.Context, loaded *loadedKeys, sum [sha256.Size]byte) (Principal, bool) {
 	e, ok := v.verified.Get(sum)
 	if !ok {
 		return Principal{}, false
 	}
-	if !v.now().Before(e.principal.Expiry) || !stillPublished(ctx, keys, e.kid, e.key) {
+	if !v.now().Before(e.principal.Expiry) || !stillPublished(ctx, loaded.keys, e.kid, e.key) {
 		v.verified.Remove(sum)
 		return Principal{}, false
+	}
+	if loaded.validity != nil {
+		if err := loaded.validity.check(ctx, e.client, e.generation); err != nil {
+			if !errors.Is(err, ErrUnavailable) {
+				v.verified.Remove(sum)
+			}
+			return Principal{}, false
+		}
 	}
 	return e.principal, true
 }
@@ -366,13 +410,18 @@ func (v *Verifier) Start(ctx context.Context, logger log.Logger) error {
 // the client's 5 s timeout.
 const startTimeout = 10 * time.Second
 
-// Ready fetches the keys if they are not loaded yet; readiness probes call
-// it. Its error carries a reason for /readyz (ReadinessReason) that names
-// the configured issuer and the kind of failure, never another address: the
-// gateway's /readyz is public.
+// Ready fetches the keys (and the token validity list) if they are not
+// loaded yet, and fails while the list is older than
+// oidc.token-validity-max-age (calls are refused then); readiness probes
+// call it. Its error carries a reason for /readyz (ReadinessReason) that
+// names the configured issuer and the kind of failure, never another
+// address: the gateway's /readyz is public.
 func (v *Verifier) Ready(ctx context.Context) error {
-	_, err := v.keySet(ctx)
-	return err
+	loaded, err := v.keySet(ctx)
+	if err != nil || loaded.validity == nil {
+		return err
+	}
+	return loaded.validity.stale()
 }
 
 // Close stops the background key refresh.
@@ -383,14 +432,14 @@ func (v *Verifier) Close() {
 	v.verified.Purge()
 }
 
-func (v *Verifier) keySet(ctx context.Context) (keyfunc.Keyfunc, error) {
+func (v *Verifier) keySet(ctx context.Context) (*loadedKeys, error) {
 	if k := v.keys.Load(); k != nil {
-		return k.keys, nil
+		return k, nil
 	}
 	v.initMu.Lock()
 	defer v.initMu.Unlock()
 	if k := v.keys.Load(); k != nil {
-		return k.keys, nil
+		return k, nil
 	}
 	// Right after a failed fetch, fail fast with the same reason rather
 	// than let every request wait for the issuer again.
@@ -415,7 +464,7 @@ func (v *Verifier) keySet(ctx context.Context) (keyfunc.Keyfunc, error) {
 		v.lastErr = nil
 	}
 	v.keys.Store(k)
-	return k.keys, nil
+	return k, nil
 }
 
 // issuerError says why the keys could not be loaded: a reason fit for a
@@ -437,12 +486,13 @@ func unavailable(err error, format string, args ...any) error {
 }
 
 func (v *Verifier) load(ctx context.Context) (*loadedKeys, error) {
-	jwksURL := v.cfg.JWKSURL
+	jwksURL, validityURL := v.cfg.JWKSURL, v.cfg.TokenValidityURL
 	if jwksURL == "" {
-		var err error
-		if jwksURL, err = v.discover(ctx); err != nil {
+		doc, err := v.discover(ctx)
+		if err != nil {
 			return nil, err
 		}
+		jwksURL, validityURL = doc.JWKSURI, cmp.Or(validityURL, doc.TokenValidityURI)
 	}
 	// The refresh goroutine must outlive this request, hence its own context.
 	bg, stop := context.WithCancel(context.Background())
@@ -463,45 +513,66 @@ func (v *Verifier) load(ctx context.Context) (*loadedKeys, error) {
 		return nil, unavailable(fmt.Errorf("fetch %s: %w", jwksURL, err),
 			"the key set of issuer %s (jwks_uri) cannot be fetched (%s)", v.cfg.Issuer, failureKind(err))
 	}
-	return &loadedKeys{keys: keys, stop: stop}, nil
+	loaded := &loadedKeys{keys: keys, stop: stop}
+	if validityURL == "" {
+		level.Info(v.logger).Log("msg", "the issuer publishes no token validity list: a token stands until it expires, whatever happens to its client", "issuer", v.cfg.Issuer)
+		return loaded, nil
+	}
+	// No token is trusted before the list is read: a revoked client's
+	// token must not pass because a process just started.
+	loaded.validity = &validity{url: validityURL, interval: v.cfg.TokenValidityInterval, maxAge: v.cfg.TokenValidityMaxAge,
+		client: v.client, now: func() time.Time { return v.now() }, logger: func() log.Logger { return v.logger }}
+	if err := loaded.validity.fetch(ctx); err != nil {
+		stop()
+		return nil, unavailable(fmt.Errorf("token validity list %s: %w", validityURL, err),
+			"the token validity list of issuer %s cannot be read (%s)", v.cfg.Issuer, failureKind(err))
+	}
+	go loaded.validity.follow(bg)
+	level.Info(v.logger).Log("msg", "following the token validity list: revoked tokens are refused", "url", validityURL, "interval", v.cfg.TokenValidityInterval)
+	return loaded, nil
 }
 
-// discover reads jwks_uri from the issuer's OpenID configuration, and checks
-// that the issuer it names is the configured one, character for character:
-// tokens carry that value in iss, so "https://idp.example" and
-// "https://idp.example/" are different issuers (OpenID Connect Discovery
-// 1.0 §4.3).
-func (v *Verifier) discover(ctx context.Context) (string, error) {
+// discoveryDocument is what the verifier reads of an issuer's OpenID
+// configuration.
+type discoveryDocument struct {
+	Issuer           string `json:"issuer"`
+	JWKSURI          string `json:"jwks_uri"`
+	TokenValidityURI string `json:"registry_token_validity_uri"`
+}
+
+// discover reads jwks_uri (and the token validity list, if the issuer has
+// one) from the issuer's OpenID configuration, and checks that the issuer
+// it names is the configured one, character for character: tokens carry
+// that value in iss, so "https://idp.example" and "https://idp.example/"
+// are different issuers (OpenID Connect Discovery 1.0 §4.3).
+func (v *Verifier) discover(ctx context.Context) (discoveryDocument, error) {
 	u := strings.TrimSuffix(v.cfg.Issuer, "/") + "/.well-known/openid-configuration"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return "", unavailable(err, "oidc.issuer %q is not a URL", v.cfg.Issuer)
+		return discoveryDocument{}, unavailable(err, "oidc.issuer %q is not a URL", v.cfg.Issuer)
 	}
 	resp, err := v.client.Do(req)
 	if err != nil {
-		return "", unavailable(fmt.Errorf("discovery: %w", err), "the issuer %s cannot be reached (%s)", v.cfg.Issuer, failureKind(err))
+		return discoveryDocument{}, unavailable(fmt.Errorf("discovery: %w", err), "the issuer %s cannot be reached (%s)", v.cfg.Issuer, failureKind(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", unavailable(fmt.Errorf("discovery: %s answered %d", u, resp.StatusCode),
+		return discoveryDocument{}, unavailable(fmt.Errorf("discovery: %s answered %d", u, resp.StatusCode),
 			"the issuer %s answers its discovery document with status %d", v.cfg.Issuer, resp.StatusCode)
 	}
-	var doc struct {
-		Issuer  string `json:"issuer"`
-		JWKSURI string `json:"jwks_uri"`
-	}
+	var doc discoveryDocument
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
-		return "", unavailable(fmt.Errorf("discovery: %w", err), "the discovery document of issuer %s is not JSON", v.cfg.Issuer)
+		return discoveryDocument{}, unavailable(fmt.Errorf("discovery: %w", err), "the discovery document of issuer %s is not JSON", v.cfg.Issuer)
 	}
 	if doc.Issuer != v.cfg.Issuer {
-		return "", unavailable(ErrIssuerMismatch,
+		return discoveryDocument{}, unavailable(ErrIssuerMismatch,
 			"the discovery document of %s names issuer %q, but oidc.issuer is %q; tokens carry the discovered value in iss, "+
 				"so set oidc.issuer (OIDC_ISSUER) to exactly %q", u, doc.Issuer, v.cfg.Issuer, doc.Issuer)
 	}
 	if doc.JWKSURI == "" {
-		return "", unavailable(errors.New("discovery: no jwks_uri"), "the discovery document of issuer %s has no jwks_uri", v.cfg.Issuer)
+		return discoveryDocument{}, unavailable(errors.New("discovery: no jwks_uri"), "the discovery document of issuer %s has no jwks_uri", v.cfg.Issuer)
 	}
-	return doc.JWKSURI, nil
+	return doc, nil
 }
 
 // failureKind names what went wrong with a request briefly, without the

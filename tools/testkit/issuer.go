@@ -9,9 +9,11 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +32,11 @@ type Issuer struct {
 	// verifier, as when URL lacks the trailing slash an issuer publishes.
 	DiscoveredIssuer string
 	keys             jwkset.Storage // what the JWKS serves
+
+	mu       sync.Mutex
+	validity map[string]int64 // client id → lowest generation that stands; nil: no list
+	down     bool             // the list answers 503
+	reads    int              // requests for the list
 }
 
 // NewIssuer starts an issuer whose tokens are for audience.
@@ -51,13 +58,68 @@ func NewIssuer(t testing.TB, audience string) *Issuer {
 		if iss.DiscoveredIssuer != "" {
 			issuer = iss.DiscoveredIssuer
 		}
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": issuer, "jwks_uri": iss.URL + "/jwks.json"})
+		doc := map[string]string{"issuer": issuer, "jwks_uri": iss.URL + "/jwks.json"}
+		iss.mu.Lock()
+		if iss.validity != nil {
+			doc[auth.TokenValidityMember] = iss.URL + "/token-validity"
+		}
+		iss.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(doc)
+	})
+	mux.HandleFunc("GET /token-validity", func(w http.ResponseWriter, _ *http.Request) {
+		iss.mu.Lock()
+		defer iss.mu.Unlock()
+		iss.reads++
+		if iss.validity == nil || iss.down {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		doc := auth.TokenValidity{Clients: map[string]int64{}}
+		for id, generation := range iss.validity {
+			doc.Clients[auth.ClientKey(id)] = generation
+		}
+		_ = json.NewEncoder(w).Encode(doc)
 	})
 	mux.HandleFunc("GET /jwks.json", func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := store.JSONPublic(r.Context())
 		_, _ = w.Write(raw)
 	})
 	return iss
+}
+
+// PublishValidity makes the issuer publish a token validity list (in its
+// discovery document, for verifiers that start after this call) saying,
+// for each client id, the lowest credential_generation of its tokens that
+// stand; clients left out have no token that stands. Tokens then need the
+// claim: see Generation.
+func (i *Issuer) PublishValidity(clients map[string]int64) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.validity = maps.Clone(clients)
+	if i.validity == nil {
+		i.validity = map[string]int64{}
+	}
+}
+
+// ValidityDown makes the token validity list answer 503 (down) or serve
+// again.
+func (i *Issuer) ValidityDown(down bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.down = down
+}
+
+// ValidityReads is how many times the token validity list was asked for.
+func (i *Issuer) ValidityReads() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.reads
+}
+
+// Generation returns claims issued under a credential generation.
+func Generation(claims jwt.MapClaims, generation int64) jwt.MapClaims {
+	claims[auth.CredentialGenerationClaim] = generation
+	return claims
 }
 
 // Rotate replaces the signing key with a new one under a new key id; the

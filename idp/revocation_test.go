@@ -1,0 +1,270 @@
+package idp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/assetregistry/registry/pkg/auth"
+)
+
+// generationOf is the credential_generation claim of a token.
+func generationOf(t *testing.T, token string) int64 {
+	t.Helper()
+	var claims jwt.MapClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &claims); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := claims[auth.CredentialGenerationClaim].(float64)
+	if !ok {
+		t.Fatalf("the token has no %s: %v", auth.CredentialGenerationClaim, claims)
+	}
+	return int64(g)
+}
+
+// validity reads the token validity list as a verifier does, by client id.
+func (ti *testIdP) validity(t *testing.T, ids ...string) map[string]int64 {
+	t.Helper()
+	a := ti.get(t, "/oidc/token-validity")
+	if a.status != http.StatusOK || a.header.Get("ETag") == "" {
+		t.Fatalf("token validity: %d %v, ETag %q", a.status, a.body, a.header.Get("ETag"))
+	}
+	listed, _ := a.body["clients"].(map[string]any)
+	out := map[string]int64{}
+	for _, id := range ids {
+		if g, ok := listed[auth.ClientKey(id)].(float64); ok {
+			out[id] = int64(g)
+		}
+	}
+	return out
+}
+
+// What the token validity list says after each change to a client, and
+// what the tokens issued around it carry: a token stands while its
+// generation is at least its client's listed one.
+func TestTokenValidityFollowsClientChanges(t *testing.T) {
+	ti := newTestIdP(t)
+	ctx := context.Background()
+	secrets := map[string]string{
+		"acme":    ti.createClient(t, "acme", []string{ScopeRead, ScopeWrite}, []string{registry}),
+		"globex":  ti.createClient(t, "globex", []string{ScopeRead}, []string{registry}),
+		"initech": ti.createClient(t, "initech", []string{ScopeRead, ScopeAdmin}, []string{registry}),
+	}
+	stands := func(id, token string) bool {
+		t.Helper()
+		lowest, listed := ti.validity(t, id)[id]
+		return listed && generationOf(t, token) >= lowest
+	}
+	tokens := map[string]string{}
+	for id, secret := range secrets {
+		tokens[id] = ti.token(t, id, secret, nil)
+		if !stands(id, tokens[id]) {
+			t.Fatalf("a fresh token of %s does not stand", id)
+		}
+	}
+
+	t.Run("a rotation voids the old secret's tokens when its window ends", func(t *testing.T) {
+		newSecret, err := ti.Clients.RotateSecret(ctx, "acme", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldSecretToken := ti.token(t, "acme", secrets["acme"], nil) // within the window
+		newSecretToken := ti.token(t, "acme", newSecret, nil)
+		for name, tok := range map[string]string{"before the rotation": tokens["acme"], "of the old secret in the window": oldSecretToken, "of the new secret": newSecretToken} {
+			if !stands("acme", tok) {
+				t.Errorf("within the window, a token %s does not stand", name)
+			}
+		}
+		ti.clock.Advance(time.Hour)
+		for name, tok := range map[string]string{"before the rotation": tokens["acme"], "of the old secret in the window": oldSecretToken} {
+			if stands("acme", tok) {
+				t.Errorf("after the window, a token %s stands", name)
+			}
+		}
+		if !stands("acme", newSecretToken) {
+			t.Error("after the window, the new secret's token does not stand")
+		}
+		secrets["acme"], tokens["acme"] = newSecret, newSecretToken
+	})
+
+	t.Run("removing a scope voids every token; adding one voids none", func(t *testing.T) {
+		before := ti.token(t, "initech", secrets["initech"], nil)
+		voided, err := ti.Clients.SetScopes(ctx, "initech", []string{ScopeRead, ScopeAdmin, ScopeWrite})
+		if err != nil || voided {
+			t.Fatalf("adding a scope: voided %v, %v", voided, err)
+		}
+		if !stands("initech", before) {
+			t.Error("adding a scope voided a token")
+		}
+		voided, err = ti.Clients.SetScopes(ctx, "initech", []string{ScopeRead, ScopeWrite})
+		if err != nil || !voided {
+			t.Fatalf("removing registry:admin: voided %v, %v", voided, err)
+		}
+		if stands("initech", before) || stands("initech", tokens["initech"]) {
+			t.Error("a token issued before registry:admin was removed stands")
+		}
+		after := ti.token(t, "initech", secrets["initech"], nil)
+		if !stands("initech", after) {
+			t.Error("a token issued after the removal does not stand")
+		}
+		if a := ti.post(t, tokenCall{form: map[string][]string{"grant_type": {"client_credentials"}, "client_id": {"initech"},
+			"client_secret": {secrets["initech"]}, "scope": {ScopeAdmin}}}); a.status != http.StatusBadRequest {
+			t.Errorf("asking for the removed scope: %d %v, want 400 invalid_scope", a.status, a.body)
+		}
+	})
+
+	t.Run("removing a scope during a rotation keeps the old secret's end", func(t *testing.T) {
+		newSecret, err := ti.Clients.RotateSecret(ctx, "globex", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ti.Clients.SetScopes(ctx, "globex", []string{ScopeWrite}); err != nil {
+			t.Fatal(err)
+		}
+		oldSecretToken := ti.token(t, "globex", secrets["globex"], nil)
+		newSecretToken := ti.token(t, "globex", newSecret, nil)
+		if !stands("globex", oldSecretToken) || !stands("globex", newSecretToken) {
+			t.Fatal("within the window, the tokens issued after the removal do not stand")
+		}
+		ti.clock.Advance(time.Hour)
+		if stands("globex", oldSecretToken) || !stands("globex", newSecretToken) {
+			t.Error("after the window: the old secret's token stands, or the new one's does not")
+		}
+	})
+
+	t.Run("deleting a client voids its tokens, and its id made again voids the old ones", func(t *testing.T) {
+		if err := ti.Clients.DeleteClient(ctx, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		if _, listed := ti.validity(t, "acme")["acme"]; listed {
+			t.Error("a deleted client is listed")
+		}
+		if !stands("initech", ti.token(t, "initech", secrets["initech"], nil)) {
+			t.Error("deleting one client voided another's token")
+		}
+		secret := ti.createClient(t, "acme", []string{ScopeRead}, []string{registry})
+		if stands("acme", tokens["acme"]) {
+			t.Error("a token of the deleted client stands for the client made again under its id")
+		}
+		if !stands("acme", ti.token(t, "acme", secret, nil)) {
+			t.Error("the new client's token does not stand")
+		}
+	})
+}
+
+// The list is served to verifiers that ask about once a second: an
+// unchanged list is a 304 to a request that names its ETag, and the list
+// names clients only by the hash of their ids.
+func TestTokenValidityListIsCheapAndNamesNoClient(t *testing.T) {
+	ti := newTestIdP(t)
+	ti.createClient(t, "secret-partner-name", []string{ScopeRead}, []string{registry})
+	first := ti.get(t, "/oidc/token-validity")
+	if strings.Contains(first.header.Get("Cache-Control"), "max-age") || first.header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("Cache-Control %q, want no-cache", first.header.Get("Cache-Control"))
+	}
+	raw, _ := first.body["clients"].(map[string]any)
+	for k := range raw {
+		if strings.Contains(k, "partner") {
+			t.Errorf("the list names a client: %q", k)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, ti.issuer+"/oidc/token-validity", nil)
+	req.Header.Set("If-None-Match", first.header.Get("ETag"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified {
+		t.Errorf("the same list again: %d, want 304", resp.StatusCode)
+	}
+	ti.createClient(t, "another", []string{ScopeRead}, []string{registry})
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("ETag") == first.header.Get("ETag") {
+		t.Errorf("a changed list: %d, ETag %q, want 200 and a new ETag", resp.StatusCode, resp.Header.Get("ETag"))
+	}
+}
+
+// The registry's own verifier, following the IdP's list in the background
+// (every 20 ms here), refuses a token within moments of each kind of
+// revocation, and keeps accepting every other token: real PostgreSQL, the
+// real token endpoint, the real verifier.
+func TestVerifierRefusesRevokedTokens(t *testing.T) {
+	ti := newTestIdP(t)
+	ctx := context.Background()
+	v, err := auth.NewVerifier(auth.Config{Issuer: ti.issuer, Audience: registry, Leeway: 30 * time.Second,
+		TokenValidityInterval: 20 * time.Millisecond, TokenValidityMaxAge: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	secrets := map[string]string{}
+	tokens := map[string]string{}
+	for _, id := range []string{"deleted", "rotated", "narrowed", "untouched"} {
+		secrets[id] = ti.createClient(t, id, []string{ScopeRead, ScopeWrite}, []string{registry})
+		tokens[id] = ti.token(t, id, secrets[id], nil)
+		if _, err := v.Verify(ctx, tokens[id]); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	refused := func(t *testing.T, token string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute) // a bound for a loaded machine, not the goal
+		for {
+			_, err := v.Verify(ctx, token)
+			if errors.Is(err, auth.ErrInvalidToken) && strings.Contains(err.Error(), "revoked") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	t.Run("delete", func(t *testing.T) {
+		if err := ti.Clients.DeleteClient(ctx, "deleted"); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, tokens["deleted"])
+	})
+	t.Run("scope removed", func(t *testing.T) {
+		if _, err := ti.Clients.SetScopes(ctx, "narrowed", []string{ScopeRead}); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, tokens["narrowed"])
+		p, err := v.Verify(ctx, ti.token(t, "narrowed", secrets["narrowed"], nil))
+		if err != nil || p.HasScope(ScopeWrite) {
+			t.Errorf("a token after the removal: %+v, %v", p, err)
+		}
+	})
+	// Last: the IdP's clock moves an hour on, so tokens issued after this
+	// would not be valid yet for the verifier, which keeps the real time.
+	t.Run("rotate, after the window", func(t *testing.T) {
+		newSecret, err := ti.Clients.RotateSecret(ctx, "rotated", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := ti.token(t, "rotated", newSecret, nil)
+		if _, err := v.Verify(ctx, tokens["rotated"]); err != nil {
+			t.Fatalf("the old secret's token within the window: %v", err)
+		}
+		ti.clock.Advance(time.Hour)
+		refused(t, tokens["rotated"])
+		if _, err := v.Verify(ctx, fresh); err != nil {
+			t.Errorf("the new secret's token: %v", err)
+		}
+	})
+	if _, err := v.Verify(ctx, tokens["untouched"]); err != nil {
+		t.Errorf("a client nobody changed: %v", err)
+	}
+}

@@ -1,0 +1,253 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Revocation. A signed token cannot be taken back, so an issuer that lets
+// a client be deleted, its secret rotated or a scope removed publishes what
+// still stands, and every verifier follows it: the token validity list.
+// The registry's identity provider issues each token with the generation of
+// the secret it was issued for (the private claim credential_generation)
+// and publishes, for every client it has, the lowest generation whose
+// tokens stand. A change that voids tokens gives the client's secrets new
+// generations (a rotation's new secret voids the old one's tokens when the
+// old one expires), and a deleted client leaves the list. A verifier polls
+// the list in the background (no call per request) and refuses a token of
+// a client not listed, or of a lower generation than listed.
+
+// TokenValidityMember is the member of an issuer's discovery document
+// that names its token validity list. It is the registry's own: no
+// standard covers it, so other issuers have none, and their tokens stand
+// until they expire.
+const TokenValidityMember = "registry_token_validity_uri"
+
+// CredentialGenerationClaim is the claim of the generation a token was
+// issued under.
+const CredentialGenerationClaim = "credential_generation"
+
+// TokenValidity is the token validity list, as the issuer serves it.
+type TokenValidity struct {
+	// Clients maps ClientKey(client id) to the lowest generation of the
+	// client's tokens that stand.
+	Clients map[string]int64 `json:"clients"`
+}
+
+// ClientKey names a client in the list: the unpadded base64url SHA-256 of
+// its id (the token's sub), so that the list, which the issuer serves to
+// anyone who asks, does not hand out the ids of every integration.
+func ClientKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// Defaults of the oidc.token-validity-* settings.
+const (
+	DefaultTokenValidityInterval = time.Second
+	DefaultTokenValidityMaxAge   = time.Minute
+)
+
+var (
+	validityAge = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "auth_token_validity_age_seconds",
+		Help: "Age of the token validity list this process checks tokens against (0 when the issuer publishes none); over oidc.token-validity-max-age every call is refused with 503.",
+	})
+	validityRefusals = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "auth_tokens_revoked_total",
+		Help: "Tokens refused because the token validity list voids them: their client deleted (client) or its secret or scopes changed since (generation).",
+	}, []string{"reason"})
+)
+
+// validity follows one token validity list.
+type validity struct {
+	url      string
+	interval time.Duration
+	maxAge   time.Duration
+	client   *http.Client
+	now      func() time.Time
+	logger   func() log.Logger
+
+	list    atomic.Pointer[map[string]int64]
+	fetched atomic.Int64 // unix nanoseconds when the list in use was asked for
+	// reached is the highest generation the list was read after: the
+	// highest it names, or a token's that made it be read early.
+	reached atomic.Int64
+
+	mu      sync.Mutex // guards the writes of list, fetched and reached, and etag and lastErr
+	etag    string
+	lastErr string
+
+	early sync.Mutex // one read ahead of the poll at a time
+}
+
+// errNoGeneration is a token of an issuer with a validity list that carries
+// no generation: issued before the issuer had one, or not by it.
+var errNoGeneration = fmt.Errorf("%w: the token carries no %s, which this issuer's tokens must", ErrInvalidToken, CredentialGenerationClaim)
+
+// stale is ErrUnavailable while the list is older than maxAge.
+func (v *validity) stale() error {
+	age := v.now().Sub(time.Unix(0, v.fetched.Load()))
+	if age > v.maxAge {
+		return unavailable(fmt.Errorf("token validity list %s: last read %s ago", v.url, age.Round(time.Second)),
+			"the token validity list of the issuer has not been read for %s (over oidc.token-validity-max-age %s), so no token can be trusted", age.Round(time.Second), v.maxAge)
+	}
+	return nil
+}
+
+// check says whether a token of sub (ClientKey) issued under generation
+// (nil when the token has none) still stands.
+//
+// A client the list does not name is deleted, or is newer than the list:
+// a client just created whose first token arrives before the next poll.
+// Generations only grow, across every client, so a token of a generation
+// the list has not reached is newer than the list: the list is read again
+// at once and asked again, and that generation is then reached, so each
+// new generation costs one read at most. A deleted client's tokens, of
+// generations reached, are refused without asking the issuer: no sender of
+// tokens can make a verifier ask it faster.
+func (v *validity) check(ctx context.Context, key string, generation *int64) error {
+	if err := v.stale(); err != nil {
+		return err
+	}
+	lowest, listed := (*v.list.Load())[key]
+	if !listed && generation != nil && *generation > v.reached.Load() {
+		lowest, listed = v.readEarly(ctx, key, *generation)
+	}
+	switch {
+	case !listed:
+		validityRefusals.WithLabelValues("client").Inc()
+		return fmt.Errorf("%w: the token was revoked: its client no longer exists", ErrInvalidToken)
+	case generation == nil:
+		return errNoGeneration
+	case *generation < lowest:
+		validityRefusals.WithLabelValues("generation").Inc()
+		return fmt.Errorf("%w: the token was revoked: its client's secret or scopes changed after it was issued", ErrInvalidToken)
+	}
+	return nil
+}
+
+// readEarly reads the list ahead of the poll, for a token of generation,
+// unless a read since has reached it, and looks key up in it.
+func (v *validity) readEarly(ctx context.Context, key string, generation int64) (int64, bool) {
+	v.early.Lock()
+	defer v.early.Unlock()
+	if generation > v.reached.Load() {
+		// A failure leaves the list as it was (the poll reports it), and
+		// the generation unreached: the next token of it reads again.
+		if err := v.fetch(ctx); err == nil {
+			v.reach(generation)
+		}
+	}
+	lowest, listed := (*v.list.Load())[key]
+	return lowest, listed
+}
+
+// reach raises reached to generation.
+func (v *validity) reach(generation int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if generation > v.reached.Load() {
+		v.reached.Store(generation)
+	}
+}
+
+// fetch reads the list once, conditionally on the last one's ETag.
+func (v *validity) fetch(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.url, nil)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	if v.etag != "" && v.list.Load() != nil {
+		req.Header.Set("If-None-Match", v.etag)
+	}
+	v.mu.Unlock()
+	asked := v.now()
+	resp, err := v.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		var doc TokenValidity
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&doc); err != nil {
+			return fmt.Errorf("the list is not JSON: %w", err)
+		}
+		if doc.Clients == nil {
+			return errors.New("the list has no clients member")
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		// A read ahead of the poll and the poll may cross: the list asked
+		// for last wins.
+		if asked.UnixNano() >= v.fetched.Load() {
+			v.list.Store(&doc.Clients)
+			v.etag = resp.Header.Get("ETag")
+			v.fetched.Store(asked.UnixNano())
+			for _, g := range doc.Clients {
+				if g > v.reached.Load() {
+					v.reached.Store(g)
+				}
+			}
+		}
+	case http.StatusNotModified:
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if asked.UnixNano() >= v.fetched.Load() {
+			v.fetched.Store(asked.UnixNano()) // the list is as fresh as the moment it was asked for
+		}
+	default:
+		return fmt.Errorf("answered %d", resp.StatusCode)
+	}
+	validityAge.Set(0)
+	return nil
+}
+
+// follow polls the list until ctx ends. A failure keeps the last list,
+// which check trusts until it is maxAge old; each new reason is logged
+// once, and so is the recovery.
+func (v *validity) follow(ctx context.Context) {
+	t := time.NewTicker(v.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := v.fetch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		v.mu.Lock()
+		switch {
+		case err != nil && err.Error() != v.lastErr:
+			level.Warn(v.logger()).Log("msg", "the token validity list cannot be read; the last one is used until it is oidc.token-validity-max-age old, then calls are refused",
+				"url", v.url, "max_age", v.maxAge, "err", err)
+			v.lastErr = err.Error()
+		case err == nil && v.lastErr != "":
+			level.Info(v.logger()).Log("msg", "the token validity list is read again", "url", v.url)
+			v.lastErr = ""
+		}
+		v.mu.Unlock()
+		validityAge.Set(v.now().Sub(time.Unix(0, v.fetched.Load())).Seconds())
+	}
+}

@@ -27,6 +27,13 @@ type Budget struct {
 // loop (tens of thousands a minute) long before the services tire.
 var DefaultBudget = Budget{Name: "default", Quota: 6000, Window: time.Minute}
 
+// DefaultItemBudget is each client's budget of batch items: twice what a
+// bulk import through the registry command writes at its own pace (about
+// 1,100 items a second: an asset and an action per row, some links), and a
+// burst of 120 full batches; a loop of full batches (up to 6,000 a minute
+// on the request budget alone, six million items) meets it.
+var DefaultItemBudget = Budget{Name: "items", Quota: 120000, Window: time.Minute}
+
 // DefaultUnauthenticatedBudget is per source address, for calls with no
 // valid token: far more than the 401s a client that lost its token or a
 // test suite's checks make, far fewer than a flood of forged tokens.

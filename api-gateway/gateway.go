@@ -164,7 +164,7 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	if uploadMax <= 0 {
 		uploadMax = DefaultUploadMaxSize
 	}
-	routed := limitBodies(uploadMax)(route(proxies))
+	routed := limitBodies(uploadMax)(limiter.Items(route(proxies)))
 	// Calls without a valid token draw on their address's budget before
 	// any signature is checked (the gate); every authenticated call, a 404
 	// or 403 included, on its client's budget, and carries its headers.
@@ -238,7 +238,9 @@ func limitBodies(uploadMax int64) func(http.Handler) http.Handler {
 			}
 			body := &trackedBody{body: r.Body, limited: http.MaxBytesReader(w, r.Body, limit)}
 			r.Body = body
-			if !upload && r.ContentLength > 0 && r.ContentLength <= forwardWhole {
+			// A batch is read whole whatever its size, so that its items
+			// can be counted against the item budget (Items).
+			if !upload && (isBatch(r) || r.ContentLength > 0 && r.ContentLength <= forwardWhole) {
 				if err := readWhole(r, body); err != nil {
 					httpx.WriteProblem(r.Context(), err, w)
 					return
@@ -261,12 +263,20 @@ func limitBodies(uploadMax int64) func(http.Handler) http.Handler {
 // uploads still stream.
 const forwardWhole = 64 << 10
 
-// readWhole reads r's body (its Content-Length, at most forwardWhole) and
-// puts it back in memory. A body too slow is the 408 it would have been
-// in the proxy; one that ends early is the client's mistake or departure.
+// readWhole reads r's body (its Content-Length, or to its end when it has
+// none, within the limit) and puts it back in memory. A body too slow is
+// the 408 it would have been in the proxy; one over its limit the 413; one
+// that ends early is the client's mistake or departure.
 func readWhole(r *http.Request, body *trackedBody) error {
-	buf := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(body, buf); err != nil {
+	var buf []byte
+	var err error
+	if r.ContentLength >= 0 {
+		buf = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, buf)
+	} else {
+		buf, err = io.ReadAll(body)
+	}
+	if err != nil {
 		if p := httpx.BodyProblem(errors.Join(err, body.failure())); p != nil {
 			return p
 		}

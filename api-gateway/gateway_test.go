@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -34,8 +35,9 @@ import (
 // and serves a small OpenAPI document.
 type upstream struct {
 	*httptest.Server
-	mu   sync.Mutex
-	seen []*http.Request
+	mu     sync.Mutex
+	seen   []*http.Request
+	bodies []string
 }
 
 func newUpstream(t *testing.T) *upstream {
@@ -51,8 +53,13 @@ func newUpstream(t *testing.T) *upstream {
 			})
 			return
 		}
+		var body []byte
+		if strings.HasSuffix(r.URL.Path, "/batch") { // other tests' bodies may be slow on purpose
+			body, _ = io.ReadAll(r.Body)
+		}
 		u.mu.Lock()
 		u.seen = append(u.seen, r.Clone(r.Context()))
+		u.bodies = append(u.bodies, string(body))
 		u.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id")) // as services do
@@ -69,6 +76,17 @@ func (u *upstream) last(t *testing.T) *http.Request {
 		t.Fatal("nothing reached the service")
 	}
 	return u.seen[len(u.seen)-1]
+}
+
+// lastBody is the body of the last request the service got.
+func (u *upstream) lastBody(t *testing.T) string {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.bodies) == 0 {
+		t.Fatal("nothing reached the service")
+	}
+	return u.bodies[len(u.bodies)-1]
 }
 
 func (u *upstream) count() int {
@@ -122,6 +140,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.RateLimit.Probes.Quota == 0 {
 		cfg.RateLimit.Probes = defaults.RateLimit.Probes
+	}
+	if cfg.RateLimit.Items.Quota == 0 {
+		cfg.RateLimit.Items = defaults.RateLimit.Items
 	}
 	return cfg
 }

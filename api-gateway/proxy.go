@@ -51,6 +51,8 @@ func newProxy(target *url.URL) http.Handler {
 			// as the header.
 			if whole, ok := wholeBody(pr.In); ok {
 				pr.Out.Body = io.NopCloser(bytes.NewReader(whole))
+				// A chunked batch, read whole, goes with its length.
+				pr.Out.ContentLength, pr.Out.TransferEncoding = int64(len(whole)), nil
 			} else if c := callOf(pr.In); c != nil && pr.Out.Body != nil && pr.Out.Body != http.NoBody {
 				pr.Out.Body = clientBody{pr.Out.Body, c.watch}
 			}

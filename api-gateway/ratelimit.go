@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +39,11 @@ type RateLimitConfig struct {
 	// Default is every client's budget but those in Clients.
 	Default Budget
 	Clients Budgets
+	// Items is every client's budget of batch items (ClientItems: of
+	// particular clients): a batch costs one request of the client's
+	// budget and as many items as it carries of this one.
+	Items       Budget
+	ClientItems Budgets
 	// Unauthenticated is the budget per source address of calls without a
 	// valid token, drawn on before any signature is checked.
 	Unauthenticated Budget
@@ -55,12 +63,14 @@ type RateLimitConfig struct {
 // RegisterFlags adds the rate-limit.* flags (env RATE_LIMIT_*) and
 // redis.url (env REDIS_URL, the services' own name for their Redis).
 func (c *RateLimitConfig) RegisterFlags(fs *flag.FlagSet) {
-	c.Default, c.Unauthenticated, c.Probes = DefaultBudget, DefaultUnauthenticatedBudget, DefaultProbesBudget
+	c.Default, c.Unauthenticated, c.Probes, c.Items = DefaultBudget, DefaultUnauthenticatedBudget, DefaultProbesBudget, DefaultItemBudget
 	fs.BoolVar(&c.Enabled, "rate-limit.enabled", true, "limit each client's requests (needs redis.url); false turns every limit off")
 	fs.StringVar(&c.RedisURL, "redis.url", "", "Redis URL where the rate-limit budgets are kept, shared by every gateway replica")
 	fs.StringVar(&c.KeyPrefix, "rate-limit.key-prefix", "api-gateway:", "start of the budgets' Redis keys (after \"rate:\"); installations sharing a Redis need different ones")
 	fs.Var(budgetValue{&c.Default}, "rate-limit.default", "each client's budget, <quota>/<window>: quota requests in any window, all usable at once")
 	fs.Var(&c.Clients, "rate-limit.clients", "budgets of particular clients (token sub), <client>=<quota>/<window>,...; the policy name in the headers is the client")
+	fs.Var(budgetValue{&c.Items}, "rate-limit.items", "each client's budget of batch items, <quota>/<window>: a batch (POST .../batch) costs one request and as many of these as it has items")
+	fs.Var(&c.ClientItems, "rate-limit.client-items", "batch item budgets of particular clients (token sub), <client>=<quota>/<window>,...; the policy name in the headers is <client>:items")
 	fs.Var(budgetValue{&c.Unauthenticated}, "rate-limit.unauthenticated", "budget per source address of calls with a missing or invalid token, drawn on before any signature is checked")
 	fs.Var(budgetValue{&c.Probes}, "rate-limit.probes", "budget per source address of calls to /readyz (no token needed); a kubelet probing every few seconds stays far within it")
 	fs.Var(&c.TrustedProxies, "rate-limit.trusted-proxies", "addresses and networks (10.0.0.0/8,...) of proxies whose X-Forwarded-For names the caller; otherwise the caller is the TCP peer")
@@ -79,6 +89,15 @@ func (c RateLimitConfig) Validate() error {
 	if c.Default.Quota < 1 || c.Unauthenticated.Quota < 1 || c.Probes.Quota < 1 {
 		return errors.New("gateway: rate-limit.default, rate-limit.unauthenticated and rate-limit.probes need a quota of at least 1")
 	}
+	// A budget smaller than the largest batch would never let one through.
+	if c.Items.Quota < maxBatchItems {
+		return fmt.Errorf("gateway: rate-limit.items %s: the quota must hold the largest batch, %d items", c.Items, maxBatchItems)
+	}
+	for sub, b := range c.ClientItems {
+		if b.Quota < maxBatchItems {
+			return fmt.Errorf("gateway: rate-limit.client-items of %q, %s: the quota must hold the largest batch, %d items", sub, b, maxBatchItems)
+		}
+	}
 	if c.Timeout <= 0 {
 		return errors.New("gateway: rate-limit.timeout must be positive")
 	}
@@ -92,13 +111,14 @@ var (
 	}, []string{"budget"})
 	limitedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_ratelimit_limited_total",
-		Help: "Requests answered 429 because their budget was spent: per client (client) or per source address without a valid token (unauthenticated).",
+		Help: "Requests answered 429 because their budget was spent: per client (client), a client's batch items (items) or per source address without a valid token (unauthenticated).",
 	}, []string{"budget"})
 )
 
 // Metric label values of the kinds of budget.
 const (
 	budgetClient          = "client"
+	budgetItems           = "items"
 	budgetUnauthenticated = "unauthenticated"
 	budgetProbes          = "probes"
 )
@@ -259,6 +279,111 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// itemBudgetOf is the batch item budget of the client with token subject
+// sub; a client's own is named "<sub>:items" in the headers.
+func (l *rateLimiter) itemBudgetOf(sub string) Budget {
+	if b, ok := l.cfg.ClientItems[sub]; ok {
+		b.Name = sub + ":items"
+		return b
+	}
+	return l.cfg.Items
+}
+
+// Items charges a batch's items to its client's item budget, after
+// Clients has charged the request: an item of a batch costs the services
+// far less than a request, but a batch of 1,000 is not one request's
+// work either, and without this a client could write a thousand times its
+// request budget. The answer carries the item budget as a second
+// RateLimit-Policy and RateLimit; over it, 429 and the batch is not passed
+// on. It runs after limitBodies, which reads a batch's body whole.
+func (l *rateLimiter) Items(next http.Handler) http.Handler {
+	if l == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := wholeBody(r)
+		if !ok || !isBatch(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sub := auth.Subject(r.Context())
+		b := l.itemBudgetOf(sub)
+		items := batchItems(body)
+		h := w.Header()
+		h["Ratelimit-Policy"] = append(h["Ratelimit-Policy"], b.policyHeader())
+		res := l.draw(r.Context(), budgetItems, "items:"+sub, b, items)
+		if res == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		remaining := res.Remaining
+		if res.Allowed == 0 {
+			// A refused draw says 0; items that a smaller batch could
+			// still use are left, and the header says how many: the
+			// quota less what has not yet refilled.
+			remaining = int((b.Window - res.ResetAfter) / (b.Window / time.Duration(b.Quota)))
+		}
+		h["Ratelimit"] = append(h["Ratelimit"], b.stateHeader(remaining, res.ResetAfter))
+		if res.Allowed == 0 {
+			limitedTotal.WithLabelValues(budgetItems).Inc()
+			httpx.WriteProblem(r.Context(), tooMany(fmt.Sprintf("this client's budget of %d batch items per %s cannot take this batch's %d items now",
+				b.Quota, b.Window, items), res.RetryAfter), w)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// maxBatchItems is the most items a batch may carry (endpoints.MaxBatch;
+// a test holds the two equal: the gateway does not link the services' kit).
+const maxBatchItems = 1000
+
+// isBatch reports whether r is a batch create: POST /<resources>/batch
+// (/actions/batch, /assets/batch, /actions/action_documents/batch).
+func isBatch(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/batch")
+}
+
+// batchItems counts the items of a batch body, {"items": [...]}, without
+// decoding them. A body that is no batch the services accept (not such an
+// object, no items, more than maxBatchItems) counts as 1: the service
+// refuses it whole (400, 422) and writes nothing.
+func batchItems(body []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return 1
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return 1
+		}
+		if key != "items" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return 1
+			}
+			continue
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return 1
+		}
+		n := 0
+		for dec.More() {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return 1
+			}
+			n++
+		}
+		if n == 0 || n > maxBatchItems {
+			return 1
+		}
+		return n
+	}
+	return 1
 }
 
 // leaseClients bounds the clients whose leases a replica remembers.

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/tools/testkit"
 )
@@ -451,11 +454,153 @@ func TestRateLimitSettings(t *testing.T) {
 	}{
 		{"on without Redis", RateLimitConfig{Enabled: true, Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Timeout: time.Millisecond}, "redis.url"},
 		{"off without Redis", RateLimitConfig{}, ""},
-		{"no timeout", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget}, "timeout"},
-		{"on", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Timeout: time.Millisecond}, ""},
+		{"no timeout", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget}, "timeout"},
+		{"on", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget, Timeout: time.Millisecond}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
+			if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Validate() = %v, want an error saying %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestBatchItems(t *testing.T) {
+	items := func(n int, item string) string {
+		return `{"items":[` + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + `]}`
+	}
+	tests := []struct {
+		name, body string
+		want       int
+	}{
+		{"one", items(1, `{}`), 1},
+		{"a thousand", items(1000, `{"asset_id":"x"}`), 1000},
+		{"items with nested arrays and strings that look like items", items(3, `{"data":{"items":[1,2,3]},"note":"],["}`), 3},
+		{"other members first", `{"note":{"items":[1,2]},"items":[{},{}]}`, 2},
+		{"whitespace", " {\n \"items\" : [ {} , {} ] } ", 2},
+		{"over the largest batch: the service refuses it whole", items(1001, `{}`), 1},
+		{"no items", `{"items":[]}`, 1},
+		{"items not an array", `{"items":{}}`, 1},
+		{"no items member", `{"actions":[{},{}]}`, 1},
+		{"not an object", `[{},{}]`, 1},
+		{"not JSON", `{"items":[{},`, 1},
+		{"empty", ``, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := batchItems([]byte(tt.body)); got != tt.want {
+				t.Errorf("= %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// The gateway's bound on a batch is the services' own.
+func TestMaxBatchItemsIsTheServices(t *testing.T) {
+	if maxBatchItems != endpoints.MaxBatch {
+		t.Errorf("maxBatchItems = %d, endpoints.MaxBatch = %d", maxBatchItems, endpoints.MaxBatch)
+	}
+}
+
+// A batch costs one request of its client's budget and its items of the
+// client's item budget; over the item budget it is refused (429) and not
+// passed on, while the client's other calls go on. Both budgets are in the
+// answer's headers, the request budget first.
+func TestBatchItemsDrawOnTheirOwnBudget(t *testing.T) {
+	f := newGateway(t, func(c *Config) {
+		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
+			c.Default = Budget{"default", 100, time.Hour}
+			c.Items = Budget{"items", 1000, time.Hour}
+			c.ClientItems = Budgets{"importer": {"importer", 3000, time.Hour}}
+		})(c)
+		c.Upstreams["actions"], c.Upstreams["assets"] = c.Upstreams["parties"], c.Upstreams["parties"]
+	})
+	rw := f.issuer.ReadWrite(t)
+	batch := func(n int) string {
+		return `{"items":[` + strings.TrimSuffix(strings.Repeat(`{"n":1},`, n), ",") + `]}`
+	}
+	post := func(path, token, body string) testkit.Response {
+		return f.client.Do(t, "POST", path, token, body, "Content-Type", "application/json")
+	}
+
+	r := testkit.Expect(t, post("/actions/batch", rw, batch(600)), 200)
+	if got := r.Header.Values("RateLimit-Policy"); !slices.Equal(got, []string{`"default";q=100;w=3600`, `"items";q=1000;w=3600`}) {
+		t.Errorf("RateLimit-Policy %q, want the request budget, then the item budget", got)
+	}
+	if got := r.Header.Values("RateLimit"); len(got) != 2 || !strings.HasPrefix(got[0], `"default";r=99;`) || !strings.HasPrefix(got[1], `"items";r=400;`) {
+		t.Errorf("RateLimit %q, want one request and 600 items spent", got)
+	}
+	if body := f.upstream.lastBody(t); body != batch(600) {
+		t.Errorf("the service got %d bytes, not the batch", len(body))
+	}
+
+	forwarded := f.upstream.count()
+	r = testkit.Expect(t, post("/assets/batch", rw, batch(600)), 429)
+	if got := r.Header.Values("RateLimit"); len(got) != 2 || !strings.HasPrefix(got[1], `"items";r=400;`) {
+		t.Errorf("429 with RateLimit %q, want the items left", got)
+	}
+	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("429 with Retry-After %q", r.Header.Get("Retry-After"))
+	}
+	if p := r.JSON(); p["type"] != httpx.ProblemTypePrefix+"rate-limited" || !strings.Contains(p["detail"].(string), "600 items") {
+		t.Errorf("429 body %s", r.Raw)
+	}
+	if f.upstream.count() != forwarded {
+		t.Error("a batch over the item budget reached the service")
+	}
+
+	testkit.Expect(t, post("/actions/action_documents/batch", rw, batch(400)), 200)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", rw, nil), 200) // not a batch: no items
+	testkit.Expect(t, post("/people", rw, `{"first_name":"A"}`), 200)
+	r = testkit.Expect(t, post("/actions/batch", rw, batch(1)), 429)
+	if got := r.Header.Values("RateLimit"); len(got) != 2 || !strings.HasPrefix(got[0], `"default";r=94;`) {
+		t.Errorf("RateLimit %q: want every call, the refused batches too, to have cost one request", got)
+	}
+
+	// A chunked batch is counted all the same, and reaches the service whole.
+	importer := f.issuer.Token(t, "importer", auth.ScopeRead, auth.ScopeWrite)
+	req, err := http.NewRequest("POST", f.client.BaseURL+"/actions/batch", io.MultiReader(strings.NewReader(batch(1000)), strings.NewReader("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+importer)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || req.ContentLength != 0 {
+		t.Fatalf("a chunked batch: %d (sent with length %d)", resp.StatusCode, req.ContentLength)
+	}
+	if got := resp.Header.Values("RateLimit"); len(got) != 2 || !strings.HasPrefix(got[1], `"importer:items";r=2000;`) {
+		t.Errorf("RateLimit %q, want the importer's own item budget with 1000 spent", got)
+	}
+	if body := f.upstream.lastBody(t); body != batch(1000) {
+		t.Errorf("the service got %d bytes of the chunked batch, want %d", len(body), len(batch(1000)))
+	}
+}
+
+func TestItemBudgetSettings(t *testing.T) {
+	base := RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget,
+		Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget, Timeout: time.Millisecond}
+	for _, tt := range []struct {
+		name    string
+		change  func(*RateLimitConfig)
+		wantErr string
+	}{
+		{"the default", func(*RateLimitConfig) {}, ""},
+		{"exactly the largest batch", func(c *RateLimitConfig) { c.Items = Budget{"items", 1000, time.Minute} }, ""},
+		{"under the largest batch", func(c *RateLimitConfig) { c.Items = Budget{"items", 999, time.Minute} }, "rate-limit.items"},
+		{"a client's under the largest batch", func(c *RateLimitConfig) {
+			c.ClientItems = Budgets{"importer": {"importer", 10, time.Second}}
+		}, `rate-limit.client-items of "importer"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := base
+			tt.change(&cfg)
+			err := cfg.Validate()
 			if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("Validate() = %v, want an error saying %q", err, tt.wantErr)
 			}

@@ -355,7 +355,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 			// The gateway's rate limits stay on, as in production (every
 			// gateway row pays for them), with a budget the bench's one
 			// client never spends.
-			"RATE_LIMIT_DEFAULT=" + benchBudget},
+			"RATE_LIMIT_DEFAULT=" + benchBudget, "RATE_LIMIT_ITEMS=" + benchBudget},
 	})
 	if err != nil {
 		return fail(err)

@@ -63,6 +63,9 @@ func run(m *testing.M) int {
 			// One client with a small budget of its own, so that a test
 			// reaches its 429 in a few calls (TestRateLimitsThroughGateway).
 			"RATE_LIMIT_CLIENTS=" + limitedClient + "=" + limitedBudget,
+			// One client with a small budget of batch items of its own
+			// (TestBatchItemsThroughGateway).
+			"RATE_LIMIT_CLIENT_ITEMS=" + itemsClient + "=" + itemsBudget,
 			// The tests here check what the limiter answers, not its
 			// failing open (the gateway's own tests and the fault suite
 			// do): on a loaded CI machine Redis can take longer than the

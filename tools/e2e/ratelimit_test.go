@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -86,4 +88,59 @@ func TestRateLimitsThroughGateway(t *testing.T) {
 	}
 	// The others' budgets are their own.
 	testkit.Expect(t, gw.Do(t, "GET", "/organizations?limit=1", rw, nil), 200)
+}
+
+// itemsClient has a budget of batch items of its own (itemsBudget, set by
+// the operator's RATE_LIMIT_CLIENT_ITEMS in TestMain), the smallest that
+// holds a full batch.
+const (
+	itemsClient = "e2e-items"
+	itemsBudget = "1000/3600s"
+)
+
+// A batch costs one request and its items: through the real gateway and
+// assets service, a client with an item budget of 1,000 (refilled by one
+// every 3.6 s) gets a batch of 600 items answered (each item's own outcome
+// inside), a second of 600 refused with 429 before the service sees it,
+// and a batch of the 400 left answered.
+func TestBatchItemsThroughGateway(t *testing.T) {
+	secret, err := stack.NewClient(t.Context(), itemsClient, "registry:read", "registry:write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := token(t, itemsClient, secret)
+	batch := func(n int) string { return `{"items":[` + strings.TrimSuffix(strings.Repeat(`{},`, n), ",") + `]}` }
+	post := func(n int, status int) testkit.Response {
+		t.Helper()
+		return testkit.Expect(t, gateway().Do(t, "POST", "/assets/batch", tok, batch(n), "Content-Type", "application/json"), status)
+	}
+	// itemsLeft reads the item budget, the second of the answer's two.
+	itemsLeft := func(r testkit.Response) int {
+		t.Helper()
+		p, s := r.Header.Values("RateLimit-Policy"), r.Header.Values("RateLimit")
+		if len(p) != 2 || len(s) != 2 || !strings.HasPrefix(p[0], `"default";`) || !strings.HasPrefix(s[0], `"default";`) ||
+			p[1] != `"`+itemsClient+`:items";q=1000;w=3600` {
+			t.Fatalf("%d: RateLimit-Policy %q, RateLimit %q: want the request budget, then the client's item budget", r.Status, p, s)
+		}
+		m := stateHeader.FindStringSubmatch(s[1])
+		if m == nil || m[1] != itemsClient+":items" {
+			t.Fatalf("RateLimit %q", s[1])
+		}
+		n, _ := strconv.Atoi(m[2])
+		return n
+	}
+
+	r := post(600, 200)
+	var results []map[string]any
+	if err := json.Unmarshal(r.Raw, &results); err != nil || len(results) != 600 || results[0]["status"] != float64(422) {
+		t.Fatalf("the batch's answer: %v %.200s", err, r.Raw)
+	}
+	if left := itemsLeft(r); left != 400 {
+		t.Errorf("after 600 items: %d left, want 400", left)
+	}
+	r = post(600, 429)
+	if left := itemsLeft(r); left < 400 || left >= 600 || r.Header.Get("Retry-After") == "" {
+		t.Errorf("600 items more: %d left, Retry-After %q; want 400 (and what refilled since), under 600", left, r.Header.Get("Retry-After"))
+	}
+	post(400, 200)
 }

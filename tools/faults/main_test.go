@@ -95,6 +95,7 @@ func run(m *testing.M) int {
 			// budgets, so the limiter runs (Redis faults reach it) with
 			// a budget the load never spends.
 			"RATE_LIMIT_DEFAULT=10000000/60s",
+			"RATE_LIMIT_ITEMS=10000000/60s",
 			// A peer slower than this cannot answer: the slow-peer row's
 			// 2 s is beyond it, the machine's own pace well within it.
 			"PEER_TIMEOUT=" + peerTimeout.String(),

@@ -200,6 +200,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"a budget without its window", "api-gateway:\n  rateLimit:\n    default: \"6000\"\n", "api-gateway"},
 		{"a client's budget misspelt", "api-gateway:\n  rateLimit:\n    clients:\n      importer: lots\n", "api-gateway"},
 		{"the old per-second setting", "api-gateway:\n  rateLimit:\n    perSecond: 50\n", "api-gateway"},
+		{"an item budget without its window", "api-gateway:\n  rateLimit:\n    items: \"120000\"\n", "api-gateway"},
+		{"a token validity interval without its unit", "global:\n  oidc:\n    tokenValidityInterval: \"1\"\n", "parties"},
 		{"no public address", "global:\n  publicURL: registry.example.com\n", "parties"},
 		{"a deadline without its unit", "api-gateway:\n  upstream:\n    timeout: \"20\"\n", "api-gateway"},
 		{"a route's deadline misspelt", "api-gateway:\n  upstream:\n    routes:\n      compliance:\n        timout: 40s\n", "api-gateway"},
@@ -286,6 +288,38 @@ func TestUpstreamDeadlinesAndBreakers(t *testing.T) {
 	}
 	if got := Get(find(docs, "ConfigMap", "events"), "data", "PEER_BREAKER_FAILURES"); got != nil {
 		t.Errorf("events calls no peer, yet PEER_BREAKER_FAILURES = %v", got)
+	}
+}
+
+// The gateway and every service follow the in-cluster identity
+// provider's token validity list (revocation), every few seconds, with a
+// bound on its age; the identity provider itself verifies no tokens. The
+// gateway gets its batch item budgets.
+func TestTokenValidityAndItemBudgets(t *testing.T) {
+	docs := render(t, "prod")
+	for _, name := range deployables() {
+		cm := find(docs, "ConfigMap", name)
+		url, interval, maxAge := Get(cm, "data", "OIDC_TOKEN_VALIDITY_URL"), Get(cm, "data", "OIDC_TOKEN_VALIDITY_INTERVAL"), Get(cm, "data", "OIDC_TOKEN_VALIDITY_MAX_AGE")
+		if name == catalog.IdentityProvider.Name {
+			if url != nil || interval != nil {
+				t.Errorf("idp: OIDC_TOKEN_VALIDITY_URL %v: the identity provider verifies no tokens", url)
+			}
+			continue
+		}
+		if url != "http://idp:8080/oidc/token-validity" || interval != "1s" || maxAge != "60s" {
+			t.Errorf("%s: OIDC_TOKEN_VALIDITY_URL %v, _INTERVAL %v, _MAX_AGE %v; want the in-cluster list, 1s, 60s", name, url, interval, maxAge)
+		}
+	}
+	gw := find(docs, "ConfigMap", catalog.Gateway.Name)
+	if got := Get(gw, "data", "RATE_LIMIT_ITEMS"); got != "120000/60s" {
+		t.Errorf("RATE_LIMIT_ITEMS = %v", got)
+	}
+	if got := Get(gw, "data", "RATE_LIMIT_CLIENT_ITEMS"); got != "inspection-importer=600000/60s" {
+		t.Errorf("RATE_LIMIT_CLIENT_ITEMS = %v", got)
+	}
+	external := render(t, "prod", "global.oidc.inClusterIdP=false")
+	if got := Get(find(external, "ConfigMap", "parties"), "data", "OIDC_TOKEN_VALIDITY_URL"); got != nil {
+		t.Errorf("with an external issuer, OIDC_TOKEN_VALIDITY_URL = %v; want discovery to say", got)
 	}
 }
 
@@ -525,7 +559,7 @@ func checkObservability(t *testing.T, docs []Doc) {
 		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures",
 		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay",
 		"RegistryLogTampered", "RegistryLogCheckpointStale",
-		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen"} {
+		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen", "RegistryTokenValidityStale"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

@@ -42,9 +42,11 @@ deployable:
   podLabels: {}
   priorityClassName: ""
   rateLimit:
+    clientItems: {}
     clients: {}
     default: 6000/60s
     enabled: true
+    items: 120000/60s
     probes: 120/60s
     timeout: 25ms
     trustedProxies: []
@@ -164,6 +166,9 @@ global:
   oidc:
     inClusterIdP: true
     jwksURL: ""
+    tokenValidityInterval: 1s
+    tokenValidityMaxAge: 60s
+    tokenValidityURL: ""
   postgres:
     secretKey: url
   redis:

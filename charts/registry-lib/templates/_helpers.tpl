@@ -101,6 +101,15 @@ asset-registry/environment: {{ .g.environment }}
 {{- end -}}
 {{- end -}}
 
+{{- /* registry-lib.tokenValidityURL: the token validity list verifiers follow; empty means the one discovery names, if any. */ -}}
+{{- define "registry-lib.tokenValidityURL" -}}
+{{- if .g.oidc.tokenValidityURL -}}
+{{- .g.oidc.tokenValidityURL -}}
+{{- else if .g.oidc.inClusterIdP -}}
+{{- printf "%s/oidc/token-validity" (include "registry-lib.url" "idp") -}}
+{{- end -}}
+{{- end -}}
+
 {{- /*
 registry-lib.config: the plain settings of the deployable, as a JSON object
 of environment variables (its ConfigMap). Credentials are never here; see
@@ -121,6 +130,11 @@ registry-lib.secretEnv.
 {{- with include "registry-lib.jwksURL" . -}}
 {{- $_ := set $env "OIDC_JWKS_URL" . -}}
 {{- end -}}
+{{- with include "registry-lib.tokenValidityURL" . -}}
+{{- $_ := set $env "OIDC_TOKEN_VALIDITY_URL" . -}}
+{{- end -}}
+{{- $_ := set $env "OIDC_TOKEN_VALIDITY_INTERVAL" .g.oidc.tokenValidityInterval -}}
+{{- $_ := set $env "OIDC_TOKEN_VALIDITY_MAX_AGE" .g.oidc.tokenValidityMaxAge -}}
 {{- end -}}
 {{- if has "postgres" .f.needs -}}
 {{- $_ := set $env "DATABASE_SCHEMA" (include "registry-lib.schema" .) -}}
@@ -180,6 +194,12 @@ registry-lib.secretEnv.
 {{- $clients = append $clients (printf "%s=%s" $sub $budget) -}}
 {{- end -}}
 {{- $_ := set $env "RATE_LIMIT_CLIENTS" (join "," $clients) -}}
+{{- $_ := set $env "RATE_LIMIT_ITEMS" $rl.items -}}
+{{- $clientItems := list -}}
+{{- range $sub, $budget := $rl.clientItems -}}
+{{- $clientItems = append $clientItems (printf "%s=%s" $sub $budget) -}}
+{{- end -}}
+{{- $_ := set $env "RATE_LIMIT_CLIENT_ITEMS" (join "," $clientItems) -}}
 {{- $_ := set $env "RATE_LIMIT_TRUSTED_PROXIES" (join "," $rl.trustedProxies) -}}
 {{- end -}}
 {{- if eq .f.kind "idp" -}}

@@ -17,7 +17,7 @@ import (
 func TestTokenValidityList(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 5, "client-2": 1})
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestTokenValidityList(t *testing.T) {
 func TestRevokedTokenLeavesTheCache(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 1, "client-2": 1})
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestRevokedTokenLeavesTheCache(t *testing.T) {
 func TestTokenOfANewClientReadsTheListEarly(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 4})
-	cfg := iss.Config()
+	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
 	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute // no background read during this test
 	v, err := auth.NewVerifier(cfg)
 	if err != nil {
@@ -158,7 +158,7 @@ func TestTokenOfANewClientReadsTheListEarly(t *testing.T) {
 func TestTokenValidityListUnreachable(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 1})
-	cfg := iss.Config()
+	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
 	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute // no background read during this test
 	v, err := auth.NewVerifier(cfg)
 	if err != nil {
@@ -216,7 +216,7 @@ func TestTokenValidityListNeededFirst(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 1})
 	iss.ValidityDown(true)
-	v, err := auth.NewVerifier(iss.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestTokenValidityListNeededFirst(t *testing.T) {
 // also be named explicitly, when discovery is skipped.
 func TestTokenValiditySources(t *testing.T) {
 	plain := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(plain.Config())
+	v, err := auth.NewVerifier(auth.Config{Issuer: plain.URL, Audience: plain.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestTokenValiditySources(t *testing.T) {
 
 	listed := testkit.NewIssuer(t, audience)
 	listed.PublishValidity(map[string]int64{"client-1": 3})
-	cfg := listed.Config()
+	cfg := auth.Config{Issuer: listed.URL, Audience: listed.Audience, Leeway: testkit.Leeway}
 	cfg.JWKSURL, cfg.TokenValidityURL = listed.URL+"/jwks.json", listed.URL+"/token-validity"
 	v, err = auth.NewVerifier(cfg)
 	if err != nil {
@@ -269,7 +269,7 @@ func TestTokenValidityConfig(t *testing.T) {
 		{"a negative interval", -time.Second, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := iss.Config()
+			cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
 			cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = tt.interval, tt.maxAge
 			v, err := auth.NewVerifier(cfg)
 			if (err == nil) != tt.ok {

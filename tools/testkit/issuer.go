@@ -8,6 +8,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -61,7 +63,7 @@ func NewIssuer(t testing.TB, audience string) *Issuer {
 		doc := map[string]string{"issuer": issuer, "jwks_uri": iss.URL + "/jwks.json"}
 		iss.mu.Lock()
 		if iss.validity != nil {
-			doc[auth.TokenValidityMember] = iss.URL + "/token-validity"
+			doc[tokenValidityMember] = iss.URL + "/token-validity"
 		}
 		iss.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(doc)
@@ -74,11 +76,11 @@ func NewIssuer(t testing.TB, audience string) *Issuer {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		doc := auth.TokenValidity{Clients: map[string]int64{}}
+		clients := map[string]int64{}
 		for id, generation := range iss.validity {
-			doc.Clients[auth.ClientKey(id)] = generation
+			clients[clientKey(id)] = generation
 		}
-		_ = json.NewEncoder(w).Encode(doc)
+		_ = json.NewEncoder(w).Encode(map[string]any{"clients": clients})
 	})
 	mux.HandleFunc("GET /jwks.json", func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := store.JSONPublic(r.Context())
@@ -118,8 +120,22 @@ func (i *Issuer) ValidityReads() int {
 
 // Generation returns claims issued under a credential generation.
 func Generation(claims jwt.MapClaims, generation int64) jwt.MapClaims {
-	claims[auth.CredentialGenerationClaim] = generation
+	claims[credentialGenerationClaim] = generation
 	return claims
+}
+
+// The token validity list as the registry's identity provider publishes it
+// (pkg/auth's validity.go): the discovery member that names it, the claim
+// of a token's generation, and the key of a client in the list, the
+// unpadded base64url SHA-256 of its id.
+const (
+	tokenValidityMember       = "registry_token_validity_uri"
+	credentialGenerationClaim = "credential_generation"
+)
+
+func clientKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // Rotate replaces the signing key with a new one under a new key id; the

@@ -302,7 +302,8 @@ func AllRows() []Row {
 		rows = append(rows, c.Rows()...)
 	}
 	rows = append(rows, RateLimitRows...)
-	return append(rows, LargeUploadRow, Token, EventsOff, RelayRow, WebhookRow, ConsumerRow, FlowRow, InclusionRow, StoreRow, AppendRow)
+	return append(rows, LargeUploadRow, Token, EventsOff, RelayRow, WebhookRow, ConsumerRow, FlowRow, InclusionRow, StoreRow, AppendRow,
+		RevocationRow)
 }
 
 // Goal is a target of issue 8: Row's metric divided by Of's (or by Value)
@@ -337,6 +338,7 @@ var Goals = []Goal{
 	{Name: "rate limits on ≥ 0.95 × off, GET through the gateway", Row: GetLimitsOn, Of: GetLimitsOff, Metric: "req/s", AtLeast: 0.95},
 	{Name: "events: POST /organizations with events ≥ 0.85 × without", Row: "POST /organizations · direct", Of: EventsOffName, Metric: "req/s", AtLeast: 0.85},
 	{Name: "events: write answered → webhook delivered, p99 ≤ 1 s", Row: WebhookRowName, Metric: "p99 s", AtMost: 1},
+	{Name: "auth: client deleted → token refused by the gateway, p99 ≤ 5 s", Row: RevocationRowName, Metric: "p99 s", AtMost: 5},
 	{Name: "events deployable peak RSS, delivering ≤ 128 MiB", Row: WebhookRowName, Process: "events", Metric: "rss", AtMost: 128},
 	{Name: "actions: POST /actions direct ≥ 0.3 × reference POST", Row: "POST /actions · direct", Of: RefPost, Metric: "req/s", AtLeast: 0.3},
 	{Name: "actions: POST /actions p99 ≤ 3 × p50 (16 writers, direct)", Row: "POST /actions · direct", Metric: "p99/p50", AtMost: 3},

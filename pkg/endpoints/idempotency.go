@@ -30,6 +30,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -315,10 +316,26 @@ func fingerprintOf(ctx context.Context, request any, drain bool) (string, error)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Sweep removes records past their retention; services run it now and then.
-func (k *IdempotencyKeys) Sweep(ctx context.Context) (int64, error) {
-	tag, err := k.store.Pool.Exec(ctx, `DELETE FROM idempotency_keys
-		WHERE (state = 'done' AND created_at < now() - make_interval(secs => $1))
-		   OR (state = 'in_flight' AND lease_until < now() - make_interval(secs => $1))`, IdempotencyRetention.Seconds())
-	return tag.RowsAffected(), store.Classify(err, "sweep idempotency keys")
+// sweepBatch bounds one step of the sweep.
+const sweepBatch = 1000
+
+// SweepTask is the maintenance task (pkg/leader) that removes records past
+// their retention, oldest first, a batch at a time: a record's lease ends
+// after it was created, so every record past retention was created before
+// the cut, and the walk of created_at's index from its start finds them.
+func (k *IdempotencyKeys) SweepTask() leader.Task {
+	return leader.Task{Name: "sweep idempotency keys", Every: time.Hour,
+		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
+			tag, err := conn.Exec(ctx, `DELETE FROM idempotency_keys r USING (
+					SELECT client, key FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)
+					ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
+				WHERE r.client = old.client AND r.key = old.key
+				  AND ((r.state = 'done' AND r.created_at < now() - make_interval(secs => $1))
+				    OR (r.state = 'in_flight' AND r.lease_until < now() - make_interval(secs => $1)))`,
+				IdempotencyRetention.Seconds(), sweepBatch)
+			if err != nil {
+				return 0, false, store.Classify(err, "sweep idempotency keys")
+			}
+			return tag.RowsAffected(), tag.RowsAffected() == sweepBatch, nil
+		}}
 }

@@ -2,9 +2,11 @@ package endpoints_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -234,8 +236,62 @@ func TestFailuresFreeTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Expect(t, s.post(t, "a", "crashed", `{"name":"x"}`), 201)
-	if n, err := s.keys.Sweep(t.Context()); err != nil || n != 0 {
-		t.Errorf("sweep removed %d fresh records (%v)", n, err)
+	if n := s.sweep(t); n != 0 {
+		t.Errorf("sweep removed %d fresh records", n)
+	}
+}
+
+// sweep runs the sweeper's task to its end and says how many records it
+// removed.
+func (s *service) sweep(t *testing.T) int64 {
+	t.Helper()
+	conn, err := s.st.Pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	n, err := s.keys.SweepTask().Drain(t.Context(), conn.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The sweeper removes the records past retention, in batches, and only
+// those: a done record older than the retention, a claim whose lease
+// ended longer ago than it; not a recent record, nor an old claim whose
+// lease still runs.
+func TestSweepRemovesOnlyRecordsPastRetention(t *testing.T) {
+	s := newService(t, time.Minute)
+	past := fmt.Sprintf("%d seconds", int(endpoints.IdempotencyRetention.Seconds())+60)
+	if _, err := s.st.Pool.Exec(t.Context(), `INSERT INTO idempotency_keys (client, key, token, state, lease_until, created_at)
+		SELECT 'old', 'done-' || n, gen_random_uuid(), 'done', now() - $1::interval, now() - $1::interval FROM generate_series(1, 2500) n`, past); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []struct{ key, state, lease, created string }{
+		{"claim-ended", "in_flight", "-" + past, "-" + past},
+		{"claim-running", "in_flight", "1 minute", "-" + past},
+		{"done-recent", "done", "-1 hour", "-1 hour"},
+		{"claim-recent", "in_flight", "-1 hour", "-1 hour"},
+	} {
+		if _, err := s.st.Pool.Exec(t.Context(), `INSERT INTO idempotency_keys (client, key, token, state, lease_until, created_at)
+			VALUES ('mixed', $1, gen_random_uuid(), $2, now() + $3::interval, now() + $4::interval)`, row.key, row.state, row.lease, row.created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.sweep(t); n != 2501 {
+		t.Errorf("the sweep removed %d records, want the 2,500 old done ones and the ended claim", n)
+	}
+	rows, err := s.st.Pool.Query(t.Context(), `SELECT key FROM idempotency_keys ORDER BY key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"claim-recent", "claim-running", "done-recent"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
 	}
 }
 

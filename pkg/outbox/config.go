@@ -26,6 +26,10 @@ type Config struct {
 	Batch     int           // events the relay publishes per round
 	Poll      time.Duration // the relay's wait when no write wakes it
 	Retention time.Duration // how long published events stay in the outbox table (0: deleted once acknowledged)
+	// LeaderSilence is how long the leading relay may say nothing to
+	// PostgreSQL before its session, and the lead, go to a standby
+	// (database.leader-silence; 0: leader.DefaultSilence).
+	LeaderSilence time.Duration
 }
 
 // RegisterFlags adds the nats.* and outbox.* flags (env NATS_URL,

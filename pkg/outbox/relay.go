@@ -15,14 +15,16 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/process"
 )
 
 // Relay publishes a schema's outbox to the JetStream stream. Every replica
 // of a service runs one, and one of them at a time leads: the holder of a
-// session advisory lock on the schema, taken on a connection of its own.
-// The others stand by and take over when the leader's session ends (a
-// crash, a lost connection). The leader looks for events when this
+// session advisory lock on the schema, taken on a connection of its own
+// (pkg/leader). The others stand by and take over when the leader's
+// session ends (a crash, a lost connection, a leader silent for longer
+// than Config.LeaderSilence). The leader looks for events when this
 // process's writes commit some (Recorder.Wake) and every Config.Poll.
 //
 // Order: events are read oldest first (by outbox id) and an event is
@@ -84,17 +86,18 @@ func (r *Relay) Job() process.Job { return process.Job{Name: "outbox relay", Run
 
 // Run leads or stands by until ctx ends.
 func (r *Relay) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := r.lead(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			r.fail(err)
-			level.Warn(r.logger).Log("msg", "outbox relay lost its database session; trying again", "err", err)
-		}
-		sleep(ctx, r.cfg.Poll)
-	}
+	lock := leader.Lock{Pool: r.pool, Name: "outbox relay", Silence: r.cfg.LeaderSilence, Logger: r.logger,
+		Standby: func() {
+			r.set("standby", nil)
+			relayPending.WithLabelValues(r.schema).Set(0)
+			relayOldest.WithLabelValues(r.schema).Set(0)
+		},
+		Ended: func(err error) {
+			if err != nil {
+				r.fail(err)
+			}
+		}}
+	lock.Run(ctx, r.lead)
 }
 
 // Ready is the relay's readiness: nil when it publishes or stands by for
@@ -138,54 +141,54 @@ func (r *Relay) fail(err error) {
 	r.mu.Unlock()
 }
 
-// lead takes the schema's relay lock and, while it holds it, publishes.
-func (r *Relay) lead(ctx context.Context) error {
-	conn, err := LeaderSession(ctx, r.pool, "outbox relay") // the pool's schema is r.schema
-	if err != nil {
-		return err
-	}
-	if conn == nil {
-		r.set("standby", nil)
-		relayPending.WithLabelValues(r.schema).Set(0)
-		relayOldest.WithLabelValues(r.schema).Set(0)
-		sleep(ctx, r.cfg.Poll)
-		return nil
-	}
-	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
+// lead publishes while this replica holds the schema's relay lock, on
+// the lock's session.
+func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 	level.Info(r.logger).Log("msg", "outbox relay leads", "schema", r.schema)
 	r.set("leader", nil)
 	var lastSweep, lastMeasure time.Time
 	for ctx.Err() == nil {
-		published, err := r.round(ctx, conn)
+		var (
+			published  int
+			natsFailed bool
+		)
+		err := s.Use(func(conn *pgx.Conn) error {
+			var err error
+			published, err = r.round(ctx, conn)
+			if err != nil {
+				var nerr natsError
+				if !errors.As(err, &nerr) {
+					return err // the database: give the lock up and start over
+				}
+				r.fail(err)
+				publishErrors.WithLabelValues(r.schema).Inc()
+				level.Warn(r.logger).Log("msg", "publishing events failed; they wait in the outbox", "err", err)
+				natsFailed, lastMeasure = true, time.Now()
+				return r.measure(ctx, conn)
+			}
+			r.fail(nil)
+			// The gauges once a second: counting on every round would cost
+			// as much as the round.
+			if time.Since(lastMeasure) >= time.Second {
+				if err := r.measure(ctx, conn); err != nil {
+					return err
+				}
+				lastMeasure = time.Now()
+			}
+			if r.cfg.Retention > 0 && time.Since(lastSweep) > min(time.Minute, r.cfg.Retention) {
+				if err := r.sweep(ctx, conn); err != nil {
+					return err
+				}
+				lastSweep = time.Now()
+			}
+			return nil
+		})
 		if err != nil {
-			var nerr natsError
-			if !errors.As(err, &nerr) {
-				return err // the database: give the lock up and start over
-			}
-			r.fail(err)
-			publishErrors.WithLabelValues(r.schema).Inc()
-			level.Warn(r.logger).Log("msg", "publishing events failed; they wait in the outbox", "err", err)
-			if err := r.measure(ctx, conn); err != nil {
-				return err
-			}
-			lastMeasure = time.Now()
+			return err
+		}
+		if natsFailed {
 			sleep(ctx, r.cfg.Poll)
 			continue
-		}
-		r.fail(nil)
-		// The gauges once a second: counting on every round would cost
-		// as much as the round.
-		if time.Since(lastMeasure) >= time.Second {
-			if err := r.measure(ctx, conn); err != nil {
-				return err
-			}
-			lastMeasure = time.Now()
-		}
-		if r.cfg.Retention > 0 && time.Since(lastSweep) > min(time.Minute, r.cfg.Retention) {
-			if err := r.sweep(ctx, conn); err != nil {
-				return err
-			}
-			lastSweep = time.Now()
 		}
 		if published == r.cfg.Batch {
 			continue // more wait

@@ -5,7 +5,8 @@
 // and the kit starts them all after the service is built and stops them
 // all, the same way, before anything they use is closed. A job that must
 // run in one replica at a time takes the schema's leader lock inside its
-// Run (outbox.LeaderSession), as the relay and the events consumer do.
+// Run (pkg/leader), as the relay and the events consumer do, or is one of
+// the schema's maintenance tasks (leader.Task).
 
 package process
 

@@ -16,6 +16,11 @@ package refs
 //   - an event that arrives before it inserts a row the mark then
 //     overwrites.
 //
+// A row marked not alive is forgotten only ForgetAfter after the mark
+// (forget.go), so an event older than LearnHorizon is not learnt: the mark
+// it must find may be gone (a consumer that lagged for a day, a message
+// delivered again late), and learning is only a saving.
+//
 // Only kinds whose owners tell nothing but existence (Attrs empty) are
 // learnt this way: an event does not carry an owner's attributes in the
 // form Exists gives them.
@@ -51,7 +56,8 @@ func (r *Registry) LearnFromEvents(nc *nats.Conn, cfg outbox.Config, logger log.
 // events of other operations.
 func createdTarget(data []byte) (k Key, ok bool, err error) {
 	var e struct {
-		Type    string `json:"type"`
+		Type    string    `json:"type"`
+		Time    time.Time `json:"time"`
 		Subject struct {
 			Kind string `json:"kind"`
 			ID   string `json:"id"`
@@ -60,7 +66,7 @@ func createdTarget(data []byte) (k Key, ok bool, err error) {
 	if err := json.Unmarshal(data, &e); err != nil {
 		return k, false, err
 	}
-	if e.Subject.Kind == "" || e.Type != e.Subject.Kind+"."+outbox.OpCreated {
+	if e.Subject.Kind == "" || e.Type != e.Subject.Kind+"."+outbox.OpCreated || time.Since(e.Time) > LearnHorizon {
 		return k, false, nil
 	}
 	id, err := uuid.Parse(e.Subject.ID)

@@ -677,21 +677,79 @@ func TestLearntTargets(t *testing.T) {
 
 func TestCreatedTarget(t *testing.T) {
 	id := uuid.MustParse("0190b2a4-7c3e-7000-8000-000000000001")
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	longAgo := time.Now().Add(-refs.LearnHorizon - time.Minute).UTC().Format(time.RFC3339Nano)
 	for _, tc := range []struct {
 		name, event string
 		want        refs.Key
 		ok, err     bool
 	}{
-		{"created", `{"type":"person.created","subject":{"kind":"person","id":"` + id.String() + `"},"data":{}}`, refs.Key{Kind: "person", ID: id}, true, false},
+		{"created", `{"type":"person.created","time":"` + now + `","subject":{"kind":"person","id":"` + id.String() + `"},"data":{}}`, refs.Key{Kind: "person", ID: id}, true, false},
+		// Past the horizon the mark of a delete it must find may be forgotten.
+		{"created long ago", `{"type":"person.created","time":"` + longAgo + `","subject":{"kind":"person","id":"` + id.String() + `"},"data":{}}`, refs.Key{}, false, false},
+		{"created, no time", `{"type":"person.created","subject":{"kind":"person","id":"` + id.String() + `"},"data":{}}`, refs.Key{}, false, false},
 		{"updated", `{"type":"person.updated","subject":{"kind":"person","id":"` + id.String() + `"}}`, refs.Key{}, false, false},
 		{"deleted", `{"type":"person.deleted","subject":{"kind":"person","id":"` + id.String() + `"}}`, refs.Key{}, false, false},
 		{"no subject", `{"type":".created"}`, refs.Key{}, false, false},
-		{"a link's id", `{"type":"person_organization.created","subject":{"kind":"person_organization","id":"a:b:c"}}`, refs.Key{}, false, true},
+		{"a link's id", `{"type":"person_organization.created","time":"` + now + `","subject":{"kind":"person_organization","id":"a:b:c"}}`, refs.Key{}, false, true},
 		{"not JSON", `{"type":`, refs.Key{}, false, true},
 	} {
 		got, ok, err := refs.CreatedTarget([]byte(tc.event))
 		if got != tc.want || ok != tc.ok || (err != nil) != tc.err {
 			t.Errorf("%s: %v, %v, %v; want %v, %v, error %v", tc.name, got, ok, err, tc.want, tc.ok, tc.err)
 		}
+	}
+}
+
+// The forgetting removes the rows of targets marked not alive longer ago
+// than its horizon, in batches, and nothing else: not a target remembered
+// alive however old, nor a mark younger than the horizon, which a write
+// between its two reads may still be comparing against.
+func TestForgetRemovesOnlyOldMarks(t *testing.T) {
+	s := open(t, `SELECT 1`)
+	ctx := t.Context()
+	after := refs.ForgetAfter(time.Minute)
+	old := fmt.Sprintf("%d seconds", int(after.Seconds())+60)
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO ref_targets (kind, id, alive, changed_at)
+		SELECT 'person', gen_random_uuid(), false, now() - $1::interval FROM generate_series(1, 2500)`, old); err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]uuid.UUID{"alive and old": uuid.New(), "marked recently": uuid.New(), "alive": uuid.New()}
+	for name, row := range map[string]struct {
+		alive bool
+		age   string
+	}{"alive and old": {true, old}, "marked recently": {false, fmt.Sprintf("%d seconds", int(after.Seconds())-60)}, "alive": {true, "0 seconds"}} {
+		if _, err := s.Pool.Exec(ctx, `INSERT INTO ref_targets (kind, id, alive, changed_at) VALUES ('person', $1, $2, now() - $3::interval)`,
+			kept[name], row.alive, row.age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	n, err := refs.ForgetTask(after).Drain(ctx, conn.Conn())
+	if err != nil || n != 2500 {
+		t.Fatalf("forgot %d rows (%v), want the 2,500 old marks", n, err)
+	}
+	var left []uuid.UUID
+	rows, err := s.Pool.Query(ctx, `SELECT id FROM ref_targets`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID]); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != len(kept) {
+		t.Errorf("%d rows left, want %d", len(left), len(kept))
+	}
+	for name, id := range kept {
+		if !slices.Contains(left, id) {
+			t.Errorf("the row %s was forgotten", name)
+		}
+	}
+	if after <= refs.LearnHorizon {
+		t.Errorf("ForgetAfter %s is within the learning horizon %s: a late created event could bring a forgotten target back", after, refs.LearnHorizon)
 	}
 }

@@ -26,11 +26,13 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/openapi"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
@@ -86,6 +88,14 @@ type Deps struct {
 	NATS           outbox.Config
 	Logger         log.Logger
 	RequestTimeout time.Duration
+	leaderSilence  time.Duration
+}
+
+// Lock is the schema's lock named name, for work one replica does at a
+// time (a consumer, a command that must not run twice at once): its
+// sessions on the primary, the leader's silence of database.leader-silence.
+func (d Deps) Lock(name string) leader.Lock {
+	return leader.Lock{Pool: d.Store.Pool.Pool, Name: name, Silence: d.leaderSilence, Logger: d.Logger}
 }
 
 // Handlers are what Build returns.
@@ -98,6 +108,11 @@ type Handlers struct {
 	// sweeper) from the end of Build until Close, which stops them all
 	// and waits for each to return before anything they use is closed.
 	Jobs []process.Job
+	// Maintenance are the service's tasks that keep its schema in shape
+	// (prunes, purges, partitions made ahead): one replica at a time runs
+	// them, with the kit's own (the idempotency keys' and the remembered
+	// targets' sweepers), each in bounded steps (leader.Maintenance).
+	Maintenance []leader.Task
 	// Close releases what the service opened for its jobs (a NATS
 	// connection), once they have stopped; optional.
 	Close func()
@@ -273,7 +288,9 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		NATS:           cfg.Events,
 		Logger:         logger,
 		RequestTimeout: cfg.Timeout,
+		leaderSilence:  cfg.Database.LeaderSilence,
 	}
+	cfg.Events.LeaderSilence = cfg.Database.LeaderSilence
 	if cfg.S3.Endpoint != "" {
 		if deps.Objects, err = objectstore.Open(ctx, cfg.S3); err != nil {
 			return b, err
@@ -320,18 +337,19 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(docJSON)
 	})
-	keys := endpoints.NewIdempotencyKeys(deps.Store, 2*max(cfg.Timeout, handlers.LongestRequest), cfg.Timeout)
-	jobs = append(jobs, process.Every("idempotency keys sweeper", time.Hour, func(ctx context.Context) {
-		if _, err := keys.Sweep(ctx); err != nil {
-			level.Warn(logger).Log("msg", "sweeping idempotency keys failed", "err", err)
-		}
-	}))
+	longest := max(cfg.Timeout, handlers.LongestRequest)
+	keys := endpoints.NewIdempotencyKeys(deps.Store, 2*longest, cfg.Timeout)
+	tasks := append([]leader.Task{keys.SweepTask(), refs.ForgetTask(refs.ForgetAfter(longest))}, handlers.Maintenance...)
+	jobs = append(jobs, leader.Maintenance{Lock: deps.Lock("maintenance"), Tasks: tasks, Pause: maintenancePause}.Job())
 	// Started last and so stopped first: Close stops every job before it
 	// closes what they use.
 	closers = append(closers, process.StartJobs(logger, append(jobs, handlers.Jobs...)...))
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
 }
+
+// maintenancePause is the breath between two steps of a maintenance task.
+const maintenancePause = 10 * time.Millisecond
 
 // newRelay connects to NATS and makes the outbox relay of the service's
 // schema, whose job the caller runs. Connecting never fails on NATS being

@@ -44,6 +44,10 @@ type Config struct {
 	IdleInTxTimeout  time.Duration
 	AcquireTimeout   time.Duration
 	StartupWait      time.Duration
+	// LeaderSilence is how long a replica leading a job (the relay, a
+	// consumer, maintenance) may say nothing before PostgreSQL ends its
+	// session and a standby takes over (pkg/leader).
+	LeaderSilence time.Duration
 }
 
 // RegisterFlags adds the database.* flags (env DATABASE_URL, DATABASE_SCHEMA, ...).
@@ -60,6 +64,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultSchema string) {
 	fs.DurationVar(&c.IdleInTxTimeout, "database.idle-in-transaction-timeout", 30*time.Second, "server-side limit for a transaction left open without work")
 	fs.DurationVar(&c.AcquireTimeout, "database.acquire-timeout", 2*time.Second, "how long a request waits for a free connection (then 503)")
 	fs.DurationVar(&c.StartupWait, "database.startup-wait", time.Minute, "how long to wait for the database at start")
+	fs.DurationVar(&c.LeaderSilence, "database.leader-silence", 10*time.Second, "how long the replica leading a job (the outbox relay, the events consumer, maintenance) may say nothing before PostgreSQL ends its session and a standby leads; bounds how long a lost leader is missed")
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -134,17 +139,20 @@ func Migrate(ctx context.Context, pool *Pool, schema string, migrations fs.FS) e
 
 // MigrateSets is Migrate for several sets, applied in order.
 func MigrateSets(ctx context.Context, pool *Pool, schema string, sets ...MigrationSet) error {
-	conn, err := pool.Acquire(ctx)
+	pooled, err := pool.Acquire(ctx)
 	if err != nil {
 		return Classify(err, "acquire connection for migrations")
 	}
-	defer conn.Release()
+	// The session is the migrations' own and ends with them: it runs
+	// without a statement timeout (prepareMigration), which must not go
+	// back to the pool with it, and closing it releases the lock.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
 	// CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent twin
 	// (both may try to insert the name), so replicas take turns per schema.
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext('migrate:' || $1))", schema); err != nil {
-		return Classify(err, "lock schema for migrations")
+	if err := lockForMigrations(ctx, conn, schema); err != nil {
+		return err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('migrate:' || $1))", schema) //nolint:errcheck // released with the session anyway
 	// A schema made beforehand for the service's role (the least
 	// privilege: the role owns its schema and may not create others) is
 	// used as it is. CREATE SCHEMA IF NOT EXISTS would not do: PostgreSQL
@@ -160,15 +168,105 @@ func MigrateSets(ctx context.Context, pool *Pool, schema string, sets ...Migrati
 		}
 	}
 	for _, set := range sets {
-		m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+"."+set.VersionTable)
+		m, err := migrate.NewMigrator(ctx, conn, schema+"."+set.VersionTable)
 		if err != nil {
 			return fmt.Errorf("postgres: migrator: %w", err)
 		}
 		if err := m.LoadMigrations(set.Files); err != nil {
 			return fmt.Errorf("postgres: load migrations: %w", err)
 		}
+		var prepareErr error
+		m.OnStart = func(_ int32, name, _, sql string) {
+			if prepareErr == nil {
+				prepareErr = prepareMigration(ctx, conn, sql)
+				if prepareErr != nil {
+					prepareErr = fmt.Errorf("postgres: prepare migration %s: %w", name, prepareErr)
+				}
+			}
+		}
 		if err := m.Migrate(ctx); err != nil {
 			return fmt.Errorf("postgres: migrate schema %s (%s): %w", schema, set.VersionTable, err)
+		}
+		if prepareErr != nil {
+			return prepareErr
+		}
+	}
+	return nil
+}
+
+// ternLock is the advisory lock tern takes, database-wide, for the whole
+// of a migration run (its lockNum).
+const ternLock = int64(9628173550095224)
+
+// lockForMigrations takes the schema's migration lock, then tern's, by
+// trying them every half second rather than waiting inside PostgreSQL: a
+// session waiting in pg_advisory_lock holds a snapshot, and CREATE INDEX
+// CONCURRENTLY in the holder's migration waits for every older snapshot
+// to go, so the two would wait for each other until the deadlock detector
+// cancelled one. Tern's own wait for its lock then finds it held by this
+// session (advisory locks stack), so it never waits. A wait inside
+// PostgreSQL would also end at the pool's statement timeout, where a
+// migration may take minutes.
+func lockForMigrations(ctx context.Context, conn *pgx.Conn, schema string) error {
+	for _, lock := range []struct {
+		sql string
+		arg any
+	}{{"SELECT pg_try_advisory_lock(hashtext('migrate:' || $1))", schema}, {"SELECT pg_try_advisory_lock($1)", ternLock}} {
+		for {
+			var held bool
+			if err := conn.QueryRow(ctx, lock.sql, lock.arg).Scan(&held); err != nil {
+				return Classify(err, "lock schema for migrations")
+			}
+			if held {
+				break
+			}
+			t := time.NewTimer(500 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return Classify(ctx.Err(), "lock schema for migrations")
+			case <-t.C:
+			}
+		}
+	}
+	return nil
+}
+
+// outsideTx is tern's mark of a migration that runs statement by statement
+// outside a transaction (CREATE INDEX CONCURRENTLY cannot run inside one).
+var outsideTx = regexp.MustCompile(`(?m)^---- tern: disable-tx ----$`)
+
+// prepareMigration readies the session for one migration. A migration
+// has no statement timeout: an index built CONCURRENTLY on a large table
+// takes minutes and blocks no request meanwhile, and the deploy's
+// migration Job bounds the whole (tern resets the session after each
+// migration, so the requests that later use the connection have their
+// timeout again). Before one that runs outside a transaction, it drops
+// the invalid indexes a build CONCURRENTLY leaves when it fails: the
+// migration runs again from its start, and its CREATE INDEX CONCURRENTLY
+// IF NOT EXISTS would otherwise take the broken index for a built one.
+// Only migrations make indexes, one schema at a time under the migration
+// lock, so an invalid index here is always such a leftover.
+func prepareMigration(ctx context.Context, conn *pgx.Conn, sql string) error {
+	if _, err := conn.Exec(ctx, "SET statement_timeout = 0"); err != nil {
+		return err
+	}
+	if !outsideTx.MatchString(sql) {
+		return nil
+	}
+	rows, err := conn.Query(ctx, `SELECT c.relname FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind = 'i' AND NOT i.indisvalid`)
+	if err != nil {
+		return err
+	}
+	invalid, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, name := range invalid {
+		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return fmt.Errorf("drop the invalid index %s a failed build left: %w", name, err)
 		}
 	}
 	return nil

@@ -13,9 +13,9 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
 )
@@ -31,8 +31,9 @@ import (
 // those back only after an ack wait, behind later events of the same
 // resource). An event is stored once (by id) however often it is read.
 type Consumer struct {
-	Store   *Store
-	Pool    *pgxpool.Pool // for the leader's lock, on a session of its own
+	Store *Store
+	// Lock is the consumer's lock: one replica consumes at a time.
+	Lock    leader.Lock
 	JS      jetstream.JetStream
 	Stream  string
 	Subject string // the stream's subjects to read, e.g. "registry.events.>"
@@ -47,51 +48,14 @@ type Consumer struct {
 	Logger  log.Logger
 }
 
-// Run consumes until ctx ends. A stream that does not exist yet (no
-// service has published) or a NATS that is down is waited for.
-func (c *Consumer) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := c.lead(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			level.Warn(c.Logger).Log("msg", "consuming the event stream stopped; starting again", "err", err)
-		}
-		sleep(ctx, 2*time.Second)
-	}
-}
+// Run consumes until ctx ends, while this replica holds the consumer's
+// lock.
+func (c *Consumer) Run(ctx context.Context) { c.Lock.Run(ctx, c.lead) }
 
-// lead takes the consumer's lock and consumes while it holds it; losing
-// the lock's session ends the consuming.
-func (c *Consumer) lead(ctx context.Context) error {
-	conn, err := outbox.LeaderSession(ctx, c.Pool, "events consumer")
-	if err != nil {
-		return err
-	}
-	if conn == nil {
-		return nil // another replica consumes; try again later
-	}
-	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
+// lead consumes while this replica holds the consumer's lock; losing the
+// lock's session ends the consuming.
+func (c *Consumer) lead(ctx context.Context, _ *leader.Session) error {
 	level.Info(c.Logger).Log("msg", "consuming the event stream", "stream", c.Stream, "position", c.Name)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { // the lock lives as long as its session
-		tick := time.NewTicker(5 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if err := conn.Ping(ctx); err != nil && ctx.Err() == nil {
-					level.Warn(c.Logger).Log("msg", "lost the consumer lock's session", "err", err)
-					cancel()
-					return
-				}
-			}
-		}
-	}()
 	// Events stored before the log existed take their leaves first, so
 	// the log follows the feed's order.
 	if n, err := c.Store.Backfill(ctx); err != nil {
@@ -101,11 +65,21 @@ func (c *Consumer) lead(ctx context.Context) error {
 	}
 	var jobs sync.WaitGroup
 	defer jobs.Wait()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, job := range c.Leading {
 		jobs.Go(func() { job.Run(ctx) })
 	}
-	return c.consume(ctx)
+	// A stream that does not exist yet, or a NATS that is down, is waited
+	// for with the lock kept: no other replica would do better.
+	for {
+		err := c.consume(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		level.Warn(c.Logger).Log("msg", "consuming the event stream stopped; starting again", "err", err)
+		sleep(ctx, 2*time.Second)
+	}
 }
 
 func (c *Consumer) consume(ctx context.Context) error {

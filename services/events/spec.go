@@ -170,7 +170,7 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		nc.Close()
 		return h, fmt.Errorf("events: jetstream: %w", err)
 	}
-	consumer := &Consumer{Store: st, Pool: d.Store.Pool.Pool, JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
+	consumer := &Consumer{Store: st, Lock: d.Lock("events consumer"), JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
 		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger,
 		// The leader alone appends to the log and signs it.
 		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger))}}

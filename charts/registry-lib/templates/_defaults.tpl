@@ -22,7 +22,7 @@ deployable:
     format: json
     level: info
   migration:
-    activeDeadlineSeconds: 600
+    activeDeadlineSeconds: 3600
     backoffLimit: 2
     enabled: true
   nodeSelector: {}

@@ -1,0 +1,352 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assetregistry/registry/pkg/leader"
+	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/tools/testkit"
+)
+
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
+
+// replica is one process's pool in the test's schema, reaching PostgreSQL
+// at addr ("" for straight), its sessions named app.
+func replica(t *testing.T, schema, app, addr string) *pgxpool.Pool {
+	t.Helper()
+	u, err := url.Parse(testkit.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr != "" {
+		u.Host = addr
+	}
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "5000"
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	// The lock is named within the schema, which the service's migrations
+	// have made by the time its jobs run.
+	if _, err := pool.Exec(t.Context(), "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+// leading counts who leads: each replica's lead runs until its context
+// ends, and says so.
+type leading struct {
+	mu      sync.Mutex
+	leaders map[string]int // replica -> terms it led
+	now     string         // who leads now
+}
+
+func (l *leading) lead(name string) func(ctx context.Context, s *leader.Session) error {
+	return func(ctx context.Context, s *leader.Session) error {
+		l.mu.Lock()
+		l.leaders[name]++
+		l.now = name
+		l.mu.Unlock()
+		<-ctx.Done()
+		l.mu.Lock()
+		if l.now == name {
+			l.now = ""
+		}
+		l.mu.Unlock()
+		return nil
+	}
+}
+
+func (l *leading) current() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.now
+}
+
+func run(t *testing.T, lock leader.Lock, lead func(context.Context, *leader.Session) error) (stop func()) {
+	t.Helper()
+	var once sync.Once
+	stopJobs := process.StartJobs(log.NewNopLogger(), process.Job{Name: lock.Name, Run: func(ctx context.Context) { lock.Run(ctx, lead) }})
+	stop = func() { once.Do(stopJobs) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func eventually(t *testing.T, what string, wait time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, wait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sessions are the backends of one application: pid and start.
+func sessions(t *testing.T, pool *pgxpool.Pool, app string) map[string]string {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `SELECT pid::text || '@' || backend_start::text, coalesce(wait_event_type, '')
+		FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var id, wait string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &wait}, func() error { out[id] = wait; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A standby waits for the lock inside PostgreSQL on one connection it
+// keeps: no connection opened and closed per poll, as the relay's
+// standbys did (five a second each), and it takes over at once when the
+// leader stops.
+func TestStandbyWaitsQuietlyOnOneConnection(t *testing.T) {
+	schema := testkit.NewDatabaseSchema(t)
+	observer := replica(t, schema, "observer", "")
+	l := &leading{leaders: map[string]int{}}
+	stopA := run(t, leader.Lock{Pool: replica(t, schema, "replica-a", ""), Name: "work", Silence: 2 * time.Second}, l.lead("a"))
+	eventually(t, "a leads", 30*time.Second, func() bool { return l.current() == "a" })
+	run(t, leader.Lock{Pool: replica(t, schema, "replica-b", ""), Name: "work", Silence: 2 * time.Second}, l.lead("b"))
+
+	seen := map[string]string{}
+	for range 30 { // three seconds: more than a standby's wait per statement (its silence, 2 s)
+		for id, wait := range sessions(t, observer, "replica-b") {
+			if _, ok := seen[id]; !ok || wait == "Lock" {
+				seen[id] = wait
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(seen) != 1 {
+		t.Fatalf("the standby used %d sessions in 3 s (%v), want the one it keeps", len(seen), seen)
+	}
+	for _, wait := range seen {
+		if wait != "Lock" {
+			t.Errorf("the standby's session was never seen waiting for the lock (wait event type %q)", wait)
+		}
+	}
+	stopA()
+	eventually(t, "b leads once a stopped", 30*time.Second, func() bool { return l.current() == "b" })
+	if l.leaders["a"] != 1 || l.leaders["b"] != 1 {
+		t.Errorf("terms led: %v, want one each", l.leaders)
+	}
+}
+
+// A leader that stops talking (its process frozen, its node cut off) loses
+// the lock: PostgreSQL ends its silent session and a standby leads. The
+// frozen one is played by a proxy that stops forwarding without closing
+// anything, as a frozen process's kernel keeps its connections open. When
+// it wakes, its session is gone and it stands by.
+func TestSilentLeaderIsReplaced(t *testing.T) {
+	schema := testkit.NewDatabaseSchema(t)
+	u, err := url.Parse(testkit.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startFreezableProxy(t, u.Host)
+	l := &leading{leaders: map[string]int{}}
+	var aLost atomic.Int32
+	lockA := leader.Lock{Pool: replica(t, schema, "replica-a", proxy.addr), Name: "work", Silence: time.Second,
+		Ended: func(err error) {
+			if err != nil {
+				aLost.Add(1)
+			}
+		}}
+	run(t, lockA, l.lead("a"))
+	eventually(t, "a leads", 30*time.Second, func() bool { return l.current() == "a" })
+	run(t, leader.Lock{Pool: replica(t, schema, "replica-b", ""), Name: "work", Silence: time.Second}, l.lead("b"))
+	time.Sleep(2 * time.Second) // a keeps the lead while it talks: its heartbeat
+	if got := l.current(); got != "a" {
+		t.Fatalf("%q leads while a is alive and talking", got)
+	}
+
+	proxy.freeze()
+	eventually(t, "b leads while a is frozen", 30*time.Second, func() bool { return l.current() == "b" })
+	proxy.thaw()
+	eventually(t, "a gives the lead up", 30*time.Second, func() bool { return aLost.Load() > 0 })
+	time.Sleep(2 * time.Second)
+	if got := l.current(); got != "b" {
+		t.Errorf("%q leads after a woke, want b to keep the lead", got)
+	}
+	if l.leaders["a"] != 1 {
+		t.Errorf("a led %d terms, want 1", l.leaders["a"])
+	}
+}
+
+// freezableProxy forwards TCP to a target and can stop forwarding without
+// closing anything, as a frozen process neither reads nor writes.
+type freezableProxy struct {
+	addr   string
+	mu     sync.Mutex
+	frozen bool
+	thawed *sync.Cond
+}
+
+func startFreezableProxy(t *testing.T, target string) *freezableProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezableProxy{addr: ln.Addr().String()}
+	p.thawed = sync.NewCond(&p.mu)
+	var conns sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		p.thaw()
+		conns.Wait()
+	})
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			conns.Go(func() { p.pipe(server, client); server.Close(); client.Close() })
+			conns.Go(func() { p.pipe(client, server); server.Close(); client.Close() })
+		}
+	}()
+	return p
+}
+
+// pipe copies from src to dst, holding each chunk while frozen.
+func (p *freezableProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		for p.frozen {
+			p.thawed.Wait()
+		}
+		p.mu.Unlock()
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *freezableProxy) freeze() { p.mu.Lock(); p.frozen = true; p.mu.Unlock() }
+
+func (p *freezableProxy) thaw() {
+	p.mu.Lock()
+	p.frozen = false
+	p.thawed.Broadcast()
+	p.mu.Unlock()
+}
+
+// metric reads a gauge or counter of the default registry by its labels.
+func metric(t *testing.T, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue next
+				}
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue(), true
+			}
+			return m.GetCounter().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// Maintenance runs on one replica at a time, a task's steps one after the
+// other until none is left; a task that fails is counted, marked failing
+// and tried again, and marked whole once it runs through.
+func TestMaintenanceRunsOnTheLeaderStepByStep(t *testing.T) {
+	schema := testkit.NewDatabaseSchema(t)
+	observer := replica(t, schema, "observer", "")
+	if _, err := observer.Exec(t.Context(), `CREATE TABLE `+pgx.Identifier{schema, "steps"}.Sanitize()+` (replica text, task text)`); err != nil {
+		t.Fatal(err)
+	}
+	var fails atomic.Int32
+	fails.Store(2)
+	tasks := func(name string) []leader.Task {
+		step := func(task string) func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
+			return func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
+				if task == "flaky" && fails.Add(-1) >= 0 {
+					return 0, false, errors.New("the database went away")
+				}
+				var n int64
+				err := conn.QueryRow(ctx, `WITH s AS (INSERT INTO steps VALUES ($1, $2)) SELECT count(*) + 1 FROM steps WHERE task = $2`, name, task).Scan(&n)
+				return 1, n < 5, err
+			}
+		}
+		return []leader.Task{{Name: "steady", Every: time.Hour, Step: step("steady")}, {Name: "flaky", Every: 100 * time.Millisecond, Step: step("flaky")}}
+	}
+	for _, name := range []string{"a", "b"} {
+		m := leader.Maintenance{Lock: leader.Lock{Pool: replica(t, schema, "replica-"+name, ""), Name: "maintenance"}, Tasks: tasks(name)}
+		stop := process.StartJobs(log.NewNopLogger(), m.Job())
+		t.Cleanup(stop)
+	}
+	count := func(query string) int {
+		var n int
+		if err := observer.QueryRow(t.Context(), query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	eventually(t, "both tasks ran through", 60*time.Second, func() bool {
+		return count(`SELECT count(*) FROM `+pgx.Identifier{schema, "steps"}.Sanitize()+` WHERE task = 'steady'`) == 5 &&
+			count(`SELECT count(*) FROM `+pgx.Identifier{schema, "steps"}.Sanitize()+` WHERE task = 'flaky'`) >= 5
+	})
+	if n := count(`SELECT count(DISTINCT replica) FROM ` + pgx.Identifier{schema, "steps"}.Sanitize()); n != 1 {
+		t.Errorf("%d replicas ran maintenance, want the one that leads", n)
+	}
+	labels := map[string]string{"schema": schema, "task": "flaky"}
+	if n, _ := metric(t, "registry_maintenance_failures_total", labels); n != 2 {
+		t.Errorf("registry_maintenance_failures_total = %v, want the 2 failed runs", n)
+	}
+	eventually(t, "the flaky task no longer marked failing", 10*time.Second, func() bool {
+		v, ok := metric(t, "registry_maintenance_failing", labels)
+		return ok && v == 0
+	})
+	if v, _ := metric(t, "registry_maintenance_rows_total", map[string]string{"schema": schema, "task": "steady"}); v != 5 {
+		t.Errorf("registry_maintenance_rows_total of the steady task = %v, want 5", v)
+	}
+}

@@ -157,6 +157,85 @@ func TestTokenValidityFollowsClientChanges(t *testing.T) {
 	})
 }
 
+// Generations become visible in the order they are drawn. A client whose
+// generation is drawn but not yet committed holds back every later change
+// that draws one (a client created, a scope taken away, a secret rotated),
+// so no token validity list names a later generation without the earlier
+// client. Else a list read between the two commits names a generation
+// above the earlier client's and not the client, which a verifier takes
+// for a deleted client: its first token refused (as happened with clients
+// created at once, in make bench).
+func TestGenerationsBecomeVisibleInTheOrderDrawn(t *testing.T) {
+	tests := []struct {
+		name  string
+		later func(ctx context.Context, c *Clients) error
+	}{
+		{"a client created", func(ctx context.Context, c *Clients) error {
+			_, err := c.CreateClient(ctx, "later", []string{ScopeRead}, []string{registry})
+			return err
+		}},
+		{"a scope taken from another client", func(ctx context.Context, c *Clients) error {
+			_, err := c.SetScopes(ctx, "other", []string{ScopeRead})
+			return err
+		}},
+		{"another client's secret rotated", func(ctx context.Context, c *Clients) error {
+			_, err := c.RotateSecret(ctx, "other", 0)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ti := newTestIdP(t)
+			ctx := t.Context()
+			ti.createClient(t, "other", []string{ScopeRead, ScopeWrite}, []string{registry})
+			pool := ti.Clients.store.pool
+			earlier, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer earlier.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after commit
+			if _, err := earlier.Exec(ctx, `INSERT INTO clients (client_id, scopes, resources, created_at) VALUES ('earlier', $1, $2, now())`,
+				[]string{ScopeRead}, []string{registry}); err != nil {
+				t.Fatal(err)
+			}
+			_, hash := newSecret()
+			if err := insertSecret(ctx, earlier, "earlier", hash, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+
+			done := make(chan error, 1)
+			go func() { done <- tt.later(context.WithoutCancel(ctx), ti.Clients) }()
+			// Until the later change waits for the earlier one's commit;
+			// finishing first is the failure.
+			for waiting := false; !waiting; {
+				select {
+				case err := <-done:
+					t.Fatalf("committed (%v) while a generation drawn before it was not: a list read now names it and not the client %q, so the client looks deleted",
+						err, "earlier")
+				case <-time.After(20 * time.Millisecond):
+				}
+				if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+					AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('idp credential generations:' || current_schema(), 0))`).Scan(&waiting); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := earlier.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			listed := ti.validity(t, "earlier", "other", "later")
+			if _, ok := listed["earlier"]; !ok {
+				t.Fatalf("the earlier client is not listed: %v", listed)
+			}
+			if later := max(listed["other"], listed["later"]); later <= listed["earlier"] {
+				t.Errorf("the later change's generation %d is not above the earlier client's %d", later, listed["earlier"])
+			}
+		})
+	}
+}
+
 // The list is served to verifiers that ask about once a second: an
 // unchanged list is a 304 to a request that names its ETag, and the list
 // names clients only by the hash of their ids.

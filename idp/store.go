@@ -34,8 +34,25 @@ func (s clientStore) createClient(ctx context.Context, c Client, hash []byte) er
 }
 
 func insertSecret(ctx context.Context, tx pgx.Tx, id string, hash []byte, now time.Time) error {
+	if err := lockGenerations(ctx, tx); err != nil {
+		return err
+	}
 	_, err := tx.Exec(ctx, `INSERT INTO client_secrets (client_id, hash, created_at) VALUES ($1, $2, $3)`, id, hash, now)
 	return store.Classify(err, "insert client secret")
+}
+
+// lockGenerations makes the transactions that draw credential generations
+// take turns until they commit, so that generations become visible in the
+// order they are drawn. The verifiers rely on it: a token validity list
+// that names generation g names every client with a lower one, so a
+// client missing from it with a lower generation is deleted. A sequence
+// alone draws in one order and commits in another: two clients created at
+// once, and the later one's list would make the earlier one look deleted,
+// its first token refused. Changes to clients are an operator's, and rare:
+// they may queue.
+func lockGenerations(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idp credential generations:' || current_schema(), 0))`)
+	return store.Classify(err, "lock credential generations")
 }
 
 // rotateSecret adds hash as the client's current secret; the secret it
@@ -116,6 +133,9 @@ func (s clientStore) setScopes(ctx context.Context, id string, scopes []string) 
 		voided = slices.ContainsFunc(held, func(s string) bool { return !slices.Contains(scopes, s) })
 		if !voided {
 			return nil
+		}
+		if err := lockGenerations(ctx, tx); err != nil {
+			return err
 		}
 		// One row at a time: an UPDATE draws nextval in no defined order.
 		rows, err := tx.Query(ctx, `SELECT hash FROM client_secrets WHERE client_id = $1 ORDER BY generation`, id)

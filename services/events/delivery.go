@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/assetregistry/registry/pkg/process"
 )
 
 // Deliveries follow the Standard Webhooks scheme: the event as the body,
@@ -271,8 +273,12 @@ var (
 	})
 	deliveriesByStatus = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "registry_webhook_deliveries",
-		Help: "Webhook deliveries by status (pending, succeeded, failed), as last counted.",
+		Help: "Webhook deliveries pending and failed (kept for webhooks.delivery-retention), as last counted by the leading replica.",
 	}, []string{"status"})
+	failedForGood = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "registry_webhook_deliveries_failed_total",
+		Help: "Webhook deliveries that ran out of retries (or whose event is gone), on this replica.",
+	})
 	eventsStored = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "registry_events_stored_total",
 		Help: "Events the consumer stored in the feed (redeliveries not counted).",
@@ -309,12 +315,17 @@ func observeAttempt(status string, code int, took time.Duration) {
 		result = "failure"
 	}
 	attemptsTotal.WithLabelValues(result, strconv.Itoa(code)).Inc()
+	if status == StatusFailed {
+		failedForGood.Inc()
+	}
 	attemptSeconds.Observe(took.Seconds())
 }
 
-// countDeliveries refreshes the deliveries gauge.
-func countDeliveries(st *Store, logger log.Logger) func(context.Context) {
-	return func(ctx context.Context) {
+// deliveryCounter is the leader's job that refreshes the deliveries
+// gauge every 15 s; a replica that stops leading drops its figures, so
+// the gauge is the leader's alone.
+func deliveryCounter(st *Store, logger log.Logger) process.Job {
+	every := process.Every("delivery counter", 15*time.Second, func(ctx context.Context) {
 		counts, err := st.DeliveryCounts(ctx)
 		if err != nil {
 			level.Warn(logger).Log("msg", "counting deliveries failed", "err", err)
@@ -323,7 +334,11 @@ func countDeliveries(st *Store, logger log.Logger) func(context.Context) {
 		for status, n := range counts {
 			deliveriesByStatus.WithLabelValues(status).Set(float64(n))
 		}
-	}
+	})
+	return process.Job{Name: every.Name, Run: func(ctx context.Context) {
+		every.Run(ctx)
+		deliveriesByStatus.Reset()
+	}}
 }
 
 func observeAudit(r AuditReport) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -290,6 +291,7 @@ func TestDeliveryFailsForGoodAndIsRetried(t *testing.T) {
 		}
 		return 200
 	}
+	failedBefore := testutil.ToFloat64(failedForGood)
 	doc := uuid.NewString()
 	first, second := event("document", "created", doc), event("document", "deleted", doc)
 	w.publish(t, first, second)
@@ -298,6 +300,11 @@ func TestDeliveryFailsForGoodAndIsRetried(t *testing.T) {
 	}
 	eventually(t, "both deliveries to fail", func() bool { return len(failed()) == 2 })
 	d := failed()[0]
+	// The alert on deliveries failed for good reads a counter (the gauge of
+	// failed ones falls when the purge removes old ones).
+	if n := testutil.ToFloat64(failedForGood) - failedBefore; n < 2 {
+		t.Errorf("registry_webhook_deliveries_failed_total rose by %v, want the 2 failed deliveries", n)
+	}
 	if d["event_id"] != first.ID || d["last_status_code"] != 500.0 || d["next_attempt_at"] != nil || d["attempts"].(float64) < 2 ||
 		!strings.Contains(d["last_error"].(string), "500") {
 		t.Errorf("failed delivery: %v", d)

@@ -44,7 +44,10 @@ type Config struct {
 	// HistoryRetention is how long histories keep an event (0: for good);
 	// each resource's latest event stays whatever its age.
 	HistoryRetention time.Duration
-	Log              LogConfig
+	// DeliveryRetention is how long a delivery that succeeded or failed
+	// stays listed (0: for good).
+	DeliveryRetention time.Duration
+	Log               LogConfig
 	// Redact is what `events redact-person` redacts.
 	Redact RedactConfig
 }
@@ -97,6 +100,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Workers, "webhooks.workers", 32, "delivery attempts in flight at once")
 	fs.DurationVar(&c.Poll, "webhooks.poll", 500*time.Millisecond, "how often the dispatcher looks for retries that fell due")
 	fs.DurationVar(&c.RotationOverlap, "webhooks.rotation-overlap", 24*time.Hour, "how long the previous secret still signs deliveries after a rotation")
+	fs.DurationVar(&c.DeliveryRetention, "webhooks.delivery-retention", 30*24*time.Hour, "how long a delivery that succeeded or failed stays listed (by its last attempt); 0 keeps them for good")
 	c.Retry.RegisterFlags(fs)
 	c.Log.RegisterFlags(fs)
 	fs.StringVar(&c.Redact.Person, "redact.person", "", "events redact-person: the id of the person whose personal fields leave every event")
@@ -151,9 +155,8 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		Workers: cfg.Workers, Poll: cfg.Poll, Logger: d.Logger}).Init()
 	h.Jobs = []process.Job{
 		{Name: "webhook dispatcher", Run: dispatcher.Run},
-		process.Every("feed pruner", cfg.PruneEvery, pruner(st, cfg.Retention, cfg.HistoryRetention, d.Logger)),
-		process.Every("delivery counter", 15*time.Second, countDeliveries(st, d.Logger)),
 	}
+	h.Maintenance = maintenance(cfg)
 	if !d.NATS.Enabled() {
 		level.Warn(d.Logger).Log("msg", "nats.url is not set: the feed receives no events")
 		return h, nil
@@ -173,7 +176,9 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	consumer := &Consumer{Store: st, Lock: d.Lock("events consumer"), JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
 		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger,
 		// The leader alone appends to the log and signs it.
-		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger))}}
+		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger)),
+			// The leader alone counts: replicas would each repeat the count.
+			deliveryCounter(st, d.Logger)}}
 	if cfg.Log.AuditEvery > 0 {
 		consumer.Leading = append(consumer.Leading, process.Later("log auditor", cfg.Log.AuditEvery, auditor(st, keys, d.Logger)))
 	}
@@ -187,20 +192,6 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		return nil
 	}})
 	return h, nil
-}
-
-// pruner is the job that moves the feed past what retention no longer
-// keeps and removes what the histories' retention does not.
-func pruner(st *Store, retention, historyRetention time.Duration, logger log.Logger) func(context.Context) {
-	return func(ctx context.Context) {
-		n, err := st.Prune(ctx, retention, historyRetention)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			level.Warn(logger).Log("msg", "pruning the feed failed; retrying later", "err", err)
-		case n > 0:
-			level.Info(logger).Log("msg", "removed events past the histories' retention", "events", n)
-		}
-	}
 }
 
 // checkpointer is the leader's job that signs the log as it grew.

@@ -343,3 +343,69 @@ func TestStoreEventsBatch(t *testing.T) {
 		}
 	}
 }
+
+// The purge removes the deliveries that succeeded or failed longer ago
+// than the retention, in batches, and nothing else: pending ones stay
+// whatever their age, and recent ones stay. The count reads the pending
+// and the failed ones.
+func TestDeliveriesPurgedPastRetention(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	st := NewStore(s.Built.Store)
+	pool := s.Built.Store.Pool
+	hook := uuid.New()
+	if _, err := pool.Exec(t.Context(), `INSERT INTO webhooks (id, url, types, secret, created_at, created_by, updated_at, updated_by)
+		VALUES ($1, 'https://example.com/hook', '{}', 'whsec_x', now(), 'test', now(), 'test')`, hook); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(n int, status, age string) {
+		t.Helper()
+		if _, err := pool.Exec(t.Context(), `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject, status, updated_at)
+			SELECT gen_random_uuid(), $1, n, gen_random_uuid(), 'asset:' || n, $2, now() - $3::interval FROM generate_series(1, $4) n`,
+			hook, status, age, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(2400, StatusSucceeded, "2 hours")
+	insert(100, StatusFailed, "2 hours")
+	insert(3, StatusPending, "2 hours")
+	insert(5, StatusSucceeded, "10 minutes")
+	insert(7, StatusFailed, "10 minutes")
+	if n, err := st.PurgeDeliveries(t.Context(), time.Hour); err != nil || n != 2500 {
+		t.Fatalf("purged %d deliveries (%v), want the 2,500 settled over an hour ago", n, err)
+	}
+	counts, err := st.DeliveryCounts(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts[StatusPending] != 3 || counts[StatusFailed] != 7 {
+		t.Errorf("counts after the purge: %v, want 3 pending and 7 failed", counts)
+	}
+	var succeeded int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM deliveries WHERE status = 'succeeded'`).Scan(&succeeded); err != nil || succeeded != 5 {
+		t.Errorf("%d succeeded deliveries left (%v), want the 5 recent ones", succeeded, err)
+	}
+}
+
+// The histories' prune goes through a feed larger than its batch: every
+// event past retention but its subject's latest leaves, whatever batch it
+// falls in.
+func TestHistoriesPrunedInBatches(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	st := NewStore(s.Built.Store)
+	subjects := make([]string, 1200)
+	var events []outbox.Event
+	for i := range subjects {
+		subjects[i] = uuid.NewString()
+		events = append(events, event("organization", "created", subjects[i]), event("organization", "updated", subjects[i]))
+	}
+	publish(t, s, events...)
+	n, err := st.Prune(t.Context(), 0, time.Nanosecond)
+	if err != nil || n != int64(len(subjects)) {
+		t.Fatalf("pruned %d events from the histories (%v), want each subject's first, %d", n, err, len(subjects))
+	}
+	for _, id := range []string{subjects[0], subjects[len(subjects)-1]} {
+		if h := s.Call(200, "GET", "/organizations/"+id+"/history", s.RO, nil).List(); len(h) != 1 || h[0]["type"] != "organization.updated" {
+			t.Errorf("history of %s after the prune: %v", id, h)
+		}
+	}
+}

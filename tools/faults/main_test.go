@@ -166,6 +166,7 @@ func printReport() {
 		}
 	}
 	printFreezeReport()
+	printLeaderReport()
 }
 
 func randomHex() string {

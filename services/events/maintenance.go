@@ -1,0 +1,131 @@
+package events
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/leader"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// The events schema's maintenance (pkg/leader): what retention no longer
+// keeps leaves the feed, the histories and the deliveries, on one replica
+// at a time and a bounded batch per step, so no statement nears the
+// statement timeout however large the tables grow, and no request waits
+// long behind one.
+
+// maintenanceBatch bounds the rows one step handles.
+const maintenanceBatch = 1000
+
+// feedPruneTask moves the feed's horizon past the events older than
+// retention: a cursor from before is then a 410. One statement, two probes
+// of indexes: the newest stored_at before the cut, then the highest seq
+// among the events stored at that instant (one batch shares it). A storing
+// transaction that waited for the numbering lock may carry an older
+// stored_at than one numbered before it, so the horizon may stop an event
+// short of the oldest kept, never past one younger than retention by more
+// than that wait.
+func feedPruneTask(retention, every time.Duration) leader.Task {
+	return leader.Task{Name: "prune the feed", Every: every,
+		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
+			tag, err := conn.Exec(ctx, `UPDATE feed_horizon SET pruned_through = horizon.seq
+				FROM (SELECT max(seq) AS seq FROM events WHERE stored_at =
+					(SELECT max(stored_at) FROM events WHERE stored_at < now() - $1::interval)) horizon
+				WHERE horizon.seq > pruned_through`, retention)
+			if err != nil {
+				return 0, false, store.Classify(err, "prune the feed")
+			}
+			return tag.RowsAffected(), false, nil
+		}}
+}
+
+// historyPruneTask removes from the histories the events older than
+// retention that are not their subject's latest, walking the feed's pruned
+// part in seq order a batch at a time (a run starts from its beginning:
+// an event kept as its subject's latest goes once a later one arrives).
+// Their leaves stay in the log's tiles.
+func historyPruneTask(retention, every time.Duration) leader.Task {
+	var after int64 // where the run's walk is; 0 at the start of a run
+	return leader.Task{Name: "prune the histories", Every: every,
+		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
+			var (
+				last    *int64
+				removed int64
+			)
+			err := conn.QueryRow(ctx, `WITH batch AS (
+					SELECT seq FROM events WHERE seq > $2 AND seq <= (SELECT pruned_through FROM feed_horizon)
+					ORDER BY seq LIMIT $3
+				), gone AS (
+					DELETE FROM events e USING batch b WHERE e.seq = b.seq AND e.stored_at < now() - $1::interval
+					  AND EXISTS (SELECT 1 FROM events later WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)
+					RETURNING 1
+				)
+				SELECT (SELECT max(seq) FROM batch), (SELECT count(*) FROM gone)`, retention, after, maintenanceBatch).Scan(&last, &removed)
+			if err != nil {
+				after = 0
+				return 0, false, store.Classify(err, "prune the histories")
+			}
+			if last == nil {
+				after = 0
+				return removed, false, nil
+			}
+			after = *last
+			return removed, true, nil
+		}}
+}
+
+// deliveryPurgeTask removes the deliveries that succeeded or failed longer
+// than retention ago (by their last attempt), a batch at a time over the
+// partial index of settled deliveries. Pending ones stay whatever their
+// age: they are still being retried.
+func deliveryPurgeTask(retention time.Duration) leader.Task {
+	return leader.Task{Name: "purge deliveries", Every: time.Hour,
+		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
+			tag, err := conn.Exec(ctx, `DELETE FROM deliveries WHERE id IN (
+					SELECT id FROM deliveries WHERE status IN ('succeeded', 'failed') AND updated_at < now() - $1::interval
+					LIMIT $2)`, retention, maintenanceBatch)
+			if err != nil {
+				return 0, false, store.Classify(err, "purge deliveries")
+			}
+			return tag.RowsAffected(), tag.RowsAffected() == maintenanceBatch, nil
+		}}
+}
+
+// maintenance is the events schema's tasks for cfg.
+func maintenance(cfg Config) []leader.Task {
+	tasks := []leader.Task{feedPruneTask(cfg.Retention, cfg.PruneEvery)}
+	if cfg.HistoryRetention > 0 {
+		tasks = append(tasks, historyPruneTask(cfg.HistoryRetention, cfg.PruneEvery))
+	}
+	if cfg.DeliveryRetention > 0 {
+		tasks = append(tasks, deliveryPurgeTask(cfg.DeliveryRetention))
+	}
+	return tasks
+}
+
+// Prune runs the feed's and the histories' tasks to their end on one
+// connection, now, and says how many events left the histories: the
+// tests' and a command's way to prune without waiting for the leader.
+func (st *Store) Prune(ctx context.Context, retention, historyRetention time.Duration) (int64, error) {
+	conn, err := st.s.Pool.Acquire(ctx)
+	if err != nil {
+		return 0, store.Classify(err, "prune the feed")
+	}
+	defer conn.Release()
+	if _, err := feedPruneTask(retention, time.Hour).Drain(ctx, conn.Conn()); err != nil || historyRetention <= 0 {
+		return 0, err
+	}
+	return historyPruneTask(historyRetention, time.Hour).Drain(ctx, conn.Conn())
+}
+
+// PurgeDeliveries runs the deliveries' purge to its end now.
+func (st *Store) PurgeDeliveries(ctx context.Context, retention time.Duration) (int64, error) {
+	conn, err := st.s.Pool.Acquire(ctx)
+	if err != nil {
+		return 0, store.Classify(err, "purge deliveries")
+	}
+	defer conn.Release()
+	return deliveryPurgeTask(retention).Drain(ctx, conn.Conn())
+}

@@ -197,32 +197,65 @@ const recomputeLatestSQL = `WITH latest AS (` + latestOfPairSQL + `),
 		status_ok = excluded.status_ok, status_use_ok = excluded.status_use_ok, valid_through = excluded.valid_through,
 		class = excluded.class`
 
-// RebuildLatest recomputes every latest_actions row from the actions table
-// in one transaction. Readers keep the old rows until it commits; action
-// writes wait for it (the table lock) and then recompute their pairs over
-// what it wrote.
+// rebuildBatch bounds the assets one transaction of the rebuild
+// recomputes: their actions are read and their rows written while the
+// table lock holds the action writes back, so a batch takes tens of
+// milliseconds whatever the table's size.
+const rebuildBatch = 500
+
+// RebuildLatest recomputes every latest_actions row from the actions
+// table, rebuildBatch assets at a time in asset order, each batch in a
+// transaction of its own. One statement over all actions outgrew the
+// statement timeout near two million actions, and held every action
+// write back for as long. In a batch, readers keep the old rows until it
+// commits; action writes wait for it (the table lock) and then recompute
+// their pairs over what it wrote, so a pair written during the rebuild is
+// right whichever side of its batch the write falls.
 func (s *Store) RebuildLatest(ctx context.Context) (rows int64, err error) {
-	err = s.Write(ctx, "rebuild latest actions", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if _, err := tx.Exec(ctx, `LOCK TABLE latest_actions IN EXCLUSIVE MODE`); err != nil {
-			return nil, store.Classify(err, "lock latest actions")
+	after := uuid.Nil
+	for {
+		var last *uuid.UUID
+		err := s.Write(ctx, "rebuild latest actions", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			if _, err := tx.Exec(ctx, `LOCK TABLE latest_actions IN EXCLUSIVE MODE`); err != nil {
+				return nil, store.Classify(err, "lock latest actions")
+			}
+			if err := tx.QueryRow(ctx, `SELECT (SELECT asset_id FROM (SELECT DISTINCT asset_id FROM actions
+				WHERE asset_id > $1 ORDER BY asset_id LIMIT $2) batch ORDER BY asset_id DESC LIMIT 1)`, after, rebuildBatch).Scan(&last); err != nil {
+				return nil, store.Classify(err, "find the rebuild's next assets")
+			}
+			if last == nil { // no action past after: nothing of the rows past it stays
+				_, err := tx.Exec(ctx, `DELETE FROM latest_actions WHERE asset_id > $1`, after)
+				return nil, store.Classify(err, "clear latest actions")
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM latest_actions WHERE asset_id > $1 AND asset_id <= $2`, after, *last); err != nil {
+				return nil, store.Classify(err, "clear latest actions")
+			}
+			tag, err := tx.Exec(ctx, rebuildLatestOfAssetsSQL, after, *last)
+			rows += tag.RowsAffected()
+			return nil, store.Classify(err, "rebuild latest actions")
+		})
+		if err != nil || last == nil {
+			return rows, err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM latest_actions`); err != nil {
-			return nil, store.Classify(err, "clear latest actions")
-		}
-		tag, err := tx.Exec(ctx, RebuildLatestSQL)
-		rows = tag.RowsAffected()
-		return nil, store.Classify(err, "rebuild latest actions")
-	})
-	return rows, err
+		after = *last
+	}
 }
 
-// RebuildLatestSQL fills an empty latest_actions from the actions table.
-const RebuildLatestSQL = `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok,
+// RebuildLatestSQL fills an empty latest_actions from the actions table in
+// one statement: a seed's way, on a database nothing else uses.
+const RebuildLatestSQL = rebuildLatestSelect + `FROM actions WHERE status_finalized
+	ORDER BY asset_id, action_type, performed_at DESC, id DESC`
+
+// rebuildLatestOfAssetsSQL fills latest_actions for the assets after $1
+// up to $2, whose rows were removed.
+const rebuildLatestOfAssetsSQL = rebuildLatestSelect + `FROM actions WHERE status_finalized AND asset_id > $1 AND asset_id <= $2
+	ORDER BY asset_id, action_type, performed_at DESC, id DESC`
+
+const rebuildLatestSelect = `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok,
 		status_use_ok, valid_through, class)
 	SELECT DISTINCT ON (asset_id, action_type) asset_id, action_type, id, performed_at, status_ok, status_use_ok,
 		status_valid_through, ` + classSQL + `
-	FROM actions WHERE status_finalized
-	ORDER BY asset_id, action_type, performed_at DESC, id DESC`
+	`
 
 // complianceRecord is a row of the page query: an asset and action type
 // with its latest action, if any (the latest's columns are NULL when not).

@@ -250,3 +250,44 @@ func latestRows(t *testing.T, w complianceWorld) []string {
 	}
 	return out
 }
+
+// The rebuild goes through more assets than one batch holds and comes to
+// what one statement over every action makes: each pair's latest
+// finalized action, and no row of a pair without one (before, between and
+// after the batches' assets).
+func TestRebuildLatestInBatchesMatchesOneStatement(t *testing.T) {
+	w := newComplianceWorld(t)
+	ctx := t.Context()
+	pool := w.Built.Store.Pool
+	if _, err := pool.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, status_ok, status_use_ok,
+			status_finalized, status_valid_through, created_by, updated_by)
+		SELECT gen_random_uuid(), asset, ($2::text[])[1 + (n % 3)], date '2024-01-01' + (n % 400), n % 7 <> 0, n % 5 <> 0,
+			n % 11 <> 0, CASE WHEN n % 4 = 0 THEN NULL ELSE date '2026-01-01' + (n % 900) END, 'test', 'test'
+		FROM (SELECT n, ('00000000-0000-7000-8000-' || lpad(to_hex(n % $1), 12, '0'))::uuid AS asset FROM generate_series(1, $1 * 3) n) s`,
+		2*rebuildBatch+37, ActionTypes[:3]); err != nil {
+		t.Fatal(err)
+	}
+	// Rows of nothing: before every asset, between two, after the last.
+	for _, asset := range []string{"00000000-0000-0000-0000-000000000001", "00000000-0000-7000-8000-0000000001f4", "ffffffff-ffff-7fff-bfff-ffffffffffff"} {
+		if _, err := pool.Exec(ctx, `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, class)
+			VALUES ($1, 'zz-nothing', gen_random_uuid(), '2020-01-01', 'failed') ON CONFLICT DO NOTHING`, asset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := &Store{Store: w.Built.Store}
+	n, err := st.RebuildLatest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batched := latestRows(t, w)
+	if _, err := pool.Exec(ctx, `DELETE FROM latest_actions; `+RebuildLatestSQL); err != nil {
+		t.Fatal(err)
+	}
+	whole := latestRows(t, w)
+	if len(whole) < 3*rebuildBatch || int64(len(whole)) != n {
+		t.Errorf("the rebuild wrote %d rows; one statement %d (want over %d: several batches)", n, len(whole), 3*rebuildBatch)
+	}
+	if !slices.Equal(batched, whole) {
+		t.Errorf("the batched rebuild differs from one statement: %d rows against %d", len(batched), len(whole))
+	}
+}

@@ -113,9 +113,9 @@ func NewClients(cfg Config, issuer, audience string) (*Clients, error) {
 		httpClient := &http.Client{Timeout: cfg.Timeout}
 		tokenCtx := context.WithValue(context.Background(), oauth2.HTTPClient, httpClient)
 		if cc.TokenURL == "" {
-			tokens = &discovered{issuer: issuer, config: cc, ctx: tokenCtx, client: httpClient}
+			tokens = newOwnToken((&discovered{issuer: issuer, config: cc, ctx: tokenCtx, client: httpClient}).fetch)
 		} else {
-			tokens = oauth2.ReuseTokenSource(nil, cc.TokenSource(tokenCtx))
+			tokens = newOwnToken(func() (*oauth2.Token, error) { return cc.Token(tokenCtx) })
 		}
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
@@ -327,7 +327,7 @@ var inFlight = promauto.NewCounterVec(prometheus.CounterOpts{
 	Help: "Calls to a peer refused at once because peer.max-in-flight calls to it were in flight.",
 }, []string{"peer"})
 
-// discovered is the client-credentials token source of an issuer whose
+// discovered fetches client-credentials tokens from an issuer whose
 // token endpoint comes from its discovery document (every issuer names
 // its own: /oidc/token here, /oauth2/token at ORY Hydra), read when the
 // first token is needed, so a service can start before its issuer.
@@ -337,23 +337,25 @@ type discovered struct {
 	ctx    context.Context
 	client *http.Client
 
-	mu     sync.Mutex
-	source oauth2.TokenSource
+	mu       sync.Mutex
+	endpoint string
 }
 
-func (d *discovered) Token() (*oauth2.Token, error) {
+// fetch asks the issuer for a token (ownToken keeps it).
+func (d *discovered) fetch() (*oauth2.Token, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.source == nil {
+	if d.endpoint == "" {
 		endpoint, err := tokenEndpoint(d.ctx, d.client, d.issuer)
 		if err != nil {
+			d.mu.Unlock()
 			return nil, err
 		}
-		cc := d.config
-		cc.TokenURL = endpoint
-		d.source = oauth2.ReuseTokenSource(nil, cc.TokenSource(d.ctx))
+		d.endpoint = endpoint
 	}
-	return d.source.Token()
+	cc := d.config
+	cc.TokenURL = d.endpoint
+	d.mu.Unlock()
+	return cc.Token(d.ctx)
 }
 
 // tokenEndpoint reads token_endpoint from the issuer's OpenID configuration.

@@ -11,17 +11,25 @@ import (
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
+// following is a verifier of cfg, following its issuer's token validity
+// list (if it has one) until the test ends.
+func following(t *testing.T, cfg auth.Config) *auth.Verifier {
+	t.Helper()
+	v, err := auth.NewVerifier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	return v
+}
+
 // With an issuer that publishes a token validity list, a token stands only
 // while its client is listed and its generation is at least the listed
 // one.
 func TestTokenValidityList(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 5, "client-2": 1})
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	token := func(sub string, generation int64) string {
 		return iss.Sign(t, testkit.Generation(iss.Claims(sub, auth.ScopeRead), generation))
 	}
@@ -58,11 +66,7 @@ func TestTokenValidityList(t *testing.T) {
 func TestRevokedTokenLeavesTheCache(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 1, "client-2": 1})
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	first := iss.Sign(t, testkit.Generation(iss.Claims("client-1", auth.ScopeRead), 1))
 	other := iss.Sign(t, testkit.Generation(iss.Claims("client-2", auth.ScopeRead), 1))
 	for _, tok := range []string{first, other} {
@@ -111,11 +115,7 @@ func TestTokenOfANewClientReadsTheListEarly(t *testing.T) {
 	iss.PublishValidity(map[string]int64{"client-1": 4})
 	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
 	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute // no background read during this test
-	v, err := auth.NewVerifier(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, cfg)
 	token := func(sub string, generation int64) string {
 		return iss.Sign(t, testkit.Generation(iss.Claims(sub, auth.ScopeRead), generation))
 	}
@@ -160,11 +160,7 @@ func TestTokenValidityListUnreachable(t *testing.T) {
 	iss.PublishValidity(map[string]int64{"client-1": 1})
 	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
 	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute // no background read during this test
-	v, err := auth.NewVerifier(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, cfg)
 	start := time.Now()
 	var now atomic.Pointer[time.Time]
 	now.Store(&start)
@@ -192,7 +188,7 @@ func TestTokenValidityListUnreachable(t *testing.T) {
 	if _, err := v.Verify(t.Context(), token); !errors.Is(err, auth.ErrUnavailable) {
 		t.Errorf("a list older than max-age: err = %v, want unavailable", err)
 	}
-	err = v.Ready(t.Context())
+	err := v.Ready(t.Context())
 	var reason interface{ ReadinessReason() string }
 	if !errors.As(err, &reason) || !strings.Contains(reason.ReadinessReason(), "token validity list") {
 		t.Errorf("Ready = %v, want a reason naming the token validity list", err)
@@ -216,11 +212,7 @@ func TestTokenValidityListNeededFirst(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 1})
 	iss.ValidityDown(true)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	token := iss.Sign(t, testkit.Generation(iss.Claims("client-1", auth.ScopeRead), 1))
 	if _, err := v.Verify(t.Context(), token); !errors.Is(err, auth.ErrUnavailable) {
 		t.Errorf("err = %v, want unavailable", err)
@@ -232,11 +224,7 @@ func TestTokenValidityListNeededFirst(t *testing.T) {
 // also be named explicitly, when discovery is skipped.
 func TestTokenValiditySources(t *testing.T) {
 	plain := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: plain.URL, Audience: plain.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: plain.URL, Audience: plain.Audience, Leeway: testkit.Leeway})
 	if _, err := v.Verify(t.Context(), plain.Token(t, "anyone", auth.ScopeRead)); err != nil {
 		t.Errorf("an issuer without a list: %v", err)
 	}
@@ -245,11 +233,7 @@ func TestTokenValiditySources(t *testing.T) {
 	listed.PublishValidity(map[string]int64{"client-1": 3})
 	cfg := auth.Config{Issuer: listed.URL, Audience: listed.Audience, Leeway: testkit.Leeway}
 	cfg.JWKSURL, cfg.TokenValidityURL = listed.URL+"/jwks.json", listed.URL+"/token-validity"
-	v, err = auth.NewVerifier(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v = following(t, cfg)
 	old := listed.Sign(t, testkit.Generation(listed.Claims("client-1", auth.ScopeRead), 2))
 	if _, err := v.Verify(t.Context(), old); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("oidc.token-validity-url without discovery: err = %v, want the list to void the token", err)

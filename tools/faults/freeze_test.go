@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -85,9 +86,14 @@ type freezeFigures struct {
 	refused      []time.Duration // routed 503s after it opened, its probes left out
 	// probes are the routed calls after it opened that waited the
 	// deadline: let through half-open, one at a time.
-	probes                   int
-	others, quiet            []time.Duration // successful calls needing nothing of it, during the freeze and before
-	readyz                   []string        // what /readyz named unavailable, each distinct answer
+	probes        int
+	others, quiet []time.Duration   // successful calls needing nothing of it, during the freeze and before
+	readyz        []string          // what /readyz named unavailable, each distinct answer
+	readyzWhy     map[string]string // what it said of each (the first reason seen)
+	// failedOpen is how often the gateway's rate limiter let a call
+	// through unlimited during the freeze (Redis slower than its
+	// rate-limit.timeout): it tells a busy machine from a wrong /readyz.
+	failedOpen               float64
 	recoveredAfter, allAfter time.Duration
 	answered, allReady       bool
 }
@@ -106,6 +112,7 @@ func freeze(t *testing.T, i int, name string) {
 	time.Sleep(quietWindow())
 
 	pid := stack.Processes[name].Pid()
+	failedOpen := gatewayMetric(t, "gateway_ratelimit_fail_open_total")
 	frozenAt := time.Now()
 	must(t, syscall.Kill(pid, syscall.SIGSTOP))
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // never left stopped, whatever fails
@@ -115,7 +122,9 @@ func freeze(t *testing.T, i int, name string) {
 	must(t, syscall.Kill(pid, syscall.SIGCONT))
 	healedAt := time.Now()
 
-	fig := &freezeFigures{service: name, hold: hold, readyz: <-readyz}
+	fig := &freezeFigures{service: name, hold: hold, failedOpen: gatewayMetric(t, "gateway_ratelimit_fail_open_total") - failedOpen}
+	fig.readyzWhy = <-readyz
+	fig.readyz = slices.Sorted(maps.Keys(fig.readyzWhy))
 	answeredAt := l.answeredAfter(name, healedAt, healedAt.Add(3*recoveryGoal))
 	if fig.answered = !answeredAt.IsZero(); fig.answered {
 		fig.recoveredAfter = answeredAt.Sub(healedAt)
@@ -167,7 +176,8 @@ func freeze(t *testing.T, i int, name string) {
 	}
 	for _, named := range fig.readyz {
 		if named != name {
-			t.Errorf("/readyz named %q unavailable while only %s was frozen", named, name)
+			t.Errorf("/readyz named %q unavailable (%q) while only %s was frozen (the rate limiter failed open %v times meanwhile)",
+				named, fig.readyzWhy[named], name, fig.failedOpen)
 		}
 	}
 	if len(fig.readyz) == 0 {
@@ -270,18 +280,19 @@ func breakerState(service string) (float64, error) {
 }
 
 // watchReadyz reads the gateway's /readyz once a second from from until
-// until and sends, at the end, every name it saw unavailable (each once).
-// It stays 200 throughout, or the test fails.
-func watchReadyz(t *testing.T, frozen string, from, until time.Time) <-chan []string {
-	out := make(chan []string, 1)
+// until and sends, at the end, every name it saw unavailable with the
+// first reason it gave. It stays 200 throughout, or the test fails.
+func watchReadyz(t *testing.T, frozen string, from, until time.Time) <-chan map[string]string {
+	out := make(chan map[string]string, 1)
 	go func() {
-		seen := map[string]bool{}
+		seen := map[string]string{}
 		time.Sleep(time.Until(from))
 		for time.Now().Before(until) {
 			resp, err := http.Get(stack.RegistryURL + "/readyz")
 			if err == nil {
 				var body struct {
-					Checks map[string]string `json:"checks"`
+					Checks  map[string]string `json:"checks"`
+					Reasons map[string]string `json:"reasons"`
 				}
 				_ = json.NewDecoder(resp.Body).Decode(&body)
 				resp.Body.Close()
@@ -289,20 +300,14 @@ func watchReadyz(t *testing.T, frozen string, from, until time.Time) <-chan []st
 					t.Errorf("the gateway's /readyz answered %d while %s was frozen: one service must not take it out", resp.StatusCode, frozen)
 				}
 				for check, state := range body.Checks {
-					if state != "ok" {
-						seen[check] = true
+					if _, ok := seen[check]; state != "ok" && !ok {
+						seen[check] = body.Reasons[check]
 					}
 				}
 			}
 			time.Sleep(time.Second)
 		}
-		out <- slices.Sorted(func(yield func(string) bool) {
-			for k := range seen {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		out <- seen
 	}()
 	return out
 }
@@ -333,12 +338,12 @@ func printFreezeReport() {
 		}
 		lines = append(lines, fmt.Sprintf("%s frozen %s: breaker open %s after SIGSTOP; routed 503s before: %d, slowest %s (goal: the deadline, %s, and %s for the gateway: %s); "+
 			"refused while open: %d, p99 %s (goal %s: %s), %d half-open probes; others: p99 %s of %d vs quiet %s of %d = %.2f × (goal ≤ 2: %s); "+
-			"/readyz named %v; answered again %s after SIGCONT (goal %s: %s), everything %s",
+			"/readyz named %v; rate limiter failed open %v times; answered again %s after SIGCONT (goal %s: %s), everything %s",
 			f.service, f.hold, f.openedAfter.Round(10*time.Millisecond), f.beforeOpen, f.firstSlowest.Round(time.Millisecond), upstreamTimeout, gatewayMargin,
 			met(f.beforeOpen > 0 && f.firstSlowest <= upstreamTimeout+gatewayMargin),
 			len(f.refused), p99(f.refused).Round(100*time.Microsecond), refusedGoal, met(len(f.refused) > 0 && p99(f.refused) <= refusedGoal), f.probes,
 			p99(f.others).Round(time.Millisecond), len(f.others), p99(f.quiet).Round(time.Millisecond), len(f.quiet), ratio, met(ratio > 0 && ratio <= 2),
-			f.readyz, f.recoveredAfter.Round(10*time.Millisecond), recoveryGoal, met(f.answered && f.recoveredAfter <= recoveryGoal), f.allAfter.Round(10*time.Millisecond)))
+			f.readyz, f.failedOpen, f.recoveredAfter.Round(10*time.Millisecond), recoveryGoal, met(f.answered && f.recoveredAfter <= recoveryGoal), f.allAfter.Round(10*time.Millisecond)))
 	}
 	if len(lines) > 0 {
 		fmt.Println("\nfrozen services (issue 31; FAULTS_FULL=1 for the 30 s rows):")

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,10 +43,22 @@ func fullFaults() bool { return os.Getenv("FAULTS_FULL") != "" }
 // half-open, and a margin for a busy machine.
 func freezeHold() time.Duration {
 	if fullFaults() {
-		return 30 * time.Second
+		return fullHold
 	}
 	return upstreamTimeout + 2*breakerOpenFor + 2*time.Second
 }
+
+// fullHold is the freeze, and the longest a short one may be
+// stretched (openStretch).
+const fullHold = 30 * time.Second
+
+// openStretch is how long the breaker must have been open before the
+// service is resumed: an open period and a half-open one, so that calls
+// are refused while it is open and while its probe waits. A busy machine
+// brings the load's calls to the frozen service later, so its breaker
+// opens later than the short hold plans for; the freeze then lasts
+// until this much of it has been open.
+const openStretch = 2 * breakerOpenFor
 
 // quietWindow is how long the load runs before the freeze, once it has
 // reached its stride: its calls are the quiet run the others' p99 is
@@ -100,7 +113,6 @@ type freezeFigures struct {
 
 func freeze(t *testing.T, i int, name string) {
 	hold := freezeHold()
-	f := fault{name: fmt.Sprintf("%s: frozen (SIGSTOP) for %s", name, hold), unavailable: true, frozen: name}
 	c := newClient(t)
 	l := newLoad(c, tag(i))
 	stopLoad := l.run(loadClients, 25*time.Millisecond)
@@ -118,9 +130,11 @@ func freeze(t *testing.T, i int, name string) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // never left stopped, whatever fails
 	breaker := watchBreaker(name)
 	readyz := watchReadyz(t, name, frozenAt.Add(readyzSettle), frozenAt.Add(hold))
-	time.Sleep(time.Until(frozenAt.Add(hold)))
+	breaker.waitOpenFor(frozenAt.Add(hold), frozenAt.Add(max(hold, fullHold)))
 	must(t, syscall.Kill(pid, syscall.SIGCONT))
 	healedAt := time.Now()
+	hold = healedAt.Sub(frozenAt).Round(time.Second)
+	f := fault{name: fmt.Sprintf("%s: frozen (SIGSTOP) for %s", name, hold), unavailable: true, frozen: name}
 
 	fig := &freezeFigures{service: name, hold: hold, failedOpen: gatewayMetric(t, "gateway_ratelimit_fail_open_total") - failedOpen}
 	fig.readyzWhy = <-readyz
@@ -232,8 +246,9 @@ func (l *load) answeredAfter(service string, since, deadline time.Time) time.Tim
 // adds nothing to what opens the breaker) and keeps when it first saw it
 // open.
 type breakerWatch struct {
-	done   chan struct{}
-	opened chan time.Time
+	done     chan struct{}
+	opened   chan time.Time
+	openedAt atomic.Pointer[time.Time]
 }
 
 func watchBreaker(service string) *breakerWatch {
@@ -249,10 +264,22 @@ func watchBreaker(service string) *breakerWatch {
 			}
 			if state, err := breakerState(service); err == nil && state > 0 && opened.IsZero() {
 				opened = time.Now()
+				w.openedAt.Store(&opened)
 			}
 		}
 	}()
 	return w
+}
+
+// waitOpenFor returns at from, or later once the breaker has been open
+// for openStretch, or at limit if it has not by then.
+func (w *breakerWatch) waitOpenFor(from, limit time.Time) {
+	for now := time.Now(); now.Before(limit); now = time.Now() {
+		if opened := w.openedAt.Load(); !now.Before(from) && opened != nil && !now.Before(opened.Add(openStretch)) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // stop ends the watch and returns when the breaker was first seen open

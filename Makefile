@@ -133,6 +133,10 @@ lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services 
 	@go vet $(TEST_TAGS) $(PACKAGES)
 	@go run ./tools/cmd/layercheck
 
+.PHONY: capacity
+capacity: servers deps ## the capacity model's figures (docs/capacity.md): CAPACITY_ROWS events (default 1000000; the model's is 10000000) seeded, its maintenance and reads timed
+	@cd services/events && CAPACITY_ROWS=$${CAPACITY_ROWS:-1000000} go test -tags capacity -count=1 -timeout 4h -run TestCapacity -v . | grep -v '^=== RUN'
+
 .PHONY: bench
 bench: servers deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
 	@tools/scripts/bench.sh

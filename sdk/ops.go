@@ -80,11 +80,16 @@ var nextLink = regexp.MustCompile(`<([^>]+)>\s*;\s*rel="?next"?`)
 
 // list pages through a collection, following Link: rel="next".
 func list[T any](ctx context.Context, c *Client, path string, filter Filter) iter.Seq2[T, error] {
+	q := url.Values{}
+	for k, v := range filter {
+		q.Set(k, v)
+	}
+	return listQuery[T](ctx, c, path, q)
+}
+
+// listQuery is list with a query whose parameters may repeat.
+func listQuery[T any](ctx context.Context, c *Client, path string, q url.Values) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		q := url.Values{}
-		for k, v := range filter {
-			q.Set(k, v)
-		}
 		cl := &call{method: http.MethodGet, path: path, query: q}
 		for {
 			resp, err := c.do(ctx, cl)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/assetregistry/registry/pkg/apperr"
@@ -149,16 +150,31 @@ func bearerToken(r *http.Request) (string, bool) {
 	return token, true
 }
 
+// AdminOnlyRule is what a handler declares (httpx.Declared; the rule
+// endpoints.AdminOnly) when its operation also needs registry:admin: an
+// operator's setting, such as an inspection plan.
+const AdminOnlyRule = "admin-only"
+
 // RequireScope answers 403 unless the token holds the scope the operation
-// needs (see ScopeFor). Authenticate must run first.
+// needs (see ScopeFor) and, for a handler that declares AdminOnlyRule,
+// registry:admin too. Authenticate must run first.
 func RequireScope(next http.Handler) http.Handler {
+	adminOnly := false
+	if d, ok := next.(httpx.Declared); ok {
+		adminOnly = slices.Contains(d.Rules(), AdminOnlyRule)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		need := ScopeFor(r)
-		if p, _ := PrincipalFrom(r.Context()); !p.HasScope(need) {
-			httpx.WriteProblem(r.Context(), apperr.New(apperr.KindForbidden,
-				fmt.Sprintf("this operation needs the %s scope", need)).
-				WithHeader("WWW-Authenticate", fmt.Sprintf(`%s, error="insufficient_scope", scope=%q`, realm, need)), w)
-			return
+		p, _ := PrincipalFrom(r.Context())
+		for _, need := range []string{ScopeFor(r), ScopeAdmin} {
+			if need == ScopeAdmin && !adminOnly {
+				break
+			}
+			if !p.HasScope(need) || (need == ScopeAdmin && p.OnBehalfOf != "") {
+				httpx.WriteProblem(r.Context(), apperr.New(apperr.KindForbidden,
+					fmt.Sprintf("this operation needs the %s scope", need)).
+					WithHeader("WWW-Authenticate", fmt.Sprintf(`%s, error="insufficient_scope", scope=%q`, realm, need)), w)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -121,14 +121,17 @@ var Services = []Service{
 		Deployable: service("actions", 8104),
 		// Action documents live under /actions/{action_id}/action_documents.
 		// Compliance is the read model of what is due, over the actions and
-		// a projection of the assets (docs/architecture.md).
-		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}, {Name: "compliance", Prefixes: []string{"/compliance"}}},
-		Needs:     []Datastore{Postgres, NATS},
-		Kinds:     []string{"action", "action_document"},
+		// a projection of the assets (docs/architecture.md); inspection
+		// plans say when an action falls due.
+		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}, {Name: "compliance", Prefixes: []string{"/compliance"}},
+			{Name: "inspection_plans", Prefixes: []string{"/inspection_plans"}}},
+		Needs: []Datastore{Postgres, NATS},
+		Kinds: []string{"action", "action_document", "inspection_plan"},
 		// An action names its asset and the person and organization that
-		// did the work; an action document links a document.
-		References: []Reference{{Service: "assets", Kind: "asset"}, {Service: "parties", Kind: "person"},
-			{Service: "parties", Kind: "organization"}, {Service: "documents", Kind: "document"}},
+		// did the work; an action document links a document; a plan names
+		// its asset type.
+		References: []Reference{{Service: "assets", Kind: "asset"}, {Service: "assets", Kind: "asset_type"},
+			{Service: "parties", Kind: "person"}, {Service: "parties", Kind: "organization"}, {Service: "documents", Kind: "document"}},
 	},
 	{
 		Deployable: service("events", 8105),

@@ -128,6 +128,10 @@ const (
 	// row (or one holding registry:admin) may make; anyone else gets a 403
 	// not-owner problem and nothing changes (auth.MayChange).
 	OwnerOnly Rule = "owner-only"
+	// AdminOnly: an operator's write (an inspection plan): besides the
+	// operation's scope, the token must hold registry:admin, checked with
+	// the scope before anything else (auth.RequireScope), else a 403.
+	AdminOnly Rule = auth.AdminOnlyRule
 )
 
 // Serve is the go-kit HTTP server for one endpoint with the shared response
@@ -146,6 +150,8 @@ func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req], rules ...Rul
 			before = append(before, IdempotencyBefore)
 		case OwnerOnly:
 			before = append(before, func(ctx context.Context, _ *http.Request) context.Context { return auth.RequireOwner(ctx) })
+		case AdminOnly:
+			// Declared to the router, whose scope check refuses the call.
 		default:
 			panic("endpoints: no rule " + string(rule))
 		}

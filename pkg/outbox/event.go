@@ -33,12 +33,13 @@ const (
 	KindAction             = "action"
 	KindActionDocument     = "action_document"
 	KindDocument           = "document"
+	KindInspectionPlan     = "inspection_plan"
 )
 
 // Kinds lists every kind, in the order the documentation names them.
 var Kinds = []string{
 	KindOrganization, KindPerson, KindPersonOrganization, KindAssetType,
-	KindAsset, KindAction, KindActionDocument, KindDocument,
+	KindAsset, KindAction, KindActionDocument, KindDocument, KindInspectionPlan,
 }
 
 // The operations of an event's type.

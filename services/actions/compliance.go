@@ -90,11 +90,16 @@ func StateOf(latest *Latest, today, dueBefore model.Date) string {
 }
 
 // ComplianceRow is one asset and action type, as GET /compliance shows it.
+// DueDate is when the next action falls due: the latest's valid_through
+// when it has one, else its performed_at plus its plan's interval, or for
+// an asset never acted on its registration date plus the plan's delay
+// (null when neither a date nor a plan says).
 type ComplianceRow struct {
 	AssetID         uuid.UUID   `json:"asset_id"`
 	AssetTypeID     uuid.UUID   `json:"asset_type_id"`
 	ActionType      string      `json:"action_type"`
 	State           string      `json:"state"`
+	DueDate         *model.Date `json:"due_date"`
 	ValidThrough    *model.Date `json:"valid_through"`
 	LastActionID    *uuid.UUID  `json:"last_action_id"`
 	LastPerformedAt *model.Date `json:"last_performed_at"`
@@ -113,15 +118,20 @@ type ComplianceFilter struct {
 }
 
 // complianceQuery is a filter made definite: the types and states in their
-// order, the dates fixed.
+// order, the dates fixed. Planned is the action types some inspection plan
+// is for: their rows' dates come from the plans, read by the page query
+// itself (so that a plan's change is in the very next answer).
 type complianceQuery struct {
 	ComplianceFilter
 	Today, DueBefore model.Date
+	Planned          []string
 }
 
-// definite fills in the defaults of f for the day today.
-func (f ComplianceFilter) definite(today model.Date) complianceQuery {
-	q := complianceQuery{ComplianceFilter: f, Today: today, DueBefore: model.DateOf(today.Time().AddDate(0, 0, DueWindow))}
+// definite fills in the defaults of f for the day today, with planned the
+// action types some plan is for.
+func (f ComplianceFilter) definite(today model.Date, planned []string) complianceQuery {
+	q := complianceQuery{ComplianceFilter: f, Today: today, DueBefore: model.DateOf(today.Time().AddDate(0, 0, DueWindow)),
+		Planned: planned}
 	if f.DueBefore != nil {
 		q.DueBefore = *f.DueBefore
 	}
@@ -269,6 +279,10 @@ type complianceRecord struct {
 	StatusUseOK  *bool       `db:"status_use_ok"`
 	ValidThrough *model.Date `db:"valid_through"`
 	Class        *string     `db:"class"`
+	// A planned type's branch says the due date and state itself (NULL
+	// in the others: StateOf decides from the latest).
+	DueDate *model.Date `db:"due_date"`
+	State   *string     `db:"state"`
 }
 
 // Compliance reads one page of q in asset order, then action type.
@@ -301,7 +315,10 @@ func (s *Store) Compliance(ctx context.Context, q complianceQuery, page model.Pa
 			row.ValidThrough, row.LastActionID, row.LastPerformedAt = r.ValidThrough, r.ActionID, r.PerformedAt
 			row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
 		}
-		row.State = StateOf(latest, q.Today, q.DueBefore)
+		row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
+		if r.State != nil {
+			row.State, row.DueDate = *r.State, r.DueDate
+		}
 		out = append(out, row)
 	}
 	paged := model.TrimPage(out, page, func(r ComplianceRow) uuid.UUID { return r.AssetID })
@@ -382,6 +399,10 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 		// actionType is one of ActionTypes (validated), safe as a literal;
 		// literals let the planner use the per-type index ranges.
 		literal := "'" + actionType + "'"
+		if slices.Contains(q.Planned, actionType) {
+			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param))
+			continue
+		}
 		if slices.Contains(q.States, StateNever) {
 			where := ""
 			if !allStates {
@@ -395,6 +416,7 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 			}
 			branches = append(branches, fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
+	CROSS JOIN `+noPlan+`
 	WHERE NOT k.deleted AND %[2]s%[3]s%[4]s ORDER BY k.asset_id LIMIT %[5]d)`,
 				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit))
 			continue
@@ -406,6 +428,7 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 			}
 			branches = append(branches, fmt.Sprintf(`(SELECT l.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM latest_actions l JOIN known_assets k ON k.asset_id = l.asset_id
+	CROSS JOIN `+noPlan+`
 	WHERE l.action_type = %[1]s AND %[2]s AND %[3]s AND NOT k.deleted%[4]s ORDER BY l.asset_id LIMIT %[5]d)`,
 				literal, cond, keyset("l.asset_id"), filters("l.asset_id"), limit))
 		}
@@ -415,12 +438,59 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 }
 
 // latestColumns are a branch's columns of latest_actions l (NULL without
-// a row).
-const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class`
+// a row) and the due date and state r of a planned type's rows (NULL in
+// the others, noPlan).
+const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class, r.due_date, r.state`
+
+// noPlan is the r of a type no plan is for: StateOf decides.
+const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state) r`
+
+// plannedBranch is the branch of an action type some inspection plan is
+// for: it walks the assets in order as the never branch does, finds each
+// one's plan (its asset type's own, else the type's for every asset type,
+// else none), and computes the due date and the state in SQL, so that the
+// state filter is applied before the page's limit. PostgreSQL's date +
+// interval adds the months first, clamping to the month's end, then the
+// days: model.Period.AddTo's rule. A row no plan applies to gets the
+// state StateOf would give it.
+//
+// A page of a state that few rows are in reads as many assets as it takes
+// to fill it (the dates depend on the plan, so no index holds them); a
+// plan's change costs nothing to write and is in the next answer.
+func plannedBranch(literal string, q complianceQuery, keyset, filters string, limit int, param func(string, any) string) string {
+	today := param("today", q.Today)
+	dueBefore := "(" + today + "::date + coalesce(p.soon, interval '" + fmt.Sprint(DueWindow) + " days'))::date"
+	if q.ComplianceFilter.DueBefore != nil {
+		dueBefore = param("due_before", q.DueBefore)
+	}
+	where := ""
+	if len(q.States) != len(States) {
+		where = " AND r.state = ANY(" + param("states", q.States) + "::text[])"
+	}
+	return fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
+	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
+	LEFT JOIN LATERAL (SELECT p.interval_period::interval AS every, p.first_due_after::interval AS first,
+			p.due_soon::interval AS soon
+		FROM inspection_plans p WHERE p.action_type = %[1]s AND (p.asset_type_id = k.asset_type_id OR p.asset_type_id IS NULL)
+		ORDER BY p.asset_type_id IS NULL LIMIT 1) p ON true
+	CROSS JOIN LATERAL (SELECT CASE
+			WHEN l.asset_id IS NULL THEN (registered_on(k.asset_id) + p.first)::date
+			WHEN l.valid_through IS NOT NULL THEN l.valid_through
+			ELSE (l.performed_at + p.every)::date END AS due_date) d
+	CROSS JOIN LATERAL (SELECT d.due_date, CASE
+			WHEN l.asset_id IS NULL THEN CASE WHEN d.due_date < %[2]s THEN 'overdue' ELSE 'never' END
+			WHEN l.class = 'failed' THEN 'failed'
+			WHEN d.due_date IS NULL THEN 'open_ended'
+			WHEN d.due_date < %[2]s THEN 'overdue'
+			WHEN d.due_date < %[3]s THEN 'due'
+			ELSE 'valid' END AS state) r
+	WHERE NOT k.deleted AND %[4]s%[5]s%[6]s ORDER BY k.asset_id LIMIT %[7]d)`,
+		literal, today, dueBefore, keyset, filters, where, limit)
+}
 
 // ComplianceSQL is the page query of f on the day today with its
 // arguments, for looking at its plan (make bench prints EXPLAIN ANALYZE of
 // its compliance rows).
-func ComplianceSQL(f ComplianceFilter, today model.Date, page model.Page) (string, []any) {
-	return complianceSQL(f.definite(today), page)
+func ComplianceSQL(f ComplianceFilter, today model.Date, planned []string, page model.Page) (string, []any) {
+	return complianceSQL(f.definite(today, planned), page)
 }

@@ -29,6 +29,13 @@ type Endpoints struct {
 	DeleteActionDocument  endpoint.Endpoint
 
 	Compliance endpoint.Endpoint
+
+	CreatePlan  endpoint.Endpoint
+	GetPlan     endpoint.Endpoint
+	ListPlans   endpoint.Endpoint
+	UpdatePlan  endpoint.Endpoint
+	DeletePlan  endpoint.Endpoint
+	PlanPresets endpoint.Endpoint
 }
 
 // actionDocumentPath names one action document of one action, from the
@@ -72,10 +79,19 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		}),
 
 		Compliance: endpoints.New(endpoints.List(s.Compliance)),
+
+		CreatePlan:  endpoints.New(endpoints.Created(s.CreatePlan, planLocation)),
+		GetPlan:     endpoints.New(s.GetPlan),
+		ListPlans:   endpoints.New(endpoints.List(s.ListPlans)),
+		UpdatePlan:  endpoints.New(endpoints.ByID(s.UpdatePlan)),
+		DeletePlan:  endpoints.New(endpoints.NoContent(s.DeletePlan)),
+		PlanPresets: endpoints.New(func(ctx context.Context, _ struct{}) ([]Preset, error) { return s.PlanPresets(ctx) }),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e
 }
+
+func planLocation(p Plan) string { return "/inspection_plans/" + p.ID.String() }
 
 func actionLocation(a ActionDetail) string { return "/actions/" + a.ID.String() }
 

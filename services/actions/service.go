@@ -49,6 +49,15 @@ type Service interface {
 	// Compliance is one page of what is due: a row per asset and action
 	// type, in asset creation order, then action type.
 	Compliance(ctx context.Context, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error)
+
+	// Inspection plans: every reader reads them, an admin writes them.
+	CreatePlan(ctx context.Context, in PlanInput) (Plan, error)
+	GetPlan(ctx context.Context, id uuid.UUID) (Plan, error)
+	ListPlans(ctx context.Context, f PlanFilter, page model.Page) (model.Paged[Plan], error)
+	UpdatePlan(ctx context.Context, id uuid.UUID, p PlanPatch) (Plan, error)
+	DeletePlan(ctx context.Context, id uuid.UUID) error
+	// PlanPresets are the plans an operator can load as a starting point.
+	PlanPresets(ctx context.Context) ([]Preset, error)
 }
 
 // service holds the rules: what an input must be, which references an
@@ -280,5 +289,39 @@ func (s *service) DeleteActionDocument(ctx context.Context, actionID, id uuid.UU
 // Compliance measures overdue against today (UTC) whatever due_before
 // says: a due_before in the past is allowed, and then no row is due.
 func (s *service) Compliance(ctx context.Context, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error) {
-	return s.store.Compliance(ctx, f.definite(s.today()), page)
+	planned, err := s.store.PlannedActionTypes(ctx)
+	if err != nil {
+		return model.Paged[ComplianceRow]{}, err
+	}
+	return s.store.Compliance(ctx, f.definite(s.today(), planned), page)
 }
+
+func (s *service) CreatePlan(ctx context.Context, in PlanInput) (Plan, error) {
+	in, err := in.Normalize()
+	if err != nil {
+		return Plan{}, err
+	}
+	return s.store.CreatePlan(ctx, in, auth.Subject(ctx), planReferences(in, nil))
+}
+
+func (s *service) GetPlan(ctx context.Context, id uuid.UUID) (Plan, error) {
+	return s.store.GetPlan(ctx, id)
+}
+
+func (s *service) ListPlans(ctx context.Context, f PlanFilter, page model.Page) (model.Paged[Plan], error) {
+	return s.store.ListPlans(ctx, f, page)
+}
+
+func (s *service) UpdatePlan(ctx context.Context, id uuid.UUID, p PlanPatch) (Plan, error) {
+	changed := func(old Plan, in PlanInput) []refs.Target { return planReferences(in, &old) }
+	if err := s.store.UpdatePlan(ctx, id, auth.Subject(ctx), p.Apply, changed); err != nil {
+		return Plan{}, err
+	}
+	return s.store.GetPlan(ctx, id)
+}
+
+func (s *service) DeletePlan(ctx context.Context, id uuid.UUID) error {
+	return s.store.DeletePlan(ctx, id)
+}
+
+func (s *service) PlanPresets(context.Context) ([]Preset, error) { return Presets, nil }

@@ -33,6 +33,8 @@ type Store struct {
 func NewStore(s *store.Store, r *refs.Registry) *Store {
 	r.Owns("action", refs.ExistsIn("actions"))
 	r.Owns("action_document", refs.ExistsIn("action_documents"))
+	r.Owns(outbox.KindInspectionPlan, refs.ExistsIn("inspection_plans"))
+	r.PointsAt("asset_type", plansNaming)
 	for kind, column := range map[string]string{"asset": "asset_id", "person": "person_id", "organization": "organization_id"} {
 		r.PointsAt(kind, func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 			return actionsNaming(ctx, q, column, id)

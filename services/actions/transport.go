@@ -32,8 +32,26 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))
 
 	handle("GET", "/compliance", endpoints.Serve(e.Compliance, decodeCompliance))
+
+	// Plans are an admin's to write. The presets' literal segment is
+	// matched before a plan's id.
+	handle("GET", "/inspection_plans/presets", endpoints.Serve(e.PlanPresets, decodeNothing))
+	handle("POST", "/inspection_plans", endpoints.Serve(e.CreatePlan, httpx.Body[PlanInput], endpoints.IdempotencyKey, endpoints.AdminOnly))
+	handle("GET", "/inspection_plans", endpoints.Serve(e.ListPlans, decodeListPlans))
+	handle("GET", "/inspection_plans/{id}", endpoints.Serve(e.GetPlan, httpx.PathID))
+	handle("PATCH", "/inspection_plans/{id}", endpoints.Serve(e.UpdatePlan, httpx.PathIDBody[PlanPatch], endpoints.IfMatch, endpoints.OwnerOnly, endpoints.AdminOnly))
+	handle("DELETE", "/inspection_plans/{id}", endpoints.Serve(e.DeletePlan, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly, endpoints.AdminOnly))
 	return r
 }
+
+func decodeListPlans(r *http.Request) (httpx.ListRequest[PlanFilter], error) {
+	q := httpx.ParseQuery(r, "limit", "cursor", "action_type", "asset_type_id")
+	f := PlanFilter{ActionType: q.Enum("action_type", ActionTypes), AssetTypeID: q.UUID("asset_type_id")}
+	return httpx.ListRequest[PlanFilter]{Filter: f, Page: q.Page()}, q.Err()
+}
+
+// decodeNothing reads a request that carries nothing: no query, no body.
+func decodeNothing(r *http.Request) (struct{}, error) { return struct{}{}, httpx.NoQuery(r) }
 
 func decodeListActions(r *http.Request) (httpx.ListRequest[ActionFilter], error) {
 	q := httpx.ParseQuery(r, "limit", "cursor", "asset_id", "person_id", "organization_id", "action_type", "status_ok",

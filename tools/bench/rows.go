@@ -186,6 +186,9 @@ var Calls = []Call{
 	// What is due at registry scale (Options.ComplianceAssets): overdue
 	// expert controls, the first page and one 500 pages deep.
 	compliancePage(false), compliancePage(true),
+	// The same question of a type under an inspection plan, whose dates
+	// are computed as the page is read.
+	compliancePlannedPage(),
 	// Warm: a small set of people, each found once before the row starts
 	// and then again and again.
 	{Name: "POST /people/find, cache warm", Service: "parties", Limit: RefGet,

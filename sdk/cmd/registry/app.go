@@ -238,7 +238,7 @@ func (a *app) commands() *ffcli.Command {
 		ShortUsage: "registry <command> [flags]",
 		ShortHelp:  "the Asset Registry from a shell",
 		Subcommands: []*ffcli.Command{orgs, people, assetTypes, assets, actions, actionDocuments, documents,
-			a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
+			a.plansCommand(), a.complianceCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
 			a.checkpointCommand(), a.logKeygenCommand(), a.passportCommand(), a.verifyCommand()},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

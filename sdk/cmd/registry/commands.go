@@ -98,6 +98,9 @@ var columns = map[string][]string{
 	"action_documents": {"id", "action_id", "document_id", "source_system", "source_reference"},
 	"links":            {"person_id", "organization_id", "relation_type", "created_at"},
 	"events":           {"time", "type", "subject", "actor"},
+	"plans":            {"id", "action_type", "asset_type_id", "interval", "first_due_after", "due_soon"},
+	"presets":          {"name", "action_type", "interval", "first_due_after", "due_soon"},
+	"compliance":       {"asset_id", "action_type", "state", "due_date", "last_performed_at", "last_action_id"},
 }
 
 // print writes one value (or a list) as JSON or as a table.

@@ -12,4 +12,5 @@ type (
 	iterAssetType = iter.Seq2[registry.AssetType, error]
 	iterAsset     = iter.Seq2[registry.Asset, error]
 	iterAction    = iter.Seq2[registry.Action, error]
+	iterPlan      = iter.Seq2[registry.InspectionPlan, error]
 )

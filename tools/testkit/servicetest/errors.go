@@ -37,6 +37,9 @@ func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
 		if op.Scope == auth.ScopeWrite {
 			token = s.RW
 		}
+		if op.Admin {
+			token = s.Admin
+		}
 		path := fill(op.Path, nil)
 		query := op.encodedQuery()
 		name := op.Method + " " + op.Path
@@ -63,6 +66,9 @@ func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
 				lacking = s.RO
 			}
 			row("token without "+op.Scope, 403, op.Method, path+query, lacking, validBody)
+			if op.Admin {
+				row("token without "+auth.ScopeAdmin, 403, op.Method, path+query, s.RW, validBody)
+			}
 			row("unknown query parameter", 400, op.Method, path+withParam(query, "zz_unknown=1"), token, validBody)
 			// Pairs Go's own query parsing drops, leaving the rest to
 			// answer as if they had not been sent.

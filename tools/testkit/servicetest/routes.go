@@ -99,6 +99,7 @@ type operation struct {
 	List         bool   // takes limit and cursor
 	Query        map[string]string
 	Scope        string
+	Admin        bool     // its security asks registry:admin besides Scope (an operator's setting)
 	Takes        []string // the request headers of declaredHeaders it documents, sorted
 }
 
@@ -164,6 +165,7 @@ func documentOperations(t testing.TB, spec servicekit.Spec) []operation {
 					if slices.Contains(scopes, auth.ScopeWrite) {
 						o.Scope = auth.ScopeWrite
 					}
+					o.Admin = o.Admin || slices.Contains(scopes, auth.ScopeAdmin)
 				}
 			}
 			slices.Sort(o.Takes)

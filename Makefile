@@ -134,8 +134,8 @@ lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services 
 	@go run ./tools/cmd/layercheck
 
 .PHONY: capacity
-capacity: servers deps ## the capacity model's figures (docs/capacity.md): CAPACITY_ROWS events (default 1000000; the model's is 10000000) seeded, its maintenance and reads timed
-	@cd services/events && CAPACITY_ROWS=$${CAPACITY_ROWS:-1000000} go test -tags capacity -count=1 -timeout 4h -run TestCapacity -v . | grep -v '^=== RUN'
+capacity: servers deps ## the capacity model's figures (docs/capacity.md): CAPACITY_ROWS events and actions (default 1000000; the model's is 10000000) seeded, maintenance and reads timed
+	@for s in events actions; do (cd services/$$s && CAPACITY_ROWS=$${CAPACITY_ROWS:-1000000} go test -tags capacity -count=1 -timeout 4h -run TestCapacity -v . | grep -v '^=== RUN'); done
 
 .PHONY: bench
 bench: servers deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)

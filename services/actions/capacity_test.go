@@ -1,0 +1,123 @@
+//go:build capacity
+
+package actions
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
+)
+
+// The actions side of the capacity model (`make capacity`,
+// docs/capacity.md): CAPACITY_ROWS actions over a tenth as many assets
+// (known to the compliance model), seeded in SQL, then the bytes per
+// million rows of each table, the compliance rebuild, an index built
+// CONCURRENTLY, and the reads (the first and a deep page of actions, a
+// page of /compliance), each timed. Figures, not assertions.
+
+func capacityRows(t *testing.T) int {
+	n := 1_000_000
+	if v := os.Getenv("CAPACITY_ROWS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
+			t.Fatalf("CAPACITY_ROWS=%q: a number of rows, at least 1000", v)
+		}
+	}
+	return n
+}
+
+func timed(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	start := time.Now()
+	if err := fn(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Logf("%-60s %10s", what, time.Since(start).Round(time.Millisecond))
+}
+
+func median(t *testing.T, what string, n int, fn func()) {
+	t.Helper()
+	took := make([]time.Duration, n)
+	for i := range took {
+		start := time.Now()
+		fn()
+		took[i] = time.Since(start)
+	}
+	slices.Sort(took)
+	t.Logf("%-60s %10s (median of %d, slowest %s)", what, took[n/2].Round(100*time.Microsecond), n, took[n-1].Round(100*time.Microsecond))
+}
+
+func TestCapacityActions(t *testing.T) {
+	n := capacityRows(t)
+	s := servicetest.Start(t, Spec())
+	ctx := context.Background()
+	conn, err := s.Built.Store.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET statement_timeout = 0`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET statement_timeout`) //nolint:errcheck // the pool's own setting
+	assets := n / 10
+	const assetType = "0190b2a4-7c3e-7000-8000-000000000001"
+	asset := func(expr string) string {
+		return `('00000000-0000-7000-8000-' || lpad(to_hex(` + expr + `), 12, '0'))::uuid`
+	}
+	timed(t, fmt.Sprintf("seed %d assets in the compliance model", assets), func() error {
+		_, err := conn.Exec(ctx, `INSERT INTO known_assets (asset_id, asset_type_id, event_id)
+			SELECT `+asset("g")+`, $2, '00000000-0000-7000-8000-000000000000' FROM generate_series(1, $1) g`, assets, assetType)
+		return err
+	})
+	timed(t, fmt.Sprintf("seed %d actions (10 per asset, 3 types)", n), func() error {
+		_, err := conn.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, reference, status, status_ok, status_use_ok,
+				status_finalized, status_valid_through, source_system, source_reference, data, created_by, updated_by)
+			SELECT (lpad(to_hex(1700000000000 + g), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 3)
+					|| lpad(to_hex(g), 12, '0'))::uuid, `+asset("1 + g % $1")+`, ($3::text[])[1 + (g % 3)], date '2016-01-01' + (g % 3650),
+				'EK-' || g, 'approved', g % 20 <> 7, g % 20 <> 7, g % 10 <> 9, date '2026-01-01' + (g % 1500),
+				'capacity-app', 'ref-' || g, json_build_object('brakes', 'ok', 'load', 1.5, 'note', 'capacity seed ' || g)::jsonb, 'capacity', 'capacity'
+			FROM generate_series(1, $2) g`, assets, n, ActionTypes[:3])
+		if err == nil {
+			_, err = conn.Exec(ctx, `ANALYZE actions; ANALYZE known_assets`)
+		}
+		return err
+	})
+	st := &Store{Store: s.Built.Store}
+	timed(t, "the compliance rebuild of latest actions (500 assets a batch)", func() error {
+		_, err := st.RebuildLatest(ctx)
+		if err == nil {
+			_, err = conn.Exec(ctx, `ANALYZE latest_actions`)
+		}
+		return err
+	})
+	for _, table := range []string{"actions", "known_assets", "latest_actions"} {
+		var rows, heap, total int64
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+table+`), pg_relation_size($1), pg_total_relation_size($1)`, table).
+			Scan(&rows, &heap, &total); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-60s %10d rows, %6.0f MB per million rows (heap %4.0f MB, indexes and TOAST %4.0f MB)", "size of "+table, rows,
+			float64(total)/float64(rows), float64(heap)/float64(rows), float64(total-heap)/float64(rows))
+	}
+	median(t, "GET /actions?limit=100 (the first page)", 21, func() { s.Call(200, "GET", "/actions?limit=100", s.RO, nil) })
+	median(t, "GET /actions?asset_id=…&limit=100 (one asset's actions)", 21, func() {
+		s.Call(200, "GET", "/actions?limit=100&asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2), s.RO, nil)
+	})
+	median(t, "GET /compliance?action_type=…&limit=100 (the first page)", 21, func() {
+		s.Call(200, "GET", "/compliance?limit=100&action_type="+ActionTypes[0], s.RO, nil)
+	})
+	median(t, "GET /compliance?asset_id=… (one asset)", 21, func() {
+		s.Call(200, "GET", "/compliance?asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2), s.RO, nil)
+	})
+	timed(t, "an index built CONCURRENTLY on actions (performed_at, id)", func() error {
+		_, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY capacity_probe ON actions (performed_at, id)`)
+		return err
+	})
+}

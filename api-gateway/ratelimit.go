@@ -24,6 +24,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
@@ -31,8 +32,10 @@ import (
 // Redis, so every replica of the gateway draws on one budget per client
 // (adding replicas does not multiply it).
 type RateLimitConfig struct {
-	Enabled  bool
-	RedisURL string
+	Enabled bool
+	// Redis keeps the budgets: one server, or the primary Sentinel names
+	// (followed through failovers).
+	Redis cache.Connection
 	// KeyPrefix starts every key of the budgets (after redis_rate's own
 	// "rate:"); installations sharing a Redis use different prefixes.
 	KeyPrefix string
@@ -60,12 +63,13 @@ type RateLimitConfig struct {
 	Backoff time.Duration
 }
 
-// RegisterFlags adds the rate-limit.* flags (env RATE_LIMIT_*) and
-// redis.url (env REDIS_URL, the services' own name for their Redis).
+// RegisterFlags adds the rate-limit.* flags (env RATE_LIMIT_*) and the
+// redis.* connection flags (env REDIS_URL, REDIS_MASTER_NAME, ...: the
+// services' own names for their Redis).
 func (c *RateLimitConfig) RegisterFlags(fs *flag.FlagSet) {
 	c.Default, c.Unauthenticated, c.Probes, c.Items = DefaultBudget, DefaultUnauthenticatedBudget, DefaultProbesBudget, DefaultItemBudget
 	fs.BoolVar(&c.Enabled, "rate-limit.enabled", true, "limit each client's requests (needs redis.url); false turns every limit off")
-	fs.StringVar(&c.RedisURL, "redis.url", "", "Redis URL where the rate-limit budgets are kept, shared by every gateway replica")
+	c.Redis.RegisterFlags(fs, "Redis URL where the rate-limit budgets are kept, shared by every gateway replica")
 	fs.StringVar(&c.KeyPrefix, "rate-limit.key-prefix", "api-gateway:", "start of the budgets' Redis keys (after \"rate:\"); installations sharing a Redis need different ones")
 	fs.Var(budgetValue{&c.Default}, "rate-limit.default", "each client's budget, <quota>/<window>: quota requests in any window, all usable at once")
 	fs.Var(&c.Clients, "rate-limit.clients", "budgets of particular clients (token sub), <client>=<quota>/<window>,...; the policy name in the headers is the client")
@@ -83,7 +87,7 @@ func (c RateLimitConfig) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
-	if c.RedisURL == "" {
+	if !c.Redis.Enabled() {
 		return errors.New("gateway: rate limits are on but redis.url (REDIS_URL) is empty: the budgets are kept in Redis; set rate-limit.enabled=false to run without limits")
 	}
 	if c.Default.Quota < 1 || c.Unauthenticated.Quota < 1 || c.Probes.Quota < 1 {
@@ -176,9 +180,9 @@ func newRateLimiter(cfg RateLimitConfig, logger log.Logger) (*rateLimiter, error
 	if !cfg.Enabled {
 		return nil, nil
 	}
-	opts, err := redis.ParseURL(cfg.RedisURL)
+	opts, err := cfg.Redis.Options()
 	if err != nil {
-		return nil, fmt.Errorf("gateway: redis.url: %w", err)
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	// Every wait is bounded by the request's own deadline (cfg.Timeout):
 	// a hung Redis costs a request at most that, and then cfg.Backoff
@@ -187,7 +191,7 @@ func newRateLimiter(cfg RateLimitConfig, logger log.Logger) (*rateLimiter, error
 	opts.DialTimeout = max(cfg.Timeout, 100*time.Millisecond)
 	opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
 	opts.MaxRetries, opts.DialerRetries = -1, 1
-	client := redis.NewClient(opts)
+	client := cfg.Redis.NewClient(opts)
 	leases, err := lru.New[string, *lease](leaseClients)
 	if err != nil {
 		return nil, err

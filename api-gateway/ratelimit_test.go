@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -169,7 +170,7 @@ func TestClientAddress(t *testing.T) {
 // Redis at url under a key prefix of this test alone.
 func limited(url, prefix string, change func(*RateLimitConfig)) func(*Config) {
 	return func(c *Config) {
-		c.RateLimit = RateLimitConfig{Enabled: true, RedisURL: url, KeyPrefix: prefix,
+		c.RateLimit = RateLimitConfig{Enabled: true, Redis: cache.Connection{URL: url}, KeyPrefix: prefix,
 			Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Timeout: time.Second, Backoff: time.Second}
 		if change != nil {
 			change(&c.RateLimit)
@@ -454,8 +455,8 @@ func TestRateLimitSettings(t *testing.T) {
 	}{
 		{"on without Redis", RateLimitConfig{Enabled: true, Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Timeout: time.Millisecond}, "redis.url"},
 		{"off without Redis", RateLimitConfig{}, ""},
-		{"no timeout", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget}, "timeout"},
-		{"on", RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget, Timeout: time.Millisecond}, ""},
+		{"no timeout", RateLimitConfig{Enabled: true, Redis: cache.Connection{URL: "redis://127.0.0.1:1"}, Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget}, "timeout"},
+		{"on", RateLimitConfig{Enabled: true, Redis: cache.Connection{URL: "redis://127.0.0.1:1"}, Default: DefaultBudget, Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget, Timeout: time.Millisecond}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
@@ -583,7 +584,7 @@ func TestBatchItemsDrawOnTheirOwnBudget(t *testing.T) {
 }
 
 func TestItemBudgetSettings(t *testing.T) {
-	base := RateLimitConfig{Enabled: true, RedisURL: "redis://127.0.0.1:1", Default: DefaultBudget,
+	base := RateLimitConfig{Enabled: true, Redis: cache.Connection{URL: "redis://127.0.0.1:1"}, Default: DefaultBudget,
 		Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget, Timeout: time.Millisecond}
 	for _, tt := range []struct {
 		name    string

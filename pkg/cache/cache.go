@@ -44,36 +44,39 @@ import (
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
-// Config of the Redis connection.
+// Config of the find cache: where its Redis is (one server, or the primary
+// Sentinel names) and how it is used.
 type Config struct {
-	URL     string
+	Connection
 	TTL     time.Duration
 	Timeout time.Duration
 	Backoff time.Duration
 }
 
-// RegisterFlags adds the redis.* flags (env REDIS_URL, REDIS_TTL, ...).
+// RegisterFlags adds the redis.* flags (env REDIS_URL, REDIS_MASTER_NAME, REDIS_TTL, ...).
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.URL, "redis.url", "", "Redis URL for the find cache; empty disables caching")
+	c.Connection.RegisterFlags(fs, "Redis URL for the find cache; empty disables caching")
 	fs.DurationVar(&c.TTL, "redis.ttl", 5*time.Minute, "lifetime of a cached find; also bounds staleness after a partitioned write")
 	fs.DurationVar(&c.Timeout, "redis.timeout", 100*time.Millisecond, "per-operation timeout; a slower Redis is treated as down")
 	fs.DurationVar(&c.Backoff, "redis.backoff", time.Second, "how long to bypass Redis after an error")
 }
 
-// Connect returns a client (traced when telemetry.TracingEnabled), or nil when no URL is configured.
+// Connect returns a client (traced when telemetry.TracingEnabled), or nil
+// when no URL is configured. With Sentinel it follows the primary through
+// failovers.
 func Connect(cfg Config) (*redis.Client, error) {
-	if cfg.URL == "" {
+	if !cfg.Enabled() {
 		return nil, nil
 	}
-	opts, err := redis.ParseURL(cfg.URL)
+	opts, err := cfg.Options()
 	if err != nil {
-		return nil, fmt.Errorf("cache: parse redis.url: %w", err)
+		return nil, fmt.Errorf("cache: %w", err)
 	}
 	opts.DialTimeout = 2 * cfg.Timeout
 	opts.ReadTimeout = cfg.Timeout
 	opts.WriteTimeout = cfg.Timeout
 	opts.MaxRetries = -1 // fail fast and fall back to the database instead
-	client := redis.NewClient(opts)
+	client := cfg.NewClient(opts)
 	// Without an exporter the tracing hook only makes spans nobody sees,
 	// and reads the caller's file and line for each command: a tenth of a
 	// cached find's CPU. Call Connect after telemetry.SetupTracing.
@@ -94,8 +97,9 @@ var metrics = promauto.NewCounterVec(prometheus.CounterOpts{
 
 // Finds caches find results of one namespace (one service).
 type Finds struct {
-	client    *redis.Client
+	client    redis.UniversalClient
 	namespace string
+	prefix    string // keyPrefix(namespace)
 	cfg       Config
 	logger    log.Logger
 
@@ -120,8 +124,33 @@ type pendingBumps struct {
 }
 
 // NewFinds returns the cache; a nil client yields a cache that always misses.
-func NewFinds(client *redis.Client, namespace string, cfg Config, logger log.Logger) *Finds {
-	return &Finds{client: client, namespace: namespace, cfg: cfg, logger: logger}
+// Its keys share one hash slot (the namespace's hash tag), so every script
+// and pipeline of it runs on Redis Cluster too. A client of one primary
+// (Connect's) bumps the epoch on each new primary it is moved to.
+func NewFinds(client redis.UniversalClient, namespace string, cfg Config, logger log.Logger) *Finds {
+	f := &Finds{namespace: namespace, cfg: cfg, logger: logger, prefix: keyPrefix(namespace)}
+	switch c := client.(type) {
+	case nil:
+	case *redis.Client:
+		if c == nil {
+			break
+		}
+		f.client = c
+		c.AddHook(&primaryWatch{bump: func(ctx context.Context, primary string) error {
+			return incrAt(ctx, c, primary, f.genKey(epoch))
+		}})
+	default:
+		f.client = client
+	}
+	return f
+}
+
+// keyPrefix starts every key of a namespace: the namespace itself (a
+// service's Redis user may touch only keys that start with its name) and
+// a hash tag of it, which puts them all in one hash slot.
+func keyPrefix(namespace string) string {
+	sum := sha256.Sum256([]byte(namespace))
+	return namespace + ":{" + hex.EncodeToString(sum[:4]) + "}:"
 }
 
 // Entry is the result of a lookup. Store must be given the value read from
@@ -130,15 +159,24 @@ func NewFinds(client *redis.Client, namespace string, cfg Config, logger log.Log
 type Entry struct {
 	f   *Finds
 	key string // empty: do not store
+	tag string // the generations the lookup read
 }
 
-// lookupScript reads the generations of KEYS and the entry stored under
-// them in one round trip.
+// lookupScript reads the generations of every KEYS but the last and the
+// entry, the last, in one round trip. An entry holds the generations it
+// was stored under ("<tag>:<answer>"): it answers only while they are
+// current. Every key the script touches is in KEYS, so it runs on Redis
+// Cluster as well (the keys share a slot, see keyPrefix).
 var lookupScript = redis.NewScript(`
+local n = #KEYS - 1
 local gens = {}
-for i, key in ipairs(KEYS) do gens[i] = redis.call('GET', key) or '0' end
+for i = 1, n do gens[i] = redis.call('GET', KEYS[i]) or '0' end
 local tag = table.concat(gens, '.')
-return {tag, redis.call('GET', ARGV[1] .. tag .. ':' .. ARGV[2])}
+local entry = redis.call('GET', KEYS[n + 1])
+if entry and string.sub(entry, 1, #tag + 1) == tag .. ':' then
+	return {tag, string.sub(entry, #tag + 2)}
+end
+return {tag, false}
 `)
 
 // Get looks key up among the finds that depend on scopes and decodes a hit
@@ -177,19 +215,20 @@ func (f *Finds) lookup(ctx context.Context, scopes []string, key string) (Entry,
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	keys := make([]string, 0, len(scopes)+1)
+	keys := make([]string, 0, len(scopes)+2)
 	keys = append(keys, f.genKey(epoch))
 	for _, s := range scopes {
 		keys = append(keys, f.genKey(s))
 	}
-	res, err := lookupScript.Run(ctx, f.client, keys, f.entryPrefix(), key).Slice()
+	entryKey := f.prefix + "find:" + key
+	res, err := lookupScript.Run(ctx, f.client, append(keys, entryKey)).Slice()
 	if err != nil {
 		f.fail(err)
 		f.count("error")
 		return Entry{}, nil, false
 	}
 	tag, _ := res[0].(string)
-	entry := Entry{f: f, key: f.entryPrefix() + tag + ":" + key}
+	entry := Entry{f: f, key: entryKey, tag: tag}
 	raw, ok := res[1].(string)
 	if !ok {
 		f.count("miss")
@@ -218,7 +257,9 @@ func (e Entry) StoreJSON(ctx context.Context, raw []byte) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.f.cfg.Timeout)
 	defer cancel()
-	if err := e.f.client.Set(ctx, e.key, raw, e.f.cfg.TTL).Err(); err != nil {
+	value := make([]byte, 0, len(e.tag)+1+len(raw))
+	value = append(append(append(value, e.tag...), ':'), raw...)
+	if err := e.f.client.Set(ctx, e.key, value, e.f.cfg.TTL).Err(); err != nil {
 		e.f.fail(err)
 	}
 }
@@ -421,5 +462,4 @@ var (
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
-func (f *Finds) genKey(scope string) string { return f.namespace + ":gen:" + scope }
-func (f *Finds) entryPrefix() string        { return f.namespace + ":find:" }
+func (f *Finds) genKey(scope string) string { return f.prefix + "gen:" + scope }

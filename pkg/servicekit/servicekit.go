@@ -93,9 +93,11 @@ type Deps struct {
 
 // Lock is the schema's lock named name, for work one replica does at a
 // time (a consumer, a command that must not run twice at once): its
-// sessions on the primary, the leader's silence of database.leader-silence.
+// sessions on the primary itself (database.direct-url: a session lock
+// would not hold through a pooler in transaction mode), the leader's
+// silence of database.leader-silence.
 func (d Deps) Lock(name string) leader.Lock {
-	return leader.Lock{Pool: d.Store.Pool.Pool, Name: name, Silence: d.leaderSilence, Logger: d.Logger}
+	return leader.Lock{Pool: d.Store.Pool.Sessions(), Name: name, Silence: d.leaderSilence, Logger: d.Logger}
 }
 
 // Handlers are what Build returns.
@@ -266,6 +268,10 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	// Every call needs the issuer's keys; once loaded they outlive an
 	// issuer outage, so this check fails only until the first load.
 	checks := []process.HealthCheck{{Name: "postgres", Probe: store.Ping(pool)}, {Name: "oidc", Probe: verifier.Ready}}
+	if cfg.Database.ReadURL != "" {
+		// Optional: the primary stands in for a replica that is down.
+		checks = append(checks, process.HealthCheck{Name: "postgres-read", Optional: true, Probe: pool.ReplicaReady})
+	}
 
 	redisClient, err := cache.Connect(cfg.Redis)
 	if err != nil {
@@ -360,7 +366,8 @@ func newRelay(name string, pool *store.Pool, rec *outbox.Recorder, cfg Config, l
 	if err != nil {
 		return nil, nil, err
 	}
-	relay, err = outbox.NewRelay(pool.Pool, cfg.Database.Schema, nc, rec, cfg.Events, logger)
+	// The relay's leader holds a session lock: on the primary itself.
+	relay, err = outbox.NewRelay(pool.Sessions(), cfg.Database.Schema, nc, rec, cfg.Events, logger)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,6 +27,106 @@ type Pool struct {
 	*pgxpool.Pool
 	acquireTimeout time.Duration
 	writes         *semaphore.Weighted
+	settings       map[string]string // what its sessions run with (CheckSettings)
+
+	// replica is database.read-url's pool (nil without one), which Reads
+	// prefers; replicaDownAt is when it last failed to give a connection.
+	replica       *Pool
+	replicaDownAt atomic.Int64
+	// sessions is database.direct-url's pool (nil: the pool itself).
+	sessions *pgxpool.Pool
+}
+
+// Sessions is the pool for work that holds a session (a session advisory
+// lock, a migration): the primary without a pooler in between.
+func (p *Pool) Sessions() *pgxpool.Pool {
+	if p.sessions != nil {
+		return p.sessions
+	}
+	return p.Pool
+}
+
+// Close closes the pool and the replica's and sessions' pools.
+func (p *Pool) Close() {
+	if p.replica != nil {
+		p.replica.Close()
+	}
+	if p.sessions != nil {
+		p.sessions.Close()
+	}
+	p.Pool.Close()
+}
+
+// replicaBackoff is how long reads go to the primary after the replica
+// failed to give a connection, so a replica that is down costs one failed
+// connect per backoff, not one per read.
+const replicaBackoff = 5 * time.Second
+
+// Reads is what a read that may lag the primary runs on: the replica
+// (database.read-url) while it gives connections, else the primary.
+func (p *Pool) Reads() Querier {
+	if p.replica == nil {
+		return p
+	}
+	return replicaReads{p}
+}
+
+// ReplicaReady is the readiness check of the replica (an optional one:
+// the primary stands in for it).
+func (p *Pool) ReplicaReady(ctx context.Context) error {
+	if p.replica == nil {
+		return nil
+	}
+	return Classify(p.replica.Ping(ctx), "ping the read replica")
+}
+
+// replicaReads sends reads to the replica, and to the primary while the
+// replica cannot be connected to. Only the connection is retried on the
+// primary: a query that fails on the replica once it runs fails.
+type replicaReads struct{ p *Pool }
+
+func (r replicaReads) replica(ctx context.Context) (*pgxpool.Conn, bool) {
+	if since := time.Now().UnixNano() - r.p.replicaDownAt.Load(); since < int64(replicaBackoff) {
+		return nil, false
+	}
+	conn, err := r.p.replica.acquire(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.p.replicaDownAt.Store(time.Now().UnixNano())
+		}
+		return nil, false
+	}
+	return conn, true
+}
+
+func (r replicaReads) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	conn, ok := r.replica(ctx)
+	if !ok {
+		return r.p.Query(ctx, sql, args...)
+	}
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	return &releasingRows{Rows: rows, release: conn.Release}, nil
+}
+
+func (r replicaReads) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	conn, ok := r.replica(ctx)
+	if !ok {
+		return r.p.QueryRow(ctx, sql, args...)
+	}
+	return releasingRow{row: conn.QueryRow(ctx, sql, args...), release: conn.Release}
+}
+
+func (r replicaReads) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	conn, ok := r.replica(ctx)
+	if !ok {
+		return r.p.Exec(ctx, sql, args...)
+	}
+	defer conn.Release()
+	return conn.Exec(ctx, sql, args...)
 }
 
 func newPool(p *pgxpool.Pool, cfg Config) *Pool {

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,7 +37,18 @@ import (
 
 // Config of a service's database.
 type Config struct {
-	URL              string
+	URL string
+	// ReadURL, when set, is a read-only replica (a hot standby) that the
+	// reads which may lag the primary use (Store.Reads): lists, finds and
+	// the compliance report; the primary stands in while it cannot be
+	// reached.
+	ReadURL string
+	// DirectURL, when set, reaches the primary without a connection pooler
+	// in between, for what holds a session: migrations and the leaders'
+	// session advisory locks. Set it when URL goes through a pooler in
+	// transaction mode (PgBouncer, CloudNativePG's Pooler), which hands
+	// a session's server connection to other clients between transactions.
+	DirectURL        string
 	Schema           string
 	MaxConns         int
 	MaxWrites        int // write transactions at once; 0: WriteSlots' default
@@ -53,6 +66,8 @@ type Config struct {
 // RegisterFlags adds the database.* flags (env DATABASE_URL, DATABASE_SCHEMA, ...).
 func (c *Config) RegisterFlags(fs *flag.FlagSet, defaultSchema string) {
 	fs.StringVar(&c.URL, "database.url", "", "PostgreSQL connection URL (required)")
+	fs.StringVar(&c.ReadURL, "database.read-url", "", "PostgreSQL URL of a read-only replica for lists, finds and the compliance report, which may then lag the primary (see docs/operations.md); empty: they read the primary")
+	fs.StringVar(&c.DirectURL, "database.direct-url", "", "PostgreSQL URL of the primary without a pooler in between, for migrations and session locks, when database.url goes through a pooler in transaction mode; empty: database.url")
 	fs.StringVar(&c.Schema, "database.schema", defaultSchema, "schema this service owns; created and migrated at start")
 	fs.IntVar(&c.MaxConns, "database.max-conns", 20, "maximum open connections")
 	fs.IntVar(&c.MaxWrites, "database.max-writes", 0, "write transactions at once, the rest wait their turn in order (0: 2 × CPUs + 1, at most max-conns less a quarter)")
@@ -73,6 +88,8 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // search_path), so SQL and migrations are written without schema names and
 // each test can run in a schema of its own. Queries are traced, and the
 // pool's statistics are exported as pgxpool_* metrics labelled by schema.
+// With cfg.ReadURL it opens the replica's pool too, and with cfg.DirectURL
+// a small pool of its own for sessions.
 func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("postgres: database.url is required")
@@ -80,23 +97,81 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	if !schemaName.MatchString(cfg.Schema) {
 		return nil, fmt.Errorf("postgres: schema %q is not a plain lowercase identifier", cfg.Schema)
 	}
-	pc, err := pgxpool.ParseConfig(cfg.URL)
+	settings := sessionSettings(cfg)
+	primary, err := openPool(ctx, "database.url", cfg.URL, cfg.MaxConns, settings)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse database.url: %w", err)
+		return nil, err
 	}
-	if cfg.MaxConns > 0 {
-		pc.MaxConns = int32(cfg.MaxConns)
+	p := newPool(primary, cfg)
+	p.settings = settings
+	metrics.track(cfg.Schema, primary)
+	if cfg.ReadURL != "" {
+		// Reads need no write slots; a quarter of the primary's pool is
+		// what they may hold there, the replica gets as many as the
+		// primary has.
+		replica, err := openPool(ctx, "database.read-url", cfg.ReadURL, cfg.MaxConns, readSettings(cfg))
+		if err != nil {
+			primary.Close()
+			return nil, err
+		}
+		p.replica = newPool(replica, cfg)
 	}
-	pc.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
+	if cfg.DirectURL != "" {
+		// Sessions are few: a relay's and a consumer's leader, migrations.
+		if p.sessions, err = openPool(ctx, "database.direct-url", cfg.DirectURL, sessionConns, settings); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// sessionConns bounds the pool of database.direct-url.
+const sessionConns = 4
+
+// sessionSettings are what every session on the primary runs with.
+func sessionSettings(cfg Config) map[string]string {
+	settings := map[string]string{"search_path": cfg.Schema}
 	for param, d := range map[string]time.Duration{
 		"statement_timeout":                   cfg.StatementTimeout,
 		"lock_timeout":                        cfg.LockTimeout,
 		"idle_in_transaction_session_timeout": cfg.IdleInTxTimeout,
 	} {
 		if d > 0 {
-			pc.ConnConfig.RuntimeParams[param] = fmt.Sprint(d.Milliseconds())
+			settings[param] = fmt.Sprint(d.Milliseconds())
 		}
 	}
+	if cfg.ReadURL != "" {
+		// A commit waits until a synchronous standby shows it to its
+		// readers, so a read on the replica after a write's answer sees
+		// the write, and a cached find is never stored from a replica
+		// that has not caught up with the write that made the entry
+		// stale. Without a synchronous standby (synchronous_standby_names
+		// empty) it waits for nothing.
+		settings["synchronous_commit"] = "remote_apply"
+	}
+	return settings
+}
+
+// readSettings are the replica's sessions': the primary's but for commits,
+// which a read-only session has none of.
+func readSettings(cfg Config) map[string]string {
+	settings := sessionSettings(cfg)
+	delete(settings, "synchronous_commit")
+	return settings
+}
+
+// openPool opens a pool on url (named by flag in errors) whose sessions
+// run with settings.
+func openPool(ctx context.Context, flag, url string, maxConns int, settings map[string]string) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse %s: %w", flag, err)
+	}
+	if maxConns > 0 {
+		pc.MaxConns = int32(maxConns)
+	}
+	maps.Copy(pc.ConnConfig.RuntimeParams, settings)
 	// Parameters stay out of spans: they hold names and birth dates.
 	// Without an exporter there is no tracer: its spans would go nowhere.
 	if telemetry.TracingEnabled() {
@@ -115,10 +190,63 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: create pool: %w", err)
+		return nil, fmt.Errorf("postgres: create pool (%s): %w", flag, err)
 	}
-	metrics.track(cfg.Schema, pool)
-	return newPool(pool, cfg), nil
+	return pool, nil
+}
+
+// CheckSettings makes sure the sessions run with the settings the pool
+// asked for. A connection pooler in transaction mode (PgBouncer) drops
+// the startup parameters they are asked with: a service whose sessions
+// ran without its schema on the search path would fail every query, and
+// one without its timeouts would fail nothing but hang where it should
+// answer 503. Give them to the role instead (ALTER ROLE ... SET) and the
+// check passes.
+func CheckSettings(ctx context.Context, pool *Pool) error {
+	check := func(flag string, p *pgxpool.Pool, settings map[string]string) error {
+		names := slices.Sorted(maps.Keys(settings))
+		rows, err := p.Query(ctx, `SELECT name, setting FROM pg_settings WHERE name = ANY($1)`, names)
+		if err != nil {
+			return Classify(err, "read the session's settings ("+flag+")")
+		}
+		got := map[string]string{}
+		for rows.Next() {
+			var name, setting string
+			if err := rows.Scan(&name, &setting); err != nil {
+				return Classify(err, "read the session's settings ("+flag+")")
+			}
+			got[name] = setting
+		}
+		if err := rows.Err(); err != nil {
+			return Classify(err, "read the session's settings ("+flag+")")
+		}
+		var wrong []string
+		for _, name := range names {
+			if got[name] != settings[name] && !(name == "search_path" && strings.Trim(got[name], `"`) == settings[name]) {
+				wrong = append(wrong, fmt.Sprintf("%s is %q, not %q", name, got[name], settings[name]))
+			}
+		}
+		if len(wrong) > 0 {
+			return fmt.Errorf("postgres: sessions of %s do not run with the service's settings (%s): "+
+				"a connection pooler in transaction mode drops them; set them on the role "+
+				"(ALTER ROLE ... IN DATABASE ... SET ..., see docs/operations.md)", flag, strings.Join(wrong, "; "))
+		}
+		return nil
+	}
+	if err := check("database.url", pool.Pool, pool.settings); err != nil {
+		return err
+	}
+	if pool.replica != nil {
+		settings := maps.Clone(pool.settings)
+		delete(settings, "synchronous_commit")
+		if err := check("database.read-url", pool.replica.Pool, settings); err != nil {
+			if apperr.Is(err, apperr.KindUnavailable) {
+				return nil // the primary stands in; the check runs at the next start
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // MigrationSet is one sequence of migrations with its own version table,
@@ -139,7 +267,7 @@ func Migrate(ctx context.Context, pool *Pool, schema string, migrations fs.FS) e
 
 // MigrateSets is Migrate for several sets, applied in order.
 func MigrateSets(ctx context.Context, pool *Pool, schema string, sets ...MigrationSet) error {
-	pooled, err := pool.Acquire(ctx)
+	pooled, err := pool.Sessions().Acquire(ctx)
 	if err != nil {
 		return Classify(err, "acquire connection for migrations")
 	}
@@ -287,7 +415,11 @@ func OpenAndMigrateSets(ctx context.Context, cfg Config, onRetry func(error), se
 	}
 	deadline := time.Now().Add(cfg.StartupWait)
 	for {
-		err = MigrateSets(ctx, pool, cfg.Schema, sets...)
+		// The settings first: migrations run in the sessions they check.
+		err = CheckSettings(ctx, pool)
+		if err == nil {
+			err = MigrateSets(ctx, pool, cfg.Schema, sets...)
+		}
 		if err == nil {
 			return pool, nil
 		}

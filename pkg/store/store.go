@@ -107,6 +107,19 @@ func New(pool *Pool, finds Invalidator) *Store {
 
 type txKey struct{}
 
+// Reads returns what a read that may lag the primary should run on: the
+// transaction of the write or unit of work in progress, as DB does (a
+// request reads what it wrote), else the read-only replica when the
+// service has one (database.read-url), else the pool. Lists, finds and
+// the compliance report read this way; see docs/operations.md for how
+// far behind the replica may be.
+func (s *Store) Reads(ctx context.Context) Querier {
+	if q := s.DB(ctx); q != Querier(s.Pool) {
+		return q
+	}
+	return s.Pool.Reads()
+}
+
 // DB returns what a query should run on: the transaction of the write in
 // progress when ctx is inside one, or of the request's unit of work once it
 // has begun (so a request reads what it wrote), else the pool.

@@ -37,7 +37,7 @@ func newStore(t *testing.T) (*store.Store, *cache.Finds) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	cfg := cache.Config{URL: testkit.RedisURL(t), TTL: time.Minute, Timeout: time.Second, Backoff: time.Second}
+	cfg := cache.Config{Connection: cache.Connection{URL: testkit.RedisURL(t)}, TTL: time.Minute, Timeout: time.Second, Backoff: time.Second}
 	client, err := cache.Connect(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -297,7 +297,7 @@ type complianceRecord struct {
 // first does.
 func (s *Store) Compliance(ctx context.Context, q complianceQuery, page model.Page) (model.Paged[ComplianceRow], error) {
 	sql, args := complianceSQL(q, page)
-	rows, err := s.DB(ctx).Query(ctx, sql, args...)
+	rows, err := s.Reads(ctx).Query(ctx, sql, args...)
 	if err != nil {
 		return model.Paged[ComplianceRow]{}, store.Classify(err, "compliance")
 	}

@@ -470,7 +470,7 @@ func (s *Store) ListActions(ctx context.Context, f ActionFilter, page model.Page
 	if f.PerformedTo != nil {
 		where.Where("performed_at <= ?", *f.PerformedTo)
 	}
-	return store.List(ctx, s.DB(ctx), "list actions", `SELECT `+actionColumns+` FROM actions a`,
+	return store.List(ctx, s.Reads(ctx), "list actions", `SELECT `+actionColumns+` FROM actions a`,
 		where, page, func(a Action) uuid.UUID { return a.ID })
 }
 

@@ -162,7 +162,7 @@ func (s *Store) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page mode
 	store.Equal(&where, "model_key", foldOptional(f.Model))
 	store.Equal(&where, "version_key", foldOptional(f.Version))
 	typeExternals.filter(&where, "t", f.External)
-	return store.List(ctx, s.DB(ctx), "list asset types", `SELECT `+assetTypeColumns+` FROM asset_types t`,
+	return store.List(ctx, s.Reads(ctx), "list asset types", `SELECT `+assetTypeColumns+` FROM asset_types t`,
 		where, page, func(t AssetType) uuid.UUID { return t.ID })
 }
 
@@ -171,7 +171,7 @@ func (s *Store) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page mode
 func (s *Store) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
 	var where store.Filter
 	typeMatch(&where, q)
-	types, err := store.Many[AssetType](ctx, s.DB(ctx), "find asset types",
+	types, err := store.Many[AssetType](ctx, s.Reads(ctx), "find asset types",
 		`SELECT `+assetTypeColumns+` FROM asset_types t`+where.SQL()+` ORDER BY t.id`, where.Args()...)
 	return nonNil(types), err
 }
@@ -610,7 +610,7 @@ func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page model.Page) 
 	store.Equal(&where, "serial_number", f.SerialNumber)
 	store.Equal(&where, "responsible_person_id", f.ResponsiblePersonID)
 	assetExternals.filter(&where, "a", f.External)
-	return store.List(ctx, s.DB(ctx), "list assets", `SELECT `+assetColumns+` FROM assets a`,
+	return store.List(ctx, s.Reads(ctx), "list assets", `SELECT `+assetColumns+` FROM assets a`,
 		where, page, func(a Asset) uuid.UUID { return a.ID })
 }
 
@@ -622,7 +622,7 @@ func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int) ([]Asse
 	if q.NamesType() {
 		typeMatch(&where, q.typeCriteria())
 	}
-	return store.Many[Asset](ctx, s.DB(ctx), "find asset",
+	return store.Many[Asset](ctx, s.Reads(ctx), "find asset",
 		`SELECT `+assetColumns+` FROM assets a JOIN asset_types t ON t.id = a.asset_type_id`+where.SQL()+
 			fmt.Sprintf(` ORDER BY a.id LIMIT %d`, limit), where.Args()...)
 }

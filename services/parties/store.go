@@ -87,7 +87,7 @@ func (s *Store) ListOrganizations(ctx context.Context, f OrganizationFilter, pag
 	store.Equal(&where, "registration_number", f.RegistrationNumber)
 	store.Equal(&where, "country", f.Country)
 	store.Equal(&where, "organization_type", f.OrganizationType)
-	return store.List(ctx, s.DB(ctx), "list organizations", `SELECT `+organizationColumns+` FROM organizations`,
+	return store.List(ctx, s.Reads(ctx), "list organizations", `SELECT `+organizationColumns+` FROM organizations`,
 		where, page, func(o Organization) uuid.UUID { return o.ID })
 }
 
@@ -97,7 +97,7 @@ func (s *Store) FindOrganizations(ctx context.Context, q OrganizationQuery) ([]O
 	var where store.Filter
 	where.Where("registration_number = ?", q.RegistrationNumber)
 	store.Equal(&where, "country", q.Country)
-	return store.Many[OrganizationDetail](ctx, s.DB(ctx), "find organization",
+	return store.Many[OrganizationDetail](ctx, s.Reads(ctx), "find organization",
 		`SELECT `+organizationColumns+`, `+associatedPeopleSQL+` FROM organizations o`+where.SQL()+
 			fmt.Sprintf(` ORDER BY id LIMIT %d`, model.FindLimit), where.Args()...)
 }
@@ -214,7 +214,7 @@ func (s *Store) ListPeople(ctx context.Context, f PersonFilter, page model.Page)
 		where.Where("last_name_key = ?", identityKey(*f.LastName))
 	}
 	store.Equal(&where, "date_of_birth", f.DateOfBirth)
-	return store.List(ctx, s.DB(ctx), "list people", `SELECT `+personColumns+` FROM people`,
+	return store.List(ctx, s.Reads(ctx), "list people", `SELECT `+personColumns+` FROM people`,
 		where, page, func(p Person) uuid.UUID { return p.ID })
 }
 
@@ -225,7 +225,7 @@ func (s *Store) FindPeople(ctx context.Context, in PersonInput) ([]PersonDetail,
 	where.Where("first_name_key = ?", identityKey(in.FirstName))
 	where.Where("last_name_key = ?", identityKey(in.LastName))
 	store.Equal(&where, "date_of_birth", in.DateOfBirth)
-	return store.Many[PersonDetail](ctx, s.DB(ctx), "find person",
+	return store.Many[PersonDetail](ctx, s.Reads(ctx), "find person",
 		`SELECT `+personColumns+`, `+associatedOrganizationsSQL+` FROM people p`+where.SQL()+
 			fmt.Sprintf(` ORDER BY id LIMIT %d`, model.FindLimit), where.Args()...)
 }

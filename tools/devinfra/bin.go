@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-const installHint = "run tools/scripts/ensure-deps.sh (or apt-get install postgresql redis-server)"
+const installHint = "run tools/scripts/ensure-deps.sh (or apt-get install postgresql redis-server redis-sentinel)"
 
 // PostgresBinDir returns the directory holding initdb and postgres, preferring
 // the newest of Debian's side-by-side installations.

@@ -30,7 +30,23 @@ type NatsOptions struct {
 	CredentialsFile string
 	// LogFile receives server output; "" means DataDir + ".log".
 	LogFile string
+	// Cluster, when set, makes the server one node of a JetStream cluster
+	// (StartNatsCluster sets it).
+	Cluster *NatsClusterNode
 }
+
+// NatsClusterNode is a server's place in a cluster: its name, its route
+// port and every node's route port (its own among them). The nodes log in
+// to each other's routes as RouteUser with RoutePassword.
+type NatsClusterNode struct {
+	Name, ServerName string
+	Port             int
+	Routes           []int
+	RoutePassword    string
+}
+
+// natsRouteUser is the user the nodes of a cluster log in to each other as.
+const natsRouteUser = "route"
 
 // Nats is a running private NATS server with JetStream. Every connection
 // must authenticate as User with Password.
@@ -46,8 +62,9 @@ type Nats struct {
 	ConfigFile      string // the generated configuration (0600; the password only as a bcrypt hash)
 	LogFile         string
 
-	bin string
-	srv *server
+	bin     string
+	cluster *NatsClusterNode
+	srv     *server
 }
 
 const (
@@ -74,7 +91,7 @@ func startNats(ctx context.Context, o NatsOptions) (*Nats, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Nats{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, ConfigFile: dataDir + ".conf"}
+	n := &Nats{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, ConfigFile: dataDir + ".conf", cluster: o.Cluster}
 	if n.LogFile == "" {
 		n.LogFile = dataDir + ".log"
 	}
@@ -125,8 +142,12 @@ func (n *Nats) config(port int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("hash nats password: %w", err)
 	}
+	serverName := "registry-dev"
+	if n.cluster != nil {
+		serverName = n.cluster.ServerName
+	}
 	lines := []string{
-		`server_name: "registry-dev"`,
+		"server_name: " + strconv.Quote(serverName),
 		"listen: " + strconv.Quote(loopback(port)),
 		"jetstream {",
 		"  store_dir: " + strconv.Quote(n.DataDir),
@@ -137,7 +158,31 @@ func (n *Nats) config(port int) (string, error) {
 		"authorization {",
 		"  users: [ { user: " + strconv.Quote(n.User) + ", password: " + strconv.Quote(string(hash)) + " } ]",
 		"}",
-		"no_sys_acc: true",
+	}
+	if c := n.cluster; c != nil {
+		// The routes' password is in the clear in the route URLs; the
+		// file is 0600 and the routes listen on loopback only.
+		routeHash, err := bcrypt.GenerateFromPassword([]byte(c.RoutePassword), bcrypt.MinCost)
+		if err != nil {
+			return "", fmt.Errorf("hash nats route password: %w", err)
+		}
+		var routes []string
+		for _, p := range c.Routes {
+			u := url.URL{Scheme: "nats-route", User: url.UserPassword(natsRouteUser, c.RoutePassword), Host: loopback(p)}
+			routes = append(routes, strconv.Quote(u.String()))
+		}
+		lines = append(lines,
+			"cluster {",
+			"  name: "+strconv.Quote(c.Name),
+			"  listen: "+strconv.Quote(loopback(c.Port)),
+			"  authorization { user: "+strconv.Quote(natsRouteUser)+", password: "+strconv.Quote(string(routeHash))+" }",
+			"  routes: [ "+strings.Join(routes, ", ")+" ]",
+			"}",
+		)
+	} else {
+		// A lone server needs no system account; a cluster's JetStream
+		// (its meta group) does.
+		lines = append(lines, "no_sys_acc: true")
 	}
 	return strings.Join(lines, "\n") + "\n", nil
 }

@@ -33,6 +33,8 @@ type PostgresOptions struct {
 	CredentialsFile string
 	// LogFile receives initdb and server output; "" means DataDir + ".log".
 	LogFile string
+	// Settings are more server settings, name=value (given with -c).
+	Settings []string
 }
 
 // Postgres is a running private PostgreSQL server. Every connection, over
@@ -51,6 +53,7 @@ type Postgres struct {
 	binDir    string
 	cred      *syscall.Credential
 	ephemeral bool
+	settings  []string
 	srv       *server
 }
 
@@ -80,7 +83,8 @@ func startPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve data dir: %w", err)
 	}
-	p := &Postgres{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, User: postgresSuperuser, ephemeral: o.Ephemeral}
+	p := &Postgres{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, User: postgresSuperuser,
+		ephemeral: o.Ephemeral, settings: o.Settings}
 	if p.LogFile == "" {
 		p.LogFile = dataDir + ".log"
 	}
@@ -174,9 +178,10 @@ func setSuperuserPassword(ctx context.Context, binDir, dataDir, logFile string, 
 // socket alike, with a password only.
 const hbaConfig = `# Written by pkg/devinfra at every start: a password (SCRAM-SHA-256) for
 # everyone, whether over the socket or on loopback; nobody is trusted for
-# being local.
+# being local. Replication (a standby's base backup and its stream) alike.
 local all all scram-sha-256
 host  all all 127.0.0.1/32 scram-sha-256
+host  replication all 127.0.0.1/32 scram-sha-256
 `
 
 // writeHBA (re)writes pg_hba.conf at every start, so a data dir made before
@@ -210,6 +215,9 @@ func (p *Postgres) launch(ctx context.Context, port int) (*Postgres, error) {
 			"-c", "synchronous_commit=off",
 			"-c", "full_page_writes=off",
 		)
+	}
+	for _, setting := range p.settings {
+		args = append(args, "-c", setting)
 	}
 	if os.Getenv("REGISTRY_PG_STAT_STATEMENTS") != "" {
 		// For finding which statements cost the server its CPU: the

@@ -32,6 +32,14 @@ type RedisOptions struct {
 	Users []RedisUser
 	// LogFile receives server output; "" means DataDir + ".log".
 	LogFile string
+	// ReplicaOf, host:port, makes the server a replica of that primary,
+	// which it logs in to as the default user: the servers of a replicated
+	// set share one CredentialsFile. Every server of a set may be told to
+	// replicate from another later (Sentinel does it after a failover).
+	ReplicaOf string
+	// Cluster runs the server in Redis Cluster mode (its node file in
+	// DataDir); the caller assigns it slots (CLUSTER ADDSLOTSRANGE).
+	Cluster bool
 }
 
 // RedisUser is an ACL user of the server.
@@ -67,9 +75,11 @@ type Redis struct {
 	DataDir         string
 	LogFile         string
 
-	bin   string
-	users []RedisUser
-	srv   *server
+	bin       string
+	users     []RedisUser
+	replicaOf string
+	cluster   bool
+	srv       *server
 }
 
 // redisPasswordKey names the password in CredentialsFile: redis-cli's own.
@@ -89,7 +99,7 @@ func startRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, users: o.Users}
+	r := &Redis{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, users: o.Users, replicaOf: o.ReplicaOf, cluster: o.Cluster}
 	if r.LogFile == "" {
 		r.LogFile = dataDir + ".log"
 	}
@@ -153,6 +163,18 @@ func (r *Redis) config(port int) string {
 		`save ""`,
 		"appendonly no",
 		"user default " + strings.Join([]string{"reset", "on", redisPasswordHash(r.Password), "~*", "&*", "+@all"}, " "),
+		// A replica logs in to its primary as the default user, whose
+		// password every server of a set shares. Harmless on a server
+		// that never replicates.
+		"masteruser default",
+		"masterauth " + strconv.Quote(r.Password),
+	}
+	if r.replicaOf != "" {
+		host, port, _ := net.SplitHostPort(r.replicaOf)
+		lines = append(lines, "replicaof "+host+" "+port)
+	}
+	if r.cluster {
+		lines = append(lines, "cluster-enabled yes", "cluster-config-file "+strconv.Quote("nodes-"+strconv.Itoa(port)+".conf"))
 	}
 	for _, u := range r.users {
 		lines = append(lines, "user "+u.Name+" "+strings.Join(u.Rule(), " "))
@@ -237,11 +259,13 @@ func (r *Redis) Signal(sig syscall.Signal) error { return r.srv.signalGroup(sig)
 func (r *Redis) Kill() error { return r.srv.stop(syscall.SIGKILL) }
 
 // Restart stops the server if it still runs and starts it again, empty, on
-// the same port with the same password and users.
+// the same port with the same password and users. A server of a set comes
+// back as a primary of nothing; Sentinel makes it a replica again.
 func (r *Redis) Restart(ctx context.Context) error {
 	if err := r.Stop(); err != nil {
 		return err
 	}
+	r.replicaOf = ""
 	if _, err := r.launch(ctx, r.Port); err != nil {
 		return fmt.Errorf("restart redis: %w", err)
 	}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the datastore server binaries that tools/devinfra starts privately
-# (PostgreSQL and Redis) are installed. Idempotent and silent when nothing is
+# (PostgreSQL, Redis and Redis Sentinel) are installed. Idempotent and silent when nothing is
 # missing. Installing must never leave a system-wide server running or a
 # PostgreSQL cluster created: ours run from private data dirs on private ports.
 set -euo pipefail
@@ -17,9 +17,14 @@ have_redis() {
 	command -v redis-server >/dev/null 2>&1 || [[ -x /usr/bin/redis-server ]]
 }
 
+have_sentinel() {
+	command -v redis-sentinel >/dev/null 2>&1 || [[ -x /usr/bin/redis-sentinel ]]
+}
+
 missing=()
 have_postgres || missing+=(postgresql)
 have_redis || missing+=(redis-server)
+have_sentinel || missing+=(redis-sentinel)
 ((${#missing[@]} == 0)) && exit 0
 
 sudo=()
@@ -78,3 +83,4 @@ fi
 
 have_postgres || { echo "ensure-deps: PostgreSQL still not found after install" >&2; exit 1; }
 have_redis || { echo "ensure-deps: redis-server still not found after install" >&2; exit 1; }
+have_sentinel || { echo "ensure-deps: redis-sentinel still not found after install" >&2; exit 1; }

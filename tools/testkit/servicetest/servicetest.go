@@ -79,7 +79,7 @@ func Config(t *testing.T, spec servicekit.Spec, issuer *testkit.Issuer) servicek
 	if entry.NeedsStore(catalog.Redis) {
 		// The find cache's namespace holds the schema's name, which is the
 		// test's own, so tests sharing one Redis never see each other's finds.
-		cfg.Redis = cache.Config{URL: testkit.RedisURL(t),
+		cfg.Redis = cache.Config{Connection: cache.Connection{URL: testkit.RedisURL(t)},
 			TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: time.Second}
 	}
 	if entry.NeedsStore(catalog.ObjectStore) {

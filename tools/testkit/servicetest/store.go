@@ -34,7 +34,7 @@ func StoreWithFinds(t testing.TB, spec servicekit.Spec, redisURL string) (*store
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	cacheCfg := cache.Config{URL: redisURL, TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: time.Second}
+	cacheCfg := cache.Config{Connection: cache.Connection{URL: redisURL}, TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: time.Second}
 	client, err := cache.Connect(cacheCfg)
 	if err != nil {
 		t.Fatal(err)

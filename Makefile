@@ -98,6 +98,12 @@ test: servers-for-test chart-tools-head-start lint deps build ## lint, then ever
 faults: servers deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
 	@FAULTS_FULL=1 REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v ./tools/faults/ | grep -v '^=== RUN'
 
+# Not part of make test: minutes of its own, and a second PostgreSQL, Redis
+# and two NATS servers beside the first.
+.PHONY: cluster-faults
+cluster-faults: servers deps build ## the registry on clusters (PostgreSQL with a synchronous standby, Redis with Sentinel, 3 NATS nodes), each failed over under load, with recovery times
+	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestClusterFaults$$' ./tools/faults/ -args -clusters | grep -v '^=== RUN'
+
 # The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
 # source once per machine and cached outside the work tree. Start that build now, in the
 # background, so it overlaps linting and the other tests; the chart test waits for it (one

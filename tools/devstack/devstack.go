@@ -67,6 +67,16 @@ type Options struct {
 	// API by way of it too ("peer-<service>", ViaPeer), so a test can make
 	// one peer slow for its callers; the gateway goes straight to each.
 	Via func(datastore, addr string) (string, error)
+	// Clusters runs the datastores as clusters on loopback, as production
+	// runs them: PostgreSQL a primary with a synchronous standby (the
+	// processes reach the primary by a URL naming both servers with
+	// target_session_attrs=read-write, so they follow a promotion, and the
+	// services read lists, finds and /compliance on the standby), Redis a
+	// primary and a replica watched by three Sentinels (which the services
+	// and the gateway ask for the primary), and NATS three JetStream nodes
+	// (the stream kept in three copies). Not with PostgresURL, RedisURL,
+	// NATS or Via.
+	Clusters bool
 }
 
 // Datastore names for Options.Via.
@@ -102,17 +112,27 @@ type Stack struct {
 	// Postgres, Redis and Minio are the servers the stack started (nil
 	// where it was given one), and Processes the registry's own, by name:
 	// for tests that pause, kill and restart them.
-	Postgres      *devinfra.Postgres
-	Redis         *devinfra.Redis
-	Minio         *devinfra.Minio
-	Nats          *devinfra.Nats
-	Processes     map[string]*devinfra.Process
-	S3Endpoint    string // host:port of the object store, plain HTTP; for S3_ENDPOINT
-	S3AccessKey   string // for S3_ACCESS_KEY
-	S3SecretKey   string // for S3_SECRET_KEY
-	S3Region      string
-	S3ConsoleURL  string // MinIO's web console; "" when off
-	S3Credentials string // file with MinIO's root credentials (mode 0600); "" when S3 was given
+	Postgres *devinfra.Postgres
+	Redis    *devinfra.Redis
+	Minio    *devinfra.Minio
+	Nats     *devinfra.Nats
+	// With Options.Clusters: the standby of Postgres (the primary at
+	// start), the replica of Redis (the primary at start), the Sentinels
+	// watching those two (as RedisMasterName), and the NATS cluster (Nats
+	// is then nil). ReadURLs are each service's read-only URLs.
+	PostgresStandby  *devinfra.Postgres
+	RedisReplica     *devinfra.Redis
+	Sentinels        []*devinfra.Sentinel
+	SentinelPassword string
+	NatsCluster      *devinfra.NatsCluster
+	ReadURLs         map[string]string
+	Processes        map[string]*devinfra.Process
+	S3Endpoint       string // host:port of the object store, plain HTTP; for S3_ENDPOINT
+	S3AccessKey      string // for S3_ACCESS_KEY
+	S3SecretKey      string // for S3_SECRET_KEY
+	S3Region         string
+	S3ConsoleURL     string // MinIO's web console; "" when off
+	S3Credentials    string // file with MinIO's root credentials (mode 0600); "" when S3 was given
 	// NATS is the JetStream server the services publish their events to;
 	// NATSCredentials its user's file (mode 0600), "" when NATS was given.
 	NATS            NATS
@@ -140,7 +160,11 @@ type Stack struct {
 // process is ready. On failure whatever started is stopped again.
 func Start(ctx context.Context, o Options) (*Stack, error) {
 	s := &Stack{LogDir: filepath.Join(o.Dir, "logs"), ServiceURLs: map[string]string{}, Pids: map[string]int{}, MetricsURLs: map[string]string{},
-		RoleURLs: map[string]string{}, RedisUserURLs: map[string]string{}, Processes: map[string]*devinfra.Process{}}
+		RoleURLs: map[string]string{}, RedisUserURLs: map[string]string{}, Processes: map[string]*devinfra.Process{},
+		ReadURLs: map[string]string{}}
+	if o.Clusters && (o.PostgresURL != "" || o.RedisURL != "" || o.NATS.URL != "" || o.Via != nil) {
+		return nil, errors.New("devstack: Clusters starts its own datastores: not with PostgresURL, RedisURL, NATS or Via")
+	}
 	if o.Database == "" {
 		o.Database = "registry"
 	}
@@ -199,9 +223,13 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 		env := slices.Clone(oidc)
 		if svc.NeedsStore(catalog.Postgres) {
 			env = append(env, "DATABASE_URL="+via.url(s.RoleURLs[svc.Name]))
+			if u := s.ReadURLs[svc.Name]; u != "" {
+				env = append(env, "DATABASE_READ_URL="+u)
+			}
 		}
 		if svc.NeedsStore(catalog.Redis) {
 			env = append(env, "REDIS_URL="+via.url(s.RedisUserURLs[svc.Name]))
+			env = append(env, s.sentinelEnv()...)
 		}
 		if svc.NeedsStore(catalog.ObjectStore) {
 			env = append(env, "S3_ENDPOINT=http://"+via.host(s.S3Endpoint), "S3_ACCESS_KEY="+s.S3AccessKey,
@@ -237,6 +265,7 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	// The gateway's rate limits are on, in Redis, as in a cluster.
 	gateway := append(slices.Clone(oidc), "REDIS_URL="+via.url(s.RedisUserURLs[catalog.Gateway.Name]),
 		"RATE_LIMIT_KEY_PREFIX="+gatewayKeyPrefix(o.Database))
+	gateway = append(gateway, s.sentinelEnv()...)
 	for name, u := range s.ServiceURLs {
 		gateway = append(gateway, envName("UPSTREAM", name, "")+"="+u)
 	}
@@ -327,6 +356,10 @@ func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports, obj
 	}()
 	go func() {
 		var err error
+		if o.Clusters {
+			natsDone <- s.startNATSCluster(ctx, o)
+			return
+		}
 		nats, err = s.startNATS(ctx, o, ports)
 		natsDone <- err
 	}()
@@ -349,6 +382,9 @@ type NATS struct {
 	// and subjects, so that stacks sharing one server (tests under `make
 	// test`) never see each other's events.
 	Stream, SubjectPrefix string
+	// Replicas, when set, is how many copies the stream keeps (3 on a
+	// three-node cluster).
+	Replicas int
 }
 
 // env is the environment of a process that publishes or consumes the
@@ -360,6 +396,9 @@ func (n NATS) env(url string) []string {
 	}
 	if n.SubjectPrefix != "" {
 		env = append(env, "NATS_SUBJECT_PREFIX="+n.SubjectPrefix)
+	}
+	if n.Replicas > 0 {
+		env = append(env, "NATS_STREAM_REPLICAS="+strconv.Itoa(n.Replicas))
 	}
 	return env
 }
@@ -393,7 +432,12 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 		return err
 	}
 	pgURL := o.PostgresURL
-	if pgURL == "" {
+	if o.Clusters {
+		var err error
+		if pgURL, err = s.startPostgresCluster(ctx, o, ports); err != nil {
+			return err
+		}
+	} else if pgURL == "" {
 		pg, err := devinfra.StartPostgres(ctx, devinfra.PostgresOptions{
 			DataDir: filepath.Join(o.Dir, "postgres"), Port: ports[PostgresPort], Ephemeral: o.Ephemeral,
 			LogFile: filepath.Join(s.LogDir, "postgres.log"),
@@ -413,7 +457,11 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 		return err
 	}
 	s.RedisURL = o.RedisURL
-	if s.RedisURL == "" {
+	if o.Clusters {
+		if err := s.startRedisSet(ctx, o, ports, access.redisUsers()); err != nil {
+			return err
+		}
+	} else if s.RedisURL == "" {
 		rd, err := devinfra.StartRedis(ctx, devinfra.RedisOptions{
 			DataDir: filepath.Join(o.Dir, "redis"), Port: ports[RedisPort], Users: access.redisUsers(),
 			LogFile: filepath.Join(s.LogDir, "redis.log"),
@@ -432,6 +480,11 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 	}
 	for name, role := range access.roles {
 		s.RoleURLs[name] = roleURL(dbURL, role)
+		if s.PostgresStandby != nil && name != catalog.IdentityProvider.Name {
+			if s.ReadURLs[name], err = devinfra.MultiHostURL(s.RoleURLs[name], "prefer-standby", s.PostgresStandby, s.Postgres); err != nil {
+				return err
+			}
+		}
 	}
 	for name, user := range access.users {
 		s.RedisUserURLs[name] = redisUserURL(s.RedisURL, user)

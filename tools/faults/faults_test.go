@@ -48,6 +48,7 @@ type fault struct {
 }
 
 func TestFaults(t *testing.T) {
+	skipOnClusters(t)
 	faults := []fault{
 		{name: "slow and oversized clients", alongside: misbehavingClients},
 		{name: "postgres: 200 ms latency (toxiproxy)", inject: addToxic("postgres", "latency", "downstream", `{"latency":200}`),

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -52,7 +53,17 @@ var (
 	report   []row
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+// clusters runs the suite against the datastores as clusters (make
+// cluster-faults): TestClusterFaults alone, the others skip.
+var clusters = flag.Bool("clusters", false, "run the registry on clusters of PostgreSQL, Redis and NATS and fail each over (TestClusterFaults)")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *clusters {
+		os.Exit(runClusters(m))
+	}
+	os.Exit(run(m))
+}
 
 func run(m *testing.M) int {
 	// toxiproxy in-process: one proxy per datastore, every registry
@@ -79,40 +90,7 @@ func run(m *testing.M) int {
 	// acknowledged: Ephemeral's synchronous_commit=off would).
 	suite, stop, err := devstack.StartSuite(ctx, "faults", devstack.Options{
 		Database: "registry", Via: via,
-		Env: append([]string{
-			"REQUEST_TIMEOUT=" + requestTimeout.String(),
-			"HTTP_BODY_TIMEOUT=" + bodyTimeout.String(),
-			"HTTP_UPLOAD_RATE_WINDOW=" + bodyTimeout.String(),
-			fmt.Sprintf("DOCUMENTS_MAX_SIZE=%d", maxUpload),
-			// Objects of uploads a fault cut short are swept within
-			// seconds of their deadline, so the suite can see the
-			// bucket and the rows agree.
-			"DOCUMENTS_UPLOAD_TIMEOUT=" + uploadTimeout.String(),
-			"DOCUMENTS_SWEEP_EVERY=1s",
-			"LOG_LEVEL=warn",
-			// The load is one client at up to a few hundred calls a
-			// second for minutes; the suite is about failures, not
-			// budgets, so the limiter runs (Redis faults reach it) with
-			// a budget the load never spends.
-			"RATE_LIMIT_DEFAULT=10000000/60s",
-			"RATE_LIMIT_ITEMS=10000000/60s",
-			// A peer slower than this cannot answer: the slow-peer row's
-			// 2 s is beyond it, the machine's own pace well within it.
-			"PEER_TIMEOUT=" + peerTimeout.String(),
-			// A frozen service's breakers open after as many calls
-			// without an answer in time as the load has clients: the
-			// first round of deadlines opens them, as more callers do in
-			// production.
-			"UPSTREAM_TIMEOUT=" + upstreamTimeout.String(),
-			"UPSTREAM_IDLE_TIMEOUT=" + upstreamTimeout.String(),
-			fmt.Sprintf("UPSTREAM_BREAKER_FAILURES=%d", loadClients), fmt.Sprintf("PEER_BREAKER_FAILURES=%d", loadClients),
-			"UPSTREAM_BREAKER_OPEN_FOR=" + breakerOpenFor.String(),
-			"PEER_BREAKER_OPEN_FOR=" + breakerOpenFor.String(),
-			// The suite holds the stream to the outboxes (checkEvents):
-			// published events stay for that, as outbox.retention keeps
-			// them for an operator's inspection.
-			"OUTBOX_RETENTION=1h",
-		}, webhookEnv...),
+		Env: append(stackEnv(), webhookEnv...),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
@@ -128,6 +106,45 @@ func run(m *testing.M) int {
 	printReport()
 	printWebhookReport()
 	return code
+}
+
+// stackEnv is the registry's settings under the suite: limits short so
+// that a fault costs seconds, not minutes.
+func stackEnv() []string {
+	return []string{
+		"REQUEST_TIMEOUT=" + requestTimeout.String(),
+		"HTTP_BODY_TIMEOUT=" + bodyTimeout.String(),
+		"HTTP_UPLOAD_RATE_WINDOW=" + bodyTimeout.String(),
+		fmt.Sprintf("DOCUMENTS_MAX_SIZE=%d", maxUpload),
+		// Objects of uploads a fault cut short are swept within
+		// seconds of their deadline, so the suite can see the
+		// bucket and the rows agree.
+		"DOCUMENTS_UPLOAD_TIMEOUT=" + uploadTimeout.String(),
+		"DOCUMENTS_SWEEP_EVERY=1s",
+		"LOG_LEVEL=warn",
+		// The load is one client at up to a few hundred calls a
+		// second for minutes; the suite is about failures, not
+		// budgets, so the limiter runs (Redis faults reach it) with
+		// a budget the load never spends.
+		"RATE_LIMIT_DEFAULT=10000000/60s",
+		"RATE_LIMIT_ITEMS=10000000/60s",
+		// A peer slower than this cannot answer: the slow-peer row's
+		// 2 s is beyond it, the machine's own pace well within it.
+		"PEER_TIMEOUT=" + peerTimeout.String(),
+		// A frozen service's breakers open after as many calls
+		// without an answer in time as the load has clients: the
+		// first round of deadlines opens them, as more callers do in
+		// production.
+		"UPSTREAM_TIMEOUT=" + upstreamTimeout.String(),
+		"UPSTREAM_IDLE_TIMEOUT=" + upstreamTimeout.String(),
+		fmt.Sprintf("UPSTREAM_BREAKER_FAILURES=%d", loadClients), fmt.Sprintf("PEER_BREAKER_FAILURES=%d", loadClients),
+		"UPSTREAM_BREAKER_OPEN_FOR=" + breakerOpenFor.String(),
+		"PEER_BREAKER_OPEN_FOR=" + breakerOpenFor.String(),
+		// The suite holds the stream to the outboxes (checkEvents):
+		// published events stay for that, as outbox.retention keeps
+		// them for an operator's inspection.
+		"OUTBOX_RETENTION=1h",
+	}
 }
 
 // row is one fault's line in the report.

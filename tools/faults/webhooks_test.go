@@ -49,6 +49,7 @@ type webhookRow struct {
 }
 
 func TestWebhookReceiverFaults(t *testing.T) {
+	skipOnClusters(t)
 	for _, f := range []webhookFault{
 		{name: "webhook receiver: answers 500 for 10 min, then recovers", answer: 500, hold: 10 * time.Minute},
 		{name: "webhook receiver: hangs (no answer) for 10 min, then recovers", answer: 0, hold: 10 * time.Minute},

@@ -260,16 +260,27 @@ func limitedUser(t *testing.T) (admin *redis.Client, user, namespace string, f *
 // nothing else; every cache operation works through it.
 func TestWorksAsAUserLimitedToItsCommandsAndNamespace(t *testing.T) {
 	admin, _, namespace, f := limitedUser(t)
+	storeFindInvalidate(t, f, admin, namespace, "a command it needs is missing from cache.Commands")
+}
+
+// storeFindInvalidate stores an entry, finds it, invalidates its scope
+// and checks that the bump reached the server (admin's) and the entry is
+// no longer served; unlike names what a failed step would mean.
+func storeFindInvalidate(t *testing.T, f *cache.Finds, admin *redis.Client, namespace, unlike string) {
+	t.Helper()
 	ctx := t.Context()
 	var got string
-	entry, _ := f.Get(ctx, scopes, "k", &got)
+	entry, hit := f.Get(ctx, scopes, "k", &got)
+	if hit {
+		t.Fatal("empty cache hit")
+	}
 	entry.Store(ctx, "v1")
 	if _, hit := f.Get(ctx, scopes, "k", &got); !hit || got != "v1" {
-		t.Fatalf("no hit after a store through the limited user (hit %v, %q): a command it needs is missing from cache.Commands", hit, got)
+		t.Fatalf("no hit after a store (hit %v, %q): %s", hit, got, unlike)
 	}
 	f.Invalidate(ctx, "all")
 	if gens := genValues(t, admin, namespace, "all"); len(gens) != 1 || gens[0] != "1" {
-		t.Fatalf("the invalidation did not reach Redis (generations %q)", gens)
+		t.Fatalf("the invalidation did not reach Redis (generations %q): %s", gens, unlike)
 	}
 	if _, hit := f.Get(ctx, scopes, "k", &got); hit {
 		t.Fatal("a find after a write was served from the cache")

@@ -5,12 +5,9 @@ package faults
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"text/tabwriter"
@@ -348,41 +345,14 @@ func restartRedisPrimary(t *testing.T) {
 // findCacheHitsAgain waits until the parties service's find cache serves
 // a hit that it counted after since (60 s at most).
 func findCacheHitsAgain(t *testing.T, since time.Time) time.Duration {
-	before := metricSum(t, stack.MetricsURLs["parties"], `find_cache_requests_total{`, `result="hit"`)
+	before := metricSum(t, stack.MetricsURLs["parties"], "find_cache_requests_total", `result="hit"`)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if metricSum(t, stack.MetricsURLs["parties"], `find_cache_requests_total{`, `result="hit"`) > before {
+		if metricSum(t, stack.MetricsURLs["parties"], "find_cache_requests_total", `result="hit"`) > before {
 			return time.Since(since)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Error("the find cache served no hit within 60 s of the failover")
 	return 0
-}
-
-// metricSum adds the series of a metric (prefix up to its labels) whose
-// labels hold want.
-func metricSum(t *testing.T, metricsURL, prefix, want string) float64 {
-	t.Helper()
-	resp, err := http.Get(metricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if !strings.HasPrefix(line, prefix) || !strings.Contains(line, want) {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err == nil {
-			sum += v
-		}
-	}
-	return sum
 }

@@ -431,7 +431,14 @@ func failOpenCounted(t *testing.T) func(*testing.T) {
 // gatewayMetric sums a counter's series on the gateway's metrics port.
 func gatewayMetric(t *testing.T, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(stack.MetricsURLs["api-gateway"])
+	return metricSum(t, stack.MetricsURLs["api-gateway"], name, "")
+}
+
+// metricSum adds the series of the metric name on a metrics page whose
+// line holds want (a label, say; "" for every series).
+func metricSum(t *testing.T, metricsURL, name, want string) float64 {
+	t.Helper()
+	resp, err := http.Get(metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +449,7 @@ func gatewayMetric(t *testing.T, name string) float64 {
 	}
 	var sum float64
 	for line := range strings.SplitSeq(string(body), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") || !strings.Contains(line, want) {
 			continue
 		}
 		fields := strings.Fields(line)

@@ -9,5 +9,7 @@
 // without a restart, that no acknowledged write is lost, that nothing is
 // half-written and that a create retried with its Idempotency-Key is never
 // duplicated. Its tests build only with the faults tag: `go test -tags
-// faults ./tools/faults`.
+// faults ./tools/faults`. With -clusters (make cluster-faults) it runs the
+// registry on clusters of PostgreSQL, Redis and NATS instead and fails each
+// over under the same load and checks (cluster_test.go).
 package faults

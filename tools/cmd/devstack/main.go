@@ -25,14 +25,15 @@ func main() {
 	ports := devstack.DefaultPorts()
 	flag.Var(ports, "ports", "ports to use as name=port,...; names: "+strings.Join(devstack.PortNames(), ", ")+
 		" (unnamed ones keep their defaults: "+ports.String()+"; minio-console=0 turns the console off)")
+	clusters := flag.Bool("clusters", false, "run the datastores as clusters: PostgreSQL with a synchronous standby, Redis with a replica and three Sentinels, three NATS nodes (as make cluster-faults does; ports of their own besides the primaries')")
 	flag.Parse()
-	if err := run(*dir, *bin, ports); err != nil {
+	if err := run(*dir, *bin, ports, *clusters); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, bin string, ports devstack.Ports) error {
+func run(dir, bin string, ports devstack.Ports, clusters bool) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -63,7 +64,7 @@ func run(dir, bin string, ports devstack.Ports) error {
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	stack, err := devstack.Start(startCtx, devstack.Options{
-		Dir: dir, BinDir: bin, Ports: ports, Database: "registry", ObjectStoreLater: late,
+		Dir: dir, BinDir: bin, Ports: ports, Database: "registry", ObjectStoreLater: late, Clusters: clusters,
 	})
 	if err != nil {
 		return err

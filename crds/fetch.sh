@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Refreshes the CRDs that the chart checks validate mesh and monitoring
-# resources against (kubectl-validate --local-crds crds/). Run by hand when
+# Refreshes the CRDs that the chart checks validate mesh, monitoring and
+# datastore resources against (kubectl-validate --local-crds crds/). Run by hand when
 # a pin below changes; `make test` only reads the committed files.
 #
-# Istio and the Prometheus Operator ship their CRDs in their Go modules, so
-# the module proxy serves them. Linkerd's module is not served by the proxy;
+# Istio, the Prometheus Operator, CloudNativePG and the Spotahome Redis
+# operator ship their CRDs in their Go modules, so the module proxy serves
+# them. Linkerd's module is not served by the proxy;
 # its CRDs come from a checkout of github.com/linkerd/linkerd2 at the pinned
 # tag, given as LINKERD_REPO (a git directory), with the Helm template lines
 # of its CRD chart removed.
@@ -14,6 +15,8 @@ cd "$(dirname "$0")"
 ISTIO_API=istio.io/api@v1.31.1
 PROMETHEUS_OPERATOR=github.com/prometheus-operator/prometheus-operator@v0.85.0
 LINKERD_TAG=edge-26.8.3
+CLOUDNATIVE_PG=github.com/cloudnative-pg/cloudnative-pg@v1.30.0
+REDIS_OPERATOR=github.com/spotahome/redis-operator@v1.2.4
 
 moddir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
 
@@ -30,7 +33,7 @@ keep_crds() {
 		END { flush() }' "$file"
 }
 
-mkdir -p istio prometheus-operator linkerd
+mkdir -p istio prometheus-operator linkerd cloudnative-pg redis-operator
 
 dir=$(moddir "$ISTIO_API")
 keep_crds "$dir/kubernetes/customresourcedefinitions.gen.yaml" \
@@ -41,6 +44,16 @@ for kind in servicemonitors prometheusrules; do
 	cp "$dir/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" prometheus-operator/
 	chmod 644 "prometheus-operator/monitoring.coreos.com_$kind.yaml"
 done
+
+dir=$(moddir "$CLOUDNATIVE_PG")
+for kind in clusters poolers; do
+	cp "$dir/config/crd/bases/postgresql.cnpg.io_$kind.yaml" cloudnative-pg/
+	chmod 644 "cloudnative-pg/postgresql.cnpg.io_$kind.yaml"
+done
+
+dir=$(moddir "$REDIS_OPERATOR")
+cp "$dir/manifests/databases.spotahome.com_redisfailovers.yaml" redis-operator/
+chmod 644 redis-operator/databases.spotahome.com_redisfailovers.yaml
 
 if [ -n "${LINKERD_REPO:-}" ]; then
 	for f in server authorization-policy meshtls-authentication network-authentication; do

@@ -118,6 +118,7 @@ func TestEveryEnvironment(t *testing.T) {
 			checkReachability(t, docs)
 			if env == "prod" {
 				checkProductionShape(t, docs)
+				checkProductionDatastores(t, docs)
 				checkIstio(t, docs)
 				checkObservability(t, docs)
 			}
@@ -182,7 +183,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 	// chart is the deployable's chart that must refuse the case alone: the
 	// one whose block it names (a chart ignores other deployables' blocks,
 	// whose own charts check them); the environment's values and unknown
-	// blocks are refused by every chart.
+	// blocks are refused by every chart. "" for the umbrella's own values
+	// (datastores), which every deployable's chart ignores.
 	cases := []struct{ name, values, chart string }{
 		{"misspelt deployable value", "parties:\n  replica: 2\n", "parties"},
 		{"misspelt nested value", "parties:\n  autoscaling:\n    enable: true\n", "parties"},
@@ -208,6 +210,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"upstream deadlines on a service", "parties:\n  upstream:\n    timeout: 20s\n", "parties"},
 		{"a probe budget without its window", "api-gateway:\n  rateLimit:\n    probes: \"120\"\n", "api-gateway"},
 		{"a peer breaker without its unit", "actions:\n  peerBreaker:\n    openFor: \"5\"\n", "actions"},
+		{"a misspelt datastore value", "datastores:\n  postgres:\n    instance: 3\n", ""},
+		{"too few sentinels", "datastores:\n  redis:\n    sentinels: 1\n", ""},
+		{"a sentinel without its port", "global:\n  redis:\n    sentinel:\n      addrs: [rfs-registry-redis]\n", "parties"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
@@ -222,6 +227,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), "schema") {
 				t.Errorf("refused, but not by the schema: %v", err)
+			}
+			if c.chart == "" {
+				return // the umbrella's own values: a deployable's chart ignores them
 			}
 			if _, err := w.Template("charts/"+c.chart, "registry-dev", []string{envFile("dev"), file}); err == nil {
 				t.Errorf("charts/%s alone accepted:\n%s", c.chart, c.values)
@@ -431,7 +439,8 @@ func seconds(t *testing.T, v any) int {
 }
 
 var (
-	credentialEnv  = []string{"DATABASE_URL", "REDIS_URL", "S3_ACCESS_KEY", "S3_SECRET_KEY", "PEER_CLIENT_ID", "PEER_CLIENT_SECRET", "TRANSPARENCY_SIGNING_KEY"}
+	credentialEnv = []string{"DATABASE_URL", "DATABASE_READ_URL", "DATABASE_DIRECT_URL", "REDIS_URL", "REDIS_SENTINEL_PASSWORD",
+		"S3_ACCESS_KEY", "S3_SECRET_KEY", "PEER_CLIENT_ID", "PEER_CLIENT_SECRET", "TRANSPARENCY_SIGNING_KEY"}
 	urlWithSecrets = regexp.MustCompile(`://[^/@\s]+:[^/@\s]+@`)
 )
 

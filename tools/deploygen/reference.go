@@ -49,6 +49,11 @@ func (s *schemaSet) reference(all []Facts) string {
 		}
 		table(&b, "<name>", s.groups[sec.group])
 	}
+	b.WriteString("\n### The datastores the umbrella brings up: `datastores.*`\n\n")
+	b.WriteString("The umbrella chart's own values (not a deployable's): with `enabled`, it renders the datastore's\n" +
+		"custom resources for its operator, which must be installed in the cluster beforehand. The\n" +
+		"deployables still reach them through `global.postgres` and `global.redis` and their Secrets.\n\n")
+	table(&b, "datastores", s.datastores)
 	return b.String()
 }
 

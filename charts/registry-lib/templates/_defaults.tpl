@@ -170,9 +170,15 @@ global:
     tokenValidityMaxAge: 60s
     tokenValidityURL: ""
   postgres:
+    directURLKey: ""
+    readURLKey: ""
     secretKey: url
   redis:
     enabled: true
     secretKey: url
     secretName: registry-redis
+    sentinel:
+      addrs: []
+      masterName: ""
+      passwordKey: ""
 {{- end -}}

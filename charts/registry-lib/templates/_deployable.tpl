@@ -377,6 +377,14 @@ spec:
                 secretKeyRef:
                   name: {{ .v.database.secretName | default (printf "%s-postgres" .name) }}
                   key: {{ .g.postgres.secretKey }}
+            {{- with .g.postgres.directURLKey }}
+            {{- /* Migrations take a session lock: past any pooler. */}}
+            - name: DATABASE_DIRECT_URL
+              valueFrom:
+                secretKeyRef:
+                  name: {{ $.v.database.secretName | default (printf "%s-postgres" $.name) }}
+                  key: {{ . }}
+            {{- end }}
           resources:
             {{- include "registry-lib.resources" . | nindent 12 }}
           securityContext:

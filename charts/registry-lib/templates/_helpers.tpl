@@ -143,6 +143,10 @@ registry-lib.secretEnv.
 {{- $_ := set $env "DATABASE_MAX_WRITES" (toString (int .v.database.maxWrites)) -}}
 {{- end -}}
 {{- end -}}
+{{- if and (has "redis" .f.needs) .g.redis.enabled .g.redis.sentinel.masterName -}}
+{{- $_ := set $env "REDIS_MASTER_NAME" .g.redis.sentinel.masterName -}}
+{{- $_ := set $env "REDIS_SENTINEL_ADDRS" (join "," (required "global.redis.sentinel.addrs is required with a masterName" .g.redis.sentinel.addrs)) -}}
+{{- end -}}
 {{- if has "s3" .f.needs -}}
 {{- with .g.objectStore.endpoint -}}
 {{- $_ := set $env "S3_ENDPOINT" . -}}
@@ -231,6 +235,20 @@ registry-lib.secretEnv.
     secretKeyRef:
       name: {{ .v.database.secretName | default (printf "%s-postgres" .name) }}
       key: {{ .g.postgres.secretKey }}
+{{- if and .g.postgres.readURLKey (eq .f.kind "service") }}
+- name: DATABASE_READ_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .v.database.secretName | default (printf "%s-postgres" .name) }}
+      key: {{ .g.postgres.readURLKey }}
+{{- end }}
+{{- with .g.postgres.directURLKey }}
+- name: DATABASE_DIRECT_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $.v.database.secretName | default (printf "%s-postgres" $.name) }}
+      key: {{ . }}
+{{- end }}
 {{- end }}
 {{- if and (has "redis" .f.needs) .g.redis.enabled }}
 - name: REDIS_URL
@@ -238,6 +256,13 @@ registry-lib.secretEnv.
     secretKeyRef:
       name: {{ .g.redis.secretName }}
       key: {{ .g.redis.secretKey }}
+{{- with .g.redis.sentinel.passwordKey }}
+- name: REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $.g.redis.secretName }}
+      key: {{ . }}
+{{- end }}
 {{- end }}
 {{- if has "s3" .f.needs }}
 - name: S3_ACCESS_KEY

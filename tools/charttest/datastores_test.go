@@ -1,0 +1,244 @@
+package charttest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/assetregistry/registry/pkg/catalog"
+)
+
+// checkProductionDatastores holds the production profile's datastores to
+// what the registry relies on (docs/operations.md, "Production
+// datastores"): PostgreSQL with synchronous standbys behind a pooler the
+// services can work through, Redis with Sentinel that keeps nothing on
+// disk, and every deployable bound to them.
+func checkProductionDatastores(t *testing.T, docs []Doc) {
+	t.Helper()
+	pg := find(docs, "Cluster", "registry-pg")
+	if pg == nil {
+		t.Fatal("no CloudNativePG Cluster registry-pg")
+	}
+	instances, _ := Get(pg, "spec", "instances").(int)
+	if instances < 3 {
+		t.Errorf("PostgreSQL has %d instances; production needs a primary and two standbys", instances)
+	}
+	if n, _ := Get(pg, "spec", "postgresql", "synchronous", "number").(int); n != instances-1 ||
+		Get(pg, "spec", "postgresql", "synchronous", "dataDurability") != "required" {
+		t.Errorf("synchronous standbys %d (durability %v): every standby behind the read URL must apply each answered write (instances − 1, required)",
+			n, Get(pg, "spec", "postgresql", "synchronous", "dataDurability"))
+	}
+	if Get(pg, "spec", "affinity", "topologyKey") != "topology.kubernetes.io/zone" {
+		t.Error("PostgreSQL's instances are not spread over zones")
+	}
+	if Get(pg, "spec", "enableSuperuserAccess") != false {
+		t.Error("the superuser may log in")
+	}
+	sql := strings.Join(toStrings(Get(pg, "spec", "bootstrap", "initdb", "postInitApplicationSQL")), "\n")
+	roles, _ := Get(pg, "spec", "managed", "roles").([]any)
+	owners := []string{catalog.IdentityProvider.Name}
+	for _, svc := range catalog.Services {
+		if svc.NeedsStore(catalog.Postgres) {
+			owners = append(owners, svc.Name)
+		}
+	}
+	for _, owner := range owners {
+		for _, setting := range []string{"search_path = " + owner, "statement_timeout = '5s'", "lock_timeout = '2s'",
+			"idle_in_transaction_session_timeout = '30s'", "synchronous_commit = remote_apply"} {
+			if !strings.Contains(sql, "ALTER ROLE "+owner+" IN DATABASE registry SET "+setting) {
+				t.Errorf("role %s lacks %s: the pooler drops what the service asks at connection", owner, setting)
+			}
+		}
+		if !strings.Contains(sql, "CREATE SCHEMA "+owner+" AUTHORIZATION "+owner) {
+			t.Errorf("role %s does not own its schema", owner)
+		}
+		if !slices.ContainsFunc(roles, func(r any) bool { return Get(r, "name") == owner && Get(r, "login") == true }) {
+			t.Errorf("no login role %s among the Cluster's managed roles", owner)
+		}
+	}
+	pooler := find(docs, "Pooler", "registry-pg-pooler-rw")
+	if pooler == nil {
+		t.Fatal("no Pooler for request traffic")
+	}
+	if Get(pooler, "spec", "type") != "rw" || Get(pooler, "spec", "pgbouncer", "poolMode") != "transaction" {
+		t.Error("the Pooler is not the primary's, in transaction mode")
+	}
+	ignored, _ := Get(pooler, "spec", "pgbouncer", "parameters", "ignore_startup_parameters").(string)
+	for _, p := range []string{"search_path", "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "synchronous_commit"} {
+		if !slices.Contains(strings.Split(ignored, ","), p) {
+			t.Errorf("PgBouncer refuses connections that ask for %s (ignore_startup_parameters %q)", p, ignored)
+		}
+	}
+	if v, _ := Get(pooler, "spec", "pgbouncer", "parameters", "max_prepared_statements").(string); v == "" || v == "0" {
+		t.Error("PgBouncer keeps no prepared statements across transactions: pgx's statement cache would fail")
+	}
+
+	rf := find(docs, "RedisFailover", "registry-redis")
+	if rf == nil {
+		t.Fatal("no RedisFailover registry-redis")
+	}
+	if r, _ := Get(rf, "spec", "redis", "replicas").(int); r < 2 {
+		t.Errorf("Redis has %d servers: nothing to fail over to", r)
+	}
+	if s, _ := Get(rf, "spec", "sentinel", "replicas").(int); s < 3 {
+		t.Errorf("%d Sentinels: a failover needs a majority of at least three", s)
+	}
+	config := toStrings(Get(rf, "spec", "redis", "customConfig"))
+	for _, want := range []string{`save ""`, "appendonly no", "maxmemory-policy allkeys-lru"} {
+		if !slices.Contains(config, want) {
+			t.Errorf("Redis lacks %q: the find cache holds personal data and must not reach the disk", want)
+		}
+	}
+
+	for _, owner := range owners {
+		want := []string{"DATABASE_URL", "DATABASE_DIRECT_URL"}
+		if owner != catalog.IdentityProvider.Name {
+			want = append(want, "DATABASE_READ_URL")
+		}
+		env := containerEnv(docs, "Deployment", owner)
+		for _, name := range want {
+			if !slices.Contains(env, name) {
+				t.Errorf("%s: no %s", owner, name)
+			}
+		}
+		if !slices.Contains(containerEnv(docs, "Job", owner+"-migrate"), "DATABASE_DIRECT_URL") {
+			t.Errorf("%s: its migration Job goes through the pooler (no DATABASE_DIRECT_URL): its session lock would not hold", owner)
+		}
+	}
+	withRedis := []string{catalog.Gateway.Name}
+	for _, svc := range catalog.Services {
+		if svc.NeedsStore(catalog.Redis) {
+			withRedis = append(withRedis, svc.Name)
+		}
+		config, _ := Get(find(docs, "ConfigMap", svc.Name), "data").(map[string]any)
+		if svc.NeedsStore(catalog.NATS) && config["NATS_STREAM_REPLICAS"] != "3" {
+			t.Errorf("%s: the stream has %v replicas, not 3 on the three-node cluster", svc.Name, config["NATS_STREAM_REPLICAS"])
+		}
+	}
+	for _, name := range withRedis {
+		config, _ := Get(find(docs, "ConfigMap", name), "data").(map[string]any)
+		if config["REDIS_MASTER_NAME"] != "mymaster" || !strings.Contains(toString(config["REDIS_SENTINEL_ADDRS"]), "rfs-registry-redis") {
+			t.Errorf("%s: does not find Redis through the RedisFailover's Sentinels (%v, %v)", name, config["REDIS_MASTER_NAME"], config["REDIS_SENTINEL_ADDRS"])
+		}
+	}
+}
+
+// containerEnv names the environment variables of the first container of
+// the object's pods.
+func containerEnv(docs []Doc, kind, name string) []string {
+	var names []string
+	env, _ := Get(find(docs, kind, name), "spec", "template", "spec", "containers", 0, "env").([]any)
+	for _, e := range env {
+		if n, ok := Get(e, "name").(string); ok {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func toStrings(v any) []string {
+	list, _ := v.([]any)
+	var out []string
+	for _, e := range list {
+		out = append(out, toString(e))
+	}
+	return out
+}
+
+func toString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// natsValues is the production values file of the official NATS chart.
+const natsValues = "charts/registry/nats-values-prod.yaml"
+
+// The values of the official NATS chart hold the cluster to what the
+// registry's production profile expects of it: three JetStream servers on
+// file storage, spread over nodes and zones with one down at a time, and
+// the registry's user whose password is the one in the Secret the
+// services read.
+func TestNatsValuesMatchTheRegistry(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, natsValues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	prod := map[string]any{}
+	raw, err = os.ReadFile(filepath.Join(repoRoot, envFile("prod")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &prod); err != nil {
+		t.Fatal(err)
+	}
+	streamReplicas, _ := Get(prod, "global", "nats", "replicas").(int)
+	servers, _ := Get(v, "config", "cluster", "replicas").(int)
+	if Get(v, "config", "cluster", "enabled") != true || servers < 3 || servers < streamReplicas {
+		t.Errorf("%d servers in a cluster (enabled %v) for a stream of %d replicas", servers, Get(v, "config", "cluster", "enabled"), streamReplicas)
+	}
+	if streamReplicas != 3 {
+		t.Errorf("the production profile keeps the stream in %d copies, not 3", streamReplicas)
+	}
+	if Get(v, "config", "jetstream", "enabled") != true || Get(v, "config", "jetstream", "fileStore", "enabled") != true ||
+		Get(v, "config", "jetstream", "fileStore", "pvc", "size") == nil {
+		t.Error("JetStream is not on with a file store on a volume")
+	}
+	if Get(v, "podDisruptionBudget", "enabled") != true {
+		t.Error("no PodDisruptionBudget: a drain could take a majority of the servers")
+	}
+	if Get(v, "podTemplate", "topologySpreadConstraints", "kubernetes.io/hostname") == nil {
+		t.Error("the servers are not spread over nodes")
+	}
+	users, _ := Get(v, "config", "merge", "accounts", "REGISTRY", "users").([]any)
+	if len(users) != 1 || Get(users, 0, "user") != "registry" || Get(users, 0, "password") != "<< $REGISTRY_NATS_PASSWORD >>" {
+		t.Errorf("the registry's NATS user is %v; want user registry whose password is the variable REGISTRY_NATS_PASSWORD, unquoted (<< >>)", users)
+	}
+	if Get(v, "container", "env", "REGISTRY_NATS_PASSWORD", "valueFrom", "secretKeyRef", "name") != "registry-nats" {
+		t.Error("the NATS servers do not read the registry's password from the Secret registry-nats")
+	}
+}
+
+// natsChartEnv names a directory holding the official NATS chart at the
+// version nats-values-prod.yaml names (its helm/charts/nats): the chart is
+// not served by any registry this repository's checks reach, so the test
+// that renders it runs where one is given.
+const natsChartEnv = "NATS_CHART_DIR"
+
+// The official NATS chart renders with the production values, and what it
+// renders is valid Kubernetes (kubectl-validate).
+func TestNatsValuesRenderWithTheOfficialChart(t *testing.T) {
+	chart := os.Getenv(natsChartEnv)
+	if chart == "" {
+		t.Skipf("set %s to the official NATS chart (2.14.2) to render %s with it", natsChartEnv, natsValues)
+	}
+	w := workspace(t)
+	cmd := exec.Command(w.tools.Helm, "template", "nats", chart, "--namespace", "registry-prod", "--values", filepath.Join(repoRoot, natsValues))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	if err := w.Validate("nats", out); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := Docs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts := find(docs, "StatefulSet", "nats")
+	if r, _ := Get(sts, "spec", "replicas").(int); r != 3 {
+		t.Errorf("the NATS StatefulSet has %d replicas", r)
+	}
+	conf := toString(Get(find(docs, "ConfigMap", "nats-config"), "data", "nats.conf"))
+	if !strings.Contains(conf, `"password": $REGISTRY_NATS_PASSWORD`) || !strings.Contains(conf, `"routes"`) {
+		t.Errorf("the servers' configuration lacks the routes or the registry's password variable:\n%s", conf)
+	}
+}

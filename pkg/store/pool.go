@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/assetregistry/registry/pkg/apperr"
@@ -27,6 +29,7 @@ type Pool struct {
 	*pgxpool.Pool
 	acquireTimeout time.Duration
 	writes         *semaphore.Weighted
+	schema         string
 	settings       map[string]string // what its sessions run with (CheckSettings)
 
 	// replica is database.read-url's pool (nil without one), which Reads
@@ -80,6 +83,14 @@ func (p *Pool) ReplicaReady(ctx context.Context) error {
 	return Classify(p.replica.Ping(ctx), "ping the read replica")
 }
 
+// readsOnPrimary counts the reads the primary answered for a replica that
+// could not be connected to (RegistryReadReplicaUnavailable): they cost the
+// primary what the replica was there to take.
+var readsOnPrimary = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "store_replica_reads_on_primary_total",
+	Help: "Reads meant for the read replica (database.read-url) that the primary answered because the replica could not be connected to.",
+}, []string{"schema"})
+
 // replicaReads sends reads to the replica, and to the primary while the
 // replica cannot be connected to. Only the connection is retried on the
 // primary: a query that fails on the replica once it runs fails.
@@ -87,6 +98,7 @@ type replicaReads struct{ p *Pool }
 
 func (r replicaReads) replica(ctx context.Context) (*pgxpool.Conn, bool) {
 	if since := time.Now().UnixNano() - r.p.replicaDownAt.Load(); since < int64(replicaBackoff) {
+		readsOnPrimary.WithLabelValues(r.p.schema).Inc()
 		return nil, false
 	}
 	conn, err := r.p.replica.acquire(ctx)
@@ -94,6 +106,7 @@ func (r replicaReads) replica(ctx context.Context) (*pgxpool.Conn, bool) {
 		if ctx.Err() == nil {
 			r.p.replicaDownAt.Store(time.Now().UnixNano())
 		}
+		readsOnPrimary.WithLabelValues(r.p.schema).Inc()
 		return nil, false
 	}
 	return conn, true
@@ -134,7 +147,7 @@ func newPool(p *pgxpool.Pool, cfg Config) *Pool {
 	if timeout <= 0 {
 		timeout = 2 * time.Second
 	}
-	return &Pool{Pool: p, acquireTimeout: timeout,
+	return &Pool{Pool: p, acquireTimeout: timeout, schema: cfg.Schema,
 		writes: semaphore.NewWeighted(WriteSlots(int(p.Config().MaxConns), cfg.MaxWrites, runtime.GOMAXPROCS(0)))}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -40,6 +41,29 @@ func applicationName(t *testing.T, q store.Querier) string {
 		t.Fatal(err)
 	}
 	return name
+}
+
+// readsOnPrimary is store_replica_reads_on_primary_total of schema, from
+// the default registry (the metrics port's); 0 before its first count.
+func readsOnPrimary(t *testing.T, schema string) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "store_replica_reads_on_primary_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "schema" && l.GetValue() == schema {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // Lists, finds and the compliance report read the replica of
@@ -99,10 +123,14 @@ func TestReadsFallBackToThePrimary(t *testing.T) {
 	}
 	defer pool.Close()
 	s := store.New(pool, nil)
+	before := readsOnPrimary(t, cfg.Schema)
 	for range 3 { // the first finds the replica down, the next skip it
 		if got := applicationName(t, s.Reads(t.Context())); got != "primary" {
 			t.Fatalf("a read ran on %q, want the primary standing in", got)
 		}
+	}
+	if got := readsOnPrimary(t, cfg.Schema) - before; got != 3 {
+		t.Errorf("store_replica_reads_on_primary_total rose by %v for 3 reads the primary answered", got)
 	}
 	if err := pool.ReplicaReady(t.Context()); err == nil {
 		t.Error("readiness says a replica nobody can reach is up")

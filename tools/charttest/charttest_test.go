@@ -569,7 +569,7 @@ func checkObservability(t *testing.T, docs []Doc) {
 		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay",
 		"RegistryMaintenanceFailing", "RegistryMaintenanceStale",
 		"RegistryLogTampered", "RegistryLogCheckpointStale",
-		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen", "RegistryTokenValidityStale"} {
+		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen", "RegistryTokenValidityStale", "RegistryReadReplicaUnavailable"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

@@ -236,6 +236,7 @@ func (a *app) commands() *ffcli.Command {
 	)
 	root := &ffcli.Command{
 		ShortUsage: "registry <command> [flags]",
+		FlagSet:    quietFlags("registry"),
 		ShortHelp:  "the Asset Registry from a shell",
 		Subcommands: []*ffcli.Command{orgs, people, assetTypes, assets, actions, actionDocuments, documents,
 			a.plansCommand(), a.complianceCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),

@@ -74,9 +74,18 @@ func (a *app) command(name, usage, help string, minArgs, maxArgs int, own func(*
 
 func group(name, help string, subs ...*ffcli.Command) *ffcli.Command {
 	return &ffcli.Command{Name: name, ShortUsage: "registry " + name + " <command>", ShortHelp: help, Subcommands: subs,
+		FlagSet: quietFlags("registry " + name),
 		Exec: func(context.Context, []string) error {
 			return usageError{"registry " + name + ": give a command: " + names(subs)}
 		}}
+}
+
+// quietFlags is a command's flag set that returns -h as flag.ErrHelp
+// rather than printing and exiting: run prints the command's usage.
+func quietFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
 }
 
 func names(cmds []*ffcli.Command) string {

@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -113,6 +114,9 @@ func run(ctx context.Context, args []string, stdout, stderr *os.File) int {
 	root := app.commands()
 	if err := root.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			// -h or --help: the usage and flags of the command asked about,
+			// at whatever level (its own flag set writes nowhere).
+			fmt.Fprintln(stdout, ffcli.DefaultUsageFunc(chosen(root, args)))
 			return 0
 		}
 		fmt.Fprintln(stderr, "registry:", oneLine(err))
@@ -134,6 +138,22 @@ func run(ctx context.Context, args []string, stdout, stderr *os.File) int {
 		fmt.Fprintln(stderr, "registry:", describe(err, app.settings.registryURL, app.settings.authURL))
 		return exitFailed
 	}
+}
+
+// chosen is the command args name: the deepest subcommand their leading
+// words select (flags skipped).
+func chosen(c *ffcli.Command, args []string) *ffcli.Command {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		i := slices.IndexFunc(c.Subcommands, func(s *ffcli.Command) bool { return s.Name == a })
+		if i < 0 {
+			break
+		}
+		c = c.Subcommands[i]
+	}
+	return c
 }
 
 // describe turns an error into the one line a person needs: which setting

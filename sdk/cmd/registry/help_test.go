@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// -h and --help print the usage and flags of the command asked about, at
+// every level, and succeed.
+func TestHelpAtEveryLevel(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-h"}, []string{"registry <command>", "organizations"}},
+		{[]string{"import", "-h"}, []string{"registry import", "-batch"}},
+		{[]string{"import", "--help"}, []string{"registry import", "-batch"}},
+		{[]string{"plans", "-h"}, []string{"registry plans <command>", "presets"}},
+		{[]string{"plans", "load", "--help"}, []string{"registry plans load PRESET", "-asset-type"}},
+		{[]string{"compliance", "-h"}, []string{"registry compliance", "-state", "-due-before"}},
+	} {
+		out, err := os.CreateTemp(t.TempDir(), "out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := run(context.Background(), tc.args, out, out); code != 0 {
+			t.Errorf("%v: exit %d", tc.args, code)
+		}
+		printed, _ := os.ReadFile(out.Name())
+		for _, w := range tc.want {
+			if !strings.Contains(string(printed), w) {
+				t.Errorf("%v printed %q, want it to name %q", tc.args, printed, w)
+			}
+		}
+	}
+}

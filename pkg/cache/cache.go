@@ -41,6 +41,7 @@ import (
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
@@ -242,7 +243,7 @@ func (e Entry) Store(ctx context.Context, v any) {
 	if e.key == "" {
 		return
 	}
-	raw, err := json.Marshal(v)
+	raw, err := httpx.Marshal(v) // as the answer renders it
 	if err != nil {
 		return
 	}

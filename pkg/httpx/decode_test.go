@@ -123,6 +123,18 @@ func TestDecodeJSON(t *testing.T) {
 					t.Errorf("decoded %+v", s)
 				}
 			}},
+		{name: "a number stored as written", body: `{"year":2020,"data":{"a":1e6,"b":-12.50,"c":1e19,"d":1.5e-3,"e":123456789012345678901234567890}}`},
+		{name: "the 13 MB action's numbers are 422s naming each", body: `{"data":{"readings":[1,1e131071,2,1e131071]}}`,
+			kind: apperr.KindInvalid, fields: []string{"data.readings[1]", "data.readings[3]"}},
+		{name: "past numeric's integer digits is 422", body: `{"data":{"x":1e131072}}`, kind: apperr.KindInvalid, fields: []string{"data.x"}},
+		{name: "past numeric's scale is 422", body: `{"data":{"x":1e-16384}}`, kind: apperr.KindInvalid, fields: []string{"data.x"}},
+		{name: "past float64's range is 422", body: `{"data":{"x":[{"y":1e400}]}}`, kind: apperr.KindInvalid, fields: []string{"data.x[0].y"}},
+		{name: "a number past the growth is 422", body: `{"data":{"x":1e20}}`, kind: apperr.KindInvalid, fields: []string{"data.x"}},
+		{name: "a typed number out of range is 422", body: `{"year":1e400}`, kind: apperr.KindInvalid, fields: []string{"year"}},
+		{name: "year 0000 is 422", body: `{"born":"0000-01-01"}`, kind: apperr.KindInvalid, fields: []string{"born"}},
+		{name: "year 9999 is a date", body: `{"born":"9999-12-31"}`},
+		{name: "a problem per bad number, the first 50 named", body: `{"data":{"x":[` + strings.Repeat("1e400,", 60) + `1]}}`,
+			kind: apperr.KindInvalid, fields: namedThenCounted("data.x[%d]", 60)},
 		{name: "over 1 MiB is 413", body: `{"name":"` + strings.Repeat("a", httpx.MaxJSONBody) + `"}`, kind: apperr.KindTooLarge},
 	}
 	for _, tt := range tests {
@@ -174,6 +186,16 @@ func TestDecodeJSONRejectsDeclaredContentLengthOverLimit(t *testing.T) {
 	if err := httpx.DecodeJSON(r, &s); !apperr.Is(err, apperr.KindTooLarge) {
 		t.Fatalf("err = %v, want too large", err)
 	}
+}
+
+// namedThenCounted is the fields of n problems at path (an index format):
+// the first httpx.MaxFieldErrors named, the rest counted without a name.
+func namedThenCounted(path string, n int) []string {
+	fields := make([]string, n)
+	for i := range min(n, httpx.MaxFieldErrors) {
+		fields[i] = fmt.Sprintf(path, i)
+	}
+	return fields
 }
 
 // manyMembers is "k0":0,"k1":0,... for objects past the short-list size.

@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"strings"
 
 	"github.com/assetregistry/registry/pkg/apperr"
@@ -42,7 +41,7 @@ func ConditionsFrom(ctx context.Context) Conditions {
 // exactly those bytes, so the ETag changes whenever anything a GET would
 // show changes (an organization's people included).
 func ETagOf(v any) (body []byte, tag string, err error) {
-	body, err = json.Marshal(v)
+	body, err = Marshal(v)
 	if err != nil {
 		return nil, "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // checkJSON finds what encoding/json accepts but the registry must not,
@@ -17,7 +18,11 @@ import (
 //   - U+0000 in a string (PostgreSQL refuses it in text and jsonb, a 500
 //     otherwise) and an escaped lone surrogate ("\ud800", which
 //     encoding/json turns into U+FFFD, silently changing the value): a
-//     422 naming the field.
+//     422 naming the field;
+//   - a number the registry cannot store and answer as written
+//     (model.NumberStored: outside float64's range, or printed in full by
+//     PostgreSQL as many more characters than were sent, as 1e131071
+//     would be): a 422 naming the field.
 //
 // It is one pass without allocations for the usual body; a body with a
 // problem is walked again to name the field.
@@ -81,10 +86,15 @@ func (c *jsonChecker) value() {
 			c.fail("must not hold " + held)
 		}
 	default: // a number, true, false or null: up to the next delimiter
+		start := c.pos
 		for ; c.pos < len(c.data); c.pos++ {
-			switch c.data[c.pos] {
-			case ',', ']', '}', ' ', '\t', '\n', '\r':
-				return
+			if d := c.data[c.pos]; d == ',' || d == ']' || d == '}' || d == ' ' || d == '\t' || d == '\n' || d == '\r' {
+				break
+			}
+		}
+		if first := c.data[start]; first == '-' || (first >= '0' && first <= '9') {
+			if _, problem := model.NumberStored(c.data[start:c.pos]); problem != "" {
+				c.fail(problem)
 			}
 		}
 	}
@@ -240,9 +250,17 @@ func hex4(b []byte) uint16 {
 
 func (c *jsonChecker) fail(message string) {
 	c.found = true
-	if c.track {
-		c.fields = append(c.fields, apperr.FieldError{Field: c.pathString(), Message: message})
+	if !c.track {
+		return
 	}
+	// Past what a problem lists, a placeholder is enough to count: naming
+	// each of the 170,000 numbers a 1 MiB body can hold, at a depth of
+	// thousands, would cost gigabytes of paths.
+	if len(c.fields) >= MaxFieldErrors {
+		c.fields = append(c.fields, apperr.FieldError{Message: message})
+		return
+	}
+	c.fields = append(c.fields, apperr.FieldError{Field: c.pathString(), Message: message})
 }
 
 // sameName compares member names as JSON means them: "a" and "\u0061"

@@ -40,7 +40,7 @@ type Problem struct {
 // RFC 9457 section 3.2 prescribes.
 func (p Problem) MarshalJSON() ([]byte, error) {
 	type plain Problem
-	base, err := json.Marshal(plain(p))
+	base, err := Marshal(plain(p))
 	if err != nil || len(p.Extensions) == 0 {
 		return base, err
 	}
@@ -52,13 +52,13 @@ func (p Problem) MarshalJSON() ([]byte, error) {
 		if _, taken := members[k]; taken {
 			continue // standard members win over extensions
 		}
-		raw, err := json.Marshal(v)
+		raw, err := Marshal(v)
 		if err != nil {
 			return nil, err
 		}
 		members[k] = raw
 	}
-	return json.Marshal(members)
+	return Marshal(members)
 }
 
 type kindInfo struct {
@@ -194,7 +194,8 @@ func WriteProblem(ctx context.Context, err error, w http.ResponseWriter) {
 	}
 	h.Set("Content-Type", ProblemContentType)
 	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
 	h.Del("Content-Length")
 	w.WriteHeader(p.Status)
-	_ = json.NewEncoder(w).Encode(p)
+	_ = writeJSON(w, p)
 }

@@ -21,16 +21,17 @@ type Date struct {
 }
 
 // ErrDateFormat is what clients see for a malformed or impossible date.
-var ErrDateFormat = errors.New("must be a real calendar date in YYYY-MM-DD format")
+var ErrDateFormat = errors.New("must be a real calendar date in YYYY-MM-DD format, in the years 0001 to 9999")
 
 // ParseDate reads a YYYY-MM-DD date and rejects days that do not exist
-// (2023-02-29, 2024-13-01).
+// (2023-02-29, 2024-13-01) and the year 0000, which Go reads as 1 BC and
+// PostgreSQL does not store (the format itself ends at 9999).
 func ParseDate(s string) (Date, error) {
 	if len(s) != len(dateLayout) {
 		return Date{}, ErrDateFormat
 	}
 	t, err := time.Parse(dateLayout, s)
-	if err != nil {
+	if err != nil || t.Year() < 1 {
 		return Date{}, ErrDateFormat
 	}
 	return DateOf(t), nil

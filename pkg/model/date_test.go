@@ -45,3 +45,73 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Error("a number must not parse as a date")
 	}
 }
+
+// dateCases are the dates every parser of a date (bodies, queries) must
+// take or refuse, the fuzz target's seeds among them.
+var dateCases = []struct {
+	in string
+	ok bool
+}{
+	{"2024-02-29", true},
+	{"0001-01-01", true},
+	{"9999-12-31", true},
+	{"0000-01-01", false}, // Go reads it as 1 BC; PostgreSQL stores no year 0
+	{"0000-12-31", false},
+	{"10000-01-01", false},
+	{"-001-01-01", false},
+	{"+001-01-01", false},
+	{"2023-02-29", false},
+	{"2024-00-10", false},
+	{"2024-01-00", false},
+	{" 2024-01-01", false},
+	{"2024-01-01 ", false},
+	{"２０２４-01-01", false},
+}
+
+func TestDatesAreInTheYears1To9999(t *testing.T) {
+	for _, c := range dateCases {
+		d, err := model.ParseDate(c.in)
+		if (err == nil) != c.ok {
+			t.Errorf("ParseDate(%q) err = %v, want ok=%v", c.in, err, c.ok)
+			continue
+		}
+		var body struct{ D model.Date }
+		err = json.Unmarshal([]byte(`{"D":"`+c.in+`"}`), &body)
+		if (err == nil) != c.ok {
+			t.Errorf("a body's %q: err = %v, want ok=%v", c.in, err, c.ok)
+		}
+		if c.ok && (d.String() != c.in || body.D != d) {
+			t.Errorf("%q parsed as %s and, in a body, %s", c.in, d, body.D)
+		}
+	}
+}
+
+// FuzzParseDate: whatever the text, a date is refused or is a real day of
+// the years 0001 to 9999 written exactly as given, and a body reads it the
+// same way.
+func FuzzParseDate(f *testing.F) {
+	for _, c := range dateCases {
+		f.Add(c.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := model.ParseDate(s)
+		quoted, _ := json.Marshal(s)
+		var body model.Date
+		bodyErr := body.UnmarshalJSON(quoted)
+		if (err == nil) != (bodyErr == nil) || body != d {
+			t.Fatalf("%q: ParseDate %v (%v), a body %v (%v)", s, d, err, body, bodyErr)
+		}
+		if err != nil {
+			return
+		}
+		if d.Year < 1 || d.Year > 9999 {
+			t.Fatalf("%q accepted as year %d", s, d.Year)
+		}
+		if d.String() != s {
+			t.Fatalf("%q accepted as %s", s, d)
+		}
+		if d.Time().Day() != d.Day || d.Time().Month() != d.Month {
+			t.Fatalf("%q is no real day", s)
+		}
+	})
+}

@@ -1,5 +1,12 @@
 package model
 
+// MaxJSONObject bounds each free-form JSON object a client stores (an
+// action's data and meta_data), counted as it is stored and answered:
+// without insignificant whitespace and with every number written out in
+// full (StoredJSONSize). The largest change event follows from it
+// (pkg/outbox, MaxEventSize).
+const MaxJSONObject = 256 << 10
+
 // MaxJSONDepth bounds how deeply the free-form JSON objects a client stores
 // (an action's data and meta_data) may nest. Every reader of a stored
 // object, a webhook receiver among them, would otherwise have to parse
@@ -11,8 +18,26 @@ const MaxJSONDepth = 32
 // 0 for a scalar, 1 for {} or [], one more for each level inside.
 func JSONDepth(raw []byte) int {
 	depth, deepest := 0, 0
+	outsideStrings(raw, func(i int) int {
+		switch raw[i] {
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+		return 0
+	})
+	return deepest
+}
+
+// outsideStrings calls visit with the index of every byte of the valid
+// JSON text raw that is not part of a string (or a member name); visit
+// returns how many of the following bytes to pass over.
+func outsideStrings(raw []byte, visit func(i int) (skip int)) {
 	inString, escaped := false, false
-	for _, c := range raw {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
 		switch {
 		case inString:
 			switch {
@@ -25,12 +50,8 @@ func JSONDepth(raw []byte) int {
 			}
 		case c == '"':
 			inString = true
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
+		default:
+			i += visit(i)
 		}
 	}
-	return deepest
 }

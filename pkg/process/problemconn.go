@@ -3,7 +3,6 @@ package process
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -73,7 +72,7 @@ func (c *problemConn) Write(p []byte) (int, error) {
 	} else {
 		err = apperr.BadRequest("the request cannot be read as HTTP: " + detail)
 	}
-	body, merr := json.Marshal(httpx.ProblemFrom(ctx, err))
+	body, merr := httpx.Marshal(httpx.ProblemFrom(ctx, err))
 	if merr != nil {
 		return c.Conn.Write(p)
 	}

@@ -62,9 +62,9 @@ type ActionDocument struct {
 const (
 	labelLen  = 100
 	statusLen = 1000
-	// MaxJSONObject bounds data and meta_data: their JSON encoding without
-	// insignificant whitespace.
-	MaxJSONObject = 256 << 10
+	// MaxJSONObject bounds data and meta_data: their JSON as stored and
+	// answered (model.StoredJSONSize).
+	MaxJSONObject = model.MaxJSONObject
 )
 
 var actionReadOnly = []string{"action_documents"}
@@ -162,7 +162,7 @@ func (in ActionInput) check() (ActionInput, error) {
 }
 
 // jsonObject checks that raw (nil or null: none) is a JSON object of at
-// most MaxJSONObject bytes and returns it in one canonical form (compact,
+// most MaxJSONObject bytes as stored and returns it in one canonical form (compact,
 // members sorted, numbers as written), so that an unchanged object
 // compares equal whatever the order the client or PostgreSQL wrote its
 // members in.
@@ -180,8 +180,10 @@ func jsonObject(v *apperr.Validation, field string, raw json.RawMessage) json.Ra
 		v.Add(field, "must be a JSON object")
 		return raw
 	}
-	if compact.Len() > MaxJSONObject {
-		v.Add(field, "must be at most %d bytes of JSON (%d KiB); it is %d", MaxJSONObject, MaxJSONObject>>10, compact.Len())
+	// Measured as stored: PostgreSQL writes numbers out in full (1e6 as
+	// 1000000), so the limit holds for what is answered and put in events.
+	if size := model.StoredJSONSize(compact.Bytes()); size > MaxJSONObject {
+		v.Add(field, "must be at most %d bytes of JSON (%d KiB) as stored, without insignificant whitespace and with numbers written out in full; it is %d", MaxJSONObject, MaxJSONObject>>10, size)
 		return raw
 	}
 	if depth := model.JSONDepth(compact.Bytes()); depth > model.MaxJSONDepth {

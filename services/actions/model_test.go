@@ -71,6 +71,14 @@ func TestActionInputNormalize(t *testing.T) {
 		{name: "data nested 32 levels", in: with(func(in *ActionInput) { in.Data = nested(32) })},
 		{name: "data nested 33 levels", in: with(func(in *ActionInput) { in.Data = nested(33) }), fields: []string{"data"}},
 		{name: "meta_data nested 5000 levels", in: with(func(in *ActionInput) { in.MetaData = nested(5000) }), fields: []string{"meta_data"}},
+		{name: "numbers count written out in full", in: with(func(in *ActionInput) {
+			// 26,215 numbers of 4 characters (with their commas) are under
+			// the limit as sent and 21 each, 550 KB, as stored.
+			in.Data = json.RawMessage(`{"n":[` + strings.Repeat("1e19,", MaxJSONObject/5-2) + `1]}`)
+		}), fields: []string{"data"}},
+		{name: "numbers written out in full just within the limit", in: with(func(in *ActionInput) {
+			in.Data = json.RawMessage(`{"n":[` + strings.Repeat("1e19,", (MaxJSONObject-len(`{"n":[1]}`))/21) + `1]}`)
+		})},
 		{name: "whitespace does not count", in: with(func(in *ActionInput) {
 			in.MetaData = json.RawMessage(" " + string(object(MaxJSONObject)) + strings.Repeat(" ", 1000))
 		})},

@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -239,6 +240,20 @@ func TestHTTPErrors(t *testing.T) {
 		{Name: "meta_data a string", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"meta_data": "x"}), Status: 422, Fields: []string{"meta_data"}},
 		{Name: "data over 256 KiB", Method: "POST", Path: "/actions", Body: `{"asset_id":"` + w.asset + `","action_type":"repair","performed_at":"2025-01-01","data":` + big + `}`, Status: 422, Fields: []string{"data"}},
 		{Name: "status_ok a string", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"status_ok": "true"}), Status: 422, Fields: []string{"status_ok"}},
+		// Issue 26: a 1 KB body that PostgreSQL would store and answer as
+		// 13 MB (it prints a jsonb number in full) is refused, each number
+		// named (the first 50).
+		{Name: "the 13 MB action", Method: "POST", Path: "/actions", Body: `{"asset_id":"` + w.asset + `","action_type":"repair","performed_at":"2025-01-01","data":{"readings":[` +
+			strings.TrimSuffix(strings.Repeat("1e131071,", 100), ",") + `]}}`, Status: 422, Fields: fieldsAt("data.readings[%d]", 50)},
+		{Name: "a number past numeric's digits", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"data": json.RawMessage(`{"x":1e131072}`)}), Status: 422, Fields: []string{"data.x"}},
+		{Name: "a number past numeric's scale", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"meta_data": json.RawMessage(`{"x":[1e-16384]}`)}), Status: 422, Fields: []string{"meta_data.x[0]"}},
+		{Name: "a number past float64's range", Method: "PATCH", Path: path, Body: `{"data":{"x":1e400}}`, Status: 422, Fields: []string{"data.x"}},
+		{Name: "data over 256 KiB once its numbers are written out", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"data": json.RawMessage(`{"n":[` + strings.Repeat("1e19,", MaxJSONObject/5) + `1]}`)}), Status: 422, Fields: []string{"data"}},
+		{Name: "performed_at in the year 0", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"performed_at": "0000-12-31"}), Status: 422, Fields: []string{"performed_at"}},
+		{Name: "status_valid_through in the year 0", Method: "PATCH", Path: path, Body: `{"status_valid_through":"0000-01-01"}`, Status: 422, Fields: []string{"status_valid_through"}},
+		{Name: "list from the year 0", Method: "GET", Path: "/actions?performed_from=0000-01-01", ReadOnly: true, Status: 422, Fields: []string{"performed_from"}},
+		{Name: "list valid through the year 0", Method: "GET", Path: "/actions?valid_through_before=0000-06-01", ReadOnly: true, Status: 422, Fields: []string{"valid_through_before"}},
+		{Name: "compliance due before the year 0", Method: "GET", Path: "/compliance?due_before=0000-01-01", ReadOnly: true, Status: 422, Fields: []string{"due_before"}},
 		{Name: "asset_id not a UUID", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"asset_id": strings.ToUpper(w.asset)}), Status: 422, Fields: []string{"asset_id"}},
 		{Name: "performed_at removed by patch", Method: "PATCH", Path: path, Body: `{"performed_at":null,"action_type":null}`, Status: 422, Fields: []string{"action_type", "performed_at"}},
 		{Name: "patch to an asset that does not exist", Method: "PATCH", Path: path, Body: map[string]any{"asset_id": missing}, Status: 422, Fields: []string{"asset_id"}},
@@ -536,4 +551,13 @@ func TestHTTPActionsBatchItemRefused(t *testing.T) {
 	if list := w.Call(200, "GET", "/actions?source_system=batch&source_reference=refuse", w.RO, nil).List(); len(list) != 0 {
 		t.Errorf("the refused item was written: %v", list)
 	}
+}
+
+// fieldsAt is n field paths made from an index format.
+func fieldsAt(format string, n int) []string {
+	fields := make([]string, n)
+	for i := range fields {
+		fields[i] = fmt.Sprintf(format, i)
+	}
+	return fields
 }

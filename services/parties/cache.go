@@ -2,7 +2,6 @@ package parties
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/httpx"
@@ -113,7 +112,7 @@ func personFind(norm PersonInput) (scopes []string, key string) {
 // rendered stores v's JSON in entry and answers with it; v itself when it
 // cannot be rendered (the encoder then reports why).
 func rendered(ctx context.Context, entry cache.Entry, v any) any {
-	body, err := json.Marshal(v)
+	body, err := httpx.Marshal(v)
 	if err != nil {
 		return v
 	}

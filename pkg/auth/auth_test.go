@@ -55,6 +55,7 @@ func TestVerify(t *testing.T) {
 		{"wrong audience", iss.Sign(t, with(func(c jwt.MapClaims) { c["aud"] = "https://elsewhere.example" })), false},
 		{"wrong issuer", iss.Sign(t, with(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), false},
 		{"no subject", iss.Sign(t, with(func(c jwt.MapClaims) { delete(c, "sub") })), false},
+		{"subject too long to be every write's actor", iss.Sign(t, with(func(c jwt.MapClaims) { c["sub"] = strings.Repeat("s", auth.MaxSubjectLen+1) })), false},
 		{"lifetime of exactly the maximum", iss.Sign(t, with(func(c jwt.MapClaims) { c["exp"] = c["iat"].(int64) + int64(auth.DefaultMaxTokenLifetime/time.Second) })), true},
 		{"lifetime over the maximum", iss.Sign(t, with(func(c jwt.MapClaims) {
 			c["exp"] = c["iat"].(int64) + int64(auth.DefaultMaxTokenLifetime/time.Second) + 1
@@ -82,6 +83,10 @@ func TestVerify(t *testing.T) {
 				t.Fatalf("err = %v, want invalid token", err)
 			}
 		})
+	}
+	longest := strings.Repeat("s", auth.MaxSubjectLen)
+	if p, err := v.Verify(t.Context(), iss.Sign(t, with(func(c jwt.MapClaims) { c["sub"] = longest }))); err != nil || p.Subject != longest {
+		t.Errorf("a subject of the longest length: %+v, %v", p, err)
 	}
 }
 

@@ -231,6 +231,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	if c.Subject == "" {
 		return Principal{}, fmt.Errorf("%w: the token has no subject", ErrInvalidToken)
 	}
+	if len(c.Subject) > MaxSubjectLen {
+		return Principal{}, fmt.Errorf("%w: the token's subject is longer than %d bytes", ErrInvalidToken, MaxSubjectLen)
+	}
 	if err := v.checkLifetime(c.RegisteredClaims); err != nil {
 		return Principal{}, err
 	}
@@ -252,6 +255,12 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	}
 	return p, nil
 }
+
+// MaxSubjectLen bounds a token's sub, as OpenID Connect does (255 ASCII
+// characters): it is every write's actor and its resources' created_by
+// and updated_by, so the size of the largest event depends on it
+// (outbox.MaxEventSize).
+const MaxSubjectLen = 255
 
 // Remembered answers for a token verified before, without checking a
 // signature (the verified-token cache; see cachedPrincipal). It never

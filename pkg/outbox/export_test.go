@@ -1,5 +1,15 @@
 package outbox
 
+import "github.com/prometheus/client_golang/prometheus/testutil"
+
 // SetAfterPublish makes the relay call hook after JetStream acknowledged a
 // round and before the round is marked published.
 func (r *Relay) SetAfterPublish(hook func()) { r.afterPublish = hook }
+
+// Unpublishable is the relay's test of a publish error NATS will repeat for good.
+var Unpublishable = unpublishable
+
+// SetAsideGauge is outbox_set_aside_events of schema.
+func SetAsideGauge(schema string) float64 {
+	return testutil.ToFloat64(relaySetAside.WithLabelValues(schema))
+}

@@ -11,7 +11,15 @@ import (
 var (
 	relayPending = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "outbox_pending_events",
-		Help: "Events recorded in the outbox and not yet published to JetStream (reported by the leading relay).",
+		Help: "Events recorded in the outbox and not yet published to JetStream, besides those set aside (reported by the leading relay).",
+	}, []string{"schema"})
+	relaySetAside = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "outbox_set_aside_events",
+		Help: "Events set aside because NATS refuses them for good (too large), with the later events of their subjects; they wait for an operator's replay (reported by the leading relay).",
+	}, []string{"schema"})
+	setAsideTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "outbox_set_aside_total",
+		Help: "Events NATS refused for good and the relay set aside (not counting the later events of their subjects held behind them).",
 	}, []string{"schema"})
 	relayOldest = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "outbox_oldest_pending_seconds",

@@ -21,7 +21,7 @@ type Change struct {
 	ID   string // the resource's id (a link's "<person_id>:<organization_id>:<relation_type>")
 	Op   string // OpCreated, OpUpdated or OpDeleted
 	// Data is the resource as GET answers it after the change (before it,
-	// for a delete): a value json.Marshal renders as the GET does, or the
+	// for a delete): a value httpx.Marshal renders as the GET does, or the
 	// rendered json.RawMessage.
 	Data any
 	// Old is, for an update, the resource as GET answered it before the
@@ -108,7 +108,7 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) err
 		}
 		var changesJSON []byte
 		if diff != nil {
-			if changesJSON, err = json.Marshal(diff); err != nil {
+			if changesJSON, err = httpx.Marshal(diff); err != nil {
 				return fmt.Errorf("outbox: render changes of %s %s: %w", c.Kind, c.ID, err)
 			}
 		}
@@ -182,6 +182,9 @@ func (c Change) render() (json.RawMessage, map[string][2]json.RawMessage, error)
 	return data, diff, nil
 }
 
+// asJSON renders a change's resource as its GET answer does
+// (httpx.Marshal: no HTML escaping, which would make an event up to six
+// times the size of what was sent).
 func asJSON(v any) (json.RawMessage, error) {
 	switch v := v.(type) {
 	case json.RawMessage:
@@ -189,7 +192,7 @@ func asJSON(v any) (json.RawMessage, error) {
 	case []byte:
 		return v, nil
 	}
-	return json.Marshal(v)
+	return httpx.Marshal(v)
 }
 
 // Diff is {field: [old, new]} for each top-level field of two JSON objects

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/process"
 )
@@ -39,6 +40,13 @@ import (
 // acknowledgement; a relay that dies between the two publishes it again,
 // and JetStream drops the second copy within the duplicate window (the
 // message id is the event id).
+//
+// No event stops another: an event NATS refuses for good (larger than the
+// server's max_payload or the stream's max_msg_size) is set aside, and
+// with it every later event of its subject, so that subject's order still
+// holds; every other subject's events go on. An operator sees and replays
+// what was set aside (SetAside, Replay; the services' outbox-set-aside
+// and outbox-replay commands).
 type Relay struct {
 	pool   *pgxpool.Pool
 	schema string
@@ -149,12 +157,12 @@ func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 	var lastSweep, lastMeasure time.Time
 	for ctx.Err() == nil {
 		var (
-			published  int
+			settled    int
 			natsFailed bool
 		)
 		err := s.Use(func(conn *pgx.Conn) error {
 			var err error
-			published, err = r.round(ctx, conn)
+			settled, err = r.round(ctx, conn)
 			if err != nil {
 				var nerr natsError
 				if !errors.As(err, &nerr) {
@@ -190,7 +198,7 @@ func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 			sleep(ctx, r.cfg.Poll)
 			continue
 		}
-		if published == r.cfg.Batch {
+		if settled == r.cfg.Batch {
 			continue // more wait
 		}
 		poll := time.NewTimer(r.cfg.Poll)
@@ -226,7 +234,9 @@ type pending struct {
 }
 
 // round publishes the oldest unpublished events, at most one per subject,
-// and marks those JetStream acknowledged. It returns how many it published.
+// and marks those JetStream acknowledged; it sets aside those NATS
+// refuses for good, and the events behind a set-aside one of their
+// subject. It returns how many rows it settled (published or set aside).
 func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 	if !r.streamReady {
 		if err := r.ensureStream(ctx); err != nil {
@@ -234,12 +244,20 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 		}
 		r.streamReady = true
 	}
-	rows, err := conn.Query(ctx, `SELECT id, event_id::text, kind, subject_id, op, time, actor, request_id, data::text, changes::text
-		FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1`, r.cfg.Batch)
+	// held: an earlier event of the subject is set aside, so this one
+	// must wait behind it (the partial index on set-aside rows is empty
+	// while none is, so asking costs a lookup in an empty index).
+	rows, err := conn.Query(ctx, `SELECT o.id, o.event_id::text, o.kind, o.subject_id, o.op, o.time, o.actor, o.request_id,
+			o.data::text, o.changes::text,
+			EXISTS (SELECT 1 FROM outbox s WHERE s.set_aside_at IS NOT NULL AND s.kind = o.kind AND s.subject_id = o.subject_id) AS held
+		FROM outbox o WHERE o.published_at IS NULL AND o.set_aside_at IS NULL ORDER BY o.id LIMIT $1`, r.cfg.Batch)
 	if err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
-	var batch []pending
+	var (
+		batch []pending
+		held  []int64
+	)
 	subjects := map[string]bool{}
 	for rows.Next() {
 		var (
@@ -247,10 +265,15 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 			kind, subject, op string
 			data              string
 			changes           *string
+			behind            bool
 		)
-		if err := rows.Scan(&p.id, &p.event.ID, &kind, &subject, &op, &p.event.Time, &p.event.Actor, &p.event.RequestID, &data, &changes); err != nil {
+		if err := rows.Scan(&p.id, &p.event.ID, &kind, &subject, &op, &p.event.Time, &p.event.Actor, &p.event.RequestID, &data, &changes, &behind); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("read the outbox: %w", err)
+		}
+		if behind {
+			held = append(held, p.id) // every one: left here, they would fill the next rounds
+			continue
 		}
 		key := kind + "." + subject
 		if subjects[key] {
@@ -273,10 +296,25 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
-	if len(batch) == 0 {
-		return 0, nil
+	settled := 0
+	if len(held) > 0 {
+		n, err := r.holdBack(ctx, conn, held)
+		if err != nil {
+			return 0, err
+		}
+		settled += n
 	}
-	acked, pubErr := r.publish(ctx, batch)
+	if len(batch) == 0 {
+		return settled, nil
+	}
+	acked, refused, pubErr := r.publish(ctx, batch)
+	if len(refused) > 0 {
+		if err := r.setAside(ctx, conn, refused); err != nil {
+			return 0, err
+		}
+		settled += len(refused)
+	}
+	settled += len(acked)
 	if len(acked) > 0 {
 		if r.afterPublish != nil {
 			r.afterPublish()
@@ -296,18 +334,20 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 	}
 	if pubErr != nil {
 		r.streamReady = false // ensured again first: it may be what is missing
-		return len(acked), natsError{pubErr}
+		return settled, natsError{pubErr}
 	}
-	return len(acked), nil
+	return settled, nil
 }
 
 // publishTimeout bounds the wait for one round's acknowledgements.
 const publishTimeout = 10 * time.Second
 
 // publish sends the batch without waiting between messages and then
-// collects JetStream's acknowledgements; it returns the outbox ids of the
-// acknowledged events.
-func (r *Relay) publish(ctx context.Context, batch []pending) ([]int64, error) {
+// collects JetStream's acknowledgements. It returns the outbox ids of the
+// acknowledged events, the events NATS refused for good with why
+// (unpublishable), and the first other failure (NATS down, no
+// acknowledgement), after which the rest of the batch waits.
+func (r *Relay) publish(ctx context.Context, batch []pending) (acked []int64, refused map[int64]error, err error) {
 	type sent struct {
 		id     int64
 		future jetstream.PubAckFuture
@@ -316,20 +356,30 @@ func (r *Relay) publish(ctx context.Context, batch []pending) ([]int64, error) {
 		inFlight []sent
 		firstErr error
 	)
+	refuse := func(id int64, err error) {
+		if refused == nil {
+			refused = map[int64]error{}
+		}
+		refused[id] = err
+	}
 	for _, p := range batch {
-		body, err := json.Marshal(p.event)
+		body, err := httpx.Marshal(p.event)
 		if err != nil {
-			return nil, fmt.Errorf("encode event %s: %w", p.event.ID, err)
+			refuse(p.id, fmt.Errorf("encode event %s: %w", p.event.ID, err))
+			continue
 		}
 		msg := &nats.Msg{Subject: r.cfg.SubjectPrefix + "." + p.event.Subject.Kind + "." + p.event.Subject.ID, Data: body, Header: nats.Header{}}
 		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(p.event.ID), jetstream.WithExpectStream(r.cfg.Stream))
 		if err != nil {
+			if unpublishable(err) {
+				refuse(p.id, fmt.Errorf("event %s of %d bytes: %w", p.event.ID, len(body), err))
+				continue
+			}
 			firstErr = err
 			break
 		}
 		inFlight = append(inFlight, sent{p.id, f})
 	}
-	var acked []int64
 	deadline := time.NewTimer(publishTimeout)
 	defer deadline.Stop()
 	for _, s := range inFlight {
@@ -337,19 +387,32 @@ func (r *Relay) publish(ctx context.Context, batch []pending) ([]int64, error) {
 		case <-s.future.Ok():
 			acked = append(acked, s.id)
 		case err := <-s.future.Err():
-			if firstErr == nil {
+			if unpublishable(err) {
+				refuse(s.id, err)
+			} else if firstErr == nil {
 				firstErr = err
 			}
 		case <-deadline.C:
 			if firstErr == nil {
 				firstErr = errors.New("no acknowledgement within " + publishTimeout.String())
 			}
-			return acked, firstErr
+			return acked, refused, firstErr
 		case <-ctx.Done():
-			return acked, ctx.Err()
+			return acked, refused, ctx.Err()
 		}
 	}
-	return acked, firstErr
+	return acked, refused, firstErr
+}
+
+// unpublishable tells the failures of one event that trying again cannot
+// mend (the event is too large for the server or the stream) from those
+// of NATS itself (down, slow, the stream missing), which pass.
+func unpublishable(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
 }
 
 // ensureStream creates the stream, or updates it to this configuration.
@@ -366,9 +429,16 @@ func (r *Relay) ensureStream(ctx context.Context) error {
 		MaxAge:      r.cfg.MaxAge,
 		Duplicates:  r.cfg.DuplicateWindow,
 		Replicas:    max(r.cfg.Replicas, 1),
+		// The largest event the registry makes, with its headers: no
+		// write's event is refused for its size (size.go).
+		MaxMsgSize: MaxMessageSize,
 	})
 	if err != nil {
 		return fmt.Errorf("ensure stream %s: %w", r.cfg.Stream, err)
+	}
+	if limit := r.js.Conn().MaxPayload(); limit > 0 && limit < MaxMessageSize {
+		level.Warn(r.logger).Log("msg", "the NATS server's max_payload is below the largest event the registry makes: larger events will be set aside; set max_payload to at least max_event_size (docs/operations.md)",
+			"max_payload", limit, "max_event_size", MaxMessageSize)
 	}
 	return nil
 }
@@ -379,10 +449,16 @@ func (r *Relay) measure(ctx context.Context, conn *pgx.Conn) error {
 		count  int64
 		oldest *time.Time
 	)
-	if err := conn.QueryRow(ctx, `SELECT count(*), min(time) FROM outbox WHERE published_at IS NULL`).Scan(&count, &oldest); err != nil {
+	var aside int64
+	// Each count over its own partial index: published rows kept for the
+	// retention are never read.
+	if err := conn.QueryRow(ctx, `SELECT pending.n, pending.oldest,
+			(SELECT count(*) FROM outbox WHERE set_aside_at IS NOT NULL AND published_at IS NULL)
+		FROM (SELECT count(*) AS n, min(time) AS oldest FROM outbox WHERE published_at IS NULL AND set_aside_at IS NULL) pending`).Scan(&count, &oldest, &aside); err != nil {
 		return fmt.Errorf("measure the outbox: %w", err)
 	}
 	relayPending.WithLabelValues(r.schema).Set(float64(count))
+	relaySetAside.WithLabelValues(r.schema).Set(float64(aside))
 	age := 0.0
 	if oldest != nil {
 		age = max(time.Since(*oldest).Seconds(), 0)
@@ -395,9 +471,10 @@ func (r *Relay) measure(ctx context.Context, conn *pgx.Conn) error {
 // number at a time.
 func (r *Relay) sweep(ctx context.Context, conn *pgx.Conn) error {
 	// The oldest rows by id are the oldest rows: look at those only, so
-	// the sweep needs no index of its own.
+	// the sweep needs no index of its own. Unpublished ones are passed
+	// over, so events set aside for long never stop the sweep.
 	_, err := conn.Exec(ctx, `DELETE FROM outbox WHERE id IN (
-		SELECT id FROM (SELECT id, published_at FROM outbox ORDER BY id LIMIT 10000) oldest
+		SELECT id FROM (SELECT id, published_at FROM outbox WHERE published_at IS NOT NULL ORDER BY id LIMIT 10000) oldest
 		WHERE published_at < clock_timestamp() - $1::interval)`, r.cfg.Retention.String())
 	if err != nil {
 		return fmt.Errorf("sweep published events: %w", err)

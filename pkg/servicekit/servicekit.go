@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"time"
@@ -57,7 +58,15 @@ type Spec struct {
 // Command is an operation an operator runs with the service's binary.
 type Command struct {
 	Summary string
-	Run     func(ctx context.Context, d Deps) error
+	// Flags registers the command's own flags, if it has any, beside the
+	// service's.
+	Flags func(*flag.FlagSet)
+	// DatabaseOnly runs the command with nothing but the service's
+	// database (Deps.Store, without a find cache): no issuer, peers,
+	// relay or stream consumers, which a command that only reads and
+	// marks rows has no use for.
+	DatabaseOnly bool
+	Run          func(ctx context.Context, d Deps) error
 }
 
 // Embedded is the spec of the named service whose files are embedded the
@@ -167,9 +176,13 @@ func Main(spec Spec) int {
 		fmt.Fprintf(os.Stderr, "%s is not in pkg/catalog; add its entry there\n", spec.Name)
 		return 2
 	}
+	commands := maps.Clone(spec.Commands)
+	if entry.NeedsStore(catalog.NATS) && len(entry.Kinds) > 0 {
+		commands = withOutboxCommands(commands)
+	}
 	args := os.Args[1:]
 	command := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || spec.Commands[args[0]].Run != nil) {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || commands[args[0]].Run != nil) {
 		command, args = args[0], args[1:]
 	}
 	var cfg Config
@@ -178,13 +191,24 @@ func Main(spec Spec) int {
 		if spec.Flags != nil {
 			spec.Flags(fs)
 		}
+		if c := commands[command]; c.Flags != nil {
+			c.Flags(fs)
+		}
 		return &cfg.Log
 	}
 	return process.Execute(spec.Name, args, register, func(ctx context.Context, logger log.Logger) error {
 		if command == "migrate" {
 			return migrateOnly(ctx, spec, cfg, logger)
 		}
-		if c, ok := spec.Commands[command]; ok {
+		if c, ok := commands[command]; ok && c.DatabaseOnly {
+			pool, err := openDatabase(ctx, spec, cfg, logger)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			return c.Run(ctx, Deps{Store: store.New(pool, nil), Logger: logger, RequestTimeout: cfg.Timeout})
+		}
+		if c, ok := commands[command]; ok {
 			built, err := Build(ctx, spec, cfg, logger)
 			if err != nil {
 				return err

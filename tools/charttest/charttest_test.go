@@ -567,7 +567,7 @@ func checkObservability(t *testing.T, docs []Doc) {
 	for _, want := range []string{"RegistryAvailabilityBudgetBurn", "RegistryLatencyBudgetBurn", "RegistryHigh5xxRatio",
 		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures",
 		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay",
-		"RegistryMaintenanceFailing", "RegistryMaintenanceStale",
+		"RegistryOutboxEventsSetAside", "RegistryMaintenanceFailing", "RegistryMaintenanceStale",
 		"RegistryLogTampered", "RegistryLogCheckpointStale",
 		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen", "RegistryTokenValidityStale", "RegistryReadReplicaUnavailable"} {
 		if !slices.Contains(alerts, want) {

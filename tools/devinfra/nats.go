@@ -33,6 +33,9 @@ type NatsOptions struct {
 	// Cluster, when set, makes the server one node of a JetStream cluster
 	// (StartNatsCluster sets it).
 	Cluster *NatsClusterNode
+	// MaxPayload is the largest message the server takes, in bytes; 0
+	// means NatsMaxPayload. Tests set less to make an event unpublishable.
+	MaxPayload int
 }
 
 // NatsClusterNode is a server's place in a cluster: its name, its route
@@ -48,6 +51,14 @@ type NatsClusterNode struct {
 // natsRouteUser is the user the nodes of a cluster log in to each other as.
 const natsRouteUser = "route"
 
+// NatsMaxPayload is the max_payload of the servers make run, the tests and
+// the fault suite start: the largest message the registry publishes,
+// outbox.MaxMessageSize (2 MiB), which this module cannot import (it
+// imports nothing of the registry); tools/testkit's tests hold the two
+// together. NATS's own default, 1 MiB, is below the registry's largest
+// event.
+const NatsMaxPayload = 2 << 20
+
 // Nats is a running private NATS server with JetStream. Every connection
 // must authenticate as User with Password.
 type Nats struct {
@@ -61,6 +72,8 @@ type Nats struct {
 	CredentialsFile string
 	ConfigFile      string // the generated configuration (0600; the password only as a bcrypt hash)
 	LogFile         string
+	// MaxPayload is the server's max_payload; Restart applies a new one.
+	MaxPayload int
 
 	bin     string
 	cluster *NatsClusterNode
@@ -91,7 +104,10 @@ func startNats(ctx context.Context, o NatsOptions) (*Nats, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Nats{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, ConfigFile: dataDir + ".conf", cluster: o.Cluster}
+	n := &Nats{DataDir: dataDir, LogFile: o.LogFile, CredentialsFile: o.CredentialsFile, ConfigFile: dataDir + ".conf", cluster: o.Cluster, MaxPayload: o.MaxPayload}
+	if n.MaxPayload <= 0 {
+		n.MaxPayload = NatsMaxPayload
+	}
 	if n.LogFile == "" {
 		n.LogFile = dataDir + ".log"
 	}
@@ -149,6 +165,8 @@ func (n *Nats) config(port int) (string, error) {
 	lines := []string{
 		"server_name: " + strconv.Quote(serverName),
 		"listen: " + strconv.Quote(loopback(port)),
+		// The largest event the registry makes must pass (NatsMaxPayload).
+		"max_payload: " + strconv.Itoa(n.MaxPayload),
 		"jetstream {",
 		"  store_dir: " + strconv.Quote(n.DataDir),
 		// A development server: bounded, whatever the machine has.
@@ -274,7 +292,8 @@ func (n *Nats) Signal(sig syscall.Signal) error { return n.srv.signalGroup(sig) 
 func (n *Nats) Kill() error { return n.srv.stop(syscall.SIGKILL) }
 
 // Restart stops the server if it still runs and starts it again on the
-// same port with the same user and store, which it recovers.
+// same port with the same user and store, which it recovers, and with
+// MaxPayload as it is now.
 func (n *Nats) Restart(ctx context.Context) error {
 	if err := n.Stop(); err != nil {
 		return err

@@ -105,6 +105,7 @@ func run(m *testing.M) int {
 	code := m.Run()
 	printReport()
 	printWebhookReport()
+	printSetAsideReport()
 	return code
 }
 

@@ -119,8 +119,21 @@ type Nats = devinfra.Nats
 // StartNats starts a private NATS server with its store in dataDir on port
 // (0: a free one); it is stopped when the test ends.
 func StartNats(t testing.TB, dataDir string, port int) *Nats {
+	return StartNatsWith(t, NatsOptions{DataDir: dataDir, Port: port})
+}
+
+// NatsOptions are a private NATS server's settings (its max_payload, say).
+type NatsOptions = devinfra.NatsOptions
+
+// NatsMaxPayload is the max_payload of every server the kit and make run
+// start.
+const NatsMaxPayload = devinfra.NatsMaxPayload
+
+// StartNatsWith starts a private NATS server as o says; it is stopped
+// when the test ends.
+func StartNatsWith(t testing.TB, o NatsOptions) *Nats {
 	t.Helper()
-	n, err := devinfra.StartNats(t.Context(), devinfra.NatsOptions{DataDir: dataDir, Port: port})
+	n, err := devinfra.StartNats(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

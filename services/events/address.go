@@ -121,7 +121,7 @@ func (p AddressPolicy) Check(ctx context.Context, u *url.URL) error {
 	host := u.Hostname()
 	if addr, err := netip.ParseAddr(host); err == nil {
 		if Forbidden(addr) {
-			return invalid("must not point at a loopback, private, link-local or metadata address (%s)", addr)
+			return invalid("must not point at a loopback, private, link-local or metadata address")
 		}
 		return nil
 	}
@@ -135,10 +135,11 @@ func (p AddressPolicy) Check(ctx context.Context, u *url.URL) error {
 	if err != nil || len(addrs) == 0 {
 		return invalid("host %q does not resolve", host)
 	}
-	for _, a := range addrs {
-		if Forbidden(a) {
-			return invalid("host %q resolves to a loopback, private, link-local or metadata address (%s)", host, a.Unmap())
-		}
+	// The answer names the host the client sent, never the address it
+	// resolved to: that would tell a caller what the registry's own
+	// network calls its names (the internal address of a service, say).
+	if slices.ContainsFunc(addrs, Forbidden) {
+		return invalid("host %q resolves to a loopback, private, link-local or metadata address", host)
 	}
 	return nil
 }

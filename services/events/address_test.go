@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -144,5 +145,34 @@ func TestDeliveryClientRefusesForbiddenAddressesAndRedirects(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusFound || hits != 1 {
 		t.Errorf("status %d after %d hits: a redirect must be the answer, not followed", resp.StatusCode, hits)
+	}
+}
+
+// A refused URL's problem says why without naming the address its host
+// resolved to: that address is the registry's view of its own network
+// (issue 26). localhost resolves from /etc/hosts, to loopback.
+func TestAddressPolicyNeverNamesTheResolvedAddress(t *testing.T) {
+	strict := AddressPolicy{Resolver: noDNS()}
+	resolved, err := noDNS().LookupNetIP(context.Background(), "ip", "localhost")
+	if err != nil || len(resolved) == 0 {
+		t.Fatalf("localhost does not resolve here: %v", err)
+	}
+	for _, target := range []string{"https://localhost/hook", "https://localhost:8443/x"} {
+		u, _ := url.Parse(target)
+		err := strict.Check(context.Background(), u)
+		if err == nil {
+			t.Fatalf("%s: accepted", target)
+		}
+		msg := fmt.Sprintf("%+v", err)
+		if !strings.Contains(msg, `host "localhost" resolves to a loopback, private, link-local or metadata address`) {
+			t.Errorf("%s: %s does not say why", target, msg)
+		}
+		for _, a := range resolved {
+			for _, form := range []string{a.String(), a.Unmap().String()} {
+				if strings.Contains(msg, form) {
+					t.Errorf("%s: the problem names the resolved address %s: %s", target, form, msg)
+				}
+			}
+		}
 	}
 }

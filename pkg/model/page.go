@@ -19,6 +19,13 @@ import (
 const (
 	DefaultLimit = 100
 	MaxLimit     = 1000
+	// MaxPageBytes bounds a page by size as well as by count: a page
+	// stops early, before the item that would take it past this, and its
+	// Link continues right after its last item; its first item is always
+	// in it, so every page makes progress. A thousand actions of the
+	// largest data would otherwise be a body (and a process holding it)
+	// of half a GiB, a thousand of the largest events over a GiB.
+	MaxPageBytes = 4 << 20
 )
 
 // Page asks for up to Limit items after the item with id After (uuid.Nil:

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -113,6 +114,47 @@ func TestListFilterAndPages(t *testing.T) {
 	_, err = store.One[item](t.Context(), pool, "get", "item", ids[0], "SELECT id, kind, name, created_at FROM items WHERE id = $1", uuid.New())
 	if !apperr.Is(err, apperr.KindNotFound) {
 		t.Fatalf("missing row: err = %v", err)
+	}
+}
+
+// A page stops before the row that would take it past MaxPageBytes, its
+// Next continuing right after its last row, and holds its first row
+// however large: following Next reads every row once, in order.
+func TestListStopsBeforeMaxPageBytes(t *testing.T) {
+	pool, err := store.OpenAndMigrate(t.Context(), open(t), migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	const mib = 1 << 20
+	sizes := []int{mib, mib, mib, mib, mib, 5 * mib, mib} // the sixth alone is over the bound
+	var ids []uuid.UUID
+	for i, n := range sizes {
+		id := uuid.Must(uuid.NewV7())
+		ids = append(ids, id)
+		if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, $2)", id, strings.Repeat(string(rune('a'+i)), n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idOf := func(i item) uuid.UUID { return i.ID }
+	// Each row is its kind plus 24 bytes (id and created_at): three of a
+	// MiB fit in 4 MiB, a fourth does not.
+	want := [][]uuid.UUID{ids[0:3], ids[3:5], ids[5:6], ids[6:7]}
+	page := model.Page{Limit: model.MaxLimit}
+	for i, w := range want {
+		got, err := store.List(t.Context(), pool, "list", "SELECT id, kind, name, created_at FROM items", store.Filter{}, page, idOf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotIDs []uuid.UUID
+		for _, it := range got.Items {
+			gotIDs = append(gotIDs, it.ID)
+		}
+		last := i == len(want)-1
+		if fmt.Sprint(gotIDs) != fmt.Sprint(w) || (got.Next == uuid.Nil) != last || (!last && got.Next != w[len(w)-1]) {
+			t.Fatalf("page %d: %v with next %v; want %v", i+1, gotIDs, got.Next, w)
+		}
+		page.After = got.Next
 	}
 }
 

@@ -58,7 +58,12 @@ func (f *Filter) SQL() string {
 func (f *Filter) Args() []any { return f.args }
 
 // List runs "selectSQL + filter" as one keyset page in id order: one row
-// more than asked tells whether a next page exists.
+// more than asked tells whether a next page exists. The page also stops
+// early, before the row that would take what it holds past
+// model.MaxPageBytes (the rows' size as PostgreSQL sends them), but never
+// before its first row; its Next then continues right after its last row.
+// Rows are decoded as they arrive, so a list of large rows never holds
+// more than that.
 func List[T any](ctx context.Context, q Querier, op, selectSQL string, f Filter, page model.Page, id func(T) uuid.UUID) (model.Paged[T], error) {
 	if page.After != uuid.Nil {
 		f.Where("id > ?", page.After)
@@ -68,11 +73,38 @@ func List[T any](ctx context.Context, q Querier, op, selectSQL string, f Filter,
 	if err != nil {
 		return model.Paged[T]{}, Classify(err, op)
 	}
-	items, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
-	if err != nil {
+	defer rows.Close()
+	var items []T
+	size, full := 0, false
+	for rows.Next() {
+		n := rowBytes(rows.RawValues())
+		if len(items) > 0 && size+n > model.MaxPageBytes {
+			full = true
+			break
+		}
+		item, err := pgx.RowToStructByName[T](rows)
+		if err != nil {
+			return model.Paged[T]{}, Classify(err, op)
+		}
+		items, size = append(items, item), size+n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return model.Paged[T]{}, Classify(err, op)
 	}
+	if full {
+		return model.Paged[T]{Items: items, Next: id(items[len(items)-1])}, nil
+	}
 	return model.TrimPage(items, page, id), nil
+}
+
+// rowBytes is the size of a row as PostgreSQL sent it.
+func rowBytes(values [][]byte) int {
+	n := 0
+	for _, v := range values {
+		n += len(v)
+	}
+	return n
 }
 
 // One reads exactly one row into T; no row is apperr "not found" for

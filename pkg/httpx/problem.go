@@ -101,11 +101,12 @@ const MaxFieldErrors = 50
 
 // codeTitles name the narrower conflict problems.
 var codeTitles = map[string]string{
-	"duplicate":        "Duplicate",
-	"still-referenced": "Still Referenced",
-	"ambiguous-match":  "Ambiguous Match",
-	"not-owner":        "Not Owner",
-	"cursor-expired":   "Cursor Expired",
+	"duplicate":          "Duplicate",
+	"still-referenced":   "Still Referenced",
+	"ambiguous-match":    "Ambiguous Match",
+	"not-owner":          "Not Owner",
+	"cursor-expired":     "Cursor Expired",
+	"subscription-limit": "Subscription Limit",
 }
 
 // defaultRetryAfter is sent when an error asks to retry without saying when.

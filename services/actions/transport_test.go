@@ -13,6 +13,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
@@ -212,6 +213,38 @@ func TestHTTPListFilters(t *testing.T) {
 }
 
 // The contract's errors particular to actions, one row each.
+// A page of actions whose data and meta_data are near their limits stops
+// before the action that would take it past model.MaxPageBytes, its Link
+// continuing right after its last action (issue 26: a thousand such
+// actions were a page of half a GiB).
+func TestHTTPListOfLargeActionsIsBoundedBySize(t *testing.T) {
+	w := newWorld(t)
+	var want []string
+	for i := range 20 {
+		body := w.action(map[string]any{"source_reference": fmt.Sprint("large-", i), "data": object(250_000), "meta_data": object(250_000)})
+		want = append(want, w.Call(201, "POST", "/actions", w.RW, body).JSON()["id"].(string))
+	}
+	var got []string
+	pages := 0
+	for path := "/actions?limit=1000"; path != ""; pages++ {
+		r := w.Call(200, "GET", path, w.RO, nil)
+		page := r.List()
+		if len(r.Raw) > model.MaxPageBytes {
+			t.Errorf("page %d: %d bytes, over %d", pages+1, len(r.Raw), model.MaxPageBytes)
+		}
+		for _, a := range page {
+			got = append(got, a["id"].(string))
+		}
+		path = ""
+		if link := r.Header.Get("Link"); link != "" {
+			path = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || pages < 3 {
+		t.Errorf("%d pages of %v, want every action once, in order, over several pages: %v", pages, got, want)
+	}
+}
+
 func TestHTTPErrors(t *testing.T) {
 	w := newWorld(t)
 	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)

@@ -39,8 +39,8 @@ type Consumer struct {
 	Subject string // the stream's subjects to read, e.g. "registry.events.>"
 	Name    string // names the stream position it stores (events.durable)
 	Batch   int
-	// Stored is called after a batch queued deliveries (it wakes the
-	// dispatcher).
+	// Stored is called after a batch stored new events (it wakes the
+	// dispatcher, which queues their deliveries).
 	Stored func()
 	// Leading are jobs that run while this replica leads (signing the
 	// log's checkpoints), beside the consuming.
@@ -171,10 +171,10 @@ func (c *Consumer) store(ctx context.Context, batch []jetstream.Msg) bool {
 	}
 	wait := 100 * time.Millisecond
 	for {
-		stored, queued, err := c.Store.StoreFromStream(ctx, at, incoming)
+		stored, err := c.Store.StoreFromStream(ctx, at, incoming)
 		if err == nil {
 			eventsStored.Add(float64(stored))
-			if queued > 0 && c.Stored != nil {
+			if stored > 0 && c.Stored != nil {
 				c.Stored()
 			}
 			return true

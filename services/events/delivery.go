@@ -101,23 +101,37 @@ func (s RetrySchedule) Next(attempts int, queued, now time.Time, r float64) (nex
 	return next, false
 }
 
-// Dispatcher sends the queued deliveries: it claims what is due, runs up
-// to Workers attempts at once and records each outcome. Several
-// dispatchers (replicas) share the work through the claims' leases.
+// Dispatcher queues and sends the deliveries: it fans the stored events
+// out to the subscriptions that name them (Store.FanOut), claims what is
+// due, each subscription in its turn and never more than MaxInFlight of
+// one at once (Store.Claim), runs up to Workers attempts at once and
+// records each outcome. Several dispatchers (replicas) share the work
+// through the claims' leases.
 type Dispatcher struct {
 	Store    *Store
 	Policy   AddressPolicy
 	Schedule RetrySchedule
 	Timeout  time.Duration // of one attempt
 	Workers  int
-	Poll     time.Duration // how often to look for due retries without being woken
-	Logger   log.Logger
+	// MaxInFlight bounds the attempts of one subscription at once, so a
+	// receiver that hangs holds at most that many workers.
+	MaxInFlight int
+	Poll        time.Duration // how often to look for due retries without being woken
+	Logger      log.Logger
 
 	client *http.Client
 	wake   chan struct{}
 }
 
-// Wake tells the dispatcher that deliveries were queued.
+// The fan-out's step: subscriptions per transaction, and positions of the
+// feed each moves on by at most, so one transaction queues at most
+// fanOutSubscriptions × fanOutEvents deliveries.
+const (
+	fanOutSubscriptions = 100
+	fanOutEvents        = 1000
+)
+
+// Wake tells the dispatcher that events were stored or deliveries queued.
 func (d *Dispatcher) Wake() {
 	select {
 	case d.wake <- struct{}{}:
@@ -144,10 +158,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		}
 	}()
 	for {
+		d.fanOut(ctx)
 		if free := d.Workers - len(slots); free > 0 {
 			// The lease outlasts the attempt, so no other dispatcher
 			// takes it while this one still waits for an answer.
-			jobs, err := d.Store.Claim(ctx, free, d.Timeout+30*time.Second)
+			jobs, err := d.Store.Claim(ctx, free, d.MaxInFlight, d.Timeout+30*time.Second)
 			if err != nil && ctx.Err() == nil {
 				level.Warn(d.Logger).Log("msg", "claiming deliveries failed", "err", err)
 			}
@@ -176,6 +191,26 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case <-poll.C:
 		}
 	}
+}
+
+// fanOut queues the deliveries of what was stored since the last time, a
+// bounded step at a time; a backlog larger than a few steps is left for
+// the next turn of Run, so the claims in between keep deliveries going.
+func (d *Dispatcher) fanOut(ctx context.Context) {
+	for range 4 {
+		queued, behind, err := d.Store.FanOut(ctx, fanOutSubscriptions, fanOutEvents)
+		if err != nil {
+			if ctx.Err() == nil {
+				level.Warn(d.Logger).Log("msg", "queueing deliveries failed", "err", err)
+			}
+			return
+		}
+		deliveriesQueued.Add(float64(queued))
+		if !behind {
+			return
+		}
+	}
+	d.Wake() // more to fan out: Run comes back at once
 }
 
 // attempt makes one attempt of job and records its outcome.
@@ -278,6 +313,10 @@ var (
 	failedForGood = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "registry_webhook_deliveries_failed_total",
 		Help: "Webhook deliveries that ran out of retries (or whose event is gone), on this replica.",
+	})
+	deliveriesQueued = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "registry_webhook_deliveries_queued_total",
+		Help: "Webhook deliveries queued: one per stored event and subscription naming its type.",
 	})
 	eventsStored = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "registry_events_stored_total",

@@ -443,3 +443,50 @@ func TestOneReplicaConsumesAndAnotherTakesOver(t *testing.T) {
 		t.Errorf("history %v, want the stream's order %v", got, want)
 	}
 }
+
+// A receiver that hangs holds at most MaxInFlight of the workers: with
+// four workers and a limit of two, another subscription's receiver gets
+// every event while the hanging one's attempts are all still open (without
+// the limit and the turns, the hanging receiver's attempts, due as early,
+// take every worker until they time out).
+func TestAHangingReceiverHoldsOnlyItsShare(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Workers, cfg.MaxInFlight = 4, 2
+	cfg.Timeout = time.Minute // longer than the test waits: no hanging attempt ends on its own
+	w := startWithStream(t, cfg)
+
+	release := make(chan struct{})
+	var mu sync.Mutex
+	open, mostOpen := 0, 0
+	hanging := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		open++
+		mostOpen = max(mostOpen, open)
+		mu.Unlock()
+		select {
+		case <-req.Context().Done():
+		case <-release:
+		}
+		mu.Lock()
+		open--
+		mu.Unlock()
+		rw.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(hanging.Close)
+	defer close(release) // before the server's Close waits for its handlers
+	w.Call(201, "POST", "/webhooks", w.RW, map[string]any{"url": hanging.URL + "/hook", "types": []string{"asset.*"}})
+	healthy := newReceiver(t)
+	w.subscribe(t, healthy, "asset.*")
+
+	var events []outbox.Event
+	for range 20 { // twenty subjects: twenty deliveries due at once for each subscription
+		events = append(events, event("asset", "created", uuid.NewString()))
+	}
+	w.publish(t, events...)
+	eventually(t, "every event at the healthy receiver", func() bool { return len(healthy.succeeded()) == len(events) })
+	mu.Lock()
+	defer mu.Unlock()
+	if mostOpen > cfg.MaxInFlight || open == 0 {
+		t.Errorf("the hanging receiver had up to %d attempts open at once (%d now), want at most %d and some still open", mostOpen, open, cfg.MaxInFlight)
+	}
+}

@@ -173,7 +173,7 @@ func TestLogBackfillsEventsStoredBefore(t *testing.T) {
 		t.Fatalf("backfilled %d, %v", n, err)
 	}
 	after := event("person", "created", uuid.NewString())
-	if _, _, err := st.StoreEvents(t.Context(), incoming(t, after)); err != nil {
+	if _, err := st.StoreEvents(t.Context(), incoming(t, after)); err != nil {
 		t.Fatal(err)
 	}
 	c, _, err := st.SignCheckpoint(t.Context(), keys)

@@ -519,7 +519,8 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 			return nil
 		}
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE events e SET body = u.body::json FROM unnest($1::bigint[], $2::text[]) AS u(leaf, body) WHERE e.leaf = u.leaf`,
+		// The size goes with the body: pages are bounded by it.
+		b.Queue(`UPDATE events e SET body = u.body::json, size = octet_length(u.body) FROM unnest($1::bigint[], $2::text[]) AS u(leaf, body) WHERE e.leaf = u.leaf`,
 			eventLeaves, bodies)
 		b.Queue(`INSERT INTO redactions (leaf, event_leaf, leaf_hash, entry) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::text[])`,
 			entryLeaves, eventLeaves, signedHashes, entryTexts)

@@ -57,6 +57,9 @@ type Settings struct {
 	RotationOverlap time.Duration
 	// Keys sign the log's checkpoints and verify them.
 	Keys LogKeys
+	// MaxPerClient is how many subscriptions one client may have: each
+	// one multiplies the deliveries every event makes.
+	MaxPerClient int
 }
 
 type service struct {
@@ -82,9 +85,22 @@ func (s *service) CreateWebhook(ctx context.Context, in WebhookInput) (Webhook, 
 		return Webhook{}, err
 	}
 	secret := NewSecret()
-	w, err := s.store.CreateWebhook(ctx, in, secret)
+	w, err := s.store.CreateWebhook(ctx, auth.Subject(ctx), in, secret, func(owned int) error {
+		if owned >= s.settings.MaxPerClient {
+			return errSubscriptionLimit(s.settings.MaxPerClient)
+		}
+		return nil
+	})
 	w.Secret = secret
 	return w, err
+}
+
+// errSubscriptionLimit is the 409 of a subscription over the client's cap:
+// nothing was created, and deleting one makes room.
+func errSubscriptionLimit(most int) error {
+	e := apperr.Conflict(fmt.Sprintf("this client has %d webhook subscriptions, the most the registry allows one client; delete one it no longer needs (or widen the types of another) first", most))
+	e.Code = "subscription-limit"
+	return e.With("limit", most)
 }
 
 // visible is the rule of subscriptions: only the client that made one

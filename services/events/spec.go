@@ -38,6 +38,8 @@ type Config struct {
 	AllowedOrigins  string
 	Timeout         time.Duration // of one delivery attempt
 	Workers         int           // delivery attempts at once
+	MaxInFlight     int           // delivery attempts of one subscription at once
+	MaxPerClient    int           // subscriptions of one client
 	Poll            time.Duration // the dispatcher's look for due retries
 	RotationOverlap time.Duration
 	Retry           RetrySchedule
@@ -97,7 +99,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Batch, "events.batch", 256, "events stored per transaction at most")
 	fs.StringVar(&c.AllowedOrigins, "webhooks.allowed-origins", "", "comma-separated origins (scheme://host:port, port may be *) a webhook may use although plain http or private, e.g. http://127.0.0.1:*")
 	fs.DurationVar(&c.Timeout, "webhooks.timeout", 15*time.Second, "a delivery not answered with a 2xx within this is a failed attempt")
-	fs.IntVar(&c.Workers, "webhooks.workers", 32, "delivery attempts in flight at once")
+	fs.IntVar(&c.Workers, "webhooks.workers", 32, "delivery attempts in flight at once (per replica)")
+	fs.IntVar(&c.MaxInFlight, "webhooks.max-in-flight", 4, "delivery attempts of one subscription in flight at once (across replicas): a receiver that hangs holds at most this many workers")
+	fs.IntVar(&c.MaxPerClient, "webhooks.max-per-client", 25, "webhook subscriptions one client may have; one more is a 409 (subscription-limit)")
 	fs.DurationVar(&c.Poll, "webhooks.poll", 500*time.Millisecond, "how often the dispatcher looks for retries that fell due")
 	fs.DurationVar(&c.RotationOverlap, "webhooks.rotation-overlap", 24*time.Hour, "how long the previous secret still signs deliveries after a rotation")
 	fs.DurationVar(&c.DeliveryRetention, "webhooks.delivery-retention", 30*24*time.Hour, "how long a delivery that succeeded or failed stays listed (by its last attempt); 0 keeps them for good")
@@ -149,10 +153,14 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	}
 	st := NewStore(d.Store)
 	policy := AddressPolicy{Exempt: origins}
-	svc := NewService(st, Settings{Policy: policy, RotationOverlap: cfg.RotationOverlap, Keys: keys})
+	if cfg.Workers < 1 || cfg.MaxInFlight < 1 || cfg.MaxPerClient < 1 {
+		return servicekit.Handlers{}, fmt.Errorf("webhooks: workers (%d), max-in-flight (%d) and max-per-client (%d) must be at least 1",
+			cfg.Workers, cfg.MaxInFlight, cfg.MaxPerClient)
+	}
+	svc := NewService(st, Settings{Policy: policy, RotationOverlap: cfg.RotationOverlap, Keys: keys, MaxPerClient: cfg.MaxPerClient})
 	h := servicekit.Handlers{Routes: NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))}
 	dispatcher := (&Dispatcher{Store: st, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
-		Workers: cfg.Workers, Poll: cfg.Poll, Logger: d.Logger}).Init()
+		Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlight, Poll: cfg.Poll, Logger: d.Logger}).Init()
 	h.Jobs = []process.Job{
 		{Name: "webhook dispatcher", Run: dispatcher.Run},
 	}

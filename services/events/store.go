@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,17 +46,10 @@ type StreamPosition struct {
 	StreamSeq        uint64
 }
 
-// StoredEvent is an event the store numbered, with the subscriptions it
-// queued a delivery for.
-type StoredEvent struct {
-	Seq        int64
-	Deliveries int
-}
-
 // StoreEvents stores each event not stored yet, in order, numbering them,
-// and queues a delivery of each for every subscription whose types match,
-// all in one transaction. It returns how many were new.
-func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored, queued int, err error) {
+// in one transaction. It returns how many were new. Their deliveries are
+// queued afterwards, by FanOut.
+func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored int, err error) {
 	return st.StoreFromStream(ctx, nil, batch)
 }
 
@@ -64,7 +58,7 @@ func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored, que
 // the consumer resumes. Each new event is also the log's next leaf: its
 // number is taken in the insert, and the tree grows by the batch before
 // the commit.
-func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch []Incoming) (stored, queued int, err error) {
+func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch []Incoming) (stored int, err error) {
 	ids, types, kinds, subjects, bodies := make([]string, len(batch)), make([]string, len(batch)),
 		make([]string, len(batch)), make([]string, len(batch)), make([]string, len(batch))
 	for i, in := range batch {
@@ -74,10 +68,11 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 	var tree *appender
 	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
 		// One round trip for the batch, however many events it holds: the
-		// position, the lock, the log's size, the subscriptions and the
-		// events' insert travel together (each event a round trip of its
-		// own cost the database more than the event's insert); the log's
-		// tiles are a second.
+		// position, the lock, the log's size and the events' insert travel
+		// together (each event a round trip of its own cost the database
+		// more than the event's insert); the log's tiles are a second. Its
+		// cost does not depend on the subscriptions: their deliveries are
+		// queued afterwards (FanOut).
 		b := &pgx.Batch{}
 		if at != nil {
 			for _, in := range batch {
@@ -90,16 +85,18 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		// The lock serialises the transactions that number events and
 		// leaves, so the order of seq is the order of commits: a reader
 		// that sees seq n+1 sees seq n (also while two replicas hand the
-		// consumer over), and leaves are numbered without a gap.
+		// consumer over), the events up to the newest a reader sees are all
+		// there, and leaves are numbered without a gap.
 		b.Queue(lockFeed)
 		b.Queue("SELECT size FROM log_state")
-		b.Queue("SELECT id, types FROM webhooks")
 		// The rows are numbered in the batch's order (unnest keeps it, the
 		// sort makes it explicit); an event stored before (a redelivery, a
 		// second publish, or twice in this batch) is left out before
-		// numbering, so leaves follow each other.
-		b.Queue(`INSERT INTO events (seq, leaf, id, type, kind, subject_id, body)
-			SELECT nextval('events_seq'), s.size + row_number() OVER (ORDER BY t.n) - 1, t.id, t.type, t.kind, t.subject_id, t.body::json
+		// numbering, so leaves follow each other. Each keeps its size, for
+		// the pages' bound.
+		b.Queue(`INSERT INTO events (seq, leaf, id, type, kind, subject_id, body, size)
+			SELECT nextval('events_seq'), s.size + row_number() OVER (ORDER BY t.n) - 1, t.id, t.type, t.kind, t.subject_id, t.body::json,
+				octet_length(t.body)
 			FROM (SELECT DISTINCT ON (id) id::uuid AS id, type, kind, subject_id, body, n
 				FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY
 					AS u(id, type, kind, subject_id, body, n)
@@ -107,7 +104,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 			CROSS JOIN log_state s
 			WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = t.id)
 			ORDER BY t.n
-			RETURNING id::text, seq, leaf`, ids, types, kinds, subjects, bodies)
+			RETURNING id::text, leaf`, ids, types, kinds, subjects, bodies)
 		results := tx.SendBatch(ctx, b)
 		defer results.Close()
 		if at != nil {
@@ -122,25 +119,20 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		if err := results.QueryRow().Scan(&size); err != nil {
 			return store.Classify(err, "read the log's size")
 		}
-		hooks, err := subscriptions(results)
-		if err != nil {
-			return err
-		}
 		rows, err := results.Query()
 		if err != nil {
 			return store.Classify(err, "store events")
 		}
-		seqs := make(map[string]int64, len(batch))
 		leaves := make(map[string]int64, len(batch))
 		var id string
-		var seq, leaf int64
-		if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &leaf}, func() error { seqs[id], leaves[id] = seq, leaf; return nil }); err != nil {
+		var leaf int64
+		if _, err := pgx.ForEachRow(rows, []any{&id, &leaf}, func() error { leaves[id] = leaf; return nil }); err != nil {
 			return store.Classify(err, "store events")
 		}
 		if err := results.Close(); err != nil {
 			return store.Classify(err, "store events")
 		}
-		stored = len(seqs)
+		stored = len(leaves)
 		if stored == 0 {
 			return nil
 		}
@@ -150,41 +142,87 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 				hashes[leaf-size] = LeafHash(batch[i].Raw)
 			}
 		}
-		if tree, err = st.appendLeaves(ctx, tx, uint64(size), hashes); err != nil {
-			return err
-		}
-		if len(hooks) == 0 {
-			return nil
-		}
-		var d deliveryRows
-		for i, in := range batch {
-			seq, ok := seqs[ids[i]]
-			if !ok {
-				continue
-			}
-			delete(seqs, ids[i]) // an event twice in the batch is delivered once
-			for _, h := range hooks {
-				if h.filter.Matches(in.Event.Type) {
-					d.add(h.id, seq, in.Event)
-				}
-			}
-		}
-		if len(d.ids) == 0 {
-			return nil
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject, next_attempt_at)
-			SELECT id, webhook_id, event_seq, event_id::uuid, subject, now()
-			FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[]) AS t(id, webhook_id, event_seq, event_id, subject)
-			ON CONFLICT DO NOTHING`, d.ids, d.webhooks, d.seqs, d.events, d.subjects); err != nil {
-			return store.Classify(err, "queue deliveries")
-		}
-		queued = len(d.ids)
-		return nil
+		tree, err = st.appendLeaves(ctx, tx, uint64(size), hashes)
+		return err
 	})
 	if err == nil && tree != nil {
 		st.tree.put(tree)
 	}
-	return stored, queued, err
+	return stored, err
+}
+
+// FanOut queues deliveries of the events stored since the subscriptions'
+// places in the feed. One call takes up to subscriptions of them (those
+// furthest behind first; another replica's are skipped, not waited for)
+// and, for each, the events of the next step positions of the feed after
+// its place whose types it names; it moves each place on in the same
+// transaction, so an event is queued once for a subscription, in the
+// feed's order. Its cost is bounded by subscriptions × step, whatever
+// the number of subscriptions or the backlog; behind says that some
+// subscription may still be behind (call again).
+func (st *Store) FanOut(ctx context.Context, subscriptions, step int) (queued int, behind bool, err error) {
+	err = store.InTx(ctx, st.s.Pool, "queue deliveries", func(tx pgx.Tx) error {
+		var hooks []uuid.UUID
+		var after, upto []int64
+		var newest int64
+		rows, err := tx.Query(ctx, `SELECT w.id, w.fanned_through, least(w.fanned_through + $2, n.seq), n.seq
+			FROM webhooks w, (SELECT newest_event() AS seq) n
+			WHERE w.fanned_through < n.seq
+			ORDER BY w.fanned_through, w.id LIMIT $1
+			FOR UPDATE OF w SKIP LOCKED`, subscriptions, step)
+		if err != nil {
+			return store.Classify(err, "find subscriptions behind the feed")
+		}
+		var id uuid.UUID
+		var from, to int64
+		if _, err := pgx.ForEachRow(rows, []any{&id, &from, &to, &newest}, func() error {
+			hooks, after, upto = append(hooks, id), append(after, from), append(upto, to)
+			behind = behind || to < newest
+			return nil
+		}); err != nil {
+			return store.Classify(err, "find subscriptions behind the feed")
+		}
+		if len(hooks) == 0 {
+			return nil
+		}
+		behind = behind || len(hooks) == subscriptions
+		rows, err = tx.Query(ctx, `SELECT s.id, e.seq, e.id::text, e.kind, e.subject_id
+			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS s(id, after, upto)
+			JOIN webhooks w ON w.id = s.id
+			JOIN events e ON e.seq > s.after AND e.seq <= s.upto AND (e.type = ANY(w.types) OR e.kind || '.*' = ANY(w.types))
+			ORDER BY s.id, e.seq`, hooks, after, upto)
+		if err != nil {
+			return store.Classify(err, "read the events to deliver")
+		}
+		var d deliveryRows
+		var seq int64
+		var event, kind, subject string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &event, &kind, &subject}, func() error {
+			d.add(id, seq, event, kind+":"+subject)
+			return nil
+		}); err != nil {
+			return store.Classify(err, "read the events to deliver")
+		}
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject, next_attempt_at)
+			SELECT id, webhook_id, event_seq, event_id::uuid, subject, now()
+			FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[]) AS t(id, webhook_id, event_seq, event_id, subject)
+			ON CONFLICT DO NOTHING`, d.ids, d.webhooks, d.seqs, d.events, d.subjects)
+		b.Queue(`UPDATE webhooks w SET fanned_through = s.upto FROM unnest($1::uuid[], $2::bigint[]) AS s(id, upto)
+			WHERE w.id = s.id`, hooks, upto)
+		results := tx.SendBatch(ctx, b)
+		defer results.Close()
+		tag, err := results.Exec()
+		if err != nil {
+			return store.Classify(err, "queue deliveries")
+		}
+		queued = int(tag.RowsAffected())
+		if _, err := results.Exec(); err != nil {
+			return store.Classify(err, "move the subscriptions' places in the feed")
+		}
+		return store.Classify(results.Close(), "queue deliveries")
+	})
+	return queued, behind, err
 }
 
 // canonicalID is id as the database prints a uuid, so that the ids the
@@ -197,42 +235,19 @@ func canonicalID(id string) string {
 	return id
 }
 
-// deliveryRows are the columns of the deliveries a batch of events queues.
+// deliveryRows are the columns of the deliveries a fan-out queues.
 type deliveryRows struct {
 	ids, webhooks    []uuid.UUID
 	seqs             []int64
 	events, subjects []string
 }
 
-func (d *deliveryRows) add(webhook uuid.UUID, seq int64, e outbox.Event) {
+func (d *deliveryRows) add(webhook uuid.UUID, seq int64, event, subject string) {
 	d.ids = append(d.ids, store.NewID())
 	d.webhooks = append(d.webhooks, webhook)
 	d.seqs = append(d.seqs, seq)
-	d.events = append(d.events, e.ID)
-	d.subjects = append(d.subjects, e.Subject.Kind+":"+e.Subject.ID)
-}
-
-type subscription struct {
-	id     uuid.UUID
-	filter TypeFilter
-}
-
-// subscriptions reads the answer of "SELECT id, types FROM webhooks" from
-// results.
-func subscriptions(results pgx.BatchResults) ([]subscription, error) {
-	rows, err := results.Query()
-	if err != nil {
-		return nil, store.Classify(err, "read subscriptions")
-	}
-	var out []subscription
-	var id uuid.UUID
-	var types []string
-	_, err = pgx.ForEachRow(rows, []any{&id, &types}, func() error {
-		var v apperr.Validation
-		out = append(out, subscription{id: id, filter: ParseTypes(&v, "types", types, true)})
-		return nil
-	})
-	return out, store.Classify(err, "read subscriptions")
+	d.events = append(d.events, event)
+	d.subjects = append(d.subjects, subject)
 }
 
 // ErrCursorExpired is the 410 of a feed cursor from before what retention
@@ -266,22 +281,19 @@ func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
 		if !q.Filter.Empty() {
 			f.Where("(type = ANY(?) OR kind = ANY(?))", q.Filter.Types, q.Filter.Kinds)
 		}
-		rows, err := tx.Query(ctx, "SELECT seq, body FROM events"+f.SQL()+" ORDER BY seq LIMIT "+strconv.Itoa(q.Limit), f.Args()...)
+		rows, err := tx.Query(ctx, pageSQL(f, q.Limit), f.Args()...)
 		if err != nil {
 			return store.Classify(err, "read the feed")
 		}
-		var seq int64
-		var body json.RawMessage
-		last := after
-		if _, err := pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
-			feed.Events = append(feed.Events, append(json.RawMessage(nil), body...))
-			last = seq
-			return nil
-		}); err != nil {
+		page, err := readPage(rows)
+		if err != nil {
 			return store.Classify(err, "read the feed")
 		}
-		feed.Next = last
-		if len(feed.Events) < q.Limit {
+		feed.Events = page.events
+		switch {
+		case page.cut || len(page.events) == q.Limit:
+			feed.Next = page.seqs[len(page.seqs)-1]
+		default:
 			// Nothing more in this snapshot matches: the next page can
 			// start after the newest event, whatever the filter skipped.
 			feed.Next = max(newest, after)
@@ -294,29 +306,69 @@ func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
 // History reads one page of a subject's events. The first page of a
 // subject without events is a 404.
 func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
-	h := History{Events: []json.RawMessage{}}
-	rows, err := st.s.DB(ctx).Query(ctx, `SELECT seq, body FROM events WHERE kind = $1 AND subject_id = $2 AND seq > $3
-		ORDER BY seq LIMIT `+strconv.Itoa(q.Limit+1), q.Kind, q.ID.String(), q.After)
+	var f store.Filter
+	f.Where("kind = ?", q.Kind)
+	f.Where("subject_id = ?", q.ID.String())
+	f.Where("seq > ?", q.After)
+	rows, err := st.s.DB(ctx).Query(ctx, pageSQL(f, q.Limit+1), f.Args()...)
 	if err != nil {
-		return h, store.Classify(err, "read a history")
+		return History{}, store.Classify(err, "read a history")
 	}
-	var seq int64
-	var body json.RawMessage
-	var seqs []int64
-	if _, err := pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
-		h.Events = append(h.Events, append(json.RawMessage(nil), body...))
-		seqs = append(seqs, seq)
-		return nil
-	}); err != nil {
-		return h, store.Classify(err, "read a history")
+	page, err := readPage(rows)
+	if err != nil {
+		return History{}, store.Classify(err, "read a history")
 	}
-	if len(h.Events) == 0 && q.After == 0 {
+	h := History{Events: page.events}
+	switch {
+	case len(h.Events) == 0 && q.After == 0:
 		return h, apperr.NotFound(q.Kind, q.ID.String())
-	}
-	if len(h.Events) > q.Limit {
-		h.Events, h.Next = h.Events[:q.Limit], seqs[q.Limit-1]
+	case page.cut:
+		h.Next = page.seqs[len(page.seqs)-1]
+	case len(h.Events) > q.Limit:
+		h.Events, h.Next = h.Events[:q.Limit], page.seqs[q.Limit-1]
 	}
 	return h, nil
+}
+
+// pageSQL reads up to limit events matching f in order, and stops before
+// the event that would take the page's body ("[", the events, "," between
+// them, "]\n") past model.MaxPageBytes; the first is always read. The
+// event it stops before comes back with a NULL body (its own is never
+// read), telling readPage that the page was cut. The running size is a
+// window over the stored sizes, so the bodies left out cost nothing.
+func pageSQL(f store.Filter, limit int) string {
+	within := strconv.Itoa(model.MaxPageBytes - 2) // each event counts its size and one "[" or ","
+	return `SELECT seq, CASE WHEN n = 1 OR upto <= ` + within + ` THEN body END
+		FROM (SELECT seq, body, size, row_number() OVER w AS n, sum(size + 1) OVER w AS upto
+			FROM (SELECT seq, body, coalesce(size, octet_length(body::text)) AS size
+				FROM events` + f.SQL() + ` ORDER BY seq LIMIT ` + strconv.Itoa(limit) + `) candidates
+			WINDOW w AS (ORDER BY seq)) page
+		WHERE n <= 2 OR upto - size - 1 <= ` + within + `
+		ORDER BY seq`
+}
+
+// eventPage is what pageSQL read: the events' bodies as stored and their
+// positions, and whether the page was cut by its size.
+type eventPage struct {
+	events []json.RawMessage
+	seqs   []int64
+	cut    bool
+}
+
+func readPage(rows pgx.Rows) (eventPage, error) {
+	page := eventPage{events: []json.RawMessage{}}
+	var seq int64
+	var body []byte
+	_, err := pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
+		if body == nil {
+			page.cut = true
+			return nil
+		}
+		page.events = append(page.events, bytes.Clone(body))
+		page.seqs = append(page.seqs, seq)
+		return nil
+	})
+	return page, err
 }
 
 // readSnapshot runs fn in a read-only repeatable-read transaction: every
@@ -346,15 +398,33 @@ type webhookRow struct {
 const webhookColumns = `id, url, types, description, secret, previous_secret, previous_secret_until,
 	created_at, created_by, updated_at, updated_by`
 
-// CreateWebhook stores a new subscription.
-func (st *Store) CreateWebhook(ctx context.Context, in WebhookInput, secret string) (Webhook, error) {
+// CreateWebhook stores a new subscription of owner's, once admit allows
+// it beside the subscriptions owner has: a lock per owner orders the
+// creates of one client, so two at once cannot both pass a cap.
+func (st *Store) CreateWebhook(ctx context.Context, owner string, in WebhookInput, secret string, admit func(owned int) error) (Webhook, error) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	actor := auth.Subject(ctx)
 	w := Webhook{ID: store.NewID(), URL: in.URL, Types: in.Types, Description: in.Description,
-		Audit: model.Audit{CreatedAt: now, CreatedBy: actor, UpdatedAt: now, UpdatedBy: actor}}
+		Audit: model.Audit{CreatedAt: now, CreatedBy: owner, UpdatedAt: now, UpdatedBy: owner}}
 	err := st.s.Write(ctx, "create webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, url, types, description, secret, created_at, created_by, updated_at, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $7)`, w.ID, w.URL, w.Types, w.Description, secret, now, actor)
+		// The count is a statement after the lock, so it sees what the
+		// previous holder committed.
+		b := &pgx.Batch{}
+		b.Queue("SELECT pg_advisory_xact_lock(hashtextextended('webhooks of ' || $1, 0))", owner)
+		b.Queue("SELECT count(*) FROM webhooks WHERE created_by = $1", owner)
+		results := tx.SendBatch(ctx, b)
+		_, err := results.Exec()
+		var owned int
+		if err == nil {
+			err = results.QueryRow().Scan(&owned)
+		}
+		if err = errors.Join(err, results.Close()); err != nil {
+			return nil, store.Classify(err, "count the client's webhooks")
+		}
+		if err := admit(owned); err != nil {
+			return nil, err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO webhooks (id, url, types, description, secret, created_at, created_by, updated_at, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $7)`, w.ID, w.URL, w.Types, w.Description, secret, now, owner)
 		return nil, store.Classify(err, "create webhook")
 	})
 	return w, err
@@ -491,42 +561,62 @@ type Job struct {
 	Body                   []byte // nil when the event is no longer kept
 }
 
-// Claim leases up to n due deliveries for one attempt each: per
-// subscription and subject only the earliest pending one is due, so a
-// later event never overtakes an earlier one. The lease (next_attempt_at
-// moved past the attempt's longest time) keeps other dispatchers off it;
-// a dispatcher that dies mid-attempt leaves it to be tried again when the
-// lease ends.
-func (st *Store) Claim(ctx context.Context, n int, lease time.Duration) ([]Job, error) {
-	rows, err := st.s.Pool.Query(ctx, `WITH due AS (
-			SELECT d.id FROM deliveries d
-			WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-			  AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.webhook_id = d.webhook_id AND e.subject = d.subject
-			                  AND e.status = 'pending' AND e.event_seq < d.event_seq)
-			ORDER BY d.next_attempt_at
-			LIMIT $1
-			FOR UPDATE SKIP LOCKED)
-		UPDATE deliveries d SET attempts = d.attempts + 1, next_attempt_at = now() + $2::interval, updated_at = now()
-		FROM due, webhooks w
-		WHERE d.id = due.id AND w.id = d.webhook_id
-		RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.queued_at, w.url,
-			array_remove(ARRAY[w.secret, CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END], NULL),
-			(SELECT body::text FROM events e WHERE e.seq = d.event_seq)`, n, lease)
-	if err != nil {
-		return nil, store.Classify(err, "claim deliveries")
-	}
+// Claim leases up to n due deliveries for one attempt each, giving each
+// subscription its turn. Per subscription and subject only the earliest
+// pending delivery is due, so a later event never overtakes an earlier one.
+// A subscription never has more than maxInFlight deliveries leased at once
+// (across every dispatcher: the claims take turns under a lock), and the
+// deliveries are taken in turns: first one of each subscription with the
+// fewest in flight, then a second of each, and so on, earliest due first
+// within a turn. So a receiver that hangs holds at most maxInFlight
+// workers, and the others' deliveries go first while it does. The lease
+// (next_attempt_at and leased_until moved past the attempt's longest time)
+// keeps other dispatchers off it; a dispatcher that dies mid-attempt
+// leaves it to be tried again when the lease ends. The cost is a few index
+// probes per subscription with due deliveries.
+func (st *Store) Claim(ctx context.Context, n, maxInFlight int, lease time.Duration) ([]Job, error) {
 	var jobs []Job
-	var j Job
-	var body *string
-	_, err = pgx.ForEachRow(rows, []any{&j.ID, &j.WebhookID, &j.EventID, &j.Attempts, &j.QueuedAt, &j.URL, &j.Secrets, &body}, func() error {
-		job := j
-		if body != nil {
-			job.Body = []byte(*body)
+	err := store.InTx(ctx, st.s.Pool, "claim deliveries", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('deliveries claim:' || current_schema(), 0))"); err != nil {
+			return store.Classify(err, "take the claims' turn")
 		}
-		jobs = append(jobs, job)
-		return nil
+		rows, err := tx.Query(ctx, `WITH turns AS (
+				SELECT c.id, f.in_flight + row_number() OVER (PARTITION BY w.id ORDER BY c.next_attempt_at, c.id) AS turn, c.next_attempt_at
+				FROM webhooks w
+				CROSS JOIN LATERAL (SELECT count(*) AS in_flight FROM deliveries f
+					WHERE f.webhook_id = w.id AND f.leased_until > now() AND f.status = 'pending') f
+				CROSS JOIN LATERAL (SELECT d.id, d.next_attempt_at FROM deliveries d
+					WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= now()
+					  AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.webhook_id = d.webhook_id AND e.subject = d.subject
+					                  AND e.status = 'pending' AND e.event_seq < d.event_seq)
+					ORDER BY d.next_attempt_at LIMIT greatest($2 - f.in_flight, 0)) c),
+			chosen AS (
+				SELECT d.id FROM deliveries d
+				JOIN (SELECT id FROM turns ORDER BY turn, next_attempt_at LIMIT $1) t ON t.id = d.id
+				FOR UPDATE OF d SKIP LOCKED)
+			UPDATE deliveries d SET attempts = d.attempts + 1, next_attempt_at = now() + $3::interval,
+				leased_until = now() + $3::interval, updated_at = now()
+			FROM chosen, webhooks w
+			WHERE d.id = chosen.id AND w.id = d.webhook_id
+			RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.queued_at, w.url,
+				array_remove(ARRAY[w.secret, CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END], NULL),
+				(SELECT body::text FROM events e WHERE e.seq = d.event_seq)`, n, maxInFlight, lease)
+		if err != nil {
+			return store.Classify(err, "claim deliveries")
+		}
+		var j Job
+		var body *string
+		_, err = pgx.ForEachRow(rows, []any{&j.ID, &j.WebhookID, &j.EventID, &j.Attempts, &j.QueuedAt, &j.URL, &j.Secrets, &body}, func() error {
+			job := j
+			if body != nil {
+				job.Body = []byte(*body)
+			}
+			jobs = append(jobs, job)
+			return nil
+		})
+		return store.Classify(err, "claim deliveries")
 	})
-	return jobs, store.Classify(err, "claim deliveries")
+	return jobs, err
 }
 
 // Outcome is what one attempt came to.
@@ -553,7 +643,7 @@ func (st *Store) Record(ctx context.Context, id uuid.UUID, o Outcome) error {
 		next = o.Next
 	}
 	_, err := st.s.Pool.Exec(ctx, `UPDATE deliveries SET status = $2, last_status_code = $3, last_error = $4,
-		next_attempt_at = $5, updated_at = now() WHERE id = $1`, id, o.Status, code, lastErr, next)
+		next_attempt_at = $5, leased_until = NULL, updated_at = now() WHERE id = $1`, id, o.Status, code, lastErr, next)
 	return store.Classify(err, "record delivery attempt")
 }
 

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -22,7 +25,7 @@ func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }
 // stream (the consumer's own tests go through NATS).
 func publish(t *testing.T, s *servicetest.Service, events ...outbox.Event) {
 	t.Helper()
-	if _, _, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, events...)); err != nil {
+	if _, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, events...)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -225,6 +228,81 @@ func TestHTTPHistory(t *testing.T) {
 	})
 }
 
+// largeEvent is an update of action id whose data is a string of n bytes.
+func largeEvent(id string, n int) outbox.Event {
+	e := event("action", "updated", id)
+	e.Data = json.RawMessage(`{"id":"` + id + `","data":"` + strings.Repeat("x", n) + `"}`)
+	return e
+}
+
+// follow reads path and every page its Links lead to, until an empty
+// page (the feed) or one without a Link (a history), checking that each
+// body of more than one event stays within model.MaxPageBytes; it returns
+// the pages' ids.
+func follow(t *testing.T, s *servicetest.Service, path string) [][]string {
+	t.Helper()
+	var pages [][]string
+	for path != "" {
+		r := s.Call(200, "GET", path, s.RO, nil)
+		list := r.List()
+		if len(r.Raw) > model.MaxPageBytes && len(list) > 1 {
+			t.Errorf("%s: a body of %d bytes with %d events, over %d", path, len(r.Raw), len(list), model.MaxPageBytes)
+		}
+		if len(list) == 0 {
+			break
+		}
+		pages = append(pages, ids(list))
+		path = ""
+		if link := r.Header.Get("Link"); link != "" {
+			path = next(t, link)
+		}
+	}
+	return pages
+}
+
+// A page of the feed or of a history stops before the event that would
+// take its body past MaxPageBytes, and its Link continues right after its
+// last event; an event larger than that alone is still a page. Events
+// stored before their size was recorded are measured when read.
+func TestPagesStopBeforeMaxPageBytes(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	action := uuid.NewString()
+	const mib = 1 << 20
+	sizes := []int{mib, mib, mib, mib, mib, 5 * mib, mib} // the sixth alone is over the bound
+	var events []outbox.Event
+	for _, n := range sizes {
+		events = append(events, largeEvent(action, n))
+	}
+	small := event("organization", "created", uuid.NewString())
+	// One statement each: a batch of them is many MiB for one statement.
+	for _, e := range append(append(slices.Clone(events[:3]), small), events[3:]...) {
+		publish(t, s, e)
+	}
+	// Three events of a MiB fit in 4 MiB, a fourth does not.
+	want := [][]string{{events[0].ID, events[1].ID, events[2].ID, small.ID}, {events[3].ID, events[4].ID}, {events[5].ID}, {events[6].ID}}
+	wantHistory := [][]string{{events[0].ID, events[1].ID, events[2].ID}, {events[3].ID, events[4].ID}, {events[5].ID}, {events[6].ID}}
+	check := func(when string) {
+		if got := follow(t, s, "/events?limit=1000"); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: feed pages %v, want %v", when, got, want)
+		}
+		if got := follow(t, s, "/events?type=action.updated&limit=1000"); fmt.Sprint(got) != fmt.Sprint(wantHistory) {
+			t.Errorf("%s: filtered feed pages %v, want %v", when, got, wantHistory)
+		}
+		if got := follow(t, s, "/actions/"+action+"/history?limit=1000"); fmt.Sprint(got) != fmt.Sprint(wantHistory) {
+			t.Errorf("%s: history pages %v, want %v", when, got, wantHistory)
+		}
+		// The count still bounds a page first.
+		if got := follow(t, s, "/actions/"+action+"/history?limit=1"); len(got) != len(events) {
+			t.Errorf("%s: history pages of one %v", when, got)
+		}
+	}
+	check("sizes stored")
+	if _, err := s.Built.Store.Pool.Exec(t.Context(), "UPDATE events SET size = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	check("sizes measured")
+}
+
 func TestHTTPWebhooks(t *testing.T) {
 	s := servicetest.Start(t, Spec())
 	created := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/hooks", "types": []string{"asset.*", "action.created"}, "description": "planner"})
@@ -302,12 +380,9 @@ func TestHTTPWebhookErrors(t *testing.T) {
 }
 
 // One batch is one statement: its events are numbered in the batch's
-// order, an event twice in it (or stored before) is stored and delivered
-// once, and each subscription gets a delivery of each event it names.
+// order, and an event twice in it (or stored before) is stored once.
 func TestStoreEventsBatch(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	assets := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/assets", "types": []string{"asset.*"}}).JSON()
-	everything := s.Call(201, "POST", "/webhooks", s.Other, map[string]any{"url": "https://93.184.216.34/all", "types": []string{"asset.*", "organization.*", "action.*"}}).JSON()
 	before := event("organization", "created", uuid.NewString())
 	publish(t, s, before)
 
@@ -319,12 +394,12 @@ func TestStoreEventsBatch(t *testing.T) {
 	upper := batch[7]
 	upper.ID = strings.ToUpper(upper.ID) // the same event, written another way
 	sent := append(append(append([]outbox.Event{}, batch...), batch[3], before), upper)
-	stored, queued, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, sent...))
+	stored, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, sent...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored != len(batch) || queued != len(batch)/3+len(batch) {
-		t.Errorf("stored %d, queued %d; want %d and %d", stored, queued, len(batch), len(batch)/3+len(batch))
+	if stored != len(batch) {
+		t.Errorf("stored %d; want %d", stored, len(batch))
 	}
 	want := []string{before.ID}
 	for _, e := range batch {
@@ -333,15 +408,224 @@ func TestStoreEventsBatch(t *testing.T) {
 	if got := ids(s.Call(200, "GET", "/events?limit=1000", s.RO, nil).List()); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("feed order %v, want %v", got, want)
 	}
-	for hook, n := range map[string]int{assets["id"].(string): len(batch) / 3, everything["id"].(string): len(batch) + 1} { // and before
-		var got int
-		if err := s.Built.Store.Pool.QueryRow(t.Context(), "SELECT count(*) FROM deliveries WHERE webhook_id = $1", hook).Scan(&got); err != nil {
+}
+
+// idleDispatcher is a configuration whose dispatcher, once started, waits
+// an hour before it looks for work again unless woken: a test that stores
+// events itself (not through the stream) then drives the fan-out and the
+// claims alone.
+func idleDispatcher() Config {
+	cfg := DefaultConfig()
+	cfg.Poll = time.Hour
+	return cfg
+}
+
+// deliveriesOf are a subscription's deliveries' event ids, in the order
+// they were queued.
+func deliveriesOf(t *testing.T, s *servicetest.Service, hook string) []string {
+	t.Helper()
+	rows, err := s.Built.Store.Pool.Query(t.Context(), "SELECT event_id::text FROM deliveries WHERE webhook_id = $1 ORDER BY id", hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { out = append(out, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The fan-out queues one delivery of each stored event for each
+// subscription naming its type, in the feed's order, from the feed
+// position where the subscription was made, and in bounded steps: the
+// feed's own transaction queues nothing.
+func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
+	s := servicetest.Start(t, SpecWith(idleDispatcher()))
+	st := NewStore(s.Built.Store)
+	assets := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/assets", "types": []string{"asset.*"}}).JSON()["id"].(string)
+	everything := s.Call(201, "POST", "/webhooks", s.Other, map[string]any{"url": "https://93.184.216.34/all", "types": []string{"asset.*", "organization.created", "action.*"}}).JSON()["id"].(string)
+	before := event("organization", "created", uuid.NewString())
+	publish(t, s, before)
+	if got := deliveriesOf(t, s, everything); len(got) != 0 {
+		t.Fatalf("storing events queued deliveries: %v", got)
+	}
+	var batch []outbox.Event
+	for i := range 300 {
+		kind := []string{"asset", "organization", "action"}[i%3]
+		batch = append(batch, event(kind, "created", uuid.NewString()))
+	}
+	publish(t, s, batch[:150]...)
+	late := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/late", "types": []string{"asset.*"}}).JSON()["id"].(string)
+	publish(t, s, batch[150:]...)
+	publish(t, s, batch[3]) // stored before: nothing new to deliver
+
+	// One step: at most one subscription moved on by at most 40 positions.
+	queued, behind, err := st.FanOut(t.Context(), 1, 40)
+	if err != nil || queued > 40 || queued == 0 || !behind {
+		t.Fatalf("one bounded step queued %d (behind %v, %v)", queued, behind, err)
+	}
+	for behind {
+		if _, behind, err = st.FanOut(t.Context(), 2, 40); err != nil {
 			t.Fatal(err)
 		}
-		if got != n {
-			t.Errorf("webhook %s: %d deliveries, want %d", hook, got, n)
+	}
+	wantOf := func(from int, match func(outbox.Event) bool) []string {
+		var out []string
+		for _, e := range batch[from:] {
+			if match(e) {
+				out = append(out, e.ID)
+			}
+		}
+		return out
+	}
+	isAsset := func(e outbox.Event) bool { return e.Subject.Kind == "asset" }
+	for name, c := range map[string]struct {
+		hook string
+		want []string
+	}{
+		"asset.*":               {assets, wantOf(0, isAsset)},
+		"every type it names":   {everything, append([]string{before.ID}, wantOf(0, func(outbox.Event) bool { return true })...)},
+		"made after 150 events": {late, wantOf(150, isAsset)},
+	} {
+		if got := deliveriesOf(t, s, c.hook); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %d deliveries %v, want %d %v", name, len(got), got, len(c.want), c.want)
 		}
 	}
+	if queued, behind, err := st.FanOut(t.Context(), 100, 1000); queued != 0 || behind || err != nil {
+		t.Errorf("a fan-out with nothing new queued %d (behind %v, %v)", queued, behind, err)
+	}
+}
+
+// Claims give each subscription its turn: one due delivery of each before
+// a second of any, never more than maxInFlight leased for one
+// subscription, only the earliest pending delivery of a subject, and a
+// lease that ran out (a dispatcher that died) no longer counts.
+func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
+	s := servicetest.Start(t, SpecWith(idleDispatcher()))
+	st := NewStore(s.Built.Store)
+	hooks := map[string]string{} // id → name
+	for _, name := range []string{"a", "b", "c", "d"} {
+		id := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/" + name, "types": []string{"asset.*"}}).JSON()["id"].(string)
+		hooks[id] = name
+	}
+	var events []outbox.Event
+	for range 20 {
+		events = append(events, event("asset", "created", uuid.NewString()))
+	}
+	twice := events[0].Subject.ID // a second event of the first subject waits for the first
+	events = append(events, event("asset", "updated", twice))
+	publish(t, s, events...)
+	for behind := true; behind; {
+		var err error
+		if _, behind, err = st.FanOut(t.Context(), 100, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inFlight := map[string]int{}
+	claim := func(n int) []Job {
+		t.Helper()
+		jobs, err := st.Claim(t.Context(), n, 4, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			inFlight[hooks[j.WebhookID.String()]]++
+			if j.EventID.String() == events[len(events)-1].ID {
+				t.Errorf("the second event of subject %s was claimed before the first succeeded", twice)
+			}
+		}
+		return jobs
+	}
+	if jobs := claim(10); len(jobs) != 10 || len(inFlight) != 4 || maxOf(inFlight)-minOf(inFlight) > 1 {
+		t.Fatalf("10 claims in turns: %v", inFlight)
+	}
+	if jobs := claim(100); len(jobs) != 6 || fmt.Sprint(inFlight) != "map[a:4 b:4 c:4 d:4]" {
+		t.Fatalf("up to 4 each: %d more, %v", len(jobs), inFlight)
+	}
+	if jobs := claim(100); len(jobs) != 0 {
+		t.Fatalf("every subscription at its limit, yet %d more claimed", len(jobs))
+	}
+	// An outcome frees its subscription's place.
+	var first Job
+	rows, err := s.Built.Store.Pool.Query(t.Context(), "SELECT id, webhook_id FROM deliveries WHERE leased_until IS NOT NULL LIMIT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&first.ID, &first.WebhookID}, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Record(t.Context(), first.ID, Outcome{Status: StatusSucceeded, StatusCode: 204}); err != nil {
+		t.Fatal(err)
+	}
+	inFlight[hooks[first.WebhookID.String()]]--
+	if jobs := claim(100); len(jobs) != 1 || jobs[0].WebhookID != first.WebhookID {
+		t.Fatalf("after one outcome: %d claimed", len(jobs))
+	}
+	// Leases that ran out, as a dead dispatcher leaves them, no longer
+	// count, and their deliveries are due again.
+	if _, err := s.Built.Store.Pool.Exec(t.Context(), `UPDATE deliveries SET leased_until = now() - interval '1 second',
+		next_attempt_at = now() - interval '1 second' WHERE leased_until IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := claim(100); len(jobs) != 16 {
+		t.Fatalf("after the leases ran out: %d claimed, want 16", len(jobs))
+	}
+}
+
+func maxOf(m map[string]int) int {
+	out := 0
+	for _, v := range m {
+		out = max(out, v)
+	}
+	return out
+}
+
+func minOf(m map[string]int) int {
+	out := -1
+	for _, v := range m {
+		if out < 0 || v < out {
+			out = v
+		}
+	}
+	return out
+}
+
+// One client may have MaxPerClient subscriptions; one more is a 409 that
+// says so and creates nothing, also when many are made at once; other
+// clients are not affected, and a delete makes room.
+func TestWebhooksPerClientAreCapped(t *testing.T) {
+	cfg := idleDispatcher()
+	cfg.MaxPerClient = 3
+	s := servicetest.Start(t, SpecWith(cfg))
+	hook := map[string]any{"url": "https://93.184.216.34/hook", "types": []string{"asset.*"}}
+	var wg sync.WaitGroup
+	statuses := make(chan int, 8)
+	for range 8 { // at once: exactly three pass
+		wg.Go(func() {
+			statuses <- s.Client.Do(t, "POST", "/webhooks", s.RW, hook).Status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for code := range statuses {
+		counts[code]++
+	}
+	if counts[201] != 3 || counts[409] != 5 {
+		t.Fatalf("8 creates at once against a cap of 3: %v", counts)
+	}
+	over := s.Call(409, "POST", "/webhooks", s.RW, hook).JSON()
+	if over["type"] != "urn:asset-registry:problem:subscription-limit" || over["limit"] != 3.0 || !strings.Contains(over["detail"].(string), "3 webhook subscriptions") {
+		t.Errorf("over the cap: %v", over)
+	}
+	list := s.Call(200, "GET", "/webhooks", s.RW, nil).List()
+	if len(list) != 3 {
+		t.Fatalf("%d subscriptions after the refusals", len(list))
+	}
+	s.Call(201, "POST", "/webhooks", s.Other, hook)
+	s.Call(204, "DELETE", "/webhooks/"+list[0]["id"].(string), s.RW, nil)
+	s.Call(201, "POST", "/webhooks", s.RW, hook)
 }
 
 // The purge removes the deliveries that succeeded or failed longer ago

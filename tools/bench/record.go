@@ -159,7 +159,7 @@ var StoreRow = Row{Name: StoreRowName, Via: "direct",
 			for i := range batch {
 				batch[i] = benchEvent(w, i)
 			}
-			_, _, err = st.StoreEvents(ctx, batch)
+			_, err = st.StoreEvents(ctx, batch)
 			return err
 		}}, nil
 	}}

@@ -305,7 +305,7 @@ func AllRows() []Row {
 		rows = append(rows, c.Rows()...)
 	}
 	rows = append(rows, RateLimitRows...)
-	return append(rows, LargeUploadRow, Token, EventsOff, RelayRow, WebhookRow, ConsumerRow, FlowRow, InclusionRow, StoreRow, AppendRow,
+	return append(rows, LargeUploadRow, Token, EventsOff, RelayRow, WebhookRow, ConsumerRow, LargePagesRow, FlowRow, InclusionRow, StoreRow, AppendRow,
 		RevocationRow)
 }
 
@@ -343,6 +343,7 @@ var Goals = []Goal{
 	{Name: "events: write answered → webhook delivered, p99 ≤ 1 s", Row: WebhookRowName, Metric: "p99 s", AtMost: 1},
 	{Name: "auth: client deleted → token refused by the gateway, p99 ≤ 5 s", Row: RevocationRowName, Metric: "p99 s", AtMost: 5},
 	{Name: "events deployable peak RSS, delivering ≤ 128 MiB", Row: WebhookRowName, Process: "events", Metric: "rss", AtMost: 128},
+	{Name: "events deployable peak RSS, 16 clients reading pages of the largest events ≤ 256 MiB", Row: LargePagesRowName, Process: "events", Metric: "rss", AtMost: 256},
 	{Name: "actions: POST /actions direct ≥ 0.3 × reference POST", Row: "POST /actions · direct", Of: RefPost, Metric: "req/s", AtLeast: 0.3},
 	{Name: "actions: POST /actions p99 ≤ 3 × p50 (16 writers, direct)", Row: "POST /actions · direct", Metric: "p99/p50", AtMost: 3},
 	{Name: "actions: batches of 100 ≥ 5,000 actions/s (gateway)", Row: ActionsBatch + " · gateway", Value: 5000 / BatchSize, Metric: "req/s", AtLeast: 1},

@@ -70,7 +70,7 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 		}
 		incoming[i] = events.Incoming{Event: e, Raw: raw}
 	}
-	if _, _, err := st.StoreEvents(t.Context(), incoming); err != nil {
+	if _, err := st.StoreEvents(t.Context(), incoming); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := st.SignCheckpoint(t.Context(), keys); err != nil {

@@ -224,12 +224,135 @@ func exerciseWebhook(t *testing.T, f webhookFault) {
 	}
 }
 
+// TestWebhookHangingReceiverBesideHealthyOnes is issue 26's row: one
+// receiver that hangs (every attempt waits for the registry's timeout)
+// beside ten healthy ones. The same paced writes run twice, first with the
+// ten healthy subscriptions alone, then with the hanging one added; the
+// healthy receivers' p99 from a write's answer to its delivery beside the
+// hanging one must be within twice what it is without it. Each write is
+// its own resource, so the hanging subscription has a delivery due for
+// every one of them at once: without the per-subscription limit and the
+// turns, its attempts would take every worker.
+func TestWebhookHangingReceiverBesideHealthyOnes(t *testing.T) {
+	c := newClient(t)
+	tag := randomHex()
+	healthy := make([]*arrivals, 10)
+	for i := range healthy {
+		healthy[i] = newArrivals(t)
+		hook := jsonCall(t, c, "POST", "/webhooks", map[string]any{"url": healthy[i].URL + "/hook", "types": []string{"organization.created"},
+			"description": fmt.Sprintf("faults %s healthy %d", tag, i)}, 201)
+		defer jsonCall(t, c, "DELETE", "/webhooks/"+hook["id"].(string), nil, 204)
+	}
+	alone := healthyDelays(t, c, tag+"-alone", healthy)
+
+	release := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case <-req.Context().Done():
+		case <-release:
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer hanging.Close()
+	defer close(release) // first: the server's Close waits for its handlers
+	hook := jsonCall(t, c, "POST", "/webhooks", map[string]any{"url": hanging.URL + "/hook", "types": []string{"organization.created"},
+		"description": "faults " + tag + " hanging"}, 201)
+	defer jsonCall(t, c, "DELETE", "/webhooks/"+hook["id"].(string), nil, 204)
+	beside := healthyDelays(t, c, tag+"-beside", healthy)
+
+	row := fairnessRow{alone: p99(alone), beside: p99(beside), deliveries: len(beside)}
+	webhookReportMu.Lock()
+	fairnessReport = append(fairnessReport, row)
+	webhookReportMu.Unlock()
+	if row.beside > 2*row.alone {
+		t.Errorf("the healthy receivers' p99 from write to delivery is %s beside a hanging receiver, %s without it: over twice",
+			row.beside.Round(time.Millisecond), row.alone.Round(time.Millisecond))
+	}
+}
+
+// fairnessWrites is how many organizations each half of the fairness row
+// writes, one every fairnessPace.
+const (
+	fairnessWrites = 60
+	fairnessPace   = 100 * time.Millisecond
+)
+
+// arrivals is a healthy receiver: it answers at once and notes when each
+// organization's event first arrived.
+type arrivals struct {
+	*httptest.Server
+	mu sync.Mutex
+	at map[string]time.Time // by organization id
+}
+
+func newArrivals(t *testing.T) *arrivals {
+	a := &arrivals{at: map[string]time.Time{}}
+	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var e struct{ Subject struct{ ID string } }
+		body, _ := io.ReadAll(req.Body)
+		_ = json.Unmarshal(body, &e)
+		a.mu.Lock()
+		if _, seen := a.at[e.Subject.ID]; !seen {
+			a.at[e.Subject.ID] = time.Now()
+		}
+		a.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(a.Close)
+	return a
+}
+
+// healthyDelays writes fairnessWrites organizations at fairnessPace and
+// returns, for each and each receiver, the time from the write's answer
+// to the event's arrival (waiting up to two minutes for them all).
+func healthyDelays(t *testing.T, c *client, tag string, receivers []*arrivals) []time.Duration {
+	t.Helper()
+	answered := map[string]time.Time{}
+	for i := range fairnessWrites {
+		org := jsonCall(t, c, "POST", "/organizations", map[string]any{"name": "Fair " + tag, "organization_type": "private",
+			"registration_number": fmt.Sprintf("%s-%d", tag, i), "country": "NO"}, 201)["id"].(string)
+		answered[org] = time.Now()
+		time.Sleep(fairnessPace)
+	}
+	var delays []time.Duration
+	for wait := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		delays = delays[:0]
+		for _, r := range receivers {
+			r.mu.Lock()
+			for org, sent := range answered {
+				if at, ok := r.at[org]; ok {
+					delays = append(delays, at.Sub(sent))
+				}
+			}
+			r.mu.Unlock()
+		}
+		if len(delays) == len(answered)*len(receivers) {
+			return delays
+		}
+		if time.Since(wait) > 2*time.Minute {
+			t.Fatalf("%s: %d of %d deliveries arrived in two minutes", tag, len(delays), len(answered)*len(receivers))
+		}
+	}
+}
+
+// fairnessRow is the fairness row's line in the report.
+type fairnessRow struct {
+	alone, beside time.Duration
+	deliveries    int
+}
+
 var (
 	webhookReportMu sync.Mutex
 	webhookReport   []webhookRow
+	fairnessReport  []fairnessRow
 )
 
 func printWebhookReport() {
+	for _, r := range fairnessReport {
+		fmt.Printf("\nwebhook fairness: 10 healthy receivers, %d deliveries each half (time compressed %dx, attempt timeout 2 s): "+
+			"p99 write answered → delivered %s alone, %s beside a receiver that hangs (%.2f×, goal ≤ 2×)\n",
+			r.deliveries, timeScale, r.alone.Round(time.Millisecond), r.beside.Round(time.Millisecond), float64(r.beside)/float64(r.alone))
+	}
 	if len(webhookReport) == 0 {
 		return
 	}

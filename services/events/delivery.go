@@ -157,8 +157,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			slots <- struct{}{}
 		}
 	}()
+	fan := true // at start, when woken and on each poll; not for every attempt that ends
 	for {
-		d.fanOut(ctx)
+		if fan {
+			fan = d.fanOut(ctx)
+		}
 		if free := d.Workers - len(slots); free > 0 {
 			// The lease outlasts the attempt, so no other dispatcher
 			// takes it while this one still waits for an answer.
@@ -183,34 +186,40 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				continue // more may be due
 			}
 		}
+		if fan {
+			continue // more to fan out
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
+			fan = true
 		case <-freed:
 		case <-poll.C:
+			fan = true
 		}
 	}
 }
 
 // fanOut queues the deliveries of what was stored since the last time, a
 // bounded step at a time; a backlog larger than a few steps is left for
-// the next turn of Run, so the claims in between keep deliveries going.
-func (d *Dispatcher) fanOut(ctx context.Context) {
+// the next turn of Run (it reports that some is left), so the claims in
+// between keep deliveries going.
+func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 	for range 4 {
 		queued, behind, err := d.Store.FanOut(ctx, fanOutSubscriptions, fanOutEvents)
 		if err != nil {
 			if ctx.Err() == nil {
 				level.Warn(d.Logger).Log("msg", "queueing deliveries failed", "err", err)
 			}
-			return
+			return false // the next poll tries again
 		}
 		deliveriesQueued.Add(float64(queued))
 		if !behind {
-			return
+			return false
 		}
 	}
-	d.Wake() // more to fan out: Run comes back at once
+	return true
 }
 
 // attempt makes one attempt of job and records its outcome.

@@ -68,6 +68,10 @@ type Service struct {
 	// writes ask their owner whether the target exists; their owner asks
 	// this service, before a delete, what still points at the target.
 	References []Reference
+	// DeliversWebhooks: the service sends requests to its subscribers'
+	// receivers, outside the registry, so its network policy lets it
+	// reach public addresses on the ports the operator allows.
+	DeliversWebhooks bool
 }
 
 // Reference is a kind owned by another service.
@@ -149,7 +153,8 @@ var Services = []Service{
 			{Name: "log", Prefixes: []string{"/log"}},
 		},
 		// It reads the stream the others' relays publish to.
-		Needs: []Datastore{Postgres, NATS},
+		Needs:            []Datastore{Postgres, NATS},
+		DeliversWebhooks: true,
 	},
 }
 

@@ -3,6 +3,7 @@ package charttest
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -593,4 +594,137 @@ func checkObservability(t *testing.T, docs []Doc) {
 	if !slices.Equal(rows, deployables()) {
 		t.Errorf("dashboard rows %v, want one per deployable %v", rows, deployables())
 	}
+}
+
+// TestWebhookReceiversAreReachable: the events deployable, which delivers
+// webhooks, may reach public addresses on 443 and the ports an operator
+// lists, never the ranges the service itself refuses to deliver to
+// (services/events Forbidden) unless the operator lists a network of them;
+// its settings reach its environment. Without such a rule the namespace's
+// default deny fails every delivery.
+func TestWebhookReceiversAreReachable(t *testing.T) {
+	refused := []string{"10.1.2.3", "172.16.5.4", "192.168.1.1", "127.0.0.1", "169.254.169.254", "100.100.100.200", "100.64.0.1",
+		"0.1.2.3", "224.0.0.1", "255.255.255.255", "198.18.0.1", "192.0.0.8",
+		"::1", "fd00:ec2::254", "fc00::1", "fe80::1", "ff02::1", "2002:a00:1::1", "2001:db8::1", "::ffff:10.0.0.1"}
+	public := []string{"93.184.216.34", "8.8.8.8", "172.32.0.1", "2606:4700:4700::1111"}
+	cases := []struct {
+		name    string
+		sets    []string
+		ports   []int
+		private []string // addresses reachable only by the operator's ranges
+		env     map[string]string
+	}{
+		{name: "defaults", ports: []int{443},
+			env: map[string]string{"WEBHOOKS_MAX_PER_CLIENT": "25", "WEBHOOKS_MAX_IN_FLIGHT": "4", "WEBHOOKS_WORKERS": "32", "WEBHOOKS_ALLOWED_ORIGINS": ""}},
+		{name: "an operator's ports, network and settings",
+			sets: []string{"events.webhooks.egress.ports={443,8443}", "events.webhooks.egress.privateRanges={10.20.0.0/16}",
+				"events.webhooks.maxPerClient=10", "events.webhooks.maxInFlight=2", "events.webhooks.allowedOrigins={https://hooks.internal:8443}"},
+			ports: []int{443, 8443}, private: []string{"10.20.1.1"},
+			env: map[string]string{"WEBHOOKS_MAX_PER_CLIENT": "10", "WEBHOOKS_MAX_IN_FLIGHT": "2", "WEBHOOKS_ALLOWED_ORIGINS": "https://hooks.internal:8443"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			docs := render(t, "prod", c.sets...)
+			for _, name := range deployables() {
+				rules := ipBlockRules(find(docs, "NetworkPolicy", name))
+				if name != "events" {
+					if len(rules) > 0 {
+						t.Errorf("%s reaches addresses outside the cluster: %v", name, rules)
+					}
+					continue
+				}
+				if len(rules) != 1 {
+					t.Fatalf("events: %d egress rules by address, want the receivers' one", len(rules))
+				}
+				rule := rules[0]
+				var ports []int
+				for _, p := range Get(rule, "ports").([]any) {
+					if Get(p, "protocol") != "TCP" {
+						t.Errorf("port %v is not TCP", p)
+					}
+					ports = append(ports, toInt(t, Get(p, "port")))
+				}
+				if fmt.Sprint(ports) != fmt.Sprint(c.ports) {
+					t.Errorf("receivers on ports %v, want %v", ports, c.ports)
+				}
+				for _, a := range public {
+					if !allows(t, rule, a) {
+						t.Errorf("the public address %s is not reachable", a)
+					}
+				}
+				for _, a := range refused {
+					if allows(t, rule, a) {
+						t.Errorf("%s is reachable, but the service refuses it", a)
+					}
+				}
+				for _, a := range c.private {
+					if !allows(t, rule, a) {
+						t.Errorf("%s, in the operator's private ranges, is not reachable", a)
+					}
+				}
+				if !slices.Contains(c.private, "10.20.1.1") && allows(t, rule, "10.20.1.1") {
+					t.Error("a private address is reachable though no range was configured")
+				}
+			}
+			cm := find(docs, "ConfigMap", "events")
+			for k, v := range c.env {
+				if got := Get(cm, "data", k); got != v {
+					t.Errorf("%s = %v, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+// ipBlockRules are the egress rules of a NetworkPolicy that name
+// addresses (ipBlock) rather than pods.
+func ipBlockRules(np Doc) []any {
+	var out []any
+	egress, _ := Get(np, "spec", "egress").([]any)
+	for _, rule := range egress {
+		to, _ := Get(rule, "to").([]any)
+		if slices.ContainsFunc(to, func(peer any) bool { return Get(peer, "ipBlock") != nil }) {
+			out = append(out, rule)
+		}
+	}
+	return out
+}
+
+// allows says whether one of rule's ipBlocks holds addr outside its
+// except list, as the cluster's network plugin decides.
+func allows(t *testing.T, rule any, addr string) bool {
+	t.Helper()
+	a := netip.MustParseAddr(addr).Unmap()
+	contains := func(cidr any) bool {
+		p, err := netip.ParsePrefix(fmt.Sprint(cidr))
+		if err != nil {
+			t.Fatalf("ipBlock %v: %v", cidr, err)
+		}
+		return p.Contains(a) || p.Contains(netip.MustParseAddr(addr))
+	}
+	for _, peer := range Get(rule, "to").([]any) {
+		block := Get(peer, "ipBlock")
+		if block == nil || !contains(Get(block, "cidr")) {
+			continue
+		}
+		except, _ := Get(block, "except").([]any)
+		if !slices.ContainsFunc(except, contains) {
+			return true
+		}
+	}
+	return false
+}
+
+func toInt(t *testing.T, v any) int {
+	t.Helper()
+	switch n := v.(type) {
+	case float64:
+		return int(n)
+	case int:
+		return n
+	case int64:
+		return int(n)
+	}
+	t.Fatalf("%v is not a number", v)
+	return 0
 }

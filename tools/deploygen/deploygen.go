@@ -64,6 +64,10 @@ type Facts struct {
 	Upstreams []string `json:"upstreams"`
 	// VerifiesTokens: the gateway and every service check bearer tokens.
 	VerifiesTokens bool `json:"verifiesTokens"`
+	// DeliversWebhooks: it reaches subscribers' receivers outside the
+	// cluster (an egress rule to public addresses, set by its
+	// webhooks.egress values).
+	DeliversWebhooks bool `json:"deliversWebhooks"`
 }
 
 // AllFacts returns the facts of every deployable, in catalog order.
@@ -90,7 +94,7 @@ func AllFacts() []Facts {
 			peers = []string{}
 		}
 		all = append(all, Facts{Name: s.Name, Kind: KindService, Command: s.Command,
-			Needs: needs, Peers: peers, Callers: peers, Upstreams: []string{}, VerifiesTokens: true})
+			Needs: needs, Peers: peers, Callers: peers, Upstreams: []string{}, VerifiesTokens: true, DeliversWebhooks: s.DeliversWebhooks})
 	}
 	return all
 }
@@ -120,7 +124,8 @@ func (f Facts) groups() []string {
 }
 
 // ownGroups are the services with values of their own: the schema.yaml
-// group of the service's name (the events service's transparency key).
+// group of the service's name (the events service's transparency key and
+// webhook deliveries).
 var ownGroups = []string{"events"}
 
 // schemaSet is schema.yaml, read.

@@ -83,6 +83,15 @@ deployable:
     idleTimeout: 30s
     routes: {}
     timeout: 20s
+  webhooks:
+    allowedOrigins: []
+    egress:
+      ports:
+      - 443
+      privateRanges: []
+    maxInFlight: 4
+    maxPerClient: 25
+    workers: 32
 global:
   environment: dev
   image:

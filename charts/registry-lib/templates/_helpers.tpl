@@ -166,6 +166,13 @@ registry-lib.secretEnv.
 {{- $_ := set $env "PEER_BREAKER_FAILURES" (toString (int .v.peerBreaker.failures)) -}}
 {{- $_ := set $env "PEER_BREAKER_OPEN_FOR" .v.peerBreaker.openFor -}}
 {{- end -}}
+{{- if .f.deliversWebhooks -}}
+{{- $wh := .v.webhooks -}}
+{{- $_ := set $env "WEBHOOKS_MAX_PER_CLIENT" (toString (int $wh.maxPerClient)) -}}
+{{- $_ := set $env "WEBHOOKS_WORKERS" (toString (int $wh.workers)) -}}
+{{- $_ := set $env "WEBHOOKS_MAX_IN_FLIGHT" (toString (int $wh.maxInFlight)) -}}
+{{- $_ := set $env "WEBHOOKS_ALLOWED_ORIGINS" (join "," $wh.allowedOrigins) -}}
+{{- end -}}
 {{- if eq .f.kind "gateway" -}}
 {{- range .f.upstreams -}}
 {{- $_ := set $env (printf "UPSTREAM_%s" (include "registry-lib.envName" .)) (include "registry-lib.url" .) -}}

@@ -113,6 +113,29 @@ spec:
     {{- end }}
     {{- end }}
     {{- end }}
+    {{- if .f.deliversWebhooks }}
+    {{- $egress := .v.webhooks.egress }}
+    # Webhook receivers: public addresses on the listed ports. The ranges the
+    # service refuses to deliver to are excepted (loopback, private, link-local
+    # and metadata, carrier-grade NAT, multicast, reserved), unless the operator
+    # lists a network of them in webhooks.egress.privateRanges.
+    - to:
+        - ipBlock:
+            cidr: 0.0.0.0/0
+            except: [0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, 192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4]
+        - ipBlock:
+            cidr: ::/0
+            except: ["::/128", "::1/128", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8"]
+        {{- range $egress.privateRanges }}
+        - ipBlock:
+            cidr: {{ . | quote }}
+        {{- end }}
+      ports:
+        {{- range $egress.ports }}
+        - port: {{ int . }}
+          protocol: TCP
+        {{- end }}
+    {{- end }}
     {{- $targets := ternary .f.upstreams .f.peers (eq .f.kind "gateway") }}
     {{- if $targets }}
     - to:

@@ -603,6 +603,7 @@ type Request struct {
 	Length      int64
 	ContentType string // application/json when there is a body and none is named
 	NoToken     bool   // the token endpoint takes none
+	Token       string // another client's access token instead of the run's
 	Want        int    // the status that counts as success
 }
 
@@ -645,7 +646,11 @@ func (e *Env) exchange(ctx context.Context, base string, r Request) ([]byte, htt
 		req.Header.Set("Content-Type", ct)
 	}
 	if !r.NoToken {
-		req.Header.Set("Authorization", "Bearer "+*e.token.Load())
+		token := r.Token
+		if token == "" {
+			token = *e.token.Load()
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
@@ -664,23 +669,43 @@ func (e *Env) exchange(ctx context.Context, base string, r Request) ([]byte, htt
 
 // refreshToken gets a fresh access token for the read-write client.
 func (e *Env) refreshToken(ctx context.Context) error {
+	token, err := e.accessToken(ctx, e.Creds.ClientID, e.Creds.ClientSecret)
+	if err != nil {
+		return err
+	}
+	e.token.Store(&token)
+	return nil
+}
+
+// clientToken makes one more machine client with scopes (or gives it a
+// fresh secret) and returns an access token of it: a row's second caller.
+func (e *Env) clientToken(ctx context.Context, id string, scopes ...string) (string, error) {
+	secret, err := e.Stack.NewClient(ctx, id, scopes...)
+	if err != nil {
+		return "", err
+	}
+	return e.accessToken(ctx, id, secret)
+}
+
+// accessToken asks the identity provider for a client's access token to
+// the stack's resource.
+func (e *Env) accessToken(ctx context.Context, id, secret string) (string, error) {
 	form := url.Values{
-		"grant_type": {"client_credentials"}, "client_id": {e.Creds.ClientID},
-		"client_secret": {e.Creds.ClientSecret}, "resource": {e.Creds.Resource},
+		"grant_type": {"client_credentials"}, "client_id": {id},
+		"client_secret": {secret}, "resource": {e.Creds.Resource},
 	}.Encode()
 	raw, err := e.send(ctx, e.Stack.AuthURL, Request{Method: "POST", Path: "/oidc/token", Body: []byte(form),
 		ContentType: "application/x-www-form-urlencoded", NoToken: true, Want: 200})
 	if err != nil {
-		return fmt.Errorf("token: %w", err)
+		return "", fmt.Errorf("token: %w", err)
 	}
 	var body struct {
 		AccessToken string `json:"access_token"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil || body.AccessToken == "" {
-		return fmt.Errorf("token: no access_token in %.100s", raw)
+		return "", fmt.Errorf("token: no access_token in %.100s", raw)
 	}
-	e.token.Store(&body.AccessToken)
-	return nil
+	return body.AccessToken, nil
 }
 
 // StaleFinds makes every cached find of service stale by bumping its

@@ -100,6 +100,8 @@ func (r *Results) finish(now time.Time) {
 				x = ratio(float64(s.P99), float64(s.P50))
 			case g.Metric == "p50" && of != nil:
 				x = ratio(float64(s.P50), float64(of.Samples[k].P50))
+			case g.Metric == "p99" && of != nil:
+				x = ratio(float64(s.P99), float64(of.Samples[k].P99))
 			case of != nil:
 				x = ratio(s.PerSec, of.Samples[k].PerSec)
 			default:

@@ -2,11 +2,9 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -28,28 +26,15 @@ var RevocationRow = Row{Name: RevocationRowName, Via: "gateway", MinWindow: 5 * 
 		return Op{
 			Prepare: func(ctx context.Context, w *Worker) error {
 				id := fmt.Sprintf("bench-revoked-%s-%d", w.Tag, w.N)
-				secret, err := e.Stack.NewClient(ctx, id, "registry:read")
+				token, err := e.clientToken(ctx, id, "registry:read")
 				if err != nil {
 					return err
 				}
-				form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id},
-					"client_secret": {secret}, "resource": {e.Creds.Resource}}.Encode()
-				raw, err := e.send(ctx, e.Stack.AuthURL, Request{Method: "POST", Path: "/oidc/token", Body: []byte(form),
-					ContentType: "application/x-www-form-urlencoded", NoToken: true, Want: 200})
-				if err != nil {
-					return err
-				}
-				var tok struct {
-					AccessToken string `json:"access_token"`
-				}
-				if err := json.Unmarshal(raw, &tok); err != nil || tok.AccessToken == "" {
-					return fmt.Errorf("token: %.100s", raw)
-				}
-				if status, err := e.getWith(ctx, tok.AccessToken); err != nil || status != http.StatusOK {
+				if status, err := e.getWith(ctx, token); err != nil || status != http.StatusOK {
 					return fmt.Errorf("the fresh token: %d %v", status, err)
 				}
 				mu.Lock()
-				pending[w.ID] = [2]string{id, tok.AccessToken}
+				pending[w.ID] = [2]string{id, token}
 				mu.Unlock()
 				return nil
 			},

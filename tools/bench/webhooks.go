@@ -19,13 +19,17 @@ import (
 )
 
 // The events deployable's rows (issue 15): how long after a write's answer
-// its webhook arrives at a receiver on loopback, and how many events per
-// second the consumer stores in the feed.
+// its webhook arrives at a receiver on loopback (also, issue 26, beside
+// another client's receiver that hangs), and how many events per second
+// the consumer stores in the feed.
 const (
-	WebhookRowName  = "POST /organizations answered → webhook delivered · loopback"
-	consumerBatch   = 64
-	deliveryTimeout = 30 * time.Second
-	catchUpTimeout  = 3 * time.Minute
+	WebhookRowName = "POST /organizations answered → webhook delivered · loopback"
+	// WebhookBesideHangingRowName is WebhookRowName's row beside another
+	// client's receiver that never answers (issue 26).
+	WebhookBesideHangingRowName = "POST /organizations answered → webhook delivered, beside another client's hanging receiver · loopback"
+	consumerBatch               = 64
+	deliveryTimeout             = 30 * time.Second
+	catchUpTimeout              = 3 * time.Minute
 )
 
 // webhookSink is the receiver on loopback: it tells a waiting worker when
@@ -96,81 +100,154 @@ func startSink() (*webhookSink, error) {
 // answer to its delivery; its req/s the writes per second delivered end to
 // end, with the row's concurrency.
 var WebhookRow = Row{Name: WebhookRowName, Via: "gateway", MinWindow: 3 * time.Second,
+	Before: subscribeSink,
+	After:  unsubscribeSink,
+	Op:     deliveryOp,
+}
+
+// WebhookBesideHangingRow is WebhookRow while another client's
+// subscription to the same events has a receiver that never answers: each
+// of its attempts holds a delivery worker until the attempt timeout
+// (webhooks.timeout, 15 s), and every write makes one more of its
+// deliveries due. Issue 26's goal: the healthy receiver's p99 stays within
+// twice WebhookRow's, because a subscription holds at most
+// webhooks.max-in-flight workers and claims take turns.
+var WebhookBesideHangingRow = Row{Name: WebhookBesideHangingRowName, Via: "gateway", MinWindow: 3 * time.Second,
 	Before: func(ctx context.Context, e *Env) error {
-		s, err := startSink()
+		receiver, err := startHangingReceiver()
 		if err != nil {
 			return err
 		}
-		body, _ := json.Marshal(map[string]any{"url": s.url, "types": []string{"organization.created"}, "description": "bench"})
-		raw, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "POST", Path: "/webhooks", Body: body, Want: 201})
+		token, err := e.clientToken(ctx, "bench-webhooks-other", "registry:read", "registry:write")
 		if err != nil {
-			return fmt.Errorf("subscribe: %w", err)
+			return fmt.Errorf("the other client: %w", err)
+		}
+		body, _ := json.Marshal(map[string]any{"url": receiver, "types": []string{"organization.created"}, "description": "bench: never answers"})
+		raw, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "POST", Path: "/webhooks", Body: body, Token: token, Want: 201})
+		if err != nil {
+			return fmt.Errorf("subscribe the hanging receiver: %w", err)
 		}
 		var hook struct{ ID string }
 		_ = json.Unmarshal(raw, &hook)
-		s.hook = "/webhooks/" + hook.ID
-		// The rows before this one (the relay's, the consumer's) leave
-		// events in the stream that the events service stores in order
-		// before any of this row's: one delivery, off the clock, waits
-		// until it has caught up, so the row times deliveries, not that
-		// backlog.
-		raw, err = e.send(ctx, e.Stack.RegistryURL, createOrganization(e, &Worker{Tag: "webhook-catch-up-" + randomHex()}))
-		if err != nil {
-			return fmt.Errorf("catch-up write: %w", err)
-		}
-		var org struct{ ID string }
-		if err := json.Unmarshal(raw, &org); err != nil {
-			return fmt.Errorf("catch-up write: %w", err)
-		}
-		defer s.forget(org.ID)
-		select {
-		case <-s.wait(org.ID):
-			return nil
-		case <-time.After(catchUpTimeout):
-			return fmt.Errorf("the events service did not catch up with the stream within %s", catchUpTimeout)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		hanging.hook, hanging.token = "/webhooks/"+hook.ID, token
+		return subscribeSink(ctx, e)
 	},
-	// Other rows' writes must not be delivered too.
+	// The attempts still hanging run out on their own within the timeout.
 	After: func(ctx context.Context, e *Env) error {
-		_, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "DELETE", Path: sink.s.hook, Want: 204})
-		return err
+		_, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "DELETE", Path: hanging.hook, Token: hanging.token, Want: 204})
+		return errors.Join(err, unsubscribeSink(ctx, e))
 	},
-	Op: func(e *Env) (Op, error) {
-		var mu sync.Mutex
-		pending := map[int]string{} // worker → the organization it waits for
-		return Op{
-			Prepare: func(ctx context.Context, w *Worker) error {
-				raw, err := e.send(ctx, e.Stack.RegistryURL, createOrganization(e, w))
-				if err != nil {
-					return err
-				}
-				var org struct{ ID string }
-				if err := json.Unmarshal(raw, &org); err != nil {
-					return err
-				}
-				mu.Lock()
-				pending[w.ID] = org.ID
-				mu.Unlock()
+	Op: deliveryOp,
+}
+
+// hanging is the receiver that never answers, and the other client's
+// subscription to it while WebhookBesideHangingRow runs.
+var hanging struct {
+	once        sync.Once
+	url         string
+	err         error
+	hook, token string
+}
+
+// startHangingReceiver serves, on loopback, a receiver that holds every
+// request until the registry gives up on it.
+func startHangingReceiver() (string, error) {
+	hanging.once.Do(func() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			hanging.err = err
+			return
+		}
+		hanging.url = "http://" + ln.Addr().String() + "/hook"
+		never := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		go http.Serve(ln, never) //nolint:errcheck // lives as long as the bench
+	})
+	return hanging.url, hanging.err
+}
+
+// subscribeSink subscribes the loopback receiver to organization.created
+// with the run's client and waits until the events service has caught up
+// with the stream.
+func subscribeSink(ctx context.Context, e *Env) error {
+	s, err := startSink()
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(map[string]any{"url": s.url, "types": []string{"organization.created"}, "description": "bench"})
+	raw, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "POST", Path: "/webhooks", Body: body, Want: 201})
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	var hook struct{ ID string }
+	_ = json.Unmarshal(raw, &hook)
+	s.hook = "/webhooks/" + hook.ID
+	// The rows before this one (the relay's, the consumer's) leave
+	// events in the stream that the events service stores in order
+	// before any of this row's: one delivery, off the clock, waits
+	// until it has caught up, so the row times deliveries, not that
+	// backlog.
+	raw, err = e.send(ctx, e.Stack.RegistryURL, createOrganization(e, &Worker{Tag: "webhook-catch-up-" + randomHex()}))
+	if err != nil {
+		return fmt.Errorf("catch-up write: %w", err)
+	}
+	var org struct{ ID string }
+	if err := json.Unmarshal(raw, &org); err != nil {
+		return fmt.Errorf("catch-up write: %w", err)
+	}
+	defer s.forget(org.ID)
+	select {
+	case <-s.wait(org.ID):
+		return nil
+	case <-time.After(catchUpTimeout):
+		return fmt.Errorf("the events service did not catch up with the stream within %s", catchUpTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// unsubscribeSink ends the receiver's subscription: other rows' writes
+// must not be delivered too.
+func unsubscribeSink(ctx context.Context, e *Env) error {
+	_, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "DELETE", Path: sink.s.hook, Want: 204})
+	return err
+}
+
+// deliveryOp times, for each organization a worker creates (off the
+// clock), the wait until its event reaches the loopback receiver.
+func deliveryOp(e *Env) (Op, error) {
+	var mu sync.Mutex
+	pending := map[int]string{} // worker → the organization it waits for
+	return Op{
+		Prepare: func(ctx context.Context, w *Worker) error {
+			raw, err := e.send(ctx, e.Stack.RegistryURL, createOrganization(e, w))
+			if err != nil {
+				return err
+			}
+			var org struct{ ID string }
+			if err := json.Unmarshal(raw, &org); err != nil {
+				return err
+			}
+			mu.Lock()
+			pending[w.ID] = org.ID
+			mu.Unlock()
+			return nil
+		},
+		Do: func(ctx context.Context, w *Worker) error {
+			mu.Lock()
+			id := pending[w.ID]
+			mu.Unlock()
+			defer sink.s.forget(id)
+			select {
+			case <-sink.s.wait(id):
 				return nil
-			},
-			Do: func(ctx context.Context, w *Worker) error {
-				mu.Lock()
-				id := pending[w.ID]
-				mu.Unlock()
-				defer sink.s.forget(id)
-				select {
-				case <-sink.s.wait(id):
-					return nil
-				case <-time.After(deliveryTimeout):
-					return fmt.Errorf("organization %s: no delivery within %s", id, deliveryTimeout)
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			},
-		}, nil
-	}}
+			case <-time.After(deliveryTimeout):
+				return fmt.Errorf("organization %s: no delivery within %s", id, deliveryTimeout)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	}, nil
+}
 
 // ConsumerRow measures the events deployable's consumer: each call
 // publishes consumerBatch events to the stream (as the relays do) and

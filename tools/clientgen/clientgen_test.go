@@ -41,6 +41,7 @@ var mayBeAbsent = map[string]string{
 	"Problem.candidates":     "only for an ambiguous find",
 	"Problem.owner":          "only for a 403 not-owner",
 	"Problem.referenced_by":  "only for a 409 still-referenced",
+	"Problem.limit":          "only for a 409 subscription-limit",
 }
 
 func TestResponseSchemasRequireEveryMember(t *testing.T) {

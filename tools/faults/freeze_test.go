@@ -85,6 +85,12 @@ const gatewayMargin = time.Second
 
 func TestFrozenServices(t *testing.T) {
 	for i, name := range []string{"parties", "documents", "assets", "actions", "events"} {
+		if !fullFaults() && name != "assets" && name != "events" {
+			// Inside `make test` two rows stand for the five: assets, a
+			// peer the other services call, and events, the feed's
+			// reader; the five rows cost make test's time budget ~3 min.
+			continue
+		}
 		t.Run(name, func(t *testing.T) { freeze(t, 50+i, name) })
 	}
 }

@@ -5,11 +5,7 @@ package actions
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -21,40 +17,8 @@ import (
 // CONCURRENTLY, and the reads (the first and a deep page of actions, a
 // page of /compliance), each timed. Figures, not assertions.
 
-func capacityRows(t *testing.T) int {
-	n := 1_000_000
-	if v := os.Getenv("CAPACITY_ROWS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
-			t.Fatalf("CAPACITY_ROWS=%q: a number of rows, at least 1000", v)
-		}
-	}
-	return n
-}
-
-func timed(t *testing.T, what string, fn func() error) {
-	t.Helper()
-	start := time.Now()
-	if err := fn(); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Logf("%-60s %10s", what, time.Since(start).Round(time.Millisecond))
-}
-
-func median(t *testing.T, what string, n int, fn func()) {
-	t.Helper()
-	took := make([]time.Duration, n)
-	for i := range took {
-		start := time.Now()
-		fn()
-		took[i] = time.Since(start)
-	}
-	slices.Sort(took)
-	t.Logf("%-60s %10s (median of %d, slowest %s)", what, took[n/2].Round(100*time.Microsecond), n, took[n-1].Round(100*time.Microsecond))
-}
-
 func TestCapacityActions(t *testing.T) {
-	n := capacityRows(t)
+	n := servicetest.CapacityRows(t)
 	s := servicetest.Start(t, Spec())
 	ctx := context.Background()
 	conn, err := s.Built.Store.Pool.Acquire(ctx)
@@ -71,12 +35,12 @@ func TestCapacityActions(t *testing.T) {
 	asset := func(expr string) string {
 		return `('00000000-0000-7000-8000-' || lpad(to_hex(` + expr + `), 12, '0'))::uuid`
 	}
-	timed(t, fmt.Sprintf("seed %d assets in the compliance model", assets), func() error {
+	servicetest.Timed(t, fmt.Sprintf("seed %d assets in the compliance model", assets), func() error {
 		_, err := conn.Exec(ctx, `INSERT INTO known_assets (asset_id, asset_type_id, event_id)
 			SELECT `+asset("g")+`, $2, '00000000-0000-7000-8000-000000000000' FROM generate_series(1, $1) g`, assets, assetType)
 		return err
 	})
-	timed(t, fmt.Sprintf("seed %d actions (10 per asset, 3 types)", n), func() error {
+	servicetest.Timed(t, fmt.Sprintf("seed %d actions (10 per asset, 3 types)", n), func() error {
 		_, err := conn.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, reference, status, status_ok, status_use_ok,
 				status_finalized, status_valid_through, source_system, source_reference, data, created_by, updated_by)
 			SELECT (lpad(to_hex(1700000000000 + g), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 3)
@@ -90,7 +54,7 @@ func TestCapacityActions(t *testing.T) {
 		return err
 	})
 	st := &Store{Store: s.Built.Store}
-	timed(t, "the compliance rebuild of latest actions (500 assets a batch)", func() error {
+	servicetest.Timed(t, "the compliance rebuild of latest actions (500 assets a batch)", func() error {
 		_, err := st.RebuildLatest(ctx)
 		if err == nil {
 			_, err = conn.Exec(ctx, `ANALYZE latest_actions`)
@@ -106,17 +70,17 @@ func TestCapacityActions(t *testing.T) {
 		t.Logf("%-60s %10d rows, %6.0f MB per million rows (heap %4.0f MB, indexes and TOAST %4.0f MB)", "size of "+table, rows,
 			float64(total)/float64(rows), float64(heap)/float64(rows), float64(total-heap)/float64(rows))
 	}
-	median(t, "GET /actions?limit=100 (the first page)", 21, func() { s.Call(200, "GET", "/actions?limit=100", s.RO, nil) })
-	median(t, "GET /actions?asset_id=…&limit=100 (one asset's actions)", 21, func() {
+	servicetest.Median(t, "GET /actions?limit=100 (the first page)", 21, func() { s.Call(200, "GET", "/actions?limit=100", s.RO, nil) })
+	servicetest.Median(t, "GET /actions?asset_id=…&limit=100 (one asset's actions)", 21, func() {
 		s.Call(200, "GET", "/actions?limit=100&asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2), s.RO, nil)
 	})
-	median(t, "GET /compliance?action_type=…&limit=100 (the first page)", 21, func() {
+	servicetest.Median(t, "GET /compliance?action_type=…&limit=100 (the first page)", 21, func() {
 		s.Call(200, "GET", "/compliance?limit=100&action_type="+ActionTypes[0], s.RO, nil)
 	})
-	median(t, "GET /compliance?asset_id=… (one asset)", 21, func() {
+	servicetest.Median(t, "GET /compliance?asset_id=… (one asset)", 21, func() {
 		s.Call(200, "GET", "/compliance?asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2), s.RO, nil)
 	})
-	timed(t, "an index built CONCURRENTLY on actions (performed_at, id)", func() error {
+	servicetest.Timed(t, "an index built CONCURRENTLY on actions (performed_at, id)", func() error {
 		_, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY capacity_probe ON actions (performed_at, id)`)
 		return err
 	})

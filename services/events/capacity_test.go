@@ -5,9 +5,6 @@ package events
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -22,45 +19,8 @@ import (
 // reads (a feed page at the horizon, a history), each timed. Figures, not
 // assertions: the test fails only when a step fails.
 
-// capacityRows is CAPACITY_ROWS (default 1,000,000).
-func capacityRows(t *testing.T) int {
-	n := 1_000_000
-	if v := os.Getenv("CAPACITY_ROWS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
-			t.Fatalf("CAPACITY_ROWS=%q: a number of rows, at least 1000", v)
-		}
-	}
-	return n
-}
-
-// timed runs fn and logs how long it took.
-func timed(t *testing.T, what string, fn func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	if err := fn(); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	took := time.Since(start)
-	t.Logf("%-60s %10s", what, took.Round(time.Millisecond))
-	return took
-}
-
-// median is the middle of n runs of fn.
-func median(t *testing.T, what string, n int, fn func()) {
-	t.Helper()
-	took := make([]time.Duration, n)
-	for i := range took {
-		start := time.Now()
-		fn()
-		took[i] = time.Since(start)
-	}
-	slices.Sort(took)
-	t.Logf("%-60s %10s (median of %d, slowest %s)", what, took[n/2].Round(100*time.Microsecond), n, took[n-1].Round(100*time.Microsecond))
-}
-
 func TestCapacityEvents(t *testing.T) {
-	n := capacityRows(t)
+	n := servicetest.CapacityRows(t)
 	s := servicetest.Start(t, Spec())
 	ctx := context.Background()
 	pool := s.Built.Store.Pool
@@ -74,7 +34,7 @@ func TestCapacityEvents(t *testing.T) {
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `RESET statement_timeout`) //nolint:errcheck // the pool's own setting
 	t.Logf("seeding %d events, %d deliveries", n, n/10)
-	timed(t, fmt.Sprintf("seed %d events (10 per subject, over 60 days)", n), func() error {
+	servicetest.Timed(t, fmt.Sprintf("seed %d events (10 per subject, over 60 days)", n), func() error {
 		_, err := conn.Exec(ctx, `INSERT INTO events (seq, id, type, kind, subject_id, stored_at, body, leaf)
 			SELECT g, gen_random_uuid(), CASE WHEN g % 10 = 1 THEN 'asset.created' ELSE 'asset.updated' END, 'asset', s.subject,
 				now() - interval '60 days' + (g * (interval '60 days' / $1)),
@@ -94,7 +54,7 @@ func TestCapacityEvents(t *testing.T) {
 		}
 		return err
 	})
-	timed(t, fmt.Sprintf("seed %d deliveries (settled, over 60 days)", n/10), func() error {
+	servicetest.Timed(t, fmt.Sprintf("seed %d deliveries (settled, over 60 days)", n/10), func() error {
 		if _, err := conn.Exec(ctx, `INSERT INTO webhooks (id, url, types, secret, created_at, created_by, updated_at, updated_by)
 				VALUES ('0190b2a4-7c3e-7000-8000-00000000aaaa', 'https://example.com/hook', '{}', 'whsec_x', now(), 'capacity', now(), 'capacity')`); err != nil {
 			return err
@@ -120,17 +80,17 @@ func TestCapacityEvents(t *testing.T) {
 
 	st := NewStore(s.Built.Store)
 	subject := "00000000-0000-7000-8000-" + fmt.Sprintf("%012x", n/20)
-	median(t, "GET /assets/{id}/history (10 events)", 21, func() { s.Call(200, "GET", "/assets/"+subject+"/history", s.RO, nil) })
-	median(t, "GET /events?limit=100 (the oldest page, before the prune)", 21, func() { s.Call(200, "GET", "/events?limit=100", s.RO, nil) })
-	timed(t, "prune the feed (30 days of 60 leave it)", func() error { _, err := st.Prune(ctx, 30*24*time.Hour, 0); return err })
-	median(t, "GET /events?limit=100 (the page at the horizon, half the table deep)", 21, func() { s.Call(200, "GET", "/events?limit=100", s.RO, nil) })
-	median(t, "GET /events?after=now (the feed's end)", 21, func() { s.Call(200, "GET", "/events?after=now", s.RO, nil) })
-	timed(t, "purge deliveries (30 days of 60 leave)", func() error { _, err := st.PurgeDeliveries(ctx, 30*24*time.Hour); return err })
-	timed(t, "prune the histories (45 days: a quarter, but each subject's latest)", func() error {
+	servicetest.Median(t, "GET /assets/{id}/history (10 events)", 21, func() { s.Call(200, "GET", "/assets/"+subject+"/history", s.RO, nil) })
+	servicetest.Median(t, "GET /events?limit=100 (the oldest page, before the prune)", 21, func() { s.Call(200, "GET", "/events?limit=100", s.RO, nil) })
+	servicetest.Timed(t, "prune the feed (30 days of 60 leave it)", func() error { _, err := st.Prune(ctx, 30*24*time.Hour, 0); return err })
+	servicetest.Median(t, "GET /events?limit=100 (the page at the horizon, half the table deep)", 21, func() { s.Call(200, "GET", "/events?limit=100", s.RO, nil) })
+	servicetest.Median(t, "GET /events?after=now (the feed's end)", 21, func() { s.Call(200, "GET", "/events?after=now", s.RO, nil) })
+	servicetest.Timed(t, "purge deliveries (30 days of 60 leave)", func() error { _, err := st.PurgeDeliveries(ctx, 30*24*time.Hour); return err })
+	servicetest.Timed(t, "prune the histories (45 days: a quarter, but each subject's latest)", func() error {
 		_, err := st.Prune(ctx, 30*24*time.Hour, 45*24*time.Hour)
 		return err
 	})
-	timed(t, "an index built CONCURRENTLY on events (type, stored_at)", func() error {
+	servicetest.Timed(t, "an index built CONCURRENTLY on events (type, stored_at)", func() error {
 		_, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY capacity_probe ON events (type, stored_at)`)
 		return err
 	})

@@ -1,0 +1,52 @@
+package servicetest
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The helpers of the capacity model's tests (`make capacity`,
+// docs/capacity.md), shared by every service that seeds its tables there:
+// figures, not assertions, so a step fails the test only when it errs.
+
+// CapacityRows is CAPACITY_ROWS (default 1,000,000): how many rows a
+// capacity test seeds.
+func CapacityRows(t *testing.T) int {
+	n := 1_000_000
+	if v := os.Getenv("CAPACITY_ROWS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
+			t.Fatalf("CAPACITY_ROWS=%q: a number of rows, at least 1000", v)
+		}
+	}
+	return n
+}
+
+// Timed runs fn once, fails the test if it errs, logs and returns how
+// long it took.
+func Timed(t *testing.T, what string, fn func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := fn(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	took := time.Since(start)
+	t.Logf("%-60s %10s", what, took.Round(time.Millisecond))
+	return took
+}
+
+// Median runs fn n times and logs the middle and the slowest run.
+func Median(t *testing.T, what string, n int, fn func()) {
+	t.Helper()
+	took := make([]time.Duration, n)
+	for i := range took {
+		start := time.Now()
+		fn()
+		took[i] = time.Since(start)
+	}
+	slices.Sort(took)
+	t.Logf("%-60s %10s (median of %d, slowest %s)", what, took[n/2].Round(100*time.Microsecond), n, took[n-1].Round(100*time.Microsecond))
+}

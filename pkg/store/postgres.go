@@ -375,12 +375,24 @@ var outsideTx = regexp.MustCompile(`(?m)^---- tern: disable-tx ----$`)
 // IF NOT EXISTS would otherwise take the broken index for a built one.
 // Only migrations make indexes, one schema at a time under the migration
 // lock, so an invalid index here is always such a leftover.
+//
+// Such a migration also runs without a lock timeout: CREATE INDEX
+// CONCURRENTLY waits, through the lock manager, for every transaction in
+// the database older than its own to end, whatever table it touches, so a
+// bulk load elsewhere that runs longer than the pool's lock timeout (2 s)
+// would cancel the build. Its waits block no request (it holds only SHARE
+// UPDATE EXCLUSIVE), and the migration Job's deadline bounds them. A
+// migration inside a transaction keeps the lock timeout: its DDL takes
+// ACCESS EXCLUSIVE locks that every request would queue behind.
 func prepareMigration(ctx context.Context, conn *pgx.Conn, sql string) error {
 	if _, err := conn.Exec(ctx, "SET statement_timeout = 0"); err != nil {
 		return err
 	}
 	if !outsideTx.MatchString(sql) {
 		return nil
+	}
+	if _, err := conn.Exec(ctx, "SET lock_timeout = 0"); err != nil {
+		return err
 	}
 	rows, err := conn.Query(ctx, `SELECT c.relname FROM pg_index i
 		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -313,6 +314,69 @@ func (p *cuttingProxy) cut() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// An index built CONCURRENTLY waits for every older transaction in the
+// database, on any table, to end; a bulk load elsewhere that outlasts the
+// pool's lock timeout must not cancel the migration.
+func TestConcurrentIndexWaitsOutAnOlderTransaction(t *testing.T) {
+	cfg := open(t)
+	cfg.LockTimeout = 100 * time.Millisecond
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	elsewhere, err := pgx.Connect(t.Context(), testkit.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elsewhere.Close(context.WithoutCancel(t.Context()))
+	holder, err := elsewhere.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(t.Context(), "SELECT 1"); err != nil { // takes the snapshot
+		t.Fatal(err)
+	}
+	withIndex := fstest.MapFS{"003_items_kind.sql": {Data: []byte(`---- tern: disable-tx ----
+CREATE INDEX CONCURRENTLY IF NOT EXISTS items_kind ON items (kind);`)}}
+	maps.Copy(withIndex, migrations)
+	migrated := make(chan error, 1)
+	go func() {
+		again, err := store.OpenAndMigrate(t.Context(), cfg, withIndex, nil)
+		if err == nil {
+			again.Close()
+		}
+		migrated <- err
+	}()
+	// The build is waiting for the holder: then the lock timeout would
+	// have cancelled it.
+	for waiting := false; !waiting; {
+		select {
+		case err := <-migrated:
+			t.Fatalf("the migration ended while an older transaction was open: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if err := pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE pid <> pg_backend_pid() AND query LIKE '%CREATE INDEX CONCURRENTLY%items_kind%' AND wait_event = 'virtualxid')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			time.Sleep(3 * cfg.LockTimeout)
+		}
+	}
+	if err := holder.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-migrated; err != nil {
+		t.Fatal(err)
+	}
+	var valid bool
+	if err := pool.QueryRow(t.Context(), `SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE c.relname = 'items_kind' AND c.relnamespace = $1::regnamespace`, cfg.Schema).Scan(&valid); err != nil || !valid {
+		t.Fatalf("items_kind valid = %v, %v", valid, err)
+	}
 }
 
 // A row locked longer than the lock timeout is "unavailable" (busy).

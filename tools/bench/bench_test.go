@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,5 +189,27 @@ func TestPerRequestDividesAndDropsTheIdle(t *testing.T) {
 	}
 	if perRequest(map[string]float64{"postgres": 1}, 0) != nil {
 		t.Error("perRequest of no requests should be nil")
+	}
+}
+
+func TestPerCoreIsTheInverseOfCPUPerRequest(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		byProcess map[string][]float64
+		want      map[string]float64
+	}{
+		{"one process", map[string][]float64{"events": {2}}, map[string]float64{"events": 500, perCoreAll: 500}},
+		{"the load generator left out of all", map[string][]float64{"api-gateway": {1}, "postgres": {4}, "loadgen": {5}},
+			map[string]float64{"api-gateway": 1000, "postgres": 250, perCoreAll: 200}},
+		{"the median of the rounds", map[string][]float64{"parties": {1, 4, 2}}, map[string]float64{"parties": 500, perCoreAll: 500}},
+		{"a process idle in every round", map[string][]float64{"parties": {0, 0}, "postgres": {0.5}},
+			map[string]float64{"postgres": 2000, perCoreAll: 2000}},
+		{"no CPU figures", map[string][]float64{}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := perCore(c.byProcess); !maps.Equal(got, c.want) {
+				t.Errorf("perCore = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -41,7 +41,18 @@ type RowResult struct {
 	// RatioToLimit is req/s divided by the limit row's req/s of the same
 	// round, one per round.
 	RatioToLimit []float64 `json:"ratio_to_limit,omitempty"`
+	// PerCore is how many of the row's requests one core of each process
+	// serves per second (1000 ÷ its CPU ms per request, median of the
+	// rounds), and under "all" one core of the registry and its
+	// datastores together (the load generator left out): the rates a
+	// capacity model sizes replicas and cores by. CPU time per request
+	// hardly depends on how busy the machine is, so these hold where the
+	// row's req/s, which is bounded by the machine, does not.
+	PerCore map[string]float64 `json:"per_core,omitempty"`
 }
+
+// perCoreAll is PerCore's key for the registry and its datastores together.
+const perCoreAll = "all"
 
 // GoalValue is a goal's ratio in each round.
 type GoalValue struct {
@@ -79,6 +90,9 @@ func (r *Results) finish(now time.Time) {
 				row.RatioToLimit = append(row.RatioToLimit, ratio(s.PerSec, limit.Samples[k].PerSec))
 			}
 		}
+	}
+	for i := range r.Rows {
+		r.Rows[i].PerCore = perCore(r.Rows[i].cpuByProcess())
 	}
 	for _, g := range Goals {
 		row := r.row(g.Row)
@@ -203,21 +217,7 @@ func (r *Results) Print(w io.Writer) {
 func (r *Results) printCPU(w io.Writer) {
 	header := false
 	for _, row := range r.Rows {
-		// A process a round left out (under 1 % of the whole) counts as 0
-		// in that round.
-		byProcess := map[string][]float64{}
-		for _, s := range row.Samples {
-			for name := range s.CPUPerRequestMs {
-				byProcess[name] = nil
-			}
-		}
-		for name := range byProcess {
-			for _, s := range row.Samples {
-				if s.CPUPerRequestMs != nil {
-					byProcess[name] = append(byProcess[name], s.CPUPerRequestMs[name])
-				}
-			}
-		}
+		byProcess := row.cpuByProcess()
 		if len(byProcess) == 0 {
 			continue
 		}
@@ -235,6 +235,64 @@ func (r *Results) printCPU(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s %.3f = %s\n", pad(row.Name, 46), total, strings.Join(parts, ", "))
 	}
+	header = false
+	for _, row := range r.Rows {
+		if len(row.PerCore) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\nrequests per second per core (1000 ÷ CPU ms per request): all = the registry and its datastores together, then each process\n")
+			header = true
+		}
+		names := slices.Collect(maps.Keys(row.PerCore))
+		names = slices.DeleteFunc(names, func(n string) bool { return n == perCoreAll })
+		slices.SortFunc(names, func(a, b string) int { return cmp.Compare(row.PerCore[a], row.PerCore[b]) })
+		parts := make([]string, 0, len(names))
+		for _, name := range names {
+			parts = append(parts, name+" "+rate(row.PerCore[name]))
+		}
+		fmt.Fprintf(w, "%s all %s: %s\n", pad(row.Name, 46), rate(row.PerCore[perCoreAll]), strings.Join(parts, ", "))
+	}
+}
+
+// cpuByProcess is each process's CPU ms per request in every round. A
+// process a round left out (under 1 % of the whole) counts as 0 in that
+// round.
+func (row RowResult) cpuByProcess() map[string][]float64 {
+	byProcess := map[string][]float64{}
+	for _, s := range row.Samples {
+		for name := range s.CPUPerRequestMs {
+			byProcess[name] = nil
+		}
+	}
+	for name := range byProcess {
+		for _, s := range row.Samples {
+			if s.CPUPerRequestMs != nil {
+				byProcess[name] = append(byProcess[name], s.CPUPerRequestMs[name])
+			}
+		}
+	}
+	return byProcess
+}
+
+// perCore turns CPU ms per request into requests per second per core,
+// per process and for all of them but the load generator together.
+func perCore(byProcess map[string][]float64) map[string]float64 {
+	out := map[string]float64{}
+	var all float64
+	for name, ms := range byProcess {
+		m := median(ms)
+		if name == "loadgen" || m <= 0 {
+			continue
+		}
+		all += m
+		out[name] = math.Round(1000 / m)
+	}
+	if all == 0 {
+		return nil
+	}
+	out[perCoreAll] = math.Round(1000 / all)
+	return out
 }
 
 // printFiles shows the rows that move files in MiB/s, with the largest

@@ -100,23 +100,41 @@ func checkEvents(t *testing.T) eventCheck {
 }
 
 // streamPositions reads the whole stream: each event id's position (its
-// first copy's) and how many copies it has.
+// first copy's) and how many copies it has. On a cluster whose node just
+// came back, a JetStream API request may find no responder for a moment;
+// the reading then starts again from the stream's first message, for up to
+// a minute, so what it counts is always one whole pass.
 func streamPositions(t *testing.T) (map[string]uint64, map[string]int) {
 	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		position, copies, err := readStream(t.Context())
+		if err == nil {
+			return position, copies
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		t.Logf("reading the stream again: %v", err)
+		time.Sleep(time.Second)
+	}
+}
+
+func readStream(ctx context.Context) (map[string]uint64, map[string]int, error) {
 	nc, err := nats.Connect(stack.NATS.URL, nats.UserInfo(stack.NATS.User, stack.NATS.Password), nats.Timeout(10*time.Second))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	cons, err := js.OrderedConsumer(ctx, outbox.StreamName, jetstream.OrderedConsumerConfig{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, fmt.Errorf("ordered consumer: %w", err)
 	}
 	position, copies := map[string]uint64{}, map[string]int{}
 	for {
@@ -126,33 +144,33 @@ func streamPositions(t *testing.T) (map[string]uint64, map[string]int) {
 		}
 		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, fmt.Errorf("fetch: %w", err)
 		}
 		n := 0
 		for msg := range batch.Messages() {
 			n++
 			meta, err := msg.Metadata()
 			if err != nil {
-				t.Fatal(err)
+				return nil, nil, err
 			}
 			var e outbox.Event
 			if err := json.Unmarshal(msg.Data(), &e); err != nil {
-				t.Fatal(fmt.Errorf("stream message %d: %w", meta.Sequence.Stream, err))
+				return nil, nil, fmt.Errorf("stream message %d: %w", meta.Sequence.Stream, err)
 			}
 			if _, seen := position[e.ID]; !seen {
 				position[e.ID] = meta.Sequence.Stream
 			}
 			copies[e.ID]++
 			if meta.NumPending == 0 {
-				return position, copies
+				return position, copies, nil
 			}
 		}
 		if err := batch.Error(); err != nil {
-			t.Fatal(err)
+			return nil, nil, fmt.Errorf("fetch: %w", err)
 		}
 		if n == 0 {
 			break
 		}
 	}
-	return position, copies
+	return position, copies, nil
 }

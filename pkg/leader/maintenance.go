@@ -108,6 +108,7 @@ func (m Maintenance) lead(ctx context.Context, s *Session) error {
 		for _, t := range m.Tasks {
 			maintenanceFailing.WithLabelValues(schema, t.Name).Set(0)
 		}
+		partitionsAhead.DeletePartialMatch(prometheus.Labels{"schema": schema})
 	}()
 	due := make([]time.Time, len(m.Tasks))
 	now := time.Now()

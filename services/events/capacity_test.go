@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -34,9 +35,39 @@ func TestCapacityEvents(t *testing.T) {
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `RESET statement_timeout`) //nolint:errcheck // the pool's own setting
 	t.Logf("seeding %d events, %d deliveries", n, n/10)
+	// The feed's partitions: six over the 60 days (the service's are 10
+	// million seqs; at the default size that would be one), made after
+	// those the migration made, as the maintenance task makes them.
+	list, err := feedPartitions.List(ctx, conn.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := list[len(list)-1].To
+	if _, err := conn.Exec(ctx, `SELECT setval('events_seq', $1)`, start-1); err != nil {
+		t.Fatal(err)
+	}
+	seeded := leader.Partitions{Table: "events", Key: leader.SeqKey{Sequence: "events_seq", Width: int64(n) / 6}, Ahead: 7}
+	if _, _, err := seeded.MakeAhead(ctx, conn.Conn()); err != nil {
+		t.Fatal(err)
+	}
+	// The deliveries' weeks over the 60 days, in place of the first
+	// partition the migration made of the (empty) table.
+	week := deliveryPartitions.Key.(leader.TimeKey).Span.Milliseconds()
+	if list, err = deliveryPartitions.List(ctx, conn.Conn()); err != nil {
+		t.Fatal(err)
+	}
+	if err := deliveryPartitions.Drop(ctx, conn.Conn(), list[0]); err != nil {
+		t.Fatal(err)
+	}
+	for w := time.Now().Add(-61*24*time.Hour).UnixMilli() / week * week; w < list[0].To; w += week {
+		if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE TABLE deliveries_seeded_%d PARTITION OF deliveries FOR VALUES FROM ('%s') TO ('%s')`,
+			w, leader.UUIDv7Bound(w), leader.UUIDv7Bound(w+week))); err != nil {
+			t.Fatal(err)
+		}
+	}
 	servicetest.Timed(t, fmt.Sprintf("seed %d events (10 per subject, over 60 days)", n), func() error {
 		_, err := conn.Exec(ctx, `INSERT INTO events (seq, id, type, kind, subject_id, stored_at, body, leaf)
-			SELECT g, gen_random_uuid(), CASE WHEN g % 10 = 1 THEN 'asset.created' ELSE 'asset.updated' END, 'asset', s.subject,
+			SELECT $2::bigint - 1 + g, gen_random_uuid(), CASE WHEN g % 10 = 1 THEN 'asset.created' ELSE 'asset.updated' END, 'asset', s.subject,
 				now() - interval '60 days' + (g * (interval '60 days' / $1)),
 				json_build_object('id', gen_random_uuid(), 'type', CASE WHEN g % 10 = 1 THEN 'asset.created' ELSE 'asset.updated' END,
 					'time', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'actor', 'capacity-client', 'request_id', 'req-' || g,
@@ -45,9 +76,9 @@ func TestCapacityEvents(t *testing.T) {
 						'serial_number', 'SN-' || g, 'location', 'Site ' || (g % 97)),
 					'changes', json_build_object('name', json_build_array('Asset ' || (g - 1), 'Asset ' || g))),
 				g - 1
-			FROM generate_series(1, $1) g, LATERAL (SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(g % ($1 / 10)), 12, '0')) AS subject) s`, n)
+			FROM generate_series(1, $1) g, LATERAL (SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(g % ($1 / 10)), 12, '0')) AS subject) s`, n, start)
 		if err == nil {
-			_, err = conn.Exec(ctx, `SELECT setval('events_seq', $1)`, n)
+			_, err = conn.Exec(ctx, `SELECT setval('events_seq', $1)`, start-1+int64(n))
 		}
 		if err == nil {
 			_, err = conn.Exec(ctx, `ANALYZE events`)
@@ -59,10 +90,13 @@ func TestCapacityEvents(t *testing.T) {
 				VALUES ('0190b2a4-7c3e-7000-8000-00000000aaaa', 'https://example.com/hook', '{}', 'whsec_x', now(), 'capacity', now(), 'capacity')`); err != nil {
 			return err
 		}
+		// Ids are UUIDv7 of the time each was queued (an hour before its
+		// attempt), as the dispatcher makes them.
 		_, err := conn.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject, status, attempts, last_status_code, updated_at, created_at, queued_at)
-			SELECT gen_random_uuid(), '0190b2a4-7c3e-7000-8000-00000000aaaa', g * 10, gen_random_uuid(), 'asset:' || g,
-				'succeeded', 1, 200, now() - interval '60 days' + (g * (interval '60 days' / ($1 / 10))), now(), now()
-			FROM generate_series(1, $1 / 10) g`, n)
+			SELECT (lpad(to_hex((extract(epoch FROM d.at - interval '1 hour') * 1000)::bigint), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid,
+				'0190b2a4-7c3e-7000-8000-00000000aaaa', g * 10, gen_random_uuid(), 'asset:' || g,
+				'succeeded', 1, 200, d.at, d.at - interval '1 hour', d.at - interval '1 hour'
+			FROM generate_series(1, $1 / 10) g, LATERAL (SELECT now() - interval '60 days' + (g * (interval '60 days' / ($1 / 10))) AS at) d`, n)
 		if err == nil {
 			_, err = conn.Exec(ctx, `ANALYZE deliveries`)
 		}
@@ -70,7 +104,8 @@ func TestCapacityEvents(t *testing.T) {
 	})
 	for _, table := range []string{"events", "deliveries"} {
 		var rows, heap, total int64
-		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+table+`), pg_relation_size($1), pg_total_relation_size($1)`, table).
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+table+`), sum(pg_relation_size(relid)), sum(pg_total_relation_size(relid))
+			FROM pg_partition_tree($1)`, table).
 			Scan(&rows, &heap, &total); err != nil {
 			t.Fatal(err)
 		}
@@ -85,8 +120,8 @@ func TestCapacityEvents(t *testing.T) {
 	servicetest.Timed(t, "prune the feed (30 days of 60 leave it)", func() error { _, err := st.Prune(ctx, 30*24*time.Hour, 0); return err })
 	servicetest.Median(t, "GET /events?limit=100 (the page at the horizon, half the table deep)", 21, func() { s.Call(200, "GET", "/events?limit=100", s.RO, nil) })
 	servicetest.Median(t, "GET /events?after=now (the feed's end)", 21, func() { s.Call(200, "GET", "/events?after=now", s.RO, nil) })
-	servicetest.Timed(t, "purge deliveries (30 days of 60 leave)", func() error { _, err := st.PurgeDeliveries(ctx, 30*24*time.Hour); return err })
-	servicetest.Timed(t, "prune the histories (45 days: a quarter, but each subject's latest)", func() error {
+	servicetest.Timed(t, "purge deliveries (30 days of 60 leave: whole weeks dropped, the rest a thousand a step)", func() error { _, err := st.PurgeDeliveries(ctx, 30*24*time.Hour); return err })
+	servicetest.Timed(t, "prune the histories (45 days: a quarter, but each subject's latest; partitions that keep none dropped whole)", func() error {
 		_, err := st.Prune(ctx, 30*24*time.Hour, 45*24*time.Hour)
 		return err
 	})

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -93,14 +94,137 @@ func deliveryPurgeTask(retention time.Duration) leader.Task {
 		}}
 }
 
+// The partitioned tables (migrations 007 and 008): the feed by ranges of
+// 10 million seqs, the deliveries by week of their UUIDv7 ids. The widths
+// are those the migrations started with; docs/capacity.md says why.
+var (
+	feedPartitions = leader.Partitions{Table: "events",
+		Key: leader.SeqKey{Sequence: "events_seq", Width: 10_000_000}, Ahead: 2}
+	deliveryPartitions = leader.Partitions{Table: "deliveries",
+		Key: leader.TimeKey{Span: 7 * 24 * time.Hour}, Ahead: 3}
+)
+
+// partitionsEvery is how often the partitions ahead are made up.
+const partitionsEvery = 10 * time.Minute
+
+// historyDropTask drops whole the partitions of the feed that retention
+// has passed and that keep nothing: every event in them is in the feed's
+// pruned part, older than the histories' retention, and not its
+// subject's latest (which histories keep). A DETACH CONCURRENTLY and a
+// DROP free the partition's disk at once, where historyPruneTask's DELETE
+// writes each row to the WAL and leaves its space to vacuum. Whether a
+// partition keeps a subject's latest event is read a batch at a time (one
+// index probe a row); the first such event ends the partition's survey,
+// and the prune deletes around it.
+func historyDropTask(parts leader.Partitions, retention, every time.Duration) leader.Task {
+	return leader.Task{Name: "drop the histories' partitions", Every: every,
+		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
+			list, err := parts.List(ctx, conn)
+			if err != nil {
+				return 0, false, err
+			}
+			var horizon int64
+			if err := conn.QueryRow(ctx, `SELECT pruned_through FROM feed_horizon`).Scan(&horizon); err != nil {
+				return 0, false, store.Classify(err, "read the feed's horizon")
+			}
+			var dropped int64
+			// The last partition is never dropped: the table goes on from it.
+			for _, part := range list[:max(len(list)-1, 0)] {
+				if part.To-1 > horizon {
+					break
+				}
+				keeps, err := keepsHistory(ctx, conn, part, retention)
+				if err != nil {
+					return dropped, false, err
+				}
+				if keeps {
+					continue
+				}
+				if err := parts.Drop(ctx, conn, part); err != nil {
+					return dropped, false, err
+				}
+				dropped++
+			}
+			return dropped, false, nil
+		}}
+}
+
+// keepsHistory says whether the partition holds an event retention keeps:
+// one younger than retention, or its subject's latest.
+func keepsHistory(ctx context.Context, conn *pgx.Conn, part leader.Partition, retention time.Duration) (bool, error) {
+	table := pgx.Identifier{part.Name}.Sanitize()
+	var young bool
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(stored_at) >= now() - $1::interval, false) FROM `+table, retention).Scan(&young); err != nil {
+		return false, store.Classify(err, "read the partition "+part.Name)
+	}
+	if young {
+		return true, nil
+	}
+	var after int64 = math.MinInt64
+	for {
+		var (
+			last   *int64
+			latest bool
+		)
+		if err := conn.QueryRow(ctx, `SELECT max(seq), coalesce(bool_or(NOT EXISTS (SELECT 1 FROM events later
+				WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)), false)
+			FROM (SELECT seq, kind, subject_id FROM `+table+` WHERE seq > $1 ORDER BY seq LIMIT $2) e`,
+			after, maintenanceBatch).Scan(&last, &latest); err != nil {
+			return false, store.Classify(err, "read the partition "+part.Name)
+		}
+		if latest || last == nil {
+			return latest, nil
+		}
+		after = *last
+	}
+}
+
+// deliveryDropTask drops whole the partitions of deliveries whose week
+// ended longer than retention ago and that hold no delivery still pending
+// and none settled within retention (a manual retry brings an old one
+// back). Both are read from partial indexes, a probe each.
+func deliveryDropTask(parts leader.Partitions, retention time.Duration) leader.Task {
+	return leader.Task{Name: "drop deliveries' partitions", Every: time.Hour,
+		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
+			list, err := parts.List(ctx, conn)
+			if err != nil {
+				return 0, false, err
+			}
+			cut := time.Now().Add(-retention).UnixMilli()
+			var dropped int64
+			for _, part := range list {
+				if part.To > cut {
+					break
+				}
+				table := pgx.Identifier{part.Name}.Sanitize()
+				var keeps bool
+				if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE status = 'pending')
+					OR EXISTS (SELECT 1 FROM `+table+` WHERE status <> 'pending' AND updated_at >= now() - $1::interval)`,
+					retention).Scan(&keeps); err != nil {
+					return dropped, false, store.Classify(err, "read the partition "+part.Name)
+				}
+				if keeps {
+					continue
+				}
+				if err := parts.Drop(ctx, conn, part); err != nil {
+					return dropped, false, err
+				}
+				dropped++
+			}
+			return dropped, false, nil
+		}}
+}
+
 // maintenance is the events schema's tasks for cfg.
 func maintenance(cfg Config) []leader.Task {
-	tasks := []leader.Task{feedPruneTask(cfg.Retention, cfg.PruneEvery)}
+	tasks := []leader.Task{feedPartitions.Task(partitionsEvery), deliveryPartitions.Task(partitionsEvery),
+		feedPruneTask(cfg.Retention, cfg.PruneEvery)}
 	if cfg.HistoryRetention > 0 {
-		tasks = append(tasks, historyPruneTask(cfg.HistoryRetention, cfg.PruneEvery))
+		tasks = append(tasks, historyDropTask(feedPartitions, cfg.HistoryRetention, cfg.PruneEvery),
+			historyPruneTask(cfg.HistoryRetention, cfg.PruneEvery))
 	}
 	if cfg.DeliveryRetention > 0 {
-		tasks = append(tasks, deliveryPurgeTask(cfg.DeliveryRetention))
+		tasks = append(tasks, deliveryDropTask(deliveryPartitions, cfg.DeliveryRetention), deliveryPurgeTask(cfg.DeliveryRetention))
 	}
 	return tasks
 }
@@ -117,6 +241,9 @@ func (st *Store) Prune(ctx context.Context, retention, historyRetention time.Dur
 	if _, err := feedPruneTask(retention, time.Hour).Drain(ctx, conn.Conn()); err != nil || historyRetention <= 0 {
 		return 0, err
 	}
+	if _, err := historyDropTask(feedPartitions, historyRetention, time.Hour).Drain(ctx, conn.Conn()); err != nil {
+		return 0, err
+	}
 	return historyPruneTask(historyRetention, time.Hour).Drain(ctx, conn.Conn())
 }
 
@@ -127,5 +254,8 @@ func (st *Store) PurgeDeliveries(ctx context.Context, retention time.Duration) (
 		return 0, store.Classify(err, "purge deliveries")
 	}
 	defer conn.Release()
+	if _, err := deliveryDropTask(deliveryPartitions, retention).Drain(ctx, conn.Conn()); err != nil {
+		return 0, err
+	}
 	return deliveryPurgeTask(retention).Drain(ctx, conn.Conn())
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -643,9 +644,13 @@ func TestDeliveriesPurgedPastRetention(t *testing.T) {
 	}
 	insert := func(n int, status, age string) {
 		t.Helper()
+		ids := make([]uuid.UUID, n) // UUIDv7, as the dispatcher makes them: the table is partitioned by their time
+		for i := range ids {
+			ids[i] = store.NewID()
+		}
 		if _, err := pool.Exec(t.Context(), `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject, status, updated_at)
-			SELECT gen_random_uuid(), $1, n, gen_random_uuid(), 'asset:' || n, $2, now() - $3::interval FROM generate_series(1, $4) n`,
-			hook, status, age, n); err != nil {
+			SELECT id, $1, n, gen_random_uuid(), 'asset:' || n, $2, now() - $3::interval FROM unnest($4::uuid[]) WITH ORDINALITY AS t(id, n)`,
+			hook, status, age, ids); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -568,7 +568,7 @@ func checkObservability(t *testing.T, docs []Doc) {
 	for _, want := range []string{"RegistryAvailabilityBudgetBurn", "RegistryLatencyBudgetBurn", "RegistryHigh5xxRatio",
 		"RegistryDatabasePoolSaturated", "RegistryFindCacheHitRatioCollapse", "RegistryTokenVerificationFailures",
 		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay",
-		"RegistryOutboxEventsSetAside", "RegistryMaintenanceFailing", "RegistryMaintenanceStale",
+		"RegistryOutboxEventsSetAside", "RegistryMaintenanceFailing", "RegistryMaintenanceStale", "RegistryPartitionsRunningOut",
 		"RegistryLogTampered", "RegistryLogCheckpointStale",
 		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen", "RegistryTokenValidityStale", "RegistryReadReplicaUnavailable"} {
 		if !slices.Contains(alerts, want) {

@@ -69,6 +69,17 @@ func tilesFor(ids []compact.NodeID) []tileID {
 	return out
 }
 
+// tileNeeds are the tiles that hold ids, each with how many of its
+// hashes, from its first, the nodes need.
+func tileNeeds(ids []compact.NodeID) map[tileID]uint64 {
+	out := map[tileID]uint64{}
+	for _, id := range ids {
+		t, first, width := tileOf(id)
+		out[t] = max(out[t], first+width)
+	}
+	return out
+}
+
 // tileSet is tiles read from the store.
 type tileSet map[tileID][]byte
 
@@ -91,53 +102,36 @@ func (s tileSet) node(id compact.NodeID) ([]byte, error) {
 	return r.GetRootHash(nil)
 }
 
-// nodes are the hashes of ids. A node above a tile's row is hashed from
-// its children, each computed once however many of ids (the proofs of a
-// passport share most of theirs) need it.
+// nodes are the hashes of ids, each from the tile row under it; a node
+// that several of ids name (the proofs of a passport share most of their
+// upper ones) is hashed once.
 func (s tileSet) nodes(ids []compact.NodeID) ([][]byte, error) {
-	memo := map[compact.NodeID][]byte{}
-	var hash func(id compact.NodeID) ([]byte, error)
-	hash = func(id compact.NodeID) ([]byte, error) {
-		if id.Level%tileHeight == 0 {
-			return s.node(id)
-		}
-		if h, ok := memo[id]; ok {
-			return h, nil
-		}
-		left, err := hash(compact.NewNodeID(id.Level-1, id.Index*2))
-		if err != nil {
-			return nil, err
-		}
-		right, err := hash(compact.NewNodeID(id.Level-1, id.Index*2+1))
-		if err != nil {
-			return nil, err
-		}
-		h := hasher.HashChildren(left, right)
-		memo[id] = h
-		return h, nil
-	}
+	hashed := make(map[compact.NodeID][]byte, len(ids))
 	out := make([][]byte, len(ids))
 	for i, id := range ids {
-		h, err := hash(id)
-		if err != nil {
-			return nil, err
+		h, ok := hashed[id]
+		if !ok {
+			var err error
+			if h, err = s.node(id); err != nil {
+				return nil, err
+			}
+			hashed[id] = h
 		}
 		out[i] = h
 	}
 	return out, nil
 }
 
-// proofHashes turns a proof plan into its hashes, reading its nodes'
-// tiles through read.
-func proofHashes(plan proof.Nodes, read func([]tileID) (tileSet, error)) ([][]byte, error) {
+// readNodes answers the hashes of the nodes ids, in their order.
+type readNodes func(ids []compact.NodeID) ([][]byte, error)
+
+// proofHashes turns a proof plan into its hashes, reading its nodes
+// through read.
+func proofHashes(plan proof.Nodes, read readNodes) ([][]byte, error) {
 	if len(plan.IDs) == 0 {
 		return [][]byte{}, nil
 	}
-	tiles, err := read(tilesFor(plan.IDs))
-	if err != nil {
-		return nil, err
-	}
-	hashes, err := tiles.nodes(plan.IDs)
+	hashes, err := read(plan.IDs)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +139,7 @@ func proofHashes(plan proof.Nodes, read func([]tileID) (tileSet, error)) ([][]by
 }
 
 // InclusionProof is the proof that leaf index is in the tree of size.
-func InclusionProof(index, size uint64, read func([]tileID) (tileSet, error)) ([][]byte, error) {
+func InclusionProof(index, size uint64, read readNodes) ([][]byte, error) {
 	plan, err := proof.Inclusion(index, size)
 	if err != nil {
 		return nil, err
@@ -155,7 +149,7 @@ func InclusionProof(index, size uint64, read func([]tileID) (tileSet, error)) ([
 
 // ConsistencyProof is the proof that the tree of size from is a prefix of
 // the tree of size to.
-func ConsistencyProof(from, to uint64, read func([]tileID) (tileSet, error)) ([][]byte, error) {
+func ConsistencyProof(from, to uint64, read readNodes) ([][]byte, error) {
 	plan, err := proof.Consistency(from, to)
 	if err != nil {
 		return nil, err

@@ -424,3 +424,58 @@ func TestSeedLog(t *testing.T) {
 		t.Errorf("the event after the seed: %v", err)
 	}
 }
+
+// Proofs read kept tiles where they hold enough hashes and the table for
+// the rest: a replica that kept a tile while it was short proves leaves
+// appended to it since (by another process) from the table, and every
+// proof verifies against the root of its size.
+func TestProofsFromKeptTiles(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
+	entry := func(i int) []byte { return fmt.Appendf(nil, `{"entry":%d}`, i) }
+	tree := newAppender()
+	roots := map[uint64][]byte{}
+	appendEntries := func(from, to int) {
+		t.Helper()
+		var entries, hashes [][]byte
+		for i := from; i < to; i++ {
+			entries, hashes = append(entries, entry(i)), append(hashes, LeafHash(entry(i)))
+		}
+		if err := appending.AppendEntries(t.Context(), entries); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tree.Append(hashes); err != nil {
+			t.Fatal(err)
+		}
+		roots[uint64(to)], _ = tree.Root()
+	}
+	prove := func(st *Store, leaf, size uint64) {
+		t.Helper()
+		p, err := st.InclusionProof(t.Context(), leaf, size)
+		if err != nil {
+			t.Fatalf("proof of %d in %d: %v", leaf, size, err)
+		}
+		if err := proof.VerifyInclusion(hasher, leaf, size, LeafHash(entry(int(leaf))), p, roots[size]); err != nil {
+			t.Errorf("proof of %d in %d: %v", leaf, size, err)
+		}
+	}
+	appendEntries(0, 300) // a full tile of leaves, and one of 44
+	for _, leaf := range []uint64{0, 200, 299} {
+		prove(other, leaf, 300) // keeps the tile of leaves 256… with 44 hashes
+		prove(appending, leaf, 300)
+	}
+	appendEntries(300, 700)
+	for _, leaf := range []uint64{10, 299, 350, 511, 699} {
+		prove(other, leaf, 700) // its kept tiles are too short: it reads them again
+		prove(appending, leaf, 700)
+		prove(other, leaf, 700)
+	}
+	prove(other, 299, 300) // a longer kept tile answers a smaller tree
+	c, err := other.ConsistencyProof(t.Context(), 300, 700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proof.VerifyConsistency(hasher, 300, 700, c, roots[300], roots[700]); err != nil {
+		t.Errorf("consistency 300 → 700: %v", err)
+	}
+}

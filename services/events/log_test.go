@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -19,7 +20,12 @@ func (m memoryTiles) write(changed []tile) {
 	}
 }
 
-func (m memoryTiles) read(ids []tileID) (tileSet, error) {
+func (m memoryTiles) read(nodes []compact.NodeID) ([][]byte, error) {
+	tiles, _ := m.readTiles(tilesFor(nodes))
+	return tiles.nodes(nodes)
+}
+
+func (m memoryTiles) readTiles(ids []tileID) (tileSet, error) {
 	out := tileSet{}
 	for _, id := range ids {
 		if h, ok := m[id]; ok {
@@ -74,7 +80,7 @@ func TestLogTreeAppendAndProofs(t *testing.T) {
 		}
 		roots[uint64(n)] = root
 		if i%3 == 0 { // a process that starts again: the tree from its tiles
-			stored, _ := tiles.read(treeTiles(uint64(n)))
+			stored, _ := tiles.readTiles(treeTiles(uint64(n)))
 			if a, err = loadAppender(uint64(n), stored); err != nil {
 				t.Fatalf("load at %d: %v", n, err)
 			}

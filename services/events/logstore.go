@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -48,6 +49,117 @@ func (c *treeCache) put(a *appender) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.app = a
+}
+
+// committed keeps the tree a transaction appended to, once it committed:
+// the appender for the next batch, and its last tiles for the proofs.
+func (st *Store) committed(a *appender) {
+	st.tree.put(a)
+	for _, t := range a.last {
+		st.tiles.keep(t.ID, slices.Clone(t.Hashes))
+	}
+}
+
+// tileCache keeps tiles for the proofs. The hashes a tile holds never
+// change (the tree only grows, and a tile with it), so a tile kept with
+// enough of them answers a proof as the table would; most proofs then
+// read one tile, their leaf's, from PostgreSQL: the tiles above the
+// leaves, which every proof passes through, are few and stay kept. The
+// audit and the appends read the table itself.
+type tileCache struct{ lru *lru.Cache[tileID, []byte] }
+
+// tileCacheSize bounds the kept tiles: 16 MiB, the tiles above the leaves
+// of a log of half a billion events.
+const tileCacheSize = 2048
+
+func newTileCache() tileCache {
+	c, err := lru.New[tileID, []byte](tileCacheSize)
+	if err != nil {
+		panic(err) // only a size below 1 is refused
+	}
+	return tileCache{lru: c}
+}
+
+// keep remembers a tile's hashes (never written to afterwards), unless a
+// longer copy of it is kept.
+func (c tileCache) keep(id tileID, hashes []byte) {
+	if kept, ok := c.lru.Peek(id); ok && len(kept) >= len(hashes) {
+		return
+	}
+	c.lru.Add(id, hashes)
+}
+
+// nodeCache keeps the hashes of nodes above the leaves' tiles that proofs
+// needed. A node's hash never changes once its subtree is whole (a proof
+// names only such nodes), and each is hashed from up to 255 hashes of its
+// tile: the upper nodes, which every proof passes through, are hashed once.
+type nodeCache struct {
+	lru *lru.Cache[compact.NodeID, []byte]
+}
+
+// nodeCacheSize bounds the kept nodes (about 100 bytes each).
+const nodeCacheSize = 1 << 16
+
+func newNodeCache() nodeCache {
+	c, err := lru.New[compact.NodeID, []byte](nodeCacheSize)
+	if err != nil {
+		panic(err) // only a size below 1 is refused
+	}
+	return nodeCache{lru: c}
+}
+
+// proofNodes answers the hashes of the nodes a proof names: kept ones from
+// the node cache, the others hashed from their tiles (kept tiles where
+// they hold enough hashes, the rest read with q and kept).
+func (st *Store) proofNodes(ctx context.Context, q store.Querier) readNodes {
+	return func(ids []compact.NodeID) ([][]byte, error) {
+		out := make([][]byte, len(ids))
+		var unknown []compact.NodeID
+		for i, id := range ids {
+			if h, ok := st.nodes.lru.Get(id); ok {
+				out[i] = h
+				continue
+			}
+			unknown = append(unknown, id)
+		}
+		if len(unknown) == 0 {
+			return out, nil
+		}
+		tiles := tileSet{}
+		var missing []tileID
+		for id, need := range tileNeeds(unknown) {
+			if hashes, ok := st.tiles.lru.Get(id); ok && uint64(len(hashes)) >= need*hashSize {
+				tiles[id] = hashes
+				continue
+			}
+			missing = append(missing, id)
+		}
+		if len(missing) > 0 {
+			read, err := readTiles(ctx, q, missing)
+			if err != nil {
+				return nil, err
+			}
+			for id, hashes := range read {
+				tiles[id] = hashes
+				st.tiles.keep(id, hashes)
+			}
+		}
+		hashes, err := tiles.nodes(unknown)
+		if err != nil {
+			return nil, err
+		}
+		for i, j := 0, 0; i < len(ids); i++ {
+			if out[i] != nil {
+				continue
+			}
+			out[i] = hashes[j]
+			if unknown[j].Level >= tileHeight {
+				st.nodes.lru.Add(unknown[j], hashes[j])
+			}
+			j++
+		}
+		return out, nil
+	}
 }
 
 // lockFeed is the statement that serialises whatever numbers events or
@@ -122,11 +234,6 @@ func readTiles(ctx context.Context, q store.Querier, ids []tileID) (tileSet, err
 	return out, store.Classify(err, "read the log's tiles")
 }
 
-// tileReader reads tiles with q, for the proofs.
-func tileReader(ctx context.Context, q store.Querier) func([]tileID) (tileSet, error) {
-	return func(ids []tileID) (tileSet, error) { return readTiles(ctx, q, ids) }
-}
-
 // LogState is the tree's size and root hash.
 func (st *Store) LogState(ctx context.Context) (size uint64, root []byte, err error) {
 	var n int64
@@ -199,7 +306,7 @@ func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 		return err
 	})
 	if err == nil {
-		st.tree.put(kept)
+		st.committed(kept)
 	}
 	return added, err
 }
@@ -281,7 +388,7 @@ func (st *Store) LeafOf(ctx context.Context, id uuid.UUID) (uint64, error) {
 
 // InclusionProof is the proof that leaf is in the tree of size.
 func (st *Store) InclusionProof(ctx context.Context, leaf, size uint64) ([][]byte, error) {
-	hashes, err := InclusionProof(leaf, size, tileReader(ctx, st.s.DB(ctx)))
+	hashes, err := InclusionProof(leaf, size, st.proofNodes(ctx, st.s.DB(ctx)))
 	if err != nil {
 		return nil, fmt.Errorf("inclusion proof of leaf %d in %d: %w", leaf, size, err)
 	}
@@ -291,7 +398,7 @@ func (st *Store) InclusionProof(ctx context.Context, leaf, size uint64) ([][]byt
 // ConsistencyProof is the proof that the tree of size from is a prefix of
 // the tree of size to.
 func (st *Store) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byte, error) {
-	hashes, err := ConsistencyProof(from, to, tileReader(ctx, st.s.DB(ctx)))
+	hashes, err := ConsistencyProof(from, to, st.proofNodes(ctx, st.s.DB(ctx)))
 	if err != nil {
 		return nil, fmt.Errorf("consistency proof from %d to %d: %w", from, to, err)
 	}
@@ -402,12 +509,8 @@ func (st *Store) InclusionProofs(ctx context.Context, leaves []uint64, size uint
 		plans[i] = plan
 		ids = append(ids, plan.IDs...)
 	}
-	tiles, err := readTiles(ctx, st.s.DB(ctx), tilesFor(ids))
-	if err != nil {
-		return nil, err
-	}
 	// Every node once, for all the proofs together.
-	hashes, err := tiles.nodes(ids)
+	hashes, err := st.proofNodes(ctx, st.s.DB(ctx))(ids)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +635,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		return err
 	})
 	if err == nil && kept != nil {
-		st.tree.put(kept)
+		st.committed(kept)
 	}
 	return redacted, err
 }
@@ -615,7 +718,7 @@ func (st *Store) AppendEntries(ctx context.Context, entries [][]byte) error {
 		return err
 	})
 	if err == nil {
-		st.tree.put(kept)
+		st.committed(kept)
 	}
 	return err
 }

@@ -22,12 +22,16 @@ import (
 // Store is the SQL of the events service: the feed, webhooks and their
 // deliveries, in schema events.
 type Store struct {
-	s    *store.Store
-	tree treeCache // the log's tree as this process last appended to it
+	s     *store.Store
+	tree  treeCache // the log's tree as this process last appended to it
+	tiles tileCache // the log's tiles this process read or wrote, for proofs
+	nodes nodeCache // the log's upper nodes this process hashed, for proofs
 }
 
 // NewStore returns the store over s.
-func NewStore(s *store.Store) *Store { return &Store{s: s} }
+func NewStore(s *store.Store) *Store {
+	return &Store{s: s, tiles: newTileCache(), nodes: newNodeCache()}
+}
 
 // Incoming is one event read from the stream: its parsed envelope and the
 // bytes as published.
@@ -146,7 +150,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		return err
 	})
 	if err == nil && tree != nil {
-		st.tree.put(tree)
+		st.committed(tree)
 	}
 	return stored, err
 }

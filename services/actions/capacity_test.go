@@ -70,6 +70,7 @@ func TestCapacityActions(t *testing.T) {
 		t.Logf("%-60s %10d rows, %6.0f MB per million rows (heap %4.0f MB, indexes and TOAST %4.0f MB)", "size of "+table, rows,
 			float64(total)/float64(rows), float64(heap)/float64(rows), float64(total-heap)/float64(rows))
 	}
+	s.RO = s.Issuer.ReadOnly(t) // the seed outlasts the token of the start (5 min)
 	servicetest.Median(t, "GET /actions?limit=100 (the first page)", 21, func() { s.Call(200, "GET", "/actions?limit=100", s.RO, nil) })
 	servicetest.Median(t, "GET /actions?asset_id=…&limit=100 (one asset's actions)", 21, func() {
 		s.Call(200, "GET", "/actions?limit=100&asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2), s.RO, nil)

@@ -25,7 +25,7 @@ type Config struct {
 	Record    bool
 	Batch     int           // events the relay publishes per round
 	Poll      time.Duration // the relay's wait when no write wakes it
-	Retention time.Duration // how long published events stay in the outbox table (0: deleted once acknowledged)
+	Retention time.Duration // how long published events stay in the outbox_published table (0: deleted once acknowledged)
 	// LeaderSilence is how long the leading relay may say nothing to
 	// PostgreSQL before its session, and the lead, go to a standby
 	// (database.leader-silence; 0: leader.DefaultSilence).
@@ -46,7 +46,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Record, "outbox.record", true, "record an event for every write; false only to measure what events cost")
 	fs.IntVar(&c.Batch, "outbox.batch", 256, "events the relay publishes per round")
 	fs.DurationVar(&c.Poll, "outbox.poll", 100*time.Millisecond, "how often the relay looks for events besides when a write of its own process wakes it (writes of other replicas wait up to this)")
-	fs.DurationVar(&c.Retention, "outbox.retention", 0, "how long published events stay in the outbox table for inspection (0: deleted as soon as the stream has acknowledged them; the events service keeps the feed)")
+	fs.DurationVar(&c.Retention, "outbox.retention", 0, "how long published events stay in the outbox_published table for inspection (0: deleted as soon as the stream has acknowledged them; the events service keeps the feed)")
 }
 
 // Enabled reports whether events are published (a NATS URL is set).

@@ -380,15 +380,18 @@ func TestOneRelayLeadsPerSchema(t *testing.T) {
 	checkStream(t, f.streamed(t), 1, 10)
 }
 
-// Published events leave the outbox: at once without a retention (the
-// default), after it with one. They are in the stream.
+// Published events leave the outbox, which so holds only what waits: at
+// once without a retention (the default); with one, to outbox_published,
+// whence the sweep deletes them after it. They are in the stream.
 func TestPublishedEventsLeaveTheOutbox(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		retention time.Duration
+		kept      int // events in outbox_published once the outbox is empty
 	}{
-		{"deleted once acknowledged", 0},
-		{"swept after the retention", 300 * time.Millisecond},
+		{"deleted once acknowledged", 0, 0},
+		{"kept for the retention", time.Hour, 5},
+		{"swept after the retention", 300 * time.Millisecond, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, testkit.NATSServer{})
@@ -399,12 +402,15 @@ func TestPublishedEventsLeaveTheOutbox(t *testing.T) {
 				}
 			}
 			f.relay(t)
-			eventually(t, "the outbox emptied", 30*time.Second, func() bool {
+			count := func(table string) int {
 				var n int
-				if err := f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+				if err := f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM `+table).Scan(&n); err != nil {
 					t.Fatal(err)
 				}
-				return n == 0
+				return n
+			}
+			eventually(t, "the outbox emptied", 30*time.Second, func() bool {
+				return count("outbox") == 0 && count("outbox_published") == c.kept
 			})
 			if got := len(f.streamed(t)); got != 5 {
 				t.Fatalf("the stream holds %d events, want the 5 gone from the outbox", got)

@@ -3,12 +3,14 @@ package registry
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -51,6 +53,61 @@ type ConsistencyProof struct {
 type LogKeys struct {
 	Origin string   `json:"origin"`
 	Keys   []string `json:"keys"`
+}
+
+// LogEntry is a leaf's entry: Entry holds the bytes whose leaf hash the
+// tree holds (prove them with LeafInclusion and VerifyInclusion), and Type
+// says what they are: "event", or "log.redaction", the entry that records
+// an event's redaction (read it with Redaction).
+type LogEntry struct {
+	LeafIndex uint64 `json:"leaf_index"`
+	Type      string `json:"type"`
+	Entry     []byte `json:"entry"`
+}
+
+// RedactionEntry is what a "log.redaction" entry records: an event whose
+// personal fields were removed (an erasure request), the leaf hash its
+// leaf keeps (the bytes as logged) and the leaf hash of its bytes since.
+type RedactionEntry struct {
+	Type         string    `json:"type"`
+	EventID      string    `json:"event_id"`
+	EventLeaf    uint64    `json:"event_leaf"`
+	LeafHash     []byte    `json:"leaf_hash"`
+	RedactedHash []byte    `json:"redacted_hash"`
+	PersonID     string    `json:"person_id"`
+	Reason       string    `json:"reason"`
+	Time         time.Time `json:"time"`
+}
+
+// Redaction reads a "log.redaction" entry's bytes.
+func (e LogEntry) Redaction() (RedactionEntry, error) {
+	var r RedactionEntry
+	if e.Type != "log.redaction" {
+		return r, fmt.Errorf("registry: leaf %d is an entry of type %q, not a redaction", e.LeafIndex, e.Type)
+	}
+	if err := json.Unmarshal(e.Entry, &r); err != nil {
+		return r, fmt.Errorf("registry: the redaction at leaf %d: %w", e.LeafIndex, err)
+	}
+	return r, nil
+}
+
+// LogEntry fetches the entry of a leaf. An event redacted since it was
+// logged no longer has its bytes as logged: that is a *Problem of kind
+// "gone" whose RedactionEntry names the leaf of the redaction's entry,
+// which records the leaf hash the event's bytes had.
+func (c *Client) LogEntry(ctx context.Context, leafIndex uint64) (*LogEntry, error) {
+	q := url.Values{"leaf_index": {strconv.FormatUint(leafIndex, 10)}}
+	return send[LogEntry](ctx, c, &call{method: http.MethodGet, path: "/log/entry", query: q}, nil)
+}
+
+// LeafInclusion is the proof that leaf leafIndex is in the tree of
+// treeSize leaves (0: the latest checkpoint's).
+func (c *Client) LeafInclusion(ctx context.Context, leafIndex, treeSize uint64) (*InclusionProof, error) {
+	q := url.Values{"leaf_index": {strconv.FormatUint(leafIndex, 10)}}
+	if treeSize > 0 {
+		q.Set("tree_size", strconv.FormatUint(treeSize, 10))
+	}
+	return send[InclusionProof](ctx, c, &call{method: http.MethodGet, path: "/log/inclusion", query: q}, nil)
 }
 
 // LatestCheckpoint is the registry's newest signed checkpoint, as it says:
@@ -133,10 +190,18 @@ func LeafHash(entry []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(entry
 // registry served them) is leaf p.LeafIndex of the tree a verified
 // checkpoint signed.
 func VerifyInclusion(cp Checkpoint, entry []byte, p InclusionProof) error {
+	return VerifyLeafHash(cp, LeafHash(entry), p)
+}
+
+// VerifyLeafHash checks that leaf p.LeafIndex of the tree a verified
+// checkpoint signed has the hash leafHash: for a leaf whose bytes are no
+// longer kept, such as a redacted event's, whose redaction entry records
+// it (RedactionEntry.LeafHash).
+func VerifyLeafHash(cp Checkpoint, leafHash []byte, p InclusionProof) error {
 	if p.TreeSize != cp.TreeSize {
 		return unverified("a proof for a tree of %d leaves, the checkpoint has %d", p.TreeSize, cp.TreeSize)
 	}
-	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, p.TreeSize, LeafHash(entry), p.Hashes, cp.RootHash); err != nil {
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, p.LeafIndex, p.TreeSize, leafHash, p.Hashes, cp.RootHash); err != nil {
 		return unverified("leaf %d: %v", p.LeafIndex, err)
 	}
 	return nil

@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -128,5 +131,70 @@ func TestVerifyCheckpointRefuses(t *testing.T) {
 	}
 	if _, err := VerifyCheckpoint(cp.Note, "not a key"); err == nil {
 		t.Error("a malformed key was taken")
+	}
+}
+
+// An auditor reads a leaf's entry and proves it: a redacted event's
+// answer names its redaction's entry, which is read as one and proved
+// like any leaf; what the redaction records is the leaf hash the event's
+// leaf keeps.
+func TestLogEntryOfARedaction(t *testing.T) {
+	l := newTestLog(t, 3)
+	event := l.entries[0]
+	redaction := fmt.Appendf(nil, `{"type":"log.redaction","event_id":"e0","event_leaf":0,"leaf_hash":%q,"redacted_hash":%q,"person_id":"p1","reason":"erasure 7","time":"2026-01-02T03:04:05Z"}`,
+		base64.StdEncoding.EncodeToString(LeafHash(event)), base64.StdEncoding.EncodeToString(LeafHash([]byte(`{}`))))
+	stored, err := tlog.StoredHashes(3, redaction, tlog.HashReaderFunc(l.read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.entries, l.hashes = append(l.entries, redaction), append(l.hashes, stored...)
+	cp := l.checkpoint(t, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path + "?" + r.URL.RawQuery {
+		case "/log/entry?leaf_index=0":
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusGone)
+			_, _ = w.Write([]byte(`{"type":"urn:asset-registry:problem:gone","title":"Gone","status":410,"instance":"/log/entry","request_id":"r","redaction_entry":3}`))
+		case "/log/entry?leaf_index=3":
+			_, _ = fmt.Fprintf(w, `{"leaf_index":3,"type":"log.redaction","entry":%q}`, base64.StdEncoding.EncodeToString(redaction))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL, Tokens: staticTokens{}})
+	_, err = c.LogEntry(context.Background(), 0)
+	var gone *Problem
+	if !errors.As(err, &gone) || gone.Kind() != "gone" || gone.RedactionEntry == nil || *gone.RedactionEntry != 3 {
+		t.Fatalf("the redacted event's entry: %v", err)
+	}
+	entry, err := c.LogEntry(context.Background(), *gone.RedactionEntry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tlog.ProveRecord(4, 3, tlog.HashReaderFunc(l.read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyInclusion(cp, entry.Entry, InclusionProof{LeafIndex: 3, TreeSize: 4, Hashes: hashList(p)}); err != nil {
+		t.Errorf("the redaction's entry: %v", err)
+	}
+	r, err := entry.Redaction()
+	if err != nil || r.EventLeaf != 0 || r.Reason != "erasure 7" {
+		t.Fatalf("the redaction: %+v, %v", r, err)
+	}
+	p, err = tlog.ProveRecord(4, 0, tlog.HashReaderFunc(l.read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := InclusionProof{LeafIndex: 0, TreeSize: 4, Hashes: hashList(p)}
+	if err := VerifyLeafHash(cp, r.LeafHash, proof); err != nil {
+		t.Errorf("the leaf hash the redaction records: %v", err)
+	}
+	if err := VerifyLeafHash(cp, r.RedactedHash, proof); !errors.Is(err, ErrUnverified) {
+		t.Errorf("the hash of the bytes since the redaction proved as the logged leaf: %v", err)
+	}
+	if _, err := (LogEntry{Type: "event", Entry: event}).Redaction(); err == nil {
+		t.Error("an event's entry read as a redaction")
 	}
 }

@@ -24,6 +24,9 @@ type Problem struct {
 	Owner        string           `json:"owner,omitempty"`
 	ReferencedBy []Reference      `json:"referenced_by,omitempty"`
 	Candidates   []map[string]any `json:"candidates,omitempty"`
+	// RedactionEntry is, on a log entry whose event was redacted (gone),
+	// the leaf of the entry that records the redaction.
+	RedactionEntry *uint64 `json:"redaction_entry,omitempty"`
 	// RetryAfter is the wait the registry asked for (429, 503), if any.
 	RetryAfter time.Duration `json:"-"`
 }

@@ -29,6 +29,7 @@ type Endpoints struct {
 	LogKeys     endpoint.Endpoint
 	Inclusion   endpoint.Endpoint
 	Consistency endpoint.Endpoint
+	Entry       endpoint.Endpoint
 	AsOf        endpoint.Endpoint
 	Passport    endpoint.Endpoint
 }
@@ -78,6 +79,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		LogKeys:     endpoints.New(s.LogKeys),
 		Inclusion:   endpoints.New(s.Inclusion),
 		Consistency: endpoints.New(s.Consistency),
+		Entry:       endpoints.New(s.Entry),
 		Passport:    endpoints.New(s.Passport),
 		// The resource as its owner's GET answered it then: its bytes as
 		// the event holds them.

@@ -151,6 +151,10 @@ func TestLogProvesEveryEvent(t *testing.T) {
 		{Name: "a leaf that is no number", Method: "GET", Path: "/log/inclusion?leaf_index=1e3", ReadOnly: true, Status: 400},
 		{Name: "consistency without from", Method: "GET", Path: "/log/consistency", ReadOnly: true, Status: 422, Fields: []string{"from"}},
 		{Name: "consistency backwards", Method: "GET", Path: "/log/consistency?from=5&to=2", ReadOnly: true, Status: 422, Fields: []string{"from"}},
+		{Name: "an entry without its leaf", Method: "GET", Path: "/log/entry", ReadOnly: true, Status: 422, Fields: []string{"leaf_index"}},
+		{Name: "an entry's leaf that is no number", Method: "GET", Path: "/log/entry?leaf_index=x1", ReadOnly: true, Status: 400},
+		{Name: "an entry's leaf below 0", Method: "GET", Path: "/log/entry?leaf_index=-1", ReadOnly: true, Status: 400},
+		{Name: "an entry past the log", Method: "GET", Path: "/log/entry?leaf_index=400", ReadOnly: true, Status: 404},
 		{Name: "consistency past the latest checkpoint", Method: "GET", Path: "/log/consistency?from=1&to=400", ReadOnly: true, Status: 422, Fields: []string{"to"}},
 	})
 }
@@ -383,6 +387,34 @@ func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
 	if err != nil || len(r.Problems) != 0 {
 		t.Fatalf("audit after a redaction: %v %v", r.Problems, err)
 	}
+	// An auditor reads every leaf's bytes: the bystander's event as
+	// logged; for a redacted event, a 410 naming its redaction's entry,
+	// whose bytes are proved like any leaf's and record the hash the
+	// event's leaf keeps.
+	entry := s.Call(200, "GET", "/log/entry?leaf_index=3", s.RO, nil).JSON()
+	if entry["type"] != EntryEvent || !bytes.Equal(decodeB64(t, entry["entry"]), raw) {
+		t.Errorf("the bystander's entry: %v", entry)
+	}
+	for leaf := range uint64(3) {
+		gone := s.Call(410, "GET", fmt.Sprintf("/log/entry?leaf_index=%d", leaf), s.RO, nil).JSON()
+		at, _ := gone["redaction_entry"].(float64)
+		redaction := s.Call(200, "GET", fmt.Sprintf("/log/entry?leaf_index=%d", uint64(at)), s.RO, nil).JSON()
+		bytesOf := decodeB64(t, redaction["entry"])
+		var r RedactionEntry
+		if err := json.Unmarshal(bytesOf, &r); err != nil || redaction["type"] != RedactionEntryType || r.EventLeaf != leaf ||
+			uint64(at) < before.Size || r.Person != person {
+			t.Fatalf("leaf %d: the redaction entry at %v: %s, %v", leaf, gone["redaction_entry"], bytesOf, err)
+		}
+		p := s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", uint64(at)), s.RO, nil).JSON()
+		if err := proof.VerifyInclusion(hasher, uint64(at), after.Size, LeafHash(bytesOf), hashesOf(t, p["hashes"]), after.Root); err != nil {
+			t.Errorf("leaf %d: its redaction's entry is not proved: %v", leaf, err)
+		}
+		p = s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", leaf), s.RO, nil).JSON()
+		if err := proof.VerifyInclusion(hasher, leaf, after.Size, r.LeafHash, hashesOf(t, p["hashes"]), after.Root); err != nil {
+			t.Errorf("leaf %d: the leaf hash its redaction records is not the logged one: %v", leaf, err)
+		}
+	}
+	s.Call(404, "GET", fmt.Sprintf("/log/entry?leaf_index=%d", after.Size), s.RO, nil)
 	// Again: nothing more to redact.
 	if n, err := st.RedactPerson(t.Context(), uuid.MustParse(person), "again"); err != nil || n != 0 {
 		t.Errorf("a second redaction: %d, %v", n, err)

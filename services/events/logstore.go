@@ -386,6 +386,36 @@ func (st *Store) LeafOf(ctx context.Context, id uuid.UUID) (uint64, error) {
 	return uint64(*leaf), nil
 }
 
+// Entry reads the bytes of leaf, exactly as hashed into it: a redaction's
+// entry, or an event's bytes. The bytes of an event redacted since (an
+// erasure request) are gone: that is a 410 naming its latest redaction's
+// entry, which records the hash the leaf keeps; so is a leaf whose event
+// was pruned (events.history-retention). A leaf beyond the tree is a 404.
+func (st *Store) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
+	var size int64
+	var typ, body *string
+	var redaction *int64
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT s.size, x.type, x.body, x.redaction FROM log_state s LEFT JOIN LATERAL (
+			SELECT $2::text AS type, r.entry AS body, NULL::bigint AS redaction FROM redactions r WHERE r.leaf = $1
+			UNION ALL
+			SELECT $3, e.body::text, (SELECT max(r.leaf) FROM redactions r WHERE r.event_leaf = e.leaf) FROM events e WHERE e.leaf = $1
+		) x ON true`, int64(leaf), RedactionEntryType, EntryEvent).Scan(&size, &typ, &body, &redaction)
+	switch {
+	case err != nil:
+		return LogEntry{}, store.Classify(err, "read a log entry")
+	case leaf >= uint64(size):
+		return LogEntry{}, apperr.New(apperr.KindNotFound, fmt.Sprintf("the log has %d leaves: leaf %d is not in it (yet)", size, leaf))
+	case redaction != nil:
+		e := apperr.New(apperr.KindGone, fmt.Sprintf("the event at leaf %d was redacted (an erasure request): its bytes as logged are no longer kept; "+
+			"the redaction's entry, leaf %d, records the leaf hash they had (GET /log/entry?leaf_index=%d)", leaf, *redaction, *redaction))
+		e.Extensions = map[string]any{"redaction_entry": *redaction}
+		return LogEntry{}, e
+	case body == nil:
+		return LogEntry{}, apperr.New(apperr.KindGone, fmt.Sprintf("the event at leaf %d is past the histories' retention: its bytes are no longer kept, its leaf hash is", leaf))
+	}
+	return LogEntry{LeafIndex: leaf, Type: *typ, Entry: []byte(*body)}, nil
+}
+
 // InclusionProof is the proof that leaf is in the tree of size.
 func (st *Store) InclusionProof(ctx context.Context, leaf, size uint64) ([][]byte, error) {
 	hashes, err := InclusionProof(leaf, size, st.proofNodes(ctx, st.s.DB(ctx)))
@@ -608,7 +638,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 			if !changed {
 				continue
 			}
-			entry, err := json.Marshal(RedactionEntry{Type: "log.redaction", EventID: f.id, EventLeaf: f.leaf, LeafHash: signed,
+			entry, err := json.Marshal(RedactionEntry{Type: RedactionEntryType, EventID: f.id, EventLeaf: f.leaf, LeafHash: signed,
 				Redacted: LeafHash(body), Person: person.String(), Reason: reason, Time: now})
 			if err != nil {
 				return err

@@ -288,6 +288,21 @@ type ConsistencyAnswer struct {
 	Hashes [][]byte `json:"hashes"`
 }
 
+// LogEntry is a leaf's entry: the bytes whose leaf hash the tree holds
+// (standard base64), and what they are: an event, or the entry that
+// records an event's redaction (RedactionEntry).
+type LogEntry struct {
+	LeafIndex uint64 `json:"leaf_index"`
+	Type      string `json:"type"` // EntryEvent or RedactionEntryType
+	Entry     []byte `json:"entry"`
+}
+
+// The types of log entries.
+const (
+	EntryEvent         = "event"
+	RedactionEntryType = "log.redaction"
+)
+
 // AsOfQuery asks for a resource as it was at an instant.
 type AsOfQuery struct {
 	Kind string

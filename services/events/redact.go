@@ -24,7 +24,7 @@ var PersonalFields = []string{"first_name", "last_name", "date_of_birth"}
 
 // RedactionEntry is the log entry recording one redaction.
 type RedactionEntry struct {
-	Type      string    `json:"type"` // "log.redaction"
+	Type      string    `json:"type"` // RedactionEntryType
 	EventID   string    `json:"event_id"`
 	EventLeaf uint64    `json:"event_leaf"`
 	LeafHash  []byte    `json:"leaf_hash"`     // the event's leaf hash, as signed

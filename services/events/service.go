@@ -37,6 +37,8 @@ type Service interface {
 	LogKeys(ctx context.Context, _ struct{}) (LogKeysAnswer, error)
 	Inclusion(ctx context.Context, q InclusionQuery) (InclusionAnswer, error)
 	Consistency(ctx context.Context, q ConsistencyQuery) (ConsistencyAnswer, error)
+	// Entry is the bytes of a leaf: an event's, or a redaction's entry.
+	Entry(ctx context.Context, leaf uint64) (LogEntry, error)
 	// AsOf is a resource as it was at an instant, from its history.
 	AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error)
 	// Passport is an asset's record with the proofs of every event of it.
@@ -261,6 +263,10 @@ func (s *service) Consistency(ctx context.Context, q ConsistencyQuery) (Consiste
 	}
 	hashes, err := s.store.ConsistencyProof(ctx, q.From, to)
 	return ConsistencyAnswer{From: q.From, To: to, Hashes: hashes}, err
+}
+
+func (s *service) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
+	return s.store.Entry(ctx, leaf)
 }
 
 func (s *service) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error) {

@@ -34,6 +34,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("GET", "/log/keys", endpoints.Serve(e.LogKeys, noQuery))
 	handle("GET", "/log/inclusion", endpoints.Serve(e.Inclusion, decodeInclusion))
 	handle("GET", "/log/consistency", endpoints.Serve(e.Consistency, decodeConsistency))
+	handle("GET", "/log/entry", endpoints.Serve(e.Entry, decodeEntry))
 
 	handle("POST", "/webhooks", endpoints.Serve(e.CreateWebhook, httpx.Body[WebhookInput], endpoints.IdempotencyKey))
 	handle("GET", "/webhooks", endpoints.Serve(e.ListWebhooks, decodeList))
@@ -171,6 +172,19 @@ func decodeInclusion(r *http.Request) (InclusionQuery, error) {
 		q.Invalid("event_id", "name the event: give event_id or leaf_index, one of them")
 	}
 	return iq, q.Err()
+}
+
+// decodeEntry reads leaf_index, which is required.
+func decodeEntry(r *http.Request) (uint64, error) {
+	q := httpx.ParseQuery(r, "leaf_index")
+	leaf := leafNumber(q, "leaf_index")
+	if leaf == nil && q.String("leaf_index") == nil {
+		q.Invalid("leaf_index", "is required: the index of the leaf whose entry to read")
+	}
+	if leaf == nil {
+		return 0, q.Err()
+	}
+	return *leaf, q.Err()
 }
 
 // decodeConsistency reads from (required) and to.

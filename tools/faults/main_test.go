@@ -185,6 +185,7 @@ func printReport() {
 	}
 	printFreezeReport()
 	printLeaderReport()
+	printLogReport()
 }
 
 func randomHex() string {

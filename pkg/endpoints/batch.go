@@ -89,12 +89,13 @@ func BatchResults(ctx context.Context, outcomes []model.ItemOutcome) []BatchResu
 	return results
 }
 
-// Batch adapts a service's batch method to an endpoint answering 200 with
-// the results in order, whatever each item's outcome.
-func Batch[In any](create func(context.Context, []In, []error) ([]model.ItemOutcome, error)) func(context.Context, BatchRequest) (any, error) {
-	return func(ctx context.Context, req BatchRequest) (any, error) {
+// Batch adapts a service's batch method (R is its model.Caller) to an
+// endpoint answering 200 with the results in order, whatever each item's
+// outcome.
+func Batch[R, In any](create func(context.Context, R, []In, []error) ([]model.ItemOutcome, error)) func(context.Context, R, BatchRequest) (any, error) {
+	return func(ctx context.Context, rules R, req BatchRequest) (any, error) {
 		in, errs := DecodeItems[In](req.Items)
-		outcomes, err := create(ctx, in, errs)
+		outcomes, err := create(ctx, rules, in, errs)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ package endpoints
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"time"
@@ -22,10 +23,52 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 )
 
-// New adapts a typed function to go-kit's endpoint.Endpoint.
+// Request is what Serve hands an endpoint: the decoded request and the
+// rules its route declared, as a value (model.Guard), so that they reach
+// the service method as an argument rather than through the context.
+type Request struct {
+	Guard model.Guard
+	In    any
+}
+
+// MarshalJSON is the decoded request's: what an Idempotency-Key's
+// fingerprint is made of (the caller and the request id are not the
+// request).
+func (r Request) MarshalJSON() ([]byte, error) { return json.Marshal(r.In) }
+
+// in unwraps what Serve decoded (an endpoint called directly, in tests,
+// gets the request itself).
+func in(request any) (any, model.Guard) {
+	if r, ok := request.(Request); ok {
+		return r.In, r.Guard
+	}
+	return request, model.Guard{}
+}
+
+// New adapts a typed function to go-kit's endpoint.Endpoint: an operation
+// that obeys no rule of its route (a read).
 func New[Req, Resp any](f func(ctx context.Context, req Req) (Resp, error)) endpoint.Endpoint {
 	return func(ctx context.Context, request any) (any, error) {
-		return f(ctx, request.(Req))
+		req, _ := in(request)
+		return f(ctx, req.(Req))
+	}
+}
+
+// Guarded adapts an operation that obeys its route's rules (If-Match, the
+// owner rule, privacy) and records its caller: it gets them as a value.
+func Guarded[Req, Resp any](f func(ctx context.Context, g model.Guard, req Req) (Resp, error)) endpoint.Endpoint {
+	return func(ctx context.Context, request any) (any, error) {
+		req, g := in(request)
+		return f(ctx, g, req.(Req))
+	}
+}
+
+// ByCaller adapts an operation that only records or depends on who calls
+// (a create, a list of one's own).
+func ByCaller[Req, Resp any](f func(ctx context.Context, by model.Caller, req Req) (Resp, error)) endpoint.Endpoint {
+	return func(ctx context.Context, request any) (any, error) {
+		req, g := in(request)
+		return f(ctx, g.Caller, req.(Req))
 	}
 }
 
@@ -48,16 +91,19 @@ func Wrap(set any, middleware ...endpoint.Middleware) {
 	}
 }
 
-// NoContent adapts a delete to an endpoint answering 204.
-func NoContent(del func(context.Context, uuid.UUID) error) func(context.Context, uuid.UUID) (any, error) {
-	return func(ctx context.Context, id uuid.UUID) (any, error) { return httpx.NoContent{}, del(ctx, id) }
+// NoContent adapts a delete, which obeys its route's rules (R is a
+// model.Guard), to an endpoint answering 204.
+func NoContent[R any](del func(context.Context, R, uuid.UUID) error) func(context.Context, R, uuid.UUID) (any, error) {
+	return func(ctx context.Context, rules R, id uuid.UUID) (any, error) {
+		return httpx.NoContent{}, del(ctx, rules, id)
+	}
 }
 
-// Created adapts a create to an endpoint answering 201 with the Location
-// that location derives from the created value.
-func Created[Req, Resp any](create func(context.Context, Req) (Resp, error), location func(Resp) string) func(context.Context, Req) (any, error) {
-	return func(ctx context.Context, req Req) (any, error) {
-		v, err := create(ctx, req)
+// Created adapts a create (R is its model.Caller) to an endpoint answering
+// 201 with the Location that location derives from the created value.
+func Created[R, Req, Resp any](create func(context.Context, R, Req) (Resp, error), location func(Resp) string) func(context.Context, R, Req) (any, error) {
+	return func(ctx context.Context, rules R, req Req) (any, error) {
+		v, err := create(ctx, rules, req)
 		if err != nil {
 			return nil, err
 		}
@@ -65,10 +111,12 @@ func Created[Req, Resp any](create func(context.Context, Req) (Resp, error), loc
 	}
 }
 
-// ByID adapts an operation on one resource with a body (a PATCH, a PUT) to
-// the request httpx.PathIDBody decodes.
-func ByID[B, T any](f func(context.Context, uuid.UUID, B) (T, error)) func(context.Context, httpx.IDBody[B]) (T, error) {
-	return func(ctx context.Context, req httpx.IDBody[B]) (T, error) { return f(ctx, req.ID, req.Body) }
+// ByID adapts an operation on one resource with a body (a PATCH, a PUT;
+// R is its model.Guard) to the request httpx.PathIDBody decodes.
+func ByID[R, B, T any](f func(context.Context, R, uuid.UUID, B) (T, error)) func(context.Context, R, httpx.IDBody[B]) (T, error) {
+	return func(ctx context.Context, rules R, req httpx.IDBody[B]) (T, error) {
+		return f(ctx, rules, req.ID, req.Body)
+	}
 }
 
 // List adapts a list to an endpoint answering one page, with the Link of
@@ -80,11 +128,22 @@ func List[F, T any](list func(context.Context, F, model.Page) (model.Paged[T], e
 	}
 }
 
-// FindOrCreate adapts a find that may create (?create=true): 201 with the
-// Location that location derives when it created, else 200.
-func FindOrCreate[Q, T any](find func(context.Context, Q, bool) (T, bool, error), location func(T) string) func(context.Context, httpx.FindRequest[Q]) (any, error) {
-	return func(ctx context.Context, req httpx.FindRequest[Q]) (any, error) {
-		v, created, err := find(ctx, req.Criteria, req.Create)
+// ListBy is List for a list that depends on its caller's rules (R: the
+// subscriptions a client made, the deliveries of a subscription only its
+// maker sees).
+func ListBy[R, F, T any](list func(context.Context, R, F, model.Page) (model.Paged[T], error)) func(context.Context, R, httpx.ListRequest[F]) (any, error) {
+	return func(ctx context.Context, rules R, req httpx.ListRequest[F]) (any, error) {
+		r, err := list(ctx, rules, req.Filter, req.Page)
+		return httpx.ListOf(r), err
+	}
+}
+
+// FindOrCreate adapts a find that may create (?create=true; R is its
+// model.Caller): 201 with the Location that location derives when it
+// created, else 200.
+func FindOrCreate[R, Q, T any](find func(context.Context, R, Q, bool) (T, bool, error), location func(T) string) func(context.Context, R, httpx.FindRequest[Q]) (any, error) {
+	return func(ctx context.Context, rules R, req httpx.FindRequest[Q]) (any, error) {
+		v, created, err := find(ctx, rules, req.Criteria, req.Create)
 		if err != nil {
 			return nil, err
 		}
@@ -109,10 +168,11 @@ func Timeout(d time.Duration) endpoint.Middleware {
 }
 
 // Rule is what an operation declares beside its body and its service
-// method: the request headers it takes, and whether only the owner may
-// change what it changes. A service's transport.go says per route which
-// rules apply, and the route table carries them (the conformance tests
-// compare them with the API document).
+// method: the request headers it takes, and who may change or see what it
+// touches. A service's transport.go says per route which rules apply; Serve
+// hands them to the endpoint as a model.Guard, and the route table carries
+// them (the conformance tests compare them with the API document and
+// require an ownership case for each OwnerOnly and Private route).
 type Rule string
 
 const (
@@ -126,30 +186,37 @@ const (
 	IdempotencyKey Rule = IdempotencyKeyHeader
 	// OwnerOnly: a change or delete that only the client that created the
 	// row (or one holding registry:admin) may make; anyone else gets a 403
-	// not-owner problem and nothing changes (auth.MayChange).
+	// not-owner problem and nothing changes (model.Guard.MayChange).
 	OwnerOnly Rule = "owner-only"
 	// AdminOnly: an operator's write (an inspection plan): besides the
 	// operation's scope, the token must hold registry:admin, checked with
 	// the scope before anything else (auth.RequireScope), else a 403.
 	AdminOnly Rule = auth.AdminOnlyRule
+	// Private: an operation on a row that only the client that created it
+	// (or one holding registry:admin) may know of; anyone else is told it
+	// does not exist, a 404 (model.Guard.Sees): a webhook subscription.
+	Private Rule = "private"
 )
 
 // Serve is the go-kit HTTP server for one endpoint with the shared response
 // encoder (ETags, 304 on If-None-Match) and problem error encoder, under
-// the rules the route declares.
+// the rules the route declares: the endpoint gets the decoded request
+// with those rules and the caller as a model.Guard (Request).
 func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req], rules ...Rule) http.Handler {
-	conditions := httpx.WithReadConditions
-	before := []kithttp.RequestFunc{}
+	before := []kithttp.RequestFunc{httpx.WithConditions}
 	declared := make([]string, 0, len(rules))
+	var takesIfMatch, ownerOnly, private bool
 	for _, rule := range rules {
 		switch rule {
 		case IfMatch:
-			conditions = httpx.WithConditions
+			takesIfMatch = true
 		case IdempotencyKey:
 			e = Idempotent(e)
 			before = append(before, IdempotencyBefore)
 		case OwnerOnly:
-			before = append(before, func(ctx context.Context, _ *http.Request) context.Context { return auth.RequireOwner(ctx) })
+			ownerOnly = true
+		case Private:
+			private = true
 		case AdminOnly:
 			// Declared to the router, whose scope check refuses the call.
 		default:
@@ -159,12 +226,34 @@ func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req], rules ...Rul
 	}
 	return declaredServer{
 		Handler: kithttp.NewServer(e,
-			func(_ context.Context, r *http.Request) (any, error) { return decode(r) },
+			func(ctx context.Context, r *http.Request) (any, error) {
+				req, err := decode(r)
+				if err != nil {
+					return nil, err
+				}
+				g := model.Guard{Caller: CallerOf(ctx), OwnerOnly: ownerOnly, Private: private}
+				if takesIfMatch {
+					g.IfMatch = r.Header.Get("If-Match")
+				}
+				return Request{Guard: g, In: req}, nil
+			},
 			httpx.EncodeResponse,
 			kithttp.ServerErrorEncoder(httpx.WriteProblem),
-			kithttp.ServerBefore(append([]kithttp.RequestFunc{conditions}, before...)...),
+			kithttp.ServerBefore(before...),
 		),
 		rules: declared,
+	}
+}
+
+// CallerOf is the request's caller: the verified token's subject (the
+// integration's, for a service calling on its behalf), whether it holds
+// registry:admin in a token of its own, and the request id.
+func CallerOf(ctx context.Context) model.Caller {
+	p, _ := auth.PrincipalFrom(ctx)
+	return model.Caller{
+		Subject:   auth.Subject(ctx),
+		Admin:     p.OnBehalfOf == "" && p.HasScope(auth.ScopeAdmin),
+		RequestID: httpx.RequestInfoFrom(ctx).ID,
 	}
 }
 

@@ -295,6 +295,7 @@ func fingerprintOf(ctx context.Context, request any, drain bool) (string, error)
 	h := sha256.New()
 	h.Write([]byte(httpx.RequestInfoFrom(ctx).Path))
 	h.Write([]byte{0})
+	request, _ = in(request)
 	if s, ok := request.(Streamed); ok {
 		if drain {
 			if err := s.Drain(); err != nil {

@@ -5,16 +5,8 @@ import (
 	"net/http"
 )
 
-// WithConditions puts r's conditions into ctx (a go-kit ServerBefore), for
-// the encoder (304) and for writes that check If-Match (412).
+// WithConditions puts r's read conditions into ctx (a go-kit ServerBefore),
+// for the encoder's 304.
 func WithConditions(ctx context.Context, r *http.Request) context.Context {
-	return ContextWithConditions(ctx, Conditions{
-		Method: r.Method, IfMatch: r.Header.Get("If-Match"), IfNoneMatch: r.Header.Get("If-None-Match"),
-	})
-}
-
-// WithReadConditions is WithConditions for an operation that takes no
-// If-Match: only If-None-Match (304) reaches it.
-func WithReadConditions(ctx context.Context, r *http.Request) context.Context {
 	return ContextWithConditions(ctx, Conditions{Method: r.Method, IfNoneMatch: r.Header.Get("If-None-Match")})
 }

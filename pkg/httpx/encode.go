@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,28 +11,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// Marshal is JSON as the registry writes it in answers and events: what
-// json.Marshal writes, but without its HTML escaping, which writes each
-// '<', '>' and '&' as six bytes (\u003c): a string of them would be
-// answered six times as large as it was sent. Answers are
-// application/json with X-Content-Type-Options: nosniff, never HTML.
-// (Go still writes U+2028 and U+2029 as \u2028, three bytes as six, in
-// the strings it encodes itself; json.RawMessage values such as an
-// action's data pass through as they are.)
-func Marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	if err := writeJSON(&b, v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+// Marshal is JSON as the registry writes its answers (model.Marshal: no
+// HTML escaping).
+func Marshal(v any) ([]byte, error) { return model.Marshal(v) }
 
 // writeJSON writes v and a newline to w as Marshal renders it.
-func writeJSON(w io.Writer, v any) error {
-	e := json.NewEncoder(w)
-	e.SetEscapeHTML(false)
-	return e.Encode(v)
-}
+func writeJSON(w io.Writer, v any) error { return model.EncodeJSON(w, v) }
 
 // Response wrappers let an endpoint say which success status applies
 // without knowing about http.ResponseWriter; EncodeResponse turns them into
@@ -149,10 +132,10 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 		w.WriteHeader(status)
 		return nil
 	}
-	tag := ETagForBody(body)
+	tag := model.ETagForBody(body)
 	h.Set("ETag", tag)
 	if c := ConditionsFrom(ctx); status == http.StatusOK && (c.Method == http.MethodGet || c.Method == http.MethodHead) &&
-		c.IfNoneMatch != "" && WeakMatch(c.IfNoneMatch, tag) {
+		c.IfNoneMatch != "" && model.WeakMatch(c.IfNoneMatch, tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}

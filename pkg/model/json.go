@@ -1,5 +1,34 @@
 package model
 
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+)
+
+// Marshal is JSON as the registry writes it in answers, events and ETags:
+// what json.Marshal writes, but without its HTML escaping, which writes
+// each '<', '>' and '&' as six bytes (\u003c): a string of them would be
+// answered six times as large as it was sent. Answers are
+// application/json with X-Content-Type-Options: nosniff, never HTML.
+// (Go still writes U+2028 and U+2029 as \u2028, three bytes as six, in
+// the strings it encodes itself; json.RawMessage values such as an
+// action's data pass through as they are.)
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := EncodeJSON(&b, v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// EncodeJSON writes v and a newline to w as Marshal renders it.
+func EncodeJSON(w io.Writer, v any) error {
+	e := json.NewEncoder(w)
+	e.SetEscapeHTML(false)
+	return e.Encode(v)
+}
+
 // MaxJSONObject bounds each free-form JSON object a client stores (an
 // action's data and meta_data), counted as it is stored and answered:
 // without insignificant whitespace and with every number written out in

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 )
 
@@ -46,7 +47,7 @@ func TestChangeMustBeAnEvent(t *testing.T) {
 		{Kind: outbox.KindAsset, ID: "", Op: outbox.OpCreated, Data: map[string]int{}},
 	} {
 		// No transaction is needed to refuse it: validation comes first.
-		if err := r.Record(t.Context(), nil, c); err == nil {
+		if err := r.Record(t.Context(), nil, model.Caller{}, c); err == nil {
 			t.Errorf("%+v recorded, want an error", c)
 		}
 	}

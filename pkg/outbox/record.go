@@ -11,8 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Change is one change of one resource, as a write records it.
@@ -21,7 +20,7 @@ type Change struct {
 	ID   string // the resource's id (a link's "<person_id>:<organization_id>:<relation_type>")
 	Op   string // OpCreated, OpUpdated or OpDeleted
 	// Data is the resource as GET answers it after the change (before it,
-	// for a delete): a value httpx.Marshal renders as the GET does, or the
+	// for a delete): a value model.Marshal renders as the GET does, or the
 	// rendered json.RawMessage.
 	Data any
 	// Old is, for an update, the resource as GET answered it before the
@@ -87,15 +86,14 @@ func (r *Recorder) woken() <-chan struct{} {
 }
 
 // Record stores the events of changes in tx, the write's own transaction:
-// they commit with the write or not at all. The actor is the caller's
-// subject and the request id the request's, both from ctx. An update that
-// changed no top-level field records nothing. A nil Recorder records
-// nothing either (a store without events).
-func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) error {
+// they commit with the write or not at all. The actor is by's subject and
+// the request id by's. An update that changed no top-level field records
+// nothing. A nil Recorder records nothing either (a store without events).
+func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, by model.Caller, changes ...Change) error {
 	if r == nil || r.off || len(changes) == 0 {
 		return nil
 	}
-	actor, requestID := auth.Subject(ctx), httpx.RequestInfoFrom(ctx).ID
+	actor, requestID := by.Subject, by.RequestID
 	// Several events (a batch's) go in one round trip, in order.
 	batch := &pgx.Batch{}
 	for _, c := range changes {
@@ -108,7 +106,7 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, changes ...Change) err
 		}
 		var changesJSON []byte
 		if diff != nil {
-			if changesJSON, err = httpx.Marshal(diff); err != nil {
+			if changesJSON, err = model.Marshal(diff); err != nil {
 				return fmt.Errorf("outbox: render changes of %s %s: %w", c.Kind, c.ID, err)
 			}
 		}
@@ -183,7 +181,7 @@ func (c Change) render() (json.RawMessage, map[string][2]json.RawMessage, error)
 }
 
 // asJSON renders a change's resource as its GET answer does
-// (httpx.Marshal: no HTML escaping, which would make an event up to six
+// (model.Marshal: no HTML escaping, which would make an event up to six
 // times the size of what was sent).
 func asJSON(v any) (json.RawMessage, error) {
 	switch v := v.(type) {
@@ -192,7 +190,7 @@ func asJSON(v any) (json.RawMessage, error) {
 	case []byte:
 		return v, nil
 	}
-	return httpx.Marshal(v)
+	return model.Marshal(v)
 }
 
 // Diff is {field: [old, new]} for each top-level field of two JSON objects

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/leader"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/process"
 )
 
@@ -370,7 +370,7 @@ func (r *Relay) publish(ctx context.Context, batch []pending) (acked []int64, re
 		refused[id] = err
 	}
 	for _, p := range batch {
-		body, err := httpx.Marshal(p.event)
+		body, err := model.Marshal(p.event)
 		if err != nil {
 			refuse(p.id, fmt.Errorf("encode event %s: %w", p.event.ID, err))
 			continue

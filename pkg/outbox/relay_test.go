@@ -15,8 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
@@ -76,17 +75,15 @@ func (f fixture) relay(t *testing.T) (*outbox.Relay, func()) {
 	return r, stop
 }
 
-// request is a caller's context: its subject and request id.
-func request(sub, id string) context.Context {
-	ctx := auth.WithPrincipal(context.Background(), auth.Principal{Subject: sub})
-	return httpx.ContextWithRequestInfo(ctx, &httpx.RequestInfo{ID: id})
-}
+// request is a caller: its subject and request id.
+func request(sub, id string) model.Caller { return model.Caller{Subject: sub, RequestID: id} }
 
-// write commits (or, with fail, rolls back) one write recording changes.
-func (f fixture) write(t *testing.T, ctx context.Context, fail error, changes ...outbox.Change) error {
+// write commits (or, with fail, rolls back) one write for by recording
+// changes.
+func (f fixture) write(t *testing.T, by model.Caller, fail error, changes ...outbox.Change) error {
 	t.Helper()
-	return f.store.Write(ctx, "test write", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if err := f.store.Record(ctx, tx, changes...); err != nil {
+	return f.store.Write(t.Context(), "test write", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := f.store.Record(ctx, tx, by, changes...); err != nil {
 			return nil, err
 		}
 		return nil, fail

@@ -17,7 +17,7 @@ import "github.com/assetregistry/registry/pkg/model"
 // The largest representation is an action's: data and meta_data of
 // model.MaxJSONObject each as stored (numbers written out in full count,
 // see model.NumberStored; strings never grow in storage, and events are
-// written without Go's HTML escaping, httpx.Marshal), and every other
+// written without Go's HTML escaping, model.Marshal), and every other
 // field within MaxResourceFields. The largest event is therefore the
 // update that replaces both objects and every other field of an action.
 // Each service's tests hold its largest resource to MaxRepresentation.

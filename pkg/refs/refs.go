@@ -42,6 +42,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/store"
@@ -373,18 +374,19 @@ func (r *Registry) Delete(ctx context.Context, kind string, id uuid.UUID,
 }
 
 // DeleteRow is Delete for a resource that is one row of table, as every
-// resource is. A caller the owner rule refuses gets its 403 before
-// anything is marked, so it never holds up others' references. del runs
-// once the request's If-Match, if any, has been checked against current
-// (the resource as a GET shows it) under the row's lock, so a delete that
-// names a stale representation is a 412 and removes nothing.
-func (r *Registry) DeleteRow(ctx context.Context, kind, table string, id uuid.UUID, current func(context.Context) (any, error),
+// resource is, under g: a caller the owner rule refuses gets its 403
+// before anything is marked, so it never holds up others' references. del
+// runs once g's If-Match, if any, has been checked against current (the
+// resource as a GET shows it) under the row's lock, so a delete that names
+// a stale representation is a 412 and removes nothing. The delete's event
+// records g's caller.
+func (r *Registry) DeleteRow(ctx context.Context, g model.Guard, kind, table string, id uuid.UUID, current func(context.Context) (any, error),
 	del func(ctx context.Context, tx pgx.Tx) (changed []string, err error)) error {
-	if err := store.CheckOwner(ctx, r.store.DB(ctx), strings.ReplaceAll(kind, "_", " "), table, id); err != nil {
+	if err := store.CheckOwner(ctx, r.store.DB(ctx), g, strings.ReplaceAll(kind, "_", " "), table, id); err != nil {
 		return err
 	}
 	return r.Delete(ctx, kind, id, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if err := store.CheckIfMatch(ctx, tx, table, id, current); err != nil {
+		if err := store.CheckIfMatch(ctx, tx, g, table, id, current); err != nil {
 			return nil, err
 		}
 		if r.store.Events == nil {
@@ -407,7 +409,7 @@ func (r *Registry) DeleteRow(ctx context.Context, kind, table string, id uuid.UU
 		if err != nil {
 			return nil, err
 		}
-		return changed, r.store.Record(ctx, tx, outbox.Deleted(kind, id.String(), before))
+		return changed, r.store.Record(ctx, tx, g.Caller, outbox.Deleted(kind, id.String(), before))
 	})
 }
 

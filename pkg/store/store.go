@@ -21,8 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 )
 
@@ -36,10 +35,11 @@ type Store struct {
 	Events *outbox.Recorder
 }
 
-// Record stores the events of changes in tx, the write's own transaction
-// (see outbox.Recorder); once the transaction commits, the relay is woken.
-func (s *Store) Record(ctx context.Context, tx pgx.Tx, changes ...outbox.Change) error {
-	if err := s.Events.Record(ctx, tx, changes...); err != nil {
+// Record stores the events of changes made for by in tx, the write's own
+// transaction (see outbox.Recorder); once the transaction commits, the
+// relay is woken.
+func (s *Store) Record(ctx context.Context, tx pgx.Tx, by model.Caller, changes ...outbox.Change) error {
+	if err := s.Events.Record(ctx, tx, by, changes...); err != nil {
 		return err
 	}
 	if len(changes) > 0 {
@@ -48,10 +48,10 @@ func (s *Store) Record(ctx context.Context, tx pgx.Tx, changes ...outbox.Change)
 	return nil
 }
 
-// RecordCreated records the creation of kind id with the resource as get
-// reads it, which is the service's own GET code reading through the
+// RecordCreated records the creation of kind id by by with the resource as
+// get reads it, which is the service's own GET code reading through the
 // write's transaction (ctx); get is not called when no events are kept.
-func (s *Store) RecordCreated(ctx context.Context, tx pgx.Tx, kind string, id uuid.UUID, get func() (any, error)) error {
+func (s *Store) RecordCreated(ctx context.Context, tx pgx.Tx, by model.Caller, kind string, id uuid.UUID, get func() (any, error)) error {
 	if s.Events == nil {
 		return nil
 	}
@@ -59,7 +59,7 @@ func (s *Store) RecordCreated(ctx context.Context, tx pgx.Tx, kind string, id uu
 	if err != nil {
 		return err
 	}
-	return s.Record(ctx, tx, outbox.Created(kind, id.String(), rep))
+	return s.Record(ctx, tx, by, outbox.Created(kind, id.String(), rep))
 }
 
 // RecordUpdate runs change, a write that changes resource kind id in ways
@@ -67,7 +67,7 @@ func (s *Store) RecordCreated(ctx context.Context, tx pgx.Tx, kind string, id uu
 // "<kind>.updated" event: get, the service's own GET code reading through
 // the write's transaction, before and after. A change that turns out to
 // change nothing GET shows records nothing.
-func (s *Store) RecordUpdate(ctx context.Context, tx pgx.Tx, kind string, id uuid.UUID, get func() (any, error), change func() error) error {
+func (s *Store) RecordUpdate(ctx context.Context, tx pgx.Tx, by model.Caller, kind string, id uuid.UUID, get func() (any, error), change func() error) error {
 	if s.Events == nil {
 		return change()
 	}
@@ -82,7 +82,7 @@ func (s *Store) RecordUpdate(ctx context.Context, tx pgx.Tx, kind string, id uui
 	if err != nil {
 		return err
 	}
-	return s.Record(ctx, tx, outbox.Updated(kind, id.String(), before, after))
+	return s.Record(ctx, tx, by, outbox.Updated(kind, id.String(), before, after))
 }
 
 // Invalidator makes stale the cached finds that a committed write changed,
@@ -324,7 +324,7 @@ type Updater[Row, In any] struct {
 	// makes stale.
 	Save func(ctx context.Context, tx pgx.Tx, old Row, in In, actor string) (changed []string, err error)
 	// Representation reads the resource as a GET shows it (ctx reads
-	// through the update's transaction), for the request's If-Match: a
+	// through the update's transaction), for the guard's If-Match: a
 	// client that names a representation other than the current one gets
 	// a 412 and changes nothing.
 	Representation func(ctx context.Context, row Row) (any, error)
@@ -335,19 +335,21 @@ type Updater[Row, In any] struct {
 	ID func(Row) uuid.UUID
 }
 
-// Update applies apply to the row with id on behalf of actor and returns
-// the saved input (for the caller's conflict messages).
-func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, actor string, apply func(Row) (In, error)) (In, error) {
+// Update applies apply to the row with id under g (the owner rule, then
+// If-Match, under the row's lock) on behalf of its caller and returns the
+// saved input (for the caller's conflict messages).
+func (u Updater[Row, In]) Update(ctx context.Context, s *Store, g model.Guard, id uuid.UUID, apply func(Row) (In, error)) (In, error) {
+	actor := g.Subject
 	var in In
 	err := s.Write(ctx, "update "+u.Resource, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		current, err := One[Row](ctx, tx, "lock "+u.Resource, u.Resource, id, u.Select+" FOR UPDATE", id)
 		if err != nil {
 			return nil, err
 		}
-		if err := mayChange(ctx, u.Resource, id, current); err != nil {
+		if err := mayChange(g, u.Resource, id, current); err != nil {
 			return nil, err
 		}
-		if err := u.precondition(ctx, current); err != nil {
+		if err := u.precondition(ctx, g, current); err != nil {
 			return nil, err
 		}
 		if in, err = apply(current); err != nil {
@@ -371,44 +373,45 @@ func (u Updater[Row, In]) Update(ctx context.Context, s *Store, id uuid.UUID, ac
 		if err != nil {
 			return nil, err
 		}
-		return changed, s.Record(ctx, tx, outbox.Updated(u.Kind, u.ID(current).String(), before, after))
+		return changed, s.Record(ctx, tx, g.Caller, outbox.Updated(u.Kind, u.ID(current).String(), before, after))
 	})
 	return in, err
 }
 
-func (u Updater[Row, In]) precondition(ctx context.Context, current Row) error {
-	if u.Representation == nil || !httpx.IfMatchWanted(ctx) {
+func (u Updater[Row, In]) precondition(ctx context.Context, g model.Guard, current Row) error {
+	if u.Representation == nil || g.IfMatch == "" {
 		return nil
 	}
 	rep, err := u.Representation(ctx, current)
 	if err != nil {
 		return err
 	}
-	return httpx.CheckIfMatch(ctx, rep)
+	return g.Precondition(rep)
 }
 
 // created is a row that knows the client that created it (model.Audit).
 type created interface{ Creator() string }
 
-// mayChange is the owner rule (auth.MayChange) for a row the store holds.
-func mayChange(ctx context.Context, resource string, id uuid.UUID, row any) error {
-	if !auth.OwnerRequired(ctx) {
+// mayChange is the owner rule (model.Guard.MayChange) for a row the
+// store holds.
+func mayChange(g model.Guard, resource string, id uuid.UUID, row any) error {
+	if !g.OwnerOnly {
 		return nil
 	}
 	c, ok := row.(created)
 	if !ok {
 		return fmt.Errorf("store: a %s row does not say who created it (embed model.Audit)", resource)
 	}
-	return auth.MayChange(ctx, resource, id.String(), c.Creator())
+	return g.MayChange(resource, id.String(), c.Creator())
 }
 
-// CheckOwner is the owner rule (auth.MayChange) for the row of table with
-// id, for a write the request's operation declares owner-only: a row
+// CheckOwner is the owner rule (model.Guard.MayChange) for the row of
+// table with id, for a write whose route declares it owner-only: a row
 // another client created is a 403 not-owner. A row that does not exist
 // passes: the write that follows answers its 404. created_by never
 // changes, so the read needs no lock.
-func CheckOwner(ctx context.Context, q Querier, resource, table string, id uuid.UUID) error {
-	if !auth.OwnerRequired(ctx) {
+func CheckOwner(ctx context.Context, q Querier, g model.Guard, resource, table string, id uuid.UUID) error {
+	if !g.OwnerOnly {
 		return nil
 	}
 	var createdBy string
@@ -419,14 +422,14 @@ func CheckOwner(ctx context.Context, q Querier, resource, table string, id uuid.
 	if err != nil {
 		return Classify(err, "owner of "+resource)
 	}
-	return auth.MayChange(ctx, resource, id.String(), createdBy)
+	return g.MayChange(resource, id.String(), createdBy)
 }
 
-// CheckIfMatch is a delete's precondition: when the request carries
-// If-Match, it locks the row of table with id and checks the resource as
-// current reads it (as a GET shows it) against the header (412 otherwise).
-func CheckIfMatch(ctx context.Context, tx pgx.Tx, table string, id uuid.UUID, current func(ctx context.Context) (any, error)) error {
-	if !httpx.IfMatchWanted(ctx) {
+// CheckIfMatch is a delete's precondition: when g carries If-Match, it
+// locks the row of table with id and checks the resource as current reads
+// it (as a GET shows it) against it (412 otherwise).
+func CheckIfMatch(ctx context.Context, tx pgx.Tx, g model.Guard, table string, id uuid.UUID, current func(ctx context.Context) (any, error)) error {
+	if g.IfMatch == "" {
 		return nil
 	}
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{table}.Sanitize()+` WHERE id = $1 FOR UPDATE`, id); err != nil {
@@ -436,7 +439,7 @@ func CheckIfMatch(ctx context.Context, tx pgx.Tx, table string, id uuid.UUID, cu
 	if err != nil {
 		return err
 	}
-	return httpx.CheckIfMatch(ctx, rep)
+	return g.Precondition(rep)
 }
 
 // Duplicate turns a unique violation into the 409 that names the row

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
 )
@@ -138,7 +139,7 @@ func TestUpdater(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			if _, err := u.Update(t.Context(), s, id, "me", grow); err != nil {
+			if _, err := u.Update(t.Context(), s, model.Guard{Caller: model.Caller{Subject: "me"}}, id, grow); err != nil {
 				t.Error(err)
 			}
 		})
@@ -150,10 +151,10 @@ func TestUpdater(t *testing.T) {
 		t.Fatalf("after 20 increments: %+v, %v", got, err)
 	}
 	before := saves
-	if _, err := u.Update(t.Context(), s, id, "me", func(th thing) (int, error) { return th.Size, nil }); err != nil || saves != before {
+	if _, err := u.Update(t.Context(), s, model.Guard{Caller: model.Caller{Subject: "me"}}, id, func(th thing) (int, error) { return th.Size, nil }); err != nil || saves != before {
 		t.Errorf("an unchanged state was saved (%v)", err)
 	}
-	if _, err := u.Update(t.Context(), s, uuid.New(), "me", grow); !apperr.Is(err, apperr.KindNotFound) {
+	if _, err := u.Update(t.Context(), s, model.Guard{Caller: model.Caller{Subject: "me"}}, uuid.New(), grow); !apperr.Is(err, apperr.KindNotFound) {
 		t.Errorf("missing row: %v", err)
 	}
 }

@@ -55,27 +55,27 @@ type actionsBatch struct {
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		CreateAction: endpoints.New(endpoints.Created(s.CreateAction, actionLocation)),
-		FindAction:   endpoints.New(endpoints.FindOrCreate(s.FindAction, actionLocation)),
-		CreateActions: endpoints.New(func(ctx context.Context, req actionsBatch) (any, error) {
-			return endpoints.Batch(func(ctx context.Context, in []ActionInput, errs []error) ([]model.ItemOutcome, error) {
-				return s.CreateActions(ctx, in, errs, req.Find)
-			})(ctx, req.BatchRequest)
+		CreateAction: endpoints.ByCaller(endpoints.Created(s.CreateAction, actionLocation)),
+		FindAction:   endpoints.ByCaller(endpoints.FindOrCreate(s.FindAction, actionLocation)),
+		CreateActions: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req actionsBatch) (any, error) {
+			return endpoints.Batch(func(ctx context.Context, by model.Caller, in []ActionInput, errs []error) ([]model.ItemOutcome, error) {
+				return s.CreateActions(ctx, by, in, errs, req.Find)
+			})(ctx, by, req.BatchRequest)
 		}),
 		GetAction:    endpoints.New(s.GetAction),
 		ListActions:  endpoints.New(endpoints.List(s.ListActions)),
-		UpdateAction: endpoints.New(endpoints.ByID(s.UpdateAction)),
-		DeleteAction: endpoints.New(endpoints.NoContent(s.DeleteAction)),
+		UpdateAction: endpoints.Guarded(endpoints.ByID(s.UpdateAction)),
+		DeleteAction: endpoints.Guarded(endpoints.NoContent(s.DeleteAction)),
 
-		CreateActionDocument: endpoints.New(endpoints.Created(func(ctx context.Context, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
-			return s.CreateActionDocument(ctx, req.ID, req.Body)
+		CreateActionDocument: endpoints.Guarded(endpoints.Created(func(ctx context.Context, g model.Guard, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
+			return s.CreateActionDocument(ctx, g, req.ID, req.Body)
 		}, actionDocumentLocation)),
-		CreateActionDocuments: endpoints.New(endpoints.Batch(s.CreateActionDocuments)),
-		UpdateActionDocument: endpoints.New(func(ctx context.Context, req actionDocumentPath) (ActionDocument, error) {
-			return s.UpdateActionDocument(ctx, req.ActionID, req.ID, req.Patch)
+		CreateActionDocuments: endpoints.Guarded(endpoints.Batch(s.CreateActionDocuments)),
+		UpdateActionDocument: endpoints.Guarded(func(ctx context.Context, g model.Guard, req actionDocumentPath) (ActionDocument, error) {
+			return s.UpdateActionDocument(ctx, g, req.ActionID, req.ID, req.Patch)
 		}),
-		DeleteActionDocument: endpoints.New(func(ctx context.Context, req actionDocumentPath) (any, error) {
-			return httpx.NoContent{}, s.DeleteActionDocument(ctx, req.ActionID, req.ID)
+		DeleteActionDocument: endpoints.Guarded(func(ctx context.Context, g model.Guard, req actionDocumentPath) (any, error) {
+			return httpx.NoContent{}, s.DeleteActionDocument(ctx, g, req.ActionID, req.ID)
 		}),
 
 		Compliance: endpoints.New(endpoints.List(s.Compliance)),

@@ -15,36 +15,35 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 )
 
 // Service is what the actions service does. Errors are *apperr.Error.
 type Service interface {
-	CreateAction(ctx context.Context, in ActionInput) (ActionDetail, error)
+	CreateAction(ctx context.Context, by model.Caller, in ActionInput) (ActionDetail, error)
 	// FindAction is the action holding in's (source_system,
 	// source_reference), both required; with create, in is recorded when no
 	// action holds them (find-or-create), and created says so.
-	FindAction(ctx context.Context, in ActionInput, create bool) (a ActionDetail, created bool, err error)
+	FindAction(ctx context.Context, by model.Caller, in ActionInput, create bool) (a ActionDetail, created bool, err error)
 	// CreateActions records a batch, each item as CreateAction would, with
 	// their references asked about together; errs[i] is item i's decoding
 	// error. With find, an item that names both source fields is found by
 	// them first, as FindAction with create does. Each outcome is an
 	// item's; the error fails the whole batch.
-	CreateActions(ctx context.Context, in []ActionInput, errs []error, find bool) ([]model.ItemOutcome, error)
+	CreateActions(ctx context.Context, by model.Caller, in []ActionInput, errs []error, find bool) ([]model.ItemOutcome, error)
 	GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error)
 	ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error)
-	UpdateAction(ctx context.Context, id uuid.UUID, p ActionPatch) (ActionDetail, error)
+	UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, p ActionPatch) (ActionDetail, error)
 	// DeleteAction deletes the action with its action documents.
-	DeleteAction(ctx context.Context, id uuid.UUID) error
+	DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error
 
-	CreateActionDocument(ctx context.Context, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error)
+	CreateActionDocument(ctx context.Context, g model.Guard, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error)
 	// CreateActionDocuments links documents to many actions in one call:
 	// each item is an action document's create body, action_id included.
-	CreateActionDocuments(ctx context.Context, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error)
-	UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error)
-	DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error
+	CreateActionDocuments(ctx context.Context, g model.Guard, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error)
+	UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error)
+	DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error
 
 	// Compliance is one page of what is due: a row per asset and action
 	// type, in asset creation order, then action type.
@@ -105,12 +104,12 @@ func documentReferences(in ActionDocumentInput, old *ActionDocument) []refs.Targ
 	return []refs.Target{{Field: "document_id", Kind: "document", ID: in.DocumentID.UUID}}
 }
 
-func (s *service) CreateAction(ctx context.Context, in ActionInput) (ActionDetail, error) {
+func (s *service) CreateAction(ctx context.Context, by model.Caller, in ActionInput) (ActionDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return ActionDetail{}, err
 	}
-	return s.store.CreateAction(ctx, in, auth.Subject(ctx), actionReferences(in, nil))
+	return s.store.CreateAction(ctx, by, in, actionReferences(in, nil))
 }
 
 // FindAction finds first, so that the usual answer (an import run again)
@@ -118,7 +117,7 @@ func (s *service) CreateAction(ctx context.Context, in ActionInput) (ActionDetai
 // between the look and the insert makes the insert a 409 naming its
 // holder, which is then the answer: any number of concurrent calls create
 // one action.
-func (s *service) FindAction(ctx context.Context, in ActionInput, create bool) (ActionDetail, bool, error) {
+func (s *service) FindAction(ctx context.Context, by model.Caller, in ActionInput, create bool) (ActionDetail, bool, error) {
 	key, err := in.findKey()
 	if err != nil {
 		return ActionDetail{}, false, err
@@ -127,7 +126,7 @@ func (s *service) FindAction(ctx context.Context, in ActionInput, create bool) (
 	if !create || !apperr.Is(err, apperr.KindNotFound) {
 		return found, false, err
 	}
-	a, err := s.CreateAction(ctx, in)
+	a, err := s.CreateAction(ctx, by, in)
 	if holder, ok := existingID(err); ok {
 		found, err = s.store.GetAction(ctx, holder)
 		return found, false, err
@@ -145,7 +144,7 @@ func existingID(err error) (uuid.UUID, bool) {
 	return id, parseErr == nil
 }
 
-func (s *service) CreateActions(ctx context.Context, in []ActionInput, errs []error, find bool) ([]model.ItemOutcome, error) {
+func (s *service) CreateActions(ctx context.Context, by model.Caller, in []ActionInput, errs []error, find bool) ([]model.ItemOutcome, error) {
 	out := make([]model.ItemOutcome, len(in))
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
@@ -153,14 +152,14 @@ func (s *service) CreateActions(ctx context.Context, in []ActionInput, errs []er
 		}
 	}
 	if find {
-		return out, s.findOrCreateActions(ctx, in, out)
+		return out, s.findOrCreateActions(ctx, by, in, out)
 	}
-	return out, s.createActions(ctx, in, out)
+	return out, s.createActions(ctx, by, in, out)
 }
 
-func (s *service) createActions(ctx context.Context, in []ActionInput, out []model.ItemOutcome) error {
+func (s *service) createActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome) error {
 	targetsOf := func(in ActionInput) []refs.Target { return actionReferences(in, nil) }
-	return s.store.CreateActions(ctx, in, out, auth.Subject(ctx), targetsOf)
+	return s.store.CreateActions(ctx, by, in, out, targetsOf)
 }
 
 // findOrCreateActions is a batch whose items are found by their source
@@ -169,7 +168,7 @@ func (s *service) createActions(ctx context.Context, in []ActionInput, out []mod
 // item whose pair an earlier item of the batch created or found answers
 // that action (200) too. An item whose pair another request created
 // meanwhile answers it as well (its 409's holder).
-func (s *service) findOrCreateActions(ctx context.Context, in []ActionInput, out []model.ItemOutcome) error {
+func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome) error {
 	var keys []SourceKey
 	for i := range in {
 		if k, ok := in[i].sourceKey(); ok && out[i].Err == nil {
@@ -213,7 +212,7 @@ func (s *service) findOrCreateActions(ctx context.Context, in []ActionInput, out
 			for j, i := range round {
 				batch[j] = in[i]
 			}
-			if err := s.createActions(ctx, batch, results); err != nil {
+			if err := s.createActions(ctx, by, batch, results); err != nil {
 				return err
 			}
 			for j, i := range round {
@@ -234,16 +233,16 @@ func (s *service) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, er
 	return s.store.GetAction(ctx, id)
 }
 
-func (s *service) UpdateAction(ctx context.Context, id uuid.UUID, p ActionPatch) (ActionDetail, error) {
+func (s *service) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, p ActionPatch) (ActionDetail, error) {
 	changed := func(old Action, in ActionInput) []refs.Target { return actionReferences(in, &old) }
-	if err := s.store.UpdateAction(ctx, id, auth.Subject(ctx), p.Apply, changed); err != nil {
+	if err := s.store.UpdateAction(ctx, g, id, p.Apply, changed); err != nil {
 		return ActionDetail{}, err
 	}
 	return s.store.GetAction(ctx, id)
 }
 
-func (s *service) DeleteAction(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeleteAction(ctx, id)
+func (s *service) DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	return s.store.DeleteAction(ctx, g, id)
 }
 
 // ListActions refuses a performed_at range that ends before it starts:
@@ -256,34 +255,34 @@ func (s *service) ListActions(ctx context.Context, f ActionFilter, page model.Pa
 	return s.store.ListActions(ctx, f, page)
 }
 
-func (s *service) CreateActionDocument(ctx context.Context, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error) {
+func (s *service) CreateActionDocument(ctx context.Context, g model.Guard, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error) {
 	in, err := in.Normalize(actionID)
 	if err != nil {
 		return ActionDocument{}, err
 	}
-	return s.store.CreateActionDocument(ctx, in, auth.Subject(ctx), documentReferences(in, nil))
+	return s.store.CreateActionDocument(ctx, g, in, documentReferences(in, nil))
 }
 
-func (s *service) CreateActionDocuments(ctx context.Context, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error) {
+func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error) {
 	out := make([]model.ItemOutcome, len(in))
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
 			in[i], out[i].Err = in[i].Normalize(in[i].ActionID.UUID)
 		}
 	}
-	return out, s.store.CreateActionDocuments(ctx, in, out, auth.Subject(ctx))
+	return out, s.store.CreateActionDocuments(ctx, g, in, out)
 }
 
-func (s *service) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {
+func (s *service) UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {
 	changed := func(old ActionDocument, in ActionDocumentInput) []refs.Target { return documentReferences(in, &old) }
-	if err := s.store.UpdateActionDocument(ctx, actionID, id, auth.Subject(ctx), p.Apply, changed); err != nil {
+	if err := s.store.UpdateActionDocument(ctx, g, actionID, id, p.Apply, changed); err != nil {
 		return ActionDocument{}, err
 	}
 	return s.store.GetActionDocument(ctx, actionID, id)
 }
 
-func (s *service) DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error {
-	return s.store.DeleteActionDocument(ctx, actionID, id)
+func (s *service) DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error {
+	return s.store.DeleteActionDocument(ctx, g, actionID, id)
 }
 
 // Compliance measures overdue against today (UTC) whatever due_before

@@ -86,11 +86,11 @@ func TestHTTPFindAction(t *testing.T) {
 
 	// Fifty concurrent find-or-creates of a new pair record one action.
 	svc := NewService(NewStore(w.Built.Store, refs.New("actions", w.Built.Store, w.Built.Deps.Peers)))
-	ctx := servicetest.Caller(t.Context(), "rw-client")
+	ctx, by := t.Context(), servicetest.Caller("rw-client")
 	race := ActionInput{AssetID: model.ID(uuid.MustParse(w.asset)), ActionType: "repair", PerformedAt: date("2025-03-14"),
 		SourceSystem: ptr("erp"), SourceReference: ptr("wo-8")}
 	servicetest.CreatesOnce(t, 50, func(int) (uuid.UUID, bool, error) {
-		a, created, err := svc.FindAction(ctx, race, true)
+		a, created, err := svc.FindAction(ctx, by, race, true)
 		return a.ID, created, err
 	})
 	if n := len(w.Call(200, "GET", "/actions?source_system=erp&source_reference=wo-8", w.RO, nil).List()); n != 1 {

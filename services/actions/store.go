@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -73,12 +72,12 @@ func utc(column string) string {
 // The first try trusts only what the service remembers of the targets, as
 // it usually can; when it does not remember one, the transaction ends and
 // the owners are asked before a second.
-func (s *Store) CreateAction(ctx context.Context, in ActionInput, actor string, targets []refs.Target) (ActionDetail, error) {
+func (s *Store) CreateAction(ctx context.Context, by model.Caller, in ActionInput, targets []refs.Target) (ActionDetail, error) {
 	var a ActionDetail
 	write := func(checked *refs.Checked) error {
 		return s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 			var err error
-			a, err = s.insertAction(ctx, tx, in, actor, checked)
+			a, err = s.insertAction(ctx, tx, by, in, checked)
 			return nil, err
 		})
 	}
@@ -164,7 +163,7 @@ func (s *Store) actionsBySource(ctx context.Context, keys []SourceKey) (map[Sour
 // it has one), each in a savepoint, so an item that fails leaves the
 // others. A failure of the check or of the database fails the whole batch
 // and commits none of it.
-func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []model.ItemOutcome, actor string,
+func (s *Store) CreateActions(ctx context.Context, by model.Caller, ins []ActionInput, out []model.ItemOutcome,
 	targetsOf func(ActionInput) []refs.Target) error {
 	var all []refs.Target
 	var pairs []latestPair
@@ -222,7 +221,7 @@ func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []mode
 				batch[k] = ins[i]
 			}
 			var err error
-			created, err = s.insertActions(ctx, tx, batch, actor)
+			created, err = s.insertActions(ctx, tx, by, batch)
 			return nil, err
 		})
 		if err == nil {
@@ -239,7 +238,7 @@ func (s *Store) CreateActions(ctx context.Context, ins []ActionInput, out []mode
 			var a ActionDetail
 			err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 				var err error
-				a, err = s.insertAction(ctx, tx, in, actor, nil)
+				a, err = s.insertAction(ctx, tx, by, in, nil)
 				return nil, err
 			})
 			if apperr.Is(err, apperr.KindUnavailable) {
@@ -271,13 +270,13 @@ func lockLatest(ctx context.Context, tx pgx.Tx, pairs []latestPair) error {
 // insertActions is insertAction for a batch, in a few round trips: the
 // inserts, the compliance rows of their pairs, the representations and the
 // events each in one. The caller holds the pairs' locks (lockLatest).
-func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, ins []ActionInput, actor string) ([]ActionDetail, error) {
+func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, by model.Caller, ins []ActionInput) ([]ActionDetail, error) {
 	ids := make([]uuid.UUID, len(ins))
 	inserts := &pgx.Batch{}
 	var pairs []latestPair
 	for i, in := range ins {
 		ids[i] = store.NewID()
-		inserts.Queue(insertActionSQL, append([]any{ids[i]}, append(inputValues(in), actor)...)...)
+		inserts.Queue(insertActionSQL, append([]any{ids[i]}, append(inputValues(in), by.Subject)...)...)
 		if p := (latestPair{in.AssetID.UUID, in.ActionType}); changesLatest(in) && !slices.Contains(pairs, p) {
 			pairs = append(pairs, p)
 		}
@@ -306,7 +305,7 @@ func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, ins []ActionInput,
 		}
 		created[i], events[i] = a, outbox.Created(outbox.KindAction, id.String(), a)
 	}
-	return created, s.Record(ctx, tx, events...)
+	return created, s.Record(ctx, tx, by, events...)
 }
 
 // insertActionSQL inserts an action unless its sync key is held (then it
@@ -328,7 +327,7 @@ var errSourceHeld = errors.New("an action's source pair is held")
 // confirmed by checked in the same round trip as the insert: the targets'
 // locks and rows go first in the pipeline, and when the check fails the
 // insert is undone with the write.
-func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, actor string, checked *refs.Checked) (ActionDetail, error) {
+func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, by model.Caller, in ActionInput, checked *refs.Checked) (ActionDetail, error) {
 	id := store.NewID()
 	// One round trip: the references' locks and rows, the insert (which
 	// answers with the action), keepLatest's lock and recompute (each
@@ -343,7 +342,7 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 	// A new action has no action documents yet: nothing else can link one
 	// to an id this transaction has not committed.
 	pipeline.Queue(insertActionSQL+` RETURNING `+actionColumns+`, '[]'::json AS action_documents`,
-		append([]any{id}, append(inputValues(in), actor)...)...)
+		append([]any{id}, append(inputValues(in), by.Subject)...)...)
 	var ops []string
 	if changesLatest(in) {
 		pipeline.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, latestLockKey(pair))
@@ -410,7 +409,7 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, in ActionInput, act
 		}
 		return ActionDetail{}, apperr.Duplicate(detail, holder.String())
 	}
-	return a, s.Record(ctx, tx, outbox.Created(outbox.KindAction, id.String(), a))
+	return a, s.Record(ctx, tx, by, outbox.Created(outbox.KindAction, id.String(), a))
 }
 
 // changesLatest says whether inserting in can change its pair's compliance
@@ -476,7 +475,7 @@ func (s *Store) ListActions(ctx context.Context, f ActionFilter, page model.Page
 
 // UpdateAction applies apply to the locked action; the targets the
 // service names for the change are checked as a create checks them.
-func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, apply func(Action) (ActionInput, error),
+func (s *Store) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, apply func(Action) (ActionInput, error),
 	targets func(old Action, in ActionInput) []refs.Target) error {
 	updater := store.Updater[Action, ActionInput]{
 		Resource: "action",
@@ -502,14 +501,14 @@ func (s *Store) UpdateAction(ctx context.Context, id uuid.UUID, actor string, ap
 		Kind:           outbox.KindAction,
 		ID:             func(a Action) uuid.UUID { return a.ID },
 	}
-	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	in, err := updater.Update(ctx, s.Store, g, id, apply)
 	return s.sourceTaken(ctx, err, in)
 }
 
 // DeleteAction removes an action with its action documents.
-func (s *Store) DeleteAction(ctx context.Context, id uuid.UUID) error {
+func (s *Store) DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetAction(ctx, id) }
-	return s.refs.DeleteRow(ctx, "action", "actions", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.DeleteRow(ctx, g, "action", "actions", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		// Its action documents go first, each with its event, rather
 		// than unseen by the foreign key's cascade.
 		docs, err := store.Many[ActionDocument](ctx, tx, "delete action documents of action",
@@ -522,7 +521,7 @@ func (s *Store) DeleteAction(ctx context.Context, id uuid.UUID) error {
 		for i, d := range docs {
 			deleted[i] = outbox.Deleted(outbox.KindActionDocument, d.ID.String(), utcTimes(d))
 		}
-		if err := s.Record(ctx, tx, deleted...); err != nil {
+		if err := s.Record(ctx, tx, g.Caller, deleted...); err != nil {
 			return nil, err
 		}
 		var was latestPair
@@ -574,9 +573,9 @@ func actionDocumentsLinking(ctx context.Context, q store.Querier, id uuid.UUID) 
 
 // lockAction holds the action against a concurrent delete until the
 // transaction ends; an unknown action is a 404. Linking a document to an
-// action is the action's: the owner rule of the request, if declared, is
-// the action's creator's.
-func lockAction(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+// action is the action's: the owner rule of g, if its route declares it,
+// is the action's creator's.
+func lockAction(ctx context.Context, tx pgx.Tx, g model.Guard, id uuid.UUID) error {
 	var createdBy string
 	err := tx.QueryRow(ctx, `SELECT created_by FROM actions WHERE id = $1 FOR KEY SHARE`, id).Scan(&createdBy)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -585,14 +584,14 @@ func lockAction(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 	if err != nil {
 		return store.Classify(err, "lock action")
 	}
-	return auth.MayChange(ctx, "action", id.String(), createdBy)
+	return g.MayChange("action", id.String(), createdBy)
 }
 
 // CreateActionDocument links a document to an action: the action must
 // exist (404), the targets the service names too (422), and the pair must
 // be new (409 naming the action document that holds it; concurrent
 // creates of one pair make one, the unique index decides).
-func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput, actor string, targets []refs.Target) (ActionDocument, error) {
+func (s *Store) CreateActionDocument(ctx context.Context, g model.Guard, in ActionDocumentInput, targets []refs.Target) (ActionDocument, error) {
 	checked, err := s.refs.Prepare(ctx, targets...)
 	if err != nil && !apperr.Is(err, apperr.KindInvalid) {
 		return ActionDocument{}, err
@@ -602,7 +601,7 @@ func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput
 	var d ActionDocument
 	err = s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
-		d, err = s.insertActionDocument(ctx, tx, in, actor, func() error {
+		d, err = s.insertActionDocument(ctx, tx, g, in, func() error {
 			if missing != nil {
 				return missing
 			}
@@ -623,7 +622,7 @@ func (s *Store) CreateActionDocument(ctx context.Context, in ActionDocumentInput
 // for its document, 409 for a pair linked already) without failing the
 // others. A failure of the check or of the database fails the whole batch
 // and commits none of it.
-func (s *Store) CreateActionDocuments(ctx context.Context, ins []ActionDocumentInput, out []model.ItemOutcome, actor string) error {
+func (s *Store) CreateActionDocuments(ctx context.Context, g model.Guard, ins []ActionDocumentInput, out []model.ItemOutcome) error {
 	var all []refs.Target
 	for i, in := range ins {
 		if out[i].Err == nil {
@@ -654,7 +653,7 @@ func (s *Store) CreateActionDocuments(ctx context.Context, ins []ActionDocumentI
 			var d ActionDocument
 			err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 				var err error
-				d, err = s.insertActionDocument(ctx, tx, in, actor, func() error {
+				d, err = s.insertActionDocument(ctx, tx, g, in, func() error {
 					return known.Missing(documentReferences(in, nil)...)
 				})
 				return nil, err
@@ -671,8 +670,8 @@ func (s *Store) CreateActionDocuments(ctx context.Context, ins []ActionDocumentI
 // insertActionDocument links in's document to its locked action, once
 // confirm (the check of the document, after the action's 404 and 403) has
 // passed, and records the event.
-func (s *Store) insertActionDocument(ctx context.Context, tx pgx.Tx, in ActionDocumentInput, actor string, confirm func() error) (ActionDocument, error) {
-	if err := lockAction(ctx, tx, in.ActionID.UUID); err != nil {
+func (s *Store) insertActionDocument(ctx context.Context, tx pgx.Tx, g model.Guard, in ActionDocumentInput, confirm func() error) (ActionDocument, error) {
+	if err := lockAction(ctx, tx, g, in.ActionID.UUID); err != nil {
 		return ActionDocument{}, err
 	}
 	if err := confirm(); err != nil {
@@ -682,7 +681,7 @@ func (s *Store) insertActionDocument(ctx context.Context, tx pgx.Tx, in ActionDo
 		`INSERT INTO action_documents (id, action_id, document_id, source_system, source_reference, created_by, updated_by)
 		VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (action_id, document_id) DO NOTHING RETURNING `+
 			`id, action_id, document_id, source_system, source_reference, created_at, created_by, updated_at, updated_by`,
-		[]any{store.NewID(), in.ActionID.UUID, in.DocumentID.UUID, in.SourceSystem, in.SourceReference, actor},
+		[]any{store.NewID(), in.ActionID.UUID, in.DocumentID.UUID, in.SourceSystem, in.SourceReference, g.Subject},
 		func() (ActionDocument, error) { return s.actionDocumentOfPair(ctx, tx, in) })
 	if err == nil && !inserted {
 		err = apperr.Duplicate(pairDuplicate(in), row.ID.String())
@@ -690,7 +689,7 @@ func (s *Store) insertActionDocument(ctx context.Context, tx pgx.Tx, in ActionDo
 	if err != nil {
 		return row, err
 	}
-	return row, s.RecordCreated(ctx, tx, outbox.KindActionDocument, row.ID, func() (any, error) {
+	return row, s.RecordCreated(ctx, tx, g.Caller, outbox.KindActionDocument, row.ID, func() (any, error) {
 		return s.GetActionDocument(ctx, in.ActionID.UUID, row.ID)
 	})
 }
@@ -715,7 +714,7 @@ func (s *Store) GetActionDocument(ctx context.Context, actionID, id uuid.UUID) (
 // UpdateActionDocument applies apply to the locked action document of the
 // action; the targets the service names must exist, and a new document
 // must not be linked to the action yet.
-func (s *Store) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID, actor string,
+func (s *Store) UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID,
 	apply func(ActionDocument) (ActionDocumentInput, error), targets func(old ActionDocument, in ActionDocumentInput) []refs.Target) error {
 	updater := store.Updater[ActionDocument, ActionDocumentInput]{
 		Resource: "action document",
@@ -737,16 +736,16 @@ func (s *Store) UpdateActionDocument(ctx context.Context, actionID, id uuid.UUID
 		Kind: outbox.KindActionDocument,
 		ID:   func(d ActionDocument) uuid.UUID { return d.ID },
 	}
-	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	in, err := updater.Update(ctx, s.Store, g, id, apply)
 	return s.Duplicate(ctx, err, pairDuplicate(in),
 		`SELECT id FROM action_documents WHERE action_id = $1 AND document_id = $2`, in.ActionID.UUID, in.DocumentID.UUID)
 }
 
 // DeleteActionDocument removes an action document of the action (the
 // document itself stays).
-func (s *Store) DeleteActionDocument(ctx context.Context, actionID, id uuid.UUID) error {
+func (s *Store) DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetActionDocument(ctx, actionID, id) }
-	return s.refs.DeleteRow(ctx, "action_document", "action_documents", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.DeleteRow(ctx, g, "action_document", "action_documents", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		return nil, store.Delete(ctx, tx, "action document", id,
 			`DELETE FROM action_documents WHERE id = $1 AND action_id = '`+actionID.String()+`' RETURNING id`, new(uuid.UUID))
 	})

@@ -30,7 +30,11 @@ type world struct {
 
 func newWorld(t *testing.T) world {
 	t.Helper()
-	s := servicetest.Start(t, Spec())
+	return worldOn(servicetest.Start(t, Spec()))
+}
+
+// worldOn is the world on a running service.
+func worldOn(s *servicetest.Service) world {
 	w := world{Service: s, asset: uuid.NewString(), person: uuid.NewString(), organization: uuid.NewString()}
 	s.StandIn("assets").Add("asset", uuid.MustParse(w.asset), nil)
 	s.StandIn("parties").Add("person", uuid.MustParse(w.person), nil)
@@ -413,27 +417,29 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 }
 
 // The document and the common error rows, as every service checks them.
-func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownership) }
 
 // Only the client that created an action or an action document (or an
 // admin) changes or deletes it; linking a document to an action is the
 // action's owner's.
-func TestHTTPOwnership(t *testing.T) {
-	w := newWorld(t)
+func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
+	w := worldOn(s)
 	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
 	action := "/actions/" + id
 	link := func() map[string]any {
 		return map[string]any{"action_id": id, "document_id": w.document(), "source_system": "app", "source_reference": uuid.NewString()}
 	}
 	actionDocument := action + "/action_documents/" + w.Call(201, "POST", action+"/action_documents", w.RW, link()).JSON()["id"].(string)
-	w.Ownership(t, []servicetest.OwnerCase{
+	return []servicetest.OwnerCase{
 		{Name: "patch action", Method: "PATCH", Path: action, Body: map[string]any{"reference": "TAKEN"}, Read: action, AdminStatus: 200},
 		{Name: "link a document", Method: "POST", Path: action + "/action_documents", Body: link(), Read: action, AdminStatus: 201},
+		{Name: "link documents in a batch", Method: "POST", Path: "/actions/action_documents/batch", Body: map[string]any{"items": []any{link()}},
+			Read: action, AdminStatus: 200, Batch: true},
 		{Name: "patch action document", Method: "PATCH", Path: actionDocument, Body: map[string]any{"source_reference": "taken"},
 			Read: action, AdminStatus: 200},
 		{Name: "delete action document", Method: "DELETE", Path: actionDocument, Read: action, AdminStatus: 204},
 		{Name: "delete action", Method: "DELETE", Path: action, Read: action, AdminStatus: 204},
-	})
+	}
 }
 
 // A batch answers each item as its own create would, in order; a bad item

@@ -34,7 +34,7 @@ func (s cachingService) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]
 	})
 }
 
-func (s cachingService) FindAsset(ctx context.Context, q AssetQuery, create bool) (Asset, bool, error) {
+func (s cachingService) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, create bool) (Asset, bool, error) {
 	norm, err := q.Normalize()
 	if err != nil {
 		return Asset{}, false, err
@@ -42,7 +42,7 @@ func (s cachingService) FindAsset(ctx context.Context, q AssetQuery, create bool
 	key := cache.Key("asset", norm.SerialNumber, foldedOrNone(norm.Brand), foldedOrNone(norm.Model), foldedOrNone(norm.Version))
 	created := false
 	a, err := cache.Through(ctx, s.finds, []string{everyAssetFind, assetFinds(norm.SerialNumber)}, key, func() (Asset, bool, error) {
-		a, made, err := s.Service.FindAsset(ctx, norm, create)
+		a, made, err := s.Service.FindAsset(ctx, by, norm, create)
 		created = made
 		return a, !made, err
 	})

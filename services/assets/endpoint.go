@@ -8,6 +8,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Endpoints holds one go-kit endpoint per operation. Each adapts a Service
@@ -42,7 +43,7 @@ type attachment struct {
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		CreateAssetType: endpoints.New(endpoints.Created(s.CreateAssetType, assetTypeLocation)),
+		CreateAssetType: endpoints.ByCaller(endpoints.Created(s.CreateAssetType, assetTypeLocation)),
 		GetAssetType:    endpoints.New(s.GetAssetType),
 		ListAssetTypes:  endpoints.New(endpoints.List(s.ListAssetTypes)),
 		// Every match, as a list: no page, no ETag.
@@ -50,28 +51,28 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			types, err := s.FindAssetTypes(ctx, q)
 			return httpx.List{Items: types}, err
 		}),
-		UpdateAssetType: endpoints.New(endpoints.ByID(s.UpdateAssetType)),
-		DeleteAssetType: endpoints.New(endpoints.NoContent(s.DeleteAssetType)),
-		AttachDocument: endpoints.New(func(ctx context.Context, req httpx.IDBody[DocumentRef]) (any, error) {
-			t, created, err := s.AttachDocument(ctx, req.ID, req.Body)
+		UpdateAssetType: endpoints.Guarded(endpoints.ByID(s.UpdateAssetType)),
+		DeleteAssetType: endpoints.Guarded(endpoints.NoContent(s.DeleteAssetType)),
+		AttachDocument: endpoints.Guarded(func(ctx context.Context, g model.Guard, req httpx.IDBody[DocumentRef]) (any, error) {
+			t, created, err := s.AttachDocument(ctx, g, req.ID, req.Body)
 			if created {
 				// The attachment's own path: DELETE detaches it.
 				return httpx.Created{Value: t, Location: assetTypeLocation(t) + "/documents/" + req.Body.DocumentID.String()}, err
 			}
 			return t, err
 		}),
-		DetachDocument: endpoints.New(func(ctx context.Context, req attachment) (any, error) {
-			return httpx.NoContent{}, s.DetachDocument(ctx, req.AssetTypeID, req.DocumentID)
+		DetachDocument: endpoints.Guarded(func(ctx context.Context, g model.Guard, req attachment) (any, error) {
+			return httpx.NoContent{}, s.DetachDocument(ctx, g, req.AssetTypeID, req.DocumentID)
 		}),
-		SetThumbnail: endpoints.New(endpoints.ByID(s.SetThumbnail)),
+		SetThumbnail: endpoints.Guarded(endpoints.ByID(s.SetThumbnail)),
 
-		CreateAsset:  endpoints.New(endpoints.Created(s.CreateAsset, assetLocation)),
-		CreateAssets: endpoints.New(endpoints.Batch(s.CreateAssets)),
+		CreateAsset:  endpoints.ByCaller(endpoints.Created(s.CreateAsset, assetLocation)),
+		CreateAssets: endpoints.ByCaller(endpoints.Batch(s.CreateAssets)),
 		GetAsset:     endpoints.New(s.GetAsset),
 		ListAssets:   endpoints.New(endpoints.List(s.ListAssets)),
-		FindAsset:    endpoints.New(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
-		UpdateAsset:  endpoints.New(endpoints.ByID(s.UpdateAsset)),
-		DeleteAsset:  endpoints.New(endpoints.NoContent(s.DeleteAsset)),
+		FindAsset:    endpoints.ByCaller(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
+		UpdateAsset:  endpoints.Guarded(endpoints.ByID(s.UpdateAsset)),
+		DeleteAsset:  endpoints.Guarded(endpoints.NoContent(s.DeleteAsset)),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 )
 
@@ -27,30 +26,30 @@ type Service interface {
 	// version): GET /asset_types/by_brand_and_model.
 	FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error)
 	// Asset types, written.
-	CreateAssetType(ctx context.Context, in AssetTypeInput) (AssetTypeDetail, error)
-	UpdateAssetType(ctx context.Context, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error)
-	DeleteAssetType(ctx context.Context, id uuid.UUID) error
+	CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput) (AssetTypeDetail, error)
+	UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error)
+	DeleteAssetType(ctx context.Context, g model.Guard, id uuid.UUID) error
 	// AttachDocument attaches a document; created=false when it was
 	// attached already.
-	AttachDocument(ctx context.Context, id uuid.UUID, ref DocumentRef) (t AssetTypeDetail, created bool, err error)
-	DetachDocument(ctx context.Context, id, documentID uuid.UUID) error
-	SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error)
+	AttachDocument(ctx context.Context, g model.Guard, id uuid.UUID, ref DocumentRef) (t AssetTypeDetail, created bool, err error)
+	DetachDocument(ctx context.Context, g model.Guard, id, documentID uuid.UUID) error
+	SetThumbnail(ctx context.Context, g model.Guard, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error)
 
 	// Assets, read.
 	GetAsset(ctx context.Context, id uuid.UUID) (Asset, error)
 	ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error)
 	// FindAsset returns the asset matching the criteria; with create it
 	// creates one when none matches and reports created=true.
-	FindAsset(ctx context.Context, q AssetQuery, create bool) (a Asset, created bool, err error)
+	FindAsset(ctx context.Context, by model.Caller, q AssetQuery, create bool) (a Asset, created bool, err error)
 	// Assets, written.
-	CreateAsset(ctx context.Context, in AssetInput) (Asset, error)
+	CreateAsset(ctx context.Context, by model.Caller, in AssetInput) (Asset, error)
 	// CreateAssets finds or creates each asset of a batch by its type and
 	// serial number (201 created, 200 found), with the responsible people
 	// asked about together; errs[i] is item i's decoding error. Each
 	// outcome is an item's; the error fails the whole batch.
-	CreateAssets(ctx context.Context, in []AssetInput, errs []error) ([]model.ItemOutcome, error)
-	UpdateAsset(ctx context.Context, id uuid.UUID, p AssetPatch) (Asset, error)
-	DeleteAsset(ctx context.Context, id uuid.UUID) error
+	CreateAssets(ctx context.Context, by model.Caller, in []AssetInput, errs []error) ([]model.ItemOutcome, error)
+	UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, p AssetPatch) (Asset, error)
+	DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error
 }
 
 // service holds the rules: what an input must be, how a find matches and
@@ -64,12 +63,12 @@ type service struct {
 // NewService returns the service over store.
 func NewService(store *Store) Service { return &service{store: store} }
 
-func (s *service) CreateAssetType(ctx context.Context, in AssetTypeInput) (AssetTypeDetail, error) {
+func (s *service) CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput) (AssetTypeDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	return s.store.CreateAssetType(ctx, in, auth.Subject(ctx))
+	return s.store.CreateAssetType(ctx, by, in)
 }
 
 func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
@@ -80,19 +79,19 @@ func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetT
 	return s.store.FindAssetTypes(ctx, q)
 }
 
-func (s *service) UpdateAssetType(ctx context.Context, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error) {
-	if err := s.store.UpdateAssetType(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+func (s *service) UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error) {
+	if err := s.store.UpdateAssetType(ctx, g, id, p.Apply); err != nil {
 		return AssetTypeDetail{}, err
 	}
 	return s.store.GetAssetType(ctx, id)
 }
 
-func (s *service) AttachDocument(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, bool, error) {
+func (s *service) AttachDocument(ctx context.Context, g model.Guard, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, bool, error) {
 	documentID, err := ref.Validate()
 	if err != nil {
 		return AssetTypeDetail{}, false, err
 	}
-	created, err := s.store.AttachDocument(ctx, id, documentID, auth.Subject(ctx))
+	created, err := s.store.AttachDocument(ctx, g, id, documentID)
 	if err != nil {
 		return AssetTypeDetail{}, false, err
 	}
@@ -100,37 +99,37 @@ func (s *service) AttachDocument(ctx context.Context, id uuid.UUID, ref Document
 	return t, created, err
 }
 
-func (s *service) DetachDocument(ctx context.Context, id, documentID uuid.UUID) error {
-	return s.store.DetachDocument(ctx, id, documentID, auth.Subject(ctx))
+func (s *service) DetachDocument(ctx context.Context, g model.Guard, id, documentID uuid.UUID) error {
+	return s.store.DetachDocument(ctx, g, id, documentID)
 }
 
-func (s *service) SetThumbnail(ctx context.Context, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error) {
+func (s *service) SetThumbnail(ctx context.Context, g model.Guard, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error) {
 	documentID, err := ref.Validate()
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	if err := s.store.SetThumbnail(ctx, id, documentID, "document_id", auth.Subject(ctx)); err != nil {
+	if err := s.store.SetThumbnail(ctx, g, id, documentID, "document_id"); err != nil {
 		return AssetTypeDetail{}, err
 	}
 	return s.store.GetAssetType(ctx, id)
 }
 
-func (s *service) CreateAsset(ctx context.Context, in AssetInput) (Asset, error) {
+func (s *service) CreateAsset(ctx context.Context, by model.Caller, in AssetInput) (Asset, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return Asset{}, err
 	}
-	return s.store.CreateAsset(ctx, in, auth.Subject(ctx))
+	return s.store.CreateAsset(ctx, by, in)
 }
 
-func (s *service) CreateAssets(ctx context.Context, in []AssetInput, errs []error) ([]model.ItemOutcome, error) {
+func (s *service) CreateAssets(ctx context.Context, by model.Caller, in []AssetInput, errs []error) ([]model.ItemOutcome, error) {
 	out := make([]model.ItemOutcome, len(in))
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
 			in[i], out[i].Err = in[i].Normalize()
 		}
 	}
-	return out, s.store.CreateAssets(ctx, in, out, auth.Subject(ctx))
+	return out, s.store.CreateAssets(ctx, by, in, out)
 }
 
 // FindAsset matches the serial number exactly, in the types of the brand
@@ -139,7 +138,7 @@ func (s *service) CreateAssets(ctx context.Context, in []AssetInput, errs []erro
 // and no match, the asset is created in the one type the criteria name: a
 // type that does not exist is a 422, several versions of it a 409 listing
 // them. Concurrent identical calls create one asset.
-func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Asset, bool, error) {
+func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, create bool) (Asset, bool, error) {
 	q, err := q.Normalize()
 	if err != nil {
 		return Asset{}, false, err
@@ -179,12 +178,12 @@ func (s *service) FindAsset(ctx context.Context, q AssetQuery, create bool) (Ass
 	}
 	// Another caller may create it between our find and our insert; the
 	// insert then returns theirs (created=false).
-	return s.store.CreateAssetIfAbsent(ctx, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
-		ExternalIDs: []ExternalID{}}, auth.Subject(ctx))
+	return s.store.CreateAssetIfAbsent(ctx, by, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
+		ExternalIDs: []ExternalID{}})
 }
 
-func (s *service) UpdateAsset(ctx context.Context, id uuid.UUID, p AssetPatch) (Asset, error) {
-	if err := s.store.UpdateAsset(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, p AssetPatch) (Asset, error) {
+	if err := s.store.UpdateAsset(ctx, g, id, p.Apply); err != nil {
 		return Asset{}, err
 	}
 	return s.store.GetAsset(ctx, id)
@@ -200,8 +199,8 @@ func (s *service) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page mo
 	return s.store.ListAssetTypes(ctx, f, page)
 }
 
-func (s *service) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeleteAssetType(ctx, id)
+func (s *service) DeleteAssetType(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	return s.store.DeleteAssetType(ctx, g, id)
 }
 
 func (s *service) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
@@ -212,6 +211,6 @@ func (s *service) ListAssets(ctx context.Context, f AssetFilter, page model.Page
 	return s.store.ListAssets(ctx, f, page)
 }
 
-func (s *service) DeleteAsset(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeleteAsset(ctx, id)
+func (s *service) DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	return s.store.DeleteAsset(ctx, g, id)
 }

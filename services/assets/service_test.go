@@ -27,6 +27,8 @@ type fixture struct {
 	// person or a document exists when the test adds it there.
 	people, documents *servicetest.StandIn
 	ctx               context.Context
+	by                model.Caller // the caller of creates
+	g                 model.Guard  // what changes and deletes obey: no route's rule
 }
 
 // newFixture is the service as production wires it, over a fresh schema of
@@ -39,7 +41,8 @@ func newFixture(t testing.TB, redisURL string) fixture {
 	registry := refs.New("assets", kit, peers)
 	st := NewStore(kit, registry)
 	return fixture{svc: WithFindCache(NewService(st), finds), store: st, registry: registry,
-		people: standIns["parties"], documents: standIns["documents"], ctx: servicetest.Caller(t.Context(), "test-client")}
+		people: standIns["parties"], documents: standIns["documents"], ctx: t.Context(),
+		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client")}
 }
 
 // person makes a person exist at the parties stand-in.
@@ -60,12 +63,12 @@ func (f fixture) document(contentType string) uuid.UUID {
 
 func (f fixture) assetType(t *testing.T, brand, model string, version *string) AssetTypeDetail {
 	t.Helper()
-	return servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: brand, Model: model, Version: version}))
+	return servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: brand, Model: model, Version: version}))
 }
 
 func (f fixture) asset(t *testing.T, typeID uuid.UUID, serial string) Asset {
 	t.Helper()
-	return servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: serial, AssetTypeID: model.ID(typeID)}))
+	return servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: serial, AssetTypeID: model.ID(typeID)}))
 }
 
 var wantKind = servicetest.WantKind
@@ -83,7 +86,7 @@ func wantField(t *testing.T, err error, field string) {
 
 func TestAssetTypeLifecycle(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	created := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
+	created := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
 		Version: ptr("2"), EmissionClass: ptr(" ")}))
 	if created.ID.Version() != 7 || created.Brand != "Liftmaster" || created.EmissionClass != nil || created.CreatedBy != "test-client" ||
 		created.Documents == nil || created.Thumbnail != nil || created.ExternalIDs == nil {
@@ -95,40 +98,40 @@ func TestAssetTypeLifecycle(t *testing.T) {
 	}
 
 	// Identity is case-insensitive, and no version is a version of its own.
-	_, err := f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "LIFTMASTER", Model: "lm-200", Version: ptr("2")})
+	_, err := f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "LIFTMASTER", Model: "lm-200", Version: ptr("2")})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != created.ID.String() {
 		t.Errorf("duplicate: existing_id = %v", e.Extensions["existing_id"])
 	}
 	unversioned := f.assetType(t, "Liftmaster", "LM-200", nil)
-	_, err = f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "liftmaster", Model: "LM-200"})
+	_, err = f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "liftmaster", Model: "LM-200"})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
 		t.Errorf("duplicate without version: existing_id = %v", e.Extensions["existing_id"])
 	}
 	f.assetType(t, "Liftmaster", "LM-200", ptr("3"))
 
-	updated := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{
+	updated := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{
 		EmissionClass: set("Stage V")}))
 	if *updated.EmissionClass != "Stage V" || !updated.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	unchanged := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Brand: set("Liftmaster")}))
+	unchanged := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{Brand: set("Liftmaster")}))
 	if !unchanged.UpdatedAt.Equal(updated.UpdatedAt) {
 		t.Error("a patch that changes nothing must not touch updated_at")
 	}
 	// Moving onto another type's identity is a duplicate.
-	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Version: set("3")})
+	_, err = f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{Version: set("3")})
 	wantKind(t, err, apperr.KindConflict)
-	_, err = f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{Version: null[string]()})
+	_, err = f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{Version: null[string]()})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
 
-	if err := f.svc.DeleteAssetType(f.ctx, created.ID); err != nil {
+	if err := f.svc.DeleteAssetType(f.ctx, f.g, created.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, getErr := f.svc.GetAssetType(f.ctx, created.ID)
-	_, updateErr := f.svc.UpdateAssetType(f.ctx, created.ID, AssetTypePatch{})
-	for _, err := range []error{getErr, updateErr, f.svc.DeleteAssetType(f.ctx, created.ID)} {
+	_, updateErr := f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{})
+	for _, err := range []error{getErr, updateErr, f.svc.DeleteAssetType(f.ctx, f.g, created.ID)} {
 		wantKind(t, err, apperr.KindNotFound)
 	}
 }
@@ -142,7 +145,7 @@ func TestListAndFindAssetTypes(t *testing.T) {
 	}{{"Liftmaster", "LM-200", nil}, {"Liftmaster", "LM-200", ptr("2")}, {"Liftmaster", "LM-300", nil}, {"Hoistco", "LM-200", nil}, {"LIFTMASTER", "lm-200", ptr("3")}} {
 		in := AssetTypeInput{Brand: spec.brand, Model: spec.model, Version: spec.version,
 			ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}}}
-		ids = append(ids, servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, in)).ID)
+		ids = append(ids, servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, in)).ID)
 	}
 	list := func(filter AssetTypeFilter, page model.Page) model.Paged[AssetType] {
 		t.Helper()
@@ -190,39 +193,39 @@ func TestListAndFindAssetTypes(t *testing.T) {
 func TestExternalIDs(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	erp1 := []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}
-	first := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
-	_, err := f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2", ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}, erp1[0]}})
+	first := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
+	_, err := f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "A", Model: "2", ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}, erp1[0]}})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != first.ID.String() {
 		t.Errorf("external id held by another asset type: %v", e.Extensions)
 	}
 	// Nothing of the refused create stays, its other pair included.
-	second := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "A", Model: "2",
+	second := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "A", Model: "2",
 		ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}}}))
 	// Pairs are unique per kind: an asset may carry the type's pair.
-	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "S", AssetTypeID: model.ID(first.ID), ExternalIDs: erp1}))
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "S", AssetTypeID: model.ID(first.ID), ExternalIDs: erp1}))
 	if len(a.ExternalIDs) != 1 || a.ExternalIDs[0] != erp1[0] {
 		t.Fatalf("asset external_ids = %+v", a.ExternalIDs)
 	}
-	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "T", AssetTypeID: model.ID(first.ID), ExternalIDs: erp1})
+	_, err = f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "T", AssetTypeID: model.ID(first.ID), ExternalIDs: erp1})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("external id held by another asset: %v", e.Extensions)
 	}
 
 	// A patch replaces the list, in the order given; a freed pair can be taken.
-	replaced := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: model.PatchField[[]ExternalID]{Set: true,
+	replaced := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, first.ID, AssetTypePatch{ExternalIDs: model.PatchField[[]ExternalID]{Set: true,
 		Value: []ExternalID{{SourceSystem: "sap", ExternalID: "9"}, {SourceSystem: "erp", ExternalID: "2"}}}}))
 	if len(replaced.ExternalIDs) != 2 || replaced.ExternalIDs[0].SourceSystem != "sap" || replaced.ExternalIDs[1].ExternalID != "2" {
 		t.Fatalf("replaced = %+v", replaced.ExternalIDs)
 	}
-	taken := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, second.ID, AssetTypePatch{ExternalIDs: set(erp1)}))
+	taken := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, second.ID, AssetTypePatch{ExternalIDs: set(erp1)}))
 	if len(taken.ExternalIDs) != 1 || taken.ExternalIDs[0] != erp1[0] {
 		t.Errorf("taken = %+v", taken.ExternalIDs)
 	}
-	_, err = f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: set(erp1)})
+	_, err = f.svc.UpdateAssetType(f.ctx, f.g, first.ID, AssetTypePatch{ExternalIDs: set(erp1)})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != second.ID.String() {
 		t.Errorf("patch onto a held pair: %v", e.Extensions)
 	}
-	cleared := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, first.ID, AssetTypePatch{ExternalIDs: null[[]ExternalID]()}))
+	cleared := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, first.ID, AssetTypePatch{ExternalIDs: null[[]ExternalID]()}))
 	if cleared.ExternalIDs == nil || len(cleared.ExternalIDs) != 0 {
 		t.Errorf("cleared = %#v", cleared.ExternalIDs)
 	}
@@ -233,36 +236,36 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	manual, photo := f.document("application/pdf"), f.document("image/png")
 
-	_, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(uuid.New())})
+	_, _, err := f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(uuid.New())})
 	wantField(t, err, "document_id")
-	_, _, err = f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{})
+	_, _, err = f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{})
 	wantField(t, err, "document_id")
-	_, _, err = f.svc.AttachDocument(f.ctx, uuid.New(), DocumentRef{DocumentID: model.ID(manual)})
+	_, _, err = f.svc.AttachDocument(f.ctx, f.g, uuid.New(), DocumentRef{DocumentID: model.ID(manual)})
 	wantKind(t, err, apperr.KindNotFound)
 
-	got, created, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(manual)})
+	got, created, err := f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(manual)})
 	if err != nil || !created || len(got.Documents) != 1 || got.Documents[0].ID != manual || got.Documents[0].ContentType != "application/pdf" ||
 		got.Documents[0].Size != 3 || !got.UpdatedAt.After(at.UpdatedAt) {
 		t.Fatalf("attach: %+v created=%v err=%v", got, created, err)
 	}
-	again, created, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(manual)})
+	again, created, err := f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(manual)})
 	if err != nil || created || len(again.Documents) != 1 || !again.UpdatedAt.Equal(got.UpdatedAt) {
 		t.Fatalf("attach again: %+v created=%v err=%v", again, created, err)
 	}
 	servicetest.Must[AssetTypeDetail](t)(func() (AssetTypeDetail, error) {
-		d, _, err := f.svc.AttachDocument(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(photo)})
+		d, _, err := f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(photo)})
 		return d, err
 	}())
 
-	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(manual)})
+	_, err = f.svc.SetThumbnail(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(manual)})
 	wantField(t, err, "document_id")
-	_, err = f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(uuid.New())})
+	_, err = f.svc.SetThumbnail(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(uuid.New())})
 	wantField(t, err, "document_id")
-	withThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, at.ID, DocumentRef{DocumentID: model.ID(photo)}))
+	withThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(photo)}))
 	if withThumb.Thumbnail == nil || withThumb.Thumbnail.ID != photo || *withThumb.ThumbnailDocumentID != photo {
 		t.Fatalf("thumbnail = %+v", withThumb.Thumbnail)
 	}
-	_, err = f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: set(model.ID(manual))})
+	_, err = f.svc.UpdateAssetType(f.ctx, f.g, at.ID, AssetTypePatch{ThumbnailDocumentID: set(model.ID(manual))})
 	wantField(t, err, "thumbnail_document_id")
 
 	// What points at a document, as its owner asks before deleting it.
@@ -272,28 +275,28 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 		t.Errorf("referrers of the photo = %+v", referrers)
 	}
 
-	noThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{ThumbnailDocumentID: null[model.UUID]()}))
+	noThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, at.ID, AssetTypePatch{ThumbnailDocumentID: null[model.UUID]()}))
 	if noThumb.Thumbnail != nil || noThumb.ThumbnailDocumentID != nil {
 		t.Errorf("thumbnail after null = %+v", noThumb.Thumbnail)
 	}
-	if err := f.svc.DetachDocument(f.ctx, at.ID, photo); err != nil {
+	if err := f.svc.DetachDocument(f.ctx, f.g, at.ID, photo); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, f.svc.DetachDocument(f.ctx, at.ID, photo), apperr.KindNotFound)
-	wantKind(t, f.svc.DetachDocument(f.ctx, uuid.New(), manual), apperr.KindNotFound)
+	wantKind(t, f.svc.DetachDocument(f.ctx, f.g, at.ID, photo), apperr.KindNotFound)
+	wantKind(t, f.svc.DetachDocument(f.ctx, f.g, uuid.New(), manual), apperr.KindNotFound)
 	if refs := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", photo, true)); len(refs) != 0 {
 		t.Errorf("the detached photo is still referenced: %+v", refs)
 	}
 
 	// A thumbnail given at create is checked the same way.
-	_, err = f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&manual)})
+	_, err = f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&manual)})
 	wantField(t, err, "thumbnail_document_id")
-	withPhoto := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&photo)}))
+	withPhoto := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&photo)}))
 	if withPhoto.Thumbnail == nil || withPhoto.Thumbnail.ContentType != "image/png" {
 		t.Errorf("created with thumbnail: %+v", withPhoto.Thumbnail)
 	}
 	// Deleting the type takes its attachments and thumbnail choice along.
-	if err := f.svc.DeleteAssetType(f.ctx, at.ID); err != nil {
+	if err := f.svc.DeleteAssetType(f.ctx, f.g, at.ID); err != nil {
 		t.Fatal(err)
 	}
 	if refs := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", manual, true)); len(refs) != 0 {
@@ -307,17 +310,17 @@ func TestAssetLifecycle(t *testing.T) {
 	hoist := f.assetType(t, "Hoistco", "H1", nil)
 	person := f.person()
 
-	_, err := f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(uuid.New())})
+	_, err := f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(uuid.New())})
 	wantField(t, err, "asset_type_id")
-	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(lift.ID), ResponsiblePersonID: model.OptionalID(ptr(uuid.New()))})
+	_, err = f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(lift.ID), ResponsiblePersonID: model.OptionalID(ptr(uuid.New()))})
 	wantField(t, err, "responsible_person_id")
 
-	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: model.ID(lift.ID), ProductionYear: ptr(2021),
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: model.ID(lift.ID), ProductionYear: ptr(2021),
 		Status: ptr("in service"), ResponsiblePersonID: model.OptionalID(&person)}))
 	if a.SerialNumber != "SN-1" || *a.ResponsiblePersonID != person || *a.ProductionYear != 2021 || a.ExternalIDs == nil {
 		t.Fatalf("created = %+v", a)
 	}
-	_, err = f.svc.CreateAsset(f.ctx, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(lift.ID)})
+	_, err = f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(lift.ID)})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("duplicate: %v", e.Extensions)
 	}
@@ -329,22 +332,22 @@ func TestAssetLifecycle(t *testing.T) {
 		t.Errorf("referrers of the person = %+v", referrers)
 	}
 
-	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: set(model.ID(uuid.New()))})
+	_, err = f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{ResponsiblePersonID: set(model.ID(uuid.New()))})
 	wantField(t, err, "responsible_person_id")
-	_, err = f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{AssetTypeID: set(model.ID(uuid.New()))})
+	_, err = f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{AssetTypeID: set(model.ID(uuid.New()))})
 	wantField(t, err, "asset_type_id")
-	_, err = f.svc.UpdateAsset(f.ctx, other.ID, AssetPatch{AssetTypeID: set(model.ID(lift.ID))})
+	_, err = f.svc.UpdateAsset(f.ctx, f.g, other.ID, AssetPatch{AssetTypeID: set(model.ID(lift.ID))})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("moving onto a held serial number: %v", e.Extensions)
 	}
 	// The person check is made against the parties service only when the
 	// person changes: an unchanged one is referenced already.
 	f.people.Remove("person", person)
-	updated := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{Status: set("retired")}))
+	updated := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{Status: set("retired")}))
 	if *updated.Status != "retired" || *updated.ResponsiblePersonID != person || !updated.UpdatedAt.After(a.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	cleared := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{ResponsiblePersonID: null[model.UUID](),
+	cleared := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{ResponsiblePersonID: null[model.UUID](),
 		ProductionYear: null[int]()}))
 	if cleared.ResponsiblePersonID != nil || cleared.ProductionYear != nil {
 		t.Errorf("cleared = %+v", cleared)
@@ -359,12 +362,12 @@ func TestAssetLifecycle(t *testing.T) {
 		t.Errorf("by type: %+v", list.Items)
 	}
 
-	if err := f.svc.DeleteAsset(f.ctx, a.ID); err != nil {
+	if err := f.svc.DeleteAsset(f.ctx, f.g, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.svc.GetAsset(f.ctx, a.ID)
 	wantKind(t, err, apperr.KindNotFound)
-	wantKind(t, f.svc.DeleteAsset(f.ctx, a.ID), apperr.KindNotFound)
+	wantKind(t, f.svc.DeleteAsset(f.ctx, f.g, a.ID), apperr.KindNotFound)
 }
 
 // An asset type with assets cannot go: the foreign key refuses, and the
@@ -373,7 +376,7 @@ func TestDeleteAssetTypeWithAssets(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
-	err := f.svc.DeleteAssetType(f.ctx, at.ID)
+	err := f.svc.DeleteAssetType(f.ctx, f.g, at.ID)
 	e := wantKind(t, err, apperr.KindConflict)
 	listed, _ := e.Extensions["referenced_by"].([]map[string]any)
 	if e.Code != "still-referenced" || !strings.Contains(e.Detail, a.ID.String()) || !strings.Contains(e.Detail, "SN-1") ||
@@ -383,15 +386,15 @@ func TestDeleteAssetTypeWithAssets(t *testing.T) {
 	// The refused delete left no mark: the type is still there and usable.
 	f.asset(t, at.ID, "SN-2")
 	for _, serial := range []string{"SN-1", "SN-2"} {
-		found, _, err := f.svc.FindAsset(f.ctx, AssetQuery{SerialNumber: serial}, false)
+		found, _, err := f.svc.FindAsset(f.ctx, f.by, AssetQuery{SerialNumber: serial}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.svc.DeleteAsset(f.ctx, found.ID); err != nil {
+		if err := f.svc.DeleteAsset(f.ctx, f.g, found.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := f.svc.DeleteAssetType(f.ctx, at.ID); err != nil {
+	if err := f.svc.DeleteAssetType(f.ctx, f.g, at.ID); err != nil {
 		t.Fatalf("delete without assets: %v", err)
 	}
 }
@@ -403,7 +406,7 @@ func TestFindAsset(t *testing.T) {
 	hoist := f.assetType(t, "Hoistco", "H1", nil)
 	a1 := f.asset(t, v1.ID, "SN-1")
 	f.asset(t, hoist.ID, "SN-1")
-	find := func(q AssetQuery, create bool) (Asset, bool, error) { return f.svc.FindAsset(f.ctx, q, create) }
+	find := func(q AssetQuery, create bool) (Asset, bool, error) { return f.svc.FindAsset(f.ctx, f.by, q, create) }
 
 	got, created, err := find(AssetQuery{SerialNumber: "SN-1", Brand: ptr("liftmaster"), Model: ptr("lm-200")}, false)
 	if err != nil || created || got.ID != a1.ID {
@@ -448,7 +451,7 @@ func TestFindAssetCreatesExactlyOnce(t *testing.T) {
 		if i%2 == 0 {
 			q.Brand, q.Model = ptr(" LIFTMASTER"), ptr("lm-200 ")
 		}
-		a, created, err := f.svc.FindAsset(f.ctx, q, true)
+		a, created, err := f.svc.FindAsset(f.ctx, f.by, q, true)
 		return a.ID, created, err
 	})
 	var count int
@@ -465,7 +468,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	a := f.asset(t, at.ID, "SN-1")
 	byName := AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}
 	find := func(q AssetQuery) (Asset, error) {
-		got, _, err := f.svc.FindAsset(f.ctx, q, false)
+		got, _, err := f.svc.FindAsset(f.ctx, f.by, q, false)
 		return got, err
 	}
 	types := func() []AssetType {
@@ -477,7 +480,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 		t.Fatal(got)
 	}
 
-	servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, a.ID, AssetPatch{Status: set("retired")}))
+	servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{Status: set("retired")}))
 	if got := servicetest.Must[Asset](t)(find(byName)); got.Status == nil || *got.Status != "retired" {
 		t.Fatalf("after an update, find says %+v", got.Status)
 	}
@@ -487,7 +490,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	_, err := find(AssetQuery{SerialNumber: "SN-1"})
 	wantKind(t, err, apperr.KindConflict)
 	// Renaming the type moves its assets to other criteria.
-	servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, at.ID, AssetTypePatch{Model: set("LM-201")}))
+	servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, at.ID, AssetTypePatch{Model: set("LM-201")}))
 	_, err = find(byName)
 	wantKind(t, err, apperr.KindNotFound)
 	if got := types(); len(got) != 0 {
@@ -501,16 +504,16 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	if got := types(); len(got) != 1 || got[0].ID != newType.ID {
 		t.Fatalf("a new type is not found: %+v", got)
 	}
-	servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, newType.ID, DocumentRef{DocumentID: model.ID(f.document("image/jpeg"))}))
+	servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, f.g, newType.ID, DocumentRef{DocumentID: model.ID(f.document("image/jpeg"))}))
 	if got := types(); got[0].ThumbnailDocumentID == nil {
 		t.Fatal("the thumbnail is not seen by the type's finds")
 	}
-	if err := f.svc.DeleteAsset(f.ctx, a.ID); err != nil {
+	if err := f.svc.DeleteAsset(f.ctx, f.g, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = find(renamed)
 	wantKind(t, err, apperr.KindNotFound)
-	if err := f.svc.DeleteAssetType(f.ctx, newType.ID); err != nil {
+	if err := f.svc.DeleteAssetType(f.ctx, f.g, newType.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := types(); len(got) != 0 {
@@ -523,7 +526,7 @@ func TestFindsWorkWithoutRedis(t *testing.T) {
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
 	for range 3 {
-		got, _, err := f.svc.FindAsset(f.ctx, AssetQuery{SerialNumber: "SN-1", Brand: ptr("liftmaster"), Model: ptr("lm-200")}, false)
+		got, _, err := f.svc.FindAsset(f.ctx, f.by, AssetQuery{SerialNumber: "SN-1", Brand: ptr("liftmaster"), Model: ptr("lm-200")}, false)
 		if err != nil || got.ID != a.ID {
 			t.Fatalf("find without Redis: %v, %v", got.ID, err)
 		}

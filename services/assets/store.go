@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -118,7 +117,7 @@ const assetTypeDocumentsSQL = `COALESCE((SELECT json_agg(d.document ORDER BY d.a
 
 // CreateAssetType inserts an asset type; its thumbnail, when it names one,
 // must be an image document.
-func (s *Store) CreateAssetType(ctx context.Context, in AssetTypeInput, actor string) (AssetTypeDetail, error) {
+func (s *Store) CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput) (AssetTypeDetail, error) {
 	var detail AssetTypeDetail
 	err := s.Write(ctx, "create asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		thumbnail, err := s.thumbnail(ctx, tx, "thumbnail_document_id", in.ThumbnailDocumentID.Ptr())
@@ -130,7 +129,7 @@ func (s *Store) CreateAssetType(ctx context.Context, in AssetTypeInput, actor st
 				emission_class, thumbnail_document_id, thumbnail, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
 			id, in.Brand, in.Model, in.Version, model.Fold(in.Brand), model.Fold(in.Model), foldOptional(in.Version),
-			in.EmissionClass, in.ThumbnailDocumentID.Ptr(), thumbnail, actor)
+			in.EmissionClass, in.ThumbnailDocumentID.Ptr(), thumbnail, by.Subject)
 		if err != nil {
 			return nil, store.Classify(err, "insert asset type")
 		}
@@ -140,7 +139,7 @@ func (s *Store) CreateAssetType(ctx context.Context, in AssetTypeInput, actor st
 		if detail, err = s.getAssetType(ctx, tx, id); err != nil {
 			return nil, err
 		}
-		return []string{typeFinds(in.Brand, in.Model)}, s.Record(ctx, tx, outbox.Created(outbox.KindAssetType, id.String(), detail))
+		return []string{typeFinds(in.Brand, in.Model)}, s.Record(ctx, tx, by, outbox.Created(outbox.KindAssetType, id.String(), detail))
 	})
 	return detail, s.assetTypeConflict(ctx, err, in)
 }
@@ -187,7 +186,7 @@ func typeMatch(where *store.Filter, q BrandAndModel) {
 }
 
 // UpdateAssetType applies apply to the locked asset type.
-func (s *Store) UpdateAssetType(ctx context.Context, id uuid.UUID, actor string, apply func(AssetType) (AssetTypeInput, error)) error {
+func (s *Store) UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID, apply func(AssetType) (AssetTypeInput, error)) error {
 	updater := store.Updater[AssetType, AssetTypeInput]{
 		Resource: "asset type",
 		Select:   `SELECT ` + assetTypeColumns + ` FROM asset_types t WHERE t.id = $1`,
@@ -198,7 +197,7 @@ func (s *Store) UpdateAssetType(ctx context.Context, id uuid.UUID, actor string,
 		Kind:           outbox.KindAssetType,
 		ID:             func(t AssetType) uuid.UUID { return t.ID },
 	}
-	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	in, err := updater.Update(ctx, s.Store, g, id, apply)
 	return s.assetTypeConflict(ctx, err, in)
 }
 
@@ -243,9 +242,9 @@ func (s *Store) assetTypeConflict(ctx context.Context, err error, in AssetTypeIn
 // DeleteAssetType removes an asset type with its attachments and external
 // ids, unless an asset has the type: the foreign key of assets refuses,
 // and the 409 names the assets.
-func (s *Store) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
+func (s *Store) DeleteAssetType(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetAssetType(ctx, id) }
-	return s.refs.DeleteRow(ctx, "asset_type", "asset_types", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.DeleteRow(ctx, g, "asset_type", "asset_types", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var brand, model string
 		// In a savepoint, so the transaction can still name the assets.
 		err := s.Write(ctx, "delete asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -265,10 +264,10 @@ func (s *Store) DeleteAssetType(ctx context.Context, id uuid.UUID) error {
 	})
 }
 
-// typeIfMatch checks the request's If-Match (if any) against the asset
-// type as a GET shows it, locked for the rest of the transaction.
-func (s *Store) typeIfMatch(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
-	return store.CheckIfMatch(ctx, tx, "asset_types", id, func(ctx context.Context) (any, error) { return s.GetAssetType(ctx, id) })
+// typeIfMatch checks g's If-Match (if any) against the asset type as a
+// GET shows it, locked for the rest of the transaction.
+func (s *Store) typeIfMatch(ctx context.Context, tx pgx.Tx, g model.Guard, id uuid.UUID) error {
+	return store.CheckIfMatch(ctx, tx, g, "asset_types", id, func(ctx context.Context) (any, error) { return s.GetAssetType(ctx, id) })
 }
 
 // lockedType is what the writes to an asset type's documents need of it.
@@ -279,9 +278,9 @@ type lockedType struct {
 
 // lockAssetType locks the asset type against concurrent writes to it (and
 // its delete) for the rest of the transaction. Its documents and thumbnail
-// are the type's: the owner rule of the request, if declared, is the
+// are the type's: the owner rule of g, if its route declares it, is the
 // type's creator's.
-func lockAssetType(ctx context.Context, tx pgx.Tx, id uuid.UUID) (lockedType, error) {
+func lockAssetType(ctx context.Context, tx pgx.Tx, g model.Guard, id uuid.UUID) (lockedType, error) {
 	var t lockedType
 	var createdBy string
 	err := tx.QueryRow(ctx, `SELECT brand, model, thumbnail_document_id, created_by FROM asset_types WHERE id = $1 FOR UPDATE`, id).
@@ -292,7 +291,7 @@ func lockAssetType(ctx context.Context, tx pgx.Tx, id uuid.UUID) (lockedType, er
 	if err != nil {
 		return t, store.Classify(err, "lock asset type")
 	}
-	return t, auth.MayChange(ctx, "asset type", id.String(), createdBy)
+	return t, g.MayChange("asset type", id.String(), createdBy)
 }
 
 // touch records that the asset type changed.
@@ -303,10 +302,10 @@ func touch(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) error {
 
 // AttachDocument attaches a document to an asset type; created=false when
 // it was attached already.
-func (s *Store) AttachDocument(ctx context.Context, typeID, documentID uuid.UUID, actor string) (bool, error) {
+func (s *Store) AttachDocument(ctx context.Context, g model.Guard, typeID, documentID uuid.UUID) (bool, error) {
 	created := false
 	err := s.Write(ctx, "attach document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		t, err := lockAssetType(ctx, tx, typeID)
+		t, err := lockAssetType(ctx, tx, g, typeID)
 		if err != nil {
 			return nil, err
 		}
@@ -320,30 +319,30 @@ func (s *Store) AttachDocument(ctx context.Context, typeID, documentID uuid.UUID
 			return nil, err
 		}
 		created = true
-		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, typeID, func() error {
+		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, g.Caller, typeID, func() error {
 			if _, err := tx.Exec(ctx, `INSERT INTO asset_type_documents (asset_type_id, document_id, document, attached_by)
-				VALUES ($1, $2, $3, $4)`, typeID, documentID, doc, actor); err != nil {
+				VALUES ($1, $2, $3, $4)`, typeID, documentID, doc, g.Subject); err != nil {
 				return store.Classify(err, "attach document")
 			}
-			return touch(ctx, tx, typeID, actor)
+			return touch(ctx, tx, typeID, g.Subject)
 		})
 	})
 	return created, err
 }
 
 // DetachDocument removes a document from an asset type (the document
-// itself stays). The request's If-Match names the asset type, which the
-// detach changes.
-func (s *Store) DetachDocument(ctx context.Context, typeID, documentID uuid.UUID, actor string) error {
+// itself stays). g's If-Match names the asset type, which the detach
+// changes.
+func (s *Store) DetachDocument(ctx context.Context, g model.Guard, typeID, documentID uuid.UUID) error {
 	return s.Write(ctx, "detach document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		t, err := lockAssetType(ctx, tx, typeID)
+		t, err := lockAssetType(ctx, tx, g, typeID)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.typeIfMatch(ctx, tx, typeID); err != nil {
+		if err := s.typeIfMatch(ctx, tx, g, typeID); err != nil {
 			return nil, err
 		}
-		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, typeID, func() error {
+		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, g.Caller, typeID, func() error {
 			tag, err := tx.Exec(ctx, `DELETE FROM asset_type_documents WHERE asset_type_id = $1 AND document_id = $2`, typeID, documentID)
 			if err != nil {
 				return store.Classify(err, "detach document")
@@ -351,32 +350,32 @@ func (s *Store) DetachDocument(ctx context.Context, typeID, documentID uuid.UUID
 			if tag.RowsAffected() == 0 {
 				return apperr.New(apperr.KindNotFound, fmt.Sprintf("document %s is not attached to asset type %s", documentID, typeID))
 			}
-			return touch(ctx, tx, typeID, actor)
+			return touch(ctx, tx, typeID, g.Subject)
 		})
 	})
 }
 
 // SetThumbnail makes an image document the asset type's thumbnail; field
 // names the document id in the 422s.
-func (s *Store) SetThumbnail(ctx context.Context, typeID, documentID uuid.UUID, field, actor string) error {
+func (s *Store) SetThumbnail(ctx context.Context, g model.Guard, typeID, documentID uuid.UUID, field string) error {
 	return s.Write(ctx, "set thumbnail", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		t, err := lockAssetType(ctx, tx, typeID)
+		t, err := lockAssetType(ctx, tx, g, typeID)
 		if err != nil || equalIDs(t.Thumbnail, &documentID) {
 			return nil, err
 		}
-		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, typeID, func() error {
+		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, g.Caller, typeID, func() error {
 			if err := s.setThumbnail(ctx, tx, typeID, field, &documentID); err != nil {
 				return err
 			}
-			return touch(ctx, tx, typeID, actor)
+			return touch(ctx, tx, typeID, g.Subject)
 		})
 	})
 }
 
 // typeChange runs change, a write to an asset type's documents or
 // thumbnail, and records it as the asset type's update.
-func (s *Store) typeChange(ctx context.Context, tx pgx.Tx, typeID uuid.UUID, change func() error) error {
-	return s.RecordUpdate(ctx, tx, outbox.KindAssetType, typeID, func() (any, error) { return s.getAssetType(ctx, tx, typeID) }, change)
+func (s *Store) typeChange(ctx context.Context, tx pgx.Tx, by model.Caller, typeID uuid.UUID, change func() error) error {
+	return s.RecordUpdate(ctx, tx, by, outbox.KindAssetType, typeID, func() (any, error) { return s.getAssetType(ctx, tx, typeID) }, change)
 }
 
 // setThumbnail checks the new thumbnail (nil: none) and stores it with its
@@ -459,8 +458,8 @@ type idRow struct {
 // CreateAsset inserts an asset; its type must exist and its responsible
 // person, when given, too. An asset with the same serial number in the
 // type is a 409.
-func (s *Store) CreateAsset(ctx context.Context, in AssetInput, actor string) (Asset, error) {
-	a, created, err := s.CreateAssetIfAbsent(ctx, in, actor)
+func (s *Store) CreateAsset(ctx context.Context, by model.Caller, in AssetInput) (Asset, error) {
+	a, created, err := s.CreateAssetIfAbsent(ctx, by, in)
 	if err == nil && !created {
 		err = apperr.Duplicate(assetDuplicate(in), a.ID.String())
 	}
@@ -471,8 +470,8 @@ func (s *Store) CreateAsset(ctx context.Context, in AssetInput, actor string) (A
 // number already, in which case it returns that asset. Concurrent callers
 // with the same type and serial number all get the one row: the unique
 // index arbitrates.
-func (s *Store) CreateAssetIfAbsent(ctx context.Context, in AssetInput, actor string) (Asset, bool, error) {
-	return s.createAssetIfAbsent(ctx, in, actor, s.checkPerson)
+func (s *Store) CreateAssetIfAbsent(ctx context.Context, by model.Caller, in AssetInput) (Asset, bool, error) {
+	return s.createAssetIfAbsent(ctx, by, in, s.checkPerson)
 }
 
 // CreateAssets finds or creates each asset of a batch by its type and
@@ -483,7 +482,7 @@ func (s *Store) CreateAssetIfAbsent(ctx context.Context, in AssetInput, actor st
 // one), each in a savepoint, so an item that fails leaves the others. A
 // failure of the check or of the database fails the whole batch and
 // writes none of it.
-func (s *Store) CreateAssets(ctx context.Context, ins []AssetInput, out []model.ItemOutcome, actor string) error {
+func (s *Store) CreateAssets(ctx context.Context, by model.Caller, ins []AssetInput, out []model.ItemOutcome) error {
 	personOf := func(in AssetInput) []refs.Target {
 		if id := in.ResponsiblePersonID.Ptr(); id != nil {
 			return []refs.Target{{Field: "responsible_person_id", Kind: "person", ID: *id}}
@@ -519,7 +518,7 @@ func (s *Store) CreateAssets(ctx context.Context, ins []AssetInput, out []model.
 			if out[i].Err != nil {
 				continue
 			}
-			a, created, err := s.createAssetIfAbsent(ctx, in, actor, func(context.Context, pgx.Tx, *uuid.UUID) error {
+			a, created, err := s.createAssetIfAbsent(ctx, by, in, func(context.Context, pgx.Tx, *uuid.UUID) error {
 				return known.Missing(personOf(in)...)
 			})
 			if apperr.Is(err, apperr.KindUnavailable) {
@@ -533,7 +532,7 @@ func (s *Store) CreateAssets(ctx context.Context, ins []AssetInput, out []model.
 
 // createAssetIfAbsent is CreateAssetIfAbsent with the check of the
 // responsible person the caller chooses.
-func (s *Store) createAssetIfAbsent(ctx context.Context, in AssetInput, actor string,
+func (s *Store) createAssetIfAbsent(ctx context.Context, by model.Caller, in AssetInput,
 	checkPerson func(ctx context.Context, tx pgx.Tx, id *uuid.UUID) error) (Asset, bool, error) {
 	var a Asset
 	created := false
@@ -541,7 +540,7 @@ func (s *Store) createAssetIfAbsent(ctx context.Context, in AssetInput, actor st
 		row, inserted, err := store.Inserted(ctx, tx, "insert asset",
 			`INSERT INTO assets (id, asset_type_id, serial_number, production_year, status, responsible_person_id, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (asset_type_id, serial_number) DO NOTHING RETURNING id`,
-			[]any{store.NewID(), in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), actor},
+			[]any{store.NewID(), in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), by.Subject},
 			func() (idRow, error) {
 				return store.One[idRow](ctx, tx, "get asset by serial number", "asset", uuid.Nil,
 					`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
@@ -561,7 +560,7 @@ func (s *Store) createAssetIfAbsent(ctx context.Context, in AssetInput, actor st
 		if a, err = s.getAsset(ctx, tx, row.ID); err != nil || !inserted {
 			return nil, err
 		}
-		if err := s.Record(ctx, tx, outbox.Created(outbox.KindAsset, a.ID.String(), a)); err != nil {
+		if err := s.Record(ctx, tx, by, outbox.Created(outbox.KindAsset, a.ID.String(), a)); err != nil {
 			return nil, err
 		}
 		return []string{assetFinds(in.SerialNumber)}, nil
@@ -628,7 +627,7 @@ func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int) ([]Asse
 }
 
 // UpdateAsset applies apply to the locked asset.
-func (s *Store) UpdateAsset(ctx context.Context, id uuid.UUID, actor string, apply func(Asset) (AssetInput, error)) error {
+func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, apply func(Asset) (AssetInput, error)) error {
 	updater := store.Updater[Asset, AssetInput]{
 		Resource:       "asset",
 		Select:         `SELECT ` + assetColumns + ` FROM assets a WHERE a.id = $1`,
@@ -638,7 +637,7 @@ func (s *Store) UpdateAsset(ctx context.Context, id uuid.UUID, actor string, app
 		Kind:           outbox.KindAsset,
 		ID:             func(a Asset) uuid.UUID { return a.ID },
 	}
-	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	in, err := updater.Update(ctx, s.Store, g, id, apply)
 	return s.Duplicate(ctx, err, assetDuplicate(in),
 		`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
 }
@@ -665,9 +664,9 @@ func (s *Store) saveAsset(ctx context.Context, tx pgx.Tx, old Asset, in AssetInp
 
 // DeleteAsset removes an asset and its external ids, unless something in
 // another service still names it.
-func (s *Store) DeleteAsset(ctx context.Context, id uuid.UUID) error {
+func (s *Store) DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetAsset(ctx, id) }
-	return s.refs.DeleteRow(ctx, "asset", "assets", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.DeleteRow(ctx, g, "asset", "assets", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var serial string
 		err := store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number`, &serial)
 		return []string{assetFinds(serial)}, err

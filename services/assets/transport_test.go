@@ -325,18 +325,17 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 }
 
 // The document and the common error rows, as every service checks them.
-func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownership) }
 
 // Only the client that created an asset type or an asset (or an admin)
 // changes or deletes it; a type's documents and thumbnail are the type's.
-func TestHTTPOwnership(t *testing.T) {
-	s := servicetest.Start(t, Spec())
+func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 	typ := "/asset_types/" + s.Call(201, "POST", "/asset_types", s.RW, map[string]any{"brand": "Own", "model": "M1"}).JSON()["id"].(string)
 	asset := "/assets/" + s.Call(201, "POST", "/assets", s.RW,
 		map[string]any{"serial_number": "SN-OWN", "asset_type_id": strings.TrimPrefix(typ, "/asset_types/")}).JSON()["id"].(string)
 	image, manual := addDocument(s, "image/png"), addDocument(s, "application/pdf")
 	s.Call(201, "POST", typ+"/documents", s.RW, map[string]any{"document_id": manual})
-	s.Ownership(t, []servicetest.OwnerCase{
+	return []servicetest.OwnerCase{
 		{Name: "patch asset type", Method: "PATCH", Path: typ, Body: map[string]any{"model": "M2"}, Read: typ, AdminStatus: 200},
 		{Name: "attach document", Method: "POST", Path: typ + "/documents", Body: map[string]any{"document_id": image}, Read: typ, AdminStatus: 201},
 		{Name: "detach document", Method: "DELETE", Path: typ + "/documents/" + manual, Read: typ, AdminStatus: 204},
@@ -344,7 +343,7 @@ func TestHTTPOwnership(t *testing.T) {
 		{Name: "patch asset", Method: "PATCH", Path: asset, Body: map[string]any{"serial_number": "SN-TAKEN"}, Read: asset, AdminStatus: 200},
 		{Name: "delete asset", Method: "DELETE", Path: asset, Read: asset, AdminStatus: 204},
 		{Name: "delete asset type", Method: "DELETE", Path: typ, Read: typ, AdminStatus: 204},
-	})
+	}
 }
 
 // A batch finds or creates each asset by type and serial number, in order,

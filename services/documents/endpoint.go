@@ -10,7 +10,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/endpoints"
-	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Endpoints holds one go-kit endpoint per operation.
@@ -44,12 +44,12 @@ type fileResponse struct {
 // is given separately.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		Upload: endpoints.New(endpoints.Created(s.Upload, func(d DocumentDetail) string {
+		Upload: endpoints.ByCaller(endpoints.Created(s.Upload, func(d DocumentDetail) string {
 			return "/documents/" + d.ID.String()
 		})),
 		Get:      endpoints.New(s.Get),
 		Download: endpoints.New(func(ctx context.Context, req downloadRequest) (fileResponse, error) { return download(ctx, s, req) }),
-		Delete:   endpoints.New(endpoints.NoContent(s.Delete)),
+		Delete:   endpoints.Guarded(endpoints.NoContent(s.Delete)),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e
@@ -65,7 +65,7 @@ func download(ctx context.Context, s Service, req downloadRequest) (fileResponse
 	}
 	resp := fileResponse{Document: doc}
 	tag := etagOf(doc)
-	if req.IfNoneMatch != "" && httpx.WeakMatch(req.IfNoneMatch, tag) {
+	if req.IfNoneMatch != "" && model.WeakMatch(req.IfNoneMatch, tag) {
 		resp.NotModified = true
 		return resp, nil
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 )
 
@@ -40,7 +39,7 @@ const DefaultMaxSize = 100 << 20
 type Service interface {
 	// Upload stores the form's file and records the document; nothing is
 	// left behind when it fails.
-	Upload(ctx context.Context, form UploadForm) (DocumentDetail, error)
+	Upload(ctx context.Context, by model.Caller, form UploadForm) (DocumentDetail, error)
 	Get(ctx context.Context, id uuid.UUID) (DocumentDetail, error)
 	// Open returns a document's metadata, for a download.
 	Open(ctx context.Context, id uuid.UUID) (Document, error)
@@ -48,7 +47,7 @@ type Service interface {
 	Read(ctx context.Context, doc Document, r *ByteRange) (io.ReadCloser, error)
 	// Delete removes the document and its file, unless something still
 	// links or attaches it.
-	Delete(ctx context.Context, id uuid.UUID) error
+	Delete(ctx context.Context, g model.Guard, id uuid.UUID) error
 }
 
 type service struct {
@@ -79,7 +78,7 @@ const (
 // maxFieldBytes bounds a non-file form field.
 const maxFieldBytes = 1 << 10
 
-func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, error) {
+func (s *service) Upload(ctx context.Context, by model.Caller, form UploadForm) (DocumentDetail, error) {
 	claimCtx, cancel := s.step(ctx)
 	id, err := s.store.ClaimKey(claimCtx, s.objects.UploadDeadline())
 	cancel()
@@ -171,9 +170,9 @@ func (s *service) Upload(ctx context.Context, form UploadForm) (DocumentDetail, 
 	}
 	createCtx, cancel := s.step(ctx)
 	defer cancel()
-	doc, err := s.store.Create(createCtx, Document{
+	doc, err := s.store.Create(createCtx, by, Document{
 		ID: id, DocumentType: *documentType, Filename: stored.Filename, ContentType: stored.ContentType,
-		Size: stored.Size, SHA256: stored.SHA256, CreatedBy: auth.Subject(ctx), SniffedType: stored.Sniffed,
+		Size: stored.Size, SHA256: stored.SHA256, CreatedBy: by.Subject, SniffedType: stored.Sniffed,
 	})
 	if err != nil {
 		return abandon(err)
@@ -224,9 +223,9 @@ func (s *service) Read(ctx context.Context, doc Document, r *ByteRange) (io.Read
 	return s.objects.Read(ctx, doc.ID.String(), r)
 }
 
-func (s *service) Delete(ctx context.Context, id uuid.UUID) error {
+func (s *service) Delete(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.Get(ctx, id) }
-	if err := s.store.Delete(ctx, id, current); err != nil {
+	if err := s.store.Delete(ctx, g, id, current); err != nil {
 		return err
 	}
 	// The row is gone and the object listed as loose in the same

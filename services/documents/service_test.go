@@ -19,6 +19,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -32,6 +33,8 @@ type fixture struct {
 	bucket  *objectstore.Bucket
 	ctx     context.Context
 	peers   map[string]*servicetest.StandIn // the services that reference documents
+	by      model.Caller                    // the uploader
+	g       model.Guard                     // what deletes obey: no route's rule
 }
 
 // The tests talk to the real PostgreSQL and MinIO the harness provides.
@@ -56,7 +59,8 @@ func newFixture(t *testing.T, maxSize int64) fixture {
 	none := func(context.Context, uuid.UUID) ([]ActionDocument, error) { return []ActionDocument{}, nil }
 	return fixture{
 		svc: NewService(store, objects, none, Config{MaxSize: maxSize}), store: store, objects: objects, bucket: bucket,
-		ctx: servicetest.Caller(t.Context(), "test-client"), peers: standIns,
+		ctx: t.Context(), peers: standIns,
+		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client"),
 	}
 }
 
@@ -140,7 +144,7 @@ func TestUploadStoresWhatStreamsIn(t *testing.T) {
 			if tt.order == "file first" {
 				parts[0], parts[1] = parts[1], parts[0]
 			}
-			doc, err := f.svc.Upload(f.ctx, &form{parts: parts})
+			doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: parts})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +218,7 @@ func TestFailedUploadsLeaveNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, 10<<20)
-			_, err := f.svc.Upload(f.ctx, &form{parts: tt.parts})
+			_, err := f.svc.Upload(f.ctx, f.by, &form{parts: tt.parts})
 			if !apperr.Is(err, tt.kind) {
 				t.Fatalf("err = %v, want kind %v", err, tt.kind)
 			}
@@ -247,7 +251,7 @@ func TestSweeperRemovesWhatACrashLeft(t *testing.T) {
 	if _, err := f.objects.Put(f.ctx, inProgress.String(), bytes.NewReader(randomBytes(2000)), "", 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	kept, err := f.svc.Upload(f.ctx, &form{parts: []Part{field("document_type", "report"), file("k", strings.NewReader("kept"), "")}})
+	kept, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "report"), file("k", strings.NewReader("kept"), "")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,11 +276,11 @@ func contains(keys []string, key string) bool {
 
 func TestDeleteRemovesRowAndObject(t *testing.T) {
 	f := newFixture(t, 10<<20)
-	doc, err := f.svc.Upload(f.ctx, &form{parts: []Part{field("document_type", "report"), file("k", strings.NewReader("bytes"), "")}})
+	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "report"), file("k", strings.NewReader("bytes"), "")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.svc.Delete(f.ctx, doc.ID); err != nil {
+	if err := f.svc.Delete(f.ctx, f.g, doc.ID); err != nil {
 		t.Fatal(err)
 	}
 	if keys := f.objectsIn(t); len(keys) != 0 {
@@ -288,7 +292,7 @@ func TestDeleteRemovesRowAndObject(t *testing.T) {
 	if _, err := f.svc.Get(f.ctx, doc.ID); !apperr.Is(err, apperr.KindNotFound) {
 		t.Errorf("get after delete: %v", err)
 	}
-	if err := f.svc.Delete(f.ctx, doc.ID); !apperr.Is(err, apperr.KindNotFound) {
+	if err := f.svc.Delete(f.ctx, f.g, doc.ID); !apperr.Is(err, apperr.KindNotFound) {
 		t.Errorf("delete again: %v", err)
 	}
 }
@@ -298,7 +302,7 @@ func TestDeleteRemovesRowAndObject(t *testing.T) {
 // an image as its thumbnail), and a document something points at stays.
 func TestReferencesToDocuments(t *testing.T) {
 	f := newFixture(t, 10<<20)
-	doc, err := f.svc.Upload(f.ctx, &form{parts: []Part{field("document_type", "photo"), file("front.png", strings.NewReader("\x89PNG\r\n\x1a\n0000"), "")}})
+	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "photo"), file("front.png", strings.NewReader("\x89PNG\r\n\x1a\n0000"), "")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +317,7 @@ func TestReferencesToDocuments(t *testing.T) {
 		t.Errorf("exists = %v, want %v", found, want)
 	}
 	f.peers["assets"].Refer("document", doc.ID, refs.Ref{Kind: "asset_type", ID: uuid.New(), Label: "Acme X1, thumbnail"})
-	err = f.svc.Delete(f.ctx, doc.ID)
+	err = f.svc.Delete(f.ctx, f.g, doc.ID)
 	var e *apperr.Error
 	if !errors.As(err, &e) || e.Code != "still-referenced" || !strings.Contains(e.Detail, "Acme X1, thumbnail") {
 		t.Fatalf("deleting a referenced document: %v", err)
@@ -332,7 +336,7 @@ func TestDatabaseFailureAfterTheBytesLeavesNoObject(t *testing.T) {
 	if _, err := f.store.Pool.Exec(t.Context(), `ALTER TABLE documents RENAME TO documents_away`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.svc.Upload(f.ctx, &form{parts: []Part{field("document_type", "report"), file("k", bytes.NewReader(randomBytes(3<<20)), "")}})
+	_, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "report"), file("k", bytes.NewReader(randomBytes(3<<20)), "")}})
 	if err == nil {
 		t.Fatal("the upload succeeded without its row")
 	}
@@ -346,7 +350,7 @@ func TestDatabaseFailureAfterTheBytesLeavesNoObject(t *testing.T) {
 func TestSniffedTypeIgnoresTheDeclaredOne(t *testing.T) {
 	f := newFixture(t, 10<<20)
 	svg := `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`
-	doc, err := f.svc.Upload(f.ctx, &form{parts: []Part{field("document_type", "photo"), file("x.svg", strings.NewReader(svg), "image/svg+xml")}})
+	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "photo"), file("x.svg", strings.NewReader(svg), "image/svg+xml")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
@@ -46,7 +47,7 @@ func (s *Store) ClaimKey(ctx context.Context, deadline time.Time) (uuid.UUID, er
 
 // Create records a stored document: its row and the end of its object's
 // looseness commit together.
-func (s *Store) Create(ctx context.Context, d Document) (Document, error) {
+func (s *Store) Create(ctx context.Context, by model.Caller, d Document) (Document, error) {
 	var doc Document
 	err := s.Write(ctx, "create document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
@@ -62,7 +63,7 @@ func (s *Store) Create(ctx context.Context, d Document) (Document, error) {
 		}
 		// A new document is linked by no action document yet: its GET
 		// shows an empty list.
-		return nil, s.Record(ctx, tx, outbox.Created(outbox.KindDocument, doc.ID.String(),
+		return nil, s.Record(ctx, tx, by, outbox.Created(outbox.KindDocument, doc.ID.String(),
 			DocumentDetail{Document: doc, ActionDocuments: []ActionDocument{}}))
 	})
 	return doc, err
@@ -100,8 +101,8 @@ func (s *Store) exists(ctx context.Context, q store.Querier, ids []uuid.UUID) (m
 // Delete removes a document unless another service still points at it;
 // its object becomes loose in the same transaction. current reads the
 // document as a GET shows it, for the request's If-Match.
-func (s *Store) Delete(ctx context.Context, id uuid.UUID, current func(context.Context) (any, error)) error {
-	return s.refs.DeleteRow(ctx, "document", "documents", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+func (s *Store) Delete(ctx context.Context, g model.Guard, id uuid.UUID, current func(context.Context) (any, error)) error {
+	return s.refs.DeleteRow(ctx, g, "document", "documents", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var key string
 		if err := store.Delete(ctx, tx, "document", id, `DELETE FROM documents WHERE id = $1 RETURNING id::text`, &key); err != nil {
 			return nil, err

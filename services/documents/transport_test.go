@@ -412,14 +412,13 @@ func TestHTTPIdempotentUpload(t *testing.T) {
 }
 
 // The document and the common error rows, as every service checks them.
-func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownership) }
 
 // Only the client that uploaded a document (or an admin) deletes it.
-func TestHTTPOwnership(t *testing.T) {
-	s := servicetest.Start(t, Spec())
+func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 	body, ctype := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "owned bytes"))
 	document := "/documents/" + s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", ctype).JSON()["id"].(string)
-	s.Ownership(t, []servicetest.OwnerCase{
+	return []servicetest.OwnerCase{
 		{Name: "delete document", Method: "DELETE", Path: document, Read: document, AdminStatus: 204},
-	})
+	}
 }

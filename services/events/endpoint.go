@@ -66,14 +66,14 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			return list, nil
 		}),
 
-		CreateWebhook:  endpoints.New(endpoints.Created(s.CreateWebhook, webhookLocation)),
-		GetWebhook:     endpoints.New(s.GetWebhook),
-		ListWebhooks:   endpoints.New(endpoints.List(s.ListWebhooks)),
-		UpdateWebhook:  endpoints.New(endpoints.ByID(s.UpdateWebhook)),
-		DeleteWebhook:  endpoints.New(endpoints.NoContent(s.DeleteWebhook)),
-		RotateSecret:   endpoints.New(s.RotateSecret),
-		ListDeliveries: endpoints.New(endpoints.List(s.ListDeliveries)),
-		RetryDelivery:  endpoints.New(s.RetryDelivery),
+		CreateWebhook:  endpoints.ByCaller(endpoints.Created(s.CreateWebhook, webhookLocation)),
+		GetWebhook:     endpoints.Guarded(s.GetWebhook),
+		ListWebhooks:   endpoints.ByCaller(endpoints.ListBy(s.ListWebhooks)),
+		UpdateWebhook:  endpoints.Guarded(endpoints.ByID(s.UpdateWebhook)),
+		DeleteWebhook:  endpoints.Guarded(endpoints.NoContent(s.DeleteWebhook)),
+		RotateSecret:   endpoints.Guarded(s.RotateSecret),
+		ListDeliveries: endpoints.Guarded(endpoints.ListBy(s.ListDeliveries)),
+		RetryDelivery:  endpoints.Guarded(s.RetryDelivery),
 
 		Checkpoint:  endpoints.New(s.Checkpoint),
 		LogKeys:     endpoints.New(s.LogKeys),

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 )
 
@@ -23,14 +22,18 @@ type Service interface {
 	Feed(ctx context.Context, q FeedQuery) (Feed, error)
 	History(ctx context.Context, q HistoryQuery) (History, error)
 
-	CreateWebhook(ctx context.Context, in WebhookInput) (Webhook, error)
-	GetWebhook(ctx context.Context, id uuid.UUID) (Webhook, error)
-	ListWebhooks(ctx context.Context, _ struct{}, page model.Page) (model.Paged[Webhook], error)
-	UpdateWebhook(ctx context.Context, id uuid.UUID, patch WebhookPatch) (Webhook, error)
-	DeleteWebhook(ctx context.Context, id uuid.UUID) error
-	RotateSecret(ctx context.Context, id uuid.UUID) (Webhook, error)
-	ListDeliveries(ctx context.Context, f DeliveryFilter, page model.Page) (model.Paged[Delivery], error)
-	RetryDelivery(ctx context.Context, p DeliveryPath) (Delivery, error)
+	// Subscriptions are private to the client that made them (their
+	// routes declare endpoints.Private): anyone else but an admin is
+	// told one does not exist (404, model.Guard.Sees).
+	CreateWebhook(ctx context.Context, by model.Caller, in WebhookInput) (Webhook, error)
+	GetWebhook(ctx context.Context, g model.Guard, id uuid.UUID) (Webhook, error)
+	// ListWebhooks lists the caller's own subscriptions.
+	ListWebhooks(ctx context.Context, by model.Caller, _ struct{}, page model.Page) (model.Paged[Webhook], error)
+	UpdateWebhook(ctx context.Context, g model.Guard, id uuid.UUID, patch WebhookPatch) (Webhook, error)
+	DeleteWebhook(ctx context.Context, g model.Guard, id uuid.UUID) error
+	RotateSecret(ctx context.Context, g model.Guard, id uuid.UUID) (Webhook, error)
+	ListDeliveries(ctx context.Context, g model.Guard, f DeliveryFilter, page model.Page) (model.Paged[Delivery], error)
+	RetryDelivery(ctx context.Context, g model.Guard, p DeliveryPath) (Delivery, error)
 
 	// The transparency log.
 	Checkpoint(ctx context.Context, _ struct{}) (LogCheckpoint, error)
@@ -78,7 +81,7 @@ func (s *service) History(ctx context.Context, q HistoryQuery) (History, error) 
 	return s.store.History(ctx, q)
 }
 
-func (s *service) CreateWebhook(ctx context.Context, in WebhookInput) (Webhook, error) {
+func (s *service) CreateWebhook(ctx context.Context, by model.Caller, in WebhookInput) (Webhook, error) {
 	in, u, err := in.Normalize()
 	if err != nil {
 		return Webhook{}, err
@@ -87,7 +90,7 @@ func (s *service) CreateWebhook(ctx context.Context, in WebhookInput) (Webhook, 
 		return Webhook{}, err
 	}
 	secret := NewSecret()
-	w, err := s.store.CreateWebhook(ctx, auth.Subject(ctx), in, secret, func(owned int) error {
+	w, err := s.store.CreateWebhook(ctx, by, in, secret, func(owned int) error {
 		if owned >= s.settings.MaxPerClient {
 			return errSubscriptionLimit(s.settings.MaxPerClient)
 		}
@@ -105,33 +108,30 @@ func errSubscriptionLimit(most int) error {
 	return e.With("limit", most)
 }
 
-// visible is the rule of subscriptions: only the client that made one
-// sees it, and an admin may change or delete it (pkg/auth's owner rule);
-// anyone else is told it does not exist.
-func visible(ctx context.Context, w webhookRow) error {
-	if w.CreatedBy == auth.Subject(ctx) {
-		return nil
-	}
-	if p, _ := auth.PrincipalFrom(ctx); p.OnBehalfOf == "" && p.HasScope(auth.ScopeAdmin) {
+// visible is the rule of subscriptions, as their routes declare it
+// (endpoints.Private): only the client that made one sees it, and an admin
+// may change or delete it; anyone else is told it does not exist.
+func visible(g model.Guard, w webhookRow) error {
+	if g.Sees(w.CreatedBy) {
 		return nil
 	}
 	return apperr.NotFound("webhook", w.ID.String())
 }
 
-func (s *service) GetWebhook(ctx context.Context, id uuid.UUID) (Webhook, error) {
+func (s *service) GetWebhook(ctx context.Context, g model.Guard, id uuid.UUID) (Webhook, error) {
 	w, err := s.store.GetWebhook(ctx, id)
 	if err == nil {
-		err = visible(ctx, w)
+		err = visible(g, w)
 	}
 	return w.Webhook, err
 }
 
-func (s *service) ListWebhooks(ctx context.Context, _ struct{}, page model.Page) (model.Paged[Webhook], error) {
-	return s.store.ListWebhooks(ctx, auth.Subject(ctx), page)
+func (s *service) ListWebhooks(ctx context.Context, by model.Caller, _ struct{}, page model.Page) (model.Paged[Webhook], error) {
+	return s.store.ListWebhooks(ctx, by.Subject, page)
 }
 
-func (s *service) UpdateWebhook(ctx context.Context, id uuid.UUID, patch WebhookPatch) (Webhook, error) {
-	w, err := s.store.UpdateWebhook(ctx, id, func(w webhookRow) error { return visible(ctx, w) }, func(w webhookRow) (webhookRow, error) {
+func (s *service) UpdateWebhook(ctx context.Context, g model.Guard, id uuid.UUID, patch WebhookPatch) (Webhook, error) {
+	w, err := s.store.UpdateWebhook(ctx, g, id, func(w webhookRow) error { return visible(g, w) }, func(w webhookRow) (webhookRow, error) {
 		in, u, err := patch.Apply(WebhookInput{URL: w.URL, Types: w.Types, Description: w.Description})
 		if err != nil {
 			return w, err
@@ -147,16 +147,16 @@ func (s *service) UpdateWebhook(ctx context.Context, id uuid.UUID, patch Webhook
 	return w.Webhook, err
 }
 
-func (s *service) DeleteWebhook(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeleteWebhook(ctx, id, func(w webhookRow) error { return visible(ctx, w) })
+func (s *service) DeleteWebhook(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	return s.store.DeleteWebhook(ctx, g, id, func(w webhookRow) error { return visible(g, w) })
 }
 
 // RotateSecret gives the subscription a new secret; the one it replaces
 // still signs (beside the new one) for the overlap, so a receiver can
 // switch without losing a delivery.
-func (s *service) RotateSecret(ctx context.Context, id uuid.UUID) (Webhook, error) {
+func (s *service) RotateSecret(ctx context.Context, g model.Guard, id uuid.UUID) (Webhook, error) {
 	secret := NewSecret()
-	w, err := s.store.UpdateWebhook(ctx, id, func(w webhookRow) error { return visible(ctx, w) }, func(w webhookRow) (webhookRow, error) {
+	w, err := s.store.UpdateWebhook(ctx, g, id, func(w webhookRow) error { return visible(g, w) }, func(w webhookRow) (webhookRow, error) {
 		until := time.Now().UTC().Add(s.settings.RotationOverlap).Truncate(time.Microsecond)
 		previous := w.Secret
 		w.Secret, w.PreviousSecret, w.PreviousSecretUntil = secret, &previous, &until
@@ -168,23 +168,23 @@ func (s *service) RotateSecret(ctx context.Context, id uuid.UUID) (Webhook, erro
 }
 
 // subscription reads a subscription the caller may see.
-func (s *service) subscription(ctx context.Context, id uuid.UUID) error {
+func (s *service) subscription(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	w, err := s.store.GetWebhook(ctx, id)
 	if err != nil {
 		return err
 	}
-	return visible(ctx, w)
+	return visible(g, w)
 }
 
-func (s *service) ListDeliveries(ctx context.Context, f DeliveryFilter, page model.Page) (model.Paged[Delivery], error) {
-	if err := s.subscription(ctx, f.WebhookID); err != nil {
+func (s *service) ListDeliveries(ctx context.Context, g model.Guard, f DeliveryFilter, page model.Page) (model.Paged[Delivery], error) {
+	if err := s.subscription(ctx, g, f.WebhookID); err != nil {
 		return model.Paged[Delivery]{}, err
 	}
 	return s.store.ListDeliveries(ctx, f.WebhookID, f.Status, page)
 }
 
-func (s *service) RetryDelivery(ctx context.Context, p DeliveryPath) (Delivery, error) {
-	if err := s.subscription(ctx, p.WebhookID); err != nil {
+func (s *service) RetryDelivery(ctx context.Context, g model.Guard, p DeliveryPath) (Delivery, error) {
+	if err := s.subscription(ctx, g, p.WebhookID); err != nil {
 		return Delivery{}, err
 	}
 	return s.store.RetryDelivery(ctx, p)

@@ -12,8 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
@@ -402,11 +400,12 @@ type webhookRow struct {
 const webhookColumns = `id, url, types, description, secret, previous_secret, previous_secret_until,
 	created_at, created_by, updated_at, updated_by`
 
-// CreateWebhook stores a new subscription of owner's, once admit allows
-// it beside the subscriptions owner has: a lock per owner orders the
-// creates of one client, so two at once cannot both pass a cap.
-func (st *Store) CreateWebhook(ctx context.Context, owner string, in WebhookInput, secret string, admit func(owned int) error) (Webhook, error) {
+// CreateWebhook stores a new subscription of by's, once admit allows it
+// beside the subscriptions by has: a lock per owner orders the creates of
+// one client, so two at once cannot both pass a cap.
+func (st *Store) CreateWebhook(ctx context.Context, by model.Caller, in WebhookInput, secret string, admit func(owned int) error) (Webhook, error) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
+	owner := by.Subject
 	w := Webhook{ID: store.NewID(), URL: in.URL, Types: in.Types, Description: in.Description,
 		Audit: model.Audit{CreatedAt: now, CreatedBy: owner, UpdatedAt: now, UpdatedBy: owner}}
 	err := st.s.Write(ctx, "create webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -459,13 +458,13 @@ func (st *Store) ListWebhooks(ctx context.Context, owner string, page model.Page
 }
 
 // UpdateWebhook applies change to the locked subscription and stores
-// what it returns; check decides, on the row as it is, whether the caller
-// may (a 404 for another client's).
-func (st *Store) UpdateWebhook(ctx context.Context, id uuid.UUID, check func(webhookRow) error,
+// what it returns under g; check decides, on the row as it is, whether
+// the caller may (a 404 for another client's).
+func (st *Store) UpdateWebhook(ctx context.Context, g model.Guard, id uuid.UUID, check func(webhookRow) error,
 	change func(webhookRow) (webhookRow, error)) (webhookRow, error) {
 	var out webhookRow
 	err := st.s.Write(ctx, "update webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		current, err := st.lockedWebhook(ctx, tx, id, check)
+		current, err := st.lockedWebhook(ctx, tx, g, id, check)
 		if err != nil {
 			return nil, err
 		}
@@ -473,7 +472,7 @@ func (st *Store) UpdateWebhook(ctx context.Context, id uuid.UUID, check func(web
 		if err != nil {
 			return nil, err
 		}
-		next.UpdatedAt, next.UpdatedBy = time.Now().UTC().Truncate(time.Microsecond), auth.Subject(ctx)
+		next.UpdatedAt, next.UpdatedBy = time.Now().UTC().Truncate(time.Microsecond), g.Subject
 		_, err = tx.Exec(ctx, `UPDATE webhooks SET url = $2, types = $3, description = $4, secret = $5,
 			previous_secret = $6, previous_secret_until = $7, updated_at = $8, updated_by = $9 WHERE id = $1`,
 			id, next.URL, next.Types, next.Description, next.Secret, next.PreviousSecret, next.PreviousSecretUntil,
@@ -485,9 +484,9 @@ func (st *Store) UpdateWebhook(ctx context.Context, id uuid.UUID, check func(web
 }
 
 // DeleteWebhook removes a subscription and its deliveries.
-func (st *Store) DeleteWebhook(ctx context.Context, id uuid.UUID, check func(webhookRow) error) error {
+func (st *Store) DeleteWebhook(ctx context.Context, g model.Guard, id uuid.UUID, check func(webhookRow) error) error {
 	return st.s.Write(ctx, "delete webhook", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if _, err := st.lockedWebhook(ctx, tx, id, check); err != nil {
+		if _, err := st.lockedWebhook(ctx, tx, g, id, check); err != nil {
 			return nil, err
 		}
 		_, err := tx.Exec(ctx, "DELETE FROM webhooks WHERE id = $1", id)
@@ -495,12 +494,10 @@ func (st *Store) DeleteWebhook(ctx context.Context, id uuid.UUID, check func(web
 	})
 }
 
-// ifMatch is the request's If-Match against the subscription as a GET
-// shows it (412 when it names another).
 // lockedWebhook reads the subscription FOR UPDATE and lets a change or a
-// delete go on only when check allows the caller and the request's
-// If-Match, if any, names it as it is.
-func (st *Store) lockedWebhook(ctx context.Context, tx pgx.Tx, id uuid.UUID, check func(webhookRow) error) (webhookRow, error) {
+// delete go on only when check allows the caller and g's If-Match, if
+// any, names it as a GET shows it (412 when it names another).
+func (st *Store) lockedWebhook(ctx context.Context, tx pgx.Tx, g model.Guard, id uuid.UUID, check func(webhookRow) error) (webhookRow, error) {
 	current, err := st.webhook(ctx, tx, id, true)
 	if err != nil {
 		return webhookRow{}, err
@@ -508,14 +505,7 @@ func (st *Store) lockedWebhook(ctx context.Context, tx pgx.Tx, id uuid.UUID, che
 	if err := check(current); err != nil {
 		return webhookRow{}, err
 	}
-	return current, ifMatch(ctx, current)
-}
-
-func ifMatch(ctx context.Context, current webhookRow) error {
-	if !httpx.IfMatchWanted(ctx) {
-		return nil
-	}
-	return httpx.CheckIfMatch(ctx, current.Webhook)
+	return current, g.Precondition(current.Webhook)
 }
 
 const deliveryColumns = "id, event_id, attempts, status, last_status_code, last_error, next_attempt_at"

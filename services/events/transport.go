@@ -38,12 +38,15 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 
 	handle("POST", "/webhooks", endpoints.Serve(e.CreateWebhook, httpx.Body[WebhookInput], endpoints.IdempotencyKey))
 	handle("GET", "/webhooks", endpoints.Serve(e.ListWebhooks, decodeList))
-	handle("GET", "/webhooks/{id}", endpoints.Serve(e.GetWebhook, httpx.PathID))
-	handle("PATCH", "/webhooks/{id}", endpoints.Serve(e.UpdateWebhook, httpx.PathIDBody[WebhookPatch], endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("DELETE", "/webhooks/{id}", endpoints.Serve(e.DeleteWebhook, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("POST", "/webhooks/{id}/rotate-secret", endpoints.Serve(e.RotateSecret, httpx.PathID, endpoints.IdempotencyKey))
-	handle("GET", "/webhooks/{id}/deliveries", endpoints.Serve(e.ListDeliveries, decodeListDeliveries))
-	handle("POST", "/webhooks/{id}/deliveries/{delivery_id}/retry", endpoints.Serve(e.RetryDelivery, decodeDeliveryPath, endpoints.IdempotencyKey))
+	// A subscription is its maker's alone: to anyone else (but an admin)
+	// it does not exist (Private, a 404), rather than being another's
+	// (OwnerOnly's 403), which would tell that it exists.
+	handle("GET", "/webhooks/{id}", endpoints.Serve(e.GetWebhook, httpx.PathID, endpoints.Private))
+	handle("PATCH", "/webhooks/{id}", endpoints.Serve(e.UpdateWebhook, httpx.PathIDBody[WebhookPatch], endpoints.IfMatch, endpoints.Private))
+	handle("DELETE", "/webhooks/{id}", endpoints.Serve(e.DeleteWebhook, httpx.PathID, endpoints.IfMatch, endpoints.Private))
+	handle("POST", "/webhooks/{id}/rotate-secret", endpoints.Serve(e.RotateSecret, httpx.PathID, endpoints.IdempotencyKey, endpoints.Private))
+	handle("GET", "/webhooks/{id}/deliveries", endpoints.Serve(e.ListDeliveries, decodeListDeliveries, endpoints.Private))
+	handle("POST", "/webhooks/{id}/deliveries/{delivery_id}/retry", endpoints.Serve(e.RetryDelivery, decodeDeliveryPath, endpoints.IdempotencyKey, endpoints.Private))
 	return r
 }
 

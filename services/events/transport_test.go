@@ -20,7 +20,22 @@ import (
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownership) }
+
+// A subscription is its maker's alone: to another client every call on it
+// is a 404, as if it did not exist; an admin may read, change and delete it.
+func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
+	hook := "/webhooks/" + s.Call(201, "POST", "/webhooks", s.RW,
+		map[string]any{"url": "https://93.184.216.34/owned", "types": []string{"asset.*"}}).JSON()["id"].(string)
+	return []servicetest.OwnerCase{
+		{Name: "read subscription", Method: "GET", Path: hook, Read: hook, AdminStatus: 200},
+		{Name: "list deliveries", Method: "GET", Path: hook + "/deliveries", Read: hook, AdminStatus: 200},
+		{Name: "retry delivery", Method: "POST", Path: hook + "/deliveries/" + uuid.NewString() + "/retry", Read: hook, AdminStatus: 404},
+		{Name: "rotate secret", Method: "POST", Path: hook + "/rotate-secret", Read: hook, AdminStatus: 200},
+		{Name: "patch subscription", Method: "PATCH", Path: hook, Body: map[string]any{"description": "taken"}, Read: hook, AdminStatus: 200},
+		{Name: "delete subscription", Method: "DELETE", Path: hook, Read: hook, AdminStatus: 204},
+	}
+}
 
 // publish stores events as the consumer does after reading them from the
 // stream (the consumer's own tests go through NATS).

@@ -25,7 +25,7 @@ func BenchmarkFindPerson(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if _, _, err := f.svc.FindPerson(f.ctx, q, false); err != nil {
+				if _, _, err := f.svc.FindPerson(f.ctx, f.by, q, false); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -37,16 +37,16 @@ func BenchmarkFindPerson(b *testing.B) {
 // aggregated in the same query.
 func BenchmarkGetOrganization(b *testing.B) {
 	f := newFixture(b, "")
-	org, err := f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"})
+	org, err := f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := range 20 {
-		p, err := f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "P", LastName: strconv.Itoa(i)})
+		p, err := f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "P", LastName: strconv.Itoa(i)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := f.svc.Link(f.ctx, LinkInput{PersonID: p.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
+		if _, _, err := f.svc.Link(f.ctx, f.by, LinkInput{PersonID: p.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // cachingService answers finds from Redis when it can. Writes need no hook
@@ -62,10 +63,10 @@ func organizationFind(norm OrganizationQuery) (scopes []string, key string) {
 		cache.Key("organization:"+organizationShape, norm.RegistrationNumber, deref(norm.Country, "*"))
 }
 
-func (s *cachingService) FindPerson(ctx context.Context, q PersonInput, create bool) (PersonDetail, bool, error) {
+func (s *cachingService) FindPerson(ctx context.Context, by model.Caller, q PersonInput, create bool) (PersonDetail, bool, error) {
 	norm, err := q.Normalize()
 	if err != nil {
-		return s.Service.FindPerson(ctx, q, create)
+		return s.Service.FindPerson(ctx, by, q, create)
 	}
 	scopes, key := personFind(norm)
 	var cached PersonDetail
@@ -73,7 +74,7 @@ func (s *cachingService) FindPerson(ctx context.Context, q PersonInput, create b
 	if hit {
 		return cached, false, nil
 	}
-	p, created, err := s.Service.FindPerson(ctx, norm, create)
+	p, created, err := s.Service.FindPerson(ctx, by, norm, create)
 	if err == nil && !created {
 		entry.Store(ctx, p)
 	}
@@ -83,17 +84,17 @@ func (s *cachingService) FindPerson(ctx context.Context, q PersonInput, create b
 // findPersonAnswer is FindPerson as the endpoint sends it (see
 // findOrganizationAnswer); a person the find created is a 201, never
 // cached.
-func (s *cachingService) findPersonAnswer(ctx context.Context, q PersonInput, create bool) (any, error) {
+func (s *cachingService) findPersonAnswer(ctx context.Context, by model.Caller, q PersonInput, create bool) (any, error) {
 	norm, err := q.Normalize()
 	if err != nil {
-		return personAnswer(s.Service.FindPerson(ctx, q, create))
+		return personAnswer(s.Service.FindPerson(ctx, by, q, create))
 	}
 	scopes, key := personFind(norm)
 	entry, raw, hit := s.finds.GetJSON(ctx, scopes, key)
 	if hit {
 		return httpx.RawJSON(raw), nil
 	}
-	p, created, err := s.Service.FindPerson(ctx, norm, create)
+	p, created, err := s.Service.FindPerson(ctx, by, norm, create)
 	if err != nil || created {
 		return personAnswer(p, created, err)
 	}

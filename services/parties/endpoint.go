@@ -8,6 +8,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Endpoints holds one go-kit endpoint per operation. Each adapts a Service
@@ -35,7 +36,7 @@ type Endpoints struct {
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		CreateOrganization: endpoints.New(endpoints.Created(s.CreateOrganization, func(o OrganizationDetail) string {
+		CreateOrganization: endpoints.ByCaller(endpoints.Created(s.CreateOrganization, func(o OrganizationDetail) string {
 			return "/organizations/" + o.ID.String()
 		})),
 		GetOrganization:   endpoints.New(s.GetOrganization),
@@ -43,25 +44,25 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		FindOrganization: endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (OrganizationDetail, error) {
 			return s.FindOrganization(ctx, req.Criteria)
 		}),
-		UpdateOrganization: endpoints.New(endpoints.ByID(s.UpdateOrganization)),
-		DeleteOrganization: endpoints.New(endpoints.NoContent(s.DeleteOrganization)),
+		UpdateOrganization: endpoints.Guarded(endpoints.ByID(s.UpdateOrganization)),
+		DeleteOrganization: endpoints.Guarded(endpoints.NoContent(s.DeleteOrganization)),
 
-		CreatePerson: endpoints.New(endpoints.Created(s.CreatePerson, personLocation)),
+		CreatePerson: endpoints.ByCaller(endpoints.Created(s.CreatePerson, personLocation)),
 		GetPerson:    endpoints.New(s.GetPerson),
 		ListPeople:   endpoints.New(endpoints.List(s.ListPeople)),
-		FindPerson:   endpoints.New(endpoints.FindOrCreate(s.FindPerson, personLocation)),
-		UpdatePerson: endpoints.New(endpoints.ByID(s.UpdatePerson)),
-		DeletePerson: endpoints.New(endpoints.NoContent(s.DeletePerson)),
+		FindPerson:   endpoints.ByCaller(endpoints.FindOrCreate(s.FindPerson, personLocation)),
+		UpdatePerson: endpoints.Guarded(endpoints.ByID(s.UpdatePerson)),
+		DeletePerson: endpoints.Guarded(endpoints.NoContent(s.DeletePerson)),
 
-		Link: endpoints.New(func(ctx context.Context, in LinkInput) (any, error) {
-			l, created, err := s.Link(ctx, in)
+		Link: endpoints.ByCaller(func(ctx context.Context, by model.Caller, in LinkInput) (any, error) {
+			l, created, err := s.Link(ctx, by, in)
 			if created {
 				return httpx.Created{Value: l, Location: linkLocation(l)}, err
 			}
 			return l, err
 		}),
-		Unlink: endpoints.New(func(ctx context.Context, in LinkInput) (any, error) {
-			return httpx.NoContent{}, s.Unlink(ctx, in)
+		Unlink: endpoints.Guarded(func(ctx context.Context, g model.Guard, in LinkInput) (any, error) {
+			return httpx.NoContent{}, s.Unlink(ctx, g, in)
 		}),
 	}
 	// The find cache answers finds with the JSON it holds.
@@ -69,8 +70,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		e.FindOrganization = endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (any, error) {
 			return c.findOrganizationAnswer(ctx, req.Criteria)
 		})
-		e.FindPerson = endpoints.New(func(ctx context.Context, req httpx.FindRequest[PersonInput]) (any, error) {
-			return c.findPersonAnswer(ctx, req.Criteria, req.Create)
+		e.FindPerson = endpoints.ByCaller(func(ctx context.Context, by model.Caller, req httpx.FindRequest[PersonInput]) (any, error) {
+			return c.findPersonAnswer(ctx, by, req.Criteria, req.Create)
 		})
 	}
 	endpoints.Wrap(&e, middleware...)

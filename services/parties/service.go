@@ -9,32 +9,31 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Service is what the parties service does. Errors are *apperr.Error.
 type Service interface {
-	CreateOrganization(ctx context.Context, in OrganizationInput) (OrganizationDetail, error)
+	CreateOrganization(ctx context.Context, by model.Caller, in OrganizationInput) (OrganizationDetail, error)
 	GetOrganization(ctx context.Context, id uuid.UUID) (OrganizationDetail, error)
 	ListOrganizations(ctx context.Context, f OrganizationFilter, page model.Page) (model.Paged[Organization], error)
 	FindOrganization(ctx context.Context, q OrganizationQuery) (OrganizationDetail, error)
-	UpdateOrganization(ctx context.Context, id uuid.UUID, p OrganizationPatch) (OrganizationDetail, error)
-	DeleteOrganization(ctx context.Context, id uuid.UUID) error
+	UpdateOrganization(ctx context.Context, g model.Guard, id uuid.UUID, p OrganizationPatch) (OrganizationDetail, error)
+	DeleteOrganization(ctx context.Context, g model.Guard, id uuid.UUID) error
 
-	CreatePerson(ctx context.Context, in PersonInput) (PersonDetail, error)
+	CreatePerson(ctx context.Context, by model.Caller, in PersonInput) (PersonDetail, error)
 	GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, error)
 	ListPeople(ctx context.Context, f PersonFilter, page model.Page) (model.Paged[Person], error)
 	// FindPerson returns the person matching the criteria; with create it
 	// creates one when none matches and reports created=true.
-	FindPerson(ctx context.Context, q PersonInput, create bool) (p PersonDetail, created bool, err error)
-	UpdatePerson(ctx context.Context, id uuid.UUID, p PersonPatch) (PersonDetail, error)
-	DeletePerson(ctx context.Context, id uuid.UUID) error
+	FindPerson(ctx context.Context, by model.Caller, q PersonInput, create bool) (p PersonDetail, created bool, err error)
+	UpdatePerson(ctx context.Context, g model.Guard, id uuid.UUID, p PersonPatch) (PersonDetail, error)
+	DeletePerson(ctx context.Context, g model.Guard, id uuid.UUID) error
 
 	// Link relates a person to an organization; created=false when the
 	// relation existed already.
-	Link(ctx context.Context, in LinkInput) (l Link, created bool, err error)
-	Unlink(ctx context.Context, in LinkInput) error
+	Link(ctx context.Context, by model.Caller, in LinkInput) (l Link, created bool, err error)
+	Unlink(ctx context.Context, g model.Guard, in LinkInput) error
 }
 
 type service struct {
@@ -44,12 +43,12 @@ type service struct {
 // NewService returns the service over store.
 func NewService(store *Store) Service { return &service{store: store} }
 
-func (s *service) CreateOrganization(ctx context.Context, in OrganizationInput) (OrganizationDetail, error) {
+func (s *service) CreateOrganization(ctx context.Context, by model.Caller, in OrganizationInput) (OrganizationDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return OrganizationDetail{}, err
 	}
-	o, err := s.store.CreateOrganization(ctx, in, auth.Subject(ctx))
+	o, err := s.store.CreateOrganization(ctx, by, in)
 	return OrganizationDetail{Organization: o, AssociatedPeople: []AssociatedPerson{}}, err
 }
 
@@ -75,23 +74,23 @@ func (s *service) FindOrganization(ctx context.Context, q OrganizationQuery) (Or
 	})
 }
 
-func (s *service) UpdateOrganization(ctx context.Context, id uuid.UUID, p OrganizationPatch) (OrganizationDetail, error) {
-	if err := s.store.UpdateOrganization(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+func (s *service) UpdateOrganization(ctx context.Context, g model.Guard, id uuid.UUID, p OrganizationPatch) (OrganizationDetail, error) {
+	if err := s.store.UpdateOrganization(ctx, g, id, p.Apply); err != nil {
 		return OrganizationDetail{}, err
 	}
 	return s.store.GetOrganization(ctx, id)
 }
 
-func (s *service) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeleteOrganization(ctx, id)
+func (s *service) DeleteOrganization(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	return s.store.DeleteOrganization(ctx, g, id)
 }
 
-func (s *service) CreatePerson(ctx context.Context, in PersonInput) (PersonDetail, error) {
+func (s *service) CreatePerson(ctx context.Context, by model.Caller, in PersonInput) (PersonDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return PersonDetail{}, err
 	}
-	p, err := s.store.CreatePerson(ctx, in, auth.Subject(ctx))
+	p, err := s.store.CreatePerson(ctx, by, in)
 	return PersonDetail{Person: p, AssociatedOrganizations: []AssociatedOrganization{}}, err
 }
 
@@ -107,7 +106,7 @@ func (s *service) ListPeople(ctx context.Context, f PersonFilter, page model.Pag
 // birth. Without a date of birth any date matches, so several people can
 // match (a 409 listing them). With create and no match, the person is
 // created; a concurrent identical call gets the same person.
-func (s *service) FindPerson(ctx context.Context, q PersonInput, create bool) (PersonDetail, bool, error) {
+func (s *service) FindPerson(ctx context.Context, by model.Caller, q PersonInput, create bool) (PersonDetail, bool, error) {
 	q, err := q.Normalize()
 	if err != nil {
 		return PersonDetail{}, false, err
@@ -122,7 +121,7 @@ func (s *service) FindPerson(ctx context.Context, q PersonInput, create bool) (P
 		})
 		return p, false, err
 	}
-	p, created, err := s.store.CreatePersonIfAbsent(ctx, q, auth.Subject(ctx))
+	p, created, err := s.store.CreatePersonIfAbsent(ctx, by, q)
 	if err != nil {
 		return PersonDetail{}, false, err
 	}
@@ -135,27 +134,27 @@ func (s *service) FindPerson(ctx context.Context, q PersonInput, create bool) (P
 	return PersonDetail{Person: p, AssociatedOrganizations: []AssociatedOrganization{}}, true, nil
 }
 
-func (s *service) UpdatePerson(ctx context.Context, id uuid.UUID, p PersonPatch) (PersonDetail, error) {
-	if err := s.store.UpdatePerson(ctx, id, auth.Subject(ctx), p.Apply); err != nil {
+func (s *service) UpdatePerson(ctx context.Context, g model.Guard, id uuid.UUID, p PersonPatch) (PersonDetail, error) {
+	if err := s.store.UpdatePerson(ctx, g, id, p.Apply); err != nil {
 		return PersonDetail{}, err
 	}
 	return s.store.GetPerson(ctx, id)
 }
 
-func (s *service) DeletePerson(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeletePerson(ctx, id)
+func (s *service) DeletePerson(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	return s.store.DeletePerson(ctx, g, id)
 }
 
-func (s *service) Link(ctx context.Context, in LinkInput) (Link, bool, error) {
+func (s *service) Link(ctx context.Context, by model.Caller, in LinkInput) (Link, bool, error) {
 	if err := in.Validate(); err != nil {
 		return Link{}, false, err
 	}
-	return s.store.Link(ctx, in, auth.Subject(ctx))
+	return s.store.Link(ctx, by, in)
 }
 
-func (s *service) Unlink(ctx context.Context, in LinkInput) error {
+func (s *service) Unlink(ctx context.Context, g model.Guard, in LinkInput) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	return s.store.Unlink(ctx, in)
+	return s.store.Unlink(ctx, g, in)
 }

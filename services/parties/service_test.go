@@ -23,6 +23,8 @@ type fixture struct {
 	svc   Service
 	store *Store
 	ctx   context.Context
+	by    model.Caller // the caller of creates
+	g     model.Guard  // what changes and deletes obey: no route's rule
 }
 
 // newFixture is the service as production wires it, over a fresh schema of
@@ -32,8 +34,8 @@ func newFixture(t testing.TB, redisURL string) fixture {
 	kit, finds := servicetest.StoreWithFinds(t, Spec(), redisURL)
 	peers, _ := servicetest.StandInClients(t, "parties")
 	st := NewStore(kit, refs.New("parties", kit, peers))
-	ctx := servicetest.Caller(t.Context(), "test-client")
-	return fixture{svc: WithFindCache(NewService(st), finds), store: st, ctx: ctx}
+	return fixture{svc: WithFindCache(NewService(st), finds), store: st, ctx: t.Context(),
+		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client")}
 }
 
 func wantKind(t *testing.T, err error, kind apperr.Kind) *apperr.Error {
@@ -58,7 +60,7 @@ func must[T any](t *testing.T) func(T, error) T {
 func TestOrganizationLifecycle(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	in := OrganizationInput{Name: "Acme AS", RegistrationNumber: "999888777", OrganizationType: "private", Country: ptr("NO")}
-	created := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, in))
+	created := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
 	if created.ID.Version() != 7 || *created.Country != "no" || created.CreatedBy != "test-client" || created.AssociatedPeople == nil {
 		t.Fatalf("created = %+v", created)
 	}
@@ -67,44 +69,44 @@ func TestOrganizationLifecycle(t *testing.T) {
 		t.Errorf("get = %+v", got)
 	}
 
-	_, err := f.svc.CreateOrganization(f.ctx, in)
+	_, err := f.svc.CreateOrganization(f.ctx, f.by, in)
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != created.ID.String() {
 		t.Errorf("duplicate: existing_id = %v", e.Extensions["existing_id"])
 	}
 	// Same number in another country is another organization.
 	other := in
 	other.Country = ptr("se")
-	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, other))
+	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, other))
 
-	updated := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{
+	updated := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{
 		Name: model.PatchField[string]{Set: true, Value: "Acme Norge AS"}, TaxRegistrationNumber: model.PatchField[string]{Set: true, Value: "NO999888777MVA"},
 	}))
 	if updated.Name != "Acme Norge AS" || *updated.TaxRegistrationNumber != "NO999888777MVA" || !updated.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	unchanged := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{}))
+	unchanged := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{}))
 	if !unchanged.UpdatedAt.Equal(updated.UpdatedAt) {
 		t.Error("an empty patch must not touch updated_at")
 	}
 	// Moving onto another organization's natural key is a duplicate.
-	_, err = f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{Country: model.PatchField[string]{Set: true, Value: "se"}})
+	_, err = f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{Country: model.PatchField[string]{Set: true, Value: "se"}})
 	wantKind(t, err, apperr.KindConflict)
 
-	if err := f.svc.DeleteOrganization(f.ctx, created.ID); err != nil {
+	if err := f.svc.DeleteOrganization(f.ctx, f.g, created.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.svc.GetOrganization(f.ctx, created.ID)
 	wantKind(t, err, apperr.KindNotFound)
-	wantKind(t, f.svc.DeleteOrganization(f.ctx, created.ID), apperr.KindNotFound)
-	_, err = f.svc.UpdateOrganization(f.ctx, created.ID, OrganizationPatch{})
+	wantKind(t, f.svc.DeleteOrganization(f.ctx, f.g, created.ID), apperr.KindNotFound)
+	_, err = f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{})
 	wantKind(t, err, apperr.KindNotFound)
 }
 
 func TestOrganizationWithoutCountryIsUniqueByNumber(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	in := OrganizationInput{Name: "A", RegistrationNumber: "42", OrganizationType: "unclassified"}
-	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, in))
-	_, err := f.svc.CreateOrganization(f.ctx, in)
+	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
+	_, err := f.svc.CreateOrganization(f.ctx, f.by, in)
 	wantKind(t, err, apperr.KindConflict)
 }
 
@@ -113,7 +115,7 @@ func TestListOrganizations(t *testing.T) {
 	var ids []uuid.UUID
 	for i := range 5 {
 		typ := []string{"private", "public"}[i%2]
-		o := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{
+		o := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{
 			Name: "Org " + strconv.Itoa(i), RegistrationNumber: strconv.Itoa(i), OrganizationType: typ, Country: ptr("no"),
 		}))
 		ids = append(ids, o.ID)
@@ -140,8 +142,8 @@ func TestListOrganizations(t *testing.T) {
 
 func TestFindOrganization(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	no := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("no")}))
-	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("se")}))
+	no := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("no")}))
+	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("se")}))
 
 	got := must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "77", Country: ptr("NO")}))
 	if got.ID != no.ID {
@@ -177,7 +179,7 @@ func TestFindPersonCreatesExactlyOnce(t *testing.T) {
 			if i%2 == 0 {
 				in.FirstName, in.LastName = " GRACE", "hopper "
 			}
-			p, created, err := f.svc.FindPerson(f.ctx, in, true)
+			p, created, err := f.svc.FindPerson(f.ctx, f.by, in, true)
 			results <- result{p.ID, created, err}
 		})
 	}
@@ -212,21 +214,21 @@ func TestFindPersonCreatesExactlyOnce(t *testing.T) {
 func TestFindPerson(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	dob := &model.Date{Year: 1980, Month: 1, Day: 2}
-	_, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, false)
+	_, _, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, false)
 	wantKind(t, err, apperr.KindNotFound)
-	p, created, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, true)
+	p, created, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, true)
 	if err != nil || !created {
 		t.Fatalf("create: %v created=%v", err, created)
 	}
-	again, created, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "ola", LastName: "NORDMANN"}, true)
+	again, created, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "ola", LastName: "NORDMANN"}, true)
 	if err != nil || created || again.ID != p.ID {
 		t.Fatalf("find without birth date: %v created=%v id=%v", err, created, again.ID)
 	}
 	// A namesake with another birth date makes a name-only find ambiguous.
-	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: &model.Date{Year: 1990, Month: 5, Day: 6}}))
-	_, _, err = f.svc.FindPerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann"}, false)
+	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: &model.Date{Year: 1990, Month: 5, Day: 6}}))
+	_, _, err = f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann"}, false)
 	wantKind(t, err, apperr.KindConflict)
-	_, err = f.svc.CreatePerson(f.ctx, PersonInput{FirstName: " OLA ", LastName: "nordmann", DateOfBirth: dob})
+	_, err = f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: " OLA ", LastName: "nordmann", DateOfBirth: dob})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != p.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
@@ -236,7 +238,7 @@ func TestFindPerson(t *testing.T) {
 // changes its answer.
 func TestFindsSeeEveryWrite(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: ptr("no")}))
+	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: ptr("no")}))
 	find := func() OrganizationDetail {
 		return must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: ptr("no")}))
 	}
@@ -244,24 +246,24 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	if got := find(); got.Name != "A" {
 		t.Fatal(got.Name)
 	}
-	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "B"}}))
+	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "B"}}))
 	if got := find(); got.Name != "B" {
 		t.Fatalf("after rename, find says %q", got.Name)
 	}
-	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
-	if _, _, err := f.svc.Link(f.ctx, LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
+	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	if _, _, err := f.svc.Link(f.ctx, f.by, LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := find(); len(got.AssociatedPeople) != 1 || got.AssociatedPeople[0].RelationType != "employee" {
 		t.Fatalf("after link, associated_people = %+v", got.AssociatedPeople)
 	}
-	if err := f.svc.DeletePerson(f.ctx, person.ID); err != nil {
+	if err := f.svc.DeletePerson(f.ctx, f.g, person.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := find(); len(got.AssociatedPeople) != 0 {
 		t.Fatalf("after deleting the person, associated_people = %+v", got.AssociatedPeople)
 	}
-	if err := f.svc.DeleteOrganization(f.ctx, org.ID); err != nil {
+	if err := f.svc.DeleteOrganization(f.ctx, f.g, org.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: ptr("no")})
@@ -270,9 +272,9 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 
 func TestFindsWorkWithoutRedis(t *testing.T) {
 	f := newFixture(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t))+"/0") // nothing listens
-	p := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Per", LastName: "Hansen"}))
+	p := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Per", LastName: "Hansen"}))
 	for range 3 {
-		got, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: "per", LastName: "hansen"}, false)
+		got, _, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "per", LastName: "hansen"}, false)
 		if err != nil || got.ID != p.ID {
 			t.Fatalf("find without Redis: %v, %v", got.ID, err)
 		}
@@ -281,21 +283,21 @@ func TestFindsWorkWithoutRedis(t *testing.T) {
 
 func TestLinks(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"}))
-	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"}))
+	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
 	in := LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "employee"}
 
-	link, created, err := f.svc.Link(f.ctx, in)
+	link, created, err := f.svc.Link(f.ctx, f.by, in)
 	if err != nil || !created || link.RelationType != "employee" {
 		t.Fatalf("link: %+v created=%v err=%v", link, created, err)
 	}
-	again, created, err := f.svc.Link(f.ctx, in)
+	again, created, err := f.svc.Link(f.ctx, f.by, in)
 	if err != nil || created || !again.CreatedAt.Equal(link.CreatedAt) {
 		t.Fatalf("repeat: %+v created=%v err=%v", again, created, err)
 	}
 	owner := in
 	owner.RelationType = "owner"
-	must[Link](t)(func() (Link, error) { l, _, err := f.svc.Link(f.ctx, owner); return l, err }())
+	must[Link](t)(func() (Link, error) { l, _, err := f.svc.Link(f.ctx, f.by, owner); return l, err }())
 
 	p := must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
 	if len(p.AssociatedOrganizations) != 2 || p.AssociatedOrganizations[0].ID != org.ID || p.AssociatedOrganizations[0].RelationType != "employee" {
@@ -306,23 +308,23 @@ func TestLinks(t *testing.T) {
 		t.Fatalf("associated_people = %+v", o.AssociatedPeople)
 	}
 
-	_, _, err = f.svc.Link(f.ctx, LinkInput{PersonID: uuid.New(), OrganizationID: org.ID, RelationType: "employee"})
+	_, _, err = f.svc.Link(f.ctx, f.by, LinkInput{PersonID: uuid.New(), OrganizationID: org.ID, RelationType: "employee"})
 	wantKind(t, err, apperr.KindNotFound)
-	_, _, err = f.svc.Link(f.ctx, LinkInput{PersonID: person.ID, OrganizationID: uuid.New(), RelationType: "employee"})
+	_, _, err = f.svc.Link(f.ctx, f.by, LinkInput{PersonID: person.ID, OrganizationID: uuid.New(), RelationType: "employee"})
 	wantKind(t, err, apperr.KindNotFound)
-	_, _, err = f.svc.Link(f.ctx, LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "Employee"})
+	_, _, err = f.svc.Link(f.ctx, f.by, LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "Employee"})
 	wantKind(t, err, apperr.KindInvalid)
 
-	if err := f.svc.Unlink(f.ctx, in); err != nil {
+	if err := f.svc.Unlink(f.ctx, f.g, in); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, f.svc.Unlink(f.ctx, in), apperr.KindNotFound)
+	wantKind(t, f.svc.Unlink(f.ctx, f.g, in), apperr.KindNotFound)
 	p = must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
 	if len(p.AssociatedOrganizations) != 1 || p.AssociatedOrganizations[0].RelationType != "owner" {
 		t.Fatalf("after unlink: %+v", p.AssociatedOrganizations)
 	}
 	// Deleting the organization takes its links along, not the person.
-	if err := f.svc.DeleteOrganization(f.ctx, org.ID); err != nil {
+	if err := f.svc.DeleteOrganization(f.ctx, f.g, org.ID); err != nil {
 		t.Fatal(err)
 	}
 	p = must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
@@ -333,22 +335,22 @@ func TestLinks(t *testing.T) {
 
 func TestPersonUpdate(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	a := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Anne", LastName: "Berg"}))
-	b := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Anna", LastName: "Berg"}))
+	a := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Anne", LastName: "Berg"}))
+	b := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Anna", LastName: "Berg"}))
 	dob := model.Date{Year: 2001, Month: 2, Day: 3}
-	got := must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Value: dob}}))
+	got := must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Value: dob}}))
 	if got.DateOfBirth == nil || *got.DateOfBirth != dob {
 		t.Fatalf("date_of_birth = %v", got.DateOfBirth)
 	}
-	got = must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Null: true}}))
+	got = must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Null: true}}))
 	if got.DateOfBirth != nil {
 		t.Fatal("null did not remove date_of_birth")
 	}
-	_, err := f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "ANNE"}})
+	_, err := f.svc.UpdatePerson(f.ctx, f.g, b.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "ANNE"}})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
-	_, err = f.svc.UpdatePerson(f.ctx, b.ID, PersonPatch{LastName: model.PatchField[string]{Set: true, Null: true}})
+	_, err = f.svc.UpdatePerson(f.ctx, f.g, b.ID, PersonPatch{LastName: model.PatchField[string]{Set: true, Null: true}})
 	wantKind(t, err, apperr.KindInvalid)
 }
 
@@ -356,41 +358,41 @@ func TestPersonUpdate(t *testing.T) {
 // writes that only touch a linked organization or a namesake.
 func TestPersonFindsSeeEveryWrite(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, OrganizationInput{Name: "Old Name", RegistrationNumber: "9", OrganizationType: "private"}))
-	ola := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Ola", LastName: "Nordmann"}))
+	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "Old Name", RegistrationNumber: "9", OrganizationType: "private"}))
+	ola := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann"}))
 	find := func(first string) (PersonDetail, error) {
-		p, _, err := f.svc.FindPerson(f.ctx, PersonInput{FirstName: first, LastName: "Nordmann"}, false)
+		p, _, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: first, LastName: "Nordmann"}, false)
 		return p, err
 	}
 	must[PersonDetail](t)(find("Ola")) // cached from here on
-	if _, _, err := f.svc.Link(f.ctx, LinkInput{PersonID: ola.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
+	if _, _, err := f.svc.Link(f.ctx, f.by, LinkInput{PersonID: ola.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := must[PersonDetail](t)(find("Ola")); len(got.AssociatedOrganizations) != 1 {
 		t.Fatalf("after link: %+v", got.AssociatedOrganizations)
 	}
-	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "New Name"}}))
+	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "New Name"}}))
 	if got := must[PersonDetail](t)(find("Ola")); got.AssociatedOrganizations[0].Name != "New Name" {
 		t.Fatalf("after renaming the organization: %+v", got.AssociatedOrganizations)
 	}
 	// An unrelated person's write leaves Ola's find alone (and correct).
-	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
 	if got := must[PersonDetail](t)(find("Ola")); got.ID != ola.ID {
 		t.Fatal(got.ID)
 	}
 	// A namesake makes the name-only find ambiguous.
-	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, PersonInput{FirstName: "OLA", LastName: "nordmann", DateOfBirth: &model.Date{Year: 1970, Month: 1, Day: 1}}))
+	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "OLA", LastName: "nordmann", DateOfBirth: &model.Date{Year: 1970, Month: 1, Day: 1}}))
 	_, err := find("Ola")
 	wantKind(t, err, apperr.KindConflict)
 	// A rename moves the person from one name's finds to another's.
-	must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, ola.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "Ole"}}))
+	must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, ola.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "Ole"}}))
 	if got := must[PersonDetail](t)(find("Ole")); got.ID != ola.ID {
 		t.Fatal(got.ID)
 	}
 	if got := must[PersonDetail](t)(find("Ola")); got.ID == ola.ID {
 		t.Fatal("the old name still finds the renamed person")
 	}
-	if err := f.svc.DeleteOrganization(f.ctx, org.ID); err != nil {
+	if err := f.svc.DeleteOrganization(f.ctx, f.g, org.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := must[PersonDetail](t)(find("Ole")); len(got.AssociatedOrganizations) != 0 {

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -55,7 +54,7 @@ const associatedPeopleSQL = `COALESCE((
 	WHERE l.organization_id = o.id), '[]') AS associated_people`
 
 // CreateOrganization inserts a new organization.
-func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, actor string) (Organization, error) {
+func (s *Store) CreateOrganization(ctx context.Context, by model.Caller, in OrganizationInput) (Organization, error) {
 	var o Organization
 	err := s.Write(ctx, "create organization", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
@@ -63,13 +62,13 @@ func (s *Store) CreateOrganization(ctx context.Context, in OrganizationInput, ac
 			`INSERT INTO organizations (id, name, registration_number, organization_type, tax_registration_number,
 				country, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+organizationColumns,
-			store.NewID(), in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, actor)
+			store.NewID(), in.Name, in.RegistrationNumber, in.OrganizationType, in.TaxRegistrationNumber, in.Country, by.Subject)
 		if err != nil {
 			return nil, err
 		}
 		// As GET shows it: a new organization has no people yet, so the
 		// row the insert returned is the whole of it (one read fewer).
-		return []string{organizationFinds(in.RegistrationNumber)}, s.Record(ctx, tx,
+		return []string{organizationFinds(in.RegistrationNumber)}, s.Record(ctx, tx, by,
 			outbox.Created(outbox.KindOrganization, o.ID.String(), OrganizationDetail{Organization: o, AssociatedPeople: []AssociatedPerson{}}))
 	})
 	return o, s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
@@ -119,10 +118,10 @@ var organizationUpdater = store.Updater[Organization, OrganizationInput]{
 	},
 }
 
-// UpdateOrganization applies apply to the locked organization.
-func (s *Store) UpdateOrganization(ctx context.Context, id uuid.UUID, actor string,
+// UpdateOrganization applies apply to the locked organization under g.
+func (s *Store) UpdateOrganization(ctx context.Context, g model.Guard, id uuid.UUID,
 	apply func(Organization) (OrganizationInput, error)) error {
-	in, err := s.organizations.Update(ctx, s.Store, id, actor, apply)
+	in, err := s.organizations.Update(ctx, s.Store, g, id, apply)
 	return s.organizationConflict(ctx, err, in.RegistrationNumber, in.Country)
 }
 
@@ -139,11 +138,11 @@ func (s *Store) organizationConflict(ctx context.Context, err error, number stri
 
 // DeleteOrganization removes an organization and its links, unless
 // something in another service still names it.
-func (s *Store) DeleteOrganization(ctx context.Context, id uuid.UUID) error {
+func (s *Store) DeleteOrganization(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetOrganization(ctx, id) }
-	return s.refs.DeleteRow(ctx, "organization", "organizations", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.DeleteRow(ctx, g, "organization", "organizations", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var number string
-		if err := s.deleteLinks(ctx, tx, "organization_id", id); err != nil {
+		if err := s.deleteLinks(ctx, tx, g.Caller, "organization_id", id); err != nil {
 			return nil, err
 		}
 		err := store.Delete(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
@@ -163,8 +162,8 @@ const associatedOrganizationsSQL = `COALESCE((
 const personDuplicate = "a person with this first_name, last_name and date_of_birth exists already"
 
 // CreatePerson inserts a person; an existing identity is a 409.
-func (s *Store) CreatePerson(ctx context.Context, in PersonInput, actor string) (Person, error) {
-	p, created, err := s.CreatePersonIfAbsent(ctx, in, actor)
+func (s *Store) CreatePerson(ctx context.Context, by model.Caller, in PersonInput) (Person, error) {
+	p, created, err := s.CreatePersonIfAbsent(ctx, by, in)
 	if err == nil && !created {
 		err = apperr.Duplicate(personDuplicate, p.ID.String())
 	}
@@ -174,7 +173,7 @@ func (s *Store) CreatePerson(ctx context.Context, in PersonInput, actor string) 
 // CreatePersonIfAbsent inserts a person unless the identity exists, in
 // which case it returns the existing one. Concurrent callers with the same
 // identity all get the one row: the unique index arbitrates.
-func (s *Store) CreatePersonIfAbsent(ctx context.Context, in PersonInput, actor string) (Person, bool, error) {
+func (s *Store) CreatePersonIfAbsent(ctx context.Context, by model.Caller, in PersonInput) (Person, bool, error) {
 	var p Person
 	created := false
 	err := s.Write(ctx, "create person", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -182,7 +181,7 @@ func (s *Store) CreatePersonIfAbsent(ctx context.Context, in PersonInput, actor 
 		p, created, err = store.Inserted(ctx, tx, "insert person",
 			`INSERT INTO people (id, first_name, last_name, first_name_key, last_name_key, date_of_birth, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING RETURNING `+personColumns,
-			[]any{store.NewID(), in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, actor},
+			[]any{store.NewID(), in.FirstName, in.LastName, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth, by.Subject},
 			func() (Person, error) {
 				return store.One[Person](ctx, tx, "get person by identity", "person", uuid.Nil,
 					`SELECT `+personColumns+` FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
@@ -190,7 +189,7 @@ func (s *Store) CreatePersonIfAbsent(ctx context.Context, in PersonInput, actor 
 		if !created || err != nil {
 			return nil, err
 		}
-		return []string{personFinds(in.FirstName, in.LastName)}, s.RecordCreated(ctx, tx, outbox.KindPerson, p.ID,
+		return []string{personFinds(in.FirstName, in.LastName)}, s.RecordCreated(ctx, tx, by, outbox.KindPerson, p.ID,
 			func() (any, error) { return s.GetPerson(ctx, p.ID) })
 	})
 	return p, created, err
@@ -246,20 +245,20 @@ var personUpdater = store.Updater[Person, PersonInput]{
 	},
 }
 
-// UpdatePerson applies apply to the locked person.
-func (s *Store) UpdatePerson(ctx context.Context, id uuid.UUID, actor string, apply func(Person) (PersonInput, error)) error {
-	in, err := s.people.Update(ctx, s.Store, id, actor, apply)
+// UpdatePerson applies apply to the locked person under g.
+func (s *Store) UpdatePerson(ctx context.Context, g model.Guard, id uuid.UUID, apply func(Person) (PersonInput, error)) error {
+	in, err := s.people.Update(ctx, s.Store, g, id, apply)
 	return s.Duplicate(ctx, err, personDuplicate,
 		`SELECT id FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
 }
 
 // DeletePerson removes a person and their links, unless something in
 // another service still names them.
-func (s *Store) DeletePerson(ctx context.Context, id uuid.UUID) error {
+func (s *Store) DeletePerson(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.GetPerson(ctx, id) }
-	return s.refs.DeleteRow(ctx, "person", "people", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return s.refs.DeleteRow(ctx, g, "person", "people", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var first, last string
-		if err := s.deleteLinks(ctx, tx, "person_id", id); err != nil {
+		if err := s.deleteLinks(ctx, tx, g.Caller, "person_id", id); err != nil {
 			return nil, err
 		}
 		err := store.Delete(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
@@ -271,7 +270,7 @@ const linkColumns = `person_id, organization_id, relation_type, created_at`
 
 // Link relates a person to an organization; an existing relation is
 // returned as it is (created=false).
-func (s *Store) Link(ctx context.Context, in LinkInput, actor string) (Link, bool, error) {
+func (s *Store) Link(ctx context.Context, by model.Caller, in LinkInput) (Link, bool, error) {
 	var link Link
 	created := false
 	err := s.Write(ctx, "link person", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -282,7 +281,7 @@ func (s *Store) Link(ctx context.Context, in LinkInput, actor string) (Link, boo
 		link, created, err = store.Inserted(ctx, tx, "insert link",
 			`INSERT INTO person_organizations (person_id, organization_id, relation_type, created_by)
 			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING `+linkColumns,
-			[]any{in.PersonID, in.OrganizationID, in.RelationType, actor},
+			[]any{in.PersonID, in.OrganizationID, in.RelationType, by.Subject},
 			func() (Link, error) {
 				return store.One[Link](ctx, tx, "get link", "link", uuid.Nil,
 					`SELECT `+linkColumns+` FROM person_organizations
@@ -292,13 +291,13 @@ func (s *Store) Link(ctx context.Context, in LinkInput, actor string) (Link, boo
 		if !created || err != nil {
 			return nil, err
 		}
-		return changed, s.Record(ctx, tx, outbox.Created(outbox.KindPersonOrganization, linkID(link), link))
+		return changed, s.Record(ctx, tx, by, outbox.Created(outbox.KindPersonOrganization, linkID(link), link))
 	})
 	return link, created, err
 }
 
-// Unlink removes one relation.
-func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
+// Unlink removes one relation under g (a link is its maker's).
+func (s *Store) Unlink(ctx context.Context, g model.Guard, in LinkInput) error {
 	return s.Write(ctx, "unlink person", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		changed, err := linkEnds(ctx, tx, in)
 		if err != nil {
@@ -320,10 +319,10 @@ func (s *Store) Unlink(ctx context.Context, in LinkInput) error {
 		}
 		// A link is its maker's: anyone else's unlink rolls back.
 		name := fmt.Sprintf("of person %s to organization %s as %s", in.PersonID, in.OrganizationID, in.RelationType)
-		if err := auth.MayChange(ctx, "link", name, createdBy); err != nil {
+		if err := g.MayChange("link", name, createdBy); err != nil {
 			return nil, err
 		}
-		return changed, s.Record(ctx, tx, outbox.Deleted(outbox.KindPersonOrganization, linkID(link), link))
+		return changed, s.Record(ctx, tx, g.Caller, outbox.Deleted(outbox.KindPersonOrganization, linkID(link), link))
 	})
 }
 
@@ -335,7 +334,7 @@ func linkID(l Link) string {
 // deleteLinks removes the links of a person or an organization (column
 // person_id or organization_id) that is being deleted, each with its event,
 // before the row's delete would cascade to them unseen.
-func (s *Store) deleteLinks(ctx context.Context, tx pgx.Tx, column string, id uuid.UUID) error {
+func (s *Store) deleteLinks(ctx context.Context, tx pgx.Tx, by model.Caller, column string, id uuid.UUID) error {
 	links, err := store.Many[Link](ctx, tx, "delete links",
 		`DELETE FROM person_organizations WHERE `+pgx.Identifier{column}.Sanitize()+` = $1 RETURNING `+linkColumns, id)
 	if err != nil {
@@ -346,7 +345,7 @@ func (s *Store) deleteLinks(ctx context.Context, tx pgx.Tx, column string, id uu
 	for i, l := range links {
 		changes[i] = outbox.Deleted(outbox.KindPersonOrganization, linkID(l), l)
 	}
-	return s.Record(ctx, tx, changes...)
+	return s.Record(ctx, tx, by, changes...)
 }
 
 // linkEnds locks the person and the organization against a concurrent

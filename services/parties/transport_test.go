@@ -296,7 +296,7 @@ func TestHTTPLockedRowDoesNotStarveOthers(t *testing.T) {
 }
 
 // The document and the common error rows, as every service checks them.
-func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec()) }
+func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownership) }
 
 // A find answered from the cache sends the JSON it stored, byte for byte
 // what the first find sent (and the same ETag), and a write still shows
@@ -331,18 +331,17 @@ func TestHTTPCachedFindIsTheSameAnswer(t *testing.T) {
 
 // Only the client that created a row (or an admin) changes or deletes it;
 // a link is its maker's.
-func TestHTTPOwnership(t *testing.T) {
-	a := servicetest.Start(t, Spec())
-	org := "/organizations/" + a.Call(201, "POST", "/organizations", a.RW, acme).JSON()["id"].(string)
-	person := "/people/" + a.Call(201, "POST", "/people", a.RW,
+func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
+	org := "/organizations/" + s.Call(201, "POST", "/organizations", s.RW, acme).JSON()["id"].(string)
+	person := "/people/" + s.Call(201, "POST", "/people", s.RW,
 		map[string]any{"first_name": "Ada", "last_name": "Owner", "date_of_birth": "1980-01-02"}).JSON()["id"].(string)
 	link := person + "/organizations/" + strings.TrimPrefix(org, "/organizations/") + "?relation_type=employee"
-	a.Call(201, "POST", link, a.RW, nil)
-	a.Ownership(t, []servicetest.OwnerCase{
+	s.Call(201, "POST", link, s.RW, nil)
+	return []servicetest.OwnerCase{
 		{Name: "patch organization", Method: "PATCH", Path: org, Body: map[string]any{"name": "Taken"}, Read: org, AdminStatus: 200},
 		{Name: "patch person", Method: "PATCH", Path: person, Body: map[string]any{"first_name": "Eve"}, Read: person, AdminStatus: 200},
 		{Name: "unlink", Method: "DELETE", Path: link, Read: person, AdminStatus: 204},
 		{Name: "delete person", Method: "DELETE", Path: person, Read: person, AdminStatus: 204},
 		{Name: "delete organization", Method: "DELETE", Path: org, Read: org, AdminStatus: 204},
-	})
+	}
 }

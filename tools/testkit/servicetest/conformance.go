@@ -19,7 +19,12 @@ import (
 // service, the probes and the document answer without a token, every
 // internal route refuses a token without the internal scope, and every
 // operation answers the contract's common errors (ErrorRows).
-func Conformance(t *testing.T, spec servicekit.Spec) {
+//
+// owned makes, on the running service, what its ownership cases call and
+// returns them (Ownership): every route that declares endpoints.OwnerOnly
+// or endpoints.Private needs one, so a service whose routes declare
+// neither passes nil.
+func Conformance(t *testing.T, spec servicekit.Spec, owned func(t *testing.T, s *Service) []OwnerCase) {
 	t.Run("document", func(t *testing.T) {
 		testkit.NewValidator(t, Document(t, spec))
 		RoutesMatchDocument(t, spec)
@@ -27,6 +32,13 @@ func Conformance(t *testing.T, spec servicekit.Spec) {
 	s := Start(t, spec)
 	t.Run("public paths", func(t *testing.T) { publicPaths(t, s, spec) })
 	t.Run("error rows", func(t *testing.T) { ErrorRows(t, s, spec) })
+	t.Run("ownership", func(t *testing.T) {
+		var cases []OwnerCase
+		if owned != nil {
+			cases = owned(t, s)
+		}
+		s.Ownership(t, cases)
+	})
 }
 
 func publicPaths(t *testing.T, s *Service, spec servicekit.Spec) {

@@ -42,9 +42,10 @@ func RoutesMatchDocument(t *testing.T, spec servicekit.Spec) {
 		slices.Sort(headers)
 		declared[r.Method+" "+r.Pattern] = headers
 		// Every change and delete of a resource is its owner's (or an
-		// admin's) alone.
-		if (r.Method == "PATCH" || r.Method == "DELETE") && !slices.Contains(r.Rules, string(endpoints.OwnerOnly)) {
-			t.Errorf("route %s %s does not declare endpoints.OwnerOnly", r.Method, r.Pattern)
+		// admin's) alone: others are refused (OwnerOnly) or, for what is
+		// private to its maker, not told it exists (Private).
+		if (r.Method == "PATCH" || r.Method == "DELETE") && !declaresOwnership(r) {
+			t.Errorf("route %s %s declares neither endpoints.OwnerOnly nor endpoints.Private", r.Method, r.Pattern)
 		}
 	}
 	if len(routes) == 0 {

@@ -1,14 +1,13 @@
 package servicetest
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
 
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -48,8 +47,10 @@ func StoreWithFinds(t testing.TB, spec servicekit.Spec, redisURL string) (*store
 	return store.New(pool, finds), finds
 }
 
-// Caller returns a context whose caller is the machine client sub, as the
-// token check leaves it for the service layer.
-func Caller(ctx context.Context, sub string) context.Context {
-	return auth.WithPrincipal(ctx, auth.Principal{Subject: sub})
-}
+// Caller is the machine client sub as a service method takes its caller
+// (endpoints.CallerOf makes it from the verified token); Guard is a write
+// of sub's under no rule of a route (no If-Match, no owner rule).
+func Caller(sub string) model.Caller { return model.Caller{Subject: sub} }
+
+// Guard is what a write of sub's obeys when its route declares no rule.
+func Guard(sub string) model.Guard { return model.Guard{Caller: Caller(sub)} }

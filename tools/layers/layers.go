@@ -127,6 +127,53 @@ func binaries() map[string]bool {
 	return out
 }
 
+// KitOrder is what each package of pkg/ may import of pkg/: the kit's own
+// layering, from the vocabulary (apperr, model) up to the service kit. It
+// is a DAG (a test says so), and an import between kit packages that is
+// not in it fails the check, so the kit's shape changes only on purpose.
+// The store and the outbox speak SQL and events: they know neither HTTP
+// nor tokens (what a write obeys reaches them as a model.Guard).
+var KitOrder = map[string][]string{
+	"apperr":      nil,
+	"catalog":     nil,
+	"openapi":     nil,
+	"model":       {"apperr"},
+	"objectstore": {"apperr"},
+	"httpx":       {"apperr", "model"},
+	"auth":        {"apperr", "httpx"},
+	"telemetry":   {"apperr", "auth", "httpx"},
+	"cache":       {"telemetry"},
+	"peer":        {"apperr", "auth", "httpx"},
+	"process":     {"apperr", "httpx", "telemetry"},
+	"outbox":      {"model", "process"},
+	"store":       {"apperr", "model", "outbox", "telemetry"},
+	"endpoints":   {"apperr", "auth", "httpx", "model", "store"},
+	"refs":        {"apperr", "catalog", "endpoints", "httpx", "model", "outbox", "peer", "process", "store"},
+	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "objectstore", "openapi", "outbox", "peer",
+		"process", "store", "telemetry"},
+}
+
+// kitPackage is the name of a package of pkg/ ("store" for
+// .../pkg/store, and for .../pkg/store/migrations), or "".
+func kitPackage(importPath string) string {
+	rest, ok := strings.CutPrefix(importPath, ModulePath+"pkg/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name
+}
+
+// kitImport reports whether production code of kit package from may
+// import kit package to (KitOrder).
+func kitImport(from, to string) bool {
+	if from == "" || to == "" || from == to {
+		return true
+	}
+	allowed, known := KitOrder[from]
+	return known && slices.Contains(allowed, to)
+}
+
 // Check returns every rule the packages break.
 func Check(pkgs []Package) []string {
 	var problems []string
@@ -136,6 +183,10 @@ func Check(pkgs []Package) []string {
 		for _, imp := range p.Imports {
 			if to := area(imp); !mayImport(from, to) {
 				problems = append(problems, fmt.Sprintf("%s imports %s: %s may not import %s", p.ImportPath, imp, from, to))
+			}
+			if kf, kt := kitPackage(p.ImportPath), kitPackage(imp); !kitImport(kf, kt) {
+				problems = append(problems, fmt.Sprintf("%s imports %s: pkg/%s may import only %v of pkg/ (tools/layers.KitOrder)",
+					p.ImportPath, imp, kf, KitOrder[kf]))
 			}
 		}
 		tests := slices.Concat(p.TestImports, p.XTestImports)

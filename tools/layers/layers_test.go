@@ -162,3 +162,48 @@ func TestRepositoryModules(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+func TestKitOrder(t *testing.T) {
+	kit := func(name string, imports ...string) Package {
+		p := Package{ImportPath: ModulePath + "pkg/" + name}
+		for _, i := range imports {
+			p.Imports = append(p.Imports, ModulePath+"pkg/"+i)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		pkg  Package
+		bad  bool
+	}{
+		{"the store on the outbox", kit("store", "outbox", "model"), false},
+		{"the store on HTTP", kit("store", "httpx"), true},
+		{"the store on tokens", kit("store", "auth"), true},
+		{"the outbox on HTTP", kit("outbox", "httpx"), true},
+		{"the outbox on tokens", kit("outbox", "auth"), true},
+		{"the vocabulary upwards", kit("model", "store"), true},
+		{"a package's own subpackage", kit("store/migrations", "store"), false},
+		{"a package nobody ordered", kit("newthing", "apperr"), true},
+		{"third parties are not the kit's", Package{ImportPath: ModulePath + "pkg/store", Imports: []string{"github.com/jackc/pgx/v5"}}, false},
+	}
+	for _, tt := range tests {
+		if got := Check([]Package{tt.pkg}); (len(got) > 0) != tt.bad {
+			t.Errorf("%s: problems = %v, want a problem: %v", tt.name, got, tt.bad)
+		}
+	}
+	// The order is a DAG: no kit package may reach itself.
+	var reaches func(from, to string, seen map[string]bool) bool
+	reaches = func(from, to string, seen map[string]bool) bool {
+		for _, next := range KitOrder[from] {
+			if next == to || (!seen[next] && func() bool { seen[next] = true; return reaches(next, to, seen) }()) {
+				return true
+			}
+		}
+		return false
+	}
+	for name := range KitOrder {
+		if reaches(name, name, map[string]bool{}) {
+			t.Errorf("pkg/%s reaches itself through KitOrder", name)
+		}
+	}
+}

@@ -145,12 +145,13 @@ var KitOrder = map[string][]string{
 	"cache":       {"telemetry"},
 	"peer":        {"apperr", "auth", "httpx"},
 	"process":     {"apperr", "httpx", "telemetry"},
-	"outbox":      {"model", "process"},
+	"leader":      {"process"},
+	"outbox":      {"leader", "model", "process"},
 	"store":       {"apperr", "model", "outbox", "telemetry"},
-	"endpoints":   {"apperr", "auth", "httpx", "model", "store"},
-	"refs":        {"apperr", "catalog", "endpoints", "httpx", "model", "outbox", "peer", "process", "store"},
-	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "objectstore", "openapi", "outbox", "peer",
-		"process", "store", "telemetry"},
+	"endpoints":   {"apperr", "auth", "httpx", "leader", "model", "store"},
+	"refs":        {"apperr", "catalog", "endpoints", "httpx", "leader", "model", "outbox", "peer", "process", "store"},
+	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "leader", "objectstore", "openapi", "outbox", "peer",
+		"process", "refs", "store", "telemetry"},
 }
 
 // kitPackage is the name of a package of pkg/ ("store" for

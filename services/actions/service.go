@@ -65,11 +65,14 @@ type Service interface {
 // speaks SQL.
 type service struct {
 	store *Store
+	refs  *refs.Registry    // the registry the store confirms references by
 	today func() model.Date // the UTC date overdue is measured against
 }
 
 // NewService returns the service over store.
-func NewService(store *Store) Service { return &service{store: store, today: model.Today} }
+func NewService(store *Store) Service {
+	return &service{store: store, refs: store.refs, today: model.Today}
+}
 
 // actionReferences are the references an action makes that must exist: its
 // asset and, when given, its person and organization. With old (a patch),
@@ -241,8 +244,12 @@ func (s *service) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID,
 	return s.store.GetAction(ctx, id)
 }
 
+// DeleteAction removes an action with its action documents unless
+// something in another service still names it: the protocol asks the
+// services that may, then runs the store's delete under g.
 func (s *service) DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	return s.store.DeleteAction(ctx, g, id)
+	current := func(ctx context.Context) (any, error) { return s.store.GetAction(ctx, id) }
+	return s.refs.DeleteRow(ctx, g, "action", "actions", id, current, s.store.DeleteAction(g.Caller, id))
 }
 
 // ListActions refuses a performed_at range that ends before it starts:
@@ -281,8 +288,10 @@ func (s *service) UpdateActionDocument(ctx context.Context, g model.Guard, actio
 	return s.store.GetActionDocument(ctx, actionID, id)
 }
 
+// DeleteActionDocument removes an action document, as DeleteAction does.
 func (s *service) DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error {
-	return s.store.DeleteActionDocument(ctx, g, actionID, id)
+	current := func(ctx context.Context) (any, error) { return s.store.GetActionDocument(ctx, actionID, id) }
+	return s.refs.DeleteRow(ctx, g, "action_document", "action_documents", id, current, s.store.DeleteActionDocument(actionID, id))
 }
 
 // Compliance measures overdue against today (UTC) whatever due_before

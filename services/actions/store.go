@@ -505,10 +505,11 @@ func (s *Store) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, a
 	return s.sourceTaken(ctx, err, in)
 }
 
-// DeleteAction removes an action with its action documents.
-func (s *Store) DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.GetAction(ctx, id) }
-	return s.refs.DeleteRow(ctx, g, "action", "actions", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// DeleteAction is the write that removes an action with its action
+// documents on behalf of by, for the service to run once the reference
+// protocol found nothing in another service naming it (refs.DeleteRow).
+func (s *Store) DeleteAction(by model.Caller, id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		// Its action documents go first, each with its event, rather
 		// than unseen by the foreign key's cascade.
 		docs, err := store.Many[ActionDocument](ctx, tx, "delete action documents of action",
@@ -521,7 +522,7 @@ func (s *Store) DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) e
 		for i, d := range docs {
 			deleted[i] = outbox.Deleted(outbox.KindActionDocument, d.ID.String(), utcTimes(d))
 		}
-		if err := s.Record(ctx, tx, g.Caller, deleted...); err != nil {
+		if err := s.Record(ctx, tx, by, deleted...); err != nil {
 			return nil, err
 		}
 		var was latestPair
@@ -530,7 +531,7 @@ func (s *Store) DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) e
 			return nil, err
 		}
 		return nil, keepLatest(ctx, tx, was)
-	})
+	}
 }
 
 // actionsNaming is the reference protocol's question for an asset, a
@@ -741,14 +742,14 @@ func (s *Store) UpdateActionDocument(ctx context.Context, g model.Guard, actionI
 		`SELECT id FROM action_documents WHERE action_id = $1 AND document_id = $2`, in.ActionID.UUID, in.DocumentID.UUID)
 }
 
-// DeleteActionDocument removes an action document of the action (the
-// document itself stays).
-func (s *Store) DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.GetActionDocument(ctx, actionID, id) }
-	return s.refs.DeleteRow(ctx, g, "action_document", "action_documents", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// DeleteActionDocument is the write that removes an action document of
+// the action (the document itself stays), for the service to run through
+// the reference protocol (refs.DeleteRow).
+func (s *Store) DeleteActionDocument(actionID, id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		return nil, store.Delete(ctx, tx, "action document", id,
 			`DELETE FROM action_documents WHERE id = $1 AND action_id = '`+actionID.String()+`' RETURNING id`, new(uuid.UUID))
-	})
+	}
 }
 
 // utcTimes gives an action document's times in UTC, as its place in an

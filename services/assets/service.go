@@ -15,6 +15,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/refs"
 )
 
 // Service is what the assets service does. Errors are *apperr.Error.
@@ -58,10 +59,12 @@ type Service interface {
 // owner's answer, which the store's transaction holds).
 type service struct {
 	store *Store
+	refs  *refs.Registry
 }
 
-// NewService returns the service over store.
-func NewService(store *Store) Service { return &service{store: store} }
+// NewService returns the service over store. Deletes go through the
+// reference protocol, with the registry the store confirms references by.
+func NewService(store *Store) Service { return &service{store: store, refs: store.refs} }
 
 func (s *service) CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput) (AssetTypeDetail, error) {
 	in, err := in.Normalize()
@@ -199,8 +202,12 @@ func (s *service) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page mo
 	return s.store.ListAssetTypes(ctx, f, page)
 }
 
+// DeleteAssetType removes an asset type unless something still names it:
+// the protocol asks the services that may, then runs the store's delete
+// under g.
 func (s *service) DeleteAssetType(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	return s.store.DeleteAssetType(ctx, g, id)
+	current := func(ctx context.Context) (any, error) { return s.store.GetAssetType(ctx, id) }
+	return s.refs.DeleteRow(ctx, g, "asset_type", "asset_types", id, current, s.store.DeleteAssetType(id))
 }
 
 func (s *service) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
@@ -211,6 +218,9 @@ func (s *service) ListAssets(ctx context.Context, f AssetFilter, page model.Page
 	return s.store.ListAssets(ctx, f, page)
 }
 
+// DeleteAsset removes an asset unless something in another service (an
+// action) still names it, as DeleteAssetType does.
 func (s *service) DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	return s.store.DeleteAsset(ctx, g, id)
+	current := func(ctx context.Context) (any, error) { return s.store.GetAsset(ctx, id) }
+	return s.refs.DeleteRow(ctx, g, "asset", "assets", id, current, s.store.DeleteAsset(id))
 }

@@ -239,12 +239,13 @@ func (s *Store) assetTypeConflict(ctx context.Context, err error, in AssetTypeIn
 		model.Fold(in.Brand), model.Fold(in.Model), foldOptional(in.Version))
 }
 
-// DeleteAssetType removes an asset type with its attachments and external
-// ids, unless an asset has the type: the foreign key of assets refuses,
-// and the 409 names the assets.
-func (s *Store) DeleteAssetType(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.GetAssetType(ctx, id) }
-	return s.refs.DeleteRow(ctx, g, "asset_type", "asset_types", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// DeleteAssetType is the write that removes an asset type with its
+// attachments and external ids, for the service to run once the reference
+// protocol found nothing in another service naming it (refs.DeleteRow).
+// An asset of the type makes the foreign key of assets refuse, and the
+// 409 names the assets.
+func (s *Store) DeleteAssetType(id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var brand, model string
 		// In a savepoint, so the transaction can still name the assets.
 		err := s.Write(ctx, "delete asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -261,7 +262,7 @@ func (s *Store) DeleteAssetType(ctx context.Context, g model.Guard, id uuid.UUID
 			return nil, refs.StillReferenced("asset_type", id, assets)
 		}
 		return []string{typeFinds(brand, model)}, err
-	})
+	}
 }
 
 // typeIfMatch checks g's If-Match (if any) against the asset type as a
@@ -662,15 +663,15 @@ func (s *Store) saveAsset(ctx context.Context, tx pgx.Tx, old Asset, in AssetInp
 	return []string{assetFinds(old.SerialNumber), assetFinds(in.SerialNumber)}, nil
 }
 
-// DeleteAsset removes an asset and its external ids, unless something in
-// another service still names it.
-func (s *Store) DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.GetAsset(ctx, id) }
-	return s.refs.DeleteRow(ctx, g, "asset", "assets", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// DeleteAsset is the write that removes an asset and its external ids,
+// for the service to run once the reference protocol found nothing in
+// another service naming it (refs.DeleteRow).
+func (s *Store) DeleteAsset(id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var serial string
 		err := store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number`, &serial)
 		return []string{assetFinds(serial)}, err
-	})
+	}
 }
 
 // assetRefs names the assets whose column holds id: those of a person

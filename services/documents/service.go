@@ -20,6 +20,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/refs"
 )
 
 // Config of the service's own rules.
@@ -52,6 +53,7 @@ type Service interface {
 
 type service struct {
 	store   *Store
+	refs    *refs.Registry
 	objects *Objects
 	links   ActionDocuments
 	cfg     Config
@@ -61,12 +63,15 @@ type service struct {
 // actions service owns them).
 type ActionDocuments func(ctx context.Context, document uuid.UUID) ([]ActionDocument, error)
 
-// NewService returns the service.
-func NewService(store *Store, objects *Objects, links ActionDocuments, cfg Config) Service {
+// NewService returns the service. Documents are deleted through the
+// reference protocol (r), which asks the services that link or attach
+// them first; r answers them from the store's table.
+func NewService(store *Store, r *refs.Registry, objects *Objects, links ActionDocuments, cfg Config) Service {
 	if cfg.MaxSize <= 0 {
 		cfg.MaxSize = DefaultMaxSize
 	}
-	return &service{store: store, objects: objects, links: links, cfg: cfg}
+	r.Owns("document", store.exists)
+	return &service{store: store, refs: r, objects: objects, links: links, cfg: cfg}
 }
 
 // Form field names of an upload.
@@ -225,7 +230,7 @@ func (s *service) Read(ctx context.Context, doc Document, r *ByteRange) (io.Read
 
 func (s *service) Delete(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.Get(ctx, id) }
-	if err := s.store.Delete(ctx, g, id, current); err != nil {
+	if err := s.refs.DeleteRow(ctx, g, "document", "documents", id, current, s.store.Delete(id)); err != nil {
 		return err
 	}
 	// The row is gone and the object listed as loose in the same

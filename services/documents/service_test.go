@@ -27,14 +27,15 @@ import (
 )
 
 type fixture struct {
-	svc     Service
-	store   *Store
-	objects *Objects
-	bucket  *objectstore.Bucket
-	ctx     context.Context
-	peers   map[string]*servicetest.StandIn // the services that reference documents
-	by      model.Caller                    // the uploader
-	g       model.Guard                     // what deletes obey: no route's rule
+	svc      Service
+	store    *Store
+	registry *refs.Registry
+	objects  *Objects
+	bucket   *objectstore.Bucket
+	ctx      context.Context
+	peers    map[string]*servicetest.StandIn // the services that reference documents
+	by       model.Caller                    // the uploader
+	g        model.Guard                     // what deletes obey: no route's rule
 }
 
 // The tests talk to the real PostgreSQL and MinIO the harness provides.
@@ -54,11 +55,11 @@ func newFixture(t *testing.T, maxSize int64) fixture {
 	}
 	peers, standIns := servicetest.StandInClients(t, "documents")
 	registry := refs.New("documents", st, peers)
-	store := NewStore(st, registry, log.NewNopLogger())
+	store := NewStore(st, log.NewNopLogger())
 	objects := NewObjects(bucket, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute})
 	none := func(context.Context, uuid.UUID) ([]ActionDocument, error) { return []ActionDocument{}, nil }
 	return fixture{
-		svc: NewService(store, objects, none, Config{MaxSize: maxSize}), store: store, objects: objects, bucket: bucket,
+		svc: NewService(store, registry, objects, none, Config{MaxSize: maxSize}), store: store, registry: registry, objects: objects, bucket: bucket,
 		ctx: t.Context(), peers: standIns,
 		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client"),
 	}
@@ -306,7 +307,7 @@ func TestReferencesToDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, err := f.store.refs.Exists(f.ctx, "document", []uuid.UUID{doc.ID, uuid.New()})
+	found, err := f.registry.Exists(f.ctx, "document", []uuid.UUID{doc.ID, uuid.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func TestSniffedTypeIgnoresTheDeclaredOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, err := f.store.refs.Exists(f.ctx, "document", []uuid.UUID{doc.ID})
+	found, err := f.registry.Exists(f.ctx, "document", []uuid.UUID{doc.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

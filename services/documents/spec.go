@@ -46,10 +46,10 @@ func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 		},
 		Build: func(d servicekit.Deps) (servicekit.Handlers, error) {
 			registry := refs.New("documents", d.Store, d.Peers)
-			store := NewStore(d.Store, registry, d.Logger)
+			store := NewStore(d.Store, d.Logger)
 			objects := NewObjects(d.Objects, objectsCfg)
 			cfg.StepTimeout = d.RequestTimeout
-			svc := NewService(store, objects, actionDocuments(d.Peers), cfg)
+			svc := NewService(store, registry, objects, actionDocuments(d.Peers), cfg)
 			// Uploads and downloads run as long as their bytes take; only
 			// metadata calls get the request timeout.
 			e := MakeEndpoints(svc)

@@ -21,16 +21,12 @@ import (
 // objects in storage that no document row stands for (loose_objects).
 type Store struct {
 	*store.Store
-	refs   *refs.Registry
 	logger log.Logger
 }
 
-// NewStore returns the store; deletes go through the reference protocol,
-// so the services that link or attach documents are asked first.
-func NewStore(s *store.Store, r *refs.Registry, logger log.Logger) *Store {
-	st := &Store{Store: s, refs: r, logger: logger}
-	r.Owns("document", st.exists)
-	return st
+// NewStore returns the store.
+func NewStore(s *store.Store, logger log.Logger) *Store {
+	return &Store{Store: s, logger: logger}
 }
 
 const documentColumns = `id, document_type, filename, content_type, size, sha256, created_at, created_by, sniffed_type`
@@ -98,11 +94,11 @@ func (s *Store) exists(ctx context.Context, q store.Querier, ids []uuid.UUID) (m
 	return found, store.Classify(err, "check documents")
 }
 
-// Delete removes a document unless another service still points at it;
-// its object becomes loose in the same transaction. current reads the
-// document as a GET shows it, for the request's If-Match.
-func (s *Store) Delete(ctx context.Context, g model.Guard, id uuid.UUID, current func(context.Context) (any, error)) error {
-	return s.refs.DeleteRow(ctx, g, "document", "documents", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// Delete is the write that removes a document, its object loose in the
+// same transaction, for the service to run once the reference protocol
+// found nothing in another service pointing at it (refs.DeleteRow).
+func (s *Store) Delete(id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var key string
 		if err := store.Delete(ctx, tx, "document", id, `DELETE FROM documents WHERE id = $1 RETURNING id::text`, &key); err != nil {
 			return nil, err
@@ -110,7 +106,7 @@ func (s *Store) Delete(ctx context.Context, g model.Guard, id uuid.UUID, current
 		_, err := tx.Exec(ctx, `INSERT INTO loose_objects (key, remove_after) VALUES ($1, now())
 			ON CONFLICT (key) DO UPDATE SET remove_after = now()`, key)
 		return nil, store.Classify(err, "loosen object")
-	})
+	}
 }
 
 // RemoveLoose removes a loose object from storage and then forgets it,

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/refs"
 )
 
 // Service is what the parties service does. Errors are *apperr.Error.
@@ -38,10 +39,17 @@ type Service interface {
 
 type service struct {
 	store *Store
+	refs  *refs.Registry
 }
 
-// NewService returns the service over store.
-func NewService(store *Store) Service { return &service{store: store} }
+// NewService returns the service over store. People and organizations
+// are deleted through the reference protocol (r), which asks the services
+// that point at them first; r answers them from the store's tables.
+func NewService(store *Store, r *refs.Registry) Service {
+	r.Owns("person", refs.ExistsIn("people"))
+	r.Owns("organization", refs.ExistsIn("organizations"))
+	return &service{store: store, refs: r}
+}
 
 func (s *service) CreateOrganization(ctx context.Context, by model.Caller, in OrganizationInput) (OrganizationDetail, error) {
 	in, err := in.Normalize()
@@ -81,8 +89,12 @@ func (s *service) UpdateOrganization(ctx context.Context, g model.Guard, id uuid
 	return s.store.GetOrganization(ctx, id)
 }
 
+// DeleteOrganization removes an organization unless something in another
+// service still names it: the protocol asks them, then runs the store's
+// delete under g.
 func (s *service) DeleteOrganization(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	return s.store.DeleteOrganization(ctx, g, id)
+	current := func(ctx context.Context) (any, error) { return s.store.GetOrganization(ctx, id) }
+	return s.refs.DeleteRow(ctx, g, "organization", "organizations", id, current, s.store.DeleteOrganization(g.Caller, id))
 }
 
 func (s *service) CreatePerson(ctx context.Context, by model.Caller, in PersonInput) (PersonDetail, error) {
@@ -141,8 +153,11 @@ func (s *service) UpdatePerson(ctx context.Context, g model.Guard, id uuid.UUID,
 	return s.store.GetPerson(ctx, id)
 }
 
+// DeletePerson removes a person unless something in another service still
+// names them, as DeleteOrganization does.
 func (s *service) DeletePerson(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	return s.store.DeletePerson(ctx, g, id)
+	current := func(ctx context.Context) (any, error) { return s.store.GetPerson(ctx, id) }
+	return s.refs.DeleteRow(ctx, g, "person", "people", id, current, s.store.DeletePerson(g.Caller, id))
 }
 
 func (s *service) Link(ctx context.Context, by model.Caller, in LinkInput) (Link, bool, error) {

@@ -33,8 +33,8 @@ func newFixture(t testing.TB, redisURL string) fixture {
 	t.Helper()
 	kit, finds := servicetest.StoreWithFinds(t, Spec(), redisURL)
 	peers, _ := servicetest.StandInClients(t, "parties")
-	st := NewStore(kit, refs.New("parties", kit, peers))
-	return fixture{svc: WithFindCache(NewService(st), finds), store: st, ctx: t.Context(),
+	st := NewStore(kit)
+	return fixture{svc: WithFindCache(NewService(st, refs.New("parties", kit, peers)), finds), store: st, ctx: t.Context(),
 		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client")}
 }
 

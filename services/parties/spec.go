@@ -27,7 +27,7 @@ func Spec() servicekit.Spec {
 		OpenAPIYAML: openAPI,
 		Build: func(d servicekit.Deps) (servicekit.Handlers, error) {
 			registry := refs.New("parties", d.Store, d.Peers)
-			svc := WithFindCache(NewService(NewStore(d.Store, registry)), d.Finds)
+			svc := WithFindCache(NewService(NewStore(d.Store), registry), d.Finds)
 			timeout := endpoints.Timeout(d.RequestTimeout)
 			routes := NewHTTPHandler(MakeEndpoints(svc, timeout))
 			refs.MakeServerEndpoints(registry, timeout).Mount(routes)

@@ -12,7 +12,6 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -21,16 +20,13 @@ import (
 // cached finds the write says it changed.
 type Store struct {
 	*store.Store
-	refs          *refs.Registry
 	organizations store.Updater[Organization, OrganizationInput]
 	people        store.Updater[Person, PersonInput]
 }
 
-// NewStore returns the parties store over the kit's store. People and
-// organizations are deleted through the reference protocol, so the
-// services that point at them are asked first.
-func NewStore(s *store.Store, r *refs.Registry) *Store {
-	st := &Store{Store: s, refs: r, organizations: organizationUpdater, people: personUpdater}
+// NewStore returns the parties store over the kit's store.
+func NewStore(s *store.Store) *Store {
+	st := &Store{Store: s, organizations: organizationUpdater, people: personUpdater}
 	// An update checks If-Match against the resource as a GET shows it.
 	st.organizations.Representation = func(ctx context.Context, o Organization) (any, error) {
 		return st.GetOrganization(ctx, o.ID)
@@ -38,8 +34,6 @@ func NewStore(s *store.Store, r *refs.Registry) *Store {
 	st.people.Representation = func(ctx context.Context, p Person) (any, error) { return st.GetPerson(ctx, p.ID) }
 	st.organizations.Kind, st.organizations.ID = outbox.KindOrganization, func(o Organization) uuid.UUID { return o.ID }
 	st.people.Kind, st.people.ID = outbox.KindPerson, func(p Person) uuid.UUID { return p.ID }
-	r.Owns("person", refs.ExistsIn("people"))
-	r.Owns("organization", refs.ExistsIn("organizations"))
 	return st
 }
 
@@ -136,18 +130,18 @@ func (s *Store) organizationConflict(ctx context.Context, err error, number stri
 		`SELECT id FROM organizations WHERE registration_number = $1 AND country IS NOT DISTINCT FROM $2`, number, country)
 }
 
-// DeleteOrganization removes an organization and its links, unless
-// something in another service still names it.
-func (s *Store) DeleteOrganization(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.GetOrganization(ctx, id) }
-	return s.refs.DeleteRow(ctx, g, "organization", "organizations", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// DeleteOrganization is the write that removes an organization and its
+// links on behalf of by, for the service to run once the reference
+// protocol found nothing in another service naming it (refs.DeleteRow).
+func (s *Store) DeleteOrganization(by model.Caller, id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var number string
-		if err := s.deleteLinks(ctx, tx, g.Caller, "organization_id", id); err != nil {
+		if err := s.deleteLinks(ctx, tx, by, "organization_id", id); err != nil {
 			return nil, err
 		}
 		err := store.Delete(ctx, tx, "organization", id, `DELETE FROM organizations WHERE id = $1 RETURNING registration_number`, &number)
 		return []string{organizationFinds(number), everyPersonFind}, err
-	})
+	}
 }
 
 const personColumns = `id, first_name, last_name, date_of_birth, created_at, created_by, updated_at, updated_by`
@@ -252,18 +246,18 @@ func (s *Store) UpdatePerson(ctx context.Context, g model.Guard, id uuid.UUID, a
 		`SELECT id FROM people WHERE `+identityMatch, identityKey(in.FirstName), identityKey(in.LastName), in.DateOfBirth)
 }
 
-// DeletePerson removes a person and their links, unless something in
-// another service still names them.
-func (s *Store) DeletePerson(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.GetPerson(ctx, id) }
-	return s.refs.DeleteRow(ctx, g, "person", "people", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// DeletePerson is the write that removes a person and their links on
+// behalf of by, for the service to run once the reference protocol found
+// nothing in another service naming them (refs.DeleteRow).
+func (s *Store) DeletePerson(by model.Caller, id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var first, last string
-		if err := s.deleteLinks(ctx, tx, g.Caller, "person_id", id); err != nil {
+		if err := s.deleteLinks(ctx, tx, by, "person_id", id); err != nil {
 			return nil, err
 		}
 		err := store.Delete(ctx, tx, "person", id, `DELETE FROM people WHERE id = $1 RETURNING first_name, last_name`, &first, &last)
 		return []string{personFinds(first, last), everyOrganizationFind}, err
-	})
+	}
 }
 
 const linkColumns = `person_id, organization_id, relation_type, created_at`

@@ -41,7 +41,7 @@ import (
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
@@ -243,7 +243,7 @@ func (e Entry) Store(ctx context.Context, v any) {
 	if e.key == "" {
 		return
 	}
-	raw, err := httpx.Marshal(v) // as the answer renders it
+	raw, err := model.Marshal(v) // as the answer renders it
 	if err != nil {
 		return
 	}

@@ -11,11 +11,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Marshal is JSON as the registry writes its answers (model.Marshal: no
-// HTML escaping).
-func Marshal(v any) ([]byte, error) { return model.Marshal(v) }
-
-// writeJSON writes v and a newline to w as Marshal renders it.
+// writeJSON writes v and a newline to w as every answer renders it
+// (model.Marshal: no HTML escaping).
 func writeJSON(w io.Writer, v any) error { return model.EncodeJSON(w, v) }
 
 // Response wrappers let an endpoint say which success status applies
@@ -79,7 +76,7 @@ type RawJSON []byte
 func Render(response any) (status int, location string, body []byte, err error) {
 	switch r := response.(type) {
 	case Created:
-		body, err = Marshal(r.Value)
+		body, err = model.Marshal(r.Value)
 		return http.StatusCreated, r.Location, body, err
 	case NoContent:
 		return http.StatusNoContent, "", nil, nil
@@ -88,7 +85,7 @@ func Render(response any) (status int, location string, body []byte, err error) 
 	case RawJSON:
 		return http.StatusOK, "", r, nil
 	}
-	body, err = Marshal(response)
+	body, err = model.Marshal(response)
 	return http.StatusOK, "", body, err
 }
 

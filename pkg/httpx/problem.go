@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // ProblemContentType is the media type of every error body.
@@ -40,7 +41,7 @@ type Problem struct {
 // RFC 9457 section 3.2 prescribes.
 func (p Problem) MarshalJSON() ([]byte, error) {
 	type plain Problem
-	base, err := Marshal(plain(p))
+	base, err := model.Marshal(plain(p))
 	if err != nil || len(p.Extensions) == 0 {
 		return base, err
 	}
@@ -52,13 +53,13 @@ func (p Problem) MarshalJSON() ([]byte, error) {
 		if _, taken := members[k]; taken {
 			continue // standard members win over extensions
 		}
-		raw, err := Marshal(v)
+		raw, err := model.Marshal(v)
 		if err != nil {
 			return nil, err
 		}
 		members[k] = raw
 	}
-	return Marshal(members)
+	return model.Marshal(members)
 }
 
 type kindInfo struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // ProblemListener makes the answers net/http writes on its own, for a
@@ -72,7 +73,7 @@ func (c *problemConn) Write(p []byte) (int, error) {
 	} else {
 		err = apperr.BadRequest("the request cannot be read as HTTP: " + detail)
 	}
-	body, merr := httpx.Marshal(httpx.ProblemFrom(ctx, err))
+	body, merr := model.Marshal(httpx.ProblemFrom(ctx, err))
 	if merr != nil {
 		return c.Conn.Write(p)
 	}

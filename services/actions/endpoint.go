@@ -80,11 +80,11 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 
 		Compliance: endpoints.New(endpoints.List(s.Compliance)),
 
-		CreatePlan:  endpoints.New(endpoints.Created(s.CreatePlan, planLocation)),
+		CreatePlan:  endpoints.ByCaller(endpoints.Created(s.CreatePlan, planLocation)),
 		GetPlan:     endpoints.New(s.GetPlan),
 		ListPlans:   endpoints.New(endpoints.List(s.ListPlans)),
-		UpdatePlan:  endpoints.New(endpoints.ByID(s.UpdatePlan)),
-		DeletePlan:  endpoints.New(endpoints.NoContent(s.DeletePlan)),
+		UpdatePlan:  endpoints.Guarded(endpoints.ByID(s.UpdatePlan)),
+		DeletePlan:  endpoints.Guarded(endpoints.NoContent(s.DeletePlan)),
 		PlanPresets: endpoints.New(func(ctx context.Context, _ struct{}) ([]Preset, error) { return s.PlanPresets(ctx) }),
 	}
 	endpoints.Wrap(&e, middleware...)

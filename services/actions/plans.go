@@ -246,7 +246,7 @@ func planDuplicate(in PlanInput) string {
 // CreatePlan inserts a plan once its asset type is known to exist (asked
 // before the transaction, confirmed under its lock inside it); the key
 // must be free (409 naming the plan that holds it).
-func (s *Store) CreatePlan(ctx context.Context, in PlanInput, actor string, targets []refs.Target) (Plan, error) {
+func (s *Store) CreatePlan(ctx context.Context, by model.Caller, in PlanInput, targets []refs.Target) (Plan, error) {
 	checked, err := s.refs.Prepare(ctx, targets...)
 	if err != nil {
 		return Plan{}, err
@@ -260,12 +260,12 @@ func (s *Store) CreatePlan(ctx context.Context, in PlanInput, actor string, targ
 		p, err = store.One[Plan](ctx, tx, "insert inspection plan", "inspection plan", uuid.Nil,
 			`INSERT INTO inspection_plans AS p (id, action_type, asset_type_id, interval_period, first_due_after, due_soon,
 				description, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING `+planColumns,
-			store.NewID(), in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, actor)
+			store.NewID(), in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, by.Subject)
 		if err != nil {
 			return nil, err
 		}
 		p = utcAudit(p)
-		return nil, s.Record(ctx, tx, outbox.Created(outbox.KindInspectionPlan, p.ID.String(), p))
+		return nil, s.Record(ctx, tx, by, outbox.Created(outbox.KindInspectionPlan, p.ID.String(), p))
 	})
 	return p, s.Duplicate(ctx, err, planDuplicate(in), planKeyLookup, in.ActionType, in.AssetTypeID.Ptr())
 }
@@ -312,7 +312,7 @@ func (s *Store) PlannedActionTypes(ctx context.Context) ([]string, error) {
 
 // UpdatePlan applies apply to the locked plan; a new asset type must exist
 // and the new key be free.
-func (s *Store) UpdatePlan(ctx context.Context, id uuid.UUID, actor string, apply func(Plan) (PlanInput, error),
+func (s *Store) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, apply func(Plan) (PlanInput, error),
 	targets func(old Plan, in PlanInput) []refs.Target) error {
 	updater := store.Updater[Plan, PlanInput]{
 		Resource: "inspection plan",
@@ -331,17 +331,17 @@ func (s *Store) UpdatePlan(ctx context.Context, id uuid.UUID, actor string, appl
 		Kind:           outbox.KindInspectionPlan,
 		ID:             func(p Plan) uuid.UUID { return p.ID },
 	}
-	in, err := updater.Update(ctx, s.Store, id, actor, apply)
+	in, err := updater.Update(ctx, s.Store, g, id, apply)
 	return s.Duplicate(ctx, err, planDuplicate(in), planKeyLookup, in.ActionType, in.AssetTypeID.Ptr())
 }
 
-// DeletePlan removes a plan: its rows fall back to the plan for every
-// asset type, or to none.
-func (s *Store) DeletePlan(ctx context.Context, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.GetPlan(ctx, id) }
-	return s.refs.DeleteRow(ctx, outbox.KindInspectionPlan, "inspection_plans", id, current, func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// DeletePlan is the write that removes a plan (its rows fall back to the
+// plan for every asset type, or to none), for the service to run through
+// the reference protocol (refs.DeleteRow).
+func (s *Store) DeletePlan(id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		return nil, store.Delete(ctx, tx, "inspection plan", id, `DELETE FROM inspection_plans WHERE id = $1 RETURNING id`, new(uuid.UUID))
-	})
+	}
 }
 
 // plansNaming is the reference protocol's question for an asset type: the

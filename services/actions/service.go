@@ -50,11 +50,11 @@ type Service interface {
 	Compliance(ctx context.Context, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error)
 
 	// Inspection plans: every reader reads them, an admin writes them.
-	CreatePlan(ctx context.Context, in PlanInput) (Plan, error)
+	CreatePlan(ctx context.Context, by model.Caller, in PlanInput) (Plan, error)
 	GetPlan(ctx context.Context, id uuid.UUID) (Plan, error)
 	ListPlans(ctx context.Context, f PlanFilter, page model.Page) (model.Paged[Plan], error)
-	UpdatePlan(ctx context.Context, id uuid.UUID, p PlanPatch) (Plan, error)
-	DeletePlan(ctx context.Context, id uuid.UUID) error
+	UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, p PlanPatch) (Plan, error)
+	DeletePlan(ctx context.Context, g model.Guard, id uuid.UUID) error
 	// PlanPresets are the plans an operator can load as a starting point.
 	PlanPresets(ctx context.Context) ([]Preset, error)
 }
@@ -304,12 +304,12 @@ func (s *service) Compliance(ctx context.Context, f ComplianceFilter, page model
 	return s.store.Compliance(ctx, f.definite(s.today(), planned), page)
 }
 
-func (s *service) CreatePlan(ctx context.Context, in PlanInput) (Plan, error) {
+func (s *service) CreatePlan(ctx context.Context, by model.Caller, in PlanInput) (Plan, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return Plan{}, err
 	}
-	return s.store.CreatePlan(ctx, in, auth.Subject(ctx), planReferences(in, nil))
+	return s.store.CreatePlan(ctx, by, in, planReferences(in, nil))
 }
 
 func (s *service) GetPlan(ctx context.Context, id uuid.UUID) (Plan, error) {
@@ -320,16 +320,17 @@ func (s *service) ListPlans(ctx context.Context, f PlanFilter, page model.Page) 
 	return s.store.ListPlans(ctx, f, page)
 }
 
-func (s *service) UpdatePlan(ctx context.Context, id uuid.UUID, p PlanPatch) (Plan, error) {
+func (s *service) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, p PlanPatch) (Plan, error) {
 	changed := func(old Plan, in PlanInput) []refs.Target { return planReferences(in, &old) }
-	if err := s.store.UpdatePlan(ctx, id, auth.Subject(ctx), p.Apply, changed); err != nil {
+	if err := s.store.UpdatePlan(ctx, g, id, p.Apply, changed); err != nil {
 		return Plan{}, err
 	}
 	return s.store.GetPlan(ctx, id)
 }
 
-func (s *service) DeletePlan(ctx context.Context, id uuid.UUID) error {
-	return s.store.DeletePlan(ctx, id)
+func (s *service) DeletePlan(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	current := func(ctx context.Context) (any, error) { return s.store.GetPlan(ctx, id) }
+	return s.refs.DeleteRow(ctx, g, "inspection_plan", "inspection_plans", id, current, s.store.DeletePlan(id))
 }
 
 func (s *service) PlanPresets(context.Context) ([]Preset, error) { return Presets, nil }

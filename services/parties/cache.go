@@ -113,7 +113,7 @@ func personFind(norm PersonInput) (scopes []string, key string) {
 // rendered stores v's JSON in entry and answers with it; v itself when it
 // cannot be rendered (the encoder then reports why).
 func rendered(ctx context.Context, entry cache.Entry, v any) any {
-	body, err := httpx.Marshal(v)
+	body, err := model.Marshal(v)
 	if err != nil {
 		return v
 	}

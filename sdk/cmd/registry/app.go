@@ -239,7 +239,7 @@ func (a *app) commands() *ffcli.Command {
 		FlagSet:    quietFlags("registry"),
 		ShortHelp:  "the Asset Registry from a shell",
 		Subcommands: []*ffcli.Command{orgs, people, assetTypes, assets, actions, actionDocuments, documents,
-			a.plansCommand(), a.complianceCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
+			a.plansCommand(), a.complianceCommand(), a.webhooksCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
 			a.checkpointCommand(), a.logKeygenCommand(), a.passportCommand(), a.verifyCommand()},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

@@ -110,6 +110,8 @@ var columns = map[string][]string{
 	"plans":            {"id", "action_type", "asset_type_id", "interval", "first_due_after", "due_soon"},
 	"presets":          {"name", "action_type", "interval", "first_due_after", "due_soon"},
 	"compliance":       {"asset_id", "action_type", "state", "due_date", "last_performed_at", "last_action_id"},
+	"webhooks":         {"id", "url", "types", "description"},
+	"deliveries":       {"id", "event_id", "status", "attempts", "last_status_code", "next_attempt_at"},
 }
 
 // print writes one value (or a list) as JSON or as a table.

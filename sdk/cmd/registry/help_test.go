@@ -20,6 +20,8 @@ func TestHelpAtEveryLevel(t *testing.T) {
 		{[]string{"plans", "-h"}, []string{"registry plans <command>", "presets"}},
 		{[]string{"plans", "load", "--help"}, []string{"registry plans load PRESET", "-asset-type"}},
 		{[]string{"compliance", "-h"}, []string{"registry compliance", "-state", "-due-before"}},
+		{[]string{"webhooks", "-h"}, []string{"registry webhooks <command>", "rotate", "deliveries", "retry"}},
+		{[]string{"webhooks", "deliveries", "--help"}, []string{"registry webhooks deliveries ID", "-status"}},
 	} {
 		out, err := os.CreateTemp(t.TempDir(), "out")
 		if err != nil {

@@ -13,4 +13,5 @@ type (
 	iterAsset     = iter.Seq2[registry.Asset, error]
 	iterAction    = iter.Seq2[registry.Action, error]
 	iterPlan      = iter.Seq2[registry.InspectionPlan, error]
+	iterWebhook   = iter.Seq2[registry.Webhook, error]
 )

@@ -113,70 +113,85 @@ const partitionsEvery = 10 * time.Minute
 // subject's latest (which histories keep). A DETACH CONCURRENTLY and a
 // DROP free the partition's disk at once, where historyPruneTask's DELETE
 // writes each row to the WAL and leaves its space to vacuum. Whether a
-// partition keeps a subject's latest event is read a batch at a time (one
-// index probe a row); the first such event ends the partition's survey,
-// and the prune deletes around it.
+// partition keeps a subject's latest event is read a batch a step (one
+// index probe an event); the first such event ends the partition's
+// survey, and the prune deletes around it. The last partition is never
+// dropped: the table goes on from it.
 func historyDropTask(parts leader.Partitions, retention, every time.Duration) leader.Task {
+	// Where the run's survey is: the partition from which on it looks,
+	// and the last seq read in it.
+	from, after := int64(math.MinInt64), int64(math.MinInt64)
+	next := func(part leader.Partition) { from, after = part.To, math.MinInt64 }
 	return leader.Task{Name: "drop the histories' partitions", Every: every,
 		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
 			list, err := parts.List(ctx, conn)
 			if err != nil {
+				from, after = math.MinInt64, math.MinInt64
 				return 0, false, err
 			}
 			var horizon int64
 			if err := conn.QueryRow(ctx, `SELECT pruned_through FROM feed_horizon`).Scan(&horizon); err != nil {
+				from, after = math.MinInt64, math.MinInt64
 				return 0, false, store.Classify(err, "read the feed's horizon")
 			}
-			var dropped int64
-			// The last partition is never dropped: the table goes on from it.
 			for _, part := range list[:max(len(list)-1, 0)] {
 				if part.To-1 > horizon {
 					break
 				}
-				keeps, err := keepsHistory(ctx, conn, part, retention)
-				if err != nil {
-					return dropped, false, err
-				}
-				if keeps {
+				if part.To <= from { // surveyed in this run already
 					continue
 				}
-				if err := parts.Drop(ctx, conn, part); err != nil {
-					return dropped, false, err
+				dropped, done, err := surveyStep(ctx, conn, parts, part, retention, &after)
+				if err != nil {
+					from, after = math.MinInt64, math.MinInt64
+					return 0, false, err
 				}
-				dropped++
+				if done {
+					next(part)
+				}
+				return dropped, true, nil
 			}
-			return dropped, false, nil
+			from, after = math.MinInt64, math.MinInt64
+			return 0, false, nil
 		}}
 }
 
-// keepsHistory says whether the partition holds an event retention keeps:
-// one younger than retention, or its subject's latest.
-func keepsHistory(ctx context.Context, conn *pgx.Conn, part leader.Partition, retention time.Duration) (bool, error) {
+// surveyStep reads one batch of the partition after *after and drops the
+// partition once the whole was read without an event it keeps; done says
+// the partition's survey ended (dropped, or kept).
+func surveyStep(ctx context.Context, conn *pgx.Conn, parts leader.Partitions, part leader.Partition,
+	retention time.Duration, after *int64) (dropped int64, done bool, err error) {
 	table := pgx.Identifier{part.Name}.Sanitize()
-	var young bool
-	if err := conn.QueryRow(ctx, `SELECT coalesce(max(stored_at) >= now() - $1::interval, false) FROM `+table, retention).Scan(&young); err != nil {
-		return false, store.Classify(err, "read the partition "+part.Name)
-	}
-	if young {
-		return true, nil
-	}
-	var after int64 = math.MinInt64
-	for {
-		var (
-			last   *int64
-			latest bool
-		)
-		if err := conn.QueryRow(ctx, `SELECT max(seq), coalesce(bool_or(NOT EXISTS (SELECT 1 FROM events later
-				WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)), false)
-			FROM (SELECT seq, kind, subject_id FROM `+table+` WHERE seq > $1 ORDER BY seq LIMIT $2) e`,
-			after, maintenanceBatch).Scan(&last, &latest); err != nil {
-			return false, store.Classify(err, "read the partition "+part.Name)
+	if *after == math.MinInt64 {
+		var young bool
+		if err := conn.QueryRow(ctx, `SELECT coalesce(max(stored_at) >= now() - $1::interval, false) FROM `+table, retention).Scan(&young); err != nil {
+			return 0, false, store.Classify(err, "read the partition "+part.Name)
 		}
-		if latest || last == nil {
-			return latest, nil
+		if young {
+			return 0, true, nil
 		}
-		after = *last
 	}
+	var (
+		last   *int64
+		latest bool
+	)
+	if err := conn.QueryRow(ctx, `SELECT max(seq), coalesce(bool_or(NOT EXISTS (SELECT 1 FROM events later
+			WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)), false)
+		FROM (SELECT seq, kind, subject_id FROM `+table+` WHERE seq > $1 ORDER BY seq LIMIT $2) e`,
+		*after, maintenanceBatch).Scan(&last, &latest); err != nil {
+		return 0, false, store.Classify(err, "read the partition "+part.Name)
+	}
+	switch {
+	case latest:
+		return 0, true, nil
+	case last != nil:
+		*after = *last
+		return 0, false, nil
+	}
+	if err := parts.Drop(ctx, conn, part); err != nil {
+		return 0, false, err
+	}
+	return 1, true, nil
 }
 
 // deliveryDropTask drops whole the partitions of deliveries whose week

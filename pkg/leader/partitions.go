@@ -291,3 +291,40 @@ func IsPastLastPartition(err error) bool {
 }
 
 func schemaOf(conn *pgx.Conn) string { return conn.Config().RuntimeParams["search_path"] }
+
+// BuildIndex makes the index name on the table as `CREATE INDEX
+// CONCURRENTLY` would, which PostgreSQL refuses on a partitioned table: the
+// index is made on the table alone (ON ONLY: no rows, invalid), each
+// partition's is built CONCURRENTLY (writes go on) and attached, and the
+// table's is valid once the last is. Partitions made later get the index
+// by themselves. Each step may run again. def is what follows the table's
+// name in CREATE INDEX ("(type, stored_at)", "USING gin (data)").
+func (p Partitions) BuildIndex(ctx context.Context, conn *pgx.Conn, name, def string) error {
+	table := pgx.Identifier{p.Table}.Sanitize()
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON ONLY %s %s`, pgx.Identifier{name}.Sanitize(), table, def)); err != nil {
+		return fmt.Errorf("make index %s on %s: %w", name, p.Table, err)
+	}
+	parts, err := p.List(ctx, conn)
+	if err != nil {
+		return err
+	}
+	for _, part := range parts {
+		child := pgx.Identifier{part.Name + "_" + name}.Sanitize()
+		var attached bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_inherits
+			WHERE inhparent = $1::regclass AND inhrelid = to_regclass($2))`, name, part.Name+"_"+name).Scan(&attached); err != nil {
+			return fmt.Errorf("make index %s on %s: %w", name, part.Name, err)
+		}
+		if attached {
+			continue
+		}
+		if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON %s %s`,
+			child, pgx.Identifier{part.Name}.Sanitize(), def)); err != nil {
+			return fmt.Errorf("make index %s on %s: %w", name, part.Name, err)
+		}
+		if _, err := conn.Exec(ctx, fmt.Sprintf(`ALTER INDEX %s ATTACH PARTITION %s`, pgx.Identifier{name}.Sanitize(), child)); err != nil {
+			return fmt.Errorf("attach index %s of %s: %w", child, part.Name, err)
+		}
+	}
+	return nil
+}

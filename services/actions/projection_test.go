@@ -259,9 +259,12 @@ func TestRebuildLatestInBatchesMatchesOneStatement(t *testing.T) {
 	w := newComplianceWorld(t)
 	ctx := t.Context()
 	pool := w.Built.Store.Pool
+	// Ids are UUIDv7 of now, as the service makes them (actions are
+	// partitioned by their time).
 	if _, err := pool.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, status_ok, status_use_ok,
 			status_finalized, status_valid_through, created_by, updated_by)
-		SELECT gen_random_uuid(), asset, ($2::text[])[1 + (n % 3)], date '2024-01-01' + (n % 400), n % 7 <> 0, n % 5 <> 0,
+		SELECT (lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || '7' || substr(md5(n::text), 1, 3) || '8' || substr(md5(n::text), 4, 15))::uuid,
+			asset, ($2::text[])[1 + (n % 3)], date '2024-01-01' + (n % 400), n % 7 <> 0, n % 5 <> 0,
 			n % 11 <> 0, CASE WHEN n % 4 = 0 THEN NULL ELSE date '2026-01-01' + (n % 900) END, 'test', 'test'
 		FROM (SELECT n, ('00000000-0000-7000-8000-' || lpad(to_hex(n % $1), 12, '0'))::uuid AS asset FROM generate_series(1, $1 * 3) n) s`,
 		2*rebuildBatch+37, ActionTypes[:3]); err != nil {

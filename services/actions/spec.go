@@ -46,7 +46,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	st := NewStore(d.Store, registry)
 	routes := NewHTTPHandler(MakeEndpoints(NewService(st), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
-	handlers := servicekit.Handlers{Routes: routes}
+	handlers := servicekit.Handlers{Routes: routes, Maintenance: maintenance()}
 	if !d.NATS.Enabled() {
 		level.Warn(d.Logger).Log("msg", "nats.url is not set: GET /compliance does not follow assets created or deleted")
 		return handlers, nil

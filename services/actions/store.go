@@ -92,12 +92,14 @@ func (s *Store) CreateAction(ctx context.Context, by model.Caller, in ActionInpu
 	return a, write(checked)
 }
 
-// sourceKeyIndex is the unique index of the sync key (migration 003).
-const sourceKeyIndex = "actions_source_key"
+// sourceKeyIndex is the sync key's unique index: the primary key of
+// action_source_keys (migration 005; actions is partitioned and can hold
+// no unique index without its id).
+const sourceKeyIndex = "action_source_keys_pkey"
 
 // actionHoldingSourceSQL is the id of the action holding a
 // (source_system, source_reference) pair.
-const actionHoldingSourceSQL = `SELECT id FROM actions WHERE source_system = $1 AND source_reference = $2 AND NOT source_duplicate`
+const actionHoldingSourceSQL = `SELECT action_id FROM action_source_keys WHERE source_system = $1 AND source_reference = $2`
 
 // sourceTaken turns the sync key's unique violation (a patch onto a held
 // pair) into the 409 duplicate naming the action that holds the pair;
@@ -310,13 +312,19 @@ func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, by model.Caller, i
 
 // insertActionSQL inserts an action unless its sync key is held (then it
 // inserts nothing, and the transaction goes on, so that what the
-// references said is answered first).
-const insertActionSQL = `INSERT INTO actions AS a (id, asset_id, action_type, action_subtype, performed_at, person_id,
+// references said is answered first). The pair is claimed in
+// action_source_keys first, in the same statement; a claim that finds the
+// pair held by a transaction in flight waits for its outcome, as the
+// unique index of the unpartitioned table did.
+const insertActionSQL = `WITH claim AS (
+		INSERT INTO action_source_keys (source_system, source_reference, action_id)
+		SELECT $16::text, $17::text, $1::uuid WHERE $16::text IS NOT NULL AND $17::text IS NOT NULL
+		ON CONFLICT DO NOTHING RETURNING 1)
+	INSERT INTO actions AS a (id, asset_id, action_type, action_subtype, performed_at, person_id,
 		performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
 		status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)
-	ON CONFLICT (source_system, source_reference)
-		WHERE source_system IS NOT NULL AND source_reference IS NOT NULL AND NOT source_duplicate DO NOTHING`
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20
+	WHERE $16::text IS NULL OR $17::text IS NULL OR EXISTS (SELECT 1 FROM claim)`
 
 // errSourceHeld is an action of a batch that inserted nothing: its sync
 // key is held, and the batch goes item by item to say which.

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -128,27 +126,9 @@ func TestCapacityEvents(t *testing.T) {
 		_, err := st.Prune(ctx, 30*24*time.Hour, 45*24*time.Hour)
 		return err
 	})
-	// PostgreSQL builds no index CONCURRENTLY on a partitioned table: a
-	// migration makes it on the table alone (ON ONLY: invalid, no rows),
-	// builds each partition's CONCURRENTLY and attaches it; the table's is
-	// valid once every partition's is attached (docs/contributing.md).
+	// PostgreSQL builds no index CONCURRENTLY on a partitioned table:
+	// BuildIndex builds each partition's so and attaches it.
 	servicetest.Timed(t, "an index built CONCURRENTLY on events (type, stored_at), partition by partition", func() error {
-		if _, err := conn.Exec(ctx, `CREATE INDEX capacity_probe ON ONLY events (type, stored_at)`); err != nil {
-			return err
-		}
-		parts, err := feedPartitions.List(ctx, conn.Conn())
-		if err != nil {
-			return err
-		}
-		for _, p := range parts {
-			name := pgx.Identifier{p.Name + "_capacity_probe"}.Sanitize()
-			if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY `+name+` ON `+pgx.Identifier{p.Name}.Sanitize()+` (type, stored_at)`); err != nil {
-				return err
-			}
-			if _, err := conn.Exec(ctx, `ALTER INDEX capacity_probe ATTACH PARTITION `+name); err != nil {
-				return err
-			}
-		}
-		return nil
+		return feedPartitions.BuildIndex(ctx, conn.Conn(), "capacity_probe", "(type, stored_at)")
 	})
 }

@@ -113,6 +113,17 @@ func TestFeedPartitionsMadeAheadAndDroppedPastRetention(t *testing.T) {
 	if len(names) == 0 || names[0] != second {
 		t.Errorf("partitions after the prune: %v, want %s (each subject's latest) first", names, second)
 	}
+	// An index added later is built partition by partition and is whole.
+	if err := parts.BuildIndex(t.Context(), conn, "events_by_stored_type", "(stored_at, type)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := parts.BuildIndex(t.Context(), conn, "events_by_stored_type", "(stored_at, type)"); err != nil {
+		t.Fatalf("BuildIndex again: %v", err)
+	}
+	var valid bool
+	if err := conn.QueryRow(t.Context(), `SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_by_stored_type'::regclass`).Scan(&valid); err != nil || !valid {
+		t.Errorf("the index built partition by partition: valid %v (%v), want valid", valid, err)
+	}
 	var left int
 	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM events`).Scan(&left); err != nil || left != 10 {
 		t.Errorf("%d events left (%v), want 10: each subject's latest (the first subject's is the late one)", left, err)

@@ -25,7 +25,10 @@ export GOFLAGS := -trimpath
 
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # The fault suite (tools/faults) builds only with this tag, so that `go test
-# ./...` by hand stays quick; make test and make faults set it.
+# ./...` by hand stays quick; make test and make faults set it. The
+# registry command's test hooks (a SIGKILL failpoint, profiles) build only
+# with testhooks: tools/sdktest and make bench build the command so, the
+# shipped one lacks them; make lint vets both.
 TEST_TAGS := -tags faults
 
 .PHONY: help
@@ -137,6 +140,7 @@ charts: ## package every chart into build/charts
 lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services and tools/
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@go vet $(TEST_TAGS) $(PACKAGES)
+	@go vet -tags testhooks ./sdk/cmd/registry
 	@go run ./tools/cmd/layercheck
 
 .PHONY: capacity

@@ -62,7 +62,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	cliBin = filepath.Join(s.Dir, "registry")
-	build := exec.CommandContext(ctx, "go", "build", "-o", cliBin, "./sdk/cmd/registry")
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "testhooks", "-o", cliBin, "./sdk/cmd/registry")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "sdktest: build the registry command:", err)

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -351,17 +350,6 @@ func (im *importer) runBatch(ctx context.Context, b batch) {
 	for _, d := range docs {
 		im.docs <- d
 	}
-}
-
-// failpoint (REGISTRY_IMPORT_FAILPOINT), for the tests of the journal,
-// kills the import with SIGKILL where a crash is worst: "answered" once a
-// batch after the first has its answers and before its journal line,
-// "torn" half-way through writing that line.
-var failpoint = os.Getenv("REGISTRY_IMPORT_FAILPOINT")
-
-func die() {
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	select {} // the signal is on its way
 }
 
 func (im *importer) fail(errs ...rowError) {

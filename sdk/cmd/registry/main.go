@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -46,26 +45,11 @@ func main() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(48 << 20)
 	}
-	// REGISTRY_CPU_PROFILE: where make bench has the import's CPU profile
-	// written.
-	if path := os.Getenv("REGISTRY_CPU_PROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
-			defer f.Close()
-			defer pprof.StopCPUProfile()
-		}
-	}
+	stopProfiles := startProfiles()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	// REGISTRY_HEAP_PROFILE: where make bench has the heap profile at the
-	// end written (what the run still holds, and what it allocated).
-	if path := os.Getenv("REGISTRY_HEAP_PROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
-			_ = pprof.Lookup("heap").WriteTo(f, 0)
-			f.Close()
-		}
-	}
+	stopProfiles()
 	if code != 0 {
-		pprof.StopCPUProfile()
 		os.Exit(code)
 	}
 }

@@ -348,3 +348,25 @@ func explain(t *testing.T, conn *pgx.Conn, query string, args ...any) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Two installations in one database (a schema each, as the bench and the
+// test kit make them) migrate alike: the first partition's bound is found
+// on each schema's own table, never on the other's.
+func TestMigrationsBesideAnotherSchemasPartitions(t *testing.T) {
+	ctx := t.Context()
+	for range 2 {
+		cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
+		pool, err := store.OpenAndMigrate(ctx, cfg, migrationsUpTo(t, "999"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		for _, table := range []string{"events", "deliveries"} {
+			var bounds int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conrelid = ($1 || '_0')::regclass AND conname = $1 || '_0_bound'`,
+				table).Scan(&bounds); err != nil || bounds != 1 {
+				t.Fatalf("%s: %s_0 has %d bound constraints (%v), want 1", cfg.Schema, table, bounds, err)
+			}
+		}
+	}
+}

@@ -31,7 +31,7 @@ DECLARE
     bound bigint;
 BEGIN
     IF (SELECT relkind FROM pg_class WHERE oid = 'events'::regclass) <> 'r'
-       OR EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'events_0_bound') THEN
+       OR EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'events'::regclass AND conname = 'events_0_bound') THEN
         RETURN;
     END IF;
     SET LOCAL lock_timeout = '2s';
@@ -56,7 +56,7 @@ BEGIN
     END IF;
     SET LOCAL lock_timeout = '2s';
     SELECT (regexp_match(pg_get_constraintdef(oid), '(\d+)'))[1]::bigint INTO bound
-    FROM pg_constraint WHERE conname = 'events_0_bound';
+    FROM pg_constraint WHERE conrelid = 'events'::regclass AND conname = 'events_0_bound';
 
     ALTER TABLE events RENAME TO events_0;
     ALTER INDEX events_pkey RENAME TO events_0_pkey;

@@ -213,3 +213,27 @@ func TestPerCoreIsTheInverseOfCPUPerRequest(t *testing.T) {
 		})
 	}
 }
+
+// A goal whose row counted no request is not met, whatever its value: an
+// empty row's p99 of 0 is not a p99 under the bound.
+func TestGoalOfAnEmptyRowIsNotMet(t *testing.T) {
+	i := slices.IndexFunc(Goals, func(g Goal) bool { return g.Metric == "p99 s" && g.AtMost > 0 })
+	if i < 0 {
+		t.Fatal("no goal on a p99 in seconds")
+	}
+	goal := Goals[i]
+	for _, c := range []struct {
+		requests int
+		met      bool
+	}{{requests: 0, met: false}, {requests: 10, met: true}} {
+		r := &Results{Rows: []RowResult{{Name: goal.Row, Samples: []RowSample{{Sample: Sample{Requests: c.requests, P99: time.Millisecond}}}}}}
+		r.finish(time.Now())
+		j := slices.IndexFunc(r.Goals, func(v GoalValue) bool { return v.Name == goal.Name })
+		if j < 0 {
+			t.Fatalf("%d requests: goal %q not evaluated", c.requests, goal.Name)
+		}
+		if r.Goals[j].Met != c.met {
+			t.Errorf("%d requests: %q met = %v, want %v", c.requests, goal.Name, r.Goals[j].Met, c.met)
+		}
+	}
+}

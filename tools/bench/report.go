@@ -125,6 +125,11 @@ func (r *Results) finish(now time.Time) {
 			if g.AtLeast > 0 && x < g.AtLeast || g.AtMost > 0 && x > g.AtMost {
 				v.Met = false
 			}
+			// A row that counted no request measured nothing: its 0 would
+			// meet every "at most" goal.
+			if s.Requests == 0 || of != nil && of.Samples[k].Requests == 0 {
+				v.Met = false
+			}
 		}
 		r.Goals = append(r.Goals, v)
 	}

@@ -498,7 +498,11 @@ func Classify(err error, op string) error {
 			pgErr.Code == "25P03",   // idle_in_transaction_session_timeout
 			pgErr.Code[:2] == "08",  // connection exception
 			pgErr.Code[:2] == "53",  // insufficient resources
-			pgErr.Code[:3] == "57P": // admin shutdown, crash shutdown, cannot connect now
+			pgErr.Code[:3] == "57P", // admin shutdown, crash shutdown, cannot connect now
+			// A partitioned table's partitions ahead ran out: the
+			// maintenance task makes the next (and its alert fires), so the
+			// write is retried, never stored elsewhere.
+			pgErr.Code == "23514" && strings.HasPrefix(pgErr.Message, "no partition of relation"):
 			return apperr.Unavailable("the database", fmt.Errorf("%s: %w", op, err))
 		}
 		return fmt.Errorf("%s: %w", op, err)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
@@ -531,5 +533,32 @@ func TestWriteSlots(t *testing.T) {
 		if got := store.WriteSlots(tc.maxConns, tc.maxWrites, tc.cpus); got != tc.want {
 			t.Errorf("WriteSlots(%d, %d, %d) = %d, want %d", tc.maxConns, tc.maxWrites, tc.cpus, got, tc.want)
 		}
+	}
+}
+
+func TestClassifyUnavailableAndInternal(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		err         error
+		unavailable bool
+	}{
+		{"statement timeout", &pgconn.PgError{Code: "57014"}, true},
+		{"lock timeout", &pgconn.PgError{Code: "55P03"}, true},
+		{"connection exception", &pgconn.PgError{Code: "08006"}, true},
+		{"no partition for the row", &pgconn.PgError{Code: "23514", Message: `no partition of relation "actions" found for row`}, true},
+		{"a CHECK constraint", &pgconn.PgError{Code: "23514", Message: `new row for relation "actions" violates check constraint "x"`}, false},
+		{"a unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"a syntax error", &pgconn.PgError{Code: "42601"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := store.Classify(c.err, "write")
+			if got := apperr.Is(err, apperr.KindUnavailable); got != c.unavailable {
+				t.Errorf("Classify(%v) unavailable = %v, want %v", c.err, got, c.unavailable)
+			}
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) {
+				t.Errorf("Classify(%v) = %v: the database's error is lost", c.err, err)
+			}
+		})
 	}
 }

@@ -61,6 +61,8 @@ type Call struct {
 	After func(ctx context.Context, e *Env) error
 	// Bytes is the payload one call moves (see Row.Bytes).
 	Bytes func(e *Env) int64
+	// MinWindow is both rows' (see Row.MinWindow).
+	MinWindow time.Duration
 }
 
 // Rows expands the calls into the gateway and direct rows.
@@ -88,8 +90,8 @@ func (c Call) Rows() []Row {
 		}
 	}
 	return []Row{
-		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes},
-		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes},
+		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow},
+		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow},
 	}
 }
 

@@ -34,14 +34,15 @@ var mayBeAbsent = map[string]string{
 	"BatchResult.problem": "only for an item that was refused",
 	// A problem (inside a batch's 200) has RFC 9457's members always and
 	// each extension only where its kind has one.
-	"Problem.detail":         "RFC 9457: optional",
-	"Problem.errors":         "only for field problems",
-	"Problem.errors_omitted": "only when field problems were cut short",
-	"Problem.existing_id":    "only for a 409 on a natural key",
-	"Problem.candidates":     "only for an ambiguous find",
-	"Problem.owner":          "only for a 403 not-owner",
-	"Problem.referenced_by":  "only for a 409 still-referenced",
-	"Problem.limit":          "only for a 409 subscription-limit",
+	"Problem.detail":          "RFC 9457: optional",
+	"Problem.errors":          "only for field problems",
+	"Problem.errors_omitted":  "only when field problems were cut short",
+	"Problem.existing_id":     "only for a 409 on a natural key",
+	"Problem.candidates":      "only for an ambiguous find",
+	"Problem.owner":           "only for a 403 not-owner",
+	"Problem.referenced_by":   "only for a 409 still-referenced",
+	"Problem.limit":           "only for a 409 subscription-limit",
+	"Problem.redaction_entry": "only for a 410 of a redacted leaf",
 }
 
 func TestResponseSchemasRequireEveryMember(t *testing.T) {

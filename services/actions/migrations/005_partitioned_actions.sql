@@ -34,7 +34,10 @@ CREATE TABLE IF NOT EXISTS action_source_keys (
 
 CREATE INDEX IF NOT EXISTS action_source_keys_by_action ON action_source_keys (action_id);
 
-CREATE OR REPLACE FUNCTION keep_action_source_key() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The function keeps the schema it was made in (SET search_path FROM
+-- CURRENT): a session of another search_path writing actions (an
+-- operator's, the bench's seed) finds this schema's action_source_keys.
+CREATE OR REPLACE FUNCTION keep_action_source_key() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'UPDATE' THEN
         IF OLD.source_system IS NOT DISTINCT FROM NEW.source_system AND OLD.source_reference IS NOT DISTINCT FROM NEW.source_reference

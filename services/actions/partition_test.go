@@ -2,10 +2,8 @@ package actions
 
 import (
 	"context"
-	"io/fs"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +12,7 @@ import (
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 // A filled actions table becomes a partitioned one without losing a row:
@@ -25,21 +24,7 @@ import (
 func TestMigrationPartitionsFilledActions(t *testing.T) {
 	ctx := context.Background()
 	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	all := Spec().Migrations
-	before := fstest.MapFS{}
-	entries, err := fs.ReadDir(all, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() < "005" {
-			raw, err := fs.ReadFile(all, e.Name())
-			if err != nil {
-				t.Fatal(err)
-			}
-			before[e.Name()] = &fstest.MapFile{Data: raw}
-		}
-	}
+	before := servicetest.MigrationsBefore(t, Spec(), "005")
 	old, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(before)...)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +55,7 @@ func TestMigrationPartitionsFilledActions(t *testing.T) {
 	}
 	old.Close()
 
-	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(all)...)
+	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(Spec().Migrations)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,8 @@ package actions
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/google/uuid"
@@ -147,21 +145,7 @@ func TestHTTPBatchFindBySource(t *testing.T) {
 func TestMigrationKeepsDuplicateSources(t *testing.T) {
 	ctx := context.Background()
 	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	all := Spec().Migrations
-	before := fstest.MapFS{}
-	entries, err := fs.ReadDir(all, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() < "003" {
-			raw, err := fs.ReadFile(all, e.Name())
-			if err != nil {
-				t.Fatal(err)
-			}
-			before[e.Name()] = &fstest.MapFile{Data: raw}
-		}
-	}
+	before := servicetest.MigrationsBefore(t, Spec(), "003")
 	old, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(before)...)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +158,7 @@ func TestMigrationKeepsDuplicateSources(t *testing.T) {
 		}
 	}
 	old.Close()
-	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(all)...)
+	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(Spec().Migrations)...)
 	if err != nil {
 		t.Fatalf("the migration failed on duplicate pairs: %v", err)
 	}

@@ -3,12 +3,10 @@ package events
 import (
 	"context"
 	"encoding/binary"
-	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/google/uuid"
@@ -217,37 +215,13 @@ func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
 	}
 }
 
-// migrationsUpTo are the schema's migrations up to and including version.
-func migrationsUpTo(t *testing.T, version string) fs.FS {
-	t.Helper()
-	all, err := fs.Sub(files, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := fs.ReadDir(all, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := fstest.MapFS{}
-	for _, e := range entries {
-		if e.Name() <= version {
-			data, err := fs.ReadFile(all, e.Name())
-			if err != nil {
-				t.Fatal(err)
-			}
-			up[e.Name()] = &fstest.MapFile{Data: data}
-		}
-	}
-	return up
-}
-
 // An installation's filled feed and deliveries become partitioned tables
 // without losing a row: the old tables become their first partitions,
 // the indexes are adopted (valid, used), and the next partitions are made.
 func TestMigrationPartitionsFilledTables(t *testing.T) {
 	ctx := context.Background()
 	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	pool, err := store.OpenAndMigrate(ctx, cfg, migrationsUpTo(t, "006_fan_out.sql"), nil)
+	pool, err := store.OpenAndMigrate(ctx, cfg, servicetest.MigrationsBefore(t, Spec(), "007"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +249,7 @@ func TestMigrationPartitionsFilledTables(t *testing.T) {
 	}
 	pool.Close()
 
-	pool, err = store.OpenAndMigrate(ctx, cfg, migrationsUpTo(t, "999"), nil)
+	pool, err = store.OpenAndMigrate(ctx, cfg, Spec().Migrations, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +330,7 @@ func TestMigrationsBesideAnotherSchemasPartitions(t *testing.T) {
 	ctx := t.Context()
 	for range 2 {
 		cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-		pool, err := store.OpenAndMigrate(ctx, cfg, migrationsUpTo(t, "999"), nil)
+		pool, err := store.OpenAndMigrate(ctx, cfg, Spec().Migrations, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

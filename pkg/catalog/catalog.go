@@ -130,7 +130,7 @@ var Services = []Service{
 		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}, {Name: "compliance", Prefixes: []string{"/compliance"}},
 			{Name: "inspection_plans", Prefixes: []string{"/inspection_plans"}}},
 		Needs: []Datastore{Postgres, NATS},
-		Kinds: []string{"action", "action_document", "inspection_plan"},
+		Kinds: []string{"action", "action_document", "inspection_plan", "compliance"},
 		// An action names its asset and the person and organization that
 		// did the work; an action document links a document; a plan names
 		// its asset type.

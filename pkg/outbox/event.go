@@ -34,12 +34,16 @@ const (
 	KindActionDocument     = "action_document"
 	KindDocument           = "document"
 	KindInspectionPlan     = "inspection_plan"
+	// KindCompliance is an asset's compliance rows (subject id: the
+	// asset's): compliance.updated when a row's state changes.
+	KindCompliance = "compliance"
 )
 
 // Kinds lists every kind, in the order the documentation names them.
 var Kinds = []string{
 	KindOrganization, KindPerson, KindPersonOrganization, KindAssetType,
 	KindAsset, KindAction, KindActionDocument, KindDocument, KindInspectionPlan,
+	KindCompliance,
 }
 
 // The operations of an event's type.

@@ -469,7 +469,17 @@ func plannedBranch(literal string, q complianceQuery, keyset, filters string, li
 	}
 	return fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
-	LEFT JOIN LATERAL (SELECT p.interval_period::interval AS every, p.first_due_after::interval AS first,
+	%[2]s
+	WHERE NOT k.deleted AND %[3]s%[4]s%[5]s ORDER BY k.asset_id LIMIT %[6]d)`,
+		literal, planStateJoins(literal, today, dueBefore), keyset, filters, where, limit)
+}
+
+// planStateJoins finds the plan p of known_assets k's row of actionType
+// (latest_actions l: its latest) and computes its due date and state r on
+// the day today with dueBefore (SQL expressions, dueBefore may use
+// p.soon, the plan's due-soon window).
+func planStateJoins(actionType, today, dueBefore string) string {
+	return fmt.Sprintf(`LEFT JOIN LATERAL (SELECT p.interval_period::interval AS every, p.first_due_after::interval AS first,
 			p.due_soon::interval AS soon
 		FROM inspection_plans p WHERE p.action_type = %[1]s AND (p.asset_type_id = k.asset_type_id OR p.asset_type_id IS NULL)
 		ORDER BY p.asset_type_id IS NULL LIMIT 1) p ON true
@@ -483,9 +493,7 @@ func plannedBranch(literal string, q complianceQuery, keyset, filters string, li
 			WHEN d.due_date IS NULL THEN 'open_ended'
 			WHEN d.due_date < %[2]s THEN 'overdue'
 			WHEN d.due_date < %[3]s THEN 'due'
-			ELSE 'valid' END AS state) r
-	WHERE NOT k.deleted AND %[4]s%[5]s%[6]s ORDER BY k.asset_id LIMIT %[7]d)`,
-		literal, today, dueBefore, keyset, filters, where, limit)
+			ELSE 'valid' END AS state) r`, actionType, today, dueBefore)
 }
 
 // ComplianceSQL is the page query of f on the day today with its

@@ -3,18 +3,25 @@ package actions
 import (
 	"context"
 	"embed"
+	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
+
+// rollerSettings are the compliance roller's flags.
+var rollerSettings = struct {
+	zone  string
+	every time.Duration
+}{zone: "UTC", every: time.Second}
 
 // files are the migrations and the OpenAPI document, in the binary.
 //
@@ -25,6 +32,10 @@ var files embed.FS
 func Spec() servicekit.Spec {
 	spec := servicekit.Embedded("actions", files)
 	spec.Build = build
+	spec.Flags = func(fs *flag.FlagSet) {
+		fs.StringVar(&rollerSettings.zone, "compliance.zone", "UTC", "IANA time zone whose midnight begins a day for compliance.updated events (a date passing)")
+		fs.DurationVar(&rollerSettings.every, "compliance.roll-every", time.Second, "how often the compliance roller announces the rows writes changed and goes on with a day's pass")
+	}
 	spec.Commands = map[string]servicekit.Command{
 		"rebuild-compliance": {
 			Summary: "rebuild the compliance read model from the assets service's listing and the actions table, then exit",
@@ -47,6 +58,12 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	routes := NewHTTPHandler(MakeEndpoints(NewService(st), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	handlers := servicekit.Handlers{Routes: routes, Maintenance: maintenance()}
+	zone, err := time.LoadLocation(rollerSettings.zone)
+	if err != nil {
+		return handlers, fmt.Errorf("compliance.zone %q: %w", rollerSettings.zone, err)
+	}
+	// Transitions go to the outbox, which the relay publishes when it can.
+	handlers.Jobs = append(handlers.Jobs, NewRoller(st, zone).Job(rollerSettings.every, d.Logger))
 	if !d.NATS.Enabled() {
 		level.Warn(d.Logger).Log("msg", "nats.url is not set: GET /compliance does not follow assets created or deleted")
 		return handlers, nil
@@ -57,13 +74,13 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	if err != nil {
 		return handlers, err
 	}
-	handlers.Jobs = []process.Job{
+	handlers.Jobs = append(handlers.Jobs,
 		NewProjection(st).Job(nc, d.NATS, d.Logger),
 		// The targets of an action, remembered as their owners create
 		// them: the first action naming a new asset, person or
 		// organization then asks no peer (pkg/refs, learn.go).
 		registry.LearnFromEvents(nc, d.NATS, d.Logger, outbox.KindAsset, outbox.KindPerson, outbox.KindOrganization),
-	}
+	)
 	handlers.Close = nc.Close // once the jobs have stopped
 	return handlers, nil
 }

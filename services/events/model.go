@@ -122,6 +122,17 @@ var HistoryKinds = map[string]string{
 	"documents":     outbox.KindDocument,
 }
 
+// HistoryOf is the kinds of the events in a history of kind: an asset's
+// history has its compliance rows' transitions too (compliance.updated,
+// whose subject id is the asset's), so that it tells when the asset fell
+// due; GET ?as_of reads the asset's own events only.
+func HistoryOf(kind string) []string {
+	if kind == outbox.KindAsset {
+		return []string{outbox.KindAsset, outbox.KindCompliance}
+	}
+	return []string{kind}
+}
+
 // Webhook is a subscription as the API shows it. Secret is only set in
 // the answers that create it or rotate it.
 type Webhook struct {

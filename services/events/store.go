@@ -309,7 +309,7 @@ func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
 // subject without events is a 404.
 func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
 	var f store.Filter
-	f.Where("kind = ?", q.Kind)
+	f.Where("kind = ANY(?)", HistoryOf(q.Kind))
 	f.Where("subject_id = ?", q.ID.String())
 	f.Where("seq > ?", q.After)
 	rows, err := st.s.DB(ctx).Query(ctx, pageSQL(f, q.Limit+1), f.Args()...)

@@ -1,0 +1,76 @@
+-- compliance.updated events: a row's state change, by a write or by the
+-- calendar, announced exactly once (docs/architecture.md, the compliance
+-- read model).
+--
+-- compliance_announced: each row's state as the last event said it (a
+-- row without one was never announced: it is "never", as every new
+-- asset's rows are). The roller compares what the rows are now with it,
+-- and writes the outbox rows of the differences and the new announced
+-- rows in one transaction: a roller killed at any point has announced a
+-- difference wholly or not at all, and the next one finds what is left.
+CREATE TABLE compliance_announced (
+    asset_id    uuid NOT NULL,
+    action_type text COLLATE "C" NOT NULL,
+    state       text NOT NULL,
+    -- The row as the event's data showed it: the next event's "before".
+    row         jsonb NOT NULL,
+    PRIMARY KEY (asset_id, action_type)
+);
+
+-- compliance_dirty: the assets whose rows a write may have changed,
+-- queued by triggers in the write's own transaction (an action's latest
+-- row, an asset's projection row); the roller announces them within a
+-- second or so and removes them in the same transaction.
+CREATE TABLE compliance_dirty (
+    asset_id uuid PRIMARY KEY
+);
+
+CREATE FUNCTION compliance_dirty_latest() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        INSERT INTO compliance_dirty VALUES (OLD.asset_id) ON CONFLICT DO NOTHING;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO compliance_dirty VALUES (NEW.asset_id) ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER latest_actions_dirty AFTER INSERT OR UPDATE OR DELETE ON latest_actions
+    FOR EACH ROW EXECUTE FUNCTION compliance_dirty_latest();
+CREATE TRIGGER known_assets_dirty AFTER INSERT OR UPDATE OR DELETE ON known_assets
+    FOR EACH ROW EXECUTE FUNCTION compliance_dirty_latest();
+
+-- compliance_roll: the roller's progress through a pass over every asset
+-- (a new day in its zone, or a plan changed): the day the last whole pass
+-- was for, the pass under way's day and the last asset it announced. A
+-- batch updates it in the transaction of the outbox rows it writes.
+CREATE TABLE compliance_roll (
+    id          boolean PRIMARY KEY DEFAULT true CHECK (id),
+    rolled_for  date,
+    pass_for    date,
+    pass_after  uuid,
+    -- A plan changed since the pass began: another pass follows.
+    plans_changed boolean NOT NULL DEFAULT false
+);
+INSERT INTO compliance_roll DEFAULT VALUES;
+
+CREATE FUNCTION compliance_plans_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE compliance_roll SET plans_changed = true;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER inspection_plans_changed AFTER INSERT OR UPDATE OR DELETE ON inspection_plans
+    FOR EACH STATEMENT EXECUTE FUNCTION compliance_plans_changed();
+
+---- create above / drop below ----
+
+DROP TRIGGER inspection_plans_changed ON inspection_plans;
+DROP FUNCTION compliance_plans_changed();
+DROP TABLE compliance_roll;
+DROP TRIGGER known_assets_dirty ON known_assets;
+DROP TRIGGER latest_actions_dirty ON latest_actions;
+DROP FUNCTION compliance_dirty_latest();
+DROP TABLE compliance_dirty;
+DROP TABLE compliance_announced;

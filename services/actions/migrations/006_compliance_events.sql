@@ -25,7 +25,10 @@ CREATE TABLE compliance_dirty (
     asset_id uuid PRIMARY KEY
 );
 
-CREATE FUNCTION compliance_dirty_latest() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The functions keep the schema they were made in (SET search_path FROM
+-- CURRENT): a session of another search_path writing these tables (an
+-- operator's psql) queues in this schema's tables all the same.
+CREATE FUNCTION compliance_dirty_latest() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
         INSERT INTO compliance_dirty VALUES (OLD.asset_id) ON CONFLICT DO NOTHING;
@@ -55,7 +58,7 @@ CREATE TABLE compliance_roll (
 );
 INSERT INTO compliance_roll DEFAULT VALUES;
 
-CREATE FUNCTION compliance_plans_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION compliance_plans_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     UPDATE compliance_roll SET plans_changed = true;
     RETURN NULL;

@@ -505,7 +505,10 @@ func KitMigrations() MigrationSet {
 	return MigrationSet{Files: files, VersionTable: "kit_schema_version"}
 }
 
-// Migrations are a service's own migrations followed by the kit's.
+// Migrations are the kit's migrations followed by the service's own: a
+// service's migration may build on the kit's tables (the actions service's
+// compliance queue is a trigger on its outbox). Each set keeps its own
+// version table, so a schema migrated in the other order goes on as is.
 func Migrations(service fs.FS) []MigrationSet {
-	return []MigrationSet{{Files: service, VersionTable: "schema_version"}, KitMigrations()}
+	return []MigrationSet{KitMigrations(), {Files: service, VersionTable: "schema_version"}}
 }

@@ -28,10 +28,22 @@ import (
 	"github.com/assetregistry/registry/pkg/store"
 )
 
-// RollerActor is the actor of the events the roller writes: the registry
-// itself, whatever write or date made the change (the row's
-// last_action_id names the action when there is one).
+// RollerActor is the actor of the transitions no client's write made: a
+// date passing, a plan, an asset's projection, a rebuild. An action
+// write's transition carries the write's own actor and request id.
 const RollerActor = "registry:compliance"
+
+// writer is who made a queued asset's last action write, from its event.
+type writer struct {
+	Actor     *string `db:"actor"`
+	RequestID *string `db:"request_id"`
+}
+
+// queued is an asset a write queued, and the writer when its event named one.
+type queued struct {
+	AssetID uuid.UUID `db:"asset_id"`
+	writer
+}
 
 // rollBatch is how many assets one roller transaction announces.
 const rollBatch = 2000
@@ -106,19 +118,24 @@ func (r *Roller) announceQueued(ctx context.Context) (n int, err error) {
 	written := 0
 	err = r.store.Write(ctx, "announce queued compliance rows", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		rows, err := tx.Query(ctx, `DELETE FROM compliance_dirty WHERE asset_id IN
-			(SELECT asset_id FROM compliance_dirty ORDER BY asset_id LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING asset_id`, rollBatch)
+			(SELECT asset_id FROM compliance_dirty ORDER BY asset_id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING asset_id, actor, request_id`, rollBatch)
 		if err != nil {
 			return nil, store.Classify(err, "take queued assets")
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		taken, err := pgx.CollectRows(rows, pgx.RowToStructByName[queued])
 		if err != nil {
 			return nil, store.Classify(err, "take queued assets")
 		}
-		n = len(ids)
+		n = len(taken)
 		if n == 0 {
 			return nil, nil
 		}
-		written, err = announce(ctx, tx, today, ids)
+		ids, writers := make([]uuid.UUID, n), make(map[uuid.UUID]writer, n)
+		for i, q := range taken {
+			ids[i], writers[q.AssetID] = q.AssetID, q.writer
+		}
+		written, err = announce(ctx, tx, today, ids, writers)
 		return nil, err
 	})
 	if err == nil && written > 0 {
@@ -174,7 +191,7 @@ func (r *Roller) passBatch(ctx context.Context) (done bool, err error) {
 		if len(ids) > 0 {
 			// The pass announces against its own day, even past midnight:
 			// the next pass starts from the next day.
-			if written, err = announce(ctx, tx, *passFor, ids); err != nil {
+			if written, err = announce(ctx, tx, *passFor, ids, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -207,7 +224,9 @@ type announcedRow struct {
 // in id order: two announcements of one asset (two replicas, a queued
 // asset and a pass) follow each other, the second computing after the
 // first committed. A deleted asset's announced rows go, without events.
-func announce(ctx context.Context, tx pgx.Tx, today model.Date, ids []uuid.UUID) (int, error) {
+// An asset's transitions carry its writer's actor and request id when
+// writers names them, RollerActor's otherwise.
+func announce(ctx context.Context, tx pgx.Tx, today model.Date, ids []uuid.UUID, writers map[uuid.UUID]writer) (int, error) {
 	if _, err := tx.Exec(ctx, `SELECT FROM known_assets WHERE asset_id = ANY($1) ORDER BY asset_id FOR UPDATE`, ids); err != nil {
 		return 0, store.Classify(err, "lock assets")
 	}
@@ -232,20 +251,25 @@ func announce(ctx context.Context, tx pgx.Tx, today model.Date, ids []uuid.UUID)
 	if err != nil {
 		return 0, store.Classify(err, "announce compliance rows")
 	}
-	return len(changed), recordTransitions(ctx, tx, changed)
+	return len(changed), recordTransitions(ctx, tx, changed, writers)
 }
 
 // recordTransitions writes the outbox rows of changed in one statement
 // (a pass writes thousands at a time): compliance.updated, subject the
 // asset's compliance (kind compliance, the asset's id), data the row
 // after, changes the fields that changed.
-func recordTransitions(ctx context.Context, tx pgx.Tx, changed []announcedRow) error {
+func recordTransitions(ctx context.Context, tx pgx.Tx, changed []announcedRow, writers map[uuid.UUID]writer) error {
 	if len(changed) == 0 {
 		return nil
 	}
 	ids, subjects, data, changes := make([]uuid.UUID, len(changed)), make([]string, len(changed)),
 		make([]string, len(changed)), make([]string, len(changed))
+	actors, requestIDs := make([]string, len(changed)), make([]string, len(changed))
 	for i, c := range changed {
+		actors[i] = RollerActor
+		if w := writers[c.AssetID]; w.Actor != nil {
+			actors[i], requestIDs[i] = *w.Actor, *w.RequestID
+		}
 		diff, err := outbox.Diff(c.Before, c.Row)
 		if err != nil {
 			return fmt.Errorf("compliance transition of %s %s: %w", c.AssetID, c.ActionType, err)
@@ -257,9 +281,9 @@ func recordTransitions(ctx context.Context, tx pgx.Tx, changed []announcedRow) e
 		ids[i], subjects[i], data[i], changes[i] = uuid.Must(uuid.NewV7()), c.AssetID.String(), string(c.Row), string(raw)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, kind, subject_id, op, actor, request_id, data, changes)
-		SELECT id, $2, subject, 'updated', $3, '', data::json, changes::json
-		FROM unnest($1::uuid[], $4::text[], $5::text[], $6::text[]) AS e(id, subject, data, changes)`,
-		ids, outbox.KindCompliance, RollerActor, subjects, data, changes)
+		SELECT id, $2, subject, 'updated', actor, request_id, data::json, changes::json
+		FROM unnest($1::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS e(id, subject, data, changes, actor, request_id)`,
+		ids, outbox.KindCompliance, subjects, data, changes, actors, requestIDs)
 	return store.Classify(err, "record compliance transitions")
 }
 
@@ -267,11 +291,23 @@ func recordTransitions(ctx context.Context, tx pgx.Tx, changed []announcedRow) e
 // due window of each row's plan (30 days without): the state GET
 // /compliance gives without due_before, and the row as JSON as it shows
 // it. plannedBranch computes the same.
-var rowStatesSQL = `SELECT k.asset_id, t.action_type, r.state, jsonb_build_object('asset_id', k.asset_id, 'asset_type_id', k.asset_type_id,
+var rowStatesSQL = rowStatesWhere("k.asset_id = ANY($2)")
+
+// SeedAnnouncedSQL records every row's state on the day $1 as announced
+// and empties the queue, in the transaction that loaded the rows: a seed
+// (tools/bench) loads a registry that has announced what it holds, as a
+// live one has, instead of a million transitions at once.
+var SeedAnnouncedSQL = `WITH queue AS (DELETE FROM compliance_dirty)
+	INSERT INTO compliance_announced (asset_id, action_type, state, row)
+	SELECT asset_id, action_type, state, row FROM (` + rowStatesWhere("true") + `) now WHERE state <> 'never'`
+
+func rowStatesWhere(cond string) string {
+	return `SELECT k.asset_id, t.action_type, r.state, jsonb_build_object('asset_id', k.asset_id, 'asset_type_id', k.asset_type_id,
 			'action_type', t.action_type, 'state', r.state, 'due_date', r.due_date, 'valid_through', l.valid_through,
 			'last_action_id', l.action_id, 'last_performed_at', l.performed_at, 'status_ok', l.status_ok,
 			'status_use_ok', l.status_use_ok) AS row
 	FROM known_assets k CROSS JOIN unnest(ARRAY['expert_control', 'maintenance', 'pre_use_inspection', 'repair']::text[]) AS t(action_type)
 	LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = t.action_type
 	` + planStateJoins("t.action_type", "$1::date", "($1::date + coalesce(p.soon, interval '"+fmt.Sprint(DueWindow)+" days'))::date") + `
-	WHERE NOT k.deleted AND k.asset_id = ANY($2)`
+	WHERE NOT k.deleted AND ` + cond
+}

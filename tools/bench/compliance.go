@@ -39,20 +39,28 @@ const complianceDeepPages = 500
 // actions/assets actions, the j-th of type j (even assets) or 2j (odd
 // assets: they never see a maintenance or a repair), performed over ten
 // years in creation order, 90 % finalized, 5 % failed, 4 % without a
-// valid-through date, the others valid for a year.
+// valid-through date, the others valid for a year. One transaction loads
+// it all and records its rows as announced (actions.SeedAnnouncedSQL): the
+// compliance roller finds the registry as a live one is, every state
+// already told, rather than queued for a transition each.
 func (e *Env) seedCompliance(ctx context.Context, assets, n int) error {
-	conn, err := pgx.Connect(ctx, e.Stack.DatabaseURL)
+	db, err := pgx.Connect(ctx, e.Stack.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("seed compliance: %w", err)
 	}
-	defer conn.Close(ctx)
+	defer db.Close(ctx)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("seed compliance: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
 	ids := make([]uuid.UUID, assets)
 	for k := range ids {
 		ids[k] = uuid.Must(uuid.NewV7())
 	}
 	assetType, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	k := 0
-	if _, err = conn.CopyFrom(ctx, pgx.Identifier{"actions", "known_assets"}, []string{"asset_id", "asset_type_id", "event_id"},
+	if _, err = tx.CopyFrom(ctx, pgx.Identifier{"actions", "known_assets"}, []string{"asset_id", "asset_type_id", "event_id"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if k == assets {
 				return nil, nil
@@ -64,7 +72,7 @@ func (e *Env) seedCompliance(ctx context.Context, assets, n int) error {
 	}
 	first := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
 	i := 0
-	if _, err = conn.CopyFrom(ctx, pgx.Identifier{"actions", "actions"},
+	if _, err = tx.CopyFrom(ctx, pgx.Identifier{"actions", "actions"},
 		[]string{"id", "asset_id", "action_type", "performed_at", "status_ok", "status_use_ok", "status_finalized",
 			"status_valid_through", "source_system", "created_by", "updated_by"},
 		pgx.CopyFromFunc(func() ([]any, error) {
@@ -87,10 +95,19 @@ func (e *Env) seedCompliance(ctx context.Context, assets, n int) error {
 		})); err != nil {
 		return fmt.Errorf("seed compliance: actions: %w", err)
 	}
-	if _, err := conn.Exec(ctx, "SET search_path = actions; "+actions.RebuildLatestSQL); err != nil {
+	if _, err := tx.Exec(ctx, "SET LOCAL search_path = actions"); err != nil {
+		return fmt.Errorf("seed compliance: %w", err)
+	}
+	if _, err := tx.Exec(ctx, actions.RebuildLatestSQL); err != nil {
 		return fmt.Errorf("seed compliance: latest actions: %w", err)
 	}
-	if _, err := conn.Exec(ctx, "ANALYZE actions.actions; ANALYZE actions.known_assets; ANALYZE actions.latest_actions"); err != nil {
+	if _, err := tx.Exec(ctx, actions.SeedAnnouncedSQL, model.Today()); err != nil {
+		return fmt.Errorf("seed compliance: announced rows: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("seed compliance: %w", err)
+	}
+	if _, err := db.Exec(ctx, "ANALYZE actions.actions; ANALYZE actions.known_assets; ANALYZE actions.latest_actions; ANALYZE actions.compliance_announced"); err != nil {
 		return fmt.Errorf("seed compliance: %w", err)
 	}
 	e.ComplianceAssets = assets

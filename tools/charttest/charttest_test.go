@@ -211,6 +211,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"upstream deadlines on a service", "parties:\n  upstream:\n    timeout: 20s\n", "parties"},
 		{"a probe budget without its window", "api-gateway:\n  rateLimit:\n    probes: \"120\"\n", "api-gateway"},
 		{"a peer breaker without its unit", "actions:\n  peerBreaker:\n    openFor: \"5\"\n", "actions"},
+		{"a compliance roll without its unit", "actions:\n  compliance:\n    rollEvery: \"1\"\n", "actions"},
+		{"an empty compliance zone", "actions:\n  compliance:\n    zone: \"\"\n", "actions"},
 		{"a misspelt datastore value", "datastores:\n  postgres:\n    instance: 3\n", ""},
 		{"too few sentinels", "datastores:\n  redis:\n    sentinels: 1\n", ""},
 		{"a sentinel without its port", "global:\n  redis:\n    sentinel:\n      addrs: [rfs-registry-redis]\n", "parties"},
@@ -244,6 +246,38 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			t.Error("the umbrella rendered without global.publicURL and global.oidc.issuer")
 		}
 	})
+}
+
+// The actions service's compliance calendar reaches its environment
+// (COMPLIANCE_ZONE, COMPLIANCE_ROLL_EVERY), UTC and 1 s unless set, and no
+// other deployable's.
+func TestComplianceCalendar(t *testing.T) {
+	cases := []struct {
+		name, zone, every string
+		sets              []string
+	}{
+		{name: "defaults", zone: "UTC", every: "1s"},
+		{name: "an operator's zone", zone: "Europe/Berlin", every: "5s",
+			sets: []string{"actions.compliance.zone=Europe/Berlin", "actions.compliance.rollEvery=5s"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			docs := render(t, "prod", c.sets...)
+			for _, name := range deployables() {
+				data := Get(find(docs, "ConfigMap", name), "data")
+				zone, every := Get(data, "COMPLIANCE_ZONE"), Get(data, "COMPLIANCE_ROLL_EVERY")
+				if name != "actions" {
+					if zone != nil || every != nil {
+						t.Errorf("%s: COMPLIANCE_ZONE %v, COMPLIANCE_ROLL_EVERY %v: only the actions service rolls compliance", name, zone, every)
+					}
+					continue
+				}
+				if zone != c.zone || every != c.every {
+					t.Errorf("actions: COMPLIANCE_ZONE %v, COMPLIANCE_ROLL_EVERY %v; want %s, %s", zone, every, c.zone, c.every)
+				}
+			}
+		})
+	}
 }
 
 // The gateway's budgets live in Redis: an environment without Redis must

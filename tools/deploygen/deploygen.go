@@ -124,9 +124,9 @@ func (f Facts) groups() []string {
 }
 
 // ownGroups are the services with values of their own: the schema.yaml
-// group of the service's name (the events service's transparency key and
-// webhook deliveries).
-var ownGroups = []string{"events"}
+// group of the service's name (the actions service's compliance calendar,
+// the events service's transparency key and webhook deliveries).
+var ownGroups = []string{"actions", "events"}
 
 // schemaSet is schema.yaml, read.
 type schemaSet struct {

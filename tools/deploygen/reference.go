@@ -36,6 +36,7 @@ func (s *schemaSet) reference(all []Facts) string {
 		{"peers", "Services that call peers"},
 		{"gateway", "The gateway"},
 		{"idp", "The identity provider"},
+		{"actions", "The actions service"},
 		{"events", "The events service"},
 	}
 	for _, sec := range sections {

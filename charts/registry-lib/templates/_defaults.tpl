@@ -7,6 +7,9 @@ deployable:
     maxReplicas: 6
     minReplicas: 2
     targetCPUUtilizationPercentage: 70
+  compliance:
+    rollEvery: 1s
+    zone: UTC
   database:
     maxConns: 20
     maxWrites: 0

@@ -225,6 +225,10 @@ registry-lib.secretEnv.
 {{- $_ := set $env "PREVIOUS_KEY_FILES" (join "," $previous) -}}
 {{- end -}}
 {{- end -}}
+{{- if eq .f.name "actions" -}}
+{{- $_ := set $env "COMPLIANCE_ZONE" .v.compliance.zone -}}
+{{- $_ := set $env "COMPLIANCE_ROLL_EVERY" .v.compliance.rollEvery -}}
+{{- end -}}
 {{- if and (eq .f.name "events") .v.transparency.previousKeys -}}
 {{- $_ := set $env "TRANSPARENCY_PREVIOUS_KEYS" (join "," .v.transparency.previousKeys) -}}
 {{- end -}}

@@ -20,9 +20,15 @@ CREATE TABLE compliance_announced (
 -- compliance_dirty: the assets whose rows a write may have changed,
 -- queued by triggers in the write's own transaction (an action's latest
 -- row, an asset's projection row); the roller announces them within a
--- second or so and removes them in the same transaction.
+-- second or so and removes them in the same transaction. An action
+-- write's own event (its outbox row) names the writer: the transition
+-- it causes carries the same actor and request id. Without one (the
+-- projection of an asset's event, a rebuild) they stay NULL and the
+-- registry is the actor.
 CREATE TABLE compliance_dirty (
-    asset_id uuid PRIMARY KEY
+    asset_id   uuid PRIMARY KEY,
+    actor      text,
+    request_id text
 );
 
 -- The functions keep the schema they were made in (SET search_path FROM
@@ -43,6 +49,19 @@ CREATE TRIGGER latest_actions_dirty AFTER INSERT OR UPDATE OR DELETE ON latest_a
     FOR EACH ROW EXECUTE FUNCTION compliance_dirty_latest();
 CREATE TRIGGER known_assets_dirty AFTER INSERT OR UPDATE OR DELETE ON known_assets
     FOR EACH ROW EXECUTE FUNCTION compliance_dirty_latest();
+
+-- An action's event is inserted in its write's transaction, after the
+-- write itself (pkg/outbox defers it to the commit's round trip): the
+-- last action write of the asset before the roller takes it names it.
+CREATE FUNCTION compliance_dirty_writer() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO compliance_dirty VALUES ((NEW.data->>'asset_id')::uuid, NEW.actor, NEW.request_id)
+        ON CONFLICT (asset_id) DO UPDATE SET actor = excluded.actor, request_id = excluded.request_id;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER outbox_compliance_writer AFTER INSERT ON outbox
+    FOR EACH ROW WHEN (NEW.kind = 'action') EXECUTE FUNCTION compliance_dirty_writer();
 
 -- compliance_roll: the roller's progress through a pass over every asset
 -- (a new day in its zone, or a plan changed): the day the last whole pass
@@ -72,6 +91,8 @@ CREATE TRIGGER inspection_plans_changed AFTER INSERT OR UPDATE OR DELETE ON insp
 DROP TRIGGER inspection_plans_changed ON inspection_plans;
 DROP FUNCTION compliance_plans_changed();
 DROP TABLE compliance_roll;
+DROP TRIGGER outbox_compliance_writer ON outbox;
+DROP FUNCTION compliance_dirty_writer();
 DROP TRIGGER known_assets_dirty ON known_assets;
 DROP TRIGGER latest_actions_dirty ON latest_actions;
 DROP FUNCTION compliance_dirty_latest();

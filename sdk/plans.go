@@ -95,10 +95,13 @@ type ComplianceRow struct {
 
 // ComplianceQuery narrows GET /compliance; empty fields mean all. States
 // and ActionTypes match any of their values; DueBefore is YYYY-MM-DD.
+// AsOf (YYYY-MM-DD) asks for the rows as the registry knew them at the end
+// of that day (UTC), their states on that day.
 type ComplianceQuery struct {
 	AssetID, AssetTypeID string
 	ActionTypes, States  []string
 	DueBefore            string
+	AsOf                 string
 	Limit                int // rows per page (0: the server's default)
 }
 
@@ -112,6 +115,7 @@ func (q ComplianceQuery) values() url.Values {
 	set("asset_id", q.AssetID)
 	set("asset_type_id", q.AssetTypeID)
 	set("due_before", q.DueBefore)
+	set("as_of", q.AsOf)
 	for _, t := range q.ActionTypes {
 		v.Add("action_type", t)
 	}

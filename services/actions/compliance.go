@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -115,6 +116,9 @@ type ComplianceFilter struct {
 	ActionTypes []string
 	States      []string
 	DueBefore   *model.Date
+	// AsOf asks for the rows as the registry knew them at the end of that
+	// day (UTC), their states on that day.
+	AsOf *model.Date
 }
 
 // complianceQuery is a filter made definite: the types and states in their
@@ -127,9 +131,12 @@ type complianceQuery struct {
 	Planned          []string
 }
 
-// definite fills in the defaults of f for the day today, with planned the
-// action types some plan is for.
+// definite fills in the defaults of f for the day today (the as_of day
+// when f has one), with planned the action types some plan is for.
 func (f ComplianceFilter) definite(today model.Date, planned []string) complianceQuery {
+	if f.AsOf != nil {
+		today = *f.AsOf
+	}
 	q := complianceQuery{ComplianceFilter: f, Today: today, DueBefore: model.DateOf(today.Time().AddDate(0, 0, DueWindow)),
 		Planned: planned}
 	if f.DueBefore != nil {
@@ -399,7 +406,7 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 		// actionType is one of ActionTypes (validated), safe as a literal;
 		// literals let the planner use the per-type index ranges.
 		literal := "'" + actionType + "'"
-		if slices.Contains(q.Planned, actionType) {
+		if slices.Contains(q.Planned, actionType) || q.AsOf != nil {
 			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param))
 			continue
 		}
@@ -467,11 +474,40 @@ func plannedBranch(literal string, q complianceQuery, keyset, filters string, li
 	if len(q.States) != len(States) {
 		where = " AND r.state = ANY(" + param("states", q.States) + "::text[])"
 	}
+	latest, live := "latest_actions l ON l.asset_id = k.asset_id AND l.action_type = "+literal, "NOT k.deleted"
+	if q.AsOf != nil {
+		// Ids and event ids are UUIDv7: an asset registered by the end of
+		// the day has an id below the day's end, one deleted after it a
+		// tombstone whose event id is not.
+		end := time.Date(q.AsOf.Year, q.AsOf.Month, q.AsOf.Day+1, 0, 0, 0, 0, time.UTC)
+		bound := param("as_of_bound", uuidAt(end))
+		latest = "LATERAL (" + latestKnownSQL(literal, param("as_of_end", end)) + ") l ON true"
+		live = "k.asset_id < " + bound + " AND (NOT k.deleted OR k.event_id >= " + bound + ")"
+	}
 	return fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
-	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
+	FROM known_assets k LEFT JOIN %[7]s
 	%[2]s
-	WHERE NOT k.deleted AND %[3]s%[4]s%[5]s ORDER BY k.asset_id LIMIT %[6]d)`,
-		literal, planStateJoins(literal, today, dueBefore), keyset, filters, where, limit)
+	WHERE %[8]s AND %[3]s%[4]s%[5]s ORDER BY k.asset_id LIMIT %[6]d)`,
+		literal, planStateJoins(literal, today, dueBefore), keyset, filters, where, limit, latest, live)
+}
+
+// latestKnownSQL is the latest finalized action of known_assets k's
+// actionType as the registry knew it at the instant end: among the
+// present versions written before end and the replaced ones
+// (action_versions) known at end, the greatest performed_at, ties to the
+// most recently created. Each side is one range of its latest index.
+func latestKnownSQL(actionType, end string) string {
+	return fmt.Sprintf(`SELECT v.asset_id, v.action_id, v.performed_at, v.status_ok, v.status_use_ok, v.valid_through,
+			CASE WHEN v.status_ok = false THEN 'failed' WHEN v.valid_through IS NULL THEN 'open_ended' ELSE 'dated' END AS class
+		FROM ((SELECT asset_id, id AS action_id, performed_at, status_ok, status_use_ok, status_valid_through AS valid_through
+				FROM actions WHERE asset_id = k.asset_id AND action_type = %[1]s AND status_finalized AND updated_at < %[2]s
+				ORDER BY performed_at DESC, id DESC LIMIT 1)
+			UNION ALL
+			(SELECT asset_id, action_id, performed_at, status_ok, status_use_ok, status_valid_through
+				FROM action_versions WHERE asset_id = k.asset_id AND action_type = %[1]s AND status_finalized
+					AND known_from < %[2]s AND known_until >= %[2]s
+				ORDER BY performed_at DESC, action_id DESC LIMIT 1)) v
+		ORDER BY v.performed_at DESC, v.action_id DESC LIMIT 1`, actionType, end)
 }
 
 // planStateJoins finds the plan p of known_assets k's row of actionType

@@ -86,7 +86,9 @@ func NewProjection(s *Store) *Projection { return &Projection{store: s} }
 // order: an event older than the one a row holds changes nothing, a
 // delete is final (the row stays as a tombstone, so a create replayed
 // after it does not bring the asset back), and an event older than the
-// floor of the last rebuild is already in the rows.
+// floor of the last rebuild is already in the rows. A tombstone keeps its
+// asset's type and, in event_id, when the delete was recorded (UUIDv7):
+// GET /compliance?as_of of a day before shows the asset as it was.
 func (p *Projection) ApplyAsset(ctx context.Context, ev assetEvent) error {
 	const notBelowFloor = `NOT EXISTS (SELECT FROM projection_floor WHERE projection = 'assets' AND floor > $3)`
 	var sql string
@@ -97,7 +99,7 @@ func (p *Projection) ApplyAsset(ctx context.Context, ev assetEvent) error {
 			WHERE NOT known_assets.deleted AND known_assets.event_id < excluded.event_id`
 	case outbox.OpDeleted:
 		sql = `INSERT INTO known_assets (asset_id, asset_type_id, deleted, event_id) SELECT $1, $2, true, $3 WHERE ` + notBelowFloor + `
-			ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = NULL, deleted = true,
+			ON CONFLICT (asset_id) DO UPDATE SET deleted = true,
 				event_id = GREATEST(known_assets.event_id, excluded.event_id)`
 	default:
 		return nil // an operation this projection does not know changes nothing it keeps

@@ -87,11 +87,11 @@ func decodeActionsBatch(r *http.Request) (actionsBatch, error) {
 // decodeCompliance reads GET /compliance's filters; action_type and state
 // may repeat.
 func decodeCompliance(r *http.Request) (httpx.ListRequest[ComplianceFilter], error) {
-	q := httpx.ParseQuery(r, "limit", "cursor", "asset_id", "asset_type_id", "action_type", "state", "due_before")
+	q := httpx.ParseQuery(r, "limit", "cursor", "asset_id", "asset_type_id", "action_type", "state", "due_before", "as_of")
 	f := ComplianceFilter{
 		AssetID: q.UUID("asset_id"), AssetTypeID: q.UUID("asset_type_id"),
 		ActionTypes: q.Enums("action_type", ActionTypes), States: q.Enums("state", States),
-		DueBefore: q.Date("due_before"),
+		DueBefore: q.Date("due_before"), AsOf: q.Date("as_of"),
 	}
 	return httpx.ListRequest[ComplianceFilter]{Filter: f, Page: q.Page()}, q.Err()
 }

@@ -85,9 +85,20 @@ func TestComplianceThroughGateway(t *testing.T) {
 	testkit.Expect(t, gw.Do(t, "DELETE", "/assets/"+untouched, rw, nil), 204)
 	eventually(t, "a deleted asset disappears", want(untouched, ""))
 
+	// At a date: yesterday neither asset was registered; at the end of
+	// today the registry knows what it knows now.
+	if rows := testkit.Expect(t, gw.Do(t, "GET", "/compliance?asset_type_id="+typ+"&as_of="+day(-1), ro, nil), 200).List(); len(rows) != 0 {
+		t.Errorf("as_of yesterday, assets registered today: %v", rows)
+	}
+	asOfToday := testkit.Expect(t, gw.Do(t, "GET", "/compliance?asset_type_id="+typ+"&as_of="+day(0), ro, nil), 200).List()
+	if now := testkit.Expect(t, gw.Do(t, "GET", "/compliance?asset_type_id="+typ, ro, nil), 200).List(); fmt.Sprint(asOfToday) != fmt.Sprint(now) {
+		t.Errorf("as_of today:\n%v\nwithout as_of:\n%v", asOfToday, now)
+	}
+
 	// Bad input, through the gateway.
 	for _, q := range []struct{ query, field string }{
 		{"state=unknown", "state"}, {"action_type=unknown", "action_type"}, {"due_before=2026-02-30", "due_before"},
+		{"as_of=2026-02-30", "as_of"},
 	} {
 		p := testkit.Expect(t, gw.Do(t, "GET", "/compliance?"+q.query, ro, nil), 422).JSON()
 		if errs, _ := p["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["field"] != q.field {

@@ -71,6 +71,16 @@ func TestPlansAndCompliance(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "ASSET_ID") || !strings.Contains(out, registered) {
 		t.Errorf("compliance -output table: %d %q", code, out)
 	}
+	// As of yesterday the asset was not registered yet; as of today it is.
+	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	out, stderr, code = cli(t, dir, nil, "compliance", "-asset", asset.ID, "-as-of", yesterday)
+	if code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("compliance -as-of %s of an asset registered today: %d %q %s", yesterday, code, out, stderr)
+	}
+	out, _, code = cli(t, dir, nil, "compliance", "-asset", asset.ID, "-action-type", "expert_control", "-as-of", registered)
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 1 || rows[0].State != "never" {
+		t.Errorf("compliance -as-of %s: %d %q", registered, code, out)
+	}
 	// The SDK's own iterator answers the same.
 	n := 0
 	for row, err := range c.Compliance(ctx, registry.ComplianceQuery{AssetID: asset.ID, States: []string{"never"}, Limit: 1}) {

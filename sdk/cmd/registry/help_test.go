@@ -19,7 +19,7 @@ func TestHelpAtEveryLevel(t *testing.T) {
 		{[]string{"import", "--help"}, []string{"registry import", "-batch"}},
 		{[]string{"plans", "-h"}, []string{"registry plans <command>", "presets"}},
 		{[]string{"plans", "load", "--help"}, []string{"registry plans load PRESET", "-asset-type"}},
-		{[]string{"compliance", "-h"}, []string{"registry compliance", "-state", "-due-before"}},
+		{[]string{"compliance", "-h"}, []string{"registry compliance", "-state", "-due-before", "-as-of"}},
 		{[]string{"webhooks", "-h"}, []string{"registry webhooks <command>", "rotate", "deliveries", "retry"}},
 		{[]string{"webhooks", "deliveries", "--help"}, []string{"registry webhooks deliveries ID", "-status"}},
 	} {

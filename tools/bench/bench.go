@@ -307,6 +307,16 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			res.ComplianceLag = &lag
 			fmt.Fprintf(o.Progress, "%s\n", lag)
 		}
+		if o.Load.Duration >= time.Second { // not QUICK=1: too few rows to say anything
+			fmt.Fprintf(o.Progress, "measuring the compliance roller: a day's transitions, a plan's change...\n")
+			if roll, err := env.measureComplianceRoll(ctx); err != nil {
+				fmt.Fprintf(o.Progress, "    compliance roller: %v\n", err)
+				lagErr = errors.Join(lagErr, err)
+			} else {
+				res.ComplianceRoll = &roll
+				fmt.Fprintf(o.Progress, "%s\n", roll)
+			}
+		}
 	}
 	res.finish(time.Now())
 	if err := res.write(filepath.Join(o.OutDir, "results.json")); err != nil {

@@ -30,6 +30,8 @@ type Results struct {
 	// ComplianceLag is measured once, after the rows, when the compliance
 	// rows ran.
 	ComplianceLag *ComplianceLag `json:"compliance_lag,omitempty"`
+	// ComplianceRoll is measured after the lag, outside QUICK=1.
+	ComplianceRoll *ComplianceRoll `json:"compliance_roll,omitempty"`
 }
 
 // RowResult is a row over all rounds.
@@ -210,6 +212,9 @@ func (r *Results) Print(w io.Writer) {
 	}
 	if r.ComplianceLag != nil {
 		fmt.Fprintf(w, "\n%s (goal: p99 ≤ 2000 ms)\n", r.ComplianceLag)
+	}
+	if r.ComplianceRoll != nil {
+		fmt.Fprintf(w, "\n%s\n", r.ComplianceRoll)
 	}
 	if len(loads) > 0 {
 		fmt.Fprintf(w, "\nmachine load average (1 min) after each row: %.1f–%.1f\n", slices.Min(loads), slices.Max(loads))

@@ -27,6 +27,10 @@ const rollerAssets = 40000
 // maintenance row goes from never to overdue), written straight to the
 // actions schema, as the projection and an admin's POST would.
 func TestComplianceRollerKilledMidPass(t *testing.T) {
+	skipOnClusters(t)
+	if !fullFaults() {
+		t.Skip("make faults only (FAULTS_FULL=1): a 40,000-asset pass is too long for make test")
+	}
 	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, stack.DatabaseURL)
 	must(t, err)
@@ -107,6 +111,10 @@ const projectionAssets, projectionDeleted = 300, 100
 // is back, every new asset has its rows and every deleted one has none:
 // nothing lost, nothing left behind.
 func TestComplianceProjectionNATSDown(t *testing.T) {
+	skipOnClusters(t)
+	if !fullFaults() {
+		t.Skip("make faults only (FAULTS_FULL=1)")
+	}
 	ctx := t.Context()
 	c := newClient(t)
 	name := "projection-" + randomHex()

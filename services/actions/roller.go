@@ -10,9 +10,11 @@ package actions
 // restarts, whatever moment a roller is killed at.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-kit/log"
@@ -39,8 +41,10 @@ type writer struct {
 	RequestID *string `db:"request_id"`
 }
 
-// queued is an asset a write queued, and the writer when its event named one.
+// queued is an entry of the queue: an asset a write queued, and the
+// writer when its event named one.
 type queued struct {
+	ID      int64     `db:"id"`
 	AssetID uuid.UUID `db:"asset_id"`
 	writer
 }
@@ -117,9 +121,9 @@ func (r *Roller) announceQueued(ctx context.Context) (n int, err error) {
 	today := r.today()
 	written := 0
 	err = r.store.Write(ctx, "announce queued compliance rows", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		rows, err := tx.Query(ctx, `DELETE FROM compliance_dirty WHERE asset_id IN
-			(SELECT asset_id FROM compliance_dirty ORDER BY asset_id LIMIT $1 FOR UPDATE SKIP LOCKED)
-			RETURNING asset_id, actor, request_id`, rollBatch)
+		rows, err := tx.Query(ctx, `DELETE FROM compliance_dirty WHERE id IN
+			(SELECT id FROM compliance_dirty ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING id, asset_id, actor, request_id`, rollBatch)
 		if err != nil {
 			return nil, store.Classify(err, "take queued assets")
 		}
@@ -131,9 +135,19 @@ func (r *Roller) announceQueued(ctx context.Context) (n int, err error) {
 		if n == 0 {
 			return nil, nil
 		}
-		ids, writers := make([]uuid.UUID, n), make(map[uuid.UUID]writer, n)
-		for i, q := range taken {
-			ids[i], writers[q.AssetID] = q.AssetID, q.writer
+		// Each asset once; its writer the last entry that names one.
+		slices.SortFunc(taken, func(a, b queued) int { return cmp.Compare(a.ID, b.ID) })
+		var ids []uuid.UUID
+		writers := make(map[uuid.UUID]writer, n)
+		for _, q := range taken {
+			w, seen := writers[q.AssetID]
+			if !seen {
+				ids = append(ids, q.AssetID)
+			}
+			if q.Actor != nil || !seen {
+				w = q.writer
+			}
+			writers[q.AssetID] = w
 		}
 		written, err = announce(ctx, tx, today, ids, writers)
 		return nil, err

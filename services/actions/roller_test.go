@@ -3,6 +3,8 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,5 +91,60 @@ func TestComplianceTransitions(t *testing.T) {
 	tick(later)
 	if got := w.transitions(t); len(got) != 1 || got[0] != "maintenance:never>overdue" {
 		t.Fatalf("after a plan: %v", got)
+	}
+}
+
+// Concurrent batches queue the same assets in opposite orders: no write
+// waits for another's queue entry (a keyed queue deadlocked them, 500s
+// in the bench's batch rows), and every asset is announced once.
+func TestComplianceQueueConcurrentBatches(t *testing.T) {
+	w := newComplianceWorld(t)
+	var assets []string
+	for range 20 {
+		assets = append(assets, w.asset(t))
+	}
+	batch := func(order []string, finalized bool) []any {
+		var items []any
+		for _, a := range order {
+			items = append(items, map[string]any{"asset_id": a, "action_type": "repair", "performed_at": "2025-01-01",
+				"status_ok": true, "status_finalized": finalized, "status_valid_through": "2099-01-01"})
+		}
+		return items
+	}
+	reversed := slices.Clone(assets)
+	slices.Reverse(reversed)
+	var wg sync.WaitGroup
+	for round := range 4 {
+		for _, order := range [][]string{assets, reversed} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, r := range w.Call(200, "POST", "/actions/batch", w.RW, map[string]any{"items": batch(order, round%2 == 1)}).List() {
+					if r["status"] != float64(201) {
+						t.Errorf("a batch item: %v", r)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if err := NewRoller(&Store{Store: w.Built.Store}, time.UTC).Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Each asset's transition carries one of the two batches' request
+	// ids (the last write queued before the roller took it).
+	announced := map[string]int{}
+	for _, e := range w.Events(t) {
+		if e.Type == outbox.KindCompliance+"."+outbox.OpUpdated {
+			announced[e.Subject.ID]++
+			if e.Actor == RollerActor || e.RequestID == "" {
+				t.Errorf("a write's transition without its writer: %+v", e)
+			}
+		}
+	}
+	for _, a := range assets {
+		if announced[a] != 1 {
+			t.Errorf("asset %s: %d transitions, want 1 (never to valid)", a, announced[a])
+		}
 	}
 }

@@ -25,8 +25,15 @@ CREATE TABLE compliance_announced (
 -- it causes carries the same actor and request id. Without one (the
 -- projection of an asset's event, a rebuild) they stay NULL and the
 -- registry is the actor.
+--
+-- A queue that only grows between two takes, with no key on the asset:
+-- a trigger's insert never waits for another transaction's (concurrent
+-- batches queue the same assets in different orders; with one row per
+-- asset they waited for each other and deadlocked). The roller takes
+-- the oldest entries and announces each asset once.
 CREATE TABLE compliance_dirty (
-    asset_id   uuid PRIMARY KEY,
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    asset_id   uuid NOT NULL,
     actor      text,
     request_id text
 );
@@ -37,10 +44,10 @@ CREATE TABLE compliance_dirty (
 CREATE FUNCTION compliance_dirty_latest() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
-        INSERT INTO compliance_dirty VALUES (OLD.asset_id) ON CONFLICT DO NOTHING;
+        INSERT INTO compliance_dirty (asset_id) VALUES (OLD.asset_id);
     END IF;
     IF TG_OP <> 'DELETE' THEN
-        INSERT INTO compliance_dirty VALUES (NEW.asset_id) ON CONFLICT DO NOTHING;
+        INSERT INTO compliance_dirty (asset_id) VALUES (NEW.asset_id);
     END IF;
     RETURN NULL;
 END $$;
@@ -55,8 +62,7 @@ CREATE TRIGGER known_assets_dirty AFTER INSERT OR UPDATE OR DELETE ON known_asse
 -- last action write of the asset before the roller takes it names it.
 CREATE FUNCTION compliance_dirty_writer() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    INSERT INTO compliance_dirty VALUES ((NEW.data->>'asset_id')::uuid, NEW.actor, NEW.request_id)
-        ON CONFLICT (asset_id) DO UPDATE SET actor = excluded.actor, request_id = excluded.request_id;
+    INSERT INTO compliance_dirty (asset_id, actor, request_id) VALUES ((NEW.data->>'asset_id')::uuid, NEW.actor, NEW.request_id);
     RETURN NULL;
 END $$;
 

@@ -13,3 +13,6 @@ var Unpublishable = unpublishable
 func SetAsideGauge(schema string) float64 {
 	return testutil.ToFloat64(relaySetAside.WithLabelValues(schema))
 }
+
+// Gather is how long a woken relay waits before its round.
+var Gather = gather

@@ -154,12 +154,13 @@ func (r *Relay) fail(err error) {
 func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 	level.Info(r.logger).Log("msg", "outbox relay leads", "schema", r.schema)
 	r.set("leader", nil)
-	var lastSweep, lastMeasure time.Time
+	var lastSweep, lastMeasure, lastRound time.Time
 	for ctx.Err() == nil {
 		var (
 			settled    int
 			natsFailed bool
 		)
+		lastRound = time.Now()
 		err := s.Use(func(conn *pgx.Conn) error {
 			var err error
 			settled, err = r.round(ctx, conn)
@@ -205,9 +206,7 @@ func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 		select {
 		case <-ctx.Done():
 		case <-r.wake:
-			// Writes commit in bursts: the ones committing in the next
-			// moment go in the same round instead of a round each.
-			sleep(ctx, coalesce)
+			sleep(ctx, gather(time.Since(lastRound)))
 		case <-poll.C:
 		}
 		poll.Stop()
@@ -215,10 +214,31 @@ func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 	return nil
 }
 
-// coalesce is how long a woken relay waits for more commits before its
-// round: a few milliseconds of delay for rounds of many events instead of
-// a round (three statements and a publish) per write.
-const coalesce = 5 * time.Millisecond
+// gather is how long a relay woken by a write waits for more commits
+// before its round, sinceLast after its previous round began: coalesce
+// after a quiet spell, so a lone write's event leaves within a few
+// milliseconds; while writes keep waking it, until roundInterval after the
+// previous round began. A round costs about the same whatever its size:
+// the outbox's read and delete here, and downstream the events service's
+// transaction (the stream position, the feed's lock, the log's tiles), its
+// dispatcher's fan-out and claim, and each follower's statement, since
+// they take what arrived together as one batch. Rounds at most every
+// roundInterval make a busy registry pay those once per many events
+// (docs/architecture.md, "Round trips of a write").
+func gather(sinceLast time.Duration) time.Duration {
+	return max(coalesce, roundInterval-sinceLast)
+}
+
+const (
+	// coalesce is the shortest wait: writes commit in bursts, and the
+	// ones committing in the next moment go in the same round.
+	coalesce = 5 * time.Millisecond
+	// roundInterval is the shortest spacing of rounds a stream of writes
+	// wakes: at most that much delay added to an event, for rounds of
+	// roundInterval's worth of writes. Half of outbox.poll's default,
+	// which the events of other replicas' writes already wait.
+	roundInterval = 50 * time.Millisecond
+)
 
 // natsError marks a failure of NATS (not of the database): the relay keeps
 // its lock and tries again.

@@ -67,20 +67,52 @@ type Ask struct {
 
 // ErrAskFirst is Confirm's answer, for a check made with Remembered, when
 // some target is not remembered: the write should end its transaction and
-// Prepare (asking the owners with nothing held), then write again.
+// Prepare (asking the owners with nothing held), then write again. The
+// error Confirm returns is an *AskFirst naming the check's targets; it
+// matches ErrAskFirst with errors.Is.
 var ErrAskFirst = errors.New("refs: some targets must be asked about before the transaction")
+
+// AskFirst is ErrAskFirst for the targets of one check: what Checking asks
+// the owners about before it runs the write again.
+type AskFirst struct{ Targets []Target }
+
+func (e *AskFirst) Error() string        { return ErrAskFirst.Error() }
+func (e *AskFirst) Is(target error) bool { return target == ErrAskFirst }
 
 // Remembered is a check that trusts only what this service remembers:
 // Confirm answers ErrAskFirst instead of asking an owner under the locks.
 // It is the first try of a write whose targets are usually remembered: no
 // read before the transaction, no ask.
 func (r *Registry) Remembered(targets ...Target) *Checked {
-	return &Checked{targets: targets, rememberedOnly: true}
+	return &Checked{r: r, targets: targets, rememberedOnly: true}
+}
+
+// Checking runs write, a transaction that confirms the references it
+// makes with the check it is given (Checked.Of, then Confirm, Queue or
+// ConfirmAll inside the transaction), so the service asks the owners and
+// the store only writes. The first run trusts only what this service
+// remembers: no read before the transaction, no ask. When a target is not
+// remembered, the write answers ErrAskFirst and its transaction is undone;
+// the owners are then asked about the targets it named, with nothing held,
+// and write runs once more with their answers (a target whose row changed
+// again meanwhile is asked about under its lock, as Check does).
+func (r *Registry) Checking(ctx context.Context, write func(*Checked) error) error {
+	err := write(r.Remembered())
+	var first *AskFirst
+	if !errors.As(err, &first) {
+		return err
+	}
+	checked, err := r.Ask(ctx, first.Targets...)
+	if err != nil {
+		return err
+	}
+	return write(checked)
 }
 
 // Checked is what Prepare learnt of a write's targets before its
 // transaction, for Confirm to trust or ask again.
 type Checked struct {
+	r              *Registry
 	rememberedOnly bool
 	targets        []Target
 	seen           map[Key]int64 // row versions read before the owners were asked (0: no row)
@@ -90,6 +122,37 @@ type Checked struct {
 
 // Targets are the targets the check is about.
 func (c *Checked) Targets() []Target { return c.targets }
+
+// Of is the check of targets with what c learnt: the answers c got for
+// some of them are trusted as Confirm trusts them, the others are asked
+// about under their locks (or, for a check made with Remembered, answered
+// ErrAskFirst). A patch knows its targets only once its transaction has
+// read the row: it confirms c.Of(those targets).
+func (c *Checked) Of(targets ...Target) *Checked {
+	of := *c
+	of.targets = targets
+	return &of
+}
+
+// Confirm is Registry.Confirm of c, inside the write's transaction.
+func (c *Checked) Confirm(ctx context.Context, tx pgx.Tx) (map[uuid.UUID]Attrs, error) {
+	return c.r.Confirm(ctx, tx, c)
+}
+
+// ConfirmAll is Registry.ConfirmAll of c, for a batch.
+func (c *Checked) ConfirmAll(ctx context.Context, tx pgx.Tx) (Known, error) {
+	return c.r.ConfirmAll(ctx, tx, c)
+}
+
+// Queue is Registry.QueueConfirm of c: its locks and read in batch, ahead
+// of the write that relies on them.
+// A nil c (references confirmed already) queues nothing.
+func (c *Checked) Queue(batch *pgx.Batch) (*Confirmation, error) {
+	if c == nil {
+		return &Confirmation{c: &Checked{}}, nil
+	}
+	return c.r.QueueConfirm(batch, c)
+}
 
 // row is a target's ref_targets row as one read saw it.
 type row struct {
@@ -120,7 +183,7 @@ func (c *Checked) Missing(targets ...Target) error {
 // Ask is Prepare for a batch: a target that does not exist is no error
 // here (Missing tells, per item), only an owner that cannot answer is.
 func (r *Registry) Ask(ctx context.Context, targets ...Target) (*Checked, error) {
-	c := &Checked{targets: targets, seen: map[Key]int64{}, answers: map[Key]Attrs{}, asked: map[Key]bool{}}
+	c := &Checked{r: r, targets: targets, seen: map[Key]int64{}, answers: map[Key]Attrs{}, asked: map[Key]bool{}}
 	if len(targets) == 0 {
 		return c, nil
 	}
@@ -286,7 +349,7 @@ func (cf *Confirmation) Finish(ctx context.Context, tx pgx.Tx) (Known, error) {
 		}
 	}
 	if len(again) > 0 && c.rememberedOnly {
-		return nil, ErrAskFirst
+		return nil, &AskFirst{Targets: c.targets}
 	}
 	if len(again) > 0 {
 		answers, err := r.askOwners(ctx, again)
@@ -312,7 +375,7 @@ func (cf *Confirmation) Missing(found Known) error { return found.Missing(cf.c.t
 // something (a patch). Remembered targets are not asked; the others are
 // asked under their locks.
 func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map[uuid.UUID]Attrs, error) {
-	return r.Confirm(ctx, tx, &Checked{targets: targets})
+	return r.Confirm(ctx, tx, &Checked{r: r, targets: targets})
 }
 
 // keysOf are the distinct keys of targets, each of a kind some service

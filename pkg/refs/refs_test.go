@@ -387,30 +387,21 @@ func (w *world) createThingAskedFirst(ctx context.Context, person uuid.UUID) (uu
 	return id, err
 }
 
-// createThingRememberedFirst is the write as the actions service makes an
-// action: first trusting only what the referrer remembers, and asking
-// before a second transaction when that is not enough.
+// createThingRememberedFirst is the write as the services make theirs
+// (refs.Registry.Checking): the store's transaction confirms the check it
+// is given, first trusting only what the referrer remembers, and the owner
+// is asked before a second transaction when that is not enough.
 func (w *world) createThingRememberedFirst(ctx context.Context, person uuid.UUID) (uuid.UUID, error) {
-	target := refs.Target{Field: "person_id", Kind: "person", ID: person}
 	id := store.NewID()
-	write := func(checked *refs.Checked) error {
+	return id, w.referrer.Checking(ctx, func(checked *refs.Checked) error {
 		return w.referrerStore.Write(ctx, "create thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-			if _, err := w.referrer.Confirm(ctx, tx, checked); err != nil {
+			if _, err := checked.Of(refs.Target{Field: "person_id", Kind: "person", ID: person}).Confirm(ctx, tx); err != nil {
 				return nil, err
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO things (id, person_id) VALUES ($1, $2)`, id, person)
 			return nil, err
 		})
-	}
-	err := write(w.referrer.Remembered(target))
-	if !errors.Is(err, refs.ErrAskFirst) {
-		return id, err
-	}
-	checked, err := w.referrer.Prepare(ctx, target)
-	if err != nil {
-		return uuid.Nil, err
-	}
-	return id, write(checked)
+	})
 }
 
 // The owner is asked once: the referrer remembers a target that exists,
@@ -483,6 +474,57 @@ func TestRememberedTargets(t *testing.T) {
 	var n int
 	if err := w.referrerStore.Pool.QueryRow(ctx, `SELECT count(*) FROM ref_targets WHERE id = $1`, q).Scan(&n); err != nil || n != 0 {
 		t.Errorf("a failed write left %d rows (%v)", n, err)
+	}
+}
+
+// Checking runs the write once when the referrer remembers its targets,
+// and twice when it does not: the first transaction answers ErrAskFirst,
+// the owner is asked with nothing held, and the second confirms the
+// answer; a target that does not exist is the 422 of the second.
+func TestCheckingAsksOnlyWhatIsNotRemembered(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	p := w.person(t)
+	for _, c := range []struct {
+		name      string
+		person    uuid.UUID
+		wantRuns  int
+		wantKind  apperr.Kind // -1: no error
+		wantTotal int         // things naming the person afterwards
+	}{
+		{"not remembered", p, 2, -1, 1},
+		{"remembered", p, 1, -1, 2},
+		{"nobody", uuid.New(), 2, apperr.KindInvalid, 0},
+	} {
+		runs := 0
+		var firstErr error
+		err := w.referrer.Checking(ctx, func(checked *refs.Checked) error {
+			runs++
+			return w.referrerStore.Write(ctx, "create thing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+				_, err := checked.Of(refs.Target{Field: "person_id", Kind: "person", ID: c.person}).Confirm(ctx, tx)
+				if runs == 1 {
+					firstErr = err
+				}
+				if err != nil {
+					return nil, err
+				}
+				_, err = tx.Exec(ctx, `INSERT INTO things (id, person_id) VALUES ($1, $2)`, store.NewID(), c.person)
+				return nil, err
+			})
+		})
+		if runs != c.wantRuns || kindOf(err) != c.wantKind {
+			t.Errorf("%s: %d runs, error %v; want %d runs, kind %v", c.name, runs, err, c.wantRuns, c.wantKind)
+		}
+		if c.wantRuns == 2 && !errors.Is(firstErr, refs.ErrAskFirst) {
+			t.Errorf("%s: the first run's check answered %v, want ErrAskFirst", c.name, firstErr)
+		}
+		var n int
+		if err := w.referrerStore.Pool.QueryRow(ctx, `SELECT count(*) FROM things WHERE person_id = $1`, c.person).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != c.wantTotal {
+			t.Errorf("%s: %d things name the person, want %d", c.name, n, c.wantTotal)
+		}
 	}
 }
 

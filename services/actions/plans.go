@@ -243,17 +243,13 @@ func planDuplicate(in PlanInput) string {
 	return fmt.Sprintf("a plan for %s of every asset type exists already", in.ActionType)
 }
 
-// CreatePlan inserts a plan once its asset type is known to exist (asked
-// before the transaction, confirmed under its lock inside it); the key
-// must be free (409 naming the plan that holds it).
-func (s *Store) CreatePlan(ctx context.Context, by model.Caller, in PlanInput, targets []refs.Target) (Plan, error) {
-	checked, err := s.refs.Prepare(ctx, targets...)
-	if err != nil {
-		return Plan{}, err
-	}
+// CreatePlan inserts a plan once its asset type is confirmed with checked
+// (the service's check, confirmed under the target's lock inside the
+// transaction); the key must be free (409 naming the plan that holds it).
+func (s *Store) CreatePlan(ctx context.Context, by model.Caller, in PlanInput, checked *refs.Checked) (Plan, error) {
 	var p Plan
-	err = s.Write(ctx, "create inspection plan", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		if _, err := s.refs.Confirm(ctx, tx, checked); err != nil {
+	err := s.Write(ctx, "create inspection plan", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := checked.Confirm(ctx, tx); err != nil {
 			return nil, err
 		}
 		var err error
@@ -311,15 +307,15 @@ func (s *Store) PlannedActionTypes(ctx context.Context) ([]string, error) {
 }
 
 // UpdatePlan applies apply to the locked plan; a new asset type must exist
-// and the new key be free.
+// (confirmed with checked) and the new key be free.
 func (s *Store) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, apply func(Plan) (PlanInput, error),
-	targets func(old Plan, in PlanInput) []refs.Target) error {
+	targets func(old Plan, in PlanInput) []refs.Target, checked *refs.Checked) error {
 	updater := store.Updater[Plan, PlanInput]{
 		Resource: "inspection plan",
 		Select:   `SELECT ` + planColumns + ` FROM inspection_plans p WHERE p.id = $1`,
 		Input:    planInputOf,
 		Save: func(ctx context.Context, tx pgx.Tx, old Plan, in PlanInput, actor string) ([]string, error) {
-			if _, err := s.refs.Check(ctx, tx, targets(old, in)...); err != nil {
+			if _, err := checked.Of(targets(old, in)...).Confirm(ctx, tx); err != nil {
 				return nil, err
 			}
 			_, err := tx.Exec(ctx, `UPDATE inspection_plans SET action_type = $2, asset_type_id = $3, interval_period = $4,

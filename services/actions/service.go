@@ -60,12 +60,13 @@ type Service interface {
 }
 
 // service holds the rules: what an input must be, which references an
-// action or an action document makes (the store checks them with their
-// owners inside the write), and which list filters agree. The store
-// speaks SQL.
+// action or an action document makes, and which list filters agree. It
+// asks the owners of those references (refs.Registry.Checking, or Ask for
+// a batch) and hands the store the check, which the store confirms under
+// the targets' locks inside its transaction. The store speaks SQL.
 type service struct {
 	store *Store
-	refs  *refs.Registry    // the registry the store confirms references by
+	refs  *refs.Registry    // the peers asked about references and deletes
 	today func() model.Date // the UTC date overdue is measured against
 }
 
@@ -112,7 +113,12 @@ func (s *service) CreateAction(ctx context.Context, by model.Caller, in ActionIn
 	if err != nil {
 		return ActionDetail{}, err
 	}
-	return s.store.CreateAction(ctx, by, in, actionReferences(in, nil))
+	var a ActionDetail
+	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		a, err = s.store.CreateAction(ctx, by, in, checked.Of(actionReferences(in, nil)...))
+		return err
+	})
+	return a, err
 }
 
 // FindAction finds first, so that the usual answer (an import run again)
@@ -160,9 +166,27 @@ func (s *service) CreateActions(ctx context.Context, by model.Caller, in []Actio
 	return out, s.createActions(ctx, by, in, out)
 }
 
+// createActions asks about the targets of the whole batch together, each
+// owner once, before the store's transaction: an owner that cannot answer
+// fails the batch, a target that does not exist only its items.
 func (s *service) createActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome) error {
 	targetsOf := func(in ActionInput) []refs.Target { return actionReferences(in, nil) }
-	return s.store.CreateActions(ctx, by, in, out, targetsOf)
+	var all []refs.Target
+	for i := range in {
+		if out[i].Err == nil {
+			all = append(all, targetsOf(in[i])...)
+		}
+	}
+	checked, err := s.refs.Ask(ctx, all...)
+	if err != nil {
+		return err
+	}
+	for i := range in {
+		if out[i].Err == nil {
+			out[i].Err = checked.Missing(targetsOf(in[i])...)
+		}
+	}
+	return s.store.CreateActions(ctx, by, in, out, checked, targetsOf)
 }
 
 // findOrCreateActions is a batch whose items are found by their source
@@ -238,7 +262,9 @@ func (s *service) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, er
 
 func (s *service) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, p ActionPatch) (ActionDetail, error) {
 	changed := func(old Action, in ActionInput) []refs.Target { return actionReferences(in, &old) }
-	if err := s.store.UpdateAction(ctx, g, id, p.Apply, changed); err != nil {
+	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		return s.store.UpdateAction(ctx, g, id, p.Apply, changed, checked)
+	}); err != nil {
 		return ActionDetail{}, err
 	}
 	return s.store.GetAction(ctx, id)
@@ -267,22 +293,42 @@ func (s *service) CreateActionDocument(ctx context.Context, g model.Guard, actio
 	if err != nil {
 		return ActionDocument{}, err
 	}
-	return s.store.CreateActionDocument(ctx, g, in, documentReferences(in, nil))
+	var d ActionDocument
+	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		d, err = s.store.CreateActionDocument(ctx, g, in, checked.Of(documentReferences(in, nil)...))
+		return err
+	})
+	return d, err
 }
 
 func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error) {
 	out := make([]model.ItemOutcome, len(in))
+	var all []refs.Target
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
 			in[i], out[i].Err = in[i].Normalize(in[i].ActionID.UUID)
 		}
+		if out[i].Err == nil {
+			all = append(all, documentReferences(in[i], nil)...)
+		}
 	}
-	return out, s.store.CreateActionDocuments(ctx, g, in, out)
+	if len(all) == 0 {
+		return out, nil
+	}
+	// The documents of all items asked about together, each owner once,
+	// before the store's transaction.
+	checked, err := s.refs.Ask(ctx, all...)
+	if err != nil {
+		return out, err
+	}
+	return out, s.store.CreateActionDocuments(ctx, g, in, out, checked)
 }
 
 func (s *service) UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {
 	changed := func(old ActionDocument, in ActionDocumentInput) []refs.Target { return documentReferences(in, &old) }
-	if err := s.store.UpdateActionDocument(ctx, g, actionID, id, p.Apply, changed); err != nil {
+	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		return s.store.UpdateActionDocument(ctx, g, actionID, id, p.Apply, changed, checked)
+	}); err != nil {
 		return ActionDocument{}, err
 	}
 	return s.store.GetActionDocument(ctx, actionID, id)
@@ -309,7 +355,12 @@ func (s *service) CreatePlan(ctx context.Context, by model.Caller, in PlanInput)
 	if err != nil {
 		return Plan{}, err
 	}
-	return s.store.CreatePlan(ctx, by, in, planReferences(in, nil))
+	var p Plan
+	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		p, err = s.store.CreatePlan(ctx, by, in, checked.Of(planReferences(in, nil)...))
+		return err
+	})
+	return p, err
 }
 
 func (s *service) GetPlan(ctx context.Context, id uuid.UUID) (Plan, error) {
@@ -322,7 +373,9 @@ func (s *service) ListPlans(ctx context.Context, f PlanFilter, page model.Page) 
 
 func (s *service) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, p PlanPatch) (Plan, error) {
 	changed := func(old Plan, in PlanInput) []refs.Target { return planReferences(in, &old) }
-	if err := s.store.UpdatePlan(ctx, g, id, p.Apply, changed); err != nil {
+	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		return s.store.UpdatePlan(ctx, g, id, p.Apply, changed, checked)
+	}); err != nil {
 		return Plan{}, err
 	}
 	return s.store.GetPlan(ctx, id)

@@ -20,8 +20,9 @@ import (
 // Store is the PostgreSQL persistence of actions and action documents.
 // Every write commits through store.Write. The asset, person and
 // organization an action names and the document an action document links
-// are checked with their owners inside the write (pkg/refs), and the
-// owners ask this store what points at them before deleting one.
+// are asked about by the service (pkg/refs); a write confirms the check it
+// is given under the targets' locks inside its transaction, and the owners
+// ask this store what points at them before deleting one.
 type Store struct {
 	*store.Store
 	refs *refs.Registry
@@ -62,34 +63,18 @@ func utc(column string) string {
 	return `to_char(` + column + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 }
 
-// CreateAction inserts an action once the targets it references (the
-// service says which) are known to exist: their owners are asked before
-// the transaction, each once, unless this service remembers the targets
-// (refs.Prepare), and the answers are confirmed under the targets' locks,
-// which keep them from being deleted until the transaction ends
-// (refs.Confirm).
-//
-// The first try trusts only what the service remembers of the targets, as
-// it usually can; when it does not remember one, the transaction ends and
-// the owners are asked before a second.
-func (s *Store) CreateAction(ctx context.Context, by model.Caller, in ActionInput, targets []refs.Target) (ActionDetail, error) {
+// CreateAction inserts an action once the targets it references are
+// confirmed to exist with checked (the service's check of them, see
+// refs.Registry.Checking), under the targets' locks, which keep them from
+// being deleted until the transaction ends.
+func (s *Store) CreateAction(ctx context.Context, by model.Caller, in ActionInput, checked *refs.Checked) (ActionDetail, error) {
 	var a ActionDetail
-	write := func(checked *refs.Checked) error {
-		return s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-			var err error
-			a, err = s.insertAction(ctx, tx, by, in, checked)
-			return nil, err
-		})
-	}
-	err := write(s.refs.Remembered(targets...))
-	if !errors.Is(err, refs.ErrAskFirst) {
-		return a, err
-	}
-	checked, err := s.refs.Prepare(ctx, targets...)
-	if err != nil {
-		return ActionDetail{}, err
-	}
-	return a, write(checked)
+	err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var err error
+		a, err = s.insertAction(ctx, tx, by, in, checked)
+		return nil, err
+	})
+	return a, err
 }
 
 // sourceKeyIndex is the sync key's unique index: the primary key of
@@ -159,34 +144,23 @@ func (s *Store) actionsBySource(ctx context.Context, keys []SourceKey) (map[Sour
 }
 
 // CreateActions records a batch: out[i] already holds the error of an item
-// that failed before (its decoding, its rules); the others' targets are
-// asked about together, each owner once, before the transaction, and the
-// items are inserted in one transaction (the request's unit of work, if
-// it has one), each in a savepoint, so an item that fails leaves the
-// others. A failure of the check or of the database fails the whole batch
-// and commits none of it.
+// that failed before (its decoding, its rules, a target its owner said
+// does not exist); the targets of all were asked about together, each
+// owner once, before the transaction (checked, the service's). The items
+// are inserted in one transaction (the request's unit of work, if it has
+// one), each in a savepoint, so an item that fails leaves the others. A
+// failure of the check or of the database fails the whole batch and
+// commits none of it.
 func (s *Store) CreateActions(ctx context.Context, by model.Caller, ins []ActionInput, out []model.ItemOutcome,
-	targetsOf func(ActionInput) []refs.Target) error {
-	var all []refs.Target
+	checked *refs.Checked, targetsOf func(ActionInput) []refs.Target) error {
 	var pairs []latestPair
 	pending := 0
 	for i, in := range ins {
 		if out[i].Err == nil {
-			all = append(all, targetsOf(in)...)
-		}
-	}
-	checked, err := s.refs.Ask(ctx, all...)
-	if err != nil {
-		return err
-	}
-	for i, in := range ins {
-		if out[i].Err == nil {
-			if out[i].Err = checked.Missing(targetsOf(in)...); out[i].Err == nil {
-				if changesLatest(in) {
-					pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
-				}
-				pending++
+			if changesLatest(in) {
+				pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
 			}
+			pending++
 		}
 	}
 	if pending == 0 {
@@ -196,7 +170,7 @@ func (s *Store) CreateActions(ctx context.Context, by model.Caller, ins []Action
 		var known refs.Known
 		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 			var err error
-			if known, err = s.refs.ConfirmAll(ctx, tx, checked); err != nil {
+			if known, err = checked.ConfirmAll(ctx, tx); err != nil {
 				return nil, err
 			}
 			// The compliance rows' locks, all at once in keepLatest's order,
@@ -343,7 +317,7 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, by model.Caller, in
 	// recompute sees what the lock waited for).
 	pair := latestPair{in.AssetID.UUID, in.ActionType}
 	pipeline := &pgx.Batch{}
-	confirm, err := s.refs.QueueConfirm(pipeline, checked)
+	confirm, err := checked.Queue(pipeline)
 	if err != nil {
 		return ActionDetail{}, err
 	}
@@ -482,15 +456,16 @@ func (s *Store) ListActions(ctx context.Context, f ActionFilter, page model.Page
 }
 
 // UpdateAction applies apply to the locked action; the targets the
-// service names for the change are checked as a create checks them.
+// service names for the change are confirmed with checked, as a create
+// confirms them.
 func (s *Store) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, apply func(Action) (ActionInput, error),
-	targets func(old Action, in ActionInput) []refs.Target) error {
+	targets func(old Action, in ActionInput) []refs.Target, checked *refs.Checked) error {
 	updater := store.Updater[Action, ActionInput]{
 		Resource: "action",
 		Select:   `SELECT ` + actionColumns + ` FROM actions a WHERE a.id = $1`,
 		Input:    actionInputOf,
 		Save: func(ctx context.Context, tx pgx.Tx, old Action, in ActionInput, actor string) ([]string, error) {
-			if _, err := s.refs.Check(ctx, tx, targets(old, in)...); err != nil {
+			if _, err := checked.Of(targets(old, in)...).Confirm(ctx, tx); err != nil {
 				return nil, err
 			}
 			_, err := tx.Exec(ctx, `UPDATE actions SET asset_id = $2, action_type = $3, action_subtype = $4, performed_at = $5,
@@ -597,24 +572,16 @@ func lockAction(ctx context.Context, tx pgx.Tx, g model.Guard, id uuid.UUID) err
 }
 
 // CreateActionDocument links a document to an action: the action must
-// exist (404), the targets the service names too (422), and the pair must
-// be new (409 naming the action document that holds it; concurrent
-// creates of one pair make one, the unique index decides).
-func (s *Store) CreateActionDocument(ctx context.Context, g model.Guard, in ActionDocumentInput, targets []refs.Target) (ActionDocument, error) {
-	checked, err := s.refs.Prepare(ctx, targets...)
-	if err != nil && !apperr.Is(err, apperr.KindInvalid) {
-		return ActionDocument{}, err
-	}
-	// A missing document is answered after the action's 404 and 403.
-	missing := err
+// exist (404), the targets checked names too (422, confirmed after the
+// action's 404 and 403), and the pair must be new (409 naming the action
+// document that holds it; concurrent creates of one pair make one, the
+// unique index decides).
+func (s *Store) CreateActionDocument(ctx context.Context, g model.Guard, in ActionDocumentInput, checked *refs.Checked) (ActionDocument, error) {
 	var d ActionDocument
-	err = s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
 		d, err = s.insertActionDocument(ctx, tx, g, in, func() error {
-			if missing != nil {
-				return missing
-			}
-			_, err := s.refs.Confirm(ctx, tx, checked)
+			_, err := checked.Confirm(ctx, tx)
 			return err
 		})
 		return nil, err
@@ -624,32 +591,20 @@ func (s *Store) CreateActionDocument(ctx context.Context, g model.Guard, in Acti
 
 // CreateActionDocuments links a batch, items of many actions: out[i]
 // already holds the error of an item that failed before (its decoding, its
-// rules). The documents of all items are asked about together, each owner
-// once, before the transaction; the items are written in one transaction
-// (the request's unit of work, if it has one), each in a savepoint, and
-// each answers as its single create would (404 or 403 for its action, 422
-// for its document, 409 for a pair linked already) without failing the
-// others. A failure of the check or of the database fails the whole batch
-// and commits none of it.
-func (s *Store) CreateActionDocuments(ctx context.Context, g model.Guard, ins []ActionDocumentInput, out []model.ItemOutcome) error {
-	var all []refs.Target
-	for i, in := range ins {
-		if out[i].Err == nil {
-			all = append(all, documentReferences(in, nil)...)
-		}
-	}
-	if len(all) == 0 {
-		return nil
-	}
-	checked, err := s.refs.Ask(ctx, all...)
-	if err != nil {
-		return err
-	}
+// rules). The documents of all items were asked about together, each owner
+// once, before the transaction (checked, the service's); the items are
+// written in one transaction (the request's unit of work, if it has one),
+// each in a savepoint, and each answers as its single create would (404 or
+// 403 for its action, 422 for its document, 409 for a pair linked already)
+// without failing the others. A failure of the check or of the database
+// fails the whole batch and commits none of it.
+func (s *Store) CreateActionDocuments(ctx context.Context, g model.Guard, ins []ActionDocumentInput, out []model.ItemOutcome,
+	checked *refs.Checked) error {
 	return s.Together(ctx, func(ctx context.Context) error {
 		var known refs.Known
 		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 			var err error
-			known, err = s.refs.ConfirmAll(ctx, tx, checked)
+			known, err = checked.ConfirmAll(ctx, tx)
 			return nil, err
 		})
 		if err != nil {
@@ -721,17 +676,18 @@ func (s *Store) GetActionDocument(ctx context.Context, actionID, id uuid.UUID) (
 }
 
 // UpdateActionDocument applies apply to the locked action document of the
-// action; the targets the service names must exist, and a new document
-// must not be linked to the action yet.
+// action; the targets the service names must exist (confirmed with
+// checked), and a new document must not be linked to the action yet.
 func (s *Store) UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID,
-	apply func(ActionDocument) (ActionDocumentInput, error), targets func(old ActionDocument, in ActionDocumentInput) []refs.Target) error {
+	apply func(ActionDocument) (ActionDocumentInput, error), targets func(old ActionDocument, in ActionDocumentInput) []refs.Target,
+	checked *refs.Checked) error {
 	updater := store.Updater[ActionDocument, ActionDocumentInput]{
 		Resource: "action document",
 		// The id is the path's, a UUID: nothing to quote.
 		Select: `SELECT ` + actionDocumentColumns + ` FROM action_documents d WHERE d.id = $1 AND d.action_id = '` + actionID.String() + `'`,
 		Input:  actionDocumentInputOf,
 		Save: func(ctx context.Context, tx pgx.Tx, old ActionDocument, in ActionDocumentInput, actor string) ([]string, error) {
-			if _, err := s.refs.Check(ctx, tx, targets(old, in)...); err != nil {
+			if _, err := checked.Of(targets(old, in)...).Confirm(ctx, tx); err != nil {
 				return nil, err
 			}
 			_, err := tx.Exec(ctx, `UPDATE action_documents SET document_id = $2, source_system = $3, source_reference = $4,

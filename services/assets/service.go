@@ -54,24 +54,50 @@ type Service interface {
 }
 
 // service holds the rules: what an input must be, how a find matches and
-// when it creates. Which references an asset type or an asset makes is
-// checked inside the store's write (the thumbnail's content type needs the
-// owner's answer, which the store's transaction holds).
+// when it creates, and which references a write makes. It asks the owners
+// of those references (refs.Registry.Checking) and hands the store the
+// check, which the store confirms under the targets' locks in its
+// transaction (the thumbnail's content type is the owner's answer, read
+// there).
 type service struct {
 	store *Store
 	refs  *refs.Registry
 }
 
-// NewService returns the service over store. Deletes go through the
-// reference protocol, with the registry the store confirms references by.
+// NewService returns the service over store, asking peers through the
+// registry the store declared its side of the reference protocol in.
 func NewService(store *Store) Service { return &service{store: store, refs: store.refs} }
+
+// personTarget is an asset's reference to its responsible person.
+func personTarget(id uuid.UUID) refs.Target {
+	return refs.Target{Field: "responsible_person_id", Kind: "person", ID: id}
+}
+
+// personOf is the reference in makes to a person, if any.
+func personOf(in AssetInput) []refs.Target {
+	if id := in.ResponsiblePersonID.Ptr(); id != nil {
+		return []refs.Target{personTarget(*id)}
+	}
+	return nil
+}
+
+// documentTarget is an asset type's reference to a document (attached or
+// its thumbnail); field names it in the 422.
+func documentTarget(field string, id uuid.UUID) refs.Target {
+	return refs.Target{Field: field, Kind: "document", ID: id}
+}
 
 func (s *service) CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput) (AssetTypeDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	return s.store.CreateAssetType(ctx, by, in)
+	var t AssetTypeDetail
+	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		t, err = s.store.CreateAssetType(ctx, by, in, checked)
+		return err
+	})
+	return t, err
 }
 
 func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
@@ -83,7 +109,9 @@ func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetT
 }
 
 func (s *service) UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error) {
-	if err := s.store.UpdateAssetType(ctx, g, id, p.Apply); err != nil {
+	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		return s.store.UpdateAssetType(ctx, g, id, p.Apply, checked)
+	}); err != nil {
 		return AssetTypeDetail{}, err
 	}
 	return s.store.GetAssetType(ctx, id)
@@ -94,8 +122,11 @@ func (s *service) AttachDocument(ctx context.Context, g model.Guard, id uuid.UUI
 	if err != nil {
 		return AssetTypeDetail{}, false, err
 	}
-	created, err := s.store.AttachDocument(ctx, g, id, documentID)
-	if err != nil {
+	var created bool
+	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		created, err = s.store.AttachDocument(ctx, g, id, documentID, checked)
+		return err
+	}); err != nil {
 		return AssetTypeDetail{}, false, err
 	}
 	t, err := s.store.GetAssetType(ctx, id)
@@ -111,7 +142,9 @@ func (s *service) SetThumbnail(ctx context.Context, g model.Guard, id uuid.UUID,
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	if err := s.store.SetThumbnail(ctx, g, id, documentID, "document_id"); err != nil {
+	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		return s.store.SetThumbnail(ctx, g, id, documentID, "document_id", checked)
+	}); err != nil {
 		return AssetTypeDetail{}, err
 	}
 	return s.store.GetAssetType(ctx, id)
@@ -122,17 +155,38 @@ func (s *service) CreateAsset(ctx context.Context, by model.Caller, in AssetInpu
 	if err != nil {
 		return Asset{}, err
 	}
-	return s.store.CreateAsset(ctx, by, in)
+	var a Asset
+	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		a, err = s.store.CreateAsset(ctx, by, in, checked)
+		return err
+	})
+	return a, err
 }
 
+// CreateAssets asks about the responsible people of the whole batch
+// together, once, before the store's transaction; an owner that cannot
+// answer fails the batch, a person that does not exist only its items.
 func (s *service) CreateAssets(ctx context.Context, by model.Caller, in []AssetInput, errs []error) ([]model.ItemOutcome, error) {
 	out := make([]model.ItemOutcome, len(in))
+	var all []refs.Target
+	pending := 0
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
 			in[i], out[i].Err = in[i].Normalize()
 		}
+		if out[i].Err == nil {
+			all = append(all, personOf(in[i])...)
+			pending++
+		}
 	}
-	return out, s.store.CreateAssets(ctx, by, in, out)
+	if pending == 0 {
+		return out, nil
+	}
+	checked, err := s.refs.Ask(ctx, all...)
+	if err != nil {
+		return out, err
+	}
+	return out, s.store.CreateAssets(ctx, by, in, out, checked)
 }
 
 // FindAsset matches the serial number exactly, in the types of the brand
@@ -180,13 +234,16 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 		return Asset{}, false, err
 	}
 	// Another caller may create it between our find and our insert; the
-	// insert then returns theirs (created=false).
+	// insert then returns theirs (created=false). It names no person: no
+	// reference to check.
 	return s.store.CreateAssetIfAbsent(ctx, by, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
-		ExternalIDs: []ExternalID{}})
+		ExternalIDs: []ExternalID{}}, nil)
 }
 
 func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, p AssetPatch) (Asset, error) {
-	if err := s.store.UpdateAsset(ctx, g, id, p.Apply); err != nil {
+	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		return s.store.UpdateAsset(ctx, g, id, p.Apply, checked)
+	}); err != nil {
 		return Asset{}, err
 	}
 	return s.store.GetAsset(ctx, id)

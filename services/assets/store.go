@@ -86,8 +86,10 @@ func (e externals) save(ctx context.Context, tx pgx.Tx, owner uuid.UUID, ids []E
 // Store is the PostgreSQL persistence of asset types and assets. Every
 // write commits through store.Write, which then makes stale the cached
 // finds the write says it changed. References to people and documents are
-// checked with their owners inside the write (pkg/refs), and the owners ask
-// this store what points at a person or a document before deleting one.
+// asked about by the service (pkg/refs); a write confirms the check it is
+// given under the targets' locks inside its transaction, and the owners
+// ask this store what points at a person or a document before deleting
+// one.
 type Store struct {
 	*store.Store
 	refs *refs.Registry
@@ -116,11 +118,11 @@ const assetTypeDocumentsSQL = `COALESCE((SELECT json_agg(d.document ORDER BY d.a
 	FROM asset_type_documents d WHERE d.asset_type_id = t.id), '[]') AS documents, t.thumbnail`
 
 // CreateAssetType inserts an asset type; its thumbnail, when it names one,
-// must be an image document.
-func (s *Store) CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput) (AssetTypeDetail, error) {
+// must be an image document, confirmed with checked.
+func (s *Store) CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput, checked *refs.Checked) (AssetTypeDetail, error) {
 	var detail AssetTypeDetail
 	err := s.Write(ctx, "create asset type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		thumbnail, err := s.thumbnail(ctx, tx, "thumbnail_document_id", in.ThumbnailDocumentID.Ptr())
+		thumbnail, err := thumbnail(ctx, tx, checked, "thumbnail_document_id", in.ThumbnailDocumentID.Ptr())
 		if err != nil {
 			return nil, err
 		}
@@ -185,13 +187,17 @@ func typeMatch(where *store.Filter, q BrandAndModel) {
 	}
 }
 
-// UpdateAssetType applies apply to the locked asset type.
-func (s *Store) UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID, apply func(AssetType) (AssetTypeInput, error)) error {
+// UpdateAssetType applies apply to the locked asset type; a new thumbnail
+// is confirmed with checked.
+func (s *Store) UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID, apply func(AssetType) (AssetTypeInput, error),
+	checked *refs.Checked) error {
 	updater := store.Updater[AssetType, AssetTypeInput]{
 		Resource: "asset type",
 		Select:   `SELECT ` + assetTypeColumns + ` FROM asset_types t WHERE t.id = $1`,
 		Input:    assetTypeInputOf,
-		Save:     s.saveAssetType,
+		Save: func(ctx context.Context, tx pgx.Tx, old AssetType, in AssetTypeInput, actor string) ([]string, error) {
+			return saveAssetType(ctx, tx, checked, old, in, actor)
+		},
 		// If-Match names the asset type as a GET shows it.
 		Representation: func(ctx context.Context, t AssetType) (any, error) { return s.GetAssetType(ctx, t.ID) },
 		Kind:           outbox.KindAssetType,
@@ -201,9 +207,9 @@ func (s *Store) UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID
 	return s.assetTypeConflict(ctx, err, in)
 }
 
-func (s *Store) saveAssetType(ctx context.Context, tx pgx.Tx, old AssetType, in AssetTypeInput, actor string) ([]string, error) {
+func saveAssetType(ctx context.Context, tx pgx.Tx, checked *refs.Checked, old AssetType, in AssetTypeInput, actor string) ([]string, error) {
 	if thumbnail := in.ThumbnailDocumentID.Ptr(); !equalIDs(thumbnail, old.ThumbnailDocumentID) {
-		if err := s.setThumbnail(ctx, tx, old.ID, "thumbnail_document_id", thumbnail); err != nil {
+		if err := setThumbnail(ctx, tx, checked, old.ID, "thumbnail_document_id", thumbnail); err != nil {
 			return nil, err
 		}
 	}
@@ -301,9 +307,9 @@ func touch(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) error {
 	return store.Classify(err, "touch asset type")
 }
 
-// AttachDocument attaches a document to an asset type; created=false when
-// it was attached already.
-func (s *Store) AttachDocument(ctx context.Context, g model.Guard, typeID, documentID uuid.UUID) (bool, error) {
+// AttachDocument attaches a document to an asset type, confirmed with
+// checked; created=false when it was attached already.
+func (s *Store) AttachDocument(ctx context.Context, g model.Guard, typeID, documentID uuid.UUID, checked *refs.Checked) (bool, error) {
 	created := false
 	err := s.Write(ctx, "attach document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		t, err := lockAssetType(ctx, tx, g, typeID)
@@ -315,7 +321,7 @@ func (s *Store) AttachDocument(ctx context.Context, g model.Guard, typeID, docum
 			typeID, documentID).Scan(&attached); err != nil || attached {
 			return nil, store.Classify(err, "check attachment")
 		}
-		doc, err := s.document(ctx, tx, "document_id", documentID)
+		doc, err := document(ctx, tx, checked, "document_id", documentID)
 		if err != nil {
 			return nil, err
 		}
@@ -356,16 +362,16 @@ func (s *Store) DetachDocument(ctx context.Context, g model.Guard, typeID, docum
 	})
 }
 
-// SetThumbnail makes an image document the asset type's thumbnail; field
-// names the document id in the 422s.
-func (s *Store) SetThumbnail(ctx context.Context, g model.Guard, typeID, documentID uuid.UUID, field string) error {
+// SetThumbnail makes an image document, confirmed with checked, the asset
+// type's thumbnail; field names the document id in the 422s.
+func (s *Store) SetThumbnail(ctx context.Context, g model.Guard, typeID, documentID uuid.UUID, field string, checked *refs.Checked) error {
 	return s.Write(ctx, "set thumbnail", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		t, err := lockAssetType(ctx, tx, g, typeID)
 		if err != nil || equalIDs(t.Thumbnail, &documentID) {
 			return nil, err
 		}
 		return []string{typeFinds(t.Brand, t.Model)}, s.typeChange(ctx, tx, g.Caller, typeID, func() error {
-			if err := s.setThumbnail(ctx, tx, typeID, field, &documentID); err != nil {
+			if err := setThumbnail(ctx, tx, checked, typeID, field, &documentID); err != nil {
 				return err
 			}
 			return touch(ctx, tx, typeID, g.Subject)
@@ -379,10 +385,10 @@ func (s *Store) typeChange(ctx context.Context, tx pgx.Tx, by model.Caller, type
 	return s.RecordUpdate(ctx, tx, by, outbox.KindAssetType, typeID, func() (any, error) { return s.getAssetType(ctx, tx, typeID) }, change)
 }
 
-// setThumbnail checks the new thumbnail (nil: none) and stores it with its
-// metadata.
-func (s *Store) setThumbnail(ctx context.Context, tx pgx.Tx, typeID uuid.UUID, field string, documentID *uuid.UUID) error {
-	thumbnail, err := s.thumbnail(ctx, tx, field, documentID)
+// setThumbnail confirms the new thumbnail (nil: none) and stores it with
+// its metadata.
+func setThumbnail(ctx context.Context, tx pgx.Tx, checked *refs.Checked, typeID uuid.UUID, field string, documentID *uuid.UUID) error {
+	thumbnail, err := thumbnail(ctx, tx, checked, field, documentID)
 	if err != nil {
 		return err
 	}
@@ -390,11 +396,12 @@ func (s *Store) setThumbnail(ctx context.Context, tx pgx.Tx, typeID uuid.UUID, f
 	return store.Classify(err, "set thumbnail")
 }
 
-// document asks the documents service for a document, locking it against
-// a concurrent delete until the transaction ends (pkg/refs); one that does
-// not exist is a 422 naming field.
-func (s *Store) document(ctx context.Context, tx pgx.Tx, field string, id uuid.UUID) (Document, error) {
-	found, err := s.refs.Check(ctx, tx, refs.Target{Field: field, Kind: "document", ID: id})
+// document confirms with checked that a document exists, locking it
+// against a concurrent delete until the transaction ends (pkg/refs), and
+// reads what its owner told of it; one that does not exist is a 422 naming
+// field.
+func document(ctx context.Context, tx pgx.Tx, checked *refs.Checked, field string, id uuid.UUID) (Document, error) {
+	found, err := checked.Of(documentTarget(field, id)).Confirm(ctx, tx)
 	if err != nil {
 		return Document{}, err
 	}
@@ -402,11 +409,11 @@ func (s *Store) document(ctx context.Context, tx pgx.Tx, field string, id uuid.U
 }
 
 // thumbnail checks that id (nil: none) names an image document.
-func (s *Store) thumbnail(ctx context.Context, tx pgx.Tx, field string, id *uuid.UUID) (*Document, error) {
+func thumbnail(ctx context.Context, tx pgx.Tx, checked *refs.Checked, field string, id *uuid.UUID) (*Document, error) {
 	if id == nil {
 		return nil, nil
 	}
-	doc, err := s.document(ctx, tx, field, *id)
+	doc, err := document(ctx, tx, checked, field, *id)
 	if err != nil {
 		return nil, err
 	}
@@ -457,10 +464,10 @@ type idRow struct {
 }
 
 // CreateAsset inserts an asset; its type must exist and its responsible
-// person, when given, too. An asset with the same serial number in the
-// type is a 409.
-func (s *Store) CreateAsset(ctx context.Context, by model.Caller, in AssetInput) (Asset, error) {
-	a, created, err := s.CreateAssetIfAbsent(ctx, by, in)
+// person, when given, too (confirmed with checked). An asset with the same
+// serial number in the type is a 409.
+func (s *Store) CreateAsset(ctx context.Context, by model.Caller, in AssetInput, checked *refs.Checked) (Asset, error) {
+	a, created, err := s.CreateAssetIfAbsent(ctx, by, in, checked)
 	if err == nil && !created {
 		err = apperr.Duplicate(assetDuplicate(in), a.ID.String())
 	}
@@ -470,46 +477,27 @@ func (s *Store) CreateAsset(ctx context.Context, by model.Caller, in AssetInput)
 // CreateAssetIfAbsent inserts an asset unless its type holds the serial
 // number already, in which case it returns that asset. Concurrent callers
 // with the same type and serial number all get the one row: the unique
-// index arbitrates.
-func (s *Store) CreateAssetIfAbsent(ctx context.Context, by model.Caller, in AssetInput) (Asset, bool, error) {
-	return s.createAssetIfAbsent(ctx, by, in, s.checkPerson)
+// index arbitrates. The responsible person is confirmed with checked.
+func (s *Store) CreateAssetIfAbsent(ctx context.Context, by model.Caller, in AssetInput, checked *refs.Checked) (Asset, bool, error) {
+	return s.createAssetIfAbsent(ctx, by, in, func(ctx context.Context, tx pgx.Tx, id *uuid.UUID) error {
+		return confirmPerson(ctx, tx, checked, id)
+	})
 }
 
 // CreateAssets finds or creates each asset of a batch by its type and
 // serial number: out[i] already holds the error of an item that failed
 // before (its decoding, its rules). The responsible people of the whole
-// batch are asked about together, once, before the transaction; the items
-// are written in one transaction (the request's unit of work, if it has
-// one), each in a savepoint, so an item that fails leaves the others. A
-// failure of the check or of the database fails the whole batch and
-// writes none of it.
-func (s *Store) CreateAssets(ctx context.Context, by model.Caller, ins []AssetInput, out []model.ItemOutcome) error {
-	personOf := func(in AssetInput) []refs.Target {
-		if id := in.ResponsiblePersonID.Ptr(); id != nil {
-			return []refs.Target{{Field: "responsible_person_id", Kind: "person", ID: *id}}
-		}
-		return nil
-	}
-	var all []refs.Target
-	pending := 0
-	for i, in := range ins {
-		if out[i].Err == nil {
-			all = append(all, personOf(in)...)
-			pending++
-		}
-	}
-	if pending == 0 {
-		return nil
-	}
-	checked, err := s.refs.Ask(ctx, all...)
-	if err != nil {
-		return err
-	}
+// batch were asked about together, once, before the transaction (checked,
+// the service's); the items are written in one transaction (the request's
+// unit of work, if it has one), each in a savepoint, so an item that fails
+// leaves the others. A failure of the check or of the database fails the
+// whole batch and writes none of it.
+func (s *Store) CreateAssets(ctx context.Context, by model.Caller, ins []AssetInput, out []model.ItemOutcome, checked *refs.Checked) error {
 	return s.Together(ctx, func(ctx context.Context) error {
 		var known refs.Known
 		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 			var err error
-			known, err = s.refs.ConfirmAll(ctx, tx, checked)
+			known, err = checked.ConfirmAll(ctx, tx)
 			return nil, err
 		})
 		if err != nil {
@@ -569,14 +557,14 @@ func (s *Store) createAssetIfAbsent(ctx context.Context, by model.Caller, in Ass
 	return a, created, err
 }
 
-// checkPerson asks the parties service whether the responsible person
-// (nil: none) exists, and keeps them from being deleted until the
-// transaction ends (pkg/refs).
-func (s *Store) checkPerson(ctx context.Context, tx pgx.Tx, id *uuid.UUID) error {
+// confirmPerson confirms with checked that the responsible person (nil:
+// none) exists, and keeps them from being deleted until the transaction
+// ends (pkg/refs).
+func confirmPerson(ctx context.Context, tx pgx.Tx, checked *refs.Checked, id *uuid.UUID) error {
 	if id == nil {
 		return nil
 	}
-	_, err := s.refs.Check(ctx, tx, refs.Target{Field: "responsible_person_id", Kind: "person", ID: *id})
+	_, err := checked.Of(personTarget(*id)).Confirm(ctx, tx)
 	return err
 }
 
@@ -627,13 +615,16 @@ func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int) ([]Asse
 			fmt.Sprintf(` ORDER BY a.id LIMIT %d`, limit), where.Args()...)
 }
 
-// UpdateAsset applies apply to the locked asset.
-func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, apply func(Asset) (AssetInput, error)) error {
+// UpdateAsset applies apply to the locked asset; a new responsible person
+// is confirmed with checked.
+func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, apply func(Asset) (AssetInput, error), checked *refs.Checked) error {
 	updater := store.Updater[Asset, AssetInput]{
-		Resource:       "asset",
-		Select:         `SELECT ` + assetColumns + ` FROM assets a WHERE a.id = $1`,
-		Input:          assetInputOf,
-		Save:           s.saveAsset,
+		Resource: "asset",
+		Select:   `SELECT ` + assetColumns + ` FROM assets a WHERE a.id = $1`,
+		Input:    assetInputOf,
+		Save: func(ctx context.Context, tx pgx.Tx, old Asset, in AssetInput, actor string) ([]string, error) {
+			return saveAsset(ctx, tx, checked, old, in, actor)
+		},
 		Representation: func(ctx context.Context, a Asset) (any, error) { return s.GetAsset(ctx, a.ID) },
 		Kind:           outbox.KindAsset,
 		ID:             func(a Asset) uuid.UUID { return a.ID },
@@ -643,9 +634,9 @@ func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, ap
 		`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
 }
 
-func (s *Store) saveAsset(ctx context.Context, tx pgx.Tx, old Asset, in AssetInput, actor string) ([]string, error) {
+func saveAsset(ctx context.Context, tx pgx.Tx, checked *refs.Checked, old Asset, in AssetInput, actor string) ([]string, error) {
 	if person := in.ResponsiblePersonID.Ptr(); !equalIDs(person, old.ResponsiblePersonID) {
-		if err := s.checkPerson(ctx, tx, person); err != nil {
+		if err := confirmPerson(ctx, tx, checked, person); err != nil {
 			return nil, err
 		}
 	}

@@ -154,75 +154,56 @@ func (s *Store) actionsBySource(ctx context.Context, keys []SourceKey) (map[Sour
 func (s *Store) CreateActions(ctx context.Context, by model.Caller, ins []ActionInput, out []model.ItemOutcome,
 	checked *refs.Checked, targetsOf func(ActionInput) []refs.Target) error {
 	var pairs []latestPair
-	pending := 0
 	for i, in := range ins {
-		if out[i].Err == nil {
-			if changesLatest(in) {
-				pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
-			}
-			pending++
+		if out[i].Err == nil && changesLatest(in) {
+			pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
 		}
 	}
-	if pending == 0 {
-		return nil
-	}
-	return s.Together(ctx, func(ctx context.Context) error {
-		var known refs.Known
-		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-			var err error
-			if known, err = checked.ConfirmAll(ctx, tx); err != nil {
-				return nil, err
+	return s.WriteBatch(ctx, out, store.BatchWrite{
+		Prepare: func(ctx context.Context, tx pgx.Tx, out []model.ItemOutcome) error {
+			known, err := checked.ConfirmAll(ctx, tx)
+			if err != nil {
+				return err
+			}
+			for i, in := range ins {
+				if out[i].Err == nil {
+					out[i].Err = known.Missing(targetsOf(in)...)
+				}
 			}
 			// The compliance rows' locks, all at once in keepLatest's order,
 			// so two batches never wait for each other in a circle.
-			return nil, lockLatest(ctx, tx, pairs)
-		})
-		if err != nil {
-			return err
-		}
-		var ready []int // the items to insert
-		for i, in := range ins {
-			if out[i].Err == nil {
-				if out[i].Err = known.Missing(targetsOf(in)...); out[i].Err == nil {
-					ready = append(ready, i)
-				}
-			}
-		}
+			return lockLatest(ctx, tx, pairs)
+		},
 		// All at once, in a few round trips; when that fails (an item the
 		// database refuses), item by item, each in a savepoint of its own.
-		var created []ActionDetail
-		err = s.Write(ctx, "create actions", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-			batch := make([]ActionInput, len(ready))
-			for k, i := range ready {
-				batch[k] = ins[i]
+		All: func(ctx context.Context, ready []int) error {
+			var created []ActionDetail
+			err := s.Write(ctx, "create actions", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+				batch := make([]ActionInput, len(ready))
+				for k, i := range ready {
+					batch[k] = ins[i]
+				}
+				var err error
+				created, err = s.insertActions(ctx, tx, by, batch)
+				return nil, err
+			})
+			if err != nil {
+				return err
 			}
-			var err error
-			created, err = s.insertActions(ctx, tx, by, batch)
-			return nil, err
-		})
-		if err == nil {
 			for k, i := range ready {
 				out[i] = model.ItemOutcome{ID: created[k].ID, Created: true}
 			}
 			return nil
-		}
-		if apperr.Is(err, apperr.KindUnavailable) {
-			return err
-		}
-		for _, i := range ready {
-			in := ins[i]
+		},
+		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
 			var a ActionDetail
 			err := s.Write(ctx, "create action", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 				var err error
-				a, err = s.insertAction(ctx, tx, by, in, nil)
+				a, err = s.insertAction(ctx, tx, by, ins[i], nil)
 				return nil, err
 			})
-			if apperr.Is(err, apperr.KindUnavailable) {
-				return err
-			}
-			out[i] = model.ItemOutcome{ID: a.ID, Created: err == nil, Err: err}
-		}
-		return nil
+			return model.ItemOutcome{ID: a.ID, Created: err == nil}, err
+		},
 	})
 }
 
@@ -600,34 +581,23 @@ func (s *Store) CreateActionDocument(ctx context.Context, g model.Guard, in Acti
 // fails the whole batch and commits none of it.
 func (s *Store) CreateActionDocuments(ctx context.Context, g model.Guard, ins []ActionDocumentInput, out []model.ItemOutcome,
 	checked *refs.Checked) error {
-	return s.Together(ctx, func(ctx context.Context) error {
-		var known refs.Known
-		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-			var err error
+	var known refs.Known
+	return s.WriteBatch(ctx, out, store.BatchWrite{
+		Prepare: func(ctx context.Context, tx pgx.Tx, _ []model.ItemOutcome) (err error) {
 			known, err = checked.ConfirmAll(ctx, tx)
-			return nil, err
-		})
-		if err != nil {
 			return err
-		}
-		for i, in := range ins {
-			if out[i].Err != nil {
-				continue
-			}
+		},
+		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
 			var d ActionDocument
 			err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 				var err error
-				d, err = s.insertActionDocument(ctx, tx, g, in, func() error {
-					return known.Missing(documentReferences(in, nil)...)
+				d, err = s.insertActionDocument(ctx, tx, g, ins[i], func() error {
+					return known.Missing(documentReferences(ins[i], nil)...)
 				})
 				return nil, err
 			})
-			if apperr.Is(err, apperr.KindUnavailable) {
-				return err
-			}
-			out[i] = model.ItemOutcome{ID: d.ID, Created: err == nil, Err: err}
-		}
-		return nil
+			return model.ItemOutcome{ID: d.ID, Created: err == nil}, err
+		},
 	})
 }
 

@@ -493,29 +493,18 @@ func (s *Store) CreateAssetIfAbsent(ctx context.Context, by model.Caller, in Ass
 // leaves the others. A failure of the check or of the database fails the
 // whole batch and writes none of it.
 func (s *Store) CreateAssets(ctx context.Context, by model.Caller, ins []AssetInput, out []model.ItemOutcome, checked *refs.Checked) error {
-	return s.Together(ctx, func(ctx context.Context) error {
-		var known refs.Known
-		err := s.Write(ctx, "check batch references", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-			var err error
+	var known refs.Known
+	return s.WriteBatch(ctx, out, store.BatchWrite{
+		Prepare: func(ctx context.Context, tx pgx.Tx, _ []model.ItemOutcome) (err error) {
 			known, err = checked.ConfirmAll(ctx, tx)
-			return nil, err
-		})
-		if err != nil {
 			return err
-		}
-		for i, in := range ins {
-			if out[i].Err != nil {
-				continue
-			}
-			a, created, err := s.createAssetIfAbsent(ctx, by, in, func(context.Context, pgx.Tx, *uuid.UUID) error {
-				return known.Missing(personOf(in)...)
+		},
+		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
+			a, created, err := s.createAssetIfAbsent(ctx, by, ins[i], func(context.Context, pgx.Tx, *uuid.UUID) error {
+				return known.Missing(personOf(ins[i])...)
 			})
-			if apperr.Is(err, apperr.KindUnavailable) {
-				return err
-			}
-			out[i] = model.ItemOutcome{ID: a.ID, Created: created, Err: err}
-		}
-		return nil
+			return model.ItemOutcome{ID: a.ID, Created: created}, err
+		},
 	})
 }
 

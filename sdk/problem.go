@@ -13,17 +13,23 @@ import (
 //	var p *registry.Problem
 //	if errors.As(err, &p) && p.Status == http.StatusConflict && p.ExistingID != "" { ... }
 type Problem struct {
-	Type         string           `json:"type"`
-	Title        string           `json:"title"`
-	Status       int              `json:"status"`
-	Detail       string           `json:"detail,omitempty"`
-	Instance     string           `json:"instance,omitempty"`
-	RequestID    string           `json:"request_id,omitempty"`
-	Errors       []FieldError     `json:"errors,omitempty"`
-	ExistingID   string           `json:"existing_id,omitempty"`
-	Owner        string           `json:"owner,omitempty"`
-	ReferencedBy []Reference      `json:"referenced_by,omitempty"`
-	Candidates   []map[string]any `json:"candidates,omitempty"`
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail,omitempty"`
+	Instance  string       `json:"instance,omitempty"`
+	RequestID string       `json:"request_id,omitempty"`
+	Errors    []FieldError `json:"errors,omitempty"`
+	// ErrorsOmitted is how many field problems beyond those in Errors
+	// (the registry lists 50) there were.
+	ErrorsOmitted int              `json:"errors_omitted,omitempty"`
+	ExistingID    string           `json:"existing_id,omitempty"`
+	Owner         string           `json:"owner,omitempty"`
+	ReferencedBy  []Reference      `json:"referenced_by,omitempty"`
+	Candidates    []map[string]any `json:"candidates,omitempty"`
+	// Limit is, on a subscription-limit, how many webhook subscriptions
+	// one client may have.
+	Limit int `json:"limit,omitempty"`
 	// RedactionEntry is, on a log entry whose event was redacted (gone),
 	// the leaf of the entry that records the redaction.
 	RedactionEntry *uint64 `json:"redaction_entry,omitempty"`

@@ -109,6 +109,18 @@ func (r *Registry) Checking(ctx context.Context, write func(*Checked) error) err
 	return write(checked)
 }
 
+// CheckingFor is Checking for a write that answers a value (a create
+// answers what it created).
+func CheckingFor[T any](ctx context.Context, r *Registry, write func(*Checked) (T, error)) (T, error) {
+	var out T
+	err := r.Checking(ctx, func(checked *Checked) error {
+		var err error
+		out, err = write(checked)
+		return err
+	})
+	return out, err
+}
+
 // Checked is what Prepare learnt of a write's targets before its
 // transaction, for Confirm to trust or ask again.
 type Checked struct {

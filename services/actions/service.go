@@ -113,12 +113,9 @@ func (s *service) CreateAction(ctx context.Context, by model.Caller, in ActionIn
 	if err != nil {
 		return ActionDetail{}, err
 	}
-	var a ActionDetail
-	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		a, err = s.store.CreateAction(ctx, by, in, checked.Of(actionReferences(in, nil)...))
-		return err
+	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (ActionDetail, error) {
+		return s.store.CreateAction(ctx, by, in, checked.Of(actionReferences(in, nil)...))
 	})
-	return a, err
 }
 
 // FindAction finds first, so that the usual answer (an import run again)
@@ -293,12 +290,9 @@ func (s *service) CreateActionDocument(ctx context.Context, g model.Guard, actio
 	if err != nil {
 		return ActionDocument{}, err
 	}
-	var d ActionDocument
-	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		d, err = s.store.CreateActionDocument(ctx, g, in, checked.Of(documentReferences(in, nil)...))
-		return err
+	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (ActionDocument, error) {
+		return s.store.CreateActionDocument(ctx, g, in, checked.Of(documentReferences(in, nil)...))
 	})
-	return d, err
 }
 
 func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error) {
@@ -355,12 +349,9 @@ func (s *service) CreatePlan(ctx context.Context, by model.Caller, in PlanInput)
 	if err != nil {
 		return Plan{}, err
 	}
-	var p Plan
-	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		p, err = s.store.CreatePlan(ctx, by, in, checked.Of(planReferences(in, nil)...))
-		return err
+	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Plan, error) {
+		return s.store.CreatePlan(ctx, by, in, checked.Of(planReferences(in, nil)...))
 	})
-	return p, err
 }
 
 func (s *service) GetPlan(ctx context.Context, id uuid.UUID) (Plan, error) {

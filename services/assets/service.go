@@ -92,12 +92,9 @@ func (s *service) CreateAssetType(ctx context.Context, by model.Caller, in Asset
 	if err != nil {
 		return AssetTypeDetail{}, err
 	}
-	var t AssetTypeDetail
-	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		t, err = s.store.CreateAssetType(ctx, by, in, checked)
-		return err
+	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (AssetTypeDetail, error) {
+		return s.store.CreateAssetType(ctx, by, in, checked)
 	})
-	return t, err
 }
 
 func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
@@ -155,12 +152,9 @@ func (s *service) CreateAsset(ctx context.Context, by model.Caller, in AssetInpu
 	if err != nil {
 		return Asset{}, err
 	}
-	var a Asset
-	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		a, err = s.store.CreateAsset(ctx, by, in, checked)
-		return err
+	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Asset, error) {
+		return s.store.CreateAsset(ctx, by, in, checked)
 	})
-	return a, err
 }
 
 // CreateAssets asks about the responsible people of the whole batch

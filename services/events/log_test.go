@@ -204,3 +204,28 @@ func newTestKey(t *testing.T, origin string) (signing, public string) {
 	}
 	return signing, public
 }
+
+// hashChildren answers what the library's RFC 6962 hasher does, for
+// hashes and for inputs of any other length.
+func TestHashChildrenIsTheLibrarys(t *testing.T) {
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		_, _ = rand.Read(b)
+		return b
+	}
+	for _, c := range []struct {
+		name        string
+		left, right []byte
+	}{
+		{"two hashes", random(hashSize), random(hashSize)},
+		{"zero hashes", make([]byte, hashSize), make([]byte, hashSize)},
+		{"empty", nil, nil},
+		{"short and long", random(3), random(100)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got, want := hashChildren(c.left, c.right), hasher.HashChildren(c.left, c.right); !bytes.Equal(got, want) {
+				t.Fatalf("hashChildren = %x, the library's %x", got, want)
+			}
+		})
+	}
+}

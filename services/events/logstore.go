@@ -228,7 +228,7 @@ func readTiles(ctx context.Context, q store.Querier, ids []tileID) (tileSet, err
 	var idx int64
 	var hashes []byte
 	_, err = pgx.ForEachRow(rows, []any{&level, &idx, &hashes}, func() error {
-		out[tileID{Level: uint(level), Index: uint64(idx)}] = append([]byte(nil), hashes...)
+		out[tileID{Level: uint(level), Index: uint64(idx)}] = hashes // pgx scans each row's bytea into a new slice
 		return nil
 	})
 	return out, store.Classify(err, "read the log's tiles")
@@ -546,7 +546,7 @@ func (st *Store) InclusionProofs(ctx context.Context, leaves []uint64, size uint
 	}
 	out := make([][][]byte, len(leaves))
 	for i, plan := range plans {
-		if out[i], err = plan.Rehash(hashes[:len(plan.IDs):len(plan.IDs)], hasher.HashChildren); err != nil {
+		if out[i], err = plan.Rehash(hashes[:len(plan.IDs):len(plan.IDs)], hashChildren); err != nil {
 			return nil, err
 		}
 		if out[i] == nil {

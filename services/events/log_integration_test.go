@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -510,4 +513,72 @@ func TestProofsFromKeptTiles(t *testing.T) {
 	if err := proof.VerifyConsistency(hasher, 300, 700, c, roots[300], roots[700]); err != nil {
 		t.Errorf("consistency 300 → 700: %v", err)
 	}
+}
+
+// A tree this process computed whose transaction did not commit is never
+// appended to: the next append finds the stored tree's size and root and
+// grows that one, also when another process has since stored a tree of
+// the very size the failed one had. Every root is the root of the tree
+// grown from scratch.
+func TestKeptTreeIsTheStoredOne(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
+	ctx := t.Context()
+	entries := func(tag string, n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = fmt.Appendf(nil, `{%q:%d}`, tag, i)
+		}
+		return out
+	}
+	tree := newAppender()
+	stored := func(st *Store, batch [][]byte) {
+		t.Helper()
+		if err := st.AppendEntries(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		hashes := make([][]byte, len(batch))
+		for i, e := range batch {
+			hashes[i] = LeafHash(e)
+		}
+		if _, err := tree.Append(hashes); err != nil {
+			t.Fatal(err)
+		}
+		size, root, err := st.LogState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := tree.Root()
+		if size != tree.Size() || !bytes.Equal(root, want) {
+			t.Fatalf("the log holds %d leaves, root %x; grown from scratch: %d, %x", size, root, tree.Size(), want)
+		}
+	}
+	rolledBack := func(batch [][]byte) {
+		t.Helper()
+		failed := errors.New("rolled back")
+		err := store.InTx(ctx, s.Built.Store.Pool, "append, then roll back", func(tx pgx.Tx) error {
+			state, err := lockLog(ctx, tx)
+			if err != nil {
+				return err
+			}
+			hashes := make([][]byte, len(batch))
+			for i, e := range batch {
+				hashes[i] = LeafHash(e)
+			}
+			if _, err := appending.appendLeaves(ctx, tx, state, hashes); err != nil {
+				return err
+			}
+			return failed
+		})
+		if !errors.Is(err, failed) {
+			t.Fatalf("the append that should roll back: %v", err)
+		}
+	}
+	stored(appending, entries("a", 300))
+	rolledBack(entries("lost", 100)) // keeps a tree of 400 leaves that was never stored
+	stored(appending, entries("b", 100))
+	rolledBack(entries("lost again", 100)) // and one of 500
+	stored(other, entries("c", 100))       // another process stores its own 500
+	stored(appending, entries("d", 56))
+	stored(appending, entries("e", 300))
 }

@@ -28,33 +28,49 @@ import (
 // advisory lock that numbers events), so one writer at a time, whichever
 // process it is, grows the tree.
 
-// treeCache is the appender of the tree as last committed by this
-// process; a transaction that finds the tree at another size (another
-// process appended) loads it from the tiles instead.
+// treeCache keeps the trees this process appended last, each with its
+// root: the appender for the next batch, without reading the right edge
+// of the tree from the tiles again. A tree goes in as soon as its
+// transaction has computed it, before the commit's answer: the next
+// transaction of this process may take the feed's lock the moment the
+// commit releases it, before the committing one has its answer back. A
+// transaction takes a kept tree only if it has the size and root the log's
+// state holds under the lock, so a tree whose commit failed, or a log
+// another process appended to, is read from the tiles instead.
 type treeCache struct {
-	mu  sync.Mutex
-	app *appender
+	mu    sync.Mutex
+	trees []keptTree // newest first
 }
 
-func (c *treeCache) get(size uint64) *appender {
+type keptTree struct {
+	app  *appender
+	root []byte
+}
+
+// treesKept bounds the kept trees: one committing, the one before it, and
+// room for a transaction that failed.
+const treesKept = 4
+
+func (c *treeCache) get(state logState) *appender {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.app != nil && c.app.Size() == size {
-		return c.app.clone()
+	for _, t := range c.trees {
+		if t.app.Size() == state.Size && bytes.Equal(t.root, state.Root) {
+			return t.app.clone()
+		}
 	}
 	return nil
 }
 
-func (c *treeCache) put(a *appender) {
+func (c *treeCache) put(a *appender, root []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.app = a
+	c.trees = append([]keptTree{{app: a, root: root}}, c.trees[:min(len(c.trees), treesKept-1)]...)
 }
 
-// committed keeps the tree a transaction appended to, once it committed:
-// the appender for the next batch, and its last tiles for the proofs.
+// committed keeps the last tiles of a tree a transaction appended to, once
+// it committed, for the proofs.
 func (st *Store) committed(a *appender) {
-	st.tree.put(a)
 	for _, t := range a.last {
 		st.tiles.keep(t.ID, slices.Clone(t.Hashes))
 	}
@@ -166,27 +182,41 @@ func (st *Store) proofNodes(ctx context.Context, q store.Querier) readNodes {
 // leaves: a reader that sees seq (or leaf) n+1 sees n.
 const lockFeed = "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"
 
-// appenderAt returns the appender of the stored tree of size, inside tx
+// logState is the log's size and root hash as stored (the root is nil
+// while the log is empty).
+type logState struct {
+	Size uint64
+	Root []byte
+}
+
+// appenderAt returns the appender of the stored tree of state, inside tx
 // (which holds the feed's lock).
-func (st *Store) appenderAt(ctx context.Context, tx pgx.Tx, size uint64) (*appender, error) {
-	if size == 0 {
+func (st *Store) appenderAt(ctx context.Context, tx pgx.Tx, state logState) (*appender, error) {
+	if state.Size == 0 {
 		return newAppender(), nil
 	}
-	if a := st.tree.get(size); a != nil {
+	if a := st.tree.get(state); a != nil {
 		return a, nil
 	}
-	tiles, err := readTiles(ctx, tx, treeTiles(size))
+	tiles, err := readTiles(ctx, tx, treeTiles(state.Size))
 	if err != nil {
 		return nil, err
 	}
-	return loadAppender(size, tiles)
+	return loadAppender(state.Size, tiles)
 }
 
-// appendLeaves adds the leaves (their hashes), numbered from size on, and
-// writes the tiles and the state; tx holds the feed's lock. It returns the
-// appender to keep once tx commits.
-func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, size uint64, leafHashes [][]byte) (*appender, error) {
-	a, err := st.appenderAt(ctx, tx, size)
+// appendLeaves adds the leaves (their hashes), numbered from the state's
+// size on, and writes the tiles and the state; tx holds the feed's lock.
+// It returns the appender, whose last tiles the proofs may use once tx
+// commits.
+//
+// In a transaction of the store's (store.InTx) the writes travel with the
+// COMMIT rather than in a round trip of their own, and fail it if they
+// fail: a batch the consumer stores then costs the log no round trip, and
+// the feed's lock, which every batch waits for, is held one round trip
+// less. Nothing in the transaction reads the tiles or the state after it.
+func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, state logState, leafHashes [][]byte) (*appender, error) {
+	a, err := st.appenderAt(ctx, tx, state)
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +228,7 @@ func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, size uint64, leafH
 	if err != nil {
 		return nil, err
 	}
+	st.tree.put(a, root) // not changed after this
 	levels, indexes, hashes := make([]int16, len(changed)), make([]int64, len(changed)), make([][]byte, len(changed))
 	for i, t := range changed {
 		levels[i], indexes[i], hashes[i] = int16(t.ID.Level), int64(t.ID.Index), t.Hashes
@@ -206,10 +237,42 @@ func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, size uint64, leafH
 	b.Queue(`INSERT INTO log_tiles (level, idx, hashes) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
 		ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`, levels, indexes, hashes)
 	b.Queue(`UPDATE log_state SET size = $1, root = $2`, int64(a.Size()), root)
+	if d, ok := tx.(deferrer); ok {
+		for _, q := range b.QueuedQueries {
+			d.Defer(q.SQL, q.Arguments...)
+		}
+		return a, nil
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, store.Classify(err, "append to the log")
 	}
 	return a, nil
+}
+
+// deferrer is a transaction that sends a statement whose result nobody
+// reads with its next round trip, at the latest with its COMMIT, which
+// fails if the statement does (the store's write transactions).
+type deferrer interface {
+	Defer(sql string, args ...any)
+}
+
+// lockLog takes the feed's lock in tx and reads the log's state, in one
+// round trip.
+func lockLog(ctx context.Context, tx pgx.Tx) (logState, error) {
+	b := &pgx.Batch{}
+	b.Queue(lockFeed)
+	b.Queue(`SELECT size, root FROM log_state`)
+	results := tx.SendBatch(ctx, b)
+	defer results.Close()
+	if _, err := results.Exec(); err != nil {
+		return logState{}, store.Classify(err, "lock the feed")
+	}
+	var size int64
+	var root []byte
+	if err := results.QueryRow().Scan(&size, &root); err != nil {
+		return logState{}, store.Classify(err, "read the log's state")
+	}
+	return logState{Size: uint64(size), Root: root}, store.Classify(results.Close(), "read the log's state")
 }
 
 // readTiles reads the tiles ids (a tile not stored is left out).
@@ -271,12 +334,9 @@ func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 	var added int
 	var kept *appender
 	err := store.InTx(ctx, st.s.Pool, "give events their leaves", func(tx pgx.Tx) error {
-		var size int64
-		if _, err := tx.Exec(ctx, lockFeed); err != nil {
-			return store.Classify(err, "lock the feed")
-		}
-		if err := tx.QueryRow(ctx, `SELECT size FROM log_state`).Scan(&size); err != nil {
-			return store.Classify(err, "read the log's state")
+		state, err := lockLog(ctx, tx)
+		if err != nil {
+			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT seq, body::text FROM events WHERE leaf IS NULL ORDER BY seq LIMIT $1`, limit)
 		if err != nil {
@@ -287,7 +347,7 @@ func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 		var seq int64
 		var body string
 		if _, err := pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
-			leaves = append(leaves, size+int64(len(seqs)))
+			leaves = append(leaves, int64(state.Size)+int64(len(seqs)))
 			seqs = append(seqs, seq)
 			hashes = append(hashes, LeafHash([]byte(body)))
 			return nil
@@ -301,7 +361,7 @@ func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 			WHERE e.seq = u.seq`, seqs, leaves); err != nil {
 			return store.Classify(err, "number events in the log")
 		}
-		a, err := st.appendLeaves(ctx, tx, uint64(size), hashes)
+		a, err := st.appendLeaves(ctx, tx, state, hashes)
 		kept, added = a, len(seqs)
 		return err
 	})
@@ -568,18 +628,15 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 	var redacted int
 	var kept *appender
 	err := store.InTx(ctx, st.s.Pool, "redact a person", func(tx pgx.Tx) error {
-		var size int64
-		if _, err := tx.Exec(ctx, lockFeed); err != nil {
-			return store.Classify(err, "lock the feed")
-		}
-		if err := tx.QueryRow(ctx, `SELECT size FROM log_state`).Scan(&size); err != nil {
-			return store.Classify(err, "read the log's state")
+		state, err := lockLog(ctx, tx)
+		if err != nil {
+			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT e.leaf, e.id::text, e.body::text,
 				(SELECT r.entry FROM redactions r WHERE r.event_leaf = e.leaf ORDER BY r.leaf DESC LIMIT 1)
 			FROM events e WHERE e.leaf IS NOT NULL AND e.leaf < $2
 			AND ((e.kind = 'person' AND e.subject_id = $1) OR (e.kind = 'organization' AND strpos(e.body::text, $1) > 0))
-			ORDER BY e.leaf FOR UPDATE OF e`, person.String(), size)
+			ORDER BY e.leaf FOR UPDATE OF e`, person.String(), int64(state.Size))
 		if err != nil {
 			return store.Classify(err, "read the person's events")
 		}
@@ -610,7 +667,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 			return err
 		}
 		now := time.Now().UTC().Truncate(time.Microsecond)
-		next := uint64(size)
+		next := state.Size
 		var entries [][]byte
 		var entryLeaves, eventLeaves []int64
 		var signedHashes [][]byte
@@ -660,7 +717,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return store.Classify(err, "redact events")
 		}
-		a, err := st.appendLeaves(ctx, tx, uint64(size), entries)
+		a, err := st.appendLeaves(ctx, tx, state, entries)
 		kept, redacted = a, len(entries)
 		return err
 	})
@@ -730,20 +787,18 @@ func (st *Store) SeedLog(ctx context.Context, n uint64, entry func(i uint64) []b
 // measures what the log adds to storing a batch with it), under the
 // feed's lock, in one transaction.
 func (st *Store) AppendEntries(ctx context.Context, entries [][]byte) error {
+	// Hashed before the lock, which every appender waits for.
+	hashes := make([][]byte, len(entries))
+	for i, e := range entries {
+		hashes[i] = LeafHash(e)
+	}
 	var kept *appender
 	err := store.InTx(ctx, st.s.Pool, "append to the log", func(tx pgx.Tx) error {
-		var size int64
-		if _, err := tx.Exec(ctx, lockFeed); err != nil {
-			return store.Classify(err, "lock the feed")
+		state, err := lockLog(ctx, tx)
+		if err != nil {
+			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT size FROM log_state`).Scan(&size); err != nil {
-			return store.Classify(err, "read the log's state")
-		}
-		hashes := make([][]byte, len(entries))
-		for i, e := range entries {
-			hashes[i] = LeafHash(e)
-		}
-		a, err := st.appendLeaves(ctx, tx, uint64(size), hashes)
+		a, err := st.appendLeaves(ctx, tx, state, hashes)
 		kept = a
 		return err
 	})

@@ -72,7 +72,8 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		// One round trip for the batch, however many events it holds: the
 		// position, the lock, the log's size and the events' insert travel
 		// together (each event a round trip of its own cost the database
-		// more than the event's insert); the log's tiles are a second. Its
+		// more than the event's insert); the log's tiles travel with the
+		// COMMIT (appendLeaves), the second and last. Its
 		// cost does not depend on the subscriptions: their deliveries are
 		// queued afterwards (FanOut).
 		b := &pgx.Batch{}
@@ -90,7 +91,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		// consumer over), the events up to the newest a reader sees are all
 		// there, and leaves are numbered without a gap.
 		b.Queue(lockFeed)
-		b.Queue("SELECT size FROM log_state")
+		b.Queue("SELECT size, root FROM log_state")
 		// The rows are numbered in the batch's order (unnest keeps it, the
 		// sort makes it explicit); an event stored before (a redelivery, a
 		// second publish, or twice in this batch) is left out before
@@ -118,8 +119,9 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 			return store.Classify(err, "lock the feed")
 		}
 		var size int64
-		if err := results.QueryRow().Scan(&size); err != nil {
-			return store.Classify(err, "read the log's size")
+		var root []byte
+		if err := results.QueryRow().Scan(&size, &root); err != nil {
+			return store.Classify(err, "read the log's state")
 		}
 		rows, err := results.Query()
 		if err != nil {
@@ -144,7 +146,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 				hashes[leaf-size] = LeafHash(batch[i].Raw)
 			}
 		}
-		tree, err = st.appendLeaves(ctx, tx, uint64(size), hashes)
+		tree, err = st.appendLeaves(ctx, tx, logState{Size: uint64(size), Root: root}, hashes)
 		return err
 	})
 	if err == nil && tree != nil {

@@ -67,6 +67,12 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		e := in.Event
 		ids[i], types[i], kinds[i], subjects[i], bodies[i] = canonicalID(e.ID), e.Type, e.Subject.Kind, e.Subject.ID, string(in.Raw)
 	}
+	// The leaves' hashes are made before the feed's lock, which the next
+	// batch waits for (an event stored before is hashed for nothing: rare).
+	leafHashes := make([][]byte, len(batch))
+	for i, in := range batch {
+		leafHashes[i] = LeafHash(in.Raw)
+	}
 	var tree *appender
 	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
 		// One round trip for the batch, however many events it holds: the
@@ -143,7 +149,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		hashes := make([][]byte, stored)
 		for i := range batch {
 			if leaf, ok := leaves[ids[i]]; ok && leaf-size < int64(stored) && hashes[leaf-size] == nil {
-				hashes[leaf-size] = LeafHash(batch[i].Raw)
+				hashes[leaf-size] = leafHashes[i]
 			}
 		}
 		tree, err = st.appendLeaves(ctx, tx, logState{Size: uint64(size), Root: root}, hashes)

@@ -114,6 +114,7 @@ type Env struct {
 	database   string
 	namespaces sync.Map // service -> find cache namespace
 	processes  map[string]loadedProcess
+	stopped    sync.Map // process name -> true while a row holds it stopped (SIGSTOP): nothing asks it anything
 }
 
 // loadedProcess is one process under load: for memory and profiles.

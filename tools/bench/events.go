@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"syscall"
 	"time"
 )
 
@@ -25,6 +27,58 @@ var EventsOff = Row{Name: EventsOffName, Via: "direct", Limit: RefPost, Op: func
 	}
 	return e.HTTPOp(e.EventsOffURL, func(w *Worker) Request { return createOrganization(e, w) }), nil
 }}
+
+// ReadersStoppedName is POST /organizations with events while every
+// process that reads them (the events service's feed, the other services'
+// reference learners and projections) is stopped with SIGSTOP: what a
+// write's own event costs (the outbox row, the relay, NATS) without the
+// work its readers do afterwards on the same two cores. In a cluster the
+// readers run on cores of their own; the whole-stack row
+// (POST /organizations · direct) is this machine's figure, and both are
+// divided by EventsOffName.
+const ReadersStoppedName = "POST /organizations, the events' readers stopped · direct"
+
+// eventReaders are the processes that read the parties service's events.
+var eventReaders = []string{"events", "actions", "assets", "documents"}
+
+var ReadersStopped = Row{Name: ReadersStoppedName, Via: "direct", Limit: RefPost,
+	Before: func(_ context.Context, e *Env) error { return e.signal(syscall.SIGSTOP, eventReaders...) },
+	// Woken, they catch up with the row's events before the next row
+	// begins (measureRow waits for the machine to be quiet).
+	After: func(_ context.Context, e *Env) error { return e.signal(syscall.SIGCONT, eventReaders...) },
+	Op: func(e *Env) (Op, error) {
+		return e.HTTPOp(e.Stack.ServiceURLs["parties"], func(w *Worker) Request { return createOrganization(e, w) }), nil
+	}}
+
+// signal sends sig to each of the named registry processes; a stop that
+// fails half way is undone, so no process is left stopped. While a
+// process is stopped the row's metrics and profiles leave it out (a
+// stopped process takes a connection and never answers).
+func (e *Env) signal(sig syscall.Signal, names ...string) error {
+	var errs []error
+	for i, name := range names {
+		p, ok := e.processes[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("signal: no process %s", name))
+			continue
+		}
+		if sig == syscall.SIGSTOP {
+			e.stopped.Store(name, true) // before the stop: no scrape may begin on a stopped process
+		}
+		if err := syscall.Kill(p.pid, sig); err != nil {
+			errs = append(errs, fmt.Errorf("signal %s: %w", name, err))
+			if sig == syscall.SIGSTOP {
+				_ = e.signal(syscall.SIGCONT, names[:i+1]...)
+				return errors.Join(errs...)
+			}
+			continue
+		}
+		if sig == syscall.SIGCONT {
+			e.stopped.Delete(name)
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // RelayRow measures the relay of the parties service: each call commits
 // relayBacklog events straight into its outbox in one transaction (off the

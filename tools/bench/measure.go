@@ -193,7 +193,10 @@ func perRequest(cpu map[string]float64, requests int) map[string]float64 {
 func (e *Env) cacheCounts(ctx context.Context) (map[string]float64, float64) {
 	out := map[string]float64{}
 	var failOpen float64
-	for _, p := range e.processes {
+	for name, p := range e.processes {
+		if _, stopped := e.stopped.Load(name); stopped {
+			continue
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.debugURL+"/metrics", nil)
 		if err != nil {
 			continue
@@ -347,6 +350,9 @@ func (e *Env) profile(ctx context.Context, dir string, l Load) {
 	seconds := max(1, int(l.Duration.Seconds()))
 	var wg sync.WaitGroup
 	for name, p := range e.processes {
+		if _, stopped := e.stopped.Load(name); stopped {
+			continue
+		}
 		wg.Go(func() {
 			save(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debugURL, seconds), filepath.Join(dir, name+".cpu.pprof"))
 			save(ctx, p.debugURL+"/debug/pprof/heap", filepath.Join(dir, name+".heap.pprof"))

@@ -307,7 +307,7 @@ func AllRows() []Row {
 		rows = append(rows, c.Rows()...)
 	}
 	rows = append(rows, RateLimitRows...)
-	return append(rows, LargeUploadRow, Token, EventsOff, RelayRow, WebhookRow, WebhookBesideHangingRow, ConsumerRow, LargePagesRow, FlowRow, InclusionRow, StoreRow, AppendRow,
+	return append(rows, LargeUploadRow, Token, EventsOff, ReadersStopped, RelayRow, WebhookRow, WebhookBesideHangingRow, ConsumerRow, LargePagesRow, FlowRow, InclusionRow, StoreRow, AppendRow,
 		RevocationRow)
 }
 
@@ -342,6 +342,7 @@ var Goals = []Goal{
 	{Name: "documents peak RSS, large upload ≤ 64 MiB", Row: UploadLarge, Process: "documents", Metric: "rss", AtMost: 64},
 	{Name: "rate limits on ≥ 0.95 × off, GET through the gateway", Row: GetLimitsOn, Of: GetLimitsOff, Metric: "req/s", AtLeast: 0.95},
 	{Name: "events: POST /organizations with events ≥ 0.8 × without", Row: "POST /organizations · direct", Of: EventsOffName, Metric: "req/s", AtLeast: 0.8},
+	{Name: "events: POST /organizations with events, their readers stopped ≥ 0.8 × without", Row: ReadersStoppedName, Of: EventsOffName, Metric: "req/s", AtLeast: 0.8},
 	{Name: "events: write answered → webhook delivered, p99 ≤ 1 s", Row: WebhookRowName, Metric: "p99 s", AtMost: 1},
 	{Name: "events: webhook p99 beside another client's hanging receiver ≤ 2 × without", Row: WebhookBesideHangingRowName, Of: WebhookRowName, Metric: "p99", AtMost: 2},
 	{Name: "auth: client deleted → token refused by the gateway, p99 ≤ 5 s", Row: RevocationRowName, Metric: "p99 s", AtMost: 5},

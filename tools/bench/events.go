@@ -21,7 +21,7 @@ const (
 
 // EventsOff is the write with events off, divided by the same limit as the
 // write with them (RefPost); the goal divides the two.
-// Its process is the stack's last to get a request: its first writes
+// Its process gets its first requests in this row: its first writes
 // open the pool's connections, which at load outlasted QUICK=1's 300 ms
 // window (the row counted none), so the row has a second.
 var EventsOff = Row{Name: EventsOffName, Via: "direct", Limit: RefPost, MinWindow: time.Second, Op: func(e *Env) (Op, error) {

@@ -13,6 +13,3 @@ var Unpublishable = unpublishable
 func SetAsideGauge(schema string) float64 {
 	return testutil.ToFloat64(relaySetAside.WithLabelValues(schema))
 }
-
-// Gather is how long a woken relay waits before its round.
-var Gather = gather

@@ -27,8 +27,9 @@ type Follower struct {
 	New bool
 	// Handle handles what has arrived, one message or more, in stream
 	// order, and acknowledges (or refuses) each one. Messages that
-	// arrive while it runs come in its next call, so a busy stream is
-	// handled in batches without waiting for one to fill.
+	// arrive while it runs come in its next call; a busy stream is
+	// handled in batches that begin at least a relay's round apart
+	// (Gather), without waiting for one to fill.
 	Handle func(ctx context.Context, msgs []jetstream.Msg)
 }
 
@@ -85,7 +86,7 @@ func (f Follower) consume(ctx context.Context, nc *nats.Conn, cfg Config) error 
 		return fmt.Errorf("consumer %s on stream %s: %w", f.Name, cfg.Stream, err)
 	}
 	// The client calls back one message at a time; a second goroutine
-	// takes whatever has queued up meanwhile as one batch.
+	// takes what arrives within Gather as one batch.
 	arrived := make(chan jetstream.Msg, maxPending)
 	consuming, err := consumer.Consume(func(msg jetstream.Msg) {
 		select {
@@ -97,23 +98,16 @@ func (f Follower) consume(ctx context.Context, nc *nats.Conn, cfg Config) error 
 		return err
 	}
 	defer consuming.Stop()
+	var lastBatch time.Time
 	for {
-		var batch []jetstream.Msg
+		var first jetstream.Msg
 		select {
 		case <-ctx.Done():
 			return nil
-		case msg := <-arrived:
-			batch = append(batch, msg)
+		case first = <-arrived:
 		}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case msg := <-arrived:
-				batch = append(batch, msg)
-			default:
-				break more
-			}
-		}
+		batch := Collect(ctx, first, arrived, maxBatch, Gather(time.Since(lastBatch)))
+		lastBatch = time.Now()
 		f.Handle(ctx, batch)
 	}
 }

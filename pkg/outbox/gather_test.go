@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -26,6 +27,47 @@ func TestWokenRelayGathersARoundIntervalOfWrites(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := outbox.Gather(tc.sinceLast); got != tc.want {
 				t.Errorf("Gather(%v) = %v, want %v", tc.sinceLast, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCollectTakesABatch: a reader's batch is what arrived within the
+// wait, or a full batch as soon as it is full (a backlog is not held back
+// by the wait), or what it has when its context ends; always in the order
+// the messages arrived.
+func TestCollectTakesABatch(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		queued int
+		max    int
+		wait   time.Duration
+		want   int
+	}{
+		{"what arrived within the wait", context.Background(), 3, 10, time.Millisecond, 4},
+		{"a full batch, without waiting", context.Background(), 20, 10, time.Hour, 10},
+		{"nothing more arrived", context.Background(), 0, 10, time.Millisecond, 1},
+		{"the context ended", cancelled, 0, 10, time.Hour, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arrived := make(chan int, tc.queued)
+			for i := range tc.queued {
+				arrived <- i + 1
+			}
+			got := outbox.Collect(tc.ctx, 0, arrived, tc.max, tc.wait)
+			if len(got) != tc.want {
+				t.Fatalf("Collect gave %d messages %v, want %d", len(got), got, tc.want)
+			}
+			for i, m := range got {
+				if m != i {
+					t.Fatalf("Collect gave %v, not in the order they arrived", got)
+				}
+			}
+			if left := len(arrived); left != tc.queued-(tc.want-1) {
+				t.Errorf("%d messages left queued, want %d", left, tc.queued-(tc.want-1))
 			}
 		})
 	}

@@ -116,6 +116,7 @@ func (c *Consumer) consume(ctx context.Context) error {
 	defer consuming.Stop()
 	lag := time.NewTicker(15 * time.Second)
 	defer lag.Stop()
+	var lastBatch time.Time
 	for {
 		var first jetstream.Msg
 		select {
@@ -130,16 +131,11 @@ func (c *Consumer) consume(ctx context.Context) error {
 			continue
 		case first = <-msgs:
 		}
-		batch := []jetstream.Msg{first}
-	drain:
-		for len(batch) < c.Batch {
-			select {
-			case m := <-msgs:
-				batch = append(batch, m)
-			default:
-				break drain
-			}
-		}
+		// A batch costs about the same whatever its size (the
+		// transaction, the log's tiles, the dispatcher's turn): while
+		// events keep coming, batches begin a relay's round apart.
+		batch := outbox.Collect(ctx, first, msgs, c.Batch, outbox.Gather(time.Since(lastBatch)))
+		lastBatch = time.Now()
 		if !c.store(ctx, batch) {
 			return ctx.Err()
 		}

@@ -13,3 +13,13 @@ var Unpublishable = unpublishable
 func SetAsideGauge(schema string) float64 {
 	return testutil.ToFloat64(relaySetAside.WithLabelValues(schema))
 }
+// PendingGauge is outbox_pending_events of schema.
+func PendingGauge(schema string) float64 {
+	return testutil.ToFloat64(relayPending.WithLabelValues(schema))
+}
+
+// PendingEstimate is the pending gauge from a capped count and the ids'
+// span; CountedExactly its cap.
+var PendingEstimate = pendingEstimate
+
+const CountedExactly = countedExactly

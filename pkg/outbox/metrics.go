@@ -11,7 +11,7 @@ import (
 var (
 	relayPending = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "outbox_pending_events",
-		Help: "Events recorded in the outbox and not yet published to JetStream, besides those set aside (reported by the leading relay).",
+		Help: "Events recorded in the outbox and not yet published to JetStream, besides those set aside (reported by the leading relay; exact up to 10,000, past that the span of their ids).",
 	}, []string{"schema"})
 	relaySetAside = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "outbox_set_aside_events",

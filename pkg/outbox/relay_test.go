@@ -344,6 +344,9 @@ func TestNATSDownWritesKeepWorking(t *testing.T) {
 	if n := f.unpublished(t); n != 4*subjects {
 		t.Fatalf("%d events wait with NATS down, want %d", n, 4*subjects)
 	}
+	eventually(t, "outbox_pending_events counting what waits", 30*time.Second, func() bool {
+		return outbox.PendingGauge(f.schema) == 4*subjects
+	})
 
 	if err := server.Restart(t.Context()); err != nil {
 		t.Fatal(err)

@@ -197,35 +197,50 @@ func (e *Env) cacheCounts(ctx context.Context) (map[string]float64, float64) {
 		if _, stopped := e.stopped.Load(name); stopped {
 			continue
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.debugURL+"/metrics", nil)
-		if err != nil {
-			continue
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			continue
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		for _, line := range strings.Split(string(raw), "\n") {
-			if strings.HasPrefix(line, "gateway_ratelimit_fail_open_total{") {
-				_, value, _ := strings.Cut(line, "} ")
-				var v float64
-				fmt.Sscanf(value, "%g", &v)
+		// A process that does not answer counts nothing: the row's
+		// ratio is of the processes that served it.
+		_ = scrapeMetrics(ctx, p.debugURL, func(metric, labels string, v float64) {
+			switch metric {
+			case "gateway_ratelimit_fail_open_total":
 				failOpen += v
-				continue
+			case "find_cache_requests_total":
+				_, rest, _ := strings.Cut(labels, `result="`)
+				result, _, _ := strings.Cut(rest, `"`)
+				out[result] += v
 			}
-			if !strings.HasPrefix(line, "find_cache_requests_total{") {
-				continue
-			}
-			_, rest, _ := strings.Cut(line, `result="`)
-			result, value, _ := strings.Cut(rest, `"} `)
-			var v float64
-			fmt.Sscanf(value, "%g", &v)
-			out[result] += v
-		}
+		})
 	}
 	return out, failOpen
+}
+
+// scrapeMetrics reads a process's /metrics (Prometheus' text format) and
+// calls each for every sample with labels: the metric's name, its labels
+// as written, its value.
+func scrapeMetrics(ctx context.Context, debugURL string, each func(metric, labels string, value float64)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, debugURL+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		metric, rest, labelled := strings.Cut(line, "{")
+		if !labelled || strings.HasPrefix(line, "#") {
+			continue
+		}
+		labels, value, _ := strings.Cut(rest, "} ")
+		var v float64
+		fmt.Sscanf(value, "%g", &v)
+		each(metric, labels, v)
+	}
+	return nil
 }
 
 // sampleRSS watches every process's resident set until the returned

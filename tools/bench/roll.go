@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -154,28 +152,14 @@ func (e *Env) transitionsWritten(ctx context.Context) (float64, error) {
 	if !ok {
 		return 0, fmt.Errorf("compliance roll: no actions process")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.debugURL+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("compliance roll: metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("compliance roll: metrics: %w", err)
-	}
 	var sum float64
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "compliance_transitions_total{") {
-			continue
+	err := scrapeMetrics(ctx, p.debugURL, func(metric, _ string, v float64) {
+		if metric == "compliance_transitions_total" {
+			sum += v
 		}
-		_, value, _ := strings.Cut(line, "} ")
-		var v float64
-		fmt.Sscanf(value, "%g", &v)
-		sum += v
+	})
+	if err != nil {
+		return 0, fmt.Errorf("compliance roll: %w", err)
 	}
 	return sum, nil
 }

@@ -436,8 +436,12 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 			branches = append(branches, fmt.Sprintf(`(SELECT l.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM latest_actions l JOIN known_assets k ON k.asset_id = l.asset_id
 	CROSS JOIN `+noPlan+`
-	WHERE l.action_type = %[1]s AND %[2]s AND %[3]s AND NOT k.deleted%[4]s ORDER BY l.asset_id LIMIT %[5]d)`,
-				literal, cond, keyset("l.asset_id"), filters("l.asset_id"), limit))
+	WHERE l.action_type = %[1]s AND %[2]s AND %[3]s AND %[6]s AND NOT k.deleted%[4]s ORDER BY l.asset_id LIMIT %[5]d)`,
+				literal, cond, keyset("l.asset_id"), filters("l.asset_id"), limit,
+				// The cursor on both sides of the join: the planner's
+				// merge join otherwise reads known_assets from its first
+				// row up to the cursor on every deep page.
+				keyset("k.asset_id")))
 		}
 	}
 	return "SELECT * FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +

@@ -214,8 +214,8 @@ func (e *Env) cacheCounts(ctx context.Context) (map[string]float64, float64) {
 }
 
 // scrapeMetrics reads a process's /metrics (Prometheus' text format) and
-// calls each for every sample with labels: the metric's name, its labels
-// as written, its value.
+// calls each for every sample: the metric's name, its labels as written
+// (empty without), its value.
 func scrapeMetrics(ctx context.Context, debugURL string, each func(metric, labels string, value float64)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, debugURL+"/metrics", nil)
 	if err != nil {
@@ -231,16 +231,36 @@ func scrapeMetrics(ctx context.Context, debugURL string, each func(metric, label
 		return fmt.Errorf("metrics: %w", err)
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		metric, rest, labelled := strings.Cut(line, "{")
-		if !labelled || strings.HasPrefix(line, "#") {
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		labels, value, _ := strings.Cut(rest, "} ")
+		metric, rest, labelled := strings.Cut(line, "{")
+		labels, value := "", ""
+		if labelled {
+			labels, value, _ = strings.Cut(rest, "} ")
+		} else {
+			metric, value, _ = strings.Cut(line, " ")
+		}
 		var v float64
 		fmt.Sscanf(value, "%g", &v)
 		each(metric, labels, v)
 	}
 	return nil
+}
+
+// metricSum is the sum of a metric's samples in a process's /metrics.
+func (e *Env) metricSum(ctx context.Context, process, metric string) (float64, error) {
+	p, ok := e.processes[process]
+	if !ok {
+		return 0, fmt.Errorf("no %s process", process)
+	}
+	var sum float64
+	err := scrapeMetrics(ctx, p.debugURL, func(name, _ string, v float64) {
+		if name == metric {
+			sum += v
+		}
+	})
+	return sum, err
 }
 
 // sampleRSS watches every process's resident set until the returned

@@ -195,6 +195,12 @@ func freeze(t *testing.T, i int, name string) {
 		t.Errorf("everything answered again (a create, read, find, upload and asset type) only %s after %s's SIGCONT, want within %s", fig.allAfter, name, recoveryGoal)
 	}
 	for _, named := range fig.readyz {
+		// The rate limiter is named truly when Redis answered it later
+		// than its timeout meanwhile (it failed open: a machine too busy,
+		// not a wrong /readyz); named without failing open, it is wrong.
+		if named == "rate-limit" && fig.failedOpen > 0 {
+			continue
+		}
 		if named != name {
 			t.Errorf("/readyz named %q unavailable (%q) while only %s was frozen (the rate limiter failed open %v times meanwhile)",
 				named, fig.readyzWhy[named], name, fig.failedOpen)

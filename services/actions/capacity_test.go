@@ -84,6 +84,20 @@ func TestCapacityActions(t *testing.T) {
 	servicetest.Median(t, "GET /compliance?asset_id=… (one asset)", 21, func() {
 		s.Call(200, "GET", "/compliance?asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2), s.RO, nil)
 	})
+	// The plan of the first page of every action, the slowest read at
+	// ten million (docs/capacity.md): the run's own evidence of why.
+	plan, err := conn.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) SELECT `+actionColumns+` FROM actions a ORDER BY id LIMIT 101`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for plan.Next() {
+		var line string
+		if err := plan.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("    %s", line)
+	}
+	plan.Close()
 	servicetest.Timed(t, "an index built CONCURRENTLY on actions (performed_at, id), partition by partition", func() error {
 		return actionPartitions.BuildIndex(ctx, conn.Conn(), "capacity_probe", "(performed_at, id)")
 	})

@@ -13,6 +13,7 @@ var Unpublishable = unpublishable
 func SetAsideGauge(schema string) float64 {
 	return testutil.ToFloat64(relaySetAside.WithLabelValues(schema))
 }
+
 // PendingGauge is outbox_pending_events of schema.
 func PendingGauge(schema string) float64 {
 	return testutil.ToFloat64(relayPending.WithLabelValues(schema))

@@ -26,8 +26,9 @@ type AuditReport struct {
 	Problems    []string // empty: everything stored matches what was signed
 }
 
-// auditChunk is how many leaves an audit reads per round trip.
-const auditChunk = 16 * tileWidth
+// auditChunk is how many leaves an audit reads per round trip, a multiple
+// of tileWidth.
+const auditChunk = 4096
 
 // Audit derives the tree again from the stored events and checks it
 // against every signed checkpoint and the stored tiles. An error is an
@@ -125,7 +126,7 @@ func (st *Store) auditLeaves(ctx context.Context, first, last uint64, problem fu
 	b.Queue(`SELECT leaf, id::text, body::text FROM events WHERE leaf >= $1 AND leaf < $2`, int64(first), int64(last))
 	b.Queue(`SELECT leaf, event_leaf, leaf_hash, entry FROM redactions WHERE leaf >= $1 AND leaf < $2
 		OR event_leaf >= $1 AND event_leaf < $2`, int64(first), int64(last))
-	b.Queue(`SELECT idx, hashes FROM log_tiles WHERE level = 0 AND idx >= $1 AND idx <= $2 ORDER BY idx`,
+	b.Queue(`SELECT idx, hashes FROM log_tiles16 WHERE level = 0 AND idx >= $1 AND idx <= $2 ORDER BY idx`,
 		int64(first/tileWidth), int64((last-1)/tileWidth))
 	results := st.s.Pool.SendBatch(ctx, b)
 	defer results.Close()

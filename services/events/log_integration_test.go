@@ -170,7 +170,7 @@ func TestLogBackfillsEventsStoredBefore(t *testing.T) {
 	publish(t, s, before...)
 	pool := s.Built.Store.Pool
 	// The state of a database the log's migration just ran on.
-	for _, sql := range []string{`UPDATE events SET leaf = NULL`, `DELETE FROM log_tiles`, `UPDATE log_state SET size = 0, root = NULL`} {
+	for _, sql := range []string{`UPDATE events SET leaf = NULL`, `DELETE FROM log_tiles16`, `UPDATE log_state SET size = 0, root = NULL`} {
 		if _, err := pool.Exec(t.Context(), sql); err != nil {
 			t.Fatal(err)
 		}

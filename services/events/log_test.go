@@ -56,7 +56,7 @@ func rootOf(t *testing.T, n int) []byte {
 // point, has the roots of the tree grown leaf by leaf, and every proof
 // read from its tiles verifies with the library's verifier.
 func TestLogTreeAppendAndProofs(t *testing.T) {
-	const total = 70_000 // past 256² leaves, so three tile levels
+	const total = 70_000 // past 16⁴ leaves, so five tile levels
 	tiles := memoryTiles{}
 	a := newAppender()
 	roots := map[uint64][]byte{0: emptyRoot()}
@@ -140,7 +140,8 @@ func TestLogTreeMissingTile(t *testing.T) {
 		t.Fatal(err)
 	}
 	tiles.write(changed)
-	delete(tiles, tileID{Level: 0, Index: 1})
+	leafTile, _, _ := tileOf(compact.NewNodeID(0, 300))
+	delete(tiles, leafTile)
 	if _, err := InclusionProof(300, 600, tiles.read); err == nil {
 		t.Error("a proof from a missing tile")
 	}

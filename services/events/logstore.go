@@ -80,13 +80,18 @@ func (st *Store) committed(a *appender) {
 // change (the tree only grows, and a tile with it), so a tile kept with
 // enough of them answers a proof as the table would; most proofs then
 // read one tile, their leaf's, from PostgreSQL: the tiles above the
-// leaves, which every proof passes through, are few and stay kept. The
+// leaves, which every proof passes through, are a sixteenth of them and
+// stay kept. Leaf tiles read for a proof are not kept: there is one per
+// 16 leaves, a proof of a random leaf seldom meets its tile again, and
+// they would push the upper ones out (the last ones, which the newest
+// events' proofs read, are kept as they are appended: committed). The
 // audit and the appends read the table itself.
 type tileCache struct{ lru *lru.Cache[tileID, []byte] }
 
-// tileCacheSize bounds the kept tiles: 16 MiB, the tiles above the leaves
-// of a log of half a billion events.
-const tileCacheSize = 2048
+// tileCacheSize bounds the kept tiles: 32 MiB of hashes, every tile above
+// the leaves of a log of 15 million events (a 240th of its tiles), and
+// those above the first level of one of 4 billion.
+const tileCacheSize = 1 << 16
 
 func newTileCache() tileCache {
 	c, err := lru.New[tileID, []byte](tileCacheSize)
@@ -107,7 +112,7 @@ func (c tileCache) keep(id tileID, hashes []byte) {
 
 // nodeCache keeps the hashes of nodes above the leaves' tiles that proofs
 // needed. A node's hash never changes once its subtree is whole (a proof
-// names only such nodes), and each is hashed from up to 255 hashes of its
+// names only such nodes), and each is hashed from up to 15 hashes of its
 // tile: the upper nodes, which every proof passes through, are hashed once.
 type nodeCache struct {
 	lru *lru.Cache[compact.NodeID, []byte]
@@ -157,7 +162,9 @@ func (st *Store) proofNodes(ctx context.Context, q store.Querier) readNodes {
 			}
 			for id, hashes := range read {
 				tiles[id] = hashes
-				st.tiles.keep(id, hashes)
+				if id.Level > 0 {
+					st.tiles.keep(id, hashes)
+				}
 			}
 		}
 		hashes, err := tiles.nodes(unknown)
@@ -234,7 +241,7 @@ func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, state logState, le
 		levels[i], indexes[i], hashes[i] = int16(t.ID.Level), int64(t.ID.Index), t.Hashes
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO log_tiles (level, idx, hashes) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
+	b.Queue(`INSERT INTO log_tiles16 (level, idx, hashes) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
 		ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`, levels, indexes, hashes)
 	b.Queue(`UPDATE log_state SET size = $1, root = $2`, int64(a.Size()), root)
 	if d, ok := tx.(deferrer); ok {
@@ -277,11 +284,21 @@ func lockLog(ctx context.Context, tx pgx.Tx) (logState, error) {
 
 // readTiles reads the tiles ids (a tile not stored is left out).
 func readTiles(ctx context.Context, q store.Querier, ids []tileID) (tileSet, error) {
+	if len(ids) == 1 {
+		// Most proofs read their leaf's tile alone: an index lookup costs
+		// PostgreSQL less than the join with the list that several take.
+		var hashes []byte
+		err := q.QueryRow(ctx, `SELECT hashes FROM log_tiles16 WHERE level = $1 AND idx = $2`, int16(ids[0].Level), int64(ids[0].Index)).Scan(&hashes)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return tileSet{}, nil
+		}
+		return tileSet{ids[0]: hashes}, store.Classify(err, "read the log's tiles")
+	}
 	levels, indexes := make([]int16, len(ids)), make([]int64, len(ids))
 	for i, id := range ids {
 		levels[i], indexes[i] = int16(id.Level), int64(id.Index)
 	}
-	rows, err := q.Query(ctx, `SELECT t.level, t.idx, t.hashes FROM log_tiles t
+	rows, err := q.Query(ctx, `SELECT t.level, t.idx, t.hashes FROM log_tiles16 t
 		JOIN unnest($1::smallint[], $2::bigint[]) AS w(level, idx) ON t.level = w.level AND t.idx = w.idx`, levels, indexes)
 	if err != nil {
 		return nil, store.Classify(err, "read the log's tiles")
@@ -739,14 +756,18 @@ func (st *Store) SeedLog(ctx context.Context, n uint64, entry func(i uint64) []b
 	final := map[tileID][]byte{}
 	var rows [][]any
 	flush := func() error {
-		_, err := st.s.Pool.CopyFrom(ctx, pgx.Identifier{"log_tiles"}, []string{"level", "idx", "hashes"}, pgx.CopyFromRows(rows))
+		_, err := st.s.Pool.CopyFrom(ctx, pgx.Identifier{"log_tiles16"}, []string{"level", "idx", "hashes"}, pgx.CopyFromRows(rows))
 		rows = rows[:0]
 		return store.Classify(err, "seed the log's tiles")
 	}
-	batch := make([][]byte, 0, tileWidth)
+	const (
+		seedBatch    = 4096                               // leaves appended at a time, a multiple of tileWidth
+		seedCopyRows = (8 << 20) / (tileWidth * hashSize) // tiles a COPY sends: 8 MiB
+	)
+	batch := make([][]byte, 0, seedBatch)
 	for i := uint64(0); i < n; i++ {
 		batch = append(batch, LeafHash(entry(i)))
-		if len(batch) < tileWidth && i < n-1 {
+		if len(batch) < seedBatch && i < n-1 {
 			continue
 		}
 		changed, err := a.Append(batch)
@@ -761,7 +782,7 @@ func (st *Store) SeedLog(ctx context.Context, n uint64, entry func(i uint64) []b
 				final[t.ID] = t.Hashes
 			}
 		}
-		if len(rows) >= 1000 {
+		if len(rows) >= seedCopyRows {
 			if err := flush(); err != nil {
 				return err
 			}

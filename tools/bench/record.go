@@ -44,7 +44,7 @@ func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
 		}
 		st := events.NewStore(store.New(pool, nil))
 		if size, _, err := st.LogState(ctx); err != nil || size != LogLeaves {
-			for _, sql := range []string{`TRUNCATE log_tiles, events`, `UPDATE log_state SET size = 0, root = NULL`} {
+			for _, sql := range []string{`TRUNCATE log_tiles16, events`, `UPDATE log_state SET size = 0, root = NULL`} {
 				if _, err := pool.Exec(ctx, sql); err != nil {
 					logSeed.err = err
 					return

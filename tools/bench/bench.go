@@ -59,6 +59,10 @@ type Options struct {
 	// service's projection of assets and its actions table (a million and
 	// five million by default) for the GET /compliance rows.
 	ComplianceAssets, ComplianceActions int
+	// LogLeaves is the size of the log the transparency log's rows read
+	// (DefaultLogLeaves, the ten million, by default; the quick
+	// run's is smaller, under the same row names, as its other seeds are).
+	LogLeaves uint64
 	// UploadSize is the file of the upload rows; LargeUpload the file of
 	// the one-client large upload (1 GiB), streamed from a generator.
 	UploadSize, LargeUpload int64
@@ -91,6 +95,7 @@ type Env struct {
 	Assets       []string // asset ids; asset i has serial number SN<i>
 	AssetTypeID  string   // their type
 	Actions      int      // actions seeded (see seedActions)
+	LogLeaves    uint64   // the seeded log's size (see seededLog)
 	LargeUpload  int64    // bytes of the large upload's file
 	// UnlimitedGatewayURL is a second gateway before the same services,
 	// with its rate limits off.
@@ -189,6 +194,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ComplianceActions <= 0 {
 		o.ComplianceActions = 5 * o.ComplianceAssets
+	}
+	if o.LogLeaves == 0 {
+		o.LogLeaves = DefaultLogLeaves
 	}
 	if o.UploadSize <= 0 {
 		o.UploadSize = 8 << 20
@@ -407,7 +415,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
 			IdleConnTimeout: time.Minute, DisableCompression: true,
 		}},
-		processes: map[string]loadedProcess{}, LargeUpload: o.LargeUpload, UnlimitedGatewayURL: unlimited,
+		processes: map[string]loadedProcess{}, LargeUpload: o.LargeUpload, UnlimitedGatewayURL: unlimited, LogLeaves: o.LogLeaves,
 	}
 	if e.upload, err = newUpload(o.UploadSize); err != nil {
 		return fail(err)

@@ -34,6 +34,7 @@ func TestQuickRun(t *testing.T) {
 		Load:          Load{Concurrency: 4, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond},
 		Rounds:        1,
 		Organizations: 20, People: 40, Assets: 40, Actions: 4000, ComplianceAssets: 20000, ComplianceActions: 100000,
+		LogLeaves:  QuickLogLeaves,
 		UploadSize: 2 << 20, LargeUpload: 16 << 20,
 		PostgresURL: os.Getenv("TEST_DATABASE_URL"), RedisURL: os.Getenv("TEST_REDIS_URL"),
 	})

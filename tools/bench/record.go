@@ -15,10 +15,14 @@ import (
 // The transparency log's rows (issue 28): an inclusion proof in a log of
 // ten million leaves, and an asset's passport with 100 actions.
 const (
-	// LogLeaves is the size of the log the proof row reads.
-	LogLeaves = 10_000_000
+	// DefaultLogLeaves is the size of the log the proof row reads.
+	DefaultLogLeaves = 10_000_000
+	// QuickLogLeaves is the quick run's: seeding and warming ten million
+	// leaves took about a minute of make test, for rows whose figures a
+	// quick run does not keep.
+	QuickLogLeaves = 100_000
 	// InclusionRowName measures the events service's store: a proof of a
-	// random leaf in a log of LogLeaves leaves, seeded straight into a
+	// random leaf in a log of Options.LogLeaves leaves, seeded straight into a
 	// schema of its own (its tiles, as the consumer would have written
 	// them), read from PostgreSQL and hashed.
 	InclusionRowName = "log: inclusion proof, 10 million leaves · store"
@@ -43,14 +47,14 @@ func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
 			return
 		}
 		st := events.NewStore(store.New(pool, nil))
-		if size, _, err := st.LogState(ctx); err != nil || size != LogLeaves {
+		if size, _, err := st.LogState(ctx); err != nil || size != e.LogLeaves {
 			for _, sql := range []string{`TRUNCATE log_tiles16, events`, `UPDATE log_state SET size = 0, root = NULL`} {
 				if _, err := pool.Exec(ctx, sql); err != nil {
 					logSeed.err = err
 					return
 				}
 			}
-			if err := st.SeedLog(ctx, LogLeaves, func(i uint64) []byte { return strconv.AppendUint([]byte(`{"leaf":`), i, 10) }); err != nil {
+			if err := st.SeedLog(ctx, e.LogLeaves, func(i uint64) []byte { return strconv.AppendUint([]byte(`{"leaf":`), i, 10) }); err != nil {
 				logSeed.err = err
 				return
 			}
@@ -61,12 +65,12 @@ func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
 		// them, 1,024 at a time, as after the service's first 40,000
 		// proofs. Cold, a proof reads two tiles, not one, and the first
 		// round measured mostly that.
-		for first := uint64(0); first < LogLeaves; first += warmStride * warmBatch {
+		for first := uint64(0); first < e.LogLeaves; first += warmStride * warmBatch {
 			var leaves []uint64
-			for leaf := first; leaf < min(first+warmStride*warmBatch, LogLeaves); leaf += warmStride {
+			for leaf := first; leaf < min(first+warmStride*warmBatch, e.LogLeaves); leaf += warmStride {
 				leaves = append(leaves, leaf)
 			}
-			if _, err := st.InclusionProofs(ctx, leaves, LogLeaves); err != nil {
+			if _, err := st.InclusionProofs(ctx, leaves, e.LogLeaves); err != nil {
 				logSeed.err = fmt.Errorf("the log's kept tiles: %w", err)
 				return
 			}
@@ -93,7 +97,7 @@ var InclusionRow = Row{Name: InclusionRowName, Via: "direct",
 			if err != nil {
 				return err
 			}
-			_, err = st.InclusionProof(ctx, w.Rand.Uint64N(LogLeaves), LogLeaves)
+			_, err = st.InclusionProof(ctx, w.Rand.Uint64N(e.LogLeaves), e.LogLeaves)
 			return err
 		}}, nil
 	}}

@@ -53,6 +53,7 @@ func main() {
 			o.ImportRows = 1000
 		}
 		o.ComplianceAssets, o.ComplianceActions = 20_000, 100_000
+		o.LogLeaves = bench.QuickLogLeaves
 	}
 	if rows != "" {
 		re, err := regexp.Compile(rows)

@@ -45,12 +45,24 @@ import (
 // LearnFromEvents is the job (process.Job) that follows the change events
 // of kinds (each one this service points at), remembering every target
 // created from now on. The consumer starts at the stream's end: targets
-// created before it are asked about once, as before.
+// created before it are asked about once, as before. A batch is learnt
+// whole or not at all, so one acknowledgement stands for it (AckAll); the
+// consumer of explicit acknowledgements it replaced (learnConsumerBefore)
+// hands over its place in the stream and is deleted.
 func (r *Registry) LearnFromEvents(nc *nats.Conn, cfg outbox.Config, logger log.Logger, kinds ...string) process.Job {
-	return outbox.Follower{Name: r.service + "-refs-learn", Kinds: kinds, New: true,
+	return outbox.Follower{Name: r.service + learnConsumer, Kinds: kinds, New: true,
+		AckAll: true, Replaces: r.service + learnConsumerBefore,
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) { r.learnBatch(ctx, msgs, logger) },
 	}.Job(nc, cfg, logger)
 }
+
+// The learning consumer's name after the service's, and the one it had
+// while every event was acknowledged on its own (JetStream keeps a
+// consumer's acknowledgement policy for its life).
+const (
+	learnConsumer       = "-refs-learn-batches"
+	learnConsumerBefore = "-refs-learn"
+)
 
 // createdTarget is the target an event says was created; ok is false for
 // events of other operations.
@@ -77,32 +89,37 @@ func createdTarget(data []byte) (k Key, ok bool, err error) {
 }
 
 // learnBatch remembers the targets msgs say were created, in one
-// statement, and acknowledges them; when the statement fails they come
-// again a second later.
+// statement, and acknowledges the batch by its last message. A statement
+// that fails is tried again every second, the batch unacknowledged, until
+// it succeeds or ctx ends (then the events come again to whichever
+// replica follows next): acknowledging a later batch first would
+// acknowledge this one too.
 func (r *Registry) learnBatch(ctx context.Context, msgs []jetstream.Msg, logger log.Logger) {
 	var created []Key
 	for _, msg := range msgs {
 		k, ok, err := createdTarget(msg.Data())
 		if err != nil {
 			level.Error(logger).Log("msg", "learning targets: dropping an event it cannot read", "subject", msg.Subject(), "err", err)
-			_ = msg.Term()
 			continue
 		}
 		if ok {
 			created = append(created, k)
 		}
 	}
-	apply, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r.Learn(apply, created); err != nil {
-		level.Warn(logger).Log("msg", "learning targets failed; the events come again", "events", len(msgs), "err", err)
-		for _, msg := range msgs {
-			_ = msg.NakWithDelay(time.Second)
+	for {
+		apply, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := r.Learn(apply, created)
+		cancel()
+		if err == nil {
+			_ = msgs[len(msgs)-1].Ack()
+			return
 		}
-		return
-	}
-	for _, msg := range msgs {
-		_ = msg.Ack()
+		level.Warn(logger).Log("msg", "learning targets failed; trying again", "events", len(msgs), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
 }
 

@@ -74,16 +74,11 @@ func TestCapacityActions(t *testing.T) {
 			float64(total)/float64(rows), float64(heap)/float64(rows), float64(total-heap)/float64(rows))
 	}
 	s.RO = s.Issuer.ReadOnly(t) // the seed outlasts the token of the start (5 min)
-	servicetest.Median(t, "GET /actions?limit=100 (the first page)", 21, func() { s.Call(200, "GET", "/actions?limit=100", s.RO, nil) })
-	servicetest.Median(t, "GET /actions?asset_id=…&limit=100 (one asset's actions)", 21, func() {
-		s.Call(200, "GET", "/actions?limit=100&asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2), s.RO, nil)
-	})
-	servicetest.Median(t, "GET /compliance?action_type=…&limit=100 (the first page)", 21, func() {
-		s.Call(200, "GET", "/compliance?limit=100&action_type="+ActionTypes[0], s.RO, nil)
-	})
-	servicetest.Median(t, "GET /compliance?asset_id=… (one asset)", 21, func() {
-		s.Call(200, "GET", "/compliance?asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2), s.RO, nil)
-	})
+	s.MedianRead("GET /actions?limit=100 (the first page)", 21, "/actions?limit=100")
+	s.MedianRead("GET /actions?asset_id=…&limit=100 (one asset's actions)", 21,
+		"/actions?limit=100&asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2))
+	s.MedianRead("GET /compliance?action_type=…&limit=100 (the first page)", 21, "/compliance?limit=100&action_type="+ActionTypes[0])
+	s.MedianRead("GET /compliance?asset_id=… (one asset)", 21, "/compliance?asset_id=00000000-0000-7000-8000-"+fmt.Sprintf("%012x", assets/2))
 	// The plan of the first page of every action, the slowest read at
 	// ten million (docs/capacity.md): the run's own evidence of why.
 	plan, err := conn.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) SELECT `+actionColumns+` FROM actions a ORDER BY id LIMIT 101`)

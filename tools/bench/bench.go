@@ -113,13 +113,16 @@ type Env struct {
 	upload upload        // the upload rows' file and form
 	s3     *minio.Client // the stack's object store, for PutObject
 
-	client     *http.Client
-	token      atomic.Pointer[string]
-	redis      *redis.Client
-	database   string
-	namespaces sync.Map // service -> find cache namespace
-	processes  map[string]loadedProcess
-	stopped    sync.Map // process name -> true while a row holds it stopped (SIGSTOP): nothing asks it anything
+	client   *http.Client
+	token    atomic.Pointer[string]
+	redis    *redis.Client
+	database string
+	// sharedPostgres: the run's database is on a PostgreSQL it did not
+	// start (Options.PostgresURL).
+	sharedPostgres bool
+	namespaces     sync.Map // service -> find cache namespace
+	processes      map[string]loadedProcess
+	stopped        sync.Map // process name -> true while a row holds it stopped (SIGSTOP): nothing asks it anything
 }
 
 // loadedProcess is one process under load: for memory and profiles.
@@ -410,7 +413,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	e := &Env{
-		Stack: stack, Creds: creds, Load: o.Load, database: database,
+		Stack: stack, Creds: creds, Load: o.Load, database: database, sharedPostgres: o.PostgresURL != "",
 		client: &http.Client{Transport: &http.Transport{
 			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
 			IdleConnTimeout: time.Minute, DisableCompression: true,

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,5 +240,78 @@ func TestGoalOfAnEmptyRowIsNotMet(t *testing.T) {
 		if r.Goals[j].Met != c.met {
 			t.Errorf("%d requests: %q met = %v, want %v", c.requests, goal.Name, r.Goals[j].Met, c.met)
 		}
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	for _, c := range []struct {
+		stat, name string
+		parent     int
+		cpu        float64
+		ok         bool
+	}{
+		{"4242 (postgres) S 4200 4242 4242 0 -1 4194560 900 0 0 0 150 50 0 0 20 0 1 0 100 0 0", "postgres", 4200, 2, true},
+		// A command name may hold spaces and parentheses: the last ")" ends it.
+		{"7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 100 0 0", "a (b) c", 1, 0.07, true},
+		{"7 (short) R 1 7", "", 0, 0, false},
+		{"no parentheses", "", 0, 0, false},
+	} {
+		name, parent, cpu, ok := parseStat(c.stat)
+		if name != c.name || parent != c.parent || math.Abs(cpu-c.cpu) > 1e-9 || ok != c.ok {
+			t.Errorf("parseStat(%q) = %q, %d, %g, %v; want %q, %d, %g, %v", c.stat, name, parent, cpu, ok, c.name, c.parent, c.cpu, c.ok)
+		}
+	}
+}
+
+// A datastore's process this one started is the run's; the same server
+// started by someone else is not. The "server" is sleep under a
+// datastore's name.
+func TestDatastoreSecondsCountsOnlyTheRunsOwn(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command")
+	}
+	dir := t.TempDir()
+	server := filepath.Join(dir, "nats-server")
+	raw, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(server, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ours := exec.Command(server, "30")
+	if err := ours.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ours.Process.Kill(); _ = ours.Wait() }()
+	// Started by a shell that exits at once: its parent is then init, as a
+	// server started by another suite or engineer has no parent of ours.
+	theirs := exec.Command("sh", "-c", server+" 30 >/dev/null 2>&1 & echo $!")
+	out, err := theirs.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(other, syscall.SIGKILL) }()
+	e := &Env{}
+	counted := func() []int {
+		var pids []int
+		e.eachDatastoreProcess(func(pid int, _ string, _ float64) { pids = append(pids, pid) })
+		return pids
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(counted(), ours.Process.Pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // until exec has renamed the child
+	}
+	pids := counted()
+	if !slices.Contains(pids, ours.Process.Pid) {
+		t.Errorf("the run's own nats-server (pid %d) is not counted: %v", ours.Process.Pid, pids)
+	}
+	if slices.Contains(pids, other) {
+		t.Errorf("another's nats-server (pid %d) is counted: %v", other, pids)
 	}
 }

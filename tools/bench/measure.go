@@ -181,7 +181,7 @@ func (e *Env) cpuDuring(from time.Time, d time.Duration) func() map[string]float
 }
 
 func (e *Env) cpuNow() map[string]float64 {
-	out := datastoreSeconds()
+	out := e.datastoreSeconds()
 	for name, p := range e.processes {
 		out[name] = cpuSeconds(p.pid)
 	}

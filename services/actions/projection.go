@@ -195,8 +195,14 @@ func uuidAt(t time.Time) uuid.UUID {
 
 // consumerName is the projection's durable JetStream consumer: every
 // replica of the actions service shares it, so each event is applied by
-// one of them (the order does not matter, see ApplyAsset).
-const consumerName = "actions-compliance-assets"
+// one of them (the order does not matter, see ApplyAsset). It acknowledges
+// a batch by its last event (AckAll); consumerNameBefore is the consumer of
+// earlier releases, which acknowledged each event and which it replaces
+// from where that one's acknowledgements end (outbox.Follower.Replaces).
+const (
+	consumerName       = "actions-compliance-assets-batches"
+	consumerNameBefore = "actions-compliance-assets"
+)
 
 // projectionLag is how long after its write an asset event was applied:
 // the read model's delay behind the assets service.
@@ -207,42 +213,54 @@ var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
 })
 
 // Job is the durable consumer of the asset events (outbox.Follower) as
-// the process's job: an event that fails to apply (the database is down)
-// is delivered again a second later, and one that cannot be read is
-// logged and dropped.
+// the process's job. A batch is applied in order and acknowledged by its
+// last event, one acknowledgement instead of one per event; an event that
+// fails to apply (the database is down) is tried again every second, the
+// batch unacknowledged, until it is applied (acknowledging a later one
+// would acknowledge it too), and one that cannot be read is logged and
+// passed over.
 func (p *Projection) Job(nc *nats.Conn, cfg outbox.Config, logger log.Logger) process.Job {
-	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset},
+	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset}, AckAll: true, Replaces: consumerNameBefore,
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) {
 			for _, msg := range msgs {
-				p.handle(ctx, msg, logger)
+				if !p.handle(ctx, msg, logger) {
+					return
+				}
 			}
+			_ = msgs[len(msgs)-1].Ack()
 		}}.Job(nc, cfg, logger)
 }
 
-// handle applies one message and acknowledges it once applied.
-func (p *Projection) handle(ctx context.Context, msg jetstream.Msg, logger log.Logger) {
+// handle applies one message, trying again every second while it fails;
+// false when ctx ended first.
+func (p *Projection) handle(ctx context.Context, msg jetstream.Msg, logger log.Logger) bool {
 	var e outbox.Event
 	err := json.Unmarshal(msg.Data(), &e)
 	ev, ok, err2 := assetEventOf(e)
 	if err != nil || err2 != nil {
 		level.Error(logger).Log("msg", "compliance projection: dropping an event it cannot read", "subject", msg.Subject(),
 			"err", errors.Join(err, err2))
-		_ = msg.Term()
-		return
+		return true
 	}
 	if !ok {
-		_ = msg.Ack()
-		return
+		return true
 	}
-	apply, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := p.ApplyAsset(apply, ev); err != nil {
-		level.Warn(logger).Log("msg", "compliance projection: applying an asset event failed; it comes again", "event", e.ID, "err", err)
-		_ = msg.NakWithDelay(time.Second)
-		return
+	for {
+		apply, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := p.ApplyAsset(apply, ev)
+		cancel()
+		if err == nil {
+			break
+		}
+		level.Warn(logger).Log("msg", "compliance projection: applying an asset event failed; trying again", "event", e.ID, "err", err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
 	}
 	if !e.Time.IsZero() {
 		projectionLag.Observe(time.Since(e.Time).Seconds())
 	}
-	_ = msg.Ack()
+	return true
 }

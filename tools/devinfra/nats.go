@@ -177,6 +177,12 @@ func (n *Nats) config(port int) (string, error) {
 		"  users: [ { user: " + strconv.Quote(n.User) + ", password: " + strconv.Quote(string(hash)) + " } ]",
 		"}",
 	}
+	if os.Getenv("REGISTRY_NATS_MONITOR") != "" {
+		// For counting what the server does per event (/varz, /connz,
+		// /jsz): the monitoring port on a free loopback port, which the
+		// server's log names ("Starting http monitor on").
+		lines = append(lines, "http_port: -1")
+	}
 	if c := n.cluster; c != nil {
 		// The routes' password is in the clear in the route URLs; the
 		// file is 0600 and the routes listen on loopback only.

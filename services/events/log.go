@@ -256,24 +256,114 @@ func (a *appender) Append(leafHashes [][]byte) ([]tile, error) {
 	return out, nil
 }
 
-// treeTiles are the tiles an appender for a tree of size needs: those
-// under the nodes of its right border, and the last tile of each level.
-func treeTiles(size uint64) []tileID {
-	ids := tilesFor(compact.RangeNodes(0, size, nil))
+// treeTiles are the tiles an appender for a tree of size needs, each with
+// how many of its hashes: those under the nodes of its right border, and
+// the last tile of each level.
+func treeTiles(size uint64) map[tileID]uint64 {
+	needs := tileNeeds(compact.RangeNodes(0, size, nil))
 	for level := uint(0); size>>(level*tileHeight) > 0; level++ {
 		count := size >> (level * tileHeight)
 		if count%tileWidth == 0 {
 			continue // the last tile is full; the next node starts a new one
 		}
-		if t := (tileID{Level: level, Index: count / tileWidth}); !slices.Contains(ids, t) {
-			ids = append(ids, t)
+		t := tileID{Level: level, Index: count / tileWidth}
+		needs[t] = max(needs[t], count%tileWidth)
+	}
+	return needs
+}
+
+// isStored says whether the table keeps tile t as it is now: a tile of
+// leaf hashes always (nothing else holds them), a tile above the leaves
+// once it is full. Until then each of its hashes is the root of a full
+// tile of the level below (subtreeRoot), which is what a reader derives
+// it from (deriveTiles): an append of a batch then writes the tiles it
+// filled and the leaves' last one, not the partial tile of every level
+// above (four of the 21 rows a batch of 256 wrote in a log of two
+// million leaves, five of the seven a batch of ten wrote).
+func isStored(t tile) bool {
+	return t.ID.Level == 0 || len(t.Hashes) == tileWidth*hashSize
+}
+
+// completeTiles reads the tiles needs names with read, and derives what
+// the table does not keep of those above the leaves from the full tiles
+// below them (a second read): each then holds at least the hashes needed.
+func completeTiles(needs map[tileID]uint64, read func(ids []tileID) (tileSet, error)) (tileSet, error) {
+	ids := make([]tileID, 0, len(needs))
+	for id := range needs {
+		ids = append(ids, id)
+	}
+	tiles, err := read(ids)
+	if err != nil {
+		return nil, err
+	}
+	short := shortTiles(tiles, needs)
+	if len(short) == 0 {
+		return tiles, nil
+	}
+	var children []tileID
+	for _, c := range short {
+		children = append(children, c...)
+	}
+	below, err := read(children)
+	if err != nil {
+		return nil, err
+	}
+	return tiles, deriveTiles(tiles, short, below)
+}
+
+// shortTiles are the tiles above the leaves of needs that tiles holds
+// fewer hashes of than needed, each with the tiles of the level below its
+// missing hashes are the roots of.
+func shortTiles(tiles tileSet, needs map[tileID]uint64) map[tileID][]tileID {
+	out := map[tileID][]tileID{}
+	for id, need := range needs {
+		have := uint64(len(tiles[id]) / hashSize)
+		if id.Level == 0 || have >= need {
+			continue
+		}
+		for i := have; i < need; i++ {
+			out[id] = append(out[id], tileID{Level: id.Level - 1, Index: id.Index*tileWidth + i})
 		}
 	}
-	return ids
+	return out
+}
+
+// deriveTiles completes the short tiles from below, the full tiles of the
+// level below them: a hash of tile (L, i) at position j is the root of
+// tile (L-1, 16i+j).
+func deriveTiles(tiles tileSet, short map[tileID][]tileID, below tileSet) error {
+	for id, children := range short {
+		hashes := append(make([]byte, 0, tileWidth*hashSize), tiles[id]...)
+		for _, child := range children {
+			row := below[child]
+			if len(row) != tileWidth*hashSize {
+				return fmt.Errorf("log: tile %d/%d holds %d hashes, tile %d/%d is derived from all %d", child.Level, child.Index, len(row)/hashSize, id.Level, id.Index, tileWidth)
+			}
+			hashes = append(hashes, subtreeRoot(row)...)
+		}
+		tiles[id] = hashes
+	}
+	return nil
+}
+
+// subtreeRoot is the root of the perfect subtree over a full tile's
+// hashes.
+func subtreeRoot(row []byte) []byte {
+	level := make([][]byte, tileWidth)
+	for i := range level {
+		level[i] = row[i*hashSize : (i+1)*hashSize]
+	}
+	for len(level) > 1 {
+		for i := range len(level) / 2 {
+			level[i] = hashChildren(level[2*i], level[2*i+1])
+		}
+		level = level[:len(level)/2]
+	}
+	return level[0]
 }
 
 // loadAppender is the appender of the stored tree of size, from the tiles
-// treeTiles(size) names.
+// treeTiles(size) names (short ones derived).
 func loadAppender(size uint64, tiles tileSet) (*appender, error) {
 	border := compact.RangeNodes(0, size, nil)
 	hashes, err := tiles.nodes(border)

@@ -79,7 +79,7 @@ func TestMigrationNarrowsTheTiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want.write(changed)
+	want.writeAll(changed) // the partial tiles above the leaves too, as the service stored them then
 	stored, err := pool.Query(ctx, `SELECT level, idx, hashes FROM log_tiles16`)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,28 @@ func TestMigrationNarrowsTheTiles(t *testing.T) {
 	if err := st.AppendEntries(ctx, more); err != nil {
 		t.Fatal(err)
 	}
-	if size, grown, err := st.LogState(ctx); err != nil || size != n+100 || !bytes.Equal(grown, rootOf(t, n+100)) {
+	grownRoot := rootOf(t, n+100)
+	if size, grown, err := st.LogState(ctx); err != nil || size != n+100 || !bytes.Equal(grown, grownRoot) {
 		t.Errorf("the log grown after the migration: %d leaves, root %x (%v); not the tree of %d", size, grown, err, n+100)
+	}
+	// The partial tiles above the leaves that the migration stored are
+	// short now (the append derives them, it no longer stores them): a
+	// process that reads the tree from the table, proving or appending,
+	// completes them from the tiles below.
+	fresh := NewStore(store.New(pool, nil))
+	for _, leaf := range []uint64{0, 65_535, n - 1, n, n + 99} {
+		p, err := fresh.InclusionProof(ctx, leaf, n+100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proof.VerifyInclusion(hasher, leaf, n+100, leafOf(int(leaf)), p, grownRoot); err != nil {
+			t.Errorf("proof of leaf %d after the migration and an append: %v", leaf, err)
+		}
+	}
+	if err := fresh.AppendEntries(ctx, [][]byte{fmt.Appendf(nil, `{"n":%d}`, n+100)}); err != nil {
+		t.Fatal(err)
+	}
+	if size, grown, err := fresh.LogState(ctx); err != nil || size != n+101 || !bytes.Equal(grown, rootOf(t, n+101)) {
+		t.Errorf("the log appended to by a process that read its tree from the table: %d leaves, root %x (%v); not the tree of %d", size, grown, err, n+101)
 	}
 }

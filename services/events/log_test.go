@@ -11,17 +11,31 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// memoryTiles keeps tiles as the store would: the latest write of each.
+// memoryTiles keeps tiles as the store would: the latest write of each
+// that is stored.
 type memoryTiles tileSet
 
 func (m memoryTiles) write(changed []tile) {
+	for _, t := range changed {
+		if isStored(t) {
+			m[t.ID] = t.Hashes
+		}
+	}
+}
+
+// writeAll keeps every changed tile, also the partial ones above the
+// leaves: what the service stored before it derived those.
+func (m memoryTiles) writeAll(changed []tile) {
 	for _, t := range changed {
 		m[t.ID] = t.Hashes
 	}
 }
 
 func (m memoryTiles) read(nodes []compact.NodeID) ([][]byte, error) {
-	tiles, _ := m.readTiles(tilesFor(nodes))
+	tiles, err := completeTiles(tileNeeds(nodes), m.readTiles)
+	if err != nil {
+		return nil, err
+	}
 	return tiles.nodes(nodes)
 }
 
@@ -72,7 +86,11 @@ func TestLogTreeAppendAndProofs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tiles.write(changed)
+		if i < 4 {
+			tiles.writeAll(changed) // as stored before partial tiles were derived
+		} else {
+			tiles.write(changed)
+		}
 		n += size
 		root, err := a.Root()
 		if err != nil {
@@ -80,7 +98,10 @@ func TestLogTreeAppendAndProofs(t *testing.T) {
 		}
 		roots[uint64(n)] = root
 		if i%3 == 0 { // a process that starts again: the tree from its tiles
-			stored, _ := tiles.readTiles(treeTiles(uint64(n)))
+			stored, err := completeTiles(treeTiles(uint64(n)), tiles.readTiles)
+			if err != nil {
+				t.Fatalf("tiles at %d: %v", n, err)
+			}
 			if a, err = loadAppender(uint64(n), stored); err != nil {
 				t.Fatalf("load at %d: %v", n, err)
 			}

@@ -147,16 +147,16 @@ func (st *Store) proofNodes(ctx context.Context, q store.Querier) readNodes {
 			return out, nil
 		}
 		tiles := tileSet{}
-		var missing []tileID
+		missing := map[tileID]uint64{}
 		for id, need := range tileNeeds(unknown) {
 			if hashes, ok := st.tiles.lru.Get(id); ok && uint64(len(hashes)) >= need*hashSize {
 				tiles[id] = hashes
 				continue
 			}
-			missing = append(missing, id)
+			missing[id] = need
 		}
 		if len(missing) > 0 {
-			read, err := readTiles(ctx, q, missing)
+			read, err := completeTiles(missing, func(ids []tileID) (tileSet, error) { return readTiles(ctx, q, ids) })
 			if err != nil {
 				return nil, err
 			}
@@ -205,7 +205,7 @@ func (st *Store) appenderAt(ctx context.Context, tx pgx.Tx, state logState) (*ap
 	if a := st.tree.get(state); a != nil {
 		return a, nil
 	}
-	tiles, err := readTiles(ctx, tx, treeTiles(state.Size))
+	tiles, err := completeTiles(treeTiles(state.Size), func(ids []tileID) (tileSet, error) { return readTiles(ctx, tx, ids) })
 	if err != nil {
 		return nil, err
 	}
@@ -236,11 +236,18 @@ func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, state logState, le
 		return nil, err
 	}
 	st.tree.put(a, root) // not changed after this
-	levels, indexes, hashes := make([]int16, len(changed)), make([]int64, len(changed)), make([][]byte, len(changed))
-	for i, t := range changed {
-		levels[i], indexes[i], hashes[i] = int16(t.ID.Level), int64(t.ID.Index), t.Hashes
+	var levels []int16
+	var indexes []int64
+	var hashes [][]byte
+	for _, t := range changed {
+		if isStored(t) {
+			levels, indexes, hashes = append(levels, int16(t.ID.Level)), append(indexes, int64(t.ID.Index)), append(hashes, t.Hashes)
+		}
 	}
 	b := &pgx.Batch{}
+	// A tile already stored is the leaves' last one, which grew, or one
+	// above them that a previous version of the service stored partial and
+	// this batch filled.
 	b.Queue(`INSERT INTO log_tiles16 (level, idx, hashes) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])
 		ON CONFLICT (level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`, levels, indexes, hashes)
 	b.Queue(`UPDATE log_state SET size = $1, root = $2`, int64(a.Size()), root)
@@ -789,7 +796,7 @@ func (st *Store) SeedLog(ctx context.Context, n uint64, entry func(i uint64) []b
 		}
 	}
 	for id, hashes := range final {
-		if id.Level > 0 || len(hashes) < tileWidth*hashSize {
+		if t := (tile{ID: id, Hashes: hashes}); isStored(t) && (id.Level > 0 || len(hashes) < tileWidth*hashSize) {
 			rows = append(rows, []any{int16(id.Level), int64(id.Index), hashes})
 		}
 	}

@@ -412,7 +412,9 @@ func TestCLIBadInput(t *testing.T) {
 		{"a document above the import's folder", nil, []string{"import", "-dry-run", write("up.csv", header[:len(header)-1]+",document_file\nB,M,S,repair,2025-01-01,../x.pdf\n")},
 			1, 0, "row 1: document_file: \"../x.pdf\" leaves the documents folder"},
 		{"wrong secret", []string{"CLIENT_SECRET=wrong"}, []string{"import", "-quiet", good}, 1, 1, "refused CLIENT_ID/CLIENT_SECRET"},
-		{"unreachable registry", []string{"REGISTRY_URL=http://127.0.0.1:1"}, []string{"organizations", "list"}, 1, 1, "cannot reach the registry at REGISTRY_URL http://127.0.0.1:1"},
+		// Two tries, not the default eight: the message is the same, without half a minute of waiting.
+		{"unreachable registry", []string{"REGISTRY_URL=http://127.0.0.1:1", "ATTEMPTS=2"}, []string{"organizations", "list"}, 1, 1, "cannot reach the registry at REGISTRY_URL http://127.0.0.1:1"},
+		{"no attempts", []string{"ATTEMPTS=0"}, []string{"organizations", "list"}, 2, 1, "-attempts 0: must be at least 1"},
 		{"no registry URL", []string{"REGISTRY_URL="}, []string{"organizations", "list"}, 2, 1, "REGISTRY_URL"},
 		{"bad output", nil, []string{"organizations", "list", "-output", "xml"}, 2, 1, `-output "xml"`},
 		{"unknown command", nil, []string{"teleport"}, 2, 0, ""},

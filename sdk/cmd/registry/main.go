@@ -59,6 +59,7 @@ type settings struct {
 	registryURL, authURL, resource, clientID, clientSecret string
 	envFile                                                string
 	output                                                 string
+	attempts                                               int
 }
 
 func (s *settings) register(fs *flag.FlagSet) {
@@ -69,6 +70,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.clientSecret, "client-secret", "", "machine client secret (CLIENT_SECRET)")
 	fs.StringVar(&s.envFile, "env-file", ".local/registry.env", "KEY=value file read for settings not given otherwise")
 	fs.StringVar(&s.output, "output", "json", "json or table")
+	fs.IntVar(&s.attempts, "attempts", 8, "tries of each call, the first included, while the registry is unreachable or busy (ATTEMPTS; 1: no retry)")
 }
 
 // parse reads flags, environment and env file, in that order of precedence.
@@ -81,8 +83,11 @@ func (s *settings) client() (*registry.Client, error) {
 	if s.output != "json" && s.output != "table" {
 		return nil, usageError{fmt.Sprintf("-output %q: must be json or table", s.output)}
 	}
+	if s.attempts < 1 {
+		return nil, usageError{fmt.Sprintf("-attempts %d: must be at least 1", s.attempts)}
+	}
 	c, err := registry.New(registry.Config{URL: s.registryURL, AuthURL: s.authURL, Resource: s.resource,
-		ClientID: s.clientID, ClientSecret: s.clientSecret, UserAgent: "registry-cli"})
+		ClientID: s.clientID, ClientSecret: s.clientSecret, UserAgent: "registry-cli", MaxAttempts: s.attempts})
 	if err != nil {
 		return nil, usageError{strings.TrimPrefix(err.Error(), "registry: ") + "; set it by flag, environment or -env-file"}
 	}

@@ -112,6 +112,12 @@ func (s tileSet) node(id compact.NodeID) ([]byte, error) {
 	if width == 1 {
 		return slices.Clone(row[first*hashSize : (first+1)*hashSize]), nil
 	}
+	return rowRoot(row, first, width)
+}
+
+// rowRoot is the root of the perfect subtree over width hashes of a tile's
+// row, from its first.
+func rowRoot(row []byte, first, width uint64) ([]byte, error) {
 	r := ranges.NewEmptyRange(0)
 	for i := first; i < first+width; i++ {
 		if err := r.Append(row[i*hashSize:(i+1)*hashSize], nil); err != nil {
@@ -275,7 +281,7 @@ func treeTiles(size uint64) map[tileID]uint64 {
 // isStored says whether the table keeps tile t as it is now: a tile of
 // leaf hashes always (nothing else holds them), a tile above the leaves
 // once it is full. Until then each of its hashes is the root of a full
-// tile of the level below (subtreeRoot), which is what a reader derives
+// tile of the level below (rowRoot), which is what a reader derives
 // it from (deriveTiles): an append of a batch then writes the tiles it
 // filled and the leaves' last one, not the partial tile of every level
 // above (four of the 21 rows a batch of 256 wrote in a log of two
@@ -339,27 +345,15 @@ func deriveTiles(tiles tileSet, short map[tileID][]tileID, below tileSet) error 
 			if len(row) != tileWidth*hashSize {
 				return fmt.Errorf("log: tile %d/%d holds %d hashes, tile %d/%d is derived from all %d", child.Level, child.Index, len(row)/hashSize, id.Level, id.Index, tileWidth)
 			}
-			hashes = append(hashes, subtreeRoot(row)...)
+			root, err := rowRoot(row, 0, tileWidth)
+			if err != nil {
+				return err
+			}
+			hashes = append(hashes, root...)
 		}
 		tiles[id] = hashes
 	}
 	return nil
-}
-
-// subtreeRoot is the root of the perfect subtree over a full tile's
-// hashes.
-func subtreeRoot(row []byte) []byte {
-	level := make([][]byte, tileWidth)
-	for i := range level {
-		level[i] = row[i*hashSize : (i+1)*hashSize]
-	}
-	for len(level) > 1 {
-		for i := range len(level) / 2 {
-			level[i] = hashChildren(level[2*i], level[2*i+1])
-		}
-		level = level[:len(level)/2]
-	}
-	return level[0]
 }
 
 // loadAppender is the appender of the stored tree of size, from the tiles

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 		runHelper(dir)
 		return
 	}
+	if count := os.Getenv(freePortsHelperEnv); count != "" {
+		printFreePorts(count)
+	}
 	os.Exit(m.Run())
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,20 +20,30 @@ import (
 // a cold start takes a second or two, so this only catches real hangs.
 const defaultStartTimeout = time.Minute
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
+// that no FreePort on this machine hands out again while this process
+// lives.
 //
 // It picks at random below the kernel's ephemeral range: a port the kernel
 // hands out for ":0" is also the kind it hands to every outgoing
 // connection, so under make test's parallel load another process's client
 // socket often took it before our server bound it. Below that range only
-// another FreePort can take it, and at random among thousands it rarely
-// does; launchOnPort retries when it happens anyway.
+// another FreePort can take it: one in this process never repeats a port
+// (handOut), and one in another process (make test runs two test packages
+// at once, each starting stacks) skips the ports this one holds a lock on
+// (reserveAcrossProcesses). A stack picks its registry processes' ports
+// before it starts any and names them in the others' settings (the
+// identity provider's URL in every service's), so such a port cannot
+// simply be picked again when another process's server took it meanwhile.
 func FreePort() (int, error) {
 	lo, hi := freePortRange()
 	for range 64 {
 		port := lo + rand.IntN(hi-lo)
 		if !handOut(port) {
 			continue // given to another server of this process, maybe not bound yet
+		}
+		if !reserveAcrossProcesses(port) {
+			continue // another process's FreePort holds it, maybe not bound yet
 		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
@@ -65,6 +77,43 @@ func handOut(port int) bool {
 	}
 	handedOut.ports[port] = true
 	return true
+}
+
+// portLocks is the file on whose bytes FreePort takes its cross-process
+// reservations: byte n stands for port n. A POSIX record lock (fcntl)
+// belongs to the process and ends with it however it ends, so a crashed
+// test never leaves a port reserved; it also ends when the process closes
+// any descriptor of the file, so the file is opened once and never closed.
+var portLocks struct {
+	once sync.Once
+	file *os.File // nil when the file cannot be opened: no cross-process reservation
+}
+
+// portLockFile is shared by every process on the machine that uses the
+// same temporary directory (go test keeps TMPDIR).
+func portLockFile() string { return filepath.Join(os.TempDir(), "asset-registry-free-ports.lock") }
+
+// reserveAcrossProcesses locks port's byte of the lock file for the life of
+// this process, and reports false when another process holds it. Without
+// the file (an unwritable temporary directory) it reserves nothing and
+// says yes, as FreePort did before there were reservations.
+func reserveAcrossProcesses(port int) bool {
+	portLocks.once.Do(func() {
+		// Never through a symbolic link, which another user of the
+		// directory could have put there to have us open a file of ours.
+		f, err := os.OpenFile(portLockFile(), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o666)
+		if err == nil {
+			_ = f.Chmod(0o666) // the umask's cut would shut other users out of the reservations
+		} else if f, err = os.OpenFile(portLockFile(), os.O_RDWR|syscall.O_NOFOLLOW, 0); err != nil {
+			return
+		}
+		portLocks.file = f
+	})
+	if portLocks.file == nil {
+		return true
+	}
+	lock := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: io.SeekStart, Start: int64(port), Len: 1}
+	return syscall.FcntlFlock(portLocks.file.Fd(), syscall.F_SETLK, &lock) == nil
 }
 
 // freePortRange is where FreePort picks: the 12,000 ports below the

@@ -649,7 +649,11 @@ func DropDatabase(ctx context.Context, serverURL, name string) error {
 	return nil
 }
 
-// resolvePorts picks a free port for every deployable port left at 0.
+// resolvePorts picks a free port for every deployable port left at 0. They
+// are picked before any process starts, since each is named in the
+// settings of others (the identity provider's in every service's, the
+// services' in the gateway's); FreePort keeps them from every other
+// process's FreePort meanwhile, so another test's server cannot take one.
 func resolvePorts(given Ports) (Ports, error) {
 	p := Ports{}
 	for name, port := range given {

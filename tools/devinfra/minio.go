@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // MinioOptions configures StartMinio.
@@ -153,9 +156,20 @@ func (m *Minio) launch(ctx context.Context, bin, configDir string, port, console
 		return nil, err
 	}
 	url := "http://" + addr
+	client, err := minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(m.AccessKey, m.SecretKey, ""), Region: m.Region})
+	if err != nil {
+		_ = srv.stop(syscall.SIGKILL)
+		return nil, fmt.Errorf("minio client: %w", err)
+	}
 	err = waitReady(ctx, srv, func(ctx context.Context) error {
 		if err := minioReady(ctx, url); err != nil {
 			return err
+		}
+		// Any MinIO says it is ready, another test's too when it took the
+		// port before ours could (ours then exits, and launchOnPort
+		// tries another port): only ours knows these credentials.
+		if _, err := client.ListBuckets(ctx); err != nil {
+			return fmt.Errorf("%s does not take the root credentials: %w", url, err)
 		}
 		// The console comes up after the API; a caller given its URL
 		// expects it to answer.

@@ -35,6 +35,17 @@ func startTestMinio(t *testing.T, o MinioOptions) *Minio {
 	return m
 }
 
+// startMinioExpectingFailure is StartMinio for a start that must fail: a
+// server that starts all the same is stopped before the test ends, so it
+// writes nothing into the test's directory while that is removed.
+func startMinioExpectingFailure(o MinioOptions) error {
+	m, err := StartMinio(context.Background(), o)
+	if err == nil {
+		_ = m.Stop()
+	}
+	return err
+}
+
 func minioClient(t *testing.T, m *Minio, accessKey, secretKey string) *minio.Client {
 	t.Helper()
 	c, err := minio.New(m.Endpoint, &minio.Options{
@@ -191,7 +202,7 @@ func TestMinioCredentials(t *testing.T) {
 		if err := os.Remove(m.CredentialsFile); err != nil {
 			t.Fatal(err)
 		}
-		_, err := StartMinio(context.Background(), MinioOptions{DataDir: dataDir})
+		err := startMinioExpectingFailure(MinioOptions{DataDir: dataDir})
 		if err == nil || !strings.Contains(err.Error(), "credentials file") {
 			t.Fatalf("got %v, want an error about the missing credentials file", err)
 		}
@@ -202,7 +213,7 @@ func TestMinioCredentials(t *testing.T) {
 		if err := os.WriteFile(credFile, []byte("MINIO_ROOT_USER=someone\nMINIO_ROOT_PASSWORD=short\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := StartMinio(context.Background(), MinioOptions{DataDir: filepath.Join(dir, "minio")})
+		err := startMinioExpectingFailure(MinioOptions{DataDir: filepath.Join(dir, "minio")})
 		if err == nil || !strings.Contains(err.Error(), "MINIO_ROOT_PASSWORD") {
 			t.Fatalf("got %v, want an error naming the bad entry", err)
 		}
@@ -259,17 +270,22 @@ func TestMinioBuildLockWaits(t *testing.T) {
 	}
 }
 
+// TestStartMinioOnTakenPortFails: the port is another server's, one that
+// says it is ready as any MinIO does (another test's, say, that took a
+// port FreePort gave us before our server bound it). That server's answers
+// are not taken for ours: the start fails as our server does.
 func TestStartMinioOnTakenPortFails(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	go func() { _ = http.Serve(l, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) }()
 	if _, err := EnsureMinioServer(context.Background(), os.Stderr); err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
-	_, err = StartMinio(context.Background(), MinioOptions{DataDir: filepath.Join(t.TempDir(), "minio"), Port: port})
+	err = startMinioExpectingFailure(MinioOptions{DataDir: filepath.Join(t.TempDir(), "minio"), Port: port})
 	if !errors.Is(err, errPortInUse) || !strings.Contains(err.Error(), "server log") {
 		t.Fatalf("got %v, want errPortInUse with the server log", err)
 	}

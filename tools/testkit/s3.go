@@ -78,10 +78,60 @@ func S3(t testing.TB) S3Config {
 	return cfg
 }
 
-// removeBucket empties the bucket and removes it, with plain S3 calls (no
-// MinIO force-delete), so that it works on any S3 that TEST_S3_ENDPOINT
-// names.
+// removeBucket empties the bucket and removes it, and makes sure it stays
+// removed. The pinned MinIO can bring a bucket back a moment after a
+// removal it answered with success, while other buckets are made and
+// removed at the same time: in TestS3BucketIsolatesAndIsRemoved's
+// parallel subtests (make bucket, remove bucket, with or without objects)
+// one bucket in a few runs was listed again 26 to 105 ms after its
+// DELETE, and stayed, writable. So a removed bucket is watched for
+// removalSettles and removed again if it comes back.
 func removeBucket(ctx context.Context, c *minio.Client, bucket string) error {
+	const maxRemovals = 5
+	for removal := 1; ; removal++ {
+		if err := removeBucketOnce(ctx, c, bucket); err != nil {
+			return err
+		}
+		back, err := comesBack(ctx, c, bucket)
+		if err != nil {
+			return fmt.Errorf("remove bucket %s: %w", bucket, err)
+		}
+		if !back {
+			return nil
+		}
+		if removal == maxRemovals {
+			return fmt.Errorf("remove bucket %s: it was there again after each of %d removals", bucket, maxRemovals)
+		}
+	}
+}
+
+// removalSettles is how long a removed bucket is watched; removalPoll how
+// often it is looked for meanwhile.
+const (
+	removalSettles = 500 * time.Millisecond
+	removalPoll    = 50 * time.Millisecond
+)
+
+// comesBack says whether the bucket exists again within removalSettles.
+func comesBack(ctx context.Context, c *minio.Client, bucket string) (bool, error) {
+	for deadline := time.Now().Add(removalSettles); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(removalPoll):
+		}
+		exists, err := c.BucketExists(ctx, bucket)
+		if err != nil || exists {
+			return exists, err
+		}
+	}
+	return false, nil
+}
+
+// removeBucketOnce empties the bucket and removes it, with plain S3 calls
+// (no MinIO force-delete), so that it works on any S3 that TEST_S3_ENDPOINT
+// names.
+func removeBucketOnce(ctx context.Context, c *minio.Client, bucket string) error {
 	// MinIO lists only one of an object and a "directory" of the same name
 	// ("a/b" and "a/b/c"), so one pass can leave objects behind; the next
 	// pass sees them. Each pass removes at least one level.

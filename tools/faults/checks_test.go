@@ -32,10 +32,12 @@ func admin(t *testing.T) *pgx.Conn {
 	return conn
 }
 
-func countRows(t *testing.T, query string, args ...any) int {
+// countRows runs a count on conn (admin's; one for all of a check's
+// counts, not a connection each).
+func countRows(t *testing.T, conn *pgx.Conn, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := admin(t).QueryRow(t.Context(), query, args...).Scan(&n); err != nil {
+	if err := conn.QueryRow(t.Context(), query, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -83,8 +85,9 @@ func probe(c *client, name string) bool {
 // upload is there, and nothing else but uploads whose answer was lost.
 func checkDocuments(t *testing.T, tag string, calls, acked []call) (halfWritten int) {
 	t.Helper()
+	conn := admin(t)
 	deadline := time.Now().Add(uploadTimeout + time.Minute)
-	for countRows(t, "SELECT count(*) FROM documents.loose_objects") > 0 {
+	for countRows(t, conn, "SELECT count(*) FROM documents.loose_objects") > 0 {
 		if time.Now().After(deadline) {
 			t.Errorf("loose objects still listed %s after the fault", uploadTimeout+time.Minute)
 			break
@@ -92,7 +95,7 @@ func checkDocuments(t *testing.T, tag string, calls, acked []call) (halfWritten 
 		time.Sleep(500 * time.Millisecond)
 	}
 	rows := map[string]bool{}
-	ids, err := admin(t).Query(t.Context(), "SELECT id::text FROM documents.documents")
+	ids, err := conn.Query(t.Context(), "SELECT id::text FROM documents.documents")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +137,14 @@ func checkDocuments(t *testing.T, tag string, calls, acked []call) (halfWritten 
 		halfWritten++
 		t.Errorf("an unfinished multipart upload is left: %s", u.Key)
 	}
-	checkCount(t, "documents", countRows(t, "SELECT count(*) FROM documents.documents WHERE filename LIKE $1", tag+"-%"), "/documents", calls, acked)
+	checkCount(t, "documents", countRows(t, conn, "SELECT count(*) FROM documents.documents WHERE filename LIKE $1", tag+"-%"), "/documents", calls, acked)
 	return halfWritten
 }
 
 // checkOrganizations checks that the fault's organizations add up.
 func checkOrganizations(t *testing.T, tag string, calls, acked []call) {
 	t.Helper()
-	checkCount(t, "organizations", countRows(t, "SELECT count(*) FROM parties.organizations WHERE registration_number LIKE $1", tag+"-%"),
+	checkCount(t, "organizations", countRows(t, admin(t), "SELECT count(*) FROM parties.organizations WHERE registration_number LIKE $1", tag+"-%"),
 		"/organizations", calls, acked)
 }
 
@@ -198,10 +201,19 @@ func misbehavingClients(t *testing.T) []call {
 	for range 8 {
 		wg.Go(func() { dribbleHeaders(stop) })
 	}
-	stalled := stall(c, "POST /organizations", "application/json", `{"name":"stalled","registration_number":"stalled",`, 200)
+	// The two stalls each wait for the server's deadline: side by side,
+	// on their own connections.
+	var stalled, slow answer
+	var stalls sync.WaitGroup
+	stalls.Go(func() {
+		stalled = stall(c, "POST /organizations", "application/json", `{"name":"stalled","registration_number":"stalled",`, 200)
+	})
+	stalls.Go(func() {
+		slow = stall(c, "POST /documents", "multipart/form-data; boundary=b",
+			"--b\r\nContent-Disposition: form-data; name=\"document_type\"\r\n\r\nr\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"slow.txt\"\r\n\r\n", 1<<20)
+	})
+	stalls.Wait()
 	expect(request{op: "JSON body that stalls", method: "POST", path: "/organizations"}, stalled, 408)
-	slow := stall(c, "POST /documents", "multipart/form-data; boundary=b",
-		"--b\r\nContent-Disposition: form-data; name=\"document_type\"\r\n\r\nr\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"slow.txt\"\r\n\r\n", 1<<20)
 	expect(request{op: "upload below the minimum rate", method: "POST", path: "/documents"}, slow, 408)
 	close(stop)
 	wg.Wait()

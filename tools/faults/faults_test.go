@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -317,39 +319,76 @@ func checkUnaffected(t *testing.T, op string, calls []call) string {
 // succeed again, with its key, until it does, as an integration would
 // (honouring Retry-After); the registry must answer each retry with the
 // first outcome or execute it once. It returns every acknowledged create.
+// Each create is retried on its own, one call at a time, as its client
+// would; different creates are retried side by side (concurrently).
 func retryKeyed(t *testing.T, c *client, calls []call) (acked []call, retried int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
+	var failed []call
 	for _, cl := range calls {
-		if !cl.create {
-			continue
-		}
-		if cl.ok() {
+		switch {
+		case !cl.create:
+		case cl.ok():
 			acked = append(acked, cl)
-			continue
+		case cl.key != "":
+			failed = append(failed, cl)
 		}
-		if cl.key == "" {
-			continue // its outcome stays unknown, as it would for a client
-		}
-		retried++
-		for {
-			a := c.do(context.Background(), cl.request)
-			if a.ok() {
-				acked = append(acked, call{cl.request, a})
-				break
-			}
-			if a.status != 0 && a.status != 409 && a.status != 503 {
-				t.Errorf("retrying %s %s with its key: %d", cl.method, cl.path, a.status)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("retrying %s %s with its key: still %d (%v) after 2 minutes", cl.method, cl.path, a.status, a.err)
-				break
-			}
-			time.Sleep(time.Second) // Retry-After is 1 s in every answer that carries it
+		// A create without a key that failed: its outcome stays
+		// unknown, as it would for a client.
+	}
+	answers := make([]answer, len(failed))
+	concurrently(len(failed), func(i int) { answers[i] = retryUntilDone(t, c, failed[i].request, deadline) })
+	for i, cl := range failed {
+		if answers[i].ok() {
+			acked = append(acked, call{cl.request, answers[i]})
 		}
 	}
-	return acked, retried
+	return acked, len(failed)
+}
+
+// retryUntilDone sends r with its key until it succeeds, fails for good,
+// or deadline passes, and returns its last answer.
+func retryUntilDone(t *testing.T, c *client, r request, deadline time.Time) answer {
+	for {
+		a := c.do(context.Background(), r)
+		if a.ok() {
+			return a
+		}
+		if a.status != 0 && a.status != 409 && a.status != 503 {
+			t.Errorf("retrying %s %s with its key: %d", r.method, r.path, a.status)
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("retrying %s %s with its key: still %d (%v) after 2 minutes", r.method, r.path, a.status, a.err)
+			return a
+		}
+		time.Sleep(time.Second) // Retry-After is 1 s in every answer that carries it
+	}
+}
+
+// checkWorkers is how many calls the checks after a fault make at once:
+// as many as the load's clients. Each check reads one item per call, and
+// would otherwise wait for each answer in turn.
+const checkWorkers = loadClients
+
+// concurrently calls do(i) for every i below n, from checkWorkers
+// goroutines. do may report with t.Errorf, never t.Fatal (which must be
+// called from the test's own goroutine).
+func concurrently(n int, do func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(checkWorkers, n) {
+		wg.Go(func() {
+			for i := range next {
+				do(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // itemPath is where an acknowledged create can be read.
@@ -359,62 +398,106 @@ func itemPath(c call) string { return c.path + "/" + c.id }
 // a lost write.
 func checkReadable(t *testing.T, c *client, acked []call) (lost int) {
 	t.Helper()
-	for _, a := range acked {
+	var missing atomic.Int64
+	concurrently(len(acked), func(i int) {
+		a := acked[i]
 		got := c.do(context.Background(), request{method: "GET", path: itemPath(a)})
 		if got.status != 200 {
-			lost++
+			missing.Add(1)
 			t.Errorf("acknowledged %s %s (%s) reads %d (%v)", a.method, a.path, a.id, got.status, got.err)
 		}
-	}
-	return lost
+	})
+	return int(missing.Load())
 }
 
 // checkCopies counts what each keyed create made: exactly one, however
-// often it was sent.
+// often it was sent. Documents are counted by their content's SHA-256 in
+// one query, the others through the API, by what identifies them.
 func checkCopies(t *testing.T, c *client, calls, acked []call) (duplicates int) {
 	t.Helper()
+	var uploads []string
 	for _, a := range acked {
-		if a.key == "" {
-			continue
-		}
-		var n int
-		switch a.path {
-		case "/organizations":
-			n = countList(t, c, "/organizations?registration_number="+url.QueryEscape(a.target))
-		case "/asset_types":
-			n = countList(t, c, "/asset_types/by_brand_and_model?brand=Fault&model="+url.QueryEscape(a.target))
-		case "/documents":
-			n = countRows(t, "SELECT count(*) FROM documents.documents WHERE sha256 = $1", a.target)
-		case "/assets":
-			n = countList(t, c, "/assets?serial_number="+url.QueryEscape(a.target))
-		case "/actions":
-			n = countList(t, c, "/actions?source_system=fault&source_reference="+url.QueryEscape(a.target))
-		}
-		if n != 1 {
-			duplicates += max(n-1, 0)
-			t.Errorf("%s with key %s made %d copies, want 1", a.path, a.key, n)
+		if a.key != "" && a.path == "/documents" {
+			uploads = append(uploads, a.target)
 		}
 	}
-	return duplicates
+	stored := documentsBySHA256(t, uploads)
+	var extra atomic.Int64
+	concurrently(len(acked), func(i int) {
+		a := acked[i]
+		if a.key == "" {
+			return
+		}
+		var n int
+		var err error
+		switch a.path {
+		case "/organizations":
+			n, err = countList(c, "/organizations?registration_number="+url.QueryEscape(a.target))
+		case "/asset_types":
+			n, err = countList(c, "/asset_types/by_brand_and_model?brand=Fault&model="+url.QueryEscape(a.target))
+		case "/documents":
+			n = stored[a.target]
+		case "/assets":
+			n, err = countList(c, "/assets?serial_number="+url.QueryEscape(a.target))
+		case "/actions":
+			n, err = countList(c, "/actions?source_system=fault&source_reference="+url.QueryEscape(a.target))
+		}
+		switch {
+		case err != nil:
+			t.Errorf("counting the copies of %s with key %s: %v", a.path, a.key, err)
+		case n != 1:
+			extra.Add(int64(max(n-1, 0)))
+			t.Errorf("%s with key %s made %d copies, want 1", a.path, a.key, n)
+		}
+	})
+	return int(extra.Load())
 }
 
-func countList(t *testing.T, c *client, path string) int {
+// documentsBySHA256 counts the document rows of each content hash.
+func documentsBySHA256(t *testing.T, hashes []string) map[string]int {
 	t.Helper()
-	req, err := http.NewRequest("GET", stack.RegistryURL+path, nil)
+	counts := map[string]int{}
+	if len(hashes) == 0 {
+		return counts
+	}
+	rows, err := admin(t).Query(t.Context(), "SELECT sha256, count(*) FROM documents.documents WHERE sha256 = ANY($1) GROUP BY sha256", hashes)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for rows.Next() {
+		var hash string
+		var n int
+		if err := rows.Scan(&hash, &n); err != nil {
+			t.Fatal(err)
+		}
+		counts[hash] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return counts
+}
+
+// countList counts the items of a list the API answers at path.
+func countList(c *client, path string) (int, error) {
+	req, err := http.NewRequest("GET", stack.RegistryURL+path, nil)
+	if err != nil {
+		return 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	var list []json.RawMessage
-	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&list) != nil {
-		t.Fatalf("%s: %d", path, resp.StatusCode)
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("%s: %d", path, resp.StatusCode)
 	}
-	return len(list)
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return len(list), nil
 }
 
 // failOpenCounted checks that the gateway counted the calls it let through

@@ -43,8 +43,8 @@ func countRows(t *testing.T, conn *pgx.Conn, query string, args ...any) int {
 	return n
 }
 
-// waitRecovered calls until a create, a read, a find, an upload and an
-// asset type all succeed, for 90 s at most.
+// waitRecovered calls until a create, a read, a find, an upload, an asset
+// type, an asset and an action on it all succeed, for 90 s at most.
 func waitRecovered(t *testing.T, c *client, tag string) bool {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
@@ -58,6 +58,10 @@ func waitRecovered(t *testing.T, c *client, tag string) bool {
 	return false
 }
 
+// probe makes one call of each kind the load makes. Its last, an action on
+// the asset it just created, makes the actions service ask the assets
+// service: the registry has not recovered while a peer breaker a fault
+// opened still refuses (the next fault's load would meet it).
 func probe(c *client, name string) bool {
 	ctx := context.Background()
 	org := c.do(ctx, orgCreate(name, "k-"+name))
@@ -69,13 +73,29 @@ func probe(c *client, name string) bool {
 		{method: "GET", path: "/organizations/" + org.id},
 		{method: "POST", path: "/organizations/find", body: body, contentType: "application/json"},
 		upload(name, "k-"+name, 1024),
-		{method: "POST", path: "/asset_types", body: []byte(`{"brand":"Probe","model":"` + name + `"}`), contentType: "application/json", key: "k-" + name},
 	} {
 		if !c.do(ctx, r).ok() {
 			return false
 		}
 	}
-	return true
+	created := func(path, key string, fields map[string]string) string {
+		body, _ := json.Marshal(fields)
+		a := c.do(ctx, request{method: "POST", path: path, body: body, contentType: "application/json", key: key, create: true})
+		if !a.ok() {
+			return ""
+		}
+		return a.id
+	}
+	assetType := created("/asset_types", "k-"+name, map[string]string{"brand": "Probe", "model": name})
+	if assetType == "" {
+		return false
+	}
+	asset := created("/assets", "k-asset-"+name, map[string]string{"serial_number": name, "asset_type_id": assetType})
+	if asset == "" {
+		return false
+	}
+	return created("/actions", "k-action-"+name, map[string]string{"asset_id": asset, "action_type": "repair", "performed_at": "2025-01-01",
+		"source_system": "probe", "source_reference": name}) != ""
 }
 
 // checkDocuments waits for the sweeper to have removed what failed

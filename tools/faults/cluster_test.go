@@ -85,7 +85,7 @@ type clusterRow struct {
 	fault      string
 	failover   time.Duration // until the cluster had a new primary or leader
 	writeGap   time.Duration // the longest time without an acknowledged write
-	recovered  time.Duration // until a create, read, find, upload and asset type all succeeded
+	recovered  time.Duration // until a create, read, find, upload, asset type, asset and action on it all succeeded
 	eventsBack time.Duration // until an event recorded after the fault was published
 	observed   string
 }
@@ -220,7 +220,7 @@ func printClusterReport() {
 			fmt.Printf("%s: %s\n", r.fault, r.observed)
 		}
 	}
-	fmt.Println("(times from the fault's start; recovered: a create, read, find, upload and asset type all answered 2xx, probed from the start)")
+	fmt.Println("(times from the fault's start; recovered: a create, read, find, upload, asset type, asset and action on it all answered 2xx, probed from the start)")
 }
 
 // NATS: the node leading the stream is lost.

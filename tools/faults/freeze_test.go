@@ -192,7 +192,7 @@ func freeze(t *testing.T, i int, name string) {
 		t.Errorf("%s answered the load again %s after SIGCONT (answered: %v), want within %s", name, fig.recoveredAfter, fig.answered, recoveryGoal)
 	}
 	if recovered && fig.allAfter > recoveryGoal {
-		t.Errorf("everything answered again (a create, read, find, upload and asset type) only %s after %s's SIGCONT, want within %s", fig.allAfter, name, recoveryGoal)
+		t.Errorf("everything answered again (a create, read, find, upload, asset type, asset and action on it) only %s after %s's SIGCONT, want within %s", fig.allAfter, name, recoveryGoal)
 	}
 	for _, named := range fig.readyz {
 		// The rate limiter is named truly when Redis answered it later

@@ -103,10 +103,6 @@ func run(m *testing.M) int {
 	}()
 	stack, creds = suite.Stack, suite.Creds
 	code := m.Run()
-	if err := checkStreamWhole(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "faults: events:", err)
-		code = max(code, 1)
-	}
 	printReport()
 	printWebhookReport()
 	printSetAsideReport()

@@ -3,7 +3,7 @@
 // holds a session advisory lock in the schema, on a connection of its own;
 // the others stand by, each waiting for the lock on one connection it
 // keeps, so a standby costs PostgreSQL a sleeping backend and one round
-// trip every Wait, not a connection opened and closed every poll.
+// trip a second, not a connection opened and closed every poll.
 //
 // A leader that is lost is replaced within its Silence (10 s by default),
 // whatever became of it. Its session runs with PostgreSQL's own limits on
@@ -158,10 +158,17 @@ func (l Lock) term(ctx context.Context, lead func(ctx context.Context, s *Sessio
 	return err
 }
 
+// standbyWait is the longest one statement of a standby waits for the
+// lock. A statement holds a snapshot while it waits, and an index built
+// CONCURRENTLY (a migration, in any schema of the database) waits for every
+// snapshot older than its own: with the silence (10 s) per statement, each
+// such index waited up to that long for each phase, for every standby.
+const standbyWait = time.Second
+
 // wait returns once the session holds the lock. While another session
-// holds it, it waits inside PostgreSQL (pg_advisory_lock), at most the
-// silence per statement, so that a standby whose own connection died
-// notices within about that.
+// holds it, it waits inside PostgreSQL (pg_advisory_lock), at most
+// standbyWait (or the silence, if shorter) per statement, which also bounds
+// how long a standby whose own connection died takes to notice.
 func (l Lock) wait(ctx context.Context, conn *pgx.Conn) error {
 	var held bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+key+`)`, l.Name+":").Scan(&held); err != nil {
@@ -173,7 +180,7 @@ func (l Lock) wait(ctx context.Context, conn *pgx.Conn) error {
 	if l.Standby != nil {
 		l.Standby()
 	}
-	wait := l.silence()
+	wait := min(l.silence(), standbyWait)
 	if _, err := conn.Exec(ctx, `SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)`,
 		fmt.Sprint(wait.Milliseconds()), fmt.Sprint((wait + time.Second).Milliseconds())); err != nil {
 		return fmt.Errorf("wait for the %s lock: %w", l.Name, err)

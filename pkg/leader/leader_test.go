@@ -133,7 +133,7 @@ func TestStandbyWaitsQuietlyOnOneConnection(t *testing.T) {
 	run(t, leader.Lock{Pool: replica(t, schema, "replica-b", ""), Name: "work", Silence: 2 * time.Second}, l.lead("b"))
 
 	seen := map[string]string{}
-	for range 30 { // three seconds: more than a standby's wait per statement (its silence, 2 s)
+	for range 30 { // three seconds: more than a standby's wait per statement (a second)
 		for id, wait := range sessions(t, observer, "replica-b") {
 			if _, ok := seen[id]; !ok || wait == "Lock" {
 				seen[id] = wait
@@ -153,6 +153,51 @@ func TestStandbyWaitsQuietlyOnOneConnection(t *testing.T) {
 	eventually(t, "b leads once a stopped", 30*time.Second, func() bool { return l.current() == "b" })
 	if l.leaders["a"] != 1 || l.leaders["b"] != 1 {
 		t.Errorf("terms led: %v, want one each", l.leaders)
+	}
+}
+
+// A standby's wait holds no index build back for long: the statement it
+// waits in holds a snapshot, which CREATE INDEX CONCURRENTLY (a migration
+// of any schema in the database) waits for. It waited for the whole of the
+// silence per statement (a minute here); now a statement waits a second.
+func TestStandbyHoldsNoIndexBuildBack(t *testing.T) {
+	schema := testkit.NewDatabaseSchema(t)
+	observer := replica(t, schema, "observer", "")
+	l := &leading{leaders: map[string]int{}}
+	run(t, leader.Lock{Pool: replica(t, schema, "leader", ""), Name: "work", Silence: time.Minute}, l.lead("leader"))
+	eventually(t, "the leader leads", 30*time.Second, func() bool { return l.current() == "leader" })
+	run(t, leader.Lock{Pool: replica(t, schema, "standby", ""), Name: "work", Silence: time.Minute}, l.lead("standby"))
+	eventually(t, "the standby waits for the lock", 30*time.Second, func() bool {
+		for _, wait := range sessions(t, observer, "standby") {
+			if wait == "Lock" {
+				return true
+			}
+		}
+		return false
+	})
+	ctx := t.Context()
+	if _, err := observer.Exec(ctx, `CREATE TABLE built (id int)`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := observer.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET statement_timeout = 0`); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY built_by_id ON built (id)`); err != nil {
+		t.Fatal(err)
+	}
+	// Far below the silence: the build did not wait for the standby's
+	// statement to run out (with several seconds for the machine's load).
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the index build took %s beside a waiting standby, whose silence is a minute", took)
+	}
+	if l.current() != "leader" || l.leaders["standby"] != 0 {
+		t.Errorf("terms led: %v, want the leader's only", l.leaders)
 	}
 }
 

@@ -126,7 +126,15 @@ func (v *validity) check(ctx context.Context, key string, generation *int64) err
 	}
 	lowest, listed := (*v.list.Load())[key]
 	if !listed && generation != nil && *generation > v.reached.Load() {
-		lowest, listed = v.readEarly(ctx, key, *generation)
+		var err error
+		if lowest, listed, err = v.readEarly(ctx, key, *generation); err != nil {
+			// Newer than the list, or of a deleted client: only the list
+			// read again can tell, so the caller may try again (a 503),
+			// as when the list is too old; a 401 would tell a new
+			// integration its good token was revoked.
+			return unavailable(fmt.Errorf("token validity list %s: %w", v.url, err),
+				"the token validity list of the issuer could not be read for a token newer than the list")
+		}
 	}
 	switch {
 	case !listed:
@@ -143,18 +151,19 @@ func (v *validity) check(ctx context.Context, key string, generation *int64) err
 
 // readEarly reads the list ahead of the poll, for a token of generation,
 // unless a read since has reached it, and looks key up in it.
-func (v *validity) readEarly(ctx context.Context, key string, generation int64) (int64, bool) {
+func (v *validity) readEarly(ctx context.Context, key string, generation int64) (int64, bool, error) {
 	v.early.Lock()
 	defer v.early.Unlock()
 	if generation > v.reached.Load() {
 		// A failure leaves the list as it was (the poll reports it), and
 		// the generation unreached: the next token of it reads again.
-		if err := v.fetch(ctx); err == nil {
-			v.reach(generation)
+		if err := v.fetch(ctx); err != nil {
+			return 0, false, err
 		}
+		v.reach(generation)
 	}
 	lowest, listed := (*v.list.Load())[key]
-	return lowest, listed
+	return lowest, listed, nil
 }
 
 // reach raises reached to generation.

@@ -151,6 +151,32 @@ func TestTokenOfANewClientReadsTheListEarly(t *testing.T) {
 	}
 }
 
+// A token newer than the list while the list cannot be read is neither
+// good nor revoked as far as the verifier knows: it is refused with
+// ErrUnavailable (a 503: try again), not as revoked, and stands once the
+// list, read again, names its client.
+func TestTokenOfANewClientWhileTheListCannotBeRead(t *testing.T) {
+	iss := testkit.NewIssuer(t, audience)
+	iss.PublishValidity(map[string]int64{"client-1": 4})
+	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
+	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute // no background read during this test
+	v := following(t, cfg)
+	if _, err := v.Verify(t.Context(), iss.Sign(t, testkit.Generation(iss.Claims("client-1", auth.ScopeRead), 4))); err != nil {
+		t.Fatal(err) // the keys and the list read once
+	}
+	token := iss.Sign(t, testkit.Generation(iss.Claims("new-client", auth.ScopeRead), 7))
+
+	iss.PublishValidity(map[string]int64{"client-1": 4, "new-client": 7})
+	iss.ValidityDown(true)
+	if _, err := v.Verify(t.Context(), token); !errors.Is(err, auth.ErrUnavailable) || errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("the list unreadable: err = %v, want unavailable, not invalid", err)
+	}
+	iss.ValidityDown(false)
+	if _, err := v.Verify(t.Context(), token); err != nil {
+		t.Errorf("the list readable again: %v, want the token to stand", err)
+	}
+}
+
 // While the list cannot be read, the last one is used until it is
 // oidc.token-validity-max-age old; then every token is refused with
 // ErrUnavailable (a 503, not a 401: the token may be good) and the

@@ -30,7 +30,15 @@ var RevocationRow = Row{Name: RevocationRowName, Via: "gateway", MinWindow: 5 * 
 				if err != nil {
 					return err
 				}
-				if status, err := e.getWith(ctx, token); err != nil || status != http.StatusOK {
+				// The client is newer than the gateway's token validity
+				// list: its first call makes the gateway read the list, and
+				// a read that fails is a 503 to try again, as a client would.
+				status, err := e.getWith(ctx, token)
+				for try := 1; err == nil && status == http.StatusServiceUnavailable && try < 5; try++ {
+					time.Sleep(200 * time.Millisecond)
+					status, err = e.getWith(ctx, token)
+				}
+				if err != nil || status != http.StatusOK {
 					return fmt.Errorf("the fresh token: %d %v", status, err)
 				}
 				mu.Lock()

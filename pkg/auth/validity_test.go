@@ -23,6 +23,16 @@ func following(t *testing.T, cfg auth.Config) *auth.Verifier {
 	return v
 }
 
+// followingUnpolled is a verifier of iss that reads the token validity
+// list only when a test makes it: its background read comes after a
+// minute, and the list it read stays usable for two.
+func followingUnpolled(t *testing.T, iss *testkit.Issuer) *auth.Verifier {
+	t.Helper()
+	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
+	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute
+	return following(t, cfg)
+}
+
 // With an issuer that publishes a token validity list, a token stands only
 // while its client is listed and its generation is at least the listed
 // one.
@@ -113,9 +123,7 @@ func TestRevokedTokenLeavesTheCache(t *testing.T) {
 func TestTokenOfANewClientReadsTheListEarly(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 4})
-	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
-	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute // no background read during this test
-	v := following(t, cfg)
+	v := followingUnpolled(t, iss)
 	token := func(sub string, generation int64) string {
 		return iss.Sign(t, testkit.Generation(iss.Claims(sub, auth.ScopeRead), generation))
 	}
@@ -158,9 +166,7 @@ func TestTokenOfANewClientReadsTheListEarly(t *testing.T) {
 func TestTokenOfANewClientWhileTheListCannotBeRead(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 4})
-	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
-	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute // no background read during this test
-	v := following(t, cfg)
+	v := followingUnpolled(t, iss)
 	if _, err := v.Verify(t.Context(), iss.Sign(t, testkit.Generation(iss.Claims("client-1", auth.ScopeRead), 4))); err != nil {
 		t.Fatal(err) // the keys and the list read once
 	}
@@ -184,9 +190,7 @@ func TestTokenOfANewClientWhileTheListCannotBeRead(t *testing.T) {
 func TestTokenValidityListUnreachable(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 1})
-	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
-	cfg.TokenValidityInterval, cfg.TokenValidityMaxAge = time.Minute, 2*time.Minute // no background read during this test
-	v := following(t, cfg)
+	v := followingUnpolled(t, iss)
 	start := time.Now()
 	var now atomic.Pointer[time.Time]
 	now.Store(&start)

@@ -1,9 +1,10 @@
 // Package leader runs work in one replica at a time: the outbox relay, the
 // events consumer, the maintenance of a schema. The replica that leads
 // holds a session advisory lock in the schema, on a connection of its own;
-// the others stand by, each waiting for the lock on one connection it
-// keeps, so a standby costs PostgreSQL a sleeping backend and one round
-// trip a second, not a connection opened and closed every poll.
+// the others stand by, each asking for the lock four times a second on one
+// connection it keeps, so a standby costs PostgreSQL an idle backend and a
+// statement that answers at once, not a connection opened and closed every
+// poll.
 //
 // A leader that is lost is replaced within its Silence (10 s by default),
 // whatever became of it. Its session runs with PostgreSQL's own limits on
@@ -13,9 +14,9 @@
 // none). So PostgreSQL itself ends the session of a leader that stopped
 // talking (a process frozen by SIGSTOP or a debugger, a node lost with its
 // network, a process stuck without CPU), which releases the lock, and a
-// standby waiting in pg_advisory_lock gets it at once. TCP keepalives would
-// not do: the kernel of a frozen process still answers them, and they
-// notice a lost node only after minutes. A lease table would need a write
+// standby takes it at its next poll. TCP keepalives would not do: the
+// kernel of a frozen process still answers them, and they notice a lost
+// node only after minutes. A lease table would need a write
 // per renewal and a fencing check per step, where the session is already
 // the lease and PostgreSQL already ends it.
 //
@@ -36,7 +37,6 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -133,12 +133,10 @@ func (l Lock) term(ctx context.Context, lead func(ctx context.Context, s *Sessio
 	}
 	silence := l.silence()
 	ms := fmt.Sprint(silence.Milliseconds())
-	// The wait's own limits give way to the pool's, and PostgreSQL ends
-	// the session once the leader has been silent for silence, in or out
-	// of a transaction, or once what it sent the leader has gone
-	// unacknowledged that long.
-	if _, err := conn.Exec(ctx, `RESET lock_timeout; RESET statement_timeout;
-		SET idle_session_timeout = `+ms+`; SET idle_in_transaction_session_timeout = `+ms+`; SET tcp_user_timeout = `+ms); err != nil {
+	// PostgreSQL ends the session once the leader has been silent for
+	// silence, in or out of a transaction, or once what it sent the leader
+	// has gone unacknowledged that long.
+	if _, err := conn.Exec(ctx, `SET idle_session_timeout = `+ms+`; SET idle_in_transaction_session_timeout = `+ms+`; SET tcp_user_timeout = `+ms); err != nil {
 		return fmt.Errorf("set the leader's limits: %w", err)
 	}
 	schema := l.schema()
@@ -158,44 +156,39 @@ func (l Lock) term(ctx context.Context, lead func(ctx context.Context, s *Sessio
 	return err
 }
 
-// standbyWait is the longest one statement of a standby waits for the
-// lock. A statement holds a snapshot while it waits, and an index built
-// CONCURRENTLY (a migration, in any schema of the database) waits for every
-// snapshot older than its own: with the silence (10 s) per statement, each
-// such index waited up to that long for each phase, for every standby.
-const standbyWait = time.Second
+// standbyPoll is how often a standby asks for the lock. It asks with
+// pg_try_advisory_lock, which answers at once, rather than waiting inside
+// pg_advisory_lock: a waiting statement holds a snapshot, which every index
+// built CONCURRENTLY (a migration, in any schema of the database) waits for,
+// and a wait cut short by lock_timeout ends in an ERROR that PostgreSQL
+// writes to its log (a line a second for every standby of every job). A
+// released lock is taken within a poll, beside the silence that a lost
+// leader's release waits for.
+const standbyPoll = 250 * time.Millisecond
 
-// wait returns once the session holds the lock. While another session
-// holds it, it waits inside PostgreSQL (pg_advisory_lock), at most
-// standbyWait (or the silence, if shorter) per statement, which also bounds
-// how long a standby whose own connection died takes to notice.
+// wait returns once the session holds the lock, asking every standbyPoll.
+// Each answer is awaited at most the silence, which bounds how long a
+// standby whose own connection died takes to notice.
 func (l Lock) wait(ctx context.Context, conn *pgx.Conn) error {
-	var held bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+key+`)`, l.Name+":").Scan(&held); err != nil {
-		return fmt.Errorf("take the %s lock: %w", l.Name, err)
-	}
-	if held {
-		return nil
-	}
-	if l.Standby != nil {
-		l.Standby()
-	}
-	wait := min(l.silence(), standbyWait)
-	if _, err := conn.Exec(ctx, `SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)`,
-		fmt.Sprint(wait.Milliseconds()), fmt.Sprint((wait + time.Second).Milliseconds())); err != nil {
-		return fmt.Errorf("wait for the %s lock: %w", l.Name, err)
-	}
-	for {
-		wctx, cancel := context.WithTimeout(ctx, wait+5*time.Second)
-		_, err := conn.Exec(wctx, `SELECT pg_advisory_lock(`+key+`)`, l.Name+":")
+	poll := time.NewTicker(standbyPoll)
+	defer poll.Stop()
+	for asked := 0; ; asked++ {
+		actx, cancel := context.WithTimeout(ctx, l.silence())
+		var held bool
+		err := conn.QueryRow(actx, `SELECT pg_try_advisory_lock(`+key+`)`, l.Name+":").Scan(&held)
 		cancel()
-		var pgErr *pgconn.PgError
 		switch {
-		case err == nil:
+		case err != nil:
+			return fmt.Errorf("take the %s lock: %w", l.Name, err)
+		case held:
 			return nil
-		case errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available: still held; wait again
-		default:
-			return fmt.Errorf("wait for the %s lock: %w", l.Name, err)
+		case asked == 0 && l.Standby != nil:
+			l.Standby()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-poll.C:
 		}
 	}
 }

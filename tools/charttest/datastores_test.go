@@ -61,6 +61,12 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 			t.Errorf("no login role %s among the Cluster's managed roles", owner)
 		}
 	}
+	// values-prod.yaml gives each instance 16Gi.
+	for name, want := range map[string]string{"shared_buffers": "4096MB", "effective_cache_size": "12288MB"} {
+		if got := Get(pg, "spec", "postgresql", "parameters", name); got != want {
+			t.Errorf("%s = %v, want %s: sized from the instance's 16Gi", name, got, want)
+		}
+	}
 	pooler := find(docs, "Pooler", "registry-pg-pooler-rw")
 	if pooler == nil {
 		t.Fatal("no Pooler for request traffic")
@@ -163,6 +169,36 @@ const natsValues = "charts/registry/nats-values-prod.yaml"
 // file storage, spread over nodes and zones with one down at a time, and
 // the registry's user whose password is the one in the Secret the
 // services read.
+// PostgreSQL's memory settings follow datastores.postgres.memory, and what
+// datastores.postgres.parameters says wins over them.
+func TestPostgresSizedFromItsMemory(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		sets              []string
+		shared, cacheSize string
+	}{
+		{"Mi", []string{"datastores.postgres.memory=3000Mi"}, "750MB", "2250MB"},
+		{"Gi", []string{"datastores.postgres.memory=8Gi"}, "2048MB", "6144MB"},
+		{"parameters win", []string{"datastores.postgres.memory=8Gi", "datastores.postgres.parameters.shared_buffers=1GB"}, "1GB", "6144MB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pg := find(render(t, "prod", c.sets...), "Cluster", "registry-pg")
+			if pg == nil {
+				t.Fatal("no CloudNativePG Cluster registry-pg")
+			}
+			for name, want := range map[string]string{"shared_buffers": c.shared, "effective_cache_size": c.cacheSize} {
+				if got := Get(pg, "spec", "postgresql", "parameters", name); got != want {
+					t.Errorf("%s = %v, want %s", name, got, want)
+				}
+			}
+		})
+	}
+	w := workspace(t)
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")}, "datastores.postgres.memory=8G"); err == nil {
+		t.Error("memory 8G (not Mi or Gi) rendered; it should be refused")
+	}
+}
+
 func TestNatsValuesMatchTheRegistry(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, natsValues))
 	if err != nil {

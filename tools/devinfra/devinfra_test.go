@@ -166,6 +166,24 @@ func TestFreePort(t *testing.T) {
 	l.Close()
 }
 
+// REGISTRY_PG_SETTINGS gives a server more settings (make bench with an
+// installation's shared_buffers). Not parallel: it sets the environment.
+func TestPostgresTakesSettingsFromTheEnvironment(t *testing.T) {
+	t.Setenv("REGISTRY_PG_SETTINGS", "work_mem=7MB  shared_buffers=48MB")
+	pg := startTestPostgres(t, PostgresOptions{DataDir: filepath.Join(serverTempDir(t), "pgdata"), Ephemeral: true})
+	conn := connectPostgres(t, pg.URL)
+	defer conn.Close(context.Background())
+	for setting, want := range map[string]string{"work_mem": "7MB", "shared_buffers": "48MB", "max_connections": "200"} {
+		var got string
+		if err := conn.QueryRow(context.Background(), "SELECT current_setting($1)", setting).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s = %q, want %q", setting, got, want)
+		}
+	}
+}
+
 func TestPostgresKeepsDataAcrossRestart(t *testing.T) {
 	t.Parallel()
 	dataDir := filepath.Join(serverTempDir(t), "pgdata")

@@ -219,6 +219,12 @@ func (p *Postgres) launch(ctx context.Context, port int) (*Postgres, error) {
 	for _, setting := range p.settings {
 		args = append(args, "-c", setting)
 	}
+	// For measuring the server as an installation configures it (make
+	// bench with production's shared_buffers): more -c settings, given as
+	// name=value separated by spaces; the last of a name wins.
+	for _, setting := range strings.Fields(os.Getenv("REGISTRY_PG_SETTINGS")) {
+		args = append(args, "-c", setting)
+	}
 	if os.Getenv("REGISTRY_PG_STAT_STATEMENTS") != "" {
 		// For finding which statements cost the server its CPU: the
 		// bench creates the extension and prints the server's URL.

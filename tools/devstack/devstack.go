@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -654,6 +655,10 @@ func DropDatabase(ctx context.Context, serverURL, name string) error {
 // settings of others (the identity provider's in every service's, the
 // services' in the gateway's); FreePort keeps them from every other
 // process's FreePort meanwhile, so another test's server cannot take one.
+//
+// A port given (make run's) must be free: a registry process of another
+// stack on it would answer this one's readiness check, and the stack would
+// come up with a process of its own that had exited on a taken port.
 func resolvePorts(given Ports) (Ports, error) {
 	p := Ports{}
 	for name, port := range given {
@@ -661,7 +666,10 @@ func resolvePorts(given Ports) (Ports, error) {
 	}
 	for _, d := range catalog.Deployables() {
 		for _, name := range []string{d.Name, metricsPort(d.Name)} {
-			if p[name] != 0 {
+			if port := p[name]; port != 0 {
+				if err := portFree(port); err != nil {
+					return p, fmt.Errorf("%s's port %d is taken (is another make run up?): %w", name, port, err)
+				}
 				continue
 			}
 			free, err := devinfra.FreePort()
@@ -672,6 +680,15 @@ func resolvePorts(given Ports) (Ports, error) {
 		}
 	}
 	return p, nil
+}
+
+// portFree says whether a server can listen on port on loopback now.
+func portFree(port int) error {
+	l, err := net.Listen("tcp", loopback(port))
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -156,7 +156,7 @@ func (st *Store) proofNodes(ctx context.Context, q store.Querier) readNodes {
 			missing[id] = need
 		}
 		if len(missing) > 0 {
-			read, err := completeTiles(missing, func(ids []tileID) (tileSet, error) { return readTiles(ctx, q, ids) })
+			read, err := completeTiles(missing, func(ids []tileID) (tileSet, error) { return st.reads.read(ctx, q, ids) })
 			if err != nil {
 				return nil, err
 			}

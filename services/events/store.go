@@ -21,14 +21,15 @@ import (
 // deliveries, in schema events.
 type Store struct {
 	s     *store.Store
-	tree  treeCache // the log's tree as this process last appended to it
-	tiles tileCache // the log's tiles this process read or wrote, for proofs
-	nodes nodeCache // the log's upper nodes this process hashed, for proofs
+	tree  treeCache  // the log's tree as this process last appended to it
+	tiles tileCache  // the log's tiles this process read or wrote, for proofs
+	nodes nodeCache  // the log's upper nodes this process hashed, for proofs
+	reads *tileReads // the proofs' reads of tiles, coalesced
 }
 
 // NewStore returns the store over s.
 func NewStore(s *store.Store) *Store {
-	return &Store{s: s, tiles: newTileCache(), nodes: newNodeCache()}
+	return &Store{s: s, tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{}}
 }
 
 // Incoming is one event read from the stream: its parsed envelope and the

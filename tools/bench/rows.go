@@ -307,7 +307,7 @@ func AllRows() []Row {
 		rows = append(rows, c.Rows()...)
 	}
 	rows = append(rows, RateLimitRows...)
-	return append(rows, LargeUploadRow, Token, EventsOff, ReadersStopped, RelayRow, WebhookRow, WebhookBesideHangingRow, ConsumerRow, LargePagesRow, FlowRow, InclusionRow, StoreRow, AppendRow, UnloggedStoreRow,
+	return append(rows, LargeUploadRow, Token, EventsOff, ReadersStopped, RelayRow, WebhookRow, WebhookBesideHangingRow, ConsumerRow, LargePagesRow, FlowRow, InclusionRow, StoreRow, UnloggedStoreRow, AppendRow,
 		RevocationRow)
 }
 

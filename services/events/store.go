@@ -29,7 +29,7 @@ type Store struct {
 
 // NewStore returns the store over s.
 func NewStore(s *store.Store) *Store {
-	return &Store{s: s, tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{}}
+	return &Store{s: s, tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{pool: s.Pool}}
 }
 
 // Incoming is one event read from the stream: its parsed envelope and the

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -19,6 +17,7 @@ import (
 // A read asked while none is in flight goes at once, so a proof alone waits
 // for nothing.
 type tileReads struct {
+	pool    store.Querier // the reads that coalesce are the pool's
 	mu      sync.Mutex
 	running bool
 	queue   []*tileRead
@@ -28,7 +27,6 @@ type tileReads struct {
 
 // tileRead is one caller's read, answered when done is closed.
 type tileRead struct {
-	q    store.Querier
 	ids  []tileID
 	got  tileSet
 	err  error
@@ -36,14 +34,15 @@ type tileRead struct {
 }
 
 // read returns the stored tiles ids (a tile not stored is left out) as read
-// with q at or after the call. Reads in a transaction go alone: what the
-// transaction wrote is not for others to see.
+// with q at or after the call. Reads with another querier than the pool (a
+// transaction) go alone: what the transaction wrote is not for others to
+// see.
 func (r *tileReads) read(ctx context.Context, q store.Querier, ids []tileID) (tileSet, error) {
-	if _, inTx := q.(pgx.Tx); inTx {
+	if q != r.pool {
 		r.statements.Add(1)
 		return readTiles(ctx, q, ids)
 	}
-	want := &tileRead{q: q, ids: ids, done: make(chan struct{})}
+	want := &tileRead{ids: ids, done: make(chan struct{})}
 	r.mu.Lock()
 	r.queue = append(r.queue, want)
 	if !r.running {
@@ -62,7 +61,7 @@ func (r *tileReads) read(ctx context.Context, q store.Querier, ids []tileID) (ti
 	}
 }
 
-// run reads what is queued, one statement per querier, until nothing is.
+// run reads what is queued, one statement at a time, until nothing is.
 func (r *tileReads) run(ctx context.Context) {
 	for {
 		r.mu.Lock()
@@ -74,18 +73,12 @@ func (r *tileReads) run(ctx context.Context) {
 			return
 		}
 		r.mu.Unlock()
-		byQuerier := map[store.Querier][]*tileRead{}
-		for _, want := range queued {
-			byQuerier[want.q] = append(byQuerier[want.q], want)
-		}
-		for q, wants := range byQuerier {
-			r.answer(ctx, q, wants)
-		}
+		r.answer(ctx, queued)
 	}
 }
 
 // answer reads the tiles wants ask for, each once, and hands each its own.
-func (r *tileReads) answer(ctx context.Context, q store.Querier, wants []*tileRead) {
+func (r *tileReads) answer(ctx context.Context, wants []*tileRead) {
 	seen := map[tileID]bool{}
 	var ids []tileID
 	for _, want := range wants {
@@ -97,7 +90,7 @@ func (r *tileReads) answer(ctx context.Context, q store.Querier, wants []*tileRe
 		}
 	}
 	r.statements.Add(1)
-	read, err := readTiles(ctx, q, ids)
+	read, err := readTiles(ctx, r.pool, ids)
 	for _, want := range wants {
 		if err != nil {
 			want.err = err

@@ -45,9 +45,7 @@ func FreePort() (int, error) {
 		if !reserveAcrossProcesses(port) {
 			continue // another process's FreePort holds it, maybe not bound yet
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			l.Close()
+		if PortFree(port) == nil {
 			return port, nil
 		}
 	}
@@ -57,6 +55,16 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// PortFree says whether a server can listen on port on loopback now (nil)
+// or why not.
+func PortFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 // handedOut are the ports FreePort has returned in this process: a stack

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -667,7 +666,7 @@ func resolvePorts(given Ports) (Ports, error) {
 	for _, d := range catalog.Deployables() {
 		for _, name := range []string{d.Name, metricsPort(d.Name)} {
 			if port := p[name]; port != 0 {
-				if err := portFree(port); err != nil {
+				if err := devinfra.PortFree(port); err != nil {
 					return p, fmt.Errorf("%s's port %d is taken (is another make run up?): %w", name, port, err)
 				}
 				continue
@@ -680,15 +679,6 @@ func resolvePorts(given Ports) (Ports, error) {
 		}
 	}
 	return p, nil
-}
-
-// portFree says whether a server can listen on port on loopback now.
-func portFree(port int) error {
-	l, err := net.Listen("tcp", loopback(port))
-	if err != nil {
-		return err
-	}
-	return l.Close()
 }
 
 func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -267,21 +267,35 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	res := newResults(o, rows, started)
 	for round := range o.Rounds {
 		for i, r := range rows {
+			partner := slices.IndexFunc(rows, func(p Row) bool { return p.Name == r.Paired })
+			if slices.ContainsFunc(rows[:i], func(p Row) bool { return p.Paired == r.Name }) {
+				continue // measured with the row that names it
+			}
 			// A round of a full run outlasts an access token (15 min):
 			// each row starts with a fresh one.
 			if err := env.refreshToken(ctx); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(o.Progress, "round %d/%d  %2d/%d  %s ", round+1, o.Rounds, i+1, len(rows), pad(r.Name, 46))
-			s := env.measureRow(ctx, o, r, ops[i], uint64(round*1000+i), fmt.Sprintf("r%d-%d", round+1, i+1), filepath.Join(o.OutDir, "profiles"), o.Profile && round == o.Rounds-1)
-			res.add(i, s)
-			fmt.Fprintf(o.Progress, "%8s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors", rate(s.PerSec), ms(s.P50), ms(s.P99), s.Errors)
-			if s.QuietAfterS >= 1 {
-				fmt.Fprintf(o.Progress, "  (began after %.0f s of catch-up)", s.QuietAfterS)
+			measured, measuredOps := []int{i}, []Op{ops[i]}
+			if partner >= 0 {
+				measured, measuredOps = append(measured, partner), append(measuredOps, ops[partner])
 			}
-			fmt.Fprintln(o.Progress)
-			if s.FirstError != "" {
-				fmt.Fprintf(o.Progress, "    first error: %s\n", s.FirstError)
+			fmt.Fprintf(o.Progress, "round %d/%d  %2d/%d  %s ", round+1, o.Rounds, i+1, len(rows), pad(r.Name, 46))
+			samples := env.measureRows(ctx, o, pick(rows, measured), measuredOps, uint64(round*1000+i), fmt.Sprintf("r%d-%d", round+1, i+1),
+				filepath.Join(o.OutDir, "profiles"), o.Profile && round == o.Rounds-1)
+			for k, s := range samples {
+				if k > 0 {
+					fmt.Fprintf(o.Progress, "             in turns with %s ", pad(rows[measured[k]].Name, 46))
+				}
+				res.add(measured[k], s)
+				fmt.Fprintf(o.Progress, "%8s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors", rate(s.PerSec), ms(s.P50), ms(s.P99), s.Errors)
+				if s.QuietAfterS >= 1 && k == 0 {
+					fmt.Fprintf(o.Progress, "  (began after %.0f s of catch-up)", s.QuietAfterS)
+				}
+				fmt.Fprintln(o.Progress)
+				if s.FirstError != "" {
+					fmt.Fprintf(o.Progress, "    first error: %s\n", s.FirstError)
+				}
 			}
 		}
 	}
@@ -352,6 +366,10 @@ func selectRows(all []Row, match *regexp.Regexp) []Row {
 		for _, r := range all {
 			if r.Name == name {
 				want(r.Limit)
+				want(r.Paired)
+			}
+			if r.Paired == name {
+				want(r.Name)
 			}
 		}
 	}
@@ -361,6 +379,15 @@ func selectRows(all []Row, match *regexp.Regexp) []Row {
 		}
 	}
 	return slices.DeleteFunc(slices.Clone(all), func(r Row) bool { return !keep[r.Name] })
+}
+
+// pick is the rows at the given indexes.
+func pick(rows []Row, at []int) []Row {
+	picked := make([]Row, len(at))
+	for k, i := range at {
+		picked[k] = rows[i]
+	}
+	return picked
 }
 
 // start brings up the stack, the reference pieces and the seed data.

@@ -111,7 +111,7 @@ func TestQuickRun(t *testing.T) {
 }
 
 func TestSelectRowsKeepsLimits(t *testing.T) {
-	all := []Row{{Name: "a"}, {Name: "b", Limit: "a"}, {Name: "c", Limit: "b"}, {Name: "d"}}
+	all := []Row{{Name: "a"}, {Name: "b", Limit: "a"}, {Name: "c", Limit: "b"}, {Name: "d"}, {Name: "e", Paired: "f"}, {Name: "f"}}
 	tests := []struct {
 		match string
 		want  []string
@@ -119,6 +119,8 @@ func TestSelectRowsKeepsLimits(t *testing.T) {
 		{"^c$", []string{"a", "b", "c"}},
 		{"^b$", []string{"a", "b"}},
 		{"^d$", []string{"d"}},
+		{"^e$", []string{"e", "f"}},
+		{"^f$", []string{"e", "f"}},
 		{"x", nil},
 	}
 	for _, tt := range tests {
@@ -143,6 +145,18 @@ func TestRowNamesAreUniqueAndLimitsExist(t *testing.T) {
 	for _, r := range AllRows() {
 		if r.Limit != "" && !seen[r.Limit] {
 			t.Errorf("%s: limit %q is no row", r.Name, r.Limit)
+		}
+	}
+	// A pair is measured from its first row, which names the second; the
+	// second names none and comes later (Run skips it there).
+	rows := AllRows()
+	for i, r := range rows {
+		if r.Paired == "" {
+			continue
+		}
+		at := slices.IndexFunc(rows, func(p Row) bool { return p.Name == r.Paired })
+		if at <= i || rows[at].Paired != "" || r.Once || rows[at].Once {
+			t.Errorf("%s: paired with %q, which must be a later row of its own, measured in a window", r.Name, r.Paired)
 		}
 	}
 	for _, g := range Goals {
@@ -313,5 +327,25 @@ func TestDatastoreSecondsCountsOnlyTheRunsOwn(t *testing.T) {
 	}
 	if slices.Contains(pids, other) {
 		t.Errorf("another's nats-server (pid %d) is counted: %v", other, pids)
+	}
+}
+
+// The store rows measure the consumer storing new events: a batch whose
+// ids an earlier row or round stored is left out as a redelivery, and
+// measures nothing. The same worker number and call count recur in every
+// row and round.
+func TestStoreBatchesNeverRepeatAnID(t *testing.T) {
+	seen := map[string]bool{}
+	for round := range 3 {
+		w := &Worker{ID: 3, N: 0, Tag: fmt.Sprintf("r%d-1-3", round)}
+		for _, in := range benchBatch(w) {
+			if seen[in.Event.ID] {
+				t.Fatalf("round %d repeats event id %s", round, in.Event.ID)
+			}
+			seen[in.Event.ID] = true
+		}
+	}
+	if len(seen) != 3*storeBatch {
+		t.Fatalf("%d ids in three batches of %d", len(seen), storeBatch)
 	}
 }

@@ -63,6 +63,13 @@ const (
 // in the warm-up still counts where it ends). seed makes each worker's
 // random choices repeatable.
 func Measure(ctx context.Context, l Load, op Op, seed uint64, tag string) Sample {
+	hist, s := measure(ctx, l, op, seed, tag)
+	return summarize(hist, s)
+}
+
+// measure is Measure with its latencies left as a histogram, and the
+// sample without the figures taken from it (summarize).
+func measure(ctx context.Context, l Load, op Op, seed uint64, tag string) (*hdrhistogram.Histogram, Sample) {
 	results := make([]workerResult, l.Concurrency)
 	start := time.Now()
 	measureFrom := start.Add(l.Warmup)
@@ -115,11 +122,16 @@ func Measure(ctx context.Context, l Load, op Op, seed uint64, tag string) Sample
 			s.FirstError = r.firstErr.Error()
 		}
 	}
-	s.Requests = int(total.TotalCount())
-	s.PerSec = float64(total.TotalCount()) / s.Seconds
-	s.P50 = time.Duration(total.ValueAtQuantile(50))
-	s.P99 = time.Duration(total.ValueAtQuantile(99))
-	s.Max = time.Duration(total.Max())
+	return total, s
+}
+
+// summarize completes s with the figures of its calls' latencies.
+func summarize(latencies *hdrhistogram.Histogram, s Sample) Sample {
+	s.Requests = int(latencies.TotalCount())
+	s.PerSec = float64(s.Requests) / s.Seconds
+	s.P50 = time.Duration(latencies.ValueAtQuantile(50))
+	s.P99 = time.Duration(latencies.ValueAtQuantile(99))
+	s.Max = time.Duration(latencies.Max())
 	return s
 }
 

@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // RowSample is a Sample with what the processes reported around it.
@@ -53,14 +56,31 @@ type RowSample struct {
 }
 
 // recountWindow is the longest window a row that counted no call in its
-// window is measured again with (measureRow).
+// window is measured again with (measureRows).
 const recountWindow = 5 * time.Second
 
-func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint64, tag, profileDir string, profile bool) RowSample {
-	if r.Before != nil {
-		if err := r.Before(ctx, e); err != nil {
-			return RowSample{Sample: Sample{Errors: 1, FirstError: "before the row: " + err.Error()}}
+// measureRows measures a row alone, or a row and its Paired partner in
+// turns (measureInTurn); it gives a sample for each row it was given.
+func (e *Env) measureRows(ctx context.Context, o Options, rows []Row, ops []Op, seed uint64, tag, profileDir string, profile bool) []RowSample {
+	samples := make([]RowSample, len(rows))
+	failed := func(err error) []RowSample {
+		for i := range samples {
+			samples[i] = RowSample{Sample: Sample{Errors: 1, FirstError: "before the row: " + err.Error()}}
 		}
+		return samples
+	}
+	prepare := func() error {
+		for _, r := range rows {
+			if r.Before != nil {
+				if err := r.Before(ctx, e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := prepare(); err != nil {
+		return failed(err)
 	}
 	quietAfter := e.waitQuiet(ctx)
 	before, failOpenBefore := e.cacheCounts(ctx)
@@ -68,47 +88,68 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 	sampler := e.sampleRSS()
 	var profiled sync.WaitGroup
 	if profile {
-		dir := filepath.Join(profileDir, slug(r.Name))
+		dir := filepath.Join(profileDir, slug(rows[0].Name))
 		profiled.Go(func() { e.profile(ctx, dir, o.Load) })
 	}
-	var s RowSample
-	if r.Once {
-		s.Sample = MeasureOnce(ctx, op, tag)
+	if rows[0].Once {
+		samples[0].Sample = MeasureOnce(ctx, ops[0], tag)
 	} else {
 		load := o.Load
-		load.Duration, load.Warmup = max(load.Duration, r.MinWindow), max(load.Warmup, r.MinWindow/4)
+		for _, r := range rows {
+			load.Duration, load.Warmup = max(load.Duration, r.MinWindow), max(load.Warmup, r.MinWindow/4)
+		}
 		for {
-			window := e.cpuDuring(time.Now().Add(load.Warmup), load.Duration)
-			s.Sample = Measure(ctx, load, op, seed, tag)
-			s.CPUPerRequestMs = perRequest(window(), s.Requests)
+			for i, m := range e.measureInTurn(ctx, load, ops, seed, tag) {
+				samples[i].Sample, samples[i].CPUPerRequestMs = m.Sample, perRequest(m.cpu, m.Requests)
+			}
 			// A short window (QUICK=1's 300 ms) in which no call of a
 			// row ended, on a machine busy with other test suites, says
 			// nothing about the row: it is measured again, four times as
 			// long, up to recountWindow. A row that fails is not.
-			if s.Requests > 0 || s.Errors > 0 || load.Duration >= recountWindow {
+			if !slices.ContainsFunc(samples, countedNothing) || load.Duration >= recountWindow {
 				break
 			}
 			load.Duration = min(4*load.Duration, recountWindow)
 			load.Warmup = max(load.Warmup, load.Duration/4)
-			if r.Before != nil { // the row's state again (a cold cache)
-				if err := r.Before(ctx, e); err != nil {
-					return RowSample{Sample: Sample{Errors: 1, FirstError: "before the row: " + err.Error()}}
-				}
+			if err := prepare(); err != nil { // the rows' state again (a cold cache)
+				return failed(err)
 			}
 		}
 	}
 	profiled.Wait()
-	s.PeakRSSMiB, s.StartRSSMiB = sampler(), start
-	s.QuietAfterS = quietAfter.Seconds()
-	if r.Events > 0 {
-		s.EventsPerSec = math.Round(s.PerSec * float64(r.Events))
-	}
-	if r.Bytes != nil {
-		s.Bytes = r.Bytes(e)
-		s.MiBPerSec = math.Round(s.PerSec*float64(s.Bytes)/(1<<20)*10) / 10
-	}
+	peak := sampler()
 	after, failOpenAfter := e.cacheCounts(ctx)
-	s.FailOpen = failOpenAfter - failOpenBefore
+	cacheHitRate := hitRate(before, after)
+	load := loadAverage()
+	for i, r := range rows {
+		s := &samples[i]
+		s.PeakRSSMiB, s.StartRSSMiB = peak, start
+		s.QuietAfterS = quietAfter.Seconds()
+		if r.Events > 0 {
+			s.EventsPerSec = math.Round(s.PerSec * float64(r.Events))
+		}
+		if r.Bytes != nil {
+			s.Bytes = r.Bytes(e)
+			s.MiBPerSec = math.Round(s.PerSec*float64(s.Bytes)/(1<<20)*10) / 10
+		}
+		s.FailOpen = failOpenAfter - failOpenBefore
+		s.CacheHitRate = cacheHitRate
+		s.LoadAverage = load
+		if r.After != nil {
+			if err := r.After(ctx, e); err != nil && s.FirstError == "" {
+				s.Errors++
+				s.FirstError = "after the row: " + err.Error()
+			}
+		}
+	}
+	return samples
+}
+
+func countedNothing(s RowSample) bool { return s.Requests == 0 && s.Errors == 0 }
+
+// hitRate is the share of the find cache's lookups between two counts
+// that hit; nil when none looked.
+func hitRate(before, after map[string]float64) *float64 {
 	var hits, lookups float64
 	for result, n := range after {
 		d := n - before[result]
@@ -117,18 +158,73 @@ func (e *Env) measureRow(ctx context.Context, o Options, r Row, op Op, seed uint
 			hits += d
 		}
 	}
-	if lookups > 0 {
-		rate := hits / lookups
-		s.CacheHitRate = &rate
+	if lookups == 0 {
+		return nil
 	}
-	s.LoadAverage = loadAverage()
-	if r.After != nil {
-		if err := r.After(ctx, e); err != nil && s.FirstError == "" {
-			s.Errors++
-			s.FirstError = "after the row: " + err.Error()
+	rate := hits / lookups
+	return &rate
+}
+
+// inTurns is the order in which a pair's slices of a window run: each row
+// as often first as last, so that what grows or warms during the window
+// (the feed's partition, the buffers) favours neither. More, shorter
+// slices would cost more: a slice counts only the calls that end in it,
+// so each worker loses part of a call at each slice's end, about half a
+// call in a slice of T seconds, which lowers a rate by c/2T for calls of c
+// seconds (2 % for the store rows' batches of 0.25 s in 2.5 s).
+var inTurns = []int{0, 1, 1, 0}
+
+// measured is one row's part of a measurement in turns: its slices' sample
+// and the CPU every process spent in them.
+type measured struct {
+	Sample
+	cpu map[string]float64
+}
+
+// measureInTurn measures one op for l, or two in turns: l.Duration cut into
+// slices, each op measured in half of them (inTurns) for l.Duration in all,
+// after l.Warmup before its first slice. Two rows measured one after the
+// other compared the first with a machine and a datastore as they were
+// before the second ran: the store rows, 256 new events a call, grow the
+// feed by hundreds of thousands of events a round, and the row that ran
+// second stored into a larger feed.
+func (e *Env) measureInTurn(ctx context.Context, l Load, ops []Op, seed uint64, tag string) []measured {
+	order := []int{0}
+	if len(ops) > 1 {
+		order = inTurns
+	}
+	slice := l.Duration * time.Duration(len(ops)) / time.Duration(len(order))
+	hists := make([]*hdrhistogram.Histogram, len(ops))
+	out := make([]measured, len(ops))
+	for i := range ops {
+		hists[i] = hdrhistogram.New(minLatency, maxLatency, 3)
+		out[i].cpu = map[string]float64{}
+	}
+	for k, i := range order {
+		part := Load{Concurrency: l.Concurrency, Duration: slice}
+		if k == slices.Index(order, i) {
+			part.Warmup = l.Warmup
 		}
+		partTag := tag
+		if len(order) > 1 { // names a row makes from its workers' tags stay unique
+			partTag = fmt.Sprintf("%s.%d", tag, k)
+		}
+		window := e.cpuDuring(time.Now().Add(part.Warmup), part.Duration)
+		hist, s := measure(ctx, part, ops[i], seed+uint64(k)<<32, partTag)
+		hists[i].Merge(hist)
+		for name, secs := range window() {
+			out[i].cpu[name] += secs
+		}
+		out[i].Errors += s.Errors
+		if out[i].FirstError == "" {
+			out[i].FirstError = s.FirstError
+		}
+		out[i].Seconds += s.Seconds
 	}
-	return s
+	for i := range out {
+		out[i].Sample = summarize(hists[i], out[i].Sample)
+	}
+	return out
 }
 
 // Quiet is the machine between rows: the registry's processes and the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -170,16 +171,28 @@ const (
 	storeBatch    = 256
 )
 
-// benchEvent is an event as the consumer receives it: its bytes (written
-// out, as a producer's outbox holds them; NATS hands the consumer bytes),
-// parsed as the consumer parses them.
-func benchEvent(w *Worker, i int) events.Incoming {
-	id := fmt.Sprintf("%08x-0000-7000-8000-%012x", w.ID, uint64(w.N)<<9|uint64(i))
-	raw := fmt.Appendf(nil, `{"id":%q,"type":"organization.updated","time":%q,"subject":{"kind":"organization","id":%q},`+
-		`"actor":"bench","request_id":%q,"data":{"id":%q,"name":"Bench AS","country":"no"},"changes":{"name":["A","B"]}}`,
-		id, time.Now().UTC().Format(time.RFC3339Nano), id, w.Tag, id)
-	in, _ := events.Parse(raw)
-	return in
+// benchBatches numbers the store rows' batches across the whole run.
+var benchBatches atomic.Uint64
+
+// benchBatch is a batch of storeBatch events as the consumer receives
+// them: their bytes (written out, as a producer's outbox holds them; NATS
+// hands the consumer bytes), parsed as the consumer parses them. Every
+// batch of the run has ids of its own: the consumer leaves out an event it
+// stored before (a redelivery), so ids repeated from an earlier round or
+// row measured a store that inserted nothing. A worker's number and calls
+// start again in every row and round, so they cannot make the ids.
+func benchBatch(w *Worker) []events.Incoming {
+	n := benchBatches.Add(1)
+	batch := make([]events.Incoming, storeBatch)
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	for i := range batch {
+		id := fmt.Sprintf("%08x-0000-7000-8000-%012x", w.ID, n<<9|uint64(i))
+		raw := fmt.Appendf(nil, `{"id":%q,"type":"organization.updated","time":%q,"subject":{"kind":"organization","id":%q},`+
+			`"actor":"bench","request_id":%q,"data":{"id":%q,"name":"Bench AS","country":"no"},"changes":{"name":["A","B"]}}`,
+			id, now, id, w.Tag, id)
+		batch[i], _ = events.Parse(raw)
+	}
+	return batch
 }
 
 // The log's cost in the store itself: the consumer's transaction with the
@@ -212,8 +225,7 @@ var UnloggedStoreRow = Row{Name: UnloggedStoreRowName, Via: "direct",
 				return err
 			}
 			columns := make([][]string, 5)
-			for i := range storeBatch {
-				in := benchEvent(w, i)
+			for _, in := range benchBatch(w) {
 				for c, v := range []string{in.Event.ID, in.Event.Type, in.Event.Subject.Kind, in.Event.Subject.ID, string(in.Raw)} {
 					columns[c] = append(columns[c], v)
 				}
@@ -257,18 +269,14 @@ func analyzedLog(ctx context.Context, e *Env) error {
 
 // StoreRow stores a batch as the consumer does.
 var StoreRow = Row{Name: StoreRowName, Via: "direct",
-	Before: analyzedLog,
+	Before: analyzedLog, Paired: UnloggedStoreRowName,
 	Op: func(e *Env) (Op, error) {
 		return Op{Do: func(ctx context.Context, w *Worker) error {
 			st, err := seededLog(ctx, e)
 			if err != nil {
 				return err
 			}
-			batch := make([]events.Incoming, storeBatch)
-			for i := range batch {
-				batch[i] = benchEvent(w, i)
-			}
-			_, err = st.StoreEvents(ctx, batch)
+			_, err = st.StoreEvents(ctx, benchBatch(w))
 			return err
 		}}, nil
 	}}
@@ -280,10 +288,9 @@ var StoreRow = Row{Name: StoreRowName, Via: "direct",
 // consumer's work, is no part of the log's: it took two thirds of the
 // row's client CPU, beside PostgreSQL on the same two cores.
 var appendBatch = sync.OnceValue(func() [][]byte {
-	w := &Worker{Tag: "append"}
-	entries := make([][]byte, storeBatch)
-	for i := range entries {
-		entries[i] = benchEvent(w, i).Raw
+	var entries [][]byte
+	for _, in := range benchBatch(&Worker{Tag: "append"}) {
+		entries = append(entries, in.Raw)
 	}
 	return entries
 })

@@ -42,6 +42,11 @@ type Row struct {
 	// (a delivery through relay, stream and dispatcher) would otherwise
 	// never end inside it and the row would count nothing.
 	MinWindow time.Duration
+	// Paired names a row measured with this one in turns, in the same
+	// window (measureInTurn), where the two are compared by a goal and the
+	// one measured second would meet a machine or a datastore the first
+	// changed. Selecting either row selects both.
+	Paired string
 }
 
 // Call is one registry operation, measured twice: through the gateway

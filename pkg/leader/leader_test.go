@@ -27,7 +27,13 @@ func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 // at addr ("" for straight), its sessions named app.
 func replica(t *testing.T, schema, app, addr string) *pgxpool.Pool {
 	t.Helper()
-	u, err := url.Parse(testkit.PostgresURL(t))
+	return replicaOf(t, testkit.PostgresURL(t), schema, app, addr)
+}
+
+// replicaOf is replica in the database at databaseURL.
+func replicaOf(t *testing.T, databaseURL, schema, app, addr string) *pgxpool.Pool {
+	t.Helper()
+	u, err := url.Parse(databaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,15 +193,17 @@ func TestStandbyAsksQuietlyOnOneConnection(t *testing.T) {
 // A standby holds no index build back: CREATE INDEX CONCURRENTLY (a
 // migration of any schema in the database) waits for every older snapshot,
 // and a standby that waited in pg_advisory_lock for the silence (a minute
-// here) held one that long per statement.
+// here) held one that long per statement. The build runs in a database
+// of the test's own, so that it times the standby, not the transactions
+// of other packages' tests in the shared one.
 func TestStandbyHoldsNoIndexBuildBack(t *testing.T) {
-	schema := testkit.NewDatabaseSchema(t)
-	observer := replica(t, schema, "observer", "")
+	database, schema := testkit.NewDatabase(t), "standby"
+	observer := replicaOf(t, database, schema, "observer", "")
 	l := &leading{leaders: map[string]int{}}
-	run(t, leader.Lock{Pool: replica(t, schema, "leader", ""), Name: "work", Silence: time.Minute}, l.lead("leader"))
+	run(t, leader.Lock{Pool: replicaOf(t, database, schema, "leader", ""), Name: "work", Silence: time.Minute}, l.lead("leader"))
 	eventually(t, "the leader leads", 30*time.Second, func() bool { return l.current() == "leader" })
 	standing, standby := signal()
-	run(t, leader.Lock{Pool: replica(t, schema, "standby", ""), Name: "work", Silence: time.Minute, Standby: standby}, l.lead("standby"))
+	run(t, leader.Lock{Pool: replicaOf(t, database, schema, "standby", ""), Name: "work", Silence: time.Minute, Standby: standby}, l.lead("standby"))
 	awaitSignal(t, "the standby stands by", standing)
 	ctx := t.Context()
 	if _, err := observer.Exec(ctx, `CREATE TABLE built (id int)`); err != nil {

@@ -320,16 +320,20 @@ func (p *cuttingProxy) cut() {
 
 // An index built CONCURRENTLY waits for every older transaction in the
 // database, on any table, to end; a bulk load elsewhere that outlasts the
-// pool's lock timeout must not cancel the migration.
+// pool's lock timeout must not cancel the migration. The test holds such a
+// transaction in a database of its own: in the shared one, another
+// package's index build waited for it while holding the migrations' lock
+// this test's build waited for, until the test timed out.
 func TestConcurrentIndexWaitsOutAnOlderTransaction(t *testing.T) {
 	cfg := open(t)
+	cfg.URL = testkit.NewDatabase(t)
 	cfg.LockTimeout = 100 * time.Millisecond
 	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	elsewhere, err := pgx.Connect(t.Context(), testkit.PostgresURL(t))
+	elsewhere, err := pgx.Connect(t.Context(), cfg.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -161,6 +162,48 @@ func NewDatabaseSchema(t testing.TB) string {
 		}
 	})
 	return schema
+}
+
+// NewDatabase creates a database no other test uses and returns its URL
+// (as PostgresURL's, a superuser's); it drops the database when the test
+// ends. Schemas share a database, and with it what PostgreSQL waits for
+// across the whole database: CREATE INDEX CONCURRENTLY waits for every
+// older transaction in it, and advisory locks (the migrations' among them)
+// are the database's. A test that holds a snapshot open on purpose, or
+// that times an index build, needs a database of its own, or another
+// package's migration running beside it waits for it, or it for that.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	server, err := url.Parse(PostgresURL(t))
+	if err != nil {
+		t.Fatalf("testharness: %v", err)
+	}
+	name := "t_" + randomHex(t)
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := execOnServer(ctx, server.String(), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("testharness: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := execOnServer(ctx, server.String(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("testharness: drop database: %v", err)
+		}
+	})
+	database := *server
+	database.Path = "/" + name
+	return database.String()
+}
+
+func execOnServer(ctx context.Context, serverURL, sql string) error {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
 
 func dropSchema(ctx context.Context, url, schema string) error {

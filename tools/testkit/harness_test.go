@@ -253,3 +253,61 @@ func TestServersNeedPasswords(t *testing.T) {
 		t.Errorf("Redis without a password: %v, want NOAUTH", err)
 	}
 }
+
+// A database of a test's own keeps what PostgreSQL waits for across a
+// database apart: an index built CONCURRENTLY in it does not wait for a
+// transaction held open in the shared one. The database is gone after.
+func TestDatabaseOfItsOwnIsApartAndIsDropped(t *testing.T) {
+	ctx := context.Background()
+	var name string
+	t.Run("own", func(t *testing.T) {
+		own := NewDatabase(t)
+		u, err := url.Parse(own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name = strings.TrimPrefix(u.Path, "/")
+		shared, err := pgx.Connect(ctx, PostgresURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer shared.Close(ctx)
+		holder, err := shared.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Rollback(ctx)                              //nolint:errcheck // read only
+		if _, err := holder.Exec(ctx, "SELECT 1"); err != nil { // takes the snapshot
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var database string
+		if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&database); err != nil || database != name {
+			t.Fatalf("connected to %q (%v), want %q", database, err, name)
+		}
+		build, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(build, "CREATE TABLE items (n int)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(build, "CREATE INDEX CONCURRENTLY items_n ON items (n)"); err != nil {
+			t.Fatalf("the index build in a database of its own waited for the shared one's transaction: %v", err)
+		}
+	})
+	conn, err := pgx.Connect(ctx, PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Errorf("database %s outlived its test", name)
+	}
+}

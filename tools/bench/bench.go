@@ -404,6 +404,14 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	if o.PostgresURL != "" {
 		database = "bench_" + randomHex()
 	}
+	// The servers built from source (minutes, once per machine) are made
+	// before the start's clock: on a fresh machine that run bin/loadtest
+	// without make bench, the build was killed at the three minutes.
+	for _, ensure := range []func(context.Context, io.Writer) (string, error){devinfra.EnsureMinioServer, devinfra.EnsureNatsServer} {
+		if _, err := ensure(ctx, o.Progress); err != nil {
+			return fail(err)
+		}
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	// The large upload is over the default file size limit of the

@@ -87,7 +87,7 @@ func (e *Env) measureRows(ctx context.Context, o Options, rows []Row, ops []Op, 
 	start := e.readRSS()
 	sampler := e.sampleRSS()
 	var profiled sync.WaitGroup
-	if profile {
+	if profile { // a pair's profiles, under its first row's name, hold both
 		dir := filepath.Join(profileDir, slug(rows[0].Name))
 		profiled.Go(func() { e.profile(ctx, dir, o.Load) })
 	}

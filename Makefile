@@ -9,9 +9,9 @@ SHELL := /bin/bash
 # (`make generate` rewrites catalog.mk after the catalog changes).
 include catalog.mk
 # The fault suite first: go test starts packages in the order it is given
-# them, and tools/faults, the longest (about 7 of make test's 15 minutes),
-# came late in the alphabet: it ran on alone at the end while the other core
-# had nothing left to do.
+# them, two at a time on two cores, and tools/faults, the longest (about 7
+# of make test's 15 minutes), came late in the alphabet: it ran on alone at
+# the end while the other core had nothing left to do.
 PACKAGES := ./tools/faults $(addprefix ./,$(addsuffix /...,$(MODULES)))
 BIN      := $(CURDIR)/bin
 COMMANDS := $(DEPLOYABLE_COMMANDS) \
@@ -27,11 +27,7 @@ COMMANDS := $(DEPLOYABLE_COMMANDS) \
 export CGO_ENABLED := 0
 export GOFLAGS := -trimpath
 
-# Three packages at a time, where go test runs one a core: the packages
-# wait on their datastores, timers and child processes much of the time,
-# and with two lanes, one of them the fault suite's for 7 minutes, the two
-# cores stood a fifth idle (vmstat over a whole make test: 80 % busy).
-GO_TEST_FLAGS ?= -count=1 -timeout 15m -p 3
+GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # The fault suite (tools/faults) builds only with this tag, so that `go test
 # ./...` by hand stays quick; make test and make faults set it. The
 # registry command's test hooks (a SIGKILL failpoint, profiles) build only

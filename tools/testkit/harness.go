@@ -207,12 +207,7 @@ func execOnServer(ctx context.Context, serverURL, sql string) error {
 }
 
 func dropSchema(ctx context.Context, url, schema string) error {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return fmt.Errorf("drop schema %s: %w", schema, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+	if err := execOnServer(ctx, url, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 		return fmt.Errorf("drop schema %s: %w", schema, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -435,4 +436,47 @@ func processState(pid int) (comm string, running bool) {
 	}
 	state := s[end+2]
 	return s[open+1 : end], state != 'Z' && state != 'X'
+}
+
+// EnsureDatabase creates the database name on the server at serverURL (a
+// superuser's) unless it exists, and returns its URL; "" is the server's
+// own database.
+func EnsureDatabase(ctx context.Context, serverURL, name string) (string, error) {
+	if name == "" {
+		return serverURL, nil
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", err
+	}
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return "", fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// DropDatabase drops the database name on the server at serverURL, ending
+// the sessions still in it.
+func DropDatabase(ctx context.Context, serverURL, name string) error {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
 }

@@ -448,9 +448,9 @@ func (s *Stack) startPostgresAndRedis(ctx context.Context, o Options, ports Port
 		s.addStop(pg.Stop)
 		s.Postgres, pgURL = pg, pg.URL
 	}
-	dbURL, err := ensureDatabase(ctx, pgURL, o.Database)
+	dbURL, err := devinfra.EnsureDatabase(ctx, pgURL, o.Database)
 	if err != nil {
-		return err
+		return fmt.Errorf("database %s on %s: %w", o.Database, redact(pgURL), err)
 	}
 	s.DatabaseURL = dbURL
 	if err := ensureRoles(ctx, dbURL, o.Database, access.roles); err != nil {
@@ -603,43 +603,16 @@ func (s *Stack) Stop() error {
 	return errors.Join(errs...)
 }
 
-// ensureDatabase creates the database if needed and returns its URL.
-func ensureDatabase(ctx context.Context, serverURL, name string) (string, error) {
-	if name == "" {
-		return serverURL, nil
-	}
-	conn, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", redact(serverURL), err)
-	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return "", err
-	}
-	if !exists {
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-			return "", fmt.Errorf("create database %s: %w", name, err)
-		}
-	}
-	u, err := url.Parse(serverURL)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	return u.String(), nil
-}
-
 // DropDatabase removes a database a test stack created, and its roles.
 func DropDatabase(ctx context.Context, serverURL, name string) error {
+	if err := devinfra.DropDatabase(ctx, serverURL, name); err != nil {
+		return err
+	}
 	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
-	if _, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		return err
-	}
 	// The roles owned nothing outside that database.
 	for _, d := range schemaOwners() {
 		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{accessName(name, d)}.Sanitize()); err != nil {

@@ -32,7 +32,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -174,40 +173,31 @@ func NewDatabaseSchema(t testing.TB) string {
 // package's migration running beside it waits for it, or it for that.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	server, err := url.Parse(PostgresURL(t))
-	if err != nil {
-		t.Fatalf("testharness: %v", err)
-	}
+	server := PostgresURL(t)
 	name := "t_" + randomHex(t)
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := execOnServer(ctx, server.String(), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("testharness: create database: %v", err)
+	database, err := devinfra.EnsureDatabase(ctx, server, name)
+	if err != nil {
+		t.Fatalf("testharness: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		if err := execOnServer(ctx, server.String(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("testharness: drop database: %v", err)
+		if err := devinfra.DropDatabase(ctx, server, name); err != nil {
+			t.Errorf("testharness: %v", err)
 		}
 	})
-	database := *server
-	database.Path = "/" + name
-	return database.String()
-}
-
-func execOnServer(ctx context.Context, serverURL, sql string) error {
-	conn, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
+	return database
 }
 
 func dropSchema(ctx context.Context, url, schema string) error {
-	if err := execOnServer(ctx, url, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("drop schema %s: %w", schema, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 		return fmt.Errorf("drop schema %s: %w", schema, err)
 	}
 	return nil

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -159,9 +161,18 @@ func TestRowNamesAreUniqueAndLimitsExist(t *testing.T) {
 			t.Errorf("%s: paired with %q, which must be a later row of its own, measured in a window", r.Name, r.Paired)
 		}
 	}
+	clients := map[string]int{}
+	for _, r := range rows {
+		clients[r.Name] = r.Clients
+	}
 	for _, g := range Goals {
 		if !seen[g.Row] || g.Of != "" && !seen[g.Of] {
 			t.Errorf("goal %q names a row that does not exist", g.Name)
+		}
+		// A goal that divides two rows' rates compares them at the same
+		// number of clients (a pair, measured in turns, shares it).
+		if g.Of != "" && g.Metric == "req/s" && clients[g.Row] != clients[g.Of] {
+			t.Errorf("goal %q divides %s at %d clients by %s at %d", g.Name, g.Row, clients[g.Row], g.Of, clients[g.Of])
 		}
 	}
 }
@@ -347,5 +358,46 @@ func TestStoreBatchesNeverRepeatAnID(t *testing.T) {
 	}
 	if len(seen) != 3*storeBatch {
 		t.Fatalf("%d ids in three batches of %d", len(seen), storeBatch)
+	}
+}
+
+// Two ops of one client are measured call by call in turns, A B B A over
+// and over, each for its own calls' time: an op whose calls take twice as
+// long has half the rate, and a failed call counts as an error, not a
+// call.
+func TestCallsInTurnAlternateAndRateByTheirTime(t *testing.T) {
+	var order []int
+	op := func(i int, took time.Duration, fail func(n int) bool) Op {
+		return Op{Do: func(_ context.Context, w *Worker) error {
+			order = append(order, i)
+			time.Sleep(took)
+			if fail(w.N) {
+				return errors.New("refused")
+			}
+			return nil
+		}}
+	}
+	never := func(int) bool { return false }
+	e := &Env{}
+	got := e.measureCallsInTurn(t.Context(), Load{Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond},
+		[]Op{op(0, 2*time.Millisecond, never), op(1, 4*time.Millisecond, func(n int) bool { return n == 5 })}, 1, "turns")
+	for k, i := range order {
+		if want := inTurns[k%len(inTurns)]; i != want {
+			t.Fatalf("call %d went to op %d, want %d (order %v)", k, i, want, order[:k+1])
+		}
+	}
+	if len(order)%len(inTurns) != 0 {
+		t.Errorf("%d calls: the measurement ends with a whole A B B A", len(order))
+	}
+	if got[0].Errors != 0 || got[1].Errors != 1 || got[1].FirstError != "refused" {
+		t.Errorf("errors %d and %d (%q), want 0 and 1", got[0].Errors, got[1].Errors, got[1].FirstError)
+	}
+	for i, m := range got {
+		if m.Seconds < 0.2 || m.Requests == 0 {
+			t.Errorf("op %d: %d calls in %.3f s, want calls taking at least the window", i, m.Requests, m.Seconds)
+		}
+	}
+	if ratio := got[1].PerSec / got[0].PerSec; ratio < 0.35 || ratio > 0.65 {
+		t.Errorf("rates %.0f/s and %.0f/s: the op twice as slow has %.2f of the other's rate, want about 0.5", got[0].PerSec, got[1].PerSec, ratio)
 	}
 }

@@ -47,6 +47,10 @@ type Row struct {
 	// one measured second would meet a machine or a datastore the first
 	// changed. Selecting either row selects both.
 	Paired string
+	// Clients, when set, is how many clients call the row at once instead
+	// of the run's concurrency. A pair of one client each is measured call
+	// by call in turns (measureCallsInTurn).
+	Clients int
 }
 
 // Call is one registry operation, measured twice: through the gateway
@@ -358,8 +362,12 @@ var Goals = []Goal{
 	{Name: "actions: batches of 100 ≥ 5,000 actions/s (gateway)", Row: ActionsBatch + " · gateway", Value: 5000 / BatchSize, Metric: "req/s", AtLeast: 1},
 	{Name: "parties: POST /organizations direct ≥ 0.6 × reference POST", Row: "POST /organizations · direct", Of: RefPost, Metric: "req/s", AtLeast: 0.6},
 	{Name: "log: inclusion proof at 10 million leaves, p99 ≤ 20 ms", Row: InclusionRowName, Metric: "p99 s", AtMost: 0.02},
-	{Name: "log: appending ≤ 10% of storing the batch", Row: StoreRowName, Of: AppendRowName, Metric: "req/s", AtMost: 0.1},
-	{Name: "log: storing the batch with the log ≥ 0.9 × without", Row: StoreRowName, Of: UnloggedStoreRowName, Metric: "req/s", AtLeast: 0.9},
+	// Issue 28's "appending to the log costs at most 10 % of the feed's
+	// store rate", where the log's cost is paid: the consumer's store with
+	// it and without, one writer, call by call in turns. (Dividing the
+	// store's rate by AppendRow's charged the log a transaction of its own,
+	// a commit it does not pay inside the store.)
+	{Name: "log: storing a batch with the log ≥ 0.9 × without", Row: StoreRowName, Of: UnloggedStoreRowName, Metric: "req/s", AtLeast: 0.9},
 	{Name: "log: passport, 100 actions, p50 ≤ 300 ms (gateway)", Row: PassportName + " · gateway", Metric: "p50 s", AtMost: 0.3},
 }
 

@@ -339,6 +339,10 @@ var (
 		Name: "registry_log_leaves",
 		Help: "Leaves of the transparency log (reported by the leading replica).",
 	})
+	logAppends = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "registry_log_appends_total",
+		Help: "Batches of stored events appended to the log, by where their tree was grown: ahead (while PostgreSQL inserted them) or under_lock (another writer appended since, or the batch held a redelivery).",
+	}, []string{"tree"})
 	checkpointSize = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "registry_log_checkpoint_leaves",
 		Help: "Leaves of the latest signed checkpoint (reported by the leading replica).",

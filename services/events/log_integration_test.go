@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -581,4 +582,95 @@ func TestKeptTreeIsTheStoredOne(t *testing.T) {
 	stored(other, entries("c", 100))       // another process stores its own 500
 	stored(appending, entries("d", 56))
 	stored(appending, entries("e", 300))
+}
+
+// The tree a store grows while PostgreSQL inserts its batch is the one it
+// appends only when the transaction finds what it was grown from: the
+// log this process left, and every event of the batch new (one twice in
+// the batch is one leaf). Otherwise (another process appended since, a
+// redelivered event) the tree is grown again under the lock. Either way every root
+// is the root of the tree grown from scratch.
+func TestTreeGrownAheadIsCheckedUnderTheLock(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	consuming, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
+	ctx := t.Context()
+	tree := newAppender()
+	batch := func(n int) []Incoming {
+		events := make([]outbox.Event, n)
+		for i := range events {
+			events[i] = event(outbox.KindOrganization, outbox.OpCreated, uuid.NewString())
+		}
+		return incoming(t, events...)
+	}
+	grown := func(where string) float64 { return testutil.ToFloat64(logAppends.WithLabelValues(where)) }
+	stored := func(st *Store, b []Incoming, newEvents []Incoming, want string) {
+		t.Helper()
+		ahead, underLock := grown("ahead"), grown("under_lock")
+		n, err := st.StoreEvents(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(newEvents) {
+			t.Fatalf("stored %d events, want %d", n, len(newEvents))
+		}
+		for _, in := range newEvents {
+			if _, err := tree.Append([][]byte{LeafHash(in.Raw)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		size, root, err := st.LogState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := tree.Root(); size != tree.Size() || !bytes.Equal(root, want) {
+			t.Fatalf("the log holds %d leaves, root %x; grown from scratch: %d, %x", size, root, tree.Size(), want)
+		}
+		if got := map[string]float64{"ahead": grown("ahead") - ahead, "under_lock": grown("under_lock") - underLock}; got[want] != 1 || got["ahead"]+got["under_lock"] != 1 {
+			t.Fatalf("the tree was grown %v; want %s", got, want)
+		}
+	}
+	first := batch(40)
+	stored(consuming, first, first, "under_lock") // nothing kept yet
+	b := batch(300)
+	stored(consuming, b, b, "ahead")
+	b = batch(17)
+	stored(other, b, b, "under_lock") // other keeps no tree of the log
+	b = batch(50)
+	stored(consuming, b, b, "under_lock") // the tree it kept is no longer the log's
+	b = batch(20)
+	stored(consuming, b, b, "ahead")
+	redelivered := append(batch(10), b[3])
+	stored(consuming, redelivered, redelivered[:10], "under_lock")
+	twice := batch(10)
+	twice = append(twice, twice[2])
+	stored(consuming, twice, twice[:10], "ahead") // grown without the copy, as the insert leaves it out
+	b = batch(256)
+	stored(consuming, b, b, "ahead")
+}
+
+func TestSpeculationHolds(t *testing.T) {
+	base := logState{Size: 10, Root: []byte("root")}
+	spec := speculativeAppend{tree: newAppender(), base: base, order: []string{"a", "b"}}
+	tests := []struct {
+		name   string
+		spec   speculativeAppend
+		state  logState
+		leaves map[string]int64
+		want   bool
+	}{
+		{"the log as grown from, every event new", spec, base, map[string]int64{"a": 10, "b": 11}, true},
+		{"nothing kept to grow", speculativeAppend{base: base, order: spec.order}, base, map[string]int64{"a": 10, "b": 11}, false},
+		{"another size", spec, logState{Size: 12, Root: base.Root}, map[string]int64{"a": 12, "b": 13}, false},
+		{"another root", spec, logState{Size: 10, Root: []byte("other")}, map[string]int64{"a": 10, "b": 11}, false},
+		{"an event stored before", spec, base, map[string]int64{"b": 10}, false},
+		{"leaves in another order", spec, base, map[string]int64{"a": 11, "b": 10}, false},
+		{"an event the speculation lacks", spec, base, map[string]int64{"a": 10, "c": 11}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.spec.holds(tt.state, tt.leaves); got != tt.want {
+				t.Errorf("holds = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

@@ -62,6 +62,16 @@ func (c *treeCache) get(state logState) *appender {
 	return nil
 }
 
+// newest is a copy of the tree kept last, and its root; nil when none is.
+func (c *treeCache) newest() (*appender, []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.trees) == 0 {
+		return nil, nil
+	}
+	return c.trees[0].app.clone(), c.trees[0].root
+}
+
 func (c *treeCache) put(a *appender, root []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -235,6 +245,12 @@ func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, state logState, le
 	if err != nil {
 		return nil, err
 	}
+	return a, st.writeTree(ctx, tx, a, changed, root)
+}
+
+// writeTree keeps a, the tree grown by a batch, for the next one, and
+// writes the tiles that changed and the state (size, root) in tx.
+func (st *Store) writeTree(ctx context.Context, tx pgx.Tx, a *appender, changed []tile, root []byte) error {
 	st.tree.put(a, root) // not changed after this
 	var levels []int16
 	var indexes []int64
@@ -255,12 +271,75 @@ func (st *Store) appendLeaves(ctx context.Context, tx pgx.Tx, state logState, le
 		for _, q := range b.QueuedQueries {
 			d.Defer(q.SQL, q.Arguments...)
 		}
-		return a, nil
+		return nil
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, store.Classify(err, "append to the log")
+	return store.Classify(tx.SendBatch(ctx, b).Close(), "append to the log")
+}
+
+// speculativeAppend is a batch's leaf hashes (one per event, in the
+// batch's order) and, when this process has appended before, its tree
+// grown by the leaves the batch makes if each of its events is new: the
+// tree a store's transaction appends when nothing but this process wrote
+// to the log since (holds).
+type speculativeAppend struct {
+	leafHashes [][]byte
+	base       logState // the tree grown; tree is nil without one
+	tree       *appender
+	changed    []tile
+	root       []byte
+	order      []string // the events' ids in the order of their leaves
+}
+
+// speculate hashes the batch's leaves and grows the tree this process
+// kept last by them. The consumer is the log's one writer, and a batch's
+// events are new but for a redelivery: the transaction then only checks
+// that the tree it finds under the feed's lock is the one grown, instead
+// of growing it while the lock, which the next batch waits for, is held.
+// ids are the events' canonical ids.
+func (st *Store) speculate(ids []string, batch []Incoming) speculativeAppend {
+	spec := speculativeAppend{leafHashes: make([][]byte, len(batch))}
+	for i, in := range batch {
+		spec.leafHashes[i] = LeafHash(in.Raw)
 	}
-	return a, nil
+	kept, root := st.tree.newest()
+	if kept == nil {
+		return spec
+	}
+	// The insert leaves out an id's later copies in a batch.
+	seen := make(map[string]bool, len(ids))
+	leaves := make([][]byte, 0, len(ids))
+	for i, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			spec.order = append(spec.order, id)
+			leaves = append(leaves, spec.leafHashes[i])
+		}
+	}
+	spec.base = logState{Size: kept.Size(), Root: root}
+	changed, err := kept.Append(leaves)
+	if err != nil {
+		return spec
+	}
+	if spec.root, err = kept.Root(); err != nil {
+		return spec
+	}
+	spec.tree, spec.changed = kept, changed
+	return spec
+}
+
+// holds says whether the speculation is the append a transaction makes:
+// it found the log at the state the tree was grown from, and stored every
+// event of the batch as the leaf the speculation gave it.
+func (spec speculativeAppend) holds(state logState, leaves map[string]int64) bool {
+	if spec.tree == nil || state.Size != spec.base.Size || !bytes.Equal(state.Root, spec.base.Root) || len(leaves) != len(spec.order) {
+		return false
+	}
+	for k, id := range spec.order {
+		if leaf, ok := leaves[id]; !ok || leaf != int64(state.Size)+int64(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // deferrer is a transaction that sends a statement whose result nobody

@@ -60,10 +60,18 @@ func BenchmarkAppendBatch(b *testing.B) {
 func BenchmarkLeafHashes(b *testing.B) {
 	entry := make([]byte, 330)
 	rand.Read(entry)
-	b.ReportAllocs()
-	for b.Loop() {
-		for range 256 {
-			LeafHash(entry)
+	b.Run("one at a time", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for range 256 {
+				LeafHash(entry)
+			}
 		}
-	}
+	})
+	b.Run("together", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			leafHashes(256, func(int) []byte { return entry })
+		}
+	})
 }

@@ -251,3 +251,17 @@ func TestHashChildrenIsTheLibrarys(t *testing.T) {
 		})
 	}
 }
+
+func TestLeafHashesAreTheLibrarys(t *testing.T) {
+	entries := [][]byte{{}, []byte("{}"), make([]byte, 55), make([]byte, 64), make([]byte, 1000)}
+	rand.Read(entries[4])
+	got := leafHashes(len(entries), func(i int) []byte { return entries[i] })
+	for i, e := range entries {
+		if want := LeafHash(e); !bytes.Equal(got[i], want) {
+			t.Errorf("entry %d (%d bytes): %x, want %x", i, len(e), got[i], want)
+		}
+	}
+	if !bytes.Equal(got[0], got[0][:hashSize:hashSize]) || cap(got[0]) != hashSize {
+		t.Errorf("a hash may not grow into the next: cap %d", cap(got[0]))
+	}
+}

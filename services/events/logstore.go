@@ -297,10 +297,7 @@ type speculativeAppend struct {
 // of growing it while the lock, which the next batch waits for, is held.
 // ids are the events' canonical ids.
 func (st *Store) speculate(ids []string, batch []Incoming) speculativeAppend {
-	spec := speculativeAppend{leafHashes: make([][]byte, len(batch))}
-	for i, in := range batch {
-		spec.leafHashes[i] = LeafHash(in.Raw)
-	}
+	spec := speculativeAppend{leafHashes: leafHashes(len(batch), func(i int) []byte { return batch[i].Raw })}
 	kept, root := st.tree.newest()
 	if kept == nil {
 		return spec
@@ -895,10 +892,7 @@ func (st *Store) SeedLog(ctx context.Context, n uint64, entry func(i uint64) []b
 // feed's lock, in one transaction.
 func (st *Store) AppendEntries(ctx context.Context, entries [][]byte) error {
 	// Hashed before the lock, which every appender waits for.
-	hashes := make([][]byte, len(entries))
-	for i, e := range entries {
-		hashes[i] = LeafHash(e)
-	}
+	hashes := leafHashes(len(entries), func(i int) []byte { return entries[i] })
 	var kept *appender
 	err := store.InTx(ctx, st.s.Pool, "append to the log", func(tx pgx.Tx) error {
 		state, err := lockLog(ctx, tx)

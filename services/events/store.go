@@ -108,13 +108,12 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		// EXISTS, the planner made it an anti-join that read the whole feed
 		// for every batch (a cost that grew with the feed).
 		b.Queue(`INSERT INTO events (seq, leaf, id, type, kind, subject_id, body, size)
-			SELECT nextval('events_seq'), s.size + row_number() OVER (ORDER BY t.n) - 1, t.id, t.type, t.kind, t.subject_id, t.body::json,
+			SELECT nextval('events_seq'), (SELECT size FROM log_state) + row_number() OVER (ORDER BY t.n) - 1, t.id, t.type, t.kind, t.subject_id, t.body::json,
 				octet_length(t.body)
 			FROM (SELECT DISTINCT ON (id) id::uuid AS id, type, kind, subject_id, body, n
 				FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY
 					AS u(id, type, kind, subject_id, body, n)
 				ORDER BY id, n) t
-			CROSS JOIN log_state s
 			WHERE t.id NOT IN (SELECT e.id FROM events e WHERE e.id = ANY($1::uuid[]))
 			ORDER BY t.n
 			RETURNING id::text, leaf`, ids, types, kinds, subjects, bodies)

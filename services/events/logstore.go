@@ -283,7 +283,7 @@ func (st *Store) writeTree(ctx context.Context, tx pgx.Tx, a *appender, changed 
 // to the log since (holds).
 type speculativeAppend struct {
 	leafHashes [][]byte
-	base       logState // the tree grown; tree is nil without one
+	base       logState // the state tree was grown from (tree is nil when none was kept)
 	tree       *appender
 	changed    []tile
 	root       []byte

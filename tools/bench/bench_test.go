@@ -380,7 +380,7 @@ func TestCallsInTurnAlternateAndRateByTheirTime(t *testing.T) {
 	never := func(int) bool { return false }
 	e := &Env{}
 	got := e.measureCallsInTurn(t.Context(), Load{Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond},
-		[]Op{op(0, 2*time.Millisecond, never), op(1, 4*time.Millisecond, func(n int) bool { return n == 5 })}, 1, "turns")
+		[]Op{op(0, 10*time.Millisecond, never), op(1, 20*time.Millisecond, func(n int) bool { return n == 5 })}, 1, "turns")
 	for k, i := range order {
 		if want := inTurns[k%len(inTurns)]; i != want {
 			t.Fatalf("call %d went to op %d, want %d (order %v)", k, i, want, order[:k+1])
@@ -397,7 +397,24 @@ func TestCallsInTurnAlternateAndRateByTheirTime(t *testing.T) {
 			t.Errorf("op %d: %d calls in %.3f s, want calls taking at least the window", i, m.Requests, m.Seconds)
 		}
 	}
-	if ratio := got[1].PerSec / got[0].PerSec; ratio < 0.35 || ratio > 0.65 {
+	// About 0.5; a rate taken over the window both share, or from the
+	// count of calls alone, gives 1.
+	if ratio := got[1].PerSec / got[0].PerSec; ratio < 0.3 || ratio > 0.75 {
 		t.Errorf("rates %.0f/s and %.0f/s: the op twice as slow has %.2f of the other's rate, want about 0.5", got[0].PerSec, got[1].PerSec, ratio)
+	}
+}
+
+// An op whose every call fails adds no time to its count: the measurement
+// still ends, and the other op's calls are counted.
+func TestCallsInTurnEndWhenAnOpAlwaysFails(t *testing.T) {
+	ok := Op{Do: func(context.Context, *Worker) error { time.Sleep(time.Millisecond); return nil }}
+	failing := Op{Do: func(context.Context, *Worker) error { time.Sleep(time.Millisecond); return errors.New("down") }}
+	began := time.Now()
+	got := (&Env{}).measureCallsInTurn(t.Context(), Load{Duration: 100 * time.Millisecond}, []Op{ok, failing}, 1, "failing")
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the measurement took %s", took)
+	}
+	if got[0].Requests == 0 || got[1].Requests != 0 || got[1].Errors == 0 {
+		t.Errorf("calls %d and %d, errors %d and %d; want the first counted, the second all errors", got[0].Requests, got[1].Requests, got[0].Errors, got[1].Errors)
 	}
 }

@@ -250,7 +250,9 @@ func (e *Env) measureCallsInTurn(ctx context.Context, l Load, ops []Op, seed uin
 	out := make([]measured, len(ops))
 	hists := make([]*hdrhistogram.Histogram, len(ops))
 	workers := make([]*Worker, len(ops))
-	busy := make([]time.Duration, len(ops))
+	// busy is the time of each op's counted calls, spent of all its
+	// calls: a failed one counts no call, and still ends the measurement.
+	busy, spent := make([]time.Duration, len(ops)), make([]time.Duration, len(ops))
 	for i := range ops {
 		hists[i] = hdrhistogram.New(minLatency, maxLatency, 3)
 		out[i].cpu = map[string]float64{}
@@ -269,7 +271,7 @@ func (e *Env) measureCallsInTurn(ctx context.Context, l Load, ops []Op, seed uin
 	// the other runs (or the measurement ends).
 	var snapshot map[string]float64
 	running := -1
-	spent := func() {
+	attribute := func() {
 		if snapshot != nil {
 			for name, secs := range e.cpuNow() {
 				out[running].cpu[name] += secs - snapshot[name]
@@ -280,12 +282,12 @@ func (e *Env) measureCallsInTurn(ctx context.Context, l Load, ops []Op, seed uin
 	for k := 0; ctx.Err() == nil; k++ {
 		turn := k % len(inTurns)
 		measuring := !time.Now().Before(warm)
-		if turn == 0 && measuring && slices.Min(busy) >= l.Duration {
+		if turn == 0 && measuring && slices.Min(spent) >= l.Duration {
 			break
 		}
 		i, w := inTurns[turn], workers[inTurns[turn]]
 		if i != running {
-			spent()
+			attribute()
 			running = i
 		}
 		if ops[i].Prepare != nil {
@@ -301,6 +303,9 @@ func (e *Env) measureCallsInTurn(ctx context.Context, l Load, ops []Op, seed uin
 		err := ops[i].Do(ctx, w)
 		took := time.Since(t0)
 		w.N++
+		if measuring {
+			spent[i] += took
+		}
 		if err != nil {
 			fail(i, err) // failures count in the warm-up too: none is expected anywhere
 			continue
@@ -310,7 +315,7 @@ func (e *Env) measureCallsInTurn(ctx context.Context, l Load, ops []Op, seed uin
 			busy[i] += took
 		}
 	}
-	spent()
+	attribute()
 	for i := range out {
 		out[i].Seconds = busy[i].Seconds()
 		out[i].Sample = summarize(hists[i], out[i].Sample)

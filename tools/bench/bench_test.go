@@ -160,6 +160,9 @@ func TestRowNamesAreUniqueAndLimitsExist(t *testing.T) {
 		if at <= i || rows[at].Paired != "" || r.Once || rows[at].Once {
 			t.Errorf("%s: paired with %q, which must be a later row of its own, measured in a window", r.Name, r.Paired)
 		}
+		if at > i && (r.Clients != 1 || rows[at].Clients != 1) {
+			t.Errorf("%s: paired with %q, measured call by call by one client each: both set Clients to 1", r.Name, r.Paired)
+		}
 	}
 	clients := map[string]int{}
 	for _, r := range rows {

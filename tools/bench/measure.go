@@ -60,8 +60,9 @@ type RowSample struct {
 // window is measured again with (measureRows).
 const recountWindow = 5 * time.Second
 
-// measureRows measures a row alone, or a row and its Paired partner in
-// turns (measureInTurn); it gives a sample for each row it was given.
+// measureRows measures a row alone (measureWindow), or a row and its
+// Paired partner call by call in turns (measureCallsInTurn); it gives a
+// sample for each row it was given.
 func (e *Env) measureRows(ctx context.Context, o Options, rows []Row, ops []Op, seed uint64, tag, profileDir string, profile bool) []RowSample {
 	samples := make([]RowSample, len(rows))
 	failed := func(err error) []RowSample {
@@ -99,15 +100,15 @@ func (e *Env) measureRows(ctx context.Context, o Options, rows []Row, ops []Op, 
 		for _, r := range rows {
 			load.Duration, load.Warmup = max(load.Duration, r.MinWindow), max(load.Warmup, r.MinWindow/4)
 		}
-		measureIn := e.measureInTurn
 		if c := rows[0].Clients; c > 0 {
 			load.Concurrency = c
-			if c == 1 && len(ops) > 1 {
-				measureIn = e.measureCallsInTurn
-			}
+		}
+		measureIn := func() []measured { return []measured{e.measureWindow(ctx, load, ops[0], seed, tag)} }
+		if len(ops) > 1 {
+			measureIn = func() []measured { return e.measureCallsInTurn(ctx, load, ops, seed, tag) }
 		}
 		for {
-			for i, m := range measureIn(ctx, load, ops, seed, tag) {
+			for i, m := range measureIn() {
 				samples[i].Sample, samples[i].CPUPerRequestMs = m.Sample, perRequest(m.cpu, m.Requests)
 			}
 			// A short window (QUICK=1's 300 ms) in which no call of a
@@ -173,66 +174,24 @@ func hitRate(before, after map[string]float64) *float64 {
 	return &rate
 }
 
-// inTurns is the order in which a pair's slices of a window run: each row
-// as often first as last, so that what grows or warms during the window
-// (the feed's partition, the buffers) favours neither. More, shorter
-// slices would cost more: a slice counts only the calls that end in it,
-// so each worker loses part of a call at each slice's end, about half a
-// call in a slice of T seconds, which lowers a rate by c/2T for calls of c
-// seconds (2 % for the store rows' batches of 0.25 s in 2.5 s).
+// inTurns is the order in which a pair's calls run, over and over: each
+// op as often first as last, so that what grows or warms as they go (the
+// feed's partition, the buffers) favours neither.
 var inTurns = []int{0, 1, 1, 0}
 
-// measured is one row's part of a measurement in turns: its slices' sample
-// and the CPU every process spent in them.
+// measured is one row's part of a measurement: its sample and the CPU
+// every process spent in it.
 type measured struct {
 	Sample
 	cpu map[string]float64
 }
 
-// measureInTurn measures one op for l, or two in turns: l.Duration cut into
-// slices, each op measured in half of them (inTurns) for l.Duration in all,
-// after l.Warmup before its first slice. Two rows measured one after the
-// other compared the first with a machine and a datastore as they were
-// before the second ran: the store rows, 256 new events a call, grow the
-// feed by hundreds of thousands of events a round, and the row that ran
-// second stored into a larger feed.
-func (e *Env) measureInTurn(ctx context.Context, l Load, ops []Op, seed uint64, tag string) []measured {
-	order := []int{0}
-	if len(ops) > 1 {
-		order = inTurns
-	}
-	slice := l.Duration * time.Duration(len(ops)) / time.Duration(len(order))
-	hists := make([]*hdrhistogram.Histogram, len(ops))
-	out := make([]measured, len(ops))
-	for i := range ops {
-		hists[i] = hdrhistogram.New(minLatency, maxLatency, 3)
-		out[i].cpu = map[string]float64{}
-	}
-	for k, i := range order {
-		part := Load{Concurrency: l.Concurrency, Duration: slice}
-		if k == slices.Index(order, i) {
-			part.Warmup = l.Warmup
-		}
-		partTag := tag
-		if len(order) > 1 { // names a row makes from its workers' tags stay unique
-			partTag = fmt.Sprintf("%s.%d", tag, k)
-		}
-		window := e.cpuDuring(time.Now().Add(part.Warmup), part.Duration)
-		hist, s := measure(ctx, part, ops[i], seed+uint64(k)<<32, partTag)
-		hists[i].Merge(hist)
-		for name, secs := range window() {
-			out[i].cpu[name] += secs
-		}
-		out[i].Errors += s.Errors
-		if out[i].FirstError == "" {
-			out[i].FirstError = s.FirstError
-		}
-		out[i].Seconds += s.Seconds
-	}
-	for i := range out {
-		out[i].Sample = summarize(hists[i], out[i].Sample)
-	}
-	return out
+// measureWindow measures op for l, with the CPU every process spent in its
+// window.
+func (e *Env) measureWindow(ctx context.Context, l Load, op Op, seed uint64, tag string) measured {
+	window := e.cpuDuring(time.Now().Add(l.Warmup), l.Duration)
+	hist, s := measure(ctx, l, op, seed, tag)
+	return measured{Sample: summarize(hist, s), cpu: window()}
 }
 
 // measureCallsInTurn measures two ops of one client each, call by call
@@ -241,7 +200,7 @@ func (e *Env) measureInTurn(ctx context.Context, l Load, ops []Op, seed uint64, 
 // the time they took, and the CPU every process spent during them is its
 // own (a snapshot at each change of op). Two copies of one row (a store
 // of 256 events, about 10 ms a call) measured against each other in
-// slices of a window (measureInTurn) came out 0.91 to 1.19 of each other
+// slices of a window, A B B A, came out 0.91 to 1.19 of each other
 // from round to round with one client, 0.80 to 1.00 with 16, on a shared
 // two-core machine: what the machine went through (the disk's flushes, a
 // neighbour) fell on one slice and not on the other. Call by call, every

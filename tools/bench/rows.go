@@ -42,14 +42,14 @@ type Row struct {
 	// (a delivery through relay, stream and dispatcher) would otherwise
 	// never end inside it and the row would count nothing.
 	MinWindow time.Duration
-	// Paired names a row measured with this one in turns, in the same
-	// window (measureInTurn), where the two are compared by a goal and the
-	// one measured second would meet a machine or a datastore the first
-	// changed. Selecting either row selects both.
+	// Paired names a row measured with this one call by call in turns, by
+	// one client each (measureCallsInTurn), where the two are compared by a
+	// goal and the one measured second would meet a machine or a datastore
+	// the first changed. Both rows set Clients to 1. Selecting either row
+	// selects both.
 	Paired string
 	// Clients, when set, is how many clients call the row at once instead
-	// of the run's concurrency. A pair of one client each is measured call
-	// by call in turns (measureCallsInTurn).
+	// of the run's concurrency.
 	Clients int
 }
 

@@ -421,3 +421,61 @@ func TestCallsInTurnEndWhenAnOpAlwaysFails(t *testing.T) {
 		t.Errorf("calls %d and %d, errors %d and %d; want the first counted, the second all errors", got[0].Requests, got[1].Requests, got[0].Errors, got[1].Errors)
 	}
 }
+
+// The meter a pair is measured with reads the processes it was made with,
+// and a process that ends keeps the CPU time read of it last, so that the
+// difference of two readings is never negative.
+func TestCPUMeterReadsItsProcessesAndKeepsOnesThatEnded(t *testing.T) {
+	busy := exec.Command("sh", "-c", "while :; do :; done")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := false
+	t.Cleanup(func() {
+		if !ended {
+			busy.Process.Kill()
+			busy.Wait()
+		}
+	})
+	meter := (&Env{processes: map[string]loadedProcess{"busy": {pid: busy.Process.Pid}}}).newCPUMeter()
+	if len(meter.processes) != 2 {
+		t.Fatalf("metered %+v; want the busy process and this one", meter.processes)
+	}
+	var read map[string]float64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		read = meter.now()
+		if read["busy"] >= 0.05 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the busy process spent %.2f s of CPU in 10 s", read["busy"])
+		}
+	}
+	if read["loadgen"] <= 0 {
+		t.Errorf("this process read %.2f s", read["loadgen"])
+	}
+	busy.Process.Kill()
+	busy.Wait()
+	ended = true
+	if after := meter.now(); after["busy"] < read["busy"] {
+		t.Errorf("the ended process reads %.2f s after %.2f s", after["busy"], read["busy"])
+	}
+}
+
+// The table's heading gives the run's number of clients, and names each
+// row that runs a number of its own.
+func TestPrintNamesTheRowsWithClientsOfTheirOwn(t *testing.T) {
+	r := newResults(Options{Load: Load{Concurrency: 16}, Rounds: 1}, []Row{{Name: "many"}, {Name: "one", Clients: 1}, {Name: "same", Clients: 16}}, time.Now())
+	for i := range r.Rows {
+		r.add(i, RowSample{Sample: Sample{Requests: 10, P99: time.Millisecond}})
+	}
+	var out strings.Builder
+	r.Print(&out)
+	heading, _, _ := strings.Cut(out.String(), "\nrow ")
+	if !strings.Contains(heading, "16 concurrent clients,") || !strings.Contains(heading, "1 concurrent clients instead: one\n") {
+		t.Errorf("heading %q; want the run's 16 clients and the row one's 1", heading)
+	}
+	if strings.Contains(heading, ": many") || strings.Contains(heading, ": same") {
+		t.Errorf("heading %q names a row that runs the run's clients", heading)
+	}
+}

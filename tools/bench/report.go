@@ -39,7 +39,8 @@ type RowResult struct {
 	Name    string      `json:"name"`
 	Via     string      `json:"via"`
 	Limit   string      `json:"limit,omitempty"`
-	Samples []RowSample `json:"samples"` // one per round
+	Clients int         `json:"clients,omitempty"` // when the row runs a number of its own, not the run's
+	Samples []RowSample `json:"samples"`           // one per round
 	// RatioToLimit is req/s divided by the limit row's req/s of the same
 	// round, one per round.
 	RatioToLimit []float64 `json:"ratio_to_limit,omitempty"`
@@ -67,7 +68,7 @@ func newResults(o Options, rows []Row, started time.Time) *Results {
 	r := &Results{Started: started.UTC(), CPUs: runtime.NumCPU(), Concurrency: o.Load.Concurrency,
 		WarmupS: o.Load.Warmup.Seconds(), DurationS: o.Load.Duration.Seconds(), Rounds: o.Rounds}
 	for _, row := range rows {
-		r.Rows = append(r.Rows, RowResult{Name: row.Name, Via: row.Via, Limit: row.Limit})
+		r.Rows = append(r.Rows, RowResult{Name: row.Name, Via: row.Via, Limit: row.Limit, Clients: row.Clients})
 	}
 	return r
 }
@@ -155,8 +156,14 @@ func (r *Results) write(path string) error {
 // Print writes the table: medians over the rounds with the range beside
 // them, so the noise of the shared machine shows.
 func (r *Results) Print(w io.Writer) {
-	fmt.Fprintf(w, "\n%d rounds × %d rows, %d concurrent clients, %s warm-up + %s measured per row, %d CPUs, %s in all\n\n",
+	fmt.Fprintf(w, "\n%d rounds × %d rows, %d concurrent clients, %s warm-up + %s measured per row, %d CPUs, %s in all\n",
 		r.Rounds, len(r.Rows), r.Concurrency, secs(r.WarmupS), secs(r.DurationS), r.CPUs, secs(r.Seconds))
+	for _, row := range r.Rows {
+		if row.Clients > 0 && row.Clients != r.Concurrency {
+			fmt.Fprintf(w, "  %d concurrent clients instead: %s\n", row.Clients, row.Name)
+		}
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s %s %7s %8s %6s %s %-12s %s\n", pad("row", 46), pad("req/s (min–max)", 18), "p50 ms", "p99 ms", "errors", pad("÷ limit (min–max)", 18), "cache hits", "limit")
 	for _, row := range r.Rows {
 		perSec := collect(row.Samples, func(s RowSample) float64 { return s.PerSec })

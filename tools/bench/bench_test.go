@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/services/events"
 )
 
 func TestMain(m *testing.M) {
@@ -478,4 +479,28 @@ func TestPrintNamesTheRowsWithClientsOfTheirOwn(t *testing.T) {
 	if strings.Contains(heading, ": many") || strings.Contains(heading, ": same") {
 		t.Errorf("heading %q names a row that runs the run's clients", heading)
 	}
+}
+
+// The row without the log runs the consumer's insert with nothing of the
+// log left in it, and nothing else taken out.
+func TestUnloggedInsertIsTheConsumersWithoutLeaves(t *testing.T) {
+	for _, word := range []string{"leaf", "log_state", "row_number"} {
+		if strings.Contains(unloggedInsert, word) {
+			t.Errorf("the insert without the log still holds %q:\n%s", word, unloggedInsert)
+		}
+	}
+	taken := len(events.InsertEvents) - len(unloggedInsert)
+	want := 0
+	for _, p := range leafParts {
+		want += len(p.from) - len(p.to)
+	}
+	if taken != want {
+		t.Errorf("%d bytes taken out of the consumer's insert; want the leaves' %d", taken, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("an insert without leaf numbers was taken as the consumer's")
+		}
+	}()
+	withoutLeaves(unloggedInsert)
 }

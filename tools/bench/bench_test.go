@@ -466,15 +466,16 @@ func TestCPUMeterReadsItsProcessesAndKeepsOnesThatEnded(t *testing.T) {
 // The table's heading gives the run's number of clients, and names each
 // row that runs a number of its own.
 func TestPrintNamesTheRowsWithClientsOfTheirOwn(t *testing.T) {
-	r := newResults(Options{Load: Load{Concurrency: 16}, Rounds: 1}, []Row{{Name: "many"}, {Name: "one", Clients: 1}, {Name: "same", Clients: 16}}, time.Now())
+	r := newResults(Options{Load: Load{Concurrency: 16}, Rounds: 1}, []Row{{Name: "many"}, {Name: "one", Clients: 1}, {Name: "same", Clients: 16}, {Name: "four", Clients: 4}}, time.Now())
 	for i := range r.Rows {
 		r.add(i, RowSample{Sample: Sample{Requests: 10, P99: time.Millisecond}})
 	}
 	var out strings.Builder
 	r.Print(&out)
 	heading, _, _ := strings.Cut(out.String(), "\nrow ")
-	if !strings.Contains(heading, "16 concurrent clients,") || !strings.Contains(heading, "1 concurrent clients instead: one\n") {
-		t.Errorf("heading %q; want the run's 16 clients and the row one's 1", heading)
+	if !strings.Contains(heading, "16 concurrent clients,") || !strings.Contains(heading, "one client instead: one\n") ||
+		!strings.Contains(heading, "4 concurrent clients instead: four\n") {
+		t.Errorf("heading %q; want the run's 16 clients, the row one's 1 and the row four's 4", heading)
 	}
 	if strings.Contains(heading, ": many") || strings.Contains(heading, ": same") {
 		t.Errorf("heading %q names a row that runs the run's clients", heading)

@@ -160,7 +160,11 @@ func (r *Results) Print(w io.Writer) {
 		r.Rounds, len(r.Rows), r.Concurrency, secs(r.WarmupS), secs(r.DurationS), r.CPUs, secs(r.Seconds))
 	for _, row := range r.Rows {
 		if row.Clients > 0 && row.Clients != r.Concurrency {
-			fmt.Fprintf(w, "  %d concurrent clients instead: %s\n", row.Clients, row.Name)
+			clients := fmt.Sprintf("%d concurrent clients", row.Clients)
+			if row.Clients == 1 {
+				clients = "one client"
+			}
+			fmt.Fprintf(w, "  %s instead: %s\n", clients, row.Name)
 		}
 	}
 	fmt.Fprintln(w)

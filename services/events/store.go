@@ -88,9 +88,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 			for _, in := range batch {
 				at.StreamSeq = max(at.StreamSeq, in.StreamSeq)
 			}
-			b.Queue(`INSERT INTO stream_position (consumer, stream, stream_seq) VALUES ($1, $2, $3)
-				ON CONFLICT (consumer) DO UPDATE SET stream = EXCLUDED.stream, stream_seq = EXCLUDED.stream_seq`,
-				at.Consumer, at.Stream, int64(at.StreamSeq))
+			b.Queue(RecordPosition, at.Consumer, at.Stream, int64(at.StreamSeq))
 		}
 		// The lock serialises the transactions that number events and
 		// leaves, so the order of seq is the order of commits: a reader
@@ -162,6 +160,12 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 	}
 	return stored, err
 }
+
+// RecordPosition is the statement of StoreFromStream that records where
+// the consumer $1 resumes: stream $2 up to its sequence $3. It is exported
+// for the bench, whose row without the log stores as the consumer does.
+const RecordPosition = `INSERT INTO stream_position (consumer, stream, stream_seq) VALUES ($1, $2, $3)
+	ON CONFLICT (consumer) DO UPDATE SET stream = EXCLUDED.stream, stream_seq = EXCLUDED.stream_seq`
 
 // InsertEvents is the insert of StoreFromStream: $1 to $5 are the batch's
 // ids, types, subject kinds, subject ids and bodies, in its order. It is

@@ -192,9 +192,15 @@ func benchBatch(w *Worker) []events.Incoming {
 			`"actor":"bench","request_id":%q,"data":{"id":%q,"name":"Bench AS","country":"no"},"changes":{"name":["A","B"]}}`,
 			id, now, id, w.Tag, id)
 		batch[i], _ = events.Parse(raw)
+		batch[i].StreamSeq = n*storeBatch + uint64(i) + 1
 	}
 	return batch
 }
+
+// benchConsumer is the consumer (and the stream) whose position the store
+// rows record with each batch, in the batch's transaction, as the events
+// deployable's consumer does.
+const benchConsumer = "bench"
 
 // The log's cost in the store itself: the consumer's transaction with the
 // log left out, as it was before the log (migration 003), in the same
@@ -230,8 +236,9 @@ func withoutLeaves(insert string) string {
 	return insert
 }
 
-// UnloggedStoreRow stores StoreRow's batch without the log: the feed's
-// lock and the insert in one round trip, the commit in a second.
+// UnloggedStoreRow stores StoreRow's batch without the log: the stream
+// position, the feed's lock and the insert in one round trip, the commit
+// in a second.
 var UnloggedStoreRow = Row{Name: UnloggedStoreRowName, Via: "direct",
 	Before: analyzedLog, Clients: 1,
 	Op: func(e *Env) (Op, error) {
@@ -240,19 +247,24 @@ var UnloggedStoreRow = Row{Name: UnloggedStoreRowName, Via: "direct",
 				return err
 			}
 			columns := make([][]string, 5)
+			var position uint64
 			for _, in := range benchBatch(w) {
 				for c, v := range []string{in.Event.ID, in.Event.Type, in.Event.Subject.Kind, in.Event.Subject.ID, string(in.Raw)} {
 					columns[c] = append(columns[c], v)
 				}
+				position = max(position, in.StreamSeq)
 			}
 			return store.InTx(ctx, logSeed.pool, "store events without the log", func(tx pgx.Tx) error {
 				b := &pgx.Batch{}
+				b.Queue(events.RecordPosition, benchConsumer, benchConsumer, int64(position))
 				b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))`)
 				b.Queue(unloggedInsert, columns[0], columns[1], columns[2], columns[3], columns[4])
 				results := tx.SendBatch(ctx, b)
 				defer results.Close()
-				if _, err := results.Exec(); err != nil {
-					return err
+				for range 2 {
+					if _, err := results.Exec(); err != nil {
+						return err
+					}
 				}
 				rows, err := results.Query()
 				if err != nil {
@@ -282,8 +294,9 @@ func analyzedLog(ctx context.Context, e *Env) error {
 	return err
 }
 
-// StoreRow stores a batch as the consumer does: one batch at a time, from
-// one client. The consumer is one writer (the leader), so more clients
+// StoreRow stores a batch as the consumer does (StoreFromStream, the
+// stream's position recorded with it): one batch at a time, from one
+// client. The consumer is one writer (the leader), so more clients
 // measured something the feed never does: their transactions queued on the
 // feed's lock.
 var StoreRow = Row{Name: StoreRowName, Via: "direct",
@@ -294,7 +307,7 @@ var StoreRow = Row{Name: StoreRowName, Via: "direct",
 			if err != nil {
 				return err
 			}
-			_, err = st.StoreEvents(ctx, benchBatch(w))
+			_, err = st.StoreFromStream(ctx, &events.StreamPosition{Consumer: benchConsumer, Stream: benchConsumer}, benchBatch(w))
 			return err
 		}}, nil
 	}}

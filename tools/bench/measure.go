@@ -335,22 +335,16 @@ func (e *Env) cpuDuring(from time.Time, d time.Duration) func() map[string]float
 	return func() map[string]float64 { return <-done }
 }
 
-func (e *Env) cpuNow() map[string]float64 {
-	out := e.datastoreSeconds()
-	for name, p := range e.processes {
-		out[name] = cpuSeconds(p.pid)
-	}
-	out["loadgen"] = cpuSeconds(os.Getpid())
-	return out
-}
+// cpuNow is the CPU seconds so far of every process the run knows of, by
+// name: the datastores', the registry's and this one's.
+func (e *Env) cpuNow() map[string]float64 { return e.newCPUMeter().seconds() }
 
 // cpuMeter reads the CPU time of the processes cpuNow reads, as they were
-// when it was made, without looking for them again. cpuNow walks /proc
-// for the datastores' processes: 3 ms of CPU a reading, and a pair
-// measured call by call reads at every change of op, about once a call,
-// which took a fifth of a core beside calls of 15 ms on a 2-core machine.
-// A pair's rows run warm pools, so no backend joins or leaves while they
-// are measured; one that ended keeps the time last read of it.
+// when it was made, without looking for them again: finding the
+// datastores' processes walks /proc, 3 ms of CPU, and a pair measured call
+// by call reads at every change of op, about once a call, which took a
+// fifth of a core beside calls of 15 ms on a 2-core machine. A pair's rows
+// run warm pools, so no backend joins or leaves while they are measured.
 type cpuMeter struct{ processes []meteredProcess }
 
 type meteredProcess struct {
@@ -371,16 +365,21 @@ func (e *Env) newCPUMeter() *cpuMeter {
 	return m
 }
 
-// now is each process name's CPU seconds so far, as cpuNow gives them.
+// now reads the processes again and gives their seconds. A process's CPU
+// time only grows, so a reading below the last (0: the process ended) is
+// passed over, and a difference of two readings is never negative.
 func (m *cpuMeter) now() map[string]float64 {
-	out := make(map[string]float64, len(m.processes))
 	for i := range m.processes {
 		p := &m.processes[i]
-		if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid)); err == nil {
-			if _, _, cpu, ok := parseStat(string(raw)); ok {
-				p.seconds = cpu
-			}
-		}
+		p.seconds = max(p.seconds, cpuSeconds(p.pid))
+	}
+	return m.seconds()
+}
+
+// seconds is the CPU seconds read last, summed by process name.
+func (m *cpuMeter) seconds() map[string]float64 {
+	out := make(map[string]float64, len(m.processes))
+	for _, p := range m.processes {
 		out[p.name] += p.seconds
 	}
 	return out

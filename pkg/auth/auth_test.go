@@ -97,6 +97,20 @@ func tamper(payload string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(changed))
 }
 
+// withSignatureChanged is token with one bit of its signature flipped.
+// Replacing the signature's last characters does not always change it:
+// the last character of its encoding carries bits that decoding drops.
+func withSignatureChanged(t *testing.T, token string) string {
+	t.Helper()
+	dot := strings.LastIndexByte(token, '.')
+	signature, err := base64.RawURLEncoding.DecodeString(token[dot+1:])
+	if err != nil || len(signature) == 0 {
+		t.Fatalf("token %q: signature %x, %v", token, signature, err)
+	}
+	signature[0] ^= 1
+	return token[:dot+1] + base64.RawURLEncoding.EncodeToString(signature)
+}
+
 func hmacWithPublicKey(t *testing.T, iss *testkit.Issuer, claims jwt.MapClaims) string {
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
 	tok.Header["kid"] = iss.KeyID

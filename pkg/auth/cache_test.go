@@ -97,7 +97,7 @@ func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
 	t.Cleanup(v.Close)
 	valid := iss.ReadOnly(t)
 	bad := []string{
-		valid[:len(valid)-2] + "AA", // signature changed
+		withSignatureChanged(t, valid),
 		iss.Sign(t, jwt.MapClaims{"iss": iss.URL, "sub": "x", "aud": "https://elsewhere.example", "exp": time.Now().Add(time.Minute).Unix()}),
 		testkit.Unsigned(t, iss.Claims("x", auth.ScopeWrite)),
 		// correctly signed, but issued to live longer than allowed

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -129,7 +130,11 @@ func (st *Store) Audit(ctx context.Context, keys LogKeys) (AuditReport, error) {
 func (st *Store) auditLeaves(ctx context.Context, first, last uint64, problem func(string, ...any)) ([][]byte, uint64, error) {
 	hashes := make([][]byte, last-first)
 	b := &pgx.Batch{}
-	b.Queue(`SELECT leaf, id::text, body::text FROM events WHERE leaf >= $1 AND leaf < $2`, int64(first), int64(last))
+	// The leaves' events are the seqs from the first event of leaf first
+	// on, up to the first of leaf last (log_seq_from), or to the end.
+	b.Queue(`SELECT leaf, id::text, body::text FROM events
+		WHERE seq >= (SELECT log_seq_from($1)) AND seq < coalesce((SELECT log_seq_from($2)), $3)
+		AND leaf >= $1 AND leaf < $2`, int64(first), int64(last), int64(math.MaxInt64))
 	b.Queue(`SELECT leaf, event_leaf, leaf_hash, entry FROM redactions WHERE leaf >= $1 AND leaf < $2
 		OR event_leaf >= $1 AND event_leaf < $2`, int64(first), int64(last))
 	b.Queue(`SELECT idx, hashes FROM log_tiles16 WHERE level = 0 AND idx >= $1 AND idx <= $2 ORDER BY idx`,

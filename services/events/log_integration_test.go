@@ -200,6 +200,87 @@ func TestLogBackfillsEventsStoredBefore(t *testing.T) {
 	}
 }
 
+// An event is found by its leaf through the feed's seq (log_seq_from),
+// whatever lies between the leaves: batches whose seqs skip numbers (a
+// rolled-back transaction takes seqs for good), leaves without an event
+// (redactions' entries, pruned events), events without a leaf yet. The
+// bisection answers what a scan of the whole feed does, for every leaf.
+func TestLeavesFoundThroughTheFeedsOrder(t *testing.T) {
+	s, _ := startSigning(t)
+	st := NewStore(s.Built.Store)
+	pool := s.Built.Store.Pool
+	person := uuid.NewString()
+	for batch := range 5 {
+		var events []outbox.Event
+		for range 3 + batch*7 {
+			events = append(events, event("person", "created", uuid.NewString()))
+		}
+		if batch == 1 {
+			created := event("person", "created", person)
+			created.Data = json.RawMessage(`{"id":"` + person + `","first_name":"Kari","last_name":"Nordmann","date_of_birth":"1980-02-03"}`)
+			events = append(events, created)
+		}
+		publish(t, s, events...)
+		if _, err := pool.Exec(t.Context(), `SELECT setval('events_seq', nextval('events_seq') + $1)`, batch*5); err != nil {
+			t.Fatal(err)
+		}
+		if batch == 2 {
+			if n, err := st.RedactPerson(t.Context(), uuid.MustParse(person), "erasure request"); err != nil || n != 1 {
+				t.Fatalf("redacted %d events (%v), want 1", n, err)
+			}
+		}
+	}
+	var unordered int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM (SELECT leaf, lag(leaf) OVER (ORDER BY seq) AS before FROM events) e
+		WHERE leaf <= before`).Scan(&unordered); err != nil || unordered != 0 {
+		t.Fatalf("%d events whose leaf is not after the one before them in the feed (%v): the bisection's premise", unordered, err)
+	}
+	// A pruned event in the middle, and the newest event without a leaf.
+	for _, sql := range []string{`DELETE FROM events WHERE leaf = 9`, `UPDATE events SET leaf = NULL WHERE seq = (SELECT max(seq) FROM events)`} {
+		if _, err := pool.Exec(t.Context(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size, _, err := st.LogState(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(t.Context(), `SELECT l, log_seq_from(l), (SELECT min(seq) FROM events WHERE leaf >= l OR leaf IS NULL)
+		FROM generate_series(0, $1::bigint + 2) l`, int64(size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaf int64
+	var found, scanned *int64
+	checked := 0
+	if _, err := pgx.ForEachRow(rows, []any{&leaf, &found, &scanned}, func() error {
+		checked++
+		if (found == nil) != (scanned == nil) || (found != nil && *found != *scanned) {
+			t.Errorf("leaf %d: log_seq_from answers %v, a scan of the feed %v", leaf, deref(found), deref(scanned))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if checked != int(size)+3 {
+		t.Errorf("checked %d leaves, want %d", checked, size+3)
+	}
+	// The redaction's entry is read by its leaf, and the pruned event is gone.
+	if _, err := st.Entry(t.Context(), 9); err == nil {
+		t.Error("the pruned event's leaf answers its bytes")
+	}
+	if e, err := st.Entry(t.Context(), 10); err != nil || e.Type != EntryEvent {
+		t.Errorf("leaf 10: %+v, %v; want the event", e, err)
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
 // A resource as it was: the data of its latest event at or before the
 // instant; a 404 before it existed and once it was deleted.
 func TestHTTPAsOf(t *testing.T) {

@@ -438,7 +438,10 @@ func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT seq, body::text FROM events WHERE leaf IS NULL ORDER BY seq LIMIT $1`, limit)
+		// The events without a leaf follow those with one in the feed's
+		// order (the consumer numbers every event it stores once this ran).
+		rows, err := tx.Query(ctx, `SELECT seq, body::text FROM events WHERE seq >= (SELECT log_seq_from($2)) AND leaf IS NULL
+			ORDER BY seq LIMIT $1`, limit, int64(state.Size))
 		if err != nil {
 			return store.Classify(err, "read events without a leaf")
 		}
@@ -558,7 +561,8 @@ func (st *Store) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
 	err := st.s.DB(ctx).QueryRow(ctx, `SELECT s.size, x.type, x.body, x.redaction FROM log_state s LEFT JOIN LATERAL (
 			SELECT $2::text AS type, r.entry AS body, NULL::bigint AS redaction FROM redactions r WHERE r.leaf = $1
 			UNION ALL
-			SELECT $3, e.body::text, (SELECT max(r.leaf) FROM redactions r WHERE r.event_leaf = e.leaf) FROM events e WHERE e.leaf = $1
+			SELECT $3, e.body::text, (SELECT max(r.leaf) FROM redactions r WHERE r.event_leaf = e.leaf) FROM events e
+			WHERE e.seq = (SELECT log_seq_from($1)) AND e.leaf = $1
 		) x ON true`, int64(leaf), RedactionEntryType, EntryEvent).Scan(&size, &typ, &body, &redaction)
 	switch {
 	case err != nil:
@@ -732,7 +736,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT e.leaf, e.id::text, e.body::text,
+		rows, err := tx.Query(ctx, `SELECT e.seq, e.leaf, e.id::text, e.body::text,
 				(SELECT r.entry FROM redactions r WHERE r.event_leaf = e.leaf ORDER BY r.leaf DESC LIMIT 1)
 			FROM events e WHERE e.leaf IS NOT NULL AND e.leaf < $2
 			AND ((e.kind = 'person' AND e.subject_id = $1) OR (e.kind = 'organization' AND strpos(e.body::text, $1) > 0))
@@ -741,6 +745,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 			return store.Classify(err, "read the person's events")
 		}
 		type candidate struct {
+			seq       int64
 			leaf      uint64
 			id, body  string
 			lastEntry *string
@@ -748,7 +753,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		var found []candidate
 		var c candidate
 		var leaf int64
-		if _, err := pgx.ForEachRow(rows, []any{&leaf, &c.id, &c.body, &c.lastEntry}, func() error {
+		if _, err := pgx.ForEachRow(rows, []any{&c.seq, &leaf, &c.id, &c.body, &c.lastEntry}, func() error {
 			c.leaf = uint64(leaf)
 			found = append(found, c)
 			return nil
@@ -769,7 +774,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		next := state.Size
 		var entries [][]byte
-		var entryLeaves, eventLeaves []int64
+		var entryLeaves, eventLeaves, eventSeqs []int64
 		var signedHashes [][]byte
 		var entryTexts, bodies []string
 		for _, f := range found {
@@ -801,7 +806,7 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 				return err
 			}
 			entries = append(entries, LeafHash(entry))
-			entryLeaves, eventLeaves = append(entryLeaves, int64(next)), append(eventLeaves, int64(f.leaf))
+			entryLeaves, eventLeaves, eventSeqs = append(entryLeaves, int64(next)), append(eventLeaves, int64(f.leaf)), append(eventSeqs, f.seq)
 			signedHashes, entryTexts, bodies = append(signedHashes, signed), append(entryTexts, string(entry)), append(bodies, string(body))
 			next++
 		}
@@ -810,8 +815,8 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		}
 		b := &pgx.Batch{}
 		// The size goes with the body: pages are bounded by it.
-		b.Queue(`UPDATE events e SET body = u.body::json, size = octet_length(u.body) FROM unnest($1::bigint[], $2::text[]) AS u(leaf, body) WHERE e.leaf = u.leaf`,
-			eventLeaves, bodies)
+		b.Queue(`UPDATE events e SET body = u.body::json, size = octet_length(u.body) FROM unnest($1::bigint[], $2::text[]) AS u(seq, body) WHERE e.seq = u.seq`,
+			eventSeqs, bodies)
 		b.Queue(`INSERT INTO redactions (leaf, event_leaf, leaf_hash, entry) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::text[])`,
 			entryLeaves, eventLeaves, signedHashes, entryTexts)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {

@@ -209,9 +209,9 @@ const benchConsumer = "bench"
 const UnloggedStoreRowName = "events: 256 events stored, the log left out · store"
 
 // unloggedInsert is the events' insert of StoreFromStream without the leaf
-// numbers (the column stays NULL, its index takes the NULLs): no log state
-// read, no leaf hashes, no tree, no tiles. It is made from the consumer's
-// insert, so that it follows it when that changes.
+// numbers (the column stays NULL): no log state read, no leaf hashes, no
+// tree, no tiles. It is made from the consumer's insert, so that it
+// follows it when that changes.
 var unloggedInsert = withoutLeaves(events.InsertEvents)
 
 // leafParts are what withoutLeaves takes out of the consumer's insert, each

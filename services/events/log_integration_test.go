@@ -210,6 +210,7 @@ func TestLeavesFoundThroughTheFeedsOrder(t *testing.T) {
 	st := NewStore(s.Built.Store)
 	pool := s.Built.Store.Pool
 	person := uuid.NewString()
+	var redaction uint64 // the leaf of the redaction's entry
 	for batch := range 5 {
 		var events []outbox.Event
 		for range 3 + batch*7 {
@@ -228,6 +229,11 @@ func TestLeavesFoundThroughTheFeedsOrder(t *testing.T) {
 			if n, err := st.RedactPerson(t.Context(), uuid.MustParse(person), "erasure request"); err != nil || n != 1 {
 				t.Fatalf("redacted %d events (%v), want 1", n, err)
 			}
+			size, _, err := st.LogState(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			redaction = size - 1
 		}
 	}
 	var unordered int
@@ -265,12 +271,16 @@ func TestLeavesFoundThroughTheFeedsOrder(t *testing.T) {
 	if checked != int(size)+3 {
 		t.Errorf("checked %d leaves, want %d", checked, size+3)
 	}
-	// The redaction's entry is read by its leaf, and the pruned event is gone.
-	if _, err := st.Entry(t.Context(), 9); err == nil {
-		t.Error("the pruned event's leaf answers its bytes")
+	// Entries read by their leaf: the redaction's, an event's beside the
+	// pruned one, and none of the pruned one.
+	if e, err := st.Entry(t.Context(), redaction); err != nil || e.Type != RedactionEntryType {
+		t.Errorf("leaf %d: %+v, %v; want the redaction's entry", redaction, e, err)
 	}
 	if e, err := st.Entry(t.Context(), 10); err != nil || e.Type != EntryEvent {
 		t.Errorf("leaf 10: %+v, %v; want the event", e, err)
+	}
+	if _, err := st.Entry(t.Context(), 9); err == nil {
+		t.Error("the pruned event's leaf answers its bytes")
 	}
 }
 

@@ -195,9 +195,10 @@ func (st *Store) proofNodes(ctx context.Context, q store.Querier) readNodes {
 	}
 }
 
-// lockFeed is the statement that serialises whatever numbers events or
-// leaves: a reader that sees seq (or leaf) n+1 sees n.
-const lockFeed = "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"
+// LockFeed is the statement that serialises whatever numbers events or
+// leaves: a reader that sees seq (or leaf) n+1 sees n. It is exported for
+// the bench, whose row without the log takes it as the consumer does.
+const LockFeed = "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"
 
 // logState is the log's size and root hash as stored (the root is nil
 // while the log is empty).
@@ -350,7 +351,7 @@ type deferrer interface {
 // round trip.
 func lockLog(ctx context.Context, tx pgx.Tx) (logState, error) {
 	b := &pgx.Batch{}
-	b.Queue(lockFeed)
+	b.Queue(LockFeed)
 	b.Queue(`SELECT size, root FROM log_state`)
 	results := tx.SendBatch(ctx, b)
 	defer results.Close()

@@ -95,7 +95,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		// that sees seq n+1 sees seq n (also while two replicas hand the
 		// consumer over), the events up to the newest a reader sees are all
 		// there, and leaves are numbered without a gap.
-		b.Queue(lockFeed)
+		b.Queue(LockFeed)
 		b.Queue("SELECT size, root FROM log_state")
 		// The rows are numbered in the batch's order (unnest keeps it, the
 		// sort makes it explicit); an event stored before (a redelivery, a

@@ -257,7 +257,7 @@ var UnloggedStoreRow = Row{Name: UnloggedStoreRowName, Via: "direct",
 			return store.InTx(ctx, logSeed.pool, "store events without the log", func(tx pgx.Tx) error {
 				b := &pgx.Batch{}
 				b.Queue(events.RecordPosition, benchConsumer, benchConsumer, int64(position))
-				b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))`)
+				b.Queue(events.LockFeed)
 				b.Queue(unloggedInsert, columns[0], columns[1], columns[2], columns[3], columns[4])
 				results := tx.SendBatch(ctx, b)
 				defer results.Close()

@@ -173,6 +173,14 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 		tokens = cfg.wrapVerifier(verifier)
 	}
 	protected := auth.AuthenticateGated(tokens, gate)(limiter.Clients(routeOrNotFound(proxies, auth.RequireScope(routed))))
+	for _, res := range catalog.Resources() {
+		proxy, configured := proxies[res.Service]
+		for _, pattern := range res.Anonymous {
+			if configured {
+				public.Handle(pattern, withoutToken(proxy, protected, gate))
+			}
+		}
+	}
 	return &Gateway{
 		Handler:  process.Stack(logger, "api-gateway", false, public, protected, cfg.Server.Read),
 		Health:   health,
@@ -191,6 +199,27 @@ func resourceFor(path string) (Resource, string, bool) { return catalog.Route(pa
 // is its history's (catalog.RouteRequest).
 func resourceOf(r *http.Request) (Resource, string, bool) {
 	return catalog.RouteRequest(r.Method, r.URL.Path, r.URL.RawQuery)
+}
+
+// withoutToken serves a route that answers without a token (the catalog's
+// Anonymous): a call that carries none goes to its service as it is,
+// charged to its source address's budget as a call with a bad token would
+// be; one that carries a token goes the way of every authenticated call
+// (its client's budget and headers, a 401 if the token is bad).
+func withoutToken(proxy, authenticated http.Handler, gate auth.Gate) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			authenticated.ServeHTTP(w, r)
+			return
+		}
+		if gate != nil {
+			if err := gate.Refused(r); err != nil {
+				httpx.WriteProblem(r.Context(), err, w)
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	})
 }
 
 // routeOrNotFound answers 404 for paths no configured service owns before

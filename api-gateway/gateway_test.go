@@ -436,3 +436,40 @@ func TestHistoryGoesToTheEventsService(t *testing.T) {
 		t.Error("a DELETE with as_of reached the events service")
 	}
 }
+
+// The log's checkpoint and keys answer a stranger: without a token the
+// call reaches the events service as it is, and nothing else of the
+// service does; with a bad token it is refused like any call.
+func TestAnonymousRoutesNeedNoToken(t *testing.T) {
+	events := newUpstream(t)
+	f := newGateway(t, func(c *Config) {
+		u := events.URL
+		c.Upstreams["events"] = &u
+	})
+	tests := []struct {
+		name, method, path, token string
+		status                    int
+	}{
+		{"checkpoint", "GET", "/log/checkpoint", "", 200},
+		{"checkpoint, trailing slash", "GET", "/log/checkpoint/", "", 200},
+		{"keys", "GET", "/log/keys", "", 200},
+		{"keys with a token", "GET", "/log/keys", f.issuer.ReadOnly(t), 200},
+		{"keys with a bad token", "GET", "/log/keys", "x.y.z", 401},
+		{"a write of the same path", "POST", "/log/checkpoint", "", 401},
+		{"a proof", "GET", "/log/inclusion?leaf_index=0", "", 401},
+		{"an entry", "GET", "/log/entry?leaf_index=0", "", 401},
+		{"the feed", "GET", "/events", "", 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := events.count()
+			testkit.Expect(t, f.client.Do(t, tt.method, tt.path, tt.token, nil), tt.status)
+			if forwarded := events.count() > before; forwarded != (tt.status == 200) {
+				t.Errorf("forwarded = %v for status %d", forwarded, tt.status)
+			}
+			if tt.status == 200 && tt.token == "" && events.last(t).Header.Get("Authorization") != "" {
+				t.Error("an Authorization header reached the service")
+			}
+		})
+	}
+}

@@ -155,12 +155,22 @@ func bearerToken(r *http.Request) (string, bool) {
 // operator's setting, such as an inspection plan.
 const AdminOnlyRule = "admin-only"
 
+// AnonymousRule is what a handler declares (the rule endpoints.Anonymous)
+// when its operation answers without a token: what a stranger must be able
+// to fetch to check the registry's evidence offline, such as the log's
+// checkpoint and keys. Such a route is served before authentication
+// (servicekit mounts it beside the probes), so no scope is asked of it.
+const AnonymousRule = "anonymous"
+
 // RequireScope answers 403 unless the token holds the scope the operation
 // needs (see ScopeFor) and, for a handler that declares AdminOnlyRule,
 // registry:admin too. Authenticate must run first.
 func RequireScope(next http.Handler) http.Handler {
 	adminOnly := false
 	if d, ok := next.(httpx.Declared); ok {
+		if slices.Contains(d.Rules(), AnonymousRule) {
+			return next
+		}
 		adminOnly = slices.Contains(d.Rules(), AdminOnlyRule)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,11 @@ type Resource struct {
 	// answers GET /assets/{id}?as_of=... from the asset's history); its
 	// Name is then no path segment.
 	Query string
+	// Anonymous are the routes of this resource that answer without a
+	// token, as ServeMux patterns ("GET /log/checkpoint"): the gateway
+	// passes them on unauthenticated, each call charged to its source
+	// address, and the service declares them endpoints.Anonymous.
+	Anonymous []string
 }
 
 // Deployable is one binary of the registry with its local ports.
@@ -150,7 +155,9 @@ var Services = []Service{
 			// A resource as it was at an instant, from its history.
 			{Name: "as_of", Query: "as_of", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
 			// The transparency log over every event: checkpoints, proofs, keys.
-			{Name: "log", Prefixes: []string{"/log"}},
+			// Its checkpoint and keys answer without a token: a stranger
+			// handed a passport needs them to check it.
+			{Name: "log", Prefixes: []string{"/log"}, Anonymous: []string{"GET /log/checkpoint", "GET /log/keys"}},
 		},
 		// It reads the stream the others' relays publish to.
 		Needs:            []Datastore{Postgres, NATS},
@@ -411,6 +418,13 @@ func Validate() error {
 				}
 				if owner == "" || owner == s.Name {
 					add("%s: resource %s is under %q, which is no resource of another service", s.Name, r.Name, parent)
+				}
+			}
+			for _, pattern := range r.Anonymous {
+				method, path, _ := strings.Cut(pattern, " ")
+				owned := slices.ContainsFunc(r.Prefixes, func(p string) bool { return strings.HasPrefix(path, p+"/") })
+				if method != "GET" || !owned {
+					add("%s: anonymous route %q must be a GET under one of resource %s's prefixes", s.Name, pattern, r.Name)
 				}
 			}
 			for _, p := range r.Prefixes {

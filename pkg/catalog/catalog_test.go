@@ -35,6 +35,14 @@ func TestValidateRefusesClashes(t *testing.T) {
 			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
 				Resources: []Resource{{Name: "notes", Under: []string{"spaceships"}}}})
 		}},
+		{"anonymous write", func() {
+			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
+				Resources: []Resource{{Name: "notes", Prefixes: []string{"/notes"}, Anonymous: []string{"POST /notes/open"}}}})
+		}},
+		{"anonymous route of another prefix", func() {
+			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199),
+				Resources: []Resource{{Name: "notes", Prefixes: []string{"/notes"}, Anonymous: []string{"GET /assets/open"}}}})
+		}},
 		{"kind owned twice", func() {
 			Services = append(slices.Clone(saved), Service{Deployable: service("extra", 8199), Kinds: saved[0].Kinds})
 		}},

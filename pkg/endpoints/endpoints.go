@@ -196,6 +196,11 @@ const (
 	// (or one holding registry:admin) may know of; anyone else is told it
 	// does not exist, a 404 (model.Guard.Sees): a webhook subscription.
 	Private Rule = "private"
+	// Anonymous: a read that answers without a token (the log's checkpoint
+	// and keys, which a verifier holding only a passport needs). The
+	// catalog names the same route among its resource's Anonymous ones, so
+	// that the gateway lets it through; the document gives it `security: []`.
+	Anonymous Rule = auth.AnonymousRule
 )
 
 // Serve is the go-kit HTTP server for one endpoint with the shared response
@@ -217,8 +222,9 @@ func Serve[Req any](e endpoint.Endpoint, decode httpx.Decoder[Req], rules ...Rul
 			ownerOnly = true
 		case Private:
 			private = true
-		case AdminOnly:
-			// Declared to the router, whose scope check refuses the call.
+		case AdminOnly, Anonymous:
+			// Declared to the router: its scope check refuses the call, or
+			// lets it through unasked.
 		default:
 			panic("endpoints: no rule " + string(rule))
 		}

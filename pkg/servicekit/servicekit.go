@@ -17,6 +17,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/go-kit/log"
@@ -367,6 +368,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(docJSON)
 	})
+	mountAnonymous(public, handlers.Routes)
 	longest := max(cfg.Timeout, handlers.LongestRequest)
 	keys := endpoints.NewIdempotencyKeys(deps.Store, 2*longest, cfg.Timeout)
 	tasks := append([]leader.Task{keys.SweepTask(), refs.ForgetTask(refs.ForgetAfter(longest))}, handlers.Maintenance...)
@@ -376,6 +378,17 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	closers = append(closers, process.StartJobs(logger, append(jobs, handlers.Jobs...)...))
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
+}
+
+// mountAnonymous serves the routes that declare endpoints.Anonymous
+// beside the probes, before authentication: a call without a token (or
+// with one) reaches them as it is, and their scope check lets them pass.
+func mountAnonymous(public *http.ServeMux, routes *httpx.Router) {
+	for _, r := range routes.Routes() {
+		if slices.Contains(r.Rules, auth.AnonymousRule) {
+			public.Handle(r.Method+" "+r.Pattern, routes)
+		}
+	}
 }
 
 // maintenancePause is the breath between two steps of a maintenance task.

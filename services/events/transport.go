@@ -30,8 +30,9 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 		handle("GET", "/"+prefix+"/{id}", endpoints.Serve(e.AsOf, decodeAsOf))
 	}
 	handle("GET", "/assets/{id}/passport", endpoints.Serve(e.Passport, httpx.PathID))
-	handle("GET", "/log/checkpoint", endpoints.Serve(e.Checkpoint, noQuery))
-	handle("GET", "/log/keys", endpoints.Serve(e.LogKeys, noQuery))
+	// A verifier handed a passport needs no token to fetch these.
+	handle("GET", "/log/checkpoint", endpoints.Serve(e.Checkpoint, noQuery, endpoints.Anonymous))
+	handle("GET", "/log/keys", endpoints.Serve(e.LogKeys, noQuery, endpoints.Anonymous))
 	handle("GET", "/log/inclusion", endpoints.Serve(e.Inclusion, decodeInclusion))
 	handle("GET", "/log/consistency", endpoints.Serve(e.Consistency, decodeConsistency))
 	handle("GET", "/log/entry", endpoints.Serve(e.Entry, decodeEntry))

@@ -56,8 +56,14 @@ func TestRecordThroughGateway(t *testing.T) {
 	}
 
 	// Both events are in the log: proved against a checkpoint signed with
-	// the published key (one is signed within seconds of an event).
-	keys := call(200, "GET", "/log/keys", ro, nil)
+	// the published key (one is signed within seconds of an event). The
+	// keys and the checkpoint answer a stranger without a token; the
+	// proofs and entries stay behind one.
+	keys := call(200, "GET", "/log/keys", "", nil)
+	if r := call(200, "GET", "/log/keys", ro, nil); string(r.Raw) != string(keys.Raw) {
+		t.Errorf("log keys with a token %s, without %s", r.Raw, keys.Raw)
+	}
+	call(401, "GET", "/log/inclusion?event_id="+created.ID, "", nil)
 	var published registry.LogKeys
 	if err := json.Unmarshal(keys.Raw, &published); err != nil || len(published.Keys) == 0 {
 		t.Fatalf("log keys %s", keys.Raw)
@@ -83,7 +89,7 @@ func TestRecordThroughGateway(t *testing.T) {
 		}
 	}
 	var latest registry.Checkpoint
-	if err := json.Unmarshal(call(200, "GET", "/log/checkpoint", ro, nil).Raw, &latest); err != nil {
+	if err := json.Unmarshal(call(200, "GET", "/log/checkpoint", "", nil).Raw, &latest); err != nil {
 		t.Fatal(err)
 	}
 	cp, err := registry.VerifyCheckpoint(latest.Note, published.Keys...)

@@ -27,6 +27,7 @@ func RoutesMatchDocument(t *testing.T, spec servicekit.Spec) {
 		t.Fatal(err)
 	}
 	declared := map[string][]string{}
+	anonymous := map[string]bool{}
 	var routes []string
 	for _, r := range handlers.Routes.Routes() {
 		if strings.HasPrefix(r.Pattern, auth.InternalPrefix) {
@@ -41,6 +42,7 @@ func RoutesMatchDocument(t *testing.T, spec servicekit.Spec) {
 		}
 		slices.Sort(headers)
 		declared[r.Method+" "+r.Pattern] = headers
+		anonymous[r.Method+" "+r.Pattern] = slices.Contains(r.Rules, string(endpoints.Anonymous))
 		// Every change and delete of a resource is its owner's (or an
 		// admin's) alone: others are refused (OwnerOnly) or, for what is
 		// private to its maker, not told it exists (Private).
@@ -68,6 +70,11 @@ func RoutesMatchDocument(t *testing.T, spec servicekit.Spec) {
 		}
 		if !slices.Equal(takes, op.Takes) {
 			t.Errorf("route %s declares it takes %v, its operation documents %v", key, takes, op.Takes)
+		}
+		// A route that answers without a token says so in its document
+		// (`security: []`), and only such a route does.
+		if anonymous[key] != op.Anonymous {
+			t.Errorf("route %s: declared anonymous %v, documented without security %v", key, anonymous[key], op.Anonymous)
 		}
 	}
 	for _, d := range documented {
@@ -101,6 +108,7 @@ type operation struct {
 	Query        map[string]string
 	Scope        string
 	Admin        bool     // its security asks registry:admin besides Scope (an operator's setting)
+	Anonymous    bool     // its security is empty: it answers without a token
 	Takes        []string // the request headers of declaredHeaders it documents, sorted
 }
 
@@ -130,9 +138,9 @@ func documentOperations(t testing.TB, spec servicekit.Spec) []operation {
 				continue
 			}
 			var op struct {
-				Parameters  []parameter           `json:"parameters"`
-				RequestBody requestBody           `json:"requestBody"`
-				Security    []map[string][]string `json:"security"`
+				Parameters  []parameter            `json:"parameters"`
+				RequestBody requestBody            `json:"requestBody"`
+				Security    *[]map[string][]string `json:"security"`
 			}
 			if err := json.Unmarshal(raw, &op); err != nil {
 				t.Fatal(err)
@@ -161,7 +169,12 @@ func documentOperations(t testing.TB, spec servicekit.Spec) []operation {
 				o.Body = "multipart"
 			}
 			o.Scope = auth.ScopeRead
-			for _, s := range op.Security {
+			var security []map[string][]string
+			if op.Security != nil {
+				security = *op.Security
+				o.Anonymous = len(security) == 0
+			}
+			for _, s := range security {
 				for _, scopes := range s {
 					if slices.Contains(scopes, auth.ScopeWrite) {
 						o.Scope = auth.ScopeWrite

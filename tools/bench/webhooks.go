@@ -112,7 +112,7 @@ var WebhookRow = Row{Name: WebhookRowName, Via: "gateway", MinWindow: 3 * time.S
 // deliveries due. Issue 26's goal: the healthy receiver's p99 stays within
 // twice WebhookRow's, because a subscription holds at most
 // webhooks.max-in-flight workers and claims take turns.
-var WebhookBesideHangingRow = Row{Name: WebhookBesideHangingRowName, Via: "gateway", MinWindow: 3 * time.Second,
+var WebhookBesideHangingRow = Row{Name: WebhookBesideHangingRowName, Via: "gateway", MinWindow: 3 * time.Second, Long: true,
 	Before: func(ctx context.Context, e *Env) error {
 		receiver, err := startHangingReceiver()
 		if err != nil {

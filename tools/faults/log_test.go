@@ -31,9 +31,7 @@ import (
 
 func TestLogSurvivesItsLeaderKilled(t *testing.T) {
 	skipOnClusters(t)
-	if !fullFaults() {
-		t.Skip("make faults only (FAULTS_FULL=1)")
-	}
+	long(t)
 	events := stack.Processes["events"]
 	exercise(t, 80, fault{
 		name: "events: leader killed (SIGKILL) while storing a backlog and signing the log, restarted",

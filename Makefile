@@ -128,7 +128,7 @@ chart-tools: ## build the pinned chart tools (helm, helm-unittest, kubectl-valid
 	@tools/scripts/chart-tools.sh
 
 .PHONY: generate
-generate: ## rewrite what follows from pkg/catalog (catalog.mk, go.work) and the chart value schema (charts, skaffold.yaml, Dockerfile, docs)
+generate: ## rewrite what follows from pkg/catalog (catalog.mk, go.work, the gateway's copies of the services' API documents) and the chart value schema (charts, skaffold.yaml, Dockerfile, docs)
 	@go run ./tools/cmd/catalog
 	@go run ./tools/cmd/deploygen
 

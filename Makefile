@@ -145,11 +145,12 @@ charts: ## package every chart into build/charts
 	done
 
 .PHONY: lint
-lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services and tools/
+lint: ## gofmt, go vet, the import rules between pkg/, the gateway, services and tools/, and the shape's limits (tools/housecount/limits.txt)
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@go vet $(TEST_TAGS) $(PACKAGES)
 	@go vet -tags testhooks ./sdk/cmd/registry
 	@go run ./tools/cmd/layercheck
+	@go run ./tools/cmd/housecount -check
 
 .PHONY: capacity
 capacity: servers deps ## the capacity model's figures (docs/capacity.md): CAPACITY_ROWS events and actions (default 1000000; the model's is 10000000) seeded, maintenance and reads timed

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The change events' rows (issue 15): what recording an event costs a
+// The change events' rows: what recording an event costs a
 // write, and how fast the relay publishes.
 const (
 	// EventsOffName is POST /organizations straight to a second parties

@@ -326,7 +326,7 @@ func AllRows() []Row {
 		RevocationRow)
 }
 
-// Goal is a target of issue 8: Row's metric divided by Of's (or by Value)
+// Goal is a target of the bench: Row's metric divided by Of's (or by Value)
 // must be at least AtLeast, or at most AtMost.
 type Goal struct {
 	Name    string
@@ -368,7 +368,7 @@ var Goals = []Goal{
 	{Name: "actions: batches of 100 ≥ 5,000 actions/s (gateway)", Row: ActionsBatch + " · gateway", Value: 5000 / BatchSize, Metric: "req/s", AtLeast: 1},
 	{Name: "parties: POST /organizations direct ≥ 0.6 × reference POST", Row: "POST /organizations · direct", Of: RefPost, Metric: "req/s", AtLeast: 0.6},
 	{Name: "log: inclusion proof at 10 million leaves, p99 ≤ 20 ms", Row: InclusionRowName, Metric: "p99 s", AtMost: 0.02},
-	// Issue 28's "appending to the log costs at most 10 % of the feed's
+	// The log's goal: "appending to the log costs at most 10 % of the feed's
 	// store rate", where the log's cost is paid: the consumer's store with
 	// it and without, one writer, call by call in turns. (Dividing the
 	// store's rate by AppendRow's charged the log a transaction of its own,

@@ -19,7 +19,7 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 )
 
-// The rows of issue 31: each service frozen with SIGSTOP (it keeps its
+// The frozen services' rows: each service frozen with SIGSTOP (it keeps its
 // connections and takes new ones, and answers nothing, as a process in a
 // long pause or on a node cut off does) under the usual load, which calls
 // every service. The load's calls routed to the frozen service must be

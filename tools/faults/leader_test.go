@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// The rows of issue 30 item 4: the replica that leads a schema's work is
+// The leader rows: the replica that leads a schema's work is
 // frozen with SIGSTOP (it keeps its connections open and says nothing,
 // as a process in a long pause or on a node cut off does) beside a
 // standby of the same service, under the load. PostgreSQL ends the

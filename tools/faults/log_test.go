@@ -16,7 +16,7 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 )
 
-// The transparency log's row (issue 28): the events deployable, which
+// The transparency log's row: the events deployable, which
 // leads the consumer (it stores each batch of events with their leaves and
 // the tiles in one transaction) and signs the log's checkpoints, is killed
 // while it works through a backlog: it is paused until the stream holds

@@ -234,7 +234,7 @@ func exerciseWebhook(t *testing.T, f webhookFault) {
 	}
 }
 
-// TestWebhookHangingReceiverBesideHealthyOnes is issue 26's row: one
+// TestWebhookHangingReceiverBesideHealthyOnes is the fairness row: one
 // receiver that hangs (every attempt waits for the registry's timeout)
 // beside ten healthy ones. The same paced writes run twice, first with the
 // ten healthy subscriptions alone, then with the hanging one added. Each

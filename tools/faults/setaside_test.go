@@ -19,14 +19,8 @@ import (
 )
 
 // unpublishableWrites is how many ordinary writes follow the event NATS
-// refuses: 1,000 under FULL=1, 200 inside make test (enough for the relay
-// to have moved past the refused event many batches over).
-func unpublishableWrites() int {
-	if fullFaults() {
-		return 1000
-	}
-	return 200
-}
+// refuses.
+const unpublishableWrites = 1000
 
 // TestUnpublishableEvent is the set-aside fault row: one event NATS refuses
 // for good, followed by 1,000 ordinary writes. NATS is restarted with a
@@ -70,7 +64,7 @@ func TestUnpublishableEvent(t *testing.T) {
 		mu       sync.Mutex
 		answered = map[string]time.Time{}
 	)
-	seen := followFeed(t, c, cursor, func(n int) bool { return n >= unpublishableWrites() }, 90*time.Second)
+	seen := followFeed(t, c, cursor, func(n int) bool { return n >= unpublishableWrites }, 90*time.Second)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -83,7 +77,7 @@ func TestUnpublishableEvent(t *testing.T) {
 			}
 		})
 	}
-	for i := range unpublishableWrites() {
+	for i := range unpublishableWrites {
 		jobs <- i
 	}
 	close(jobs)

@@ -9,9 +9,9 @@ SHELL := /bin/bash
 # (`make generate` rewrites catalog.mk after the catalog changes).
 include catalog.mk
 # The fault suite first: go test starts packages in the order it is given
-# them, two at a time on two cores, and tools/faults, the longest (about 7
-# of make test's 15 minutes), came late in the alphabet: it ran on alone at
-# the end while the other core had nothing left to do.
+# them, two at a time on two cores, and tools/faults, the longest, came late
+# in the alphabet: it ran on alone at the end while the other core had
+# nothing left to do.
 PACKAGES := ./tools/faults $(addprefix ./,$(addsuffix /...,$(MODULES)))
 BIN      := $(CURDIR)/bin
 COMMANDS := $(DEPLOYABLE_COMMANDS) \
@@ -34,6 +34,10 @@ GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # with testhooks: tools/sdktest and make bench build the command so, the
 # shipped one lacks them; make lint vets both.
 TEST_TAGS := -tags faults
+# FULL=1 is the one switch between the suites' two lengths (tools/testkit.Full):
+# make test runs one short row of each kind of fault and of bench row, make
+# faults runs the fault suite whole, make bench the bench whole, and
+# `make test FULL=1` every row of both inside make test (docs/testing.md).
 
 .PHONY: help
 help: ## list the targets
@@ -102,8 +106,8 @@ test: servers-for-test chart-tools-head-start lint deps build ## lint, then ever
 	REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES)
 
 .PHONY: faults
-faults: servers deps build ## the fault suite alone: the whole registry under load while its datastores, services and gateway fail (also part of make test)
-	@FAULTS_FULL=1 REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v ./tools/faults/ | grep -v '^=== RUN'
+faults: servers deps build ## the whole fault suite (FULL=1): the registry under load while its datastores, services and gateway fail (make test runs a short row of each kind)
+	@FULL=1 REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v ./tools/faults/ | grep -v '^=== RUN'
 
 # Not part of make test: minutes of its own, and a second PostgreSQL, Redis
 # and two NATS servers beside the first.
@@ -124,7 +128,7 @@ chart-tools: ## build the pinned chart tools (helm, helm-unittest, kubectl-valid
 	@tools/scripts/chart-tools.sh
 
 .PHONY: generate
-generate: ## rewrite what follows from pkg/catalog (catalog.mk, go.work) and the chart value schema (charts, skaffold.yaml, Dockerfile, docs)
+generate: ## rewrite what follows from pkg/catalog (catalog.mk, go.work, the gateway's copies of the services' API documents) and the chart value schema (charts, skaffold.yaml, Dockerfile, docs)
 	@go run ./tools/cmd/catalog
 	@go run ./tools/cmd/deploygen
 
@@ -141,11 +145,12 @@ charts: ## package every chart into build/charts
 	done
 
 .PHONY: lint
-lint: ## gofmt, go vet and the import rules between pkg/, the gateway, services and tools/
+lint: ## gofmt, go vet, the import rules between pkg/, the gateway, services and tools/, and the shape's limits (tools/housecount/limits.txt)
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@go vet $(TEST_TAGS) $(PACKAGES)
 	@go vet -tags testhooks ./sdk/cmd/registry
 	@go run ./tools/cmd/layercheck
+	@go run ./tools/cmd/housecount -check
 
 .PHONY: capacity
 capacity: servers deps ## the capacity model's figures (docs/capacity.md): CAPACITY_ROWS events and actions (default 1000000; the model's is 10000000) seeded, maintenance and reads timed

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -25,7 +26,8 @@ import (
 )
 
 // docs serves each service's OpenAPI document, per resource, and Swagger UI
-// over it. Swagger UI's scripts, styles and images are embedded in the
+// over it: the service's own answer, or while it does not answer the copy
+// the gateway was built with (apidocs.go). Swagger UI's scripts, styles and images are embedded in the
 // binary (swgui/v5emb): the pages load nothing from any other host, so they
 // work in an air-gapped cluster.
 type docs struct {
@@ -39,6 +41,7 @@ type docs struct {
 type cachedDoc struct {
 	doc     map[string]any
 	fetched time.Time
+	builtIn bool // the gateway's own copy (builtInDoc), not the service's answer
 }
 
 // docTTL keeps documents fresh across service deploys without fetching on
@@ -197,7 +200,7 @@ func (g *Gateway) CheckDocuments(ctx context.Context, wait time.Duration, logger
 			if _, done := docs[service]; done {
 				continue
 			}
-			if doc, err := g.docs.fetch(ctx, service); err == nil {
+			if doc, err := g.docs.fetchLive(ctx, service); err == nil {
 				docs[service] = doc
 			}
 		}
@@ -221,10 +224,40 @@ func (g *Gateway) CheckDocuments(ctx context.Context, wait time.Duration, logger
 	return nil
 }
 
+// fetch returns service's document (fetchLive) or, while the service has
+// never answered, the one the gateway was built with (builtInDoc), kept for
+// docTTL as a fetched one is, so that a service that does not answer is
+// not waited for on every page view.
 func (d *docs) fetch(ctx context.Context, service string) (map[string]any, error) {
 	d.mu.Lock()
 	c, ok := d.cached[service]
 	d.mu.Unlock()
+	if ok && c.builtIn && time.Since(c.fetched) < docTTL {
+		return c.doc, nil
+	}
+	doc, err := d.fetchLive(ctx, service)
+	if err == nil {
+		return doc, nil
+	}
+	builtIn, builtInErr := builtInDoc(service)
+	if builtInErr != nil {
+		return nil, apperr.Unavailable("the "+service+" service's API document", errors.Join(err, builtInErr))
+	}
+	d.mu.Lock()
+	d.cached[service] = cachedDoc{doc: builtIn, fetched: time.Now(), builtIn: true}
+	d.mu.Unlock()
+	return builtIn, nil
+}
+
+// fetchLive returns service's own document: fetched at most docTTL ago,
+// fetched now, or the last one fetched (a stale document beats none); an
+// error while it has never answered. The start's check (CheckDocuments)
+// compares these alone.
+func (d *docs) fetchLive(ctx context.Context, service string) (map[string]any, error) {
+	d.mu.Lock()
+	c, ok := d.cached[service]
+	d.mu.Unlock()
+	ok = ok && !c.builtIn
 	if ok && time.Since(c.fetched) < docTTL {
 		return c.doc, nil
 	}

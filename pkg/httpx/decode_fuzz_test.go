@@ -15,7 +15,7 @@ import (
 // it never panics; it refuses with a 400 or a 422 (never a 500); and a
 // body it accepts is valid UTF-8 JSON whose every number the registry can
 // store as written (model.NumberStored) and whose every date is a real
-// one of the years 0001 to 9999. Its seeds are the cases of issue 26 and
+// one of the years 0001 to 9999. Its seeds are the bodies the limits tests send and
 // the decoder's own table.
 func FuzzDecodeJSONBytes(f *testing.F) {
 	for _, seed := range []string{

@@ -71,6 +71,9 @@ type Options struct {
 	// no import).
 	ImportRows int
 	Rows       *regexp.Regexp // only these rows (and the limits they are divided by); nil: all
+	// Short leaves out the rows marked Long (keeping the limits and
+	// partners of those it keeps): make test's form of the quick run.
+	Short bool
 	// PostgresURL and RedisURL are servers to share (make test); empty
 	// starts private ones.
 	PostgresURL, RedisURL string
@@ -229,6 +232,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		return nil, err
 	}
 	rows := selectRows(AllRows(), o.Rows)
+	if o.Short {
+		rows = shortRows(rows)
+	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("bench: no row matches %s", o.Rows)
 	}
@@ -356,6 +362,18 @@ func selectRows(all []Row, match *regexp.Regexp) []Row {
 	if match == nil {
 		return all
 	}
+	return selectWhere(all, func(r Row) bool { return match.MatchString(r.Name) })
+}
+
+// shortRows keeps the rows not marked Long and, transitively, their limits
+// and partners (a long limit of a short row is measured all the same).
+func shortRows(all []Row) []Row {
+	return selectWhere(all, func(r Row) bool { return !r.Long })
+}
+
+// selectWhere keeps the rows wanted and, transitively, their limits and
+// partners.
+func selectWhere(all []Row, wanted func(Row) bool) []Row {
 	keep := map[string]bool{}
 	var want func(name string)
 	want = func(name string) {
@@ -374,7 +392,7 @@ func selectRows(all []Row, match *regexp.Regexp) []Row {
 		}
 	}
 	for _, r := range all {
-		if match.MatchString(r.Name) {
+		if wanted(r) {
 			want(r.Name)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// ImportResult is the bulk import of issue 18: the registry command
+// ImportResult is the bulk import: the registry command
 // importing generated rows through the gateway, beside the reference
 // server's POST rate of the same run.
 type ImportResult struct {

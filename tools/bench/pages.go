@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The bounded pages' row (issue 26): 16 clients reading limit=1000 pages of
+// The bounded pages' row: 16 clients reading limit=1000 pages of
 // the largest events the registry makes, through the gateway, while the
 // table watches the events process's resident set. A page stops before
 // the event that would take it past 4 MiB, so each answer holds two of

@@ -16,7 +16,7 @@ import (
 	"github.com/assetregistry/registry/services/events"
 )
 
-// The transparency log's rows (issue 28): an inclusion proof in a log of
+// The transparency log's rows: an inclusion proof in a log of
 // ten million leaves, and an asset's passport with 100 actions.
 const (
 	// DefaultLogLeaves is the size of the log the proof row reads.

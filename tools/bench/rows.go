@@ -51,6 +51,10 @@ type Row struct {
 	// Clients, when set, is how many clients call the row at once instead
 	// of the run's concurrency.
 	Clients int
+	// Long rows are left out of the short run inside make test
+	// (Options.Short): another row of their kind stands for them there.
+	// make bench runs them all, and so does make test FULL=1.
+	Long bool
 }
 
 // Call is one registry operation, measured twice: through the gateway
@@ -72,6 +76,8 @@ type Call struct {
 	Bytes func(e *Env) int64
 	// MinWindow is both rows' (see Row.MinWindow).
 	MinWindow time.Duration
+	// Long is both rows' (see Row.Long).
+	Long bool
 }
 
 // Rows expands the calls into the gateway and direct rows.
@@ -99,8 +105,8 @@ func (c Call) Rows() []Row {
 		}
 	}
 	return []Row{
-		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow},
-		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow},
+		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long},
+		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long},
 	}
 }
 
@@ -168,7 +174,7 @@ var Limits = []Row{
 			return e.putObject(ctx, "bench/put-"+strconv.Itoa(w.ID), bytes.NewReader(e.upload.file), int64(len(e.upload.file)))
 		}}, nil
 	}},
-	{Name: PutLarge, Via: "limit", Once: true, Bytes: largeBytes, After: emptyBucket, Op: func(e *Env) (Op, error) {
+	{Name: PutLarge, Via: "limit", Once: true, Long: true, Bytes: largeBytes, After: emptyBucket, Op: func(e *Env) (Op, error) {
 		return Op{Do: func(ctx context.Context, _ *Worker) error {
 			return e.putObject(ctx, "bench/put-large", newFileReader(e.LargeUpload), e.LargeUpload)
 		}}, nil
@@ -226,7 +232,7 @@ var Calls = []Call{
 		return Request{Method: "GET", Path: "/assets/" + e.Assets[w.Rand.IntN(len(e.Assets))], Want: 200}
 	}},
 	// Asset finds, warm and cold, made the same way as the people's.
-	{Name: "POST /assets/find, cache warm", Service: "assets", Limit: RefGet,
+	{Name: "POST /assets/find, cache warm", Service: "assets", Limit: RefGet, Long: true,
 		Before: func(ctx context.Context, e *Env, base string) error {
 			for i := range min(len(e.Assets), warmPeople) {
 				if _, err := e.send(ctx, base, findAsset(i)); err != nil {
@@ -236,7 +242,7 @@ var Calls = []Call{
 			return nil
 		},
 		Request: func(e *Env, w *Worker) Request { return findAsset(w.Rand.IntN(min(len(e.Assets), warmPeople))) }},
-	{Name: "POST /assets/find, cache cold", Service: "assets", Limit: RefGet,
+	{Name: "POST /assets/find, cache cold", Service: "assets", Limit: RefGet, Long: true,
 		Prepare: func(ctx context.Context, e *Env, _ *Worker) error { return e.StaleFinds(ctx, "assets") },
 		Request: func(e *Env, w *Worker) Request {
 			return findAsset((w.N*e.Load.Concurrency + w.ID) % len(e.Assets))
@@ -300,7 +306,7 @@ var Token = Row{Name: TokenRequest, Via: "direct", Limit: RS256Sign, Op: func(e 
 // ran: the documents service's must stay small whatever the file's size.
 // Before it the documents service gives back what the rows before it left
 // (Env.settle), so its peak is the upload's own.
-var LargeUploadRow = Row{Name: UploadLarge, Via: "gateway", Limit: PutLarge, Once: true, Bytes: largeBytes, After: emptyBucket,
+var LargeUploadRow = Row{Name: UploadLarge, Via: "gateway", Limit: PutLarge, Once: true, Long: true, Bytes: largeBytes, After: emptyBucket,
 	Before: func(ctx context.Context, e *Env) error { return e.settle(ctx, "documents") },
 	Op: func(e *Env) (Op, error) {
 		return e.HTTPOp(e.Stack.RegistryURL, func(*Worker) Request {
@@ -320,7 +326,7 @@ func AllRows() []Row {
 		RevocationRow)
 }
 
-// Goal is a target of issue 8: Row's metric divided by Of's (or by Value)
+// Goal is a target of the bench: Row's metric divided by Of's (or by Value)
 // must be at least AtLeast, or at most AtMost.
 type Goal struct {
 	Name    string
@@ -362,7 +368,7 @@ var Goals = []Goal{
 	{Name: "actions: batches of 100 ≥ 5,000 actions/s (gateway)", Row: ActionsBatch + " · gateway", Value: 5000 / BatchSize, Metric: "req/s", AtLeast: 1},
 	{Name: "parties: POST /organizations direct ≥ 0.6 × reference POST", Row: "POST /organizations · direct", Of: RefPost, Metric: "req/s", AtLeast: 0.6},
 	{Name: "log: inclusion proof at 10 million leaves, p99 ≤ 20 ms", Row: InclusionRowName, Metric: "p99 s", AtMost: 0.02},
-	// Issue 28's "appending to the log costs at most 10 % of the feed's
+	// The log's goal: "appending to the log costs at most 10 % of the feed's
 	// store rate", where the log's cost is paid: the consumer's store with
 	// it and without, one writer, call by call in turns. (Dividing the
 	// store's rate by AppendRow's charged the log a transaction of its own,

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The write path's rows (issue 17): a batch of actions, and the whole
+// The write path's rows: a batch of actions, and the whole
 // recording flow of the interface as one row.
 
 // BatchSize is how many actions one POST /actions/batch of the row carries.

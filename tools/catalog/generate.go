@@ -1,6 +1,7 @@
 // Package catalog renders the files that list the registry's deployables
 // from pkg/catalog, so no list is kept by hand beside it: the Makefile's
-// module and binary lists (catalog.mk) and go.work. `make generate` writes
+// module and binary lists (catalog.mk) and go.work, and the gateway's copy
+// of each service's API document (APIDocuments). `make generate` writes
 // them; a test fails when a committed one differs from what it renders.
 package catalog
 
@@ -46,11 +47,30 @@ func Render() ([]File, error) {
 	return files, nil
 }
 
-// Write renders every file into root.
+// Write renders every file into root, the gateway's copies of the
+// services' API documents included (APIDocuments).
 func Write(root string) error {
 	files, err := Render()
 	if err != nil {
 		return err
+	}
+	docs, err := APIDocuments(root)
+	if err != nil {
+		return err
+	}
+	files = append(files, docs...)
+	if err := os.MkdirAll(filepath.Join(root, APIDocumentsDir), 0o755); err != nil {
+		return err
+	}
+	// A copy of a service no longer in the catalog goes with it.
+	stale, err := filepath.Glob(filepath.Join(root, APIDocumentsDir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(root, f.Path), f.Content, 0o644); err != nil {

@@ -27,6 +27,38 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 }
 
+// The gateway's copy of each service's API document must be the
+// service's own: /openapi.json serves it while the service is down. Run
+// `make generate` after editing a service's openapi.yaml.
+func TestGatewayAPIDocumentsAreCurrent(t *testing.T) {
+	root := filepath.Join("..", "..")
+	files, err := APIDocuments(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, f := range files {
+		want[filepath.Base(f.Path)] = true
+		committed, err := os.ReadFile(filepath.Join(root, f.Path))
+		if err != nil {
+			t.Errorf("%v; run make generate", err)
+			continue
+		}
+		if !bytes.Equal(committed, f.Content) {
+			t.Errorf("%s differs from the service's openapi.yaml; run make generate", f.Path)
+		}
+	}
+	copies, err := filepath.Glob(filepath.Join(root, APIDocumentsDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range copies {
+		if !want[filepath.Base(c)] {
+			t.Errorf("%s is the copy of no service in pkg/catalog; run make generate", c)
+		}
+	}
+}
+
 // Every service folder has a catalog entry and every entry a folder: a
 // service cannot be half added.
 func TestServiceFoldersMatchTheCatalog(t *testing.T) {

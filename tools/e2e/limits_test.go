@@ -28,7 +28,7 @@ func largestAction(fill byte, tag string) map[string]any {
 	}
 }
 
-// Issue 26: the largest update the limits allow, an action's data and
+// The largest update the limits allow, an action's data and
 // meta_data of 256 KiB each replaced with every other member, makes an
 // event that the relay publishes and the feed serves, within the size
 // NATS and the stream are set for (outbox.MaxEventSize).
@@ -83,7 +83,7 @@ func TestTheLargestUpdateReachesTheFeed(t *testing.T) {
 	}
 }
 
-// Issue 26: what a body says is stored and answered as it says, or
+// What a body says is stored and answered as it says, or
 // refused with a 422 naming the field; never a 500, and never many times
 // what was sent.
 func TestCanonicalInputThroughGateway(t *testing.T) {

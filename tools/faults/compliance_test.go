@@ -28,9 +28,7 @@ const rollerAssets = 40000
 // actions schema, as the projection and an admin's POST would.
 func TestComplianceRollerKilledMidPass(t *testing.T) {
 	skipOnClusters(t)
-	if !fullFaults() {
-		t.Skip("make faults only (FAULTS_FULL=1): a 40,000-asset pass is too long for make test")
-	}
+	long(t)
 	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, stack.DatabaseURL)
 	must(t, err)
@@ -115,9 +113,7 @@ const projectionAssets, projectionDeleted = 300, 100
 // nothing lost, nothing left behind.
 func TestComplianceProjectionNATSDown(t *testing.T) {
 	skipOnClusters(t)
-	if !fullFaults() {
-		t.Skip("make faults only (FAULTS_FULL=1)")
-	}
+	long(t)
 	ctx := t.Context()
 	c := newClient(t)
 	name := "projection-" + randomHex()

@@ -47,36 +47,44 @@ type fault struct {
 	// frozen names the one service the fault stops: only calls routed to
 	// it, or that need it as a peer, may be 503s.
 	frozen string
+	// long: the row runs only under FULL=1 (make faults); another row of
+	// its kind stands for it in make test (length_test.go).
+	long bool
 }
 
 func TestFaults(t *testing.T) {
 	skipOnClusters(t)
+	// Inside make test (length_test.go) these stand for their kinds:
+	// PostgreSQL paused (no request may wait for a silent database), Redis
+	// killed under the rate limiter, S3 cut mid-upload, the relay killed
+	// amid a backlog after NATS was cut (a service crash and NATS down in
+	// one), the slow peer, the identity provider and the gateway down.
 	faults := []fault{
 		{name: "slow and oversized clients", alongside: misbehavingClients},
-		{name: "postgres: 200 ms latency (toxiproxy)", inject: addToxic("postgres", "latency", "downstream", `{"latency":200}`),
+		{long: true, name: "postgres: 200 ms latency (toxiproxy)", inject: addToxic("postgres", "latency", "downstream", `{"latency":200}`),
 			heal: removeToxic("postgres", "latency"), hold: 5 * time.Second, unavailable: true},
-		{name: "postgres: connections cut (toxiproxy)", inject: cut("postgres"), heal: restore("postgres"), hold: 4 * time.Second, unavailable: true},
+		{long: true, name: "postgres: connections cut (toxiproxy)", inject: cut("postgres"), heal: restore("postgres"), hold: 4 * time.Second, unavailable: true},
 		{name: "postgres: paused (SIGSTOP)", inject: func(t *testing.T) { must(t, stack.Postgres.Signal(syscall.SIGSTOP)) },
 			heal: func(t *testing.T) { must(t, stack.Postgres.Signal(syscall.SIGCONT)) }, hold: hangBound + 2*time.Second, unavailable: true},
-		{name: "postgres: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Postgres.Kill()) },
+		{long: true, name: "postgres: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Postgres.Kill()) },
 			heal: func(t *testing.T) { must(t, stack.Postgres.Restart(t.Context())) }, hold: 3 * time.Second, unavailable: true},
-		{name: "redis: 500 ms latency (toxiproxy)", inject: addToxic("redis", "latency", "downstream", `{"latency":500}`),
+		{long: true, name: "redis: 500 ms latency (toxiproxy)", inject: addToxic("redis", "latency", "downstream", `{"latency":500}`),
 			heal: removeToxic("redis", "latency"), hold: 4 * time.Second},
-		{name: "redis: connections cut (toxiproxy)", inject: cut("redis"), heal: restore("redis"), hold: 4 * time.Second},
-		{name: "redis: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Redis.Kill()) },
+		{long: true, name: "redis: connections cut (toxiproxy)", inject: cut("redis"), heal: restore("redis"), hold: 4 * time.Second},
+		{long: true, name: "redis: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Redis.Kill()) },
 			heal: func(t *testing.T) { must(t, stack.Redis.Restart(t.Context())) }, hold: 3 * time.Second},
 		// The gateway's rate limiter keeps its budgets in the same Redis:
 		// with Redis gone every call is still served (the limit fails
 		// open), and the gateway's metric says so.
 		{name: "redis: killed under the rate limiter (fails open)", inject: func(t *testing.T) { must(t, stack.Redis.Kill()) },
 			heal: func(t *testing.T) { must(t, stack.Redis.Restart(t.Context())) }, hold: 3 * time.Second, observe: failOpenCounted},
-		{name: "s3: connections cut (toxiproxy)", inject: cut("s3"), heal: restore("s3"), hold: 4 * time.Second, unavailable: true},
+		{long: true, name: "s3: connections cut (toxiproxy)", inject: cut("s3"), heal: restore("s3"), hold: 4 * time.Second, unavailable: true},
 		{name: "s3: cut after 4 KiB (toxiproxy)", inject: addToxic("s3", "limit_data", "upstream", `{"bytes":4096}`),
 			heal: removeToxic("s3", "limit_data"), hold: 4 * time.Second, unavailable: true},
-		{name: "parties: killed (SIGKILL), restarted", inject: kill("parties"), heal: restart("parties"), hold: 3 * time.Second, unavailable: true},
-		{name: "documents: killed (SIGKILL), restarted", inject: kill("documents"), heal: restart("documents"), hold: 3 * time.Second, unavailable: true},
+		{long: true, name: "parties: killed (SIGKILL), restarted", inject: kill("parties"), heal: restart("parties"), hold: 3 * time.Second, unavailable: true},
+		{long: true, name: "documents: killed (SIGKILL), restarted", inject: kill("documents"), heal: restart("documents"), hold: 3 * time.Second, unavailable: true},
 		// NATS down must cost no write: the events wait in the outboxes.
-		{name: "nats: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Nats.Kill()) },
+		{long: true, name: "nats: killed (SIGKILL), restarted", inject: func(t *testing.T) { must(t, stack.Nats.Kill()) },
 			heal: func(t *testing.T) { must(t, stack.Nats.Restart(t.Context())) }, hold: 4 * time.Second},
 		// The relay killed mid-batch: NATS is cut until the outboxes hold a
 		// backlog, and parties (its relay) is killed while it publishes it.
@@ -104,7 +112,12 @@ func TestFaults(t *testing.T) {
 			heal: restart("api-gateway"), hold: 3 * time.Second, unavailable: true, unanswered: true},
 	}
 	for i, f := range faults {
-		t.Run(f.name, func(t *testing.T) { exercise(t, i, f) })
+		t.Run(f.name, func(t *testing.T) {
+			if f.long {
+				long(t)
+			}
+			exercise(t, i, f)
+		})
 	}
 }
 

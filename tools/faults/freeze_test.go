@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +19,7 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 )
 
-// The rows of issue 31: each service frozen with SIGSTOP (it keeps its
+// The frozen services' rows: each service frozen with SIGSTOP (it keeps its
 // connections and takes new ones, and answers nothing, as a process in a
 // long pause or on a node cut off does) under the usual load, which calls
 // every service. The load's calls routed to the frozen service must be
@@ -32,11 +31,6 @@ import (
 // within 10 s; nothing acknowledged may be lost. Nothing but the load
 // calls the frozen service: its breaker opens on the load's own failures,
 // as an integration's would open it in production.
-
-// fullFaults is set by `make faults` (FAULTS_FULL=1): the rows run at the
-// length the issue asks. Inside `make test` they run shorter, long enough
-// for the breaker to open and refuse, so the suite stays cheap.
-func fullFaults() bool { return os.Getenv("FAULTS_FULL") != "" }
 
 // freezeHold is how long a service stays frozen: in the short form, the
 // first deadline (which opens the breaker), a stretch open and one
@@ -84,14 +78,25 @@ const refusedGoal = 50 * time.Millisecond
 const gatewayMargin = time.Second
 
 func TestFrozenServices(t *testing.T) {
-	for i, name := range []string{"parties", "documents", "assets", "actions", "events"} {
-		if !fullFaults() && name != "assets" && name != "events" {
-			// Inside `make test` two rows stand for the five: assets, a
-			// peer the other services call, and events, the feed's
-			// reader; the five rows cost make test's time budget ~3 min.
-			continue
-		}
-		t.Run(name, func(t *testing.T) { freeze(t, 50+i, name) })
+	for i, row := range []struct {
+		service string
+		long    bool
+	}{
+		// Inside make test assets stands for the five: a peer the other
+		// services call, so it checks both the gateway's breaker and the
+		// peers'.
+		{service: "parties", long: true},
+		{service: "documents", long: true},
+		{service: "assets"},
+		{service: "actions", long: true},
+		{service: "events", long: true},
+	} {
+		t.Run(row.service, func(t *testing.T) {
+			if row.long {
+				long(t)
+			}
+			freeze(t, 50+i, row.service)
+		})
 	}
 }
 
@@ -385,7 +390,7 @@ func printFreezeReport() {
 			f.readyz, f.failedOpen, f.recoveredAfter.Round(10*time.Millisecond), recoveryGoal, met(f.answered && f.recoveredAfter <= recoveryGoal), f.allAfter.Round(10*time.Millisecond)))
 	}
 	if len(lines) > 0 {
-		fmt.Println("\nfrozen services (issue 31; FAULTS_FULL=1 for the 30 s rows):")
+		fmt.Println("\nfrozen services (FULL=1 for the 30 s rows):")
 		for _, l := range lines {
 			fmt.Println("  " + l)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 )
 
-// The transparency log's row (issue 28): the events deployable, which
+// The transparency log's row: the events deployable, which
 // leads the consumer (it stores each batch of events with their leaves and
 // the tiles in one transaction) and signs the log's checkpoints, is killed
 // while it works through a backlog: it is paused until the stream holds
@@ -31,9 +31,7 @@ import (
 
 func TestLogSurvivesItsLeaderKilled(t *testing.T) {
 	skipOnClusters(t)
-	if !fullFaults() {
-		t.Skip("make faults only (FAULTS_FULL=1)")
-	}
+	long(t)
 	events := stack.Processes["events"]
 	exercise(t, 80, fault{
 		name: "events: leader killed (SIGKILL) while storing a backlog and signing the log, restarted",

@@ -19,10 +19,10 @@ import (
 )
 
 // unpublishableWrites is how many ordinary writes follow the event NATS
-// refuses (issue 26: 1,000).
+// refuses.
 const unpublishableWrites = 1000
 
-// TestUnpublishableEvent is issue 26's fault row: one event NATS refuses
+// TestUnpublishableEvent is the set-aside fault row: one event NATS refuses
 // for good, followed by 1,000 ordinary writes. NATS is restarted with a
 // max_payload of 64 KiB, below an action whose data is 100 KiB; its
 // create and the update after it are set aside, and 1,000 actions created

@@ -207,3 +207,18 @@ func TestKitOrder(t *testing.T) {
 		}
 	}
 }
+
+// The kit's height and its arrows, as KitOrder allows them: the shape the
+// lint's limits (tools/housecount/limits.txt) count.
+func TestFloors(t *testing.T) {
+	order := map[string][]string{"a": nil, "b": {"a"}, "c": {"a", "b"}, "d": {"a"}}
+	if got := Floors(order); got != 3 {
+		t.Errorf("Floors = %d, want 3 (c over b over a)", got)
+	}
+	if got := Arrows(order); got != 4 {
+		t.Errorf("Arrows = %d, want 4", got)
+	}
+	if got := Floors(KitOrder); got < 1 || got > len(KitOrder) {
+		t.Errorf("Floors(KitOrder) = %d", got)
+	}
+}

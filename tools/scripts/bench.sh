@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: the side-by-side table of issue 8 (tools/bench). Every row runs
+# make bench: the side-by-side speed table (tools/bench). Every row runs
 # with the same client loop, 16 concurrent clients and the same duration, in
 # rounds, against a private registry started from bin/ next to the limits of
 # this machine. Output: the table on stdout, bench/results.json (git-ignored)

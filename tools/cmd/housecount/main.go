@@ -4,6 +4,7 @@
 //
 //	go run ./tools/cmd/housecount          # the figures
 //	go run ./tools/cmd/housecount -v       # and what each figure counted
+//	go run ./tools/cmd/housecount -check   # the shape's figures held to tools/housecount/limits.txt (make lint)
 package main
 
 import (
@@ -15,12 +16,35 @@ import (
 	"strings"
 
 	"github.com/assetregistry/registry/tools/housecount"
+	"github.com/assetregistry/registry/tools/layers"
 )
 
 func main() {
 	verbose := flag.Bool("v", false, "list what each figure counted")
 	root := flag.String("root", ".", "the repository's root")
+	check := flag.Bool("check", false, "only the shape's figures, held to tools/housecount/limits.txt; fail on a new violation")
 	flag.Parse()
+	limits, err := housecount.ParseLimits(housecount.LimitsFile)
+	if err != nil {
+		fail(err)
+	}
+	shape, err := housecount.MeasureShape(*root)
+	if err != nil {
+		fail(err)
+	}
+	problems, notes := housecount.Check(shape, limits)
+	if *check {
+		for _, n := range notes {
+			fmt.Fprintln(os.Stderr, "housecount: note:", n)
+		}
+		for _, p := range problems {
+			fmt.Fprintln(os.Stderr, "housecount:", p)
+		}
+		if len(problems) > 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	var c housecount.Counts
 	if err := housecount.Syntax(*root, &c); err != nil {
 		fail(err)
@@ -51,6 +75,13 @@ func main() {
 	}
 	row("largest file", fmt.Sprintf("%s, %d lines", c.LargestFile, c.LargestFileSize))
 	row("longest function", fmt.Sprintf("%s, %d lines", c.LongestFunc, c.LongestFuncSize))
+	printShape(shape, limits, *verbose)
+	for _, n := range notes {
+		fmt.Println("note:", n)
+	}
+	for _, p := range problems {
+		fmt.Println("over its limit:", p)
+	}
 	if !*verbose {
 		return
 	}
@@ -69,4 +100,53 @@ func main() {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "housecount:", err)
 	os.Exit(1)
+}
+
+// printShape prints the figures limits.txt holds, beside their targets.
+func printShape(s housecount.Shape, limits map[string]housecount.Limit, verbose bool) {
+	fmt.Println("\n| rule (tools/housecount/limits.txt) | figure | target |")
+	fmt.Println("|---|---|---|")
+	over := func(rule string) map[string]int {
+		out := map[string]int{}
+		for item, v := range s.Items[rule] {
+			if v > limits[rule].Target {
+				out[item] = v
+			}
+		}
+		return out
+	}
+	largest := func(rule string) string {
+		best, at := 0, ""
+		for item, v := range s.Items[rule] {
+			if v > best || v == best && item < at {
+				best, at = v, item
+			}
+		}
+		return fmt.Sprintf("%d (%s)", best, at)
+	}
+	fmt.Printf("| files with SQL outside a store.go under services/ | %d | %d |\n", len(over(housecount.RuleSQLOutsideStore)), limits[housecount.RuleSQLOutsideStore].Target)
+	fmt.Printf("| largest non-test file in services/, lines | %s | %d |\n", largest(housecount.RuleServicesFile), limits[housecount.RuleServicesFile].Target)
+	fmt.Printf("| largest non-test file in the repository, lines | %s | %d |\n", largest(housecount.RuleRepositoryFile), limits[housecount.RuleRepositoryFile].Target)
+	fmt.Printf("| most methods on one Store in services/ | %s | %d |\n", largest(housecount.RuleStoreMethods), limits[housecount.RuleStoreMethods].Target)
+	fmt.Printf("| files writing INSERT INTO outbox under services/ | %d | %d |\n", len(over(housecount.RuleOutboxInsert)), limits[housecount.RuleOutboxInsert].Target)
+	fmt.Printf("| floors of pkg/ (tools/layers.KitOrder) | %d | %d |\n", s.Counts[housecount.RulePkgFloors], limits[housecount.RulePkgFloors].Target)
+	fmt.Printf("| arrows between pkg/ packages (tools/layers.KitOrder) | %d | |\n", layers.Arrows(layers.KitOrder))
+	for _, r := range []string{housecount.RuleDupServices, housecount.RuleDupPkg} {
+		v := fmt.Sprint(s.Counts[r])
+		if s.Counts[r] < 0 {
+			v = "not counted (no `duplicates` on PATH)"
+		}
+		fmt.Printf("| %s | %s | %d |\n", r, v, limits[r].Target)
+	}
+	if !verbose {
+		return
+	}
+	for _, rule := range []string{housecount.RuleSQLOutsideStore, housecount.RuleServicesFile, housecount.RuleRepositoryFile, housecount.RuleStoreMethods, housecount.RuleOutboxInsert} {
+		items := over(rule)
+		fmt.Printf("\n%s over %d:", rule, limits[rule].Target)
+		for _, item := range slices.Sorted(maps.Keys(items)) {
+			fmt.Printf(" %s=%d", item, items[item])
+		}
+		fmt.Println()
+	}
 }

@@ -1,0 +1,162 @@
+package housecount
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLimitsFileParses(t *testing.T) {
+	limits, err := ParseLimits(LimitsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := limits[RuleServicesFile]; l.Target != 500 || l.Except["services/events/logstore.go"] != 916 {
+		t.Errorf("%s = %+v; want the target 500 and logstore.go's exception of 916 (a continued line)", RuleServicesFile, l)
+	}
+	if l := limits[RuleSQLOutsideStore]; len(l.Except) != 7 {
+		t.Errorf("%s: %d exceptions, want the 7 files of its continued lines", RuleSQLOutsideStore, len(l.Except))
+	}
+}
+
+func TestSQLLiterals(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		sql  bool
+	}{
+		{"SELECT id, name FROM organizations WHERE id = $1", true},
+		{"\n\t\tINSERT INTO assets (id) VALUES ($1)", true},
+		{"UPDATE plans SET due = $2 WHERE id = $1", true},
+		{"DELETE FROM loose_objects WHERE key = $1", true},
+		{"WITH latest AS (SELECT 1) SELECT * FROM latest", true},
+		{"SELECT pg_advisory_xact_lock($1)", true},
+		{"INSERT INTO outbox (id) VALUES ($1)", true},
+		{"select the plan to update", false},
+		{"the service's API document", false},
+		{"UPDATE", false},
+	} {
+		if got := sqlLiteral.MatchString(c.text); got != c.sql {
+			t.Errorf("%q: SQL = %v, want %v", c.text, got, c.sql)
+		}
+	}
+	for _, c := range []struct {
+		text  string
+		match bool
+	}{
+		{"INSERT INTO outbox (id, subject) VALUES ($1, $2)", true},
+		{"insert into actions.outbox(id) values ($1)", true},
+		{"INSERT INTO outbox_state (id) VALUES ($1)", false},
+		{"INSERT INTO actions (id) VALUES ($1)", false},
+	} {
+		if got := outboxInsert.MatchString(c.text); got != c.match {
+			t.Errorf("%q: an outbox insert = %v, want %v", c.text, got, c.match)
+		}
+	}
+}
+
+func TestCheckFailsOnlyForNewViolations(t *testing.T) {
+	limits, err := ParseLimits([]byte(`
+sql-outside-store      0   services/a/old.go=2
+services-file-lines    500 services/a/big.go=600
+                           services/a/gone.go=700
+repository-file-lines  700
+store-methods          20  services/a.Store=30
+outbox-insert          0
+pkg-floors             9   12
+duplicates-services    30  57
+duplicates-pkg         25
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := func(edit func(s *Shape)) Shape {
+		s := Shape{Items: map[string]map[string]int{
+			RuleSQLOutsideStore: {"services/a/old.go": 2},
+			RuleServicesFile:    {"services/a/big.go": 600, "services/a/store.go": 480},
+			RuleRepositoryFile:  {"services/a/big.go": 600},
+			RuleStoreMethods:    {"services/a.Store": 30, "services/b.Store": 12},
+			RuleOutboxInsert:    {},
+		}, Counts: map[string]int{RulePkgFloors: 12, RuleDupServices: 57, RuleDupPkg: 20}}
+		if edit != nil {
+			edit(&s)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name     string
+		edit     func(s *Shape)
+		problems []string // a part of each problem, in order
+		notes    []string
+	}{
+		{name: "today's shape", notes: []string{"services/a/gone.go meets the target"}},
+		{name: "SQL in a new file", edit: func(s *Shape) { s.Items[RuleSQLOutsideStore]["services/b/plans.go"] = 1 },
+			problems: []string{"sql-outside-store: services/b/plans.go has 1"}, notes: []string{"gone.go"}},
+		{name: "a known file grows", edit: func(s *Shape) { s.Items[RuleServicesFile]["services/a/big.go"] = 601 },
+			problems: []string{"services/a/big.go has 601, more than the 600"}, notes: []string{"gone.go"}},
+		{name: "a new large Store", edit: func(s *Shape) { s.Items[RuleStoreMethods]["services/b.Store"] = 21 },
+			problems: []string{"store-methods: services/b.Store has 21"}, notes: []string{"gone.go"}},
+		{name: "an outbox insert", edit: func(s *Shape) { s.Items[RuleOutboxInsert]["services/a/roll.go"] = 1 },
+			problems: []string{"outbox-insert: services/a/roll.go"}, notes: []string{"gone.go"}},
+		{name: "a floor more", edit: func(s *Shape) { s.Counts[RulePkgFloors] = 13 },
+			problems: []string{"pkg-floors: 13, more than the 12"}, notes: []string{"gone.go"}},
+		{name: "duplicates over the target", edit: func(s *Shape) { s.Counts[RuleDupPkg] = 26 },
+			problems: []string{"duplicates-pkg: 26, more than the 25"}, notes: []string{"gone.go"}},
+		{name: "duplicates fewer", edit: func(s *Shape) { s.Counts[RuleDupServices] = 40 },
+			notes: []string{"gone.go", "duplicates-services: 40 now; lower its exception"}},
+		{name: "no duplicates command", edit: func(s *Shape) { s.Counts[RuleDupServices], s.Counts[RuleDupPkg] = -1, -1 },
+			notes: []string{"gone.go", "duplicates-services: not counted", "duplicates-pkg: not counted"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			problems, notes := Check(shape(c.edit), limits)
+			match := func(what string, got, want []string) {
+				if len(got) != len(want) || slices.ContainsFunc(want, func(w string) bool {
+					return !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, w) })
+				}) {
+					t.Errorf("%s %q, want ones saying %q", what, got, want)
+				}
+			}
+			match("problems", problems, c.problems)
+			match("notes", notes, c.notes)
+		})
+	}
+}
+
+// The shape is measured from the files: SQL outside a store.go, the lines
+// and a Store's methods.
+func TestMeasureShape(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, src string) {
+		path := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("services/a/store.go", "package a\n\ntype Store struct{}\n\nfunc (s *Store) One() string { return `SELECT 1 FROM t` }\nfunc (Store) Two() {}\n")
+	write("services/a/roll.go", "package a\n\nconst q = \"INSERT INTO outbox (id) VALUES ($1)\"\n")
+	write("services/a/roll_test.go", "package a\n\nconst t = \"DELETE FROM x\"\n")
+	write("pkg/x/x.go", "package x\n\nconst q = \"SELECT 1 FROM t\"\n")
+	s, err := MeasureShape(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Items[RuleSQLOutsideStore]; len(got) != 1 || got["services/a/roll.go"] != 1 {
+		t.Errorf("SQL outside a store: %v, want roll.go's one (store.go, tests and pkg/ are not counted)", got)
+	}
+	if got := s.Items[RuleOutboxInsert]; got["services/a/roll.go"] != 1 {
+		t.Errorf("outbox inserts: %v", got)
+	}
+	if got := s.Items[RuleStoreMethods]["services/a.Store"]; got != 2 {
+		t.Errorf("services/a.Store: %d methods, want 2", got)
+	}
+	if got := s.Items[RuleRepositoryFile]["pkg/x/x.go"]; got != 3 {
+		t.Errorf("pkg/x/x.go: %d lines, want 3", got)
+	}
+	if _, ok := s.Items[RuleServicesFile]["pkg/x/x.go"]; ok {
+		t.Error("a file of pkg/ counted as one of services/")
+	}
+}

@@ -80,7 +80,12 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		Inclusion:   endpoints.New(s.Inclusion),
 		Consistency: endpoints.New(s.Consistency),
 		Entry:       endpoints.New(s.Entry),
-		Passport:    endpoints.New(s.Passport),
+		// A passport is written as it is read, and costs the gateway's
+		// rate limit by its size (httpx.Streamed).
+		Passport: endpoints.New(func(ctx context.Context, asset uuid.UUID) (httpx.Streamed, error) {
+			b, err := s.Passport(ctx, asset)
+			return httpx.Streamed{Size: b.Size, Write: b.WriteTo}, err
+		}),
 		// The resource as its owner's GET answered it then: its bytes as
 		// the event holds them.
 		AsOf: endpoints.New(func(ctx context.Context, q AsOfQuery) (httpx.RawJSON, error) {

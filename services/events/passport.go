@@ -1,12 +1,17 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 )
 
@@ -55,104 +60,192 @@ type PassportEvent struct {
 	Proof     [][]byte `json:"proof"`
 }
 
-// loggedEvent is an event with its leaf.
-type loggedEvent struct {
-	Leaf  uint64
-	Raw   []byte
-	Event outbox.Event
+// passportKinds are the kinds of a passport's records, in the bundle's
+// order.
+var passportKinds = []string{outbox.KindAsset, outbox.KindAssetType, outbox.KindAction, outbox.KindActionDocument, outbox.KindDocument}
+
+// passportMembers are the bundle's members after its head, in order: one
+// record per kind for the asset and its type, arrays for the rest.
+var passportMembers = []struct {
+	name, kind string
+	array      bool
+}{
+	{"asset", outbox.KindAsset, false},
+	{"asset_type", outbox.KindAssetType, false},
+	{"actions", outbox.KindAction, true},
+	{"action_documents", outbox.KindActionDocument, true},
+	{"documents", outbox.KindDocument, true},
+	{"events", "", true},
 }
 
-// passportRecords derives the records from events (in leaf order): per
-// subject, its latest data and whether the last event deleted it.
-func passportRecords(events []loggedEvent) (map[string]*PassportRecord, []string, error) {
-	records := map[string]*PassportRecord{}
-	var order []string
-	for _, e := range events {
-		key := e.Event.Subject.Kind + ":" + e.Event.Subject.ID
-		r := records[key]
-		if r == nil {
-			r = &PassportRecord{ID: e.Event.Subject.ID}
-			records[key] = r
-			order = append(order, key)
-		}
-		r.Events = append(r.Events, e.Leaf)
-		r.Resource = e.Event.Data
-		r.Deleted, r.DeletedAt, r.DeletedBy = false, nil, nil
-		if strings.HasSuffix(e.Event.Type, "."+outbox.OpDeleted) {
-			at, by := e.Event.Time, e.Event.Actor
-			r.Deleted, r.DeletedAt, r.DeletedBy = true, &at, &by
-		}
-		if e.Event.Subject.Kind == outbox.KindDocument {
-			var d struct {
-				SHA256 string `json:"sha256"`
-			}
-			if err := json.Unmarshal(e.Event.Data, &d); err != nil {
-				return nil, nil, fmt.Errorf("passport: document %s: %w", e.Event.Subject.ID, err)
-			}
-			r.SHA256 = d.SHA256
-		}
+// passportParts takes a passport as the store reads it: every record, kind
+// by kind in passportKinds' order, then the events in the log's order, a
+// batch at a time.
+type passportParts interface {
+	Record(kind string, r PassportRecord) error
+	Events(events []PassportEvent) error
+}
+
+// recordOf is a resource as its events leave it: the data of its latest
+// one, deleted when that deleted it (by its actor, at its time), a
+// document with its file's SHA-256, and the leaves of all of them.
+func recordOf(leaves []int64, latest []byte) (PassportRecord, error) {
+	var e outbox.Event
+	if err := json.Unmarshal(latest, &e); err != nil {
+		return PassportRecord{}, fmt.Errorf("passport: event at leaf %d: %w", leaves[len(leaves)-1], err)
 	}
-	return records, order, nil
+	r := PassportRecord{ID: e.Subject.ID, Resource: e.Data, Events: make([]uint64, len(leaves))}
+	for i, leaf := range leaves {
+		r.Events[i] = uint64(leaf)
+	}
+	if strings.HasSuffix(e.Type, "."+outbox.OpDeleted) {
+		at, by := e.Time, e.Actor
+		r.Deleted, r.DeletedAt, r.DeletedBy = true, &at, &by
+	}
+	if e.Subject.Kind == outbox.KindDocument {
+		var d struct {
+			SHA256 string `json:"sha256"`
+		}
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			return PassportRecord{}, fmt.Errorf("passport: document %s: %w", e.Subject.ID, err)
+		}
+		r.SHA256 = d.SHA256
+	}
+	return r, nil
 }
 
-// assemble puts the records of events into the passport of asset.
-func assemble(asset string, checkpoint string, events []loggedEvent) (Passport, error) {
-	p := Passport{Format: PassportFormat, AssetID: asset, Checkpoint: checkpoint,
-		Actions: []PassportRecord{}, ActionDocuments: []PassportRecord{}, Documents: []PassportRecord{}}
-	records, order, err := passportRecords(events)
+// passportWriter writes a passport as JSON while the store reads it: the
+// bundle's head, then each member as its parts arrive. It holds one record
+// or one batch of events at a time.
+type passportWriter struct {
+	w      io.Writer
+	member int // the member open now; -1 before the first
+	items  int // written into it
+}
+
+func newPassportWriter(w io.Writer, asset, checkpoint string) (*passportWriter, error) {
+	head, err := model.Marshal(struct {
+		Format     string `json:"format"`
+		AssetID    string `json:"asset_id"`
+		Checkpoint string `json:"checkpoint"`
+	}{PassportFormat, asset, checkpoint})
 	if err != nil {
-		return p, err
+		return nil, err
 	}
-	for _, key := range order {
-		kind, _, _ := strings.Cut(key, ":")
-		r := *records[key]
-		switch kind {
-		case outbox.KindAsset:
-			p.Asset = r
-		case outbox.KindAssetType:
-			p.AssetType = &r
-		case outbox.KindAction:
-			p.Actions = append(p.Actions, r)
-		case outbox.KindActionDocument:
-			p.ActionDocuments = append(p.ActionDocuments, r)
-		case outbox.KindDocument:
-			p.Documents = append(p.Documents, r)
+	// The head without its closing brace: the members follow.
+	_, err = w.Write(head[:len(head)-1])
+	return &passportWriter{w: w, member: -1}, err
+}
+
+// open closes the member open now and opens those up to to, writing the
+// ones without parts empty (null for the asset type).
+func (p *passportWriter) open(to int) error {
+	for p.member < to {
+		if p.member >= 0 {
+			m := passportMembers[p.member]
+			closing := "]"
+			if !m.array {
+				closing = ""
+				if p.items == 0 {
+					closing = "null"
+				}
+			}
+			if _, err := io.WriteString(p.w, closing); err != nil {
+				return err
+			}
+		}
+		p.member, p.items = p.member+1, 0
+		if p.member == len(passportMembers) {
+			break
+		}
+		m := passportMembers[p.member]
+		opening := `,"` + m.name + `":`
+		if m.array {
+			opening += "["
+		}
+		if _, err := io.WriteString(p.w, opening); err != nil {
+			return err
 		}
 	}
-	p.Events = make([]PassportEvent, len(events))
-	for i, e := range events {
-		p.Events[i] = PassportEvent{LeafIndex: e.Leaf, Event: e.Raw}
-	}
-	return p, nil
+	return nil
 }
 
-// dataField reads a string member of an event's data ("" when absent).
-func dataField(e outbox.Event, field string) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(e.Data, &m) != nil {
-		return ""
+func (p *passportWriter) item(v any) error {
+	raw, err := model.Marshal(v)
+	if err != nil {
+		return err
 	}
-	var s string
-	if json.Unmarshal(m[field], &s) != nil {
-		return ""
+	if p.items > 0 {
+		if !passportMembers[p.member].array {
+			return fmt.Errorf("passport: a second %s", passportMembers[p.member].name)
+		}
+		if _, err := io.WriteString(p.w, ","); err != nil {
+			return err
+		}
 	}
-	return s
+	p.items++
+	_, err = p.w.Write(raw)
+	return err
 }
 
-// subjectsOf lists the distinct subject ids of events of kind, in order.
-func subjectsOf(events []loggedEvent, kind string, field string) []string {
-	var out []string
+func (p *passportWriter) Record(kind string, r PassportRecord) error {
+	i := slices.IndexFunc(passportMembers, func(m struct {
+		name, kind string
+		array      bool
+	}) bool {
+		return m.kind == kind
+	})
+	if i < p.member {
+		return fmt.Errorf("passport: a %s record after the %s", kind, passportMembers[p.member].name)
+	}
+	if err := p.open(i); err != nil {
+		return err
+	}
+	return p.item(r)
+}
+
+func (p *passportWriter) Events(events []PassportEvent) error {
+	if err := p.open(len(passportMembers) - 1); err != nil {
+		return err
+	}
 	for _, e := range events {
-		if e.Event.Subject.Kind != kind {
-			continue
-		}
-		id := e.Event.Subject.ID
-		if field != "" {
-			id = dataField(e.Event, field)
-		}
-		if id != "" && !slices.Contains(out, id) {
-			out = append(out, id)
+		if err := p.item(e); err != nil {
+			return err
 		}
 	}
-	return out
+	return nil
+}
+
+// Close ends the bundle.
+func (p *passportWriter) Close() error {
+	if err := p.open(len(passportMembers)); err != nil {
+		return err
+	}
+	_, err := io.WriteString(p.w, "}\n")
+	return err
+}
+
+// PassportBundle is a passport about to be read: what it is against and
+// about how large it is (Size, in bytes, from the events it holds), and
+// WriteTo, which reads it from the store and writes it as it goes.
+type PassportBundle struct {
+	AssetID    uuid.UUID
+	Checkpoint Checkpoint
+	Events     int64
+	Size       int64
+	write      func(ctx context.Context, w io.Writer) error
+}
+
+// WriteTo writes the bundle to w as it is read.
+func (b PassportBundle) WriteTo(ctx context.Context, w io.Writer) error { return b.write(ctx, w) }
+
+// passportTime bounds the writing of one passport (a 100 MiB one at
+// 1 MiB/s takes under two minutes).
+const passportTime = 5 * time.Minute
+
+// passportSize is about how large a passport of events events of bytes
+// bytes is: each event's bytes twice (once in base64, 4/3 of them) and its
+// proof (at most 64 hashes in base64), and each record's data once more.
+func passportSize(events, bytes int64) int64 {
+	return bytes*7/3 + events*(64*46+64)
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,7 +46,7 @@ type Service interface {
 	// AsOf is a resource as it was at an instant, from its history.
 	AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error)
 	// Passport is an asset's record with the proofs of every event of it.
-	Passport(ctx context.Context, asset uuid.UUID) (Passport, error)
+	Passport(ctx context.Context, asset uuid.UUID) (PassportBundle, error)
 }
 
 // DeliveryFilter selects one subscription's deliveries.
@@ -273,35 +274,37 @@ func (s *service) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error
 	return s.store.AsOf(ctx, q.Kind, q.ID, q.At)
 }
 
-// Passport builds an asset's passport against the latest checkpoint: the
-// events after it are not in it yet (the next checkpoint, within seconds,
-// holds them).
-func (s *service) Passport(ctx context.Context, asset uuid.UUID) (Passport, error) {
+// Passport is an asset's passport against the latest checkpoint (the
+// events after it are not in it yet: the next checkpoint, within
+// seconds, holds them), measured now and read when written: it is written
+// as it is read, so what a passport holds in the process is one batch,
+// whatever its size.
+func (s *service) Passport(ctx context.Context, asset uuid.UUID) (PassportBundle, error) {
 	c, err := s.store.LatestCheckpoint(ctx)
 	if apperr.Is(err, apperr.KindNotFound) {
-		return Passport{}, errNoCheckpoint()
+		return PassportBundle{}, errNoCheckpoint()
 	}
 	if err != nil {
-		return Passport{}, err
+		return PassportBundle{}, err
 	}
-	events, err := s.store.PassportEvents(ctx, asset, c.Size)
+	events, bytes, err := s.store.PassportSize(ctx, asset, c.Size)
 	if err != nil {
-		return Passport{}, err
+		return PassportBundle{}, err
 	}
-	p, err := assemble(asset.String(), c.Note, events)
-	if err != nil {
-		return Passport{}, err
-	}
-	leaves := make([]uint64, len(events))
-	for i, e := range events {
-		leaves[i] = e.Leaf
-	}
-	proofs, err := s.store.InclusionProofs(ctx, leaves, c.Size)
-	if err != nil {
-		return Passport{}, err
-	}
-	for i := range p.Events {
-		p.Events[i].Proof = proofs[i]
-	}
-	return p, nil
+	return PassportBundle{AssetID: asset, Checkpoint: c, Events: events, Size: passportSize(events, bytes),
+		write: func(ctx context.Context, w io.Writer) error {
+			// The snapshot stays open while the client reads: a client
+			// too slow to take the passport in passportTime loses it
+			// rather than hold back the schema's vacuum.
+			ctx, cancel := context.WithTimeout(ctx, passportTime)
+			defer cancel()
+			p, err := newPassportWriter(w, asset.String(), c.Note)
+			if err != nil {
+				return err
+			}
+			if err := s.store.ReadPassport(ctx, asset, c.Size, p); err != nil {
+				return err
+			}
+			return p.Close()
+		}}, nil
 }

@@ -41,15 +41,25 @@ var forbiddenPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("100::/64"),       // discard-only
 	netip.MustParsePrefix("2001::/23"),      // IETF protocol assignments (Teredo and others)
 	netip.MustParsePrefix("2002::/16"),      // 6to4: embeds an IPv4 address of any kind
+	// IPv4-compatible (::a.b.c.d, deprecated): a stack that still routes
+	// them reaches the IPv4 address, private ones included; none is public.
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("fec0::/10"), // site-local (deprecated), private like fc00::/7
 }
 
-// wellKnownNAT64 translates to the IPv4 address in its last 32 bits.
-var wellKnownNAT64 = netip.MustParsePrefix("64:ff9b::/96")
+// embeddingV4 are the ranges that translate to the IPv4 address in their
+// last 32 bits: the well-known NAT64 prefix and IPv4-translated
+// addresses (::ffff:0:a.b.c.d). Such an address is as forbidden as the
+// one it embeds. (IPv4-mapped ::ffff:a.b.c.d are unmapped first.)
+var embeddingV4 = []netip.Prefix{
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"),
+}
 
 // Forbidden reports whether a delivery may not connect to addr.
 func Forbidden(addr netip.Addr) bool {
 	addr = addr.Unmap()
-	if addr.Is6() && wellKnownNAT64.Contains(addr) {
+	if addr.Is6() && slices.ContainsFunc(embeddingV4, func(p netip.Prefix) bool { return p.Contains(addr) }) {
 		b := addr.As16()
 		return Forbidden(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
 	}
@@ -144,6 +154,12 @@ func (p AddressPolicy) Check(ctx context.Context, u *url.URL) error {
 	return nil
 }
 
+// What a delivery reads of a receiver's answer at most.
+const (
+	maxReceiverHeader = 64 << 10
+	maxReceiverBody   = 64 << 10
+)
+
 // errForbiddenAddress is what the dialer refuses with.
 var errForbiddenAddress = errors.New("refused to connect: loopback, private, link-local or metadata address")
 
@@ -171,13 +187,18 @@ func (p AddressPolicy) Client(timeout time.Duration) *http.Client {
 		},
 	}
 	transport := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConnsPerHost:   8,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   timeout,
-		ResponseHeaderTimeout: timeout,
+		Proxy: nil,
+		// A receiver's answer is read for its status: its headers may
+		// not cost more than this (net/http's default is 10 MB a
+		// response, per attempt), and send reads at most
+		// maxReceiverBody of its body.
+		MaxResponseHeaderBytes: maxReceiverHeader,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    timeout,
+		ResponseHeaderTimeout:  timeout,
 	}
 	return &http.Client{
 		Transport: transport,

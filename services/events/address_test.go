@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -9,8 +10,11 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 func TestForbiddenAddresses(t *testing.T) {
@@ -36,11 +40,27 @@ func TestForbiddenAddresses(t *testing.T) {
 		{"::", true},
 		{"224.0.0.1", true},
 		{"255.255.255.255", true},
-		{"::ffff:127.0.0.1", true},  // IPv4-mapped loopback
-		{"::ffff:10.0.0.1", true},   // IPv4-mapped private
-		{"64:ff9b::a00:1", true},    // NAT64 of 10.0.0.1
-		{"64:ff9b::808:808", false}, // NAT64 of 8.8.8.8
-		{"2002:a00:1::1", true},     // 6to4 of 10.0.0.1
+		{"::ffff:127.0.0.1", true},       // IPv4-mapped loopback
+		{"::ffff:10.0.0.1", true},        // IPv4-mapped private
+		{"64:ff9b::a00:1", true},         // NAT64 of 10.0.0.1
+		{"64:ff9b::808:808", false},      // NAT64 of 8.8.8.8
+		{"2002:a00:1::1", true},          // 6to4 of 10.0.0.1
+		{"::127.0.0.1", true},            // IPv4-compatible loopback
+		{"::10.0.0.1", true},             // IPv4-compatible private
+		{"::169.254.169.254", true},      // IPv4-compatible metadata
+		{"::8.8.8.8", true},              // IPv4-compatible: deprecated, never public
+		{"fec0::1", true},                // site-local (deprecated)
+		{"feff:ffff::1", true},           // the end of site-local
+		{"::ffff:169.254.169.254", true}, // IPv4-mapped metadata
+		{"::ffff:8.8.8.8", false},        // IPv4-mapped public
+		{"::ffff:0:7f00:1", true},        // IPv4-translated loopback
+		{"::ffff:0:a00:1", true},         // IPv4-translated private
+		{"::ffff:0:808:808", false},      // IPv4-translated public
+		{"64:ff9b::7f00:1", true},        // NAT64 of 127.0.0.1
+		{"64:ff9b::a9fe:a9fe", true},     // NAT64 of the metadata address
+		{"2002:7f00:1::1", true},         // 6to4 of 127.0.0.1
+		{"2002:808:808::1", true},        // 6to4 of a public address: 6to4 is refused whole
+		{"ff02::1", true},                // multicast
 		{"8.8.8.8", false},
 		{"93.184.216.34", false},
 		{"172.32.0.1", false},
@@ -82,6 +102,13 @@ func TestAddressPolicyCheck(t *testing.T) {
 		{"metadata", strict, "https://169.254.169.254/latest/meta-data", false},
 		{"metadata IPv6", strict, "https://[fd00:ec2::254]/", false},
 		{"metadata in CGNAT space", strict, "https://100.100.100.200/", false},
+		{"IPv4-compatible loopback", strict, "https://[::127.0.0.1]/hook", false},
+		{"IPv4-compatible private", strict, "https://[::10.0.0.1]/hook", false},
+		{"site-local", strict, "https://[fec0::1]/hook", false},
+		{"IPv4-mapped loopback", strict, "https://[::ffff:127.0.0.1]/hook", false},
+		{"NAT64 of a private address", strict, "https://[64:ff9b::10.0.0.1]/hook", false},
+		{"6to4 of a private address", strict, "https://[2002:a00:1::1]/hook", false},
+		{"NAT64 of a public address", strict, "https://[64:ff9b::8.8.8.8]/hook", true},
 		{"a name that does not resolve", strict, "https://nowhere.invalid/hook", false},
 		{"localhost by name", strict, "https://localhost/hook", false},
 		{"exempt origin, any port", lenient, "http://127.0.0.1:9999/hook", true},
@@ -145,6 +172,60 @@ func TestDeliveryClientRefusesForbiddenAddressesAndRedirects(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusFound || hits != 1 {
 		t.Errorf("status %d after %d hits: a redirect must be the answer, not followed", resp.StatusCode, hits)
+	}
+}
+
+// A receiver's answer costs a delivery a bounded read: headers past
+// maxReceiverHeader fail the attempt (net/http would take 10 MB of them),
+// and of a body that never ends only maxReceiverBody is read.
+func TestDeliveryReadsABoundedAnswer(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/headers" {
+			for i := range 128 { // 1 MiB of headers
+				w.Header().Set(fmt.Sprintf("X-Filler-%d", i), strings.Repeat("h", 8<<10))
+			}
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		chunk := bytes.Repeat([]byte("b"), 32<<10)
+		for r.Context().Err() == nil && sent.Load() < 64<<20 {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	exempt, err := ParseOrigins("http://127.0.0.1:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dispatcher{Policy: AddressPolicy{Exempt: exempt}, Timeout: 5 * time.Second}
+	d.client = d.Policy.Client(d.Timeout)
+	job := Job{ID: uuid.New(), EventID: uuid.New(), Secrets: []string{NewSecret()}, Body: []byte(`{"type":"asset.created"}`)}
+
+	job.URL = srv.URL + "/headers"
+	status, err := d.send(t.Context(), job)
+	if err == nil || status != 0 {
+		t.Errorf("a receiver answering 1 MiB of headers: status %d, %v; want the attempt to fail", status, err)
+	}
+
+	job.URL = srv.URL + "/body"
+	start := time.Now()
+	status, err = d.send(t.Context(), job)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("a receiver answering an endless body: status %d, %v", status, err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the attempt took %s reading an endless body", took)
+	}
+	// What the receiver got written is the cap plus what the connection's
+	// buffers took before the attempt closed it.
+	if got := sent.Load(); got > 16<<20 {
+		t.Errorf("the receiver wrote %d bytes before the attempt stopped reading: want about %d", got, maxReceiverBody)
 	}
 }
 

@@ -279,7 +279,7 @@ func (d *Dispatcher) send(ctx context.Context, job Job) (int, error) {
 		return 0, describeSendError(err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReceiverBody))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return resp.StatusCode, fmt.Errorf("the receiver answered %d", resp.StatusCode)
 	}

@@ -18,6 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -229,7 +230,7 @@ func TestStreamToFeedAndWebhook(t *testing.T) {
 
 	var events []outbox.Event
 	assets := []string{uuid.NewString(), uuid.NewString(), uuid.NewString()}
-	for _, op := range Ops {
+	for _, op := range feed.Ops {
 		for _, a := range assets {
 			events = append(events, event("asset", op, a))
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -355,13 +356,13 @@ func TestParseInstant(t *testing.T) {
 		"2025-03-14T09:26:60Z":                "value",
 		"2025-03-14T09:26:53.000000000+00:00": "2025-03-14T09:26:53Z",
 	} {
-		got, err := ParseInstant(in)
+		got, err := feed.ParseInstant(in)
 		switch {
-		case err == errInstantShape:
+		case err == feed.ErrInstantShape:
 			if want != "shape" {
 				t.Errorf("%q: %v, want %s", in, err, want)
 			}
-		case err == errInstantValue:
+		case err == feed.ErrInstantValue:
 			if want != "value" {
 				t.Errorf("%q: %v, want %s", in, err, want)
 			}

@@ -16,12 +16,13 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/services/events/feed"
 )
 
 // Service is the events service's domain.
 type Service interface {
-	Feed(ctx context.Context, q FeedQuery) (Feed, error)
-	History(ctx context.Context, q HistoryQuery) (History, error)
+	Feed(ctx context.Context, q feed.FeedQuery) (feed.Feed, error)
+	History(ctx context.Context, q feed.HistoryQuery) (feed.History, error)
 
 	// Subscriptions are private to the client that made them (their
 	// routes declare endpoints.Private): anyone else but an admin is
@@ -44,7 +45,7 @@ type Service interface {
 	// Entry is the bytes of a leaf: an event's, or a redaction's entry.
 	Entry(ctx context.Context, leaf uint64) (LogEntry, error)
 	// AsOf is a resource as it was at an instant, from its history.
-	AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error)
+	AsOf(ctx context.Context, q feed.AsOfQuery) (json.RawMessage, error)
 	// Passport is an asset's record with the proofs of every event of it.
 	Passport(ctx context.Context, asset uuid.UUID) (PassportBundle, error)
 }
@@ -76,9 +77,11 @@ type service struct {
 // NewService returns the service over st.
 func NewService(st *Store, settings Settings) Service { return &service{store: st, settings: settings} }
 
-func (s *service) Feed(ctx context.Context, q FeedQuery) (Feed, error) { return s.store.Feed(ctx, q) }
+func (s *service) Feed(ctx context.Context, q feed.FeedQuery) (feed.Feed, error) {
+	return s.store.Feed(ctx, q)
+}
 
-func (s *service) History(ctx context.Context, q HistoryQuery) (History, error) {
+func (s *service) History(ctx context.Context, q feed.HistoryQuery) (feed.History, error) {
 	return s.store.History(ctx, q)
 }
 
@@ -270,7 +273,7 @@ func (s *service) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
 	return s.store.Entry(ctx, leaf)
 }
 
-func (s *service) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error) {
+func (s *service) AsOf(ctx context.Context, q feed.AsOfQuery) (json.RawMessage, error) {
 	return s.store.AsOf(ctx, q.Kind, q.ID, q.At)
 }
 

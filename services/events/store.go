@@ -15,6 +15,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed"
 )
 
 // Store is the SQL of the events service: the feed, webhooks and their
@@ -291,8 +292,8 @@ func errCursorExpired() error {
 
 // Feed reads one page of the change feed in one snapshot, so the next
 // position it gives never skips an event committed meanwhile.
-func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
-	feed := Feed{Events: []json.RawMessage{}, Filter: q.Filter}
+func (st *Store) Feed(ctx context.Context, q feed.FeedQuery) (feed.Feed, error) {
+	feed := feed.Feed{Events: []json.RawMessage{}, Filter: q.Filter}
 	err := readSnapshot(ctx, st.s.Pool, "read the feed", func(tx pgx.Tx) error {
 		var horizon, newest int64
 		if err := tx.QueryRow(ctx, `SELECT pruned_through, (SELECT coalesce(max(seq), 0) FROM events) FROM feed_horizon`).
@@ -336,20 +337,20 @@ func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
 
 // History reads one page of a subject's events. The first page of a
 // subject without events is a 404.
-func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
+func (st *Store) History(ctx context.Context, q feed.HistoryQuery) (feed.History, error) {
 	var f store.Filter
-	f.Where("kind = ANY(?)", HistoryOf(q.Kind))
+	f.Where("kind = ANY(?)", feed.HistoryOf(q.Kind))
 	f.Where("subject_id = ?", q.ID.String())
 	f.Where("seq > ?", q.After)
 	rows, err := st.s.DB(ctx).Query(ctx, pageSQL(f, q.Limit+1), f.Args()...)
 	if err != nil {
-		return History{}, store.Classify(err, "read a history")
+		return feed.History{}, store.Classify(err, "read a history")
 	}
 	page, err := readPage(rows)
 	if err != nil {
-		return History{}, store.Classify(err, "read a history")
+		return feed.History{}, store.Classify(err, "read a history")
 	}
-	h := History{Events: page.events}
+	h := feed.History{Events: page.events}
 	switch {
 	case len(h.Events) == 0 && q.After == 0:
 		return h, apperr.NotFound(q.Kind, q.ID.String())

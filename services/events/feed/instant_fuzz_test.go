@@ -1,4 +1,4 @@
-package events
+package feed
 
 import (
 	"strconv"
@@ -23,7 +23,7 @@ func FuzzParseInstant(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := ParseInstant(s)
 		if err != nil {
-			if err != errInstantShape && err != errInstantValue {
+			if err != ErrInstantShape && err != ErrInstantValue {
 				t.Fatalf("%q: %v, want the shape's or the value's problem", s, err)
 			}
 			return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/assetregistry/registry/pkg/leader"
+	"github.com/assetregistry/registry/services/events/webhooks"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -52,11 +53,11 @@ func TestCapacityEvents(t *testing.T) {
 	}
 	// The deliveries' weeks over the 60 days, in place of the first
 	// partition the migration made of the (empty) table.
-	week := deliveryPartitions.Key.(leader.TimeKey).Span.Milliseconds()
-	if list, err = deliveryPartitions.List(ctx, conn.Conn()); err != nil {
+	week := webhooks.Partitions().Key.(leader.TimeKey).Span.Milliseconds()
+	if list, err = webhooks.Partitions().List(ctx, conn.Conn()); err != nil {
 		t.Fatal(err)
 	}
-	if err := deliveryPartitions.Drop(ctx, conn.Conn(), list[0]); err != nil {
+	if err := webhooks.Partitions().Drop(ctx, conn.Conn(), list[0]); err != nil {
 		t.Fatal(err)
 	}
 	for w := time.Now().Add(-61*24*time.Hour).UnixMilli() / week * week; w < list[0].To; w += week {
@@ -115,13 +116,14 @@ func TestCapacityEvents(t *testing.T) {
 
 	s.RO = s.Issuer.ReadOnly(t) // the seed outlasts the token of the start (5 min)
 	st := NewStore(s.Built.Store)
+	hooks := webhooks.NewStore(s.Built.Store)
 	subject := "00000000-0000-7000-8000-" + fmt.Sprintf("%012x", n/20)
 	s.MedianRead("GET /assets/{id}/history (10 events)", 21, "/assets/"+subject+"/history")
 	s.MedianRead("GET /events?limit=100 (the oldest page, before the prune)", 21, "/events?limit=100")
 	servicetest.Timed(t, "prune the feed (30 days of 60 leave it)", func() error { _, err := st.Prune(ctx, 30*24*time.Hour, 0); return err })
 	s.MedianRead("GET /events?limit=100 (the page at the horizon, half the table deep)", 21, "/events?limit=100")
 	s.MedianRead("GET /events?after=now (the feed's end)", 21, "/events?after=now")
-	servicetest.Timed(t, "purge deliveries (30 days of 60 leave: whole weeks dropped, the rest a thousand a step)", func() error { _, err := st.PurgeDeliveries(ctx, 30*24*time.Hour); return err })
+	servicetest.Timed(t, "purge deliveries (30 days of 60 leave: whole weeks dropped, the rest a thousand a step)", func() error { _, err := hooks.PurgeDeliveries(ctx, 30*24*time.Hour); return err })
 	servicetest.Timed(t, "prune the histories (45 days: a quarter, but each subject's latest; partitions that keep none dropped whole)", func() error {
 		_, err := st.Prune(ctx, 30*24*time.Hour, 45*24*time.Hour)
 		return err

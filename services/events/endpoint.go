@@ -17,15 +17,6 @@ type Endpoints struct {
 	Feed    endpoint.Endpoint
 	History endpoint.Endpoint
 
-	CreateWebhook  endpoint.Endpoint
-	GetWebhook     endpoint.Endpoint
-	ListWebhooks   endpoint.Endpoint
-	UpdateWebhook  endpoint.Endpoint
-	DeleteWebhook  endpoint.Endpoint
-	RotateSecret   endpoint.Endpoint
-	ListDeliveries endpoint.Endpoint
-	RetryDelivery  endpoint.Endpoint
-
 	Checkpoint  endpoint.Endpoint
 	LogKeys     endpoint.Endpoint
 	Inclusion   endpoint.Endpoint
@@ -67,15 +58,6 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			return list, nil
 		}),
 
-		CreateWebhook:  endpoints.ByCaller(endpoints.Created(s.CreateWebhook, webhookLocation)),
-		GetWebhook:     endpoints.Guarded(s.GetWebhook),
-		ListWebhooks:   endpoints.ByCaller(endpoints.ListBy(s.ListWebhooks)),
-		UpdateWebhook:  endpoints.Guarded(endpoints.ByID(s.UpdateWebhook)),
-		DeleteWebhook:  endpoints.Guarded(endpoints.NoContent(s.DeleteWebhook)),
-		RotateSecret:   endpoints.Guarded(s.RotateSecret),
-		ListDeliveries: endpoints.Guarded(endpoints.ListBy(s.ListDeliveries)),
-		RetryDelivery:  endpoints.Guarded(s.RetryDelivery),
-
 		Checkpoint:  endpoints.New(s.Checkpoint),
 		LogKeys:     endpoints.New(s.LogKeys),
 		Inclusion:   endpoints.New(s.Inclusion),
@@ -97,5 +79,3 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	endpoints.Wrap(&e, middleware...)
 	return e
 }
-
-func webhookLocation(w Webhook) string { return "/webhooks/" + w.ID.String() }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/webhooks"
 )
 
 // The events schema's maintenance (pkg/leader): what retention no longer
@@ -77,31 +78,12 @@ func historyPruneTask(retention, every time.Duration) leader.Task {
 		}}
 }
 
-// deliveryPurgeTask removes the deliveries that succeeded or failed longer
-// than retention ago (by their last attempt), a batch at a time over the
-// partial index of settled deliveries. Pending ones stay whatever their
-// age: they are still being retried.
-func deliveryPurgeTask(retention time.Duration) leader.Task {
-	return leader.Task{Name: "purge deliveries", Every: time.Hour,
-		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
-			tag, err := conn.Exec(ctx, `DELETE FROM deliveries WHERE id IN (
-					SELECT id FROM deliveries WHERE status IN ('succeeded', 'failed') AND updated_at < now() - $1::interval
-					LIMIT $2)`, retention, maintenanceBatch)
-			if err != nil {
-				return 0, false, store.Classify(err, "purge deliveries")
-			}
-			return tag.RowsAffected(), tag.RowsAffected() == maintenanceBatch, nil
-		}}
-}
-
 // The partitioned tables (migrations 007 and 008): the feed by ranges of
 // 10 million seqs, the deliveries by week of their UUIDv7 ids. The widths
 // are those the migrations started with; docs/capacity.md says why.
 var (
 	feedPartitions = leader.Partitions{Table: "events",
 		Key: leader.SeqKey{Sequence: "events_seq", Width: 10_000_000}, Ahead: 2}
-	deliveryPartitions = leader.Partitions{Table: "deliveries",
-		Key: leader.TimeKey{Span: 7 * 24 * time.Hour}, Ahead: 3}
 )
 
 // partitionsEvery is how often the partitions ahead are made up.
@@ -194,54 +176,14 @@ func surveyStep(ctx context.Context, conn *pgx.Conn, parts leader.Partitions, pa
 	return 1, true, nil
 }
 
-// deliveryDropTask drops whole the partitions of deliveries whose week
-// ended longer than retention ago and that hold no delivery still pending
-// and none settled within retention (a manual retry brings an old one
-// back). Both are read from partial indexes, a probe each.
-func deliveryDropTask(parts leader.Partitions, retention time.Duration) leader.Task {
-	return leader.Task{Name: "drop deliveries' partitions", Every: time.Hour,
-		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
-			list, err := parts.List(ctx, conn)
-			if err != nil {
-				return 0, false, err
-			}
-			cut := time.Now().Add(-retention).UnixMilli()
-			var dropped int64
-			for _, part := range list {
-				if part.To > cut {
-					break
-				}
-				table := pgx.Identifier{part.Name}.Sanitize()
-				var keeps bool
-				if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE status = 'pending')
-					OR EXISTS (SELECT 1 FROM `+table+` WHERE status <> 'pending' AND updated_at >= now() - $1::interval)`,
-					retention).Scan(&keeps); err != nil {
-					return dropped, false, store.Classify(err, "read the partition "+part.Name)
-				}
-				if keeps {
-					continue
-				}
-				if err := parts.Drop(ctx, conn, part); err != nil {
-					return dropped, false, err
-				}
-				dropped++
-			}
-			return dropped, false, nil
-		}}
-}
-
 // maintenance is the events schema's tasks for cfg.
 func maintenance(cfg Config) []leader.Task {
-	tasks := []leader.Task{feedPartitions.Task(partitionsEvery), deliveryPartitions.Task(partitionsEvery),
-		feedPruneTask(cfg.Retention, cfg.PruneEvery)}
+	tasks := []leader.Task{feedPartitions.Task(partitionsEvery), feedPruneTask(cfg.Retention, cfg.PruneEvery)}
 	if cfg.HistoryRetention > 0 {
 		tasks = append(tasks, historyDropTask(feedPartitions, cfg.HistoryRetention, cfg.PruneEvery),
 			historyPruneTask(cfg.HistoryRetention, cfg.PruneEvery))
 	}
-	if cfg.DeliveryRetention > 0 {
-		tasks = append(tasks, deliveryDropTask(deliveryPartitions, cfg.DeliveryRetention), deliveryPurgeTask(cfg.DeliveryRetention))
-	}
-	return tasks
+	return append(tasks, webhooks.Tasks(partitionsEvery, cfg.DeliveryRetention)...)
 }
 
 // Prune runs the feed's and the histories' tasks to their end on one
@@ -260,17 +202,4 @@ func (st *Store) Prune(ctx context.Context, retention, historyRetention time.Dur
 		return 0, err
 	}
 	return historyPruneTask(historyRetention, time.Hour).Drain(ctx, conn.Conn())
-}
-
-// PurgeDeliveries runs the deliveries' purge to its end now.
-func (st *Store) PurgeDeliveries(ctx context.Context, retention time.Duration) (int64, error) {
-	conn, err := st.s.Pool.Acquire(ctx)
-	if err != nil {
-		return 0, store.Classify(err, "purge deliveries")
-	}
-	defer conn.Release()
-	if _, err := deliveryDropTask(deliveryPartitions, retention).Drain(ctx, conn.Conn()); err != nil {
-		return 0, err
-	}
-	return deliveryPurgeTask(retention).Drain(ctx, conn.Conn())
 }

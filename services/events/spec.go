@@ -19,6 +19,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/events/webhooks"
 )
 
 // files are the migrations and the OpenAPI document, in the binary.
@@ -42,7 +43,7 @@ type Config struct {
 	MaxPerClient    int           // subscriptions of one client
 	Poll            time.Duration // the dispatcher's look for due retries
 	RotationOverlap time.Duration
-	Retry           RetrySchedule
+	Retry           webhooks.RetrySchedule
 	// HistoryRetention is how long histories keep an event (0: for good);
 	// each resource's latest event stays whatever its age.
 	HistoryRetention time.Duration
@@ -137,7 +138,7 @@ func SpecWith(cfg Config) servicekit.Spec {
 // endpoints; and, beside the server, the stream consumer, the delivery
 // dispatcher and the feed's retention.
 func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
-	origins, err := ParseOrigins(cfg.AllowedOrigins)
+	origins, err := webhooks.ParseOrigins(cfg.AllowedOrigins)
 	if err != nil {
 		return servicekit.Handlers{}, err
 	}
@@ -152,14 +153,18 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		level.Warn(d.Logger).Log("msg", "transparency.signing-key is not set: the log grows but no checkpoint is signed")
 	}
 	st := NewStore(d.Store)
-	policy := AddressPolicy{Exempt: origins}
+	policy := webhooks.AddressPolicy{Exempt: origins}
 	if cfg.Workers < 1 || cfg.MaxInFlight < 1 || cfg.MaxPerClient < 1 {
 		return servicekit.Handlers{}, fmt.Errorf("webhooks: workers (%d), max-in-flight (%d) and max-per-client (%d) must be at least 1",
 			cfg.Workers, cfg.MaxInFlight, cfg.MaxPerClient)
 	}
-	svc := NewService(st, Settings{Policy: policy, RotationOverlap: cfg.RotationOverlap, Keys: keys, MaxPerClient: cfg.MaxPerClient})
-	h := servicekit.Handlers{Routes: NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))}
-	dispatcher := (&Dispatcher{Store: st, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
+	svc := NewService(st, Settings{Keys: keys})
+	routes := NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))
+	hooks := webhooks.NewStore(d.Store)
+	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
+		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient}), endpoints.Timeout(d.RequestTimeout)))
+	h := servicekit.Handlers{Routes: routes}
+	dispatcher := (&webhooks.Dispatcher{Store: hooks, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
 		Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlight, Poll: cfg.Poll, Logger: d.Logger}).Init()
 	h.Jobs = []process.Job{
 		{Name: "webhook dispatcher", Run: dispatcher.Run},
@@ -186,7 +191,7 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		// The leader alone appends to the log and signs it.
 		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger)),
 			// The leader alone counts: replicas would each repeat the count.
-			deliveryCounter(st, d.Logger)}}
+			webhooks.DeliveryCounter(hooks, d.Logger)}}
 	if cfg.Log.AuditEvery > 0 {
 		consumer.Leading = append(consumer.Leading, process.Later("log auditor", cfg.Log.AuditEvery, auditor(st, keys, d.Logger)))
 	}

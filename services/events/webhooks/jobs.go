@@ -1,4 +1,4 @@
-package events
+package webhooks
 
 import (
 	"bytes"
@@ -303,8 +303,8 @@ func describeSendError(err error) error {
 	return err
 }
 
-// The metrics of the consumer and the dispatcher (the chart's
-// PrometheusRule alerts on them: deliveries failing, the feed lagging).
+// The metrics of the dispatcher (the chart's PrometheusRule alerts on
+// them: deliveries failing).
 var (
 	attemptsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "registry_webhook_attempts_total",
@@ -327,38 +327,6 @@ var (
 		Name: "registry_webhook_deliveries_queued_total",
 		Help: "Webhook deliveries queued: one per stored event and subscription naming its type.",
 	})
-	eventsStored = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "registry_events_stored_total",
-		Help: "Events the consumer stored in the feed (redeliveries not counted).",
-	})
-	eventStoreLag = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_events_consumer_pending",
-		Help: "Messages of the stream the events consumer has not acknowledged yet.",
-	})
-	logSize = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_leaves",
-		Help: "Leaves of the transparency log (reported by the leading replica).",
-	})
-	logAppends = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "registry_log_appends_total",
-		Help: "Batches of stored events appended to the log, by where their tree was grown: ahead (while PostgreSQL inserted them) or under_lock (another writer appended since, or the batch held a redelivery).",
-	}, []string{"tree"})
-	checkpointSize = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_checkpoint_leaves",
-		Help: "Leaves of the latest signed checkpoint (reported by the leading replica).",
-	})
-	auditProblems = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_audit_mismatches",
-		Help: "What the last self-audit found stored that does not match a signed checkpoint (0: everything matches).",
-	})
-	auditTime = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_audit_timestamp_seconds",
-		Help: "When the last self-audit of the log completed (Unix seconds).",
-	})
-	checkpointTime = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_checkpoint_timestamp_seconds",
-		Help: "When the leading replica last signed a new checkpoint (Unix seconds).",
-	})
 )
 
 func observeAttempt(status string, code int, took time.Duration) {
@@ -373,10 +341,10 @@ func observeAttempt(status string, code int, took time.Duration) {
 	attemptSeconds.Observe(took.Seconds())
 }
 
-// deliveryCounter is the leader's job that refreshes the deliveries
+// DeliveryCounter is the leader's job that refreshes the deliveries
 // gauge every 15 s; a replica that stops leading drops its figures, so
 // the gauge is the leader's alone.
-func deliveryCounter(st *Store, logger log.Logger) process.Job {
+func DeliveryCounter(st *Store, logger log.Logger) process.Job {
 	every := process.Every("delivery counter", 15*time.Second, func(ctx context.Context) {
 		counts, err := st.DeliveryCounts(ctx)
 		if err != nil {
@@ -391,9 +359,4 @@ func deliveryCounter(st *Store, logger log.Logger) process.Job {
 		every.Run(ctx)
 		deliveriesByStatus.Reset()
 	}}
-}
-
-func observeAudit(r AuditReport) {
-	auditProblems.Set(float64(len(r.Problems)))
-	auditTime.SetToCurrentTime()
 }

@@ -1,4 +1,4 @@
-package events
+package webhooks
 
 import (
 	"slices"
@@ -45,5 +45,4 @@ func TestWebhookInputNormalize(t *testing.T) {
 		})
 	}
 }
-
 func ptr[T any](v T) *T { return &v }

@@ -115,7 +115,7 @@ func TestCapacityEvents(t *testing.T) {
 	}
 
 	s.RO = s.Issuer.ReadOnly(t) // the seed outlasts the token of the start (5 min)
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	hooks := webhooks.NewStore(s.Built.Store)
 	subject := "00000000-0000-7000-8000-" + fmt.Sprintf("%012x", n/20)
 	s.MedianRead("GET /assets/{id}/history (10 events)", 21, "/assets/"+subject+"/history")

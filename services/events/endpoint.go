@@ -16,14 +16,7 @@ import (
 type Endpoints struct {
 	Feed    endpoint.Endpoint
 	History endpoint.Endpoint
-
-	Checkpoint  endpoint.Endpoint
-	LogKeys     endpoint.Endpoint
-	Inclusion   endpoint.Endpoint
-	Consistency endpoint.Endpoint
-	Entry       endpoint.Endpoint
-	AsOf        endpoint.Endpoint
-	Passport    endpoint.Endpoint
+	AsOf    endpoint.Endpoint
 }
 
 // feedBinding and historyBinding tie cursors to what issued them: a feed
@@ -58,17 +51,6 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			return list, nil
 		}),
 
-		Checkpoint:  endpoints.New(s.Checkpoint),
-		LogKeys:     endpoints.New(s.LogKeys),
-		Inclusion:   endpoints.New(s.Inclusion),
-		Consistency: endpoints.New(s.Consistency),
-		Entry:       endpoints.New(s.Entry),
-		// A passport is written as it is read, and costs the gateway's
-		// rate limit by its size (httpx.Streamed).
-		Passport: endpoints.New(func(ctx context.Context, asset uuid.UUID) (httpx.Streamed, error) {
-			b, err := s.Passport(ctx, asset)
-			return httpx.Streamed{Size: b.Size, Write: b.WriteTo}, err
-		}),
 		// The resource as its owner's GET answered it then: its bytes as
 		// the event holds them.
 		AsOf: endpoints.New(func(ctx context.Context, q feed.AsOfQuery) (httpx.RawJSON, error) {

@@ -51,7 +51,7 @@ func acquire(t *testing.T, s *servicetest.Service) *pgx.Conn {
 // the one that does.
 func TestFeedPartitionsMadeAheadAndDroppedPastRetention(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	conn := acquire(t, s)
 	// Partitions of ten seqs, after those the migration made.
 	parts := leader.Partitions{Table: "events", Key: leader.SeqKey{Sequence: "events_seq", Width: 10}, Ahead: 2}

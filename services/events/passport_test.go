@@ -28,7 +28,7 @@ func TestLargePassportIsStreamedAndCosted(t *testing.T) {
 		t.Skip("stores 32 MiB of events")
 	}
 	s, keys := startSigning(t)
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	const actions, dataBytes = 64, 512 << 10
 	asset, assetType := uuid.NewString(), uuid.NewString()
 	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +18,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/services/events/webhooks"
 )
 
@@ -71,8 +71,8 @@ type LogConfig struct {
 }
 
 // Keys reads the signing key and the previous ones.
-func (c LogConfig) Keys() (LogKeys, error) {
-	return ParseLogKeys(strings.TrimSpace(c.SigningKey), strings.Split(c.PreviousKeys, ","))
+func (c LogConfig) Keys() (tlog.LogKeys, error) {
+	return tlog.ParseLogKeys(strings.TrimSpace(c.SigningKey), strings.Split(c.PreviousKeys, ","))
 }
 
 // RegisterFlags adds the transparency.* flags.
@@ -152,14 +152,15 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	if !keys.CanSign() {
 		level.Warn(d.Logger).Log("msg", "transparency.signing-key is not set: the log grows but no checkpoint is signed")
 	}
-	st := NewStore(d.Store)
+	log := tlog.NewStore(d.Store)
+	st := NewStore(d.Store, log)
 	policy := webhooks.AddressPolicy{Exempt: origins}
 	if cfg.Workers < 1 || cfg.MaxInFlight < 1 || cfg.MaxPerClient < 1 {
 		return servicekit.Handlers{}, fmt.Errorf("webhooks: workers (%d), max-in-flight (%d) and max-per-client (%d) must be at least 1",
 			cfg.Workers, cfg.MaxInFlight, cfg.MaxPerClient)
 	}
-	svc := NewService(st, Settings{Keys: keys})
-	routes := NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))
+	routes := NewHTTPHandler(MakeEndpoints(NewService(st), endpoints.Timeout(d.RequestTimeout)))
+	tlog.Routes(routes, tlog.MakeEndpoints(tlog.NewService(log, tlog.Settings{Keys: keys}), endpoints.Timeout(d.RequestTimeout)))
 	hooks := webhooks.NewStore(d.Store)
 	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
 		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient}), endpoints.Timeout(d.RequestTimeout)))
@@ -189,11 +190,11 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	consumer := &Consumer{Store: st, Lock: d.Lock("events consumer"), JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
 		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger,
 		// The leader alone appends to the log and signs it.
-		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger)),
+		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, tlog.Checkpointer(log, keys, d.Logger)),
 			// The leader alone counts: replicas would each repeat the count.
 			webhooks.DeliveryCounter(hooks, d.Logger)}}
 	if cfg.Log.AuditEvery > 0 {
-		consumer.Leading = append(consumer.Leading, process.Later("log auditor", cfg.Log.AuditEvery, auditor(st, keys, d.Logger)))
+		consumer.Leading = append(consumer.Leading, process.Later("log auditor", cfg.Log.AuditEvery, tlog.Auditor(log, keys, d.Logger)))
 	}
 	h.Jobs = append(h.Jobs, process.Job{Name: "events consumer", Run: consumer.Run})
 	// The API answers without NATS (the feed only stops growing), so the
@@ -207,56 +208,13 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	return h, nil
 }
 
-// checkpointer is the leader's job that signs the log as it grew.
-func checkpointer(st *Store, keys LogKeys, logger log.Logger) func(context.Context) {
-	return func(ctx context.Context) {
-		size, _, err := st.LogState(ctx)
-		if err == nil {
-			logSize.Set(float64(size))
-		}
-		if !keys.CanSign() {
-			return
-		}
-		c, fresh, err := st.SignCheckpoint(ctx, keys)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			level.Warn(logger).Log("msg", "signing a checkpoint failed; trying again", "err", err)
-		case err == nil:
-			checkpointSize.Set(float64(c.Size))
-			if fresh {
-				checkpointTime.SetToCurrentTime()
-			}
-		}
-	}
-}
-
-// auditor is the leader's job that checks the stored log against its
-// checkpoints; what it finds is logged and counted (the alert
-// RegistryLogTampered).
-func auditor(st *Store, keys LogKeys, logger log.Logger) func(context.Context) {
-	return func(ctx context.Context) {
-		r, err := st.Audit(ctx, keys)
-		if err != nil {
-			if ctx.Err() == nil {
-				level.Warn(logger).Log("msg", "auditing the log failed; trying at the next audit", "err", err)
-			}
-			return
-		}
-		observeAudit(r)
-		for _, p := range r.Problems {
-			level.Error(logger).Log("msg", "the stored log does not match what was signed", "problem", p)
-		}
-		level.Info(logger).Log("msg", "audited the log", "leaves", r.Leaves, "checkpoints", r.Checkpoints, "problems", len(r.Problems))
-	}
-}
-
 // auditCommand is `events audit`.
 func auditCommand(ctx context.Context, d servicekit.Deps, cfg LogConfig) error {
 	keys, err := cfg.Keys()
 	if err != nil {
 		return err
 	}
-	r, err := NewStore(d.Store).Audit(ctx, keys)
+	r, err := tlog.NewStore(d.Store).Audit(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -277,7 +235,7 @@ func redactCommand(ctx context.Context, d servicekit.Deps, r RedactConfig) error
 	if err != nil || r.Reason == "" {
 		return errors.New("events redact-person needs -redact.person (the person's id) and -redact.reason (why: it is recorded in the log)")
 	}
-	n, err := NewStore(d.Store).RedactPerson(ctx, person, r.Reason)
+	n, err := tlog.NewStore(d.Store).RedactPerson(ctx, person, r.Reason)
 	if err != nil {
 		return err
 	}

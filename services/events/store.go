@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -15,22 +18,18 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/tlog"
 )
 
-// Store is the SQL of the events service: the feed, webhooks and their
-// deliveries, in schema events.
+// Store is the SQL of the change feed and the histories, in schema
+// events; each event it stores is the log's next leaf (log).
 type Store struct {
-	s     *store.Store
-	tree  treeCache  // the log's tree as this process last appended to it
-	tiles tileCache  // the log's tiles this process read or wrote, for proofs
-	nodes nodeCache  // the log's upper nodes this process hashed, for proofs
-	reads *tileReads // the proofs' reads of tiles, coalesced
+	s   *store.Store
+	log *tlog.Store
 }
 
-// NewStore returns the store over s.
-func NewStore(s *store.Store) *Store {
-	return &Store{s: s, tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{pool: s.Pool}}
-}
+// NewStore returns the store over s, appending to the log through log.
+func NewStore(s *store.Store, log *tlog.Store) *Store { return &Store{s: s, log: log} }
 
 // Incoming is one event read from the stream: its parsed envelope and the
 // bytes as published.
@@ -71,10 +70,15 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 	// While PostgreSQL inserts the batch, another core hashes its leaves
 	// and grows the tree by them (speculate), off the feed's lock and off
 	// the time a batch takes.
-	speculation := make(chan speculativeAppend, 1)
-	go func() { speculation <- st.speculate(ids, batch) }()
-	var tree *appender
-	var grown string
+	speculation := make(chan tlog.Speculation, 1)
+	go func() {
+		raw := make([][]byte, len(batch))
+		for i, in := range batch {
+			raw[i] = in.Raw
+		}
+		speculation <- st.log.Speculate(ids, raw)
+	}()
+	var appended tlog.Appended
 	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
 		// One round trip for the batch, however many events it holds: the
 		// position, the lock, the log's size and the events' insert travel
@@ -95,7 +99,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		// that sees seq n+1 sees seq n (also while two replicas hand the
 		// consumer over), the events up to the newest a reader sees are all
 		// there, and leaves are numbered without a gap.
-		b.Queue(LockFeed)
+		b.Queue(tlog.LockFeed)
 		b.Queue("SELECT size, root FROM log_state")
 		// The rows are numbered in the batch's order (unnest keeps it, the
 		// sort makes it explicit); an event stored before (a redelivery, a
@@ -139,24 +143,12 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		if stored == 0 {
 			return nil
 		}
-		state := logState{Size: uint64(size), Root: root}
-		if spec.holds(state, leaves) {
-			tree, grown = spec.tree, "ahead"
-			return st.writeTree(ctx, tx, spec.tree, spec.changed, spec.root)
-		}
-		grown = "under_lock"
-		hashes := make([][]byte, stored)
-		for i := range batch {
-			if leaf, ok := leaves[ids[i]]; ok && leaf-size < int64(stored) && hashes[leaf-size] == nil {
-				hashes[leaf-size] = spec.leafHashes[i]
-			}
-		}
-		tree, err = st.appendLeaves(ctx, tx, state, hashes)
+		appended, err = st.log.Append(ctx, tx, size, root, ids, leaves, spec)
 		return err
 	})
-	if err == nil && tree != nil {
-		st.committed(tree)
-		logAppends.WithLabelValues(grown).Inc()
+	if err == nil && stored > 0 {
+		st.log.Committed(appended)
+		logAppends.WithLabelValues(appended.Grown).Inc()
 	}
 	return stored, err
 }
@@ -204,7 +196,7 @@ func errCursorExpired() error {
 // position it gives never skips an event committed meanwhile.
 func (st *Store) Feed(ctx context.Context, q feed.FeedQuery) (feed.Feed, error) {
 	feed := feed.Feed{Events: []json.RawMessage{}, Filter: q.Filter}
-	err := readSnapshot(ctx, st.s.Pool, "read the feed", func(tx pgx.Tx) error {
+	err := tlog.ReadSnapshot(ctx, st.s.Pool, "read the feed", func(tx pgx.Tx) error {
 		var horizon, newest int64
 		if err := tx.QueryRow(ctx, `SELECT pruned_through, (SELECT coalesce(max(seq), 0) FROM events) FROM feed_horizon`).
 			Scan(&horizon, &newest); err != nil {
@@ -313,20 +305,6 @@ func readPage(rows pgx.Rows) (eventPage, error) {
 	return page, err
 }
 
-// readSnapshot runs fn in a read-only repeatable-read transaction: every
-// statement sees the same committed state.
-func readSnapshot(ctx context.Context, pool *store.Pool, op string, fn func(pgx.Tx) error) error {
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return store.Classify(err, op)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return store.Classify(tx.Commit(ctx), op)
-}
-
 // Webhooks.
 
 // Position is where the consumer named consumer resumes in stream: after
@@ -338,4 +316,23 @@ func (st *Store) Position(ctx context.Context, consumer, stream string) (uint64,
 		return 0, nil
 	}
 	return uint64(seq), store.Classify(err, "read the stream position")
+}
+
+// AsOf is the data of the subject's latest event at or before at: the
+// resource as it was then; a 404 when it did not exist yet or was deleted
+// by then. Events of one resource are stored in commit order, and their
+// times (the commit's) grow with it.
+func (st *Store) AsOf(ctx context.Context, kind string, id uuid.UUID, at time.Time) (json.RawMessage, error) {
+	var typ string
+	var data []byte
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events
+		WHERE kind = $1 AND subject_id = $2 AND (body ->> 'time')::timestamptz <= $3
+		ORDER BY seq DESC LIMIT 1`, kind, id.String(), at).Scan(&typ, &data)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && strings.HasSuffix(typ, "."+outbox.OpDeleted)) {
+		return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("no %s %s existed at %s", kind, id, at.Format(time.RFC3339Nano)))
+	}
+	if err != nil {
+		return nil, store.Classify(err, "read a resource as it was")
+	}
+	return data, nil
 }

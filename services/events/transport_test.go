@@ -42,7 +42,7 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 // stream (the consumer's own tests go through NATS).
 func publish(t *testing.T, s *servicetest.Service, events ...outbox.Event) {
 	t.Helper()
-	if _, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, events...)); err != nil {
+	if _, err := newTestStore(s).StoreEvents(t.Context(), incoming(t, events...)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -187,7 +187,7 @@ func TestHTTPFeedRetention(t *testing.T) {
 	first := s.Call(200, "GET", "/events?after=now", s.RO, nil)
 	publish(t, s, event("organization", "created", org), event("organization", "updated", org))
 	oldCursor := next(t, first.Header.Get("Link"))
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	if _, err := st.Prune(t.Context(), 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestStoreEventsBatch(t *testing.T) {
 	upper := batch[7]
 	upper.ID = strings.ToUpper(upper.ID) // the same event, written another way
 	sent := append(append(append([]outbox.Event{}, batch...), batch[3], before), upper)
-	stored, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, sent...))
+	stored, err := newTestStore(s).StoreEvents(t.Context(), incoming(t, sent...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -696,7 +696,7 @@ func TestDeliveriesPurgedPastRetention(t *testing.T) {
 // falls in.
 func TestHistoriesPrunedInBatches(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	subjects := make([]string, 1200)
 	var events []outbox.Event
 	for i := range subjects {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/events"
+	"github.com/assetregistry/registry/services/events/tlog"
 )
 
 // The transparency log's rows (issue 28): an inclusion proof in a log of
@@ -38,12 +39,21 @@ const (
 // logSeed is the seeded log, made once per run (about a minute).
 var logSeed struct {
 	once sync.Once
-	st   *events.Store
+	st   seeded
 	pool *store.Pool // the schema's, for the store without the log (UnloggedStoreRow)
 	err  error
 }
 
-func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
+// seeded is the feed's store over the seeded log and the log's store it
+// appends through, as the events service wires them.
+type seeded struct {
+	*events.Store
+	*logStore
+}
+
+type logStore = tlog.Store
+
+func seededLog(ctx context.Context, e *Env) (seeded, error) {
 	logSeed.once.Do(func() {
 		pool, err := store.OpenAndMigrateSets(ctx, store.Config{URL: e.Stack.DatabaseURL, Schema: "bench_log", MaxConns: 32}, nil,
 			store.Migrations(events.Spec().Migrations)...)
@@ -51,7 +61,8 @@ func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
 			logSeed.err = fmt.Errorf("the log's schema: %w", err)
 			return
 		}
-		st := events.NewStore(store.New(pool, nil))
+		log := tlog.NewStore(store.New(pool, nil))
+		st := seeded{events.NewStore(store.New(pool, nil), log), log}
 		if size, _, err := st.LogState(ctx); err != nil || size != e.LogLeaves {
 			for _, sql := range []string{`TRUNCATE log_tiles16, events`, `UPDATE log_state SET size = 0, root = NULL`} {
 				if _, err := pool.Exec(ctx, sql); err != nil {
@@ -257,7 +268,7 @@ var UnloggedStoreRow = Row{Name: UnloggedStoreRowName, Via: "direct",
 			return store.InTx(ctx, logSeed.pool, "store events without the log", func(tx pgx.Tx) error {
 				b := &pgx.Batch{}
 				b.Queue(events.RecordPosition, benchConsumer, benchConsumer, int64(position))
-				b.Queue(events.LockFeed)
+				b.Queue(tlog.LockFeed)
 				b.Queue(unloggedInsert, columns[0], columns[1], columns[2], columns[3], columns[4])
 				results := tx.SendBatch(ctx, b)
 				defer results.Close()

@@ -18,6 +18,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	sdk "github.com/assetregistry/registry/sdk"
 	"github.com/assetregistry/registry/services/events"
+	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -36,7 +37,8 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := servicetest.Start(t, events.SpecWith(cfg))
-	st := events.NewStore(s.Built.Store)
+	log := tlog.NewStore(s.Built.Store)
+	st := events.NewStore(s.Built.Store, log)
 
 	file := []byte("%PDF-1.7 an inspection report")
 	sum := sha256.Sum256(file)
@@ -73,7 +75,7 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 	if _, err := st.StoreEvents(t.Context(), incoming); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.SignCheckpoint(t.Context(), keys); err != nil {
+	if _, _, err := log.SignCheckpoint(t.Context(), keys); err != nil {
 		t.Fatal(err)
 	}
 	bundle := s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw

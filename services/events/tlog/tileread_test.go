@@ -1,4 +1,4 @@
-package events
+package tlog
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // Proofs asked at the same time read their tiles together, fewer
 // statements than proofs, and each is still the proof of its own leaf.
 func TestConcurrentProofsShareTheirReads(t *testing.T) {
-	s := servicetest.Start(t, Spec())
+	s := servicetest.Start(t, testSpec())
 	st := NewStore(s.Built.Store)
 	entry := func(i int) []byte { return fmt.Appendf(nil, `{"entry":%d}`, i) }
 	const size, proofs = 4096, 64

@@ -1,10 +1,6 @@
-package events
+package tlog
 
-import (
-	"github.com/google/uuid"
-)
-
-// The transparency log's questions and answers.
+import "github.com/google/uuid"
 
 // LogCheckpoint is the latest signed checkpoint: its signed note (the
 // C2SP tlog-checkpoint format, what a client verifies and keeps) and, for

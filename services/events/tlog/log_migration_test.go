@@ -1,4 +1,4 @@
-package events
+package tlog
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ func wideTiles(t *testing.T, n int) map[tileID][]byte {
 func TestMigrationNarrowsTheTiles(t *testing.T) {
 	ctx := t.Context()
 	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	pool, err := store.OpenAndMigrate(ctx, cfg, servicetest.MigrationsBefore(t, Spec(), "009"), nil)
+	pool, err := store.OpenAndMigrate(ctx, cfg, servicetest.MigrationsBefore(t, testSpec(), "009"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestMigrationNarrowsTheTiles(t *testing.T) {
 	}
 	pool.Close()
 
-	pool, err = store.OpenAndMigrate(ctx, cfg, Spec().Migrations, nil)
+	pool, err = store.OpenAndMigrate(ctx, cfg, testSpec().Migrations, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package events
+package tlog
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,9 +17,72 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
 )
+
+// Store is the SQL of the transparency log: tiles, the tree's state,
+// checkpoints, the leaves' entries, redactions and passports, in schema
+// events. It keeps what this process read and appended of the tree; the
+// feed appends its events through it (Speculate, Append, Committed).
+type Store struct {
+	s     *store.Store
+	tree  treeCache  // the log's tree as this process last appended to it
+	tiles tileCache  // the log's tiles this process read or wrote, for proofs
+	nodes nodeCache  // the log's upper nodes this process hashed, for proofs
+	reads *tileReads // the proofs' reads of tiles, coalesced
+}
+
+// NewStore returns the store over s.
+func NewStore(s *store.Store) *Store {
+	return &Store{s: s, tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{pool: s.Pool}}
+}
+
+// Speculation is a batch's leaves hashed, and the tree grown by them, off
+// the feed's lock (speculate).
+type Speculation struct{ spec speculativeAppend }
+
+// Speculate hashes a batch's leaves (raw: the events' bytes, ids their
+// canonical ids, in the batch's order) and grows the tree this process
+// appended last by them, while the batch's insert runs.
+func (st *Store) Speculate(ids []string, raw [][]byte) Speculation {
+	return Speculation{st.speculate(ids, raw)}
+}
+
+// Appended is a batch's growth of the tree, to keep once its transaction
+// committed (Committed); Grown says how it was grown: "ahead" (the
+// speculation held) or "under_lock".
+type Appended struct {
+	tree  *appender
+	Grown string
+}
+
+// Append grows the tree, in tx (which holds the feed's lock and found the
+// log at size and root), by the events of the batch stored as leaves
+// (their ids to their leaves): the speculation's tree when it holds, else
+// from the tiles. The writes travel with tx's COMMIT.
+func (st *Store) Append(ctx context.Context, tx pgx.Tx, size int64, root []byte, ids []string, leaves map[string]int64, s Speculation) (Appended, error) {
+	spec := s.spec
+	state := logState{Size: uint64(size), Root: root}
+	if spec.holds(state, leaves) {
+		return Appended{tree: spec.tree, Grown: "ahead"}, st.writeTree(ctx, tx, spec.tree, spec.changed, spec.root)
+	}
+	stored := len(leaves)
+	hashes := make([][]byte, stored)
+	for i, id := range ids {
+		if leaf, ok := leaves[id]; ok && leaf-size < int64(stored) && hashes[leaf-size] == nil {
+			hashes[leaf-size] = spec.leafHashes[i]
+		}
+	}
+	tree, err := st.appendLeaves(ctx, tx, state, hashes)
+	return Appended{tree: tree, Grown: "under_lock"}, err
+}
+
+// Committed keeps the tree a committed append grew.
+func (st *Store) Committed(a Appended) {
+	if a.tree != nil {
+		st.committed(a.tree)
+	}
+}
 
 // The SQL of the transparency log: tiles, the tree's state, checkpoints.
 // Leaves are appended only under the feed's lock (the transaction-level
@@ -194,18 +256,6 @@ func (st *Store) proofNodes(ctx context.Context, q store.Querier) readNodes {
 	}
 }
 
-// LockFeed is the statement that serialises whatever numbers events or
-// leaves: a reader that sees seq (or leaf) n+1 sees n. It is exported for
-// the bench, whose row without the log takes it as the consumer does.
-const LockFeed = "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"
-
-// logState is the log's size and root hash as stored (the root is nil
-// while the log is empty).
-type logState struct {
-	Size uint64
-	Root []byte
-}
-
 // appenderAt returns the appender of the stored tree of state, inside tx
 // (which holds the feed's lock).
 func (st *Store) appenderAt(ctx context.Context, tx pgx.Tx, state logState) (*appender, error) {
@@ -296,8 +346,8 @@ type speculativeAppend struct {
 // that the tree it finds under the feed's lock is the one grown, instead
 // of growing it while the lock, which the next batch waits for, is held.
 // ids are the events' canonical ids.
-func (st *Store) speculate(ids []string, batch []Incoming) speculativeAppend {
-	spec := speculativeAppend{leafHashes: leafHashes(len(batch), func(i int) []byte { return batch[i].Raw })}
+func (st *Store) speculate(ids []string, raw [][]byte) speculativeAppend {
+	spec := speculativeAppend{leafHashes: leafHashes(len(raw), func(i int) []byte { return raw[i] })}
 	kept, root := st.tree.newest()
 	if kept == nil {
 		return spec
@@ -599,25 +649,6 @@ func (st *Store) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byt
 	return hashes, nil
 }
 
-// AsOf is the data of the subject's latest event at or before at: the
-// resource as it was then; a 404 when it did not exist yet or was deleted
-// by then. Events of one resource are stored in commit order, and their
-// times (the commit's) grow with it.
-func (st *Store) AsOf(ctx context.Context, kind string, id uuid.UUID, at time.Time) (json.RawMessage, error) {
-	var typ string
-	var data []byte
-	err := st.s.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events
-		WHERE kind = $1 AND subject_id = $2 AND (body ->> 'time')::timestamptz <= $3
-		ORDER BY seq DESC LIMIT 1`, kind, id.String(), at).Scan(&typ, &data)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && strings.HasSuffix(typ, "."+outbox.OpDeleted)) {
-		return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("no %s %s existed at %s", kind, id, at.Format(time.RFC3339Nano)))
-	}
-	if err != nil {
-		return nil, store.Classify(err, "read a resource as it was")
-	}
-	return data, nil
-}
-
 // passportSubjects is the SQL of the resources of an asset's passport
 // among the first $1 leaves ($2 the asset): the asset, its type (the one
 // its latest event names), every action ever recorded on it, their action
@@ -674,7 +705,7 @@ const (
 // the log's order with their proofs, a bounded batch at a time. Nothing
 // of it is held longer than its batch, whatever the passport's size.
 func (st *Store) ReadPassport(ctx context.Context, asset uuid.UUID, size uint64, parts passportParts) error {
-	return readSnapshot(ctx, st.s.Pool, "read a passport", func(tx pgx.Tx) error {
+	return ReadSnapshot(ctx, st.s.Pool, "read a passport", func(tx pgx.Tx) error {
 		for _, kind := range passportKinds {
 			if err := st.passportRecords(ctx, tx, asset, size, kind, parts); err != nil {
 				return err
@@ -998,4 +1029,30 @@ func (st *Store) AppendEntries(ctx context.Context, entries [][]byte) error {
 		st.committed(kept)
 	}
 	return err
+}
+
+// ReadSnapshot runs fn in a read-only repeatable-read transaction: every
+// statement sees the same committed state.
+func ReadSnapshot(ctx context.Context, pool *store.Pool, op string, fn func(pgx.Tx) error) error {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return store.Classify(err, op)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return store.Classify(tx.Commit(ctx), op)
+}
+
+// LockFeed is the statement that serialises whatever numbers events or
+// leaves: a reader that sees seq (or leaf) n+1 sees n. It is exported for
+// the bench, whose row without the log takes it as the consumer does.
+const LockFeed = "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"
+
+// logState is the log's size and root hash as stored (the root is nil
+// while the log is empty).
+type logState struct {
+	Size uint64
+	Root []byte
 }

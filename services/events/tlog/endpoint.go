@@ -1,0 +1,40 @@
+package tlog
+
+import (
+	"context"
+
+	"github.com/go-kit/kit/endpoint"
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+)
+
+// Endpoints holds one go-kit endpoint per operation.
+type Endpoints struct {
+	Checkpoint  endpoint.Endpoint
+	LogKeys     endpoint.Endpoint
+	Inclusion   endpoint.Endpoint
+	Consistency endpoint.Endpoint
+	Entry       endpoint.Endpoint
+	Passport    endpoint.Endpoint
+}
+
+// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
+func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
+	e := Endpoints{
+		Checkpoint:  endpoints.New(s.Checkpoint),
+		LogKeys:     endpoints.New(s.LogKeys),
+		Inclusion:   endpoints.New(s.Inclusion),
+		Consistency: endpoints.New(s.Consistency),
+		Entry:       endpoints.New(s.Entry),
+		// A passport is written as it is read, and costs the gateway's
+		// rate limit by its size (httpx.Streamed).
+		Passport: endpoints.New(func(ctx context.Context, asset uuid.UUID) (httpx.Streamed, error) {
+			b, err := s.Passport(ctx, asset)
+			return httpx.Streamed{Size: b.Size, Write: b.WriteTo}, err
+		}),
+	}
+	endpoints.Wrap(&e, middleware...)
+	return e
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -496,14 +497,25 @@ func TestAHangingReceiverHoldsOnlyItsShare(t *testing.T) {
 // failedForGood is the count of deliveries that ran out of retries, as
 // the process's metrics tell it.
 func failedForGood(t *testing.T) float64 {
+	return metricValue(t, "registry_webhook_deliveries_failed_total", "", "")
+}
+
+// metricValue is a counter of the process's metrics, the one whose label
+// has value when label is given.
+func metricValue(t *testing.T, name, label, value string) float64 {
 	t.Helper()
 	families, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() == "registry_webhook_deliveries_failed_total" {
-			return f.GetMetric()[0].GetCounter().GetValue()
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
+				return m.GetCounter().GetValue()
+			}
 		}
 	}
 	return 0

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -534,15 +533,15 @@ func TestTreeGrownAheadIsCheckedUnderTheLock(t *testing.T) {
 	consuming, other := newTestStore(s), newTestStore(s)
 	ctx := t.Context()
 	tree := newReferenceTree()
-	batch := func(n int) []Incoming {
+	batch := func(n int) []feed.Incoming {
 		events := make([]outbox.Event, n)
 		for i := range events {
 			events[i] = event(outbox.KindOrganization, outbox.OpCreated, uuid.NewString())
 		}
 		return incoming(t, events...)
 	}
-	grown := func(where string) float64 { return testutil.ToFloat64(logAppends.WithLabelValues(where)) }
-	stored := func(st testStore, b []Incoming, newEvents []Incoming, want string) {
+	grown := func(where string) float64 { return metricValue(t, "registry_log_appends_total", "tree", where) }
+	stored := func(st testStore, b []feed.Incoming, newEvents []feed.Incoming, want string) {
 		t.Helper()
 		ahead, underLock := grown("ahead"), grown("under_lock")
 		n, err := st.StoreEvents(ctx, b)

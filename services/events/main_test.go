@@ -10,6 +10,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 // testStore is the feed's store and the log's it appends through, as the
 // service wires them, for the tests of the whole service.
 type testStore struct {
-	*Store
+	*feed.Store
 	*logStore
 }
 
@@ -30,7 +31,7 @@ func newTestStore(s *servicetest.Service) testStore { return storesOver(s.Built.
 
 func storesOver(s *store.Store) testStore {
 	log := tlog.NewStore(s)
-	return testStore{NewStore(s, log), log}
+	return testStore{feed.NewStore(s, log), log}
 }
 
 // hasher is RFC 6962's, which the log's proofs are checked with.

@@ -15,6 +15,7 @@ import (
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/webhooks"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
@@ -263,7 +264,7 @@ func TestMigrationPartitionsFilledTables(t *testing.T) {
 	for _, c := range []struct {
 		parts leader.Partitions
 		rows  int
-	}{{feedPartitions, n}, {webhooks.Partitions(), n / 10}} {
+	}{{feed.Partitions(), n}, {webhooks.Partitions(), n / 10}} {
 		var rows int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+c.parts.Table).Scan(&rows); err != nil || rows != c.rows {
 			t.Errorf("%s: %d rows after the migration (%v), want %d", c.parts.Table, rows, err, c.rows)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/services/events/feed"
 )
 
 // A passport far larger than what the process may hold for it is written
@@ -41,7 +42,7 @@ func TestLargePassportIsStreamedAndCosted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.StoreEvents(t.Context(), []Incoming{{Event: e, Raw: raw}}); err != nil {
+		if _, err := st.StoreEvents(t.Context(), []feed.Incoming{{Event: e, Raw: raw}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,9 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/services/events/webhooks"
 )
@@ -153,13 +155,13 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		level.Warn(d.Logger).Log("msg", "transparency.signing-key is not set: the log grows but no checkpoint is signed")
 	}
 	log := tlog.NewStore(d.Store)
-	st := NewStore(d.Store, log)
+	st := feed.NewStore(d.Store, log)
 	policy := webhooks.AddressPolicy{Exempt: origins}
 	if cfg.Workers < 1 || cfg.MaxInFlight < 1 || cfg.MaxPerClient < 1 {
 		return servicekit.Handlers{}, fmt.Errorf("webhooks: workers (%d), max-in-flight (%d) and max-per-client (%d) must be at least 1",
 			cfg.Workers, cfg.MaxInFlight, cfg.MaxPerClient)
 	}
-	routes := NewHTTPHandler(MakeEndpoints(NewService(st), endpoints.Timeout(d.RequestTimeout)))
+	routes := feed.NewHTTPHandler(feed.MakeEndpoints(feed.NewService(st), endpoints.Timeout(d.RequestTimeout)))
 	tlog.Routes(routes, tlog.MakeEndpoints(tlog.NewService(log, tlog.Settings{Keys: keys}), endpoints.Timeout(d.RequestTimeout)))
 	hooks := webhooks.NewStore(d.Store)
 	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
@@ -187,7 +189,7 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		nc.Close()
 		return h, fmt.Errorf("events: jetstream: %w", err)
 	}
-	consumer := &Consumer{Store: st, Lock: d.Lock("events consumer"), JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
+	consumer := &feed.Consumer{Store: st, Lock: d.Lock("events consumer"), JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
 		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger,
 		// The leader alone appends to the log and signs it.
 		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, tlog.Checkpointer(log, keys, d.Logger)),
@@ -241,4 +243,15 @@ func redactCommand(ctx context.Context, d servicekit.Deps, r RedactConfig) error
 	}
 	fmt.Fprintf(os.Stdout, "redacted person %s in %d events; each redaction is an entry of the log\n", person, n)
 	return nil
+}
+
+// partitionsEvery is how often the partitions ahead are made up.
+const partitionsEvery = 10 * time.Minute
+
+// maintenance is the events schema's tasks for cfg: the feed's and the
+// deliveries' (pkg/leader: on one replica at a time, a bounded batch per
+// step).
+func maintenance(cfg Config) []leader.Task {
+	return append(feed.Tasks(partitionsEvery, cfg.Retention, cfg.PruneEvery, cfg.HistoryRetention),
+		webhooks.Tasks(partitionsEvery, cfg.DeliveryRetention)...)
 }

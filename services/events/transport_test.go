@@ -17,6 +17,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/webhooks"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -48,15 +49,15 @@ func publish(t *testing.T, s *servicetest.Service, events ...outbox.Event) {
 }
 
 // incoming are events as the consumer reads them from the stream.
-func incoming(t *testing.T, events ...outbox.Event) []Incoming {
+func incoming(t *testing.T, events ...outbox.Event) []feed.Incoming {
 	t.Helper()
-	batch := make([]Incoming, len(events))
+	batch := make([]feed.Incoming, len(events))
 	for i, e := range events {
 		raw, err := json.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		batch[i] = Incoming{Event: e, Raw: raw}
+		batch[i] = feed.Incoming{Event: e, Raw: raw}
 	}
 	return batch
 }

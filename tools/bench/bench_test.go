@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/services/events"
+	"github.com/assetregistry/registry/services/events/feed"
 )
 
 func TestMain(m *testing.M) {
@@ -490,7 +490,7 @@ func TestUnloggedInsertIsTheConsumersWithoutLeaves(t *testing.T) {
 			t.Errorf("the insert without the log still holds %q:\n%s", word, unloggedInsert)
 		}
 	}
-	taken := len(events.InsertEvents) - len(unloggedInsert)
+	taken := len(feed.InsertEvents) - len(unloggedInsert)
 	want := 0
 	for _, p := range leafParts {
 		want += len(p.from) - len(p.to)

@@ -18,6 +18,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	sdk "github.com/assetregistry/registry/sdk"
 	"github.com/assetregistry/registry/services/events"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -38,7 +39,7 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 	}
 	s := servicetest.Start(t, events.SpecWith(cfg))
 	log := tlog.NewStore(s.Built.Store)
-	st := events.NewStore(s.Built.Store, log)
+	st := feed.NewStore(s.Built.Store, log)
 
 	file := []byte("%PDF-1.7 an inspection report")
 	sum := sha256.Sum256(file)
@@ -64,13 +65,13 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 	add("action_document", "deleted", unlinked, `{"id":"`+unlinked+`","action_id":"`+dropped+`","document_id":"`+document+`"}`)
 	add("action", "deleted", dropped, `{"id":"`+dropped+`","asset_id":"`+asset+`","action_type":"maintenance"}`)
 	add("action", "created", uuid.NewString(), `{"id":"x","asset_id":"`+other+`"}`)
-	incoming := make([]events.Incoming, len(batch))
+	incoming := make([]feed.Incoming, len(batch))
 	for i, e := range batch {
 		raw, err := json.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		incoming[i] = events.Incoming{Event: e, Raw: raw}
+		incoming[i] = feed.Incoming{Event: e, Raw: raw}
 	}
 	if _, err := st.StoreEvents(t.Context(), incoming); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package events
+package feed
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
-	"github.com/assetregistry/registry/services/events/feed"
 )
 
 // Endpoints holds one go-kit endpoint per operation.
@@ -31,7 +30,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
 		// The feed always links its next page, also when empty: a client
 		// polls by following it.
-		Feed: endpoints.New(func(ctx context.Context, q feed.FeedQuery) (any, error) {
+		Feed: endpoints.New(func(ctx context.Context, q FeedQuery) (any, error) {
 			feed, err := s.Feed(ctx, q)
 			if err != nil {
 				return nil, err
@@ -39,7 +38,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			next := httpx.NextLink(ctx, "after", model.EncodeSequenceCursor(feed.Next, feedBinding))
 			return httpx.LinkedList{Items: feed.Events, Next: next}, nil
 		}),
-		History: endpoints.New(func(ctx context.Context, q feed.HistoryQuery) (any, error) {
+		History: endpoints.New(func(ctx context.Context, q HistoryQuery) (any, error) {
 			h, err := s.History(ctx, q)
 			if err != nil {
 				return nil, err
@@ -53,7 +52,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 
 		// The resource as its owner's GET answered it then: its bytes as
 		// the event holds them.
-		AsOf: endpoints.New(func(ctx context.Context, q feed.AsOfQuery) (httpx.RawJSON, error) {
+		AsOf: endpoints.New(func(ctx context.Context, q AsOfQuery) (httpx.RawJSON, error) {
 			data, err := s.AsOf(ctx, q)
 			return httpx.RawJSON(data), err
 		}),

@@ -1,4 +1,4 @@
-package events
+package feed
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
-	"github.com/assetregistry/registry/services/events/feed"
 )
 
 // NewHTTPHandler is the route table of the feed and the histories. A history sits under its resource's own path; the gateway sends it
@@ -19,7 +18,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	handle := r.Handle
 	handle("GET", "/events", endpoints.Serve(e.Feed, decodeFeed))
-	for prefix := range feed.HistoryKinds {
+	for prefix := range HistoryKinds {
 		handle("GET", "/"+prefix+"/{id}/history", endpoints.Serve(e.History, decodeHistory))
 		// The gateway sends here only a GET carrying as_of
 		// (catalog.Resource.Query); the resource's owner answers the rest.
@@ -32,11 +31,11 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 // decodeFeed reads after (a cursor, or "now"), type (repeatable) and
 // limit. A cursor the registry did not issue is a 400, an unknown type a
 // 422 naming type.
-func decodeFeed(r *http.Request) (feed.FeedQuery, error) {
+func decodeFeed(r *http.Request) (FeedQuery, error) {
 	q := httpx.ParseQueryRepeating(r, []string{"type"}, "after", "type", "limit")
-	v := feed.FeedQuery{Oldest: true, Limit: q.Limit()}
+	v := FeedQuery{Oldest: true, Limit: q.Limit()}
 	var invalid apperr.Validation
-	v.Filter = feed.ParseTypes(&invalid, "type", q.Strings("type"), false)
+	v.Filter = ParseTypes(&invalid, "type", q.Strings("type"), false)
 	for _, f := range invalid.Fields() {
 		q.Invalid(f.Field, "%s", f.Message)
 	}
@@ -56,13 +55,13 @@ func decodeFeed(r *http.Request) (feed.FeedQuery, error) {
 
 // decodeHistory reads the resource (the path's first segment), its id and
 // the page.
-func decodeHistory(r *http.Request) (feed.HistoryQuery, error) {
+func decodeHistory(r *http.Request) (HistoryQuery, error) {
 	id, err := httpx.PathUUID(r, "id")
 	if err != nil {
-		return feed.HistoryQuery{}, err
+		return HistoryQuery{}, err
 	}
 	prefix, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	hq := feed.HistoryQuery{Kind: feed.HistoryKinds[prefix], ID: id}
+	hq := HistoryQuery{Kind: HistoryKinds[prefix], ID: id}
 	q := httpx.ParseQuery(r, "limit", "cursor")
 	hq.Limit = q.Limit()
 	if c := q.String("cursor"); c != nil {
@@ -78,21 +77,21 @@ func decodeHistory(r *http.Request) (feed.HistoryQuery, error) {
 // decodeAsOf reads the resource, its id and as_of, which is required: a
 // value that is no RFC 3339 timestamp is a 400, one that names no real
 // instant a 422.
-func decodeAsOf(r *http.Request) (feed.AsOfQuery, error) {
+func decodeAsOf(r *http.Request) (AsOfQuery, error) {
 	id, err := httpx.PathUUID(r, "id")
 	if err != nil {
-		return feed.AsOfQuery{}, err
+		return AsOfQuery{}, err
 	}
 	prefix, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	aq := feed.AsOfQuery{Kind: feed.HistoryKinds[prefix], ID: id}
+	aq := AsOfQuery{Kind: HistoryKinds[prefix], ID: id}
 	q := httpx.ParseQuery(r, "as_of")
 	switch v := q.String("as_of"); {
 	case v == nil:
 		q.Invalid("as_of", "is required here: the instant to read the resource as it was, e.g. 2025-03-14T09:26:53Z")
 	default:
-		at, err := feed.ParseInstant(*v)
+		at, err := ParseInstant(*v)
 		switch {
-		case errors.Is(err, feed.ErrInstantShape):
+		case errors.Is(err, ErrInstantShape):
 			q.Bad("as_of", "%s", err.Error())
 		case err != nil:
 			q.Invalid("as_of", "%s", err.Error())

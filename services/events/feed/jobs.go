@@ -1,4 +1,4 @@
-package events
+package feed
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
-	"github.com/assetregistry/registry/services/events/feed"
 )
 
 // Consumer reads the change events' stream and stores them in the feed.
@@ -194,7 +193,7 @@ func Parse(data []byte) (Incoming, error) {
 	switch {
 	case e.ID == "" || uuid.Validate(e.ID) != nil:
 		return Incoming{}, fmt.Errorf("id %q is not a UUID", e.ID)
-	case !slices.Contains(outbox.Kinds, kind) || !slices.Contains(feed.Ops, op):
+	case !slices.Contains(outbox.Kinds, kind) || !slices.Contains(Ops, op):
 		return Incoming{}, fmt.Errorf("type %q is not <kind>.<op>", e.Type)
 	case e.Subject.Kind != kind || e.Subject.ID == "":
 		return Incoming{}, fmt.Errorf("subject %+v does not match type %q", e.Subject, e.Type)

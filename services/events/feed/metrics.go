@@ -1,4 +1,4 @@
-package events
+package feed
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -585,32 +585,3 @@ func TestTreeGrownAheadIsCheckedUnderTheLock(t *testing.T) {
 	b = batch(256)
 	stored(consuming, b, b, "ahead")
 }
-
-// A log seeded in bulk (make bench's large log) is the log of its
-// entries: its proofs verify, and events stored after it extend it.
-func TestSeedLog(t *testing.T) {
-	s, keys := startSigning(t)
-	st := newTestStore(s)
-	entry := func(i uint64) []byte { return fmt.Appendf(nil, `{"seed":%d}`, i) }
-	const n = 70_000
-	if err := st.SeedLog(t.Context(), n, entry); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SeedLog(t.Context(), 1, entry); err == nil {
-		t.Error("a log with leaves was seeded again")
-	}
-	e := event("asset", "created", uuid.NewString())
-	publish(t, s, e)
-	c := sign(t, s, keys)
-	for _, leaf := range []uint64{0, 255, 256, 65_535, 65_536, n - 1} {
-		p := s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", leaf), s.RO, nil).JSON()
-		if err := proof.VerifyInclusion(hasher, leaf, c.Size, tlog.LeafHash(entry(leaf)), hashesOf(t, p["hashes"]), c.Root); err != nil {
-			t.Errorf("seeded leaf %d: %v", leaf, err)
-		}
-	}
-	raw, _ := json.Marshal(e)
-	p := s.Call(200, "GET", "/log/inclusion?event_id="+e.ID, s.RO, nil).JSON()
-	if err := proof.VerifyInclusion(hasher, n, c.Size, tlog.LeafHash(raw), hashesOf(t, p["hashes"]), c.Root); err != nil {
-		t.Errorf("the event after the seed: %v", err)
-	}
-}

@@ -71,7 +71,7 @@ func seededLog(ctx context.Context, e *Env) (seeded, error) {
 					return
 				}
 			}
-			if err := st.SeedLog(ctx, e.LogLeaves, func(i uint64) []byte { return strconv.AppendUint([]byte(`{"leaf":`), i, 10) }); err != nil {
+			if err := seedLog(ctx, pool, log, e.LogLeaves, func(i uint64) []byte { return strconv.AppendUint([]byte(`{"leaf":`), i, 10) }); err != nil {
 				logSeed.err = err
 				return
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -179,4 +180,27 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 		}
 	})
 	s.Call(404, "GET", "/assets/"+uuid.NewString()+"/passport", s.RO, nil)
+}
+
+// The passport's wire types are written twice, since the SDK imports
+// nothing of the registry and a service nothing but pkg/: the events
+// service's and the SDK's must name the same members the same way (the
+// test above decodes the service's bundle strictly with the SDK's).
+func TestPassportTypesAreTheSDKs(t *testing.T) {
+	if tlog.PassportFormat != sdk.PassportFormat {
+		t.Errorf("format %q, the SDK's %q", tlog.PassportFormat, sdk.PassportFormat)
+	}
+	for _, pair := range [][2]any{{tlog.PassportRecord{}, sdk.PassportRecord{}}, {tlog.PassportEvent{}, sdk.PassportEvent{}}} {
+		service, kit := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
+		if service.NumField() != kit.NumField() {
+			t.Errorf("%s has %d fields, the SDK's %d", service.Name(), service.NumField(), kit.NumField())
+			continue
+		}
+		for i := range service.NumField() {
+			a, b := service.Field(i), kit.Field(i)
+			if a.Name != b.Name || a.Tag.Get("json") != b.Tag.Get("json") || a.Type.String() != b.Type.String() {
+				t.Errorf("%s.%s %s `json:%q`, the SDK's %s %s `json:%q`", service.Name(), a.Name, a.Type, a.Tag.Get("json"), b.Name, b.Type, b.Tag.Get("json"))
+			}
+		}
+	}
 }

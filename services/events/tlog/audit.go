@@ -4,13 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"math"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/assetregistry/registry/pkg/store"
 )
 
 // The self-audit: the tree derived again from what is stored (the events'
@@ -120,108 +114,6 @@ func (st *Store) Audit(ctx context.Context, keys LogKeys) (AuditReport, error) {
 		}
 	}
 	return r, nil
-}
-
-// auditLeaves derives the hashes of leaves [first, last): an event's from
-// its stored bytes, a redacted event's from its redaction (which recorded
-// the hash that was signed), a redaction's from its entry. Each is held to
-// the stored tile of leaves; a leaf whose event was pruned is taken from
-// it.
-func (st *Store) auditLeaves(ctx context.Context, first, last uint64, problem func(string, ...any)) ([][]byte, uint64, error) {
-	hashes := make([][]byte, last-first)
-	b := &pgx.Batch{}
-	// The leaves' events are the seqs from the first event of leaf first
-	// on, up to the first of leaf last (log_seq_from), or to the end.
-	b.Queue(`SELECT leaf, id::text, body::text FROM events
-		WHERE seq >= (SELECT log_seq_from($1)) AND seq < coalesce((SELECT log_seq_from($2)), $3)
-		AND leaf >= $1 AND leaf < $2`, int64(first), int64(last), int64(math.MaxInt64))
-	b.Queue(`SELECT leaf, event_leaf, leaf_hash, entry FROM redactions WHERE leaf >= $1 AND leaf < $2
-		OR event_leaf >= $1 AND event_leaf < $2`, int64(first), int64(last))
-	b.Queue(`SELECT idx, hashes FROM log_tiles16 WHERE level = 0 AND idx >= $1 AND idx <= $2 ORDER BY idx`,
-		int64(first/tileWidth), int64((last-1)/tileWidth))
-	results := st.s.Pool.SendBatch(ctx, b)
-	defer results.Close()
-	rows, err := results.Query()
-	if err != nil {
-		return nil, 0, store.Classify(err, "audit: read events")
-	}
-	ids := map[uint64]string{}
-	var leaf, other int64
-	var id, body string
-	if _, err := pgx.ForEachRow(rows, []any{&leaf, &id, &body}, func() error {
-		hashes[uint64(leaf)-first], ids[uint64(leaf)] = LeafHash([]byte(body)), id
-		return nil
-	}); err != nil {
-		return nil, 0, store.Classify(err, "audit: read events")
-	}
-	if rows, err = results.Query(); err != nil {
-		return nil, 0, store.Classify(err, "audit: read redactions")
-	}
-	var signed []byte
-	var entry string
-	redactedTo := map[uint64][]byte{} // an event's leaf → the hash its bytes must have now
-	signedOf := map[uint64][]byte{}   // and the hash its leaf was signed with
-	latest := map[uint64]int64{}
-	if _, err := pgx.ForEachRow(rows, []any{&leaf, &other, &signed, &entry}, func() error {
-		if uint64(leaf) >= first && uint64(leaf) < last {
-			hashes[uint64(leaf)-first] = LeafHash([]byte(entry))
-		}
-		var r RedactionEntry
-		if err := json.Unmarshal([]byte(entry), &r); err != nil || r.EventLeaf != uint64(other) || !bytes.Equal(r.LeafHash, signed) {
-			problem("redaction at leaf %d: its entry does not say what its row does", leaf)
-		}
-		if uint64(other) >= first && uint64(other) < last && leaf >= latest[uint64(other)] {
-			latest[uint64(other)], redactedTo[uint64(other)], signedOf[uint64(other)] = leaf, r.Redacted, r.LeafHash
-		}
-		return nil
-	}); err != nil {
-		return nil, 0, store.Classify(err, "audit: read redactions")
-	}
-	// A redacted event's bytes hash to what its latest redaction recorded;
-	// its leaf keeps the hash that was signed, as the redaction's entry
-	// (itself a leaf) says (held to the tile below, like any leaf).
-	for n, want := range redactedTo {
-		i := n - first
-		if hashes[i] != nil && !bytes.Equal(hashes[i], want) {
-			problem("leaf %d (event %s): its stored bytes are not what its redaction left", n, ids[n])
-		}
-		hashes[i] = signedOf[n]
-	}
-	if rows, err = results.Query(); err != nil {
-		return nil, 0, store.Classify(err, "audit: read tiles")
-	}
-	tiles := tileSet{}
-	var idx int64
-	var row []byte
-	if _, err := pgx.ForEachRow(rows, []any{&idx, &row}, func() error {
-		tiles[tileID{Index: uint64(idx)}] = append([]byte(nil), row...)
-		return nil
-	}); err != nil {
-		return nil, 0, store.Classify(err, "audit: read tiles")
-	}
-	var kept uint64
-	for i := range hashes {
-		n := first + uint64(i)
-		t := tiles[tileID{Index: n / tileWidth}]
-		off := (n % tileWidth) * hashSize
-		var stored []byte
-		if uint64(len(t)) >= off+hashSize {
-			stored = t[off : off+hashSize]
-		}
-		switch {
-		case hashes[i] == nil && stored == nil:
-			return nil, 0, fmt.Errorf("audit: leaf %d is neither stored nor in a tile", n)
-		case hashes[i] == nil: // pruned past the histories' retention
-			hashes[i], kept = stored, kept+1
-		case !bytes.Equal(hashes[i], stored):
-			what := "entry"
-			if id, ok := ids[n]; ok {
-				what = "event " + id
-			}
-			problem("leaf %d (%s): its stored bytes hash to %s, the log holds %s", n, what, b64(hashes[i]), b64(stored))
-		}
-	}
-	return hashes, kept, results.Close()
 }
 
 func b64(h []byte) string { return base64.StdEncoding.EncodeToString(h) }

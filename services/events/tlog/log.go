@@ -404,3 +404,43 @@ func loadAppender(size uint64, tiles tileSet) (*appender, error) {
 	}
 	return a, nil
 }
+
+// SeedTiles is the tree of a log of n leaves, the hash of entry(i) each,
+// as the rows of its stored tiles (level, index, hashes), handed to emit
+// as they fill, and its root: what a measurement of proofs in a large log
+// starts from (make bench), written in bulk without storing n events. It
+// holds the tree's right edge and its partial tiles, whatever n.
+func SeedTiles(n uint64, entry func(i uint64) []byte, emit func(level uint, index uint64, hashes []byte) error) ([]byte, error) {
+	a := newAppender()
+	final := map[tileID][]byte{}
+	const seedBatch = 4096 // leaves appended at a time, a multiple of tileWidth
+	batch := make([][]byte, 0, seedBatch)
+	for i := uint64(0); i < n; i++ {
+		batch = append(batch, LeafHash(entry(i)))
+		if len(batch) < seedBatch && i < n-1 {
+			continue
+		}
+		changed, err := a.Append(batch)
+		if err != nil {
+			return nil, err
+		}
+		batch = batch[:0]
+		for _, t := range changed {
+			if t.ID.Level == 0 && len(t.Hashes) == tileWidth*hashSize {
+				if err := emit(t.ID.Level, t.ID.Index, t.Hashes); err != nil {
+					return nil, err
+				}
+			} else {
+				final[t.ID] = t.Hashes
+			}
+		}
+	}
+	for id, hashes := range final {
+		if t := (tile{ID: id, Hashes: hashes}); isStored(t) && (id.Level > 0 || len(hashes) < tileWidth*hashSize) {
+			if err := emit(id.Level, id.Index, hashes); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return a.Root()
+}

@@ -1,6 +1,7 @@
 package tlog
 
 import (
+	"encoding/base64"
 	"os"
 	"testing"
 
@@ -41,4 +42,18 @@ func startSigning(t *testing.T) (*servicetest.Service, LogKeys) {
 		return servicekit.Handlers{Routes: r}, nil
 	}
 	return servicetest.Start(t, spec), keys
+}
+
+// hashesOf reads a proof's hashes (standard base64) from a JSON answer.
+func hashesOf(t *testing.T, v any) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, h := range v.([]any) {
+		b, err := base64.StdEncoding.DecodeString(h.(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
 }

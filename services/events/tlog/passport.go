@@ -22,23 +22,10 @@ import (
 // alone (the SDK's VerifyPassport): the records are derived from the
 // events, the events from the proofs, the proofs from the checkpoint.
 
-// PassportFormat names the bundle's shape.
+// PassportFormat names the bundle's shape. The bundle's types are the
+// SDK's too (registry.Passport), which may import nothing of the
+// registry: a test of tools/crossservice holds the two the same.
 const PassportFormat = "asset-registry-passport/1"
-
-// Passport is the bundle.
-type Passport struct {
-	Format  string `json:"format"`
-	AssetID string `json:"asset_id"`
-	// Checkpoint is the signed note every proof is against.
-	Checkpoint      string           `json:"checkpoint"`
-	Asset           PassportRecord   `json:"asset"`
-	AssetType       *PassportRecord  `json:"asset_type"`
-	Actions         []PassportRecord `json:"actions"`
-	ActionDocuments []PassportRecord `json:"action_documents"`
-	Documents       []PassportRecord `json:"documents"`
-	// Events are every event of these records, in the log's order.
-	Events []PassportEvent `json:"events"`
-}
 
 // PassportRecord is one resource as its events leave it: its latest
 // state, deleted or not (and by whom), and the leaves of its events.

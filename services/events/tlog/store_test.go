@@ -162,3 +162,48 @@ func TestSpeculationHolds(t *testing.T) {
 		})
 	}
 }
+
+// A log seeded in bulk (make bench's large log) is the log of its
+// entries: its proofs verify, and events stored after it extend it.
+// The tiles SeedTiles makes, written as the bench writes them, are the
+// log's: every seeded leaf and one appended after them prove against a
+// checkpoint.
+func TestSeedTiles(t *testing.T) {
+	s, keys := startSigning(t)
+	st := NewStore(s.Built.Store)
+	pool := s.Built.Store.Pool
+	entry := func(i uint64) []byte { return fmt.Appendf(nil, `{"seed":%d}`, i) }
+	const n = 70_000
+	var rows [][]any
+	root, err := SeedTiles(n, entry, func(level uint, index uint64, hashes []byte) error {
+		rows = append(rows, []any{int16(level), int64(index), hashes})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.CopyFrom(t.Context(), pgx.Identifier{"log_tiles16"}, []string{"level", "idx", "hashes"}, pgx.CopyFromRows(rows)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `UPDATE log_state SET size = $1, root = $2`, int64(n), root); err != nil {
+		t.Fatal(err)
+	}
+	after := []byte(`{"after":"the seed"}`)
+	if err := st.AppendEntries(t.Context(), [][]byte{after}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := st.SignCheckpoint(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leaf := range []uint64{0, 255, 256, 65_535, 65_536, n - 1} {
+		p := s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", leaf), s.RO, nil).JSON()
+		if err := proof.VerifyInclusion(hasher, leaf, c.Size, LeafHash(entry(leaf)), hashesOf(t, p["hashes"]), c.Root); err != nil {
+			t.Errorf("seeded leaf %d: %v", leaf, err)
+		}
+	}
+	p := s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", n), s.RO, nil).JSON()
+	if err := proof.VerifyInclusion(hasher, n, c.Size, LeafHash(after), hashesOf(t, p["hashes"]), c.Root); err != nil {
+		t.Errorf("the entry after the seed: %v", err)
+	}
+}

@@ -214,6 +214,12 @@ func (l *rateLimiter) Ready(ctx context.Context) error {
 // returns nil when Redis could not answer: the caller lets the request
 // through (fails open), and the metric says so.
 func (l *rateLimiter) draw(ctx context.Context, kind, key string, b Budget, n int) *redis_rate.Result {
+	return l.take(ctx, kind, key, b, n, l.limiter.AllowN)
+}
+
+// take asks Redis, through allow, for n requests of budget b under key.
+func (l *rateLimiter) take(ctx context.Context, kind, key string, b Budget, n int,
+	allow func(context.Context, string, redis_rate.Limit, int) (*redis_rate.Result, error)) *redis_rate.Result {
 	if l.resting() {
 		failOpenTotal.WithLabelValues(kind).Inc()
 		return nil
@@ -221,7 +227,7 @@ func (l *rateLimiter) draw(ctx context.Context, kind, key string, b Budget, n in
 	l.calls.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	res, err := l.limiter.AllowN(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
+	res, err := allow(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
 	if err != nil {
 		l.fail(err)
 		failOpenTotal.WithLabelValues(kind).Inc()
@@ -304,19 +310,10 @@ func (l *rateLimiter) costly(w http.ResponseWriter, r *http.Request, sub string,
 // drawAtMost takes up to n requests from budget b under key, as many as
 // it holds; nil when Redis could not answer.
 func (l *rateLimiter) drawAtMost(ctx context.Context, key string, b Budget, n int) *redis_rate.Result {
-	if n < 1 || l.resting() {
+	if n < 1 {
 		return nil
 	}
-	l.calls.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-	defer cancel()
-	res, err := l.limiter.AllowAtMost(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
-	if err != nil {
-		l.fail(err)
-		failOpenTotal.WithLabelValues(budgetClient).Inc()
-		return nil
-	}
-	return res
+	return l.take(ctx, budgetClient, key, b, n, l.limiter.AllowAtMost)
 }
 
 // costWriter sees an answer's header before it goes out, for costly.

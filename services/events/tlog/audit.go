@@ -61,7 +61,7 @@ func (st *Store) Audit(ctx context.Context, keys LogKeys) (AuditReport, error) {
 	next := 0                    // the next checkpoint to compare
 	for first := uint64(0); first < size; first += auditChunk {
 		last := min(first+auditChunk, size)
-		hashes, kept, err := st.auditLeaves(ctx, first, last, problem)
+		hashes, kept, err := auditLeaves(ctx, st.s.Pool, first, last, problem)
 		if err != nil {
 			return r, err
 		}

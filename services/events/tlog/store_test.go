@@ -118,7 +118,7 @@ func TestKeptTreeIsTheStoredOne(t *testing.T) {
 			for i, e := range batch {
 				hashes[i] = LeafHash(e)
 			}
-			if _, err := appending.appendLeaves(ctx, tx, state, hashes); err != nil {
+			if _, err := appending.tree.appendLeaves(ctx, tx, state, hashes); err != nil {
 				return err
 			}
 			return failed

@@ -56,7 +56,7 @@ func TestConcurrentProofsShareTheirReads(t *testing.T) {
 			t.Errorf("proof %d: %v", i, err)
 		}
 	}
-	n := st.reads.statements.Load()
+	n := st.tree.reads.statements.Load()
 	t.Logf("%d proofs at once: %d statements", proofs, n)
 	if n < 1 || n >= proofs {
 		t.Errorf("%d proofs at once read their tiles in %d statements, want at least one and fewer than the proofs", proofs, n)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/assetregistry/registry/pkg/leader"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/webhooks"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -39,7 +40,7 @@ func TestCapacityEvents(t *testing.T) {
 	// The feed's partitions: six over the 60 days (the service's are 10
 	// million seqs; at the default size that would be one), made after
 	// those the migration made, as the maintenance task makes them.
-	list, err := feedPartitions.List(ctx, conn.Conn())
+	list, err := feed.Partitions().List(ctx, conn.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +132,6 @@ func TestCapacityEvents(t *testing.T) {
 	// PostgreSQL builds no index CONCURRENTLY on a partitioned table:
 	// BuildIndex builds each partition's so and attaches it.
 	servicetest.Timed(t, "an index built CONCURRENTLY on events (type, stored_at), partition by partition", func() error {
-		return feedPartitions.BuildIndex(ctx, conn.Conn(), "capacity_probe", "(type, stored_at)")
+		return feed.Partitions().BuildIndex(ctx, conn.Conn(), "capacity_probe", "(type, stored_at)")
 	})
 }

@@ -169,3 +169,38 @@ func ParseInstant(s string) (time.Time, error) {
 	}
 	return t.UTC(), nil
 }
+
+// Incoming is one event read from the stream: its parsed envelope and the
+// bytes as published.
+type Incoming struct {
+	Event outbox.Event
+	Raw   []byte
+	// StreamSeq is the message's sequence in the stream; 0 when it did
+	// not come from one.
+	StreamSeq uint64
+}
+
+// StreamPosition is what the consumer named Consumer has stored of Stream:
+// everything up to StreamSeq.
+type StreamPosition struct {
+	Consumer, Stream string
+	StreamSeq        uint64
+}
+
+// canonicalID is id as the database prints a uuid, so that the ids the
+// insert returns find their events (Parse accepts any form uuid.Validate
+// does).
+func canonicalID(id string) string {
+	if u, err := uuid.Parse(id); err == nil {
+		return u.String()
+	}
+	return id
+}
+
+// ErrCursorExpired is the 410 of a feed cursor from before what retention
+// removed.
+func errCursorExpired() error {
+	e := apperr.New(apperr.KindGone, "the cursor is older than the events the registry keeps; start again without after (from the oldest kept event) or with after=now")
+	e.Code = "cursor-expired"
+	return e
+}

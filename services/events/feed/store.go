@@ -32,23 +32,6 @@ type Store struct {
 // NewStore returns the store over s, appending to the log through log.
 func NewStore(s *store.Store, log *tlog.Store) *Store { return &Store{s: s, log: log} }
 
-// Incoming is one event read from the stream: its parsed envelope and the
-// bytes as published.
-type Incoming struct {
-	Event outbox.Event
-	Raw   []byte
-	// StreamSeq is the message's sequence in the stream; 0 when it did
-	// not come from one.
-	StreamSeq uint64
-}
-
-// StreamPosition is what the consumer named Consumer has stored of Stream:
-// everything up to StreamSeq.
-type StreamPosition struct {
-	Consumer, Stream string
-	StreamSeq        uint64
-}
-
 // StoreEvents stores each event not stored yet, in order, numbering them,
 // in one transaction. It returns how many were new. Their deliveries are
 // queued afterwards, by FanOut.
@@ -174,24 +157,6 @@ const InsertEvents = `INSERT INTO events (seq, leaf, id, type, kind, subject_id,
 	WHERE t.id NOT IN (SELECT e.id FROM events e WHERE e.id = ANY($1::uuid[]))
 	ORDER BY t.n
 	RETURNING id::text, leaf`
-
-// canonicalID is id as the database prints a uuid, so that the ids the
-// insert returns find their events (Parse accepts any form uuid.Validate
-// does).
-func canonicalID(id string) string {
-	if u, err := uuid.Parse(id); err == nil {
-		return u.String()
-	}
-	return id
-}
-
-// ErrCursorExpired is the 410 of a feed cursor from before what retention
-// removed.
-func errCursorExpired() error {
-	e := apperr.New(apperr.KindGone, "the cursor is older than the events the registry keeps; start again without after (from the oldest kept event) or with after=now")
-	e.Code = "cursor-expired"
-	return e
-}
 
 // Feed reads one page of the change feed in one snapshot, so the next
 // position it gives never skips an event committed meanwhile.

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/outbox"
 )
 
@@ -169,4 +172,63 @@ func redactAssociated(raw json.RawMessage, person string) (json.RawMessage, bool
 	}
 	out, err := json.Marshal(obj)
 	return out, true, err
+}
+
+// redactionCandidate is an event that may hold the person's fields: its
+// place, its bytes as stored, and the entry of its last redaction, if any.
+type redactionCandidate struct {
+	seq       int64
+	leaf      uint64
+	id, body  string
+	lastEntry *string
+}
+
+// redactionRows are what a redaction writes: each changed event's new
+// bytes, and its redaction's entry, appended to the log from leaf next on.
+type redactionRows struct {
+	hashes                              [][]byte // the entries' leaf hashes
+	entryLeaves, eventLeaves, eventSeqs []int64
+	signed                              [][]byte // the leaf hash each event was signed with
+	entries, bodies                     []string
+}
+
+// redactions redacts the person's fields from the candidates, each
+// checked first against the hash the log holds for it (tiles: the tiles
+// of their leaves), the entries numbered from next.
+func redactions(found []redactionCandidate, tiles tileSet, person, reason string, next uint64, now time.Time) (redactionRows, error) {
+	var r redactionRows
+	for _, f := range found {
+		signed, err := tiles.node(compact.NewNodeID(0, f.leaf))
+		if err != nil {
+			return r, err
+		}
+		current := signed
+		if f.lastEntry != nil {
+			var last RedactionEntry
+			if err := json.Unmarshal([]byte(*f.lastEntry), &last); err != nil {
+				return r, fmt.Errorf("redaction of leaf %d: %w", f.leaf, err)
+			}
+			current = last.Redacted
+		}
+		if !bytes.Equal(LeafHash([]byte(f.body)), current) {
+			return r, apperr.New(apperr.KindConflict, fmt.Sprintf("event %s (leaf %d) is not what the log holds: run events audit before redacting", f.id, f.leaf))
+		}
+		body, changed, err := redactPerson([]byte(f.body), person, redactedMarker{At: now, Entry: next})
+		if err != nil {
+			return r, err
+		}
+		if !changed {
+			continue
+		}
+		entry, err := json.Marshal(RedactionEntry{Type: RedactionEntryType, EventID: f.id, EventLeaf: f.leaf, LeafHash: signed,
+			Redacted: LeafHash(body), Person: person, Reason: reason, Time: now})
+		if err != nil {
+			return r, err
+		}
+		r.hashes = append(r.hashes, LeafHash(entry))
+		r.entryLeaves, r.eventLeaves, r.eventSeqs = append(r.entryLeaves, int64(next)), append(r.eventLeaves, int64(f.leaf)), append(r.eventSeqs, f.seq)
+		r.signed, r.entries, r.bodies = append(r.signed, signed), append(r.entries, string(entry)), append(r.bodies, string(body))
+		next++
+	}
+	return r, nil
 }

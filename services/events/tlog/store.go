@@ -475,14 +475,8 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		if err != nil {
 			return store.Classify(err, "read the person's events")
 		}
-		type candidate struct {
-			seq       int64
-			leaf      uint64
-			id, body  string
-			lastEntry *string
-		}
-		var found []candidate
-		var c candidate
+		var found []redactionCandidate
+		var c redactionCandidate
 		var leaf int64
 		if _, err := pgx.ForEachRow(rows, []any{&c.seq, &leaf, &c.id, &c.body, &c.lastEntry}, func() error {
 			c.leaf = uint64(leaf)
@@ -502,59 +496,21 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		if err != nil {
 			return err
 		}
-		now := time.Now().UTC().Truncate(time.Microsecond)
-		next := state.Size
-		var entries [][]byte
-		var entryLeaves, eventLeaves, eventSeqs []int64
-		var signedHashes [][]byte
-		var entryTexts, bodies []string
-		for _, f := range found {
-			signed, err := tiles.node(compact.NewNodeID(0, f.leaf))
-			if err != nil {
-				return err
-			}
-			current := signed
-			if f.lastEntry != nil {
-				var last RedactionEntry
-				if err := json.Unmarshal([]byte(*f.lastEntry), &last); err != nil {
-					return fmt.Errorf("redaction of leaf %d: %w", f.leaf, err)
-				}
-				current = last.Redacted
-			}
-			if !bytes.Equal(LeafHash([]byte(f.body)), current) {
-				return apperr.New(apperr.KindConflict, fmt.Sprintf("event %s (leaf %d) is not what the log holds: run events audit before redacting", f.id, f.leaf))
-			}
-			body, changed, err := redactPerson([]byte(f.body), person.String(), redactedMarker{At: now, Entry: next})
-			if err != nil {
-				return err
-			}
-			if !changed {
-				continue
-			}
-			entry, err := json.Marshal(RedactionEntry{Type: RedactionEntryType, EventID: f.id, EventLeaf: f.leaf, LeafHash: signed,
-				Redacted: LeafHash(body), Person: person.String(), Reason: reason, Time: now})
-			if err != nil {
-				return err
-			}
-			entries = append(entries, LeafHash(entry))
-			entryLeaves, eventLeaves, eventSeqs = append(entryLeaves, int64(next)), append(eventLeaves, int64(f.leaf)), append(eventSeqs, f.seq)
-			signedHashes, entryTexts, bodies = append(signedHashes, signed), append(entryTexts, string(entry)), append(bodies, string(body))
-			next++
-		}
-		if len(entries) == 0 {
-			return nil
+		r, err := redactions(found, tiles, person.String(), reason, state.Size, time.Now().UTC().Truncate(time.Microsecond))
+		if err != nil || len(r.hashes) == 0 {
+			return err
 		}
 		b := &pgx.Batch{}
 		// The size goes with the body: pages are bounded by it.
 		b.Queue(`UPDATE events e SET body = u.body::json, size = octet_length(u.body) FROM unnest($1::bigint[], $2::text[]) AS u(seq, body) WHERE e.seq = u.seq`,
-			eventSeqs, bodies)
+			r.eventSeqs, r.bodies)
 		b.Queue(`INSERT INTO redactions (leaf, event_leaf, leaf_hash, entry) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::text[])`,
-			entryLeaves, eventLeaves, signedHashes, entryTexts)
+			r.entryLeaves, r.eventLeaves, r.signed, r.entries)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return store.Classify(err, "redact events")
 		}
-		a, err := st.tree.appendLeaves(ctx, tx, state, entries)
-		kept, redacted = a, len(entries)
+		a, err := st.tree.appendLeaves(ctx, tx, state, r.hashes)
+		kept, redacted = a, len(r.hashes)
 		return err
 	})
 	if err == nil && kept != nil {

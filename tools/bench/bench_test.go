@@ -20,11 +20,12 @@ import (
 
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 func TestMain(m *testing.M) {
-	ChildMain() // the quick run starts this test binary as its reference server and proxy
-	os.Exit(m.Run())
+	ChildMain()              // the quick run starts this test binary as its reference server and proxy
+	os.Exit(testkit.Main(m)) // the test kit's datastores (the seed's test) stop with the run
 }
 
 // TestQuickRun is `make bench QUICK=1` inside `make test`, so the benchmark

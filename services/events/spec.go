@@ -21,6 +21,7 @@ import (
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/passport"
 	"github.com/assetregistry/registry/services/events/webhooks"
 )
 
@@ -163,6 +164,7 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	}
 	routes := feed.NewHTTPHandler(feed.MakeEndpoints(feed.NewService(st), endpoints.Timeout(d.RequestTimeout)))
 	tlog.Routes(routes, tlog.MakeEndpoints(tlog.NewService(log, tlog.Settings{Keys: keys}), endpoints.Timeout(d.RequestTimeout)))
+	passport.Routes(routes, passport.MakeEndpoints(passport.NewService(passport.NewStore(d.Store, log), log), endpoints.Timeout(d.RequestTimeout)))
 	hooks := webhooks.NewStore(d.Store)
 	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
 		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient}), endpoints.Timeout(d.RequestTimeout)))

@@ -21,6 +21,7 @@ import (
 	"github.com/assetregistry/registry/services/events"
 	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/passport"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -187,10 +188,10 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 // service's and the SDK's must name the same members the same way (the
 // test above decodes the service's bundle strictly with the SDK's).
 func TestPassportTypesAreTheSDKs(t *testing.T) {
-	if tlog.PassportFormat != sdk.PassportFormat {
-		t.Errorf("format %q, the SDK's %q", tlog.PassportFormat, sdk.PassportFormat)
+	if passport.Format != sdk.PassportFormat {
+		t.Errorf("format %q, the SDK's %q", passport.Format, sdk.PassportFormat)
 	}
-	for _, pair := range [][2]any{{tlog.PassportRecord{}, sdk.PassportRecord{}}, {tlog.PassportEvent{}, sdk.PassportEvent{}}} {
+	for _, pair := range [][2]any{{passport.Record{}, sdk.PassportRecord{}}, {passport.Event{}, sdk.PassportEvent{}}} {
 		service, kit := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
 		if service.NumField() != kit.NumField() {
 			t.Errorf("%s has %d fields, the SDK's %d", service.Name(), service.NumField(), kit.NumField())

@@ -1,13 +1,9 @@
 package tlog
 
 import (
-	"context"
-
 	"github.com/go-kit/kit/endpoint"
-	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
-	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // Endpoints holds one go-kit endpoint per operation.
@@ -17,7 +13,6 @@ type Endpoints struct {
 	Inclusion   endpoint.Endpoint
 	Consistency endpoint.Endpoint
 	Entry       endpoint.Endpoint
-	Passport    endpoint.Endpoint
 }
 
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
@@ -28,12 +23,6 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		Inclusion:   endpoints.New(s.Inclusion),
 		Consistency: endpoints.New(s.Consistency),
 		Entry:       endpoints.New(s.Entry),
-		// A passport is written as it is read, and costs the gateway's
-		// rate limit by its size (httpx.Streamed).
-		Passport: endpoints.New(func(ctx context.Context, asset uuid.UUID) (httpx.Streamed, error) {
-			b, err := s.Passport(ctx, asset)
-			return httpx.Streamed{Size: b.Size, Write: b.WriteTo}, err
-		}),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e

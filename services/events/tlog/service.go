@@ -2,15 +2,13 @@
 // event is the next leaf of one append-only Merkle tree, kept as tiles,
 // signed in checkpoints, audited against them; inclusion and consistency
 // proofs, a leaf's entry, the redaction of a person's fields, and an
-// asset's passport, which a holder checks offline.
+// asset's passport (the subpackage passport), which a holder checks
+// offline.
 package tlog
 
 import (
 	"context"
 	"fmt"
-	"io"
-
-	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 )
@@ -23,8 +21,6 @@ type Service interface {
 	Consistency(ctx context.Context, q ConsistencyQuery) (ConsistencyAnswer, error)
 	// Entry is the bytes of a leaf: an event's, or a redaction's entry.
 	Entry(ctx context.Context, leaf uint64) (LogEntry, error)
-	// Passport is an asset's record with the proofs of every event of it.
-	Passport(ctx context.Context, asset uuid.UUID) (PassportBundle, error)
 }
 
 // Settings are the log's rules that an operator sets.
@@ -41,15 +37,15 @@ type service struct {
 // NewService returns the service over st.
 func NewService(st *Store, settings Settings) Service { return &service{store: st, settings: settings} }
 
-// errNoCheckpoint is the 404 of a log that has signed nothing yet.
-func errNoCheckpoint() error {
+// ErrNoCheckpoint is the 404 of a log that has signed nothing yet.
+func ErrNoCheckpoint() error {
 	return apperr.New(apperr.KindNotFound, "the log has no signed checkpoint yet: the registry signs one within seconds of an event, once a signing key is set (transparency.signing-key)")
 }
 
 func (s *service) Checkpoint(ctx context.Context, _ struct{}) (LogCheckpoint, error) {
 	c, err := s.store.LatestCheckpoint(ctx)
 	if apperr.Is(err, apperr.KindNotFound) {
-		return LogCheckpoint{}, errNoCheckpoint()
+		return LogCheckpoint{}, ErrNoCheckpoint()
 	}
 	if err != nil {
 		return LogCheckpoint{}, err
@@ -66,7 +62,7 @@ func (s *service) LogKeys(context.Context, struct{}) (LogKeysAnswer, error) {
 func (s *service) treeSize(ctx context.Context, field string, asked *uint64) (uint64, error) {
 	latest, err := s.store.LatestCheckpoint(ctx)
 	if apperr.Is(err, apperr.KindNotFound) {
-		return 0, errNoCheckpoint()
+		return 0, ErrNoCheckpoint()
 	}
 	if err != nil {
 		return 0, err
@@ -118,39 +114,4 @@ func (s *service) Consistency(ctx context.Context, q ConsistencyQuery) (Consiste
 
 func (s *service) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
 	return s.store.Entry(ctx, leaf)
-}
-
-// Passport is an asset's passport against the latest checkpoint (the
-// events after it are not in it yet: the next checkpoint, within
-// seconds, holds them), measured now and read when written: it is written
-// as it is read, so what a passport holds in the process is one batch,
-// whatever its size.
-func (s *service) Passport(ctx context.Context, asset uuid.UUID) (PassportBundle, error) {
-	c, err := s.store.LatestCheckpoint(ctx)
-	if apperr.Is(err, apperr.KindNotFound) {
-		return PassportBundle{}, errNoCheckpoint()
-	}
-	if err != nil {
-		return PassportBundle{}, err
-	}
-	events, bytes, err := s.store.PassportSize(ctx, asset, c.Size)
-	if err != nil {
-		return PassportBundle{}, err
-	}
-	return PassportBundle{AssetID: asset, Checkpoint: c, Events: events, Size: passportSize(events, bytes),
-		write: func(ctx context.Context, w io.Writer) error {
-			// The snapshot stays open while the client reads: a client
-			// too slow to take the passport in passportTime loses it
-			// rather than hold back the schema's vacuum.
-			ctx, cancel := context.WithTimeout(ctx, passportTime)
-			defer cancel()
-			p, err := newPassportWriter(w, asset.String(), c.Note)
-			if err != nil {
-				return err
-			}
-			if err := s.store.ReadPassport(ctx, asset, c.Size, p); err != nil {
-				return err
-			}
-			return p.Close()
-		}}, nil
 }

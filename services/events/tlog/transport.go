@@ -10,10 +10,9 @@ import (
 )
 
 // Routes adds the log's routes to r: its checkpoints, keys, proofs and
-// entries, and an asset's passport.
+// entries.
 func Routes(r *httpx.Router, e Endpoints) {
 	handle := r.Handle
-	handle("GET", "/assets/{id}/passport", endpoints.Serve(e.Passport, httpx.PathID))
 	handle("GET", "/log/checkpoint", endpoints.Serve(e.Checkpoint, noQuery))
 	handle("GET", "/log/keys", endpoints.Serve(e.LogKeys, noQuery))
 	handle("GET", "/log/inclusion", endpoints.Serve(e.Inclusion, decodeInclusion))

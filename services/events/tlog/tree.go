@@ -3,6 +3,7 @@ package tlog
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -380,6 +381,12 @@ func (st *Store) InclusionProofs(ctx context.Context, leaves []uint64, size uint
 	return st.tree.inclusionProofs(ctx, st.s.DB(ctx), leaves, size)
 }
 
+// InclusionProofsIn is InclusionProofs with the tiles read through q (a
+// snapshot's transaction).
+func InclusionProofsIn(ctx context.Context, st *Store, q store.Querier, leaves []uint64, size uint64) ([][][]byte, error) {
+	return st.tree.inclusionProofs(ctx, q, leaves, size)
+}
+
 func (lt *logTree) inclusionProofs(ctx context.Context, q store.Querier, leaves []uint64, size uint64) ([][][]byte, error) {
 	plans := make([]proof.Nodes, len(leaves))
 	var ids []compact.NodeID
@@ -414,4 +421,21 @@ func (lt *logTree) inclusionProofs(ctx context.Context, q store.Querier, leaves 
 type logState struct {
 	Size uint64
 	Root []byte
+}
+
+// Backfill gives the events stored before the log existed their leaves,
+// in seq order, a thousand per transaction. The consumer's leader runs it
+// before it stores anything new, so leaves follow the feed's order.
+func (st *Store) Backfill(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := st.backfillSome(ctx, 1000)
+		if errors.Is(err, errNoLeaves) {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
 }

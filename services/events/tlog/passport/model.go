@@ -1,4 +1,11 @@
-package tlog
+// Package passport is an asset's passport, a component of the log:
+// everything the registry recorded about an asset, its type, its actions,
+// their action documents and documents, as the events that recorded it,
+// each with its inclusion proof against one signed checkpoint. A holder
+// checks it offline with the log's public key alone (the SDK's
+// VerifyPassport): the records are derived from the events, the events
+// from the proofs, the proofs from the checkpoint.
+package passport
 
 import (
 	"context"
@@ -13,23 +20,17 @@ import (
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/services/events/tlog"
 )
 
-// An asset's passport: everything the registry recorded about an asset,
-// its type, its actions, their action documents and documents, as the
-// events that recorded it, each with its inclusion proof against one
-// signed checkpoint. A holder checks it offline with the log's public key
-// alone (the SDK's VerifyPassport): the records are derived from the
-// events, the events from the proofs, the proofs from the checkpoint.
-
-// PassportFormat names the bundle's shape. The bundle's types are the
+// Format names the bundle's shape. The bundle's types are the
 // SDK's too (registry.Passport), which may import nothing of the
 // registry: a test of tools/crossservice holds the two the same.
-const PassportFormat = "asset-registry-passport/1"
+const Format = "asset-registry-passport/1"
 
-// PassportRecord is one resource as its events leave it: its latest
+// Record is one resource as its events leave it: its latest
 // state, deleted or not (and by whom), and the leaves of its events.
-type PassportRecord struct {
+type Record struct {
 	ID        string          `json:"id"`
 	Deleted   bool            `json:"deleted"`
 	DeletedAt *time.Time      `json:"deleted_at,omitempty"`
@@ -39,9 +40,9 @@ type PassportRecord struct {
 	Events    []uint64        `json:"events"`
 }
 
-// PassportEvent is one event: its bytes exactly as the log holds them
+// Event is one event: its bytes exactly as the log holds them
 // (base64) and its inclusion proof.
-type PassportEvent struct {
+type Event struct {
 	LeafIndex uint64   `json:"leaf_index"`
 	Event     []byte   `json:"event"`
 	Proof     [][]byte `json:"proof"`
@@ -69,19 +70,19 @@ var passportMembers = []struct {
 // by kind in passportKinds' order, then the events in the log's order, a
 // batch at a time.
 type passportParts interface {
-	Record(kind string, r PassportRecord) error
-	Events(events []PassportEvent) error
+	Record(kind string, r Record) error
+	Events(events []Event) error
 }
 
 // recordOf is a resource as its events leave it: the data of its latest
 // one, deleted when that deleted it (by its actor, at its time), a
 // document with its file's SHA-256, and the leaves of all of them.
-func recordOf(leaves []int64, latest []byte) (PassportRecord, error) {
+func recordOf(leaves []int64, latest []byte) (Record, error) {
 	var e outbox.Event
 	if err := json.Unmarshal(latest, &e); err != nil {
-		return PassportRecord{}, fmt.Errorf("passport: event at leaf %d: %w", leaves[len(leaves)-1], err)
+		return Record{}, fmt.Errorf("passport: event at leaf %d: %w", leaves[len(leaves)-1], err)
 	}
-	r := PassportRecord{ID: e.Subject.ID, Resource: e.Data, Events: make([]uint64, len(leaves))}
+	r := Record{ID: e.Subject.ID, Resource: e.Data, Events: make([]uint64, len(leaves))}
 	for i, leaf := range leaves {
 		r.Events[i] = uint64(leaf)
 	}
@@ -94,7 +95,7 @@ func recordOf(leaves []int64, latest []byte) (PassportRecord, error) {
 			SHA256 string `json:"sha256"`
 		}
 		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return PassportRecord{}, fmt.Errorf("passport: document %s: %w", e.Subject.ID, err)
+			return Record{}, fmt.Errorf("passport: document %s: %w", e.Subject.ID, err)
 		}
 		r.SHA256 = d.SHA256
 	}
@@ -115,7 +116,7 @@ func newPassportWriter(w io.Writer, asset, checkpoint string) (*passportWriter, 
 		Format     string `json:"format"`
 		AssetID    string `json:"asset_id"`
 		Checkpoint string `json:"checkpoint"`
-	}{PassportFormat, asset, checkpoint})
+	}{Format, asset, checkpoint})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func (p *passportWriter) item(v any) error {
 	return err
 }
 
-func (p *passportWriter) Record(kind string, r PassportRecord) error {
+func (p *passportWriter) Record(kind string, r Record) error {
 	i := slices.IndexFunc(passportMembers, func(m struct {
 		name, kind string
 		array      bool
@@ -191,7 +192,7 @@ func (p *passportWriter) Record(kind string, r PassportRecord) error {
 	return p.item(r)
 }
 
-func (p *passportWriter) Events(events []PassportEvent) error {
+func (p *passportWriter) Events(events []Event) error {
 	if err := p.open(len(passportMembers) - 1); err != nil {
 		return err
 	}
@@ -212,19 +213,19 @@ func (p *passportWriter) Close() error {
 	return err
 }
 
-// PassportBundle is a passport about to be read: what it is against and
+// Bundle is a passport about to be read: what it is against and
 // about how large it is (Size, in bytes, from the events it holds), and
 // WriteTo, which reads it from the store and writes it as it goes.
-type PassportBundle struct {
+type Bundle struct {
 	AssetID    uuid.UUID
-	Checkpoint Checkpoint
+	Checkpoint tlog.Checkpoint
 	Events     int64
 	Size       int64
 	write      func(ctx context.Context, w io.Writer) error
 }
 
 // WriteTo writes the bundle to w as it is read.
-func (b PassportBundle) WriteTo(ctx context.Context, w io.Writer) error { return b.write(ctx, w) }
+func (b Bundle) WriteTo(ctx context.Context, w io.Writer) error { return b.write(ctx, w) }
 
 // passportTime bounds the writing of one passport (a 100 MiB one at
 // 1 MiB/s takes under two minutes).

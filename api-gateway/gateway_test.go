@@ -63,6 +63,9 @@ func newUpstream(t *testing.T) *upstream {
 		u.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id")) // as services do
+		if cost := r.Header.Get("Test-Cost"); cost != "" {           // what a large answer declares
+			w.Header().Set(httpx.CostHeader, cost)
+		}
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	}))
 	t.Cleanup(u.Close)

@@ -214,6 +214,12 @@ func (l *rateLimiter) Ready(ctx context.Context) error {
 // returns nil when Redis could not answer: the caller lets the request
 // through (fails open), and the metric says so.
 func (l *rateLimiter) draw(ctx context.Context, kind, key string, b Budget, n int) *redis_rate.Result {
+	return l.take(ctx, kind, key, b, n, l.limiter.AllowN)
+}
+
+// take asks Redis, through allow, for n requests of budget b under key.
+func (l *rateLimiter) take(ctx context.Context, kind, key string, b Budget, n int,
+	allow func(context.Context, string, redis_rate.Limit, int) (*redis_rate.Result, error)) *redis_rate.Result {
 	if l.resting() {
 		failOpenTotal.WithLabelValues(kind).Inc()
 		return nil
@@ -221,7 +227,7 @@ func (l *rateLimiter) draw(ctx context.Context, kind, key string, b Budget, n in
 	l.calls.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	res, err := l.limiter.AllowN(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
+	res, err := allow(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
 	if err != nil {
 		l.fail(err)
 		failOpenTotal.WithLabelValues(kind).Inc()
@@ -267,12 +273,12 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 		h["Ratelimit-Policy"] = []string{b.policyHeader()}
 		if remaining, reset, ok := l.fromLease(sub); ok {
 			h["Ratelimit"] = []string{b.stateHeader(remaining, reset)}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(l.costly(w, r, sub, b), r)
 			return
 		}
 		res := l.charge(r.Context(), sub, b)
 		if res == nil {
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(l.costly(w, r, sub, b), r)
 			return
 		}
 		h["Ratelimit"] = []string{b.stateHeader(res.Remaining, res.ResetAfter)}
@@ -281,9 +287,66 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 			httpx.WriteProblem(r.Context(), tooMany(fmt.Sprintf("this client's budget of %d requests per %s is spent", b.Quota, b.Window), res.RetryAfter), w)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(l.costly(w, r, sub, b), r)
 	})
 }
+
+// costly charges what a service declares an answer cost beyond the one
+// request already charged (httpx.CostHeader: a passport, by its size),
+// when the answer's header goes out, and keeps the declaration from the
+// client. The answer is on its way by then, so it is not refused: the
+// budget gives what it has, up to the cost (at most the whole quota, so
+// that a large answer is possible at all), and the client's next calls
+// wait for it to refill.
+func (l *rateLimiter) costly(w http.ResponseWriter, r *http.Request, sub string, b Budget) http.ResponseWriter {
+	return &costWriter{ResponseWriter: w, charge: func(cost int) {
+		res := l.drawAtMost(r.Context(), "client:"+sub, b, min(cost, b.Quota)-1)
+		if res != nil {
+			w.Header()["Ratelimit"] = []string{b.stateHeader(res.Remaining, res.ResetAfter)}
+		}
+	}}
+}
+
+// drawAtMost takes up to n requests from budget b under key, as many as
+// it holds; nil when Redis could not answer.
+func (l *rateLimiter) drawAtMost(ctx context.Context, key string, b Budget, n int) *redis_rate.Result {
+	if n < 1 {
+		return nil
+	}
+	return l.take(ctx, budgetClient, key, b, n, l.limiter.AllowAtMost)
+}
+
+// costWriter sees an answer's header before it goes out, for costly.
+type costWriter struct {
+	http.ResponseWriter
+	charge func(cost int)
+	sent   bool
+}
+
+func (c *costWriter) WriteHeader(status int) {
+	if !c.sent {
+		c.sent = true
+		h := c.Header()
+		if v := h.Get(httpx.CostHeader); v != "" {
+			h.Del(httpx.CostHeader)
+			if cost, err := strconv.Atoi(v); err == nil && cost > 1 && status < http.StatusMultipleChoices {
+				c.charge(cost)
+			}
+		}
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *costWriter) Write(p []byte) (int, error) {
+	if !c.sent {
+		c.WriteHeader(http.StatusOK)
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (the proxy
+// flushes a streamed answer through it).
+func (c *costWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // itemBudgetOf is the batch item budget of the client with token subject
 // sub; a client's own is named "<sub>:items" in the headers.

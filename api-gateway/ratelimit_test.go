@@ -583,6 +583,34 @@ func TestBatchItemsDrawOnTheirOwnBudget(t *testing.T) {
 	}
 }
 
+// An answer that declares a cost (a passport, by its size) is charged it:
+// the request and the rest when its header goes out, as much as the
+// budget holds, and the declaration does not reach the client.
+func TestDeclaredCostIsCharged(t *testing.T) {
+	f := newGateway(t, limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
+		c.Default = Budget{"default", 100, time.Hour}
+	}))
+	ro := f.issuer.ReadOnly(t)
+	costing := func(cost string) testkit.Response {
+		return f.client.Do(t, "GET", "/people", ro, nil, "Test-Cost", cost)
+	}
+	r := testkit.Expect(t, costing("30"), 200)
+	if r.Header.Get(httpx.CostHeader) != "" {
+		t.Errorf("the client got the service's %s: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
+	}
+	if got := r.Header.Get("RateLimit"); !strings.HasPrefix(got, `"default";r=70;`) {
+		t.Errorf("RateLimit %q after an answer of cost 30, want 70 left", got)
+	}
+	testkit.Expect(t, costing("1"), 200)
+	r = testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	if got := r.Header.Get("RateLimit"); !strings.HasPrefix(got, `"default";r=68;`) {
+		t.Errorf("RateLimit %q, want a cost of 1 and no cost to be charged one request each", got)
+	}
+	// More than is left: the answer goes out, and takes what is left.
+	testkit.Expect(t, costing("500"), 200)
+	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
+}
+
 func TestItemBudgetSettings(t *testing.T) {
 	base := RateLimitConfig{Enabled: true, Redis: cache.Connection{URL: "redis://127.0.0.1:1"}, Default: DefaultBudget,
 		Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget, Timeout: time.Millisecond}

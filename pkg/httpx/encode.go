@@ -96,6 +96,9 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if s, ok := response.(Streamed); ok {
+		return encodeStreamed(ctx, w, s)
+	}
 	if list, ok := response.(List); ok {
 		if list.Next != uuid.Nil {
 			h.Set("Link", nextLink(ctx, list.Next, list.NextSub))

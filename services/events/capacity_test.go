@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/assetregistry/registry/pkg/leader"
+	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/webhooks"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -38,7 +40,7 @@ func TestCapacityEvents(t *testing.T) {
 	// The feed's partitions: six over the 60 days (the service's are 10
 	// million seqs; at the default size that would be one), made after
 	// those the migration made, as the maintenance task makes them.
-	list, err := feedPartitions.List(ctx, conn.Conn())
+	list, err := feed.Partitions().List(ctx, conn.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +54,11 @@ func TestCapacityEvents(t *testing.T) {
 	}
 	// The deliveries' weeks over the 60 days, in place of the first
 	// partition the migration made of the (empty) table.
-	week := deliveryPartitions.Key.(leader.TimeKey).Span.Milliseconds()
-	if list, err = deliveryPartitions.List(ctx, conn.Conn()); err != nil {
+	week := webhooks.Partitions().Key.(leader.TimeKey).Span.Milliseconds()
+	if list, err = webhooks.Partitions().List(ctx, conn.Conn()); err != nil {
 		t.Fatal(err)
 	}
-	if err := deliveryPartitions.Drop(ctx, conn.Conn(), list[0]); err != nil {
+	if err := webhooks.Partitions().Drop(ctx, conn.Conn(), list[0]); err != nil {
 		t.Fatal(err)
 	}
 	for w := time.Now().Add(-61*24*time.Hour).UnixMilli() / week * week; w < list[0].To; w += week {
@@ -114,14 +116,15 @@ func TestCapacityEvents(t *testing.T) {
 	}
 
 	s.RO = s.Issuer.ReadOnly(t) // the seed outlasts the token of the start (5 min)
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
+	hooks := webhooks.NewStore(s.Built.Store)
 	subject := "00000000-0000-7000-8000-" + fmt.Sprintf("%012x", n/20)
 	s.MedianRead("GET /assets/{id}/history (10 events)", 21, "/assets/"+subject+"/history")
 	s.MedianRead("GET /events?limit=100 (the oldest page, before the prune)", 21, "/events?limit=100")
 	servicetest.Timed(t, "prune the feed (30 days of 60 leave it)", func() error { _, err := st.Prune(ctx, 30*24*time.Hour, 0); return err })
 	s.MedianRead("GET /events?limit=100 (the page at the horizon, half the table deep)", 21, "/events?limit=100")
 	s.MedianRead("GET /events?after=now (the feed's end)", 21, "/events?after=now")
-	servicetest.Timed(t, "purge deliveries (30 days of 60 leave: whole weeks dropped, the rest a thousand a step)", func() error { _, err := st.PurgeDeliveries(ctx, 30*24*time.Hour); return err })
+	servicetest.Timed(t, "purge deliveries (30 days of 60 leave: whole weeks dropped, the rest a thousand a step)", func() error { _, err := hooks.PurgeDeliveries(ctx, 30*24*time.Hour); return err })
 	servicetest.Timed(t, "prune the histories (45 days: a quarter, but each subject's latest; partitions that keep none dropped whole)", func() error {
 		_, err := st.Prune(ctx, 30*24*time.Hour, 45*24*time.Hour)
 		return err
@@ -129,6 +132,6 @@ func TestCapacityEvents(t *testing.T) {
 	// PostgreSQL builds no index CONCURRENTLY on a partitioned table:
 	// BuildIndex builds each partition's so and attaches it.
 	servicetest.Timed(t, "an index built CONCURRENTLY on events (type, stored_at), partition by partition", func() error {
-		return feedPartitions.BuildIndex(ctx, conn.Conn(), "capacity_probe", "(type, stored_at)")
+		return feed.Partitions().BuildIndex(ctx, conn.Conn(), "capacity_probe", "(type, stored_at)")
 	})
 }

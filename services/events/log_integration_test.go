@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -12,11 +11,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -24,7 +23,7 @@ const testOrigin = "registry.test/log"
 
 // startSigning runs the service with a signing key; keys verify what it
 // signs.
-func startSigning(t *testing.T) (*servicetest.Service, LogKeys) {
+func startSigning(t *testing.T) (*servicetest.Service, tlog.LogKeys) {
 	t.Helper()
 	signing, _ := newTestKey(t, testOrigin)
 	cfg := DefaultConfig()
@@ -37,9 +36,9 @@ func startSigning(t *testing.T) (*servicetest.Service, LogKeys) {
 }
 
 // sign signs a checkpoint of the log as it is now.
-func sign(t *testing.T, s *servicetest.Service, keys LogKeys) Checkpoint {
+func sign(t *testing.T, s *servicetest.Service, keys tlog.LogKeys) tlog.Checkpoint {
 	t.Helper()
-	c, _, err := NewStore(s.Built.Store).SignCheckpoint(t.Context(), keys)
+	c, _, err := newTestStore(s).SignCheckpoint(t.Context(), keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,13 +130,13 @@ func TestLogProvesEveryEvent(t *testing.T) {
 		if p["leaf_index"] != float64(i) || p["tree_size"] != float64(303) {
 			t.Fatalf("proof of event %d: %v", i, p)
 		}
-		if err := proof.VerifyInclusion(hasher, uint64(i), 303, LeafHash([]byte(bodies[i])), hashesOf(t, p["hashes"]), opened.Root); err != nil {
+		if err := proof.VerifyInclusion(hasher, uint64(i), 303, tlog.LeafHash([]byte(bodies[i])), hashesOf(t, p["hashes"]), opened.Root); err != nil {
 			t.Errorf("inclusion of leaf %d: %v", i, err)
 		}
 	}
 	// Against the earlier checkpoint, by leaf index.
 	p := s.Call(200, "GET", "/log/inclusion?leaf_index=0&tree_size=1", s.RO, nil).JSON()
-	if err := proof.VerifyInclusion(hasher, 0, 1, LeafHash([]byte(bodies[0])), hashesOf(t, p["hashes"]), early.Root); err != nil {
+	if err := proof.VerifyInclusion(hasher, 0, 1, tlog.LeafHash([]byte(bodies[0])), hashesOf(t, p["hashes"]), early.Root); err != nil {
 		t.Errorf("inclusion in the first checkpoint: %v", err)
 	}
 	cp := s.Call(200, "GET", "/log/consistency?from=1", s.RO, nil).JSON()
@@ -176,7 +175,7 @@ func TestLogBackfillsEventsStoredBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	if n, err := st.Backfill(t.Context()); err != nil || n != 2 {
 		t.Fatalf("backfilled %d, %v", n, err)
 	}
@@ -188,10 +187,10 @@ func TestLogBackfillsEventsStoredBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree := newAppender()
+	tree := newReferenceTree()
 	for _, e := range append(before, after) {
 		raw, _ := json.Marshal(e)
-		if _, err := tree.Append([][]byte{LeafHash(raw)}); err != nil {
+		if _, err := tree.Append([][]byte{tlog.LeafHash(raw)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -207,7 +206,7 @@ func TestLogBackfillsEventsStoredBefore(t *testing.T) {
 // bisection answers what a scan of the whole feed does, for every leaf.
 func TestLeavesFoundThroughTheFeedsOrder(t *testing.T) {
 	s, _ := startSigning(t)
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	pool := s.Built.Store.Pool
 	person := uuid.NewString()
 	var redaction uint64 // the leaf of the redaction's entry
@@ -273,10 +272,10 @@ func TestLeavesFoundThroughTheFeedsOrder(t *testing.T) {
 	}
 	// Entries read by their leaf: the redaction's, an event's beside the
 	// pruned one, and none of the pruned one.
-	if e, err := st.Entry(t.Context(), redaction); err != nil || e.Type != RedactionEntryType {
+	if e, err := st.Entry(t.Context(), redaction); err != nil || e.Type != tlog.RedactionEntryType {
 		t.Errorf("leaf %d: %+v, %v; want the redaction's entry", redaction, e, err)
 	}
-	if e, err := st.Entry(t.Context(), 10); err != nil || e.Type != EntryEvent {
+	if e, err := st.Entry(t.Context(), 10); err != nil || e.Type != tlog.EntryEvent {
 		t.Errorf("leaf 10: %+v, %v; want the event", e, err)
 	}
 	if _, err := st.Entry(t.Context(), 9); err == nil {
@@ -355,13 +354,13 @@ func TestParseInstant(t *testing.T) {
 		"2025-03-14T09:26:60Z":                "value",
 		"2025-03-14T09:26:53.000000000+00:00": "2025-03-14T09:26:53Z",
 	} {
-		got, err := ParseInstant(in)
+		got, err := feed.ParseInstant(in)
 		switch {
-		case err == errInstantShape:
+		case err == feed.ErrInstantShape:
 			if want != "shape" {
 				t.Errorf("%q: %v, want %s", in, err, want)
 			}
-		case err == errInstantValue:
+		case err == feed.ErrInstantValue:
 			if want != "value" {
 				t.Errorf("%q: %v, want %s", in, err, want)
 			}
@@ -379,7 +378,7 @@ func TestParseInstant(t *testing.T) {
 // root was changed.
 func TestAuditSeesOneChangedByte(t *testing.T) {
 	s, keys := startSigning(t)
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	var batch []outbox.Event
 	for range 20 {
 		batch = append(batch, event("asset", "created", uuid.NewString()))
@@ -413,7 +412,7 @@ func TestAuditSeesOneChangedByte(t *testing.T) {
 	if _, err := pool.Exec(t.Context(), `UPDATE events SET body = regexp_replace(body::text, '"actor":"R', '"actor":"r')::json WHERE leaf = 3`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(t.Context(), `UPDATE checkpoints SET root = $1 WHERE size = 10`, LeafHash(nil)); err != nil {
+	if _, err := pool.Exec(t.Context(), `UPDATE checkpoints SET root = $1 WHERE size = 10`, tlog.LeafHash(nil)); err != nil {
 		t.Fatal(err)
 	}
 	r, err = st.Audit(t.Context(), keys)
@@ -432,7 +431,7 @@ func TestAuditSeesOneChangedByte(t *testing.T) {
 // redacted body changed afterwards.
 func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
 	s, keys := startSigning(t)
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	person, org, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	created := event("person", "created", person)
 	created.Data = json.RawMessage(`{"id":"` + person + `","first_name":"Kari","last_name":"Nordmann","date_of_birth":"1980-02-03"}`)
@@ -471,7 +470,7 @@ func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
 	// The bystander's event is as it was, and proved as before.
 	p := s.Call(200, "GET", "/log/inclusion?event_id="+bystander.ID, s.RO, nil).JSON()
 	raw, _ := json.Marshal(bystander)
-	if err := proof.VerifyInclusion(hasher, 3, after.Size, LeafHash(raw), hashesOf(t, p["hashes"]), after.Root); err != nil {
+	if err := proof.VerifyInclusion(hasher, 3, after.Size, tlog.LeafHash(raw), hashesOf(t, p["hashes"]), after.Root); err != nil {
 		t.Errorf("a bystander's proof after the redaction: %v", err)
 	}
 	cp := s.Call(200, "GET", fmt.Sprintf("/log/consistency?from=%d", before.Size), s.RO, nil).JSON()
@@ -487,7 +486,7 @@ func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
 	// whose bytes are proved like any leaf's and record the hash the
 	// event's leaf keeps.
 	entry := s.Call(200, "GET", "/log/entry?leaf_index=3", s.RO, nil).JSON()
-	if entry["type"] != EntryEvent || !bytes.Equal(decodeB64(t, entry["entry"]), raw) {
+	if entry["type"] != tlog.EntryEvent || !bytes.Equal(decodeB64(t, entry["entry"]), raw) {
 		t.Errorf("the bystander's entry: %v", entry)
 	}
 	for leaf := range uint64(3) {
@@ -495,13 +494,13 @@ func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
 		at, _ := gone["redaction_entry"].(float64)
 		redaction := s.Call(200, "GET", fmt.Sprintf("/log/entry?leaf_index=%d", uint64(at)), s.RO, nil).JSON()
 		bytesOf := decodeB64(t, redaction["entry"])
-		var r RedactionEntry
-		if err := json.Unmarshal(bytesOf, &r); err != nil || redaction["type"] != RedactionEntryType || r.EventLeaf != leaf ||
+		var r tlog.RedactionEntry
+		if err := json.Unmarshal(bytesOf, &r); err != nil || redaction["type"] != tlog.RedactionEntryType || r.EventLeaf != leaf ||
 			uint64(at) < before.Size || r.Person != person {
 			t.Fatalf("leaf %d: the redaction entry at %v: %s, %v", leaf, gone["redaction_entry"], bytesOf, err)
 		}
 		p := s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", uint64(at)), s.RO, nil).JSON()
-		if err := proof.VerifyInclusion(hasher, uint64(at), after.Size, LeafHash(bytesOf), hashesOf(t, p["hashes"]), after.Root); err != nil {
+		if err := proof.VerifyInclusion(hasher, uint64(at), after.Size, tlog.LeafHash(bytesOf), hashesOf(t, p["hashes"]), after.Root); err != nil {
 			t.Errorf("leaf %d: its redaction's entry is not proved: %v", leaf, err)
 		}
 		p = s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", leaf), s.RO, nil).JSON()
@@ -523,158 +522,6 @@ func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
 	}
 }
 
-// A log seeded in bulk (make bench's large log) is the log of its
-// entries: its proofs verify, and events stored after it extend it.
-func TestSeedLog(t *testing.T) {
-	s, keys := startSigning(t)
-	st := NewStore(s.Built.Store)
-	entry := func(i uint64) []byte { return fmt.Appendf(nil, `{"seed":%d}`, i) }
-	const n = 70_000
-	if err := st.SeedLog(t.Context(), n, entry); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SeedLog(t.Context(), 1, entry); err == nil {
-		t.Error("a log with leaves was seeded again")
-	}
-	e := event("asset", "created", uuid.NewString())
-	publish(t, s, e)
-	c := sign(t, s, keys)
-	for _, leaf := range []uint64{0, 255, 256, 65_535, 65_536, n - 1} {
-		p := s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", leaf), s.RO, nil).JSON()
-		if err := proof.VerifyInclusion(hasher, leaf, c.Size, LeafHash(entry(leaf)), hashesOf(t, p["hashes"]), c.Root); err != nil {
-			t.Errorf("seeded leaf %d: %v", leaf, err)
-		}
-	}
-	raw, _ := json.Marshal(e)
-	p := s.Call(200, "GET", "/log/inclusion?event_id="+e.ID, s.RO, nil).JSON()
-	if err := proof.VerifyInclusion(hasher, n, c.Size, LeafHash(raw), hashesOf(t, p["hashes"]), c.Root); err != nil {
-		t.Errorf("the event after the seed: %v", err)
-	}
-}
-
-// Proofs read kept tiles where they hold enough hashes and the table for
-// the rest: a replica that kept a tile while it was short proves leaves
-// appended to it since (by another process) from the table, and every
-// proof verifies against the root of its size.
-func TestProofsFromKeptTiles(t *testing.T) {
-	s := servicetest.Start(t, Spec())
-	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
-	entry := func(i int) []byte { return fmt.Appendf(nil, `{"entry":%d}`, i) }
-	tree := newAppender()
-	roots := map[uint64][]byte{}
-	appendEntries := func(from, to int) {
-		t.Helper()
-		var entries, hashes [][]byte
-		for i := from; i < to; i++ {
-			entries, hashes = append(entries, entry(i)), append(hashes, LeafHash(entry(i)))
-		}
-		if err := appending.AppendEntries(t.Context(), entries); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tree.Append(hashes); err != nil {
-			t.Fatal(err)
-		}
-		roots[uint64(to)], _ = tree.Root()
-	}
-	prove := func(st *Store, leaf, size uint64) {
-		t.Helper()
-		p, err := st.InclusionProof(t.Context(), leaf, size)
-		if err != nil {
-			t.Fatalf("proof of %d in %d: %v", leaf, size, err)
-		}
-		if err := proof.VerifyInclusion(hasher, leaf, size, LeafHash(entry(int(leaf))), p, roots[size]); err != nil {
-			t.Errorf("proof of %d in %d: %v", leaf, size, err)
-		}
-	}
-	appendEntries(0, 300) // a full tile of leaves, and one of 44
-	for _, leaf := range []uint64{0, 200, 299} {
-		prove(other, leaf, 300) // keeps the tile of leaves 256… with 44 hashes
-		prove(appending, leaf, 300)
-	}
-	appendEntries(300, 700)
-	for _, leaf := range []uint64{10, 299, 350, 511, 699} {
-		prove(other, leaf, 700) // its kept tiles are too short: it reads them again
-		prove(appending, leaf, 700)
-		prove(other, leaf, 700)
-	}
-	prove(other, 299, 300) // a longer kept tile answers a smaller tree
-	c, err := other.ConsistencyProof(t.Context(), 300, 700)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proof.VerifyConsistency(hasher, 300, 700, c, roots[300], roots[700]); err != nil {
-		t.Errorf("consistency 300 → 700: %v", err)
-	}
-}
-
-// A tree this process computed whose transaction did not commit is never
-// appended to: the next append finds the stored tree's size and root and
-// grows that one, also when another process has since stored a tree of
-// the very size the failed one had. Every root is the root of the tree
-// grown from scratch.
-func TestKeptTreeIsTheStoredOne(t *testing.T) {
-	s := servicetest.Start(t, Spec())
-	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
-	ctx := t.Context()
-	entries := func(tag string, n int) [][]byte {
-		out := make([][]byte, n)
-		for i := range out {
-			out[i] = fmt.Appendf(nil, `{%q:%d}`, tag, i)
-		}
-		return out
-	}
-	tree := newAppender()
-	stored := func(st *Store, batch [][]byte) {
-		t.Helper()
-		if err := st.AppendEntries(ctx, batch); err != nil {
-			t.Fatal(err)
-		}
-		hashes := make([][]byte, len(batch))
-		for i, e := range batch {
-			hashes[i] = LeafHash(e)
-		}
-		if _, err := tree.Append(hashes); err != nil {
-			t.Fatal(err)
-		}
-		size, root, err := st.LogState(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := tree.Root()
-		if size != tree.Size() || !bytes.Equal(root, want) {
-			t.Fatalf("the log holds %d leaves, root %x; grown from scratch: %d, %x", size, root, tree.Size(), want)
-		}
-	}
-	rolledBack := func(batch [][]byte) {
-		t.Helper()
-		failed := errors.New("rolled back")
-		err := store.InTx(ctx, s.Built.Store.Pool, "append, then roll back", func(tx pgx.Tx) error {
-			state, err := lockLog(ctx, tx)
-			if err != nil {
-				return err
-			}
-			hashes := make([][]byte, len(batch))
-			for i, e := range batch {
-				hashes[i] = LeafHash(e)
-			}
-			if _, err := appending.appendLeaves(ctx, tx, state, hashes); err != nil {
-				return err
-			}
-			return failed
-		})
-		if !errors.Is(err, failed) {
-			t.Fatalf("the append that should roll back: %v", err)
-		}
-	}
-	stored(appending, entries("a", 300))
-	rolledBack(entries("lost", 100)) // keeps a tree of 400 leaves that was never stored
-	stored(appending, entries("b", 100))
-	rolledBack(entries("lost again", 100)) // and one of 500
-	stored(other, entries("c", 100))       // another process stores its own 500
-	stored(appending, entries("d", 56))
-	stored(appending, entries("e", 300))
-}
-
 // The tree a store grows while PostgreSQL inserts its batch is the one it
 // appends only when the transaction finds what it was grown from: the
 // log this process left, and every event of the batch new (one twice in
@@ -683,18 +530,18 @@ func TestKeptTreeIsTheStoredOne(t *testing.T) {
 // is the root of the tree grown from scratch.
 func TestTreeGrownAheadIsCheckedUnderTheLock(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	consuming, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
+	consuming, other := newTestStore(s), newTestStore(s)
 	ctx := t.Context()
-	tree := newAppender()
-	batch := func(n int) []Incoming {
+	tree := newReferenceTree()
+	batch := func(n int) []feed.Incoming {
 		events := make([]outbox.Event, n)
 		for i := range events {
 			events[i] = event(outbox.KindOrganization, outbox.OpCreated, uuid.NewString())
 		}
 		return incoming(t, events...)
 	}
-	grown := func(where string) float64 { return testutil.ToFloat64(logAppends.WithLabelValues(where)) }
-	stored := func(st *Store, b []Incoming, newEvents []Incoming, want string) {
+	grown := func(where string) float64 { return metricValue(t, "registry_log_appends_total", "tree", where) }
+	stored := func(st testStore, b []feed.Incoming, newEvents []feed.Incoming, want string) {
 		t.Helper()
 		ahead, underLock := grown("ahead"), grown("under_lock")
 		n, err := st.StoreEvents(ctx, b)
@@ -705,7 +552,7 @@ func TestTreeGrownAheadIsCheckedUnderTheLock(t *testing.T) {
 			t.Fatalf("stored %d events, want %d", n, len(newEvents))
 		}
 		for _, in := range newEvents {
-			if _, err := tree.Append([][]byte{LeafHash(in.Raw)}); err != nil {
+			if _, err := tree.Append([][]byte{tlog.LeafHash(in.Raw)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -737,31 +584,4 @@ func TestTreeGrownAheadIsCheckedUnderTheLock(t *testing.T) {
 	stored(consuming, twice, twice[:10], "ahead") // grown without the copy, as the insert leaves it out
 	b = batch(256)
 	stored(consuming, b, b, "ahead")
-}
-
-func TestSpeculationHolds(t *testing.T) {
-	base := logState{Size: 10, Root: []byte("root")}
-	spec := speculativeAppend{tree: newAppender(), base: base, order: []string{"a", "b"}}
-	tests := []struct {
-		name   string
-		spec   speculativeAppend
-		state  logState
-		leaves map[string]int64
-		want   bool
-	}{
-		{"the log as grown from, every event new", spec, base, map[string]int64{"a": 10, "b": 11}, true},
-		{"nothing kept to grow", speculativeAppend{base: base, order: spec.order}, base, map[string]int64{"a": 10, "b": 11}, false},
-		{"another size", spec, logState{Size: 12, Root: base.Root}, map[string]int64{"a": 12, "b": 13}, false},
-		{"another root", spec, logState{Size: 10, Root: []byte("other")}, map[string]int64{"a": 10, "b": 11}, false},
-		{"an event stored before", spec, base, map[string]int64{"b": 10}, false},
-		{"leaves in another order", spec, base, map[string]int64{"a": 11, "b": 10}, false},
-		{"an event the speculation lacks", spec, base, map[string]int64{"a": 10, "c": 11}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.spec.holds(tt.state, tt.leaves); got != tt.want {
-				t.Errorf("holds = %v, want %v", got, tt.want)
-			}
-		})
-	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/webhooks"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -50,7 +52,7 @@ func acquire(t *testing.T, s *servicetest.Service) *pgx.Conn {
 // the one that does.
 func TestFeedPartitionsMadeAheadAndDroppedPastRetention(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	conn := acquire(t, s)
 	// Partitions of ten seqs, after those the migration made.
 	parts := leader.Partitions{Table: "events", Key: leader.SeqKey{Sequence: "events_seq", Width: 10}, Ahead: 2}
@@ -150,7 +152,7 @@ func v7At(t time.Time) uuid.UUID {
 // (a manual retry), is kept.
 func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	st := NewStore(s.Built.Store)
+	hooks := webhooks.NewStore(s.Built.Store)
 	conn := acquire(t, s)
 	ctx := t.Context()
 	hook := uuid.New()
@@ -160,12 +162,12 @@ func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
 	}
 	// The weeks before now get partitions of their own, as they would
 	// have, had the table been partitioned from the start.
-	week := deliveryPartitions.Key.(leader.TimeKey).Span
-	list, err := deliveryPartitions.List(ctx, conn)
+	week := webhooks.Partitions().Key.(leader.TimeKey).Span
+	list, err := webhooks.Partitions().List(ctx, conn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deliveryPartitions.Drop(ctx, conn, list[0]); err != nil { // the converted table, empty here
+	if err := webhooks.Partitions().Drop(ctx, conn, list[0]); err != nil { // the converted table, empty here
 		t.Fatal(err)
 	}
 	thisWeek := time.UnixMilli(time.Now().UnixMilli() / week.Milliseconds() * week.Milliseconds())
@@ -190,17 +192,17 @@ func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
 		}
 	}
 	old := thisWeek.Add(-3 * week)
-	insert(4, StatusSucceeded, old) // week 4: all settled long ago: dropped
-	insert(4, StatusFailed, old)
-	insert(3, StatusSucceeded, old) // week 3: one pending: kept
-	insert(3, StatusPending, old)
-	insert(2, StatusSucceeded, old) // week 2: one retried by hand an hour ago: kept
-	insert(2, StatusFailed, time.Now().Add(-time.Hour))
-	insert(0, StatusSucceeded, time.Now()) // this week
-	if _, err := st.PurgeDeliveries(ctx, 2*time.Hour); err != nil {
+	insert(4, webhooks.StatusSucceeded, old) // week 4: all settled long ago: dropped
+	insert(4, webhooks.StatusFailed, old)
+	insert(3, webhooks.StatusSucceeded, old) // week 3: one pending: kept
+	insert(3, webhooks.StatusPending, old)
+	insert(2, webhooks.StatusSucceeded, old) // week 2: one retried by hand an hour ago: kept
+	insert(2, webhooks.StatusFailed, time.Now().Add(-time.Hour))
+	insert(0, webhooks.StatusSucceeded, time.Now()) // this week
+	if _, err := hooks.PurgeDeliveries(ctx, 2*time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	names := strings.Join(partitionNames(t, conn, deliveryPartitions), " ")
+	names := strings.Join(partitionNames(t, conn, webhooks.Partitions()), " ")
 	if strings.Contains(names, "deliveries_w4") || strings.Contains(names, "deliveries_w1") {
 		t.Errorf("partitions after the purge: %s; want weeks 4 and 1 (empty) dropped", names)
 	}
@@ -262,7 +264,7 @@ func TestMigrationPartitionsFilledTables(t *testing.T) {
 	for _, c := range []struct {
 		parts leader.Partitions
 		rows  int
-	}{{feedPartitions, n}, {deliveryPartitions, n / 10}} {
+	}{{feed.Partitions(), n}, {webhooks.Partitions(), n / 10}} {
 		var rows int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+c.parts.Table).Scan(&rows); err != nil || rows != c.rows {
 			t.Errorf("%s: %d rows after the migration (%v), want %d", c.parts.Table, rows, err, c.rows)

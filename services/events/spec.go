@@ -10,15 +10,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/passport"
+	"github.com/assetregistry/registry/services/events/webhooks"
 )
 
 // files are the migrations and the OpenAPI document, in the binary.
@@ -42,7 +46,7 @@ type Config struct {
 	MaxPerClient    int           // subscriptions of one client
 	Poll            time.Duration // the dispatcher's look for due retries
 	RotationOverlap time.Duration
-	Retry           RetrySchedule
+	Retry           webhooks.RetrySchedule
 	// HistoryRetention is how long histories keep an event (0: for good);
 	// each resource's latest event stays whatever its age.
 	HistoryRetention time.Duration
@@ -70,8 +74,8 @@ type LogConfig struct {
 }
 
 // Keys reads the signing key and the previous ones.
-func (c LogConfig) Keys() (LogKeys, error) {
-	return ParseLogKeys(strings.TrimSpace(c.SigningKey), strings.Split(c.PreviousKeys, ","))
+func (c LogConfig) Keys() (tlog.LogKeys, error) {
+	return tlog.ParseLogKeys(strings.TrimSpace(c.SigningKey), strings.Split(c.PreviousKeys, ","))
 }
 
 // RegisterFlags adds the transparency.* flags.
@@ -137,7 +141,7 @@ func SpecWith(cfg Config) servicekit.Spec {
 // endpoints; and, beside the server, the stream consumer, the delivery
 // dispatcher and the feed's retention.
 func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
-	origins, err := ParseOrigins(cfg.AllowedOrigins)
+	origins, err := webhooks.ParseOrigins(cfg.AllowedOrigins)
 	if err != nil {
 		return servicekit.Handlers{}, err
 	}
@@ -151,15 +155,21 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	if !keys.CanSign() {
 		level.Warn(d.Logger).Log("msg", "transparency.signing-key is not set: the log grows but no checkpoint is signed")
 	}
-	st := NewStore(d.Store)
-	policy := AddressPolicy{Exempt: origins}
+	log := tlog.NewStore(d.Store)
+	st := feed.NewStore(d.Store, log)
+	policy := webhooks.AddressPolicy{Exempt: origins}
 	if cfg.Workers < 1 || cfg.MaxInFlight < 1 || cfg.MaxPerClient < 1 {
 		return servicekit.Handlers{}, fmt.Errorf("webhooks: workers (%d), max-in-flight (%d) and max-per-client (%d) must be at least 1",
 			cfg.Workers, cfg.MaxInFlight, cfg.MaxPerClient)
 	}
-	svc := NewService(st, Settings{Policy: policy, RotationOverlap: cfg.RotationOverlap, Keys: keys, MaxPerClient: cfg.MaxPerClient})
-	h := servicekit.Handlers{Routes: NewHTTPHandler(MakeEndpoints(svc, endpoints.Timeout(d.RequestTimeout)))}
-	dispatcher := (&Dispatcher{Store: st, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
+	routes := feed.NewHTTPHandler(feed.MakeEndpoints(feed.NewService(st), endpoints.Timeout(d.RequestTimeout)))
+	tlog.Routes(routes, tlog.MakeEndpoints(tlog.NewService(log, tlog.Settings{Keys: keys}), endpoints.Timeout(d.RequestTimeout)))
+	passport.Routes(routes, passport.MakeEndpoints(passport.NewService(passport.NewStore(d.Store, log), log), endpoints.Timeout(d.RequestTimeout)))
+	hooks := webhooks.NewStore(d.Store)
+	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
+		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient}), endpoints.Timeout(d.RequestTimeout)))
+	h := servicekit.Handlers{Routes: routes}
+	dispatcher := (&webhooks.Dispatcher{Store: hooks, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
 		Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlight, Poll: cfg.Poll, Logger: d.Logger}).Init()
 	h.Jobs = []process.Job{
 		{Name: "webhook dispatcher", Run: dispatcher.Run},
@@ -181,14 +191,14 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		nc.Close()
 		return h, fmt.Errorf("events: jetstream: %w", err)
 	}
-	consumer := &Consumer{Store: st, Lock: d.Lock("events consumer"), JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
+	consumer := &feed.Consumer{Store: st, Lock: d.Lock("events consumer"), JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
 		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger,
 		// The leader alone appends to the log and signs it.
-		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, checkpointer(st, keys, d.Logger)),
+		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, tlog.Checkpointer(log, keys, d.Logger)),
 			// The leader alone counts: replicas would each repeat the count.
-			deliveryCounter(st, d.Logger)}}
+			webhooks.DeliveryCounter(hooks, d.Logger)}}
 	if cfg.Log.AuditEvery > 0 {
-		consumer.Leading = append(consumer.Leading, process.Later("log auditor", cfg.Log.AuditEvery, auditor(st, keys, d.Logger)))
+		consumer.Leading = append(consumer.Leading, process.Later("log auditor", cfg.Log.AuditEvery, tlog.Auditor(log, keys, d.Logger)))
 	}
 	h.Jobs = append(h.Jobs, process.Job{Name: "events consumer", Run: consumer.Run})
 	// The API answers without NATS (the feed only stops growing), so the
@@ -202,56 +212,13 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	return h, nil
 }
 
-// checkpointer is the leader's job that signs the log as it grew.
-func checkpointer(st *Store, keys LogKeys, logger log.Logger) func(context.Context) {
-	return func(ctx context.Context) {
-		size, _, err := st.LogState(ctx)
-		if err == nil {
-			logSize.Set(float64(size))
-		}
-		if !keys.CanSign() {
-			return
-		}
-		c, fresh, err := st.SignCheckpoint(ctx, keys)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			level.Warn(logger).Log("msg", "signing a checkpoint failed; trying again", "err", err)
-		case err == nil:
-			checkpointSize.Set(float64(c.Size))
-			if fresh {
-				checkpointTime.SetToCurrentTime()
-			}
-		}
-	}
-}
-
-// auditor is the leader's job that checks the stored log against its
-// checkpoints; what it finds is logged and counted (the alert
-// RegistryLogTampered).
-func auditor(st *Store, keys LogKeys, logger log.Logger) func(context.Context) {
-	return func(ctx context.Context) {
-		r, err := st.Audit(ctx, keys)
-		if err != nil {
-			if ctx.Err() == nil {
-				level.Warn(logger).Log("msg", "auditing the log failed; trying at the next audit", "err", err)
-			}
-			return
-		}
-		observeAudit(r)
-		for _, p := range r.Problems {
-			level.Error(logger).Log("msg", "the stored log does not match what was signed", "problem", p)
-		}
-		level.Info(logger).Log("msg", "audited the log", "leaves", r.Leaves, "checkpoints", r.Checkpoints, "problems", len(r.Problems))
-	}
-}
-
 // auditCommand is `events audit`.
 func auditCommand(ctx context.Context, d servicekit.Deps, cfg LogConfig) error {
 	keys, err := cfg.Keys()
 	if err != nil {
 		return err
 	}
-	r, err := NewStore(d.Store).Audit(ctx, keys)
+	r, err := tlog.NewStore(d.Store).Audit(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -272,10 +239,21 @@ func redactCommand(ctx context.Context, d servicekit.Deps, r RedactConfig) error
 	if err != nil || r.Reason == "" {
 		return errors.New("events redact-person needs -redact.person (the person's id) and -redact.reason (why: it is recorded in the log)")
 	}
-	n, err := NewStore(d.Store).RedactPerson(ctx, person, r.Reason)
+	n, err := tlog.NewStore(d.Store).RedactPerson(ctx, person, r.Reason)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stdout, "redacted person %s in %d events; each redaction is an entry of the log\n", person, n)
 	return nil
+}
+
+// partitionsEvery is how often the partitions ahead are made up.
+const partitionsEvery = 10 * time.Minute
+
+// maintenance is the events schema's tasks for cfg: the feed's and the
+// deliveries' (pkg/leader: on one replica at a time, a bounded batch per
+// step).
+func maintenance(cfg Config) []leader.Task {
+	return append(feed.Tasks(partitionsEvery, cfg.Retention, cfg.PruneEvery, cfg.HistoryRetention),
+		webhooks.Tasks(partitionsEvery, cfg.DeliveryRetention)...)
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/webhooks"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -41,21 +43,21 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 // stream (the consumer's own tests go through NATS).
 func publish(t *testing.T, s *servicetest.Service, events ...outbox.Event) {
 	t.Helper()
-	if _, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, events...)); err != nil {
+	if _, err := newTestStore(s).StoreEvents(t.Context(), incoming(t, events...)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // incoming are events as the consumer reads them from the stream.
-func incoming(t *testing.T, events ...outbox.Event) []Incoming {
+func incoming(t *testing.T, events ...outbox.Event) []feed.Incoming {
 	t.Helper()
-	batch := make([]Incoming, len(events))
+	batch := make([]feed.Incoming, len(events))
 	for i, e := range events {
 		raw, err := json.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		batch[i] = Incoming{Event: e, Raw: raw}
+		batch[i] = feed.Incoming{Event: e, Raw: raw}
 	}
 	return batch
 }
@@ -186,7 +188,7 @@ func TestHTTPFeedRetention(t *testing.T) {
 	first := s.Call(200, "GET", "/events?after=now", s.RO, nil)
 	publish(t, s, event("organization", "created", org), event("organization", "updated", org))
 	oldCursor := next(t, first.Header.Get("Link"))
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	if _, err := st.Prune(t.Context(), 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +327,7 @@ func TestHTTPWebhooks(t *testing.T) {
 	w := created.JSON()
 	id := w["id"].(string)
 	path := "/webhooks/" + id
-	if created.Header.Get("Location") != path || !strings.HasPrefix(w["secret"].(string), SecretPrefix) || w["created_by"] != "rw-client" {
+	if created.Header.Get("Location") != path || !strings.HasPrefix(w["secret"].(string), webhooks.SecretPrefix) || w["created_by"] != "rw-client" {
 		t.Fatalf("created: %s", created.Raw)
 	}
 	got := s.Call(200, "GET", path, s.RW, nil).JSON()
@@ -341,7 +343,7 @@ func TestHTTPWebhooks(t *testing.T) {
 		t.Errorf("patched: %v", patched)
 	}
 	rotated := s.Call(200, "POST", path+"/rotate-secret", s.RW, nil).JSON()
-	if rotated["secret"] == w["secret"] || !strings.HasPrefix(rotated["secret"].(string), SecretPrefix) {
+	if rotated["secret"] == w["secret"] || !strings.HasPrefix(rotated["secret"].(string), webhooks.SecretPrefix) {
 		t.Errorf("rotated: %v", rotated)
 	}
 	if d := s.Call(200, "GET", path+"/deliveries", s.RW, nil).List(); len(d) != 0 {
@@ -410,7 +412,7 @@ func TestStoreEventsBatch(t *testing.T) {
 	upper := batch[7]
 	upper.ID = strings.ToUpper(upper.ID) // the same event, written another way
 	sent := append(append(append([]outbox.Event{}, batch...), batch[3], before), upper)
-	stored, err := NewStore(s.Built.Store).StoreEvents(t.Context(), incoming(t, sent...))
+	stored, err := newTestStore(s).StoreEvents(t.Context(), incoming(t, sent...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +460,7 @@ func deliveriesOf(t *testing.T, s *servicetest.Service, hook string) []string {
 // feed's own transaction queues nothing.
 func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 	s := servicetest.Start(t, SpecWith(idleDispatcher()))
-	st := NewStore(s.Built.Store)
+	hooks := webhooks.NewStore(s.Built.Store)
 	assets := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/assets", "types": []string{"asset.*"}}).JSON()["id"].(string)
 	everything := s.Call(201, "POST", "/webhooks", s.Other, map[string]any{"url": "https://93.184.216.34/all", "types": []string{"asset.*", "organization.created", "action.*"}}).JSON()["id"].(string)
 	before := event("organization", "created", uuid.NewString())
@@ -477,12 +479,12 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 	publish(t, s, batch[3]) // stored before: nothing new to deliver
 
 	// One step: at most one subscription moved on by at most 40 positions.
-	queued, behind, err := st.FanOut(t.Context(), 1, 40)
+	queued, behind, err := hooks.FanOut(t.Context(), 1, 40)
 	if err != nil || queued > 40 || queued == 0 || !behind {
 		t.Fatalf("one bounded step queued %d (behind %v, %v)", queued, behind, err)
 	}
 	for behind {
-		if _, behind, err = st.FanOut(t.Context(), 2, 40); err != nil {
+		if _, behind, err = hooks.FanOut(t.Context(), 2, 40); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -508,7 +510,7 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 			t.Errorf("%s: %d deliveries %v, want %d %v", name, len(got), got, len(c.want), c.want)
 		}
 	}
-	if queued, behind, err := st.FanOut(t.Context(), 100, 1000); queued != 0 || behind || err != nil {
+	if queued, behind, err := hooks.FanOut(t.Context(), 100, 1000); queued != 0 || behind || err != nil {
 		t.Errorf("a fan-out with nothing new queued %d (behind %v, %v)", queued, behind, err)
 	}
 }
@@ -519,7 +521,7 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 // lease that ran out (a dispatcher that died) no longer counts.
 func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
 	s := servicetest.Start(t, SpecWith(idleDispatcher()))
-	st := NewStore(s.Built.Store)
+	subscriptions := webhooks.NewStore(s.Built.Store)
 	hooks := map[string]string{} // id → name
 	for _, name := range []string{"a", "b", "c", "d"} {
 		id := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/" + name, "types": []string{"asset.*"}}).JSON()["id"].(string)
@@ -534,14 +536,14 @@ func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
 	publish(t, s, events...)
 	for behind := true; behind; {
 		var err error
-		if _, behind, err = st.FanOut(t.Context(), 100, 1000); err != nil {
+		if _, behind, err = subscriptions.FanOut(t.Context(), 100, 1000); err != nil {
 			t.Fatal(err)
 		}
 	}
 	inFlight := map[string]int{}
-	claim := func(n int) []Job {
+	claim := func(n int) []webhooks.Job {
 		t.Helper()
-		jobs, err := st.Claim(t.Context(), n, 4, time.Minute)
+		jobs, err := subscriptions.Claim(t.Context(), n, 4, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -563,7 +565,7 @@ func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
 		t.Fatalf("every subscription at its limit, yet %d more claimed", len(jobs))
 	}
 	// An outcome frees its subscription's place.
-	var first Job
+	var first webhooks.Job
 	rows, err := s.Built.Store.Pool.Query(t.Context(), "SELECT id, webhook_id FROM deliveries WHERE leased_until IS NOT NULL LIMIT 1")
 	if err != nil {
 		t.Fatal(err)
@@ -571,7 +573,7 @@ func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
 	if _, err := pgx.ForEachRow(rows, []any{&first.ID, &first.WebhookID}, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Record(t.Context(), first.ID, Outcome{Status: StatusSucceeded, StatusCode: 204}); err != nil {
+	if err := subscriptions.Record(t.Context(), first.ID, webhooks.Outcome{Status: webhooks.StatusSucceeded, StatusCode: 204}); err != nil {
 		t.Fatal(err)
 	}
 	inFlight[hooks[first.WebhookID.String()]]--
@@ -650,7 +652,7 @@ func TestWebhooksPerClientAreCapped(t *testing.T) {
 // and the failed ones.
 func TestDeliveriesPurgedPastRetention(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	st := NewStore(s.Built.Store)
+	hooks := webhooks.NewStore(s.Built.Store)
 	pool := s.Built.Store.Pool
 	hook := uuid.New()
 	if _, err := pool.Exec(t.Context(), `INSERT INTO webhooks (id, url, types, secret, created_at, created_by, updated_at, updated_by)
@@ -669,19 +671,19 @@ func TestDeliveriesPurgedPastRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	insert(2400, StatusSucceeded, "2 hours")
-	insert(100, StatusFailed, "2 hours")
-	insert(3, StatusPending, "2 hours")
-	insert(5, StatusSucceeded, "10 minutes")
-	insert(7, StatusFailed, "10 minutes")
-	if n, err := st.PurgeDeliveries(t.Context(), time.Hour); err != nil || n != 2500 {
+	insert(2400, webhooks.StatusSucceeded, "2 hours")
+	insert(100, webhooks.StatusFailed, "2 hours")
+	insert(3, webhooks.StatusPending, "2 hours")
+	insert(5, webhooks.StatusSucceeded, "10 minutes")
+	insert(7, webhooks.StatusFailed, "10 minutes")
+	if n, err := hooks.PurgeDeliveries(t.Context(), time.Hour); err != nil || n != 2500 {
 		t.Fatalf("purged %d deliveries (%v), want the 2,500 settled over an hour ago", n, err)
 	}
-	counts, err := st.DeliveryCounts(t.Context())
+	counts, err := hooks.DeliveryCounts(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if counts[StatusPending] != 3 || counts[StatusFailed] != 7 {
+	if counts[webhooks.StatusPending] != 3 || counts[webhooks.StatusFailed] != 7 {
 		t.Errorf("counts after the purge: %v, want 3 pending and 7 failed", counts)
 	}
 	var succeeded int
@@ -695,7 +697,7 @@ func TestDeliveriesPurgedPastRetention(t *testing.T) {
 // falls in.
 func TestHistoriesPrunedInBatches(t *testing.T) {
 	s := servicetest.Start(t, Spec())
-	st := NewStore(s.Built.Store)
+	st := newTestStore(s)
 	subjects := make([]string, 1200)
 	var events []outbox.Event
 	for i := range subjects {

@@ -19,13 +19,13 @@ import (
 	"time"
 
 	"github.com/assetregistry/registry/pkg/catalog"
-	"github.com/assetregistry/registry/services/events"
+	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
 func TestMain(m *testing.M) {
-	ChildMain() // the quick run starts this test binary as its reference server and proxy
-	os.Exit(m.Run())
+	ChildMain()              // the quick run starts this test binary as its reference server and proxy
+	os.Exit(testkit.Main(m)) // the test kit's datastores (the seed's test) stop with the run
 }
 
 // TestQuickRun is `make bench QUICK=1` inside `make test`, so the benchmark
@@ -535,7 +535,7 @@ func TestUnloggedInsertIsTheConsumersWithoutLeaves(t *testing.T) {
 			t.Errorf("the insert without the log still holds %q:\n%s", word, unloggedInsert)
 		}
 	}
-	taken := len(events.InsertEvents) - len(unloggedInsert)
+	taken := len(feed.InsertEvents) - len(unloggedInsert)
 	want := 0
 	for _, p := range leafParts {
 		want += len(p.from) - len(p.to)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/events"
+	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/tlog"
 )
 
 // The transparency log's rows: an inclusion proof in a log of
@@ -38,12 +40,21 @@ const (
 // logSeed is the seeded log, made once per run (about a minute).
 var logSeed struct {
 	once sync.Once
-	st   *events.Store
+	st   seeded
 	pool *store.Pool // the schema's, for the store without the log (UnloggedStoreRow)
 	err  error
 }
 
-func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
+// seeded is the feed's store over the seeded log and the log's store it
+// appends through, as the events service wires them.
+type seeded struct {
+	*feed.Store
+	*logStore
+}
+
+type logStore = tlog.Store
+
+func seededLog(ctx context.Context, e *Env) (seeded, error) {
 	logSeed.once.Do(func() {
 		pool, err := store.OpenAndMigrateSets(ctx, store.Config{URL: e.Stack.DatabaseURL, Schema: "bench_log", MaxConns: 32}, nil,
 			store.Migrations(events.Spec().Migrations)...)
@@ -51,7 +62,8 @@ func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
 			logSeed.err = fmt.Errorf("the log's schema: %w", err)
 			return
 		}
-		st := events.NewStore(store.New(pool, nil))
+		log := tlog.NewStore(store.New(pool, nil))
+		st := seeded{feed.NewStore(store.New(pool, nil), log), log}
 		if size, _, err := st.LogState(ctx); err != nil || size != e.LogLeaves {
 			for _, sql := range []string{`TRUNCATE log_tiles16, events`, `UPDATE log_state SET size = 0, root = NULL`} {
 				if _, err := pool.Exec(ctx, sql); err != nil {
@@ -59,7 +71,7 @@ func seededLog(ctx context.Context, e *Env) (*events.Store, error) {
 					return
 				}
 			}
-			if err := st.SeedLog(ctx, e.LogLeaves, func(i uint64) []byte { return strconv.AppendUint([]byte(`{"leaf":`), i, 10) }); err != nil {
+			if err := seedLog(ctx, pool, log, e.LogLeaves, func(i uint64) []byte { return strconv.AppendUint([]byte(`{"leaf":`), i, 10) }); err != nil {
 				logSeed.err = err
 				return
 			}
@@ -182,16 +194,16 @@ var benchBatches atomic.Uint64
 // stored before (a redelivery), so ids repeated from an earlier round or
 // row measured a store that inserted nothing. A worker's number and calls
 // start again in every row and round, so they cannot make the ids.
-func benchBatch(w *Worker) []events.Incoming {
+func benchBatch(w *Worker) []feed.Incoming {
 	n := benchBatches.Add(1)
-	batch := make([]events.Incoming, storeBatch)
+	batch := make([]feed.Incoming, storeBatch)
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	for i := range batch {
 		id := fmt.Sprintf("%08x-0000-7000-8000-%012x", w.ID, n<<9|uint64(i))
 		raw := fmt.Appendf(nil, `{"id":%q,"type":"organization.updated","time":%q,"subject":{"kind":"organization","id":%q},`+
 			`"actor":"bench","request_id":%q,"data":{"id":%q,"name":"Bench AS","country":"no"},"changes":{"name":["A","B"]}}`,
 			id, now, id, w.Tag, id)
-		batch[i], _ = events.Parse(raw)
+		batch[i], _ = feed.Parse(raw)
 		batch[i].StreamSeq = n*storeBatch + uint64(i) + 1
 	}
 	return batch
@@ -212,7 +224,7 @@ const UnloggedStoreRowName = "events: 256 events stored, the log left out · sto
 // numbers (the column stays NULL): no log state read, no leaf hashes, no
 // tree, no tiles. It is made from the consumer's insert, so that it
 // follows it when that changes.
-var unloggedInsert = withoutLeaves(events.InsertEvents)
+var unloggedInsert = withoutLeaves(feed.InsertEvents)
 
 // leafParts are what withoutLeaves takes out of the consumer's insert, each
 // found exactly once: the leaf column, its number, and its return.
@@ -256,8 +268,8 @@ var UnloggedStoreRow = Row{Name: UnloggedStoreRowName, Via: "direct",
 			}
 			return store.InTx(ctx, logSeed.pool, "store events without the log", func(tx pgx.Tx) error {
 				b := &pgx.Batch{}
-				b.Queue(events.RecordPosition, benchConsumer, benchConsumer, int64(position))
-				b.Queue(events.LockFeed)
+				b.Queue(feed.RecordPosition, benchConsumer, benchConsumer, int64(position))
+				b.Queue(tlog.LockFeed)
 				b.Queue(unloggedInsert, columns[0], columns[1], columns[2], columns[3], columns[4])
 				results := tx.SendBatch(ctx, b)
 				defer results.Close()
@@ -307,7 +319,7 @@ var StoreRow = Row{Name: StoreRowName, Via: "direct",
 			if err != nil {
 				return err
 			}
-			_, err = st.StoreFromStream(ctx, &events.StreamPosition{Consumer: benchConsumer, Stream: benchConsumer}, benchBatch(w))
+			_, err = st.StoreFromStream(ctx, &feed.StreamPosition{Consumer: benchConsumer, Stream: benchConsumer}, benchBatch(w))
 			return err
 		}}, nil
 	}}

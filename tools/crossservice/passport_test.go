@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -18,6 +19,9 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	sdk "github.com/assetregistry/registry/sdk"
 	"github.com/assetregistry/registry/services/events"
+	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/passport"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -36,7 +40,8 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := servicetest.Start(t, events.SpecWith(cfg))
-	st := events.NewStore(s.Built.Store)
+	log := tlog.NewStore(s.Built.Store)
+	st := feed.NewStore(s.Built.Store, log)
 
 	file := []byte("%PDF-1.7 an inspection report")
 	sum := sha256.Sum256(file)
@@ -62,18 +67,18 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 	add("action_document", "deleted", unlinked, `{"id":"`+unlinked+`","action_id":"`+dropped+`","document_id":"`+document+`"}`)
 	add("action", "deleted", dropped, `{"id":"`+dropped+`","asset_id":"`+asset+`","action_type":"maintenance"}`)
 	add("action", "created", uuid.NewString(), `{"id":"x","asset_id":"`+other+`"}`)
-	incoming := make([]events.Incoming, len(batch))
+	incoming := make([]feed.Incoming, len(batch))
 	for i, e := range batch {
 		raw, err := json.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		incoming[i] = events.Incoming{Event: e, Raw: raw}
+		incoming[i] = feed.Incoming{Event: e, Raw: raw}
 	}
 	if _, err := st.StoreEvents(t.Context(), incoming); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.SignCheckpoint(t.Context(), keys); err != nil {
+	if _, _, err := log.SignCheckpoint(t.Context(), keys); err != nil {
 		t.Fatal(err)
 	}
 	bundle := s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw
@@ -176,4 +181,27 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 		}
 	})
 	s.Call(404, "GET", "/assets/"+uuid.NewString()+"/passport", s.RO, nil)
+}
+
+// The passport's wire types are written twice, since the SDK imports
+// nothing of the registry and a service nothing but pkg/: the events
+// service's and the SDK's must name the same members the same way (the
+// test above decodes the service's bundle strictly with the SDK's).
+func TestPassportTypesAreTheSDKs(t *testing.T) {
+	if passport.Format != sdk.PassportFormat {
+		t.Errorf("format %q, the SDK's %q", passport.Format, sdk.PassportFormat)
+	}
+	for _, pair := range [][2]any{{passport.Record{}, sdk.PassportRecord{}}, {passport.Event{}, sdk.PassportEvent{}}} {
+		service, kit := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
+		if service.NumField() != kit.NumField() {
+			t.Errorf("%s has %d fields, the SDK's %d", service.Name(), service.NumField(), kit.NumField())
+			continue
+		}
+		for i := range service.NumField() {
+			a, b := service.Field(i), kit.Field(i)
+			if a.Name != b.Name || a.Tag.Get("json") != b.Tag.Get("json") || a.Type.String() != b.Type.String() {
+				t.Errorf("%s.%s %s `json:%q`, the SDK's %s %s `json:%q`", service.Name(), a.Name, a.Type, a.Tag.Get("json"), b.Name, b.Type, b.Tag.Get("json"))
+			}
+		}
+	}
 }

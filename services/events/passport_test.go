@@ -1,0 +1,163 @@
+package events
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/services/events/feed"
+)
+
+// A passport far larger than what the process may hold for it is written
+// as it is read: the heap grows by a bounded buffer, not by the bundle
+// (before, its events were held several times over), and the answer
+// declares its cost by its size for the gateway's rate limit.
+func TestLargePassportIsStreamedAndCosted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stores 32 MiB of events")
+	}
+	s, keys := startSigning(t)
+	st := newTestStore(s)
+	const actions, dataBytes = 64, 512 << 10
+	asset, assetType := uuid.NewString(), uuid.NewString()
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	store := func(kind, id, data string) {
+		t.Helper()
+		at = at.Add(time.Second)
+		e := outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: kind + ".created", Time: at,
+			Subject: outbox.EventSubject{Kind: kind, ID: id}, Actor: "inspector-app", Data: json.RawMessage(data)}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.StoreEvents(t.Context(), []feed.Incoming{{Event: e, Raw: raw}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store("asset_type", assetType, `{"id":"`+assetType+`"}`)
+	store("asset", asset, `{"id":"`+asset+`","asset_type_id":"`+assetType+`"}`)
+	report := strings.Repeat("x", dataBytes)
+	for range actions {
+		id := uuid.NewString()
+		store("action", id, `{"id":"`+id+`","asset_id":"`+asset+`","report":"`+report+`"}`)
+	}
+	report = ""
+	sign(t, s, keys)
+
+	req, err := http.NewRequestWithContext(t.Context(), "GET", s.Client.BaseURL+"/assets/"+asset+"/passport", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.RO)
+	// Garbage is collected early, so the heap's high-water is about what
+	// the passport holds live.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	base := heapBytes()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			peak.Store(max(peak.Load(), heapBytes()))
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The body is checked as it arrives, never held: its shape is JSON,
+	// and it holds every action's event.
+	var size countingWriter
+	dec := json.NewDecoder(io.TeeReader(resp.Body, &size))
+	var members int
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("status %d: the passport does not start as an object (%v, %v)", resp.StatusCode, tok, err)
+	}
+	var events, records int
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		members++
+		switch key {
+		case "actions", "events":
+			if _, err := dec.Token(); err != nil {
+				t.Fatal(err)
+			}
+			for dec.More() {
+				var item struct {
+					ID        string `json:"id"`
+					LeafIndex *uint64
+				}
+				if err := dec.Decode(&item); err != nil {
+					t.Fatal(err)
+				}
+				if key == "events" {
+					events++
+				} else {
+					records++
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	<-sampled
+	if resp.StatusCode != 200 || members != 9 || records != actions || events != actions+2 {
+		t.Fatalf("status %d, %d members, %d action records, %d events: want 200, 9, %d and %d", resp.StatusCode, members, records, events, actions, actions+2)
+	}
+	grown := int64(peak.Load()) - int64(base)
+	t.Logf("passport of %d MiB: the heap grew by at most %d MiB while it was served", size/(1<<20), grown/(1<<20))
+	if size < 2*actions*dataBytes {
+		t.Fatalf("the passport is %d bytes, want more than twice its actions' data", size)
+	}
+	if grown > 16<<20 {
+		t.Errorf("serving a passport of %d MiB grew the heap by %d MiB: want a bounded buffer, not the bundle", size/(1<<20), grown/(1<<20))
+	}
+	cost, err := strconv.ParseInt(resp.Header.Get(httpx.CostHeader), 10, 64)
+	if want := httpx.CostOf(int64(size)); err != nil || cost < want*3/4 || cost > want*3/2 {
+		t.Errorf("%s %q for a passport of %d bytes, want about %d", httpx.CostHeader, resp.Header.Get(httpx.CostHeader), size, want)
+	}
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
+
+// heapBytes is the bytes of live and not yet swept heap objects.
+func heapBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}

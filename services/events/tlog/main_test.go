@@ -1,0 +1,59 @@
+package tlog
+
+import (
+	"encoding/base64"
+	"os"
+	"testing"
+
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
+
+// testSpec is the events service's schema and document with the log's
+// routes alone: the log's tests need no feed and no webhooks.
+func testSpec() servicekit.Spec {
+	spec := servicekit.Embedded("events", os.DirFS(".."))
+	spec.Build = func(d servicekit.Deps) (servicekit.Handlers, error) {
+		r := httpx.NewRouter(auth.RequireScope)
+		Routes(r, MakeEndpoints(NewService(NewStore(d.Store), Settings{}), endpoints.Timeout(d.RequestTimeout)))
+		return servicekit.Handlers{Routes: r}, nil
+	}
+	return spec
+}
+
+// startSigning runs the log with a signing key; keys verify what it signs.
+func startSigning(t *testing.T) (*servicetest.Service, LogKeys) {
+	t.Helper()
+	signing, _ := newTestKey(t, "registry.test/log")
+	keys, err := ParseLogKeys(signing, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec()
+	spec.Build = func(d servicekit.Deps) (servicekit.Handlers, error) {
+		r := httpx.NewRouter(auth.RequireScope)
+		Routes(r, MakeEndpoints(NewService(NewStore(d.Store), Settings{Keys: keys}), endpoints.Timeout(d.RequestTimeout)))
+		return servicekit.Handlers{Routes: r}, nil
+	}
+	return servicetest.Start(t, spec), keys
+}
+
+// hashesOf reads a proof's hashes (standard base64) from a JSON answer.
+func hashesOf(t *testing.T, v any) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, h := range v.([]any) {
+		b, err := base64.StdEncoding.DecodeString(h.(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}

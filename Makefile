@@ -160,6 +160,13 @@ capacity: servers deps ## the capacity model's figures (docs/capacity.md): CAPAC
 bench: servers deps build ## the speed table, bench/results.json (QUICK=1 smoke run, PROFILE=1 profiles, ROWS=regexp)
 	@tools/scripts/bench.sh
 
+# Not part of make test: an hour by default. The stack as make bench starts
+# it, the mixed load at half the capacity a probe measured first, and after
+# a quiet phase one client at 10 × its rate-limit budget beside it.
+.PHONY: soak
+soak: servers deps build ## an hour (SOAK_DURATION) of the mixed load at half capacity beside a client over its budget: RSS flat, p99, nothing lost; bench/soak.json
+	@$(BIN)/loadtest -soak $${SOAK_DURATION:-1h} -bin $(BIN) -out bench -root .
+
 .PHONY: tidy
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && GOWORK=off go mod tidy); done

@@ -81,6 +81,9 @@ type Options struct {
 	// Self runs ChildMain (the reference server and the bare proxy); the
 	// default is this executable.
 	Self []string
+	// StackEnv is added to every process of the stack (the soak's budget
+	// for its noisy client).
+	StackEnv []string
 }
 
 // Env is what rows are built from.
@@ -438,11 +441,11 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	stack, err := devstack.Start(startCtx, devstack.Options{
 		Dir: dir, BinDir: o.BinDir, Ephemeral: true, Database: database,
 		PostgresURL: o.PostgresURL, RedisURL: o.RedisURL,
-		Env: []string{"DOCUMENTS_MAX_SIZE=" + maxFile, "UPLOAD_MAX_SIZE=" + maxFile,
+		Env: append([]string{"DOCUMENTS_MAX_SIZE=" + maxFile, "UPLOAD_MAX_SIZE=" + maxFile,
 			// The gateway's rate limits stay on, as in production (every
 			// gateway row pays for them), with a budget the bench's one
 			// client never spends.
-			"RATE_LIMIT_DEFAULT=" + benchBudget, "RATE_LIMIT_ITEMS=" + benchBudget},
+			"RATE_LIMIT_DEFAULT=" + benchBudget, "RATE_LIMIT_ITEMS=" + benchBudget}, o.StackEnv...),
 	})
 	if err != nil {
 		return fail(err)

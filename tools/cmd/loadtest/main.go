@@ -40,6 +40,12 @@ func main() {
 	flag.BoolVar(&o.Profile, "profile", false, "save CPU and heap profiles of every process under each row (first round) in <out>/profiles")
 	flag.IntVar(&o.ImportRows, "import-rows", 100_000, "rows the registry command imports after the table (0: none)")
 	flag.StringVar(&rows, "rows", "", "regular expression: only these rows (and the limits they are divided by)")
+	soak := flag.Duration("soak", 0, "instead of the table, soak the stack this long (make soak): the mixed load at a share of its measured capacity beside a client over its budget")
+	soakProbe := flag.Duration("soak-probe", 45*time.Second, "the soak's capacity probe")
+	soakShare := flag.Float64("soak-share", 0.5, "share of the probed capacity the soak runs at")
+	soakBudget := flag.String("soak-noisy-budget", "6000/60s", "the noisy client's rate-limit budget (the gateway's default)")
+	soakTimes := flag.Float64("soak-noisy-times", 10, "the noisy client calls at this multiple of its budget's sustained rate")
+	soakEvery := flag.Duration("soak-every", 10*time.Second, "how often the soak samples")
 	flag.Parse()
 	explicit := func(name string) bool {
 		set := false
@@ -66,6 +72,12 @@ func main() {
 	o.Progress = os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *soak > 0 {
+		os.Exit(runSoak(ctx, bench.SoakOptions{BinDir: o.BinDir, OutDir: o.OutDir, RepoRoot: o.RepoRoot,
+			Duration: *soak, Probe: *soakProbe, Concurrency: o.Load.Concurrency, Share: *soakShare,
+			NoisyBudget: *soakBudget, NoisyTimes: *soakTimes, Every: *soakEvery,
+			Organizations: o.Organizations, People: o.People, Assets: o.Assets, Progress: os.Stdout}))
+	}
 	res, err := bench.Run(ctx, o)
 	if res != nil {
 		res.Print(os.Stdout)
@@ -75,4 +87,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
+}
+
+// runSoak is make soak: the exit status is 1 when a check failed or the
+// run could not judge.
+func runSoak(ctx context.Context, so bench.SoakOptions) int {
+	res, err := bench.RunSoak(ctx, so)
+	if res != nil {
+		res.Print(os.Stdout)
+		fmt.Printf("\nwrote %s/soak.json\n", so.OutDir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest: soak:", err)
+		return 1
+	}
+	if !res.Passed {
+		return 1
+	}
+	return 0
 }

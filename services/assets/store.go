@@ -215,11 +215,13 @@ func (s *Store) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page mode
 
 // FindAssetTypes returns every asset type of the brand and model (and
 // version, when given), in creation order.
+// At most model.MaxLimit, the oldest: a page's bound, so that versions
+// made without end cannot make the answer so.
 func (s *Store) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
 	var where store.Filter
 	typeMatch(&where, q)
 	types, err := store.Many[AssetType](ctx, s.Reads(ctx), "find asset types",
-		`SELECT `+assetTypeColumns+` FROM asset_types t`+where.SQL()+` ORDER BY t.id`, where.Args()...)
+		`SELECT `+assetTypeColumns+` FROM asset_types t`+where.SQL()+fmt.Sprintf(` ORDER BY t.id LIMIT %d`, model.MaxLimit), where.Args()...)
 	return nonNil(types), err
 }
 

@@ -137,6 +137,12 @@ func (c *Client) next(h http.Header) (*call, bool) {
 func (c *Client) ListOrganizations(ctx context.Context, f Filter) iter.Seq2[Organization, error] {
 	return list[Organization](ctx, c, "/organizations", f)
 }
+
+// OrganizationPeople lists every person linked to the organization, one
+// entry per relation, in link order (GetOrganization embeds the first 100).
+func (c *Client) OrganizationPeople(ctx context.Context, id string) iter.Seq2[AssociatedPerson, error] {
+	return list[AssociatedPerson](ctx, c, "/organizations/"+url.PathEscape(id)+"/people", nil)
+}
 func (c *Client) GetOrganization(ctx context.Context, id string) (*Organization, error) {
 	return get[Organization](ctx, c, "/organizations/"+url.PathEscape(id))
 }
@@ -183,6 +189,12 @@ func (c *Client) FindOrCreateOrganization(ctx context.Context, in OrganizationIn
 func (c *Client) ListPeople(ctx context.Context, f Filter) iter.Seq2[Person, error] {
 	return list[Person](ctx, c, "/people", f)
 }
+
+// PersonOrganizations lists every organization the person is linked to,
+// one entry per relation, in link order (GetPerson embeds the first 100).
+func (c *Client) PersonOrganizations(ctx context.Context, id string) iter.Seq2[AssociatedOrganization, error] {
+	return list[AssociatedOrganization](ctx, c, "/people/"+url.PathEscape(id)+"/organizations", nil)
+}
 func (c *Client) GetPerson(ctx context.Context, id string) (*Person, error) {
 	return get[Person](ctx, c, "/people/"+url.PathEscape(id))
 }
@@ -218,6 +230,12 @@ func linkPath(personID, organizationID string) string {
 
 func (c *Client) ListAssetTypes(ctx context.Context, f Filter) iter.Seq2[AssetType, error] {
 	return list[AssetType](ctx, c, "/asset_types", f)
+}
+
+// AssetTypeDocuments lists every document attached to the asset type, in
+// attach order (GetAssetType embeds the first 100).
+func (c *Client) AssetTypeDocuments(ctx context.Context, id string) iter.Seq2[Document, error] {
+	return list[Document](ctx, c, "/asset_types/"+url.PathEscape(id)+"/documents", nil)
 }
 func (c *Client) GetAssetType(ctx context.Context, id string) (*AssetType, error) {
 	return get[AssetType](ctx, c, "/asset_types/"+url.PathEscape(id))
@@ -516,6 +534,11 @@ func (c *Client) upload(ctx context.Context, documentType, filename string, open
 	return send[Document](ctx, c, &call{method: http.MethodPost, path: "/documents", body: body, keyed: true}, opts)
 }
 
+// DocumentActionDocuments lists every action document that links the
+// document, in id order (GetDocument embeds the first 100).
+func (c *Client) DocumentActionDocuments(ctx context.Context, id string) iter.Seq2[ActionDocument, error] {
+	return list[ActionDocument](ctx, c, "/documents/"+url.PathEscape(id)+"/action_documents", nil)
+}
 func (c *Client) GetDocument(ctx context.Context, id string) (*Document, error) {
 	return get[Document](ctx, c, "/documents/"+url.PathEscape(id))
 }

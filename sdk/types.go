@@ -46,8 +46,11 @@ type Organization struct {
 	Country               *string `json:"country"`
 	IdpID                 *string `json:"idp_id"`
 	Audit
-	// AssociatedPeople is filled by GetOrganization only.
-	AssociatedPeople []AssociatedPerson `json:"associated_people,omitempty"`
+	// AssociatedPeople is filled by GetOrganization only: the first 100
+	// links; AssociatedPeopleTruncated says more exist, and
+	// OrganizationPeople lists them all.
+	AssociatedPeople          []AssociatedPerson `json:"associated_people,omitempty"`
+	AssociatedPeopleTruncated bool               `json:"associated_people_truncated,omitempty"`
 }
 
 type AssociatedPerson struct {
@@ -73,8 +76,11 @@ type Person struct {
 	LastName    string  `json:"last_name"`
 	DateOfBirth *string `json:"date_of_birth"` // YYYY-MM-DD
 	Audit
-	// AssociatedOrganizations is filled by GetPerson only.
-	AssociatedOrganizations []AssociatedOrganization `json:"associated_organizations,omitempty"`
+	// AssociatedOrganizations is filled by GetPerson only: the first 100
+	// links; AssociatedOrganizationsTruncated says more exist, and
+	// PersonOrganizations lists them all.
+	AssociatedOrganizations          []AssociatedOrganization `json:"associated_organizations,omitempty"`
+	AssociatedOrganizationsTruncated bool                     `json:"associated_organizations_truncated,omitempty"`
 }
 
 type AssociatedOrganization struct {
@@ -119,9 +125,12 @@ type AssetType struct {
 	ThumbnailDocumentID *string      `json:"thumbnail_document_id"`
 	ExternalIDs         []ExternalID `json:"external_ids"`
 	Audit
-	// Documents and Thumbnail are filled by GetAssetType only.
-	Documents []Document `json:"documents,omitempty"`
-	Thumbnail *Document  `json:"thumbnail,omitempty"`
+	// Documents and Thumbnail are filled by GetAssetType only: the first
+	// 100 documents; DocumentsTruncated says more are attached, and
+	// AssetTypeDocuments lists them all.
+	Documents          []Document `json:"documents,omitempty"`
+	DocumentsTruncated bool       `json:"documents_truncated,omitempty"`
+	Thumbnail          *Document  `json:"thumbnail,omitempty"`
 }
 
 type AssetTypeInput struct {
@@ -231,8 +240,11 @@ type Document struct {
 	SHA256       string    `json:"sha256"`
 	CreatedAt    time.Time `json:"created_at"`
 	CreatedBy    string    `json:"created_by"`
-	// ActionDocuments is filled by GetDocument only.
-	ActionDocuments []ActionDocument `json:"action_documents,omitempty"`
+	// ActionDocuments is filled by GetDocument only: the first 100;
+	// ActionDocumentsTruncated says more link the document, and
+	// DocumentActionDocuments lists them all.
+	ActionDocuments          []ActionDocument `json:"action_documents,omitempty"`
+	ActionDocumentsTruncated bool             `json:"action_documents_truncated,omitempty"`
 }
 
 // ActionDocument links an action to a document. Inside a document's

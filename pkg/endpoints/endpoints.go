@@ -128,6 +128,16 @@ func List[F, T any](list func(context.Context, F, model.Page) (model.Paged[T], e
 	}
 }
 
+// Links adapts a paged list of what links to one resource (an
+// organization's people) to an endpoint answering one page, with the Link
+// of the next when more follow.
+func Links[T any](list func(context.Context, uuid.UUID, model.LinkPage) (model.LinkPaged[T], error)) func(context.Context, httpx.LinksRequest) (any, error) {
+	return func(ctx context.Context, req httpx.LinksRequest) (any, error) {
+		r, err := list(ctx, req.ID, req.Page)
+		return httpx.LinkListOf(r, req.ID.String()), err
+	}
+}
+
 // ListBy is List for a list that depends on its caller's rules (R: the
 // subscriptions a client made, the deliveries of a subscription only its
 // maker sees).

@@ -66,6 +66,25 @@ type ListRequest[F any] struct {
 	Page   model.Page
 }
 
+// LinksRequest asks for one page of what links to the resource ID (an
+// organization's people): the paged sub-resource behind a list its answer
+// embeds only the first model.MaxEmbedded entries of.
+type LinksRequest struct {
+	ID   uuid.UUID
+	Page model.LinkPage
+}
+
+// PathLinks decodes such a request: the {id} path parameter, limit and
+// cursor, the cursor bound to the id.
+func PathLinks(r *http.Request) (LinksRequest, error) {
+	id, err := PathUUID(r, "id")
+	if err != nil {
+		return LinksRequest{}, err
+	}
+	q := ParseQuery(r, "limit", "cursor")
+	return LinksRequest{ID: id, Page: q.LinkPage(id.String())}, q.Err()
+}
+
 // FindRequest is a find's criteria and its create flag.
 type FindRequest[T any] struct {
 	Criteria T

@@ -58,6 +58,20 @@ func ListOf[T any](r model.Paged[T]) List {
 	return List{Items: r.Items, Next: r.Next, NextSub: r.NextSub}
 }
 
+// LinkList is one page of a list of links (model.LinkPaged), with the
+// Link of the next when Next is set; Scope is what Query.LinkPage bound
+// its cursor to.
+type LinkList struct {
+	Items any
+	Next  *model.LinkKey
+	Scope string
+}
+
+// LinkListOf adapts a store's page of links of the resource scope.
+func LinkListOf[T any](r model.LinkPaged[T], scope string) LinkList {
+	return LinkList{Items: r.Items, Next: r.Next, Scope: scope}
+}
+
 // Replay is an answer given before, sent again as it was (an
 // Idempotency-Key's replay).
 type Replay struct {
@@ -102,6 +116,16 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	if list, ok := response.(List); ok {
 		if list.Next != uuid.Nil {
 			h.Set("Link", nextLink(ctx, list.Next, list.NextSub))
+		}
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		return writeJSON(w, list.Items)
+	}
+	if list, ok := response.(LinkList); ok {
+		if list.Next != nil {
+			info := RequestInfoFrom(ctx)
+			q, _ := url.ParseQuery(info.RawQuery)
+			h.Set("Link", "<"+NextLink(ctx, "cursor", model.EncodeLinkCursor(*list.Next, list.Scope+"\x00"+cursorBinding(q)))+`>; rel="next"`)
 		}
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)

@@ -206,6 +206,22 @@ func (q *Query) Page() model.Page {
 	return page
 }
 
+// LinkPage reads limit and cursor of a list of links (model.LinkPage),
+// the cursor bound to the other parameters and to scope, the resource
+// whose links are listed, so that it is not valid for another's.
+func (q *Query) LinkPage(scope string) model.LinkPage {
+	page := model.LinkPage{Limit: q.Limit()}
+	if v, ok := q.raw("cursor"); ok {
+		after, err := model.DecodeLinkCursor(v, scope+"\x00"+q.Binding())
+		if err != nil {
+			q.bad.Add("cursor", "%s", err.Error())
+		} else {
+			page.After = &after
+		}
+	}
+	return page
+}
+
 // Binding is the canonical form of every parameter but limit and cursor; a
 // cursor is only valid with the filters it was issued for.
 func (q *Query) Binding() string { return cursorBinding(q.values) }

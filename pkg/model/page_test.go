@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -62,5 +63,45 @@ func TestSequenceCursorRoundTrip(t *testing.T) {
 		if _, err := model.DecodeSequenceCursor(bad, "feed"); err == nil {
 			t.Errorf("DecodeSequenceCursor(%q) accepted", bad)
 		}
+	}
+}
+
+func TestLinkCursorRoundTrip(t *testing.T) {
+	k := model.LinkKey{At: time.Date(2026, 3, 14, 9, 26, 53, 123456000, time.UTC), ID: uuid.Must(uuid.NewV7()), Name: "employee"}
+	c := model.EncodeLinkCursor(k, "organization=1")
+	got, err := model.DecodeLinkCursor(c, "organization=1")
+	if err != nil || got != k {
+		t.Fatalf("got %+v, %v; want %+v", got, err, k)
+	}
+	plain := model.LinkKey{At: k.At, ID: k.ID}
+	if got, err := model.DecodeLinkCursor(model.EncodeLinkCursor(plain, ""), ""); err != nil || got != plain {
+		t.Fatalf("without a name: got %+v, %v", got, err)
+	}
+	idCursor := model.EncodeCursor(k.ID, "organization=1")
+	for _, bad := range []string{"", "abc", c + "x", c[:len(c)-2], idCursor} {
+		if _, err := model.DecodeLinkCursor(bad, "organization=1"); err == nil {
+			t.Errorf("DecodeLinkCursor(%q) accepted", bad)
+		}
+	}
+	if _, _, err := model.DecodeCursor(c, "organization=1"); err == nil {
+		t.Error("a link cursor passed for an id cursor")
+	}
+	if _, err := model.DecodeLinkCursor(c, "organization=2"); err == nil {
+		t.Error("a cursor must not be valid for another binding")
+	}
+}
+
+func TestTrimLinks(t *testing.T) {
+	at := time.Now()
+	rows := []model.LinkKey{{At: at, Name: "a"}, {At: at, Name: "b"}, {At: at, Name: "c"}}
+	key := func(k model.LinkKey) model.LinkKey { return k }
+	if p := model.TrimLinks(rows, model.LinkPage{Limit: 2}, key); len(p.Items) != 2 || p.Next == nil || p.Next.Name != "b" {
+		t.Errorf("more rows: %+v", p)
+	}
+	if p := model.TrimLinks(rows, model.LinkPage{Limit: 3}, key); len(p.Items) != 3 || p.Next != nil {
+		t.Errorf("last page: %+v", p)
+	}
+	if p := model.TrimLinks[model.LinkKey](nil, model.LinkPage{Limit: 3}, key); p.Items == nil {
+		t.Error("an empty page must be an empty array, not null")
 	}
 }

@@ -15,15 +15,16 @@ import (
 // method and says which success status applies; everything HTTP-specific
 // beyond that lives in the transport.
 type Endpoints struct {
-	CreateAssetType endpoint.Endpoint
-	GetAssetType    endpoint.Endpoint
-	ListAssetTypes  endpoint.Endpoint
-	FindAssetTypes  endpoint.Endpoint
-	UpdateAssetType endpoint.Endpoint
-	DeleteAssetType endpoint.Endpoint
-	AttachDocument  endpoint.Endpoint
-	DetachDocument  endpoint.Endpoint
-	SetThumbnail    endpoint.Endpoint
+	CreateAssetType    endpoint.Endpoint
+	GetAssetType       endpoint.Endpoint
+	AssetTypeDocuments endpoint.Endpoint
+	ListAssetTypes     endpoint.Endpoint
+	FindAssetTypes     endpoint.Endpoint
+	UpdateAssetType    endpoint.Endpoint
+	DeleteAssetType    endpoint.Endpoint
+	AttachDocument     endpoint.Endpoint
+	DetachDocument     endpoint.Endpoint
+	SetThumbnail       endpoint.Endpoint
 
 	CreateAsset  endpoint.Endpoint
 	CreateAssets endpoint.Endpoint
@@ -43,9 +44,10 @@ type attachment struct {
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		CreateAssetType: endpoints.ByCaller(endpoints.Created(s.CreateAssetType, assetTypeLocation)),
-		GetAssetType:    endpoints.New(s.GetAssetType),
-		ListAssetTypes:  endpoints.New(endpoints.List(s.ListAssetTypes)),
+		CreateAssetType:    endpoints.ByCaller(endpoints.Created(s.CreateAssetType, assetTypeLocation)),
+		GetAssetType:       endpoints.New(s.GetAssetType),
+		AssetTypeDocuments: endpoints.New(endpoints.Links(s.AssetTypeDocuments)),
+		ListAssetTypes:     endpoints.New(endpoints.List(s.ListAssetTypes)),
 		// Every match, as a list: no page, no ETag.
 		FindAssetTypes: endpoints.New(func(ctx context.Context, q BrandAndModel) (any, error) {
 			types, err := s.FindAssetTypes(ctx, q)

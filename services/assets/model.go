@@ -80,10 +80,14 @@ type AssetType struct {
 
 // AssetTypeDetail is an asset type with its documents and thumbnail: the
 // shape of every single-asset-type answer.
+// Documents holds the first model.MaxEmbedded attached documents in
+// attach order; DocumentsTruncated says more are attached, and GET
+// /asset_types/{id}/documents pages through them all.
 type AssetTypeDetail struct {
 	AssetType
-	Documents []Document `json:"documents" db:"documents"`
-	Thumbnail *Document  `json:"thumbnail" db:"thumbnail"`
+	Documents          []Document `json:"documents" db:"documents"`
+	DocumentsTruncated bool       `json:"documents_truncated" db:"documents_truncated"`
+	Thumbnail          *Document  `json:"thumbnail" db:"thumbnail"`
 }
 
 // Asset is one piece of equipment, told apart by its serial number within
@@ -112,7 +116,7 @@ const (
 const firstProductionYear = 1900
 
 // The members of an asset type the service sets beyond the audit fields.
-var assetTypeReadOnly = []string{"documents", "thumbnail"}
+var assetTypeReadOnly = []string{"documents", "documents_truncated", "thumbnail"}
 
 // ReadOnlyFields names an asset type's service-set members.
 func (AssetTypeInput) ReadOnlyFields() []string { return assetTypeReadOnly }

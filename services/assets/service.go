@@ -10,6 +10,7 @@ package assets
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/google/uuid"
 
@@ -22,6 +23,10 @@ import (
 type Service interface {
 	// Asset types, read.
 	GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error)
+	// AssetTypeDocuments pages through every document attached to the
+	// asset type, in attach order: the whole of what its answer's
+	// documents begins.
+	AssetTypeDocuments(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[json.RawMessage], error)
 	ListAssetTypes(ctx context.Context, f AssetTypeFilter, page model.Page) (model.Paged[AssetType], error)
 	// FindAssetTypes returns every asset type of a brand and model (and
 	// version): GET /asset_types/by_brand_and_model.
@@ -247,6 +252,10 @@ func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, 
 
 func (s *service) GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error) {
 	return s.store.GetAssetType(ctx, id)
+}
+
+func (s *service) AssetTypeDocuments(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[json.RawMessage], error) {
+	return s.store.AssetTypeDocuments(ctx, id, page)
 }
 
 func (s *service) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page model.Page) (model.Paged[AssetType], error) {

@@ -2,9 +2,11 @@ package assets
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -113,9 +115,53 @@ func NewStore(s *store.Store, r *refs.Registry) *Store {
 var assetTypeColumns = `t.id, t.brand, t.model, t.version, t.emission_class, t.thumbnail_document_id, ` +
 	typeExternals.column("t") + `, t.created_at, t.created_by, t.updated_at, t.updated_by`
 
-// The attached documents in attach order, and the thumbnail.
-const assetTypeDocumentsSQL = `COALESCE((SELECT json_agg(d.document ORDER BY d.attached_at, d.document_id)
-	FROM asset_type_documents d WHERE d.asset_type_id = t.id), '[]') AS documents, t.thumbnail`
+// The first attached documents in attach order (model.MaxEmbedded),
+// whether more are attached, and the thumbnail. Migration 002's index
+// holds an asset type's attachments in attach order, so this is a short
+// range scan however many there are.
+var assetTypeDocumentsSQL = fmt.Sprintf(`COALESCE((SELECT json_agg(e.document ORDER BY e.attached_at, e.document_id) FROM (
+		SELECT d.document, d.attached_at, d.document_id FROM asset_type_documents d WHERE d.asset_type_id = t.id
+		ORDER BY d.attached_at, d.document_id LIMIT %[1]d) e), '[]') AS documents,
+	EXISTS (SELECT FROM asset_type_documents d WHERE d.asset_type_id = t.id
+		ORDER BY d.attached_at, d.document_id OFFSET %[1]d) AS documents_truncated, t.thumbnail`, model.MaxEmbedded)
+
+// attachedDocument is an attached document with its place in attach order.
+type attachedDocument struct {
+	Document   json.RawMessage `db:"document"`
+	AttachedAt time.Time       `db:"attached_at"`
+	DocumentID uuid.UUID       `db:"document_id"`
+}
+
+// AssetTypeDocuments reads one page of the documents attached to an asset
+// type, in attach order; an unknown asset type is a 404.
+func (s *Store) AssetTypeDocuments(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[json.RawMessage], error) {
+	q := s.Reads(ctx)
+	sql, args := `SELECT d.document, d.attached_at, d.document_id FROM asset_type_documents d WHERE d.asset_type_id = $1`, []any{id}
+	if page.After != nil {
+		sql += ` AND (d.attached_at, d.document_id) > ($2, $3)`
+		args = append(args, page.After.At, page.After.ID)
+	}
+	rows, err := store.Many[attachedDocument](ctx, q, "list documents of asset type",
+		fmt.Sprintf(`%s ORDER BY d.attached_at, d.document_id LIMIT %d`, sql, page.Limit+1), args...)
+	if err != nil {
+		return model.LinkPaged[json.RawMessage]{}, err
+	}
+	if len(rows) == 0 {
+		found := false
+		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT FROM asset_types WHERE id = $1)`, id).Scan(&found); err != nil {
+			return model.LinkPaged[json.RawMessage]{}, store.Classify(err, "list documents of asset type")
+		}
+		if !found {
+			return model.LinkPaged[json.RawMessage]{}, apperr.NotFound("asset type", id.String())
+		}
+	}
+	paged := model.TrimLinks(rows, page, func(d attachedDocument) model.LinkKey { return model.LinkKey{At: d.AttachedAt, ID: d.DocumentID} })
+	out := model.LinkPaged[json.RawMessage]{Items: make([]json.RawMessage, len(paged.Items)), Next: paged.Next}
+	for i, d := range paged.Items {
+		out.Items[i] = d.Document
+	}
+	return out, nil
+}
 
 // CreateAssetType inserts an asset type; its thumbnail, when it names one,
 // must be an image document, confirmed with checked.
@@ -169,11 +215,13 @@ func (s *Store) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page mode
 
 // FindAssetTypes returns every asset type of the brand and model (and
 // version, when given), in creation order.
+// At most model.MaxLimit, the oldest: a page's bound, so that versions
+// made without end cannot make the answer so.
 func (s *Store) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
 	var where store.Filter
 	typeMatch(&where, q)
 	types, err := store.Many[AssetType](ctx, s.Reads(ctx), "find asset types",
-		`SELECT `+assetTypeColumns+` FROM asset_types t`+where.SQL()+` ORDER BY t.id`, where.Args()...)
+		`SELECT `+assetTypeColumns+` FROM asset_types t`+where.SQL()+fmt.Sprintf(` ORDER BY t.id LIMIT %d`, model.MaxLimit), where.Args()...)
 	return nonNil(types), err
 }
 

@@ -30,6 +30,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	// cached: answered from Redis until a write changes it (cache.go)
 	handle("GET", "/asset_types/by_brand_and_model", endpoints.Serve(e.FindAssetTypes, decodeBrandAndModel))
 	handle("GET", "/asset_types/{id}", endpoints.Serve(e.GetAssetType, httpx.PathID))
+	handle("GET", "/asset_types/{id}/documents", endpoints.Serve(e.AssetTypeDocuments, httpx.PathLinks))
 	handle("PATCH", "/asset_types/{id}", endpoints.Serve(e.UpdateAssetType, httpx.PathIDBody[AssetTypePatch], endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/asset_types/{id}", endpoints.Serve(e.DeleteAssetType, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("POST", "/asset_types/{id}/documents", endpoints.Serve(e.AttachDocument, httpx.PathIDBody[DocumentRef], endpoints.IdempotencyKey, endpoints.OwnerOnly))

@@ -10,15 +10,18 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
 )
 
 // Endpoints holds one go-kit endpoint per operation.
 type Endpoints struct {
-	Upload   endpoint.Endpoint
-	Get      endpoint.Endpoint
-	Download endpoint.Endpoint
-	Delete   endpoint.Endpoint
+	Upload endpoint.Endpoint
+	Get    endpoint.Endpoint
+	// ActionDocuments is GET /documents/{id}/action_documents.
+	ActionDocuments endpoint.Endpoint
+	Download        endpoint.Endpoint
+	Delete          endpoint.Endpoint
 }
 
 // downloadRequest is a file download with its conditions.
@@ -47,7 +50,11 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		Upload: endpoints.ByCaller(endpoints.Created(s.Upload, func(d DocumentDetail) string {
 			return "/documents/" + d.ID.String()
 		})),
-		Get:      endpoints.New(s.Get),
+		Get: endpoints.New(s.Get),
+		ActionDocuments: endpoints.New(func(ctx context.Context, req actionDocumentsRequest) (any, error) {
+			r, err := s.ActionDocuments(ctx, req.ID, req.Page)
+			return httpx.ListOf(r), err
+		}),
 		Download: endpoints.New(func(ctx context.Context, req downloadRequest) (fileResponse, error) { return download(ctx, s, req) }),
 		Delete:   endpoints.Guarded(endpoints.NoContent(s.Delete)),
 	}

@@ -36,11 +36,14 @@ type ActionDocument struct {
 	CreatedAt       time.Time `json:"created_at"`
 }
 
-// DocumentDetail is a document with the action documents that link it: the
-// shape of every single-document answer.
+// DocumentDetail is a document with the first action documents that link
+// it (model.MaxEmbedded, in id order): the shape of every single-document
+// answer. ActionDocumentsTruncated says more link it; GET
+// /documents/{id}/action_documents pages through them all.
 type DocumentDetail struct {
 	Document
-	ActionDocuments []ActionDocument `json:"action_documents"`
+	ActionDocuments          []ActionDocument `json:"action_documents"`
+	ActionDocumentsTruncated bool             `json:"action_documents_truncated"`
 }
 
 // UploadForm yields the parts of an upload in the order the client sent

@@ -7,11 +7,13 @@
 package documents
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -42,6 +44,10 @@ type Service interface {
 	// left behind when it fails.
 	Upload(ctx context.Context, by model.Caller, form UploadForm) (DocumentDetail, error)
 	Get(ctx context.Context, id uuid.UUID) (DocumentDetail, error)
+	// ActionDocuments pages through every action document that links the
+	// document, in id order: the whole of what its answer's
+	// action_documents begins.
+	ActionDocuments(ctx context.Context, id uuid.UUID, page model.Page) (model.Paged[ActionDocument], error)
 	// Open returns a document's metadata, for a download.
 	Open(ctx context.Context, id uuid.UUID) (Document, error)
 	// Read streams the document's bytes, or the range r of them.
@@ -217,7 +223,31 @@ func (s *service) Get(ctx context.Context, id uuid.UUID) (DocumentDetail, error)
 	if err != nil {
 		return DocumentDetail{}, fmt.Errorf("action documents of %s: %w", id, err)
 	}
-	return DocumentDetail{Document: doc, ActionDocuments: links}, nil
+	detail := DocumentDetail{Document: doc, ActionDocuments: links}
+	if len(links) > model.MaxEmbedded {
+		detail.ActionDocuments, detail.ActionDocumentsTruncated = links[:model.MaxEmbedded], true
+	}
+	return detail, nil
+}
+
+// ActionDocuments pages over what the actions service answers, which
+// lists a document's action documents in id order.
+func (s *service) ActionDocuments(ctx context.Context, id uuid.UUID, page model.Page) (model.Paged[ActionDocument], error) {
+	if _, err := s.store.Get(ctx, id); err != nil {
+		return model.Paged[ActionDocument]{}, err
+	}
+	links, err := s.links(ctx, id)
+	if err != nil {
+		return model.Paged[ActionDocument]{}, fmt.Errorf("action documents of %s: %w", id, err)
+	}
+	start, _ := slices.BinarySearchFunc(links, page.After, func(l ActionDocument, after uuid.UUID) int {
+		return bytes.Compare(l.ID[:], after[:])
+	})
+	if page.After != uuid.Nil && start < len(links) && links[start].ID == page.After {
+		start++
+	}
+	links = links[start:]
+	return model.TrimPage(links[:min(len(links), page.Limit+1)], page, func(l ActionDocument) uuid.UUID { return l.ID }), nil
 }
 
 func (s *service) Open(ctx context.Context, id uuid.UUID) (Document, error) {

@@ -16,11 +16,13 @@ import (
 	"strings"
 
 	kithttp "github.com/go-kit/kit/transport/http"
+	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 )
 
@@ -30,6 +32,7 @@ func NewHTTPHandler(e Endpoints, internal refs.Set, maxSize int64) *httpx.Router
 	r := httpx.NewRouter(auth.RequireScope)
 	r.Handle("POST", "/documents", endpoints.Serve(e.Upload, uploadDecoder(maxSize), endpoints.IdempotencyKey))
 	r.Handle("GET", "/documents/{id}", endpoints.Serve(e.Get, httpx.PathID))
+	r.Handle("GET", "/documents/{id}/action_documents", endpoints.Serve(e.ActionDocuments, decodeActionDocuments))
 	r.Handle("DELETE", "/documents/{id}", endpoints.Serve(e.Delete, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
 	r.Handle("GET", "/documents/{id}/file", kithttp.NewServer(e.Download,
 		func(_ context.Context, r *http.Request) (any, error) { return decodeDownload(r) },
@@ -263,3 +266,18 @@ func rfc5987(s string) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// actionDocumentsRequest is one page of a document's action documents.
+type actionDocumentsRequest struct {
+	ID   uuid.UUID
+	Page model.Page
+}
+
+func decodeActionDocuments(r *http.Request) (actionDocumentsRequest, error) {
+	id, err := httpx.PathUUID(r, "id")
+	if err != nil {
+		return actionDocumentsRequest{}, err
+	}
+	q := httpx.ParseQuery(r, "limit", "cursor")
+	return actionDocumentsRequest{ID: id, Page: q.Page()}, q.Err()
+}

@@ -21,13 +21,15 @@ type Endpoints struct {
 	FindOrganization   endpoint.Endpoint
 	UpdateOrganization endpoint.Endpoint
 	DeleteOrganization endpoint.Endpoint
+	OrganizationPeople endpoint.Endpoint
 
-	CreatePerson endpoint.Endpoint
-	GetPerson    endpoint.Endpoint
-	ListPeople   endpoint.Endpoint
-	FindPerson   endpoint.Endpoint
-	UpdatePerson endpoint.Endpoint
-	DeletePerson endpoint.Endpoint
+	CreatePerson        endpoint.Endpoint
+	GetPerson           endpoint.Endpoint
+	ListPeople          endpoint.Endpoint
+	FindPerson          endpoint.Endpoint
+	UpdatePerson        endpoint.Endpoint
+	DeletePerson        endpoint.Endpoint
+	PersonOrganizations endpoint.Endpoint
 
 	Link   endpoint.Endpoint
 	Unlink endpoint.Endpoint
@@ -46,13 +48,15 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		}),
 		UpdateOrganization: endpoints.Guarded(endpoints.ByID(s.UpdateOrganization)),
 		DeleteOrganization: endpoints.Guarded(endpoints.NoContent(s.DeleteOrganization)),
+		OrganizationPeople: endpoints.New(endpoints.Links(s.OrganizationPeople)),
 
-		CreatePerson: endpoints.ByCaller(endpoints.Created(s.CreatePerson, personLocation)),
-		GetPerson:    endpoints.New(s.GetPerson),
-		ListPeople:   endpoints.New(endpoints.List(s.ListPeople)),
-		FindPerson:   endpoints.ByCaller(endpoints.FindOrCreate(s.FindPerson, personLocation)),
-		UpdatePerson: endpoints.Guarded(endpoints.ByID(s.UpdatePerson)),
-		DeletePerson: endpoints.Guarded(endpoints.NoContent(s.DeletePerson)),
+		CreatePerson:        endpoints.ByCaller(endpoints.Created(s.CreatePerson, personLocation)),
+		GetPerson:           endpoints.New(s.GetPerson),
+		ListPeople:          endpoints.New(endpoints.List(s.ListPeople)),
+		FindPerson:          endpoints.ByCaller(endpoints.FindOrCreate(s.FindPerson, personLocation)),
+		UpdatePerson:        endpoints.Guarded(endpoints.ByID(s.UpdatePerson)),
+		DeletePerson:        endpoints.Guarded(endpoints.NoContent(s.DeletePerson)),
+		PersonOrganizations: endpoints.New(endpoints.Links(s.PersonOrganizations)),
 
 		Link: endpoints.ByCaller(func(ctx context.Context, by model.Caller, in LinkInput) (any, error) {
 			l, created, err := s.Link(ctx, by, in)

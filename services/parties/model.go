@@ -33,11 +33,14 @@ type AssociatedPerson struct {
 	RelationType string      `json:"relation_type" db:"relation_type"`
 }
 
-// OrganizationDetail is an organization with the people linked to it: the
-// shape of every single-organization answer.
+// OrganizationDetail is an organization with the first people linked to
+// it (model.MaxEmbedded, in link order): the shape of every
+// single-organization answer. AssociatedPeopleTruncated says more are
+// linked; GET /organizations/{id}/people pages through them all.
 type OrganizationDetail struct {
 	Organization
-	AssociatedPeople []AssociatedPerson `json:"associated_people"`
+	AssociatedPeople          []AssociatedPerson `json:"associated_people"`
+	AssociatedPeopleTruncated bool               `json:"associated_people_truncated"`
 }
 
 // Person is a natural person, identified by name and date of birth.
@@ -60,10 +63,13 @@ type AssociatedOrganization struct {
 	RelationType       string    `json:"relation_type" db:"relation_type"`
 }
 
-// PersonDetail is a person with the organizations linked to it.
+// PersonDetail is a person with the first organizations linked to them,
+// as OrganizationDetail has its people; GET /people/{id}/organizations
+// pages through them all.
 type PersonDetail struct {
 	Person
-	AssociatedOrganizations []AssociatedOrganization `json:"associated_organizations"`
+	AssociatedOrganizations          []AssociatedOrganization `json:"associated_organizations"`
+	AssociatedOrganizationsTruncated bool                     `json:"associated_organizations_truncated"`
 }
 
 // Link ties a person to an organization with a relation type.
@@ -78,8 +84,8 @@ type Link struct {
 // beyond the audit fields every resource has: sending one is a 422 that
 // says it is read-only, not just unknown.
 var (
-	organizationReadOnly = []string{"idp_id", "associated_people"}
-	personReadOnly       = []string{"associated_organizations"}
+	organizationReadOnly = []string{"idp_id", "associated_people", "associated_people_truncated"}
+	personReadOnly       = []string{"associated_organizations", "associated_organizations_truncated"}
 )
 
 // ReadOnlyFields names an organization's service-set members.

@@ -21,6 +21,10 @@ type Service interface {
 	FindOrganization(ctx context.Context, q OrganizationQuery) (OrganizationDetail, error)
 	UpdateOrganization(ctx context.Context, g model.Guard, id uuid.UUID, p OrganizationPatch) (OrganizationDetail, error)
 	DeleteOrganization(ctx context.Context, g model.Guard, id uuid.UUID) error
+	// OrganizationPeople pages through every person linked to the
+	// organization, in link order: the whole of what its answer's
+	// associated_people begins.
+	OrganizationPeople(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[AssociatedPerson], error)
 
 	CreatePerson(ctx context.Context, by model.Caller, in PersonInput) (PersonDetail, error)
 	GetPerson(ctx context.Context, id uuid.UUID) (PersonDetail, error)
@@ -30,6 +34,9 @@ type Service interface {
 	FindPerson(ctx context.Context, by model.Caller, q PersonInput, create bool) (p PersonDetail, created bool, err error)
 	UpdatePerson(ctx context.Context, g model.Guard, id uuid.UUID, p PersonPatch) (PersonDetail, error)
 	DeletePerson(ctx context.Context, g model.Guard, id uuid.UUID) error
+	// PersonOrganizations pages through every organization the person is
+	// linked to, as OrganizationPeople does.
+	PersonOrganizations(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[AssociatedOrganization], error)
 
 	// Link relates a person to an organization; created=false when the
 	// relation existed already.
@@ -97,6 +104,10 @@ func (s *service) DeleteOrganization(ctx context.Context, g model.Guard, id uuid
 	return s.refs.DeleteRow(ctx, g, "organization", "organizations", id, current, s.store.DeleteOrganization(g.Caller, id))
 }
 
+func (s *service) OrganizationPeople(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[AssociatedPerson], error) {
+	return s.store.OrganizationPeople(ctx, id, page)
+}
+
 func (s *service) CreatePerson(ctx context.Context, by model.Caller, in PersonInput) (PersonDetail, error) {
 	in, err := in.Normalize()
 	if err != nil {
@@ -158,6 +169,10 @@ func (s *service) UpdatePerson(ctx context.Context, g model.Guard, id uuid.UUID,
 func (s *service) DeletePerson(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.store.GetPerson(ctx, id) }
 	return s.refs.DeleteRow(ctx, g, "person", "people", id, current, s.store.DeletePerson(g.Caller, id))
+}
+
+func (s *service) PersonOrganizations(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[AssociatedOrganization], error) {
+	return s.store.PersonOrganizations(ctx, id, page)
 }
 
 func (s *service) Link(ctx context.Context, by model.Caller, in LinkInput) (Link, bool, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -40,12 +41,22 @@ func NewStore(s *store.Store) *Store {
 const organizationColumns = `id, name, registration_number, organization_type, tax_registration_number,
 	country, idp_id, created_at, created_by, updated_at, updated_by`
 
-// The people linked to an organization, in link order, as one JSON array.
-const associatedPeopleSQL = `COALESCE((
-	SELECT json_agg(json_build_object('id', p.id, 'first_name', p.first_name, 'last_name', p.last_name,
-		'date_of_birth', p.date_of_birth, 'relation_type', l.relation_type) ORDER BY l.created_at, p.id, l.relation_type)
-	FROM person_organizations l JOIN people p ON p.id = l.person_id
-	WHERE l.organization_id = o.id), '[]') AS associated_people`
+// Link order: when the link was made, then the other end's id and the
+// relation type, which together tell any two links of one end apart. The
+// indexes of migration 002 hold the links of either end in this order, so
+// a page of them, and the embedded first page, are a range scan however
+// many links there are.
+
+// The first people linked to an organization (model.MaxEmbedded, in link
+// order) as one JSON array, and whether more are linked.
+var associatedPeopleSQL = fmt.Sprintf(`COALESCE((
+	SELECT json_agg(e.item ORDER BY e.created_at, e.person_id, e.relation_type) FROM (
+		SELECT json_build_object('id', p.id, 'first_name', p.first_name, 'last_name', p.last_name,
+			'date_of_birth', p.date_of_birth, 'relation_type', l.relation_type) AS item, l.created_at, l.person_id, l.relation_type
+		FROM person_organizations l JOIN people p ON p.id = l.person_id
+		WHERE l.organization_id = o.id ORDER BY l.created_at, l.person_id, l.relation_type LIMIT %[1]d) e), '[]') AS associated_people,
+	EXISTS (SELECT FROM person_organizations l WHERE l.organization_id = o.id
+		ORDER BY l.created_at, l.person_id, l.relation_type OFFSET %[1]d) AS associated_people_truncated`, model.MaxEmbedded)
 
 // CreateOrganization inserts a new organization.
 func (s *Store) CreateOrganization(ctx context.Context, by model.Caller, in OrganizationInput) (Organization, error) {
@@ -93,6 +104,59 @@ func (s *Store) FindOrganizations(ctx context.Context, q OrganizationQuery) ([]O
 	return store.Many[OrganizationDetail](ctx, s.Reads(ctx), "find organization",
 		`SELECT `+organizationColumns+`, `+associatedPeopleSQL+` FROM organizations o`+where.SQL()+
 			fmt.Sprintf(` ORDER BY id LIMIT %d`, model.FindLimit), where.Args()...)
+}
+
+// linkedPerson is an entry of an organization's people with its place in
+// link order.
+type linkedPerson struct {
+	AssociatedPerson
+	LinkedAt time.Time `db:"linked_at"`
+}
+
+// OrganizationPeople reads one page of the people linked to an
+// organization, in link order; an unknown organization is a 404.
+func (s *Store) OrganizationPeople(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[AssociatedPerson], error) {
+	rows, err := linkPage[linkedPerson](ctx, s.Reads(ctx), "list people of organization", "organization", id, page,
+		`SELECT p.id, p.first_name, p.last_name, p.date_of_birth, l.relation_type, l.created_at AS linked_at
+		FROM person_organizations l JOIN people p ON p.id = l.person_id WHERE l.organization_id = $1`,
+		"l.created_at, l.person_id, l.relation_type", `SELECT EXISTS (SELECT FROM organizations WHERE id = $1)`)
+	if err != nil {
+		return model.LinkPaged[AssociatedPerson]{}, err
+	}
+	paged := model.TrimLinks(rows, page, func(p linkedPerson) model.LinkKey {
+		return model.LinkKey{At: p.LinkedAt, ID: p.ID, Name: p.RelationType}
+	})
+	out := model.LinkPaged[AssociatedPerson]{Items: make([]AssociatedPerson, len(paged.Items)), Next: paged.Next}
+	for i, p := range paged.Items {
+		out.Items[i] = p.AssociatedPerson
+	}
+	return out, nil
+}
+
+// linkPage reads up to page.Limit+1 links of one end (id, the query's $1)
+// after page.After in link order (orderBy: the time, the other end's id
+// and the relation type). An empty page asks whether the end exists
+// (exists, of $1): an unknown organization or person is a 404, not an
+// empty list.
+func linkPage[T any](ctx context.Context, q store.Querier, op, resource string, id uuid.UUID, page model.LinkPage,
+	selectSQL, orderBy, exists string) ([]T, error) {
+	args := []any{id}
+	if page.After != nil {
+		selectSQL += ` AND (` + orderBy + `) > ($2, $3, $4)`
+		args = append(args, page.After.At, page.After.ID, page.After.Name)
+	}
+	rows, err := store.Many[T](ctx, q, op, fmt.Sprintf(`%s ORDER BY %s LIMIT %d`, selectSQL, orderBy, page.Limit+1), args...)
+	if err != nil || len(rows) > 0 {
+		return rows, err
+	}
+	found := false
+	if err := q.QueryRow(ctx, exists, id).Scan(&found); err != nil {
+		return nil, store.Classify(err, op)
+	}
+	if !found {
+		return nil, apperr.NotFound(resource, id.String())
+	}
+	return rows, nil
 }
 
 var organizationUpdater = store.Updater[Organization, OrganizationInput]{
@@ -146,12 +210,16 @@ func (s *Store) DeleteOrganization(by model.Caller, id uuid.UUID) func(ctx conte
 
 const personColumns = `id, first_name, last_name, date_of_birth, created_at, created_by, updated_at, updated_by`
 
-const associatedOrganizationsSQL = `COALESCE((
-	SELECT json_agg(json_build_object('id', o.id, 'name', o.name, 'registration_number', o.registration_number,
-		'organization_type', o.organization_type, 'country', o.country, 'relation_type', l.relation_type)
-		ORDER BY l.created_at, o.id, l.relation_type)
-	FROM person_organizations l JOIN organizations o ON o.id = l.organization_id
-	WHERE l.person_id = p.id), '[]') AS associated_organizations`
+// The first organizations a person is linked to, as associatedPeopleSQL.
+var associatedOrganizationsSQL = fmt.Sprintf(`COALESCE((
+	SELECT json_agg(e.item ORDER BY e.created_at, e.organization_id, e.relation_type) FROM (
+		SELECT json_build_object('id', o.id, 'name', o.name, 'registration_number', o.registration_number,
+			'organization_type', o.organization_type, 'country', o.country, 'relation_type', l.relation_type) AS item,
+			l.created_at, l.organization_id, l.relation_type
+		FROM person_organizations l JOIN organizations o ON o.id = l.organization_id
+		WHERE l.person_id = p.id ORDER BY l.created_at, l.organization_id, l.relation_type LIMIT %[1]d) e), '[]') AS associated_organizations,
+	EXISTS (SELECT FROM person_organizations l WHERE l.person_id = p.id
+		ORDER BY l.created_at, l.organization_id, l.relation_type OFFSET %[1]d) AS associated_organizations_truncated`, model.MaxEmbedded)
 
 const personDuplicate = "a person with this first_name, last_name and date_of_birth exists already"
 
@@ -221,6 +289,33 @@ func (s *Store) FindPeople(ctx context.Context, in PersonInput) ([]PersonDetail,
 	return store.Many[PersonDetail](ctx, s.Reads(ctx), "find person",
 		`SELECT `+personColumns+`, `+associatedOrganizationsSQL+` FROM people p`+where.SQL()+
 			fmt.Sprintf(` ORDER BY id LIMIT %d`, model.FindLimit), where.Args()...)
+}
+
+// linkedOrganization is an entry of a person's organizations with its
+// place in link order.
+type linkedOrganization struct {
+	AssociatedOrganization
+	LinkedAt time.Time `db:"linked_at"`
+}
+
+// PersonOrganizations reads one page of the organizations a person is
+// linked to, in link order; an unknown person is a 404.
+func (s *Store) PersonOrganizations(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[AssociatedOrganization], error) {
+	rows, err := linkPage[linkedOrganization](ctx, s.Reads(ctx), "list organizations of person", "person", id, page,
+		`SELECT o.id, o.name, o.registration_number, o.organization_type, o.country, l.relation_type, l.created_at AS linked_at
+		FROM person_organizations l JOIN organizations o ON o.id = l.organization_id WHERE l.person_id = $1`,
+		"l.created_at, l.organization_id, l.relation_type", `SELECT EXISTS (SELECT FROM people WHERE id = $1)`)
+	if err != nil {
+		return model.LinkPaged[AssociatedOrganization]{}, err
+	}
+	paged := model.TrimLinks(rows, page, func(o linkedOrganization) model.LinkKey {
+		return model.LinkKey{At: o.LinkedAt, ID: o.ID, Name: o.RelationType}
+	})
+	out := model.LinkPaged[AssociatedOrganization]{Items: make([]AssociatedOrganization, len(paged.Items)), Next: paged.Next}
+	for i, o := range paged.Items {
+		out.Items[i] = o.AssociatedOrganization
+	}
+	return out, nil
 }
 
 var personUpdater = store.Updater[Person, PersonInput]{

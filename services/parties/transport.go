@@ -23,6 +23,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("GET", "/organizations/{id}", endpoints.Serve(e.GetOrganization, httpx.PathID))
 	handle("PATCH", "/organizations/{id}", endpoints.Serve(e.UpdateOrganization, httpx.PathIDBody[OrganizationPatch], endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/organizations/{id}", endpoints.Serve(e.DeleteOrganization, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("GET", "/organizations/{id}/people", endpoints.Serve(e.OrganizationPeople, httpx.PathLinks))
 	// cached: answered from Redis until a write changes it (cache.go)
 	findOrganization := endpoints.Serve(e.FindOrganization, httpx.Find[OrganizationQuery](false), endpoints.IdempotencyKey)
 	handle("POST", "/organizations/find", findOrganization)
@@ -33,6 +34,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("GET", "/people/{id}", endpoints.Serve(e.GetPerson, httpx.PathID))
 	handle("PATCH", "/people/{id}", endpoints.Serve(e.UpdatePerson, httpx.PathIDBody[PersonPatch], endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/people/{id}", endpoints.Serve(e.DeletePerson, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
+	handle("GET", "/people/{id}/organizations", endpoints.Serve(e.PersonOrganizations, httpx.PathLinks))
 	// cached: answered from Redis until a write changes it (cache.go)
 	handle("POST", "/people/find", endpoints.Serve(e.FindPerson, httpx.Find[PersonInput](true), endpoints.IdempotencyKey))
 

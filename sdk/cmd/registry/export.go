@@ -209,6 +209,19 @@ func rowOf(ctx context.Context, c *registry.Client, act registry.Action, assets 
 					break
 				}
 			}
+			// A person's answer holds the first 100 links; the rest are
+			// paged, read only when the relation is not among them.
+			if _, found := r["relation_type"]; !found && p.AssociatedOrganizationsTruncated {
+				for ao, err := range c.PersonOrganizations(ctx, p.ID) {
+					if err != nil {
+						return nil, err
+					}
+					if ao.ID == o.ID {
+						r["relation_type"] = ao.RelationType
+						break
+					}
+				}
+			}
 		}
 	}
 	return r, nil

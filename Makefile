@@ -107,7 +107,7 @@ test: servers-for-test chart-tools-head-start lint deps build ## lint, then ever
 
 .PHONY: faults
 faults: servers deps build ## the whole fault suite (FULL=1): the registry under load while its datastores, services and gateway fail (make test runs a short row of each kind)
-	@FULL=1 REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v ./tools/faults/ | grep -v '^=== RUN'
+	@FULL=1 REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 45m -v ./tools/faults/ | grep -v '^=== RUN'
 
 # Not part of make test: minutes of its own, and a second PostgreSQL, Redis
 # and two NATS servers beside the first.

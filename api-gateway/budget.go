@@ -1,14 +1,14 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // Budget is a request quota over a window: Quota requests, at most, in
@@ -179,35 +179,6 @@ func ceilSeconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))
 }
 
-// Prefixes is a list of networks as a flag: "10.0.0.0/8,192.168.1.7".
-type Prefixes []netip.Prefix
-
-func (p Prefixes) String() string {
-	var parts []string
-	for _, x := range p {
-		parts = append(parts, x.String())
-	}
-	return strings.Join(parts, ",")
-}
-
-// Set parses networks and single addresses, replacing what was there.
-func (p *Prefixes) Set(s string) error {
-	var out Prefixes
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		if prefix, err := netip.ParsePrefix(part); err == nil {
-			out = append(out, prefix.Masked())
-			continue
-		}
-		addr, err := netip.ParseAddr(part)
-		if err != nil {
-			return errors.New("trusted proxy " + strconv.Quote(part) + " is neither an address nor a network (10.0.0.0/8)")
-		}
-		out = append(out, netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen()))
-	}
-	*p = out
-	return nil
-}
+// Prefixes is the trusted proxies' flag value (httpx.Networks, which the
+// identity provider's flag shares).
+type Prefixes = httpx.Networks

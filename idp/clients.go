@@ -34,8 +34,12 @@ var knownScopes = []string{ScopeRead, ScopeWrite, ScopeInternal, ScopeAdmin}
 
 // Errors of the admin API.
 var (
-	ErrClientNotFound      = errors.New("idp: no such client")
-	ErrClientExists        = errors.New("idp: client already exists")
+	ErrClientNotFound = errors.New("idp: no such client")
+	ErrClientExists   = errors.New("idp: client already exists")
+	// ErrClientDeleted refuses an id that a deleted client had: the
+	// registry's rows name their creator by client id, and a new client
+	// under the old id would own them.
+	ErrClientDeleted       = errors.New("idp: the client id belonged to a deleted client and is never given out again (the registry's rows name their creator by it); choose another id")
 	ErrInvalidRegistration = errors.New("idp: invalid client registration")
 )
 
@@ -144,9 +148,10 @@ func (c *Clients) TokenValidity(ctx context.Context) (map[string]int64, error) {
 
 // DeleteClient removes the client and its secrets. Its tokens are void at
 // once: the client leaves the token validity list, which the verifiers
-// follow.
+// follow. Its id is kept and never given to another client
+// (ErrClientDeleted): the registry's rows name their creator by it.
 func (c *Clients) DeleteClient(ctx context.Context, id string) error {
-	if err := c.store.deleteClient(ctx, id); err != nil {
+	if err := c.store.deleteClient(ctx, id, c.now()); err != nil {
 		return fmt.Errorf("delete client %s: %w", id, err)
 	}
 	return nil

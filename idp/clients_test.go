@@ -171,4 +171,18 @@ func TestAdminAPI(t *testing.T) {
 			t.Errorf("%d secret rows left (%v)", rows, err)
 		}
 	})
+	// The registry's rows name their creator by client id: a new client
+	// under a deleted one's id would own them.
+	t.Run("a deleted client's id is never created again", func(t *testing.T) {
+		_, err := ti.Clients.CreateClient(ctx, "svc.a_1-x", []string{ScopeRead}, []string{registry})
+		if !errors.Is(err, ErrClientDeleted) || !strings.Contains(err.Error(), "svc.a_1-x was deleted on") {
+			t.Errorf("create under a deleted id: %v, want ErrClientDeleted naming the id and when", err)
+		}
+		if list, err := ti.Clients.ListClients(ctx); err != nil || len(list) != 0 {
+			t.Errorf("after the refused create: %v, %v; want no client", list, err)
+		}
+		if err := ti.Clients.DeleteClient(ctx, "svc.a_1-x"); !errors.Is(err, ErrClientNotFound) {
+			t.Errorf("delete again: %v, want ErrClientNotFound", err)
+		}
+	})
 }

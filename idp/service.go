@@ -61,11 +61,15 @@ type accessClaims struct {
 
 // tokenService issues access tokens for the client credentials grant.
 type tokenService struct {
-	issuer   string
-	ttl      time.Duration
-	keys     *Keys
-	clients  *Clients
-	throttle *throttle
+	issuer string
+	ttl    time.Duration
+	// internalTTL is the lifetime of tokens of the services' own clients
+	// (registry:internal): longer, so that they outlast an outage of the
+	// identity provider (see DefaultInternalTokenTTL).
+	internalTTL time.Duration
+	keys        *Keys
+	clients     *Clients
+	throttle    *throttle
 }
 
 // token checks the request in the order that tells a client the most
@@ -76,19 +80,28 @@ func (s *tokenService) token(ctx context.Context, req tokenRequest) (tokenRespon
 	if req.GrantType != GrantClientCredentials {
 		return tokenResponse{}, oauthError("unsupported_grant_type", "only the %s grant is supported", GrantClientCredentials)
 	}
-	// Failed authentications are throttled before the secret is looked at
+	// Failed authentications are throttled before the database is asked
 	// (see throttle.go); what fails for the database's sake is not counted.
-	if err := s.throttle.admit(ctx, req.ClientID, req.Source); err != nil {
+	vouched, err := s.throttle.admit(ctx, req.ClientID, req.ClientSecret, req.Source)
+	if err != nil {
 		return tokenResponse{}, err
 	}
 	client, generation, err := s.clients.authenticate(ctx, req.ClientID, req.ClientSecret)
 	if errors.Is(err, errBadCredentials) {
 		s.throttle.failed(req.ClientID, req.Source)
+		if vouched {
+			// A remembered secret that no longer holds (rotated out, a
+			// leaked one perhaps), from a pair over its budget: refused
+			// like the pair, and no longer remembered.
+			s.throttle.forget(req.ClientID)
+			return tokenResponse{}, s.throttle.refusal(req.ClientID, req.Source)
+		}
 		return tokenResponse{}, oauthError("invalid_client", "client authentication failed")
 	}
 	if err != nil {
 		return tokenResponse{}, err
 	}
+	s.throttle.succeeded(client.ID, req.ClientSecret)
 	audience, err := audience(client, req.Resources)
 	if err != nil {
 		return tokenResponse{}, err
@@ -99,12 +112,16 @@ func (s *tokenService) token(ctx context.Context, req tokenRequest) (tokenRespon
 	}
 	now := time.Now().Truncate(time.Second)
 	scope := strings.Join(scopes, " ")
+	ttl := s.ttl
+	if slices.Contains(scopes, ScopeInternal) && s.internalTTL > 0 {
+		ttl = s.internalTTL
+	}
 	token, err := s.keys.sign(accessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    s.issuer,
 			Subject:   client.ID,
 			Audience:  audience,
-			ExpiresAt: jwt.NewNumericDate(now.Add(s.ttl)),
+			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 			IssuedAt:  jwt.NewNumericDate(now),
 			NotBefore: jwt.NewNumericDate(now),
 			ID:        rand.Text(),
@@ -119,7 +136,7 @@ func (s *tokenService) token(ctx context.Context, req tokenRequest) (tokenRespon
 	return tokenResponse{
 		AccessToken: token,
 		TokenType:   "Bearer",
-		ExpiresIn:   int64(s.ttl / time.Second),
+		ExpiresIn:   int64(ttl / time.Second),
 		Scope:       scope,
 	}, nil
 }

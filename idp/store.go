@@ -29,6 +29,16 @@ func (s clientStore) createClient(ctx context.Context, c Client, hash []byte) er
 		if err != nil {
 			return store.Classify(err, "insert client")
 		}
+		// Read after the insert: an insert that waited for a delete of the
+		// same id to commit sees its tombstone now.
+		var deletedAt time.Time
+		err = tx.QueryRow(ctx, `SELECT deleted_at FROM deleted_clients WHERE client_id = $1`, c.ID).Scan(&deletedAt)
+		if err == nil {
+			return fmt.Errorf("%w: %s was deleted on %s", ErrClientDeleted, c.ID, deletedAt.UTC().Format(time.RFC3339))
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.Classify(err, "read deleted client ids")
+		}
 		return insertSecret(ctx, tx, c.ID, hash, c.CreatedAt)
 	})
 }
@@ -190,13 +200,22 @@ func (s clientStore) listClients(ctx context.Context, now time.Time) ([]Client, 
 		ORDER BY c.client_id`, now)
 }
 
-func (s clientStore) deleteClient(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM clients WHERE client_id = $1`, id)
-	if err != nil {
-		return store.Classify(err, "delete client")
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %s", ErrClientNotFound, id)
-	}
-	return nil
+// deleteClient removes the client and its secrets and keeps its id as a
+// tombstone, which createClient refuses; both commit together. A create
+// of the id racing the delete either commits first (and is deleted) or
+// waits in its insert for the delete to commit and then reads the
+// tombstone.
+func (s clientStore) deleteClient(ctx context.Context, id string, now time.Time) error {
+	return store.InTx(ctx, s.pool, "delete client", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM clients WHERE client_id = $1`, id)
+		if err != nil {
+			return store.Classify(err, "delete client")
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: %s", ErrClientNotFound, id)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO deleted_clients (client_id, deleted_at) VALUES ($1, $2)
+			ON CONFLICT (client_id) DO NOTHING`, id, now)
+		return store.Classify(err, "keep deleted client id")
+	})
 }

@@ -2,12 +2,12 @@ package idp
 
 import (
 	"context"
+	"crypto/subtle"
 	"flag"
 	"fmt"
 	"math"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -21,13 +21,16 @@ import (
 // fast as requests arrive. Only failures count: a client that authenticates
 // uses up nothing, however often it asks.
 //
-// Refusing is done per client id at one source address, and only so: an
-// attacker hammering one client id from elsewhere cannot lock the real
-// client out (the real client's own address has a bucket of its own), and
-// wrong secrets from one address cannot lock out another client calling
-// from that same address (a neighbour behind the same egress). What an
-// address trying many client ids, or many addresses trying one client id,
-// can do is slow those requests down, never make them fail.
+// Refusing is done per client id at one true source address (behind the
+// trusted proxies), and only so: an attacker hammering one client id from
+// elsewhere cannot lock the real client out (the real client's own address
+// has a bucket of its own), and wrong secrets from one address cannot lock
+// out another client calling from that same address (a neighbour behind the
+// same egress). What an address trying many client ids, or many addresses
+// trying one client id, can do is slow those requests down, never make them
+// fail. Even the refused pair lets through a secret that this replica saw
+// authenticate the client before (the real client behind the attacker's
+// NAT), checked against the database like any other.
 type ThrottleConfig struct {
 	// PerClientAddress is how many failed authentications one address may
 	// make for one client id per minute (and at once); over it, that
@@ -43,9 +46,10 @@ type ThrottleConfig struct {
 	PerClient int
 	Delay     time.Duration
 	// TrustedProxies are the networks of reverse proxies in front of the
-	// IdP whose X-Forwarded-For is believed; otherwise the source is the
-	// connection's peer.
-	TrustedProxies []netip.Prefix
+	// IdP (the ingress) whose X-Forwarded-For is believed, for the token
+	// endpoint's throttle and the token validity list's; otherwise the
+	// source is the connection's peer.
+	TrustedProxies httpx.Networks
 }
 
 // RegisterFlags adds the throttle.* flags (env THROTTLE_CLIENT_ADDRESS, ...).
@@ -59,19 +63,9 @@ func (c *ThrottleConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Delay, "throttle.delay", time.Second,
 		"how long a request over throttle.address or throttle.client waits before it is answered")
 	fs.DurationVar(&c.Delay, "throttle.client-delay", time.Second, "the former name of throttle.delay")
-	fs.Func("throttle.trusted-proxies", "comma-separated networks (CIDR) of reverse proxies whose X-Forwarded-For names the client's address", func(v string) error {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				return fmt.Errorf("%q is not a network in CIDR notation", s)
-			}
-			c.TrustedProxies = append(c.TrustedProxies, p.Masked())
-		}
-		return nil
-	})
+	const proxies = "addresses and networks (10.1.2.0/24,...) of reverse proxies (the ingress) whose X-Forwarded-For names the caller, for the throttles of the token endpoint and the token validity list; otherwise the caller is the TCP peer"
+	fs.Var(&c.TrustedProxies, "trusted-proxies", proxies)
+	fs.Var(&c.TrustedProxies, "throttle.trusted-proxies", "the former name of trusted-proxies")
 }
 
 func (c ThrottleConfig) validate() error {
@@ -96,6 +90,9 @@ type throttle struct {
 	clientAddress *lru.Cache[clientAtAddress, *rate.Limiter]
 	address       *lru.Cache[netip.Prefix, *rate.Limiter]
 	client        *lru.Cache[string, *rate.Limiter]
+	// known holds, per client id, the digests of the last secrets that
+	// authenticated it here: a refused pair still lets them be checked.
+	known *lru.Cache[string, [][]byte]
 }
 
 type clientAtAddress struct {
@@ -109,6 +106,7 @@ func newThrottle(cfg ThrottleConfig) *throttle {
 	t.clientAddress, _ = lru.New[clientAtAddress, *rate.Limiter](throttleEntries)
 	t.address, _ = lru.New[netip.Prefix, *rate.Limiter](throttleEntries)
 	t.client, _ = lru.New[string, *rate.Limiter](throttleEntries)
+	t.known, _ = lru.New[string, [][]byte](throttleEntries)
 	return t
 }
 
@@ -140,25 +138,77 @@ func (t *throttle) judge(client string, source netip.Prefix, now time.Time) verd
 	return v
 }
 
-// admit is asked before a client's secret is looked at. When the bucket of
-// client at source is empty it refuses with a slow_down error saying when
-// to retry. When the address's bucket (failures for any client ids) or the
-// client's (failures from any addresses) is empty it admits after Delay.
-func (t *throttle) admit(ctx context.Context, client string, source netip.Prefix) error {
+// admit is asked before a client's secret is looked at in the database.
+// When the bucket of client at source is empty it refuses with a slow_down
+// error saying when to retry, unless secret is one that authenticated the
+// client here before (remembered by succeeded): a guesser cannot know it,
+// and the real client sharing the guesser's address is not locked out.
+// When the address's bucket (failures for any client ids) or the client's
+// (failures from any addresses) is empty it admits after Delay. vouched
+// says that the pair was over its budget and the secret let it through.
+func (t *throttle) admit(ctx context.Context, client, secret string, source netip.Prefix) (vouched bool, err error) {
 	v := t.judge(client, source, t.now())
 	if v.refusedFor > 0 {
-		seconds := int(math.Ceil(v.refusedFor.Seconds()))
-		return &Error{Code: "slow_down", retryAfter: seconds,
-			Description: fmt.Sprintf("too many failed authentications of this client from this address; retry in %d s", seconds)}
+		if !t.knows(client, secret) {
+			return false, slowDown(v.refusedFor)
+		}
+		vouched = true
 	}
 	if v.slowed && t.cfg.Delay > 0 {
 		select {
 		case <-time.After(t.cfg.Delay):
 		case <-ctx.Done():
-			return ctx.Err()
+			return vouched, ctx.Err()
 		}
 	}
-	return nil
+	return vouched, nil
+}
+
+// slowDown is the slow_down error of a refused pair.
+func slowDown(retryIn time.Duration) error {
+	seconds := max(int(math.Ceil(retryIn.Seconds())), 1)
+	return &Error{Code: "slow_down", retryAfter: seconds,
+		Description: fmt.Sprintf("too many failed authentications of this client from this address; retry in %d s", seconds)}
+}
+
+// refusal is the slow_down error of client at source, over its budget.
+func (t *throttle) refusal(client string, source netip.Prefix) error {
+	return slowDown(t.judge(client, source, t.now()).refusedFor)
+}
+
+// succeeded remembers that secret authenticated client: its digest, with
+// the one before it (a rotation's handover has two valid secrets).
+func (t *throttle) succeeded(client, secret string) {
+	digest := hashSecret(secret)
+	held, _ := t.known.Get(client)
+	for _, d := range held {
+		if subtle.ConstantTimeCompare(d, digest) == 1 {
+			return
+		}
+	}
+	next := [][]byte{digest}
+	if len(held) > 0 {
+		next = append(next, held[0])
+	}
+	t.known.Add(client, next)
+}
+
+// forget drops what is remembered of client's secrets: one of them failed
+// (rotated out, or the client deleted), and a pair over its budget must
+// not go on asking the database for it.
+func (t *throttle) forget(client string) { t.known.Remove(client) }
+
+// knows reports whether secret authenticated client here before.
+func (t *throttle) knows(client, secret string) bool {
+	held, ok := t.known.Get(client)
+	if !ok || secret == "" {
+		return false
+	}
+	digest, match := hashSecret(secret), 0
+	for _, d := range held {
+		match |= subtle.ConstantTimeCompare(d, digest)
+	}
+	return match == 1
 }
 
 // failed records a failed authentication of client from source. The

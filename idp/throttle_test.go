@@ -73,10 +73,24 @@ func TestThrottleRefusesGuessesNotTheRealClient(t *testing.T) {
 	if _, leaked := refused.body["access_token"]; leaked {
 		t.Error("a 429 carries a token")
 	}
-	// A correct secret from the attacking address is refused too: the
-	// secret is not looked at while the address is throttled.
-	if a := ti.tokenFrom(t, attacker, "target", secret); a.status != http.StatusTooManyRequests {
-		t.Errorf("the right secret from the throttled address: %d, want 429", a.status)
+	// The right secret from the attacking address (the real client behind
+	// the attacker's NAT) is answered: it authenticated here before, which
+	// no guess did. A secret never seen here is not looked at while the
+	// pair is refused, the right one included.
+	if a := ti.tokenFrom(t, attacker, "target", secret); a.status != http.StatusOK {
+		t.Errorf("the right secret, seen before, from the throttled address: %d %v, want 200", a.status, a.body)
+	}
+	unseen := ti.createClient(t, "unseen", []string{ScopeRead}, []string{registry})
+	for i := range 10 {
+		if a := ti.tokenFrom(t, attacker, "unseen", fmt.Sprintf("guess-%d", i)); a.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d at a second client: %d, want 401", i, a.status)
+		}
+	}
+	if a := ti.tokenFrom(t, attacker, "unseen", unseen); a.status != http.StatusTooManyRequests {
+		t.Errorf("a right secret never seen here, from the throttled address: %d, want 429", a.status)
+	}
+	if a := ti.tokenFrom(t, real, "unseen", unseen); a.status != http.StatusOK {
+		t.Errorf("the same secret from another address: %d %v, want 200", a.status, a.body)
 	}
 	// Another client from the same address has a bucket of its own.
 	if a := ti.tokenFrom(t, attacker, "other", otherSecret); a.status != http.StatusOK {
@@ -89,6 +103,53 @@ func TestThrottleRefusesGuessesNotTheRealClient(t *testing.T) {
 	}
 	if a := ti.tokenFrom(t, attacker, "target", "and-another"); a.status != http.StatusTooManyRequests {
 		t.Errorf("the guess after that: %d, want 429", a.status)
+	}
+}
+
+// forwarded asks for a token for id with secret through the proxy c,
+// which reports the caller's address in X-Forwarded-For, as an ingress
+// does.
+func (ti *testIdP) forwarded(t *testing.T, c *http.Client, caller, id, secret string) answer {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}}
+	req, err := http.NewRequest(http.MethodPost, ti.issuer+"/oidc/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-For", caller)
+	return doWith(t, c, req)
+}
+
+// Behind an ingress every caller comes from the ingress's address: with
+// the ingress trusted, the attacker's guesses from one address are refused
+// after its budget while the real client, from another address through the
+// same ingress, gets its token with a secret it never used here before.
+func TestThrottleBehindATrustedProxy(t *testing.T) {
+	cfg := defaultThrottle
+	must(t, cfg.TrustedProxies.Set("127.0.0.2"))
+	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = cfg })
+	secret := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
+	ingress := from(t, "127.0.0.2")
+	counts := map[int]int{}
+	for i := range 50 {
+		counts[ti.forwarded(t, ingress, "203.0.113.66", "target", fmt.Sprintf("guess-%d", i)).status]++
+	}
+	if counts[401] != 10 || counts[429] != 40 {
+		t.Fatalf("50 wrong secrets from one address behind the ingress: %v, want 10 × 401 then 40 × 429", counts)
+	}
+	if a := ti.forwarded(t, ingress, "198.51.100.7", "target", secret); a.status != http.StatusOK {
+		t.Errorf("the right secret from another address through the same ingress: %d %v, want 200", a.status, a.body)
+	}
+	if a := ti.forwarded(t, ingress, "203.0.113.66", "target", "guess-again"); a.status != http.StatusTooManyRequests {
+		t.Errorf("the attacker again: %d, want 429", a.status)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -214,10 +275,10 @@ func TestThrottleSlowdownEndsWithTheRequest(t *testing.T) {
 	th.failed("target", source)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := th.admit(ctx, "target", source); !errors.Is(err, context.Canceled) {
+	if _, err := th.admit(ctx, "target", "", source); !errors.Is(err, context.Canceled) {
 		t.Errorf("admit over the client's limit: %v, want it to wait until the request ends", err)
 	}
-	if err := th.admit(ctx, "someone-else", source); err != nil {
+	if _, err := th.admit(ctx, "someone-else", "", source); err != nil {
 		t.Errorf("another client: %v, want no wait", err)
 	}
 }
@@ -276,5 +337,29 @@ func TestThrottleSource(t *testing.T) {
 				t.Errorf("source = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// A remembered secret that no longer holds (rotated out at once, as a
+// leaked one is) is refused from a pair over its budget like a guess, and
+// is no longer let through to the database.
+func TestThrottleForgetsASecretThatNoLongerHolds(t *testing.T) {
+	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
+	leaked := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
+	attacker := from(t, "127.0.0.2")
+	if a := ti.tokenFrom(t, attacker, "target", leaked); a.status != http.StatusOK {
+		t.Fatalf("the secret before the rotation: %d", a.status)
+	}
+	for i := range 10 {
+		ti.tokenFrom(t, attacker, "target", fmt.Sprintf("guess-%d", i))
+	}
+	if _, err := ti.Clients.RotateSecret(context.Background(), "target", 0); err != nil {
+		t.Fatal(err)
+	}
+	if a := ti.tokenFrom(t, attacker, "target", leaked); a.status != http.StatusTooManyRequests {
+		t.Errorf("the rotated-out secret from the refused pair: %d, want 429", a.status)
+	}
+	if ti.throttle.knows("target", leaked) {
+		t.Error("the rotated-out secret is still remembered")
 	}
 }

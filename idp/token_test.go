@@ -203,3 +203,24 @@ func TestTokenEndpointAnswersOnlyPost(t *testing.T) {
 		t.Errorf("GET /oidc/token: %d, Allow %q; want 405 with Allow: POST", a.status, a.header.Get("Allow"))
 	}
 }
+
+// The services' own tokens (registry:internal) live an hour, so that a
+// service renewing halfway through goes on through an identity-provider
+// outage of half an hour; an integration's live the token TTL.
+func TestInternalTokensOutliveAnOutage(t *testing.T) {
+	ti := newTestIdP(t)
+	internal := ti.createClient(t, "svc-actions", []string{ScopeInternal}, []string{registry})
+	integration := ti.createClient(t, "integration", []string{ScopeRead}, []string{registry})
+	for _, c := range []struct {
+		id, secret string
+		want       time.Duration
+	}{{"svc-actions", internal, DefaultInternalTokenTTL}, {"integration", integration, DefaultTokenTTL}} {
+		var claims jwt.RegisteredClaims
+		if _, _, err := jwt.NewParser().ParseUnverified(ti.token(t, c.id, c.secret, nil), &claims); err != nil {
+			t.Fatal(err)
+		}
+		if got := claims.ExpiresAt.Sub(claims.IssuedAt.Time); got != c.want {
+			t.Errorf("%s: a token for %s, want %s", c.id, got, c.want)
+		}
+	}
+}

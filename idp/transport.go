@@ -2,8 +2,6 @@ package idp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -17,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/process"
 )
@@ -75,7 +72,7 @@ func newDiscovery(issuer string) discovery {
 
 // newHandler routes the IdP's public paths inside the shared HTTP stack
 // (request ids, tracing, metrics, access log).
-func newHandler(svc *tokenService, keys *Keys, health *process.Health, logger log.Logger) (http.Handler, error) {
+func newHandler(svc *tokenService, validity *validityList, keys *Keys, health *process.Health, logger log.Logger) (http.Handler, error) {
 	meta, err := json.Marshal(newDiscovery(svc.issuer))
 	if err != nil {
 		return nil, err
@@ -84,7 +81,7 @@ func newHandler(svc *tokenService, keys *Keys, health *process.Health, logger lo
 	r.Handle(http.MethodPost, "/oidc/token", serveToken(svc))
 	r.Handle(http.MethodGet, "/.well-known/openid-configuration", serveDocument(meta))
 	r.Handle(http.MethodGet, "/.well-known/jwks.json", serveDocument(keys.jwks))
-	r.Handle(http.MethodGet, tokenValidityPath, serveTokenValidity(svc.clients))
+	r.Handle(http.MethodGet, tokenValidityPath, http.HandlerFunc(validity.serve))
 	public := http.NewServeMux()
 	health.Mount(public)
 	return process.Stack(logger, "idp", false, public, r), nil
@@ -101,43 +98,9 @@ func serveDocument(doc []byte) http.HandlerFunc {
 	}
 }
 
-// tokenValidityPath serves the token validity list (pkg/auth, validity.go).
+// tokenValidityPath serves the token validity list (pkg/auth, validity.go;
+// kept in memory by validity.go here).
 const tokenValidityPath = "/oidc/token-validity"
-
-// serveTokenValidity serves the token validity list, read from the
-// database on every request: the verifiers ask about once a second each
-// and mostly get a 304, and a list that is never older than the request
-// is what lets a revocation reach them within seconds. A database that
-// cannot be read is a 503; the verifiers keep their last list.
-func serveTokenValidity(clients *Clients) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		valid, err := clients.TokenValidity(r.Context())
-		if err != nil {
-			httpx.WriteProblem(r.Context(), err, w)
-			return
-		}
-		doc := auth.TokenValidity{Clients: make(map[string]int64, len(valid))}
-		for id, generation := range valid {
-			doc.Clients[auth.ClientKey(id)] = generation
-		}
-		body, err := json.Marshal(doc) // map keys sorted: one list, one body
-		if err != nil {
-			httpx.WriteProblem(r.Context(), err, w)
-			return
-		}
-		sum := sha256.Sum256(body)
-		etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
-		h := w.Header()
-		h.Set("ETag", etag)
-		h.Set("Cache-Control", "no-cache")
-		if r.Header.Get("If-None-Match") == etag {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		h.Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	}
-}
 
 func serveToken(svc *tokenService) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

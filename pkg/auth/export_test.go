@@ -19,5 +19,5 @@ func ReadValidity(v *Verifier) error {
 	if k == nil || k.validity == nil {
 		return errors.New("no token validity list is followed")
 	}
-	return k.validity.fetch(context.Background())
+	return k.validity.fetch(context.Background(), false)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,15 +58,26 @@ func ClientKey(id string) string {
 }
 
 // Defaults of the oidc.token-validity-* settings.
+//
+// The list is kept, while the issuer cannot be reached, for as long as the
+// longest token may live (DefaultMaxTokenLifetime). What an old list
+// misses is a revocation made after it was read: the revoked token then
+// stands until it expires, which the lifetime bounds, as it bounds every
+// token of an issuer without a list. Tokens issued under a generation the
+// list has not reached (a new client, a new secret, scopes changed) cannot
+// be judged by it and are 503s until it is read again. So no age of the
+// list lets anything through for longer than a token lives, while refusing
+// every call at some age would turn an issuer outage into an outage of
+// the registry.
 const (
 	DefaultTokenValidityInterval = time.Second
-	DefaultTokenValidityMaxAge   = time.Minute
+	DefaultTokenValidityMaxAge   = DefaultMaxTokenLifetime
 )
 
 var (
 	validityAge = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "auth_token_validity_age_seconds",
-		Help: "Age of the token validity list this process checks tokens against (0 when the issuer publishes none); over oidc.token-validity-max-age every call is refused with 503.",
+		Help: "Age of the token validity list this process checks tokens against: how long ago the issuer read it from its database (0 when the issuer publishes none); over oidc.token-validity-max-age every call is refused with 503.",
 	})
 	validityRefusals = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "auth_tokens_revoked_total",
@@ -82,8 +94,12 @@ type validity struct {
 	now      func() time.Time
 	logger   func() log.Logger
 
-	list    atomic.Pointer[map[string]int64]
-	fetched atomic.Int64 // unix nanoseconds when the list in use was asked for
+	list atomic.Pointer[map[string]int64]
+	// fetched is when the list in use was read from the issuer's
+	// database, in unix nanoseconds of this process's clock: when it was
+	// asked for, less the Age the issuer answered with (a replica serving
+	// from memory while its database is away says how old its list is).
+	fetched atomic.Int64
 	// reached is the highest generation the list was read after: the
 	// highest it names, or a token's that made it be read early.
 	reached atomic.Int64
@@ -157,7 +173,7 @@ func (v *validity) readEarly(ctx context.Context, key string, generation int64) 
 	if generation > v.reached.Load() {
 		// A failure leaves the list as it was (the poll reports it), and
 		// the generation unreached: the next token of it reads again.
-		if err := v.fetch(ctx); err != nil {
+		if err := v.fetch(ctx, true); err != nil {
 			return 0, false, err
 		}
 		v.reach(generation)
@@ -175,8 +191,10 @@ func (v *validity) reach(generation int64) {
 	}
 }
 
-// fetch reads the list once, conditionally on the last one's ETag.
-func (v *validity) fetch(ctx context.Context) error {
+// fetch reads the list once, conditionally on the last one's ETag; fresh
+// asks for a list read from the issuer's database after the request
+// (Cache-Control: no-cache), not one it holds in memory.
+func (v *validity) fetch(ctx context.Context, fresh bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.url, nil)
@@ -188,12 +206,19 @@ func (v *validity) fetch(ctx context.Context) error {
 		req.Header.Set("If-None-Match", v.etag)
 	}
 	v.mu.Unlock()
+	if fresh {
+		req.Header.Set("Cache-Control", "no-cache")
+	}
 	asked := v.now()
 	resp, err := v.client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	// When the issuer read the list (RFC 9111 Age: whole seconds since).
+	if age, err := strconv.Atoi(resp.Header.Get("Age")); err == nil && age > 0 {
+		asked = asked.Add(-time.Duration(age) * time.Second)
+	}
 	switch resp.StatusCode {
 	case http.StatusOK:
 		var doc TokenValidity
@@ -205,8 +230,9 @@ func (v *validity) fetch(ctx context.Context) error {
 		}
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		// A read ahead of the poll and the poll may cross: the list asked
-		// for last wins.
+		// A read ahead of the poll and the poll may cross, and replicas of
+		// the issuer may serve lists read at different times: the list
+		// read from the issuer's database last wins.
 		if asked.UnixNano() >= v.fetched.Load() {
 			v.list.Store(&doc.Clients)
 			v.etag = resp.Header.Get("ETag")
@@ -221,12 +247,12 @@ func (v *validity) fetch(ctx context.Context) error {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		if asked.UnixNano() >= v.fetched.Load() {
-			v.fetched.Store(asked.UnixNano()) // the list is as fresh as the moment it was asked for
+			v.fetched.Store(asked.UnixNano()) // the list is as fresh as the issuer's read of it
 		}
 	default:
 		return fmt.Errorf("answered %d", resp.StatusCode)
 	}
-	validityAge.Set(0)
+	validityAge.Set(v.now().Sub(time.Unix(0, v.fetched.Load())).Seconds())
 	return nil
 }
 
@@ -242,7 +268,7 @@ func (v *validity) follow(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		err := v.fetch(ctx)
+		err := v.fetch(ctx, false)
 		if ctx.Err() != nil {
 			return
 		}

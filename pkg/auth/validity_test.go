@@ -295,3 +295,84 @@ func TestTokenValidityConfig(t *testing.T) {
 		})
 	}
 }
+
+// With the defaults, an issuer out of reach for 15 minutes costs no call:
+// the last list is kept (for as long as the longest token lives), so a
+// token valid when the outage began stands until it expires, a token
+// revoked before the outage stays refused, and only a token of a client
+// newer than the list is a 503.
+func TestTokenValidityListOutlivesAnIssuerOutage(t *testing.T) {
+	iss := testkit.NewIssuer(t, audience)
+	iss.PublishValidity(map[string]int64{"client-1": 5})
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
+	start := time.Now()
+	var now atomic.Pointer[time.Time]
+	now.Store(&start)
+	auth.SetClock(v, func() time.Time { return *now.Load() })
+	sign := func(generation int64) string {
+		claims := testkit.Generation(iss.Claims("client-1", auth.ScopeRead), generation)
+		claims["exp"] = start.Add(20 * time.Minute).Unix()
+		return iss.Sign(t, claims)
+	}
+	valid, revoked := sign(5), sign(4)
+	if _, err := v.Verify(t.Context(), valid); err != nil {
+		t.Fatal(err)
+	}
+
+	iss.ValidityDown(true)
+	if err := auth.ReadValidity(v); err == nil {
+		t.Fatal("a list that answers 503 was read")
+	}
+	later := start.Add(15 * time.Minute)
+	now.Store(&later)
+	if _, err := v.Verify(t.Context(), valid); err != nil {
+		t.Errorf("a valid token 15 minutes into the outage: %v, want it to stand", err)
+	}
+	if _, err := v.Verify(t.Context(), revoked); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("a token revoked before the outage: %v, want it refused", err)
+	}
+	newClient := testkit.Generation(iss.Claims("client-2", auth.ScopeRead), 6)
+	newClient["iat"], newClient["nbf"], newClient["exp"] = later.Unix(), later.Unix(), later.Add(15*time.Minute).Unix()
+	if _, err := v.Verify(t.Context(), iss.Sign(t, newClient)); !errors.Is(err, auth.ErrUnavailable) {
+		t.Errorf("a token of a client newer than the list, during the outage: %v, want a 503", err)
+	}
+	if err := v.Ready(t.Context()); err != nil {
+		t.Errorf("Ready 15 minutes into the outage: %v", err)
+	}
+}
+
+// An issuer serving its list from memory says in Age how long ago it read
+// it from its database; the verifier counts the list's age from then, and
+// keeps a list read later over one read earlier.
+func TestTokenValidityListAgeComesFromTheIssuer(t *testing.T) {
+	iss := testkit.NewIssuer(t, audience)
+	iss.PublishValidity(map[string]int64{"client-1": 1})
+	v := followingUnpolled(t, iss) // max-age two minutes
+	token := iss.Sign(t, testkit.Generation(iss.Claims("client-1", auth.ScopeRead), 1))
+	if _, err := v.Verify(t.Context(), token); err != nil {
+		t.Fatal(err)
+	}
+	iss.PublishValidity(map[string]int64{}) // deleted, but served by a replica that read it long ago
+	iss.ValidityAge(600)
+	if err := auth.ReadValidity(v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(t.Context(), token); err != nil {
+		t.Errorf("an older list replaced a newer one: %v", err)
+	}
+	iss.ValidityAge(0)
+	if err := auth.ReadValidity(v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(t.Context(), token); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("the newer list: %v, want the token refused", err)
+	}
+
+	stale := testkit.NewIssuer(t, audience)
+	stale.PublishValidity(map[string]int64{"client-1": 1})
+	stale.ValidityAge(300)
+	v = followingUnpolled(t, stale)
+	if _, err := v.Verify(t.Context(), stale.Sign(t, testkit.Generation(stale.Claims("client-1", auth.ScopeRead), 1))); !errors.Is(err, auth.ErrUnavailable) {
+		t.Errorf("a list the issuer read five minutes ago, over a max-age of two: %v, want a 503", err)
+	}
+}

@@ -63,7 +63,8 @@ type Config struct {
 	TokenValidityURL string
 	// TokenValidityInterval is how often the list is read (0: the
 	// default); TokenValidityMaxAge how old it may get, while the issuer
-	// cannot be reached, before every token is refused with 503.
+	// cannot be reached, before every token is refused with 503 (0: the
+	// default, DefaultTokenValidityMaxAge).
 	TokenValidityInterval time.Duration
 	TokenValidityMaxAge   time.Duration
 }
@@ -87,7 +88,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.TokenValidityInterval, "oidc.token-validity-interval", DefaultTokenValidityInterval,
 		"how often the token validity list is read: a revoked token is refused this long after the issuer publishes it, at most")
 	fs.DurationVar(&c.TokenValidityMaxAge, "oidc.token-validity-max-age", DefaultTokenValidityMaxAge,
-		"how old the token validity list may get while the issuer cannot be reached; older, every call is refused with 503 until it is read again")
+		"how old the token validity list may get while the issuer cannot be reached (by default as long as the longest token lives: an older list lets no revoked token stand past its expiry); older, every call is refused with 503 until it is read again")
 }
 
 // Principal is the verified caller.
@@ -531,7 +532,7 @@ func (v *Verifier) load(ctx context.Context) (*loadedKeys, error) {
 	// token must not pass because a process just started.
 	loaded.validity = &validity{url: validityURL, interval: v.cfg.TokenValidityInterval, maxAge: v.cfg.TokenValidityMaxAge,
 		client: v.client, now: func() time.Time { return v.now() }, logger: func() log.Logger { return v.logger }}
-	if err := loaded.validity.fetch(ctx); err != nil {
+	if err := loaded.validity.fetch(ctx, false); err != nil {
 		stop()
 		return nil, unavailable(fmt.Errorf("token validity list %s: %w", validityURL, err),
 			"the token validity list of issuer %s cannot be read (%s)", v.cfg.Issuer, failureKind(err))

@@ -21,8 +21,8 @@ const expiryMargin = 10 * time.Second
 // (the identity provider down or slow), the token held is used until it
 // expires and the renewal is tried again every renewRetry, by one call
 // while the others go on. So an outage of the identity provider shorter
-// than half a token's life (7.5 minutes of the bundled one's 15) costs no
-// peer call, where a token fetched only once it expired would fail every
+// than half a token's life (30 minutes of the bundled one's hour for the
+// services' own clients) costs no peer call, where a token fetched only once it expired would fail every
 // call that needs it for as long as the outage lasts. Only a service with
 // no valid token (just started, or after a longer outage) waits for the
 // fetch, and fails with it.

@@ -216,6 +216,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"a misspelt datastore value", "datastores:\n  postgres:\n    instance: 3\n", ""},
 		{"too few sentinels", "datastores:\n  redis:\n    sentinels: 1\n", ""},
 		{"a sentinel without its port", "global:\n  redis:\n    sentinel:\n      addrs: [rfs-registry-redis]\n", "parties"},
+		{"a whole private range as the ingress", "global:\n  ingress:\n    proxyCIDRs: [10.0.0.0/8]\n", "idp"},
+		{"a whole private range as the gateway's proxies", "api-gateway:\n  rateLimit:\n    trustedProxies: [10.0.0.0/8]\n", "api-gateway"},
+		{"an ingress named by host", "global:\n  ingress:\n    proxyCIDRs: [ingress.local]\n", "api-gateway"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
@@ -336,7 +339,8 @@ func TestUpstreamDeadlinesAndBreakers(t *testing.T) {
 
 // The gateway and every service follow the in-cluster identity
 // provider's token validity list (revocation), every few seconds, with a
-// bound on its age; the identity provider itself verifies no tokens. The
+// bound on its age that outlasts an outage of the identity provider; the
+// identity provider itself verifies no tokens. The
 // gateway gets its batch item budgets.
 func TestTokenValidityAndItemBudgets(t *testing.T) {
 	docs := render(t, "prod")
@@ -349,8 +353,8 @@ func TestTokenValidityAndItemBudgets(t *testing.T) {
 			}
 			continue
 		}
-		if url != "http://idp:8080/oidc/token-validity" || interval != "1s" || maxAge != "60s" {
-			t.Errorf("%s: OIDC_TOKEN_VALIDITY_URL %v, _INTERVAL %v, _MAX_AGE %v; want the in-cluster list, 1s, 60s", name, url, interval, maxAge)
+		if url != "http://idp:8080/oidc/token-validity" || interval != "1s" || maxAge != "24h" {
+			t.Errorf("%s: OIDC_TOKEN_VALIDITY_URL %v, _INTERVAL %v, _MAX_AGE %v; want the in-cluster list, 1s, 24h (an issuer outage stops no call)", name, url, interval, maxAge)
 		}
 	}
 	gw := find(docs, "ConfigMap", catalog.Gateway.Name)
@@ -363,6 +367,35 @@ func TestTokenValidityAndItemBudgets(t *testing.T) {
 	external := render(t, "prod", "global.oidc.inClusterIdP=false")
 	if got := Get(find(external, "ConfigMap", "parties"), "data", "OIDC_TOKEN_VALIDITY_URL"); got != nil {
 		t.Errorf("with an external issuer, OIDC_TOKEN_VALIDITY_URL = %v; want discovery to say", got)
+	}
+}
+
+// The gateway and the identity provider believe X-Forwarded-For from the
+// ingress's pods alone: production names them (global.ingress.proxyCIDRs)
+// and both get the same networks, none of them a whole private range that
+// callers inside the cluster could forge it from; without an ingress
+// value, nobody is believed.
+func TestTrustedProxiesAreTheIngress(t *testing.T) {
+	for env, want := range map[string]string{"prod": "10.42.250.0/24", "dev": ""} {
+		docs := render(t, env)
+		gateway := Get(find(docs, "ConfigMap", catalog.Gateway.Name), "data", "RATE_LIMIT_TRUSTED_PROXIES")
+		idp := Get(find(docs, "ConfigMap", catalog.IdentityProvider.Name), "data", "TRUSTED_PROXIES")
+		if gateway != want || idp != want {
+			t.Errorf("%s: the gateway trusts %q and the identity provider %q, want both %q", env, gateway, idp, want)
+		}
+		for _, network := range strings.Split(toString(gateway)+","+toString(idp), ",") {
+			if network == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(network)
+			if err != nil || p.Addr().Is4() && p.Bits() < 16 || p.Addr().Is6() && p.Bits() < 48 {
+				t.Errorf("%s: trusted proxy network %q is wider than an ingress's pods (%v)", env, network, err)
+			}
+		}
+	}
+	docs := render(t, "prod", "api-gateway.rateLimit.trustedProxies[0]=192.168.7.0/24")
+	if got := Get(find(docs, "ConfigMap", catalog.Gateway.Name), "data", "RATE_LIMIT_TRUSTED_PROXIES"); got != "10.42.250.0/24,192.168.7.0/24" {
+		t.Errorf("the gateway's own proxies beside the ingress: %v", got)
 	}
 }
 
@@ -604,7 +637,7 @@ func checkObservability(t *testing.T, docs []Doc) {
 		"RegistryRateLimitFailingOpen", "RegistryOutboxRelayLagging", "RegistryOutboxRelayStopped", "RegistryOutboxNoRelay",
 		"RegistryOutboxEventsSetAside", "RegistryMaintenanceFailing", "RegistryMaintenanceStale", "RegistryPartitionsRunningOut",
 		"RegistryLogTampered", "RegistryLogCheckpointStale",
-		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen", "RegistryTokenValidityStale", "RegistryReadReplicaUnavailable"} {
+		"RegistryUpstreamBreakerOpen", "RegistryPeerBreakerOpen", "RegistryTokenValidityStale", "RegistryIdPTokenValidityStale", "RegistryReadReplicaUnavailable"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

@@ -206,8 +206,11 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// The identity provider believes X-Forwarded-For from loopback, as a
+	// production one believes its ingress's: a proxy or test on this
+	// machine that forwards callers gets them throttled apart.
 	if err := s.startProcess(ctx, o, catalog.IdentityProvider.Name, ports, "serve",
-		"ISSUER="+s.AuthURL, "SIGNING_KEY_FILE="+s.SigningKeyFile,
+		"ISSUER="+s.AuthURL, "SIGNING_KEY_FILE="+s.SigningKeyFile, "TRUSTED_PROXIES="+LoopbackProxies,
 		"DATABASE_URL="+via.url(s.RoleURLs[catalog.IdentityProvider.Name])); err != nil {
 		return err
 	}
@@ -685,3 +688,7 @@ func ensureLogKey(file string) (string, error) {
 
 // LogOrigin names the transparency log of a local stack.
 const LogOrigin = "asset-registry.local/log"
+
+// LoopbackProxies are the networks whose X-Forwarded-For make run's
+// identity provider believes (TRUSTED_PROXIES): this machine's.
+const LoopbackProxies = "127.0.0.0/8,::1"

@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,5 +78,72 @@ func TestTokenEndpointThrottlesGuesses(t *testing.T) {
 	neighbour.Body.Close()
 	if neighbour.StatusCode != http.StatusOK {
 		t.Errorf("another client's right secret from the same address: %d, want 200", neighbour.StatusCode)
+	}
+}
+
+// Behind an ingress every caller reaches the identity provider from the
+// ingress's address; make run's identity provider trusts X-Forwarded-For
+// from loopback, as a production one trusts its ingress. Here a reverse
+// proxy on loopback stands for the ingress and reports each caller's own
+// loopback address: an attacker's wrong secrets for a client id from one
+// address are refused with 429 after its budget, while the client's right
+// secret from another address through the same proxy is answered, and its
+// token works at the gateway.
+func TestTokenEndpointThrottlesTheTrueSourceBehindAProxy(t *testing.T) {
+	target, err := url.Parse(stack.AuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingress := httptest.NewServer(httputil.NewSingleHostReverseProxy(target)) // appends the caller to X-Forwarded-For
+	defer ingress.Close()
+	caller := func(ip net.IP) *http.Client {
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
+		transport := &http.Transport{DialContext: dialer.DialContext}
+		t.Cleanup(transport.CloseIdleConnections)
+		return &http.Client{Transport: transport}
+	}
+	attacker, client := caller(net.IPv4(127, 0, 0, 3)), caller(net.IPv4(127, 0, 0, 4))
+	post := func(c *http.Client, secret string) *http.Response {
+		t.Helper()
+		resp, err := c.PostForm(ingress.URL+"/oidc/token", clientForm(creds.OtherClientID, secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	const guesses = 40
+	counts := map[int]int{}
+	for i := range guesses {
+		resp := post(attacker, "guess-"+strconv.Itoa(i))
+		resp.Body.Close()
+		counts[resp.StatusCode]++
+	}
+	t.Logf("%d wrong secrets from 127.0.0.3 through the proxy: %v", guesses, counts)
+	if counts[http.StatusUnauthorized] < 10 || counts[http.StatusTooManyRequests] < guesses/2 || counts[http.StatusOK] != 0 {
+		t.Fatalf("%d wrong secrets from one address through the proxy: %v, want 10 × 401, then 429", guesses, counts)
+	}
+	resp := post(client, creds.OtherClientSecret)
+	defer resp.Body.Close()
+	var answer struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the right secret from 127.0.0.4 through the same proxy: %d (%v), want 200", resp.StatusCode, err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, stack.RegistryURL+"/organizations?limit=1", nil)
+	req.Header.Set("Authorization", "Bearer "+answer.AccessToken)
+	call, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call.Body.Close()
+	if call.StatusCode != http.StatusOK {
+		t.Errorf("a call with the token got through the proxy: %d, want 200", call.StatusCode)
+	}
+	again := post(attacker, "guess-again")
+	again.Body.Close()
+	if again.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the attacker once more: %d, want 429", again.StatusCode)
 	}
 }

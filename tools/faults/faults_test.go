@@ -105,7 +105,7 @@ func TestFaults(t *testing.T) {
 		// The identity provider down: no token can be issued meanwhile, but
 		// every token issued keeps working, the clients' and the services'
 		// own, since each verifier keeps its last token validity list for
-		// oidc.token-validity-max-age (1 m) and reads it again once the
+		// oidc.token-validity-max-age (24 h) and reads it again once the
 		// identity provider is back. Every call of the load must succeed.
 		{name: "idp: killed (SIGKILL), restarted", inject: killIdPOnceTokensHeld, heal: restart("idp"), hold: 4 * time.Second},
 		{name: "gateway: stopped (SIGTERM), restarted", inject: func(t *testing.T) { must(t, stack.Processes["api-gateway"].Stop()) },

@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,7 @@ type Issuer struct {
 	mu       sync.Mutex
 	validity map[string]int64 // client id → lowest generation that stands; nil: no list
 	down     bool             // the list answers 503
+	age      int              // the list's Age header, in seconds (0: none)
 	reads    int              // requests for the list
 }
 
@@ -76,6 +78,9 @@ func NewIssuer(t testing.TB, audience string) *Issuer {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
+		if iss.age > 0 {
+			w.Header().Set("Age", strconv.Itoa(iss.age))
+		}
 		clients := map[string]int64{}
 		for id, generation := range iss.validity {
 			clients[clientKey(id)] = generation
@@ -109,6 +114,15 @@ func (i *Issuer) ValidityDown(down bool) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.down = down
+}
+
+// ValidityAge makes the token validity list say it was read from the
+// issuer's database seconds ago (the Age header of an identity provider
+// serving it from memory while its database is away).
+func (i *Issuer) ValidityAge(seconds int) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.age = seconds
 }
 
 // ValidityReads is how many times the token validity list was asked for.

@@ -102,6 +102,8 @@ global:
     pullSecrets: []
     registry: ""
     tag: ""
+  ingress:
+    proxyCIDRs: []
   mesh:
     controlPlaneNamespace: ""
     identityDomain: cluster.local
@@ -179,7 +181,7 @@ global:
     inClusterIdP: true
     jwksURL: ""
     tokenValidityInterval: 1s
-    tokenValidityMaxAge: 60s
+    tokenValidityMaxAge: 24h
     tokenValidityURL: ""
   postgres:
     directURLKey: ""

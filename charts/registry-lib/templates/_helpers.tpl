@@ -211,11 +211,12 @@ registry-lib.secretEnv.
 {{- $clientItems = append $clientItems (printf "%s=%s" $sub $budget) -}}
 {{- end -}}
 {{- $_ := set $env "RATE_LIMIT_CLIENT_ITEMS" (join "," $clientItems) -}}
-{{- $_ := set $env "RATE_LIMIT_TRUSTED_PROXIES" (join "," $rl.trustedProxies) -}}
+{{- $_ := set $env "RATE_LIMIT_TRUSTED_PROXIES" (join "," (concat .g.ingress.proxyCIDRs $rl.trustedProxies | uniq)) -}}
 {{- end -}}
 {{- if eq .f.kind "idp" -}}
 {{- $_ := set $env "ISSUER" (required "global.oidc.issuer is required" .g.oidc.issuer) -}}
 {{- $_ := set $env "TOKEN_TTL" .v.tokenTTL -}}
+{{- $_ := set $env "TRUSTED_PROXIES" (join "," .g.ingress.proxyCIDRs) -}}
 {{- $_ := set $env "SIGNING_KEY_FILE" (printf "/var/run/secrets/idp/signing/%s" .v.signingKey.key) -}}
 {{- $previous := list -}}
 {{- range $i, $p := .v.signingKey.previous -}}

@@ -136,6 +136,7 @@ func binaries() map[string]bool {
 var KitOrder = map[string][]string{
 	"apperr":      nil,
 	"catalog":     nil,
+	"job":         nil,
 	"openapi":     nil,
 	"model":       {"apperr"},
 	"objectstore": {"apperr"},
@@ -145,13 +146,45 @@ var KitOrder = map[string][]string{
 	"cache":       {"model", "telemetry"},
 	"peer":        {"apperr", "auth", "httpx"},
 	"process":     {"apperr", "httpx", "model", "telemetry"},
-	"leader":      {"process"},
-	"outbox":      {"leader", "model", "process"},
+	"leader":      {"job"},
+	"outbox":      {"job", "leader", "model"},
 	"store":       {"apperr", "model", "outbox", "telemetry"},
 	"endpoints":   {"apperr", "auth", "httpx", "leader", "model", "store"},
-	"refs":        {"apperr", "catalog", "endpoints", "httpx", "leader", "model", "outbox", "peer", "process", "store"},
-	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "leader", "objectstore", "openapi", "outbox", "peer",
+	"refs":        {"apperr", "catalog", "endpoints", "httpx", "job", "leader", "model", "outbox", "peer", "store"},
+	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "job", "leader", "objectstore", "openapi", "outbox", "peer",
 		"process", "refs", "store", "telemetry"},
+}
+
+// Arrows counts the imports KitOrder allows between kit packages.
+func Arrows(order map[string][]string) int {
+	n := 0
+	for _, to := range order {
+		n += len(to)
+	}
+	return n
+}
+
+// Floors is the height of the kit: the packages on its longest chain of
+// imports (a package that imports none of the kit is on the first floor).
+func Floors(order map[string][]string) int {
+	floor := map[string]int{}
+	var of func(pkg string) int
+	of = func(pkg string) int {
+		if f, ok := floor[pkg]; ok {
+			return f
+		}
+		f := 1
+		for _, below := range order[pkg] {
+			f = max(f, of(below)+1)
+		}
+		floor[pkg] = f
+		return f
+	}
+	top := 0
+	for pkg := range order {
+		top = max(top, of(pkg))
+	}
+	return top
 }
 
 // kitPackage is the name of a package of pkg/ ("store" for

@@ -207,3 +207,10 @@ func TestKitOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestFloorsAndArrows(t *testing.T) {
+	order := map[string][]string{"a": nil, "b": {"a"}, "c": {"a", "b"}, "d": nil}
+	if f, a := Floors(order), Arrows(order); f != 3 || a != 3 {
+		t.Errorf("Floors, Arrows = %d, %d; want 3, 3", f, a)
+	}
+}

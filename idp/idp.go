@@ -23,6 +23,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/pkg/telemetry"
@@ -154,7 +155,7 @@ func Open(ctx context.Context, cfg Config, logger log.Logger) (*Provider, error)
 	// The list is read once before the first request and then in the
 	// background (every replica); until a read succeeds it is a 503.
 	validity.refresh(ctx)
-	stopJobs := process.StartJobs(logger, validity.job())
+	stopJobs := job.StartJobs(logger, validity.job())
 	level.Info(logger).Log("msg", "identity provider ready", "issuer", cfg.Issuer, "kid", keys.KeyID(), "token_ttl", cfg.TokenTTL, "internal_token_ttl", cfg.InternalTokenTTL)
 	return &Provider{Clients: clients, handler: handler, health: health, pool: pool, throttle: svc.throttle,
 		validity: validity, stopJobs: stopJobs}, nil

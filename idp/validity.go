@@ -25,7 +25,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/job"
 )
 
 // ValidityConfig is how the token validity list is kept and served. Every
@@ -164,8 +164,8 @@ func (l *validityList) held(context.Context) error {
 }
 
 // job refreshes the list every cfg.Refresh until the process stops.
-func (l *validityList) job() process.Job {
-	return process.Every("token validity list", l.cfg.Refresh, l.refresh)
+func (l *validityList) job() job.Job {
+	return job.Every("token validity list", l.cfg.Refresh, l.refresh)
 }
 
 // allow spends one read of source's budget.

@@ -539,6 +539,13 @@ func (c *Client) upload(ctx context.Context, documentType, filename string, open
 func (c *Client) DocumentActionDocuments(ctx context.Context, id string) iter.Seq2[ActionDocument, error] {
 	return list[ActionDocument](ctx, c, "/documents/"+url.PathEscape(id)+"/action_documents", nil)
 }
+
+// ActionDocumentsOf lists every action document of the action, in id
+// order (GetAction embeds the first 100).
+func (c *Client) ActionDocumentsOf(ctx context.Context, actionID string) iter.Seq2[ActionDocument, error] {
+	return list[ActionDocument](ctx, c, "/actions/"+url.PathEscape(actionID)+"/action_documents", nil)
+}
+
 func (c *Client) GetDocument(ctx context.Context, id string) (*Document, error) {
 	return get[Document](ctx, c, "/documents/"+url.PathEscape(id))
 }

@@ -202,8 +202,11 @@ type Action struct {
 	Data                    map[string]any `json:"data"`
 	MetaData                map[string]any `json:"meta_data"`
 	Audit
-	// ActionDocuments is filled by GetAction only.
-	ActionDocuments []ActionDocument `json:"action_documents,omitempty"`
+	// ActionDocuments is filled by GetAction only: the action's first 100
+	// action documents; ActionDocumentsTruncated says it has more, and
+	// ActionDocumentsOf lists them all.
+	ActionDocuments          []ActionDocument `json:"action_documents,omitempty"`
+	ActionDocumentsTruncated bool             `json:"action_documents_truncated,omitempty"`
 }
 
 type ActionInput struct {

@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/leader"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -93,7 +93,7 @@ func (l *leading) current() string {
 func run(t *testing.T, lock leader.Lock, lead func(context.Context, *leader.Session) error) (stop func()) {
 	t.Helper()
 	var once sync.Once
-	stopJobs := process.StartJobs(log.NewNopLogger(), process.Job{Name: lock.Name, Run: func(ctx context.Context) { lock.Run(ctx, lead) }})
+	stopJobs := job.StartJobs(log.NewNopLogger(), job.Job{Name: lock.Name, Run: func(ctx context.Context) { lock.Run(ctx, lead) }})
 	stop = func() { once.Do(stopJobs) }
 	t.Cleanup(stop)
 	return stop
@@ -396,7 +396,7 @@ func TestMaintenanceRunsOnTheLeaderStepByStep(t *testing.T) {
 	}
 	for _, name := range []string{"a", "b"} {
 		m := leader.Maintenance{Lock: leader.Lock{Pool: replica(t, schema, "replica-"+name, ""), Name: "maintenance"}, Tasks: tasks(name)}
-		stop := process.StartJobs(log.NewNopLogger(), m.Job())
+		stop := job.StartJobs(log.NewNopLogger(), m.Job())
 		t.Cleanup(stop)
 	}
 	count := func(query string) int {

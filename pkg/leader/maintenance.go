@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/job"
 )
 
 // Task is maintenance a schema needs now and then (a prune, a purge, a
@@ -85,8 +85,8 @@ var (
 )
 
 // Job is the maintenance as the process's job.
-func (m Maintenance) Job() process.Job {
-	return process.Job{Name: m.Lock.Name, Run: func(ctx context.Context) { m.Lock.Run(ctx, m.lead) }}
+func (m Maintenance) Job() job.Job {
+	return job.Job{Name: m.Lock.Name, Run: func(ctx context.Context) { m.Lock.Run(ctx, m.lead) }}
 }
 
 // lead runs each task when due while this replica leads.

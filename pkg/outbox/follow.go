@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/job"
 )
 
 // Follower is a durable JetStream consumer of other services' change
@@ -59,11 +59,11 @@ const (
 	maxPending = 1000
 )
 
-// Job is the follower as the process's job (process.Job), named after
+// Job is the follower as the process's job (job.Job), named after
 // its consumer. A stream that does not exist yet (no relay has created it)
 // or a NATS that is down is retried every second.
-func (f Follower) Job(nc *nats.Conn, cfg Config, logger log.Logger) process.Job {
-	return process.Job{Name: "follower " + f.Name, Run: func(ctx context.Context) {
+func (f Follower) Job(nc *nats.Conn, cfg Config, logger log.Logger) job.Job {
+	return job.Job{Name: "follower " + f.Name, Run: func(ctx context.Context) {
 		for ctx.Err() == nil {
 			if err := f.consume(ctx, nc, cfg); err != nil && ctx.Err() == nil {
 				level.Warn(logger).Log("msg", "not following change events yet", "consumer", f.Name, "err", err)

@@ -10,8 +10,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -83,7 +83,7 @@ func TestFollowerReplacesAConsumerFromItsAcknowledgedPlace(t *testing.T) {
 				seqs <- meta.Sequence.Stream
 			}
 		}
-		stop = process.StartJobs(log.NewNopLogger(), follower.Job(stream.Connect(t), cfg, log.NewNopLogger()))
+		stop = job.StartJobs(log.NewNopLogger(), follower.Job(stream.Connect(t), cfg, log.NewNopLogger()))
 		got = func(want int) []uint64 {
 			t.Helper()
 			var out []uint64

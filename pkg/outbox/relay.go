@@ -16,9 +16,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/model"
-	"github.com/assetregistry/registry/pkg/process"
 )
 
 // Relay publishes a schema's outbox to the JetStream stream. Every replica
@@ -91,8 +91,8 @@ func NewRelay(pool *pgxpool.Pool, schema string, nc *nats.Conn, rec *Recorder, c
 		logger: log.With(logger, "component", "outbox relay"), state: "starting"}, nil
 }
 
-// Job is the relay as the process's job (process.Job).
-func (r *Relay) Job() process.Job { return process.Job{Name: "outbox relay", Run: r.Run} }
+// Job is the relay as the process's job (job.Job).
+func (r *Relay) Job() job.Job { return job.Job{Name: "outbox relay", Run: r.Run} }
 
 // Run leads or stands by until ctx ends.
 func (r *Relay) Run(ctx context.Context) {

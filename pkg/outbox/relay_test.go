@@ -16,9 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
 )
@@ -70,7 +70,7 @@ func (f fixture) relay(t *testing.T) (*outbox.Relay, func()) {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	stopRelay := process.StartJobs(log.NewNopLogger(), r.Job())
+	stopRelay := job.StartJobs(log.NewNopLogger(), r.Job())
 	stop := func() { once.Do(func() { stopRelay(); nc.Close() }) }
 	t.Cleanup(stop)
 	return r, stop

@@ -37,19 +37,19 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
-// LearnFromEvents is the job (process.Job) that follows the change events
+// LearnFromEvents is the job (job.Job) that follows the change events
 // of kinds (each one this service points at), remembering every target
 // created from now on. The consumer starts at the stream's end: targets
 // created before it are asked about once, as before. A batch is learnt
 // whole or not at all, so one acknowledgement stands for it (AckAll); the
 // consumer of explicit acknowledgements it replaced (learnConsumerBefore)
 // hands over its place in the stream and is deleted.
-func (r *Registry) LearnFromEvents(nc *nats.Conn, cfg outbox.Config, logger log.Logger, kinds ...string) process.Job {
+func (r *Registry) LearnFromEvents(nc *nats.Conn, cfg outbox.Config, logger log.Logger, kinds ...string) job.Job {
 	return outbox.Follower{Name: r.service + learnConsumer, Kinds: kinds, New: true,
 		AckAll: true, Replaces: r.service + learnConsumerBefore,
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) { r.learnBatch(ctx, msgs, logger) },

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -33,7 +33,7 @@ func TestLearnFromEventsOnTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := outbox.Config{Stream: stream.Stream, SubjectPrefix: stream.SubjectPrefix}
-	stop := process.StartJobs(log.NewNopLogger(), w.referrer.LearnFromEvents(nc, cfg, log.NewNopLogger(), "person"))
+	stop := job.StartJobs(log.NewNopLogger(), w.referrer.LearnFromEvents(nc, cfg, log.NewNopLogger(), "person"))
 	defer stop()
 	// The consumer starts at the stream's end: publish once it is there.
 	var consumer jetstream.Consumer

@@ -28,6 +28,7 @@ import (
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/objectstore"
 	"github.com/assetregistry/registry/pkg/openapi"
@@ -115,11 +116,11 @@ type Handlers struct {
 	Routes *httpx.Router
 	Checks []process.HealthCheck
 	// Jobs are the work the service does beside answering requests (a
-	// stream consumer, a projection, a sweeper; process.Job). They run
+	// stream consumer, a projection, a sweeper; job.Job). They run
 	// with the kit's own (the outbox relay, the idempotency keys'
 	// sweeper) from the end of Build until Close, which stops them all
 	// and waits for each to return before anything they use is closed.
-	Jobs []process.Job
+	Jobs []job.Job
 	// Maintenance are the service's tasks that keep its schema in shape
 	// (prunes, purges, partitions made ahead): one replica at a time runs
 	// them, with the kit's own (the idempotency keys' and the remembered
@@ -328,7 +329,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		}
 		checks = append(checks, process.HealthCheck{Name: "s3", Probe: deps.Objects.Ready})
 	}
-	var jobs []process.Job
+	var jobs []job.Job
 	// A service that owns kinds records an event for each write and relays
 	// them to the stream; one that owns none and needs NATS (the events
 	// service) consumes the stream itself, with deps.NATS, and runs no relay.
@@ -375,7 +376,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	jobs = append(jobs, leader.Maintenance{Lock: deps.Lock("maintenance"), Tasks: tasks, Pause: maintenancePause}.Job())
 	// Started last and so stopped first: Close stops every job before it
 	// closes what they use.
-	closers = append(closers, process.StartJobs(logger, append(jobs, handlers.Jobs...)...))
+	closers = append(closers, job.StartJobs(logger, append(jobs, handlers.Jobs...)...))
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
 }

@@ -25,6 +25,7 @@ type Endpoints struct {
 
 	CreateActionDocument  endpoint.Endpoint
 	CreateActionDocuments endpoint.Endpoint
+	ListActionDocuments   endpoint.Endpoint
 	UpdateActionDocument  endpoint.Endpoint
 	DeleteActionDocument  endpoint.Endpoint
 
@@ -71,6 +72,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			return s.CreateActionDocument(ctx, g, req.ID, req.Body)
 		}, actionDocumentLocation)),
 		CreateActionDocuments: endpoints.Guarded(endpoints.Batch(s.CreateActionDocuments)),
+		ListActionDocuments:   endpoints.New(endpoints.List(s.ListActionDocuments)),
 		UpdateActionDocument: endpoints.Guarded(func(ctx context.Context, g model.Guard, req actionDocumentPath) (ActionDocument, error) {
 			return s.UpdateActionDocument(ctx, g, req.ActionID, req.ID, req.Patch)
 		}),

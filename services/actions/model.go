@@ -40,11 +40,19 @@ type Action struct {
 	model.Audit
 }
 
-// ActionDetail is an action with its action documents: the shape of every
-// single-action answer.
+// ActionDetail is an action with its first action documents (at most
+// model.MaxEmbedded, in creation order): the shape of every
+// single-action answer. DocumentsTruncated says the action has more, which
+// GET /actions/{action_id}/action_documents lists.
 type ActionDetail struct {
 	Action
-	ActionDocuments []ActionDocument `json:"action_documents" db:"action_documents"`
+	ActionDocuments    []ActionDocument `json:"action_documents" db:"action_documents"`
+	DocumentsTruncated bool             `json:"action_documents_truncated" db:"action_documents_truncated"`
+}
+
+// ActionDocumentFilter is the list of one action's action documents.
+type ActionDocumentFilter struct {
+	ActionID uuid.UUID
 }
 
 // ActionDocument links an action to a document of the documents service.
@@ -67,7 +75,7 @@ const (
 	MaxJSONObject = model.MaxJSONObject
 )
 
-var actionReadOnly = []string{"action_documents"}
+var actionReadOnly = []string{"action_documents", "action_documents_truncated"}
 
 // ReadOnlyFields names an action's service-set members.
 func (ActionInput) ReadOnlyFields() []string { return actionReadOnly }

@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -219,7 +219,7 @@ var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
 // batch unacknowledged, until it is applied (acknowledging a later one
 // would acknowledge it too), and one that cannot be read is logged and
 // passed over.
-func (p *Projection) Job(nc *nats.Conn, cfg outbox.Config, logger log.Logger) process.Job {
+func (p *Projection) Job(nc *nats.Conn, cfg outbox.Config, logger log.Logger) job.Job {
 	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset}, AckAll: true, Replaces: consumerNameBefore,
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) {
 			for _, msg := range msgs {

@@ -24,9 +24,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -85,8 +85,8 @@ var (
 // Job runs the roller every interval: the queued assets first, then a
 // pass over every asset when a day has begun or a plan changed since the
 // last one.
-func (r *Roller) Job(interval time.Duration, logger log.Logger) process.Job {
-	return process.Every("compliance roller", interval, func(ctx context.Context) {
+func (r *Roller) Job(interval time.Duration, logger log.Logger) job.Job {
+	return job.Every("compliance roller", interval, func(ctx context.Context) {
 		if err := r.Tick(ctx); err != nil && ctx.Err() == nil {
 			level.Warn(logger).Log("msg", "compliance roller: a batch failed; the next tick goes on from where it stopped", "err", err)
 		}

@@ -42,6 +42,9 @@ type Service interface {
 	// CreateActionDocuments links documents to many actions in one call:
 	// each item is an action document's create body, action_id included.
 	CreateActionDocuments(ctx context.Context, g model.Guard, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error)
+	// ListActionDocuments is one page of an action's action documents, in
+	// creation order: all of them, where the action's answer embeds the first.
+	ListActionDocuments(ctx context.Context, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error)
 	UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error)
 	DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error
 
@@ -316,6 +319,10 @@ func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in [
 		return out, err
 	}
 	return out, s.store.CreateActionDocuments(ctx, g, in, out, checked)
+}
+
+func (s *service) ListActionDocuments(ctx context.Context, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error) {
+	return s.store.ListActionDocuments(ctx, f, page)
 }
 
 func (s *service) UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {

@@ -49,13 +49,15 @@ const actionColumns = `a.id, a.asset_id, a.action_type, a.action_subtype, a.perf
 	a.status_valid_through, a.source_system, a.source_reference, a.data, a.meta_data,
 	a.created_at, a.created_by, a.updated_at, a.updated_by`
 
-// The action's documents in creation order, their times in UTC as every
-// other timestamp of the API.
+// The action's first model.MaxEmbedded documents in creation order,
+// their times in UTC as every other timestamp of the API, and whether it
+// has more.
 var actionDocumentsSQL = `COALESCE((SELECT json_agg(json_build_object('id', d.id, 'action_id', d.action_id,
 	'document_id', d.document_id, 'source_system', d.source_system, 'source_reference', d.source_reference,
 	'created_at', ` + utc("d.created_at") + `, 'created_by', d.created_by,
 	'updated_at', ` + utc("d.updated_at") + `, 'updated_by', d.updated_by) ORDER BY d.id)
-	FROM action_documents d WHERE d.action_id = a.id), '[]') AS action_documents`
+	FROM (SELECT * FROM action_documents d WHERE d.action_id = a.id ORDER BY d.id LIMIT ` + fmt.Sprint(model.MaxEmbedded) + `) d), '[]') AS action_documents,
+	EXISTS (SELECT 1 FROM action_documents d WHERE d.action_id = a.id ORDER BY d.id OFFSET ` + fmt.Sprint(model.MaxEmbedded) + ` LIMIT 1) AS action_documents_truncated`
 
 // utc renders a timestamptz column as RFC 3339 in UTC inside JSON, where
 // the session's time zone would otherwise decide the offset.
@@ -304,7 +306,7 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, by model.Caller, in
 	}
 	// A new action has no action documents yet: nothing else can link one
 	// to an id this transaction has not committed.
-	pipeline.Queue(insertActionSQL+` RETURNING `+actionColumns+`, '[]'::json AS action_documents`,
+	pipeline.Queue(insertActionSQL+` RETURNING `+actionColumns+`, '[]'::json AS action_documents, false AS action_documents_truncated`,
 		append([]any{id}, append(inputValues(in), by.Subject)...)...)
 	var ops []string
 	if changesLatest(in) {
@@ -643,6 +645,32 @@ func (s *Store) GetActionDocument(ctx context.Context, actionID, id uuid.UUID) (
 	d, err := store.One[ActionDocument](ctx, s.DB(ctx), "get action document", "action document", id,
 		`SELECT `+actionDocumentColumns+` FROM action_documents d WHERE d.id = $1 AND d.action_id = $2`, id, actionID)
 	return utcTimes(d), err
+}
+
+// ListActionDocuments reads one page of the action's action documents in
+// creation order; an action that does not exist is a 404.
+func (s *Store) ListActionDocuments(ctx context.Context, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error) {
+	var where store.Filter
+	where.Where("action_id = ?", f.ActionID)
+	found, err := store.List(ctx, s.Reads(ctx), "list action documents", `SELECT `+actionDocumentColumns+` FROM action_documents d`,
+		where, page, func(d ActionDocument) uuid.UUID { return d.ID })
+	if err != nil {
+		return found, err
+	}
+	for i := range found.Items {
+		found.Items[i] = utcTimes(found.Items[i])
+	}
+	if len(found.Items) == 0 {
+		// An empty page of an action that exists is an empty list.
+		var exists bool
+		if err := s.Reads(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM actions WHERE id = $1)`, f.ActionID).Scan(&exists); err != nil {
+			return found, store.Classify(err, "find action")
+		}
+		if !exists {
+			return found, apperr.NotFound("action", f.ActionID.String())
+		}
+	}
+	return found, nil
 }
 
 // UpdateActionDocument applies apply to the locked action document of the

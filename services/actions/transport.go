@@ -28,6 +28,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	// matched before a parameter.
 	handle("POST", "/actions/action_documents/batch", endpoints.Serve(e.CreateActionDocuments, endpoints.DecodeBatch, endpoints.IdempotencyKey, endpoints.OwnerOnly))
 	handle("POST", "/actions/{action_id}/action_documents", endpoints.Serve(e.CreateActionDocument, decodeCreateActionDocument, endpoints.IdempotencyKey, endpoints.OwnerOnly))
+	handle("GET", "/actions/{action_id}/action_documents", endpoints.Serve(e.ListActionDocuments, decodeListActionDocuments))
 	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch, endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))
 
@@ -105,6 +106,17 @@ func decodeCreateActionDocument(r *http.Request) (httpx.IDBody[ActionDocumentInp
 	}
 	body, err := httpx.Body[ActionDocumentInput](r)
 	return httpx.IDBody[ActionDocumentInput]{ID: actionID, Body: body}, err
+}
+
+// decodeListActionDocuments reads the path's action and the page; the path
+// is checked first, so a malformed id is a 400 whatever the query.
+func decodeListActionDocuments(r *http.Request) (httpx.ListRequest[ActionDocumentFilter], error) {
+	actionID, err := httpx.PathUUID(r, "action_id")
+	if err != nil {
+		return httpx.ListRequest[ActionDocumentFilter]{}, err
+	}
+	q := httpx.ParseQuery(r, "limit", "cursor")
+	return httpx.ListRequest[ActionDocumentFilter]{Filter: ActionDocumentFilter{ActionID: actionID}, Page: q.Page()}, q.Err()
 }
 
 // decodeActionDocumentPath reads the action's and the action document's

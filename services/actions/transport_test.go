@@ -600,3 +600,65 @@ func fieldsAt(format string, n int) []string {
 	}
 	return fields
 }
+
+// An action's answer embeds its first model.MaxEmbedded action
+// documents in creation order and says it has more; its list pages
+// through them all.
+func TestHTTPActionDocumentsCappedAndListed(t *testing.T) {
+	w := newWorld(t)
+	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
+	path := "/actions/" + id
+	if one := w.Call(200, "GET", path, w.RO, nil).JSON(); one["action_documents_truncated"] != false {
+		t.Errorf("an action without documents: action_documents_truncated = %v", one["action_documents_truncated"])
+	}
+	total := model.MaxEmbedded + 5
+	items := make([]any, total)
+	for i := range items {
+		items[i] = map[string]any{"action_id": id, "document_id": w.document(), "source_system": "app", "source_reference": fmt.Sprint(i)}
+	}
+	results := w.Call(200, "POST", "/actions/action_documents/batch", w.RW, map[string]any{"items": items}).List()
+	var want []string
+	for i, r := range results {
+		if r["status"] != float64(201) {
+			t.Fatalf("item %d: %v", i, r)
+		}
+		want = append(want, r["id"].(string))
+	}
+	slices.Sort(want) // creation order: the ids are UUIDv7
+
+	got := w.Call(200, "GET", path, w.RO, nil).JSON()
+	embedded := got["action_documents"].([]any)
+	if len(embedded) != model.MaxEmbedded || got["action_documents_truncated"] != true {
+		t.Fatalf("GET %s: %d action documents, action_documents_truncated %v; want %d and true",
+			path, len(embedded), got["action_documents_truncated"], model.MaxEmbedded)
+	}
+	for i, d := range embedded {
+		if d.(map[string]any)["id"] != want[i] {
+			t.Fatalf("embedded action document %d is %v, want %s", i, d.(map[string]any)["id"], want[i])
+		}
+	}
+
+	var listed []string
+	next := path + "/action_documents?limit=40"
+	for pages := 0; next != ""; pages++ {
+		if pages > 3 {
+			t.Fatal("more pages than 105 action documents by 40 make")
+		}
+		r := w.Call(200, "GET", next, w.RO, nil)
+		for _, d := range r.List() {
+			if d["action_id"] != id {
+				t.Errorf("listed %v, not of the action", d)
+			}
+			listed = append(listed, d["id"].(string))
+		}
+		next = strings.TrimSuffix(strings.TrimPrefix(r.Header.Get("Link"), "<"), `>; rel="next"`)
+	}
+	if !slices.Equal(listed, want) {
+		t.Errorf("listed %d action documents %v, want %d %v", len(listed), listed, len(want), want)
+	}
+	if first := w.Call(200, "GET", path+"/action_documents?limit=1", w.RO, nil).List()[0]; fmt.Sprint(first) != fmt.Sprint(embedded[0]) {
+		t.Errorf("listed %v, embedded %v", first, embedded[0])
+	}
+	w.Call(404, "GET", "/actions/"+uuid.NewString()+"/action_documents", w.RO, nil)
+	w.Call(400, "GET", "/actions/nope/action_documents", w.RO, nil)
+}

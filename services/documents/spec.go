@@ -13,8 +13,8 @@ import (
 
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/pkg/process"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 )
@@ -60,7 +60,7 @@ func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 				LongestRequest: objectsCfg.UploadTimeout,
 			}
 			if d.Objects != nil && sweepEvery > 0 { // no storage when only the routes are wanted
-				h.Jobs = []process.Job{process.Every("documents sweeper", sweepEvery, sweeper(store, objects, d.Logger))}
+				h.Jobs = []job.Job{job.Every("documents sweeper", sweepEvery, sweeper(store, objects, d.Logger))}
 			}
 			return h, nil
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/process"
@@ -171,7 +172,7 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	h := servicekit.Handlers{Routes: routes}
 	dispatcher := (&webhooks.Dispatcher{Store: hooks, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
 		Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlight, Poll: cfg.Poll, Logger: d.Logger}).Init()
-	h.Jobs = []process.Job{
+	h.Jobs = []job.Job{
 		{Name: "webhook dispatcher", Run: dispatcher.Run},
 	}
 	h.Maintenance = maintenance(cfg)
@@ -194,13 +195,13 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	consumer := &feed.Consumer{Store: st, Lock: d.Lock("events consumer"), JS: js, Stream: d.NATS.Stream, Subject: d.NATS.SubjectPrefix + ".>",
 		Name: cfg.Durable, Batch: cfg.Batch, Stored: dispatcher.Wake, Logger: d.Logger,
 		// The leader alone appends to the log and signs it.
-		Leading: []process.Job{process.Every("log checkpointer", cfg.Log.CheckpointEvery, tlog.Checkpointer(log, keys, d.Logger)),
+		Leading: []job.Job{job.Every("log checkpointer", cfg.Log.CheckpointEvery, tlog.Checkpointer(log, keys, d.Logger)),
 			// The leader alone counts: replicas would each repeat the count.
 			webhooks.DeliveryCounter(hooks, d.Logger)}}
 	if cfg.Log.AuditEvery > 0 {
-		consumer.Leading = append(consumer.Leading, process.Later("log auditor", cfg.Log.AuditEvery, tlog.Auditor(log, keys, d.Logger)))
+		consumer.Leading = append(consumer.Leading, job.Later("log auditor", cfg.Log.AuditEvery, tlog.Auditor(log, keys, d.Logger)))
 	}
-	h.Jobs = append(h.Jobs, process.Job{Name: "events consumer", Run: consumer.Run})
+	h.Jobs = append(h.Jobs, job.Job{Name: "events consumer", Run: consumer.Run})
 	// The API answers without NATS (the feed only stops growing), so the
 	// stream is reported, not required.
 	h.Checks = append(h.Checks, process.HealthCheck{Name: "nats", Optional: true, Probe: func(context.Context) error {

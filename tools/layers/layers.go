@@ -136,6 +136,7 @@ func binaries() map[string]bool {
 var KitOrder = map[string][]string{
 	"apperr":      nil,
 	"catalog":     nil,
+	"job":         nil,
 	"openapi":     nil,
 	"model":       {"apperr"},
 	"objectstore": {"apperr"},
@@ -145,12 +146,12 @@ var KitOrder = map[string][]string{
 	"cache":       {"model", "telemetry"},
 	"peer":        {"apperr", "auth", "httpx"},
 	"process":     {"apperr", "httpx", "model", "telemetry"},
-	"leader":      {"process"},
-	"outbox":      {"leader", "model", "process"},
+	"leader":      {"job"},
+	"outbox":      {"job", "leader", "model"},
 	"store":       {"apperr", "model", "outbox", "telemetry"},
 	"endpoints":   {"apperr", "auth", "httpx", "leader", "model", "store"},
-	"refs":        {"apperr", "catalog", "endpoints", "httpx", "leader", "model", "outbox", "peer", "process", "store"},
-	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "leader", "objectstore", "openapi", "outbox", "peer",
+	"refs":        {"apperr", "catalog", "endpoints", "httpx", "job", "leader", "model", "outbox", "peer", "store"},
+	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "job", "leader", "objectstore", "openapi", "outbox", "peer",
 		"process", "refs", "store", "telemetry"},
 }
 

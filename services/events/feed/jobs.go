@@ -15,9 +15,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/process"
 )
 
 // Consumer reads the change events' stream and stores them in the feed.
@@ -44,7 +44,7 @@ type Consumer struct {
 	Stored func()
 	// Leading are jobs that run while this replica leads (signing the
 	// log's checkpoints), beside the consuming.
-	Leading []process.Job
+	Leading []job.Job
 	Logger  log.Logger
 }
 

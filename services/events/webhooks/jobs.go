@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/job"
 )
 
 // Deliveries follow the Standard Webhooks scheme: the event as the body,
@@ -344,8 +344,8 @@ func observeAttempt(status string, code int, took time.Duration) {
 // DeliveryCounter is the leader's job that refreshes the deliveries
 // gauge every 15 s; a replica that stops leading drops its figures, so
 // the gauge is the leader's alone.
-func DeliveryCounter(st *Store, logger log.Logger) process.Job {
-	every := process.Every("delivery counter", 15*time.Second, func(ctx context.Context) {
+func DeliveryCounter(st *Store, logger log.Logger) job.Job {
+	every := job.Every("delivery counter", 15*time.Second, func(ctx context.Context) {
 		counts, err := st.DeliveryCounts(ctx)
 		if err != nil {
 			level.Warn(logger).Log("msg", "counting deliveries failed", "err", err)
@@ -355,7 +355,7 @@ func DeliveryCounter(st *Store, logger log.Logger) process.Job {
 			deliveriesByStatus.WithLabelValues(status).Set(float64(n))
 		}
 	})
-	return process.Job{Name: every.Name, Run: func(ctx context.Context) {
+	return job.Job{Name: every.Name, Run: func(ctx context.Context) {
 		every.Run(ctx)
 		deliveriesByStatus.Reset()
 	}}

@@ -32,6 +32,8 @@ func main() {
 	if len(problems) > 0 {
 		os.Exit(1)
 	}
+	fmt.Printf("layercheck: pkg/ has %d floors and %d arrows (tools/layers.KitOrder)\n",
+		layers.Floors(layers.KitOrder), layers.Arrows(layers.KitOrder))
 }
 
 func fail(err error) {

@@ -1,3 +1,7 @@
+// Package job is the ground floor of the kit: it imports nothing of the
+// registry, so what runs jobs (the outbox, the leader lock, the store
+// beneath them) does not depend on HTTP or tokens.
+//
 // Jobs are the one way a process runs work beside answering requests:
 // the outbox relay, the stream consumers and projections, the sweepers
 // and pruners. Each is a Job with a name and a Run that works until its
@@ -7,8 +11,7 @@
 // run in one replica at a time takes the schema's leader lock inside its
 // Run (pkg/leader), as the relay and the events consumer do, or is one of
 // the schema's maintenance tasks (leader.Task).
-
-package process
+package job
 
 import (
 	"context"

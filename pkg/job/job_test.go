@@ -1,4 +1,4 @@
-package process_test
+package job_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/assetregistry/registry/pkg/process"
+	"github.com/assetregistry/registry/pkg/job"
 )
 
 // TestJobsStopTogether: stop returns only once every job has returned,
@@ -16,15 +16,15 @@ import (
 func TestJobsStopTogether(t *testing.T) {
 	var finished atomic.Int32
 	started := make(chan string, 3)
-	long := func(name string) process.Job {
-		return process.Job{Name: name, Run: func(ctx context.Context) {
+	long := func(name string) job.Job {
+		return job.Job{Name: name, Run: func(ctx context.Context) {
 			started <- name
 			<-ctx.Done()
 			finished.Add(1)
 		}}
 	}
-	early := process.Job{Name: "early", Run: func(context.Context) { started <- "early" }}
-	stop := process.StartJobs(log.NewNopLogger(), long("a"), early, long("b"))
+	early := job.Job{Name: "early", Run: func(context.Context) { started <- "early" }}
+	stop := job.StartJobs(log.NewNopLogger(), long("a"), early, long("b"))
 	for range 3 {
 		<-started
 	}
@@ -43,7 +43,7 @@ func TestJobsStopTogether(t *testing.T) {
 func TestEvery(t *testing.T) {
 	var ticks atomic.Int32
 	first := make(chan struct{}, 1)
-	stop := process.StartJobs(log.NewNopLogger(), process.Every("sweeper", time.Hour, func(context.Context) {
+	stop := job.StartJobs(log.NewNopLogger(), job.Every("sweeper", time.Hour, func(context.Context) {
 		if ticks.Add(1) == 1 {
 			first <- struct{}{}
 		}
@@ -56,13 +56,13 @@ func TestEvery(t *testing.T) {
 }
 
 func TestNoJobs(t *testing.T) {
-	process.StartJobs(log.NewNopLogger())() // nothing to start, nothing to wait for
+	job.StartJobs(log.NewNopLogger())() // nothing to start, nothing to wait for
 }
 
 // TestLater: the first tick waits for the interval, then comes.
 func TestLater(t *testing.T) {
 	ticked := make(chan struct{}, 1)
-	stop := process.StartJobs(log.NewNopLogger(), process.Later("auditor", time.Millisecond, func(context.Context) {
+	stop := job.StartJobs(log.NewNopLogger(), job.Later("auditor", time.Millisecond, func(context.Context) {
 		select {
 		case ticked <- struct{}{}:
 		default:

@@ -27,6 +27,12 @@ var scopes = []string{"all", cache.Scope("name", "ada")}
 var cfg = cache.Config{TTL: time.Minute, Timeout: 200 * time.Millisecond, Backoff: 100 * time.Millisecond}
 
 func newFinds(t *testing.T, url string) *cache.Finds {
+	return newFindsUnder(t, url, testkit.RedisPrefix(t))
+}
+
+// newFindsUnder is a replica's cache of finds over its own connection, its
+// keys under prefix: replicas given one prefix share their entries.
+func newFindsUnder(t *testing.T, url, prefix string) *cache.Finds {
 	c := cfg
 	c.URL = url
 	client, err := cache.Connect(c)
@@ -34,7 +40,7 @@ func newFinds(t *testing.T, url string) *cache.Finds {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	return cache.NewFinds(client, testkit.RedisPrefix(t)+"svc", c, log.NewNopLogger())
+	return cache.NewFinds(client, prefix+"svc", c, log.NewNopLogger())
 }
 
 func TestHitMissAndInvalidate(t *testing.T) {
@@ -70,16 +76,7 @@ func TestStoreAfterConcurrentWriteStaysInvisible(t *testing.T) {
 func TestInvalidationIsSharedAcrossReplicas(t *testing.T) {
 	url := testkit.RedisURL(t)
 	prefix := testkit.RedisPrefix(t)
-	replica := func() *cache.Finds {
-		c := cfg
-		c.URL = url
-		client, err := cache.Connect(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
-		return cache.NewFinds(client, prefix+"svc", c, log.NewNopLogger())
-	}
+	replica := func() *cache.Finds { return newFindsUnder(t, url, prefix) }
 	a, b := replica(), replica()
 	var got string
 	e, _ := a.Get(t.Context(), scopes, "k", &got)

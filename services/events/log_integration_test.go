@@ -15,6 +15,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/services/events/internal/eventstest"
 	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -25,7 +26,7 @@ const testOrigin = "registry.test/log"
 // signs.
 func startSigning(t *testing.T) (*servicetest.Service, tlog.LogKeys) {
 	t.Helper()
-	signing, _ := newTestKey(t, testOrigin)
+	signing, _ := eventstest.NewLogKey(t, testOrigin)
 	cfg := DefaultConfig()
 	cfg.Log.SigningKey = signing
 	keys, err := cfg.Log.Keys()

@@ -1,13 +1,11 @@
 package events
 
 import (
-	"crypto/rand"
 	"os"
 	"testing"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/events/feed"
@@ -36,15 +34,6 @@ func storesOver(s *store.Store) testStore {
 
 // hasher is RFC 6962's, which the log's proofs are checked with.
 var hasher = rfc6962.DefaultHasher
-
-func newTestKey(t *testing.T, origin string) (signing, public string) {
-	t.Helper()
-	signing, public, err := note.GenerateKey(rand.Reader, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signing, public
-}
 
 // referenceTree is the log's tree as the library grows it, leaf hash by
 // leaf hash, to compare the stored one with.

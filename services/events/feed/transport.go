@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
@@ -53,15 +55,25 @@ func decodeFeed(r *http.Request) (FeedQuery, error) {
 	return v, q.Err()
 }
 
+// pathSubject reads whose history a path names: the kind of resource (the
+// path's first segment) and its id.
+func pathSubject(r *http.Request) (kind string, id uuid.UUID, err error) {
+	id, err = httpx.PathUUID(r, "id")
+	if err != nil {
+		return "", uuid.Nil, err
+	}
+	prefix, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	return HistoryKinds[prefix], id, nil
+}
+
 // decodeHistory reads the resource (the path's first segment), its id and
 // the page.
 func decodeHistory(r *http.Request) (HistoryQuery, error) {
-	id, err := httpx.PathUUID(r, "id")
+	kind, id, err := pathSubject(r)
 	if err != nil {
 		return HistoryQuery{}, err
 	}
-	prefix, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	hq := HistoryQuery{Kind: HistoryKinds[prefix], ID: id}
+	hq := HistoryQuery{Kind: kind, ID: id}
 	q := httpx.ParseQuery(r, "limit", "cursor")
 	hq.Limit = q.Limit()
 	if c := q.String("cursor"); c != nil {
@@ -78,12 +90,11 @@ func decodeHistory(r *http.Request) (HistoryQuery, error) {
 // value that is no RFC 3339 timestamp is a 400, one that names no real
 // instant a 422.
 func decodeAsOf(r *http.Request) (AsOfQuery, error) {
-	id, err := httpx.PathUUID(r, "id")
+	kind, id, err := pathSubject(r)
 	if err != nil {
 		return AsOfQuery{}, err
 	}
-	prefix, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	aq := AsOfQuery{Kind: HistoryKinds[prefix], ID: id}
+	aq := AsOfQuery{Kind: kind, ID: id}
 	q := httpx.ParseQuery(r, "as_of")
 	switch v := q.String("as_of"); {
 	case v == nil:

@@ -5,33 +5,23 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 // The metrics of the log (the chart's PrometheusRule alerts on them: the
 // log not signed, or not matching what was signed).
 var (
-	logSize = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_leaves",
-		Help: "Leaves of the transparency log (reported by the leading replica).",
-	})
-	checkpointSize = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_checkpoint_leaves",
-		Help: "Leaves of the latest signed checkpoint (reported by the leading replica).",
-	})
-	auditProblems = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_audit_mismatches",
-		Help: "What the last self-audit found stored that does not match a signed checkpoint (0: everything matches).",
-	})
-	auditTime = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_audit_timestamp_seconds",
-		Help: "When the last self-audit of the log completed (Unix seconds).",
-	})
-	checkpointTime = promauto.NewGauge(prometheus.GaugeOpts{
-		Name: "registry_log_checkpoint_timestamp_seconds",
-		Help: "When the leading replica last signed a new checkpoint (Unix seconds).",
-	})
+	logSize = telemetry.NewGauge("registry_log_leaves",
+		"Leaves of the transparency log (reported by the leading replica).")
+	checkpointSize = telemetry.NewGauge("registry_log_checkpoint_leaves",
+		"Leaves of the latest signed checkpoint (reported by the leading replica).")
+	auditProblems = telemetry.NewGauge("registry_log_audit_mismatches",
+		"What the last self-audit found stored that does not match a signed checkpoint (0: everything matches).")
+	auditTime = telemetry.NewGauge("registry_log_audit_timestamp_seconds",
+		"When the last self-audit of the log completed (Unix seconds).")
+	checkpointTime = telemetry.NewGauge("registry_log_checkpoint_timestamp_seconds",
+		"When the leading replica last signed a new checkpoint (Unix seconds).")
 )
 
 func observeAudit(r AuditReport) {

@@ -8,7 +8,8 @@ import (
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
-	"golang.org/x/mod/sumdb/note"
+
+	"github.com/assetregistry/registry/services/events/internal/eventstest"
 )
 
 // memoryTiles keeps tiles as the store would: the latest write of each
@@ -169,8 +170,8 @@ func TestLogTreeMissingTile(t *testing.T) {
 }
 
 func TestCheckpointSignAndOpen(t *testing.T) {
-	old, oldPublic := newTestKey(t, "registry.test/log")
-	current, _ := newTestKey(t, "registry.test/log")
+	old, oldPublic := eventstest.NewLogKey(t, "registry.test/log")
+	current, _ := eventstest.NewLogKey(t, "registry.test/log")
 	keys, err := ParseLogKeys(current, []string{oldPublic})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestCheckpointSignAndOpen(t *testing.T) {
 			t.Errorf("a checkpoint signed by the current or a previous key: %v", err)
 		}
 	}
-	stranger, _ := newTestKey(t, "registry.test/log")
+	stranger, _ := eventstest.NewLogKey(t, "registry.test/log")
 	strangerKeys, _ := ParseLogKeys(stranger, nil)
 	forged, _ := strangerKeys.Sign(42, root)
 	tampered := bytes.Replace([]byte(c.Note), []byte("\n42\n"), []byte("\n43\n"), 1)
@@ -214,17 +215,6 @@ func TestCheckpointSignAndOpen(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-}
-
-// newTestKey is a fresh note signing key of the log named origin and its
-// verifier key.
-func newTestKey(t *testing.T, origin string) (signing, public string) {
-	t.Helper()
-	signing, public, err := note.GenerateKey(rand.Reader, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signing, public
 }
 
 // hashChildren answers what the library's RFC 6962 hasher does, for

@@ -9,6 +9,7 @@ import (
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/events/internal/eventstest"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -17,11 +18,14 @@ func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 // testSpec is the events service's schema and document with the log's
 // routes alone: the log's tests need no feed and no webhooks.
-func testSpec() servicekit.Spec {
+func testSpec() servicekit.Spec { return logSpec(Settings{}) }
+
+// logSpec is testSpec with the log's settings.
+func logSpec(settings Settings) servicekit.Spec {
 	spec := servicekit.Embedded("events", os.DirFS(".."))
 	spec.Build = func(d servicekit.Deps) (servicekit.Handlers, error) {
 		r := httpx.NewRouter(auth.RequireScope)
-		Routes(r, MakeEndpoints(NewService(NewStore(d.Store), Settings{}), endpoints.Timeout(d.RequestTimeout)))
+		Routes(r, MakeEndpoints(NewService(NewStore(d.Store), settings), endpoints.Timeout(d.RequestTimeout)))
 		return servicekit.Handlers{Routes: r}, nil
 	}
 	return spec
@@ -30,18 +34,12 @@ func testSpec() servicekit.Spec {
 // startSigning runs the log with a signing key; keys verify what it signs.
 func startSigning(t *testing.T) (*servicetest.Service, LogKeys) {
 	t.Helper()
-	signing, _ := newTestKey(t, "registry.test/log")
+	signing, _ := eventstest.NewLogKey(t, "registry.test/log")
 	keys, err := ParseLogKeys(signing, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := testSpec()
-	spec.Build = func(d servicekit.Deps) (servicekit.Handlers, error) {
-		r := httpx.NewRouter(auth.RequireScope)
-		Routes(r, MakeEndpoints(NewService(NewStore(d.Store), Settings{Keys: keys}), endpoints.Timeout(d.RequestTimeout)))
-		return servicekit.Handlers{Routes: r}, nil
-	}
-	return servicetest.Start(t, spec), keys
+	return servicetest.Start(t, logSpec(Settings{Keys: keys})), keys
 }
 
 // hashesOf reads a proof's hashes (standard base64) from a JSON answer.

@@ -24,6 +24,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/assetregistry/registry/pkg/job"
+	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 // Deliveries follow the Standard Webhooks scheme: the event as the body,
@@ -306,27 +307,19 @@ func describeSendError(err error) error {
 // The metrics of the dispatcher (the chart's PrometheusRule alerts on
 // them: deliveries failing).
 var (
-	attemptsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "registry_webhook_attempts_total",
-		Help: "Webhook delivery attempts by result (success, failure) and the receiver's status code (0: no answer).",
-	}, []string{"result", "code"})
+	attemptsTotal = telemetry.NewCounterVec("registry_webhook_attempts_total",
+		"Webhook delivery attempts by result (success, failure) and the receiver's status code (0: no answer).", "result", "code")
 	attemptSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "registry_webhook_attempt_duration_seconds",
 		Help:    "Time of one webhook delivery attempt.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 13),
 	})
-	deliveriesByStatus = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "registry_webhook_deliveries",
-		Help: "Webhook deliveries pending and failed (kept for webhooks.delivery-retention), as last counted by the leading replica.",
-	}, []string{"status"})
-	failedForGood = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "registry_webhook_deliveries_failed_total",
-		Help: "Webhook deliveries that ran out of retries (or whose event is gone), on this replica.",
-	})
-	deliveriesQueued = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "registry_webhook_deliveries_queued_total",
-		Help: "Webhook deliveries queued: one per stored event and subscription naming its type.",
-	})
+	deliveriesByStatus = telemetry.NewGaugeVec("registry_webhook_deliveries",
+		"Webhook deliveries pending and failed (kept for webhooks.delivery-retention), as last counted by the leading replica.", "status")
+	failedForGood = telemetry.NewCounter("registry_webhook_deliveries_failed_total",
+		"Webhook deliveries that ran out of retries (or whose event is gone), on this replica.")
+	deliveriesQueued = telemetry.NewCounter("registry_webhook_deliveries_queued_total",
+		"Webhook deliveries queued: one per stored event and subscription naming its type.")
 )
 
 func observeAttempt(status string, code int, took time.Duration) {

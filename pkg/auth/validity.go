@@ -215,9 +215,14 @@ func (v *validity) fetch(ctx context.Context, fresh bool) error {
 		return err
 	}
 	defer resp.Body.Close()
-	// When the issuer read the list (RFC 9111 Age: whole seconds since).
-	if age, err := strconv.Atoi(resp.Header.Get("Age")); err == nil && age > 0 {
-		asked = asked.Add(-time.Duration(age) * time.Second)
+	// When the issuer read the list. A list asked for fresh was read after
+	// the request was sent. One served from memory was read Age ago, and
+	// RFC 9111's Age counts whole seconds, so up to a second earlier than
+	// it says: it is taken as read at the earliest, so that it can never
+	// pass for newer than a fresh read made for a token just issued (which
+	// would then be dropped, and the token's new client refused as deleted).
+	if age, err := strconv.Atoi(resp.Header.Get("Age")); err == nil && age >= 0 && !fresh {
+		asked = asked.Add(-time.Duration(age+1) * time.Second)
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:

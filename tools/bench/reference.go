@@ -90,8 +90,18 @@ func createReferenceSchema(ctx context.Context, databaseURL, repoRoot string) er
 			return err
 		}
 		up, _, _ := strings.Cut(string(raw), "---- create above / drop below ----")
-		if _, err := conn.Exec(ctx, up); err != nil {
-			return fmt.Errorf("reference schema: %s: %w", filepath.Base(f), err)
+		// A migration that builds indexes CONCURRENTLY runs outside a
+		// transaction, as tern runs it: one statement at a time (several
+		// in one Exec would be one implicit transaction). Such a file holds
+		// plain statements, each ending a line with a semicolon.
+		statements := []string{up}
+		if strings.HasPrefix(up, "---- tern: disable-tx ----") {
+			statements = strings.SplitAfter(up, ";\n")
+		}
+		for _, statement := range statements {
+			if _, err := conn.Exec(ctx, statement); err != nil {
+				return fmt.Errorf("reference schema: %s: %w", filepath.Base(f), err)
+			}
 		}
 	}
 	return nil

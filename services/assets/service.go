@@ -1,46 +1,26 @@
 // Package assets is the registry's service for asset types (brand, model,
-// version, with their documents and thumbnail) and assets (one piece of
-// equipment each, told apart by serial number within its type). Its layers
-// follow go-kit: Service (this file, plain Go types), endpoints
-// (endpoint.go), HTTP transport (transport.go) and PostgreSQL store
-// (store.go); finds are cached in Redis (cache.go). People and documents
-// belong to other services: references to them are kept whole with
-// pkg/refs.
+// version, with their documents and thumbnail: the component assettypes)
+// and assets (one piece of equipment each, told apart by serial number
+// within its type: this package). Each follows go-kit's layers: Service
+// (service.go, plain Go types), endpoints (endpoint.go), HTTP transport
+// (transport.go) and PostgreSQL store (store.go); finds are cached in
+// Redis (cache.go); spec.go composes them. People and documents belong to
+// other services: references to them are kept whole with pkg/refs.
 package assets
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/services/assets/assettypes"
 )
 
-// Service is what the assets service does. Errors are *apperr.Error.
+// Service is what the assets component does. Errors are *apperr.Error.
 type Service interface {
-	// Asset types, read.
-	GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error)
-	// AssetTypeDocuments pages through every document attached to the
-	// asset type, in attach order: the whole of what its answer's
-	// documents begins.
-	AssetTypeDocuments(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[json.RawMessage], error)
-	ListAssetTypes(ctx context.Context, f AssetTypeFilter, page model.Page) (model.Paged[AssetType], error)
-	// FindAssetTypes returns every asset type of a brand and model (and
-	// version): GET /asset_types/by_brand_and_model.
-	FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error)
-	// Asset types, written.
-	CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput) (AssetTypeDetail, error)
-	UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error)
-	DeleteAssetType(ctx context.Context, g model.Guard, id uuid.UUID) error
-	// AttachDocument attaches a document; created=false when it was
-	// attached already.
-	AttachDocument(ctx context.Context, g model.Guard, id uuid.UUID, ref DocumentRef) (t AssetTypeDetail, created bool, err error)
-	DetachDocument(ctx context.Context, g model.Guard, id, documentID uuid.UUID) error
-	SetThumbnail(ctx context.Context, g model.Guard, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error)
-
 	// Assets, read.
 	GetAsset(ctx context.Context, id uuid.UUID) (Asset, error)
 	ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error)
@@ -62,16 +42,25 @@ type Service interface {
 // when it creates, and which references a write makes. It asks the owners
 // of those references (refs.Registry.Checking) and hands the store the
 // check, which the store confirms under the targets' locks in its
-// transaction (the thumbnail's content type is the owner's answer, read
-// there).
+
+// service holds the rules: what an input must be, how a find matches and
+// when it creates, and which references a write makes. It asks the owners
+// of those references (refs.Registry.Checking) and hands the store the
+// check, which the store confirms under the targets' locks in its
+// transaction. A find that creates resolves the brand and model to a type
+// through the asset types' store.
 type service struct {
 	store *Store
+	types *assettypes.Store
 	refs  *refs.Registry
 }
 
-// NewService returns the service over store, asking peers through the
-// registry the store declared its side of the reference protocol in.
-func NewService(store *Store) Service { return &service{store: store, refs: store.refs} }
+// NewService returns the service over store and the asset types' store,
+// asking peers through the registry the store declared its side of the
+// reference protocol in.
+func NewService(store *Store, types *assettypes.Store) Service {
+	return &service{store: store, types: types, refs: store.refs}
+}
 
 // personTarget is an asset's reference to its responsible person.
 func personTarget(id uuid.UUID) refs.Target {
@@ -84,72 +73,6 @@ func personOf(in AssetInput) []refs.Target {
 		return []refs.Target{personTarget(*id)}
 	}
 	return nil
-}
-
-// documentTarget is an asset type's reference to a document (attached or
-// its thumbnail); field names it in the 422.
-func documentTarget(field string, id uuid.UUID) refs.Target {
-	return refs.Target{Field: field, Kind: "document", ID: id}
-}
-
-func (s *service) CreateAssetType(ctx context.Context, by model.Caller, in AssetTypeInput) (AssetTypeDetail, error) {
-	in, err := in.Normalize()
-	if err != nil {
-		return AssetTypeDetail{}, err
-	}
-	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (AssetTypeDetail, error) {
-		return s.store.CreateAssetType(ctx, by, in, checked)
-	})
-}
-
-func (s *service) FindAssetTypes(ctx context.Context, q BrandAndModel) ([]AssetType, error) {
-	q, err := q.Normalize()
-	if err != nil {
-		return nil, err
-	}
-	return s.store.FindAssetTypes(ctx, q)
-}
-
-func (s *service) UpdateAssetType(ctx context.Context, g model.Guard, id uuid.UUID, p AssetTypePatch) (AssetTypeDetail, error) {
-	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		return s.store.UpdateAssetType(ctx, g, id, p.Apply, checked)
-	}); err != nil {
-		return AssetTypeDetail{}, err
-	}
-	return s.store.GetAssetType(ctx, id)
-}
-
-func (s *service) AttachDocument(ctx context.Context, g model.Guard, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, bool, error) {
-	documentID, err := ref.Validate()
-	if err != nil {
-		return AssetTypeDetail{}, false, err
-	}
-	var created bool
-	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		created, err = s.store.AttachDocument(ctx, g, id, documentID, checked)
-		return err
-	}); err != nil {
-		return AssetTypeDetail{}, false, err
-	}
-	t, err := s.store.GetAssetType(ctx, id)
-	return t, created, err
-}
-
-func (s *service) DetachDocument(ctx context.Context, g model.Guard, id, documentID uuid.UUID) error {
-	return s.store.DetachDocument(ctx, g, id, documentID)
-}
-
-func (s *service) SetThumbnail(ctx context.Context, g model.Guard, id uuid.UUID, ref DocumentRef) (AssetTypeDetail, error) {
-	documentID, err := ref.Validate()
-	if err != nil {
-		return AssetTypeDetail{}, err
-	}
-	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		return s.store.SetThumbnail(ctx, g, id, documentID, "document_id", checked)
-	}); err != nil {
-		return AssetTypeDetail{}, err
-	}
-	return s.store.GetAssetType(ctx, id)
 }
 
 func (s *service) CreateAsset(ctx context.Context, by model.Caller, in AssetInput) (Asset, error) {
@@ -215,7 +138,7 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 		v.Add("model", "is required to create an asset: no asset has this serial number")
 		return Asset{}, false, v.Err()
 	}
-	types, err := s.store.FindAssetTypes(ctx, q.typeCriteria())
+	types, err := s.types.FindAssetTypes(ctx, q.typeCriteria())
 	if err != nil {
 		return Asset{}, false, err
 	}
@@ -226,7 +149,7 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 		}
 		return Asset{}, false, v.Err()
 	}
-	t, err := model.FindOne(types, "asset type", func(t AssetType) any {
+	t, err := model.FindOne(types, "asset type", func(t assettypes.AssetType) any {
 		return map[string]any{"id": t.ID, "brand": t.Brand, "model": t.Model, "version": t.Version}
 	})
 	if err != nil {
@@ -236,7 +159,7 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 	// insert then returns theirs (created=false). It names no person: no
 	// reference to check.
 	return s.store.CreateAssetIfAbsent(ctx, by, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
-		ExternalIDs: []ExternalID{}}, nil)
+		ExternalIDs: []assettypes.ExternalID{}}, nil)
 }
 
 func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, p AssetPatch) (Asset, error) {
@@ -250,26 +173,6 @@ func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, 
 
 // Reads and deletes have no rules beyond the store's.
 
-func (s *service) GetAssetType(ctx context.Context, id uuid.UUID) (AssetTypeDetail, error) {
-	return s.store.GetAssetType(ctx, id)
-}
-
-func (s *service) AssetTypeDocuments(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[json.RawMessage], error) {
-	return s.store.AssetTypeDocuments(ctx, id, page)
-}
-
-func (s *service) ListAssetTypes(ctx context.Context, f AssetTypeFilter, page model.Page) (model.Paged[AssetType], error) {
-	return s.store.ListAssetTypes(ctx, f, page)
-}
-
-// DeleteAssetType removes an asset type unless something still names it:
-// the protocol asks the services that may, then runs the store's delete
-// under g.
-func (s *service) DeleteAssetType(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.store.GetAssetType(ctx, id) }
-	return s.refs.DeleteRow(ctx, g, "asset_type", "asset_types", id, current, s.store.DeleteAssetType(id))
-}
-
 func (s *service) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
 	return s.store.GetAsset(ctx, id)
 }
@@ -279,7 +182,7 @@ func (s *service) ListAssets(ctx context.Context, f AssetFilter, page model.Page
 }
 
 // DeleteAsset removes an asset unless something in another service (an
-// action) still names it, as DeleteAssetType does.
+// action) still names it, as an asset type's delete does.
 func (s *service) DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.store.GetAsset(ctx, id) }
 	return s.refs.DeleteRow(ctx, g, "asset", "assets", id, current, s.store.DeleteAsset(id))

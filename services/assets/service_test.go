@@ -13,6 +13,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/services/assets/assettypes"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 type fixture struct {
 	svc      Service
+	types    assettypes.Service
 	store    *Store
 	registry *refs.Registry
 	// people and documents play the parties and documents services: a
@@ -39,8 +41,10 @@ func newFixture(t testing.TB, redisURL string) fixture {
 	kit, finds := servicetest.StoreWithFinds(t, Spec(), redisURL)
 	peers, standIns := servicetest.StandInClients(t, "assets")
 	registry := refs.New("assets", kit, peers)
+	types := assettypes.NewStore(kit, registry, AssetsOfType)
 	st := NewStore(kit, registry)
-	return fixture{svc: WithFindCache(NewService(st), finds), store: st, registry: registry,
+	return fixture{svc: WithFindCache(NewService(st, types), finds), types: assettypes.WithFindCache(assettypes.NewService(types), finds),
+		store: st, registry: registry,
 		people: standIns["parties"], documents: standIns["documents"], ctx: t.Context(),
 		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client")}
 }
@@ -61,9 +65,9 @@ func (f fixture) document(contentType string) uuid.UUID {
 	return id
 }
 
-func (f fixture) assetType(t *testing.T, brand, model string, version *string) AssetTypeDetail {
+func (f fixture) assetType(t *testing.T, brand, model string, version *string) assettypes.AssetTypeDetail {
 	t.Helper()
-	return servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: brand, Model: model, Version: version}))
+	return servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: brand, Model: model, Version: version}))
 }
 
 func (f fixture) asset(t *testing.T, typeID uuid.UUID, serial string) Asset {
@@ -86,52 +90,52 @@ func wantField(t *testing.T, err error, field string) {
 
 func TestAssetTypeLifecycle(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	created := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
+	created := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
 		Version: ptr("2"), EmissionClass: ptr(" ")}))
 	if created.ID.Version() != 7 || created.Brand != "Liftmaster" || created.EmissionClass != nil || created.CreatedBy != "test-client" ||
 		created.Documents == nil || created.Thumbnail != nil || created.ExternalIDs == nil {
 		t.Fatalf("created = %+v", created)
 	}
-	got := servicetest.Must[AssetTypeDetail](t)(f.svc.GetAssetType(f.ctx, created.ID))
+	got := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.GetAssetType(f.ctx, created.ID))
 	if !got.CreatedAt.Equal(created.CreatedAt) || *got.Version != "2" {
 		t.Errorf("get = %+v", got)
 	}
 
 	// Identity is case-insensitive, and no version is a version of its own.
-	_, err := f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "LIFTMASTER", Model: "lm-200", Version: ptr("2")})
+	_, err := f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "LIFTMASTER", Model: "lm-200", Version: ptr("2")})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != created.ID.String() {
 		t.Errorf("duplicate: existing_id = %v", e.Extensions["existing_id"])
 	}
 	unversioned := f.assetType(t, "Liftmaster", "LM-200", nil)
-	_, err = f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "liftmaster", Model: "LM-200"})
+	_, err = f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "liftmaster", Model: "LM-200"})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
 		t.Errorf("duplicate without version: existing_id = %v", e.Extensions["existing_id"])
 	}
 	f.assetType(t, "Liftmaster", "LM-200", ptr("3"))
 
-	updated := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{
+	updated := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{
 		EmissionClass: set("Stage V")}))
 	if *updated.EmissionClass != "Stage V" || !updated.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	unchanged := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{Brand: set("Liftmaster")}))
+	unchanged := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Brand: set("Liftmaster")}))
 	if !unchanged.UpdatedAt.Equal(updated.UpdatedAt) {
 		t.Error("a patch that changes nothing must not touch updated_at")
 	}
 	// Moving onto another type's identity is a duplicate.
-	_, err = f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{Version: set("3")})
+	_, err = f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Version: set("3")})
 	wantKind(t, err, apperr.KindConflict)
-	_, err = f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{Version: null[string]()})
+	_, err = f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Version: null[string]()})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
 
-	if err := f.svc.DeleteAssetType(f.ctx, f.g, created.ID); err != nil {
+	if err := f.types.DeleteAssetType(f.ctx, f.g, created.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, getErr := f.svc.GetAssetType(f.ctx, created.ID)
-	_, updateErr := f.svc.UpdateAssetType(f.ctx, f.g, created.ID, AssetTypePatch{})
-	for _, err := range []error{getErr, updateErr, f.svc.DeleteAssetType(f.ctx, f.g, created.ID)} {
+	_, getErr := f.types.GetAssetType(f.ctx, created.ID)
+	_, updateErr := f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{})
+	for _, err := range []error{getErr, updateErr, f.types.DeleteAssetType(f.ctx, f.g, created.ID)} {
 		wantKind(t, err, apperr.KindNotFound)
 	}
 }
@@ -143,64 +147,64 @@ func TestListAndFindAssetTypes(t *testing.T) {
 		brand, model string
 		version      *string
 	}{{"Liftmaster", "LM-200", nil}, {"Liftmaster", "LM-200", ptr("2")}, {"Liftmaster", "LM-300", nil}, {"Hoistco", "LM-200", nil}, {"LIFTMASTER", "lm-200", ptr("3")}} {
-		in := AssetTypeInput{Brand: spec.brand, Model: spec.model, Version: spec.version,
-			ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}}}
-		ids = append(ids, servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, in)).ID)
+		in := assettypes.AssetTypeInput{Brand: spec.brand, Model: spec.model, Version: spec.version,
+			ExternalIDs: []assettypes.ExternalID{{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}}}
+		ids = append(ids, servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, in)).ID)
 	}
-	list := func(filter AssetTypeFilter, page model.Page) model.Paged[AssetType] {
+	list := func(filter assettypes.AssetTypeFilter, page model.Page) model.Paged[assettypes.AssetType] {
 		t.Helper()
-		return servicetest.Must[model.Paged[AssetType]](t)(f.svc.ListAssetTypes(f.ctx, filter, page))
+		return servicetest.Must[model.Paged[assettypes.AssetType]](t)(f.types.ListAssetTypes(f.ctx, filter, page))
 	}
-	all := list(AssetTypeFilter{}, model.Page{Limit: 100})
+	all := list(assettypes.AssetTypeFilter{}, model.Page{Limit: 100})
 	if len(all.Items) != 5 || all.Items[0].ID != ids[0] || all.Items[4].ID != ids[4] || len(all.Items[2].ExternalIDs) != 1 {
 		t.Fatalf("all = %+v", all.Items)
 	}
-	page := list(AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, model.Page{Limit: 2})
+	page := list(assettypes.AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, model.Page{Limit: 2})
 	if len(page.Items) != 2 || page.Items[1].ID != ids[1] || page.Next != ids[1] {
 		t.Fatalf("page 1 = %+v", page)
 	}
-	page = list(AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, model.Page{Limit: 2, After: page.Next})
+	page = list(assettypes.AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, model.Page{Limit: 2, After: page.Next})
 	if len(page.Items) != 1 || page.Items[0].ID != ids[4] || page.Next != uuid.Nil {
 		t.Fatalf("page 2 = %+v", page)
 	}
-	if got := list(AssetTypeFilter{Version: ptr("2")}, model.Page{Limit: 10}); len(got.Items) != 1 || got.Items[0].ID != ids[1] {
+	if got := list(assettypes.AssetTypeFilter{Version: ptr("2")}, model.Page{Limit: 10}); len(got.Items) != 1 || got.Items[0].ID != ids[1] {
 		t.Errorf("by version: %+v", got.Items)
 	}
-	byExternal := list(AssetTypeFilter{External: ExternalFilter{SourceSystem: ptr("erp"), ExternalID: ptr("3")}}, model.Page{Limit: 10})
+	byExternal := list(assettypes.AssetTypeFilter{External: assettypes.ExternalFilter{SourceSystem: ptr("erp"), ExternalID: ptr("3")}}, model.Page{Limit: 10})
 	if len(byExternal.Items) != 1 || byExternal.Items[0].ID != ids[3] {
 		t.Errorf("by external id: %+v", byExternal.Items)
 	}
-	if got := list(AssetTypeFilter{External: ExternalFilter{SourceSystem: ptr("ERP")}}, model.Page{Limit: 10}); len(got.Items) != 0 {
+	if got := list(assettypes.AssetTypeFilter{External: assettypes.ExternalFilter{SourceSystem: ptr("ERP")}}, model.Page{Limit: 10}); len(got.Items) != 0 {
 		t.Errorf("external ids compare exactly: %+v", got.Items)
 	}
 
-	found := servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "liftmaster", Model: "LM-200"}))
+	found := servicetest.Must[[]assettypes.AssetType](t)(f.types.FindAssetTypes(f.ctx, assettypes.BrandAndModel{Brand: "liftmaster", Model: "LM-200"}))
 	if len(found) != 3 || found[0].ID != ids[0] || found[2].ID != ids[4] {
 		t.Errorf("every version: %+v", found)
 	}
-	found = servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "liftmaster", Model: "LM-200", Version: ptr("3")}))
+	found = servicetest.Must[[]assettypes.AssetType](t)(f.types.FindAssetTypes(f.ctx, assettypes.BrandAndModel{Brand: "liftmaster", Model: "LM-200", Version: ptr("3")}))
 	if len(found) != 1 || found[0].ID != ids[4] {
 		t.Errorf("one version: %+v", found)
 	}
-	found = servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Nobody", Model: "LM-200"}))
+	found = servicetest.Must[[]assettypes.AssetType](t)(f.types.FindAssetTypes(f.ctx, assettypes.BrandAndModel{Brand: "Nobody", Model: "LM-200"}))
 	if found == nil || len(found) != 0 {
 		t.Errorf("no match must be an empty list: %#v", found)
 	}
-	_, err := f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Liftmaster"})
+	_, err := f.types.FindAssetTypes(f.ctx, assettypes.BrandAndModel{Brand: "Liftmaster"})
 	wantField(t, err, "model")
 }
 
 func TestExternalIDs(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	erp1 := []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}
-	first := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
-	_, err := f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "A", Model: "2", ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}, erp1[0]}})
+	erp1 := []assettypes.ExternalID{{SourceSystem: "erp", ExternalID: "1"}}
+	first := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
+	_, err := f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "A", Model: "2", ExternalIDs: []assettypes.ExternalID{{SourceSystem: "crm", ExternalID: "7"}, erp1[0]}})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != first.ID.String() {
 		t.Errorf("external id held by another asset type: %v", e.Extensions)
 	}
 	// Nothing of the refused create stays, its other pair included.
-	second := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "A", Model: "2",
-		ExternalIDs: []ExternalID{{SourceSystem: "crm", ExternalID: "7"}}}))
+	second := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "A", Model: "2",
+		ExternalIDs: []assettypes.ExternalID{{SourceSystem: "crm", ExternalID: "7"}}}))
 	// Pairs are unique per kind: an asset may carry the type's pair.
 	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "S", AssetTypeID: model.ID(first.ID), ExternalIDs: erp1}))
 	if len(a.ExternalIDs) != 1 || a.ExternalIDs[0] != erp1[0] {
@@ -212,20 +216,20 @@ func TestExternalIDs(t *testing.T) {
 	}
 
 	// A patch replaces the list, in the order given; a freed pair can be taken.
-	replaced := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, first.ID, AssetTypePatch{ExternalIDs: model.PatchField[[]ExternalID]{Set: true,
-		Value: []ExternalID{{SourceSystem: "sap", ExternalID: "9"}, {SourceSystem: "erp", ExternalID: "2"}}}}))
+	replaced := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, first.ID, assettypes.AssetTypePatch{ExternalIDs: model.PatchField[[]assettypes.ExternalID]{Set: true,
+		Value: []assettypes.ExternalID{{SourceSystem: "sap", ExternalID: "9"}, {SourceSystem: "erp", ExternalID: "2"}}}}))
 	if len(replaced.ExternalIDs) != 2 || replaced.ExternalIDs[0].SourceSystem != "sap" || replaced.ExternalIDs[1].ExternalID != "2" {
 		t.Fatalf("replaced = %+v", replaced.ExternalIDs)
 	}
-	taken := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, second.ID, AssetTypePatch{ExternalIDs: set(erp1)}))
+	taken := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, second.ID, assettypes.AssetTypePatch{ExternalIDs: set(erp1)}))
 	if len(taken.ExternalIDs) != 1 || taken.ExternalIDs[0] != erp1[0] {
 		t.Errorf("taken = %+v", taken.ExternalIDs)
 	}
-	_, err = f.svc.UpdateAssetType(f.ctx, f.g, first.ID, AssetTypePatch{ExternalIDs: set(erp1)})
+	_, err = f.types.UpdateAssetType(f.ctx, f.g, first.ID, assettypes.AssetTypePatch{ExternalIDs: set(erp1)})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != second.ID.String() {
 		t.Errorf("patch onto a held pair: %v", e.Extensions)
 	}
-	cleared := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, first.ID, AssetTypePatch{ExternalIDs: null[[]ExternalID]()}))
+	cleared := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, first.ID, assettypes.AssetTypePatch{ExternalIDs: null[[]assettypes.ExternalID]()}))
 	if cleared.ExternalIDs == nil || len(cleared.ExternalIDs) != 0 {
 		t.Errorf("cleared = %#v", cleared.ExternalIDs)
 	}
@@ -236,36 +240,36 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	manual, photo := f.document("application/pdf"), f.document("image/png")
 
-	_, _, err := f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(uuid.New())})
+	_, _, err := f.types.AttachDocument(f.ctx, f.g, at.ID, assettypes.DocumentRef{DocumentID: model.ID(uuid.New())})
 	wantField(t, err, "document_id")
-	_, _, err = f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{})
+	_, _, err = f.types.AttachDocument(f.ctx, f.g, at.ID, assettypes.DocumentRef{})
 	wantField(t, err, "document_id")
-	_, _, err = f.svc.AttachDocument(f.ctx, f.g, uuid.New(), DocumentRef{DocumentID: model.ID(manual)})
+	_, _, err = f.types.AttachDocument(f.ctx, f.g, uuid.New(), assettypes.DocumentRef{DocumentID: model.ID(manual)})
 	wantKind(t, err, apperr.KindNotFound)
 
-	got, created, err := f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(manual)})
+	got, created, err := f.types.AttachDocument(f.ctx, f.g, at.ID, assettypes.DocumentRef{DocumentID: model.ID(manual)})
 	if err != nil || !created || len(got.Documents) != 1 || got.Documents[0].ID != manual || got.Documents[0].ContentType != "application/pdf" ||
 		got.Documents[0].Size != 3 || !got.UpdatedAt.After(at.UpdatedAt) {
 		t.Fatalf("attach: %+v created=%v err=%v", got, created, err)
 	}
-	again, created, err := f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(manual)})
+	again, created, err := f.types.AttachDocument(f.ctx, f.g, at.ID, assettypes.DocumentRef{DocumentID: model.ID(manual)})
 	if err != nil || created || len(again.Documents) != 1 || !again.UpdatedAt.Equal(got.UpdatedAt) {
 		t.Fatalf("attach again: %+v created=%v err=%v", again, created, err)
 	}
-	servicetest.Must[AssetTypeDetail](t)(func() (AssetTypeDetail, error) {
-		d, _, err := f.svc.AttachDocument(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(photo)})
+	servicetest.Must[assettypes.AssetTypeDetail](t)(func() (assettypes.AssetTypeDetail, error) {
+		d, _, err := f.types.AttachDocument(f.ctx, f.g, at.ID, assettypes.DocumentRef{DocumentID: model.ID(photo)})
 		return d, err
 	}())
 
-	_, err = f.svc.SetThumbnail(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(manual)})
+	_, err = f.types.SetThumbnail(f.ctx, f.g, at.ID, assettypes.DocumentRef{DocumentID: model.ID(manual)})
 	wantField(t, err, "document_id")
-	_, err = f.svc.SetThumbnail(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(uuid.New())})
+	_, err = f.types.SetThumbnail(f.ctx, f.g, at.ID, assettypes.DocumentRef{DocumentID: model.ID(uuid.New())})
 	wantField(t, err, "document_id")
-	withThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, f.g, at.ID, DocumentRef{DocumentID: model.ID(photo)}))
+	withThumb := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.SetThumbnail(f.ctx, f.g, at.ID, assettypes.DocumentRef{DocumentID: model.ID(photo)}))
 	if withThumb.Thumbnail == nil || withThumb.Thumbnail.ID != photo || *withThumb.ThumbnailDocumentID != photo {
 		t.Fatalf("thumbnail = %+v", withThumb.Thumbnail)
 	}
-	_, err = f.svc.UpdateAssetType(f.ctx, f.g, at.ID, AssetTypePatch{ThumbnailDocumentID: set(model.ID(manual))})
+	_, err = f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{ThumbnailDocumentID: set(model.ID(manual))})
 	wantField(t, err, "thumbnail_document_id")
 
 	// What points at a document, as its owner asks before deleting it.
@@ -275,28 +279,28 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 		t.Errorf("referrers of the photo = %+v", referrers)
 	}
 
-	noThumb := servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, at.ID, AssetTypePatch{ThumbnailDocumentID: null[model.UUID]()}))
+	noThumb := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{ThumbnailDocumentID: null[model.UUID]()}))
 	if noThumb.Thumbnail != nil || noThumb.ThumbnailDocumentID != nil {
 		t.Errorf("thumbnail after null = %+v", noThumb.Thumbnail)
 	}
-	if err := f.svc.DetachDocument(f.ctx, f.g, at.ID, photo); err != nil {
+	if err := f.types.DetachDocument(f.ctx, f.g, at.ID, photo); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, f.svc.DetachDocument(f.ctx, f.g, at.ID, photo), apperr.KindNotFound)
-	wantKind(t, f.svc.DetachDocument(f.ctx, f.g, uuid.New(), manual), apperr.KindNotFound)
+	wantKind(t, f.types.DetachDocument(f.ctx, f.g, at.ID, photo), apperr.KindNotFound)
+	wantKind(t, f.types.DetachDocument(f.ctx, f.g, uuid.New(), manual), apperr.KindNotFound)
 	if refs := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", photo, true)); len(refs) != 0 {
 		t.Errorf("the detached photo is still referenced: %+v", refs)
 	}
 
 	// A thumbnail given at create is checked the same way.
-	_, err = f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&manual)})
+	_, err = f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&manual)})
 	wantField(t, err, "thumbnail_document_id")
-	withPhoto := servicetest.Must[AssetTypeDetail](t)(f.svc.CreateAssetType(f.ctx, f.by, AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&photo)}))
+	withPhoto := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "B", Model: "M", ThumbnailDocumentID: model.OptionalID(&photo)}))
 	if withPhoto.Thumbnail == nil || withPhoto.Thumbnail.ContentType != "image/png" {
 		t.Errorf("created with thumbnail: %+v", withPhoto.Thumbnail)
 	}
 	// Deleting the type takes its attachments and thumbnail choice along.
-	if err := f.svc.DeleteAssetType(f.ctx, f.g, at.ID); err != nil {
+	if err := f.types.DeleteAssetType(f.ctx, f.g, at.ID); err != nil {
 		t.Fatal(err)
 	}
 	if refs := servicetest.Must[[]refs.Ref](t)(f.registry.Referrers(f.ctx, "document", manual, true)); len(refs) != 0 {
@@ -376,7 +380,7 @@ func TestDeleteAssetTypeWithAssets(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
-	err := f.svc.DeleteAssetType(f.ctx, f.g, at.ID)
+	err := f.types.DeleteAssetType(f.ctx, f.g, at.ID)
 	e := wantKind(t, err, apperr.KindConflict)
 	listed, _ := e.Extensions["referenced_by"].([]map[string]any)
 	if e.Code != "still-referenced" || !strings.Contains(e.Detail, a.ID.String()) || !strings.Contains(e.Detail, "SN-1") ||
@@ -394,7 +398,7 @@ func TestDeleteAssetTypeWithAssets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := f.svc.DeleteAssetType(f.ctx, f.g, at.ID); err != nil {
+	if err := f.types.DeleteAssetType(f.ctx, f.g, at.ID); err != nil {
 		t.Fatalf("delete without assets: %v", err)
 	}
 }
@@ -471,8 +475,8 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 		got, _, err := f.svc.FindAsset(f.ctx, f.by, q, false)
 		return got, err
 	}
-	types := func() []AssetType {
-		return servicetest.Must[[]AssetType](t)(f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Liftmaster", Model: "LM-200"}))
+	types := func() []assettypes.AssetType {
+		return servicetest.Must[[]assettypes.AssetType](t)(f.types.FindAssetTypes(f.ctx, assettypes.BrandAndModel{Brand: "Liftmaster", Model: "LM-200"}))
 	}
 	servicetest.Must[Asset](t)(find(byName)) // cached from here on
 	servicetest.Must[Asset](t)(find(AssetQuery{SerialNumber: "SN-1"}))
@@ -490,7 +494,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	_, err := find(AssetQuery{SerialNumber: "SN-1"})
 	wantKind(t, err, apperr.KindConflict)
 	// Renaming the type moves its assets to other criteria.
-	servicetest.Must[AssetTypeDetail](t)(f.svc.UpdateAssetType(f.ctx, f.g, at.ID, AssetTypePatch{Model: set("LM-201")}))
+	servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{Model: set("LM-201")}))
 	_, err = find(byName)
 	wantKind(t, err, apperr.KindNotFound)
 	if got := types(); len(got) != 0 {
@@ -504,7 +508,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	if got := types(); len(got) != 1 || got[0].ID != newType.ID {
 		t.Fatalf("a new type is not found: %+v", got)
 	}
-	servicetest.Must[AssetTypeDetail](t)(f.svc.SetThumbnail(f.ctx, f.g, newType.ID, DocumentRef{DocumentID: model.ID(f.document("image/jpeg"))}))
+	servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.SetThumbnail(f.ctx, f.g, newType.ID, assettypes.DocumentRef{DocumentID: model.ID(f.document("image/jpeg"))}))
 	if got := types(); got[0].ThumbnailDocumentID == nil {
 		t.Fatal("the thumbnail is not seen by the type's finds")
 	}
@@ -513,7 +517,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	}
 	_, err = find(renamed)
 	wantKind(t, err, apperr.KindNotFound)
-	if err := f.svc.DeleteAssetType(f.ctx, f.g, newType.ID); err != nil {
+	if err := f.types.DeleteAssetType(f.ctx, f.g, newType.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := types(); len(got) != 0 {
@@ -530,7 +534,7 @@ func TestFindsWorkWithoutRedis(t *testing.T) {
 		if err != nil || got.ID != a.ID {
 			t.Fatalf("find without Redis: %v, %v", got.ID, err)
 		}
-		if types, err := f.svc.FindAssetTypes(f.ctx, BrandAndModel{Brand: "Liftmaster", Model: "LM-200"}); err != nil || len(types) != 1 {
+		if types, err := f.types.FindAssetTypes(f.ctx, assettypes.BrandAndModel{Brand: "Liftmaster", Model: "LM-200"}); err != nil || len(types) != 1 {
 			t.Fatalf("types without Redis: %v, %v", types, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/assets/assettypes"
 )
 
 // files are the migrations and the OpenAPI document, in the binary.
@@ -20,13 +21,18 @@ func Spec() servicekit.Spec {
 	return spec
 }
 
-// build wires the service: the reference protocol's registry, which the
-// store declares its kinds to, under the find cache, behind one go-kit
-// endpoint per operation; the protocol's internal routes share the router.
+// build wires the service: the reference protocol's registry, which both
+// stores declare their kinds to, the two components (assets at the root,
+// asset types beside them, each under its find cache, behind one go-kit
+// endpoint per operation) on one router, which the protocol's internal
+// routes share. The asset types' store names a type's assets through the
+// root's question: the component knows no assets itself.
 func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("assets", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
-	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(NewStore(d.Store, registry)), d.Finds), timeout))
+	types := assettypes.NewStore(d.Store, registry, AssetsOfType)
+	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(NewStore(d.Store, registry), types), d.Finds), timeout))
+	assettypes.Routes(routes, assettypes.MakeEndpoints(assettypes.WithFindCache(assettypes.NewService(types), d.Finds), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	return servicekit.Handlers{Routes: routes}, nil
 }

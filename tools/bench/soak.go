@@ -20,6 +20,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/tools/devinfra"
 )
 
@@ -131,14 +132,14 @@ func RunSoak(ctx context.Context, so SoakOptions) (*SoakResult, error) {
 	runCtx, endRun := context.WithCancel(ctx)
 	defer endRun()
 	// Access tokens last 15 minutes: both clients renew theirs well before.
-	go everyUntil(runCtx, 5*time.Minute, func() {
+	go job.Later("token renewal", 5*time.Minute, func(runCtx context.Context) {
 		if err := e.refreshToken(runCtx); err != nil {
 			fmt.Fprintf(so.Progress, "    renewing the token: %v\n", err)
 		}
 		if t, err := e.accessToken(runCtx, noisyClient, noisySecret); err == nil {
 			noisy.Store(&t)
 		}
-	})
+	}).Run(runCtx)
 	writes := &soakWrites{}
 	feed, err := e.followFeed(runCtx)
 	if err != nil {
@@ -662,20 +663,6 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
-	}
-}
-
-// everyUntil calls fn every d until ctx ends.
-func everyUntil(ctx context.Context, d time.Duration, fn func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
 	}
 }
 

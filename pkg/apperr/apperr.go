@@ -114,6 +114,22 @@ func Duplicate(detail, existingID string) *Error {
 	return e
 }
 
+// NotPermitted is a 403 for a caller that sees what it addresses but whose
+// organization's role does not let it do this (a read grant asked to record).
+func NotPermitted(detail string) *Error {
+	e := New(KindForbidden, detail)
+	e.Code = "not-permitted"
+	return e
+}
+
+// AssetNotVisible is the 409 of a create whose natural key is held by an
+// asset the caller does not see: it names neither that asset nor its owner.
+func AssetNotVisible(detail string) *Error {
+	e := New(KindConflict, detail)
+	e.Code = "asset-not-visible"
+	return e
+}
+
 // NotOwner says that the caller may not change or delete what another
 // client created (object-level authorization); owner is that client.
 func NotOwner(resource, id, owner string) *Error {

@@ -46,6 +46,23 @@ const InternalPrefix = "/internal/"
 // services.
 const OnBehalfOfHeader = "X-On-Behalf-Of"
 
+// OnBehalfOfOrganizationHeader carries the original caller's organization
+// on a call between services: absent for a caller bound to none, and for
+// an admin (who sees every row, as a caller bound to none does).
+const OnBehalfOfOrganizationHeader = "X-On-Behalf-Of-Organization"
+
+// Organization is the organization whose rows the caller sees: the bound
+// organization of the token (or, on a call between services, of the
+// original caller), empty when the caller sees every row (bound to none,
+// or holding registry:admin in a token of its own).
+func Organization(ctx context.Context) string {
+	p, _ := PrincipalFrom(ctx)
+	if p.OnBehalfOf == "" && p.HasScope(ScopeAdmin) {
+		return ""
+	}
+	return p.Organization
+}
+
 // Authenticate lets through only requests with a valid bearer token and
 // puts the verified principal in the context.
 //
@@ -126,6 +143,10 @@ func AuthenticateGated(v TokenVerifier, gate Gate) func(http.Handler) http.Handl
 			}
 			if p.HasScope(ScopeInternal) {
 				p.OnBehalfOf = onBehalfOf(r.Header.Get(OnBehalfOfHeader))
+				p.Organization = ""
+				if org := r.Header.Get(OnBehalfOfOrganizationHeader); p.OnBehalfOf != "" && isUUID(org) {
+					p.Organization = strings.ToLower(org)
+				}
 			}
 			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 		})

@@ -67,7 +67,14 @@ type Config struct {
 	// default, DefaultTokenValidityMaxAge).
 	TokenValidityInterval time.Duration
 	TokenValidityMaxAge   time.Duration
+	// OrganizationClaim names the claim that binds a client to an
+	// organization (its id); empty means DefaultOrganizationClaim.
+	OrganizationClaim string
 }
+
+// DefaultOrganizationClaim is the claim the registry's own identity
+// provider puts a bound client's organization id in.
+const DefaultOrganizationClaim = "org"
 
 // DefaultMaxTokenLifetime is the longest lifetime (exp − iat) a token may
 // have unless configured. Machine tokens live minutes to an hour; a token
@@ -89,6 +96,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"how often the token validity list is read: a revoked token is refused this long after the issuer publishes it, at most")
 	fs.DurationVar(&c.TokenValidityMaxAge, "oidc.token-validity-max-age", DefaultTokenValidityMaxAge,
 		"how old the token validity list may get while the issuer cannot be reached (by default as long as the longest token lives: an older list lets no revoked token stand past its expiry); older, every call is refused with 503 until it is read again")
+	fs.StringVar(&c.OrganizationClaim, "oidc.organization-claim", DefaultOrganizationClaim,
+		"the token claim that holds the organization id a client is bound to (an external issuer may name it otherwise)")
 }
 
 // Principal is the verified caller.
@@ -99,6 +108,11 @@ type Principal struct {
 	// OnBehalfOf is the original caller's subject when a service calls a
 	// peer for it; believed only from a token with the internal scope.
 	OnBehalfOf string
+	// Organization is the id of the organization the client is bound to
+	// (the organization claim), empty for a client bound to none. On a
+	// call between services it is the original caller's, carried in
+	// OnBehalfOfOrganizationHeader.
+	Organization string
 }
 
 // HasScope reports whether the token grants scope.
@@ -202,6 +216,7 @@ type claims struct {
 	Scope      string   `json:"scope"` // RFC 9068 / RFC 8693: space-separated
 	Scp        []string `json:"scp"`   // the array form some issuers use instead
 	Generation *int64   `json:"credential_generation"`
+	Org        string   `json:"org"`
 }
 
 // Verify checks raw and returns its principal.
@@ -246,7 +261,11 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	}
 	scopes := strings.Fields(c.Scope)
 	scopes = append(scopes, c.Scp...)
-	p := Principal{Subject: c.Subject, Scopes: scopes, Expiry: c.ExpiresAt.Time}
+	org, err := v.organizationOf(raw, c)
+	if err != nil {
+		return Principal{}, err
+	}
+	p := Principal{Subject: c.Subject, Scopes: scopes, Expiry: c.ExpiresAt.Time, Organization: org}
 	// Only a token verified by one named key is remembered (a token without
 	// a kid is checked against the whole set), and only before its expiry
 	// (a token accepted within the leeway is checked again every time).
@@ -255,6 +274,61 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 		v.verified.Add(sum, used)
 	}
 	return p, nil
+}
+
+// organizationOf reads the organization claim of a token whose signature
+// checked out: the claim the configuration names, which must be an
+// organization id (a UUID) when present. A value that is not one is an
+// issuer misconfigured, and the token is refused rather than read as
+// bound to no organization (which would read every row).
+func (v *Verifier) organizationOf(raw string, c claims) (string, error) {
+	org := c.Org
+	if name := cmp.Or(v.cfg.OrganizationClaim, DefaultOrganizationClaim); name != DefaultOrganizationClaim {
+		org = ""
+		parts := strings.Split(raw, ".")
+		payload, err := jwt.NewParser().DecodeSegment(parts[1])
+		if err != nil {
+			return "", fmt.Errorf("%w: the token's claims cannot be read", ErrInvalidToken)
+		}
+		var all map[string]any
+		if err := json.Unmarshal(payload, &all); err != nil {
+			return "", fmt.Errorf("%w: the token's claims cannot be read", ErrInvalidToken)
+		}
+		switch value := all[name].(type) {
+		case nil:
+		case string:
+			org = value
+		default:
+			return "", fmt.Errorf("%w: the token's %s claim is not a string", ErrInvalidToken, name)
+		}
+	}
+	if org == "" {
+		return "", nil
+	}
+	if !isUUID(org) {
+		return "", fmt.Errorf("%w: the token's organization claim is not an organization id", ErrInvalidToken)
+	}
+	return strings.ToLower(org), nil
+}
+
+// isUUID reports whether s is a UUID in its canonical 36-character form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // MaxSubjectLen bounds a token's sub, as OpenID Connect does (255 ASCII

@@ -270,6 +270,8 @@ func CallerOf(ctx context.Context) model.Caller {
 		Subject:   auth.Subject(ctx),
 		Admin:     p.OnBehalfOf == "" && p.HasScope(auth.ScopeAdmin),
 		RequestID: httpx.RequestInfoFrom(ctx).ID,
+		// An admin sees every row even when its client is bound.
+		Organization: auth.Organization(ctx),
 	}
 }
 

@@ -19,6 +19,10 @@ type Caller struct {
 	Admin bool
 	// RequestID is the request's id (X-Request-Id), for change events.
 	RequestID string
+	// Organization is the organization whose equipment the caller sees
+	// (the token's organization claim): empty when it sees every row, as
+	// a client bound to no organization and an admin do. See Access.
+	Organization string
 }
 
 // Guard is what a write must obey, as its route declares it (a service's

@@ -205,6 +205,9 @@ func (c *Client) Call(ctx context.Context, method, path string, in, out any) (er
 	}
 	if sub := auth.Subject(ctx); sub != "" {
 		req.Header.Set(OnBehalfOfHeader, sub)
+		if org := auth.Organization(ctx); org != "" {
+			req.Header.Set(auth.OnBehalfOfOrganizationHeader, org)
+		}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -193,7 +193,11 @@ func (c *Client) Call(ctx context.Context, method, path string, in, out any) (er
 		}
 		body = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base.JoinPath(path).String(), body)
+	// path may carry a query: JoinPath would escape its "?".
+	path, query, _ := strings.Cut(path, "?")
+	target := c.base.JoinPath(path)
+	target.RawQuery = query
+	req, err := http.NewRequestWithContext(ctx, method, target.String(), body)
 	if err != nil {
 		return fmt.Errorf("peer %s: %w", c.name, err)
 	}

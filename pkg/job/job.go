@@ -15,13 +15,33 @@ package job
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
+
+// Failures counts the jobs that failed (panicked), by job name (the
+// label is not "job", which Prometheus gives the scrape target): each failure is
+// also in the log with its panic, and the job is started again after
+// RestartAfter. A job that keeps failing keeps the process unready
+// (Running.Ready), as dskit's services report a failed service.
+var Failures = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "registry_job_failures_total",
+	Help: "Jobs (relays, consumers, sweepers) that failed with a panic and were started again.",
+}, []string{"name"})
+
+// RestartAfter is how long a failed job waits before it runs again: long
+// enough not to spin on a fault that every run meets, short enough that a
+// passing fault costs little.
+var RestartAfter = 5 * time.Second
 
 // Job is work a process does beside answering requests.
 type Job struct {
@@ -68,20 +88,70 @@ func Later(name string, interval time.Duration, tick func(ctx context.Context)) 
 	}}
 }
 
-// StartJobs runs jobs until the returned stop is called, which cancels
-// their context and returns once every one of them has returned. They run
-// as one oklog/run group: the group ends only by stop, since a job that
-// returns early waits for the others rather than interrupting them.
-func StartJobs(logger log.Logger, jobs ...Job) (stop func()) {
+// StartJobs runs jobs until the returned stop is called: Start without
+// the readiness report.
+func StartJobs(logger log.Logger, jobs ...Job) (stop func()) { return Start(logger, jobs...).Stop }
+
+// Running are started jobs.
+type Running struct {
+	stop func()
+
+	mu     sync.Mutex
+	failed map[string]error // jobs that failed and wait to run again
+}
+
+// Ready is nil unless a job failed and has not run again yet: the
+// process's readiness check, so an orchestrator sees a replica whose relay
+// or consumer is down as the alert does.
+func (r *Running) Ready(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.failed) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(r.failed))
+	for name := range r.failed {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("jobs failed and wait to run again: %s", strings.Join(names, ", "))
+}
+
+// Stop cancels the jobs' context and returns once every one has returned.
+func (r *Running) Stop() { r.stop() }
+
+// Start runs jobs until Stop, which cancels their context and returns
+// once every one of them has returned. They run as one oklog/run group:
+// the group ends only by Stop, since a job that returns early waits for
+// the others rather than interrupting them. A job that panics is
+// recovered, counted (registry_job_failures_total), logged, reported by
+// Ready, and run again after RestartAfter: one job's fault does not take
+// the process's other work down with it.
+func Start(logger log.Logger, jobs ...Job) *Running {
+	r := &Running{failed: map[string]error{}}
 	if len(jobs) == 0 {
-		return func() {}
+		r.stop = func() {}
+		return r
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var g run.Group
 	for _, job := range jobs {
 		g.Add(func() error {
 			level.Debug(logger).Log("msg", "job started", "job", job.Name)
-			job.Run(ctx)
+			for ctx.Err() == nil {
+				err := r.runOnce(ctx, job)
+				if err == nil {
+					break
+				}
+				Failures.WithLabelValues(job.Name).Inc()
+				level.Error(logger).Log("msg", "job failed; it runs again after a pause", "job", job.Name, "err", err, "pause", RestartAfter)
+				r.setFailed(job.Name, err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(RestartAfter):
+				}
+				r.setFailed(job.Name, nil)
+			}
 			<-ctx.Done()
 			level.Debug(logger).Log("msg", "job stopped", "job", job.Name)
 			return nil
@@ -95,9 +165,31 @@ func StartJobs(logger log.Logger, jobs ...Job) (stop func()) {
 		defer close(done)
 		_ = g.Run() // every actor returns nil
 	}()
-	return func() {
+	r.stop = func() {
 		once.Do(func() { close(stopped) })
 		<-done
 		cancel() // the group's interrupts have cancelled ctx already
 	}
+	return r
+}
+
+// runOnce runs job until it returns, turning a panic into an error.
+func (r *Running) runOnce(ctx context.Context, job Job) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	job.Run(ctx)
+	return nil
+}
+
+func (r *Running) setFailed(name string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		delete(r.failed, name)
+		return
+	}
+	r.failed[name] = err
 }

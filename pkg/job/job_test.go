@@ -2,11 +2,13 @@ package job_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/assetregistry/registry/pkg/job"
 )
@@ -70,4 +72,53 @@ func TestLater(t *testing.T) {
 	}))
 	<-ticked
 	stop()
+}
+
+// A job that panics is recovered and run again; until it runs again the
+// process is not ready, and the failure is counted; the other jobs go on.
+func TestFailedJobIsReportedAndRunAgain(t *testing.T) {
+	saved := job.RestartAfter
+	job.RestartAfter = 200 * time.Millisecond
+	t.Cleanup(func() { job.RestartAfter = saved })
+	var runs atomic.Int32
+	ran := make(chan struct{}, 2)
+	flaky := job.Job{Name: "flaky", Run: func(ctx context.Context) {
+		ran <- struct{}{}
+		if runs.Add(1) == 1 {
+			panic("the first run breaks")
+		}
+		<-ctx.Done()
+	}}
+	var steady atomic.Bool
+	calm := job.Job{Name: "calm", Run: func(ctx context.Context) { steady.Store(true); <-ctx.Done(); steady.Store(false) }}
+	running := job.Start(log.NewNopLogger(), flaky, calm)
+	defer running.Stop()
+	<-ran
+	deadline := time.Now().Add(5 * time.Second)
+	for running.Ready(t.Context()) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the failed job was never reported")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := running.Ready(t.Context()); err == nil || !strings.Contains(err.Error(), "flaky") {
+		t.Fatalf("Ready = %v, want it to name the failed job", err)
+	}
+	if got := testutil.ToFloat64(job.Failures.WithLabelValues("flaky")); got < 1 {
+		t.Fatalf("registry_job_failures_total{job=flaky} = %v, want at least 1", got)
+	}
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the failed job did not run again")
+	}
+	for running.Ready(t.Context()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("still unready after the job ran again")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !steady.Load() {
+		t.Fatal("the other job stopped when one failed")
+	}
 }

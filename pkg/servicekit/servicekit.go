@@ -362,7 +362,15 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		closers = append(closers, handlers.Close)
 	}
 	b.Routes, b.Store, b.Deps = handlers.Routes, deps.Store, deps
-	b.Health = process.NewHealth(append(checks, handlers.Checks...)...)
+	// The jobs start last (below); their check asks them once they run.
+	var running *job.Running
+	jobsReady := func(ctx context.Context) error {
+		if running == nil {
+			return nil
+		}
+		return running.Ready(ctx)
+	}
+	b.Health = process.NewHealth(append(append(checks, handlers.Checks...), process.HealthCheck{Name: "jobs", Probe: jobsReady})...)
 	public := http.NewServeMux()
 	b.Health.Mount(public)
 	public.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
@@ -376,7 +384,8 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	jobs = append(jobs, leader.Maintenance{Lock: deps.Lock("maintenance"), Tasks: tasks, Pause: maintenancePause}.Job())
 	// Started last and so stopped first: Close stops every job before it
 	// closes what they use.
-	closers = append(closers, job.StartJobs(logger, append(jobs, handlers.Jobs...)...))
+	running = job.Start(logger, append(jobs, handlers.Jobs...)...)
+	closers = append(closers, running.Stop)
 	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
 	return b, nil
 }

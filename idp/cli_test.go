@@ -54,6 +54,70 @@ func TestCLI(t *testing.T) {
 		t.Errorf("list: %+v", list)
 	}
 
+	// Bound to an organization at creation, bound to another and to none
+	// afterwards; the listing shows it, and each change revokes tokens.
+	const orgA, orgB = "0190A6E2-8C3B-7D4E-9F00-1A2B3C4D5E6F", "0190a6e2-8c3b-7d4e-9f00-000000000002"
+	credentials(t, idp(t, 0, "client", "create", "--id", "cli-bound", "--scopes", "registry:read,registry:write",
+		"--resource", "https://registry.example.test", "--organization", orgA))
+	organizationOf := func(t *testing.T, id string) any {
+		t.Helper()
+		var listed []map[string]any
+		if err := json.Unmarshal([]byte(idp(t, 0, "client", "list")), &listed); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range listed {
+			if c["client_id"] == id {
+				org, shown := c["organization_id"]
+				if !shown {
+					t.Errorf("the listing of %s does not show organization_id: %v", id, c)
+				}
+				return org
+			}
+		}
+		t.Fatalf("%s is not listed", id)
+		return nil
+	}
+	if got := organizationOf(t, "cli-bound"); got != strings.ToLower(orgA) {
+		t.Errorf("created with --organization: organization_id %v, want %s in lower case", got, orgA)
+	}
+	if got := organizationOf(t, "cli-client"); got != nil {
+		t.Errorf("created without --organization: organization_id %v, want null", got)
+	}
+	type binding struct {
+		ClientID       string  `json:"client_id"`
+		OrganizationID *string `json:"organization_id"`
+		TokensRevoked  bool    `json:"tokens_revoked"`
+	}
+	bind := func(t *testing.T, args ...string) binding {
+		t.Helper()
+		var b binding
+		if err := json.Unmarshal([]byte(idp(t, 0, append([]string{"client"}, args...)...)), &b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if b := bind(t, "bind", "--id", "cli-bound", "--organization", orgB); b.ClientID != "cli-bound" || b.OrganizationID == nil || *b.OrganizationID != orgB || !b.TokensRevoked {
+		t.Errorf("bind to another organization: %+v, want it bound to %s and its tokens revoked", b, orgB)
+	}
+	if b := bind(t, "bind", "--id", "cli-bound", "--organization", orgB); !(b.OrganizationID != nil && *b.OrganizationID == orgB) || b.TokensRevoked {
+		t.Errorf("bind to the organization it has: %+v, want nothing revoked", b)
+	}
+	if got := organizationOf(t, "cli-bound"); got != orgB {
+		t.Errorf("after bind: organization_id %v, want %s", got, orgB)
+	}
+	if b := bind(t, "unbind", "--id", "cli-bound"); b.OrganizationID != nil || !b.TokensRevoked {
+		t.Errorf("unbind: %+v, want bound to none and the tokens revoked", b)
+	}
+	if got := organizationOf(t, "cli-bound"); got != nil {
+		t.Errorf("after unbind: organization_id %v, want null", got)
+	}
+	idp(t, 2, "client", "bind", "--id", "cli-bound")                                 // --organization missing
+	idp(t, 1, "client", "bind", "--id", "cli-bound", "--organization", "acme")       // not an organization id
+	idp(t, 1, "client", "bind", "--id", "nobody", "--organization", orgA)            // no such client
+	idp(t, 1, "client", "create", "--id", "cli-badorg", "--scopes", "registry:read", // not an organization id
+		"--resource", "https://registry.example.test", "--organization", "{"+orgA+"}")
+	idp(t, 0, "client", "delete", "--id", "cli-bound")
+
 	idp(t, 0, "client", "delete", "--id", "cli-client")
 	if out := idp(t, 0, "client", "list"); strings.TrimSpace(out) != "[]" {
 		t.Errorf("list after delete: %s", out)

@@ -122,15 +122,6 @@ func NotPermitted(detail string) *Error {
 	return e
 }
 
-// OrganizationRequired is the 403 of a write by a client that belongs to
-// no organization where the operator requires one
-// (tenancy.require-organization).
-func OrganizationRequired(detail string) *Error {
-	e := New(KindForbidden, detail)
-	e.Code = "organization-required"
-	return e
-}
-
 // AssetNotVisible is the 409 of a create whose natural key is held by an
 // asset the caller does not see: it names neither that asset nor its owner.
 func AssetNotVisible(detail string) *Error {

@@ -225,9 +225,10 @@ func RequireOrganization(next http.Handler) http.Handler {
 		p, _ := PrincipalFrom(r.Context())
 		if p.Organization == "" && ScopeFor(r) == ScopeWrite && p.HasScope(ScopeWrite) &&
 			!p.HasScope(ScopeAdmin) && !p.HasScope(ScopeInternal) {
-			httpx.WriteProblem(r.Context(), apperr.OrganizationRequired(
-				"this registry accepts writes only from clients that belong to an organization, and this client belongs to none: "+
-					"the operator binds it to its organization (idp client bind), after which its new tokens may write"), w)
+			refusal := apperr.New(apperr.KindForbidden, "this registry accepts writes only from clients that belong to an organization, "+
+				"and this client belongs to none: the operator binds it to its organization (idp client bind), after which its new tokens may write")
+			refusal.Code = "organization-required"
+			httpx.WriteProblem(r.Context(), refusal, w)
 			return
 		}
 		next.ServeHTTP(w, r)

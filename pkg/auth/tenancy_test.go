@@ -55,11 +55,7 @@ func call(t *testing.T, h http.Handler, method, token string, headers ...string)
 func TestOrganizationClaim(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	verifier := func(claim string) http.Handler {
-		v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway, OrganizationClaim: claim})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(v.Close)
+		v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway, OrganizationClaim: claim})
 		return auth.Authenticate(v)(organizationEcho)
 	}
 	byClaim := map[string]http.Handler{"": verifier(""), "org": verifier("org"), "tenant": verifier("tenant")}
@@ -117,11 +113,7 @@ func TestOrganizationClaim(t *testing.T) {
 // X-On-Behalf-Of-Organization believed.
 func TestOrganizationOfTheCaller(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	h := auth.Authenticate(v)(organizationEcho)
 	bound := iss.Bound(t, "bound-client", orgA, auth.ScopeRead, auth.ScopeWrite)
 	admin := iss.Bound(t, "admin-client", orgA, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin)
@@ -166,11 +158,7 @@ func TestOrganizationOfTheCaller(t *testing.T) {
 // gets RequireScope's 403.
 func TestRequireOrganization(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	h := auth.Authenticate(v)(auth.RequireOrganization(auth.RequireScope(organizationEcho)))
 	unbound := iss.ReadWrite(t)
 	tests := []struct {

@@ -245,6 +245,7 @@ func StartCluster(t *testing.T, specs ...servicekit.Spec) map[string]*Service {
 				"name": name, "registration_number": "ORG-" + name[len(name)-1:], "country": "de", "organization_type": "private"}).JSON()
 			ids = append(ids, uuid.MustParse(org["id"].(string)))
 		}
+		parties.Events(t) // read: a test's Events start after the cast's
 	}
 	orgA, orgB := tenants(t, issuer, ids...)
 	for _, s := range cluster {

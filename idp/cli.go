@@ -23,17 +23,24 @@ import (
 const usage = `usage:
   idp [serve] [flags]      run the identity provider (idp serve -h lists the flags)
   idp migrate [flags]      apply the database migrations and exit
-  idp client create --id ID --scopes registry:read,registry:write --resource URL [--resource URL ...]
+  idp client create --id ID --scopes registry:read,registry:write --resource URL [--resource URL ...] [--organization ORG_ID]
   idp client rotate --id ID [--window 24h]
   idp client scopes --id ID --scopes registry:read
+  idp client bind --id ID --organization ORG_ID
+  idp client unbind --id ID
   idp client list
   idp client delete --id ID
 
 create and rotate print {"client_id", "client_secret"} as JSON; the secret is
 shown only then. scopes sets the scopes the client holds and prints
-{"client_id", "scopes", "tokens_revoked"}. Deleting a client, removing one of
-its scopes and the end of a rotation's window revoke the tokens issued before:
-the gateway and the services refuse them within seconds. Every command takes --database.url (env DATABASE_URL) and
+{"client_id", "scopes", "tokens_revoked"}. bind makes the client belong to an
+organization of the registry (its id, a UUID; the identity provider does not
+check that it exists: name one that does), so that its tokens carry it in the
+claim org; unbind makes it belong to none; both print {"client_id",
+"organization_id", "tokens_revoked"}. Deleting a client, removing one of its
+scopes, binding or unbinding it and the end of a rotation's window revoke the
+tokens issued before: the gateway and the services refuse them within
+seconds. Every command takes --database.url (env DATABASE_URL) and
 --database.schema (env DATABASE_SCHEMA, default idp).
 `
 
@@ -114,6 +121,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		scopes    string
 		resources []string
 		window    time.Duration
+		org       string
 	)
 	fs := flag.NewFlagSet("idp client "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -125,11 +133,14 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			resources = append(resources, v)
 			return nil
 		})
+		fs.StringVar(&org, "organization", "", "the id of the organization of the registry the client belongs to (its tokens carry it in the claim org); empty: none")
 	case "rotate":
 		fs.DurationVar(&window, "window", 24*time.Hour, "how long the replaced secret, and the tokens issued with it, keep working (0: they stop now)")
 	case "scopes":
 		fs.StringVar(&scopes, "scopes", "", "comma-separated scopes the client holds from now on; removing one revokes the client's tokens")
-	case "list", "delete":
+	case "bind":
+		fs.StringVar(&org, "organization", "", "the id of an existing organization of the registry (a UUID) the client belongs to from now on (required); the client's earlier tokens are revoked")
+	case "list", "delete", "unbind":
 	default:
 		return fmt.Errorf("%w: unknown client subcommand %q", errUsage, sub)
 	}
@@ -145,6 +156,9 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if sub != "list" && id == "" {
 		return fmt.Errorf("%w: --id is required", errUsage)
 	}
+	if sub == "bind" && org == "" {
+		return fmt.Errorf("%w: --organization is required (unbind takes a client out of its organization)", errUsage)
+	}
 
 	logger := telemetry.NewLogger(stderr, "idp", telemetry.LogConfig{Level: "warn", Format: "logfmt"})
 	pool, err := store.OpenAndMigrate(ctx, db, Migrations(), store.LogRetries(logger))
@@ -155,7 +169,11 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	clients := NewClients(pool)
 	switch sub {
 	case "create":
-		secret, err := clients.CreateClient(ctx, id, splitList(scopes), resources)
+		client := Client{ID: id, Scopes: splitList(scopes), Resources: resources}
+		if org != "" {
+			client.OrganizationID = &org
+		}
+		secret, err := clients.Register(ctx, client)
 		if err != nil {
 			return err
 		}
@@ -177,6 +195,24 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Scopes        []string `json:"scopes"`
 			TokensRevoked bool     `json:"tokens_revoked"`
 		}{id, list, revoked})
+	case "bind", "unbind":
+		var bound *string
+		if sub == "bind" {
+			bound = &org
+		}
+		revoked, err := clients.Bind(ctx, id, bound)
+		if err != nil {
+			return err
+		}
+		if bound != nil {
+			lower := strings.ToLower(org) // as stored, checked by Bind
+			bound = &lower
+		}
+		return printJSON(stdout, struct {
+			ClientID       string  `json:"client_id"`
+			OrganizationID *string `json:"organization_id"`
+			TokensRevoked  bool    `json:"tokens_revoked"`
+		}{id, bound, revoked})
 	case "list":
 		list, err := clients.ListClients(ctx)
 		if err != nil {

@@ -49,6 +49,10 @@ type Client struct {
 	Scopes    []string  `json:"scopes" db:"scopes"`
 	Resources []string  `json:"resources" db:"resources"`
 	CreatedAt time.Time `json:"created_at" db:"created_at"`
+	// OrganizationID is the organization the client belongs to (its
+	// tokens' org claim), nil for a client bound to none. The identity
+	// provider knows no organizations: the operator names one that exists.
+	OrganizationID *string `json:"organization_id" db:"organization_id"`
 	// Secrets are the client's valid secrets, oldest first: two during a
 	// rotation's handover window. Only ListClients fills it in.
 	Secrets []Secret `json:"secrets" db:"secrets"`
@@ -79,14 +83,26 @@ var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{3,64}$`)
 // the registry's base address), and returns its first secret. The secret is
 // not stored and cannot be shown again.
 func (c *Clients) CreateClient(ctx context.Context, id string, scopes, resources []string) (string, error) {
-	client, err := newClient(id, scopes, resources)
+	return c.Register(ctx, Client{ID: id, Scopes: scopes, Resources: resources})
+}
+
+// Register is CreateClient for a client that may also be bound to an
+// organization from the start (client.OrganizationID); the rest of client
+// is checked as CreateClient's arguments.
+func (c *Clients) Register(ctx context.Context, client Client) (string, error) {
+	org, err := organizationID(client.OrganizationID)
 	if err != nil {
 		return "", err
 	}
+	client, err = newClient(client.ID, client.Scopes, client.Resources)
+	if err != nil {
+		return "", err
+	}
+	client.OrganizationID = org
 	client.CreatedAt = c.now()
 	secret, hash := newSecret()
 	if err := c.store.createClient(ctx, client, hash); err != nil {
-		return "", fmt.Errorf("create client %s: %w", id, err)
+		return "", fmt.Errorf("create client %s: %w", client.ID, err)
 	}
 	return secret, nil
 }
@@ -132,6 +148,26 @@ func (c *Clients) SetScopes(ctx context.Context, id string, scopes []string) (bo
 	voided, err := c.store.setScopes(ctx, id, checked)
 	if err != nil {
 		return false, fmt.Errorf("set scopes of client %s: %w", id, err)
+	}
+	return voided, nil
+}
+
+// Bind makes the client belong to organization (an organization's id, a
+// UUID), or to none when organization is nil. Tokens issued afterwards
+// carry it in their org claim. A change voids every token issued before,
+// as taking a scope away does: a token of a client bound to none reads
+// every organization's equipment, one of a client bound elsewhere another
+// organization's, and neither may outlive the change. Binding to the
+// organization it already has changes and voids nothing. It reports
+// whether tokens were voided.
+func (c *Clients) Bind(ctx context.Context, id string, organization *string) (bool, error) {
+	org, err := organizationID(organization)
+	if err != nil {
+		return false, err
+	}
+	voided, err := c.store.bind(ctx, id, org)
+	if err != nil {
+		return false, fmt.Errorf("bind client %s: %w", id, err)
 	}
 	return voided, nil
 }
@@ -241,6 +277,22 @@ func newClient(id string, scopes, resources []string) (Client, error) {
 		return Client{}, fmt.Errorf("%w: a client needs at least one scope and one resource", ErrInvalidRegistration)
 	}
 	return c, nil
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// organizationID checks an organization id as the registry writes them (a
+// UUID in its 36-character form, which the verifiers insist on in the org
+// claim) and gives it in lower case; nil stays nil.
+func organizationID(org *string) (*string, error) {
+	if org == nil {
+		return nil, nil
+	}
+	if !uuidPattern.MatchString(*org) {
+		return nil, fmt.Errorf("%w: organization %q is not an organization id (a UUID such as 0190a6e2-8c3b-7d4e-9f00-1a2b3c4d5e6f)", ErrInvalidRegistration, *org)
+	}
+	lower := strings.ToLower(*org)
+	return &lower, nil
 }
 
 // checkScopes refuses a scope the registry does not know and drops

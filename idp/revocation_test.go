@@ -419,3 +419,76 @@ func TestVerifierRefusesRevokedTokens(t *testing.T) {
 		t.Errorf("a client nobody changed: %v", err)
 	}
 }
+
+// A bound client's tokens carry its organization in the claim org, one
+// bound to none carries no org; binding and unbinding void the tokens
+// issued before (they would read another organization's equipment, or
+// every organization's), and binding to the organization a client already
+// has voids nothing.
+func TestBindingAClientToAnOrganization(t *testing.T) {
+	ti := newTestIdP(t)
+	ctx := context.Background()
+	const orgA, orgB = "0190a6e2-8c3b-7d4e-9f00-00000000000a", "0190a6e2-8c3b-7d4e-9f00-00000000000b"
+	org := orgA
+	secret, err := ti.Clients.Register(ctx, Client{ID: "tenant", Scopes: []string{ScopeRead, ScopeWrite}, Resources: []string{registry}, OrganizationID: &org})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unboundSecret := ti.createClient(t, "shared", []string{ScopeRead, ScopeWrite}, []string{registry})
+	orgClaim := func(t *testing.T, token string) any {
+		t.Helper()
+		var claims jwt.MapClaims
+		if _, _, err := jwt.NewParser().ParseUnverified(token, &claims); err != nil {
+			t.Fatal(err)
+		}
+		return claims[auth.DefaultOrganizationClaim]
+	}
+	stands := func(token string) bool {
+		t.Helper()
+		lowest, listed := ti.validity(t, "tenant")["tenant"]
+		return listed && generationOf(t, token) >= lowest
+	}
+
+	first := ti.token(t, "tenant", secret, nil)
+	if got := orgClaim(t, first); got != orgA {
+		t.Errorf("a bound client's token: org %v, want %s", got, orgA)
+	}
+	if got := orgClaim(t, ti.token(t, "shared", unboundSecret, nil)); got != nil {
+		t.Errorf("an unbound client's token: org %v, want no org claim", got)
+	}
+
+	voided, err := ti.Clients.Bind(ctx, "tenant", &org)
+	if err != nil || voided || !stands(first) {
+		t.Errorf("binding to the same organization: voided %v, %v, the token stands %v; want nothing voided", voided, err, stands(first))
+	}
+
+	other := orgB
+	if voided, err = ti.Clients.Bind(ctx, "tenant", &other); err != nil || !voided {
+		t.Fatalf("binding to another organization: voided %v, %v", voided, err)
+	}
+	if stands(first) {
+		t.Error("a token issued before the client moved to another organization stands")
+	}
+	second := ti.token(t, "tenant", secret, nil)
+	if got := orgClaim(t, second); got != orgB || !stands(second) {
+		t.Errorf("a token after the move: org %v (want %s), stands %v", got, orgB, stands(second))
+	}
+
+	if voided, err = ti.Clients.Bind(ctx, "tenant", nil); err != nil || !voided {
+		t.Fatalf("unbinding: voided %v, %v", voided, err)
+	}
+	if stands(second) {
+		t.Error("a token issued before the client was unbound stands")
+	}
+	if got := orgClaim(t, ti.token(t, "tenant", secret, nil)); got != nil {
+		t.Errorf("a token after unbinding: org %v, want none", got)
+	}
+
+	bad := "not-a-uuid"
+	if _, err := ti.Clients.Bind(ctx, "tenant", &bad); !errors.Is(err, ErrInvalidRegistration) {
+		t.Errorf("binding to %q: %v, want ErrInvalidRegistration", bad, err)
+	}
+	if _, err := ti.Clients.Bind(ctx, "nobody", &other); !errors.Is(err, ErrClientNotFound) {
+		t.Errorf("binding an unknown client: %v, want ErrClientNotFound", err)
+	}
+}

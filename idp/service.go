@@ -57,6 +57,10 @@ type accessClaims struct {
 	// issued for (see the token validity list): a private claim, since no
 	// standard one says "issued under this version of the client".
 	CredentialGeneration int64 `json:"credential_generation"`
+	// Organization is the id of the organization the client is bound to
+	// (the registry's org claim, auth.DefaultOrganizationClaim); absent
+	// for a client bound to none.
+	Organization string `json:"org,omitempty"`
 }
 
 // tokenService issues access tokens for the client credentials grant.
@@ -129,6 +133,7 @@ func (s *tokenService) token(ctx context.Context, req tokenRequest) (tokenRespon
 		Scope:                scope,
 		ClientID:             client.ID,
 		CredentialGeneration: generation,
+		Organization:         deref(client.OrganizationID),
 	})
 	if err != nil {
 		return tokenResponse{}, err
@@ -184,4 +189,11 @@ func grantedScopes(client Client, requested *string) ([]string, error) {
 		return nil, oauthError("invalid_scope", "this client holds none of the requested scopes; it holds %s", strings.Join(client.Scopes, " "))
 	}
 	return granted, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

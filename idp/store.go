@@ -21,8 +21,8 @@ type clientStore struct {
 
 func (s clientStore) createClient(ctx context.Context, c Client, hash []byte) error {
 	return store.InTx(ctx, s.pool, "create client", func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO clients (client_id, scopes, resources, created_at)
-			VALUES ($1, $2, $3, $4)`, c.ID, c.Scopes, c.Resources, c.CreatedAt)
+		_, err := tx.Exec(ctx, `INSERT INTO clients (client_id, scopes, resources, created_at, organization_id)
+			VALUES ($1, $2, $3, $4, $5)`, c.ID, c.Scopes, c.Resources, c.CreatedAt, c.OrganizationID)
 		if _, dup := store.Constraint(err, store.UniqueViolation); dup {
 			return fmt.Errorf("%w: %s", ErrClientExists, c.ID)
 		}
@@ -102,13 +102,13 @@ func (s clientStore) credentials(ctx context.Context, id string, now time.Time) 
 	var c Client
 	var hashes [][]byte
 	var generations []int64
-	err := s.pool.QueryRow(ctx, `SELECT c.client_id, c.scopes, c.resources, c.created_at,
+	err := s.pool.QueryRow(ctx, `SELECT c.client_id, c.scopes, c.resources, c.created_at, c.organization_id::text,
 			COALESCE(array_agg(s.hash ORDER BY s.generation) FILTER (WHERE s.hash IS NOT NULL), '{}'),
 			COALESCE(array_agg(s.generation ORDER BY s.generation) FILTER (WHERE s.hash IS NOT NULL), '{}')
 		FROM clients c LEFT JOIN client_secrets s ON s.client_id = c.client_id
 			AND (s.expires_at IS NULL OR s.expires_at > $2)
 		WHERE c.client_id = $1
-		GROUP BY c.client_id`, id, now).Scan(&c.ID, &c.Scopes, &c.Resources, &c.CreatedAt, &hashes, &generations)
+		GROUP BY c.client_id`, id, now).Scan(&c.ID, &c.Scopes, &c.Resources, &c.CreatedAt, &c.OrganizationID, &hashes, &generations)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Client{}, nil, fmt.Errorf("%w: %s", ErrClientNotFound, id)
 	}
@@ -123,10 +123,8 @@ func (s clientStore) credentials(ctx context.Context, id string, now time.Time) 
 }
 
 // setScopes replaces the client's scopes. When one it held is gone, every
-// secret of the client gets a new generation, in the order the secrets
-// were made (a secret replaced by a rotation keeps the lower one, so its
-// end still voids its tokens), and it reports that the tokens issued
-// before were voided.
+// secret of the client gets a new generation (renewGenerations), and it
+// reports that the tokens issued before were voided.
 func (s clientStore) setScopes(ctx context.Context, id string, scopes []string) (voided bool, err error) {
 	err = store.InTx(ctx, s.pool, "set client scopes", func(tx pgx.Tx) error {
 		var held []string
@@ -144,25 +142,58 @@ func (s clientStore) setScopes(ctx context.Context, id string, scopes []string) 
 		if !voided {
 			return nil
 		}
-		if err := lockGenerations(ctx, tx); err != nil {
-			return err
+		return renewGenerations(ctx, tx, id)
+	})
+	return voided, err
+}
+
+// renewGenerations gives every secret of the client a new generation, in
+// the order the secrets were made (a secret replaced by a rotation keeps
+// the lower one, so its end still voids its tokens): the tokens issued
+// before are void once the verifiers read the token validity list.
+func renewGenerations(ctx context.Context, tx pgx.Tx, id string) error {
+	if err := lockGenerations(ctx, tx); err != nil {
+		return err
+	}
+	// One row at a time: an UPDATE draws nextval in no defined order.
+	rows, err := tx.Query(ctx, `SELECT hash FROM client_secrets WHERE client_id = $1 ORDER BY generation`, id)
+	if err != nil {
+		return store.Classify(err, "read client secrets")
+	}
+	hashes, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return store.Classify(err, "read client secrets")
+	}
+	for _, h := range hashes {
+		if _, err := tx.Exec(ctx, `UPDATE client_secrets SET generation = nextval('credential_generation')
+			WHERE client_id = $1 AND hash = $2`, id, h); err != nil {
+			return store.Classify(err, "renew secret generation")
 		}
-		// One row at a time: an UPDATE draws nextval in no defined order.
-		rows, err := tx.Query(ctx, `SELECT hash FROM client_secrets WHERE client_id = $1 ORDER BY generation`, id)
+	}
+	return nil
+}
+
+// bind sets the client's organization (nil: none). When it changes, the
+// client's secrets get new generations, and it reports that the tokens
+// issued before were voided.
+func (s clientStore) bind(ctx context.Context, id string, org *string) (voided bool, err error) {
+	err = store.InTx(ctx, s.pool, "bind client", func(tx pgx.Tx) error {
+		var held *string
+		err := tx.QueryRow(ctx, `SELECT organization_id::text FROM clients WHERE client_id = $1 FOR UPDATE`, id).Scan(&held)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrClientNotFound, id)
+		}
 		if err != nil {
-			return store.Classify(err, "read client secrets")
+			return store.Classify(err, "lock client")
 		}
-		hashes, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			return store.Classify(err, "read client secrets")
+		if (held == nil && org == nil) || (held != nil && org != nil && *held == *org) {
+			return nil
 		}
-		for _, h := range hashes {
-			if _, err := tx.Exec(ctx, `UPDATE client_secrets SET generation = nextval('credential_generation')
-				WHERE client_id = $1 AND hash = $2`, id, h); err != nil {
-				return store.Classify(err, "renew secret generation")
-			}
+		if _, err := tx.Exec(ctx, `UPDATE clients SET organization_id = $2 WHERE client_id = $1`, id, org); err != nil {
+			return store.Classify(err, "update client organization")
 		}
-		return nil
+		voided = true
+		return renewGenerations(ctx, tx, id)
 	})
 	return voided, err
 }
@@ -192,6 +223,7 @@ func (s clientStore) tokenValidity(ctx context.Context, now time.Time) (map[stri
 
 func (s clientStore) listClients(ctx context.Context, now time.Time) ([]Client, error) {
 	return store.Many[Client](ctx, s.pool, "list clients", `SELECT c.client_id, c.scopes, c.resources, c.created_at,
+			c.organization_id::text AS organization_id,
 			COALESCE(json_agg(json_build_object('created_at', s.created_at, 'expires_at', s.expires_at)
 				ORDER BY s.created_at) FILTER (WHERE s.hash IS NOT NULL), '[]') AS secrets
 		FROM clients c LEFT JOIN client_secrets s ON s.client_id = c.client_id

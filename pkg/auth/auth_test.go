@@ -23,11 +23,7 @@ const audience = "https://registry.example"
 
 func TestVerify(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -185,12 +181,8 @@ func TestVerifierReportsUnreachableIssuerAsUnavailable(t *testing.T) {
 func TestStartRefusesAnIssuerThatDiscoveryContradicts(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.DiscoveredIssuer = iss.URL + "/"
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
-	err = v.Start(t.Context(), log.NewNopLogger())
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
+	err := v.Start(t.Context(), log.NewNopLogger())
 	if !errors.Is(err, auth.ErrIssuerMismatch) || !strings.Contains(err.Error(), fmt.Sprintf("names issuer %q, but oidc.issuer is %q", iss.URL+"/", iss.URL)) {
 		t.Fatalf("Start: %v, want a refusal naming both issuers", err)
 	}
@@ -207,11 +199,7 @@ func TestStartRefusesAnIssuerThatDiscoveryContradicts(t *testing.T) {
 
 func TestStartLoadsTheKeys(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err := v.Start(t.Context(), log.NewNopLogger()); err != nil {
 		t.Fatal(err)
 	}
@@ -247,11 +235,7 @@ func TestScopeFor(t *testing.T) {
 
 func TestMiddleware(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	h := auth.Authenticate(v)(auth.RequireScope(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(auth.Subject(r.Context())))
 	})))

@@ -211,6 +211,30 @@ func RequireScope(next http.Handler) http.Handler {
 	})
 }
 
+// RequireOrganization refuses a write (an operation needing
+// registry:write, see ScopeFor) from a token that belongs to no
+// organization, with a 403 organization-required: the operator's setting
+// tenancy.require-organization, for an installation where every
+// integration that writes must be bound to an organization, so that what it
+// creates is owned. A token holding registry:admin, and a service's own
+// (registry:internal, acting for a caller whose write was let through where
+// it came in), may write unbound; a token without registry:write is left
+// to RequireScope's 403. Authenticate must run first.
+func RequireOrganization(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		if p.Organization == "" && ScopeFor(r) == ScopeWrite && p.HasScope(ScopeWrite) &&
+			!p.HasScope(ScopeAdmin) && !p.HasScope(ScopeInternal) {
+			refusal := apperr.New(apperr.KindForbidden, "this registry accepts writes only from clients that belong to an organization, "+
+				"and this client belongs to none: the operator binds it to its organization (idp client bind), after which its new tokens may write")
+			refusal.Code = "organization-required"
+			httpx.WriteProblem(r.Context(), refusal, w)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // ScopeFor is the contract's rule, decided by the operation and never by
 // its outcome: reads (GET, HEAD) and finds without create=true need
 // registry:read; everything else needs registry:write. A find whose create

@@ -146,6 +146,10 @@ type Config struct {
 	Events   outbox.Config // NATS and the outbox relay
 	Log      telemetry.LogConfig
 	Timeout  time.Duration
+	// RequireOrganization refuses writes from clients bound to no
+	// organization (auth.RequireOrganization), unless they hold
+	// registry:admin.
+	RequireOrganization bool
 }
 
 // RegisterFlags adds all flags of the service's catalog entry; each also
@@ -166,6 +170,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, entry catalog.Service) {
 	c.Peers.RegisterFlags(fs, entry.Peers())
 	c.Log.RegisterFlags(fs)
 	fs.DurationVar(&c.Timeout, "request.timeout", 15*time.Second, "upper bound on the work done for one request")
+	fs.BoolVar(&c.RequireOrganization, "tenancy.require-organization", false,
+		"refuse writes (403 organization-required) from clients that belong to no organization, unless they hold registry:admin: for an installation where every integration that writes is bound to its organization")
 }
 
 // Main runs the service with os.Args and returns the exit code. The first
@@ -386,7 +392,15 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 	// closes what they use.
 	running = job.Start(logger, append(jobs, handlers.Jobs...)...)
 	closers = append(closers, running.Stop)
-	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(keys.Handler(handlers.Routes)), cfg.Server.Read)
+	// The organization rule runs in every service, where each request
+	// arrives (the gateway only passes it on), so a service reached around
+	// the gateway holds it too; and before the idempotency keys, so that a
+	// refused write remembers nothing.
+	protected := keys.Handler(handlers.Routes)
+	if cfg.RequireOrganization {
+		protected = auth.RequireOrganization(protected)
+	}
+	b.Handler = process.Stack(logger, spec.Name, true, public, auth.Authenticate(verifier)(protected), cfg.Server.Read)
 	return b, nil
 }
 

@@ -364,6 +364,19 @@ func TestTokenValidityAndItemBudgets(t *testing.T) {
 	if got := Get(gw, "data", "RATE_LIMIT_CLIENT_ITEMS"); got != "inspection-importer=600000/60s" {
 		t.Errorf("RATE_LIMIT_CLIENT_ITEMS = %v", got)
 	}
+	// The organization rule is each service's (a service reached around
+	// the gateway holds it too): off unless the operator sets it.
+	required := render(t, "prod", "global.tenancy.requireOrganization=true")
+	for _, name := range deployables() {
+		off, on := Get(find(docs, "ConfigMap", name), "data", "TENANCY_REQUIRE_ORGANIZATION"), Get(find(required, "ConfigMap", name), "data", "TENANCY_REQUIRE_ORGANIZATION")
+		if _, service := catalog.Lookup(name); !service {
+			if off != nil || on != nil {
+				t.Errorf("%s: TENANCY_REQUIRE_ORGANIZATION %v / %v; only the services hold the rule", name, off, on)
+			}
+		} else if off != "false" || on != "true" {
+			t.Errorf("%s: TENANCY_REQUIRE_ORGANIZATION %v by default and %v when required; want false and true", name, off, on)
+		}
+	}
 	external := render(t, "prod", "global.oidc.inClusterIdP=false")
 	if got := Get(find(external, "ConfigMap", "parties"), "data", "OIDC_TOKEN_VALIDITY_URL"); got != nil {
 		t.Errorf("with an external issuer, OIDC_TOKEN_VALIDITY_URL = %v; want discovery to say", got)

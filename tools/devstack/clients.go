@@ -15,15 +15,19 @@ import (
 	"github.com/assetregistry/registry/tools/devinfra"
 )
 
-// Client ids of make run's four machine clients: an integration that reads
+// Client ids of make run's machine clients: an integration that reads
 // and writes, one that only reads, a second integration that reads and
-// writes (to see that neither can change what the other created), and an
-// operator's client holding registry:admin.
+// writes (to see that neither can change what the other created), an
+// operator's client holding registry:admin, all four bound to no
+// organization; and two read-write clients bound to the two organizations
+// make run creates (OrgA, OrgB: the tenancy rules' cast).
 const (
 	ReadWriteClient = "local-integration"
 	ReadOnlyClient  = "local-readonly"
 	OtherClient     = "local-other-integration"
 	AdminClient     = "local-admin"
+	OrgAClient      = "local-org-a"
+	OrgBClient      = "local-org-b"
 )
 
 // Credentials are what an integration needs to call the stack; they are
@@ -34,6 +38,16 @@ type Credentials struct {
 	ReadOnlyClientID, ReadOnlyClientSecret string
 	OtherClientID, OtherClientSecret       string
 	AdminClientID, AdminClientSecret       string
+	// OrgA and OrgB are two organizations of the registry, each with a
+	// read-write client bound to it (ORG_A_ID, ORG_A_CLIENT_ID, ...).
+	OrgA, OrgB Tenant
+}
+
+// Tenant is an organization of the registry and a read-write machine
+// client bound to it: its tokens carry ID in the claim org.
+type Tenant struct {
+	ID                     string // the organization's id
+	ClientID, ClientSecret string
 }
 
 // ServiceIdentity is a service's own machine client, for its calls to peers.
@@ -59,7 +73,7 @@ func (s *Stack) ensureServiceClients(ctx context.Context, envFile string) (map[s
 		}
 		id := "svc-" + svc.Name
 		key := envName("SECRET", svc.Name, "")
-		_, secret, err := ensureClient(ctx, clients, id, previous[key], []string{idp.ScopeInternal}, s.Resource)
+		secret, err := ensureClient(ctx, clients, idp.Client{ID: id, Scopes: []string{idp.ScopeInternal}, Resources: []string{s.Resource}}, previous[key])
 		if err != nil {
 			return nil, err
 		}
@@ -83,10 +97,12 @@ func (s *Stack) idpClients(ctx context.Context) (*idp.Clients, func(), error) {
 	return idp.NewClients(pool), pool.Close, nil
 }
 
-// EnsureClients makes sure the four machine clients exist with the secrets
-// recorded in envFile. Secrets are stored hashed, so
-// a client whose secret was lost (envFile deleted) gets a fresh one by an
-// immediate rotation; a second make run otherwise reuses everything.
+// EnsureClients makes sure the machine clients exist with the secrets
+// recorded in envFile, and the two organizations of the bound ones (found
+// by registration number, created through the API the first time).
+// Secrets are stored hashed, so a client whose secret was lost (envFile
+// deleted) gets a fresh one by an immediate rotation; a second make run
+// otherwise reuses everything.
 func (s *Stack) EnsureClients(ctx context.Context, envFile string) (Credentials, error) {
 	clients, closeClients, err := s.idpClients(ctx)
 	if err != nil {
@@ -95,25 +111,43 @@ func (s *Stack) EnsureClients(ctx context.Context, envFile string) (Credentials,
 	defer closeClients()
 	previous := readEnvFile(envFile)
 	c := Credentials{RegistryURL: s.RegistryURL, AuthURL: s.AuthURL, Resource: s.Resource}
-	c.ClientID, c.ClientSecret, err = ensureClient(ctx, clients, ReadWriteClient, previous["CLIENT_SECRET"],
-		[]string{idp.ScopeRead, idp.ScopeWrite}, s.Resource)
+	readWrite := []string{idp.ScopeRead, idp.ScopeWrite}
+	for _, m := range []struct {
+		id, secretKey string
+		scopes        []string
+		into          *string
+	}{
+		{ReadWriteClient, "CLIENT_SECRET", readWrite, &c.ClientSecret},
+		{ReadOnlyClient, "READONLY_CLIENT_SECRET", []string{idp.ScopeRead}, &c.ReadOnlyClientSecret},
+		{OtherClient, "OTHER_CLIENT_SECRET", readWrite, &c.OtherClientSecret},
+		{AdminClient, "ADMIN_CLIENT_SECRET", []string{idp.ScopeRead, idp.ScopeWrite, idp.ScopeAdmin}, &c.AdminClientSecret},
+	} {
+		if *m.into, err = ensureClient(ctx, clients, idp.Client{ID: m.id, Scopes: m.scopes, Resources: []string{s.Resource}}, previous[m.secretKey]); err != nil {
+			return c, err
+		}
+	}
+	c.ClientID, c.ReadOnlyClientID, c.OtherClientID, c.AdminClientID = ReadWriteClient, ReadOnlyClient, OtherClient, AdminClient
+	admin, err := c.token(ctx, c.AdminClientID, c.AdminClientSecret)
 	if err != nil {
 		return c, err
 	}
-	c.ReadOnlyClientID, c.ReadOnlyClientSecret, err = ensureClient(ctx, clients, ReadOnlyClient, previous["READONLY_CLIENT_SECRET"],
-		[]string{idp.ScopeRead}, s.Resource)
-	if err != nil {
-		return c, err
-	}
-	c.OtherClientID, c.OtherClientSecret, err = ensureClient(ctx, clients, OtherClient, previous["OTHER_CLIENT_SECRET"],
-		[]string{idp.ScopeRead, idp.ScopeWrite}, s.Resource)
-	if err != nil {
-		return c, err
-	}
-	c.AdminClientID, c.AdminClientSecret, err = ensureClient(ctx, clients, AdminClient, previous["ADMIN_CLIENT_SECRET"],
-		[]string{idp.ScopeRead, idp.ScopeWrite, idp.ScopeAdmin}, s.Resource)
-	if err != nil {
-		return c, err
+	for _, t := range []struct {
+		tenant       *Tenant
+		client, name string
+		registration string
+		secretKey    string
+	}{
+		{&c.OrgA, OrgAClient, "Org A", "ORG-A", "ORG_A_CLIENT_SECRET"},
+		{&c.OrgB, OrgBClient, "Org B", "ORG-B", "ORG_B_CLIENT_SECRET"},
+	} {
+		if t.tenant.ID, err = c.ensureOrganization(ctx, admin, t.name, t.registration); err != nil {
+			return c, err
+		}
+		t.tenant.ClientID = t.client
+		client := idp.Client{ID: t.client, Scopes: readWrite, Resources: []string{s.Resource}, OrganizationID: &t.tenant.ID}
+		if t.tenant.ClientSecret, err = ensureClient(ctx, clients, client, previous[t.secretKey]); err != nil {
+			return c, err
+		}
 	}
 	return c, writeEnvFile(envFile, c)
 }
@@ -128,26 +162,47 @@ func (s *Stack) NewClient(ctx context.Context, id string, scopes ...string) (str
 		return "", err
 	}
 	defer closeClients()
-	_, secret, err := ensureClient(ctx, clients, id, "", scopes, s.Resource)
-	return secret, err
+	return ensureClient(ctx, clients, idp.Client{ID: id, Scopes: scopes, Resources: []string{s.Resource}}, "")
 }
 
-func ensureClient(ctx context.Context, clients *idp.Clients, id, knownSecret string, scopes []string, resource string) (string, string, error) {
-	if knownSecret != "" {
-		if ok, err := clients.CheckSecret(ctx, id, knownSecret); err != nil {
-			return "", "", err
-		} else if ok {
-			return id, knownSecret, nil
+// ensureClient makes sure client exists, bound as it says (to its
+// OrganizationID, or to none), and returns a secret of it: knownSecret
+// when that still authenticates it, else the first secret of a new client
+// or a fresh one of an existing client (rotated at once).
+func ensureClient(ctx context.Context, clients *idp.Clients, client idp.Client, knownSecret string) (string, error) {
+	secret, err := existingClient(ctx, clients, client, knownSecret)
+	if err == nil && secret == "" {
+		secret, err = clients.Register(ctx, client)
+		if errors.Is(err, idp.ErrClientExists) {
+			secret, err = existingClient(ctx, clients, client, "")
 		}
 	}
-	secret, err := clients.CreateClient(ctx, id, scopes, []string{resource})
-	if errors.Is(err, idp.ErrClientExists) {
-		secret, err = clients.RotateSecret(ctx, id, 0)
-	}
 	if err != nil {
-		return "", "", fmt.Errorf("client %s: %w", id, err)
+		return "", fmt.Errorf("client %s: %w", client.ID, err)
 	}
-	return id, secret, nil
+	return secret, nil
+}
+
+// existingClient binds an existing client as client says (binding as it
+// already is changes nothing and voids no token) and returns knownSecret
+// if that authenticates it, or else a fresh secret (rotated at once). It
+// returns "" for a client that does not exist.
+func existingClient(ctx context.Context, clients *idp.Clients, client idp.Client, knownSecret string) (string, error) {
+	secret := knownSecret
+	if secret != "" {
+		if ok, err := clients.CheckSecret(ctx, client.ID, secret); err != nil || !ok {
+			return "", err
+		}
+	} else {
+		var err error
+		if secret, err = clients.RotateSecret(ctx, client.ID, 0); errors.Is(err, idp.ErrClientNotFound) {
+			return "", nil
+		} else if err != nil {
+			return "", err
+		}
+	}
+	_, err := clients.Bind(ctx, client.ID, client.OrganizationID)
+	return secret, err
 }
 
 func (c Credentials) env() []string {
@@ -163,6 +218,12 @@ func (c Credentials) env() []string {
 		"OTHER_CLIENT_SECRET=" + c.OtherClientSecret,
 		"ADMIN_CLIENT_ID=" + c.AdminClientID,
 		"ADMIN_CLIENT_SECRET=" + c.AdminClientSecret,
+		"ORG_A_ID=" + c.OrgA.ID,
+		"ORG_A_CLIENT_ID=" + c.OrgA.ClientID,
+		"ORG_A_CLIENT_SECRET=" + c.OrgA.ClientSecret,
+		"ORG_B_ID=" + c.OrgB.ID,
+		"ORG_B_CLIENT_ID=" + c.OrgB.ClientID,
+		"ORG_B_CLIENT_SECRET=" + c.OrgB.ClientSecret,
 	}
 }
 

@@ -45,6 +45,7 @@ func TestMakeRun(t *testing.T) {
 
 	first, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
 	rw := tokenFor(t, first)
+	checkBoundClients(t, first)
 	testkit.Expect(t, testkit.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/organizations", rw,
 		map[string]any{"name": "Kept AS", "registration_number": "kept-1", "organization_type": "private"}), 201)
 	// Every catalog service runs behind the gateway: the assets service too.
@@ -84,9 +85,12 @@ func TestMakeRun(t *testing.T) {
 	minioCreds := secrets["minio.credentials"]
 
 	second, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
-	if second["CLIENT_SECRET"] != first["CLIENT_SECRET"] || second["READONLY_CLIENT_SECRET"] != first["READONLY_CLIENT_SECRET"] {
-		t.Error("a second make run changed the credentials")
+	for _, key := range makeRunKeys {
+		if second[key] != first[key] {
+			t.Errorf("a second make run changed %s", key)
+		}
 	}
+	checkBoundClients(t, second)
 	if readPrivateFile(t, filepath.Join(dir, "minio.credentials")) != minioCreds {
 		t.Error("a second make run changed MinIO's root credentials")
 	}
@@ -107,6 +111,12 @@ func TestMakeRun(t *testing.T) {
 }
 
 type makeRun map[string]string
+
+// makeRunKeys are what registry.env must hold: the contract's machine
+// clients, and the two organizations with a client bound to each.
+var makeRunKeys = []string{"REGISTRY_URL", "AUTH_URL", "RESOURCE", "CLIENT_ID", "CLIENT_SECRET",
+	"READONLY_CLIENT_ID", "READONLY_CLIENT_SECRET", "OTHER_CLIENT_ID", "OTHER_CLIENT_SECRET", "ADMIN_CLIENT_ID", "ADMIN_CLIENT_SECRET",
+	"ORG_A_ID", "ORG_A_CLIENT_ID", "ORG_A_CLIENT_SECRET", "ORG_B_ID", "ORG_B_CLIENT_ID", "ORG_B_CLIENT_SECRET"}
 
 // startMakeRun runs the make run binary until it is ready and returns its
 // registry.env.
@@ -141,11 +151,17 @@ func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
 		if strings.HasPrefix(printed, "EXITED") || !strings.Contains(printed, "/oidc/token") {
 			t.Fatalf("make run did not start:\n%s", printed)
 		}
+		// The summary names the bound clients and their organizations.
+		for _, key := range []string{"ORG_A_CLIENT_ID", "ORG_B_CLIENT_ID", "ORG_A_ID", "ORG_B_ID"} {
+			if !strings.Contains(printed, key) {
+				t.Errorf("make run's summary does not mention %s:\n%s", key, printed)
+			}
+		}
 	case <-time.After(3 * time.Minute):
 		_ = cmd.Process.Kill()
 		t.Fatal("make run did not get ready")
 	}
-	return readEnv(t, filepath.Join(dir, "registry.env"), "REGISTRY_URL", "AUTH_URL", "RESOURCE", "CLIENT_ID", "CLIENT_SECRET", "READONLY_CLIENT_ID", "READONLY_CLIENT_SECRET"), cmd
+	return readEnv(t, filepath.Join(dir, "registry.env"), makeRunKeys...), cmd
 }
 
 // stopMakeRun presses Ctrl-C and checks that nothing of the run remains.
@@ -234,12 +250,46 @@ func readEnv(t *testing.T, path string, required ...string) makeRun {
 
 func tokenFor(t *testing.T, env makeRun) string {
 	t.Helper()
+	return clientToken(t, env, "")
+}
+
+// clientToken is a token of make run's client whose env keys start with
+// prefix (CLIENT_ID with "", ORG_A_CLIENT_ID with "ORG_A_").
+func clientToken(t *testing.T, env makeRun, prefix string) string {
+	t.Helper()
 	_, resp := postForm(t, env["AUTH_URL"]+"/oidc/token", url.Values{
-		"grant_type": {"client_credentials"}, "client_id": {env["CLIENT_ID"]}, "client_secret": {env["CLIENT_SECRET"]}, "resource": {env["RESOURCE"]},
+		"grant_type": {"client_credentials"}, "client_id": {env[prefix+"CLIENT_ID"]}, "client_secret": {env[prefix+"CLIENT_SECRET"]}, "resource": {env["RESOURCE"]},
 	})
 	tok, _ := resp["access_token"].(string)
 	if tok == "" {
 		t.Fatalf("no token from make run's identity provider: %v", resp)
 	}
 	return tok
+}
+
+// checkBoundClients checks make run's two organizations and their bound
+// clients: the organizations exist, ORG-A and ORG-B, and each client's
+// tokens carry its organization's id in the claim org; the other clients
+// are bound to none.
+func checkBoundClients(t *testing.T, env makeRun) {
+	t.Helper()
+	if env["ORG_A_ID"] == env["ORG_B_ID"] || env["ORG_A_CLIENT_ID"] == env["ORG_B_CLIENT_ID"] {
+		t.Errorf("the two organizations or their clients are one: %v", env)
+	}
+	registry := testkit.Client{BaseURL: env["REGISTRY_URL"]}
+	for _, org := range []string{"ORG_A", "ORG_B"} {
+		tok := clientToken(t, env, org+"_")
+		if claim := unverifiedClaims(t, tok)["org"]; claim != env[org+"_ID"] {
+			t.Errorf("%s_CLIENT_ID's token: org %v, want %s", org, claim, env[org+"_ID"])
+		}
+		got := testkit.Expect(t, registry.Do(t, "GET", "/organizations/"+env[org+"_ID"], tok, nil), 200).JSON()
+		if got["registration_number"] != strings.ReplaceAll(org, "_", "-") {
+			t.Errorf("%s_ID names %v", org, got)
+		}
+	}
+	for _, prefix := range []string{"", "READONLY_", "OTHER_", "ADMIN_"} {
+		if claim, bound := unverifiedClaims(t, clientToken(t, env, prefix))["org"]; bound {
+			t.Errorf("%sCLIENT_ID is bound to %v, want none", prefix, claim)
+		}
+	}
 }

@@ -136,5 +136,25 @@ func TestRevocationThroughGateway(t *testing.T) {
 			"name": "Revoked scope AS", "registration_number": unique("rs"), "organization_type": "private"}), 403)
 	})
 
+	t.Run("bound to an organization, then to none", func(t *testing.T) {
+		id, secret := newClient(t, "revoke-bind")
+		unbound := token(t, id, secret)
+		out := idpAdmin(t, "bind", "--id", id, "--organization", creds.OrgB.ID)
+		if !strings.Contains(out, `"tokens_revoked": true`) || !strings.Contains(out, creds.OrgB.ID) {
+			t.Errorf("idp client bind printed %s", out)
+		}
+		refusedEverywhere(t, "a token issued before the client was bound (it read every organization's equipment)", unbound)
+		bound := token(t, id, secret)
+		accepted(t, "a token issued after the binding", bound)
+		if org := unverifiedClaims(t, bound)["org"]; org != creds.OrgB.ID {
+			t.Errorf("a token after the binding: org %v, want %s", org, creds.OrgB.ID)
+		}
+		idpAdmin(t, "unbind", "--id", id)
+		refusedEverywhere(t, "a token issued before the client was unbound", bound)
+		if org, ok := unverifiedClaims(t, token(t, id, secret))["org"]; ok {
+			t.Errorf("a token after unbinding: org %v, want none", org)
+		}
+	})
+
 	accepted(t, "a bystander's token after every revocation", bystander)
 }

@@ -212,6 +212,15 @@ func (i *Issuer) Token(t testing.TB, sub string, scopes ...string) string {
 	return i.Sign(t, i.Claims(sub, scopes...))
 }
 
+// Bound returns a valid token for sub, a client bound to the organization
+// whose id is org, with scopes: the org claim the registry's identity
+// provider gives a bound client's tokens.
+func (i *Issuer) Bound(t testing.TB, sub, org string, scopes ...string) string {
+	c := i.Claims(sub, scopes...)
+	c["org"] = org
+	return i.Sign(t, c)
+}
+
 // ReadWrite and ReadOnly are the two kinds of machine client.
 func (i *Issuer) ReadWrite(t testing.TB) string {
 	return i.Token(t, "rw-client", scopeRead, scopeWrite)

@@ -195,4 +195,6 @@ global:
       addrs: []
       masterName: ""
       passwordKey: ""
+  tenancy:
+    requireOrganization: false
 {{- end -}}

@@ -136,6 +136,9 @@ registry-lib.secretEnv.
 {{- $_ := set $env "OIDC_TOKEN_VALIDITY_INTERVAL" .g.oidc.tokenValidityInterval -}}
 {{- $_ := set $env "OIDC_TOKEN_VALIDITY_MAX_AGE" .g.oidc.tokenValidityMaxAge -}}
 {{- end -}}
+{{- if eq .f.kind "service" -}}
+{{- $_ := set $env "TENANCY_REQUIRE_ORGANIZATION" (toString .g.tenancy.requireOrganization) -}}
+{{- end -}}
 {{- if has "postgres" .f.needs -}}
 {{- $_ := set $env "DATABASE_SCHEMA" (include "registry-lib.schema" .) -}}
 {{- $_ := set $env "DATABASE_MAX_CONNS" (toString (int .v.database.maxConns)) -}}

@@ -142,6 +142,12 @@ The Asset Registry is running.
   Read-only client     %[4]s  (READONLY_CLIENT_ID)
   Second integration   %[13]s  (OTHER_CLIENT_ID; read-write, owns its own rows)
   Admin client         %[14]s  (ADMIN_CLIENT_ID; registry:admin: changes anyone's rows)
+  Organization A       %[17]s  (ORG_A_ID; ORG-A, de)
+    its client         %[18]s  (ORG_A_CLIENT_ID; read-write, bound to it: sees its
+                       organization's equipment and the shared)
+  Organization B       %[19]s  (ORG_B_ID; ORG-B, de)
+    its client         %[20]s  (ORG_B_CLIENT_ID; read-write, bound to it)
+                       (the four clients above are bound to no organization)
   Credentials          %[5]s
   Logs                 %[6]s
   MinIO (S3)           http://%[7]s  (console %[8]s; root credentials in %[9]s)
@@ -165,7 +171,7 @@ Press Ctrl-C to stop everything.
 `, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, stack.LogDir,
 		s3, console, credentials, redactedHost(stack.DatabaseURL), redactedHost(stack.RedisURL),
 		filepath.Join(filepath.Dir(envFile), "datastores.env"), c.OtherClientID, c.AdminClientID,
-		stack.NATS.URL, stack.NATSCredentials)
+		stack.NATS.URL, stack.NATSCredentials, c.OrgA.ID, c.OrgA.ClientID, c.OrgB.ID, c.OrgB.ClientID)
 }
 
 // redactedHost is where a datastore listens, without its credentials.

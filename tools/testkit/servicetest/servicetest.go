@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 
 	"github.com/assetregistry/registry/pkg/auth"
@@ -41,12 +42,38 @@ type Service struct {
 	// Other is a read-write token of a second integration ("other-client"),
 	// Admin one of a client holding registry:admin ("admin-client").
 	Other, Admin string
-	Built        servicekit.Built
-	Config       servicekit.Config
+	// OrgA and OrgB are two organizations, each with a read-write client
+	// bound to it ("org-a-client", "org-b-client"): the tenancy rules'
+	// cast. A stand-in playing parties knows both; StartCluster with
+	// parties creates them there.
+	OrgA, OrgB Tenant
+	Built      servicekit.Built
+	Config     servicekit.Config
 	// StandIns play the peers that are not running (StandIn), by name.
 	StandIns map[string]*StandIn
 
 	eventsSeen int64 // the outbox id Events read up to
+}
+
+// Tenant is an organization and a read-write token of a client bound to
+// it (the token's org claim is ID).
+type Tenant struct {
+	ID     uuid.UUID
+	Client string // the bound client's id: the token's sub
+	Token  string
+}
+
+// tenants makes OrgA and OrgB with ids of their own; the organizations
+// exist only where the caller puts them.
+func tenants(t *testing.T, issuer *testkit.Issuer, ids ...uuid.UUID) (a, b Tenant) {
+	t.Helper()
+	for len(ids) < 2 {
+		ids = append(ids, uuid.Must(uuid.NewV7()))
+	}
+	tenant := func(client string, id uuid.UUID) Tenant {
+		return Tenant{ID: id, Client: client, Token: issuer.Bound(t, client, id.String(), auth.ScopeRead, auth.ScopeWrite)}
+	}
+	return tenant("org-a-client", ids[0]), tenant("org-b-client", ids[1])
 }
 
 // Option changes how Start runs the service.
@@ -114,12 +141,18 @@ func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer
 	t.Cleanup(built.Close)
 	srv := httptest.NewServer(built.Handler)
 	t.Cleanup(srv.Close)
+	orgA, orgB := tenants(t, issuer)
+	if parties := standIns["parties"]; parties != nil {
+		parties.Add("organization", orgA.ID, nil)
+		parties.Add("organization", orgB.ID, nil)
+	}
 	return &Service{
 		t:      t,
 		Client: testkit.Client{BaseURL: srv.URL, HTTP: DocumentClient(t, spec)},
 		Issuer: issuer, RW: issuer.ReadWrite(t), RO: issuer.ReadOnly(t),
 		Other: issuer.Token(t, "other-client", auth.ScopeRead, auth.ScopeWrite),
 		Admin: issuer.Token(t, "admin-client", auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin),
+		OrgA:  orgA, OrgB: orgB,
 		Built: built, Config: cfg, StandIns: standIns,
 	}
 }
@@ -204,6 +237,23 @@ func StartCluster(t *testing.T, specs ...servicekit.Spec) map[string]*Service {
 			Admin: issuer.Token(t, "admin-client", auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin),
 			Built: built, Config: cfg, StandIns: standIns,
 		}
+	}
+	var ids []uuid.UUID
+	if parties := cluster["parties"]; parties != nil {
+		for _, name := range []string{"Org A", "Org B"} {
+			org := parties.Call(http.StatusCreated, http.MethodPost, "/organizations", parties.Admin, map[string]any{
+				"name": name, "registration_number": "ORG-" + name[len(name)-1:], "country": "de", "organization_type": "private"}).JSON()
+			ids = append(ids, uuid.MustParse(org["id"].(string)))
+		}
+		parties.Events(t) // read: a test's Events start after the cast's
+	}
+	orgA, orgB := tenants(t, issuer, ids...)
+	for _, s := range cluster {
+		if parties := s.StandIns["parties"]; parties != nil {
+			parties.Add("organization", orgA.ID, nil)
+			parties.Add("organization", orgB.ID, nil)
+		}
+		s.OrgA, s.OrgB = orgA, orgB
 	}
 	return cluster
 }

@@ -103,7 +103,10 @@ test: servers-for-test chart-tools-head-start lint deps build ## lint, then ever
 	trap 'kill $$infra 2>/dev/null; wait $$infra 2>/dev/null || true' EXIT; \
 	until [ -s $$env_file ]; do kill -0 $$infra 2>/dev/null || { echo "test datastores failed to start" >&2; exit 1; }; sleep 0.1; done; \
 	set -a; . $$env_file; set +a; \
-	REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES)
+	rm -f bench/short-comparison.txt; \
+	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES) || status=$$?; \
+	if [ -f bench/short-comparison.txt ]; then cat bench/short-comparison.txt; fi; \
+	exit $$status
 
 .PHONY: faults
 faults: servers deps build ## the whole fault suite (FULL=1): the registry under load while its datastores, services and gateway fail (make test runs a short row of each kind)

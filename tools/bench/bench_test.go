@@ -59,6 +59,25 @@ func TestQuickRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same comparison make bench prints, against the short run's own
+	// baseline (tools/bench/baseline-short.json; write it with
+	// BENCH_BASELINE=1 make test): it never fails the test, the machine is noisy.
+	if baseline := filepath.Join(root, "tools", "bench", "baseline-short.json"); os.Getenv("BENCH_BASELINE") == "1" {
+		if err := WriteBaseline(baseline, res.Baseline("TestQuickRun (make test)")); err != nil {
+			t.Fatal(err)
+		}
+	} else if b, ok, err := ReadBaseline(baseline); err != nil {
+		t.Error(err)
+	} else if ok && o.Short {
+		// go test shows a passing test's output only with -v: the
+		// comparison goes to a file make test prints after the tests.
+		var out strings.Builder
+		PrintComparison(&out, b, res.Compare(b))
+		t.Log(out.String())
+		if err := os.MkdirAll(filepath.Join(root, "bench"), 0o755); err == nil {
+			_ = os.WriteFile(filepath.Join(root, "bench", "short-comparison.txt"), []byte("the bench's short run (TestQuickRun)"+out.String()), 0o644)
+		}
+	}
 	var written Results
 	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {

@@ -11,6 +11,8 @@
 #   ROUNDS, DURATION, WARMUP  override the defaults (3, 5s, 1s)
 #   UPLOAD_SIZE, LARGE_UPLOAD  bytes of the upload rows' files (8 MiB, 1 GiB)
 #   IMPORT_ROWS  rows of the bulk import (registry import) after the table (100000; QUICK: 1000; 0: none)
+#   BASELINE=1  write this run's ratios as the baseline the next runs are compared with
+#               (tools/bench/baseline.json, or baseline-quick.json with QUICK=1)
 #   REGISTRY_KEEP_DIRS=1  keep the run's directory (every process's log) and say where
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,5 +26,9 @@ args=(-bin bin -out bench -root .)
 [ -n "${UPLOAD_SIZE:-}" ] && args+=(-upload-size "$UPLOAD_SIZE")
 [ -n "${LARGE_UPLOAD:-}" ] && args+=(-large-upload "$LARGE_UPLOAD")
 [ -n "${IMPORT_ROWS:-}" ] && args+=(-import-rows "$IMPORT_ROWS")
+baseline=tools/bench/baseline.json
+[ "${QUICK:-}" = 1 ] && baseline=tools/bench/baseline-quick.json
+args+=(-baseline "$baseline")
+[ "${BASELINE:-}" = 1 ] && args+=(-write-baseline)
 if [ "${PROFILE:-}" = 1 ]; then rm -rf bench/profiles; fi
 exec bin/loadtest "${args[@]}"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +40,8 @@ func main() {
 	flag.Int64Var(&o.LargeUpload, "large-upload", 1<<30, "bytes of the file the one-client large upload streams")
 	flag.BoolVar(&o.Profile, "profile", false, "save CPU and heap profiles of every process under each row (first round) in <out>/profiles")
 	flag.IntVar(&o.ImportRows, "import-rows", 100_000, "rows the registry command imports after the table (0: none)")
+	baseline := flag.String("baseline", "", "a baseline file (tools/bench/baseline.json): this run's ratios are compared with it and those that fell more than 10 % named")
+	writeBaseline := flag.Bool("write-baseline", false, "write this run's ratios to the -baseline file instead of comparing with it")
 	flag.StringVar(&rows, "rows", "", "regular expression: only these rows (and the limits they are divided by)")
 	soak := flag.Duration("soak", 0, "instead of the table, soak the stack this long (make soak): the mixed load at a share of its measured capacity beside a client over its budget")
 	soakProbe := flag.Duration("soak-probe", 45*time.Second, "the soak's capacity probe")
@@ -82,6 +85,9 @@ func main() {
 	if res != nil {
 		res.Print(os.Stdout)
 		fmt.Printf("\nwrote %s/results.json\n", o.OutDir)
+		if berr := againstBaseline(res, *baseline, *writeBaseline); berr != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", berr)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
@@ -105,4 +111,26 @@ func runSoak(ctx context.Context, so bench.SoakOptions) int {
 		return 1
 	}
 	return 0
+}
+
+// againstBaseline compares the run with the baseline at path, or writes
+// the run's ratios there (write). A fall is reported, never an exit
+// status: the machines are noisy.
+func againstBaseline(res *bench.Results, path string, write bool) error {
+	if path == "" {
+		return nil
+	}
+	if write {
+		if err := bench.WriteBaseline(path, res.Baseline("bin/loadtest "+strings.Join(os.Args[1:], " "))); err != nil {
+			return err
+		}
+		fmt.Printf("wrote the baseline %s\n", path)
+		return nil
+	}
+	b, ok, err := bench.ReadBaseline(path)
+	if err != nil || !ok {
+		return err
+	}
+	bench.PrintComparison(os.Stdout, b, res.Compare(b))
+	return nil
 }

@@ -21,12 +21,13 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/heads"
 )
 
 // Format names the bundle's shape. The bundle's types are the
 // SDK's too (registry.Passport), which may import nothing of the
 // registry: a test of tools/crossservice holds the two the same.
-const Format = "asset-registry-passport/1"
+const Format = "asset-registry-passport/2"
 
 // Record is one resource as its events leave it: its latest
 // state, deleted or not (and by whom), and the leaves of its events.
@@ -66,10 +67,13 @@ var passportMembers = []struct {
 	{"events", "", true},
 }
 
-// passportParts takes a passport as the store reads it: every record, kind
-// by kind in passportKinds' order, then the events in the log's order, a
-// batch at a time.
+// passportParts takes a passport as the store reads it: its checkpoint and
+// the completeness of its asset's record against it (nil when the
+// checkpoint signed no asset heads), then every record, kind by kind in
+// passportKinds' order, then the events in the log's order, a batch at a
+// time.
 type passportParts interface {
+	Head(checkpoint string, c *heads.Completeness) error
 	Record(kind string, r Record) error
 	Events(events []Event) error
 }
@@ -107,22 +111,30 @@ func recordOf(leaves []int64, latest []byte) (Record, error) {
 // or one batch of events at a time.
 type passportWriter struct {
 	w      io.Writer
+	asset  string
 	member int // the member open now; -1 before the first
 	items  int // written into it
 }
 
-func newPassportWriter(w io.Writer, asset, checkpoint string) (*passportWriter, error) {
+func newPassportWriter(w io.Writer, asset string) *passportWriter {
+	return &passportWriter{w: w, asset: asset, member: -1}
+}
+
+// Head writes the bundle's head: its format, asset, checkpoint and the
+// completeness of the asset's record.
+func (p *passportWriter) Head(checkpoint string, c *heads.Completeness) error {
 	head, err := model.Marshal(struct {
-		Format     string `json:"format"`
-		AssetID    string `json:"asset_id"`
-		Checkpoint string `json:"checkpoint"`
-	}{Format, asset, checkpoint})
+		Format       string              `json:"format"`
+		AssetID      string              `json:"asset_id"`
+		Checkpoint   string              `json:"checkpoint"`
+		Completeness *heads.Completeness `json:"completeness"`
+	}{Format, p.asset, checkpoint, c})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The head without its closing brace: the members follow.
-	_, err = w.Write(head[:len(head)-1])
-	return &passportWriter{w: w, member: -1}, err
+	_, err = p.w.Write(head[:len(head)-1])
+	return err
 }
 
 // open closes the member open now and opens those up to to, writing the

@@ -26,7 +26,8 @@ func NewService(st *Store, log *tlog.Store) Service { return &service{store: st,
 
 // Passport is an asset's passport against the latest checkpoint (the
 // events after it are not in it yet: the next checkpoint, within
-// seconds, holds them), measured now and read when written: it is written
+// seconds, holds them), measured now and read when written (against the
+// latest checkpoint then, with the asset heads signed in it): it is written
 // as it is read, so what a passport holds in the process is one batch,
 // whatever its size.
 func (s *service) Passport(ctx context.Context, asset uuid.UUID) (Bundle, error) {
@@ -48,11 +49,8 @@ func (s *service) Passport(ctx context.Context, asset uuid.UUID) (Bundle, error)
 			// rather than hold back the schema's vacuum.
 			ctx, cancel := context.WithTimeout(ctx, passportTime)
 			defer cancel()
-			p, err := newPassportWriter(w, asset.String(), c.Note)
-			if err != nil {
-				return err
-			}
-			if err := s.store.Read(ctx, asset, c.Size, p); err != nil {
+			p := newPassportWriter(w, asset.String())
+			if err := s.store.Read(ctx, asset, p); err != nil {
 				return err
 			}
 			return p.Close()

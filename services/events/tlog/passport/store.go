@@ -2,6 +2,7 @@ package passport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -10,6 +11,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/heads"
 )
 
 // Store is the SQL of passports: which events an asset's passport holds,
@@ -72,14 +74,19 @@ const (
 	passportBytes  = 1 << 20
 )
 
-// Read reads an asset's passport among the first size leaves in
-// one snapshot and hands it to parts as it goes, in the bundle's order:
-// the records of each kind (asset, asset type, actions, action documents,
+// Read reads an asset's passport in one snapshot, against the latest
+// checkpoint in it, and hands it to parts as it goes, in the bundle's
+// order: the checkpoint and the completeness of the asset's record, the
+// records of each kind (asset, asset type, actions, action documents,
 // documents), each in the order of its first event, then the events in
 // the log's order with their proofs, a bounded batch at a time. Nothing
 // of it is held longer than its batch, whatever the passport's size.
-func (st *Store) Read(ctx context.Context, asset uuid.UUID, size uint64, parts passportParts) error {
+func (st *Store) Read(ctx context.Context, asset uuid.UUID, parts passportParts) error {
 	return tlog.ReadSnapshot(ctx, st.s.Pool, "read a passport", func(tx pgx.Tx) error {
+		size, err := readHead(ctx, tx, asset, parts)
+		if err != nil {
+			return err
+		}
 		for _, kind := range passportKinds {
 			if err := passportRecords(ctx, tx, asset, size, kind, parts); err != nil {
 				return err
@@ -122,6 +129,30 @@ func (st *Store) Read(ctx context.Context, asset uuid.UUID, size uint64, parts p
 			}
 		}
 	})
+}
+
+// readHead hands parts the snapshot's latest checkpoint and, when the
+// asset heads were signed with it, the completeness of the asset's record;
+// it answers the checkpoint's size.
+func readHead(ctx context.Context, tx pgx.Tx, asset uuid.UUID, parts passportParts) (uint64, error) {
+	var size int64
+	var note string
+	err := tx.QueryRow(ctx, `SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1`).Scan(&size, &note)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, tlog.ErrNoCheckpoint()
+	}
+	if err != nil {
+		return 0, store.Classify(err, "read a passport's checkpoint")
+	}
+	c, through, err := heads.Read(ctx, tx, asset.String())
+	if err != nil {
+		return 0, err
+	}
+	completeness := &c
+	if through != uint64(size) {
+		completeness = nil // signed by a version of the service without the heads
+	}
+	return uint64(size), parts.Head(note, completeness)
 }
 
 // passportRecords hands parts the records of one kind of a passport: per

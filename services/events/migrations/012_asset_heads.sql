@@ -1,0 +1,40 @@
+-- The asset heads (tlog/heads): each asset's chain of the events of its
+-- record, one row per chained event; its head, in its bucket of the map;
+-- the map's stored nodes (a node not stored is an empty subtree's); and
+-- the leaf from which the chains hold every event (the log's size when
+-- this ran: an asset recorded before is complete from there) and the leaf
+-- they were advanced through, by the checkpoint signed with them.
+CREATE TABLE asset_chain (
+    asset_id text NOT NULL,
+    asset_seq bigint NOT NULL,
+    leaf bigint NOT NULL,
+    PRIMARY KEY (asset_id, asset_seq)
+);
+
+CREATE TABLE asset_heads (
+    asset_id text PRIMARY KEY,
+    bucket integer NOT NULL,
+    asset_seq bigint NOT NULL,
+    chain bytea NOT NULL
+);
+CREATE INDEX asset_heads_by_bucket ON asset_heads (bucket);
+
+CREATE TABLE asset_head_nodes (
+    level smallint NOT NULL,
+    idx integer NOT NULL,
+    hash bytea NOT NULL,
+    PRIMARY KEY (level, idx)
+);
+
+CREATE TABLE asset_heads_state (
+    from_leaf bigint NOT NULL,
+    through bigint NOT NULL
+);
+INSERT INTO asset_heads_state (from_leaf, through) SELECT size, size FROM log_state;
+
+---- create above / drop below ----
+
+DROP TABLE asset_heads_state;
+DROP TABLE asset_head_nodes;
+DROP TABLE asset_heads;
+DROP TABLE asset_chain;

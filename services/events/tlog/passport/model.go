@@ -9,6 +9,7 @@ package passport
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -248,4 +249,44 @@ const passportTime = 5 * time.Minute
 // proof (at most 64 hashes in base64), and each record's data once more.
 func passportSize(events, bytes int64) int64 {
 	return bytes*7/3 + events*(64*46+64)
+}
+
+// Link is a passport link: a capability URL that answers the asset's
+// passport without a token until it is deleted or expires. URL holds the
+// token and is shown only in the answer that made the link (the registry
+// keeps the token's hash alone); FetchCount and LastFetchedAt count the
+// fetches through it.
+type Link struct {
+	ID            uuid.UUID  `json:"id"`
+	AssetID       uuid.UUID  `json:"asset_id"`
+	URL           string     `json:"url,omitempty" db:"-"`
+	ExpiresAt     *time.Time `json:"expires_at"`
+	CreatedAt     time.Time  `json:"created_at"`
+	CreatedBy     string     `json:"created_by"`
+	FetchCount    int64      `json:"fetch_count"`
+	LastFetchedAt *time.Time `json:"last_fetched_at"`
+}
+
+// LinkInput is a new link: when it expires (nil: never).
+type LinkInput struct {
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// LinkPath names one link of an asset.
+type LinkPath struct {
+	AssetID, ID uuid.UUID
+}
+
+// LinkPrefix is the path of passport links under the registry's public
+// address; the token follows.
+const LinkPrefix = "/passports/"
+
+// tokenBytes are the random bytes of a link's token (256 bits), written
+// as base64url without padding (43 characters).
+const tokenBytes = 32
+
+// tokenHash is what the registry keeps of a token.
+func tokenHash(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/services/events/tlog/heads"
@@ -206,4 +208,51 @@ func (st *Store) passportEvents(ctx context.Context, tx pgx.Tx, seqs []int64, si
 		events[i].Proof = proofs[i]
 	}
 	return parts.Events(events)
+}
+
+// CreateLink stores a link (its token's hash, not the token).
+func (st *Store) CreateLink(ctx context.Context, l Link, hash []byte) error {
+	_, err := st.s.DB(ctx).Exec(ctx, `INSERT INTO passport_links (id, asset_id, token_hash, expires_at, created_at, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6)`, l.ID, l.AssetID, hash, l.ExpiresAt, l.CreatedAt, l.CreatedBy)
+	return store.Classify(err, "create a passport link")
+}
+
+// ListLinks lists an asset's links, a page in id order.
+func (st *Store) ListLinks(ctx context.Context, asset uuid.UUID, page model.Page) (model.Paged[Link], error) {
+	var f store.Filter
+	f.Where("asset_id = ?", asset)
+	return store.List(ctx, st.s.DB(ctx), "list passport links",
+		"SELECT id, asset_id, expires_at, created_at, created_by, fetch_count, last_fetched_at FROM passport_links", f, page,
+		func(l Link) uuid.UUID { return l.ID })
+}
+
+// DeleteLink deletes one of an asset's links (404 when it has none of id).
+func (st *Store) DeleteLink(ctx context.Context, p LinkPath) error {
+	tag, err := st.s.DB(ctx).Exec(ctx, `DELETE FROM passport_links WHERE id = $1 AND asset_id = $2`, p.ID, p.AssetID)
+	if err != nil {
+		return store.Classify(err, "delete a passport link")
+	}
+	if tag.RowsAffected() == 0 {
+		return apperr.NotFound("passport_link", p.ID.String())
+	}
+	return nil
+}
+
+// FetchLink counts a fetch through the link whose token hashes to hash,
+// at now, and answers its asset: a 404 when no link has it or it expired.
+func (st *Store) FetchLink(ctx context.Context, hash []byte, now time.Time) (uuid.UUID, error) {
+	var asset uuid.UUID
+	err := st.s.DB(ctx).QueryRow(ctx, `UPDATE passport_links SET fetch_count = fetch_count + 1, last_fetched_at = $2
+		WHERE token_hash = $1 AND (expires_at IS NULL OR expires_at > $2) RETURNING asset_id`, hash, now).Scan(&asset)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, apperr.NotFound("passport", "")
+	}
+	return asset, store.Classify(err, "fetch a passport link")
+}
+
+// AssetRecorded reports whether the log holds an event of the asset.
+func (st *Store) AssetRecorded(ctx context.Context, asset uuid.UUID) (bool, error) {
+	var found bool
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE kind = 'asset' AND subject_id = $1)`, asset.String()).Scan(&found)
+	return found, store.Classify(err, "find an asset's events")
 }

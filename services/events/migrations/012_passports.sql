@@ -32,8 +32,24 @@ CREATE TABLE asset_heads_state (
 );
 INSERT INTO asset_heads_state (from_leaf, through) SELECT size, size FROM log_state;
 
+-- A passport link: a capability URL to an asset's passport, which
+-- answers without a token. Only the hash of its token is kept (the URL is
+-- shown once, when the link is made); each fetch is counted.
+CREATE TABLE passport_links (
+    id uuid PRIMARY KEY,
+    asset_id uuid NOT NULL,
+    token_hash bytea NOT NULL UNIQUE,
+    expires_at timestamptz,
+    created_at timestamptz NOT NULL,
+    created_by text NOT NULL,
+    fetch_count bigint NOT NULL DEFAULT 0,
+    last_fetched_at timestamptz
+);
+CREATE INDEX passport_links_by_asset ON passport_links (asset_id, id);
+
 ---- create above / drop below ----
 
+DROP TABLE passport_links;
 DROP TABLE asset_heads_state;
 DROP TABLE asset_head_nodes;
 DROP TABLE asset_heads;

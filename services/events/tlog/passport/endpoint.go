@@ -30,8 +30,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		// is shown.
 		CreateLink: endpoints.ByCaller(endpoints.Created(endpoints.ByID(s.CreateLink), func(l Link) string { return l.URL })),
 		ListLinks:  endpoints.ByCaller(endpoints.ListBy(s.ListLinks)),
-		DeleteLink: endpoints.ByCaller(func(ctx context.Context, by model.Caller, p LinkPath) (any, error) {
-			return httpx.NoContent{}, s.DeleteLink(ctx, by, p)
+		DeleteLink: endpoints.Guarded(func(ctx context.Context, g model.Guard, p LinkPath) (any, error) {
+			return httpx.NoContent{}, s.DeleteLink(ctx, g, p)
 		}),
 	}
 	endpoints.Wrap(&e, middleware...)

@@ -22,7 +22,9 @@ type Service interface {
 	Passport(ctx context.Context, asset uuid.UUID) (Bundle, error)
 	CreateLink(ctx context.Context, by model.Caller, asset uuid.UUID, in LinkInput) (Link, error)
 	ListLinks(ctx context.Context, by model.Caller, asset uuid.UUID, page model.Page) (model.Paged[Link], error)
-	DeleteLink(ctx context.Context, by model.Caller, p LinkPath) error
+	// DeleteLink deletes a link: its maker's or an admin's (OwnerOnly),
+	// as it is listed (If-Match).
+	DeleteLink(ctx context.Context, g model.Guard, p LinkPath) error
 	// LinkedPassport is the passport a link's token opens, as Passport
 	// answers it now; a 404 once the link is deleted or expired.
 	LinkedPassport(ctx context.Context, token string) (Bundle, error)
@@ -88,11 +90,16 @@ func (s *service) ListLinks(ctx context.Context, by model.Caller, asset uuid.UUI
 	return s.store.ListLinks(ctx, asset, page)
 }
 
-func (s *service) DeleteLink(ctx context.Context, by model.Caller, p LinkPath) error {
-	if err := s.sees(ctx, by, p.AssetID); err != nil {
+func (s *service) DeleteLink(ctx context.Context, g model.Guard, p LinkPath) error {
+	if err := s.sees(ctx, g.Caller, p.AssetID); err != nil {
 		return err
 	}
-	return s.store.DeleteLink(ctx, p)
+	return s.store.DeleteLink(ctx, p, func(l Link) error {
+		if err := g.MayChange("passport_link", l.ID.String(), l.CreatedBy); err != nil {
+			return err
+		}
+		return g.Precondition(l)
+	})
 }
 
 func (s *service) LinkedPassport(ctx context.Context, token string) (Bundle, error) {

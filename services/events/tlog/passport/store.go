@@ -226,16 +226,29 @@ func (st *Store) ListLinks(ctx context.Context, asset uuid.UUID, page model.Page
 		func(l Link) uuid.UUID { return l.ID })
 }
 
-// DeleteLink deletes one of an asset's links (404 when it has none of id).
-func (st *Store) DeleteLink(ctx context.Context, p LinkPath) error {
-	tag, err := st.s.DB(ctx).Exec(ctx, `DELETE FROM passport_links WHERE id = $1 AND asset_id = $2`, p.ID, p.AssetID)
-	if err != nil {
-		return store.Classify(err, "delete a passport link")
-	}
-	if tag.RowsAffected() == 0 {
-		return apperr.NotFound("passport_link", p.ID.String())
-	}
-	return nil
+// DeleteLink deletes one of an asset's links (404 when it has none of
+// id), unless check, handed the link as it is under the delete's lock,
+// refuses.
+func (st *Store) DeleteLink(ctx context.Context, p LinkPath, check func(Link) error) error {
+	return st.s.Write(ctx, "delete a passport link", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		rows, err := tx.Query(ctx, `SELECT id, asset_id, expires_at, created_at, created_by, fetch_count, last_fetched_at
+			FROM passport_links WHERE id = $1 AND asset_id = $2 FOR UPDATE`, p.ID, p.AssetID)
+		if err != nil {
+			return nil, store.Classify(err, "delete a passport link")
+		}
+		l, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Link])
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, apperr.NotFound("passport_link", p.ID.String())
+		}
+		if err != nil {
+			return nil, store.Classify(err, "delete a passport link")
+		}
+		if err := check(l); err != nil {
+			return nil, err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM passport_links WHERE id = $1`, p.ID)
+		return nil, store.Classify(err, "delete a passport link")
+	})
 }
 
 // FetchLink counts a fetch through the link whose token hashes to hash,

@@ -18,7 +18,7 @@ func Routes(r *httpx.Router, e Endpoints) {
 	handle("GET", "/assets/{id}/passport", endpoints.Serve(e.Passport, httpx.PathID))
 	handle("POST", "/assets/{id}/passport_links", endpoints.Serve(e.CreateLink, httpx.PathIDBody[LinkInput], endpoints.IdempotencyKey))
 	handle("GET", "/assets/{id}/passport_links", endpoints.Serve(e.ListLinks, decodeListLinks))
-	handle("DELETE", "/assets/{id}/passport_links/{link_id}", endpoints.Serve(e.DeleteLink, decodeLinkPath))
+	handle("DELETE", "/assets/{id}/passport_links/{link_id}", endpoints.Serve(e.DeleteLink, decodeLinkPath, endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("GET", LinkPrefix+"{token}", endpoints.Serve(e.LinkedPassport, decodeToken, endpoints.Anonymous))
 }
 

@@ -223,14 +223,16 @@ func readNodes(ctx context.Context, q store.Querier, ids []nodeID) (map[nodeID][
 	if err != nil {
 		return nil, store.Classify(err, "read the asset heads' map")
 	}
-	out := map[nodeID][]byte{}
-	var level int16
-	var idx int32
-	var hash []byte
-	_, err = pgx.ForEachRow(rows, []any{&level, &idx, &hash}, func() error {
-		out[nodeID{int(level), uint32(idx)}] = hash
-		return nil
-	})
+	type row struct {
+		Level int16
+		Idx   int32
+		Hash  []byte
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	out := make(map[nodeID][]byte, len(found))
+	for _, n := range found {
+		out[nodeID{int(n.Level), uint32(n.Idx)}] = n.Hash
+	}
 	return out, store.Classify(err, "read the asset heads' map")
 }
 

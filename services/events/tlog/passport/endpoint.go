@@ -12,11 +12,8 @@ import (
 
 // Endpoints holds one go-kit endpoint per operation.
 type Endpoints struct {
-	Passport       endpoint.Endpoint
-	CreateLink     endpoint.Endpoint
-	ListLinks      endpoint.Endpoint
-	DeleteLink     endpoint.Endpoint
-	LinkedPassport endpoint.Endpoint
+	Passport, LinkedPassport          endpoint.Endpoint // a passport, by its asset or by a link
+	CreateLink, ListLinks, DeleteLink endpoint.Endpoint // an asset's links
 }
 
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.

@@ -31,16 +31,13 @@ func decodeListLinks(r *http.Request) (httpx.ListRequest[uuid.UUID], error) {
 	return httpx.ListRequest[uuid.UUID]{Filter: id, Page: q.Page()}, q.Err()
 }
 
-func decodeLinkPath(r *http.Request) (LinkPath, error) {
-	asset, err := httpx.PathUUID(r, "id")
-	if err != nil {
-		return LinkPath{}, err
+func decodeLinkPath(r *http.Request) (p LinkPath, err error) {
+	if p.AssetID, err = httpx.PathUUID(r, "id"); err == nil {
+		if p.ID, err = httpx.PathUUID(r, "link_id"); err == nil {
+			err = httpx.NoQuery(r)
+		}
 	}
-	id, err := httpx.PathUUID(r, "link_id")
-	if err != nil {
-		return LinkPath{}, err
-	}
-	return LinkPath{AssetID: asset, ID: id}, httpx.NoQuery(r)
+	return p, err
 }
 
 // decodeToken reads a link's token; one that is not a token is no link,

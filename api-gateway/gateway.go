@@ -159,6 +159,7 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	health.Mount(public, limiter.Probes)
 	docs := newDocs(upstreams)
 	docs.Mount(public)
+	mountVerify(public)
 
 	uploadMax := cfg.UploadMaxSize
 	if uploadMax <= 0 {

@@ -389,7 +389,7 @@ func Validate() error {
 			ports[p] = d.Name
 		}
 	}
-	reserved := []string{"/healthz", "/readyz", "/docs", "/openapi", "/internal", "/metrics", "/oidc", "/.well-known"}
+	reserved := []string{"/healthz", "/readyz", "/docs", "/verify", "/openapi", "/internal", "/metrics", "/oidc", "/.well-known"}
 	prefixes := map[string]string{}
 	resources := map[string]bool{}
 	kinds := map[string]string{}

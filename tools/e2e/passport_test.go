@@ -76,6 +76,10 @@ func TestPassportLinksThroughGateway(t *testing.T) {
 	if err != nil || !r.Complete || r.CompleteFrom != 0 {
 		t.Fatalf("the link's passport: %+v, %v", r, err)
 	}
+	// The page that checks it in a browser answers without a token.
+	if page := call(200, "GET", "/verify", "", nil); !strings.Contains(string(page.Raw), "verifyPassport") {
+		t.Errorf("/verify: %.200s", page.Raw)
+	}
 	var fetched bytes.Buffer
 	if err := registry.FetchPassport(t.Context(), link.URL, &fetched); err != nil {
 		t.Fatal(err)

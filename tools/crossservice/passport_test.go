@@ -464,3 +464,61 @@ func TestPassportsStayCompleteAcrossCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// An asset recorded before the registry kept the chains (an upgrade's
+// migration starts them at the log's size then) has a passport complete
+// from that leaf: its later events are chained and proved complete, its
+// earlier ones proved alone, and verify says from where.
+func TestPassportOfARecordOlderThanTheChains(t *testing.T) {
+	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := events.DefaultConfig()
+	cfg.Log.SigningKey = signing
+	keys, err := cfg.Log.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := servicetest.Start(t, events.SpecWith(cfg))
+	log := tlog.NewStore(s.Built.Store)
+	st := feed.NewStore(s.Built.Store, log)
+	asset, old, later := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	store := func(kind, id, data string) {
+		t.Helper()
+		at = at.Add(time.Minute)
+		e := outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: kind + ".created", Time: at,
+			Subject: outbox.EventSubject{Kind: kind, ID: id}, Actor: "inspector-app", Data: json.RawMessage(data)}
+		raw, _ := json.Marshal(e)
+		if _, err := st.StoreEvents(t.Context(), []feed.Incoming{{Event: e, Raw: raw}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store("asset", asset, `{"id":"`+asset+`"}`)
+	store("action", old, `{"id":"`+old+`","asset_id":"`+asset+`"}`)
+	// What migration 012 does to a log that already holds these two.
+	if _, err := s.Built.Store.Pool.Exec(t.Context(), `UPDATE asset_heads_state SET from_leaf = (SELECT size FROM log_state), through = (SELECT size FROM log_state)`); err != nil {
+		t.Fatal(err)
+	}
+	store("action", later, `{"id":"`+later+`","asset_id":"`+asset+`"}`)
+	if _, _, err := log.SignCheckpoint(t.Context(), keys); err != nil {
+		t.Fatal(err)
+	}
+	bundle := s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw
+	r, err := sdk.VerifyPassport(bundle, []string{public}, nil)
+	if err != nil || !r.Complete || r.CompleteFrom != 2 || r.Events != 3 {
+		t.Fatalf("verify says %+v, %v; want complete from leaf 2, 3 events", r, err)
+	}
+	var p sdk.Passport
+	if err := json.Unmarshal(bundle, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Events = slices.DeleteFunc(p.Events, func(e sdk.PassportEvent) bool { return e.LeafIndex == 2 })
+	p.Actions = slices.DeleteFunc(p.Actions, func(a sdk.PassportRecord) bool { return a.ID == later })
+	p.Completeness.Chain = []uint64{}
+	changed, _ := json.Marshal(p)
+	if _, err := sdk.VerifyPassport(changed, []string{public}, nil); !errors.Is(err, sdk.ErrUnverified) {
+		t.Errorf("the action after the chains' start left out: verify says %v", err)
+	}
+}

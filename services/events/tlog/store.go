@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -195,7 +196,9 @@ func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (c Checkpoint
 			root = emptyRoot()
 		}
 		latest, err := readCheckpoint(ctx, tx, `SELECT size, root, note FROM checkpoints ORDER BY size DESC LIMIT 1`)
-		if err == nil && latest.Size == uint64(size) {
+		// A checkpoint of this size signed without the heads (before the
+		// upgrade that keeps them) is signed again with them.
+		if err == nil && latest.Size == uint64(size) && strings.Contains(latest.Note, "\n"+HeadsLine+" ") {
 			c = latest
 			return nil
 		}
@@ -209,7 +212,7 @@ func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (c Checkpoint
 		if c, err = keys.Sign(uint64(size), root, &h); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO checkpoints (size, root, note) VALUES ($1, $2, $3) ON CONFLICT (size) DO NOTHING`,
+		_, err = tx.Exec(ctx, `INSERT INTO checkpoints (size, root, note) VALUES ($1, $2, $3) ON CONFLICT (size) DO UPDATE SET note = EXCLUDED.note`,
 			int64(c.Size), c.Root, c.Note)
 		fresh = true
 		return store.Classify(err, "store a checkpoint")

@@ -23,6 +23,7 @@ import (
 	"github.com/assetregistry/registry/services/events"
 	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/heads"
 	"github.com/assetregistry/registry/services/events/tlog/passport"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -193,7 +194,7 @@ func TestPassportTypesAreTheSDKs(t *testing.T) {
 	if passport.Format != sdk.PassportFormat {
 		t.Errorf("format %q, the SDK's %q", passport.Format, sdk.PassportFormat)
 	}
-	for _, pair := range [][2]any{{passport.Record{}, sdk.PassportRecord{}}, {passport.Event{}, sdk.PassportEvent{}}} {
+	for _, pair := range [][2]any{{passport.Record{}, sdk.PassportRecord{}}, {passport.Event{}, sdk.PassportEvent{}}, {heads.Head{}, sdk.AssetHead{}}} {
 		service, kit := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
 		if service.NumField() != kit.NumField() {
 			t.Errorf("%s has %d fields, the SDK's %d", service.Name(), service.NumField(), kit.NumField())

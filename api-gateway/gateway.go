@@ -159,6 +159,7 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 	health.Mount(public, limiter.Probes)
 	docs := newDocs(upstreams)
 	docs.Mount(public)
+	mountVerify(public)
 
 	uploadMax := cfg.UploadMaxSize
 	if uploadMax <= 0 {
@@ -218,8 +219,20 @@ func withoutToken(proxy, authenticated http.Handler, gate auth.Gate) http.Handle
 				return
 			}
 		}
-		proxy.ServeHTTP(w, r)
+		proxy.ServeHTTP(anonymousCost(w, r, gate), r)
 	})
+}
+
+// anonymousCost charges what an answer without a token declares it cost
+// beyond its one request (a passport through its link, by its size) to
+// the source address's budget, as costly does a client's, and keeps the
+// declaration from the caller.
+func anonymousCost(w http.ResponseWriter, r *http.Request, gate auth.Gate) http.ResponseWriter {
+	charge := func(int) {}
+	if g, ok := gate.(addressGate); ok {
+		charge = func(cost int) { g.charge(r, cost) }
+	}
+	return &costWriter{ResponseWriter: w, charge: charge}
 }
 
 // routeOrNotFound answers 404 for paths no configured service owns before

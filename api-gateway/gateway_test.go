@@ -312,6 +312,23 @@ func TestDocs(t *testing.T) {
 	}
 }
 
+// The passport check page answers without a token, whole in one file: it
+// loads nothing (no src, no stylesheet), runs its own inline script alone
+// and may fetch from the registry only.
+func TestVerifyPage(t *testing.T) {
+	f := newGateway(t, nil)
+	r := testkit.Expect(t, f.client.Do(t, "GET", "/verify", "", nil), 200)
+	checkDocumentationHeaders(t, "/verify", r)
+	page := string(r.Raw)
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") || strings.Contains(page, "src=") || strings.Contains(page, "<link") ||
+		!strings.Contains(page, `"Ed25519"`) || !strings.Contains(page, "verifyPassport") {
+		t.Errorf("the page: %s, %.200s", r.Header.Get("Content-Type"), page)
+	}
+	if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Errorf("Content-Security-Policy = %q", csp)
+	}
+}
+
 // checkDocumentationHeaders: a documentation answer lets a browser load
 // nothing from another host, run no inline script but the page's own, and
 // sniff no content type.
@@ -325,7 +342,7 @@ func checkDocumentationHeaders(t *testing.T, path string, r testkit.Response) {
 		strings.Contains(csp, "http") || strings.Contains(csp, "*") || strings.Contains(csp, "script-src 'self' 'unsafe-inline'") {
 		t.Errorf("%s: Content-Security-Policy = %q", path, csp)
 	}
-	if path != "/docs/organizations" {
+	if path != "/docs/organizations" && path != "/verify" {
 		return
 	}
 	// The page's inline scripts, and only they, are allowed by hash.

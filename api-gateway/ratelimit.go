@@ -581,6 +581,15 @@ func (g addressGate) limited(b Budget, res *redis_rate.Result, wait time.Duratio
 		WithHeader("RateLimit", b.stateHeader(0, res.ResetAfter))
 }
 
+// charge takes up to cost-1 more requests (the call itself was one) from
+// the address's budget, as many as it holds (at most its whole quota).
+func (g addressGate) charge(r *http.Request, cost int) {
+	b := g.l.cfg.Unauthenticated
+	if n := min(cost, b.Quota) - 1; n >= 1 {
+		g.l.take(r.Context(), budgetUnauthenticated, g.key(r), b, n, g.l.limiter.AllowAtMost)
+	}
+}
+
 func (g addressGate) key(r *http.Request) string {
 	return "address:" + clientAddress(r, g.l.cfg.TrustedProxies)
 }

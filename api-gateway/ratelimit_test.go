@@ -611,6 +611,26 @@ func TestDeclaredCostIsCharged(t *testing.T) {
 	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
 }
 
+// An answer without a token that declares a cost (a passport through its
+// link) is charged it to the caller's address, and the declaration does
+// not reach the caller.
+func TestDeclaredCostWithoutTokenIsChargedToTheAddress(t *testing.T) {
+	events := newUpstream(t)
+	limit := limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
+		c.Unauthenticated = Budget{"unauthenticated", 20, time.Hour}
+	})
+	f := newGateway(t, func(c *Config) {
+		limit(c)
+		u := events.URL
+		c.Upstreams["events"] = &u
+	})
+	r := testkit.Expect(t, f.client.Do(t, "GET", "/log/keys", "", nil, "Test-Cost", "20"), 200)
+	if r.Header.Get(httpx.CostHeader) != "" {
+		t.Errorf("the caller got the service's %s: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
+	}
+	testkit.Expect(t, f.client.Do(t, "GET", "/log/keys", "", nil), 429)
+}
+
 func TestItemBudgetSettings(t *testing.T) {
 	base := RateLimitConfig{Enabled: true, Redis: cache.Connection{URL: "redis://127.0.0.1:1"}, Default: DefaultBudget,
 		Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget, Timeout: time.Millisecond}

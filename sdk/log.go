@@ -32,6 +32,13 @@ type Checkpoint struct {
 	// Note is the signed note: what VerifyCheckpoint checks, and what to
 	// keep.
 	Note string `json:"note"`
+	// HeadsFrom and HeadsRoot are what the checkpoint signs of the asset
+	// heads (its line "asset-heads <from> <root>"): the leaf from which
+	// each asset's chain holds every event of its record, and the root of
+	// the map of the heads (nil: the checkpoint signs none). A passport's
+	// completeness is checked against them.
+	HeadsFrom uint64 `json:"-"`
+	HeadsRoot []byte `json:"-"`
 }
 
 // InclusionProof proves that leaf LeafIndex is in the tree of TreeSize.
@@ -180,7 +187,20 @@ func VerifyCheckpoint(signed string, keys ...string) (Checkpoint, error) {
 	if n.Sigs[0].Name != lines[0] {
 		return Checkpoint{}, unverified("checkpoint of log %q signed by key %q", lines[0], n.Sigs[0].Name)
 	}
-	return Checkpoint{Origin: lines[0], TreeSize: size, RootHash: root, Note: signed}, nil
+	cp := Checkpoint{Origin: lines[0], TreeSize: size, RootHash: root, Note: signed}
+	for _, line := range strings.Split(lines[3], "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "asset-heads" {
+			continue
+		}
+		from, err := strconv.ParseUint(f[1%len(f)], 10, 64)
+		heads, err2 := base64.StdEncoding.DecodeString(f[len(f)-1])
+		if len(f) != 3 || err != nil || err2 != nil || len(heads) != rfc6962.DefaultHasher.Size() || cp.HeadsRoot != nil {
+			return Checkpoint{}, unverified("checkpoint line %q is not \"asset-heads <from> <root>\" (once)", line)
+		}
+		cp.HeadsFrom, cp.HeadsRoot = from, heads
+	}
+	return cp, nil
 }
 
 // LeafHash is the hash of an event's bytes as a leaf of the log.

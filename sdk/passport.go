@@ -21,19 +21,23 @@ import (
 // checkpoint. VerifyPassport checks it offline with the log's public key.
 
 // PassportFormat is the bundle's format.
-const PassportFormat = "asset-registry-passport/1"
+const PassportFormat = "asset-registry-passport/2"
 
 // Passport is the bundle, as GET /assets/{id}/passport answers it.
 type Passport struct {
-	Format          string           `json:"format"`
-	AssetID         string           `json:"asset_id"`
-	Checkpoint      string           `json:"checkpoint"`
-	Asset           PassportRecord   `json:"asset"`
-	AssetType       *PassportRecord  `json:"asset_type"`
-	Actions         []PassportRecord `json:"actions"`
-	ActionDocuments []PassportRecord `json:"action_documents"`
-	Documents       []PassportRecord `json:"documents"`
-	Events          []PassportEvent  `json:"events"`
+	Format     string `json:"format"`
+	AssetID    string `json:"asset_id"`
+	Checkpoint string `json:"checkpoint"`
+	// Completeness proves that Events hold every event of the asset's
+	// record (the asset's, its actions', their action documents') from
+	// leaf From on, up to the checkpoint.
+	Completeness    *PassportCompleteness `json:"completeness"`
+	Asset           PassportRecord        `json:"asset"`
+	AssetType       *PassportRecord       `json:"asset_type"`
+	Actions         []PassportRecord      `json:"actions"`
+	ActionDocuments []PassportRecord      `json:"action_documents"`
+	Documents       []PassportRecord      `json:"documents"`
+	Events          []PassportEvent       `json:"events"`
 }
 
 // PassportRecord is a resource as its events leave it.
@@ -54,6 +58,25 @@ type PassportEvent struct {
 	Proof     [][]byte `json:"proof"`
 }
 
+// PassportCompleteness is the asset's chain, the leaves of the events of
+// its record from leaf From on, in the log's order, and the proof of its
+// head in the map of asset heads the checkpoint signs: its bucket's heads
+// and the sibling hashes above the bucket, the lowest first.
+type PassportCompleteness struct {
+	From   uint64      `json:"from"`
+	Chain  []uint64    `json:"chain"`
+	Bucket []AssetHead `json:"bucket"`
+	Path   [][]byte    `json:"path"`
+}
+
+// AssetHead is an asset's head: how many events its chain holds, and the
+// chain's last hash.
+type AssetHead struct {
+	AssetID  string `json:"asset_id"`
+	AssetSeq uint64 `json:"asset_seq"`
+	Chain    []byte `json:"chain"`
+}
+
 // AssetPassport writes the asset's passport, as the registry answered it
 // (keep these bytes: VerifyPassport checks them), to w.
 func (c *Client) AssetPassport(ctx context.Context, assetID string, w io.Writer) error {
@@ -69,6 +92,13 @@ func (c *Client) AssetPassport(ctx context.Context, assetID string, w io.Writer)
 type PassportReport struct {
 	Checkpoint Checkpoint
 	Events     int
+	// Complete: the passport holds every event of the asset's record up
+	// to the checkpoint, from leaf CompleteFrom on (0: all of them; more
+	// when the record began before the registry kept the chains, whose
+	// events before that leaf are proved but not proved complete).
+	// VerifyPassport refuses a passport it cannot prove complete.
+	Complete     bool
+	CompleteFrom uint64
 	// Files are the documents whose file was given and matched its
 	// SHA-256; Missing those whose file was not given.
 	Files, Missing []string
@@ -76,6 +106,7 @@ type PassportReport struct {
 
 // VerifyPassport checks a passport offline: the checkpoint's signature
 // with the log's public keys, each event's inclusion proof against it,
+// that no event of the asset's record was left out (verifyCompleteness),
 // and that every record is exactly what its events leave it as, belongs
 // to the asset, and has its events in the bundle (and no event is
 // without a record). With files (a directory of document files named by
@@ -138,6 +169,10 @@ func VerifyPassport(bundle []byte, keys []string, files fs.FS) (PassportReport, 
 		}
 	}
 	r.Events = len(p.Events)
+	if r.CompleteFrom, err = verifyCompleteness(p, cp); err != nil {
+		return r, err
+	}
+	r.Complete = true
 	// The records: each exactly its events' outcome, each subject once.
 	byKind := map[string][]PassportRecord{}
 	for _, s := range order {

@@ -50,6 +50,10 @@ type Resource struct {
 	// passes them on unauthenticated, each call charged to its source
 	// address, and the service declares them endpoints.Anonymous.
 	Anonymous []string
+	// Nested, for a resource Under others, also routes the paths below its
+	// name to it (/assets/{id}/passport_links/{link_id}); otherwise a
+	// deeper path stays the parent's.
+	Nested bool
 }
 
 // Deployable is one binary of the registry with its local ports.
@@ -152,6 +156,11 @@ var Services = []Service{
 			{Name: "history", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
 			// An asset's record with the log's proofs, for offline checks.
 			{Name: "passport", Under: []string{"assets"}},
+			// An asset's passport links, and the passports they open, which
+			// answer without a token (the token in the path is the
+			// capability).
+			{Name: "passport_links", Under: []string{"assets"}, Nested: true},
+			{Name: "passports", Prefixes: []string{"/passports"}, Anonymous: []string{"GET /passports/{token}"}},
 			// A resource as it was at an instant, from its history.
 			{Name: "as_of", Query: "as_of", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
 			// The transparency log over every event: checkpoints, proofs, keys.
@@ -283,19 +292,21 @@ func Route(path string) (r OwnedResource, matched string, ok bool) {
 	return OwnedResource{}, "", false
 }
 
-// under finds the resource declared Under parent whose name is the last
-// segment of rest when rest is "/<id>/<name>".
+// under finds the resource declared Under parent whose name is the
+// segment after the id when rest is "/<id>/<name>", or "/<id>/<name>/..."
+// for a Nested one.
 func under(parent, rest string) (Resource, string, bool) {
 	if len(rest) < 2 || rest[0] != '/' {
 		return Resource{}, "", false
 	}
 	id, name, found := strings.Cut(rest[1:], "/")
-	if !found || id == "" || name == "" || strings.Contains(name, "/") {
+	name, deeper, _ := strings.Cut(name, "/")
+	if !found || id == "" || name == "" {
 		return Resource{}, "", false
 	}
 	for _, s := range Services {
 		for _, res := range s.Resources {
-			if res.Name == name && res.Query == "" && slices.Contains(res.Under, parent) {
+			if res.Name == name && res.Query == "" && slices.Contains(res.Under, parent) && (deeper == "" || res.Nested) {
 				return res, s.Name, true
 			}
 		}
@@ -378,7 +389,7 @@ func Validate() error {
 			ports[p] = d.Name
 		}
 	}
-	reserved := []string{"/healthz", "/readyz", "/docs", "/openapi", "/internal", "/metrics", "/oidc", "/.well-known"}
+	reserved := []string{"/healthz", "/readyz", "/docs", "/verify", "/openapi", "/internal", "/metrics", "/oidc", "/.well-known"}
 	prefixes := map[string]string{}
 	resources := map[string]bool{}
 	kinds := map[string]string{}

@@ -99,7 +99,10 @@ type Deps struct {
 	NATS           outbox.Config
 	Logger         log.Logger
 	RequestTimeout time.Duration
-	leaderSilence  time.Duration
+	// PublicURL is the registry's public base address (oidc.audience),
+	// for a service that writes absolute URLs to it.
+	PublicURL     string
+	leaderSilence time.Duration
 }
 
 // Lock is the schema's lock named name, for work one replica does at a
@@ -326,6 +329,7 @@ func Build(ctx context.Context, spec Spec, cfg Config, logger log.Logger) (b Bui
 		NATS:           cfg.Events,
 		Logger:         logger,
 		RequestTimeout: cfg.Timeout,
+		PublicURL:      cfg.OIDC.Audience,
 		leaderSilence:  cfg.Database.LeaderSilence,
 	}
 	cfg.Events.LeaderSilence = cfg.Database.LeaderSilence

@@ -18,6 +18,7 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/services/events/feed"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
 // A passport far larger than what the process may hold for it is written
@@ -131,8 +132,8 @@ func TestLargePassportIsStreamedAndCosted(t *testing.T) {
 	}
 	close(done)
 	<-sampled
-	if resp.StatusCode != 200 || members != 9 || records != actions || events != actions+2 {
-		t.Fatalf("status %d, %d members, %d action records, %d events: want 200, 9, %d and %d", resp.StatusCode, members, records, events, actions, actions+2)
+	if resp.StatusCode != 200 || members != 10 || records != actions || events != actions+2 {
+		t.Fatalf("status %d, %d members, %d action records, %d events: want 200, 10, %d and %d", resp.StatusCode, members, records, events, actions, actions+2)
 	}
 	grown := int64(peak.Load()) - int64(base)
 	t.Logf("passport of %d MiB: the heap grew by at most %d MiB while it was served", size/(1<<20), grown/(1<<20))
@@ -160,4 +161,57 @@ func heapBytes() uint64 {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
 	return sample[0].Value.Uint64()
+}
+
+// A passport link answers the asset's passport without a token, exactly
+// as the asset's own passport route, counts each fetch, and answers 404
+// once deleted or expired; its URL is absolute, holds 256 random bits and
+// is shown only when made.
+func TestPassportLinks(t *testing.T) {
+	s, keys := startSigning(t)
+	st := newTestStore(s)
+	asset := uuid.NewString()
+	e := outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "asset.created", Time: time.Now().UTC(),
+		Subject: outbox.EventSubject{Kind: "asset", ID: asset}, Actor: "inspector-app", Data: json.RawMessage(`{"id":"` + asset + `"}`)}
+	raw, _ := json.Marshal(e)
+	if _, err := st.StoreEvents(t.Context(), []feed.Incoming{{Event: e, Raw: raw}}); err != nil {
+		t.Fatal(err)
+	}
+	sign(t, s, keys)
+
+	created := s.Call(201, "POST", "/assets/"+asset+"/passport_links", s.RW, map[string]any{})
+	link := created.JSON()
+	url, _ := link["url"].(string)
+	if created.Header.Get("Location") != url || !strings.HasPrefix(url, servicetest.Audience+"/passports/") ||
+		len(strings.TrimPrefix(url, servicetest.Audience+"/passports/")) < 43 || link["created_by"] != "rw-client" {
+		t.Fatalf("link %v, Location %q", link, created.Header.Get("Location"))
+	}
+	path := strings.TrimPrefix(url, servicetest.Audience)
+	want := s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw
+	for range 2 {
+		if got := s.Call(200, "GET", path, "", nil).Raw; string(got) != string(want) {
+			t.Fatalf("through the link:\n%s\nthe asset's:\n%s", got, want)
+		}
+	}
+	list := s.Call(200, "GET", "/assets/"+asset+"/passport_links", s.RO, nil)
+	var links []map[string]any
+	if err := json.Unmarshal(list.Raw, &links); err != nil || len(links) != 1 || links[0]["fetch_count"] != 2.0 ||
+		links[0]["last_fetched_at"] == nil || links[0]["url"] != nil {
+		t.Fatalf("links %s", list.Raw)
+	}
+	s.Call(404, "GET", "/passports/"+strings.Repeat("A", 43), "", nil)
+	s.Call(204, "DELETE", "/assets/"+asset+"/passport_links/"+link["id"].(string), s.RW, nil)
+	s.Call(404, "GET", path, "", nil)
+	s.Call(404, "DELETE", "/assets/"+asset+"/passport_links/"+link["id"].(string), s.RW, nil)
+
+	soon := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	expiring := s.Call(201, "POST", "/assets/"+asset+"/passport_links", s.RW, map[string]any{"expires_at": soon}).JSON()
+	expired := strings.TrimPrefix(expiring["url"].(string), servicetest.Audience)
+	s.Call(200, "GET", expired, "", nil)
+	time.Sleep(time.Until(time.Now().Add(1100 * time.Millisecond)))
+	s.Call(404, "GET", expired, "", nil)
+
+	s.Call(422, "POST", "/assets/"+asset+"/passport_links", s.RW, map[string]any{"expires_at": "2001-01-01T00:00:00Z"})
+	s.Call(404, "POST", "/assets/"+uuid.NewString()+"/passport_links", s.RW, map[string]any{})
+	s.Call(403, "POST", "/assets/"+asset+"/passport_links", s.RO, map[string]any{})
 }

@@ -57,6 +57,9 @@ type Config struct {
 	Log               LogConfig
 	// Redact is what `events redact-person` redacts.
 	Redact RedactConfig
+	// PublicURL is the registry's public base address, which passport
+	// links start with ("": the oidc audience).
+	PublicURL string
 }
 
 // RedactConfig names an erasure request: whose personal fields, and why.
@@ -112,6 +115,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DeliveryRetention, "webhooks.delivery-retention", 30*24*time.Hour, "how long a delivery that succeeded or failed stays listed (by its last attempt); 0 keeps them for good")
 	c.Retry.RegisterFlags(fs)
 	c.Log.RegisterFlags(fs)
+	fs.StringVar(&c.PublicURL, "passports.public-url", "", "the registry's public base address (https://registry.example.com), which passport links start with; empty: oidc.audience")
 	fs.StringVar(&c.Redact.Person, "redact.person", "", "events redact-person: the id of the person whose personal fields leave every event")
 	fs.StringVar(&c.Redact.Reason, "redact.reason", "", "events redact-person: why (an erasure request's reference), recorded in the log")
 }
@@ -165,7 +169,12 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	}
 	routes := feed.NewHTTPHandler(feed.MakeEndpoints(feed.NewService(st), endpoints.Timeout(d.RequestTimeout)))
 	tlog.Routes(routes, tlog.MakeEndpoints(tlog.NewService(log, tlog.Settings{Keys: keys}), endpoints.Timeout(d.RequestTimeout)))
-	passport.Routes(routes, passport.MakeEndpoints(passport.NewService(passport.NewStore(d.Store, log), log), endpoints.Timeout(d.RequestTimeout)))
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = d.PublicURL
+	}
+	passport.Routes(routes, passport.MakeEndpoints(passport.NewService(passport.NewStore(d.Store, log), log,
+		passport.Settings{PublicURL: publicURL}), endpoints.Timeout(d.RequestTimeout)))
 	hooks := webhooks.NewStore(d.Store)
 	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
 		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient}), endpoints.Timeout(d.RequestTimeout)))

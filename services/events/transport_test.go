@@ -26,10 +26,18 @@ func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownershi
 
 // A subscription is its maker's alone: to another client every call on it
 // is a 404, as if it did not exist; an admin may read, change and delete it.
+// A passport link is deleted by its maker or an admin alone (another
+// client that sees the asset is refused, 403).
 func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 	hook := "/webhooks/" + s.Call(201, "POST", "/webhooks", s.RW,
 		map[string]any{"url": "https://93.184.216.34/owned", "types": []string{"asset.*"}}).JSON()["id"].(string)
+	asset := uuid.NewString()
+	publish(t, s, outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "asset.created", Time: time.Now().UTC(),
+		Subject: outbox.EventSubject{Kind: "asset", ID: asset}, Actor: "rw-client", Data: json.RawMessage(`{"id":"` + asset + `"}`)})
+	links := "/assets/" + asset + "/passport_links"
+	link := links + "/" + s.Call(201, "POST", links, s.RW, map[string]any{}).JSON()["id"].(string)
 	return []servicetest.OwnerCase{
+		{Name: "delete passport link", Method: "DELETE", Path: link, Read: links, AdminStatus: 204},
 		{Name: "read subscription", Method: "GET", Path: hook, Read: hook, AdminStatus: 200},
 		{Name: "list deliveries", Method: "GET", Path: hook + "/deliveries", Read: hook, AdminStatus: 200},
 		{Name: "retry delivery", Method: "POST", Path: hook + "/deliveries/" + uuid.NewString() + "/retry", Read: hook, AdminStatus: 404},

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -21,6 +23,7 @@ import (
 	"github.com/assetregistry/registry/services/events"
 	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/heads"
 	"github.com/assetregistry/registry/services/events/tlog/passport"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -191,7 +194,7 @@ func TestPassportTypesAreTheSDKs(t *testing.T) {
 	if passport.Format != sdk.PassportFormat {
 		t.Errorf("format %q, the SDK's %q", passport.Format, sdk.PassportFormat)
 	}
-	for _, pair := range [][2]any{{passport.Record{}, sdk.PassportRecord{}}, {passport.Event{}, sdk.PassportEvent{}}} {
+	for _, pair := range [][2]any{{passport.Record{}, sdk.PassportRecord{}}, {passport.Event{}, sdk.PassportEvent{}}, {heads.Head{}, sdk.AssetHead{}}} {
 		service, kit := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
 		if service.NumField() != kit.NumField() {
 			t.Errorf("%s has %d fields, the SDK's %d", service.Name(), service.NumField(), kit.NumField())
@@ -203,5 +206,320 @@ func TestPassportTypesAreTheSDKs(t *testing.T) {
 				t.Errorf("%s.%s %s `json:%q`, the SDK's %s %s `json:%q`", service.Name(), a.Name, a.Type, a.Tag.Get("json"), b.Name, b.Type, b.Tag.Get("json"))
 			}
 		}
+	}
+}
+
+// A passport with any event of its asset's record left out fails
+// verification, even when whoever removed it made the rest agree (the
+// records rebuilt from the events left, the chain's leaves dropped with
+// them): the chain the checkpoint signs is the asset's head, and only
+// every event of the record hashes to it.
+func TestPassportWithAnEventLeftOutFails(t *testing.T) {
+	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := events.DefaultConfig()
+	cfg.Log.SigningKey = signing
+	keys, err := cfg.Log.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := servicetest.Start(t, events.SpecWith(cfg))
+	log := tlog.NewStore(s.Built.Store)
+	st := feed.NewStore(s.Built.Store, log)
+
+	assetType, asset, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	first, middle, latest, document, link := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	var incoming []feed.Incoming
+	add := func(kind, op, id, data string) {
+		at = at.Add(time.Minute)
+		e := outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: kind + "." + op, Time: at,
+			Subject: outbox.EventSubject{Kind: kind, ID: id}, Actor: "inspector-app", RequestID: "req", Data: json.RawMessage(data)}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		incoming = append(incoming, feed.Incoming{Event: e, Raw: raw})
+	}
+	action := func(id, asset string, ok bool) string {
+		return fmt.Sprintf(`{"id":%q,"asset_id":%q,"action_type":"expert_control","status_ok":%t}`, id, asset, ok)
+	}
+	add("asset_type", "created", assetType, `{"id":"`+assetType+`","brand":"Liftco"}`)
+	add("asset", "created", asset, `{"id":"`+asset+`","serial_number":"SN-1","asset_type_id":"`+assetType+`"}`)
+	add("asset", "created", other, `{"id":"`+other+`","serial_number":"SN-2","asset_type_id":"`+assetType+`"}`)
+	add("action", "created", first, action(first, asset, true))
+	add("action", "created", middle, action(middle, asset, true))
+	add("document", "created", document, `{"id":"`+document+`","sha256":"`+strings.Repeat("0", 64)+`"}`)
+	add("action_document", "created", link, `{"id":"`+link+`","action_id":"`+first+`","document_id":"`+document+`"}`)
+	add("action", "updated", middle, action(middle, asset, false))
+	add("action", "updated", middle, action(middle, asset, true))
+	add("action", "created", uuid.NewString(), action(uuid.NewString(), other, true))
+	add("action", "created", latest, action(latest, asset, false))
+	add("asset", "updated", asset, `{"id":"`+asset+`","serial_number":"SN-1b","asset_type_id":"`+assetType+`"}`)
+	if _, err := st.StoreEvents(t.Context(), incoming); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := log.SignCheckpoint(t.Context(), keys); err != nil {
+		t.Fatal(err)
+	}
+	bundle := s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw
+
+	// leaveOut removes the events of the bundle that drop names, rebuilds
+	// its records from those left as a verifier derives them, and drops
+	// the removed leaves from the chain too.
+	leaveOut := func(t *testing.T, drop func(e sdk.Event, leaf uint64) bool) []byte {
+		t.Helper()
+		var p sdk.Passport
+		if err := json.Unmarshal(bundle, &p); err != nil {
+			t.Fatal(err)
+		}
+		var kept []sdk.PassportEvent
+		gone := map[uint64]bool{}
+		for _, e := range p.Events {
+			var ev sdk.Event
+			if err := json.Unmarshal(e.Event, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if drop(ev, e.LeafIndex) {
+				gone[e.LeafIndex] = true
+				continue
+			}
+			kept = append(kept, e)
+		}
+		if len(gone) == 0 {
+			t.Fatal("nothing left out")
+		}
+		p.Events = kept
+		p.Completeness.Chain = slices.DeleteFunc(p.Completeness.Chain, func(l uint64) bool { return gone[l] })
+		rebuildRecords(t, &p)
+		out, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	subject := func(id string) func(sdk.Event, uint64) bool {
+		return func(e sdk.Event, _ uint64) bool {
+			return e.Subject.ID == id || strings.Contains(string(e.Data), `"action_id":"`+id+`"`)
+		}
+	}
+	lastOf := func(id string) func(sdk.Event, uint64) bool {
+		var leaf uint64
+		var p sdk.Passport
+		_ = json.Unmarshal(bundle, &p)
+		for _, e := range p.Events {
+			var ev sdk.Event
+			_ = json.Unmarshal(e.Event, &ev)
+			if ev.Subject.ID == id {
+				leaf = e.LeafIndex
+			}
+		}
+		return func(_ sdk.Event, l uint64) bool { return l == leaf }
+	}
+	rows := []struct {
+		name string
+		drop func(sdk.Event, uint64) bool
+	}{
+		{"an action and its events and links", subject(first)},
+		{"the latest action", subject(latest)},
+		{"one event in the middle of an action's", func(e sdk.Event, _ uint64) bool {
+			return e.Subject.ID == middle && e.Type == "action.updated" && strings.Contains(string(e.Data), `"status_ok":false`)
+		}},
+		{"the asset's own latest event", lastOf(asset)},
+		{"an action document link", subject(link)},
+	}
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := sdk.VerifyPassport(leaveOut(t, tt.drop), []string{public}, nil)
+			if !errors.Is(err, sdk.ErrUnverified) {
+				t.Errorf("verify says %v", err)
+			}
+		})
+	}
+	// The rebuilding alone changes nothing a verifier sees: what fails
+	// above is what was left out.
+	t.Run("nothing left out", func(t *testing.T) {
+		var p sdk.Passport
+		if err := json.Unmarshal(bundle, &p); err != nil {
+			t.Fatal(err)
+		}
+		rebuildRecords(t, &p)
+		out, _ := json.Marshal(p)
+		r, err := sdk.VerifyPassport(out, []string{public}, nil)
+		if err != nil || !r.Complete || r.CompleteFrom != 0 {
+			t.Errorf("verify says %+v, %v", r, err)
+		}
+	})
+	t.Run("the completeness removed", func(t *testing.T) {
+		var p map[string]any
+		if err := json.Unmarshal(bundle, &p); err != nil {
+			t.Fatal(err)
+		}
+		p["completeness"] = nil
+		out, _ := json.Marshal(p)
+		if _, err := sdk.VerifyPassport(out, []string{public}, nil); !errors.Is(err, sdk.ErrUnverified) {
+			t.Errorf("verify says %v", err)
+		}
+	})
+}
+
+// rebuildRecords derives a passport's records from its events as a
+// verifier does: each subject's latest event, in the order of its first.
+func rebuildRecords(t *testing.T, p *sdk.Passport) {
+	t.Helper()
+	byKind := map[string][]*sdk.PassportRecord{}
+	seen := map[string]*sdk.PassportRecord{}
+	for _, e := range p.Events {
+		var ev sdk.Event
+		if err := json.Unmarshal(e.Event, &ev); err != nil {
+			t.Fatal(err)
+		}
+		r := seen[ev.Subject.ID]
+		if r == nil {
+			r = &sdk.PassportRecord{ID: ev.Subject.ID}
+			seen[ev.Subject.ID] = r
+			byKind[ev.Subject.Kind] = append(byKind[ev.Subject.Kind], r)
+		}
+		r.Events = append(r.Events, e.LeafIndex)
+		r.Resource = ev.Data
+		r.Deleted, r.DeletedAt, r.DeletedBy = false, nil, nil
+		if strings.HasSuffix(ev.Type, ".deleted") {
+			at, by := ev.Time, ev.Actor
+			r.Deleted, r.DeletedAt, r.DeletedBy = true, &at, &by
+		}
+		if ev.Subject.Kind == "document" {
+			var d struct {
+				SHA256 string `json:"sha256"`
+			}
+			_ = json.Unmarshal(ev.Data, &d)
+			r.SHA256 = d.SHA256
+		}
+	}
+	list := func(kind string) []sdk.PassportRecord {
+		out := []sdk.PassportRecord{}
+		for _, r := range byKind[kind] {
+			out = append(out, *r)
+		}
+		return out
+	}
+	p.Asset = list("asset")[0]
+	p.AssetType = nil
+	if l := list("asset_type"); len(l) > 0 {
+		p.AssetType = &l[0]
+	}
+	p.Actions, p.ActionDocuments, p.Documents = list("action"), list("action_document"), list("document")
+}
+
+// The heads grow checkpoint by checkpoint, each rehashing only the
+// buckets its events touched: every asset's passport stays complete and
+// verifiable after each, whichever assets changed since.
+func TestPassportsStayCompleteAcrossCheckpoints(t *testing.T) {
+	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := events.DefaultConfig()
+	cfg.Log.SigningKey = signing
+	keys, err := cfg.Log.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := servicetest.Start(t, events.SpecWith(cfg))
+	log := tlog.NewStore(s.Built.Store)
+	st := feed.NewStore(s.Built.Store, log)
+	assets := make([]string, 40)
+	for i := range assets {
+		assets[i] = uuid.NewString()
+	}
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	for round := range 3 {
+		var incoming []feed.Incoming
+		for i, a := range assets {
+			if round > 0 && i%(round+1) != 0 {
+				continue // later rounds change some assets only
+			}
+			at = at.Add(time.Second)
+			kind, id, data := "asset", a, `{"id":"`+a+`","round":`+fmt.Sprint(round)+`}`
+			if round > 0 {
+				id = uuid.NewString()
+				kind, data = "action", `{"id":"`+id+`","asset_id":"`+a+`"}`
+			}
+			e := outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: kind + ".created", Time: at,
+				Subject: outbox.EventSubject{Kind: kind, ID: id}, Actor: "inspector-app", Data: json.RawMessage(data)}
+			raw, _ := json.Marshal(e)
+			incoming = append(incoming, feed.Incoming{Event: e, Raw: raw})
+		}
+		if _, err := st.StoreEvents(t.Context(), incoming); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := log.SignCheckpoint(t.Context(), keys); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range assets {
+			bundle := s.Call(200, "GET", "/assets/"+a+"/passport", s.RO, nil).Raw
+			if r, err := sdk.VerifyPassport(bundle, []string{public}, nil); err != nil || !r.Complete {
+				t.Fatalf("round %d, asset %s: %+v, %v", round, a, r, err)
+			}
+		}
+	}
+}
+
+// An asset recorded before the registry kept the chains (an upgrade's
+// migration starts them at the log's size then) has a passport complete
+// from that leaf: its later events are chained and proved complete, its
+// earlier ones proved alone, and verify says from where.
+func TestPassportOfARecordOlderThanTheChains(t *testing.T) {
+	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := events.DefaultConfig()
+	cfg.Log.SigningKey = signing
+	keys, err := cfg.Log.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := servicetest.Start(t, events.SpecWith(cfg))
+	log := tlog.NewStore(s.Built.Store)
+	st := feed.NewStore(s.Built.Store, log)
+	asset, old, later := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	store := func(kind, id, data string) {
+		t.Helper()
+		at = at.Add(time.Minute)
+		e := outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: kind + ".created", Time: at,
+			Subject: outbox.EventSubject{Kind: kind, ID: id}, Actor: "inspector-app", Data: json.RawMessage(data)}
+		raw, _ := json.Marshal(e)
+		if _, err := st.StoreEvents(t.Context(), []feed.Incoming{{Event: e, Raw: raw}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store("asset", asset, `{"id":"`+asset+`"}`)
+	store("action", old, `{"id":"`+old+`","asset_id":"`+asset+`"}`)
+	// What migration 012 does to a log that already holds these two.
+	if _, err := s.Built.Store.Pool.Exec(t.Context(), `UPDATE asset_heads_state SET from_leaf = (SELECT size FROM log_state), through = (SELECT size FROM log_state)`); err != nil {
+		t.Fatal(err)
+	}
+	store("action", later, `{"id":"`+later+`","asset_id":"`+asset+`"}`)
+	if _, _, err := log.SignCheckpoint(t.Context(), keys); err != nil {
+		t.Fatal(err)
+	}
+	bundle := s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw
+	r, err := sdk.VerifyPassport(bundle, []string{public}, nil)
+	if err != nil || !r.Complete || r.CompleteFrom != 2 || r.Events != 3 {
+		t.Fatalf("verify says %+v, %v; want complete from leaf 2, 3 events", r, err)
+	}
+	var p sdk.Passport
+	if err := json.Unmarshal(bundle, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Events = slices.DeleteFunc(p.Events, func(e sdk.PassportEvent) bool { return e.LeafIndex == 2 })
+	p.Actions = slices.DeleteFunc(p.Actions, func(a sdk.PassportRecord) bool { return a.ID == later })
+	p.Completeness.Chain = []uint64{}
+	changed, _ := json.Marshal(p)
+	if _, err := sdk.VerifyPassport(changed, []string{public}, nil); !errors.Is(err, sdk.ErrUnverified) {
+		t.Errorf("the action after the chains' start left out: verify says %v", err)
 	}
 }

@@ -20,7 +20,7 @@ func (a *app) commands() *ffcli.Command {
 		Subcommands: []*ffcli.Command{a.organizationsCommand(), a.peopleCommand(), a.assetTypesCommand(), a.assetsCommand(),
 			a.actionsCommand(), a.actionDocumentsCommand(), a.documentsCommand(),
 			a.plansCommand(), a.complianceCommand(), a.webhooksCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
-			a.checkpointCommand(), a.logKeygenCommand(), a.passportCommand(), a.verifyCommand()},
+			a.checkpointCommand(), a.logKeygenCommand(), a.passportCommand(), a.passportLinksCommand(), a.verifyCommand()},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}
 	return root

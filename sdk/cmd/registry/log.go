@@ -11,6 +11,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"golang.org/x/mod/sumdb/note"
@@ -162,9 +163,16 @@ func (a *app) downloadTo(ctx context.Context, id, file string) error {
 
 func (a *app) verifyCommand() *ffcli.Command {
 	var key, files string
-	check := func(ctx context.Context, args []string, keys []string) error {
-		bundle, err := os.ReadFile(args[0])
-		if err != nil {
+	check := func(ctx context.Context, args []string, keys []string) (err error) {
+		var bundle []byte
+		if strings.HasPrefix(args[0], "https://") || strings.HasPrefix(args[0], "http://") {
+			// A passport link: fetched without a token, as a stranger would.
+			var b bytes.Buffer
+			if err := registry.FetchPassport(ctx, args[0], &b); err != nil {
+				return err
+			}
+			bundle = b.Bytes()
+		} else if bundle, err = os.ReadFile(args[0]); err != nil {
 			return err
 		}
 		var dir iofs.FS
@@ -176,13 +184,18 @@ func (a *app) verifyCommand() *ffcli.Command {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "verified: %d events proved against checkpoint %d of %s\n", r.Events, r.Checkpoint.TreeSize, r.Checkpoint.Origin)
+		if r.CompleteFrom == 0 {
+			fmt.Fprintf(a.stdout, "complete: no event of the asset's record up to the checkpoint is left out\n")
+		} else {
+			fmt.Fprintf(a.stdout, "complete from leaf %d: no event of the asset's record from there to the checkpoint is left out (the record began before the registry chained it)\n", r.CompleteFrom)
+		}
 		if files != "" {
 			fmt.Fprintf(a.stdout, "files: %d match their SHA-256, %d not given\n", len(r.Files), len(r.Missing))
 		}
 		return nil
 	}
-	offline := a.command("verify", "verify FILE [-key KEY] [-files DIR]",
-		"check a passport offline: the checkpoint's signature, every event's proof, every record against its events, the files' SHA-256; without -key, with the keys the configured registry publishes", 1, 1,
+	offline := a.command("verify", "verify FILE|LINK_URL [-key KEY] [-files DIR]",
+		"check a passport offline: the checkpoint's signature, every event's proof, that no event of the asset's record is left out, every record against its events, the files' SHA-256; a passport link's URL is fetched first (no token); without -key, with the keys the configured registry publishes", 1, 1,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&key, "key", "", "the log's public key (<origin>+<hash>+<key>); with it nothing is asked of the registry")
 			fs.StringVar(&files, "files", "", "a directory of the documents' files, named by document id")

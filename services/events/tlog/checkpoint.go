@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/assetregistry/registry/services/events/tlog/heads"
 )
 
 // Checkpoints are C2SP tlog-checkpoint signed notes: the log's origin, its
@@ -23,10 +25,20 @@ type Checkpoint struct {
 	Note string // the signed note, as served
 }
 
-// checkpointText is a checkpoint's body (what is signed).
-func checkpointText(origin string, size uint64, root []byte) string {
-	return origin + "\n" + strconv.FormatUint(size, 10) + "\n" + base64.StdEncoding.EncodeToString(root) + "\n"
+// checkpointText is a checkpoint's body (what is signed): with the asset
+// heads' commitment (h, nil for none) as an extension line,
+// "asset-heads <from> <root>", the leaf from which the chains hold every
+// event and the heads map's root (standard base64).
+func checkpointText(origin string, size uint64, root []byte, h *heads.Commitment) string {
+	text := origin + "\n" + strconv.FormatUint(size, 10) + "\n" + base64.StdEncoding.EncodeToString(root) + "\n"
+	if h != nil {
+		text += HeadsLine + " " + strconv.FormatUint(h.From, 10) + " " + base64.StdEncoding.EncodeToString(h.Root) + "\n"
+	}
+	return text
 }
+
+// HeadsLine begins a checkpoint's line of the asset heads' commitment.
+const HeadsLine = "asset-heads"
 
 // parseCheckpointText reads a checkpoint's body.
 func parseCheckpointText(text string) (origin string, size uint64, root []byte, err error) {
@@ -118,12 +130,13 @@ func (k LogKeys) Origin() string {
 // Public are the verifier keys, the current one first.
 func (k LogKeys) Public() []string { return k.public }
 
-// Sign signs the checkpoint of a tree of size with root.
-func (k LogKeys) Sign(size uint64, root []byte) (Checkpoint, error) {
+// Sign signs the checkpoint of a tree of size with root, and the asset
+// heads' commitment h over the same leaves (nil: none).
+func (k LogKeys) Sign(size uint64, root []byte, h *heads.Commitment) (Checkpoint, error) {
 	if k.signer == nil {
 		return Checkpoint{}, errors.New("no signing key (transparency.signing-key)")
 	}
-	msg, err := note.Sign(&note.Note{Text: checkpointText(k.signer.Name(), size, root)}, k.signer)
+	msg, err := note.Sign(&note.Note{Text: checkpointText(k.signer.Name(), size, root, h)}, k.signer)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("sign checkpoint: %w", err)
 	}

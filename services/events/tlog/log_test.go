@@ -181,14 +181,14 @@ func TestCheckpointSignAndOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := leafOf(1)
-	c, err := keys.Sign(42, root)
+	c, err := keys.Sign(42, root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "registry.test/log\n42\n"; !bytes.HasPrefix([]byte(c.Note), []byte(want)) {
 		t.Errorf("checkpoint %q does not start with %q", c.Note, want)
 	}
-	byOld, err := oldKeys.Sign(7, root)
+	byOld, err := oldKeys.Sign(7, root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestCheckpointSignAndOpen(t *testing.T) {
 	}
 	stranger, _ := eventstest.NewLogKey(t, "registry.test/log")
 	strangerKeys, _ := ParseLogKeys(stranger, nil)
-	forged, _ := strangerKeys.Sign(42, root)
+	forged, _ := strangerKeys.Sign(42, root, nil)
 	tampered := bytes.Replace([]byte(c.Note), []byte("\n42\n"), []byte("\n43\n"), 1)
 	for name, signed := range map[string]string{"an unknown key": forged.Note, "a changed size": string(tampered)} {
 		if _, err := keys.Open(signed); err == nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/tlog/heads"
 )
 
 // Store is the SQL of the transparency log: tiles, the tree's state,
@@ -176,26 +178,46 @@ func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 }
 
 // SignCheckpoint signs the tree as it is, unless the latest checkpoint
-// has its size already; it returns the checkpoint and whether it is new.
-func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (Checkpoint, bool, error) {
-	size, root, err := st.LogState(ctx)
-	if err != nil {
-		return Checkpoint{}, false, err
-	}
-	latest, err := st.LatestCheckpoint(ctx)
-	if err == nil && latest.Size == size {
-		return latest, false, nil
-	}
-	if err != nil && !apperr.Is(err, apperr.KindNotFound) {
-		return Checkpoint{}, false, err
-	}
-	c, err := keys.Sign(size, root)
-	if err != nil {
-		return Checkpoint{}, false, err
-	}
-	_, err = st.s.Pool.Exec(ctx, `INSERT INTO checkpoints (size, root, note) VALUES ($1, $2, $3) ON CONFLICT (size) DO NOTHING`,
-		int64(c.Size), c.Root, c.Note)
-	return c, true, store.Classify(err, "store a checkpoint")
+// has its size already, with the asset heads advanced to it (one
+// transaction, under the heads' lock); it returns the checkpoint and
+// whether it is new.
+func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (c Checkpoint, fresh bool, err error) {
+	err = store.InTx(ctx, st.s.Pool, "sign a checkpoint", func(tx pgx.Tx) error {
+		from, through, err := heads.Lock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var size int64
+		var root []byte
+		if err := tx.QueryRow(ctx, `SELECT size, root FROM log_state`).Scan(&size, &root); err != nil {
+			return store.Classify(err, "read the log's state")
+		}
+		if size == 0 {
+			root = emptyRoot()
+		}
+		latest, err := readCheckpoint(ctx, tx, `SELECT size, root, note FROM checkpoints ORDER BY size DESC LIMIT 1`)
+		// A checkpoint of this size signed without the heads (before the
+		// upgrade that keeps them) is signed again with them.
+		if err == nil && latest.Size == uint64(size) && strings.Contains(latest.Note, "\n"+HeadsLine+" ") {
+			c = latest
+			return nil
+		}
+		if err != nil && !apperr.Is(err, apperr.KindNotFound) {
+			return err
+		}
+		h, err := heads.Advance(ctx, tx, from, through, uint64(size))
+		if err != nil {
+			return err
+		}
+		if c, err = keys.Sign(uint64(size), root, &h); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO checkpoints (size, root, note) VALUES ($1, $2, $3) ON CONFLICT (size) DO UPDATE SET note = EXCLUDED.note`,
+			int64(c.Size), c.Root, c.Note)
+		fresh = true
+		return store.Classify(err, "store a checkpoint")
+	})
+	return c, fresh, err
 }
 
 // LatestCheckpoint is the newest signed checkpoint (404 when none yet).
@@ -368,20 +390,6 @@ func (st *Store) AppendEntries(ctx context.Context, entries [][]byte) error {
 		st.tree.committed(kept)
 	}
 	return err
-}
-
-// ReadSnapshot runs fn in a read-only repeatable-read transaction: every
-// statement sees the same committed state.
-func ReadSnapshot(ctx context.Context, pool *store.Pool, op string, fn func(pgx.Tx) error) error {
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return store.Classify(err, op)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return store.Classify(tx.Commit(ctx), op)
 }
 
 // LockFeed is the statement that serialises whatever numbers events or

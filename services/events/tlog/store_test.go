@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -205,5 +206,37 @@ func TestSeedTiles(t *testing.T) {
 	p := s.Call(200, "GET", fmt.Sprintf("/log/inclusion?leaf_index=%d", n), s.RO, nil).JSON()
 	if err := proof.VerifyInclusion(hasher, n, c.Size, LeafHash(after), hashesOf(t, p["hashes"]), c.Root); err != nil {
 		t.Errorf("the entry after the seed: %v", err)
+	}
+}
+
+// A checkpoint signed before the registry kept the asset heads is signed
+// again, at the same size, with them: passports made right after the
+// upgrade prove their completeness without waiting for the next event.
+func TestCheckpointWithoutHeadsIsSignedAgain(t *testing.T) {
+	s, keys := startSigning(t)
+	st := NewStore(s.Built.Store)
+	if err := st.AppendEntries(t.Context(), [][]byte{[]byte(`{"before":"the upgrade"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	size, root, err := st.LogState(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := keys.Sign(size, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Built.Store.Pool.Exec(t.Context(), `INSERT INTO checkpoints (size, root, note) VALUES ($1, $2, $3)`, int64(size), root, old.Note); err != nil {
+		t.Fatal(err)
+	}
+	c, fresh, err := st.SignCheckpoint(t.Context(), keys)
+	if err != nil || !fresh || c.Size != size || !strings.Contains(c.Note, "\n"+HeadsLine+" ") {
+		t.Fatalf("signed %+v (fresh %v), %v", c, fresh, err)
+	}
+	if latest, err := st.LatestCheckpoint(t.Context()); err != nil || latest.Note != c.Note {
+		t.Errorf("the latest checkpoint is %q, %v", latest.Note, err)
+	}
+	if _, fresh, err := st.SignCheckpoint(t.Context(), keys); err != nil || fresh {
+		t.Errorf("signed again: fresh %v, %v", fresh, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // tileReads coalesces the tile reads of proofs made at the same time, as a
@@ -104,4 +105,18 @@ func (r *tileReads) answer(ctx context.Context, wants []*tileRead) {
 		}
 		close(want.done)
 	}
+}
+
+// ReadSnapshot runs fn in a read-only repeatable-read transaction: every
+// statement sees the same committed state.
+func ReadSnapshot(ctx context.Context, pool *store.Pool, op string, fn func(pgx.Tx) error) error {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return store.Classify(err, op)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return store.Classify(tx.Commit(ctx), op)
 }

@@ -87,6 +87,9 @@ func ErrorRows(t *testing.T, s *Service, spec servicekit.Spec) {
 			row("a query pair after a semicolon", 400, op.Method, path+withParam(query, "zz=1;zz=2"), token, validBody)
 			row("header fields over 64 KiB", 431, op.Method, path+query, token, validBody, "X-Padding", strings.Repeat("p", 64<<10))
 			for _, param := range pathParams(op.Path) {
+				if param != "id" && !strings.HasSuffix(param, "_id") {
+					continue // no id (a passport link's token): any string names something or nothing
+				}
 				row("malformed "+param, 400, op.Method, fill(op.Path, map[string]string{param: "not-a-uuid"})+query, token, validBody)
 				row("upper-case "+param, 400, op.Method, fill(op.Path, map[string]string{param: strings.ToUpper(uuid.Must(uuid.NewV7()).String())})+query, token, validBody)
 			}

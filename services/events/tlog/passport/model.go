@@ -9,6 +9,7 @@ package passport
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,12 +22,13 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/heads"
 )
 
 // Format names the bundle's shape. The bundle's types are the
 // SDK's too (registry.Passport), which may import nothing of the
 // registry: a test of tools/crossservice holds the two the same.
-const Format = "asset-registry-passport/1"
+const Format = "asset-registry-passport/2"
 
 // Record is one resource as its events leave it: its latest
 // state, deleted or not (and by whom), and the leaves of its events.
@@ -66,10 +68,13 @@ var passportMembers = []struct {
 	{"events", "", true},
 }
 
-// passportParts takes a passport as the store reads it: every record, kind
-// by kind in passportKinds' order, then the events in the log's order, a
-// batch at a time.
+// passportParts takes a passport as the store reads it: its checkpoint and
+// the completeness of its asset's record against it (nil when the
+// checkpoint signed no asset heads), then every record, kind by kind in
+// passportKinds' order, then the events in the log's order, a batch at a
+// time.
 type passportParts interface {
+	Head(checkpoint string, c *heads.Completeness) error
 	Record(kind string, r Record) error
 	Events(events []Event) error
 }
@@ -107,22 +112,30 @@ func recordOf(leaves []int64, latest []byte) (Record, error) {
 // or one batch of events at a time.
 type passportWriter struct {
 	w      io.Writer
+	asset  string
 	member int // the member open now; -1 before the first
 	items  int // written into it
 }
 
-func newPassportWriter(w io.Writer, asset, checkpoint string) (*passportWriter, error) {
+func newPassportWriter(w io.Writer, asset string) *passportWriter {
+	return &passportWriter{w: w, asset: asset, member: -1}
+}
+
+// Head writes the bundle's head: its format, asset, checkpoint and the
+// completeness of the asset's record.
+func (p *passportWriter) Head(checkpoint string, c *heads.Completeness) error {
 	head, err := model.Marshal(struct {
-		Format     string `json:"format"`
-		AssetID    string `json:"asset_id"`
-		Checkpoint string `json:"checkpoint"`
-	}{Format, asset, checkpoint})
+		Format       string              `json:"format"`
+		AssetID      string              `json:"asset_id"`
+		Checkpoint   string              `json:"checkpoint"`
+		Completeness *heads.Completeness `json:"completeness"`
+	}{Format, p.asset, checkpoint, c})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The head without its closing brace: the members follow.
-	_, err = w.Write(head[:len(head)-1])
-	return &passportWriter{w: w, member: -1}, err
+	_, err = p.w.Write(head[:len(head)-1])
+	return err
 }
 
 // open closes the member open now and opens those up to to, writing the
@@ -236,4 +249,44 @@ const passportTime = 5 * time.Minute
 // proof (at most 64 hashes in base64), and each record's data once more.
 func passportSize(events, bytes int64) int64 {
 	return bytes*7/3 + events*(64*46+64)
+}
+
+// Link is a passport link: a capability URL that answers the asset's
+// passport without a token until it is deleted or expires. URL holds the
+// token and is shown only in the answer that made the link (the registry
+// keeps the token's hash alone); FetchCount and LastFetchedAt count the
+// fetches through it.
+type Link struct {
+	ID            uuid.UUID  `json:"id"`
+	AssetID       uuid.UUID  `json:"asset_id"`
+	URL           string     `json:"url,omitempty" db:"-"`
+	ExpiresAt     *time.Time `json:"expires_at"`
+	CreatedAt     time.Time  `json:"created_at"`
+	CreatedBy     string     `json:"created_by"`
+	FetchCount    int64      `json:"fetch_count"`
+	LastFetchedAt *time.Time `json:"last_fetched_at"`
+}
+
+// LinkInput is a new link: when it expires (nil: never).
+type LinkInput struct {
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// LinkPath names one link of an asset.
+type LinkPath struct {
+	AssetID, ID uuid.UUID
+}
+
+// LinkPrefix is the path of passport links under the registry's public
+// address; the token follows.
+const LinkPrefix = "/passports/"
+
+// tokenBytes are the random bytes of a link's token (256 bits), written
+// as base64url without padding (43 characters).
+const tokenBytes = 32
+
+// tokenHash is what the registry keeps of a token.
+func tokenHash(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
 }

@@ -2,31 +2,118 @@ package passport
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/services/events/tlog"
 )
 
-// Service is the passports' domain.
+// Service is the passports' domain: an asset's passport, and the links
+// that hand it to anyone who holds one.
 type Service interface {
 	// Passport is an asset's record with the proofs of every event of it.
 	Passport(ctx context.Context, asset uuid.UUID) (Bundle, error)
+	CreateLink(ctx context.Context, by model.Caller, asset uuid.UUID, in LinkInput) (Link, error)
+	ListLinks(ctx context.Context, by model.Caller, asset uuid.UUID, page model.Page) (model.Paged[Link], error)
+	// DeleteLink deletes a link: its maker's or an admin's (OwnerOnly),
+	// as it is listed (If-Match).
+	DeleteLink(ctx context.Context, g model.Guard, p LinkPath) error
+	// LinkedPassport is the passport a link's token opens, as Passport
+	// answers it now; a 404 once the link is deleted or expired.
+	LinkedPassport(ctx context.Context, token string) (Bundle, error)
+}
+
+// Settings are the passports' rules that an operator sets.
+type Settings struct {
+	// PublicURL is the registry's public base address, which a link's URL
+	// starts with (passports.public-url, by default oidc.audience).
+	PublicURL string
 }
 
 type service struct {
-	store *Store
-	log   *tlog.Store
+	store    *Store
+	log      *tlog.Store
+	settings Settings
 }
 
 // NewService returns the service over st, against the checkpoints of log.
-func NewService(st *Store, log *tlog.Store) Service { return &service{store: st, log: log} }
+func NewService(st *Store, log *tlog.Store, settings Settings) Service {
+	settings.PublicURL = strings.TrimRight(settings.PublicURL, "/")
+	return &service{store: st, log: log, settings: settings}
+}
+
+// sees is the one place that decides whether a caller sees an asset's
+// passport and links: today every client sees every asset the log
+// recorded (an asset it never recorded is a 404), and the tenancy rule
+// (model.Access) goes here.
+func (s *service) sees(ctx context.Context, _ model.Caller, asset uuid.UUID) error {
+	found, err := s.store.AssetRecorded(ctx, asset)
+	if err == nil && !found {
+		err = apperr.NotFound("asset", asset.String())
+	}
+	return err
+}
+
+func (s *service) CreateLink(ctx context.Context, by model.Caller, asset uuid.UUID, in LinkInput) (Link, error) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
+		return Link{}, apperr.Invalid(apperr.FieldError{Field: "expires_at", Message: "must be in the future"})
+	}
+	if err := s.sees(ctx, by, asset); err != nil {
+		return Link{}, err
+	}
+	raw := make([]byte, tokenBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return Link{}, err
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	l := Link{ID: uuid.Must(uuid.NewV7()), AssetID: asset, URL: s.settings.PublicURL + LinkPrefix + token,
+		CreatedAt: now, CreatedBy: by.Subject}
+	if in.ExpiresAt != nil {
+		at := in.ExpiresAt.UTC().Truncate(time.Microsecond)
+		l.ExpiresAt = &at
+	}
+	return l, s.store.CreateLink(ctx, l, tokenHash(token))
+}
+
+func (s *service) ListLinks(ctx context.Context, by model.Caller, asset uuid.UUID, page model.Page) (model.Paged[Link], error) {
+	if err := s.sees(ctx, by, asset); err != nil {
+		return model.Paged[Link]{}, err
+	}
+	return s.store.ListLinks(ctx, asset, page)
+}
+
+func (s *service) DeleteLink(ctx context.Context, g model.Guard, p LinkPath) error {
+	if err := s.sees(ctx, g.Caller, p.AssetID); err != nil {
+		return err
+	}
+	return s.store.DeleteLink(ctx, p, func(l Link) error {
+		if err := g.MayChange("passport_link", l.ID.String(), l.CreatedBy); err != nil {
+			return err
+		}
+		return g.Precondition(l)
+	})
+}
+
+func (s *service) LinkedPassport(ctx context.Context, token string) (Bundle, error) {
+	asset, err := s.store.FetchLink(ctx, tokenHash(token), time.Now().UTC())
+	if err != nil {
+		return Bundle{}, err
+	}
+	return s.Passport(ctx, asset)
+}
 
 // Passport is an asset's passport against the latest checkpoint (the
 // events after it are not in it yet: the next checkpoint, within
-// seconds, holds them), measured now and read when written: it is written
+// seconds, holds them), measured now and read when written (against the
+// latest checkpoint then, with the asset heads signed in it): it is written
 // as it is read, so what a passport holds in the process is one batch,
 // whatever its size.
 func (s *service) Passport(ctx context.Context, asset uuid.UUID) (Bundle, error) {
@@ -48,11 +135,8 @@ func (s *service) Passport(ctx context.Context, asset uuid.UUID) (Bundle, error)
 			// rather than hold back the schema's vacuum.
 			ctx, cancel := context.WithTimeout(ctx, passportTime)
 			defer cancel()
-			p, err := newPassportWriter(w, asset.String(), c.Note)
-			if err != nil {
-				return err
-			}
-			if err := s.store.Read(ctx, asset, c.Size, p); err != nil {
+			p := newPassportWriter(w, asset.String())
+			if err := s.store.Read(ctx, asset, p); err != nil {
 				return err
 			}
 			return p.Close()

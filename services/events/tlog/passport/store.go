@@ -2,14 +2,18 @@ package passport
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/services/events/tlog/heads"
 )
 
 // Store is the SQL of passports: which events an asset's passport holds,
@@ -72,14 +76,19 @@ const (
 	passportBytes  = 1 << 20
 )
 
-// Read reads an asset's passport among the first size leaves in
-// one snapshot and hands it to parts as it goes, in the bundle's order:
-// the records of each kind (asset, asset type, actions, action documents,
+// Read reads an asset's passport in one snapshot, against the latest
+// checkpoint in it, and hands it to parts as it goes, in the bundle's
+// order: the checkpoint and the completeness of the asset's record, the
+// records of each kind (asset, asset type, actions, action documents,
 // documents), each in the order of its first event, then the events in
 // the log's order with their proofs, a bounded batch at a time. Nothing
 // of it is held longer than its batch, whatever the passport's size.
-func (st *Store) Read(ctx context.Context, asset uuid.UUID, size uint64, parts passportParts) error {
+func (st *Store) Read(ctx context.Context, asset uuid.UUID, parts passportParts) error {
 	return tlog.ReadSnapshot(ctx, st.s.Pool, "read a passport", func(tx pgx.Tx) error {
+		size, err := readHead(ctx, tx, asset, parts)
+		if err != nil {
+			return err
+		}
 		for _, kind := range passportKinds {
 			if err := passportRecords(ctx, tx, asset, size, kind, parts); err != nil {
 				return err
@@ -122,6 +131,30 @@ func (st *Store) Read(ctx context.Context, asset uuid.UUID, size uint64, parts p
 			}
 		}
 	})
+}
+
+// readHead hands parts the snapshot's latest checkpoint and, when the
+// asset heads were signed with it, the completeness of the asset's record;
+// it answers the checkpoint's size.
+func readHead(ctx context.Context, tx pgx.Tx, asset uuid.UUID, parts passportParts) (uint64, error) {
+	var size int64
+	var note string
+	err := tx.QueryRow(ctx, `SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1`).Scan(&size, &note)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, tlog.ErrNoCheckpoint()
+	}
+	if err != nil {
+		return 0, store.Classify(err, "read a passport's checkpoint")
+	}
+	c, through, err := heads.Read(ctx, tx, asset.String())
+	if err != nil {
+		return 0, err
+	}
+	completeness := &c
+	if through != uint64(size) {
+		completeness = nil // signed by a version of the service without the heads
+	}
+	return uint64(size), parts.Head(note, completeness)
 }
 
 // passportRecords hands parts the records of one kind of a passport: per
@@ -175,4 +208,64 @@ func (st *Store) passportEvents(ctx context.Context, tx pgx.Tx, seqs []int64, si
 		events[i].Proof = proofs[i]
 	}
 	return parts.Events(events)
+}
+
+// CreateLink stores a link (its token's hash, not the token).
+func (st *Store) CreateLink(ctx context.Context, l Link, hash []byte) error {
+	_, err := st.s.DB(ctx).Exec(ctx, `INSERT INTO passport_links (id, asset_id, token_hash, expires_at, created_at, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6)`, l.ID, l.AssetID, hash, l.ExpiresAt, l.CreatedAt, l.CreatedBy)
+	return store.Classify(err, "create a passport link")
+}
+
+// ListLinks lists an asset's links, a page in id order.
+func (st *Store) ListLinks(ctx context.Context, asset uuid.UUID, page model.Page) (model.Paged[Link], error) {
+	var f store.Filter
+	f.Where("asset_id = ?", asset)
+	return store.List(ctx, st.s.DB(ctx), "list passport links",
+		"SELECT id, asset_id, expires_at, created_at, created_by, fetch_count, last_fetched_at FROM passport_links", f, page,
+		func(l Link) uuid.UUID { return l.ID })
+}
+
+// DeleteLink deletes one of an asset's links (404 when it has none of
+// id), unless check, handed the link as it is under the delete's lock,
+// refuses.
+func (st *Store) DeleteLink(ctx context.Context, p LinkPath, check func(Link) error) error {
+	return st.s.Write(ctx, "delete a passport link", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		rows, err := tx.Query(ctx, `SELECT id, asset_id, expires_at, created_at, created_by, fetch_count, last_fetched_at
+			FROM passport_links WHERE id = $1 AND asset_id = $2 FOR UPDATE`, p.ID, p.AssetID)
+		if err != nil {
+			return nil, store.Classify(err, "delete a passport link")
+		}
+		l, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Link])
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, apperr.NotFound("passport_link", p.ID.String())
+		}
+		if err != nil {
+			return nil, store.Classify(err, "delete a passport link")
+		}
+		if err := check(l); err != nil {
+			return nil, err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM passport_links WHERE id = $1`, p.ID)
+		return nil, store.Classify(err, "delete a passport link")
+	})
+}
+
+// FetchLink counts a fetch through the link whose token hashes to hash,
+// at now, and answers its asset: a 404 when no link has it or it expired.
+func (st *Store) FetchLink(ctx context.Context, hash []byte, now time.Time) (uuid.UUID, error) {
+	var asset uuid.UUID
+	err := st.s.DB(ctx).QueryRow(ctx, `UPDATE passport_links SET fetch_count = fetch_count + 1, last_fetched_at = $2
+		WHERE token_hash = $1 AND (expires_at IS NULL OR expires_at > $2) RETURNING asset_id`, hash, now).Scan(&asset)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, apperr.NotFound("passport", "")
+	}
+	return asset, store.Classify(err, "fetch a passport link")
+}
+
+// AssetRecorded reports whether the log holds an event of the asset.
+func (st *Store) AssetRecorded(ctx context.Context, asset uuid.UUID) (bool, error) {
+	var found bool
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE kind = 'asset' AND subject_id = $1)`, asset.String()).Scan(&found)
+	return found, store.Classify(err, "find an asset's events")
 }

@@ -28,10 +28,14 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 	if instances < 3 {
 		t.Errorf("PostgreSQL has %d instances; production needs a primary and two standbys", instances)
 	}
-	if n, _ := Get(pg, "spec", "postgresql", "synchronous", "number").(int); n != instances-1 ||
-		Get(pg, "spec", "postgresql", "synchronous", "dataDurability") != "required" {
-		t.Errorf("synchronous standbys %d (durability %v): every standby behind the read URL must apply each answered write (instances − 1, required)",
-			n, Get(pg, "spec", "postgresql", "synchronous", "dataDurability"))
+	// Quorum commit, one standby of the two: a lost standby stops no write, an answered write is
+	// on two servers, and a failover promotes only a standby the quorum proves holds it.
+	sync := Get(pg, "spec", "postgresql", "synchronous")
+	if n, _ := Get(sync, "number").(int); Get(sync, "method") != "any" || n != 1 || n >= instances-1 {
+		t.Errorf("synchronous replication %v: want quorum (method any) of one standby out of the %d, so that losing one stops no write", sync, instances-1)
+	}
+	if Get(sync, "dataDurability") != "required" || Get(sync, "failoverQuorum") != true {
+		t.Errorf("synchronous replication %v: want dataDurability required (an answered write is never on one server only) and failoverQuorum (no promotion of a standby that may lack one)", sync)
 	}
 	if Get(pg, "spec", "affinity", "topologyKey") != "topology.kubernetes.io/zone" {
 		t.Error("PostgreSQL's instances are not spread over zones")

@@ -17,7 +17,7 @@ postgres:
     maxPreparedStatements: 512
   storageClass: ""
   storageSize: 100Gi
-  synchronousStandbys: 2
+  synchronousStandbys: 1
   walStorageSize: 20Gi
 redis:
   authSecretName: registry-redis-auth

@@ -46,7 +46,7 @@ for kind in servicemonitors prometheusrules; do
 done
 
 dir=$(moddir "$CLOUDNATIVE_PG")
-for kind in clusters poolers; do
+for kind in clusters poolers scheduledbackups; do
 	cp "$dir/config/crd/bases/postgresql.cnpg.io_$kind.yaml" cloudnative-pg/
 	chmod 644 "cloudnative-pg/postgresql.cnpg.io_$kind.yaml"
 done

@@ -71,6 +71,7 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 			t.Errorf("%s = %v, want %s: sized from the instance's 16Gi", name, got, want)
 		}
 	}
+	checkBackups(t, docs, pg)
 	pooler := find(docs, "Pooler", "registry-pg-pooler-rw")
 	if pooler == nil {
 		t.Fatal("no Pooler for request traffic")
@@ -135,6 +136,54 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 		if config["REDIS_MASTER_NAME"] != "mymaster" || !strings.Contains(toString(config["REDIS_SENTINEL_ADDRS"]), "rfs-registry-redis") {
 			t.Errorf("%s: does not find Redis through the RedisFailover's Sentinels (%v, %v)", name, config["REDIS_MASTER_NAME"], config["REDIS_SENTINEL_ADDRS"])
 		}
+	}
+}
+
+// checkBackups holds the production Cluster to a restorable archive: every
+// WAL segment and a scheduled base backup go to object storage with
+// credentials from a Secret, and old ones go by a retention policy.
+func checkBackups(t *testing.T, docs []Doc, pg Doc) {
+	t.Helper()
+	store := Get(pg, "spec", "backup", "barmanObjectStore")
+	if store == nil {
+		t.Fatal("the Cluster archives no WAL and takes no base backup (no backup.barmanObjectStore)")
+	}
+	if path, _ := Get(store, "destinationPath").(string); !strings.HasPrefix(path, "s3://") {
+		t.Errorf("backups go to %q, not to object storage", path)
+	}
+	for _, key := range []string{"accessKeyId", "secretAccessKey"} {
+		if Get(store, "s3Credentials", key, "name") == nil || Get(store, "s3Credentials", key, "key") == nil {
+			t.Errorf("the object store's %s is not read from a Secret", key)
+		}
+	}
+	if Get(store, "wal", "compression") == nil {
+		t.Error("WAL segments are archived uncompressed")
+	}
+	if r, _ := Get(pg, "spec", "backup", "retentionPolicy").(string); r == "" {
+		t.Error("no retention policy: the archive grows for ever")
+	}
+	sb := find(docs, "ScheduledBackup", "registry-pg-daily")
+	if sb == nil {
+		t.Fatal("no ScheduledBackup: the WAL archive alone restores nothing")
+	}
+	if Get(sb, "spec", "cluster", "name") != pg.Name() || Get(sb, "spec", "method") != "barmanObjectStore" ||
+		Get(sb, "spec", "immediate") != true || Get(sb, "spec", "schedule") == nil {
+		t.Errorf("the ScheduledBackup %v does not back up %s to its object store at once and on a schedule", Get(sb, "spec"), pg.Name())
+	}
+	if Get(sb, "metadata", "namespace") != Get(pg, "metadata", "namespace") {
+		t.Error("the ScheduledBackup is not in its Cluster's namespace")
+	}
+}
+
+// Backups switched on without a place to put them are refused at render,
+// not discovered when the first WAL segment fails to archive.
+func TestBackupsNeedADestination(t *testing.T) {
+	w := workspace(t)
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")}, "datastores.postgres.backup.destinationPath="); err == nil {
+		t.Error("backups without a destinationPath rendered; they should be refused")
+	}
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")}, "datastores.postgres.backup.retentionPolicy=forever"); err == nil {
+		t.Error("retentionPolicy forever rendered; it should be refused")
 	}
 }
 

@@ -2,6 +2,16 @@
 {{- define "registry.datastoreDefaults" -}}
 namespace: ""
 postgres:
+  backup:
+    accessKeyIdKey: ACCESS_KEY_ID
+    compression: gzip
+    destinationPath: ""
+    enabled: false
+    endpointURL: ""
+    retentionPolicy: 30d
+    schedule: 0 0 2 * * *
+    secretAccessKeyKey: ACCESS_SECRET_KEY
+    secretName: registry-pg-backup
   cpu: "2"
   dataDurability: required
   enabled: false

@@ -187,6 +187,42 @@ func TestBackupsNeedADestination(t *testing.T) {
 	}
 }
 
+// A restore renders the Cluster from the backups, up to the target time,
+// and archives to a path of its own.
+func TestRestoreFromBackup(t *testing.T) {
+	const (
+		source = "s3://registry-pg-backups/prod"
+		target = "2026-12-06 17:26:09.297972+00"
+	)
+	restore := []string{"datastores.postgres.recovery.enabled=true", "datastores.postgres.recovery.sourcePath=" + source,
+		"datastores.postgres.backup.destinationPath=s3://registry-pg-backups/prod-restored"}
+	pg := find(render(t, "prod", append(restore, "datastores.postgres.recovery.targetTime="+target)...), "Cluster", "registry-pg")
+	if pg == nil {
+		t.Fatal("no CloudNativePG Cluster registry-pg")
+	}
+	if Get(pg, "spec", "bootstrap", "initdb") != nil || Get(pg, "spec", "bootstrap", "recovery", "source") != "origin" {
+		t.Fatalf("the Cluster is not bootstrapped from the backups: %v", Get(pg, "spec", "bootstrap"))
+	}
+	if got := Get(pg, "spec", "bootstrap", "recovery", "recoveryTarget", "targetTime"); got != target {
+		t.Errorf("recovery target %v, want %s", got, target)
+	}
+	origin := Get(pg, "spec", "externalClusters", 0)
+	if Get(origin, "name") != "origin" || Get(origin, "barmanObjectStore", "destinationPath") != source ||
+		Get(origin, "barmanObjectStore", "serverName") != "registry-pg" ||
+		Get(origin, "barmanObjectStore", "s3Credentials", "secretAccessKey", "name") != "registry-pg-backup" {
+		t.Errorf("the backups restored from are %v; want %s, server registry-pg, with the backup Secret", origin, source)
+	}
+	w := workspace(t)
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")},
+		"datastores.postgres.recovery.enabled=true", "datastores.postgres.recovery.sourcePath=s3://registry-pg-backups/prod"); err == nil {
+		t.Error("a restore archiving into the path it restores from rendered; it should be refused")
+	}
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")},
+		append(restore, "datastores.postgres.recovery.targetTime=yesterday")...); err == nil {
+		t.Error("targetTime yesterday rendered; it should be refused")
+	}
+}
+
 // containerEnv names the environment variables of the first container of
 // the object's pods.
 func containerEnv(docs []Doc, kind, name string) []string {

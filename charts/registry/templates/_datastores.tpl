@@ -25,6 +25,10 @@ postgres:
     instances: 3
     maxClientConnections: 4000
     maxPreparedStatements: 512
+  recovery:
+    enabled: false
+    sourcePath: ""
+    targetTime: ""
   storageClass: ""
   storageSize: 100Gi
   synchronousStandbys: 1

@@ -65,10 +65,10 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 			t.Errorf("no login role %s among the Cluster's managed roles", owner)
 		}
 	}
-	// values-prod.yaml gives each instance 16Gi.
-	for name, want := range map[string]string{"shared_buffers": "4096MB", "effective_cache_size": "12288MB"} {
+	// values-prod.yaml gives each instance 32Gi (the capacity model's).
+	for name, want := range map[string]string{"shared_buffers": "8192MB", "effective_cache_size": "24576MB"} {
 		if got := Get(pg, "spec", "postgresql", "parameters", name); got != want {
-			t.Errorf("%s = %v, want %s: sized from the instance's 16Gi", name, got, want)
+			t.Errorf("%s = %v, want %s: sized from the instance's 32Gi", name, got, want)
 		}
 	}
 	checkBackups(t, docs, pg)

@@ -34,9 +34,14 @@ type capacityModel struct {
 	} `yaml:"redis"`
 }
 
+// readYAML reads a file, relative to the repository unless absolute.
 func readYAML(t *testing.T, rel string, into any) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, rel))
+	path := rel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(repoRoot, rel)
+	}
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

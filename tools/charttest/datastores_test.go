@@ -332,18 +332,44 @@ func TestNatsValuesMatchTheRegistry(t *testing.T) {
 	}
 }
 
-// natsChartEnv names a directory holding the official NATS chart at the
-// version nats-values-prod.yaml names (its helm/charts/nats): the chart is
-// not served by any registry this repository's checks reach, so the test
-// that renders it runs where one is given.
-const natsChartEnv = "NATS_CHART_DIR"
+// natsChart is the official NATS chart at the version charts/registry/nats-chart.yaml pins,
+// fetched into the user's cache by tools/scripts/nats-chart.sh (once per machine).
+func natsChart(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot, "tools", "scripts", "nats-chart.sh"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nats-chart.sh: %v\n%s", err, stderr.String())
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "NATS_CHART=")
+	if !ok {
+		t.Fatalf("nats-chart.sh printed %q", out)
+	}
+	return dir
+}
 
-// The official NATS chart renders with the production values, and what it
-// renders is valid Kubernetes (kubectl-validate).
+// The official NATS chart at the pinned version renders with the production values, and what it
+// renders is valid Kubernetes (kubectl-validate); the install commands name that version.
 func TestNatsValuesRenderWithTheOfficialChart(t *testing.T) {
-	chart := os.Getenv(natsChartEnv)
-	if chart == "" {
-		t.Skipf("set %s to the official NATS chart (2.14.2) to render %s with it", natsChartEnv, natsValues)
+	var pin struct{ Name, Version string }
+	readYAML(t, "charts/registry/nats-chart.yaml", &pin)
+	chart := natsChart(t)
+	var fetched struct{ Name, Version string }
+	readYAML(t, filepath.Join(chart, "Chart.yaml"), &fetched)
+	if fetched != pin {
+		t.Fatalf("the cached chart is %+v, the pin %+v", fetched, pin)
+	}
+	install := "helm upgrade --install nats nats/nats --version " + pin.Version + " "
+	for _, doc := range []string{natsValues, "docs/operations.md"} {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), install) {
+			t.Errorf("%s does not install the pinned chart (%q)", doc, install)
+		}
 	}
 	w := workspace(t)
 	cmd := exec.Command(w.tools.Helm, "template", "nats", chart, "--namespace", "registry-prod", "--values", filepath.Join(repoRoot, natsValues))

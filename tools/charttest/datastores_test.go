@@ -89,20 +89,27 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 		t.Error("PgBouncer keeps no prepared statements across transactions: pgx's statement cache would fail")
 	}
 
-	rf := find(docs, "RedisFailover", "registry-redis")
-	if rf == nil {
-		t.Fatal("no RedisFailover registry-redis")
+	rr := find(docs, "RedisReplication", "registry-redis")
+	if rr == nil {
+		t.Fatal("no RedisReplication registry-redis")
 	}
-	if r, _ := Get(rf, "spec", "redis", "replicas").(int); r < 2 {
+	if r, _ := Get(rr, "spec", "clusterSize").(int); r < 2 {
 		t.Errorf("Redis has %d servers: nothing to fail over to", r)
 	}
-	if s, _ := Get(rf, "spec", "sentinel", "replicas").(int); s < 3 {
+	if s, _ := Get(rr, "spec", "sentinel", "size").(int); s < 3 {
 		t.Errorf("%d Sentinels: a failover needs a majority of at least three", s)
 	}
-	config := toStrings(Get(rf, "spec", "redis", "customConfig"))
+	if Get(rr, "spec", "storage") != nil {
+		t.Error("Redis has a volume: the find cache holds personal data and must not reach the disk")
+	}
+	if Get(rr, "spec", "kubernetesConfig", "redisSecret", "name") == nil {
+		t.Error("Redis has no password")
+	}
+	configMap := toString(Get(rr, "spec", "redisConfig", "additionalRedisConfig"))
+	config := strings.Split(toString(Get(find(docs, "ConfigMap", configMap), "data", "redis-additional.conf")), "\n")
 	for _, want := range []string{`save ""`, "appendonly no", "maxmemory-policy allkeys-lru"} {
 		if !slices.Contains(config, want) {
-			t.Errorf("Redis lacks %q: the find cache holds personal data and must not reach the disk", want)
+			t.Errorf("Redis lacks %q (ConfigMap %q): the find cache holds personal data and must not reach the disk", want, configMap)
 		}
 	}
 
@@ -133,8 +140,8 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 	}
 	for _, name := range withRedis {
 		config, _ := Get(find(docs, "ConfigMap", name), "data").(map[string]any)
-		if config["REDIS_MASTER_NAME"] != "mymaster" || !strings.Contains(toString(config["REDIS_SENTINEL_ADDRS"]), "rfs-registry-redis") {
-			t.Errorf("%s: does not find Redis through the RedisFailover's Sentinels (%v, %v)", name, config["REDIS_MASTER_NAME"], config["REDIS_SENTINEL_ADDRS"])
+		if config["REDIS_MASTER_NAME"] != "mymaster" || !strings.Contains(toString(config["REDIS_SENTINEL_ADDRS"]), "registry-redis-s-hl") {
+			t.Errorf("%s: does not find Redis through the RedisReplication's Sentinels (%v, %v)", name, config["REDIS_MASTER_NAME"], config["REDIS_SENTINEL_ADDRS"])
 		}
 	}
 }

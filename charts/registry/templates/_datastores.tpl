@@ -37,9 +37,12 @@ redis:
   authSecretName: registry-redis-auth
   cpu: 250m
   enabled: false
+  exporterImage: quay.io/opstree/redis-exporter:v1.44.0
+  image: quay.io/opstree/redis:v7.0.15
   maxMemory: 768mb
   memory: 1Gi
   replicas: 3
+  sentinelImage: quay.io/opstree/redis-sentinel:v7.0.15
   sentinels: 3
 {{- end -}}
 {{- define "registry.schemaOwners" -}}

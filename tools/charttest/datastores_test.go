@@ -72,6 +72,7 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 		}
 	}
 	checkBackups(t, docs, pg)
+	checkDatastoreMonitoring(t, docs)
 	pooler := find(docs, "Pooler", "registry-pg-pooler-rw")
 	if pooler == nil {
 		t.Fatal("no Pooler for request traffic")
@@ -179,6 +180,66 @@ func checkBackups(t *testing.T, docs []Doc, pg Doc) {
 	}
 	if Get(sb, "metadata", "namespace") != Get(pg, "metadata", "namespace") {
 		t.Error("the ScheduledBackup is not in its Cluster's namespace")
+	}
+}
+
+// checkDatastoreMonitoring holds production to watching its datastores
+// themselves: their pods scraped, and alerts on what stops writes or loses
+// them later (a standby lagging or missing, the WAL archive failing, old
+// backups, volumes filling, a Redis replica missing), each with its runbook.
+func checkDatastoreMonitoring(t *testing.T, docs []Doc) {
+	t.Helper()
+	for name, selector := range map[string][2]string{
+		"registry-pg":           {"cnpg.io/cluster", "registry-pg"},
+		"registry-pg-pooler-rw": {"cnpg.io/poolerName", "registry-pg-pooler-rw"},
+		"registry-redis":        {"app", "registry-redis"},
+	} {
+		pm := find(docs, "PodMonitor", name)
+		if pm == nil {
+			t.Errorf("no PodMonitor %s", name)
+			continue
+		}
+		if Get(pm, "metadata", "namespace") != "databases" || Get(pm, "spec", "selector", "matchLabels", selector[0]) != selector[1] ||
+			Get(pm, "metadata", "labels", "release") != "prometheus" {
+			t.Errorf("PodMonitor %s does not select %s=%s in databases for Prometheus: %v", name, selector[0], selector[1], pm)
+		}
+	}
+	rule := find(docs, "PrometheusRule", "registry-datastores")
+	if rule == nil {
+		t.Fatal("no PrometheusRule registry-datastores")
+	}
+	runbooks, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exprs := map[string]string{}
+	groups, _ := Get(rule, "spec", "groups").([]any)
+	for _, g := range groups {
+		rules, _ := Get(g, "rules").([]any)
+		for _, r := range rules {
+			name, _ := Get(r, "alert").(string)
+			exprs[name] = toString(Get(r, "expr"))
+			anchor, _ := strings.CutPrefix(toString(Get(r, "annotations", "runbook")), "docs/operations.md#")
+			if anchor == "" || !strings.Contains(string(runbooks), `<a id="`+anchor+`"></a>`) {
+				t.Errorf("alert %s: runbook %v is not an entry of docs/operations.md", name, Get(r, "annotations", "runbook"))
+			}
+		}
+	}
+	for alert, metric := range map[string]string{
+		"RegistryPostgresReplicationLagging": "cnpg_pg_replication_lag",
+		"RegistryPostgresStandbyMissing":     "cnpg_pg_replication_streaming_replicas",
+		"RegistryPostgresWALArchiveFailing":  "cnpg_pg_stat_archiver_last_failed_time",
+		"RegistryPostgresBackupStale":        "cnpg_collector_last_available_backup_timestamp",
+		"RegistryDatastoreVolumeFilling":     "kubelet_volume_stats_available_bytes",
+		"RegistryDatastoreVolumeFull":        "kubelet_volume_stats_available_bytes",
+		"RegistryRedisReplicaMissing":        "redis_connected_slaves",
+	} {
+		if !strings.Contains(exprs[alert], metric) {
+			t.Errorf("alert %s is missing or does not watch %s: %q", alert, metric, exprs[alert])
+		}
+	}
+	if !strings.Contains(exprs["RegistryDatastoreVolumeFilling"], "nats-js-") || !strings.Contains(exprs["RegistryDatastoreVolumeFilling"], "registry-pg-") {
+		t.Error("RegistryDatastoreVolumeFilling does not watch both PostgreSQL's and NATS's volumes")
 	}
 }
 
@@ -390,6 +451,9 @@ func TestNatsValuesRenderWithTheOfficialChart(t *testing.T) {
 	docs, err := Docs(out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if Get(find(docs, "PodMonitor", "nats"), "metadata", "labels", "release") != "prometheus" {
+		t.Error("no PodMonitor of the NATS servers that Prometheus selects (release: prometheus)")
 	}
 	sts := find(docs, "StatefulSet", "nats")
 	if r, _ := Get(sts, "spec", "replicas").(int); r != 3 {

@@ -28,10 +28,14 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 	if instances < 3 {
 		t.Errorf("PostgreSQL has %d instances; production needs a primary and two standbys", instances)
 	}
-	if n, _ := Get(pg, "spec", "postgresql", "synchronous", "number").(int); n != instances-1 ||
-		Get(pg, "spec", "postgresql", "synchronous", "dataDurability") != "required" {
-		t.Errorf("synchronous standbys %d (durability %v): every standby behind the read URL must apply each answered write (instances − 1, required)",
-			n, Get(pg, "spec", "postgresql", "synchronous", "dataDurability"))
+	// Quorum commit, one standby of the two: a lost standby stops no write, an answered write is
+	// on two servers, and a failover promotes only a standby the quorum proves holds it.
+	sync := Get(pg, "spec", "postgresql", "synchronous")
+	if n, _ := Get(sync, "number").(int); Get(sync, "method") != "any" || n != 1 || n >= instances-1 {
+		t.Errorf("synchronous replication %v: want quorum (method any) of one standby out of the %d, so that losing one stops no write", sync, instances-1)
+	}
+	if Get(sync, "dataDurability") != "required" || Get(sync, "failoverQuorum") != true {
+		t.Errorf("synchronous replication %v: want dataDurability required (an answered write is never on one server only) and failoverQuorum (no promotion of a standby that may lack one)", sync)
 	}
 	if Get(pg, "spec", "affinity", "topologyKey") != "topology.kubernetes.io/zone" {
 		t.Error("PostgreSQL's instances are not spread over zones")
@@ -61,12 +65,14 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 			t.Errorf("no login role %s among the Cluster's managed roles", owner)
 		}
 	}
-	// values-prod.yaml gives each instance 16Gi.
-	for name, want := range map[string]string{"shared_buffers": "4096MB", "effective_cache_size": "12288MB"} {
+	// values-prod.yaml gives each instance 32Gi (the capacity model's).
+	for name, want := range map[string]string{"shared_buffers": "8192MB", "effective_cache_size": "24576MB"} {
 		if got := Get(pg, "spec", "postgresql", "parameters", name); got != want {
-			t.Errorf("%s = %v, want %s: sized from the instance's 16Gi", name, got, want)
+			t.Errorf("%s = %v, want %s: sized from the instance's 32Gi", name, got, want)
 		}
 	}
+	checkBackups(t, docs, pg)
+	checkDatastoreMonitoring(t, docs)
 	pooler := find(docs, "Pooler", "registry-pg-pooler-rw")
 	if pooler == nil {
 		t.Fatal("no Pooler for request traffic")
@@ -84,20 +90,27 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 		t.Error("PgBouncer keeps no prepared statements across transactions: pgx's statement cache would fail")
 	}
 
-	rf := find(docs, "RedisFailover", "registry-redis")
-	if rf == nil {
-		t.Fatal("no RedisFailover registry-redis")
+	rr := find(docs, "RedisReplication", "registry-redis")
+	if rr == nil {
+		t.Fatal("no RedisReplication registry-redis")
 	}
-	if r, _ := Get(rf, "spec", "redis", "replicas").(int); r < 2 {
+	if r, _ := Get(rr, "spec", "clusterSize").(int); r < 2 {
 		t.Errorf("Redis has %d servers: nothing to fail over to", r)
 	}
-	if s, _ := Get(rf, "spec", "sentinel", "replicas").(int); s < 3 {
+	if s, _ := Get(rr, "spec", "sentinel", "size").(int); s < 3 {
 		t.Errorf("%d Sentinels: a failover needs a majority of at least three", s)
 	}
-	config := toStrings(Get(rf, "spec", "redis", "customConfig"))
+	if Get(rr, "spec", "storage") != nil {
+		t.Error("Redis has a volume: the find cache holds personal data and must not reach the disk")
+	}
+	if Get(rr, "spec", "kubernetesConfig", "redisSecret", "name") == nil {
+		t.Error("Redis has no password")
+	}
+	configMap := toString(Get(rr, "spec", "redisConfig", "additionalRedisConfig"))
+	config := strings.Split(toString(Get(find(docs, "ConfigMap", configMap), "data", "redis-additional.conf")), "\n")
 	for _, want := range []string{`save ""`, "appendonly no", "maxmemory-policy allkeys-lru"} {
 		if !slices.Contains(config, want) {
-			t.Errorf("Redis lacks %q: the find cache holds personal data and must not reach the disk", want)
+			t.Errorf("Redis lacks %q (ConfigMap %q): the find cache holds personal data and must not reach the disk", want, configMap)
 		}
 	}
 
@@ -128,9 +141,153 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 	}
 	for _, name := range withRedis {
 		config, _ := Get(find(docs, "ConfigMap", name), "data").(map[string]any)
-		if config["REDIS_MASTER_NAME"] != "mymaster" || !strings.Contains(toString(config["REDIS_SENTINEL_ADDRS"]), "rfs-registry-redis") {
-			t.Errorf("%s: does not find Redis through the RedisFailover's Sentinels (%v, %v)", name, config["REDIS_MASTER_NAME"], config["REDIS_SENTINEL_ADDRS"])
+		if config["REDIS_MASTER_NAME"] != "mymaster" || !strings.Contains(toString(config["REDIS_SENTINEL_ADDRS"]), "registry-redis-s-hl") {
+			t.Errorf("%s: does not find Redis through the RedisReplication's Sentinels (%v, %v)", name, config["REDIS_MASTER_NAME"], config["REDIS_SENTINEL_ADDRS"])
 		}
+	}
+}
+
+// checkBackups holds the production Cluster to a restorable archive: every
+// WAL segment and a scheduled base backup go to object storage with
+// credentials from a Secret, and old ones go by a retention policy.
+func checkBackups(t *testing.T, docs []Doc, pg Doc) {
+	t.Helper()
+	store := Get(pg, "spec", "backup", "barmanObjectStore")
+	if store == nil {
+		t.Fatal("the Cluster archives no WAL and takes no base backup (no backup.barmanObjectStore)")
+	}
+	if path, _ := Get(store, "destinationPath").(string); !strings.HasPrefix(path, "s3://") {
+		t.Errorf("backups go to %q, not to object storage", path)
+	}
+	for _, key := range []string{"accessKeyId", "secretAccessKey"} {
+		if Get(store, "s3Credentials", key, "name") == nil || Get(store, "s3Credentials", key, "key") == nil {
+			t.Errorf("the object store's %s is not read from a Secret", key)
+		}
+	}
+	if Get(store, "wal", "compression") == nil {
+		t.Error("WAL segments are archived uncompressed")
+	}
+	if r, _ := Get(pg, "spec", "backup", "retentionPolicy").(string); r == "" {
+		t.Error("no retention policy: the archive grows for ever")
+	}
+	sb := find(docs, "ScheduledBackup", "registry-pg-daily")
+	if sb == nil {
+		t.Fatal("no ScheduledBackup: the WAL archive alone restores nothing")
+	}
+	if Get(sb, "spec", "cluster", "name") != pg.Name() || Get(sb, "spec", "method") != "barmanObjectStore" ||
+		Get(sb, "spec", "immediate") != true || Get(sb, "spec", "schedule") == nil {
+		t.Errorf("the ScheduledBackup %v does not back up %s to its object store at once and on a schedule", Get(sb, "spec"), pg.Name())
+	}
+	if Get(sb, "metadata", "namespace") != Get(pg, "metadata", "namespace") {
+		t.Error("the ScheduledBackup is not in its Cluster's namespace")
+	}
+}
+
+// checkDatastoreMonitoring holds production to watching its datastores
+// themselves: their pods scraped, and alerts on what stops writes or loses
+// them later (a standby lagging or missing, the WAL archive failing, old
+// backups, volumes filling, a Redis replica missing), each with its runbook.
+func checkDatastoreMonitoring(t *testing.T, docs []Doc) {
+	t.Helper()
+	for name, selector := range map[string][2]string{
+		"registry-pg":           {"cnpg.io/cluster", "registry-pg"},
+		"registry-pg-pooler-rw": {"cnpg.io/poolerName", "registry-pg-pooler-rw"},
+		"registry-redis":        {"app", "registry-redis"},
+	} {
+		pm := find(docs, "PodMonitor", name)
+		if pm == nil {
+			t.Errorf("no PodMonitor %s", name)
+			continue
+		}
+		if Get(pm, "metadata", "namespace") != "databases" || Get(pm, "spec", "selector", "matchLabels", selector[0]) != selector[1] ||
+			Get(pm, "metadata", "labels", "release") != "prometheus" {
+			t.Errorf("PodMonitor %s does not select %s=%s in databases for Prometheus: %v", name, selector[0], selector[1], pm)
+		}
+	}
+	rule := find(docs, "PrometheusRule", "registry-datastores")
+	if rule == nil {
+		t.Fatal("no PrometheusRule registry-datastores")
+	}
+	runbooks, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exprs := map[string]string{}
+	groups, _ := Get(rule, "spec", "groups").([]any)
+	for _, g := range groups {
+		rules, _ := Get(g, "rules").([]any)
+		for _, r := range rules {
+			name, _ := Get(r, "alert").(string)
+			exprs[name] = toString(Get(r, "expr"))
+			anchor, _ := strings.CutPrefix(toString(Get(r, "annotations", "runbook")), "docs/operations.md#")
+			if anchor == "" || !strings.Contains(string(runbooks), `<a id="`+anchor+`"></a>`) {
+				t.Errorf("alert %s: runbook %v is not an entry of docs/operations.md", name, Get(r, "annotations", "runbook"))
+			}
+		}
+	}
+	for alert, metric := range map[string]string{
+		"RegistryPostgresReplicationLagging": "cnpg_pg_replication_lag",
+		"RegistryPostgresStandbyMissing":     "cnpg_pg_replication_streaming_replicas",
+		"RegistryPostgresWALArchiveFailing":  "cnpg_pg_stat_archiver_last_failed_time",
+		"RegistryPostgresBackupStale":        "cnpg_collector_last_available_backup_timestamp",
+		"RegistryDatastoreVolumeFilling":     "kubelet_volume_stats_available_bytes",
+		"RegistryDatastoreVolumeFull":        "kubelet_volume_stats_available_bytes",
+		"RegistryRedisReplicaMissing":        "redis_connected_slaves",
+	} {
+		if !strings.Contains(exprs[alert], metric) {
+			t.Errorf("alert %s is missing or does not watch %s: %q", alert, metric, exprs[alert])
+		}
+	}
+	if !strings.Contains(exprs["RegistryDatastoreVolumeFilling"], "nats-js-") || !strings.Contains(exprs["RegistryDatastoreVolumeFilling"], "registry-pg-") {
+		t.Error("RegistryDatastoreVolumeFilling does not watch both PostgreSQL's and NATS's volumes")
+	}
+}
+
+// Backups switched on without a place to put them are refused at render,
+// not discovered when the first WAL segment fails to archive.
+func TestBackupsNeedADestination(t *testing.T) {
+	w := workspace(t)
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")}, "datastores.postgres.backup.destinationPath="); err == nil {
+		t.Error("backups without a destinationPath rendered; they should be refused")
+	}
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")}, "datastores.postgres.backup.retentionPolicy=forever"); err == nil {
+		t.Error("retentionPolicy forever rendered; it should be refused")
+	}
+}
+
+// A restore renders the Cluster from the backups, up to the target time,
+// and archives to a path of its own.
+func TestRestoreFromBackup(t *testing.T) {
+	const (
+		source = "s3://registry-pg-backups/prod"
+		target = "2026-12-06 17:26:09.297972+00"
+	)
+	restore := []string{"datastores.postgres.recovery.enabled=true", "datastores.postgres.recovery.sourcePath=" + source,
+		"datastores.postgres.backup.destinationPath=s3://registry-pg-backups/prod-restored"}
+	pg := find(render(t, "prod", append(restore, "datastores.postgres.recovery.targetTime="+target)...), "Cluster", "registry-pg")
+	if pg == nil {
+		t.Fatal("no CloudNativePG Cluster registry-pg")
+	}
+	if Get(pg, "spec", "bootstrap", "initdb") != nil || Get(pg, "spec", "bootstrap", "recovery", "source") != "origin" {
+		t.Fatalf("the Cluster is not bootstrapped from the backups: %v", Get(pg, "spec", "bootstrap"))
+	}
+	if got := Get(pg, "spec", "bootstrap", "recovery", "recoveryTarget", "targetTime"); got != target {
+		t.Errorf("recovery target %v, want %s", got, target)
+	}
+	origin := Get(pg, "spec", "externalClusters", 0)
+	if Get(origin, "name") != "origin" || Get(origin, "barmanObjectStore", "destinationPath") != source ||
+		Get(origin, "barmanObjectStore", "serverName") != "registry-pg" ||
+		Get(origin, "barmanObjectStore", "s3Credentials", "secretAccessKey", "name") != "registry-pg-backup" {
+		t.Errorf("the backups restored from are %v; want %s, server registry-pg, with the backup Secret", origin, source)
+	}
+	w := workspace(t)
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")},
+		"datastores.postgres.recovery.enabled=true", "datastores.postgres.recovery.sourcePath=s3://registry-pg-backups/prod"); err == nil {
+		t.Error("a restore archiving into the path it restores from rendered; it should be refused")
+	}
+	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")},
+		append(restore, "datastores.postgres.recovery.targetTime=yesterday")...); err == nil {
+		t.Error("targetTime yesterday rendered; it should be refused")
 	}
 }
 
@@ -243,18 +400,44 @@ func TestNatsValuesMatchTheRegistry(t *testing.T) {
 	}
 }
 
-// natsChartEnv names a directory holding the official NATS chart at the
-// version nats-values-prod.yaml names (its helm/charts/nats): the chart is
-// not served by any registry this repository's checks reach, so the test
-// that renders it runs where one is given.
-const natsChartEnv = "NATS_CHART_DIR"
+// natsChart is the official NATS chart at the version charts/registry/nats-chart.yaml pins,
+// fetched into the user's cache by tools/scripts/nats-chart.sh (once per machine).
+func natsChart(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot, "tools", "scripts", "nats-chart.sh"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nats-chart.sh: %v\n%s", err, stderr.String())
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "NATS_CHART=")
+	if !ok {
+		t.Fatalf("nats-chart.sh printed %q", out)
+	}
+	return dir
+}
 
-// The official NATS chart renders with the production values, and what it
-// renders is valid Kubernetes (kubectl-validate).
+// The official NATS chart at the pinned version renders with the production values, and what it
+// renders is valid Kubernetes (kubectl-validate); the install commands name that version.
 func TestNatsValuesRenderWithTheOfficialChart(t *testing.T) {
-	chart := os.Getenv(natsChartEnv)
-	if chart == "" {
-		t.Skipf("set %s to the official NATS chart (2.14.2) to render %s with it", natsChartEnv, natsValues)
+	var pin struct{ Name, Version string }
+	readYAML(t, "charts/registry/nats-chart.yaml", &pin)
+	chart := natsChart(t)
+	var fetched struct{ Name, Version string }
+	readYAML(t, filepath.Join(chart, "Chart.yaml"), &fetched)
+	if fetched != pin {
+		t.Fatalf("the cached chart is %+v, the pin %+v", fetched, pin)
+	}
+	install := "helm upgrade --install nats nats/nats --version " + pin.Version + " "
+	for _, doc := range []string{natsValues, "docs/operations.md"} {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), install) {
+			t.Errorf("%s does not install the pinned chart (%q)", doc, install)
+		}
 	}
 	w := workspace(t)
 	cmd := exec.Command(w.tools.Helm, "template", "nats", chart, "--namespace", "registry-prod", "--values", filepath.Join(repoRoot, natsValues))
@@ -268,6 +451,9 @@ func TestNatsValuesRenderWithTheOfficialChart(t *testing.T) {
 	docs, err := Docs(out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if Get(find(docs, "PodMonitor", "nats"), "metadata", "labels", "release") != "prometheus" {
+		t.Error("no PodMonitor of the NATS servers that Prometheus selects (release: prometheus)")
 	}
 	sts := find(docs, "StatefulSet", "nats")
 	if r, _ := Get(sts, "spec", "replicas").(int); r != 3 {

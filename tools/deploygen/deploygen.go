@@ -266,7 +266,7 @@ const globalNote = "The environment's values, shared by every chart of the relea
 const Datastores = "datastores"
 
 // datastoresNote describes the umbrella's datastores block.
-const datastoresNote = "The datastores this chart brings up through their operators (CloudNativePG, the Redis operator's RedisFailover); off unless an environment turns them on. See docs/operations.md, Production datastores."
+const datastoresNote = "The datastores this chart brings up through their operators (CloudNativePG, the OT-Container-Kit Redis operator's RedisReplication); off unless an environment turns them on. See docs/operations.md, Production datastores."
 
 // datastoreDefaults is the umbrella's template of the datastores block's
 // defaults, which its templates merge the values over.

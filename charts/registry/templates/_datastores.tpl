@@ -2,6 +2,16 @@
 {{- define "registry.datastoreDefaults" -}}
 namespace: ""
 postgres:
+  backup:
+    accessKeyIdKey: ACCESS_KEY_ID
+    compression: gzip
+    destinationPath: ""
+    enabled: false
+    endpointURL: ""
+    retentionPolicy: 30d
+    schedule: 0 0 2 * * *
+    secretAccessKeyKey: ACCESS_SECRET_KEY
+    secretName: registry-pg-backup
   cpu: "2"
   dataDurability: required
   enabled: false
@@ -15,17 +25,24 @@ postgres:
     instances: 3
     maxClientConnections: 4000
     maxPreparedStatements: 512
+  recovery:
+    enabled: false
+    sourcePath: ""
+    targetTime: ""
   storageClass: ""
   storageSize: 100Gi
-  synchronousStandbys: 2
+  synchronousStandbys: 1
   walStorageSize: 20Gi
 redis:
   authSecretName: registry-redis-auth
   cpu: 250m
   enabled: false
+  exporterImage: quay.io/opstree/redis-exporter:v1.44.0
+  image: quay.io/opstree/redis:v7.0.15
   maxMemory: 768mb
   memory: 1Gi
   replicas: 3
+  sentinelImage: quay.io/opstree/redis-sentinel:v7.0.15
   sentinels: 3
 {{- end -}}
 {{- define "registry.schemaOwners" -}}

@@ -1,6 +1,7 @@
 package actiontypes
 
 import (
+	"errors"
 	"regexp"
 	"time"
 
@@ -24,6 +25,9 @@ type ActionType struct {
 	CreatedBy   string    `json:"created_by" db:"created_by"`
 }
 
+// key places a type in the list's pages.
+func (t ActionType) key() uuid.UUID { return t.ID }
+
 // ActionTypeInput is the body of POST /action_types.
 type ActionTypeInput struct {
 	Name        string  `json:"name"`
@@ -36,6 +40,12 @@ func (ActionTypeInput) ReadOnlyFields() []string { return []string{"created_at",
 // namePattern is an action type's name: a lowercase token of two to 64
 // characters.
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{1,63}$`)
+
+// What a create is refused for, besides its input: the service's 409s.
+var (
+	errTaken = errors.New("the name is taken")
+	errFull  = errors.New("the registry holds MaxTypes action types")
+)
 
 // IsName reports whether s is shaped like an action type's name.
 func IsName(s string) bool { return namePattern.MatchString(s) }

@@ -9,6 +9,8 @@ package actiontypes
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -35,11 +37,25 @@ func (s *service) ListActionTypes(ctx context.Context, f ActionTypeFilter, page 
 }
 
 func (s *service) CreateActionType(ctx context.Context, by model.Caller, in ActionTypeInput) (ActionType, error) {
-	in, err := in.Normalize()
-	if err != nil {
-		return ActionType{}, err
+	norm, err := in.Normalize()
+	if err == nil {
+		var t ActionType
+		t, err = s.store.CreateActionType(ctx, by, norm)
+		return t, refused(err, norm.Name)
 	}
-	return s.store.CreateActionType(ctx, by, in)
+	return ActionType{}, err
+}
+
+// refused is the 409 of a create the store refused (errTaken, errFull),
+// else err.
+func refused(err error, name string) error {
+	switch {
+	case errors.Is(err, errTaken):
+		return apperr.Duplicate(fmt.Sprintf("the action type %s exists already", name), name)
+	case errors.Is(err, errFull):
+		return apperr.Conflict(fmt.Sprintf("the registry holds %d action types, the most it can", MaxTypes))
+	}
+	return err
 }
 
 // Catalog answers which names are action types, for the writes that name

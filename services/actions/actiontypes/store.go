@@ -2,12 +2,9 @@ package actiontypes
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
@@ -22,9 +19,9 @@ func NewStore(s *store.Store) *Store { return &Store{s} }
 
 const typeColumns = `t.id, t.name, t.description, t.created_at, t.created_by`
 
-// CreateActionType adds a type; an existing name is a 409 naming it, and
-// past MaxTypes a 409 too. Concurrent creates of one name add it once
-// (the primary key arbitrates); creates take turns on the count.
+// CreateActionType adds a type: errTaken when the name exists, errFull
+// past MaxTypes. Concurrent creates of one name add it once (the primary
+// key arbitrates); creates take turns on the count.
 func (s *Store) CreateActionType(ctx context.Context, by model.Caller, in ActionTypeInput) (ActionType, error) {
 	var out ActionType
 	err := s.Write(ctx, "create action type", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -45,9 +42,9 @@ func (s *Store) CreateActionType(ctx context.Context, by model.Caller, in Action
 		case err != nil:
 			return nil, store.Classify(err, "insert action type")
 		case len(created) == 0:
-			return nil, apperr.Duplicate(fmt.Sprintf("the action type %s exists already", in.Name), in.Name)
+			return nil, errTaken
 		case count >= MaxTypes:
-			return nil, apperr.Conflict(fmt.Sprintf("the registry holds %d action types, the most it can", count))
+			return nil, errFull
 		}
 		out = created[0]
 		return nil, s.Record(ctx, tx, by, outbox.Created(outbox.KindActionType, out.Name, out))
@@ -59,7 +56,7 @@ func (s *Store) CreateActionType(ctx context.Context, by model.Caller, in Action
 // four first).
 func (s *Store) ListActionTypes(ctx context.Context, _ ActionTypeFilter, page model.Page) (model.Paged[ActionType], error) {
 	return store.List(ctx, s.DB(ctx), "list action types", `SELECT `+typeColumns+` FROM action_types t`, store.Filter{}, page,
-		func(t ActionType) uuid.UUID { return t.ID })
+		ActionType.key)
 }
 
 // Names are every type's name.

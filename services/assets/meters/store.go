@@ -2,17 +2,17 @@ package meters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
 )
+
+const readingColumns = `r.id, r.asset_id, r.meter, r.value, r.read_at, r.reset, r.created_at, r.created_by`
 
 // Store is the PostgreSQL persistence of meter readings, in the assets
 // schema beside the assets they belong to.
@@ -20,8 +20,6 @@ type Store struct{ *store.Store }
 
 // NewStore returns the meter readings' store over the kit's store.
 func NewStore(s *store.Store) *Store { return &Store{s} }
-
-const readingColumns = `r.id, r.asset_id, r.meter, r.value, r.read_at, r.reset, r.created_at, r.created_by`
 
 // CreateReading records a reading of asset's meter by by. Readings of one
 // (asset, meter) take turns on an advisory lock, so each is checked
@@ -31,12 +29,8 @@ const readingColumns = `r.id, r.asset_id, r.meter, r.value, r.read_at, r.reset, 
 func (s *Store) CreateReading(ctx context.Context, by model.Caller, assetID uuid.UUID, in reading) (Reading, error) {
 	var out Reading
 	err := s.Write(ctx, "create meter reading", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		var found bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM assets WHERE id = $1 FOR KEY SHARE)`, assetID).Scan(&found); err != nil {
-			return nil, store.Classify(err, "lock asset")
-		}
-		if !found {
-			return nil, apperr.NotFound("asset", assetID.String())
+		if _, err := store.One[assetRow](ctx, tx, "lock asset", "asset", assetID, `SELECT id FROM assets WHERE id = $1 FOR KEY SHARE`, assetID); err != nil {
+			return nil, err
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
 			"meter:"+assetID.String()+":"+in.Meter); err != nil {
@@ -69,16 +63,18 @@ func (s *Store) CreateReading(ctx context.Context, by model.Caller, assetID uuid
 	return out, err
 }
 
+// readNeighbour reads the reading sql finds next to in (nil: none).
 func readNeighbour(ctx context.Context, tx pgx.Tx, sql string, assetID uuid.UUID, in reading) (*neighbour, error) {
-	rows, err := tx.Query(ctx, sql, assetID, in.Meter, in.ReadAt)
-	if err != nil {
-		return nil, store.Classify(err, "read neighbouring reading")
+	found, err := store.Many[neighbour](ctx, tx, "read neighbouring reading", sql, assetID, in.Meter, in.ReadAt)
+	if err != nil || len(found) == 0 {
+		return nil, err
 	}
-	n, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[neighbour])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	return &n, store.Classify(err, "read neighbouring reading")
+	return &found[0], nil
+}
+
+// assetRow is an asset as far as its readings need it: that it exists.
+type assetRow struct {
+	ID uuid.UUID `db:"id"`
 }
 
 // GetReading reads one reading of an asset.
@@ -93,12 +89,8 @@ func (s *Store) GetReading(ctx context.Context, assetID, id uuid.UUID) (Reading,
 // that does not exist is a 404.
 func (s *Store) ListReadings(ctx context.Context, f ReadingFilter, page model.Page) (model.Paged[Reading], error) {
 	q := s.Reads(ctx)
-	var found bool
-	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM assets WHERE id = $1)`, f.AssetID).Scan(&found); err != nil {
-		return model.Paged[Reading]{}, store.Classify(err, "look up asset")
-	}
-	if !found {
-		return model.Paged[Reading]{}, apperr.NotFound("asset", f.AssetID.String())
+	if _, err := store.One[assetRow](ctx, q, "look up asset", "asset", f.AssetID, `SELECT id FROM assets WHERE id = $1`, f.AssetID); err != nil {
+		return model.Paged[Reading]{}, err
 	}
 	var where store.Filter
 	where.Where("r.asset_id = ?", f.AssetID)

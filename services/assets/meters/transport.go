@@ -3,6 +3,8 @@ package meters
 import (
 	"net/http"
 
+	"github.com/google/uuid"
+
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
@@ -10,29 +12,31 @@ import (
 // Routes adds the routes of meter readings to r (the assets' router).
 // Each checks its scope only once routing found it.
 func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	handle("POST", "/assets/{id}/meter_readings", endpoints.Serve(e.CreateReading, httpx.PathIDBody[ReadingInput], endpoints.IdempotencyKey))
-	handle("GET", "/assets/{id}/meter_readings", endpoints.Serve(e.ListReadings, decodeListReadings))
-	handle("GET", "/assets/{id}/meter_readings/{reading_id}", endpoints.Serve(e.GetReading, decodeReadingPath))
+	const readings = "/assets/{id}/meter_readings"
+	r.Handle("POST", readings, endpoints.Serve(e.CreateReading, httpx.PathIDBody[ReadingInput], endpoints.IdempotencyKey))
+	r.Handle("GET", readings, endpoints.Serve(e.ListReadings, decodeListReadings))
+	r.Handle("GET", readings+"/{reading_id}", endpoints.Serve(e.GetReading, decodeReadingPath))
 }
 
-func decodeListReadings(r *http.Request) (httpx.ListRequest[ReadingFilter], error) {
-	id, err := httpx.PathUUID(r, "id")
-	if err != nil {
-		return httpx.ListRequest[ReadingFilter]{}, err
+// readingPath names one reading of one asset, from the path.
+type readingPath struct{ AssetID, ID uuid.UUID }
+
+// decodeListReadings reads the asset from the path (checked first: a
+// malformed id is a 400 whatever the query), then the meter and the page.
+func decodeListReadings(r *http.Request) (req httpx.ListRequest[ReadingFilter], err error) {
+	if req.Filter.AssetID, err = httpx.PathUUID(r, "id"); err != nil {
+		return req, err
 	}
 	q := httpx.ParseQuery(r, "limit", "cursor", "meter")
-	req := httpx.ListRequest[ReadingFilter]{Filter: ReadingFilter{AssetID: id, Meter: q.String("meter")}, Page: q.Page()}
+	req.Filter.Meter, req.Page = q.String("meter"), q.Page()
 	return req, q.Err()
 }
 
 // decodeReadingPath reads the asset's and the reading's ids; the
 // operation takes no query parameters.
-func decodeReadingPath(r *http.Request) (readingPath, error) {
-	assetID, err := httpx.PathID(r)
-	if err != nil {
-		return readingPath{}, err
+func decodeReadingPath(r *http.Request) (p readingPath, err error) {
+	if p.AssetID, err = httpx.PathID(r); err == nil {
+		p.ID, err = httpx.PathUUID(r, "reading_id")
 	}
-	id, err := httpx.PathUUID(r, "reading_id")
-	return readingPath{AssetID: assetID, ID: id}, err
+	return p, err
 }

@@ -51,7 +51,7 @@ func (s *service) CreateActionType(ctx context.Context, by model.Caller, in Acti
 func refused(err error, name string) error {
 	switch {
 	case errors.Is(err, errTaken):
-		return apperr.Duplicate(fmt.Sprintf("the action type %s exists already", name), name)
+		return apperr.Conflict(fmt.Sprintf("the action type %s exists already", name))
 	case errors.Is(err, errFull):
 		return apperr.Conflict(fmt.Sprintf("the registry holds %d action types, the most it can", MaxTypes))
 	}

@@ -114,7 +114,7 @@ func TestComponentEvents(t *testing.T) {
 	s.Events(t) // what came before
 	s.Call(200, "PATCH", "/assets/"+child, s.RW, map[string]any{"parent_asset_id": parent})
 	s.WantEvents(t, "rw-client",
-		servicetest.Event{Type: "asset_component.created", ID: parent, Data: map[string]any{"asset_id": parent, "component_id": child}},
+		servicetest.Event{Type: "asset_component.created", ID: parent, Data: s.GET("/assets/" + child)},
 		servicetest.Event{Type: "asset.updated", ID: child, Data: s.GET("/assets/" + child), Changes: []string{"parent_asset_id", "updated_at"}})
 	if list := s.Call(200, "GET", "/assets?parent_asset_id="+parent, s.RO, nil).List(); len(list) != 1 || list[0]["id"] != child {
 		t.Errorf("components of the parent: %v", list)
@@ -124,6 +124,6 @@ func TestComponentEvents(t *testing.T) {
 	gone := s.GET("/assets/" + child)
 	s.Call(204, "DELETE", "/assets/"+child, s.RW, nil)
 	s.WantEvents(t, "rw-client",
-		servicetest.Event{Type: "asset_component.deleted", ID: parent, Data: map[string]any{"asset_id": parent, "component_id": child}},
+		servicetest.Event{Type: "asset_component.deleted", ID: parent, Data: gone},
 		servicetest.Event{Type: "asset.deleted", ID: child, Data: gone})
 }

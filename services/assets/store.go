@@ -139,7 +139,7 @@ func (s *Store) createAssetIfAbsent(ctx context.Context, by model.Caller, in Ass
 		if err := s.Record(ctx, tx, by, outbox.Created(outbox.KindAsset, a.ID.String(), a)); err != nil {
 			return nil, err
 		}
-		if err := s.Record(ctx, tx, by, componentChanges(a.ID, nil, a.ParentAssetID)...); err != nil {
+		if err := s.Record(ctx, tx, by, componentChanges(a, nil, a.ParentAssetID)...); err != nil {
 			return nil, err
 		}
 		return []string{assetFinds(in.SerialNumber)}, nil
@@ -222,7 +222,11 @@ func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, ap
 			if err != nil || equalIDs(old.ParentAssetID, in.ParentAssetID.Ptr()) {
 				return changed, err
 			}
-			return changed, s.Record(ctx, tx, g.Caller, componentChanges(old.ID, old.ParentAssetID, in.ParentAssetID.Ptr())...)
+			moved, err := s.getAsset(ctx, tx, old.ID)
+			if err != nil {
+				return nil, err
+			}
+			return changed, s.Record(ctx, tx, g.Caller, componentChanges(moved, old.ParentAssetID, in.ParentAssetID.Ptr())...)
 		},
 		Representation: func(ctx context.Context, a Asset) (any, error) { return s.GetAsset(ctx, a.ID) },
 		Kind:           outbox.KindAsset,
@@ -273,12 +277,11 @@ func (s *Store) DeleteAsset(by model.Caller, id uuid.UUID) func(ctx context.Cont
 		if len(components) > 0 {
 			return nil, refs.StillReferenced("asset", id, components)
 		}
-		var gone struct {
-			serial string
-			parent *uuid.UUID
+		gone, err := s.getAsset(ctx, tx, id)
+		if err != nil {
+			return nil, err
 		}
-		err = store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number, parent_asset_id`,
-			&gone.serial, &gone.parent)
+		err = store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number`, &gone.SerialNumber)
 		if _, held := store.Constraint(err, store.ForeignKeyViolation); held {
 			// A component installed since the look above.
 			return nil, apperr.Conflict(fmt.Sprintf("asset %s has components: remove them from it first", id))
@@ -286,7 +289,7 @@ func (s *Store) DeleteAsset(by model.Caller, id uuid.UUID) func(ctx context.Cont
 		if err != nil {
 			return nil, err
 		}
-		return []string{assetFinds(gone.serial)}, s.Record(ctx, tx, by, componentChanges(id, gone.parent, nil)...)
+		return []string{assetFinds(gone.SerialNumber)}, s.Record(ctx, tx, by, componentChanges(gone, gone.ParentAssetID, nil)...)
 	}
 }
 
@@ -377,25 +380,20 @@ func parentMissing(id uuid.UUID) error {
 		Message: fmt.Sprintf("must name an existing asset; %s does not exist", id)})
 }
 
-// Component is the data of an asset_component event: the asset (the
-// event's subject) and the component installed in it or removed from it.
-type Component struct {
-	AssetID     uuid.UUID `json:"asset_id"`
-	ComponentID uuid.UUID `json:"component_id"`
-}
-
-// componentChanges are the events of asset id moving from the parent from
-// to the parent to (nil: none): asset_component.deleted on the one it
-// leaves, asset_component.created on the one it joins, each in that
-// asset's history. The component's own asset.created or asset.updated
+// componentChanges are the events of the asset component moving from the
+// parent from to the parent to (nil: none): asset_component.deleted on the
+// one it leaves, asset_component.created on the one it joins, each with
+// that parent as its subject (so in its history) and the component as
+// GET answers it after the change (as it was, when it was deleted) as its
+// data. The component's own asset.created, asset.updated or asset.deleted
 // says the same from its side.
-func componentChanges(id uuid.UUID, from, to *uuid.UUID) []outbox.Change {
+func componentChanges(component Asset, from, to *uuid.UUID) []outbox.Change {
 	var out []outbox.Change
 	if from != nil {
-		out = append(out, outbox.Deleted(outbox.KindAssetComponent, from.String(), Component{AssetID: *from, ComponentID: id}))
+		out = append(out, outbox.Deleted(outbox.KindAssetComponent, from.String(), component))
 	}
 	if to != nil {
-		out = append(out, outbox.Created(outbox.KindAssetComponent, to.String(), Component{AssetID: *to, ComponentID: id}))
+		out = append(out, outbox.Created(outbox.KindAssetComponent, to.String(), component))
 	}
 	return out
 }

@@ -40,6 +40,13 @@ func (c *Client) ListMeterReadings(ctx context.Context, assetID, meter string) i
 	}
 	return list[MeterReading](ctx, c, "/assets/"+url.PathEscape(assetID)+"/meter_readings", f)
 }
+
+// CreateMeterReadings records each reading of the asset as
+// CreateMeterReading would, in order (POST
+// /assets/{id}/meter_readings/batch): one result per item.
+func (c *Client) CreateMeterReadings(ctx context.Context, assetID string, items []MeterReadingInput, opts ...CallOption) ([]BatchResult, error) {
+	return batch(ctx, c, "/assets/"+url.PathEscape(assetID)+"/meter_readings/batch", items, opts)
+}
 func (c *Client) GetMeterReading(ctx context.Context, assetID, id string) (*MeterReading, error) {
 	return get[MeterReading](ctx, c, "/assets/"+url.PathEscape(assetID)+"/meter_readings/"+url.PathEscape(id))
 }

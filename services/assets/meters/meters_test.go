@@ -143,3 +143,28 @@ func TestReadingEvent(t *testing.T) {
 	s.WantEvents(t, "rw-client", servicetest.Event{Type: "meter_reading.created", ID: asset,
 		Data: s.GET(r.Header.Get("Location"))})
 }
+
+// A batch records each reading as its single create would, in order, each
+// checked against the ones before it (the batch's own included); a bad
+// item leaves the others.
+func TestReadingsBatch(t *testing.T) {
+	s, path := newAsset(t)
+	items := []map[string]any{
+		{"meter": "hours", "value": 10, "read_at": at(1)},
+		{"meter": "hours", "value": 5, "read_at": at(2)}, // below the item before it
+		{"meter": "hours", "value": 5, "read_at": at(2), "reset": true},
+		{"meter": "Hours", "value": 5, "read_at": at(3)},
+		{"meter": "km", "value": 1, "read_at": at(3)},
+	}
+	var statuses []any
+	for _, r := range s.Call(200, "POST", path+"/batch", s.RW, map[string]any{"items": items}).List() {
+		statuses = append(statuses, r["status"])
+	}
+	if fmt.Sprint(statuses) != "[201 422 201 422 201]" {
+		t.Errorf("statuses %v", statuses)
+	}
+	if all := s.Call(200, "GET", path, s.RO, nil).List(); len(all) != 3 {
+		t.Errorf("recorded %d readings, want 3", len(all))
+	}
+	s.Call(404, "POST", "/assets/0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0d/meter_readings/batch", s.RW, map[string]any{"items": items})
+}

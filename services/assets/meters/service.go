@@ -19,6 +19,10 @@ import (
 type Service interface {
 	// CreateReading records a reading of one of the asset's meters.
 	CreateReading(ctx context.Context, by model.Caller, assetID uuid.UUID, in ReadingInput) (Reading, error)
+	// CreateReadings records a batch of readings of the asset, each as
+	// CreateReading would, in order; errs[i] is item i's decoding error.
+	// Each outcome is an item's; the error fails the whole batch.
+	CreateReadings(ctx context.Context, by model.Caller, assetID uuid.UUID, in []ReadingInput, errs []error) ([]model.ItemOutcome, error)
 	GetReading(ctx context.Context, assetID, id uuid.UUID) (Reading, error)
 	// ListReadings pages through an asset's readings, oldest first.
 	ListReadings(ctx context.Context, f ReadingFilter, page model.Page) (model.Paged[Reading], error)
@@ -37,6 +41,16 @@ func (s *service) CreateReading(ctx context.Context, by model.Caller, assetID uu
 		return Reading{}, err
 	}
 	return s.store.CreateReading(ctx, by, assetID, r)
+}
+
+func (s *service) CreateReadings(ctx context.Context, by model.Caller, assetID uuid.UUID, in []ReadingInput, errs []error) ([]model.ItemOutcome, error) {
+	out, checked := make([]model.ItemOutcome, len(in)), make([]reading, len(in))
+	for i := range in {
+		if out[i].Err = errs[i]; out[i].Err == nil {
+			checked[i], out[i].Err = in[i].check()
+		}
+	}
+	return out, s.store.CreateReadings(ctx, by, assetID, checked, out)
 }
 
 func (s *service) GetReading(ctx context.Context, assetID, id uuid.UUID) (Reading, error) {

@@ -63,6 +63,34 @@ func (s *Store) CreateReading(ctx context.Context, by model.Caller, assetID uuid
 	return out, err
 }
 
+// CreateReadings records a batch of readings of one asset (out[i] holds
+// the error of an item refused before) in one transaction, each item in a
+// savepoint of its own, in the body's order: each is checked against the
+// readings before it, the batch's own included. The asset and every meter
+// of the batch are locked first, the meters in name order, so two batches
+// never wait for each other in a circle.
+func (s *Store) CreateReadings(ctx context.Context, by model.Caller, assetID uuid.UUID, in []reading, out []model.ItemOutcome) error {
+	return s.WriteBatch(ctx, out, store.BatchWrite{
+		Prepare: func(ctx context.Context, tx pgx.Tx, out []model.ItemOutcome) error {
+			var meters []string
+			for i := range in {
+				if out[i].Err == nil {
+					meters = append(meters, "meter:"+assetID.String()+":"+in[i].Meter)
+				}
+			}
+			if _, err := store.One[assetRow](ctx, tx, "lock asset", "asset", assetID, `SELECT id FROM assets WHERE id = $1 FOR KEY SHARE`, assetID); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(m, 0)) FROM (SELECT DISTINCT unnest($1::text[]) AS m ORDER BY 1) k`, meters)
+			return store.Classify(err, "lock meters")
+		},
+		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
+			r, err := s.CreateReading(ctx, by, assetID, in[i])
+			return model.ItemOutcome{ID: r.ID, Created: true}, err
+		},
+	})
+}
+
 // readNeighbour reads the reading sql finds next to in (nil: none).
 func readNeighbour(ctx context.Context, tx pgx.Tx, sql string, assetID uuid.UUID, in reading) (*neighbour, error) {
 	found, err := store.Many[neighbour](ctx, tx, "read neighbouring reading", sql, assetID, in.Meter, in.ReadAt)

@@ -14,8 +14,24 @@ import (
 func Routes(r *httpx.Router, e Endpoints) {
 	const readings = "/assets/{id}/meter_readings"
 	r.Handle("POST", readings, endpoints.Serve(e.CreateReading, httpx.PathIDBody[ReadingInput], endpoints.IdempotencyKey))
+	r.Handle("POST", readings+"/batch", endpoints.Serve(e.CreateReadings, decodeReadingsBatch, endpoints.IdempotencyKey))
 	r.Handle("GET", readings, endpoints.Serve(e.ListReadings, decodeListReadings))
 	r.Handle("GET", readings+"/{reading_id}", endpoints.Serve(e.GetReading, decodeReadingPath))
+}
+
+// readingsBatch is a batch of readings of the asset in the path.
+type readingsBatch struct {
+	AssetID uuid.UUID
+	endpoints.BatchRequest
+}
+
+// decodeReadingsBatch reads the asset (checked first) and the batch; the
+// operation takes no query parameters.
+func decodeReadingsBatch(r *http.Request) (b readingsBatch, err error) {
+	if b.AssetID, err = httpx.PathID(r); err == nil {
+		b.BatchRequest, err = endpoints.BatchBody(r)
+	}
+	return b, err
 }
 
 // readingPath names one reading of one asset, from the path.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The four action types are always listed; an admin adds others (a name
@@ -119,4 +120,25 @@ func TestHTTPComplianceOfAddedTypes(t *testing.T) {
 		t.Errorf("load_test rows: %v", only)
 	}
 	w.Call(422, "GET", "/compliance?action_type=nobody_added_this", w.RO, nil)
+}
+
+// The roller announces an added type's rows as it does the four's: a
+// finalized action of it is a transition of that type's row.
+func TestTransitionsOfAddedTypes(t *testing.T) {
+	w := newComplianceWorld(t)
+	roller := NewRoller(&Store{Store: w.Built.Store}, time.UTC)
+	a := w.asset(t)
+	w.Call(201, "POST", "/action_types", w.Admin, map[string]any{"name": "load_test"})
+	if err := roller.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w.Events(t)
+	w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": a, "action_type": "load_test", "performed_at": "2025-01-01",
+		"status_ok": false, "status_finalized": true})
+	if err := roller.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.transitions(t); len(got) != 1 || got[0] != "load_test:never>failed" {
+		t.Fatalf("transitions %v, want load_test:never>failed", got)
+	}
 }

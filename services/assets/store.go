@@ -275,6 +275,9 @@ func (s *Store) DeleteAsset(by model.Caller, id uuid.UUID) func(ctx context.Cont
 			return nil, err
 		}
 		if len(components) > 0 {
+			for i := range components {
+				components[i].Label = "its component, " + components[i].Label
+			}
 			return nil, refs.StillReferenced("asset", id, components)
 		}
 		gone, err := s.getAsset(ctx, tx, id)

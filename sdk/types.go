@@ -151,6 +151,10 @@ type Asset struct {
 	Status              *string      `json:"status"`
 	ResponsiblePersonID *string      `json:"responsible_person_id"`
 	ExternalIDs         []ExternalID `json:"external_ids"`
+	// ParentAssetID is the asset this one is a component of (nil: none);
+	// ListAssets with Filter{"parent_asset_id": id} lists an asset's
+	// components.
+	ParentAssetID *string `json:"parent_asset_id"`
 	Audit
 }
 
@@ -161,6 +165,7 @@ type AssetInput struct {
 	Status              string       `json:"status,omitempty"`
 	ResponsiblePersonID string       `json:"responsible_person_id,omitempty"`
 	ExternalIDs         []ExternalID `json:"external_ids,omitempty"`
+	ParentAssetID       string       `json:"parent_asset_id,omitempty"`
 }
 
 // AssetQuery finds an asset by serial number; with Brand and Model the

@@ -125,7 +125,7 @@ var Services = []Service{
 			{Name: "assets", Prefixes: []string{"/assets"}},
 		},
 		Needs: []Datastore{Postgres, Redis, NATS},
-		Kinds: []string{"asset_type", "asset"},
+		Kinds: []string{"asset_type", "asset", "asset_component", "meter_reading"},
 		// An asset names its responsible person; an asset type attaches
 		// documents and takes one as its thumbnail.
 		References: []Reference{{Service: "parties", Kind: "person"}, {Service: "documents", Kind: "document"}},
@@ -137,9 +137,9 @@ var Services = []Service{
 		// a projection of the assets (docs/architecture.md); inspection
 		// plans say when an action falls due.
 		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}, {Name: "compliance", Prefixes: []string{"/compliance"}},
-			{Name: "inspection_plans", Prefixes: []string{"/inspection_plans"}}},
+			{Name: "inspection_plans", Prefixes: []string{"/inspection_plans"}}, {Name: "action_types", Prefixes: []string{"/action_types"}}},
 		Needs: []Datastore{Postgres, NATS},
-		Kinds: []string{"action", "action_document", "inspection_plan", "compliance"},
+		Kinds: []string{"action", "action_document", "inspection_plan", "compliance", "action_type"},
 		// An action names its asset and the person and organization that
 		// did the work; an action document links a document; a plan names
 		// its asset type.

@@ -37,13 +37,22 @@ const (
 	// KindCompliance is an asset's compliance rows (subject id: the
 	// asset's): compliance.updated when a row's state changes.
 	KindCompliance = "compliance"
+	// KindAssetComponent is a component installed in (created) or removed
+	// from (deleted) an asset; subject id: that asset's.
+	KindAssetComponent = "asset_component"
+	// KindMeterReading is a reading of one of an asset's meters; subject
+	// id: the asset's.
+	KindMeterReading = "meter_reading"
+	// KindActionType is an action type an admin added; subject id: its
+	// name.
+	KindActionType = "action_type"
 )
 
 // Kinds lists every kind, in the order the documentation names them.
 var Kinds = []string{
 	KindOrganization, KindPerson, KindPersonOrganization, KindAssetType,
 	KindAsset, KindAction, KindActionDocument, KindDocument, KindInspectionPlan,
-	KindCompliance,
+	KindCompliance, KindAssetComponent, KindMeterReading, KindActionType,
 }
 
 // The operations of an event's type.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/actiontypes"
 )
 
 // The states of a compliance row, in the contract's precedence.
@@ -124,47 +125,36 @@ type ComplianceFilter struct {
 // complianceQuery is a filter made definite: the types and states in their
 // order, the dates fixed. Planned is the action types some inspection plan
 // is for: their rows' dates come from the plans, read by the page query
-// itself (so that a plan's change is in the very next answer).
+// itself (so that a plan's change is in the very next answer). Types is
+// every action type, in the rows' order.
 type complianceQuery struct {
 	ComplianceFilter
 	Today, DueBefore model.Date
-	Planned          []string
+	Planned, Types   []string
 }
 
 // definite fills in the defaults of f for the day today (the as_of day
-// when f has one), with planned the action types some plan is for.
-func (f ComplianceFilter) definite(today model.Date, planned []string) complianceQuery {
+// when f has one), with planned the action types some plan is for and
+// types every action type (sorted).
+func (f ComplianceFilter) definite(today model.Date, planned, types []string) complianceQuery {
 	if f.AsOf != nil {
 		today = *f.AsOf
 	}
 	q := complianceQuery{ComplianceFilter: f, Today: today, DueBefore: model.DateOf(today.Time().AddDate(0, 0, DueWindow)),
-		Planned: planned}
+		Planned: planned, Types: types}
 	if f.DueBefore != nil {
 		q.DueBefore = *f.DueBefore
 	}
-	q.ActionTypes = inOrder(ActionTypes, f.ActionTypes)
+	q.ActionTypes = inOrder(types, f.ActionTypes)
 	q.States = inOrder(States, f.States)
 	return q
 }
 
-// inOrder is the members of all that chosen names (all when none), in
-// all's order.
-func inOrder(all, chosen []string) []string {
-	if len(chosen) == 0 {
-		return all
-	}
-	var out []string
-	for _, v := range all {
-		if slices.Contains(chosen, v) {
-			out = append(out, v)
-		}
-	}
-	return out
+// rank is a type's place in a page's order of types, the second part of a
+// compliance cursor (actiontypes.MaxTypes keeps it in a byte).
+func (q complianceQuery) rank(actionType string) uint8 {
+	return uint8(slices.Index(q.Types, actionType))
 }
-
-// actionTypeRank is a type's place in a page's order of types, the second
-// part of a compliance cursor.
-func actionTypeRank(actionType string) uint8 { return uint8(slices.Index(ActionTypes, actionType)) }
 
 // latestPair is an (asset, action type) whose latest action a write may
 // change.
@@ -330,7 +320,7 @@ func (s *Store) Compliance(ctx context.Context, q complianceQuery, page model.Pa
 	}
 	paged := model.TrimPage(out, page, func(r ComplianceRow) uuid.UUID { return r.AssetID })
 	if paged.Next != uuid.Nil {
-		paged.NextSub = actionTypeRank(paged.Items[len(paged.Items)-1].ActionType)
+		paged.NextSub = q.rank(paged.Items[len(paged.Items)-1].ActionType)
 	}
 	return paged, nil
 }
@@ -388,7 +378,7 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 			switch {
 			case page.After == uuid.Nil:
 				return "true"
-			case actionTypeRank(actionType) > page.AfterSub:
+			case q.rank(actionType) > page.AfterSub:
 				return column + " >= " + param("after", page.After)
 			}
 			return column + " > " + param("after", page.After)
@@ -403,9 +393,15 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 			}
 			return f
 		}
-		// actionType is one of ActionTypes (validated), safe as a literal;
-		// literals let the planner use the per-type index ranges.
+		// actionType is a listed type (validated), safe as a literal;
+		// literals let the planner use the per-type index ranges. An added
+		// type's rows are the covered assets' only (actiontypes.Covered).
 		literal := "'" + actionType + "'"
+		if !slices.Contains(ActionTypes, actionType) {
+			cond := filters("k.asset_id") + actiontypes.Covered(literal, q.AsOf != nil)
+			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param))
+			continue
+		}
 		if slices.Contains(q.Planned, actionType) || q.AsOf != nil {
 			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param))
 			continue
@@ -540,5 +536,5 @@ func planStateJoins(actionType, today, dueBefore string) string {
 // arguments, for looking at its plan (make bench prints EXPLAIN ANALYZE of
 // its compliance rows).
 func ComplianceSQL(f ComplianceFilter, today model.Date, planned []string, page model.Page) (string, []any) {
-	return complianceSQL(f.definite(today, planned), page)
+	return complianceSQL(f.definite(today, planned, ActionTypes), page)
 }

@@ -4,17 +4,34 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/services/actions/actiontypes"
 )
 
-// ActionTypes are the wire values of action_type: the interface's four
-// categories (Expert Control, Maintenance, Pre-use Inspection, Repair).
-var ActionTypes = []string{"expert_control", "maintenance", "pre_use_inspection", "repair"}
+// ActionTypes are the interface's four categories (Expert Control,
+// Maintenance, Pre-use Inspection, Repair): always action types, and the
+// ones every asset has a compliance row of. An admin adds others
+// (actiontypes); the service checks a write's action_type against them
+// all (actiontypes.Catalog).
+var ActionTypes = actiontypes.Builtin
+
+// requiredType is the part of action_type's rule that needs no lookup:
+// present, and shaped like a type's name.
+func requiredType(v *apperr.Validation, actionType string) {
+	switch {
+	case actionType == "":
+		v.Add("action_type", "is required; one of the action types GET /action_types lists, e.g. %s", strings.Join(ActionTypes, ", "))
+	case !actiontypes.IsName(actionType):
+		v.Add("action_type", "must be one of the action types GET /action_types lists, e.g. %s", strings.Join(ActionTypes, ", "))
+	}
+}
 
 // Action is something performed on an asset, as lists show it.
 type Action struct {
@@ -153,7 +170,7 @@ func (in ActionInput) Normalize() (ActionInput, error) {
 func (in ActionInput) check() (ActionInput, error) {
 	var v apperr.Validation
 	model.RequiredID(&v, "asset_id", in.AssetID)
-	model.OneOf(&v, "action_type", in.ActionType, ActionTypes)
+	requiredType(&v, in.ActionType)
 	in.ActionSubtype = model.Optional(&v, "action_subtype", in.ActionSubtype, labelLen)
 	if in.PerformedAt.IsZero() {
 		v.Add("performed_at", "is required, a date in YYYY-MM-DD format")
@@ -391,4 +408,19 @@ func (d ActionDocument) linked() ([]byte, error) {
 // label is a few words naming the action in a 409 of another service.
 func (a Action) label() string {
 	return fmt.Sprintf("%s performed %s", a.ActionType, a.PerformedAt)
+}
+
+// inOrder is the members of all that chosen names (all when none), in
+// all's order.
+func inOrder(all, chosen []string) []string {
+	if len(chosen) == 0 {
+		return all
+	}
+	var out []string
+	for _, v := range all {
+		if slices.Contains(chosen, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

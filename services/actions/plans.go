@@ -53,7 +53,7 @@ type PlanInput struct {
 // Normalize checks every field and fills in due_soon.
 func (in PlanInput) Normalize() (PlanInput, error) {
 	var v apperr.Validation
-	model.OneOf(&v, "action_type", in.ActionType, ActionTypes)
+	requiredType(&v, in.ActionType)
 	if in.AssetTypeID != nil {
 		model.RequiredID(&v, "asset_type_id", *in.AssetTypeID)
 	}

@@ -301,7 +301,9 @@ func recordTransitions(ctx context.Context, tx pgx.Tx, changed []announcedRow, w
 	return store.Classify(err, "record compliance transitions")
 }
 
-// rowStatesSQL is every row of the assets $2, on the day $1, with the
+// rowStatesSQL is every row of the assets $2 (the four types', and an
+// added type's where a plan covers the asset or it has a finalized action
+// of the type: GET /compliance's rows), on the day $1, with the
 // due window of each row's plan (30 days without): the state GET
 // /compliance gives without due_before, and the row as JSON as it shows
 // it. plannedBranch computes the same.
@@ -320,8 +322,8 @@ func rowStatesWhere(cond string) string {
 			'action_type', t.action_type, 'state', r.state, 'due_date', r.due_date, 'valid_through', l.valid_through,
 			'last_action_id', l.action_id, 'last_performed_at', l.performed_at, 'status_ok', l.status_ok,
 			'status_use_ok', l.status_use_ok) AS row
-	FROM known_assets k CROSS JOIN unnest(ARRAY['expert_control', 'maintenance', 'pre_use_inspection', 'repair']::text[]) AS t(action_type)
+	FROM known_assets k CROSS JOIN (SELECT name AS action_type, builtin FROM action_types) t
 	LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = t.action_type
 	` + planStateJoins("t.action_type", "$1::date", "($1::date + coalesce(p.soon, interval '"+fmt.Sprint(DueWindow)+" days'))::date") + `
-	WHERE NOT k.deleted AND ` + cond
+	WHERE NOT k.deleted AND (t.builtin OR p.every IS NOT NULL OR l.asset_id IS NOT NULL) AND ` + cond
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/services/actions/actiontypes"
 )
 
 // Service is what the actions service does. Errors are *apperr.Error.
@@ -71,11 +72,14 @@ type service struct {
 	store *Store
 	refs  *refs.Registry    // the peers asked about references and deletes
 	today func() model.Date // the UTC date overdue is measured against
+	types *actiontypes.Catalog
 }
 
-// NewService returns the service over store.
+// NewService returns the service over store; the action types a write may
+// name are read from the same schema (actiontypes).
 func NewService(store *Store) Service {
-	return &service{store: store, refs: store.refs, today: model.Today}
+	return &service{store: store, refs: store.refs, today: model.Today,
+		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store))}
 }
 
 // actionReferences are the references an action makes that must exist: its
@@ -113,6 +117,9 @@ func documentReferences(in ActionDocumentInput, old *ActionDocument) []refs.Targ
 
 func (s *service) CreateAction(ctx context.Context, by model.Caller, in ActionInput) (ActionDetail, error) {
 	in, err := in.Normalize()
+	if err == nil {
+		err = s.types.Check(ctx, "action_type", in.ActionType)
+	}
 	if err != nil {
 		return ActionDetail{}, err
 	}
@@ -158,6 +165,9 @@ func (s *service) CreateActions(ctx context.Context, by model.Caller, in []Actio
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
 			in[i], out[i].Err = in[i].Normalize()
+		}
+		if out[i].Err == nil {
+			out[i].Err = s.types.Check(ctx, "action_type", in[i].ActionType)
 		}
 	}
 	if find {
@@ -262,8 +272,15 @@ func (s *service) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, er
 
 func (s *service) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, p ActionPatch) (ActionDetail, error) {
 	changed := func(old Action, in ActionInput) []refs.Target { return actionReferences(in, &old) }
+	apply := func(a Action) (ActionInput, error) {
+		in, err := p.Apply(a)
+		if err == nil && in.ActionType != a.ActionType {
+			err = s.types.Check(ctx, "action_type", in.ActionType)
+		}
+		return in, err
+	}
 	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		return s.store.UpdateAction(ctx, g, id, p.Apply, changed, checked)
+		return s.store.UpdateAction(ctx, g, id, apply, changed, checked)
 	}); err != nil {
 		return ActionDetail{}, err
 	}
@@ -281,6 +298,9 @@ func (s *service) DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID)
 // ListActions refuses a performed_at range that ends before it starts:
 // an empty answer would hide a client's mistake.
 func (s *service) ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error) {
+	if err := s.types.CheckFilter(ctx, "action_type", f.ActionType); err != nil {
+		return model.Paged[Action]{}, err
+	}
 	if f.PerformedFrom != nil && f.PerformedTo != nil && f.PerformedTo.Before(*f.PerformedFrom) {
 		return model.Paged[Action]{}, apperr.Invalid(apperr.FieldError{Field: "performed_to",
 			Message: "must not be before performed_from " + f.PerformedFrom.String()})
@@ -344,15 +364,25 @@ func (s *service) DeleteActionDocument(ctx context.Context, g model.Guard, actio
 // Compliance measures overdue against today (UTC) whatever due_before
 // says: a due_before in the past is allowed, and then no row is due.
 func (s *service) Compliance(ctx context.Context, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error) {
+	if err := s.types.CheckAll(ctx, "action_type", f.ActionTypes); err != nil {
+		return model.Paged[ComplianceRow]{}, err
+	}
 	planned, err := s.store.PlannedActionTypes(ctx)
 	if err != nil {
 		return model.Paged[ComplianceRow]{}, err
 	}
-	return s.store.Compliance(ctx, f.definite(s.today(), planned), page)
+	types, err := s.types.Names(ctx)
+	if err != nil {
+		return model.Paged[ComplianceRow]{}, err
+	}
+	return s.store.Compliance(ctx, f.definite(s.today(), planned, types), page)
 }
 
 func (s *service) CreatePlan(ctx context.Context, by model.Caller, in PlanInput) (Plan, error) {
 	in, err := in.Normalize()
+	if err == nil {
+		err = s.types.Check(ctx, "action_type", in.ActionType)
+	}
 	if err != nil {
 		return Plan{}, err
 	}
@@ -366,13 +396,23 @@ func (s *service) GetPlan(ctx context.Context, id uuid.UUID) (Plan, error) {
 }
 
 func (s *service) ListPlans(ctx context.Context, f PlanFilter, page model.Page) (model.Paged[Plan], error) {
+	if err := s.types.CheckFilter(ctx, "action_type", f.ActionType); err != nil {
+		return model.Paged[Plan]{}, err
+	}
 	return s.store.ListPlans(ctx, f, page)
 }
 
 func (s *service) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, p PlanPatch) (Plan, error) {
 	changed := func(old Plan, in PlanInput) []refs.Target { return planReferences(in, &old) }
+	apply := func(old Plan) (PlanInput, error) {
+		in, err := p.Apply(old)
+		if err == nil && in.ActionType != old.ActionType {
+			err = s.types.Check(ctx, "action_type", in.ActionType)
+		}
+		return in, err
+	}
 	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		return s.store.UpdatePlan(ctx, g, id, p.Apply, changed, checked)
+		return s.store.UpdatePlan(ctx, g, id, apply, changed, checked)
 	}); err != nil {
 		return Plan{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/actions/actiontypes"
 )
 
 // rollerSettings are the compliance roller's flags.
@@ -46,7 +47,8 @@ func Spec() servicekit.Spec {
 }
 
 // build wires the service: the reference protocol's registry, which the
-// store declares its kinds to, behind one go-kit endpoint per operation;
+// store declares its kinds to, behind one go-kit endpoint per operation,
+// with the action types (actiontypes) on the same router;
 // the protocol's internal routes share the router. Actions have no finds,
 // so no cache. With NATS, the compliance read model follows the assets'
 // change events, and the reference protocol learns new targets from their
@@ -56,6 +58,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	timeout := endpoints.Timeout(d.RequestTimeout)
 	st := NewStore(d.Store, registry)
 	routes := NewHTTPHandler(MakeEndpoints(NewService(st), timeout))
+	actiontypes.Routes(routes, actiontypes.MakeEndpoints(actiontypes.NewService(actiontypes.NewStore(d.Store)), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	handlers := servicekit.Handlers{Routes: routes, Maintenance: maintenance()}
 	zone, err := time.LoadLocation(rollerSettings.zone)

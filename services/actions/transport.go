@@ -47,7 +47,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 
 func decodeListPlans(r *http.Request) (httpx.ListRequest[PlanFilter], error) {
 	q := httpx.ParseQuery(r, "limit", "cursor", "action_type", "asset_type_id")
-	f := PlanFilter{ActionType: q.Enum("action_type", ActionTypes), AssetTypeID: q.UUID("asset_type_id")}
+	f := PlanFilter{ActionType: q.String("action_type"), AssetTypeID: q.UUID("asset_type_id")}
 	return httpx.ListRequest[PlanFilter]{Filter: f, Page: q.Page()}, q.Err()
 }
 
@@ -59,7 +59,7 @@ func decodeListActions(r *http.Request) (httpx.ListRequest[ActionFilter], error)
 		"status_finalized", "valid_through_before", "performed_from", "performed_to", "source_system", "source_reference")
 	f := ActionFilter{
 		AssetID: q.UUID("asset_id"), PersonID: q.UUID("person_id"), OrganizationID: q.UUID("organization_id"),
-		ActionType: q.Enum("action_type", ActionTypes), StatusOK: q.Bool("status_ok"), StatusFinalized: q.Bool("status_finalized"),
+		ActionType: q.String("action_type"), StatusOK: q.Bool("status_ok"), StatusFinalized: q.Bool("status_finalized"),
 		ValidThroughBefore: q.Date("valid_through_before"), PerformedFrom: q.Date("performed_from"), PerformedTo: q.Date("performed_to"),
 		SourceSystem: q.String("source_system"), SourceReference: q.String("source_reference"),
 	}
@@ -88,10 +88,11 @@ func decodeActionsBatch(r *http.Request) (actionsBatch, error) {
 // decodeCompliance reads GET /compliance's filters; action_type and state
 // may repeat.
 func decodeCompliance(r *http.Request) (httpx.ListRequest[ComplianceFilter], error) {
-	q := httpx.ParseQuery(r, "limit", "cursor", "asset_id", "asset_type_id", "action_type", "state", "due_before", "as_of")
+	q := httpx.ParseQueryRepeating(r, []string{"action_type", "state"}, "limit", "cursor", "asset_id", "asset_type_id", "action_type", "state",
+		"due_before", "as_of")
 	f := ComplianceFilter{
 		AssetID: q.UUID("asset_id"), AssetTypeID: q.UUID("asset_type_id"),
-		ActionTypes: q.Enums("action_type", ActionTypes), States: q.Enums("state", States),
+		ActionTypes: q.Strings("action_type"), States: q.Enums("state", States),
 		DueBefore: q.Date("due_before"), AsOf: q.Date("as_of"),
 	}
 	return httpx.ListRequest[ComplianceFilter]{Filter: f, Page: q.Page()}, q.Err()

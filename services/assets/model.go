@@ -20,6 +20,8 @@ type Asset struct {
 	Status              *string                 `json:"status" db:"status"`
 	ResponsiblePersonID *uuid.UUID              `json:"responsible_person_id" db:"responsible_person_id"`
 	ExternalIDs         []assettypes.ExternalID `json:"external_ids" db:"external_ids"`
+	// ParentAssetID is the asset this one is a component of (null: none).
+	ParentAssetID *uuid.UUID `json:"parent_asset_id" db:"parent_asset_id"`
 	model.Audit
 }
 
@@ -39,6 +41,7 @@ type AssetInput struct {
 	Status              *string                 `json:"status"`
 	ResponsiblePersonID *model.UUID             `json:"responsible_person_id"`
 	ExternalIDs         []assettypes.ExternalID `json:"external_ids"`
+	ParentAssetID       *model.UUID             `json:"parent_asset_id"`
 }
 
 // Normalize trims the text and checks every field.
@@ -64,6 +67,7 @@ type AssetPatch struct {
 	Status              model.PatchField[string]                  `json:"status"`
 	ResponsiblePersonID model.PatchField[model.UUID]              `json:"responsible_person_id"`
 	ExternalIDs         model.PatchField[[]assettypes.ExternalID] `json:"external_ids"`
+	ParentAssetID       model.PatchField[model.UUID]              `json:"parent_asset_id"`
 }
 
 // Apply returns the input that results from patching a.
@@ -78,6 +82,10 @@ func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 	if p.ExternalIDs.Set {
 		in.ExternalIDs = p.ExternalIDs.Value
 	}
+	p.ParentAssetID.ApplyOptional(&in.ParentAssetID)
+	if id := in.ParentAssetID.Ptr(); id != nil && *id == a.ID {
+		v.Add("parent_asset_id", "must name another asset: an asset cannot be a component of itself")
+	}
 	if err := v.Err(); err != nil {
 		return in, err
 	}
@@ -87,7 +95,8 @@ func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 // assetInputOf is what an asset holds now, as an input.
 func assetInputOf(a Asset) AssetInput {
 	return AssetInput{SerialNumber: a.SerialNumber, AssetTypeID: model.ID(a.AssetTypeID), ProductionYear: a.ProductionYear,
-		Status: a.Status, ResponsiblePersonID: model.OptionalID(a.ResponsiblePersonID), ExternalIDs: assettypes.NonNil(a.ExternalIDs)}
+		Status: a.Status, ResponsiblePersonID: model.OptionalID(a.ResponsiblePersonID), ExternalIDs: assettypes.NonNil(a.ExternalIDs),
+		ParentAssetID: model.OptionalID(a.ParentAssetID)}
 }
 
 // AssetFilter narrows a list of assets.
@@ -96,6 +105,8 @@ type AssetFilter struct {
 	SerialNumber        *string
 	ResponsiblePersonID *uuid.UUID
 	External            assettypes.ExternalFilter
+	// ParentAssetID lists the components of an asset.
+	ParentAssetID *uuid.UUID
 }
 
 // AssetQuery is the body of an asset find: a serial number and, to name

@@ -77,6 +77,9 @@ func personOf(in AssetInput) []refs.Target {
 
 func (s *service) CreateAsset(ctx context.Context, by model.Caller, in AssetInput) (Asset, error) {
 	in, err := in.Normalize()
+	if err == nil {
+		err = s.parentSeen(ctx, by, in.ParentAssetID)
+	}
 	if err != nil {
 		return Asset{}, err
 	}
@@ -95,6 +98,9 @@ func (s *service) CreateAssets(ctx context.Context, by model.Caller, in []AssetI
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
 			in[i], out[i].Err = in[i].Normalize()
+		}
+		if out[i].Err == nil {
+			out[i].Err = s.parentSeen(ctx, by, in[i].ParentAssetID)
 		}
 		if out[i].Err == nil {
 			all = append(all, personOf(in[i])...)
@@ -162,13 +168,42 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 		ExternalIDs: []assettypes.ExternalID{}}, nil)
 }
 
+// UpdateAsset patches an asset. A patch that names a parent takes its
+// turn among the parent moves (Store.Moving), whose cycle check holds only
+// then; one that removes the parent, or leaves it, needs none.
 func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, p AssetPatch) (Asset, error) {
-	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		return s.store.UpdateAsset(ctx, g, id, p.Apply, checked)
-	}); err != nil {
+	update := func(ctx context.Context) error {
+		return s.refs.Checking(ctx, func(checked *refs.Checked) error {
+			return s.store.UpdateAsset(ctx, g, id, p.Apply, checked)
+		})
+	}
+	var err error
+	if p.ParentAssetID.Set && !p.ParentAssetID.Null {
+		if err = s.parentSeen(ctx, g.Caller, &p.ParentAssetID.Value); err == nil {
+			err = s.store.Moving(ctx, update)
+		}
+	} else {
+		err = update(ctx)
+	}
+	if err != nil {
 		return Asset{}, err
 	}
 	return s.store.GetAsset(ctx, id)
+}
+
+// parentSeen is where a parent_asset_id is held to the assets the caller
+// sees: the one place for the tenancy rule (model.Access) to plug in. Until
+// then every caller sees every asset, and the parent must only exist (the
+// store checks it again, under its lock, in the write).
+func (s *service) parentSeen(ctx context.Context, _ model.Caller, parent *model.UUID) error {
+	if parent == nil {
+		return nil
+	}
+	_, err := s.store.GetAsset(ctx, parent.UUID)
+	if apperr.Is(err, apperr.KindNotFound) {
+		return parentMissing(parent.UUID)
+	}
+	return err
 }
 
 // Reads and deletes have no rules beyond the store's.
@@ -185,5 +220,5 @@ func (s *service) ListAssets(ctx context.Context, f AssetFilter, page model.Page
 // action) still names it, as an asset type's delete does.
 func (s *service) DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.store.GetAsset(ctx, id) }
-	return s.refs.DeleteRow(ctx, g, "asset", "assets", id, current, s.store.DeleteAsset(id))
+	return s.refs.DeleteRow(ctx, g, "asset", "assets", id, current, s.store.DeleteAsset(g.Caller, id))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/assets/assettypes"
+	"github.com/assetregistry/registry/services/assets/meters"
 )
 
 // files are the migrations and the OpenAPI document, in the binary.
@@ -22,8 +23,9 @@ func Spec() servicekit.Spec {
 }
 
 // build wires the service: the reference protocol's registry, which both
-// stores declare their kinds to, the two components (assets at the root,
-// asset types beside them, each under its find cache, behind one go-kit
+// stores declare their kinds to, the components (assets at the root,
+// asset types beside them, each under its find cache, and the assets'
+// meter readings (meters), behind one go-kit
 // endpoint per operation) on one router, which the protocol's internal
 // routes share. The asset types' store names a type's assets through the
 // root's question: the component knows no assets itself.
@@ -33,6 +35,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	types := assettypes.NewStore(d.Store, registry, AssetsOfType)
 	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(NewStore(d.Store, registry), types), d.Finds), timeout))
 	assettypes.Routes(routes, assettypes.MakeEndpoints(assettypes.WithFindCache(assettypes.NewService(types), d.Finds), timeout))
+	meters.Routes(routes, meters.MakeEndpoints(meters.NewService(meters.NewStore(d.Store)), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	return servicekit.Handlers{Routes: routes}, nil
 }

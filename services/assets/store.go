@@ -50,7 +50,7 @@ func AssetsOfType(ctx context.Context, q store.Querier, typeID uuid.UUID) ([]ref
 }
 
 var assetColumns = `a.id, a.serial_number, a.asset_type_id, a.production_year, a.status, a.responsible_person_id, ` +
-	assetExternals.Column("a") + `, a.created_at, a.created_by, a.updated_at, a.updated_by`
+	assetExternals.Column("a") + `, a.parent_asset_id, a.created_at, a.created_by, a.updated_at, a.updated_by`
 
 // idRow is the RETURNING of an insert that may not insert.
 type idRow struct {
@@ -109,10 +109,14 @@ func (s *Store) createAssetIfAbsent(ctx context.Context, by model.Caller, in Ass
 	var a Asset
 	created := false
 	err := s.Write(ctx, "create asset", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if err := holdParent(ctx, tx, in.ParentAssetID.Ptr()); err != nil {
+			return nil, err
+		}
 		row, inserted, err := store.Inserted(ctx, tx, "insert asset",
-			`INSERT INTO assets (id, asset_type_id, serial_number, production_year, status, responsible_person_id, created_by, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (asset_type_id, serial_number) DO NOTHING RETURNING id`,
-			[]any{store.NewID(), in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), by.Subject},
+			`INSERT INTO assets (id, asset_type_id, serial_number, production_year, status, responsible_person_id, parent_asset_id, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (asset_type_id, serial_number) DO NOTHING RETURNING id`,
+			[]any{store.NewID(), in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(),
+				in.ParentAssetID.Ptr(), by.Subject},
 			func() (idRow, error) {
 				return store.One[idRow](ctx, tx, "get asset by serial number", "asset", uuid.Nil,
 					`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
@@ -135,6 +139,9 @@ func (s *Store) createAssetIfAbsent(ctx context.Context, by model.Caller, in Ass
 		if err := s.Record(ctx, tx, by, outbox.Created(outbox.KindAsset, a.ID.String(), a)); err != nil {
 			return nil, err
 		}
+		if err := s.Record(ctx, tx, by, componentChanges(a, nil, a.ParentAssetID)...); err != nil {
+			return nil, err
+		}
 		return []string{assetFinds(in.SerialNumber)}, nil
 	})
 	return a, created, err
@@ -154,7 +161,11 @@ func confirmPerson(ctx context.Context, tx pgx.Tx, checked *refs.Checked, id *uu
 // assetTypeMissing turns the foreign key of an asset's type into the 422
 // of a type that does not exist.
 func assetTypeMissing(err error, typeID uuid.UUID) error {
-	if _, missing := store.Constraint(err, store.ForeignKeyViolation); missing {
+	name, missing := store.Constraint(err, store.ForeignKeyViolation)
+	if missing && name == "assets_parent_asset_id_fkey" {
+		return apperr.Invalid(apperr.FieldError{Field: "parent_asset_id", Message: "must name an existing asset; it was deleted meanwhile"})
+	}
+	if missing {
 		return apperr.Invalid(apperr.FieldError{Field: "asset_type_id",
 			Message: fmt.Sprintf("must name an existing asset type; %s does not exist", typeID)})
 	}
@@ -180,6 +191,7 @@ func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page model.Page) 
 	store.Equal(&where, "asset_type_id", f.AssetTypeID)
 	store.Equal(&where, "serial_number", f.SerialNumber)
 	store.Equal(&where, "responsible_person_id", f.ResponsiblePersonID)
+	store.Equal(&where, "parent_asset_id", f.ParentAssetID)
 	assetExternals.Filter(&where, "a", f.External)
 	return store.List(ctx, s.Reads(ctx), "list assets", `SELECT `+assetColumns+` FROM assets a`,
 		where, page, func(a Asset) uuid.UUID { return a.ID })
@@ -206,7 +218,15 @@ func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, ap
 		Select:   `SELECT ` + assetColumns + ` FROM assets a WHERE a.id = $1`,
 		Input:    assetInputOf,
 		Save: func(ctx context.Context, tx pgx.Tx, old Asset, in AssetInput, actor string) ([]string, error) {
-			return saveAsset(ctx, tx, checked, old, in, actor)
+			changed, err := saveAsset(ctx, tx, checked, old, in, actor)
+			if err != nil || equalIDs(old.ParentAssetID, in.ParentAssetID.Ptr()) {
+				return changed, err
+			}
+			moved, err := s.getAsset(ctx, tx, old.ID)
+			if err != nil {
+				return nil, err
+			}
+			return changed, s.Record(ctx, tx, g.Caller, componentChanges(moved, old.ParentAssetID, in.ParentAssetID.Ptr())...)
 		},
 		Representation: func(ctx context.Context, a Asset) (any, error) { return s.GetAsset(ctx, a.ID) },
 		Kind:           outbox.KindAsset,
@@ -218,14 +238,20 @@ func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, ap
 }
 
 func saveAsset(ctx context.Context, tx pgx.Tx, checked *refs.Checked, old Asset, in AssetInput, actor string) ([]string, error) {
+	if parent := in.ParentAssetID.Ptr(); !equalIDs(parent, old.ParentAssetID) {
+		if err := moveUnder(ctx, tx, old.ID, parent); err != nil {
+			return nil, err
+		}
+	}
 	if person := in.ResponsiblePersonID.Ptr(); !equalIDs(person, old.ResponsiblePersonID) {
 		if err := confirmPerson(ctx, tx, checked, person); err != nil {
 			return nil, err
 		}
 	}
 	_, err := tx.Exec(ctx, `UPDATE assets SET asset_type_id = $2, serial_number = $3, production_year = $4, status = $5,
-		responsible_person_id = $6, updated_at = now(), updated_by = $7 WHERE id = $1`,
-		old.ID, in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), actor)
+		responsible_person_id = $6, updated_at = now(), updated_by = $7, parent_asset_id = $8 WHERE id = $1`,
+		old.ID, in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), actor,
+		in.ParentAssetID.Ptr())
 	if err != nil {
 		return nil, assetTypeMissing(store.Classify(err, "update asset"), in.AssetTypeID.UUID)
 	}
@@ -239,13 +265,95 @@ func saveAsset(ctx context.Context, tx pgx.Tx, checked *refs.Checked, old Asset,
 
 // DeleteAsset is the write that removes an asset and its external ids,
 // for the service to run once the reference protocol found nothing in
-// another service naming it (refs.DeleteRow).
-func (s *Store) DeleteAsset(id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+// another service naming it (refs.DeleteRow). An asset that has
+// components is a 409 naming them; a component's delete removes it from
+// its parent (asset_component.deleted on the parent, for by).
+func (s *Store) DeleteAsset(by model.Caller, id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		var serial string
-		err := store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number`, &serial)
-		return []string{assetFinds(serial)}, err
+		components, err := assetRefs(ctx, tx, "parent_asset_id", id)
+		if err != nil {
+			return nil, err
+		}
+		if len(components) > 0 {
+			for i := range components {
+				components[i].Label = "its component, " + components[i].Label
+			}
+			return nil, refs.StillReferenced("asset", id, components)
+		}
+		gone, err := s.getAsset(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		err = store.Delete(ctx, tx, "asset", id, `DELETE FROM assets WHERE id = $1 RETURNING serial_number`, &gone.SerialNumber)
+		if _, held := store.Constraint(err, store.ForeignKeyViolation); held {
+			// A component installed since the look above.
+			return nil, apperr.Conflict(fmt.Sprintf("asset %s has components: remove them from it first", id))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []string{assetFinds(gone.SerialNumber)}, s.Record(ctx, tx, by, componentChanges(gone, gone.ParentAssetID, nil)...)
 	}
+}
+
+// parentMoves is the advisory lock every change of an existing asset's
+// parent takes first, before its row's lock: moves then run one at a
+// time, so the ancestors each one reads are final, and two moves that
+// would close a cycle together (A under B, B under A) cannot both pass.
+// Creating an asset under a parent needs no turn: a new asset has no
+// components, so it closes no cycle.
+const parentMoves = "assets:parent_moves"
+
+// Moving runs fn, a write that may change assets' parents, in a
+// transaction that holds the parent moves' lock.
+func (s *Store) Moving(ctx context.Context, fn func(ctx context.Context) error) error {
+	return s.Write(ctx, "move asset", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, parentMoves); err != nil {
+			return nil, store.Classify(err, "lock parent moves")
+		}
+		return nil, fn(ctx)
+	})
+}
+
+// holdParent checks that the parent (nil: none) exists and keeps it from
+// being deleted until the transaction ends (FOR KEY SHARE, what its
+// foreign key takes anyway).
+func holdParent(ctx context.Context, tx pgx.Tx, parent *uuid.UUID) error {
+	if parent == nil {
+		return nil
+	}
+	var found bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM assets WHERE id = $1 FOR KEY SHARE)`, *parent).Scan(&found)
+	if err != nil {
+		return store.Classify(err, "lock parent asset")
+	}
+	if !found {
+		return parentMissing(*parent)
+	}
+	return nil
+}
+
+// moveUnder checks that the asset id may become a component of parent
+// (nil: of none): the parent exists and is not the asset or one of its
+// components, however deep. The caller holds the parent moves' lock
+// (Moving), so the ancestors read here are final until it commits.
+func moveUnder(ctx context.Context, tx pgx.Tx, id uuid.UUID, parent *uuid.UUID) error {
+	if err := holdParent(ctx, tx, parent); err != nil || parent == nil {
+		return err
+	}
+	var cycle bool
+	err := tx.QueryRow(ctx, `WITH RECURSIVE up (id, parent_asset_id) AS (
+			SELECT id, parent_asset_id FROM assets WHERE id = $1
+			UNION SELECT a.id, a.parent_asset_id FROM assets a JOIN up ON a.id = up.parent_asset_id)
+		SELECT EXISTS (SELECT 1 FROM up WHERE id = $2)`, *parent, id).Scan(&cycle)
+	if err != nil {
+		return store.Classify(err, "read ancestors")
+	}
+	if cycle {
+		return apperr.Invalid(apperr.FieldError{Field: "parent_asset_id",
+			Message: fmt.Sprintf("would make a cycle: asset %s is %s itself or one of its components", *parent, id)})
+	}
+	return nil
 }
 
 // assetRefs names the assets whose column holds id: those of a person
@@ -267,4 +375,28 @@ func assetRefs(ctx context.Context, q store.Querier, column string, id uuid.UUID
 
 func equalIDs(a, b *uuid.UUID) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// parentMissing is the 422 of a parent that does not exist.
+func parentMissing(id uuid.UUID) error {
+	return apperr.Invalid(apperr.FieldError{Field: "parent_asset_id",
+		Message: fmt.Sprintf("must name an existing asset; %s does not exist", id)})
+}
+
+// componentChanges are the events of the asset component moving from the
+// parent from to the parent to (nil: none): asset_component.deleted on the
+// one it leaves, asset_component.created on the one it joins, each with
+// that parent as its subject (so in its history) and the component as
+// GET answers it after the change (as it was, when it was deleted) as its
+// data. The component's own asset.created, asset.updated or asset.deleted
+// says the same from its side.
+func componentChanges(component Asset, from, to *uuid.UUID) []outbox.Change {
+	var out []outbox.Change
+	if from != nil {
+		out = append(out, outbox.Deleted(outbox.KindAssetComponent, from.String(), component))
+	}
+	if to != nil {
+		out = append(out, outbox.Created(outbox.KindAssetComponent, to.String(), component))
+	}
+	return out
 }

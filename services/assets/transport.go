@@ -28,10 +28,12 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 }
 
 func decodeListAssets(r *http.Request) (httpx.ListRequest[AssetFilter], error) {
-	q := httpx.ParseQuery(r, "limit", "cursor", "asset_type_id", "serial_number", "responsible_person_id", "source_system", "external_id")
+	q := httpx.ParseQuery(r, "limit", "cursor", "asset_type_id", "serial_number", "responsible_person_id", "source_system", "external_id",
+		"parent_asset_id")
 	req := httpx.ListRequest[AssetFilter]{
 		Filter: AssetFilter{AssetTypeID: q.UUID("asset_type_id"), SerialNumber: q.String("serial_number"),
-			ResponsiblePersonID: q.UUID("responsible_person_id"), External: assettypes.DecodeExternalFilter(q)},
+			ResponsiblePersonID: q.UUID("responsible_person_id"), External: assettypes.DecodeExternalFilter(q),
+			ParentAssetID: q.UUID("parent_asset_id")},
 		Page: q.Page(),
 	}
 	return req, q.Err()

@@ -38,6 +38,9 @@ var eventData = map[string]string{
 	outbox.KindDocument:           "documents GET /documents/{id} 200",
 	outbox.KindInspectionPlan:     "actions GET /inspection_plans/{id} 200",
 	outbox.KindCompliance:         "actions GET /compliance 200",
+	outbox.KindAssetComponent:     "assets GET /assets/{id} 200", // the component, its subject the parent
+	outbox.KindMeterReading:       "assets GET /assets/{id}/meter_readings/{reading_id} 200",
+	outbox.KindActionType:         "actions POST /action_types 201",
 }
 
 // No answer and no event can grow without bound: every array in a

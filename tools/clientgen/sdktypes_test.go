@@ -161,6 +161,7 @@ func compatible(goT string, prop map[string]any, components map[string]any) bool
 // and a webhook with the secret its create and rotate answer.
 var sdkNames = map[string]string{
 	"Action":       "ActionDetail",
+	"ActionType":   "ActionTypeDefinition",
 	"AssetType":    "AssetTypeDetail",
 	"Document":     "DocumentDetail",
 	"Organization": "OrganizationDetail",

@@ -19,7 +19,7 @@ func (a *app) commands() *ffcli.Command {
 		ShortHelp:  "the Asset Registry from a shell",
 		Subcommands: []*ffcli.Command{a.organizationsCommand(), a.peopleCommand(), a.assetTypesCommand(), a.assetsCommand(),
 			a.actionsCommand(), a.actionDocumentsCommand(), a.documentsCommand(),
-			a.plansCommand(), a.complianceCommand(), a.webhooksCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
+			a.plansCommand(), a.complianceCommand(), a.metersCommand(), a.actionTypesCommand(), a.webhooksCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
 			a.checkpointCommand(), a.logKeygenCommand(), a.passportCommand(), a.passportLinksCommand(), a.verifyCommand()},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

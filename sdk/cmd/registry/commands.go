@@ -112,6 +112,8 @@ var columns = map[string][]string{
 	"compliance":       {"asset_id", "action_type", "state", "due_date", "last_performed_at", "last_action_id"},
 	"webhooks":         {"id", "url", "types", "description"},
 	"deliveries":       {"id", "event_id", "status", "attempts", "last_status_code", "next_attempt_at"},
+	"meter_readings":   {"id", "meter", "value", "read_at", "reset"},
+	"action_types":     {"name", "description", "created_by"},
 }
 
 // print writes one value (or a list) as JSON or as a table.

@@ -21,6 +21,9 @@ func TestHelpAtEveryLevel(t *testing.T) {
 		{[]string{"plans", "load", "--help"}, []string{"registry plans load PRESET", "-asset-type"}},
 		{[]string{"compliance", "-h"}, []string{"registry compliance", "-state", "-due-before", "-as-of"}},
 		{[]string{"webhooks", "-h"}, []string{"registry webhooks <command>", "rotate", "deliveries", "retry"}},
+		{[]string{"meters", "-h"}, []string{"registry meters <command>", "add", "list"}},
+		{[]string{"meters", "add", "-h"}, []string{"registry meters add ASSET METER VALUE", "-reset", "-read-at"}},
+		{[]string{"action-types", "-h"}, []string{"registry action-types <command>", "list", "add"}},
 		{[]string{"webhooks", "deliveries", "--help"}, []string{"registry webhooks deliveries ID", "-status"}},
 	} {
 		out, err := os.CreateTemp(t.TempDir(), "out")

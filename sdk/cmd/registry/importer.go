@@ -54,12 +54,14 @@ type importer struct {
 	c       *registry.Client
 	keyBase string // Idempotency-Keys: keyBase + row + step, or keyBase + batch step + range + rows
 	folder  *documentsFolder
-	j       *journal
-	report  *report
-	calls   chan struct{} // bounds the per-row calls in flight
-	docs    chan docJob
-	toLink  chan link      // uploaded documents waiting to be linked to their actions
-	advance func(rows int) // the progress bar
+	// actionTypes are the names the registry lists (GET /action_types).
+	actionTypes []string
+	j           *journal
+	report      *report
+	calls       chan struct{} // bounds the per-row calls in flight
+	docs        chan docJob
+	toLink      chan link      // uploaded documents waiting to be linked to their actions
+	advance     func(rows int) // the progress bar
 
 	orgs, people, links, types onceMap[string, string]
 	knownAssets                assetMemo
@@ -116,7 +118,7 @@ func (a *app) runImport(ctx context.Context, path string, o importOptions) error
 	if o.dryRun {
 		failed := 0
 		err := readRows(abs, format, func(r row) bool {
-			errs := validate(r, docs)
+			errs := validate(r, docs, builtinActionTypes)
 			if r.err != nil {
 				errs = []rowError{*r.err}
 			}
@@ -153,7 +155,11 @@ func (a *app) runImport(ctx context.Context, path string, o importOptions) error
 	}
 	workers := max(o.workers, 1)
 	sum := sha256.Sum256([]byte(abs))
-	im := &importer{c: c, keyBase: "import-" + hex.EncodeToString(sum[:8]) + "-", folder: docs, j: j, report: report,
+	actionTypes, err := listedActionTypes(ctx, c)
+	if err != nil {
+		return err
+	}
+	im := &importer{c: c, keyBase: "import-" + hex.EncodeToString(sum[:8]) + "-", folder: docs, actionTypes: actionTypes, j: j, report: report,
 		calls: make(chan struct{}, workers), docs: make(chan docJob, workers*2), toLink: make(chan link, linkBatch), advance: func(int) {}}
 	var bar *progressbar.ProgressBar
 	if !o.quiet {
@@ -268,7 +274,7 @@ func (im *importer) runBatch(ctx context.Context, b batch) {
 	}
 	rows := make([]*pending, 0, len(b.rows))
 	for _, r := range b.rows {
-		errs := validate(r, im.folder)
+		errs := validate(r, im.folder, im.actionTypes)
 		if r.err != nil {
 			errs = []rowError{*r.err}
 		}
@@ -389,4 +395,21 @@ func (p *pending) failed(prefix string, err error) error {
 	}
 	p.errs = problemErrors(p.r.n, prefix, err)
 	return nil
+}
+
+// listedActionTypes are the action types the registry lists; a registry
+// without GET /action_types (404) has the four.
+func listedActionTypes(ctx context.Context, c *registry.Client) ([]string, error) {
+	var names []string
+	for t, err := range c.ListActionTypes(ctx) {
+		var p *registry.Problem
+		if errors.As(err, &p) && p.Status == http.StatusNotFound {
+			return builtinActionTypes, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, t.Name)
+	}
+	return names, nil
 }

@@ -206,9 +206,15 @@ var (
 	countryCode = regexp.MustCompile(`^[A-Za-z]{2}$`)
 )
 
+// builtinActionTypes are the action types every registry has: what
+// -dry-run, which asks the registry nothing, knows. A real run checks
+// against the names GET /action_types lists (an admin may add some).
+var builtinActionTypes = []string{"expert_control", "maintenance", "pre_use_inspection", "repair"}
+
 // validate checks a row the way the registry would, without calling it:
 // what -dry-run reports, and what a real run refuses before writing.
-func validate(r row, docs *documentsFolder) []rowError {
+// actionTypes are the names an action_type may take.
+func validate(r row, docs *documentsFolder, actionTypes []string) []rowError {
 	var errs []rowError
 	bad := func(field, problem string) { errs = append(errs, rowError{Row: r.n, Field: field, Problem: problem}) }
 	anySet := func(cols ...string) bool {
@@ -265,8 +271,8 @@ func validate(r row, docs *documentsFolder) []rowError {
 			bad("asset_production_year", "not a year from 1900 to next year")
 		}
 	}
-	if v := r.get("action_type"); v != "" && !slices.Contains([]string{"expert_control", "maintenance", "pre_use_inspection", "repair"}, v) {
-		bad("action_type", "must be one of expert_control, maintenance, pre_use_inspection, repair")
+	if v := r.get("action_type"); v != "" && !slices.Contains(actionTypes, v) {
+		bad("action_type", "must be one of "+strings.Join(actionTypes, ", "))
 	}
 	date("performed_at")
 	date("status_valid_through")

@@ -49,7 +49,7 @@ func TestDocumentFileStaysInItsFolder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := row{n: 1, values: map[string]string{"asset_type_brand": "B", "asset_type_model": "M", "asset_serial_number": "S",
 				"action_type": "repair", "performed_at": "2025-01-01", "document_file": tt.file}}
-			errs := validate(r, folder)
+			errs := validate(r, folder, builtinActionTypes)
 			if tt.problem == "" {
 				if len(errs) > 0 {
 					t.Fatalf("refused: %v", errs)

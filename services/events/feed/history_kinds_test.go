@@ -7,11 +7,12 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 )
 
-// An asset's history has its compliance transitions; other histories
+// An asset's history has its compliance transitions, components and meter
+// readings; other histories
 // their own kind only.
 func TestHistoryOf(t *testing.T) {
 	for kind, want := range map[string][]string{
-		outbox.KindAsset:  {outbox.KindAsset, outbox.KindCompliance},
+		outbox.KindAsset:  {outbox.KindAsset, outbox.KindCompliance, outbox.KindAssetComponent, outbox.KindMeterReading},
 		outbox.KindAction: {outbox.KindAction},
 	} {
 		if got := HistoryOf(kind); !slices.Equal(got, want) {

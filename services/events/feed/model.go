@@ -127,10 +127,12 @@ var HistoryKinds = map[string]string{
 // HistoryOf is the kinds of the events in a history of kind: an asset's
 // history has its compliance rows' transitions too (compliance.updated,
 // whose subject id is the asset's), so that it tells when the asset fell
-// due; GET ?as_of reads the asset's own events only.
+// due, and the components installed in it and removed from it and its
+// meter readings (subject id the asset's as well); GET ?as_of reads the
+// asset's own events only.
 func HistoryOf(kind string) []string {
 	if kind == outbox.KindAsset {
-		return []string{outbox.KindAsset, outbox.KindCompliance}
+		return []string{outbox.KindAsset, outbox.KindCompliance, outbox.KindAssetComponent, outbox.KindMeterReading}
 	}
 	return []string{kind}
 }

@@ -1,0 +1,135 @@
+package meters
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+const readingColumns = `r.id, r.asset_id, r.meter, r.value, r.read_at, r.reset, r.created_at, r.created_by`
+
+// Store is the PostgreSQL persistence of meter readings, in the assets
+// schema beside the assets they belong to.
+type Store struct{ *store.Store }
+
+// NewStore returns the meter readings' store over the kit's store.
+func NewStore(s *store.Store) *Store { return &Store{s} }
+
+// CreateReading records a reading of asset's meter by by. Readings of one
+// (asset, meter) take turns on an advisory lock, so each is checked
+// against neighbours no concurrent reading changes before it commits; the
+// asset is held (FOR KEY SHARE) so that it is not deleted meanwhile. An
+// asset that does not exist is a 404.
+func (s *Store) CreateReading(ctx context.Context, by model.Caller, assetID uuid.UUID, in reading) (Reading, error) {
+	var out Reading
+	err := s.Write(ctx, "create meter reading", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		if _, err := store.One[assetRow](ctx, tx, "lock asset", "asset", assetID, `SELECT id FROM assets WHERE id = $1 FOR KEY SHARE`, assetID); err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+			"meter:"+assetID.String()+":"+in.Meter); err != nil {
+			return nil, store.Classify(err, "lock meter")
+		}
+		// The new reading comes after every reading of the same instant
+		// (its id is the newest): those are before it, none is after.
+		before, err := readNeighbour(ctx, tx, `SELECT value, read_at, reset FROM meter_readings
+			WHERE asset_id = $1 AND meter = $2 AND read_at <= $3 ORDER BY read_at DESC, id DESC LIMIT 1`, assetID, in)
+		if err != nil {
+			return nil, err
+		}
+		after, err := readNeighbour(ctx, tx, `SELECT value, read_at, reset FROM meter_readings
+			WHERE asset_id = $1 AND meter = $2 AND read_at > $3 ORDER BY read_at, id LIMIT 1`, assetID, in)
+		if err != nil {
+			return nil, err
+		}
+		if err := in.fits(before, after); err != nil {
+			return nil, err
+		}
+		out, err = store.One[Reading](ctx, tx, "insert meter reading", "meter reading", uuid.Nil,
+			`INSERT INTO meter_readings AS r (id, asset_id, meter, value, read_at, reset, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+readingColumns,
+			store.NewID(), assetID, in.Meter, in.Value, in.ReadAt, in.Reset, by.Subject)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.Record(ctx, tx, by, outbox.Created(outbox.KindMeterReading, assetID.String(), out))
+	})
+	return out, err
+}
+
+// CreateReadings records a batch of readings of one asset (out[i] holds
+// the error of an item refused before) in one transaction, each item in a
+// savepoint of its own, in the body's order: each is checked against the
+// readings before it, the batch's own included. The asset and every meter
+// of the batch are locked first, the meters in name order, so two batches
+// never wait for each other in a circle.
+func (s *Store) CreateReadings(ctx context.Context, by model.Caller, assetID uuid.UUID, in []reading, out []model.ItemOutcome) error {
+	return s.WriteBatch(ctx, out, store.BatchWrite{
+		Prepare: func(ctx context.Context, tx pgx.Tx, out []model.ItemOutcome) error {
+			var meters []string
+			for i := range in {
+				if out[i].Err == nil {
+					meters = append(meters, "meter:"+assetID.String()+":"+in[i].Meter)
+				}
+			}
+			if _, err := store.One[assetRow](ctx, tx, "lock asset", "asset", assetID, `SELECT id FROM assets WHERE id = $1 FOR KEY SHARE`, assetID); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(m, 0)) FROM (SELECT DISTINCT unnest($1::text[]) AS m ORDER BY 1) k`, meters)
+			return store.Classify(err, "lock meters")
+		},
+		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
+			r, err := s.CreateReading(ctx, by, assetID, in[i])
+			return model.ItemOutcome{ID: r.ID, Created: true}, err
+		},
+	})
+}
+
+// readNeighbour reads the reading sql finds next to in (nil: none).
+func readNeighbour(ctx context.Context, tx pgx.Tx, sql string, assetID uuid.UUID, in reading) (*neighbour, error) {
+	found, err := store.Many[neighbour](ctx, tx, "read neighbouring reading", sql, assetID, in.Meter, in.ReadAt)
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	return &found[0], nil
+}
+
+// assetRow is an asset as far as its readings need it: that it exists.
+type assetRow struct {
+	ID uuid.UUID `db:"id"`
+}
+
+// GetReading reads one reading of an asset.
+func (s *Store) GetReading(ctx context.Context, assetID, id uuid.UUID) (Reading, error) {
+	return store.One[Reading](ctx, s.DB(ctx), "get meter reading", "meter reading", id,
+		`SELECT `+readingColumns+` FROM meter_readings r WHERE r.asset_id = $1 AND r.id = $2`, assetID, id)
+}
+
+// ListReadings reads one page of an asset's readings, oldest first
+// (read_at, then creation). The cursor is the last reading's id; a
+// reading never changes, so its read_at places the next page. An asset
+// that does not exist is a 404.
+func (s *Store) ListReadings(ctx context.Context, f ReadingFilter, page model.Page) (model.Paged[Reading], error) {
+	q := s.Reads(ctx)
+	if _, err := store.One[assetRow](ctx, q, "look up asset", "asset", f.AssetID, `SELECT id FROM assets WHERE id = $1`, f.AssetID); err != nil {
+		return model.Paged[Reading]{}, err
+	}
+	var where store.Filter
+	where.Where("r.asset_id = ?", f.AssetID)
+	store.Equal(&where, "r.meter", f.Meter)
+	if page.After != uuid.Nil {
+		where.Where("(r.read_at, r.id) > (SELECT c.read_at, c.id FROM meter_readings c WHERE c.id = ?)", page.After)
+	}
+	items, err := store.Many[Reading](ctx, q, "list meter readings", `SELECT `+readingColumns+` FROM meter_readings r`+where.SQL()+
+		fmt.Sprintf(` ORDER BY r.read_at, r.id LIMIT %d`, page.Limit+1), where.Args()...)
+	if err != nil {
+		return model.Paged[Reading]{}, err
+	}
+	return model.TrimPage(items, page, func(r Reading) uuid.UUID { return r.ID }), nil
+}

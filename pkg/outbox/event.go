@@ -37,13 +37,18 @@ const (
 	// KindCompliance is an asset's compliance rows (subject id: the
 	// asset's): compliance.updated when a row's state changes.
 	KindCompliance = "compliance"
+	// KindAssetGrant is an organization's grant on an asset (subject id:
+	// "<asset_id>:<organization_id>"; data carries asset_id).
+	KindAssetGrant = "asset_grant"
+	// KindTransfer is an asset's transfer to another organization.
+	KindTransfer = "transfer"
 )
 
 // Kinds lists every kind, in the order the documentation names them.
 var Kinds = []string{
 	KindOrganization, KindPerson, KindPersonOrganization, KindAssetType,
 	KindAsset, KindAction, KindActionDocument, KindDocument, KindInspectionPlan,
-	KindCompliance,
+	KindCompliance, KindAssetGrant, KindTransfer,
 }
 
 // The operations of an event's type.

@@ -20,6 +20,10 @@ type Asset struct {
 	Status              *string                 `json:"status" db:"status"`
 	ResponsiblePersonID *uuid.UUID              `json:"responsible_person_id" db:"responsible_person_id"`
 	ExternalIDs         []assettypes.ExternalID `json:"external_ids" db:"external_ids"`
+	// OwnerOrganizationID is the organization that holds the asset (null:
+	// none, the asset is shared with every client); see docs/api.md,
+	// "Tenancy".
+	OwnerOrganizationID *uuid.UUID `json:"owner_organization_id" db:"owner_organization_id"`
 	model.Audit
 }
 
@@ -39,6 +43,9 @@ type AssetInput struct {
 	Status              *string                 `json:"status"`
 	ResponsiblePersonID *model.UUID             `json:"responsible_person_id"`
 	ExternalIDs         []assettypes.ExternalID `json:"external_ids"`
+	// OwnerOrganizationID defaults to a bound caller's organization
+	// (ownerFor); only an admin changes it in a patch.
+	OwnerOrganizationID *model.UUID `json:"owner_organization_id"`
 }
 
 // Normalize trims the text and checks every field.
@@ -64,6 +71,7 @@ type AssetPatch struct {
 	Status              model.PatchField[string]                  `json:"status"`
 	ResponsiblePersonID model.PatchField[model.UUID]              `json:"responsible_person_id"`
 	ExternalIDs         model.PatchField[[]assettypes.ExternalID] `json:"external_ids"`
+	OwnerOrganizationID model.PatchField[model.UUID]              `json:"owner_organization_id"`
 }
 
 // Apply returns the input that results from patching a.
@@ -78,6 +86,7 @@ func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 	if p.ExternalIDs.Set {
 		in.ExternalIDs = p.ExternalIDs.Value
 	}
+	p.OwnerOrganizationID.ApplyOptional(&in.OwnerOrganizationID)
 	if err := v.Err(); err != nil {
 		return in, err
 	}
@@ -87,7 +96,8 @@ func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 // assetInputOf is what an asset holds now, as an input.
 func assetInputOf(a Asset) AssetInput {
 	return AssetInput{SerialNumber: a.SerialNumber, AssetTypeID: model.ID(a.AssetTypeID), ProductionYear: a.ProductionYear,
-		Status: a.Status, ResponsiblePersonID: model.OptionalID(a.ResponsiblePersonID), ExternalIDs: assettypes.NonNil(a.ExternalIDs)}
+		Status: a.Status, ResponsiblePersonID: model.OptionalID(a.ResponsiblePersonID), ExternalIDs: assettypes.NonNil(a.ExternalIDs),
+		OwnerOrganizationID: model.OptionalID(a.OwnerOrganizationID)}
 }
 
 // AssetFilter narrows a list of assets.
@@ -96,6 +106,9 @@ type AssetFilter struct {
 	SerialNumber        *string
 	ResponsiblePersonID *uuid.UUID
 	External            assettypes.ExternalFilter
+	// VisibleTo is the bound caller's organization: only the assets it
+	// sees are listed ("" lists every asset).
+	VisibleTo string
 }
 
 // AssetQuery is the body of an asset find: a serial number and, to name

@@ -17,13 +17,16 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/services/assets/assettypes"
+	"github.com/assetregistry/registry/services/assets/custody"
 )
 
 // Service is what the assets component does. Errors are *apperr.Error.
 type Service interface {
 	// Assets, read.
-	GetAsset(ctx context.Context, id uuid.UUID) (Asset, error)
-	ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error)
+	// Reads answer what by sees (docs/api.md, "Tenancy"): an asset it
+	// does not see is a 404, and absent from lists and finds.
+	GetAsset(ctx context.Context, by model.Caller, id uuid.UUID) (Asset, error)
+	ListAssets(ctx context.Context, by model.Caller, f AssetFilter, page model.Page) (model.Paged[Asset], error)
 	// FindAsset returns the asset matching the criteria; with create it
 	// creates one when none matches and reports created=true.
 	FindAsset(ctx context.Context, by model.Caller, q AssetQuery, create bool) (a Asset, created bool, err error)
@@ -67,6 +70,35 @@ func personTarget(id uuid.UUID) refs.Target {
 	return refs.Target{Field: "responsible_person_id", Kind: "person", ID: id}
 }
 
+// refsOf are the references in makes: its responsible person and its
+// owner organization, if any.
+func refsOf(in AssetInput) []refs.Target {
+	if id := in.OwnerOrganizationID.Ptr(); id != nil {
+		return append(personOf(in), custody.OrganizationTarget(*id))
+	}
+	return personOf(in)
+}
+
+// ownerFor applies the owner rule of a create by by: a bound client's
+// asset belongs to its organization, and naming another is a 422; an
+// unbound client names any organization (checked as a reference) or none.
+func ownerFor(by model.Caller, in AssetInput) (AssetInput, error) {
+	if by.Organization == "" {
+		return in, nil
+	}
+	org, err := uuid.Parse(by.Organization)
+	if err != nil {
+		return in, apperr.Invalid(apperr.FieldError{Field: "owner_organization_id",
+			Message: "your client's organization claim is no organization id: ask the operator to bind it again"})
+	}
+	if named := in.OwnerOrganizationID.Ptr(); named != nil && *named != org {
+		return in, apperr.Invalid(apperr.FieldError{Field: "owner_organization_id",
+			Message: "must be your client's own organization, " + by.Organization + ", or left out; another organization's asset is handed over by a transfer"})
+	}
+	in.OwnerOrganizationID = &model.UUID{UUID: org}
+	return in, nil
+}
+
 // personOf is the reference in makes to a person, if any.
 func personOf(in AssetInput) []refs.Target {
 	if id := in.ResponsiblePersonID.Ptr(); id != nil {
@@ -77,6 +109,9 @@ func personOf(in AssetInput) []refs.Target {
 
 func (s *service) CreateAsset(ctx context.Context, by model.Caller, in AssetInput) (Asset, error) {
 	in, err := in.Normalize()
+	if err == nil {
+		in, err = ownerFor(by, in)
+	}
 	if err != nil {
 		return Asset{}, err
 	}
@@ -97,7 +132,10 @@ func (s *service) CreateAssets(ctx context.Context, by model.Caller, in []AssetI
 			in[i], out[i].Err = in[i].Normalize()
 		}
 		if out[i].Err == nil {
-			all = append(all, personOf(in[i])...)
+			in[i], out[i].Err = ownerFor(by, in[i])
+		}
+		if out[i].Err == nil {
+			all = append(all, refsOf(in[i])...)
 			pending++
 		}
 	}
@@ -122,7 +160,7 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 	if err != nil {
 		return Asset{}, false, err
 	}
-	matches, err := s.store.FindAssets(ctx, q, model.FindLimit)
+	matches, err := s.store.FindAssets(ctx, q, model.FindLimit, by.Organization)
 	if err != nil {
 		return Asset{}, false, err
 	}
@@ -156,34 +194,106 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 		return Asset{}, false, err
 	}
 	// Another caller may create it between our find and our insert; the
-	// insert then returns theirs (created=false). It names no person: no
-	// reference to check.
-	return s.store.CreateAssetIfAbsent(ctx, by, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
-		ExternalIDs: []assettypes.ExternalID{}}, nil)
+	// insert then returns theirs (created=false), or a 409 when by does
+	// not see it. It names no person; a bound caller's asset names its
+	// organization as owner.
+	in, err := ownerFor(by, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID), ExternalIDs: []assettypes.ExternalID{}})
+	if err != nil {
+		return Asset{}, false, err
+	}
+	var created bool
+	a, err := refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Asset, error) {
+		a, made, err := s.store.CreateAssetIfAbsent(ctx, by, in, checked)
+		created = made
+		return a, err
+	})
+	return a, created, err
 }
 
+// UpdateAsset applies the patch under the rules of mayChange; only an
+// admin changes the owner organization (a 422 on the field for anyone
+// else), so a transfer is the way an asset changes hands.
 func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, p AssetPatch) (Asset, error) {
+	g, owner, err := s.mayChange(ctx, g, id)
+	if err != nil {
+		return Asset{}, err
+	}
+	apply := func(a Asset) (AssetInput, error) {
+		if !equalIDs(a.OwnerOrganizationID, owner) {
+			// Handed over since mayChange read it: what the caller may do
+			// has changed.
+			return AssetInput{}, apperr.Conflict("asset " + id.String() + " changed hands while it was being updated; read it again")
+		}
+		in, err := p.Apply(a)
+		if err == nil && !g.Admin && !equalIDs(in.OwnerOrganizationID.Ptr(), a.OwnerOrganizationID) {
+			err = apperr.Invalid(apperr.FieldError{Field: "owner_organization_id",
+				Message: "changes only by a transfer (POST /assets/{id}/transfers) or by a client with registry:admin"})
+		}
+		return in, err
+	}
 	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		return s.store.UpdateAsset(ctx, g, id, p.Apply, checked)
+		return s.store.UpdateAsset(ctx, g, id, apply, checked)
 	}); err != nil {
 		return Asset{}, err
 	}
 	return s.store.GetAsset(ctx, id)
 }
 
-// Reads and deletes have no rules beyond the store's.
-
-func (s *service) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
-	return s.store.GetAsset(ctx, id)
+// mayChange is who may change or delete an asset: nobody changes what
+// they do not see (404); its creator, an admin, and any client of its
+// owner organization may (the owner rule of the route, widened to the
+// owner's clients). It returns the guard the store applies, and the owner
+// it read.
+func (s *service) mayChange(ctx context.Context, g model.Guard, id uuid.UUID) (model.Guard, *uuid.UUID, error) {
+	acc, err := s.store.Access(ctx, id)
+	if err != nil {
+		return g, nil, err
+	}
+	if !acc.Sees(g.Caller) {
+		return g, nil, apperr.NotFound("asset", id.String())
+	}
+	var owner *uuid.UUID
+	if acc.OwnerOrganizationID != "" {
+		id := uuid.MustParse(acc.OwnerOrganizationID)
+		owner = &id
+		if g.Organization == acc.OwnerOrganizationID {
+			g.OwnerOnly = false
+		}
+	}
+	return g, owner, nil
 }
 
-func (s *service) ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error) {
+// GetAsset answers an asset by sees; any other is a 404, as one that
+// does not exist.
+func (s *service) GetAsset(ctx context.Context, by model.Caller, id uuid.UUID) (Asset, error) {
+	a, err := s.store.GetAsset(ctx, id)
+	if err != nil || by.Organization == "" {
+		return a, err
+	}
+	acc, err := s.store.Access(ctx, id)
+	if err == nil && !acc.Sees(by) {
+		err = apperr.NotFound("asset", id.String())
+	}
+	if err != nil {
+		return Asset{}, err
+	}
+	return a, nil
+}
+
+// ListAssets lists what by sees, filtered in the query.
+func (s *service) ListAssets(ctx context.Context, by model.Caller, f AssetFilter, page model.Page) (model.Paged[Asset], error) {
+	f.VisibleTo = by.Organization
 	return s.store.ListAssets(ctx, f, page)
 }
 
 // DeleteAsset removes an asset unless something in another service (an
-// action) still names it, as an asset type's delete does.
+// action) still names it, as an asset type's delete does, under the rules
+// of mayChange.
 func (s *service) DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	g, _, err := s.mayChange(ctx, g, id)
+	if err != nil {
+		return err
+	}
 	current := func(ctx context.Context) (any, error) { return s.store.GetAsset(ctx, id) }
 	return s.refs.DeleteRow(ctx, g, "asset", "assets", id, current, s.store.DeleteAsset(id))
 }

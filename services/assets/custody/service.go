@@ -60,15 +60,16 @@ func NewService(store *Store, r *refs.Registry) Service { return &service{store:
 
 // manages is the rule for changing an asset's grants or handing it over:
 // a caller that does not see the asset is told it does not exist; an
-// asset without owner has nothing to grant or hand over (a 422 saying
-// so); only the owner's clients and an admin manage it (403 not-owner).
-func manages(by model.Caller, acc model.Access, what string) error {
+// asset without owner has nothing to grant or hand over (a 422 on field,
+// the organization the body names, saying so); only the owner's clients
+// and an admin manage it (403 not-owner).
+func manages(by model.Caller, acc model.Access, what, field string) error {
 	switch {
 	case !acc.Sees(by):
 		return apperr.NotFound("asset", acc.AssetID)
 	case acc.OwnerOrganizationID == "":
-		return apperr.New(apperr.KindInvalid, fmt.Sprintf("asset %s has no owner organization: it is shared with every client, so %s "+
-			"means nothing; an admin gives it an owner first (POST /assets/owners)", acc.AssetID, what))
+		return apperr.Invalid(apperr.FieldError{Field: field, Message: fmt.Sprintf("cannot be given %s: asset %s has no owner organization, "+
+			"so it is shared with every client already; an admin gives it an owner first (POST /assets/owners)", what, acc.AssetID)})
 	case !acc.ManagesAsset(by):
 		e := apperr.New(apperr.KindForbidden, fmt.Sprintf("asset %s belongs to organization %s: only its clients or a client with "+
 			"registry:admin may change its grants or hand it over", acc.AssetID, acc.OwnerOrganizationID))
@@ -95,7 +96,7 @@ func (s *service) PutGrant(ctx context.Context, by model.Caller, assetID uuid.UU
 	var created bool
 	g, err := refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Grant, error) {
 		g, made, err := s.store.PutGrant(ctx, by, assetID, in, checked, func(acc model.Access) error {
-			if err := manages(by, acc, "a grant"); err != nil {
+			if err := manages(by, acc, "a grant", "organization_id"); err != nil {
 				return err
 			}
 			return notTheOwner(acc, "organization_id", in.OrganizationID.UUID)
@@ -122,7 +123,7 @@ func (s *service) ListGrants(ctx context.Context, by model.Caller, assetID uuid.
 // the client that made the grant as the not-owner problem's owner.
 func (s *service) DeleteGrant(ctx context.Context, g model.Guard, assetID, organizationID uuid.UUID) error {
 	return s.store.DeleteGrant(ctx, g, assetID, organizationID, func(acc model.Access, held *Grant) error {
-		err := manages(g.Caller, acc, "a grant")
+		err := manages(g.Caller, acc, "a grant", "organization_id")
 		var e *apperr.Error
 		if held != nil && errors.As(err, &e) && e.Code == "not-owner" {
 			return e.With("owner", held.CreatedBy)
@@ -145,7 +146,7 @@ func (s *service) CreateTransfer(ctx context.Context, by model.Caller, assetID u
 	}
 	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Transfer, error) {
 		return s.store.CreateTransfer(ctx, by, assetID, in, checked, func(acc model.Access) error {
-			if err := manages(by, acc, "a transfer"); err != nil {
+			if err := manages(by, acc, "the asset", "to_organization_id"); err != nil {
 				return err
 			}
 			return notTheOwner(acc, "to_organization_id", in.ToOrganizationID.UUID)

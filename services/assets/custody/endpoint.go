@@ -3,12 +3,11 @@ package custody
 import (
 	"context"
 
-	"github.com/go-kit/kit/endpoint"
-	"github.com/google/uuid"
-
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/go-kit/kit/endpoint"
+	"github.com/google/uuid"
 )
 
 // Endpoints holds one go-kit endpoint per operation of custody. Each

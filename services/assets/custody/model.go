@@ -52,17 +52,12 @@ func (in GrantInput) Normalize() (GrantInput, error) {
 	return in, v.Err()
 }
 
-// Transfer states: a transfer is created pending and moves once, to one
-// of the other three.
-const (
-	StatePending   = "pending"
-	StateAccepted  = "accepted"
-	StateRejected  = "rejected"
-	StateCancelled = "cancelled"
-)
+// StatePending is the state a transfer is created in; it moves once, to
+// the state of a Move.
+const StatePending = "pending"
 
 // States are the states a transfer can be in.
-var States = []string{StatePending, StateAccepted, StateRejected, StateCancelled}
+var States = []string{StatePending, Accept.State, Reject.State, Cancel.State}
 
 // Transfer is an asset's handover from its owner organization to another,
 // which that one accepts or rejects (or the sender cancels).
@@ -104,9 +99,9 @@ type Move struct {
 
 // The three moves of a pending transfer.
 var (
-	Accept = Move{Name: "accept", State: StateAccepted, Receiver: true}
-	Reject = Move{Name: "reject", State: StateRejected, Receiver: true}
-	Cancel = Move{Name: "cancel", State: StateCancelled}
+	Accept = Move{Name: "accept", State: "accepted", Receiver: true}
+	Reject = Move{Name: "reject", State: "rejected", Receiver: true}
+	Cancel = Move{Name: "cancel", State: "cancelled"}
 )
 
 // OwnersInput is the body of POST /assets/owners: an admin's change of the

@@ -15,11 +15,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
-
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/google/uuid"
 )
 
 // Service is what the custody component does. Errors are *apperr.Error.

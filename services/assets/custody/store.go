@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // Assets is what custody needs of the assets it guards, given by the
@@ -164,6 +163,20 @@ func lockAsset(ctx context.Context, tx pgx.Tx, id uuid.UUID) (model.Access, stri
 	return acc, serial, err
 }
 
+// managedAsset locks an asset for a change of its grants or its owner,
+// has decide judge its access, and confirms the organization the change
+// names (org: a check of that one target).
+func managedAsset(ctx context.Context, tx pgx.Tx, id uuid.UUID, decide func(model.Access) error, org *refs.Checked) (model.Access, string, error) {
+	acc, serial, err := lockAsset(ctx, tx, id)
+	if err == nil {
+		err = decide(acc)
+	}
+	if err == nil {
+		_, err = org.Confirm(ctx, tx)
+	}
+	return acc, serial, err
+}
+
 const grantColumns = `asset_id, organization_id, role, created_at, created_by`
 
 // Grants lists an asset's grants in the order they were made.
@@ -183,14 +196,8 @@ func (s *Store) Grants(ctx context.Context, assetID uuid.UUID) ([]Grant, error) 
 func (s *Store) PutGrant(ctx context.Context, by model.Caller, assetID uuid.UUID, in GrantInput, checked *refs.Checked,
 	decide func(model.Access) error) (g Grant, created bool, err error) {
 	err = s.Write(ctx, "put grant", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		acc, serial, err := lockAsset(ctx, tx, assetID)
+		_, serial, err := managedAsset(ctx, tx, assetID, decide, checked.Of(organizationTarget("organization_id", in.OrganizationID.UUID)))
 		if err != nil {
-			return nil, err
-		}
-		if err := decide(acc); err != nil {
-			return nil, err
-		}
-		if _, err := checked.Of(organizationTarget("organization_id", in.OrganizationID.UUID)).Confirm(ctx, tx); err != nil {
 			return nil, err
 		}
 		var old *Grant
@@ -262,14 +269,8 @@ func (s *Store) CreateTransfer(ctx context.Context, by model.Caller, assetID uui
 	decide func(model.Access) error) (Transfer, error) {
 	var t Transfer
 	err := s.Write(ctx, "create transfer", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
-		acc, _, err := lockAsset(ctx, tx, assetID)
+		acc, _, err := managedAsset(ctx, tx, assetID, decide, checked.Of(organizationTarget("to_organization_id", in.ToOrganizationID.UUID)))
 		if err != nil {
-			return nil, err
-		}
-		if err := decide(acc); err != nil {
-			return nil, err
-		}
-		if _, err := checked.Of(organizationTarget("to_organization_id", in.ToOrganizationID.UUID)).Confirm(ctx, tx); err != nil {
 			return nil, err
 		}
 		t, err = store.One[Transfer](ctx, tx, "create transfer", "transfer", assetID, `INSERT INTO asset_transfers
@@ -329,7 +330,7 @@ func (s *Store) MoveTransfer(ctx context.Context, by model.Caller, id uuid.UUID,
 			return nil, err
 		}
 		var changed []string
-		if move.State == StateAccepted {
+		if move == Accept {
 			if changed, err = s.handOver(ctx, tx, by, old); err != nil {
 				return nil, err
 			}

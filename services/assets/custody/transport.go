@@ -45,13 +45,11 @@ func Routes(r *httpx.Router, e Endpoints) {
 
 // decodeGrantOf reads the asset's and the organization's ids from the
 // path; the operation takes no query parameters.
-func decodeGrantOf(r *http.Request) (grantOf, error) {
-	assetID, err := httpx.PathID(r)
-	if err != nil {
-		return grantOf{}, err
+func decodeGrantOf(r *http.Request) (g grantOf, err error) {
+	if g.AssetID, err = httpx.PathID(r); err == nil {
+		g.OrganizationID, err = httpx.PathUUID(r, "organization_id")
 	}
-	organizationID, err := httpx.PathUUID(r, "organization_id")
-	return grantOf{AssetID: assetID, OrganizationID: organizationID}, err
+	return g, err
 }
 
 func decodeListTransfers(r *http.Request) (httpx.ListRequest[TransferFilter], error) {

@@ -151,6 +151,9 @@ type Asset struct {
 	Status              *string      `json:"status"`
 	ResponsiblePersonID *string      `json:"responsible_person_id"`
 	ExternalIDs         []ExternalID `json:"external_ids"`
+	// OwnerOrganizationID is the organization that holds the asset; nil:
+	// none, the asset is shared with every client.
+	OwnerOrganizationID *string `json:"owner_organization_id"`
 	Audit
 }
 
@@ -161,6 +164,9 @@ type AssetInput struct {
 	Status              string       `json:"status,omitempty"`
 	ResponsiblePersonID string       `json:"responsible_person_id,omitempty"`
 	ExternalIDs         []ExternalID `json:"external_ids,omitempty"`
+	// OwnerOrganizationID: empty is the caller's own organization for a
+	// client bound to one, none for a client bound to none.
+	OwnerOrganizationID string `json:"owner_organization_id,omitempty"`
 }
 
 // AssetQuery finds an asset by serial number; with Brand and Model the

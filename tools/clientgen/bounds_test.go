@@ -38,6 +38,8 @@ var eventData = map[string]string{
 	outbox.KindDocument:           "documents GET /documents/{id} 200",
 	outbox.KindInspectionPlan:     "actions GET /inspection_plans/{id} 200",
 	outbox.KindCompliance:         "actions GET /compliance 200",
+	outbox.KindAssetGrant:         "assets POST /assets/{id}/grants 201",
+	outbox.KindTransfer:           "assets GET /transfers/{id} 200",
 }
 
 // No answer and no event can grow without bound: every array in a

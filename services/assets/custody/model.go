@@ -111,6 +111,10 @@ type OwnersInput struct {
 	OwnerOrganizationID *model.UUID  `json:"owner_organization_id"`
 }
 
+// MaxGrants bounds the grants of one asset, and so every answer and log
+// row that lists them.
+const MaxGrants = 1000
+
 // MaxOwners bounds the assets of one POST /assets/owners.
 const MaxOwners = 1000
 

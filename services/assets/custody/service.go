@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
@@ -97,6 +98,12 @@ func (s *service) PutGrant(ctx context.Context, by model.Caller, assetID uuid.UU
 		g, made, err := s.store.PutGrant(ctx, by, assetID, in, checked, func(acc model.Access) error {
 			if err := manages(by, acc, "a grant", "organization_id"); err != nil {
 				return err
+			}
+			if len(acc.Grants) >= MaxGrants && !slices.ContainsFunc(acc.Grants, func(g model.AssetGrant) bool {
+				return g.OrganizationID == in.OrganizationID.UUID.String()
+			}) {
+				return apperr.Invalid(apperr.FieldError{Field: "organization_id",
+					Message: fmt.Sprintf("cannot be given a grant: the asset has %d already, the most it may have", MaxGrants)})
 			}
 			return notTheOwner(acc, "organization_id", in.OrganizationID.UUID)
 		})

@@ -22,6 +22,10 @@ func TestHelpAtEveryLevel(t *testing.T) {
 		{[]string{"compliance", "-h"}, []string{"registry compliance", "-state", "-due-before", "-as-of"}},
 		{[]string{"webhooks", "-h"}, []string{"registry webhooks <command>", "rotate", "deliveries", "retry"}},
 		{[]string{"webhooks", "deliveries", "--help"}, []string{"registry webhooks deliveries ID", "-status"}},
+		{[]string{"grants", "-h"}, []string{"registry grants <command>", "list", "add", "remove"}},
+		{[]string{"grants", "add", "--help"}, []string{"registry grants add ASSET_ID ORGANIZATION_ID", "-role"}},
+		{[]string{"transfers", "-h"}, []string{"registry transfers <command>", "create", "accept", "reject", "cancel"}},
+		{[]string{"assets", "set-owner", "--help"}, []string{"registry assets set-owner ORGANIZATION_ID", "-none"}},
 	} {
 		out, err := os.CreateTemp(t.TempDir(), "out")
 		if err != nil {

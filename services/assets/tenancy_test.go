@@ -361,6 +361,7 @@ func TestSetOwners(t *testing.T) {
 	one, two := tn.asset(tn.RW, "SN-O1"), tn.asset(tn.a, "SN-O2")
 	body := map[string]any{"asset_ids": []any{one["id"], two["id"]}, "owner_organization_id": tn.A}
 	tn.Call(403, "POST", "/assets/owners", tn.RW, body)
+	wantFieldProblem(t, tn.Do("POST", "/assets/owners", tn.Admin, map[string]any{"asset_ids": []any{one["id"]}}), "owner_organization_id")
 	wantFieldProblem(t, tn.Do("POST", "/assets/owners", tn.Admin, map[string]any{"asset_ids": []any{one["id"], uuid.NewString()},
 		"owner_organization_id": tn.A}), "asset_ids[1]")
 	got := tn.Call(200, "POST", "/assets/owners", tn.Admin, body).JSON()

@@ -106,9 +106,19 @@ var (
 
 // OwnersInput is the body of POST /assets/owners: an admin's change of the
 // owner of many assets at once (null: no owner, the assets become shared).
+// The owner must be given, null included: an admin who left it out did
+// not mean to make the assets shared.
 type OwnersInput struct {
-	AssetIDs            []model.UUID `json:"asset_ids"`
-	OwnerOrganizationID *model.UUID  `json:"owner_organization_id"`
+	AssetIDs            []model.UUID                 `json:"asset_ids"`
+	OwnerOrganizationID model.PatchField[model.UUID] `json:"owner_organization_id"`
+}
+
+// owner is the owner the input names (nil: none).
+func (in OwnersInput) owner() *uuid.UUID {
+	if in.OwnerOrganizationID.Null {
+		return nil
+	}
+	return &in.OwnerOrganizationID.Value.UUID
 }
 
 // MaxGrants bounds the grants of one asset, and so every answer and log
@@ -127,6 +137,9 @@ func (in OwnersInput) Normalize() (OwnersInput, error) {
 		v.Add("asset_ids", "must name at least one asset")
 	case len(in.AssetIDs) > MaxOwners:
 		v.Add("asset_ids", "must name at most %d assets", MaxOwners)
+	}
+	if !in.OwnerOrganizationID.Set {
+		v.Add("owner_organization_id", "is required: an organization's id, or null for none")
 	}
 	seen := map[uuid.UUID]bool{}
 	for i, id := range in.AssetIDs {

@@ -207,7 +207,7 @@ func (s *service) SetOwners(ctx context.Context, by model.Caller, in OwnersInput
 	for i, id := range in.AssetIDs {
 		ids[i] = id.UUID
 	}
-	owner := in.OwnerOrganizationID.Ptr()
+	owner := in.owner()
 	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (OwnersResult, error) {
 		return s.store.SetOwners(ctx, by, ids, owner, checked)
 	})

@@ -1,0 +1,62 @@
+package custody
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+)
+
+func fieldsOf(err error) string {
+	e, ok := err.(*apperr.Error)
+	if !ok {
+		return ""
+	}
+	var names []string
+	for _, f := range e.Fields {
+		names = append(names, f.Field)
+	}
+	return strings.Join(names, " ")
+}
+
+// A grant names an organization and one of the two roles.
+func TestGrantInputNormalize(t *testing.T) {
+	for _, tc := range []struct{ body, fields string }{
+		{`{"organization_id": "0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0d", "role": "read"}`, ""},
+		{`{"organization_id": "0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0d", "role": "inspect"}`, ""},
+		{`{"organization_id": "0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0d", "role": "write"}`, "role"},
+		{`{"role": "read"}`, "organization_id"},
+		{`{}`, "organization_id role"},
+	} {
+		var in GrantInput
+		if err := json.Unmarshal([]byte(tc.body), &in); err != nil {
+			t.Fatal(err)
+		}
+		_, err := in.Normalize()
+		if got := fieldsOf(err); got != tc.fields {
+			t.Errorf("%s: fields %q, want %q", tc.body, got, tc.fields)
+		}
+	}
+}
+
+// An owner change names its owner (null for none) and each asset once.
+func TestOwnersInputNormalize(t *testing.T) {
+	const id = `"0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0d"`
+	for _, tc := range []struct{ body, fields string }{
+		{`{"asset_ids": [` + id + `], "owner_organization_id": ` + id + `}`, ""},
+		{`{"asset_ids": [` + id + `], "owner_organization_id": null}`, ""},
+		{`{"asset_ids": [` + id + `]}`, "owner_organization_id"},
+		{`{"asset_ids": [], "owner_organization_id": null}`, "asset_ids"},
+		{`{"asset_ids": [` + id + `, ` + id + `], "owner_organization_id": null}`, "asset_ids[1]"},
+	} {
+		var in OwnersInput
+		if err := json.Unmarshal([]byte(tc.body), &in); err != nil {
+			t.Fatal(err)
+		}
+		_, err := in.Normalize()
+		if got := fieldsOf(err); got != tc.fields {
+			t.Errorf("%s: fields %q, want %q", tc.body, got, tc.fields)
+		}
+	}
+}

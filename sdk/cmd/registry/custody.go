@@ -45,10 +45,12 @@ func (a *app) grantsCommand() *ffcli.Command {
 func (a *app) transfersCommand() *ffcli.Command {
 	var limit int
 	f := filters{}
-	move := func(name, help string, do func(context.Context, string, ...registry.CallOption) (*registry.Transfer, error)) *ffcli.Command {
+	// The client exists only once a leaf runs: each move names its
+	// method on it then.
+	move := func(name, help string, do func(*registry.Client, context.Context, string, ...registry.CallOption) (*registry.Transfer, error)) *ffcli.Command {
 		return a.leaf("transfers "+name, "transfers "+name+" ID", help, 1, 1, nil,
 			func(ctx context.Context, args []string) error {
-				t, err := do(ctx, args[0])
+				t, err := do(a.c, ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -84,9 +86,9 @@ func (a *app) transfersCommand() *ffcli.Command {
 				}
 				return a.print("transfers", ts)
 			}),
-		move("accept", "take the asset over (the receiving organization's clients or an admin)", a.c.AcceptTransfer),
-		move("reject", "decline the transfer (the receiving organization's clients or an admin)", a.c.RejectTransfer),
-		move("cancel", "withdraw the transfer (the sending organization's clients or an admin)", a.c.CancelTransfer),
+		move("accept", "take the asset over (the receiving organization's clients or an admin)", (*registry.Client).AcceptTransfer),
+		move("reject", "decline the transfer (the receiving organization's clients or an admin)", (*registry.Client).RejectTransfer),
+		move("cancel", "withdraw the transfer (the sending organization's clients or an admin)", (*registry.Client).CancelTransfer),
 	)
 }
 

@@ -10,6 +10,7 @@ package assets
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -115,9 +116,31 @@ func (s *service) CreateAsset(ctx context.Context, by model.Caller, in AssetInpu
 	if err != nil {
 		return Asset{}, err
 	}
-	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Asset, error) {
+	a, err := refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Asset, error) {
 		return s.store.CreateAsset(ctx, by, in, checked)
 	})
+	return a, s.hideUnseen(ctx, by, err)
+}
+
+// hideUnseen turns a 409 duplicate naming an asset by does not see (an
+// external id another organization's asset holds, a serial number a patch
+// moves onto one) into the 409 asset-not-visible, which names nothing.
+func (s *service) hideUnseen(ctx context.Context, by model.Caller, err error) error {
+	var e *apperr.Error
+	if by.Organization == "" || !errors.As(err, &e) || e.Code != "duplicate" {
+		return err
+	}
+	existing, _ := e.Extensions["existing_id"].(string)
+	id, perr := uuid.Parse(existing)
+	if perr != nil {
+		return err
+	}
+	acc, aerr := s.store.Access(ctx, id)
+	if aerr == nil && acc.Sees(by) {
+		return err
+	}
+	return apperr.AssetNotVisible("an asset your organization does not see holds this serial number or external id already; " +
+		"ask its owner for a grant or a transfer")
 }
 
 // CreateAssets asks about the responsible people of the whole batch
@@ -146,7 +169,13 @@ func (s *service) CreateAssets(ctx context.Context, by model.Caller, in []AssetI
 	if err != nil {
 		return out, err
 	}
-	return out, s.store.CreateAssets(ctx, by, in, out, checked)
+	if err := s.store.CreateAssets(ctx, by, in, out, checked); err != nil {
+		return out, err
+	}
+	for i := range out {
+		out[i].Err = s.hideUnseen(ctx, by, out[i].Err)
+	}
+	return out, nil
 }
 
 // FindAsset matches the serial number exactly, in the types of the brand
@@ -234,7 +263,7 @@ func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, 
 	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
 		return s.store.UpdateAsset(ctx, g, id, apply, checked)
 	}); err != nil {
-		return Asset{}, err
+		return Asset{}, s.hideUnseen(ctx, g.Caller, err)
 	}
 	return s.store.GetAsset(ctx, id)
 }

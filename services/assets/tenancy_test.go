@@ -129,6 +129,12 @@ func TestTenancyVisibility(t *testing.T) {
 	if results[0]["status"] != float64(409) || results[1]["status"] != float64(200) {
 		t.Errorf("batch: %v", results)
 	}
+	// An external id or a patched serial number held by an asset it does
+	// not see names nothing either.
+	tn.Call(200, "PATCH", path, tn.a, map[string]any{"external_ids": []any{map[string]any{"source_system": "erp", "external_id": "A-1"}}})
+	wantProblem(t, tn.Do("POST", "/assets", tn.b, map[string]any{"serial_number": "SN-Y", "asset_type_id": tn.typeID,
+		"external_ids": []any{map[string]any{"source_system": "erp", "external_id": "A-1"}}}), 409, "asset-not-visible")
+	wantProblem(t, tn.Do("PATCH", "/assets/"+ofB["id"].(string), tn.b, map[string]any{"serial_number": "SN-A"}), 409, "asset-not-visible")
 	// An unbound client's duplicate still names the asset.
 	if e := tn.Call(409, "POST", "/assets", tn.RW, map[string]any{"serial_number": "SN-A", "asset_type_id": tn.typeID}).JSON(); e["existing_id"] != mine["id"] {
 		t.Errorf("unbound duplicate: %v", e)

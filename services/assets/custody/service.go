@@ -12,7 +12,6 @@ package custody
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -130,8 +129,7 @@ func (s *service) ListGrants(ctx context.Context, by model.Caller, assetID uuid.
 func (s *service) DeleteGrant(ctx context.Context, g model.Guard, assetID, organizationID uuid.UUID) error {
 	return s.store.DeleteGrant(ctx, g, assetID, organizationID, func(acc model.Access, held *Grant) error {
 		err := manages(g.Caller, acc, "a grant", "organization_id")
-		var e *apperr.Error
-		if held != nil && errors.As(err, &e) && e.Code == "not-owner" {
+		if e, ok := err.(*apperr.Error); ok && held != nil && e.Code == "not-owner" {
 			return e.With("owner", held.CreatedBy)
 		}
 		switch {

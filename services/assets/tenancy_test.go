@@ -321,43 +321,59 @@ func TestTransfers(t *testing.T) {
 	testkit.Expect(t, peer.Do(t, "GET", "/internal/asset_access", tn.RW, nil), 403)
 }
 
-// Two receivers accepting one transfer at once: exactly one succeeds, the
-// other is told the transfer is no longer pending.
+// Receivers accepting and rejecting one transfer at once, two clients of
+// the receiving organization: exactly one move succeeds, the others are
+// told the transfer is no longer pending, and the transfer's state and
+// the asset's owner agree with the move that won.
 func TestConcurrentAcceptsHandOverOnce(t *testing.T) {
 	tn := newTenants(t)
 	b2 := bound(t, tn.Service, "client-b2", tn.B)
-	for round := range 3 {
+	handedOver := 0
+	for round := range 6 {
 		mine := tn.asset(tn.a, fmt.Sprintf("SN-RACE-%d", round))
 		tr := tn.Call(201, "POST", "/assets/"+mine["id"].(string)+"/transfers", tn.a, map[string]any{"to_organization_id": tn.B}).JSON()
+		tpath := "/transfers/" + tr["id"].(string)
 		statuses := make([]int, 8)
 		var wg sync.WaitGroup
 		for i := range statuses {
 			wg.Go(func() {
-				token := tn.b
+				token, move := tn.b, "/accept"
 				if i%2 == 1 {
 					token = b2
 				}
-				statuses[i] = tn.Client.Do(t, "POST", "/transfers/"+tr["id"].(string)+"/accept", token, nil).Status
+				if i%4 == 3 {
+					move = "/reject"
+				}
+				statuses[i] = tn.Client.Do(t, "POST", tpath+move, token, nil).Status
 			})
 		}
 		wg.Wait()
-		ok, conflicts := 0, 0
-		for _, s := range statuses {
-			switch s {
-			case 200:
-				ok++
-			case 409:
-				conflicts++
+		won := -1
+		for i, s := range statuses {
+			switch {
+			case s == 200 && won < 0:
+				won = i
+			case s != 409:
+				t.Errorf("round %d: statuses %v", round, statuses)
 			}
 		}
-		if ok != 1 || conflicts != len(statuses)-1 {
-			t.Errorf("round %d: statuses %v", round, statuses)
+		if won < 0 {
+			t.Fatalf("round %d: no move succeeded: %v", round, statuses)
+		}
+		state := tn.Call(200, "GET", tpath, tn.b, nil).JSON()["state"]
+		owner := tn.Call(200, "GET", "/assets/"+mine["id"].(string), tn.Admin, nil).JSON()["owner_organization_id"]
+		accepted := won%4 != 3
+		if accepted {
+			handedOver++
+		}
+		if (accepted && (state != "accepted" || owner != tn.B)) || (!accepted && (state != "rejected" || owner != tn.A)) {
+			t.Errorf("round %d: move %d won, the transfer is %v and the asset's owner %v", round, won, state, owner)
 		}
 	}
 	internal := tn.Issuer.Token(t, "svc-actions", "registry:internal")
 	peer := testkit.Client{BaseURL: tn.Client.BaseURL}
-	if changes := testkit.Expect(t, peer.Do(t, "GET", "/internal/asset_access", internal, nil), 200).JSON()["changes"].([]any); len(changes) != 3 {
-		t.Errorf("access log after three races: %d changes", len(changes))
+	if changes := testkit.Expect(t, peer.Do(t, "GET", "/internal/asset_access", internal, nil), 200).JSON()["changes"].([]any); len(changes) != handedOver {
+		t.Errorf("access log after %d handovers: %d changes", handedOver, len(changes))
 	}
 }
 

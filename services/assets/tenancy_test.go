@@ -211,6 +211,28 @@ func TestGrants(t *testing.T) {
 	if strings.Join(types, " ") != "asset_grant.created asset_grant.updated asset_grant.deleted" {
 		t.Errorf("grant events: %v", types)
 	}
+	// Each change of the grants is a row of the access log, holding the
+	// asset's whole access after it, in order.
+	internal := tn.Issuer.Token(t, "svc-documents", "registry:internal")
+	peer := testkit.Client{BaseURL: tn.Client.BaseURL}
+	var roles []string
+	var last float64
+	for _, c := range testkit.Expect(t, peer.Do(t, "GET", "/internal/asset_access?limit=10", internal, nil), 200).JSON()["changes"].([]any) {
+		c := c.(map[string]any)
+		if c["asset_id"] != mine["id"] || c["owner_organization_id"] != tn.A || c["version"].(float64) <= last {
+			t.Errorf("access change: %v", c)
+		}
+		last = c["version"].(float64)
+		grants, _ := c["grants"].([]any)
+		role := "none"
+		if len(grants) == 1 {
+			role = grants[0].(map[string]any)["role"].(string)
+		}
+		roles = append(roles, role)
+	}
+	if strings.Join(roles, " ") != "read inspect none" {
+		t.Errorf("the access log holds %v", roles)
+	}
 }
 
 // A transfer hands the asset over when the receiver accepts it: the

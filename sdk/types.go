@@ -155,6 +155,9 @@ type Asset struct {
 	// ListAssets with Filter{"parent_asset_id": id} lists an asset's
 	// components.
 	ParentAssetID *string `json:"parent_asset_id"`
+	// OwnerOrganizationID is the organization that holds the asset; nil:
+	// none, the asset is shared with every client.
+	OwnerOrganizationID *string `json:"owner_organization_id"`
 	Audit
 }
 
@@ -166,6 +169,9 @@ type AssetInput struct {
 	ResponsiblePersonID string       `json:"responsible_person_id,omitempty"`
 	ExternalIDs         []ExternalID `json:"external_ids,omitempty"`
 	ParentAssetID       string       `json:"parent_asset_id,omitempty"`
+	// OwnerOrganizationID: empty is the caller's own organization for a
+	// client bound to one, none for a client bound to none.
+	OwnerOrganizationID string `json:"owner_organization_id,omitempty"`
 }
 
 // AssetQuery finds an asset by serial number; with Brand and Model the

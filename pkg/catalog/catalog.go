@@ -123,12 +123,16 @@ var Services = []Service{
 		Resources: []Resource{
 			{Name: "asset_types", Prefixes: []string{"/asset_types"}},
 			{Name: "assets", Prefixes: []string{"/assets"}},
+			// Custody transfers of assets between organizations.
+			{Name: "transfers", Prefixes: []string{"/transfers"}},
 		},
 		Needs: []Datastore{Postgres, Redis, NATS},
-		Kinds: []string{"asset_type", "asset", "asset_component", "meter_reading"},
-		// An asset names its responsible person; an asset type attaches
-		// documents and takes one as its thumbnail.
-		References: []Reference{{Service: "parties", Kind: "person"}, {Service: "documents", Kind: "document"}},
+		Kinds: []string{"asset_type", "asset", "asset_component", "meter_reading", "transfer"},
+		// An asset names its responsible person and its owner organization
+		// (and the organizations holding grants on it or receiving it); an
+		// asset type attaches documents and takes one as its thumbnail.
+		References: []Reference{{Service: "parties", Kind: "person"}, {Service: "parties", Kind: "organization"},
+			{Service: "documents", Kind: "document"}},
 	},
 	{
 		Deployable: service("actions", 8104),

@@ -46,13 +46,18 @@ const (
 	// KindActionType is an action type an admin added; subject id: its
 	// name.
 	KindActionType = "action_type"
+	// KindAssetGrant is an organization's grant on an asset (subject id:
+	// "<asset_id>:<organization_id>"; data carries asset_id).
+	KindAssetGrant = "asset_grant"
+	// KindTransfer is an asset's transfer to another organization.
+	KindTransfer = "transfer"
 )
 
 // Kinds lists every kind, in the order the documentation names them.
 var Kinds = []string{
 	KindOrganization, KindPerson, KindPersonOrganization, KindAssetType,
 	KindAsset, KindAction, KindActionDocument, KindDocument, KindInspectionPlan,
-	KindCompliance, KindAssetComponent, KindMeterReading, KindActionType,
+	KindCompliance, KindAssetComponent, KindMeterReading, KindActionType, KindAssetGrant, KindTransfer,
 }
 
 // The operations of an event's type.

@@ -27,8 +27,11 @@ func (s cachingService) FindAsset(ctx context.Context, by model.Caller, q AssetQ
 	if err != nil {
 		return Asset{}, false, err
 	}
+	// Per organization: a bound caller is answered only what it sees, and
+	// a change of who sees an asset (a grant, a transfer, an owner set by
+	// an admin) makes stale the finds of its serial number.
 	key := cache.Key("asset", norm.SerialNumber, assettypes.FoldedOrNone(norm.Brand), assettypes.FoldedOrNone(norm.Model),
-		assettypes.FoldedOrNone(norm.Version))
+		assettypes.FoldedOrNone(norm.Version), by.Organization)
 	created := false
 	a, err := cache.Through(ctx, s.finds, []string{everyAssetFind, assetFinds(norm.SerialNumber)}, key, func() (Asset, bool, error) {
 		a, made, err := s.Service.FindAsset(ctx, by, norm, create)

@@ -42,7 +42,7 @@ func TestComponents(t *testing.T) {
 	_, err = f.svc.UpdateAsset(f.ctx, f.g, hook.ID, AssetPatch{ParentAssetID: set(model.ID(uuid.New()))})
 	wantField(t, err, "parent_asset_id")
 
-	list := servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{ParentAssetID: &crane.ID}, model.Page{Limit: 10}))
+	list := servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, model.Caller{}, AssetFilter{ParentAssetID: &crane.ID}, model.Page{Limit: 10}))
 	if len(list.Items) != 1 || list.Items[0].ID != hoist.ID {
 		t.Errorf("components of the crane: %+v", list.Items)
 	}

@@ -24,8 +24,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
 		CreateAsset:  endpoints.ByCaller(endpoints.Created(s.CreateAsset, assetLocation)),
 		CreateAssets: endpoints.ByCaller(endpoints.Batch(s.CreateAssets)),
-		GetAsset:     endpoints.New(s.GetAsset),
-		ListAssets:   endpoints.New(endpoints.List(s.ListAssets)),
+		GetAsset:     endpoints.ByCaller(s.GetAsset),
+		ListAssets:   endpoints.ByCaller(endpoints.ListBy(s.ListAssets)),
 		FindAsset:    endpoints.ByCaller(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
 		UpdateAsset:  endpoints.Guarded(endpoints.ByID(s.UpdateAsset)),
 		DeleteAsset:  endpoints.Guarded(endpoints.NoContent(s.DeleteAsset)),

@@ -22,6 +22,10 @@ type Asset struct {
 	ExternalIDs         []assettypes.ExternalID `json:"external_ids" db:"external_ids"`
 	// ParentAssetID is the asset this one is a component of (null: none).
 	ParentAssetID *uuid.UUID `json:"parent_asset_id" db:"parent_asset_id"`
+	// OwnerOrganizationID is the organization that holds the asset (null:
+	// none, the asset is shared with every client); see docs/api.md,
+	// "Tenancy".
+	OwnerOrganizationID *uuid.UUID `json:"owner_organization_id" db:"owner_organization_id"`
 	model.Audit
 }
 
@@ -42,6 +46,9 @@ type AssetInput struct {
 	ResponsiblePersonID *model.UUID             `json:"responsible_person_id"`
 	ExternalIDs         []assettypes.ExternalID `json:"external_ids"`
 	ParentAssetID       *model.UUID             `json:"parent_asset_id"`
+	// OwnerOrganizationID defaults to a bound caller's organization
+	// (ownerFor); only an admin changes it in a patch.
+	OwnerOrganizationID *model.UUID `json:"owner_organization_id"`
 }
 
 // Normalize trims the text and checks every field.
@@ -68,6 +75,7 @@ type AssetPatch struct {
 	ResponsiblePersonID model.PatchField[model.UUID]              `json:"responsible_person_id"`
 	ExternalIDs         model.PatchField[[]assettypes.ExternalID] `json:"external_ids"`
 	ParentAssetID       model.PatchField[model.UUID]              `json:"parent_asset_id"`
+	OwnerOrganizationID model.PatchField[model.UUID]              `json:"owner_organization_id"`
 }
 
 // Apply returns the input that results from patching a.
@@ -86,6 +94,7 @@ func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 	if id := in.ParentAssetID.Ptr(); id != nil && *id == a.ID {
 		v.Add("parent_asset_id", "must name another asset: an asset cannot be a component of itself")
 	}
+	p.OwnerOrganizationID.ApplyOptional(&in.OwnerOrganizationID)
 	if err := v.Err(); err != nil {
 		return in, err
 	}
@@ -96,7 +105,7 @@ func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 func assetInputOf(a Asset) AssetInput {
 	return AssetInput{SerialNumber: a.SerialNumber, AssetTypeID: model.ID(a.AssetTypeID), ProductionYear: a.ProductionYear,
 		Status: a.Status, ResponsiblePersonID: model.OptionalID(a.ResponsiblePersonID), ExternalIDs: assettypes.NonNil(a.ExternalIDs),
-		ParentAssetID: model.OptionalID(a.ParentAssetID)}
+		ParentAssetID: model.OptionalID(a.ParentAssetID), OwnerOrganizationID: model.OptionalID(a.OwnerOrganizationID)}
 }
 
 // AssetFilter narrows a list of assets.
@@ -107,6 +116,9 @@ type AssetFilter struct {
 	External            assettypes.ExternalFilter
 	// ParentAssetID lists the components of an asset.
 	ParentAssetID *uuid.UUID
+	// VisibleTo is the bound caller's organization: only the assets it
+	// sees are listed ("" lists every asset).
+	VisibleTo string
 }
 
 // AssetQuery is the body of an asset find: a serial number and, to name

@@ -10,6 +10,7 @@ package assets
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -17,13 +18,16 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/services/assets/assettypes"
+	"github.com/assetregistry/registry/services/assets/custody"
 )
 
 // Service is what the assets component does. Errors are *apperr.Error.
 type Service interface {
 	// Assets, read.
-	GetAsset(ctx context.Context, id uuid.UUID) (Asset, error)
-	ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error)
+	// Reads answer what by sees (docs/api.md, "Tenancy"): an asset it
+	// does not see is a 404, and absent from lists and finds.
+	GetAsset(ctx context.Context, by model.Caller, id uuid.UUID) (Asset, error)
+	ListAssets(ctx context.Context, by model.Caller, f AssetFilter, page model.Page) (model.Paged[Asset], error)
 	// FindAsset returns the asset matching the criteria; with create it
 	// creates one when none matches and reports created=true.
 	FindAsset(ctx context.Context, by model.Caller, q AssetQuery, create bool) (a Asset, created bool, err error)
@@ -67,6 +71,35 @@ func personTarget(id uuid.UUID) refs.Target {
 	return refs.Target{Field: "responsible_person_id", Kind: "person", ID: id}
 }
 
+// refsOf are the references in makes: its responsible person and its
+// owner organization, if any.
+func refsOf(in AssetInput) []refs.Target {
+	if id := in.OwnerOrganizationID.Ptr(); id != nil {
+		return append(personOf(in), custody.OrganizationTarget(*id))
+	}
+	return personOf(in)
+}
+
+// ownerFor applies the owner rule of a create by by: a bound client's
+// asset belongs to its organization, and naming another is a 422; an
+// unbound client names any organization (checked as a reference) or none.
+func ownerFor(by model.Caller, in AssetInput) (AssetInput, error) {
+	if by.Organization == "" {
+		return in, nil
+	}
+	org, err := uuid.Parse(by.Organization)
+	if err != nil {
+		return in, apperr.Invalid(apperr.FieldError{Field: "owner_organization_id",
+			Message: "your client's organization claim is no organization id: ask the operator to bind it again"})
+	}
+	if named := in.OwnerOrganizationID.Ptr(); named != nil && *named != org {
+		return in, apperr.Invalid(apperr.FieldError{Field: "owner_organization_id",
+			Message: "must be your client's own organization, " + by.Organization + ", or left out; another organization's asset is handed over by a transfer"})
+	}
+	in.OwnerOrganizationID = &model.UUID{UUID: org}
+	return in, nil
+}
+
 // personOf is the reference in makes to a person, if any.
 func personOf(in AssetInput) []refs.Target {
 	if id := in.ResponsiblePersonID.Ptr(); id != nil {
@@ -78,14 +111,39 @@ func personOf(in AssetInput) []refs.Target {
 func (s *service) CreateAsset(ctx context.Context, by model.Caller, in AssetInput) (Asset, error) {
 	in, err := in.Normalize()
 	if err == nil {
+		in, err = ownerFor(by, in)
+	}
+	if err == nil {
 		err = s.parentSeen(ctx, by, in.ParentAssetID)
 	}
 	if err != nil {
 		return Asset{}, err
 	}
-	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Asset, error) {
+	a, err := refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Asset, error) {
 		return s.store.CreateAsset(ctx, by, in, checked)
 	})
+	return a, s.hideUnseen(ctx, by, err)
+}
+
+// hideUnseen turns a 409 duplicate naming an asset by does not see (an
+// external id another organization's asset holds, a serial number a patch
+// moves onto one) into the 409 asset-not-visible, which names nothing.
+func (s *service) hideUnseen(ctx context.Context, by model.Caller, err error) error {
+	var e *apperr.Error
+	if by.Organization == "" || !errors.As(err, &e) || e.Code != "duplicate" {
+		return err
+	}
+	existing, _ := e.Extensions["existing_id"].(string)
+	id, perr := uuid.Parse(existing)
+	if perr != nil {
+		return err
+	}
+	acc, aerr := s.store.Access(ctx, id)
+	if aerr == nil && acc.Sees(by) {
+		return err
+	}
+	return apperr.AssetNotVisible("an asset your organization does not see holds this serial number or external id already; " +
+		"ask its owner for a grant or a transfer")
 }
 
 // CreateAssets asks about the responsible people of the whole batch
@@ -100,10 +158,13 @@ func (s *service) CreateAssets(ctx context.Context, by model.Caller, in []AssetI
 			in[i], out[i].Err = in[i].Normalize()
 		}
 		if out[i].Err == nil {
+			in[i], out[i].Err = ownerFor(by, in[i])
+		}
+		if out[i].Err == nil {
 			out[i].Err = s.parentSeen(ctx, by, in[i].ParentAssetID)
 		}
 		if out[i].Err == nil {
-			all = append(all, personOf(in[i])...)
+			all = append(all, refsOf(in[i])...)
 			pending++
 		}
 	}
@@ -114,7 +175,13 @@ func (s *service) CreateAssets(ctx context.Context, by model.Caller, in []AssetI
 	if err != nil {
 		return out, err
 	}
-	return out, s.store.CreateAssets(ctx, by, in, out, checked)
+	if err := s.store.CreateAssets(ctx, by, in, out, checked); err != nil {
+		return out, err
+	}
+	for i := range out {
+		out[i].Err = s.hideUnseen(ctx, by, out[i].Err)
+	}
+	return out, nil
 }
 
 // FindAsset matches the serial number exactly, in the types of the brand
@@ -128,7 +195,7 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 	if err != nil {
 		return Asset{}, false, err
 	}
-	matches, err := s.store.FindAssets(ctx, q, model.FindLimit)
+	matches, err := s.store.FindAssets(ctx, q, model.FindLimit, by.Organization)
 	if err != nil {
 		return Asset{}, false, err
 	}
@@ -162,63 +229,134 @@ func (s *service) FindAsset(ctx context.Context, by model.Caller, q AssetQuery, 
 		return Asset{}, false, err
 	}
 	// Another caller may create it between our find and our insert; the
-	// insert then returns theirs (created=false). It names no person: no
-	// reference to check.
-	return s.store.CreateAssetIfAbsent(ctx, by, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID),
-		ExternalIDs: []assettypes.ExternalID{}}, nil)
+	// insert then returns theirs (created=false), or a 409 when by does
+	// not see it. It names no person; a bound caller's asset names its
+	// organization as owner.
+	in, err := ownerFor(by, AssetInput{SerialNumber: q.SerialNumber, AssetTypeID: model.ID(t.ID), ExternalIDs: []assettypes.ExternalID{}})
+	if err != nil {
+		return Asset{}, false, err
+	}
+	var created bool
+	a, err := refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Asset, error) {
+		a, made, err := s.store.CreateAssetIfAbsent(ctx, by, in, checked)
+		created = made
+		return a, err
+	})
+	return a, created, err
 }
 
-// UpdateAsset patches an asset. A patch that names a parent takes its
-// turn among the parent moves (Store.Moving), whose cycle check holds only
-// then; one that removes the parent, or leaves it, needs none.
+// UpdateAsset applies the patch under the rules of mayChange; only an
+// admin changes the owner organization (a 422 on the field for anyone
+// else), so a transfer is the way an asset changes hands. A patch that
+// names a parent takes its turn among the parent moves (Store.Moving),
+// whose cycle check holds only then; one that removes the parent, or
+// leaves it, needs none.
 func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, p AssetPatch) (Asset, error) {
-	update := func(ctx context.Context) error {
-		return s.refs.Checking(ctx, func(checked *refs.Checked) error {
-			return s.store.UpdateAsset(ctx, g, id, p.Apply, checked)
-		})
-	}
-	var err error
-	if p.ParentAssetID.Set && !p.ParentAssetID.Null {
-		if err = s.parentSeen(ctx, g.Caller, &p.ParentAssetID.Value); err == nil {
-			err = s.store.Moving(ctx, update)
-		}
-	} else {
-		err = update(ctx)
+	g, owner, err := s.mayChange(ctx, g, id)
+	if err == nil && p.ParentAssetID.Set && !p.ParentAssetID.Null {
+		err = s.parentSeen(ctx, g.Caller, &p.ParentAssetID.Value)
 	}
 	if err != nil {
 		return Asset{}, err
 	}
+	apply := func(a Asset) (AssetInput, error) {
+		if !equalIDs(a.OwnerOrganizationID, owner) {
+			// Handed over since mayChange read it: what the caller may do
+			// has changed.
+			return AssetInput{}, apperr.Conflict("asset " + id.String() + " changed hands while it was being updated; read it again")
+		}
+		in, err := p.Apply(a)
+		if err == nil && !g.Admin && !equalIDs(in.OwnerOrganizationID.Ptr(), a.OwnerOrganizationID) {
+			err = apperr.Invalid(apperr.FieldError{Field: "owner_organization_id",
+				Message: "changes only by a transfer (POST /assets/{id}/transfers) or by a client with registry:admin"})
+		}
+		return in, err
+	}
+	update := func(ctx context.Context) error {
+		return s.refs.Checking(ctx, func(checked *refs.Checked) error {
+			return s.store.UpdateAsset(ctx, g, id, apply, checked)
+		})
+	}
+	if p.ParentAssetID.Set && !p.ParentAssetID.Null {
+		err = s.store.Moving(ctx, update)
+	} else {
+		err = update(ctx)
+	}
+	if err != nil {
+		return Asset{}, s.hideUnseen(ctx, g.Caller, err)
+	}
 	return s.store.GetAsset(ctx, id)
 }
 
-// parentSeen is where a parent_asset_id is held to the assets the caller
-// sees: the one place for the tenancy rule (model.Access) to plug in. Until
-// then every caller sees every asset, and the parent must only exist (the
-// store checks it again, under its lock, in the write).
-func (s *service) parentSeen(ctx context.Context, _ model.Caller, parent *model.UUID) error {
+// parentSeen holds a parent_asset_id to the assets the caller sees
+// (model.Access): a parent it does not see is a 422 as one that does not
+// exist. The store checks existence again, under its lock, in the write.
+func (s *service) parentSeen(ctx context.Context, by model.Caller, parent *model.UUID) error {
 	if parent == nil {
 		return nil
 	}
-	_, err := s.store.GetAsset(ctx, parent.UUID)
-	if apperr.Is(err, apperr.KindNotFound) {
+	acc, err := s.store.Access(ctx, parent.UUID)
+	if apperr.Is(err, apperr.KindNotFound) || err == nil && !acc.Sees(by) {
 		return parentMissing(parent.UUID)
 	}
 	return err
 }
 
-// Reads and deletes have no rules beyond the store's.
-
-func (s *service) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
-	return s.store.GetAsset(ctx, id)
+// mayChange is who may change or delete an asset: nobody changes what
+// they do not see (404); its creator, an admin, and any client of its
+// owner organization may (the owner rule of the route, widened to the
+// owner's clients). It returns the guard the store applies, and the owner
+// it read.
+func (s *service) mayChange(ctx context.Context, g model.Guard, id uuid.UUID) (model.Guard, *uuid.UUID, error) {
+	acc, err := s.store.Access(ctx, id)
+	if err != nil {
+		return g, nil, err
+	}
+	if !acc.Sees(g.Caller) {
+		return g, nil, apperr.NotFound("asset", id.String())
+	}
+	var owner *uuid.UUID
+	if acc.OwnerOrganizationID != "" {
+		id := uuid.MustParse(acc.OwnerOrganizationID)
+		owner = &id
+		if g.Organization == acc.OwnerOrganizationID {
+			g.OwnerOnly = false
+		}
+	}
+	return g, owner, nil
 }
 
-func (s *service) ListAssets(ctx context.Context, f AssetFilter, page model.Page) (model.Paged[Asset], error) {
+// GetAsset answers an asset by sees; any other is a 404, as one that
+// does not exist.
+func (s *service) GetAsset(ctx context.Context, by model.Caller, id uuid.UUID) (Asset, error) {
+	a, err := s.store.GetAsset(ctx, id)
+	if err != nil || by.Organization == "" {
+		return a, err
+	}
+	acc, err := s.store.Access(ctx, id)
+	if err == nil && !acc.Sees(by) {
+		err = apperr.NotFound("asset", id.String())
+	}
+	if err != nil {
+		return Asset{}, err
+	}
+	return a, nil
+}
+
+// ListAssets lists what by sees, filtered in the query.
+func (s *service) ListAssets(ctx context.Context, by model.Caller, f AssetFilter, page model.Page) (model.Paged[Asset], error) {
+	f.VisibleTo = by.Organization
 	return s.store.ListAssets(ctx, f, page)
 }
 
 // DeleteAsset removes an asset unless something in another service (an
-// action) still names it, as an asset type's delete does.
+// action) still names it, as an asset type's delete does, under the rules
+// of mayChange.
 func (s *service) DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	g, _, err := s.mayChange(ctx, g, id)
+	if err != nil {
+		return err
+	}
 	current := func(ctx context.Context) (any, error) { return s.store.GetAsset(ctx, id) }
 	return s.refs.DeleteRow(ctx, g, "asset", "assets", id, current, s.store.DeleteAsset(g.Caller, id))
 }

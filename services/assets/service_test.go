@@ -357,11 +357,11 @@ func TestAssetLifecycle(t *testing.T) {
 		t.Errorf("cleared = %+v", cleared)
 	}
 
-	list := servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{SerialNumber: ptr("SN-1")}, model.Page{Limit: 10}))
+	list := servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, f.by, AssetFilter{SerialNumber: ptr("SN-1")}, model.Page{Limit: 10}))
 	if len(list.Items) != 2 || list.Items[0].ID != a.ID {
 		t.Errorf("by serial number: %+v", list.Items)
 	}
-	list = servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, AssetFilter{AssetTypeID: &hoist.ID}, model.Page{Limit: 10}))
+	list = servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, f.by, AssetFilter{AssetTypeID: &hoist.ID}, model.Page{Limit: 10}))
 	if len(list.Items) != 1 || list.Items[0].ID != other.ID {
 		t.Errorf("by type: %+v", list.Items)
 	}
@@ -369,7 +369,7 @@ func TestAssetLifecycle(t *testing.T) {
 	if err := f.svc.DeleteAsset(f.ctx, f.g, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.svc.GetAsset(f.ctx, a.ID)
+	_, err = f.svc.GetAsset(f.ctx, f.by, a.ID)
 	wantKind(t, err, apperr.KindNotFound)
 	wantKind(t, f.svc.DeleteAsset(f.ctx, f.g, a.ID), apperr.KindNotFound)
 }

@@ -1,14 +1,26 @@
 package assets
 
 import (
+	"context"
 	"embed"
+
+	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/assets/assettypes"
+	"github.com/assetregistry/registry/services/assets/custody"
 	"github.com/assetregistry/registry/services/assets/meters"
 )
+
+// Custody is what the custody component needs of the assets st holds.
+func Custody(st *Store) custody.Assets {
+	return custody.Assets{
+		Representation: func(ctx context.Context, id uuid.UUID) (any, error) { return st.GetAsset(ctx, id) },
+		FindScopes:     func(serial string) []string { return []string{assetFinds(serial)} },
+	}
+}
 
 // files are the migrations and the OpenAPI document, in the binary.
 //
@@ -28,14 +40,18 @@ func Spec() servicekit.Spec {
 // meter readings (meters), behind one go-kit
 // endpoint per operation) on one router, which the protocol's internal
 // routes share. The asset types' store names a type's assets through the
-// root's question: the component knows no assets itself.
+// root's question: the component knows no assets itself. Custody (grants,
+// transfers, the access log) is told how to read an asset as GET shows it
+// and which finds a change of who sees it makes stale (Custody).
 func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("assets", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
 	types := assettypes.NewStore(d.Store, registry, AssetsOfType)
-	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(NewStore(d.Store, registry), types), d.Finds), timeout))
+	assets := NewStore(d.Store, registry)
+	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(assets, types), d.Finds), timeout))
 	assettypes.Routes(routes, assettypes.MakeEndpoints(assettypes.WithFindCache(assettypes.NewService(types), d.Finds), timeout))
 	meters.Routes(routes, meters.MakeEndpoints(meters.NewService(meters.NewStore(d.Store)), timeout))
+	custody.Routes(routes, custody.MakeEndpoints(custody.NewService(custody.NewStore(d.Store, registry, Custody(assets)), registry), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	return servicekit.Handlers{Routes: routes}, nil
 }

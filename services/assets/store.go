@@ -1,6 +1,7 @@
 package assets
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/assets/assettypes"
+	"github.com/assetregistry/registry/services/assets/custody"
 )
 
 var assetExternals = assettypes.Externals{Table: "asset_external_ids", Owner: "asset_id", Resource: "asset"}
@@ -50,7 +52,7 @@ func AssetsOfType(ctx context.Context, q store.Querier, typeID uuid.UUID) ([]ref
 }
 
 var assetColumns = `a.id, a.serial_number, a.asset_type_id, a.production_year, a.status, a.responsible_person_id, ` +
-	assetExternals.Column("a") + `, a.parent_asset_id, a.created_at, a.created_by, a.updated_at, a.updated_by`
+	assetExternals.Column("a") + `, a.parent_asset_id, a.owner_organization_id, a.created_at, a.created_by, a.updated_at, a.updated_by`
 
 // idRow is the RETURNING of an insert that may not insert.
 type idRow struct {
@@ -73,8 +75,12 @@ func (s *Store) CreateAsset(ctx context.Context, by model.Caller, in AssetInput,
 // with the same type and serial number all get the one row: the unique
 // index arbitrates. The responsible person is confirmed with checked.
 func (s *Store) CreateAssetIfAbsent(ctx context.Context, by model.Caller, in AssetInput, checked *refs.Checked) (Asset, bool, error) {
-	return s.createAssetIfAbsent(ctx, by, in, func(ctx context.Context, tx pgx.Tx, id *uuid.UUID) error {
-		return confirmPerson(ctx, tx, checked, id)
+	return s.createAssetIfAbsent(ctx, by, in, func(ctx context.Context, tx pgx.Tx) error {
+		if targets := refsOf(in); len(targets) > 0 {
+			_, err := checked.Of(targets...).Confirm(ctx, tx)
+			return err
+		}
+		return nil
 	})
 }
 
@@ -94,8 +100,8 @@ func (s *Store) CreateAssets(ctx context.Context, by model.Caller, ins []AssetIn
 			return err
 		},
 		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
-			a, created, err := s.createAssetIfAbsent(ctx, by, ins[i], func(context.Context, pgx.Tx, *uuid.UUID) error {
-				return known.Missing(personOf(ins[i])...)
+			a, created, err := s.createAssetIfAbsent(ctx, by, ins[i], func(context.Context, pgx.Tx) error {
+				return known.Missing(refsOf(ins[i])...)
 			})
 			return model.ItemOutcome{ID: a.ID, Created: created}, err
 		},
@@ -103,9 +109,11 @@ func (s *Store) CreateAssets(ctx context.Context, by model.Caller, ins []AssetIn
 }
 
 // createAssetIfAbsent is CreateAssetIfAbsent with the check of the
-// responsible person the caller chooses.
+// responsible person and the owner organization the caller chooses. An
+// asset that exists already but that by does not see is a 409
+// asset-not-visible, which names neither the asset nor its owner.
 func (s *Store) createAssetIfAbsent(ctx context.Context, by model.Caller, in AssetInput,
-	checkPerson func(ctx context.Context, tx pgx.Tx, id *uuid.UUID) error) (Asset, bool, error) {
+	checkRefs func(ctx context.Context, tx pgx.Tx) error) (Asset, bool, error) {
 	var a Asset
 	created := false
 	err := s.Write(ctx, "create asset", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -113,10 +121,10 @@ func (s *Store) createAssetIfAbsent(ctx context.Context, by model.Caller, in Ass
 			return nil, err
 		}
 		row, inserted, err := store.Inserted(ctx, tx, "insert asset",
-			`INSERT INTO assets (id, asset_type_id, serial_number, production_year, status, responsible_person_id, parent_asset_id, created_by, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (asset_type_id, serial_number) DO NOTHING RETURNING id`,
-			[]any{store.NewID(), in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(),
-				in.ParentAssetID.Ptr(), by.Subject},
+			`INSERT INTO assets (id, asset_type_id, serial_number, production_year, status, responsible_person_id, owner_organization_id, parent_asset_id, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $8, $9, $7, $7) ON CONFLICT (asset_type_id, serial_number) DO NOTHING RETURNING id`,
+			[]any{store.NewID(), in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), by.Subject,
+				in.OwnerOrganizationID.Ptr(), in.ParentAssetID.Ptr()},
 			func() (idRow, error) {
 				return store.One[idRow](ctx, tx, "get asset by serial number", "asset", uuid.Nil,
 					`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
@@ -124,8 +132,13 @@ func (s *Store) createAssetIfAbsent(ctx context.Context, by model.Caller, in Ass
 		if err != nil {
 			return nil, assetTypeMissing(err, in.AssetTypeID.UUID)
 		}
+		if !inserted && by.Organization != "" {
+			if acc, err := custody.AccessOf(ctx, tx, row.ID); err != nil || !acc.Sees(by) {
+				return nil, cmp.Or(err, notVisible(in))
+			}
+		}
 		if inserted {
-			if err := checkPerson(ctx, tx, in.ResponsiblePersonID.Ptr()); err != nil {
+			if err := checkRefs(ctx, tx); err != nil {
 				return nil, err
 			}
 			if err := assetExternals.Save(ctx, tx, row.ID, in.ExternalIDs); err != nil {
@@ -172,6 +185,13 @@ func assetTypeMissing(err error, typeID uuid.UUID) error {
 	return err
 }
 
+// notVisible is the 409 of a create whose asset type and serial number
+// are held by an asset the caller does not see.
+func notVisible(in AssetInput) error {
+	return apperr.AssetNotVisible(fmt.Sprintf("an asset with serial_number %s exists already in asset type %s, held by an organization "+
+		"that has not shared it with yours; ask its owner for a grant or a transfer", in.SerialNumber, in.AssetTypeID.UUID))
+}
+
 func assetDuplicate(in AssetInput) string {
 	return fmt.Sprintf("an asset with serial_number %s exists already in asset type %s", in.SerialNumber, in.AssetTypeID.UUID)
 }
@@ -193,15 +213,17 @@ func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page model.Page) 
 	store.Equal(&where, "responsible_person_id", f.ResponsiblePersonID)
 	store.Equal(&where, "parent_asset_id", f.ParentAssetID)
 	assetExternals.Filter(&where, "a", f.External)
+	visibleTo(&where, f.VisibleTo)
 	return store.List(ctx, s.Reads(ctx), "list assets", `SELECT `+assetColumns+` FROM assets a`,
 		where, page, func(a Asset) uuid.UUID { return a.ID })
 }
 
 // FindAssets returns up to limit assets with the serial number in the
 // types the criteria name (in any type when they name none).
-func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int) ([]Asset, error) {
+func (s *Store) FindAssets(ctx context.Context, q AssetQuery, limit int, visibleToOrg string) ([]Asset, error) {
 	var where store.Filter
 	where.Where("a.serial_number = ?", q.SerialNumber)
+	visibleTo(&where, visibleToOrg)
 	if q.NamesType() {
 		assettypes.Match(&where, q.typeCriteria())
 	}
@@ -248,12 +270,25 @@ func saveAsset(ctx context.Context, tx pgx.Tx, checked *refs.Checked, old Asset,
 			return nil, err
 		}
 	}
+	ownerChanged := !equalIDs(in.OwnerOrganizationID.Ptr(), old.OwnerOrganizationID)
+	if owner := in.OwnerOrganizationID.Ptr(); ownerChanged && owner != nil {
+		if _, err := checked.Of(custody.OrganizationTarget(*owner)).Confirm(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
 	_, err := tx.Exec(ctx, `UPDATE assets SET asset_type_id = $2, serial_number = $3, production_year = $4, status = $5,
-		responsible_person_id = $6, updated_at = now(), updated_by = $7, parent_asset_id = $8 WHERE id = $1`,
+		responsible_person_id = $6, owner_organization_id = $8, parent_asset_id = $9, updated_at = now(), updated_by = $7 WHERE id = $1`,
 		old.ID, in.AssetTypeID.UUID, in.SerialNumber, in.ProductionYear, in.Status, in.ResponsiblePersonID.Ptr(), actor,
-		in.ParentAssetID.Ptr())
+		in.OwnerOrganizationID.Ptr(), in.ParentAssetID.Ptr())
 	if err != nil {
 		return nil, assetTypeMissing(store.Classify(err, "update asset"), in.AssetTypeID.UUID)
+	}
+	if ownerChanged {
+		// Who sees the asset changed: the other services' copies follow
+		// the log.
+		if err := custody.LogAccess(ctx, tx, old.ID); err != nil {
+			return nil, err
+		}
 	}
 	if !slices.Equal(old.ExternalIDs, in.ExternalIDs) {
 		if err := assetExternals.Save(ctx, tx, old.ID, in.ExternalIDs); err != nil {
@@ -371,6 +406,23 @@ func assetRefs(ctx context.Context, q store.Querier, column string, id uuid.UUID
 		return ref, err
 	})
 	return found, store.Classify(err, "assets by "+column)
+}
+
+// Access reads an asset's owner and grants: who sees it (model.Access).
+func (s *Store) Access(ctx context.Context, id uuid.UUID) (model.Access, error) {
+	return custody.AccessOf(ctx, s.DB(ctx), id)
+}
+
+// visibleTo narrows a query of assets (alias a) to those the bound
+// organization org sees: its own, those it holds a grant on, and those
+// without owner (model.Access.Sees, as SQL). An empty org sees every row.
+func visibleTo(where *store.Filter, org string) {
+	if org == "" {
+		return
+	}
+	id, _ := uuid.Parse(org) // a claim that is no UUID owns nothing (uuid.Nil)
+	where.Where(`(a.owner_organization_id IS NULL OR a.owner_organization_id = ?
+		OR EXISTS (SELECT 1 FROM asset_grants g WHERE g.asset_id = a.id AND g.organization_id = ?))`, id, id)
 }
 
 func equalIDs(a, b *uuid.UUID) bool {

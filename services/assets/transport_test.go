@@ -336,7 +336,18 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 		map[string]any{"serial_number": "SN-OWN", "asset_type_id": strings.TrimPrefix(typ, "/asset_types/")}).JSON()["id"].(string)
 	image, manual := addDocument(s, "image/png"), addDocument(s, "application/pdf")
 	s.Call(201, "POST", typ+"/documents", s.RW, map[string]any{"document_id": manual})
+	// A grant made by rw-client as a client of the asset's owner
+	// organization: a client that sees the asset but does not manage it
+	// is refused, naming the client that made the grant.
+	owner, granted := uuid.New(), uuid.New()
+	s.StandIn("parties").Add("organization", owner, nil)
+	s.StandIn("parties").Add("organization", granted, nil)
+	otherType := s.Call(201, "POST", "/asset_types", s.RW, map[string]any{"brand": "Own", "model": "M9"}).JSON()["id"]
+	managed := "/assets/" + s.Call(201, "POST", "/assets", bound(t, s, "rw-client", owner.String()),
+		map[string]any{"serial_number": "SN-MANAGED", "asset_type_id": otherType}).JSON()["id"].(string)
+	s.Call(201, "POST", managed+"/grants", bound(t, s, "rw-client", owner.String()), map[string]any{"organization_id": granted, "role": "read"})
 	return []servicetest.OwnerCase{
+		{Name: "delete grant", Method: "DELETE", Path: managed + "/grants/" + granted.String(), Read: managed + "/grants", AdminStatus: 204},
 		{Name: "patch asset type", Method: "PATCH", Path: typ, Body: map[string]any{"model": "M2"}, Read: typ, AdminStatus: 200},
 		{Name: "attach document", Method: "POST", Path: typ + "/documents", Body: map[string]any{"document_id": image}, Read: typ, AdminStatus: 201},
 		{Name: "detach document", Method: "DELETE", Path: typ + "/documents/" + manual, Read: typ, AdminStatus: 204},

@@ -41,6 +41,8 @@ var eventData = map[string]string{
 	outbox.KindAssetComponent:     "assets GET /assets/{id} 200", // the component, its subject the parent
 	outbox.KindMeterReading:       "assets GET /assets/{id}/meter_readings/{reading_id} 200",
 	outbox.KindActionType:         "actions POST /action_types 201",
+	outbox.KindAssetGrant:         "assets POST /assets/{id}/grants 201",
+	outbox.KindTransfer:           "assets GET /transfers/{id} 200",
 }
 
 // No answer and no event can grow without bound: every array in a

@@ -18,7 +18,7 @@ func (a *app) commands() *ffcli.Command {
 		FlagSet:    quietFlags("registry"),
 		ShortHelp:  "the Asset Registry from a shell",
 		Subcommands: []*ffcli.Command{a.organizationsCommand(), a.peopleCommand(), a.assetTypesCommand(), a.assetsCommand(),
-			a.actionsCommand(), a.actionDocumentsCommand(), a.documentsCommand(),
+			a.grantsCommand(), a.transfersCommand(), a.actionsCommand(), a.actionDocumentsCommand(), a.documentsCommand(),
 			a.plansCommand(), a.complianceCommand(), a.metersCommand(), a.actionTypesCommand(), a.webhooksCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
 			a.checkpointCommand(), a.logKeygenCommand(), a.passportCommand(), a.passportLinksCommand(), a.verifyCommand()},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
@@ -148,7 +148,7 @@ func (a *app) assetTypesCommand() *ffcli.Command {
 func (a *app) assetsCommand() *ffcli.Command {
 	var create bool
 	var assetIn registry.AssetQuery
-	return resource(a, "assets", "assets: list, get, create, update, delete, find",
+	return resource(a, "assets", "assets: list, get, create, update, delete, find, set-owner",
 		func(ctx context.Context, f registry.Filter) iterAsset { return a.c.ListAssets(ctx, f) },
 		func(ctx context.Context, id string) (*registry.Asset, error) { return a.c.GetAsset(ctx, id) },
 		func(ctx context.Context, in registry.AssetInput, o ...registry.CallOption) (*registry.Asset, error) {
@@ -175,6 +175,7 @@ func (a *app) assetsCommand() *ffcli.Command {
 				}
 				return a.print("assets", v)
 			}),
+		a.setOwnerCommand(),
 	)
 }
 

@@ -25,6 +25,10 @@ func TestHelpAtEveryLevel(t *testing.T) {
 		{[]string{"meters", "add", "-h"}, []string{"registry meters add ASSET METER VALUE", "-reset", "-read-at"}},
 		{[]string{"action-types", "-h"}, []string{"registry action-types <command>", "list", "add"}},
 		{[]string{"webhooks", "deliveries", "--help"}, []string{"registry webhooks deliveries ID", "-status"}},
+		{[]string{"grants", "-h"}, []string{"registry grants <command>", "list", "add", "remove"}},
+		{[]string{"grants", "add", "--help"}, []string{"registry grants add ASSET_ID ORGANIZATION_ID", "-role"}},
+		{[]string{"transfers", "-h"}, []string{"registry transfers <command>", "create", "accept", "reject", "cancel"}},
+		{[]string{"assets", "set-owner", "--help"}, []string{"registry assets set-owner ORGANIZATION_ID", "-none"}},
 	} {
 		out, err := os.CreateTemp(t.TempDir(), "out")
 		if err != nil {

@@ -50,7 +50,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	assets := NewStore(d.Store, registry)
 	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(assets, types), d.Finds), timeout))
 	assettypes.Routes(routes, assettypes.MakeEndpoints(assettypes.WithFindCache(assettypes.NewService(types), d.Finds), timeout))
-	meters.Routes(routes, meters.MakeEndpoints(meters.NewService(meters.NewStore(d.Store)), timeout))
+	meters.Routes(routes, meters.MakeEndpoints(meters.NewService(meters.NewStore(d.Store), assets.Access), timeout))
 	custody.Routes(routes, custody.MakeEndpoints(custody.NewService(custody.NewStore(d.Store, registry, Custody(assets)), registry), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	return servicekit.Handlers{Routes: routes}, nil

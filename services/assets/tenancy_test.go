@@ -420,3 +420,32 @@ func TestSetOwners(t *testing.T) {
 	}
 	tn.Call(200, "GET", "/assets/"+one["id"].(string), tn.b, nil)
 }
+
+// Meter readings and components are part of an asset's record: seen with
+// it, recorded by those who may record on it, and a parent must be an
+// asset the caller sees.
+func TestMeterReadingsAndComponentsFollowTheAsset(t *testing.T) {
+	tn := newTenants(t)
+	crane := tn.asset(tn.a, "METERED-1")["id"].(string)
+	readings := "/assets/" + crane + "/meter_readings"
+	reading := map[string]any{"meter": "hours", "value": 10, "read_at": "2025-01-01T00:00:00Z"}
+	tn.Call(201, "POST", readings, tn.a, reading)
+	// B sees nothing of it: 404 on reads and on recording, a parent it
+	// cannot name.
+	tn.Call(404, "GET", readings, tn.b, nil)
+	tn.Call(404, "POST", readings, tn.b, reading)
+	wantFieldProblem(t, tn.Call(422, "POST", "/assets", tn.b, map[string]any{"serial_number": "HOOK-B",
+		"asset_type_id": tn.typeID, "parent_asset_id": crane}), "parent_asset_id")
+	// Through a read grant it reads, and may not record.
+	tn.Call(201, "POST", "/assets/"+crane+"/grants", tn.a, map[string]any{"organization_id": tn.B, "role": "read"})
+	if got := tn.Call(200, "GET", readings, tn.b, nil).List(); len(got) != 1 {
+		t.Fatalf("the read grantee lists %d readings, want 1", len(got))
+	}
+	wantProblem(t, tn.Call(403, "POST", readings, tn.b, reading), 403, "not-permitted")
+	// Through an inspect grant it records.
+	tn.Call(200, "POST", "/assets/"+crane+"/grants", tn.a, map[string]any{"organization_id": tn.B, "role": "inspect"})
+	tn.Call(201, "POST", readings, tn.b, map[string]any{"meter": "hours", "value": 12, "read_at": "2025-02-01T00:00:00Z"})
+	// C, never granted, still sees nothing; unbound clients see all.
+	tn.Call(404, "GET", readings, tn.c, nil)
+	tn.Call(200, "GET", readings, tn.RW, nil)
+}

@@ -23,10 +23,10 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 				return s.CreateReadings(ctx, by, req.AssetID, in, errs)
 			})(ctx, by, req.BatchRequest)
 		}),
-		GetReading: endpoints.New(func(ctx context.Context, req readingPath) (Reading, error) {
-			return s.GetReading(ctx, req.AssetID, req.ID)
+		GetReading: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req readingPath) (Reading, error) {
+			return s.GetReading(ctx, by, req.AssetID, req.ID)
 		}),
-		ListReadings: endpoints.New(endpoints.List(s.ListReadings)),
+		ListReadings: endpoints.ByCaller(endpoints.ListBy(s.ListReadings)),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e

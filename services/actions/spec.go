@@ -11,6 +11,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -55,7 +56,10 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("actions", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
 	st := NewStore(d.Store, registry)
-	routes := NewHTTPHandler(MakeEndpoints(NewService(st), timeout))
+	// The copy of who sees which asset, refreshed from the assets service
+	// before a bound caller's call (pkg/access).
+	seen := access.New(d.Store, d.Peers.Get("assets"))
+	routes := NewHTTPHandler(MakeEndpoints(NewService(st, Tenancy{Seen: seen, Documents: d.Peers.Get("documents")}), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	handlers := servicekit.Handlers{Routes: routes, Maintenance: maintenance()}
 	zone, err := time.LoadLocation(rollerSettings.zone)

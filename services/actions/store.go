@@ -529,17 +529,17 @@ func actionDocumentsLinking(ctx context.Context, q store.Querier, id uuid.UUID) 
 	return found, nil
 }
 
-// documentsLinkedSeen is, of ids, the documents an action on an asset the
-// organization sees links.
-func documentsLinkedSeen(ctx context.Context, q store.Querier, organization string, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
-	rows, err := q.Query(ctx, `SELECT DISTINCT d.document_id FROM action_documents d JOIN actions a ON a.id = d.action_id
-		WHERE d.document_id = ANY($1) AND `+access.VisibleTo("a.asset_id", "$2"), ids, organization)
+// documentsLinkedSeen is, of the documents ids, those an action on an
+// asset the organization sees links, each with those action documents.
+func documentsLinkedSeen(ctx context.Context, q store.Querier, organization string, ids []uuid.UUID) (map[uuid.UUID][]uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT d.document_id, d.id FROM action_documents d JOIN actions a ON a.id = d.action_id
+		WHERE d.document_id = ANY($1) AND `+access.VisibleTo("a.asset_id", "$2")+` ORDER BY d.id`, ids, organization)
 	if err != nil {
 		return nil, store.Classify(err, "documents seen")
 	}
-	seen := map[uuid.UUID]bool{}
-	var id uuid.UUID
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { seen[id] = true; return nil })
+	seen := map[uuid.UUID][]uuid.UUID{}
+	var doc, link uuid.UUID
+	_, err = pgx.ForEachRow(rows, []any{&doc, &link}, func() error { seen[doc] = append(seen[doc], link); return nil })
 	return seen, store.Classify(err, "documents seen")
 }
 

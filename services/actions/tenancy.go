@@ -133,7 +133,7 @@ func (s *service) documentsSeen(ctx context.Context, by model.Caller, ids []uuid
 		return nil, err
 	}
 	for _, id := range ids {
-		if seen[id] || linked[id] {
+		if seen[id] || len(linked[id]) > 0 {
 			seen[id] = true
 			continue
 		}
@@ -183,9 +183,11 @@ type DocumentsSeenRequest struct {
 	DocumentIDs    []uuid.UUID `json:"document_ids"`
 }
 
-// DocumentsSeenAnswer lists those documents.
+// DocumentsSeenAnswer lists those documents, and the action documents
+// linking them on the actions the organization sees.
 type DocumentsSeenAnswer struct {
-	DocumentIDs []uuid.UUID `json:"document_ids"`
+	DocumentIDs       []uuid.UUID `json:"document_ids"`
+	ActionDocumentIDs []uuid.UUID `json:"action_document_ids"`
 }
 
 // DocumentsSeenPath is the internal route of that question.
@@ -198,7 +200,7 @@ const maxDocumentsSeen = 1000
 // /internal/documents_seen). The copy is refreshed first: a grant given
 // before the question counts.
 func (s *service) DocumentsSeen(ctx context.Context, in DocumentsSeenRequest) (DocumentsSeenAnswer, error) {
-	out := DocumentsSeenAnswer{DocumentIDs: []uuid.UUID{}}
+	out := DocumentsSeenAnswer{DocumentIDs: []uuid.UUID{}, ActionDocumentIDs: []uuid.UUID{}}
 	if _, err := uuid.Parse(in.OrganizationID); err != nil {
 		return out, apperr.Invalid(apperr.FieldError{Field: "organization_id", Message: "must be an organization's id"})
 	}
@@ -216,8 +218,10 @@ func (s *service) DocumentsSeen(ctx context.Context, in DocumentsSeenRequest) (D
 		return out, err
 	}
 	for _, id := range in.DocumentIDs {
-		if linked[id] {
+		if links := linked[id]; len(links) > 0 {
 			out.DocumentIDs = append(out.DocumentIDs, id)
+			out.ActionDocumentIDs = append(out.ActionDocumentIDs, links...)
+			delete(linked, id) // an id asked twice is answered once
 		}
 	}
 	return out, nil

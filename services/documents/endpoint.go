@@ -55,8 +55,10 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			r, err := s.ActionDocuments(ctx, by, req.ID, req.Page)
 			return httpx.ListOf(r), err
 		}),
-		Download: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req downloadRequest) (fileResponse, error) {
-			return download(ctx, s, by, req)
+		// The download's route streams through a server of its own (not
+		// endpoints.Serve): its caller is read from the context.
+		Download: endpoints.New(func(ctx context.Context, req downloadRequest) (fileResponse, error) {
+			return download(ctx, s, endpoints.CallerOf(ctx), req)
 		}),
 		Delete: endpoints.Guarded(endpoints.NoContent(s.Delete)),
 	}

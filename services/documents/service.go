@@ -259,6 +259,11 @@ func (s *service) Read(ctx context.Context, doc Document, r *ByteRange) (io.Read
 }
 
 func (s *service) Delete(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	if g.Organization != "" {
+		if _, _, err := s.seen(ctx, g.Caller, id); err != nil {
+			return err // nobody deletes what it does not see (a 404 before a 403 not-owner)
+		}
+	}
 	current := func(ctx context.Context) (any, error) { return s.Get(ctx, g.Caller, id) }
 	if err := s.refs.DeleteRow(ctx, g, "document", "documents", id, current, s.store.Delete(id)); err != nil {
 		return err

@@ -10,6 +10,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -121,8 +122,9 @@ func (s *service) changesAction(ctx context.Context, by model.Caller, id uuid.UU
 
 // documentsSeen is the documents of ids by sees, for linking them: those
 // an action by sees links already (asked here), and of the others those
-// the documents service shows by (its GET, on by's behalf). A document by
-// does not see is linked as one that does not exist would be (422).
+// the documents service says by sees (its internal route, asked on by's
+// behalf: the peer call carries by's organization). A document by does
+// not see is linked as one that does not exist would be (422).
 func (s *service) documentsSeen(ctx context.Context, by model.Caller, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
 	seen := map[uuid.UUID]bool{}
 	if !bound(by) || len(ids) == 0 {
@@ -132,24 +134,32 @@ func (s *service) documentsSeen(ctx context.Context, by model.Caller, ids []uuid
 	if err != nil {
 		return nil, err
 	}
+	var ask []uuid.UUID
 	for _, id := range ids {
-		if seen[id] || len(linked[id]) > 0 {
+		if len(linked[id]) > 0 {
 			seen[id] = true
-			continue
+		} else if !slices.Contains(ask, id) {
+			ask = append(ask, id)
 		}
-		if s.tenancy.Documents == nil {
-			continue
-		}
-		err := s.tenancy.Documents.Call(ctx, "GET", "/documents/"+id.String(), nil, nil)
-		switch {
-		case err == nil:
-			seen[id] = true
-		case !apperr.Is(err, apperr.KindNotFound):
-			return nil, fmt.Errorf("ask the documents service about document %s: %w", id, err)
-		}
+	}
+	if len(ask) == 0 || s.tenancy.Documents == nil {
+		return seen, nil
+	}
+	var answer struct {
+		DocumentIDs []uuid.UUID `json:"document_ids"`
+	}
+	if err := s.tenancy.Documents.Call(ctx, "POST", documentsVisiblePath, map[string]any{"document_ids": ask}, &answer); err != nil {
+		return nil, fmt.Errorf("ask the documents service which of %d documents the caller sees: %w", len(ask), err)
+	}
+	for _, id := range answer.DocumentIDs {
+		seen[id] = true
 	}
 	return seen, nil
 }
+
+// documentsVisiblePath is the documents service's internal route that
+// says which documents the caller on whose behalf it is asked sees.
+const documentsVisiblePath = "/internal/documents/visible"
 
 // unseenDocument is a link's document by does not see, as one that does
 // not exist.

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"testing"
@@ -37,13 +38,22 @@ func newTenancyWorld(t *testing.T) tenancyWorld {
 	t.Helper()
 	w := tenancyWorld{access: servicetest.NewAssetAccess(), documents: map[string]map[string]bool{}}
 	docs := http.NewServeMux()
-	docs.HandleFunc("GET /documents/{id}", func(rw http.ResponseWriter, r *http.Request) {
-		if !w.documents[r.Header.Get(auth.OnBehalfOfOrganizationHeader)][r.PathValue("id")] {
-			httpx.WriteProblem(r.Context(), apperr.NotFound("document", r.PathValue("id")), rw)
+	docs.HandleFunc("POST /internal/documents/visible", func(rw http.ResponseWriter, r *http.Request) {
+		var in struct {
+			DocumentIDs []string `json:"document_ids"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			httpx.WriteProblem(r.Context(), apperr.Invalid(apperr.FieldError{Field: "document_ids", Message: err.Error()}), rw)
 			return
 		}
+		seen := []string{}
+		for _, id := range in.DocumentIDs {
+			if w.documents[r.Header.Get(auth.OnBehalfOfOrganizationHeader)][id] {
+				seen = append(seen, id)
+			}
+		}
 		rw.Header().Set("Content-Type", "application/json")
-		_, _ = rw.Write([]byte(`{}`))
+		_ = json.NewEncoder(rw).Encode(map[string]any{"document_ids": seen})
 	})
 	w.world = worldOn(servicetest.StartServing(t, Spec(), map[string]*http.ServeMux{"assets": w.access.Routes(), "documents": docs}))
 	return w

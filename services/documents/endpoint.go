@@ -22,6 +22,7 @@ type Endpoints struct {
 	ActionDocuments endpoint.Endpoint
 	Download        endpoint.Endpoint
 	Delete          endpoint.Endpoint
+	Visible         endpoint.Endpoint // internal: which documents the caller sees
 }
 
 // downloadRequest is a file download with its conditions.
@@ -60,7 +61,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		Download: endpoints.New(func(ctx context.Context, req downloadRequest) (fileResponse, error) {
 			return download(ctx, s, endpoints.CallerOf(ctx), req)
 		}),
-		Delete: endpoints.Guarded(endpoints.NoContent(s.Delete)),
+		Delete:  endpoints.Guarded(endpoints.NoContent(s.Delete)),
+		Visible: endpoints.ByCaller(s.Visible),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e

@@ -58,6 +58,9 @@ type Service interface {
 	// Delete removes the document and its file, unless something still
 	// links or attaches it.
 	Delete(ctx context.Context, g model.Guard, id uuid.UUID) error
+	// Visible is, of ids, the documents by sees (internal: the actions
+	// service asks it, on a bound caller's behalf, before linking one).
+	Visible(ctx context.Context, by model.Caller, in VisibleRequest) (VisibleAnswer, error)
 }
 
 type service struct {

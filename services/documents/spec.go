@@ -54,7 +54,7 @@ func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 			// metadata calls get the request timeout.
 			e := MakeEndpoints(svc)
 			timeout := endpoints.Timeout(d.RequestTimeout)
-			e.Get, e.ActionDocuments, e.Delete = timeout(e.Get), timeout(e.ActionDocuments), timeout(e.Delete)
+			e.Get, e.ActionDocuments, e.Delete, e.Visible = timeout(e.Get), timeout(e.ActionDocuments), timeout(e.Delete), timeout(e.Visible)
 			h := servicekit.Handlers{
 				Routes:         NewHTTPHandler(e, refs.MakeServerEndpoints(registry, timeout), cfg.MaxSize),
 				LongestRequest: objectsCfg.UploadTimeout,

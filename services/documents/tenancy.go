@@ -80,3 +80,40 @@ func (s *service) linked(ctx context.Context, by model.Caller, id uuid.UUID) (Do
 	}
 	return doc, kept, nil
 }
+
+// VisiblePath is the internal route of Visible.
+const VisiblePath = "/internal/documents/visible"
+
+// MaxVisible bounds the ids of one Visible question.
+const MaxVisible = 100
+
+// VisibleRequest asks which of DocumentIDs the caller (the original
+// caller of a peer's call) sees.
+type VisibleRequest struct {
+	DocumentIDs []uuid.UUID `json:"document_ids"`
+}
+
+// VisibleAnswer lists those of them it sees; an id that names no
+// document is not among them.
+type VisibleAnswer struct {
+	DocumentIDs []uuid.UUID `json:"document_ids"`
+}
+
+// Visible applies the rule of seen to each document in turn; a caller
+// bound to no organization sees every document that exists.
+func (s *service) Visible(ctx context.Context, by model.Caller, in VisibleRequest) (VisibleAnswer, error) {
+	out := VisibleAnswer{DocumentIDs: []uuid.UUID{}}
+	if len(in.DocumentIDs) > MaxVisible {
+		return out, apperr.Invalid(apperr.FieldError{Field: "document_ids", Message: fmt.Sprintf("must hold at most %d ids", MaxVisible)})
+	}
+	for _, id := range in.DocumentIDs {
+		_, _, err := s.seen(ctx, by, id)
+		switch {
+		case err == nil:
+			out.DocumentIDs = append(out.DocumentIDs, id)
+		case !apperr.Is(err, apperr.KindNotFound):
+			return VisibleAnswer{}, err
+		}
+	}
+	return out, nil
+}

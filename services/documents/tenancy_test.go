@@ -112,6 +112,26 @@ func TestTenancyOfDocuments(t *testing.T) {
 			}
 		})
 	}
+	// The actions service asks, on a bound caller's behalf, which documents
+	// it sees before linking one (an internal route, not in the public
+	// document).
+	internal := s.Issuer.Token(t, "actions", auth.ScopeInternal)
+	plain := testkit.Client{BaseURL: s.Client.BaseURL, HTTP: http.DefaultClient}
+	for _, c := range []struct {
+		org  string
+		want []string
+	}{{orgA, []string{own, typed, linked}}, {orgB, []string{typed, linked}}, {orgC, []string{typed}}} {
+		got := testkit.Expect(t, plain.Do(t, "POST", VisiblePath, internal, map[string]any{"document_ids": []string{own, typed, linked, uuid.NewString()}},
+			auth.OnBehalfOfHeader, "someone", auth.OnBehalfOfOrganizationHeader, c.org), 200).JSON()
+		var visible []string
+		for _, id := range got["document_ids"].([]any) {
+			visible = append(visible, id.(string))
+		}
+		if !slices.Equal(visible, c.want) {
+			t.Errorf("organization %s sees %v, want %v", c.org, visible, c.want)
+		}
+	}
+
 	// Nobody deletes what it does not see.
 	s.Call(404, "DELETE", "/documents/"+own, c, nil)
 	s.Call(200, "GET", "/documents/"+own, uploader, nil)

@@ -401,7 +401,7 @@ func (s *service) ListActionDocuments(ctx context.Context, by model.Caller, f Ac
 }
 
 func (s *service) UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {
-	if err := s.changesAction(ctx, g.Caller, actionID); err != nil {
+	if err := s.relinkable(ctx, g.Caller, actionID, id, p); err != nil {
 		return ActionDocument{}, err
 	}
 	changed := func(old ActionDocument, in ActionDocumentInput) []refs.Target { return documentReferences(in, &old) }

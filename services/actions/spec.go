@@ -94,13 +94,35 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 // actions table (docs/operations.md).
 func rebuildCompliance(ctx context.Context, d servicekit.Deps) error {
 	registry := refs.New("actions", d.Store, d.Peers)
-	report, err := NewProjection(NewStore(d.Store, registry)).Rebuild(ctx, ListAssetsOf(registry))
+	report, err := NewProjection(NewStore(d.Store, registry)).Rebuild(ctx, learning(ListAssetsOf(registry), access.New(d.Store, d.Peers.Get("assets"))))
 	if err != nil {
 		return fmt.Errorf("rebuild compliance: %w", err)
 	}
 	fmt.Fprintf(os.Stdout, "compliance rebuilt: %d assets listed, %d rows of assets no longer listed removed, %d latest actions\n",
 		report.Assets, report.Removed, report.Latest)
 	return nil
+}
+
+// learning is list that also has the copy of who sees which asset
+// (pkg/access) learn the access of every asset listed: a rebuild leaves
+// the copy knowing every asset, those created before the copy was kept
+// and those whose events it missed, so /compliance and the lists of
+// actions show a bound caller every asset it sees.
+func learning(list AssetLister, seen *access.Copy) AssetLister {
+	return func(ctx context.Context, after uuid.UUID) ([]ListedAsset, error) {
+		page, err := list(ctx, after)
+		if err != nil || len(page) == 0 {
+			return page, err
+		}
+		ids := make([]string, len(page))
+		for i, a := range page {
+			ids[i] = a.ID.String()
+		}
+		if _, err := seen.Lookup(ctx, ids); err != nil { // what the copy lacks, in batches
+			return nil, err
+		}
+		return page, nil
+	}
 }
 
 // listPage is how many assets one call of the rebuild's listing asks for.

@@ -185,6 +185,31 @@ func (s *service) linkable(ctx context.Context, by model.Caller, in ActionDocume
 	return nil
 }
 
+// relinkable is nil when by may change the action document id of the
+// action with p: as changesAction, and a document the patch names anew
+// must be one by sees.
+func (s *service) relinkable(ctx context.Context, by model.Caller, actionID, id uuid.UUID, p ActionDocumentPatch) error {
+	if !bound(by) {
+		return nil
+	}
+	if err := s.changesAction(ctx, by, actionID); err != nil {
+		return err
+	}
+	old, err := s.store.GetActionDocument(ctx, actionID, id)
+	if err != nil {
+		return err
+	}
+	in, err := p.Apply(old)
+	if err != nil || in.DocumentID.UUID == old.DocumentID {
+		return nil // the patch's own errors are the update's to answer
+	}
+	seen, err := s.documentsSeen(ctx, by, []uuid.UUID{in.DocumentID.UUID})
+	if err == nil && !seen[in.DocumentID.UUID] {
+		err = unseenDocument(in)
+	}
+	return err
+}
+
 // DocumentsSeenRequest is the body of the internal route the documents
 // service asks: which of DocumentIDs an action on an asset Organization
 // sees links.

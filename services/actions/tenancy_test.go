@@ -9,11 +9,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -165,9 +167,14 @@ func TestTenancyOfActions(t *testing.T) {
 	if !slices.Equal(unseen.Fields(), []string{"document_id"}) {
 		t.Errorf("an unseen document: %s", unseen.Raw)
 	}
-	// A document an action the caller sees links already is seen.
-	w.Call(201, "POST", "/actions/"+mine+"/action_documents", owner, map[string]any{"action_id": mine, "document_id": doc,
-		"source_system": "app", "source_reference": "again"})
+	// A document an action the caller sees links already is seen; one it
+	// does not see cannot replace it.
+	again := w.Call(201, "POST", "/actions/"+mine+"/action_documents", owner, map[string]any{"action_id": mine, "document_id": doc,
+		"source_system": "app", "source_reference": "again"}).JSON()["id"].(string)
+	relinked := w.Call(422, "PATCH", "/actions/"+mine+"/action_documents/"+again, owner, map[string]any{"document_id": w.document()})
+	if !slices.Equal(relinked.Fields(), []string{"document_id"}) {
+		t.Errorf("relinking to an unseen document: %s", relinked.Raw)
+	}
 	// Nobody changes or deletes what it does not see.
 	w.Call(404, "PATCH", "/actions/"+action, other, map[string]any{"reference": "x"})
 	w.Call(404, "DELETE", "/actions/"+action, other, nil)
@@ -188,6 +195,31 @@ func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	if err := p.ApplyAsset(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		token string
+		rows  int
+	}{{owner, 4}, {other, 0}, {w.RO, 4}} {
+		if got := len(w.Call(200, "GET", "/compliance?asset_id="+asset.String(), c.token, nil).List()); got != c.rows {
+			t.Errorf("rows %d, want %d", got, c.rows)
+		}
+	}
+}
+
+// actions rebuild-compliance also has the copy learn every asset it
+// lists: one created before the copy was kept (never changed, no event
+// seen) is then filtered right in /compliance.
+func TestRebuildTeachesTheCopy(t *testing.T) {
+	w := newTenancyWorld(t)
+	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
+	asset := uuid.Must(uuid.NewV7())
+	w.StandIn("assets").Remove("asset", uuid.MustParse(w.asset)) // the world's, listed without a type
+	w.StandIn("assets").Add("asset", asset, refs.Attrs{"asset_type_id": uuid.NewString()})
+	w.access.Created(model.Access{AssetID: asset.String(), OwnerOrganizationID: orgOwner})
+	registry := refs.New("actions", w.Built.Store, w.Built.Deps.Peers)
+	seen := access.New(w.Built.Store, w.Built.Deps.Peers.Get("assets"))
+	if _, err := NewProjection(&Store{Store: w.Built.Store}).Rebuild(t.Context(), learning(ListAssetsOf(registry), seen)); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

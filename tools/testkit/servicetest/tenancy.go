@@ -42,6 +42,15 @@ func (l *AssetAccess) Set(a model.Access) {
 	l.current[a.AssetID] = a
 }
 
+// Created makes a an asset's access as its creation left it (version 0):
+// the lookup answers it, the log of changes does not hold it.
+func (l *AssetAccess) Created(a model.Access) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a.Version = 0
+	l.current[a.AssetID] = a
+}
+
 // Routes is the mux of the two routes.
 func (l *AssetAccess) Routes() *http.ServeMux {
 	mux := http.NewServeMux()

@@ -127,9 +127,10 @@ func (s *service) CreateAction(ctx context.Context, by model.Caller, in ActionIn
 	if err := s.recordableOn(ctx, by, in.AssetID.UUID); err != nil {
 		return ActionDetail{}, err
 	}
-	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (ActionDetail, error) {
+	a, err := refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (ActionDetail, error) {
 		return s.store.CreateAction(ctx, by, in, checked.Of(actionReferences(in, nil)...))
 	})
+	return a, s.hideHolder(ctx, by, err)
 }
 
 // FindAction finds first, so that the usual answer (an import run again)
@@ -154,7 +155,9 @@ func (s *service) FindAction(ctx context.Context, by model.Caller, in ActionInpu
 	}
 	a, err := s.CreateAction(ctx, by, in)
 	if holder, ok := existingID(err); ok {
-		found, err = s.GetAction(ctx, by, holder)
+		if found, err = s.GetAction(ctx, by, holder); apperr.Is(err, apperr.KindNotFound) {
+			err = apperr.Conflict(sourceDuplicate(key.SourceSystem, key.SourceReference))
+		}
 		return found, false, err
 	}
 	return a, err == nil, err
@@ -216,7 +219,13 @@ func (s *service) createActions(ctx context.Context, by model.Caller, in []Actio
 			out[i].Err = checked.Missing(targetsOf(in[i])...)
 		}
 	}
-	return s.store.CreateActions(ctx, by, in, out, checked, targetsOf)
+	if err := s.store.CreateActions(ctx, by, in, out, checked, targetsOf); err != nil {
+		return err
+	}
+	for i := range out {
+		out[i].Err = s.hideHolder(ctx, by, out[i].Err)
+	}
+	return nil
 }
 
 // findOrCreateActions is a batch whose items are found by their source
@@ -239,8 +248,15 @@ func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in [
 			return err
 		}
 	}
+	hidden, err := s.hiddenHolders(ctx, by, found)
+	if err != nil {
+		return err
+	}
 	settled := make([]bool, len(in))
 	for i := range in {
+		if k, ok := in[i].sourceKey(); ok && out[i].Err == nil && hidden[k] {
+			out[i].Err = apperr.Conflict(sourceDuplicate(k.SourceSystem, k.SourceReference))
+		}
 		settled[i] = out[i].Err != nil
 	}
 	return s.store.Together(ctx, func(ctx context.Context) error {
@@ -318,7 +334,7 @@ func (s *service) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID,
 	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
 		return s.store.UpdateAction(ctx, g, id, p.Apply, changed, checked)
 	}); err != nil {
-		return ActionDetail{}, err
+		return ActionDetail{}, s.hideHolder(ctx, g.Caller, err)
 	}
 	return s.store.GetAction(ctx, id)
 }

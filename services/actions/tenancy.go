@@ -9,6 +9,7 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -208,6 +209,44 @@ func (s *service) relinkable(ctx context.Context, by model.Caller, actionID, id 
 		err = unseenDocument(in)
 	}
 	return err
+}
+
+// hideHolder is err, unless it is a 409 duplicate naming an action a
+// bound caller does not see: then a conflict that names none.
+func (s *service) hideHolder(ctx context.Context, by model.Caller, err error) error {
+	holder, ok := existingID(err)
+	if !ok || !bound(by) {
+		return err
+	}
+	if _, gerr := s.GetAction(ctx, by, holder); apperr.Is(gerr, apperr.KindNotFound) {
+		var dup *apperr.Error
+		errors.As(err, &dup)
+		return apperr.Conflict(dup.Detail)
+	} else if gerr != nil {
+		return gerr
+	}
+	return err
+}
+
+// hiddenHolders are, of the source pairs found (each with the action
+// holding it), those whose action a bound caller does not see: their
+// items answer a conflict that names no action. found loses them.
+func (s *service) hiddenHolders(ctx context.Context, by model.Caller, found map[SourceKey]uuid.UUID) (map[SourceKey]bool, error) {
+	hidden := map[SourceKey]bool{}
+	if !bound(by) {
+		return hidden, nil
+	}
+	for k, id := range found {
+		_, err := s.GetAction(ctx, by, id)
+		switch {
+		case apperr.Is(err, apperr.KindNotFound):
+			hidden[k] = true
+			delete(found, k)
+		case err != nil:
+			return nil, err
+		}
+	}
+	return hidden, nil
 }
 
 // DocumentsSeenRequest is the body of the internal route the documents

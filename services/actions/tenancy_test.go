@@ -86,7 +86,8 @@ func TestTenancyOfActions(t *testing.T) {
 	onAsset := func(a string, n int) map[string]any {
 		return w.action(map[string]any{"asset_id": a, "source_reference": uuid.NewString(), "reference": "T-" + string(rune('a'+n))})
 	}
-	action := w.Call(201, "POST", "/actions", owner, onAsset(asset, 0)).JSON()["id"].(string)
+	first := onAsset(asset, 0)
+	action := w.Call(201, "POST", "/actions", owner, first).JSON()["id"].(string)
 	doc := w.document()
 	for _, org := range []string{orgOwner, orgReader, orgInspector, orgOther} {
 		w.documents[org] = map[string]bool{}
@@ -175,6 +176,26 @@ func TestTenancyOfActions(t *testing.T) {
 	if !slices.Equal(relinked.Fields(), []string{"document_id"}) {
 		t.Errorf("relinking to an unseen document: %s", relinked.Raw)
 	}
+	// Finds: an action on an unseen asset is not found, and its source
+	// pair, held, is a conflict that names no action.
+	pair := map[string]any{"source_system": first["source_system"], "source_reference": first["source_reference"]}
+	w.Call(200, "POST", "/actions/find", owner, pair)
+	w.Call(404, "POST", "/actions/find", other, pair)
+	claim := onAsset(shared, 97)
+	claim["source_reference"] = first["source_reference"]
+	if held := w.Call(409, "POST", "/actions/find?create=true", other, claim).JSON(); held["existing_id"] != nil {
+		t.Errorf("a pair held by an unseen action: %v", held)
+	}
+	if held := w.Call(409, "POST", "/actions", other, claim).JSON(); held["existing_id"] != nil {
+		t.Errorf("a create of a pair held by an unseen action: %v", held)
+	}
+	for _, find := range []string{"true", "false"} {
+		items := w.Call(200, "POST", "/actions/batch?find="+find, other, map[string]any{"items": []any{claim}}).List()
+		if items[0]["status"] != float64(409) || items[0]["id"] != nil || items[0]["problem"].(map[string]any)["existing_id"] != nil {
+			t.Errorf("a batch (find=%s) with a pair held by an unseen action: %v", find, items[0])
+		}
+	}
+
 	// Nobody changes or deletes what it does not see.
 	w.Call(404, "PATCH", "/actions/"+action, other, map[string]any{"reference": "x"})
 	w.Call(404, "DELETE", "/actions/"+action, other, nil)

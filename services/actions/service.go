@@ -145,9 +145,14 @@ func (s *service) FindAction(ctx context.Context, by model.Caller, in ActionInpu
 	}
 	found, err := s.store.ActionBySource(ctx, key)
 	if err == nil {
-		if err = s.seesAction(ctx, by, found.Action); apperr.Is(err, apperr.KindNotFound) && create {
-			// Held by an action the caller does not see: a conflict that names nothing.
-			return ActionDetail{}, false, apperr.Conflict(sourceDuplicate(key.SourceSystem, key.SourceReference))
+		// Held by an action the caller does not see: not found, and
+		// a conflict that names nothing for a create.
+		if err = s.seesAction(ctx, by, found.Action); apperr.Is(err, apperr.KindNotFound) {
+			if create {
+				return ActionDetail{}, false, apperr.Conflict(sourceDuplicate(key.SourceSystem, key.SourceReference))
+			}
+			return ActionDetail{}, false, apperr.New(apperr.KindNotFound, fmt.Sprintf("no action has source_system %q and source_reference %q",
+				key.SourceSystem, key.SourceReference))
 		}
 	}
 	if !create || !apperr.Is(err, apperr.KindNotFound) {

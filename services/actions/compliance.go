@@ -112,14 +112,13 @@ type ComplianceRow struct {
 // ComplianceFilter is GET /compliance's query. ActionTypes and States
 // empty mean all of them; DueBefore nil means today + DueWindow days.
 type ComplianceFilter struct {
-	AssetID     *uuid.UUID
-	AssetTypeID *uuid.UUID
-	ActionTypes []string
-	States      []string
-	DueBefore   *model.Date
+	AssetID, AssetTypeID *uuid.UUID
+	ActionTypes, States  []string
+	DueBefore            *model.Date
 	// AsOf asks for the rows as the registry knew them at the end of that
 	// day (UTC), their states on that day.
-	AsOf *model.Date
+	AsOf   *model.Date
+	seenBy string // the organization a bound caller reads as: the rows of assets it sees
 }
 
 // complianceQuery is a filter made definite: the types and states in their
@@ -391,6 +390,7 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 			if q.AssetTypeID != nil {
 				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
 			}
+			f += visibleFilter(q.seenBy, asset, param)
 			return f
 		}
 		// actionType is a listed type (validated), safe as a literal;

@@ -29,7 +29,8 @@ type Endpoints struct {
 	UpdateActionDocument  endpoint.Endpoint
 	DeleteActionDocument  endpoint.Endpoint
 
-	Compliance endpoint.Endpoint
+	Compliance    endpoint.Endpoint
+	DocumentsSeen endpoint.Endpoint // internal: the documents service's question
 
 	CreatePlan  endpoint.Endpoint
 	GetPlan     endpoint.Endpoint
@@ -63,8 +64,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 				return s.CreateActions(ctx, by, in, errs, req.Find)
 			})(ctx, by, req.BatchRequest)
 		}),
-		GetAction:    endpoints.New(s.GetAction),
-		ListActions:  endpoints.New(endpoints.List(s.ListActions)),
+		GetAction:    endpoints.ByCaller(s.GetAction),
+		ListActions:  endpoints.ByCaller(endpoints.ListBy(s.ListActions)),
 		UpdateAction: endpoints.Guarded(endpoints.ByID(s.UpdateAction)),
 		DeleteAction: endpoints.Guarded(endpoints.NoContent(s.DeleteAction)),
 
@@ -72,7 +73,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			return s.CreateActionDocument(ctx, g, req.ID, req.Body)
 		}, actionDocumentLocation)),
 		CreateActionDocuments: endpoints.Guarded(endpoints.Batch(s.CreateActionDocuments)),
-		ListActionDocuments:   endpoints.New(endpoints.List(s.ListActionDocuments)),
+		ListActionDocuments:   endpoints.ByCaller(endpoints.ListBy(s.ListActionDocuments)),
 		UpdateActionDocument: endpoints.Guarded(func(ctx context.Context, g model.Guard, req actionDocumentPath) (ActionDocument, error) {
 			return s.UpdateActionDocument(ctx, g, req.ActionID, req.ID, req.Patch)
 		}),
@@ -80,7 +81,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			return httpx.NoContent{}, s.DeleteActionDocument(ctx, g, req.ActionID, req.ID)
 		}),
 
-		Compliance: endpoints.New(endpoints.List(s.Compliance)),
+		Compliance:    endpoints.ByCaller(endpoints.ListBy(s.Compliance)),
+		DocumentsSeen: endpoints.New(s.DocumentsSeen),
 
 		CreatePlan:  endpoints.ByCaller(endpoints.Created(s.CreatePlan, planLocation)),
 		GetPlan:     endpoints.New(s.GetPlan),

@@ -346,6 +346,8 @@ type ActionFilter struct {
 	ValidThroughBefore                *model.Date
 	PerformedFrom, PerformedTo        *model.Date
 	SourceSystem, SourceReference     *string
+
+	seenBy string // the organization a bound caller reads as ("" every action): the actions of assets it sees
 }
 
 // ActionDocumentInput is the body of POST /actions/{action_id}/action_documents.
@@ -423,4 +425,29 @@ func inOrder(all, chosen []string) []string {
 		}
 	}
 	return out
+}
+
+func sourceDuplicate(system, reference string) string {
+	return fmt.Sprintf("an action with source_system %q and source_reference %q is recorded already", system, reference)
+}
+
+// jsonb is an optional object as a query argument: nil is SQL NULL, not
+// the JSON null.
+func jsonb(raw []byte) any {
+	if raw == nil {
+		return nil
+	}
+	return string(raw)
+}
+
+func pairDuplicate(in ActionDocumentInput) string {
+	return fmt.Sprintf("document %s is linked to action %s already", in.DocumentID.UUID, in.ActionID.UUID)
+}
+
+// utcTimes gives an action document's times in UTC, as its place in an
+// action's action_documents shows them, so both answers (and their ETags)
+// agree.
+func utcTimes(d ActionDocument) ActionDocument {
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	return d
 }

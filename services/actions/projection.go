@@ -21,7 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/job"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
 )
@@ -35,6 +37,10 @@ type assetEvent struct {
 	AssetID     uuid.UUID
 	AssetTypeID uuid.UUID // the asset's type after the change (created, updated)
 	Op          string    // outbox.OpCreated, OpUpdated or OpDeleted
+	// Owner is the asset's owner organization after the change ("" none);
+	// OwnerChanged says an update changed it.
+	Owner        string
+	OwnerChanged bool
 }
 
 // assetEventOf reads an asset event off the wire; ok is false for events of
@@ -56,11 +62,16 @@ func assetEventOf(e outbox.Event) (ev assetEvent, ok bool, err error) {
 	}
 	var data struct {
 		AssetTypeID uuid.UUID `json:"asset_type_id"`
+		Owner       *string   `json:"owner_organization_id"`
 	}
 	if err := json.Unmarshal(e.Data, &data); err != nil || data.AssetTypeID == uuid.Nil {
 		return ev, false, fmt.Errorf("asset event %s: data has no asset_type_id", e.ID)
 	}
 	ev.AssetTypeID = data.AssetTypeID
+	if data.Owner != nil {
+		ev.Owner = *data.Owner
+	}
+	_, ev.OwnerChanged = e.Changes["owner_organization_id"]
 	return ev, true, nil
 }
 
@@ -74,13 +85,17 @@ func cutType(t string) (kind, op string, ok bool) {
 	return "", "", false
 }
 
-// Projection keeps known_assets.
+// Projection keeps known_assets, and tells the copy of who sees which
+// asset (pkg/access) each asset's owner as its events say.
 type Projection struct {
-	store *Store
+	store  *Store
+	access *access.Store
 }
 
 // NewProjection returns the projection over the actions store.
-func NewProjection(s *Store) *Projection { return &Projection{store: s} }
+func NewProjection(s *Store) *Projection {
+	return &Projection{store: s, access: access.New(s.Store, nil).Store()}
+}
 
 // ApplyAsset applies one asset event. It is idempotent and indifferent to
 // order: an event older than the one a row holds changes nothing, a
@@ -108,8 +123,16 @@ func (p *Projection) ApplyAsset(ctx context.Context, ev assetEvent) error {
 	if ev.Op != outbox.OpDeleted {
 		typeID = &ev.AssetTypeID
 	}
-	_, err := p.store.Pool.Exec(ctx, sql, ev.AssetID, typeID, ev.ID)
-	return store.Classify(err, "apply asset event")
+	if _, err := p.store.Pool.Exec(ctx, sql, ev.AssetID, typeID, ev.ID); err != nil {
+		return store.Classify(err, "apply asset event")
+	}
+	// An asset no action names yet is filtered right from its creation
+	// on: the copy learns its owner at version 0, which never overwrites
+	// a change the copy has from the assets service's log (version 1 on).
+	if ev.Op == outbox.OpCreated || (ev.Op == outbox.OpUpdated && ev.OwnerChanged) {
+		return p.access.Learn(ctx, []model.Access{{AssetID: ev.AssetID.String(), OwnerOrganizationID: ev.Owner}})
+	}
+	return nil
 }
 
 // ListedAsset is an asset as the assets service lists it.

@@ -33,8 +33,8 @@ type Service interface {
 	// them first, as FindAction with create does. Each outcome is an
 	// item's; the error fails the whole batch.
 	CreateActions(ctx context.Context, by model.Caller, in []ActionInput, errs []error, find bool) ([]model.ItemOutcome, error)
-	GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error)
-	ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error)
+	GetAction(ctx context.Context, by model.Caller, id uuid.UUID) (ActionDetail, error)
+	ListActions(ctx context.Context, by model.Caller, f ActionFilter, page model.Page) (model.Paged[Action], error)
 	UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, p ActionPatch) (ActionDetail, error)
 	// DeleteAction deletes the action with its action documents.
 	DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error
@@ -45,13 +45,13 @@ type Service interface {
 	CreateActionDocuments(ctx context.Context, g model.Guard, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error)
 	// ListActionDocuments is one page of an action's action documents, in
 	// creation order: all of them, where the action's answer embeds the first.
-	ListActionDocuments(ctx context.Context, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error)
+	ListActionDocuments(ctx context.Context, by model.Caller, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error)
 	UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error)
 	DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error
 
 	// Compliance is one page of what is due: a row per asset and action
 	// type, in asset creation order, then action type.
-	Compliance(ctx context.Context, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error)
+	Compliance(ctx context.Context, by model.Caller, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error)
 
 	// Inspection plans: every reader reads them, an admin writes them.
 	CreatePlan(ctx context.Context, by model.Caller, in PlanInput) (Plan, error)
@@ -61,6 +61,10 @@ type Service interface {
 	DeletePlan(ctx context.Context, g model.Guard, id uuid.UUID) error
 	// PlanPresets are the plans an operator can load as a starting point.
 	PlanPresets(ctx context.Context) ([]Preset, error)
+
+	// DocumentsSeen is the documents service's question (internal): which
+	// documents an action an organization sees links.
+	DocumentsSeen(ctx context.Context, in DocumentsSeenRequest) (DocumentsSeenAnswer, error)
 }
 
 // service holds the rules: what an input must be, which references an
@@ -73,13 +77,17 @@ type service struct {
 	refs  *refs.Registry    // the peers asked about references and deletes
 	today func() model.Date // the UTC date overdue is measured against
 	types *actiontypes.Catalog
+	// tenancy is asked for callers bound to an organization only
+	// (tenancy.go).
+	tenancy Tenancy
 }
 
 // NewService returns the service over store; the action types a write may
-// name are read from the same schema (actiontypes).
-func NewService(store *Store) Service {
+// name are read from the same schema (actiontypes); t decides what a
+// caller bound to an organization sees and records on.
+func NewService(store *Store, t Tenancy) Service {
 	return &service{store: store, refs: store.refs, today: model.Today,
-		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store))}
+		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store)), tenancy: t}
 }
 
 // actionReferences are the references an action makes that must exist: its
@@ -123,9 +131,13 @@ func (s *service) CreateAction(ctx context.Context, by model.Caller, in ActionIn
 	if err != nil {
 		return ActionDetail{}, err
 	}
-	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (ActionDetail, error) {
+	if err := s.recordableOn(ctx, by, in.AssetID.UUID); err != nil {
+		return ActionDetail{}, err
+	}
+	a, err := refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (ActionDetail, error) {
 		return s.store.CreateAction(ctx, by, in, checked.Of(actionReferences(in, nil)...))
 	})
+	return a, s.hideHolder(ctx, by, err)
 }
 
 // FindAction finds first, so that the usual answer (an import run again)
@@ -139,12 +151,25 @@ func (s *service) FindAction(ctx context.Context, by model.Caller, in ActionInpu
 		return ActionDetail{}, false, err
 	}
 	found, err := s.store.ActionBySource(ctx, key)
+	if err == nil {
+		// Held by an action the caller does not see: not found, and
+		// a conflict that names nothing for a create.
+		if err = s.seesAction(ctx, by, found.Action); apperr.Is(err, apperr.KindNotFound) {
+			if create {
+				return ActionDetail{}, false, apperr.Conflict(sourceDuplicate(key.SourceSystem, key.SourceReference))
+			}
+			return ActionDetail{}, false, apperr.New(apperr.KindNotFound, fmt.Sprintf("no action has source_system %q and source_reference %q",
+				key.SourceSystem, key.SourceReference))
+		}
+	}
 	if !create || !apperr.Is(err, apperr.KindNotFound) {
 		return found, false, err
 	}
 	a, err := s.CreateAction(ctx, by, in)
 	if holder, ok := existingID(err); ok {
-		found, err = s.store.GetAction(ctx, holder)
+		if found, err = s.GetAction(ctx, by, holder); apperr.Is(err, apperr.KindNotFound) {
+			err = apperr.Conflict(sourceDuplicate(key.SourceSystem, key.SourceReference))
+		}
 		return found, false, err
 	}
 	return a, err == nil, err
@@ -181,8 +206,21 @@ func (s *service) CreateActions(ctx context.Context, by model.Caller, in []Actio
 // fails the batch, a target that does not exist only its items.
 func (s *service) createActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome) error {
 	targetsOf := func(in ActionInput) []refs.Target { return actionReferences(in, nil) }
+	var assets []uuid.UUID
+	for i := range in {
+		if out[i].Err == nil {
+			assets = append(assets, in[i].AssetID.UUID)
+		}
+	}
+	refused, err := s.recordable(ctx, by, assets)
+	if err != nil {
+		return err
+	}
 	var all []refs.Target
 	for i := range in {
+		if out[i].Err == nil {
+			out[i].Err = refused[in[i].AssetID.UUID]
+		}
 		if out[i].Err == nil {
 			all = append(all, targetsOf(in[i])...)
 		}
@@ -196,7 +234,13 @@ func (s *service) createActions(ctx context.Context, by model.Caller, in []Actio
 			out[i].Err = checked.Missing(targetsOf(in[i])...)
 		}
 	}
-	return s.store.CreateActions(ctx, by, in, out, checked, targetsOf)
+	if err := s.store.CreateActions(ctx, by, in, out, checked, targetsOf); err != nil {
+		return err
+	}
+	for i := range out {
+		out[i].Err = s.hideHolder(ctx, by, out[i].Err)
+	}
+	return nil
 }
 
 // findOrCreateActions is a batch whose items are found by their source
@@ -219,8 +263,15 @@ func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in [
 			return err
 		}
 	}
+	hidden, err := s.hiddenHolders(ctx, by, found)
+	if err != nil {
+		return err
+	}
 	settled := make([]bool, len(in))
 	for i := range in {
+		if k, ok := in[i].sourceKey(); ok && out[i].Err == nil && hidden[k] {
+			out[i].Err = apperr.Conflict(sourceDuplicate(k.SourceSystem, k.SourceReference))
+		}
 		settled[i] = out[i].Err != nil
 	}
 	return s.store.Together(ctx, func(ctx context.Context) error {
@@ -266,11 +317,34 @@ func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in [
 	})
 }
 
-func (s *service) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error) {
-	return s.store.GetAction(ctx, id)
+func (s *service) GetAction(ctx context.Context, by model.Caller, id uuid.UUID) (ActionDetail, error) {
+	a, err := s.store.GetAction(ctx, id)
+	if err == nil {
+		err = s.seesAction(ctx, by, a.Action)
+	}
+	if err != nil {
+		return ActionDetail{}, err
+	}
+	return a, nil
 }
 
+// UpdateAction: a bound caller changes only an action it may record on,
+// and moves it only to an asset it may record on.
 func (s *service) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, p ActionPatch) (ActionDetail, error) {
+	if bound(g.Caller) {
+		if err := s.changesAction(ctx, g.Caller, id); err != nil {
+			return ActionDetail{}, err
+		}
+		old, err := s.store.GetAction(ctx, id)
+		if err != nil {
+			return ActionDetail{}, err
+		}
+		if in, err := p.Apply(old.Action); err == nil && in.AssetID.UUID != old.AssetID {
+			if err := s.recordableOn(ctx, g.Caller, in.AssetID.UUID); err != nil {
+				return ActionDetail{}, err
+			}
+		}
+	}
 	changed := func(old Action, in ActionInput) []refs.Target { return actionReferences(in, &old) }
 	apply := func(a Action) (ActionInput, error) {
 		in, err := p.Apply(a)
@@ -282,7 +356,7 @@ func (s *service) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID,
 	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
 		return s.store.UpdateAction(ctx, g, id, apply, changed, checked)
 	}); err != nil {
-		return ActionDetail{}, err
+		return ActionDetail{}, s.hideHolder(ctx, g.Caller, err)
 	}
 	return s.store.GetAction(ctx, id)
 }
@@ -291,13 +365,16 @@ func (s *service) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID,
 // something in another service still names it: the protocol asks the
 // services that may, then runs the store's delete under g.
 func (s *service) DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	if err := s.changesAction(ctx, g.Caller, id); err != nil {
+		return err
+	}
 	current := func(ctx context.Context) (any, error) { return s.store.GetAction(ctx, id) }
 	return s.refs.DeleteRow(ctx, g, "action", "actions", id, current, s.store.DeleteAction(g.Caller, id))
 }
 
 // ListActions refuses a performed_at range that ends before it starts:
 // an empty answer would hide a client's mistake.
-func (s *service) ListActions(ctx context.Context, f ActionFilter, page model.Page) (model.Paged[Action], error) {
+func (s *service) ListActions(ctx context.Context, by model.Caller, f ActionFilter, page model.Page) (model.Paged[Action], error) {
 	if err := s.types.CheckFilter(ctx, "action_type", f.ActionType); err != nil {
 		return model.Paged[Action]{}, err
 	}
@@ -305,11 +382,18 @@ func (s *service) ListActions(ctx context.Context, f ActionFilter, page model.Pa
 		return model.Paged[Action]{}, apperr.Invalid(apperr.FieldError{Field: "performed_to",
 			Message: "must not be before performed_from " + f.PerformedFrom.String()})
 	}
+	var err error
+	if f.seenBy, err = s.tenancy.Seen.ForRead(ctx, by); err != nil {
+		return model.Paged[Action]{}, err
+	}
 	return s.store.ListActions(ctx, f, page)
 }
 
 func (s *service) CreateActionDocument(ctx context.Context, g model.Guard, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error) {
 	in, err := in.Normalize(actionID)
+	if err == nil {
+		err = s.linkable(ctx, g.Caller, in)
+	}
 	if err != nil {
 		return ActionDocument{}, err
 	}
@@ -324,6 +408,13 @@ func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in [
 	for i := range in {
 		if out[i].Err = errs[i]; out[i].Err == nil {
 			in[i], out[i].Err = in[i].Normalize(in[i].ActionID.UUID)
+		}
+		if out[i].Err == nil {
+			// The item's own answer (404, 403, 422); anything else fails the batch.
+			if out[i].Err = s.linkable(ctx, g.Caller, in[i]); out[i].Err != nil && !apperr.Is(out[i].Err, apperr.KindNotFound) &&
+				!apperr.Is(out[i].Err, apperr.KindForbidden) && !apperr.Is(out[i].Err, apperr.KindInvalid) {
+				return out, out[i].Err
+			}
 		}
 		if out[i].Err == nil {
 			all = append(all, documentReferences(in[i], nil)...)
@@ -341,11 +432,19 @@ func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in [
 	return out, s.store.CreateActionDocuments(ctx, g, in, out, checked)
 }
 
-func (s *service) ListActionDocuments(ctx context.Context, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error) {
+func (s *service) ListActionDocuments(ctx context.Context, by model.Caller, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error) {
+	if bound(by) {
+		if _, err := s.GetAction(ctx, by, f.ActionID); err != nil {
+			return model.Paged[ActionDocument]{}, err
+		}
+	}
 	return s.store.ListActionDocuments(ctx, f, page)
 }
 
 func (s *service) UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {
+	if err := s.relinkable(ctx, g.Caller, actionID, id, p); err != nil {
+		return ActionDocument{}, err
+	}
 	changed := func(old ActionDocument, in ActionDocumentInput) []refs.Target { return documentReferences(in, &old) }
 	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
 		return s.store.UpdateActionDocument(ctx, g, actionID, id, p.Apply, changed, checked)
@@ -357,17 +456,23 @@ func (s *service) UpdateActionDocument(ctx context.Context, g model.Guard, actio
 
 // DeleteActionDocument removes an action document, as DeleteAction does.
 func (s *service) DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error {
+	if err := s.changesAction(ctx, g.Caller, actionID); err != nil {
+		return err
+	}
 	current := func(ctx context.Context) (any, error) { return s.store.GetActionDocument(ctx, actionID, id) }
 	return s.refs.DeleteRow(ctx, g, "action_document", "action_documents", id, current, s.store.DeleteActionDocument(actionID, id))
 }
 
 // Compliance measures overdue against today (UTC) whatever due_before
 // says: a due_before in the past is allowed, and then no row is due.
-func (s *service) Compliance(ctx context.Context, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error) {
+func (s *service) Compliance(ctx context.Context, by model.Caller, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error) {
 	if err := s.types.CheckAll(ctx, "action_type", f.ActionTypes); err != nil {
 		return model.Paged[ComplianceRow]{}, err
 	}
 	planned, err := s.store.PlannedActionTypes(ctx)
+	if err == nil {
+		f.seenBy, err = s.tenancy.Seen.ForRead(ctx, by)
+	}
 	if err != nil {
 		return model.Paged[ComplianceRow]{}, err
 	}

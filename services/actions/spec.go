@@ -11,6 +11,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
@@ -57,7 +58,10 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("actions", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
 	st := NewStore(d.Store, registry)
-	routes := NewHTTPHandler(MakeEndpoints(NewService(st), timeout))
+	// The copy of who sees which asset, refreshed from the assets service
+	// before a bound caller's call (pkg/access).
+	seen := access.New(d.Store, d.Peers.Get("assets"))
+	routes := NewHTTPHandler(MakeEndpoints(NewService(st, Tenancy{Seen: seen, Documents: d.Peers.Get("documents")}), timeout))
 	actiontypes.Routes(routes, actiontypes.MakeEndpoints(actiontypes.NewService(actiontypes.NewStore(d.Store)), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	handlers := servicekit.Handlers{Routes: routes, Maintenance: maintenance()}
@@ -93,13 +97,35 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 // actions table (docs/operations.md).
 func rebuildCompliance(ctx context.Context, d servicekit.Deps) error {
 	registry := refs.New("actions", d.Store, d.Peers)
-	report, err := NewProjection(NewStore(d.Store, registry)).Rebuild(ctx, ListAssetsOf(registry))
+	report, err := NewProjection(NewStore(d.Store, registry)).Rebuild(ctx, learning(ListAssetsOf(registry), access.New(d.Store, d.Peers.Get("assets"))))
 	if err != nil {
 		return fmt.Errorf("rebuild compliance: %w", err)
 	}
 	fmt.Fprintf(os.Stdout, "compliance rebuilt: %d assets listed, %d rows of assets no longer listed removed, %d latest actions\n",
 		report.Assets, report.Removed, report.Latest)
 	return nil
+}
+
+// learning is list that also has the copy of who sees which asset
+// (pkg/access) learn the access of every asset listed: a rebuild leaves
+// the copy knowing every asset, those created before the copy was kept
+// and those whose events it missed, so /compliance and the lists of
+// actions show a bound caller every asset it sees.
+func learning(list AssetLister, seen *access.Copy) AssetLister {
+	return func(ctx context.Context, after uuid.UUID) ([]ListedAsset, error) {
+		page, err := list(ctx, after)
+		if err != nil || len(page) == 0 {
+			return page, err
+		}
+		ids := make([]string, len(page))
+		for i, a := range page {
+			ids[i] = a.ID.String()
+		}
+		if _, err := seen.Lookup(ctx, ids); err != nil { // what the copy lacks, in batches
+			return nil, err
+		}
+		return page, nil
+	}
 }
 
 // listPage is how many assets one call of the rebuild's listing asks for.

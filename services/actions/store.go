@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -102,10 +103,6 @@ func (s *Store) sourceTaken(ctx context.Context, err error, in ActionInput) erro
 		return apperr.Conflict(detail) // deleted again in the meantime: still a conflict, without an id
 	}
 	return apperr.Duplicate(detail, holder.String())
-}
-
-func sourceDuplicate(system, reference string) string {
-	return fmt.Sprintf("an action with source_system %q and source_reference %q is recorded already", system, reference)
 }
 
 // ActionBySource reads the action that holds the pair; none is a 404.
@@ -395,15 +392,6 @@ func inputValues(in ActionInput) []any {
 		jsonb(in.Data), jsonb(in.MetaData)}
 }
 
-// jsonb is an optional object as a query argument: nil is SQL NULL, not
-// the JSON null.
-func jsonb(raw []byte) any {
-	if raw == nil {
-		return nil
-	}
-	return string(raw)
-}
-
 // GetAction reads an action with its action documents.
 func (s *Store) GetAction(ctx context.Context, id uuid.UUID) (ActionDetail, error) {
 	return s.getAction(ctx, s.DB(ctx), id)
@@ -433,6 +421,9 @@ func (s *Store) ListActions(ctx context.Context, f ActionFilter, page model.Page
 	}
 	if f.PerformedTo != nil {
 		where.Where("performed_at <= ?", *f.PerformedTo)
+	}
+	if f.seenBy != "" { // a bound caller: the actions of assets it sees (the condition takes it twice)
+		where.Where(access.VisibleTo("a.asset_id", "?"), f.seenBy, f.seenBy)
 	}
 	return store.List(ctx, s.Reads(ctx), "list actions", `SELECT `+actionColumns+` FROM actions a`,
 		where, page, func(a Action) uuid.UUID { return a.ID })
@@ -538,6 +529,20 @@ func actionDocumentsLinking(ctx context.Context, q store.Querier, id uuid.UUID) 
 	return found, nil
 }
 
+// documentsLinkedSeen is, of the documents ids, those an action on an
+// asset the organization sees links, each with those action documents.
+func documentsLinkedSeen(ctx context.Context, q store.Querier, organization string, ids []uuid.UUID) (map[uuid.UUID][]uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT d.document_id, d.id FROM action_documents d JOIN actions a ON a.id = d.action_id
+		WHERE d.document_id = ANY($1) AND `+access.VisibleTo("a.asset_id", "$2")+` ORDER BY d.id`, ids, organization)
+	if err != nil {
+		return nil, store.Classify(err, "documents seen")
+	}
+	seen := map[uuid.UUID][]uuid.UUID{}
+	var doc, link uuid.UUID
+	_, err = pgx.ForEachRow(rows, []any{&doc, &link}, func() error { seen[doc] = append(seen[doc], link); return nil })
+	return seen, store.Classify(err, "documents seen")
+}
+
 // lockAction holds the action against a concurrent delete until the
 // transaction ends; an unknown action is a 404. Linking a document to an
 // action is the action's: the owner rule of g, if its route declares it,
@@ -636,10 +641,6 @@ func (s *Store) actionDocumentOfPair(ctx context.Context, q store.Querier, in Ac
 		in.ActionID.UUID, in.DocumentID.UUID)
 }
 
-func pairDuplicate(in ActionDocumentInput) string {
-	return fmt.Sprintf("document %s is linked to action %s already", in.DocumentID.UUID, in.ActionID.UUID)
-}
-
 // GetActionDocument reads an action document of the action.
 func (s *Store) GetActionDocument(ctx context.Context, actionID, id uuid.UUID) (ActionDocument, error) {
 	d, err := store.One[ActionDocument](ctx, s.DB(ctx), "get action document", "action document", id,
@@ -712,12 +713,4 @@ func (s *Store) DeleteActionDocument(actionID, id uuid.UUID) func(ctx context.Co
 		return nil, store.Delete(ctx, tx, "action document", id,
 			`DELETE FROM action_documents WHERE id = $1 AND action_id = '`+actionID.String()+`' RETURNING id`, new(uuid.UUID))
 	}
-}
-
-// utcTimes gives an action document's times in UTC, as its place in an
-// action's action_documents shows them, so both answers (and their ETags)
-// agree.
-func utcTimes(d ActionDocument) ActionDocument {
-	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
-	return d
 }

@@ -33,6 +33,7 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))
 
 	handle("GET", "/compliance", endpoints.Serve(e.Compliance, decodeCompliance))
+	handle("POST", DocumentsSeenPath, endpoints.Serve(e.DocumentsSeen, httpx.Body[DocumentsSeenRequest]))
 
 	// Plans are an admin's to write. The presets' literal segment is
 	// matched before a plan's id.

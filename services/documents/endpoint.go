@@ -22,6 +22,7 @@ type Endpoints struct {
 	ActionDocuments endpoint.Endpoint
 	Download        endpoint.Endpoint
 	Delete          endpoint.Endpoint
+	Visible         endpoint.Endpoint // internal: which documents the caller sees
 }
 
 // downloadRequest is a file download with its conditions.
@@ -50,13 +51,18 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		Upload: endpoints.ByCaller(endpoints.Created(s.Upload, func(d DocumentDetail) string {
 			return "/documents/" + d.ID.String()
 		})),
-		Get: endpoints.New(s.Get),
-		ActionDocuments: endpoints.New(func(ctx context.Context, req actionDocumentsRequest) (any, error) {
-			r, err := s.ActionDocuments(ctx, req.ID, req.Page)
+		Get: endpoints.ByCaller(s.Get),
+		ActionDocuments: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req actionDocumentsRequest) (any, error) {
+			r, err := s.ActionDocuments(ctx, by, req.ID, req.Page)
 			return httpx.ListOf(r), err
 		}),
-		Download: endpoints.New(func(ctx context.Context, req downloadRequest) (fileResponse, error) { return download(ctx, s, req) }),
-		Delete:   endpoints.Guarded(endpoints.NoContent(s.Delete)),
+		// The download's route streams through a server of its own (not
+		// endpoints.Serve): its caller is read from the context.
+		Download: endpoints.New(func(ctx context.Context, req downloadRequest) (fileResponse, error) {
+			return download(ctx, s, endpoints.CallerOf(ctx), req)
+		}),
+		Delete:  endpoints.Guarded(endpoints.NoContent(s.Delete)),
+		Visible: endpoints.ByCaller(s.Visible),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e
@@ -65,8 +71,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 // download decides, from the document's ETag, whether the client's copy is
 // current (304) and whether its range applies (206, 416), and only then
 // opens the object.
-func download(ctx context.Context, s Service, req downloadRequest) (fileResponse, error) {
-	doc, err := s.Open(ctx, req.ID)
+func download(ctx context.Context, s Service, by model.Caller, req downloadRequest) (fileResponse, error) {
+	doc, err := s.Open(ctx, by, req.ID)
 	if err != nil {
 		return fileResponse{}, err
 	}

@@ -24,7 +24,7 @@ func TestLinkingActionDocumentsAreCappedAndPaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.svc.Get(f.ctx, doc.ID)
+	got, err := f.svc.Get(f.ctx, f.by, doc.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestLinkingActionDocumentsAreCappedAndPaged(t *testing.T) {
 	var paged []ActionDocument
 	page := model.Page{Limit: 11}
 	for {
-		p, err := f.svc.ActionDocuments(f.ctx, doc.ID, page)
+		p, err := f.svc.ActionDocuments(f.ctx, f.by, doc.ID, page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestLinkingActionDocumentsAreCappedAndPaged(t *testing.T) {
 	if len(paged) != len(all) || paged[len(paged)-1].ID != all[len(all)-1].ID {
 		t.Errorf("paging gave %d action documents, want all %d", len(paged), len(all))
 	}
-	if _, err := f.svc.ActionDocuments(f.ctx, uuid.New(), model.Page{Limit: 10}); err == nil {
+	if _, err := f.svc.ActionDocuments(f.ctx, f.by, uuid.New(), model.Page{Limit: 10}); err == nil {
 		t.Error("an unknown document's action documents: no error")
 	}
 }

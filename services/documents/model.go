@@ -23,6 +23,9 @@ type Document struct {
 	// first bytes; peers learn it (a thumbnail must be a raster image), the
 	// API does not show it.
 	SniffedType string `json:"-" db:"sniffed_type"`
+	// CreatedByOrganization is the uploader's organization ("" none): its
+	// clients see the document (docs/api.md, "Tenancy"). Not shown.
+	CreatedByOrganization string `json:"-" db:"created_by_organization"`
 }
 
 // ActionDocument links an action to a document. The actions service owns

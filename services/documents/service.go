@@ -43,18 +43,24 @@ type Service interface {
 	// Upload stores the form's file and records the document; nothing is
 	// left behind when it fails.
 	Upload(ctx context.Context, by model.Caller, form UploadForm) (DocumentDetail, error)
-	Get(ctx context.Context, id uuid.UUID) (DocumentDetail, error)
+	// Get, ActionDocuments and Open answer a caller bound to an
+	// organization only for a document it sees (tenancy.go): else as for
+	// one that does not exist.
+	Get(ctx context.Context, by model.Caller, id uuid.UUID) (DocumentDetail, error)
 	// ActionDocuments pages through every action document that links the
 	// document, in id order: the whole of what its answer's
 	// action_documents begins.
-	ActionDocuments(ctx context.Context, id uuid.UUID, page model.Page) (model.Paged[ActionDocument], error)
+	ActionDocuments(ctx context.Context, by model.Caller, id uuid.UUID, page model.Page) (model.Paged[ActionDocument], error)
 	// Open returns a document's metadata, for a download.
-	Open(ctx context.Context, id uuid.UUID) (Document, error)
+	Open(ctx context.Context, by model.Caller, id uuid.UUID) (Document, error)
 	// Read streams the document's bytes, or the range r of them.
 	Read(ctx context.Context, doc Document, r *ByteRange) (io.ReadCloser, error)
 	// Delete removes the document and its file, unless something still
 	// links or attaches it.
 	Delete(ctx context.Context, g model.Guard, id uuid.UUID) error
+	// Visible is, of ids, the documents by sees (internal: the actions
+	// service asks it, on a bound caller's behalf, before linking one).
+	Visible(ctx context.Context, by model.Caller, in VisibleRequest) (VisibleAnswer, error)
 }
 
 type service struct {
@@ -62,6 +68,7 @@ type service struct {
 	refs    *refs.Registry
 	objects *Objects
 	links   ActionDocuments
+	tenancy Tenancy
 	cfg     Config
 }
 
@@ -72,12 +79,13 @@ type ActionDocuments func(ctx context.Context, document uuid.UUID) ([]ActionDocu
 // NewService returns the service. Documents are deleted through the
 // reference protocol (r), which asks the services that link or attach
 // them first; r answers them from the store's table.
-func NewService(store *Store, r *refs.Registry, objects *Objects, links ActionDocuments, cfg Config) Service {
+// t tells what a caller bound to an organization sees.
+func NewService(store *Store, r *refs.Registry, objects *Objects, links ActionDocuments, t Tenancy, cfg Config) Service {
 	if cfg.MaxSize <= 0 {
 		cfg.MaxSize = DefaultMaxSize
 	}
 	r.Owns("document", store.exists)
-	return &service{store: store, refs: r, objects: objects, links: links, cfg: cfg}
+	return &service{store: store, refs: r, objects: objects, links: links, tenancy: t, cfg: cfg}
 }
 
 // Form field names of an upload.
@@ -184,6 +192,7 @@ func (s *service) Upload(ctx context.Context, by model.Caller, form UploadForm) 
 	doc, err := s.store.Create(createCtx, by, Document{
 		ID: id, DocumentType: *documentType, Filename: stored.Filename, ContentType: stored.ContentType,
 		Size: stored.Size, SHA256: stored.SHA256, CreatedBy: by.Subject, SniffedType: stored.Sniffed,
+		CreatedByOrganization: by.Organization,
 	})
 	if err != nil {
 		return abandon(err)
@@ -214,14 +223,10 @@ func partContentType(header string) (string, bool) {
 	return mime.FormatMediaType(mediaType, params), true
 }
 
-func (s *service) Get(ctx context.Context, id uuid.UUID) (DocumentDetail, error) {
-	doc, err := s.store.Get(ctx, id)
+func (s *service) Get(ctx context.Context, by model.Caller, id uuid.UUID) (DocumentDetail, error) {
+	doc, links, err := s.linked(ctx, by, id)
 	if err != nil {
 		return DocumentDetail{}, err
-	}
-	links, err := s.links(ctx, id)
-	if err != nil {
-		return DocumentDetail{}, fmt.Errorf("action documents of %s: %w", id, err)
 	}
 	detail := DocumentDetail{Document: doc, ActionDocuments: links}
 	if len(links) > model.MaxEmbedded {
@@ -232,13 +237,10 @@ func (s *service) Get(ctx context.Context, id uuid.UUID) (DocumentDetail, error)
 
 // ActionDocuments pages over what the actions service answers, which
 // lists a document's action documents in id order.
-func (s *service) ActionDocuments(ctx context.Context, id uuid.UUID, page model.Page) (model.Paged[ActionDocument], error) {
-	if _, err := s.store.Get(ctx, id); err != nil {
-		return model.Paged[ActionDocument]{}, err
-	}
-	links, err := s.links(ctx, id)
+func (s *service) ActionDocuments(ctx context.Context, by model.Caller, id uuid.UUID, page model.Page) (model.Paged[ActionDocument], error) {
+	_, links, err := s.linked(ctx, by, id)
 	if err != nil {
-		return model.Paged[ActionDocument]{}, fmt.Errorf("action documents of %s: %w", id, err)
+		return model.Paged[ActionDocument]{}, err
 	}
 	start, _ := slices.BinarySearchFunc(links, page.After, func(l ActionDocument, after uuid.UUID) int {
 		return bytes.Compare(l.ID[:], after[:])
@@ -250,8 +252,9 @@ func (s *service) ActionDocuments(ctx context.Context, id uuid.UUID, page model.
 	return model.TrimPage(links[:min(len(links), page.Limit+1)], page, func(l ActionDocument) uuid.UUID { return l.ID }), nil
 }
 
-func (s *service) Open(ctx context.Context, id uuid.UUID) (Document, error) {
-	return s.store.Get(ctx, id)
+func (s *service) Open(ctx context.Context, by model.Caller, id uuid.UUID) (Document, error) {
+	doc, _, err := s.seen(ctx, by, id)
+	return doc, err
 }
 
 func (s *service) Read(ctx context.Context, doc Document, r *ByteRange) (io.ReadCloser, error) {
@@ -259,7 +262,12 @@ func (s *service) Read(ctx context.Context, doc Document, r *ByteRange) (io.Read
 }
 
 func (s *service) Delete(ctx context.Context, g model.Guard, id uuid.UUID) error {
-	current := func(ctx context.Context) (any, error) { return s.Get(ctx, id) }
+	if g.Organization != "" {
+		if _, _, err := s.seen(ctx, g.Caller, id); err != nil {
+			return err // nobody deletes what it does not see (a 404 before a 403 not-owner)
+		}
+	}
+	current := func(ctx context.Context) (any, error) { return s.Get(ctx, g.Caller, id) }
 	if err := s.refs.DeleteRow(ctx, g, "document", "documents", id, current, s.store.Delete(id)); err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func newFixture(t *testing.T, maxSize int64) fixture {
 	objects := NewObjects(bucket, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute})
 	none := func(context.Context, uuid.UUID) ([]ActionDocument, error) { return []ActionDocument{}, nil }
 	return fixture{
-		svc: NewService(store, registry, objects, none, Config{MaxSize: maxSize}), store: store, registry: registry, objects: objects, bucket: bucket,
+		svc: NewService(store, registry, objects, none, Tenancy{}, Config{MaxSize: maxSize}), store: store, registry: registry, objects: objects, bucket: bucket,
 		ctx: t.Context(), peers: standIns,
 		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client"),
 	}
@@ -290,7 +290,7 @@ func TestDeleteRemovesRowAndObject(t *testing.T) {
 	if docs, loose := f.rows(t); docs != 0 || loose != 0 {
 		t.Errorf("rows left: %d documents, %d loose", docs, loose)
 	}
-	if _, err := f.svc.Get(f.ctx, doc.ID); !apperr.Is(err, apperr.KindNotFound) {
+	if _, err := f.svc.Get(f.ctx, f.by, doc.ID); !apperr.Is(err, apperr.KindNotFound) {
 		t.Errorf("get after delete: %v", err)
 	}
 	if err := f.svc.Delete(f.ctx, f.g, doc.ID); !apperr.Is(err, apperr.KindNotFound) {
@@ -323,7 +323,7 @@ func TestReferencesToDocuments(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != "still-referenced" || !strings.Contains(e.Detail, "Acme X1, thumbnail") {
 		t.Fatalf("deleting a referenced document: %v", err)
 	}
-	if _, err := f.svc.Get(f.ctx, doc.ID); err != nil {
+	if _, err := f.svc.Get(f.ctx, f.by, doc.ID); err != nil {
 		t.Errorf("the refused delete removed the document: %v", err)
 	}
 }

@@ -49,12 +49,12 @@ func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 			store := NewStore(d.Store, d.Logger)
 			objects := NewObjects(d.Objects, objectsCfg)
 			cfg.StepTimeout = d.RequestTimeout
-			svc := NewService(store, registry, objects, actionDocuments(d.Peers), cfg)
+			svc := NewService(store, registry, objects, actionDocuments(d.Peers), tenancy(d.Peers), cfg)
 			// Uploads and downloads run as long as their bytes take; only
 			// metadata calls get the request timeout.
 			e := MakeEndpoints(svc)
 			timeout := endpoints.Timeout(d.RequestTimeout)
-			e.Get, e.ActionDocuments, e.Delete = timeout(e.Get), timeout(e.ActionDocuments), timeout(e.Delete)
+			e.Get, e.ActionDocuments, e.Delete, e.Visible = timeout(e.Get), timeout(e.ActionDocuments), timeout(e.Delete), timeout(e.Visible)
 			h := servicekit.Handlers{
 				Routes:         NewHTTPHandler(e, refs.MakeServerEndpoints(registry, timeout), cfg.MaxSize),
 				LongestRequest: objectsCfg.UploadTimeout,
@@ -99,6 +99,47 @@ func actionDocuments(peers *peer.Clients) ActionDocuments {
 		return links, nil
 	}
 }
+
+// tenancy asks the actions service which action documents of a document an
+// organization sees (its internal route POST /internal/documents_seen),
+// and the assets service whether an asset type attaches it (the reference
+// protocol's referrers). Only a bound caller's read asks them.
+func tenancy(peers *peer.Clients) Tenancy {
+	return Tenancy{
+		LinksSeen: func(ctx context.Context, organization string, id uuid.UUID) (map[uuid.UUID]bool, error) {
+			c := peers.Get("actions")
+			if c == nil {
+				return nil, unconfigured("actions")
+			}
+			var answer struct {
+				ActionDocumentIDs []uuid.UUID `json:"action_document_ids"`
+			}
+			err := c.Call(ctx, "POST", documentsSeenPath, map[string]any{"organization_id": organization, "document_ids": []uuid.UUID{id}}, &answer)
+			seen := map[uuid.UUID]bool{}
+			for _, l := range answer.ActionDocumentIDs {
+				seen[l] = true
+			}
+			return seen, err
+		},
+		Attached: func(ctx context.Context, id uuid.UUID) (bool, error) {
+			c := peers.Get("assets")
+			if c == nil {
+				return false, unconfigured("assets")
+			}
+			found, err := refs.NewClient(c).Referrers(ctx, "document", id, false)
+			for _, ref := range found {
+				if ref.Kind == "asset_type" {
+					return true, err
+				}
+			}
+			return false, err
+		},
+	}
+}
+
+// documentsSeenPath is the actions service's internal route that says
+// which action documents of some documents an organization sees.
+const documentsSeenPath = "/internal/documents_seen"
 
 // sweeper is the job that removes loose objects whose time is up.
 func sweeper(store *Store, objects *Objects, logger log.Logger) func(context.Context) {

@@ -29,7 +29,8 @@ func NewStore(s *store.Store, logger log.Logger) *Store {
 	return &Store{Store: s, logger: logger}
 }
 
-const documentColumns = `id, document_type, filename, content_type, size, sha256, created_at, created_by, sniffed_type`
+const documentColumns = `id, document_type, filename, content_type, size, sha256, created_at, created_by, sniffed_type,
+	COALESCE(created_by_organization::text, '') AS created_by_organization`
 
 // ClaimKey returns a new document id and lists its object as loose until
 // deadline, before any byte is stored: a crash at any later point leaves
@@ -48,9 +49,9 @@ func (s *Store) Create(ctx context.Context, by model.Caller, d Document) (Docume
 	err := s.Write(ctx, "create document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var err error
 		doc, err = store.One[Document](ctx, tx, "insert document", "document", d.ID,
-			`INSERT INTO documents (id, document_type, filename, content_type, size, sha256, created_by, sniffed_type)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+documentColumns,
-			d.ID, d.DocumentType, d.Filename, d.ContentType, d.Size, d.SHA256, d.CreatedBy, d.SniffedType)
+			`INSERT INTO documents (id, document_type, filename, content_type, size, sha256, created_by, sniffed_type, created_by_organization)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, '')::uuid) RETURNING `+documentColumns,
+			d.ID, d.DocumentType, d.Filename, d.ContentType, d.Size, d.SHA256, d.CreatedBy, d.SniffedType, d.CreatedByOrganization)
 		if err != nil {
 			return nil, err
 		}

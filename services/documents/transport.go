@@ -37,6 +37,7 @@ func NewHTTPHandler(e Endpoints, internal refs.Set, maxSize int64) *httpx.Router
 	r.Handle("GET", "/documents/{id}/file", kithttp.NewServer(e.Download,
 		func(_ context.Context, r *http.Request) (any, error) { return decodeDownload(r) },
 		encodeFile, kithttp.ServerErrorEncoder(httpx.WriteProblem)))
+	r.Handle("POST", VisiblePath, endpoints.Serve(e.Visible, httpx.Body[VisibleRequest]))
 	internal.Mount(r)
 	return r
 }

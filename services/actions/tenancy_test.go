@@ -1,0 +1,295 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/access"
+	"github.com/assetregistry/registry/pkg/apperr"
+	"github.com/assetregistry/registry/pkg/auth"
+	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
+)
+
+// tenancyWorld is the service with the assets service's access routes
+// played (servicetest.AssetAccess) and a documents service that shows
+// each organization the documents the test says.
+type tenancyWorld struct {
+	world
+	access    *servicetest.AssetAccess
+	documents map[string]map[string]bool // organization → documents its clients see at the documents service
+}
+
+const (
+	orgOwner     = "a0000000-0000-4000-8000-00000000000a"
+	orgReader    = "b0000000-0000-4000-8000-00000000000b"
+	orgInspector = "c0000000-0000-4000-8000-00000000000c"
+	orgOther     = "d0000000-0000-4000-8000-00000000000d"
+)
+
+func newTenancyWorld(t *testing.T) tenancyWorld {
+	t.Helper()
+	w := tenancyWorld{access: servicetest.NewAssetAccess(), documents: map[string]map[string]bool{}}
+	docs := http.NewServeMux()
+	docs.HandleFunc("POST /internal/documents/visible", func(rw http.ResponseWriter, r *http.Request) {
+		var in struct {
+			DocumentIDs []string `json:"document_ids"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			httpx.WriteProblem(r.Context(), apperr.Invalid(apperr.FieldError{Field: "document_ids", Message: err.Error()}), rw)
+			return
+		}
+		seen := []string{}
+		for _, id := range in.DocumentIDs {
+			if w.documents[r.Header.Get(auth.OnBehalfOfOrganizationHeader)][id] {
+				seen = append(seen, id)
+			}
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(map[string]any{"document_ids": seen})
+	})
+	w.world = worldOn(servicetest.StartServing(t, Spec(), map[string]*http.ServeMux{"assets": w.access.Routes(), "documents": docs}))
+	return w
+}
+
+// owned makes a new asset, owned by owner ("" none) with grants, exist at
+// the assets stand-in and in its access log.
+func (w tenancyWorld) owned(owner string, grants ...model.AssetGrant) string {
+	id := uuid.Must(uuid.NewV7())
+	w.StandIn("assets").Add("asset", id, nil)
+	w.access.Set(model.Access{AssetID: id.String(), OwnerOrganizationID: owner, Grants: grants})
+	return id.String()
+}
+
+// The matrix of "Organizations as tenants" over actions, their action
+// documents and compliance: an asset owned by one organization, granted
+// read to a second and inspect to a third, a fourth with nothing, a client
+// bound to none and an admin.
+func TestTenancyOfActions(t *testing.T) {
+	w := newTenancyWorld(t)
+	rw := []string{auth.ScopeRead, auth.ScopeWrite}
+	owner, reader := w.Bound("owner-client", orgOwner, rw...), w.Bound("reader-client", orgReader, rw...)
+	inspector, other := w.Bound("inspector-client", orgInspector, rw...), w.Bound("other-client", orgOther, rw...)
+	admin := w.Bound("admin-client", orgOther, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin)
+	asset := w.owned(orgOwner, model.AssetGrant{OrganizationID: orgReader, Role: model.GrantRead},
+		model.AssetGrant{OrganizationID: orgInspector, Role: model.GrantInspect})
+	shared := w.owned("")
+	onAsset := func(a string, n int) map[string]any {
+		return w.action(map[string]any{"asset_id": a, "source_reference": uuid.NewString(), "reference": "T-" + string(rune('a'+n))})
+	}
+	first := onAsset(asset, 0)
+	action := w.Call(201, "POST", "/actions", owner, first).JSON()["id"].(string)
+	doc := w.document()
+	for _, org := range []string{orgOwner, orgReader, orgInspector, orgOther} {
+		w.documents[org] = map[string]bool{}
+	}
+	w.documents[orgOwner][doc] = true
+	w.Call(201, "POST", "/actions/"+action+"/action_documents", owner, map[string]any{"action_id": action, "document_id": doc,
+		"source_system": "app", "source_reference": "report"})
+	// compliance knows both assets from their events
+	for _, a := range []string{asset, shared} {
+		ev := assetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: uuid.MustParse(a), AssetTypeID: uuid.New(), Op: outbox.OpCreated}
+		if err := NewProjection(&Store{Store: w.Built.Store}).ApplyAsset(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cases := []struct {
+		name, token string
+		sees        bool // the asset, its action, action documents and compliance rows
+		create      int  // recording an action on the asset
+		link        int  // linking a document to the owner's action
+	}{
+		{"owner", owner, true, 201, 201},
+		{"read grantee", reader, true, 403, 403},
+		{"inspect grantee", inspector, true, 201, 403}, // the action is the owner's client's (not-owner)
+		{"other organization", other, false, 422, 404},
+		{"bound to none", w.RW, true, 201, 403},
+		{"admin", admin, true, 201, 201},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			get := http.StatusNotFound
+			if c.sees {
+				get = http.StatusOK
+			}
+			w.Call(get, "GET", "/actions/"+action, c.token, nil)
+			w.Call(get, "GET", "/actions/"+action+"/action_documents", c.token, nil)
+			for _, query := range []string{"", "?asset_id=" + asset, "?action_type=expert_control"} {
+				if listed := ids(w.Call(200, "GET", "/actions"+query, c.token, nil).List()); slices.Contains(listed, action) != c.sees {
+					t.Errorf("GET /actions%s lists the action: %v, want %v", query, !c.sees, c.sees)
+				}
+			}
+			rows := w.Call(200, "GET", "/compliance?action_type=expert_control", c.token, nil).List()
+			var assets []string
+			for _, r := range rows {
+				assets = append(assets, r["asset_id"].(string))
+			}
+			if slices.Contains(assets, asset) != c.sees || !slices.Contains(assets, shared) {
+				t.Errorf("compliance rows of %v, want the asset %v and the shared one", assets, c.sees)
+			}
+			created := w.Call(c.create, "POST", "/actions", c.token, onAsset(asset, i+1))
+			if c.create == 422 && !slices.Equal(created.Fields(), []string{"asset_id"}) {
+				t.Errorf("an unseen asset: %s, want a 422 on asset_id", created.Raw)
+			}
+			if c.create == 403 && created.JSON()["type"] != httpx.ProblemTypePrefix+"not-permitted" {
+				t.Errorf("a read grant: %s, want not-permitted", created.Raw)
+			}
+			results := w.Call(200, "POST", "/actions/batch", c.token, map[string]any{"items": []any{onAsset(asset, 20+i), onAsset(shared, 40+i)}}).List()
+			if got := int(results[0]["status"].(float64)); got != c.create {
+				t.Errorf("batch item on the asset: %d, want %d (%v)", got, c.create, results[0])
+			}
+			if got := int(results[1]["status"].(float64)); got != 201 {
+				t.Errorf("batch item on the shared asset: %d, want 201 (%v)", got, results[1])
+			}
+			fresh := w.document()
+			for _, org := range []string{orgOwner, orgReader, orgInspector, orgOther} {
+				w.documents[org][fresh] = true // every organization sees it at the documents service
+			}
+			w.Call(c.link, "POST", "/actions/"+action+"/action_documents", c.token, map[string]any{"action_id": action,
+				"document_id": fresh, "source_system": "app", "source_reference": "r-" + c.name})
+		})
+	}
+	w.Call(201, "POST", "/actions", other, onAsset(shared, 99)) // an asset with no owner is shared
+
+	// A document the caller does not see is linked as one that does not exist.
+	mine := w.Call(201, "POST", "/actions", owner, onAsset(asset, 98)).JSON()["id"].(string)
+	unseen := w.Call(422, "POST", "/actions/"+mine+"/action_documents", owner, map[string]any{"action_id": mine,
+		"document_id": w.document(), "source_system": "app", "source_reference": "unseen"})
+	if !slices.Equal(unseen.Fields(), []string{"document_id"}) {
+		t.Errorf("an unseen document: %s", unseen.Raw)
+	}
+	// A document an action the caller sees links already is seen; one it
+	// does not see cannot replace it.
+	again := w.Call(201, "POST", "/actions/"+mine+"/action_documents", owner, map[string]any{"action_id": mine, "document_id": doc,
+		"source_system": "app", "source_reference": "again"}).JSON()["id"].(string)
+	relinked := w.Call(422, "PATCH", "/actions/"+mine+"/action_documents/"+again, owner, map[string]any{"document_id": w.document()})
+	if !slices.Equal(relinked.Fields(), []string{"document_id"}) {
+		t.Errorf("relinking to an unseen document: %s", relinked.Raw)
+	}
+	// Finds: an action on an unseen asset is not found, and its source
+	// pair, held, is a conflict that names no action.
+	pair := map[string]any{"source_system": first["source_system"], "source_reference": first["source_reference"]}
+	w.Call(200, "POST", "/actions/find", owner, pair)
+	w.Call(404, "POST", "/actions/find", other, pair)
+	claim := onAsset(shared, 97)
+	claim["source_reference"] = first["source_reference"]
+	if held := w.Call(409, "POST", "/actions/find?create=true", other, claim).JSON(); held["existing_id"] != nil {
+		t.Errorf("a pair held by an unseen action: %v", held)
+	}
+	if held := w.Call(409, "POST", "/actions", other, claim).JSON(); held["existing_id"] != nil {
+		t.Errorf("a create of a pair held by an unseen action: %v", held)
+	}
+	for _, find := range []string{"true", "false"} {
+		items := w.Call(200, "POST", "/actions/batch?find="+find, other, map[string]any{"items": []any{claim}}).List()
+		if items[0]["status"] != float64(409) || items[0]["id"] != nil || items[0]["problem"].(map[string]any)["existing_id"] != nil {
+			t.Errorf("a batch (find=%s) with a pair held by an unseen action: %v", find, items[0])
+		}
+	}
+
+	// Nobody changes or deletes what it does not see.
+	w.Call(404, "PATCH", "/actions/"+action, other, map[string]any{"reference": "x"})
+	w.Call(404, "DELETE", "/actions/"+action, other, nil)
+	w.Call(404, "DELETE", "/actions/"+action+"/action_documents/"+uuid.NewString(), other, nil)
+}
+
+// An asset whose access the copy learnt only from its asset.created event
+// (no action, never changed) is filtered right in /compliance.
+func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
+	w := newTenancyWorld(t)
+	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
+	asset := uuid.Must(uuid.NewV7())
+	p := NewProjection(&Store{Store: w.Built.Store})
+	ev, ok, err := assetEventOf(outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "asset.created",
+		Subject: outbox.EventSubject{Kind: outbox.KindAsset, ID: asset.String()},
+		Data:    []byte(`{"asset_type_id":"` + uuid.NewString() + `","owner_organization_id":"` + orgOwner + `"}`)})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if err := p.ApplyAsset(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		token string
+		rows  int
+	}{{owner, 4}, {other, 0}, {w.RO, 4}} {
+		if got := len(w.Call(200, "GET", "/compliance?asset_id="+asset.String(), c.token, nil).List()); got != c.rows {
+			t.Errorf("rows %d, want %d", got, c.rows)
+		}
+	}
+}
+
+// actions rebuild-compliance also has the copy learn every asset it
+// lists: one created before the copy was kept (never changed, no event
+// seen) is then filtered right in /compliance.
+func TestRebuildTeachesTheCopy(t *testing.T) {
+	w := newTenancyWorld(t)
+	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
+	asset := uuid.Must(uuid.NewV7())
+	w.StandIn("assets").Remove("asset", uuid.MustParse(w.asset)) // the world's, listed without a type
+	w.StandIn("assets").Add("asset", asset, refs.Attrs{"asset_type_id": uuid.NewString()})
+	w.access.Created(model.Access{AssetID: asset.String(), OwnerOrganizationID: orgOwner})
+	registry := refs.New("actions", w.Built.Store, w.Built.Deps.Peers)
+	seen := access.New(w.Built.Store, w.Built.Deps.Peers.Get("assets"))
+	if _, err := NewProjection(&Store{Store: w.Built.Store}).Rebuild(t.Context(), learning(ListAssetsOf(registry), seen)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		token string
+		rows  int
+	}{{owner, 4}, {other, 0}, {w.RO, 4}} {
+		if got := len(w.Call(200, "GET", "/compliance?asset_id="+asset.String(), c.token, nil).List()); got != c.rows {
+			t.Errorf("rows %d, want %d", got, c.rows)
+		}
+	}
+}
+
+// The documents service's question: of some documents, which an action on
+// an asset the organization sees links, with those action documents.
+func TestDocumentsSeen(t *testing.T) {
+	w := newTenancyWorld(t)
+	owner := w.Bound("owner-client", orgOwner, auth.ScopeRead, auth.ScopeWrite)
+	asset := w.owned(orgOwner, model.AssetGrant{OrganizationID: orgReader, Role: model.GrantRead})
+	action := w.Call(201, "POST", "/actions", owner, w.action(map[string]any{"asset_id": asset})).JSON()["id"].(string)
+	doc, lone := w.document(), w.document()
+	w.documents[orgOwner] = map[string]bool{doc: true}
+	link := w.Call(201, "POST", "/actions/"+action+"/action_documents", owner, map[string]any{"action_id": action, "document_id": doc,
+		"source_system": "app", "source_reference": "r"}).JSON()["id"].(string)
+	internal := w.Issuer.Token(t, "documents", auth.ScopeInternal)
+	for _, c := range []struct {
+		org  string
+		want []string
+	}{{orgOwner, []string{doc, link}}, {orgReader, []string{doc, link}}, {orgOther, nil}} {
+		// an internal route: not in the public document the service's client checks against
+		plain := testkit.Client{BaseURL: w.Client.BaseURL, HTTP: http.DefaultClient}
+		got := testkit.Expect(t, plain.Do(t, "POST", DocumentsSeenPath, internal,
+			map[string]any{"organization_id": c.org, "document_ids": []string{doc, lone}}), 200).JSON()
+		var seen []string
+		for _, k := range []string{"document_ids", "action_document_ids"} {
+			for _, id := range got[k].([]any) {
+				seen = append(seen, id.(string))
+			}
+		}
+		if !slices.Equal(seen, c.want) {
+			t.Errorf("organization %s: %v, want %v", c.org, seen, c.want)
+		}
+	}
+}
+
+// ids are the ids of a list's items.
+func ids(items []map[string]any) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it["id"].(string))
+	}
+	return out
+}

@@ -14,20 +14,11 @@ type tenant struct {
 	org, token string
 }
 
-// tenantsAB are two read-write clients bound to two organizations, as
-// `make run` makes them (ORG_A_*, ORG_B_*). Binding a client is the
-// identity provider's admin command; the suite's stack mints them there.
-// tenantsAB is the one place these tests take them from.
-var tenantsAB func(t *testing.T) (a, b tenant)
-
-// bound returns the suite's two bound clients, or skips when this stack
-// has none to give.
+// bound returns the suite's two clients bound to two organizations, as
+// `make run` makes them (ORG_A_*, ORG_B_*; creds.OrgA, creds.OrgB).
 func bound(t *testing.T) (a, b tenant) {
 	t.Helper()
-	if tenantsAB == nil {
-		t.Skip("the suite's stack mints no clients bound to an organization")
-	}
-	return tenantsAB(t)
+	return tenant{creds.OrgA.ID, orgA(t)}, tenant{creds.OrgB.ID, orgB(t)}
 }
 
 // Organizations as tenants over actions, action documents, compliance and

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"sort"
@@ -42,6 +43,9 @@ const (
 	managesAsset tenancy = "manages an asset"
 	// ownTransfers: a transfer is seen by both organizations' clients.
 	ownTransfers tenancy = "a transfer's two sides"
+	// capability: answers whoever holds the link (a passport link), as
+	// the asset's passport was when the link was made to be handed out.
+	capability tenancy = "whoever holds the link"
 )
 
 // tenancyOf classifies every operation ("METHOD /path" as the OpenAPI
@@ -74,6 +78,7 @@ var tenancyOf = map[string]tenancy{
 	"GET /documents/{id}": readsRecord, "GET /documents/{id}/file": readsRecord, "GET /documents/{id}/action_documents": readsRecord,
 	"GET /documents/{id}/history": readsRecord, "GET /log/inclusion": readsRecord, "GET /log/entry": readsRecord,
 	"GET /assets/{id}/grants": readsRecord, "GET /assets/{id}/meter_readings": readsRecord, "GET /assets/{id}/passport_links": readsRecord,
+	"GET /assets/{id}/meter_readings/{reading_id}": readsRecord, "GET /passports/{token}": capability,
 
 	"GET /assets": listsRecord, "POST /assets/find": listsRecord, "GET /actions": listsRecord, "POST /actions/find": listsRecord,
 	"GET /compliance": listsRecord, "GET /events": listsRecord,
@@ -142,6 +147,20 @@ func newTenancyFixture(t *testing.T, owner string) tenancyFixture {
 	f.document = uploadThroughGateway(t, owner, "report.pdf", "application/pdf", "%PDF-1.7 "+unique("tenancy"))
 	f.actionDocument = testkit.Expect(t, gw.Do(t, "POST", "/actions/"+f.action+"/action_documents", owner, map[string]any{"action_id": f.action,
 		"document_id": f.document, "source_system": "matrix", "source_reference": unique("ref")}), 201).JSON()["id"].(string)
+	// The record's history, as_of reads, passport and compliance rows come
+	// from the change feed, a moment after the writes.
+	eventually(t, "the fixture's record in the log", func() string {
+		if r := gw.Do(t, "GET", "/assets/"+f.asset+"/passport", owner, nil); r.Status != 200 {
+			return fmt.Sprintf("passport: %d", r.Status)
+		}
+		if n := len(gw.Do(t, "GET", "/actions/"+f.action+"/history", owner, nil).List()); n == 0 {
+			return "no history of the action"
+		}
+		if n := len(gw.Do(t, "GET", "/compliance?asset_id="+f.asset, owner, nil).List()); n == 0 {
+			return "no compliance rows"
+		}
+		return ""
+	})
 	return f
 }
 

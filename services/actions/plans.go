@@ -360,3 +360,54 @@ func utcAudit(p Plan) Plan {
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p
 }
+
+// The service's plan operations: what a plan holds is checked by the
+// plan's own rules above, the action types by the catalog.
+
+func (s *service) CreatePlan(ctx context.Context, by model.Caller, in PlanInput) (Plan, error) {
+	in, err := in.Normalize()
+	if err == nil {
+		err = s.types.Check(ctx, "action_type", in.ActionType)
+	}
+	if err != nil {
+		return Plan{}, err
+	}
+	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (Plan, error) {
+		return s.store.CreatePlan(ctx, by, in, checked.Of(planReferences(in, nil)...))
+	})
+}
+
+func (s *service) GetPlan(ctx context.Context, id uuid.UUID) (Plan, error) {
+	return s.store.GetPlan(ctx, id)
+}
+
+func (s *service) ListPlans(ctx context.Context, f PlanFilter, page model.Page) (model.Paged[Plan], error) {
+	if err := s.types.CheckFilter(ctx, "action_type", f.ActionType); err != nil {
+		return model.Paged[Plan]{}, err
+	}
+	return s.store.ListPlans(ctx, f, page)
+}
+
+func (s *service) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, p PlanPatch) (Plan, error) {
+	changed := func(old Plan, in PlanInput) []refs.Target { return planReferences(in, &old) }
+	apply := func(old Plan) (PlanInput, error) {
+		in, err := p.Apply(old)
+		if err == nil && in.ActionType != old.ActionType {
+			err = s.types.Check(ctx, "action_type", in.ActionType)
+		}
+		return in, err
+	}
+	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		return s.store.UpdatePlan(ctx, g, id, apply, changed, checked)
+	}); err != nil {
+		return Plan{}, err
+	}
+	return s.store.GetPlan(ctx, id)
+}
+
+func (s *service) DeletePlan(ctx context.Context, g model.Guard, id uuid.UUID) error {
+	current := func(ctx context.Context) (any, error) { return s.store.GetPlan(ctx, id) }
+	return s.refs.DeleteRow(ctx, g, "inspection_plan", "inspection_plans", id, current, s.store.DeletePlan(id))
+}
+
+func (s *service) PlanPresets(context.Context) ([]Preset, error) { return Presets, nil }

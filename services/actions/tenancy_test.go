@@ -218,14 +218,7 @@ func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
 	if err := p.ApplyAsset(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		token string
-		rows  int
-	}{{owner, 4}, {other, 0}, {w.RO, 4}} {
-		if got := len(w.Call(200, "GET", "/compliance?asset_id="+asset.String(), c.token, nil).List()); got != c.rows {
-			t.Errorf("rows %d, want %d", got, c.rows)
-		}
-	}
+	wantComplianceRows(t, w, asset, owner, other)
 }
 
 // actions rebuild-compliance also has the copy learn every asset it
@@ -243,14 +236,7 @@ func TestRebuildTeachesTheCopy(t *testing.T) {
 	if _, err := NewProjection(&Store{Store: w.Built.Store}).Rebuild(t.Context(), learning(ListAssetsOf(registry), seen)); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		token string
-		rows  int
-	}{{owner, 4}, {other, 0}, {w.RO, 4}} {
-		if got := len(w.Call(200, "GET", "/compliance?asset_id="+asset.String(), c.token, nil).List()); got != c.rows {
-			t.Errorf("rows %d, want %d", got, c.rows)
-		}
-	}
+	wantComplianceRows(t, w, asset, owner, other)
 }
 
 // The documents service's question: of some documents, which an action on
@@ -292,4 +278,18 @@ func ids(items []map[string]any) []string {
 		out = append(out, it["id"].(string))
 	}
 	return out
+}
+
+// wantComplianceRows: the owner's client and an unbound reader see the
+// asset's four compliance rows, the other organization's none.
+func wantComplianceRows(t *testing.T, w tenancyWorld, asset uuid.UUID, owner, other string) {
+	t.Helper()
+	for _, c := range []struct {
+		token string
+		rows  int
+	}{{owner, 4}, {other, 0}, {w.RO, 4}} {
+		if got := len(w.Call(200, "GET", "/compliance?asset_id="+asset.String(), c.token, nil).List()); got != c.rows {
+			t.Errorf("rows %d, want %d", got, c.rows)
+		}
+	}
 }

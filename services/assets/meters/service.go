@@ -44,7 +44,9 @@ type service struct {
 
 // NewService returns the service over store; access answers who sees
 // which asset.
-func NewService(store *Store, access AccessFunc) Service { return &service{store: store, access: access} }
+func NewService(store *Store, access AccessFunc) Service {
+	return &service{store: store, access: access}
+}
 
 // mayRead is nil when by sees the asset: a 404 otherwise, as if it did
 // not exist. A caller bound to no organization reads without asking.

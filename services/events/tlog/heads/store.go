@@ -214,9 +214,11 @@ func chain(ctx context.Context, tx pgx.Tx, assets []string, appended map[string]
 
 // readNodes reads the stored nodes of ids (a node not stored is left out).
 func readNodes(ctx context.Context, q store.Querier, ids []nodeID) (map[nodeID][]byte, error) {
-	levels, idxs := make([]int16, len(ids)), make([]int32, len(ids))
-	for i, id := range ids {
-		levels[i], idxs[i] = int16(id.Level), int32(id.Index)
+	var levels []int16
+	var idxs []int32
+	for _, id := range ids {
+		levels = append(levels, int16(id.Level))
+		idxs = append(idxs, int32(id.Index))
 	}
 	rows, err := q.Query(ctx, `SELECT n.level, n.idx, n.hash FROM asset_head_nodes n
 		JOIN unnest($1::smallint[], $2::int[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx`, levels, idxs)

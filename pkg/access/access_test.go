@@ -122,6 +122,15 @@ func TestCopyIsFreshForTheNextCall(t *testing.T) {
 	asset := id()
 	log.current[asset] = model.Access{AssetID: asset, OwnerOrganizationID: orgA}
 	a, b := model.Caller{Organization: orgA}, model.Caller{Organization: orgB}
+	// Two changes of one asset between two calls reach the copy in one
+	// page: the later stands.
+	twice := id()
+	log.current[twice] = model.Access{AssetID: twice, OwnerOrganizationID: orgA}
+	log.change(model.Access{AssetID: twice, OwnerOrganizationID: orgA, Grants: []model.AssetGrant{{OrganizationID: orgB, Role: model.GrantRead}}})
+	log.change(model.Access{AssetID: twice, OwnerOrganizationID: orgB})
+	if seen, err := c.Sees(ctx, a, twice); err != nil || seen {
+		t.Fatalf("after two changes in one page, the first owner sees = %v (%v), want false", seen, err)
+	}
 	steps := []struct {
 		name   string
 		change *model.Access

@@ -54,6 +54,7 @@ func (s *Store) Apply(ctx context.Context, changes []model.Access, next int64) e
 
 // Learn keeps each access unless the copy holds a newer one for its asset.
 func (s *Store) Learn(ctx context.Context, access []model.Access) error {
+	access = newestOfEach(access)
 	if len(access) == 0 {
 		return nil
 	}
@@ -115,4 +116,23 @@ func orEmpty(g []model.AssetGrant) []model.AssetGrant {
 		return []model.AssetGrant{}
 	}
 	return g
+}
+
+// newestOfEach keeps the newest access of each asset: a page of the change
+// log may hold several changes of one asset, and one statement may not
+// upsert a row twice.
+func newestOfEach(access []model.Access) []model.Access {
+	newest := make(map[string]int, len(access))
+	out := make([]model.Access, 0, len(access))
+	for _, a := range access {
+		if i, ok := newest[a.AssetID]; ok {
+			if a.Version >= out[i].Version {
+				out[i] = a
+			}
+			continue
+		}
+		newest[a.AssetID] = len(out)
+		out = append(out, a)
+	}
+	return out
 }

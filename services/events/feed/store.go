@@ -6,14 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/model"
@@ -27,10 +29,23 @@ import (
 type Store struct {
 	s   *store.Store
 	log *tlog.Store
+	// access is the copy of who sees which asset (pkg/access) the reads
+	// of bound callers filter on and the ingest teaches.
+	access *access.Copy
 }
 
 // NewStore returns the store over s, appending to the log through log.
-func NewStore(s *store.Store, log *tlog.Store) *Store { return &Store{s: s, log: log} }
+// Its copy of the assets' access is the schema's alone (nothing refreshes
+// it from the assets service) until UseAccess names the service's.
+func NewStore(s *store.Store, log *tlog.Store) *Store {
+	return &Store{s: s, log: log, access: access.New(s, nil)}
+}
+
+// UseAccess makes c the copy the store filters on and teaches.
+func (st *Store) UseAccess(c *access.Copy) { st.access = c }
+
+// Access is the store's copy of the assets' access.
+func (st *Store) Access() *access.Copy { return st.access }
 
 // StoreEvents stores each event not stored yet, in order, numbering them,
 // in one transaction. It returns how many were new. Their deliveries are
@@ -45,6 +60,10 @@ func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored int,
 // number is taken in the insert, and the tree grows by the batch before
 // the commit.
 func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch []Incoming) (stored int, err error) {
+	assets, parties, err := st.scopes(ctx, batch)
+	if err != nil {
+		return 0, err
+	}
 	ids, types, kinds, subjects, bodies := make([]string, len(batch)), make([]string, len(batch)),
 		make([]string, len(batch)), make([]string, len(batch)), make([]string, len(batch))
 	for i, in := range batch {
@@ -93,7 +112,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		// batch's ids, once, in each partition's id index: written as NOT
 		// EXISTS, the planner made it an anti-join that read the whole feed
 		// for every batch (a cost that grew with the feed).
-		b.Queue(InsertEvents, ids, types, kinds, subjects, bodies)
+		b.Queue(InsertEvents, ids, types, kinds, subjects, bodies, assets, parties)
 		results := tx.SendBatch(ctx, b)
 		defer results.Close()
 		if at != nil {
@@ -137,22 +156,89 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 	return stored, err
 }
 
+// scopes are the batch's events' assets and parties, as InsertEvents takes
+// them (docs/events.md, "Who sees which event"). An action document's
+// asset is its action's: the batch's own action events name it, or the
+// action's stored events do. The copy of the assets' access learns the
+// owners the batch's asset creations name, and looks up the assets it has
+// not met (an action's event may arrive before its asset's creation,
+// which another service's relay publishes).
+func (st *Store) scopes(ctx context.Context, batch []Incoming) (assets, parties []*string, err error) {
+	scopes := make([]Scope, len(batch))
+	created := map[string]model.Access{} // one per asset: the copy keeps a row once
+	var unknownActions []string
+	actions := map[string]string{} // an action's asset, as the batch last named it
+	for i, in := range batch {
+		sc := ScopeOf(in.Event)
+		switch {
+		case in.Event.Subject.Kind == outbox.KindAction && sc.Asset != "":
+			actions[in.Event.Subject.ID] = sc.Asset
+		case sc.Action != "":
+			if a, ok := actions[sc.Action]; ok {
+				sc.Asset = a
+			} else {
+				unknownActions = append(unknownActions, sc.Action)
+			}
+		}
+		if sc.Access != nil {
+			created[sc.Access.AssetID] = *sc.Access
+		}
+		scopes[i] = sc
+	}
+	stored := map[string]string{}
+	if len(unknownActions) > 0 {
+		rows, err := st.s.Pool.Query(ctx, `SELECT DISTINCT ON (subject_id) subject_id, asset_id::text FROM events
+			WHERE kind = 'action' AND subject_id = ANY($1) AND asset_id IS NOT NULL
+			ORDER BY subject_id, seq DESC`, unknownActions)
+		if err != nil {
+			return nil, nil, store.Classify(err, "read the assets of actions")
+		}
+		var action, asset string
+		if _, err := pgx.ForEachRow(rows, []any{&action, &asset}, func() error { stored[action] = asset; return nil }); err != nil {
+			return nil, nil, store.Classify(err, "read the assets of actions")
+		}
+	}
+	if err := st.access.Store().Learn(ctx, slices.Collect(maps.Values(created))); err != nil {
+		return nil, nil, err
+	}
+	assets, parties = make([]*string, len(batch)), make([]*string, len(batch))
+	var named []string
+	for i, sc := range scopes {
+		if sc.Asset == "" && sc.Action != "" {
+			sc.Asset = stored[sc.Action]
+		}
+		if sc.Asset != "" {
+			assets[i] = &sc.Asset
+			named = append(named, sc.Asset)
+		}
+		if len(sc.Parties) > 0 {
+			list := "{" + strings.Join(sc.Parties, ",") + "}"
+			parties[i] = &list
+		}
+	}
+	// Best effort: with the assets service away the batch is stored all
+	// the same (the feed never waits for a peer); the copy learns the
+	// asset from its creation's event, or the first read by id of it.
+	_, _ = st.access.Lookup(ctx, slices.Compact(slices.Sorted(slices.Values(named))))
+	return assets, parties, nil
+}
+
 // RecordPosition is the statement of StoreFromStream that records where
 // the consumer $1 resumes: stream $2 up to its sequence $3. It is exported
 // for the bench, whose row without the log stores as the consumer does.
 const RecordPosition = `INSERT INTO stream_position (consumer, stream, stream_seq) VALUES ($1, $2, $3)
 	ON CONFLICT (consumer) DO UPDATE SET stream = EXCLUDED.stream, stream_seq = EXCLUDED.stream_seq`
 
-// InsertEvents is the insert of StoreFromStream: $1 to $5 are the batch's
-// ids, types, subject kinds, subject ids and bodies, in its order. It is
-// exported for the bench, whose row without the log runs it with the leaf
-// numbers taken out.
-const InsertEvents = `INSERT INTO events (seq, leaf, id, type, kind, subject_id, body, size)
+// InsertEvents is the insert of StoreFromStream: $1 to $7 are the batch's
+// ids, types, subject kinds, subject ids, bodies, assets and parties (each
+// NULL or an array literal), in its order. It is exported for the bench,
+// whose row without the log runs it with the leaf numbers taken out.
+const InsertEvents = `INSERT INTO events (seq, leaf, id, type, kind, subject_id, body, size, asset_id, parties)
 	SELECT nextval('events_seq'), (SELECT size FROM log_state) + row_number() OVER (ORDER BY t.n) - 1, t.id, t.type, t.kind, t.subject_id, t.body::json,
-		octet_length(t.body)
-	FROM (SELECT DISTINCT ON (id) id::uuid AS id, type, kind, subject_id, body, n
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY
-			AS u(id, type, kind, subject_id, body, n)
+		octet_length(t.body), t.asset_id::uuid, t.parties::uuid[]
+	FROM (SELECT DISTINCT ON (id) id::uuid AS id, type, kind, subject_id, body, asset_id, parties, n
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY
+			AS u(id, type, kind, subject_id, body, asset_id, parties, n)
 		ORDER BY id, n) t
 	WHERE t.id NOT IN (SELECT e.id FROM events e WHERE e.id = ANY($1::uuid[]))
 	ORDER BY t.n
@@ -181,6 +267,7 @@ func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
 		if !q.Filter.Empty() {
 			f.Where("(type = ANY(?) OR kind = ANY(?))", q.Filter.Types, q.Filter.Kinds)
 		}
+		seenBy(&f, q.Organization)
 		rows, err := tx.Query(ctx, pageSQL(f, q.Limit), f.Args()...)
 		if err != nil {
 			return store.Classify(err, "read the feed")
@@ -210,6 +297,7 @@ func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
 	f.Where("kind = ANY(?)", HistoryOf(q.Kind))
 	f.Where("subject_id = ?", q.ID.String())
 	f.Where("seq > ?", q.After)
+	seenBy(&f, q.Organization)
 	rows, err := st.s.DB(ctx).Query(ctx, pageSQL(f, q.Limit+1), f.Args()...)
 	if err != nil {
 		return History{}, store.Classify(err, "read a history")
@@ -222,6 +310,14 @@ func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
 	switch {
 	case len(h.Events) == 0 && q.After == 0:
 		return h, apperr.NotFound(q.Kind, q.ID.String())
+	case len(h.Events) == 0 && q.Organization != "":
+		// A later page of a history the caller no longer sees (its asset
+		// was handed over since): a 404 as its first page is.
+		first := q
+		first.After, first.Limit = 0, 1
+		if _, err := st.History(ctx, first); err != nil {
+			return History{}, err
+		}
 	case page.cut:
 		h.Next = page.seqs[len(page.seqs)-1]
 	case len(h.Events) > q.Limit:
@@ -245,6 +341,21 @@ func pageSQL(f store.Filter, limit int) string {
 			WINDOW w AS (ORDER BY seq)) page
 		WHERE n <= 2 OR upto - size - 1 <= ` + within + `
 		ORDER BY seq`
+}
+
+// seenBy keeps, for a bound caller (organization not ""), the events its
+// organization sees: those of no asset and no parties (organizations,
+// people, asset types, documents), a transfer's when it is one of the two
+// parties, and those of an asset it sees in the copy of the assets'
+// access (access.VisibleTo). For everyone else it adds nothing: the query
+// is the one before tenancy.
+func seenBy(f *store.Filter, organization string) {
+	if organization == "" {
+		return
+	}
+	p := "$" + strconv.Itoa(len(f.Args())+1)
+	f.Where(`((events.asset_id IS NULL AND (events.parties IS NULL OR `+p+`::uuid = ANY (events.parties)))
+		OR `+access.VisibleTo("events.asset_id", p)+`)`, organization)
 }
 
 // eventPage is what pageSQL read: the events' bodies as stored and their
@@ -288,12 +399,17 @@ func (st *Store) Position(ctx context.Context, consumer, stream string) (uint64,
 // resource as it was then; a 404 when it did not exist yet or was deleted
 // by then. Events of one resource are stored in commit order, and their
 // times (the commit's) grow with it.
-func (st *Store) AsOf(ctx context.Context, kind string, id uuid.UUID, at time.Time) (json.RawMessage, error) {
+func (st *Store) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error) {
+	kind, id, at := q.Kind, q.ID, q.At
 	var typ string
 	var data []byte
-	err := st.s.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events
-		WHERE kind = $1 AND subject_id = $2 AND (body ->> 'time')::timestamptz <= $3
-		ORDER BY seq DESC LIMIT 1`, kind, id.String(), at).Scan(&typ, &data)
+	var f store.Filter
+	f.Where("kind = ?", q.Kind)
+	f.Where("subject_id = ?", q.ID.String())
+	f.Where("(body ->> 'time')::timestamptz <= ?", q.At)
+	seenBy(&f, q.Organization)
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events`+f.SQL()+`
+		ORDER BY seq DESC LIMIT 1`, f.Args()...).Scan(&typ, &data)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && strings.HasSuffix(typ, "."+outbox.OpDeleted)) {
 		return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("no %s %s existed at %s", kind, id, at.Format(time.RFC3339Nano)))
 	}

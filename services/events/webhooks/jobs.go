@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
@@ -119,6 +120,10 @@ type Dispatcher struct {
 	MaxInFlight int
 	Poll        time.Duration // how often to look for due retries without being woken
 	Logger      log.Logger
+	// Access is the copy of who sees which asset that a bound client's
+	// subscription is filtered on; it is refreshed before each step of
+	// the fan-out.
+	Access *access.Copy
 
 	client *http.Client
 	wake   chan struct{}
@@ -208,6 +213,14 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // between keep deliveries going.
 func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 	for range 4 {
+		// Who sees what is decided as the deliveries are queued: a grant,
+		// its removal or a transfer committed before is in force.
+		if err := d.refreshAccess(ctx); err != nil {
+			if ctx.Err() == nil {
+				level.Warn(d.Logger).Log("msg", "refreshing the copy of the assets' access failed; deliveries wait", "err", err)
+			}
+			return false // the next poll tries again
+		}
 		queued, behind, err := d.Store.FanOut(ctx, fanOutSubscriptions, fanOutEvents)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -221,6 +234,15 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 		}
 	}
 	return true
+}
+
+// refreshAccess brings the copy of the assets' access up to date, when
+// the dispatcher has one.
+func (d *Dispatcher) refreshAccess(ctx context.Context) error {
+	if d.Access == nil {
+		return nil
+	}
+	return d.Access.Refresh(ctx)
 }
 
 // attempt makes one attempt of job and records its outcome.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/model"
@@ -84,6 +85,7 @@ func (st *Store) FanOut(ctx context.Context, subscriptions, step int) (queued in
 			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS s(id, after, upto)
 			JOIN webhooks w ON w.id = s.id
 			JOIN events e ON e.seq > s.after AND e.seq <= s.upto AND (e.type = ANY(w.types) OR e.kind || '.*' = ANY(w.types))
+			WHERE `+seenBySubscriber+`
 			ORDER BY s.id, e.seq`, hooks, after, upto)
 		if err != nil {
 			return store.Classify(err, "read the events to deliver")
@@ -118,6 +120,16 @@ func (st *Store) FanOut(ctx context.Context, subscriptions, step int) (queued in
 	})
 	return queued, behind, err
 }
+
+// seenBySubscriber keeps the events a subscription's organization sees
+// as the deliveries are queued (the copy of the assets' access refreshed
+// before, Dispatcher.fanOut): every event for a subscription made by a
+// client bound to none; else those of no asset and no parties, a
+// transfer's when the organization is one of its parties, and those of
+// an asset it sees (docs/events.md, "Who sees which event").
+var seenBySubscriber = `(w.organization_id IS NULL
+	OR (e.asset_id IS NULL AND (e.parties IS NULL OR w.organization_id = ANY (e.parties)))
+	OR ` + access.VisibleTo("e.asset_id", "w.organization_id") + `)`
 
 // deliveryRows are the columns of the deliveries a fan-out queues.
 type deliveryRows struct {
@@ -163,8 +175,14 @@ func (st *Store) CreateWebhook(ctx context.Context, by model.Caller, in WebhookI
 		if err := admit(owned); err != nil {
 			return nil, err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO webhooks (id, url, types, description, secret, created_at, created_by, updated_at, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $7)`, w.ID, w.URL, w.Types, w.Description, secret, now, owner)
+		// A bound client's subscription delivers what its organization
+		// sees (seenBySubscriber).
+		var organization *string
+		if by.Organization != "" {
+			organization = &by.Organization
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO webhooks (id, url, types, description, secret, created_at, created_by, updated_at, updated_by, organization_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $7, $8)`, w.ID, w.URL, w.Types, w.Description, secret, now, owner, organization)
 		return nil, store.Classify(err, "create webhook")
 	})
 	return w, err

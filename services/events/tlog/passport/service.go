@@ -30,6 +30,9 @@ func NewService(st *Store, log *tlog.Store) Service { return &service{store: st,
 // as it is read, so what a passport holds in the process is one batch,
 // whatever its size.
 func (s *service) Passport(ctx context.Context, asset uuid.UUID) (Bundle, error) {
+	if err := Visible(ctx, s.store, asset); err != nil {
+		return Bundle{}, err
+	}
 	c, err := s.log.LatestCheckpoint(ctx)
 	if apperr.Is(err, apperr.KindNotFound) {
 		return Bundle{}, tlog.ErrNoCheckpoint()

@@ -35,7 +35,7 @@ func recorded(kind, op, id, data string) outbox.Event {
 // every row all the same).
 type tenancyCast struct {
 	owner, reader, inspector, other string // organizations
-	tokens                              map[string]string
+	tokens                          map[string]string
 }
 
 func newCast(t *testing.T, s *servicetest.Service) tenancyCast {

@@ -185,3 +185,66 @@ func eventMaps(t *testing.T, events []outbox.Event) []map[string]any {
 	}
 	return out
 }
+
+// A subscription made by a bound client delivers only what its
+// organization sees when the delivery is queued: after a transfer, the
+// new owner's subscription receives the asset's next events and the
+// previous owner's no longer does.
+func TestTenancyWebhookDeliveries(t *testing.T) {
+	w := startWithStream(t, fastConfig())
+	c := newCast(t, w.Service)
+	types := []string{"asset.*", "action.*", "action_document.*", "organization.*"}
+	receivers := map[string]*receiver{}
+	for _, who := range []string{"owner", "reader", "other", "unbound", "admin"} {
+		r := newReceiver(t)
+		hook := w.Call(201, "POST", "/webhooks", c.tokens[who], map[string]any{"url": r.URL + "/hook", "types": types}).JSON()
+		r.secrets = []string{hook["secret"].(string)}
+		receivers[who] = r
+	}
+	asset, othersAsset, action, link, org := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	w.StandIn("assets").ChangeAccess(model.Access{AssetID: asset, OwnerOrganizationID: c.owner,
+		Grants: []model.AssetGrant{{OrganizationID: c.reader, Role: model.GrantRead}}})
+	first := []outbox.Event{
+		recorded("asset", "created", asset, `{"id":"`+asset+`","owner_organization_id":"`+c.owner+`"}`),
+		recorded("action", "created", action, `{"id":"`+action+`","asset_id":"`+asset+`"}`),
+		recorded("action_document", "created", link, `{"id":"`+link+`","action_id":"`+action+`","document_id":"`+uuid.NewString()+`"}`),
+		recorded("asset", "created", othersAsset, `{"id":"`+othersAsset+`","owner_organization_id":"`+c.other+`"}`),
+		recorded("organization", "created", org, `{"id":"`+org+`"}`),
+	}
+	w.publish(t, first...)
+	all := func(n int) func() bool {
+		return func() bool {
+			return len(receivers["unbound"].succeeded()) == n && len(receivers["admin"].succeeded()) == n
+		}
+	}
+	eventually(t, "every event delivered to the subscriptions that see everything", all(len(first)))
+	// The asset is handed over to the other organization; then an action
+	// is recorded on it.
+	w.StandIn("assets").ChangeAccess(model.Access{AssetID: asset, OwnerOrganizationID: c.other})
+	later := recorded("action", "updated", action, `{"id":"`+action+`","asset_id":"`+asset+`"}`)
+	w.publish(t, later)
+	eventually(t, "the later event delivered to the subscriptions that see everything", all(len(first)+1))
+	time.Sleep(300 * time.Millisecond) // the fan-out of the others is the same step's
+	want := map[string][]outbox.Event{
+		"owner":   {first[0], first[1], first[2], first[4]},
+		"reader":  {first[0], first[1], first[2], first[4]},
+		"other":   {first[3], first[4], later},
+		"unbound": append(slices.Clone(first), later),
+		"admin":   append(slices.Clone(first), later),
+	}
+	for who, events := range want {
+		var wantIDs []string
+		for _, e := range events {
+			wantIDs = append(wantIDs, e.ID)
+		}
+		var got []string
+		for _, rc := range receivers[who].log() {
+			got = append(got, rc.id)
+		}
+		slices.Sort(got)
+		slices.Sort(wantIDs)
+		if fmt.Sprint(got) != fmt.Sprint(wantIDs) {
+			t.Errorf("%s's subscription received %v, want %v", who, got, wantIDs)
+		}
+	}
+}

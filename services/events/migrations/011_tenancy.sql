@@ -19,20 +19,20 @@ CREATE INDEX events_by_asset ON events (asset_id, seq) WHERE asset_id IS NOT NUL
 
 -- The events stored before: filled as the ingest fills them (an id that
 -- is no UUID names nothing, as at ingest).
-CREATE FUNCTION pg_temp.uuid_or_null(v text) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
+CREATE FUNCTION uuid_or_null(v text) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE WHEN v ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' THEN v::uuid END
 $$;
-UPDATE events SET asset_id = pg_temp.uuid_or_null(subject_id)
+UPDATE events SET asset_id = uuid_or_null(subject_id)
 WHERE kind IN ('asset', 'compliance');
-UPDATE events SET asset_id = pg_temp.uuid_or_null(body -> 'data' ->> 'asset_id')
+UPDATE events SET asset_id = uuid_or_null(body -> 'data' ->> 'asset_id')
 WHERE kind NOT IN ('asset', 'compliance', 'action_document', 'transfer', 'organization', 'person',
     'person_organization', 'asset_type', 'document', 'inspection_plan');
 UPDATE events d SET asset_id = (SELECT a.asset_id FROM events a
         WHERE a.kind = 'action' AND a.subject_id = d.body -> 'data' ->> 'action_id' AND a.asset_id IS NOT NULL
         ORDER BY a.seq DESC LIMIT 1)
 WHERE d.kind = 'action_document';
-UPDATE events SET parties = ARRAY[pg_temp.uuid_or_null(body -> 'data' ->> 'from_organization_id'),
-        pg_temp.uuid_or_null(body -> 'data' ->> 'to_organization_id')]
+UPDATE events SET parties = ARRAY[uuid_or_null(body -> 'data' ->> 'from_organization_id'),
+        uuid_or_null(body -> 'data' ->> 'to_organization_id')]
 WHERE kind = 'transfer';
 
 -- Every asset the feed has met is in the copy, with the owner its latest
@@ -43,12 +43,14 @@ DO $$
 BEGIN
     IF to_regclass('asset_access') IS NOT NULL THEN
         INSERT INTO asset_access (asset_id, owner_organization_id, version)
-        SELECT DISTINCT ON (asset_id) asset_id, pg_temp.uuid_or_null(body -> 'data' ->> 'owner_organization_id'), 0
+        SELECT DISTINCT ON (asset_id) asset_id, uuid_or_null(body -> 'data' ->> 'owner_organization_id'), 0
         FROM events WHERE kind = 'asset' AND asset_id IS NOT NULL
         ORDER BY asset_id, seq DESC
         ON CONFLICT (asset_id) DO NOTHING;
     END IF;
 END $$;
+
+DROP FUNCTION uuid_or_null(text);
 
 -- A subscription made by a bound client delivers only what the client's
 -- organization sees when the delivery is queued; NULL: every event, as

@@ -3,15 +3,21 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/oauth2"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/peer"
+	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -246,5 +252,45 @@ func TestTenancyWebhookDeliveries(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(wantIDs) {
 			t.Errorf("%s's subscription received %v, want %v", who, got, wantIDs)
 		}
+	}
+}
+
+// While the assets service is away the registry cannot tell what an
+// organization sees: the subscriptions of clients bound to none are
+// delivered all the same, those of bound clients wait.
+func TestTenancyWebhooksWithoutTheAssetsService(t *testing.T) {
+	stream := testkit.NATS(t)
+	js, err := jetstream.New(stream.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateStream(t.Context(), jetstream.StreamConfig{Name: stream.Stream,
+		Subjects: []string{stream.SubjectPrefix + ".>"}, Duplicates: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	issuer := testkit.NewIssuer(t, servicetest.Audience)
+	spec := SpecWith(fastConfig())
+	scfg := servicetest.Config(t, spec, issuer)
+	scfg.Events.URL, scfg.Events.User, scfg.Events.Password = stream.URL, stream.User, stream.Password
+	scfg.Events.Stream, scfg.Events.SubjectPrefix = stream.Stream, stream.SubjectPrefix
+	gone := httptest.NewServer(http.NotFoundHandler()) // the assets service, answering nothing it should
+	gone.Close()
+	scfg.Peers = peer.Config{URLs: map[string]*string{"assets": &gone.URL}, Timeout: time.Second,
+		TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "test"})}
+	w := &streamWorld{Service: servicetest.StartWith(t, spec, scfg, issuer), stream: stream, js: js}
+	c := newCast(t, w.Service)
+	receivers := map[string]*receiver{}
+	for _, who := range []string{"unbound", "other"} {
+		r := newReceiver(t)
+		hook := w.Call(201, "POST", "/webhooks", c.tokens[who], map[string]any{"url": r.URL + "/hook", "types": []string{"organization.*"}}).JSON()
+		r.secrets = []string{hook["secret"].(string)}
+		receivers[who] = r
+	}
+	org := uuid.NewString()
+	w.publish(t, recorded("organization", "created", org, `{"id":"`+org+`"}`))
+	eventually(t, "the unbound client's delivery", func() bool { return len(receivers["unbound"].succeeded()) == 1 })
+	time.Sleep(300 * time.Millisecond)
+	if got := receivers["other"].log(); len(got) != 0 {
+		t.Errorf("a bound client's subscription was delivered without a fresh copy: %v", got)
 	}
 }

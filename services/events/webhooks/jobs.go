@@ -214,14 +214,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 	for range 4 {
 		// Who sees what is decided as the deliveries are queued: a grant,
-		// its removal or a transfer committed before is in force.
+		// its removal or a transfer committed before is in force. Without
+		// a fresh copy, the subscriptions of bound clients wait.
+		fan := d.Store.FanOut
 		if err := d.refreshAccess(ctx); err != nil {
-			if ctx.Err() == nil {
-				level.Warn(d.Logger).Log("msg", "refreshing the copy of the assets' access failed; deliveries wait", "err", err)
+			if ctx.Err() != nil {
+				return false
 			}
-			return false // the next poll tries again
+			level.Warn(d.Logger).Log("msg", "refreshing the copy of the assets' access failed; the subscriptions of bound clients wait", "err", err)
+			fan = d.Store.FanOutUnbound
 		}
-		queued, behind, err := d.Store.FanOut(ctx, fanOutSubscriptions, fanOutEvents)
+		queued, behind, err := fan(ctx, fanOutSubscriptions, fanOutEvents)
 		if err != nil {
 			if ctx.Err() == nil {
 				level.Warn(d.Logger).Log("msg", "queueing deliveries failed", "err", err)

@@ -56,15 +56,27 @@ func Tasks(partitionsEvery, retention time.Duration) []leader.Task {
 // the number of subscriptions or the backlog; behind says that some
 // subscription may still be behind (call again).
 func (st *Store) FanOut(ctx context.Context, subscriptions, step int) (queued int, behind bool, err error) {
+	return st.fanOut(ctx, subscriptions, step, false)
+}
+
+// FanOutUnbound is FanOut of the subscriptions made by clients bound to
+// no organization alone: what the dispatcher still queues while it cannot
+// tell what an organization sees (the assets service is away); the
+// others keep their places and catch up afterwards.
+func (st *Store) FanOutUnbound(ctx context.Context, subscriptions, step int) (queued int, behind bool, err error) {
+	return st.fanOut(ctx, subscriptions, step, true)
+}
+
+func (st *Store) fanOut(ctx context.Context, subscriptions, step int, unboundOnly bool) (queued int, behind bool, err error) {
 	err = store.InTx(ctx, st.s.Pool, "queue deliveries", func(tx pgx.Tx) error {
 		var hooks []uuid.UUID
 		var after, upto []int64
 		var newest int64
 		rows, err := tx.Query(ctx, `SELECT w.id, w.fanned_through, least(w.fanned_through + $2, n.seq), n.seq
 			FROM webhooks w, (SELECT newest_event() AS seq) n
-			WHERE w.fanned_through < n.seq
+			WHERE w.fanned_through < n.seq AND (NOT $3 OR w.organization_id IS NULL)
 			ORDER BY w.fanned_through, w.id LIMIT $1
-			FOR UPDATE OF w SKIP LOCKED`, subscriptions, step)
+			FOR UPDATE OF w SKIP LOCKED`, subscriptions, step, unboundOnly)
 		if err != nil {
 			return store.Classify(err, "find subscriptions behind the feed")
 		}

@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/oauth2"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/peer"
-	"github.com/assetregistry/registry/tools/testkit"
+	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -259,25 +258,12 @@ func TestTenancyWebhookDeliveries(t *testing.T) {
 // organization sees: the subscriptions of clients bound to none are
 // delivered all the same, those of bound clients wait.
 func TestTenancyWebhooksWithoutTheAssetsService(t *testing.T) {
-	stream := testkit.NATS(t)
-	js, err := jetstream.New(stream.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateOrUpdateStream(t.Context(), jetstream.StreamConfig{Name: stream.Stream,
-		Subjects: []string{stream.SubjectPrefix + ".>"}, Duplicates: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	issuer := testkit.NewIssuer(t, servicetest.Audience)
-	spec := SpecWith(fastConfig())
-	scfg := servicetest.Config(t, spec, issuer)
-	scfg.Events.URL, scfg.Events.User, scfg.Events.Password = stream.URL, stream.User, stream.Password
-	scfg.Events.Stream, scfg.Events.SubjectPrefix = stream.Stream, stream.SubjectPrefix
 	gone := httptest.NewServer(http.NotFoundHandler()) // the assets service, answering nothing it should
 	gone.Close()
-	scfg.Peers = peer.Config{URLs: map[string]*string{"assets": &gone.URL}, Timeout: time.Second,
-		TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "test"})}
-	w := &streamWorld{Service: servicetest.StartWith(t, spec, scfg, issuer), stream: stream, js: js}
+	w := startWithStream(t, fastConfig(), func(c *servicekit.Config) {
+		c.Peers = peer.Config{URLs: map[string]*string{"assets": &gone.URL}, Timeout: time.Second,
+			TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "test"})}
+	})
 	c := newCast(t, w.Service)
 	receivers := map[string]*receiver{}
 	for _, who := range []string{"unbound", "other"} {

@@ -77,6 +77,12 @@ type Service struct {
 	// writes ask their owner whether the target exists; their owner asks
 	// this service, before a delete, what still points at the target.
 	References []Reference
+	// Reads are the services whose internal routes this one reads without
+	// referencing a kind of theirs (the events service reads the assets
+	// service's owners and grants for its copy, pkg/access). Like a
+	// reference, a read makes the two peers: this one calls, the other
+	// lets it in.
+	Reads []string
 	// DeliversWebhooks: the service sends requests to its subscribers'
 	// receivers, outside the registry, so its network policy lets it
 	// reach public addresses on the ports the operator allows.
@@ -172,6 +178,9 @@ var Services = []Service{
 			// handed a passport needs them to check it.
 			{Name: "log", Prefixes: []string{"/log"}, Anonymous: []string{"GET /log/checkpoint", "GET /log/keys"}},
 		},
+		// It keeps a copy of who sees which asset (pkg/access), read from
+		// the assets service, to answer bound clients.
+		Reads: []string{"assets"},
 		// It reads the stream the others' relays publish to.
 		Needs:            []Datastore{Postgres, NATS},
 		DeliversWebhooks: true,
@@ -226,12 +235,14 @@ func (s Service) Peers() []string {
 	for _, r := range s.References {
 		peers = append(peers, r.Service)
 	}
+	peers = append(peers, s.Reads...)
 	peers = append(peers, s.Referrers()...)
 	slices.Sort(peers)
 	return slices.Compact(peers)
 }
 
-// Referrers are the services that reference a kind s owns.
+// Referrers are the services that reference a kind s owns, or read its
+// internal routes (Reads).
 func (s Service) Referrers() []string {
 	var out []string
 	for _, other := range Services {
@@ -239,6 +250,9 @@ func (s Service) Referrers() []string {
 			if r.Service == s.Name && !slices.Contains(out, other.Name) {
 				out = append(out, other.Name)
 			}
+		}
+		if slices.Contains(other.Reads, s.Name) && !slices.Contains(out, other.Name) {
+			out = append(out, other.Name)
 		}
 	}
 	return out

@@ -84,6 +84,28 @@ func TestPeersAreDerivedFromReferences(t *testing.T) {
 	}
 }
 
+// A service that reads another's internal routes without referencing a
+// kind of it is its peer both ways: it calls, the other lets it in.
+func TestReadsMakePeers(t *testing.T) {
+	saved := Services
+	t.Cleanup(func() { Services = saved })
+	Services = []Service{
+		{Deployable: service("assets", 8103), Kinds: []string{"asset"}},
+		{Deployable: service("reader", 8199), Reads: []string{"assets"}},
+	}
+	reader, _ := Lookup("reader")
+	if got := reader.Peers(); !slices.Equal(got, []string{"assets"}) {
+		t.Errorf("reader peers = %v", got)
+	}
+	assets, _ := Lookup("assets")
+	if got := assets.Peers(); !slices.Equal(got, []string{"reader"}) {
+		t.Errorf("assets peers = %v (it must let its reader in)", got)
+	}
+	if got := ReferrersOf("assets", "asset"); len(got) != 0 {
+		t.Errorf("a reader references no kind: %v", got)
+	}
+}
+
 // The assets service references what parties and documents own, so both
 // ask it before deleting a person or a document.
 func TestAssetsReferences(t *testing.T) {
@@ -91,8 +113,9 @@ func TestAssetsReferences(t *testing.T) {
 	if !ok {
 		t.Fatal("no assets entry")
 	}
-	// actions references assets, so assets asks it before deleting one.
-	if got := assets.Peers(); !slices.Equal(got, []string{"actions", "documents", "parties"}) {
+	// actions references assets, so assets asks it before deleting one;
+	// events reads its owners and grants.
+	if got := assets.Peers(); !slices.Equal(got, []string{"actions", "documents", "events", "parties"}) {
 		t.Errorf("assets peers = %v", got)
 	}
 	for _, owner := range []struct{ service, kind string }{{"parties", "person"}, {"documents", "document"}} {

@@ -45,7 +45,7 @@ type streamWorld struct {
 	js     jetstream.JetStream
 }
 
-func startWithStream(t *testing.T, cfg Config) *streamWorld {
+func startWithStream(t *testing.T, cfg Config, opts ...servicetest.Option) *streamWorld {
 	t.Helper()
 	stream := testkit.NATS(t)
 	js, err := jetstream.New(stream.Connect(t))
@@ -61,6 +61,9 @@ func startWithStream(t *testing.T, cfg Config) *streamWorld {
 	scfg := servicetest.Config(t, spec, issuer)
 	scfg.Events.URL, scfg.Events.User, scfg.Events.Password = stream.URL, stream.User, stream.Password
 	scfg.Events.Stream, scfg.Events.SubjectPrefix = stream.Stream, stream.SubjectPrefix
+	for _, o := range opts {
+		o(&scfg)
+	}
 	return &streamWorld{Service: servicetest.StartWith(t, spec, scfg, issuer), stream: stream, js: js}
 }
 

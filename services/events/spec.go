@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/leader"
@@ -162,6 +163,13 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	}
 	log := tlog.NewStore(d.Store)
 	st := feed.NewStore(d.Store, log)
+	// Who sees which asset: the events service's copy of the assets
+	// service's owners and grants (pkg/access), which every read by a
+	// bound client, and the webhooks' fan-out, filter on.
+	seen := access.New(d.Store, d.Peers.Get("assets"))
+	st.UseAccess(seen)
+	passports := passport.NewStore(d.Store, log)
+	passports.UseAccess(seen)
 	policy := webhooks.AddressPolicy{Exempt: origins}
 	if cfg.Workers < 1 || cfg.MaxInFlight < 1 || cfg.MaxPerClient < 1 {
 		return servicekit.Handlers{}, fmt.Errorf("webhooks: workers (%d), max-in-flight (%d) and max-per-client (%d) must be at least 1",
@@ -173,14 +181,14 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	if publicURL == "" {
 		publicURL = d.PublicURL
 	}
-	passport.Routes(routes, passport.MakeEndpoints(passport.NewService(passport.NewStore(d.Store, log), log,
+	passport.Routes(routes, passport.MakeEndpoints(passport.NewService(passports, log,
 		passport.Settings{PublicURL: publicURL}), endpoints.Timeout(d.RequestTimeout)))
 	hooks := webhooks.NewStore(d.Store)
 	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
 		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient}), endpoints.Timeout(d.RequestTimeout)))
 	h := servicekit.Handlers{Routes: routes}
 	dispatcher := (&webhooks.Dispatcher{Store: hooks, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
-		Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlight, Poll: cfg.Poll, Logger: d.Logger}).Init()
+		Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlight, Poll: cfg.Poll, Logger: d.Logger, Access: seen}).Init()
 	h.Jobs = []job.Job{
 		{Name: "webhook dispatcher", Run: dispatcher.Run},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/services/events/feed/retention"
 )
 
 // Consumer reads the change events' stream and stores them in the feed.
@@ -211,4 +212,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// Partitions are the feed's partitions, for tests that look at them.
+func Partitions() leader.Partitions { return retention.Partitions() }
+
+// Tasks are the feed's maintenance of the schema (retention.Tasks).
+func Tasks(partitionsEvery, feedRetention, pruneEvery, historyRetention time.Duration) []leader.Task {
+	return retention.Tasks(partitionsEvery, feedRetention, pruneEvery, historyRetention)
 }

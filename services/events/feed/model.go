@@ -89,6 +89,9 @@ type FeedQuery struct {
 	Now    bool
 	Filter TypeFilter
 	Limit  int
+	// Organization is the bound caller's: only the events it sees are
+	// read; "" reads every event.
+	Organization string
 }
 
 // Feed is one page of the change feed: the events (as stored, JSON
@@ -105,6 +108,9 @@ type HistoryQuery struct {
 	ID    uuid.UUID
 	After int64
 	Limit int
+	// Organization is the bound caller's ("" sees every event): a history
+	// it does not see is a 404.
+	Organization string
 }
 
 // History is one page of a resource's history; Next is 0 on the last page.
@@ -142,6 +148,9 @@ type AsOfQuery struct {
 	Kind string
 	ID   uuid.UUID
 	At   time.Time
+	// Organization is the bound caller's ("" sees every event): a
+	// resource it does not see is a 404.
+	Organization string
 }
 
 // instantShape is RFC 3339's date-time (a "T" and "Z" in either case, a

@@ -3,6 +3,8 @@ package feed
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/assetregistry/registry/pkg/endpoints"
 )
 
 // Service is the events service's domain.
@@ -20,14 +22,30 @@ type service struct {
 // NewService returns the service over st.
 func NewService(st *Store) Service { return &service{store: st} }
 
+// Each read by a bound caller keeps what its organization sees, the copy
+// of the assets' access refreshed first (access.Copy.ForRead): a grant,
+// its removal or a transfer committed before the call is in force for it.
+
 func (s *service) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
+	var err error
+	if q.Organization, err = s.store.access.ForRead(ctx, endpoints.CallerOf(ctx)); err != nil {
+		return Feed{}, err
+	}
 	return s.store.Feed(ctx, q)
 }
 
 func (s *service) History(ctx context.Context, q HistoryQuery) (History, error) {
+	var err error
+	if q.Organization, err = s.store.access.ForRead(ctx, endpoints.CallerOf(ctx)); err != nil {
+		return History{}, err
+	}
 	return s.store.History(ctx, q)
 }
 
 func (s *service) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error) {
-	return s.store.AsOf(ctx, q.Kind, q.ID, q.At)
+	var err error
+	if q.Organization, err = s.store.access.ForRead(ctx, endpoints.CallerOf(ctx)); err != nil {
+		return nil, err
+	}
+	return s.store.AsOf(ctx, q)
 }

@@ -6,19 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/events/feed/retention"
 	"github.com/assetregistry/registry/services/events/tlog"
 )
 
@@ -27,10 +28,23 @@ import (
 type Store struct {
 	s   *store.Store
 	log *tlog.Store
+	// access is the copy of who sees which asset (pkg/access) the reads
+	// of bound callers filter on and the ingest teaches.
+	access *access.Copy
 }
 
 // NewStore returns the store over s, appending to the log through log.
-func NewStore(s *store.Store, log *tlog.Store) *Store { return &Store{s: s, log: log} }
+// Its copy of the assets' access is the schema's alone (nothing refreshes
+// it from the assets service) until UseAccess names the service's.
+func NewStore(s *store.Store, log *tlog.Store) *Store {
+	return &Store{s: s, log: log, access: access.New(s, nil)}
+}
+
+// UseAccess makes c the copy the store filters on and teaches.
+func (st *Store) UseAccess(c *access.Copy) { st.access = c }
+
+// Access is the store's copy of the assets' access.
+func (st *Store) Access() *access.Copy { return st.access }
 
 // StoreEvents stores each event not stored yet, in order, numbering them,
 // in one transaction. It returns how many were new. Their deliveries are
@@ -45,6 +59,10 @@ func (st *Store) StoreEvents(ctx context.Context, batch []Incoming) (stored int,
 // number is taken in the insert, and the tree grows by the batch before
 // the commit.
 func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch []Incoming) (stored int, err error) {
+	assets, parties, err := st.scopes(ctx, batch)
+	if err != nil {
+		return 0, err
+	}
 	ids, types, kinds, subjects, bodies := make([]string, len(batch)), make([]string, len(batch)),
 		make([]string, len(batch)), make([]string, len(batch)), make([]string, len(batch))
 	for i, in := range batch {
@@ -93,7 +111,7 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		// batch's ids, once, in each partition's id index: written as NOT
 		// EXISTS, the planner made it an anti-join that read the whole feed
 		// for every batch (a cost that grew with the feed).
-		b.Queue(InsertEvents, ids, types, kinds, subjects, bodies)
+		b.Queue(InsertEvents, ids, types, kinds, subjects, bodies, assets, parties)
 		results := tx.SendBatch(ctx, b)
 		defer results.Close()
 		if at != nil {
@@ -137,22 +155,89 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 	return stored, err
 }
 
+// scopes are the batch's events' assets and parties, as InsertEvents takes
+// them (docs/events.md, "Who sees which event"). An action document's
+// asset is its action's: the batch's own action events name it, or the
+// action's stored events do. The copy of the assets' access learns the
+// owners the batch's asset creations name, and looks up the assets it has
+// not met (an action's event may arrive before its asset's creation,
+// which another service's relay publishes).
+func (st *Store) scopes(ctx context.Context, batch []Incoming) (assets, parties []*string, err error) {
+	scopes := make([]Scope, len(batch))
+	created := map[string]model.Access{} // one per asset: the copy keeps a row once
+	var unknownActions []string
+	actions := map[string]string{} // an action's asset, as the batch last named it
+	for i, in := range batch {
+		sc := ScopeOf(in.Event)
+		switch {
+		case in.Event.Subject.Kind == outbox.KindAction && sc.Asset != "":
+			actions[in.Event.Subject.ID] = sc.Asset
+		case sc.Action != "":
+			if a, ok := actions[sc.Action]; ok {
+				sc.Asset = a
+			} else {
+				unknownActions = append(unknownActions, sc.Action)
+			}
+		}
+		if sc.Access != nil {
+			created[sc.Access.AssetID] = *sc.Access
+		}
+		scopes[i] = sc
+	}
+	stored := map[string]string{}
+	if len(unknownActions) > 0 {
+		rows, err := st.s.Pool.Query(ctx, `SELECT DISTINCT ON (subject_id) subject_id, asset_id::text FROM events
+			WHERE kind = 'action' AND subject_id = ANY($1) AND asset_id IS NOT NULL
+			ORDER BY subject_id, seq DESC`, unknownActions)
+		if err != nil {
+			return nil, nil, store.Classify(err, "read the assets of actions")
+		}
+		var action, asset string
+		if _, err := pgx.ForEachRow(rows, []any{&action, &asset}, func() error { stored[action] = asset; return nil }); err != nil {
+			return nil, nil, store.Classify(err, "read the assets of actions")
+		}
+	}
+	if err := st.access.Store().Learn(ctx, slices.Collect(maps.Values(created))); err != nil {
+		return nil, nil, err
+	}
+	assets, parties = make([]*string, len(batch)), make([]*string, len(batch))
+	var named []string
+	for i, sc := range scopes {
+		if sc.Asset == "" && sc.Action != "" {
+			sc.Asset = stored[sc.Action]
+		}
+		if sc.Asset != "" {
+			assets[i] = &sc.Asset
+			named = append(named, sc.Asset)
+		}
+		if len(sc.Parties) > 0 {
+			list := "{" + strings.Join(sc.Parties, ",") + "}"
+			parties[i] = &list
+		}
+	}
+	// Best effort: with the assets service away the batch is stored all
+	// the same (the feed never waits for a peer); the copy learns the
+	// asset from its creation's event, or the first read by id of it.
+	_, _ = st.access.Lookup(ctx, slices.Compact(slices.Sorted(slices.Values(named))))
+	return assets, parties, nil
+}
+
 // RecordPosition is the statement of StoreFromStream that records where
 // the consumer $1 resumes: stream $2 up to its sequence $3. It is exported
 // for the bench, whose row without the log stores as the consumer does.
 const RecordPosition = `INSERT INTO stream_position (consumer, stream, stream_seq) VALUES ($1, $2, $3)
 	ON CONFLICT (consumer) DO UPDATE SET stream = EXCLUDED.stream, stream_seq = EXCLUDED.stream_seq`
 
-// InsertEvents is the insert of StoreFromStream: $1 to $5 are the batch's
-// ids, types, subject kinds, subject ids and bodies, in its order. It is
-// exported for the bench, whose row without the log runs it with the leaf
-// numbers taken out.
-const InsertEvents = `INSERT INTO events (seq, leaf, id, type, kind, subject_id, body, size)
+// InsertEvents is the insert of StoreFromStream: $1 to $7 are the batch's
+// ids, types, subject kinds, subject ids, bodies, assets and parties (each
+// NULL or an array literal), in its order. It is exported for the bench,
+// whose row without the log runs it with the leaf numbers taken out.
+const InsertEvents = `INSERT INTO events (seq, leaf, id, type, kind, subject_id, body, size, asset_id, parties)
 	SELECT nextval('events_seq'), (SELECT size FROM log_state) + row_number() OVER (ORDER BY t.n) - 1, t.id, t.type, t.kind, t.subject_id, t.body::json,
-		octet_length(t.body)
-	FROM (SELECT DISTINCT ON (id) id::uuid AS id, type, kind, subject_id, body, n
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY
-			AS u(id, type, kind, subject_id, body, n)
+		octet_length(t.body), t.asset_id::uuid, t.parties::uuid[]
+	FROM (SELECT DISTINCT ON (id) id::uuid AS id, type, kind, subject_id, body, asset_id, parties, n
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY
+			AS u(id, type, kind, subject_id, body, asset_id, parties, n)
 		ORDER BY id, n) t
 	WHERE t.id NOT IN (SELECT e.id FROM events e WHERE e.id = ANY($1::uuid[]))
 	ORDER BY t.n
@@ -181,6 +266,7 @@ func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
 		if !q.Filter.Empty() {
 			f.Where("(type = ANY(?) OR kind = ANY(?))", q.Filter.Types, q.Filter.Kinds)
 		}
+		seenBy(&f, q.Organization)
 		rows, err := tx.Query(ctx, pageSQL(f, q.Limit), f.Args()...)
 		if err != nil {
 			return store.Classify(err, "read the feed")
@@ -210,6 +296,7 @@ func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
 	f.Where("kind = ANY(?)", HistoryOf(q.Kind))
 	f.Where("subject_id = ?", q.ID.String())
 	f.Where("seq > ?", q.After)
+	seenBy(&f, q.Organization)
 	rows, err := st.s.DB(ctx).Query(ctx, pageSQL(f, q.Limit+1), f.Args()...)
 	if err != nil {
 		return History{}, store.Classify(err, "read a history")
@@ -222,6 +309,14 @@ func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
 	switch {
 	case len(h.Events) == 0 && q.After == 0:
 		return h, apperr.NotFound(q.Kind, q.ID.String())
+	case len(h.Events) == 0 && q.Organization != "":
+		// A later page of a history the caller no longer sees (its asset
+		// was handed over since): a 404 as its first page is.
+		first := q
+		first.After, first.Limit = 0, 1
+		if _, err := st.History(ctx, first); err != nil {
+			return History{}, err
+		}
 	case page.cut:
 		h.Next = page.seqs[len(page.seqs)-1]
 	case len(h.Events) > q.Limit:
@@ -245,6 +340,21 @@ func pageSQL(f store.Filter, limit int) string {
 			WINDOW w AS (ORDER BY seq)) page
 		WHERE n <= 2 OR upto - size - 1 <= ` + within + `
 		ORDER BY seq`
+}
+
+// seenBy keeps, for a bound caller (organization not ""), the events its
+// organization sees: those of no asset and no parties (organizations,
+// people, asset types, documents), a transfer's when it is one of the two
+// parties, and those of an asset it sees in the copy of the assets'
+// access (access.VisibleTo). For everyone else it adds nothing: the query
+// is the one before tenancy.
+func seenBy(f *store.Filter, organization string) {
+	if organization == "" {
+		return
+	}
+	p := "$" + strconv.Itoa(len(f.Args())+1)
+	f.Where(`((events.asset_id IS NULL AND (events.parties IS NULL OR `+p+`::uuid = ANY (events.parties)))
+		OR `+access.VisibleTo("events.asset_id", p)+`)`, organization)
 }
 
 // eventPage is what pageSQL read: the events' bodies as stored and their
@@ -288,12 +398,17 @@ func (st *Store) Position(ctx context.Context, consumer, stream string) (uint64,
 // resource as it was then; a 404 when it did not exist yet or was deleted
 // by then. Events of one resource are stored in commit order, and their
 // times (the commit's) grow with it.
-func (st *Store) AsOf(ctx context.Context, kind string, id uuid.UUID, at time.Time) (json.RawMessage, error) {
+func (st *Store) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error) {
+	kind, id, at := q.Kind, q.ID, q.At
 	var typ string
 	var data []byte
-	err := st.s.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events
-		WHERE kind = $1 AND subject_id = $2 AND (body ->> 'time')::timestamptz <= $3
-		ORDER BY seq DESC LIMIT 1`, kind, id.String(), at).Scan(&typ, &data)
+	var f store.Filter
+	f.Where("kind = ?", q.Kind)
+	f.Where("subject_id = ?", q.ID.String())
+	f.Where("(body ->> 'time')::timestamptz <= ?", q.At)
+	seenBy(&f, q.Organization)
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events`+f.SQL()+`
+		ORDER BY seq DESC LIMIT 1`, f.Args()...).Scan(&typ, &data)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && strings.HasSuffix(typ, "."+outbox.OpDeleted)) {
 		return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("no %s %s existed at %s", kind, id, at.Format(time.RFC3339Nano)))
 	}
@@ -303,196 +418,8 @@ func (st *Store) AsOf(ctx context.Context, kind string, id uuid.UUID, at time.Ti
 	return data, nil
 }
 
-// The events schema's maintenance (pkg/leader): what retention no longer
-// keeps leaves the feed, the histories and the deliveries, on one replica
-// at a time and a bounded batch per step, so no statement nears the
-// statement timeout however large the tables grow, and no request waits
-// long behind one.
-
-// maintenanceBatch bounds the rows one step handles.
-const maintenanceBatch = 1000
-
-// feedPruneTask moves the feed's horizon past the events older than
-// retention: a cursor from before is then a 410. One statement, two probes
-// of indexes: the newest stored_at before the cut, then the highest seq
-// among the events stored at that instant (one batch shares it). A storing
-// transaction that waited for the numbering lock may carry an older
-// stored_at than one numbered before it, so the horizon may stop an event
-// short of the oldest kept, never past one younger than retention by more
-// than that wait.
-func feedPruneTask(retention, every time.Duration) leader.Task {
-	return leader.Task{Name: "prune the feed", Every: every,
-		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
-			tag, err := conn.Exec(ctx, `UPDATE feed_horizon SET pruned_through = horizon.seq
-				FROM (SELECT max(seq) AS seq FROM events WHERE stored_at =
-					(SELECT max(stored_at) FROM events WHERE stored_at < now() - $1::interval)) horizon
-				WHERE horizon.seq > pruned_through`, retention)
-			if err != nil {
-				return 0, false, store.Classify(err, "prune the feed")
-			}
-			return tag.RowsAffected(), false, nil
-		}}
-}
-
-// historyPruneTask removes from the histories the events older than
-// retention that are not their subject's latest, walking the feed's pruned
-// part in seq order a batch at a time (a run starts from its beginning:
-// an event kept as its subject's latest goes once a later one arrives).
-// Their leaves stay in the log's tiles.
-func historyPruneTask(retention, every time.Duration) leader.Task {
-	var after int64 // where the run's walk is; 0 at the start of a run
-	return leader.Task{Name: "prune the histories", Every: every,
-		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
-			var (
-				last    *int64
-				removed int64
-			)
-			err := conn.QueryRow(ctx, `WITH batch AS (
-					SELECT seq FROM events WHERE seq > $2 AND seq <= (SELECT pruned_through FROM feed_horizon)
-					ORDER BY seq LIMIT $3
-				), gone AS (
-					DELETE FROM events e USING batch b WHERE e.seq = b.seq AND e.stored_at < now() - $1::interval
-					  AND EXISTS (SELECT 1 FROM events later WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)
-					RETURNING 1
-				)
-				SELECT (SELECT max(seq) FROM batch), (SELECT count(*) FROM gone)`, retention, after, maintenanceBatch).Scan(&last, &removed)
-			if err != nil {
-				after = 0
-				return 0, false, store.Classify(err, "prune the histories")
-			}
-			if last == nil {
-				after = 0
-				return removed, false, nil
-			}
-			after = *last
-			return removed, true, nil
-		}}
-}
-
-// The partitioned tables (migrations 007 and 008): the feed by ranges of
-// 10 million seqs, the deliveries by week of their UUIDv7 ids. The widths
-// are those the migrations started with; docs/capacity.md says why.
-var (
-	feedPartitions = leader.Partitions{Table: "events",
-		Key: leader.SeqKey{Sequence: "events_seq", Width: 10_000_000}, Ahead: 2}
-)
-
-// historyDropTask drops whole the partitions of the feed that retention
-// has passed and that keep nothing: every event in them is in the feed's
-// pruned part, older than the histories' retention, and not its
-// subject's latest (which histories keep). A DETACH CONCURRENTLY and a
-// DROP free the partition's disk at once, where historyPruneTask's DELETE
-// writes each row to the WAL and leaves its space to vacuum. Whether a
-// partition keeps a subject's latest event is read a batch a step (one
-// index probe an event); the first such event ends the partition's
-// survey, and the prune deletes around it. The last partition is never
-// dropped: the table goes on from it.
-func historyDropTask(parts leader.Partitions, retention, every time.Duration) leader.Task {
-	// Where the run's survey is: the partition from which on it looks,
-	// and the last seq read in it.
-	from, after := int64(math.MinInt64), int64(math.MinInt64)
-	next := func(part leader.Partition) { from, after = part.To, math.MinInt64 }
-	return leader.Task{Name: "drop the histories' partitions", Every: every,
-		Step: func(ctx context.Context, conn *pgx.Conn) (int64, bool, error) {
-			list, err := parts.List(ctx, conn)
-			if err != nil {
-				from, after = math.MinInt64, math.MinInt64
-				return 0, false, err
-			}
-			var horizon int64
-			if err := conn.QueryRow(ctx, `SELECT pruned_through FROM feed_horizon`).Scan(&horizon); err != nil {
-				from, after = math.MinInt64, math.MinInt64
-				return 0, false, store.Classify(err, "read the feed's horizon")
-			}
-			for _, part := range list[:max(len(list)-1, 0)] {
-				if part.To-1 > horizon {
-					break
-				}
-				if part.To <= from { // surveyed in this run already
-					continue
-				}
-				dropped, done, err := surveyStep(ctx, conn, parts, part, retention, &after)
-				if err != nil {
-					from, after = math.MinInt64, math.MinInt64
-					return 0, false, err
-				}
-				if done {
-					next(part)
-				}
-				return dropped, true, nil
-			}
-			from, after = math.MinInt64, math.MinInt64
-			return 0, false, nil
-		}}
-}
-
-// surveyStep reads one batch of the partition after *after and drops the
-// partition once the whole was read without an event it keeps; done says
-// the partition's survey ended (dropped, or kept).
-func surveyStep(ctx context.Context, conn *pgx.Conn, parts leader.Partitions, part leader.Partition,
-	retention time.Duration, after *int64) (dropped int64, done bool, err error) {
-	table := pgx.Identifier{part.Name}.Sanitize()
-	if *after == math.MinInt64 {
-		var young bool
-		if err := conn.QueryRow(ctx, `SELECT coalesce(max(stored_at) >= now() - $1::interval, false) FROM `+table, retention).Scan(&young); err != nil {
-			return 0, false, store.Classify(err, "read the partition "+part.Name)
-		}
-		if young {
-			return 0, true, nil
-		}
-	}
-	var (
-		last   *int64
-		latest bool
-	)
-	if err := conn.QueryRow(ctx, `SELECT max(seq), coalesce(bool_or(NOT EXISTS (SELECT 1 FROM events later
-			WHERE later.kind = e.kind AND later.subject_id = e.subject_id AND later.seq > e.seq)), false)
-		FROM (SELECT seq, kind, subject_id FROM `+table+` WHERE seq > $1 ORDER BY seq LIMIT $2) e`,
-		*after, maintenanceBatch).Scan(&last, &latest); err != nil {
-		return 0, false, store.Classify(err, "read the partition "+part.Name)
-	}
-	switch {
-	case latest:
-		return 0, true, nil
-	case last != nil:
-		*after = *last
-		return 0, false, nil
-	}
-	if err := parts.Drop(ctx, conn, part); err != nil {
-		return 0, false, err
-	}
-	return 1, true, nil
-}
-
-// Prune runs the feed's and the histories' tasks to their end on one
-// connection, now, and says how many events left the histories: the
-// tests' and a command's way to prune without waiting for the leader.
-func (st *Store) Prune(ctx context.Context, retention, historyRetention time.Duration) (int64, error) {
-	conn, err := st.s.Pool.Acquire(ctx)
-	if err != nil {
-		return 0, store.Classify(err, "prune the feed")
-	}
-	defer conn.Release()
-	if _, err := feedPruneTask(retention, time.Hour).Drain(ctx, conn.Conn()); err != nil || historyRetention <= 0 {
-		return 0, err
-	}
-	if _, err := historyDropTask(feedPartitions, historyRetention, time.Hour).Drain(ctx, conn.Conn()); err != nil {
-		return 0, err
-	}
-	return historyPruneTask(historyRetention, time.Hour).Drain(ctx, conn.Conn())
-}
-
-// Partitions are the feed's partitions, for tests that look at them.
-func Partitions() leader.Partitions { return feedPartitions }
-
-// Tasks are the feed's maintenance of the schema: its partitions ahead,
-// made up every partitionsEvery, the feed's retention every pruneEvery,
-// and, with a retention of histories, their prune.
-func Tasks(partitionsEvery, retention, pruneEvery, historyRetention time.Duration) []leader.Task {
-	tasks := []leader.Task{feedPartitions.Task(partitionsEvery), feedPruneTask(retention, pruneEvery)}
-	if historyRetention > 0 {
-		tasks = append(tasks, historyDropTask(feedPartitions, historyRetention, pruneEvery),
-			historyPruneTask(historyRetention, pruneEvery))
-	}
-	return tasks
+// Prune runs the feed's and the histories' maintenance to its end now
+// (retention.Prune) and says how many events left the histories.
+func (st *Store) Prune(ctx context.Context, feedRetention, historyRetention time.Duration) (int64, error) {
+	return retention.Prune(ctx, st.s.Pool, feedRetention, historyRetention)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
@@ -119,6 +120,10 @@ type Dispatcher struct {
 	MaxInFlight int
 	Poll        time.Duration // how often to look for due retries without being woken
 	Logger      log.Logger
+	// Access is the copy of who sees which asset that a bound client's
+	// subscription is filtered on; it is refreshed before each step of
+	// the fan-out.
+	Access *access.Copy
 
 	client *http.Client
 	wake   chan struct{}
@@ -208,7 +213,18 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // between keep deliveries going.
 func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 	for range 4 {
-		queued, behind, err := d.Store.FanOut(ctx, fanOutSubscriptions, fanOutEvents)
+		// Who sees what is decided as the deliveries are queued: a grant,
+		// its removal or a transfer committed before is in force. Without
+		// a fresh copy, the subscriptions of bound clients wait.
+		fan := d.Store.FanOut
+		if err := d.refreshAccess(ctx); err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			level.Warn(d.Logger).Log("msg", "refreshing the copy of the assets' access failed; the subscriptions of bound clients wait", "err", err)
+			fan = d.Store.FanOutUnbound
+		}
+		queued, behind, err := fan(ctx, fanOutSubscriptions, fanOutEvents)
 		if err != nil {
 			if ctx.Err() == nil {
 				level.Warn(d.Logger).Log("msg", "queueing deliveries failed", "err", err)
@@ -221,6 +237,15 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 		}
 	}
 	return true
+}
+
+// refreshAccess brings the copy of the assets' access up to date, when
+// the dispatcher has one.
+func (d *Dispatcher) refreshAccess(ctx context.Context) error {
+	if d.Access == nil {
+		return nil
+	}
+	return d.Access.Refresh(ctx)
 }
 
 // attempt makes one attempt of job and records its outcome.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/model"
@@ -55,15 +56,27 @@ func Tasks(partitionsEvery, retention time.Duration) []leader.Task {
 // the number of subscriptions or the backlog; behind says that some
 // subscription may still be behind (call again).
 func (st *Store) FanOut(ctx context.Context, subscriptions, step int) (queued int, behind bool, err error) {
+	return st.fanOut(ctx, subscriptions, step, false)
+}
+
+// FanOutUnbound is FanOut of the subscriptions made by clients bound to
+// no organization alone: what the dispatcher still queues while it cannot
+// tell what an organization sees (the assets service is away); the
+// others keep their places and catch up afterwards.
+func (st *Store) FanOutUnbound(ctx context.Context, subscriptions, step int) (queued int, behind bool, err error) {
+	return st.fanOut(ctx, subscriptions, step, true)
+}
+
+func (st *Store) fanOut(ctx context.Context, subscriptions, step int, unboundOnly bool) (queued int, behind bool, err error) {
 	err = store.InTx(ctx, st.s.Pool, "queue deliveries", func(tx pgx.Tx) error {
 		var hooks []uuid.UUID
 		var after, upto []int64
 		var newest int64
 		rows, err := tx.Query(ctx, `SELECT w.id, w.fanned_through, least(w.fanned_through + $2, n.seq), n.seq
 			FROM webhooks w, (SELECT newest_event() AS seq) n
-			WHERE w.fanned_through < n.seq
+			WHERE w.fanned_through < n.seq AND (NOT $3 OR w.organization_id IS NULL)
 			ORDER BY w.fanned_through, w.id LIMIT $1
-			FOR UPDATE OF w SKIP LOCKED`, subscriptions, step)
+			FOR UPDATE OF w SKIP LOCKED`, subscriptions, step, unboundOnly)
 		if err != nil {
 			return store.Classify(err, "find subscriptions behind the feed")
 		}
@@ -84,6 +97,7 @@ func (st *Store) FanOut(ctx context.Context, subscriptions, step int) (queued in
 			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS s(id, after, upto)
 			JOIN webhooks w ON w.id = s.id
 			JOIN events e ON e.seq > s.after AND e.seq <= s.upto AND (e.type = ANY(w.types) OR e.kind || '.*' = ANY(w.types))
+			WHERE `+seenBySubscriber+`
 			ORDER BY s.id, e.seq`, hooks, after, upto)
 		if err != nil {
 			return store.Classify(err, "read the events to deliver")
@@ -118,6 +132,16 @@ func (st *Store) FanOut(ctx context.Context, subscriptions, step int) (queued in
 	})
 	return queued, behind, err
 }
+
+// seenBySubscriber keeps the events a subscription's organization sees
+// as the deliveries are queued (the copy of the assets' access refreshed
+// before, Dispatcher.fanOut): every event for a subscription made by a
+// client bound to none; else those of no asset and no parties, a
+// transfer's when the organization is one of its parties, and those of
+// an asset it sees (docs/events.md, "Who sees which event").
+var seenBySubscriber = `(w.organization_id IS NULL
+	OR (e.asset_id IS NULL AND (e.parties IS NULL OR w.organization_id = ANY (e.parties)))
+	OR ` + access.VisibleTo("e.asset_id", "w.organization_id") + `)`
 
 // deliveryRows are the columns of the deliveries a fan-out queues.
 type deliveryRows struct {
@@ -163,8 +187,14 @@ func (st *Store) CreateWebhook(ctx context.Context, by model.Caller, in WebhookI
 		if err := admit(owned); err != nil {
 			return nil, err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO webhooks (id, url, types, description, secret, created_at, created_by, updated_at, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $7)`, w.ID, w.URL, w.Types, w.Description, secret, now, owner)
+		// A bound client's subscription delivers what its organization
+		// sees (seenBySubscriber).
+		var organization *string
+		if by.Organization != "" {
+			organization = &by.Organization
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO webhooks (id, url, types, description, secret, created_at, created_by, updated_at, updated_by, organization_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $7, $8)`, w.ID, w.URL, w.Types, w.Description, secret, now, owner, organization)
 		return nil, store.Classify(err, "create webhook")
 	})
 	return w, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/httpx"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/refs"
 )
@@ -34,6 +35,9 @@ type StandIn struct {
 	asked     int // existence questions answered
 	targets   map[string]map[uuid.UUID]refs.Attrs
 	referrers map[string]map[uuid.UUID][]refs.Ref
+	// the assets service's access log and current access (access.go)
+	accessLog []model.Access
+	access    map[string]model.Access
 }
 
 // Add makes kind/id exist at the stand-in, with the attributes its owner
@@ -148,6 +152,9 @@ func StandIns(t testing.TB, service string, running map[string]string) (peer.Con
 			s := &StandIn{Name: name, targets: map[string]map[uuid.UUID]refs.Attrs{}, referrers: map[string]map[uuid.UUID][]refs.Ref{}}
 			r := httpx.NewRouter()
 			refs.MakeServerEndpoints(s).Mount(r)
+			if name == "assets" {
+				s.mountAccess(r)
+			}
 			srv := httptest.NewServer(r)
 			t.Cleanup(srv.Close)
 			u, standIns[name] = srv.URL, s

@@ -87,11 +87,6 @@ func (l *AssetAccess) Routes() *http.ServeMux {
 	return mux
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // NewAssetAccess returns an empty log.
 func NewAssetAccess() *AssetAccess { return &AssetAccess{current: map[string]model.Access{}} }
 

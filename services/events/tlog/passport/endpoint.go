@@ -21,7 +21,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
 		// A passport is written as it is read, and costs the gateway's
 		// rate limit by its size (httpx.Streamed).
-		Passport:       endpoints.New(streamed(s.Passport)),
+		Passport:       endpoints.ByCaller(streamedBy(s.Passport)),
 		LinkedPassport: endpoints.New(streamed(s.LinkedPassport)),
 		// A link's Location is its URL, absolute: the one place its token
 		// is shown.
@@ -36,6 +36,14 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 }
 
 // streamed answers a passport as it is read.
+// streamedBy is streamed for an operation that takes its caller.
+func streamedBy[K any](passport func(context.Context, model.Caller, K) (Bundle, error)) func(context.Context, model.Caller, K) (httpx.Streamed, error) {
+	return func(ctx context.Context, by model.Caller, key K) (httpx.Streamed, error) {
+		b, err := passport(ctx, by, key)
+		return httpx.Streamed{Size: b.Size, Write: b.WriteTo}, err
+	}
+}
+
 func streamed[K any](passport func(context.Context, K) (Bundle, error)) func(context.Context, K) (httpx.Streamed, error) {
 	return func(ctx context.Context, key K) (httpx.Streamed, error) {
 		b, err := passport(ctx, key)

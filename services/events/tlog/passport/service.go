@@ -18,8 +18,9 @@ import (
 // Service is the passports' domain: an asset's passport, and the links
 // that hand it to anyone who holds one.
 type Service interface {
-	// Passport is an asset's record with the proofs of every event of it.
-	Passport(ctx context.Context, asset uuid.UUID) (Bundle, error)
+	// Passport is an asset's record with the proofs of every event of it,
+	// for a caller that sees the asset (404 otherwise).
+	Passport(ctx context.Context, by model.Caller, asset uuid.UUID) (Bundle, error)
 	CreateLink(ctx context.Context, by model.Caller, asset uuid.UUID, in LinkInput) (Link, error)
 	ListLinks(ctx context.Context, by model.Caller, asset uuid.UUID, page model.Page) (model.Paged[Link], error)
 	// DeleteLink deletes a link: its maker's or an admin's (OwnerOnly),
@@ -53,10 +54,13 @@ func NewService(st *Store, log *tlog.Store, settings Settings) Service {
 // passport and links: today every client sees every asset the log
 // recorded (an asset it never recorded is a 404), and the tenancy rule
 // (model.Access) goes here.
-func (s *service) sees(ctx context.Context, _ model.Caller, asset uuid.UUID) error {
+func (s *service) sees(ctx context.Context, by model.Caller, asset uuid.UUID) error {
 	found, err := s.store.AssetRecorded(ctx, asset)
 	if err == nil && !found {
 		err = apperr.NotFound("asset", asset.String())
+	}
+	if err == nil {
+		err = Visible(ctx, s.store, by, asset)
 	}
 	return err
 }
@@ -107,7 +111,9 @@ func (s *service) LinkedPassport(ctx context.Context, token string) (Bundle, err
 	if err != nil {
 		return Bundle{}, err
 	}
-	return s.Passport(ctx, asset)
+	// The link is the capability: whoever holds it reads the passport, as
+	// its maker (who saw the asset) handed it out.
+	return s.passport(ctx, asset)
 }
 
 // Passport is an asset's passport against the latest checkpoint (the
@@ -116,7 +122,14 @@ func (s *service) LinkedPassport(ctx context.Context, token string) (Bundle, err
 // latest checkpoint then, with the asset heads signed in it): it is written
 // as it is read, so what a passport holds in the process is one batch,
 // whatever its size.
-func (s *service) Passport(ctx context.Context, asset uuid.UUID) (Bundle, error) {
+func (s *service) Passport(ctx context.Context, by model.Caller, asset uuid.UUID) (Bundle, error) {
+	if err := Visible(ctx, s.store, by, asset); err != nil {
+		return Bundle{}, err
+	}
+	return s.passport(ctx, asset)
+}
+
+func (s *service) passport(ctx context.Context, asset uuid.UUID) (Bundle, error) {
 	c, err := s.log.LatestCheckpoint(ctx)
 	if apperr.Is(err, apperr.KindNotFound) {
 		return Bundle{}, tlog.ErrNoCheckpoint()

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
@@ -22,10 +23,15 @@ import (
 type Store struct {
 	s   *store.Store
 	log *tlog.Store
+	// access is who sees which asset (Visible): the schema's copy alone
+	// until UseAccess names the service's.
+	access *access.Copy
 }
 
 // NewStore returns the store over s, whose proofs log makes.
-func NewStore(s *store.Store, log *tlog.Store) *Store { return &Store{s: s, log: log} }
+func NewStore(s *store.Store, log *tlog.Store) *Store {
+	return &Store{s: s, log: log, access: access.New(s, nil)}
+}
 
 // passportSubjects is the SQL of the resources of an asset's passport
 // among the first $1 leaves ($2 the asset): the asset, its type (the one

@@ -150,7 +150,10 @@ var KitOrder = map[string][]string{
 	"outbox":      {"job", "leader", "model"},
 	"store":       {"apperr", "model", "outbox", "telemetry"},
 	"endpoints":   {"apperr", "auth", "httpx", "leader", "model", "store"},
-	"refs":        {"apperr", "catalog", "endpoints", "httpx", "job", "leader", "model", "outbox", "peer", "store"},
+	// A service's copy of who sees which asset: read from the assets
+	// service (peer), kept in the service's schema (store).
+	"access": {"model", "peer", "store"},
+	"refs":   {"apperr", "catalog", "endpoints", "httpx", "job", "leader", "model", "outbox", "peer", "store"},
 	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "job", "leader", "objectstore", "openapi", "outbox", "peer",
 		"process", "refs", "store", "telemetry"},
 }

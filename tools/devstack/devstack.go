@@ -131,6 +131,10 @@ type Stack struct {
 	S3AccessKey      string // for S3_ACCESS_KEY
 	S3SecretKey      string // for S3_SECRET_KEY
 	S3Region         string
+	// S3Bucket is the documents service's bucket: its default on a private
+	// MinIO, one of the stack's own on a shared object store, so stacks
+	// that share one (make test's) never see each other's files.
+	S3Bucket string
 	S3ConsoleURL     string // MinIO's web console; "" when off
 	S3Credentials    string // file with MinIO's root credentials (mode 0600); "" when S3 was given
 	// NATS is the JetStream server the services publish their events to;
@@ -236,7 +240,7 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 		}
 		if svc.NeedsStore(catalog.ObjectStore) {
 			env = append(env, "S3_ENDPOINT=http://"+via.host(s.S3Endpoint), "S3_ACCESS_KEY="+s.S3AccessKey,
-				"S3_SECRET_KEY="+s.S3SecretKey, "S3_REGION="+s.S3Region)
+				"S3_SECRET_KEY="+s.S3SecretKey, "S3_REGION="+s.S3Region, "S3_BUCKET="+s.S3Bucket)
 		}
 		if svc.NeedsStore(catalog.NATS) {
 			env = append(env, s.NATS.env(via.url(s.NATS.URL))...)
@@ -502,16 +506,21 @@ type S3 struct {
 	Region               string // "" means us-east-1
 }
 
+// DefaultBucket is the documents service's bucket unless told otherwise.
+const DefaultBucket = "documents"
+
 // startObjectStore sets the stack's S3 fields to o.S3 or to a private MinIO
 // that it starts, with its data in minio/ and its generated root
 // credentials in minio.credentials (mode 0600), both kept for the next run.
 // It returns the server it started, if any, for the caller to stop.
 func (s *Stack) startObjectStore(ctx context.Context, o Options, ports Ports) (*devinfra.Minio, error) {
+	s.S3Bucket = DefaultBucket
 	if o.S3.Endpoint != "" {
 		s.S3Endpoint, s.S3AccessKey, s.S3SecretKey, s.S3Region = o.S3.Endpoint, o.S3.AccessKey, o.S3.SecretKey, o.S3.Region
 		if s.S3Region == "" {
 			s.S3Region = "us-east-1"
 		}
+		s.S3Bucket = DefaultBucket + "-" + strings.ToLower(rand.Text()[:12])
 		return nil, nil
 	}
 	m, err := devinfra.StartMinio(ctx, devinfra.MinioOptions{

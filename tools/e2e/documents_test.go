@@ -36,13 +36,13 @@ func stored(t *testing.T) (rows, objects int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for o := range s3.ListObjects(t.Context(), "documents", minio.ListObjectsOptions{Recursive: true}) {
+	for o := range s3.ListObjects(t.Context(), stack.S3Bucket, minio.ListObjectsOptions{Recursive: true}) {
 		if o.Err != nil {
 			t.Fatal(o.Err)
 		}
 		objects++
 	}
-	for u := range s3.ListIncompleteUploads(t.Context(), "documents", "", true) {
+	for u := range s3.ListIncompleteUploads(t.Context(), stack.S3Bucket, "", true) {
 		if u.Err != nil {
 			t.Fatal(u.Err)
 		}

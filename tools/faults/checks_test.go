@@ -134,7 +134,7 @@ func checkDocuments(t *testing.T, tag string, calls, acked []call) (halfWritten 
 		t.Fatal(err)
 	}
 	objects := map[string]bool{}
-	for o := range s3.ListObjects(t.Context(), "documents", minio.ListObjectsOptions{Recursive: true}) {
+	for o := range s3.ListObjects(t.Context(), stack.S3Bucket, minio.ListObjectsOptions{Recursive: true}) {
 		if o.Err != nil {
 			t.Fatal(o.Err)
 		}
@@ -150,7 +150,7 @@ func checkDocuments(t *testing.T, tag string, calls, acked []call) (halfWritten 
 			t.Errorf("document %s has no object", id)
 		}
 	}
-	for u := range s3.ListIncompleteUploads(t.Context(), "documents", "", true) {
+	for u := range s3.ListIncompleteUploads(t.Context(), stack.S3Bucket, "", true) {
 		if u.Err != nil {
 			t.Fatal(u.Err)
 		}

@@ -1,6 +1,6 @@
 package documents
 
-// Organizations as tenants (docs/api.md, "Tenancy"): a caller bound to an
+// Organizations as tenants (docs/tenancy.md): a caller bound to an
 // organization sees a document its organization's clients (or itself)
 // uploaded, one an action on an asset it sees links, and one an asset
 // type attaches (asset types are seen by every reader); of a document's

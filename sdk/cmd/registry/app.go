@@ -19,7 +19,7 @@ func (a *app) commands() *ffcli.Command {
 		ShortHelp:  "the Asset Registry from a shell",
 		Subcommands: []*ffcli.Command{a.organizationsCommand(), a.peopleCommand(), a.assetTypesCommand(), a.assetsCommand(),
 			a.grantsCommand(), a.transfersCommand(), a.actionsCommand(), a.actionDocumentsCommand(), a.documentsCommand(),
-			a.plansCommand(), a.complianceCommand(), a.metersCommand(), a.actionTypesCommand(), a.webhooksCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
+			a.plansCommand(), a.complianceCommand(), a.metersCommand(), a.actionTypesCommand(), a.webhooksCommand(), a.importCommand(), a.batchCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
 			a.checkpointCommand(), a.logKeygenCommand(), a.passportCommand(), a.passportLinksCommand(), a.verifyCommand()},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}
@@ -181,7 +181,7 @@ func (a *app) assetsCommand() *ffcli.Command {
 
 // actionsCommand is `registry actions`.
 func (a *app) actionsCommand() *ffcli.Command {
-	return resource(a, "actions", "actions: list, get, create, update, delete",
+	return resource(a, "actions", "actions: list, get, create, update, delete, find",
 		func(ctx context.Context, f registry.Filter) iterAction { return a.c.ListActions(ctx, f) },
 		func(ctx context.Context, id string) (*registry.Action, error) { return a.c.GetAction(ctx, id) },
 		func(ctx context.Context, in registry.ActionInput, o ...registry.CallOption) (*registry.Action, error) {
@@ -193,6 +193,7 @@ func (a *app) actionsCommand() *ffcli.Command {
 		func(ctx context.Context, id string, o ...registry.CallOption) error {
 			return a.c.DeleteAction(ctx, id, o...)
 		},
+		a.actionsFindCommand(),
 	)
 }
 
@@ -240,6 +241,7 @@ func (a *app) actionDocumentsCommand() *ffcli.Command {
 // documentsCommand is `registry documents`.
 func (a *app) documentsCommand() *ffcli.Command {
 	var documentType, out string
+	var asOf asOfFlag
 	return group("documents", "documents: upload, get, download, delete",
 		a.leaf("upload", "documents upload FILE [-document-type T]", "upload a file as a document", 1, 1,
 			func(fs *flag.FlagSet) {
@@ -252,9 +254,10 @@ func (a *app) documentsCommand() *ffcli.Command {
 				}
 				return a.print("documents", d)
 			}),
-		a.leaf("get", "documents get ID", "a document's metadata and action documents", 1, 1, nil,
+		a.leaf("get", "documents get ID [-as-of T]", "a document's metadata and action documents", 1, 1,
+			func(fs *flag.FlagSet) { asOf.register("documents", fs) },
 			func(ctx context.Context, args []string) error {
-				d, err := a.c.GetDocument(ctx, args[0])
+				d, err := asOf.get(ctx, a.c, "documents", args[0], func() (any, error) { return a.c.GetDocument(ctx, args[0]) })
 				if err != nil {
 					return err
 				}

@@ -240,9 +240,9 @@ func (a *app) actionDocumentsCommand() *ffcli.Command {
 
 // documentsCommand is `registry documents`.
 func (a *app) documentsCommand() *ffcli.Command {
-	var documentType, out string
+	var documentType, out, sum string
 	var asOf asOfFlag
-	return group("documents", "documents: upload, get, download, delete",
+	return group("documents", "documents: upload, get, find, download, delete",
 		a.leaf("upload", "documents upload FILE [-document-type T]", "upload a file as a document", 1, 1,
 			func(fs *flag.FlagSet) {
 				fs.StringVar(&documentType, "document-type", "expert_control_report", "a lowercase token")
@@ -262,6 +262,20 @@ func (a *app) documentsCommand() *ffcli.Command {
 					return err
 				}
 				return a.print("documents", d)
+			}),
+		a.leaf("find", "documents find -sha256 HEX", "the documents whose file has this SHA-256 sum", 0, 0,
+			func(fs *flag.FlagSet) {
+				fs.StringVar(&sum, "sha256", "", "the file's SHA-256, 64 lowercase hex digits")
+			},
+			func(ctx context.Context, _ []string) error {
+				if sum == "" {
+					return usageError{"registry documents find: give -sha256 HEX"}
+				}
+				ds, err := collect(a.c.FindDocumentsBySHA256(ctx, sum), 0)
+				if err != nil {
+					return err
+				}
+				return a.print("documents", ds)
 			}),
 		a.leaf("download", "documents download ID [-o FILE]", "a document's bytes", 1, 1,
 			func(fs *flag.FlagSet) { fs.StringVar(&out, "o", "-", "where to write (- for stdout)") },

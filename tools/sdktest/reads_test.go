@@ -2,11 +2,14 @@ package sdktest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +226,55 @@ func TestBatchCommand(t *testing.T) {
 	}
 	if _, _, code := cli(t, dir, nil, "batch", "plans", good); code != 2 {
 		t.Errorf("batch plans: exit %d, want 2", code)
+	}
+}
+
+// Documents found by their bytes: the SDK and `registry documents find`
+// list every document whose file has the sum, and a sum that is not one
+// is the registry's 422.
+func TestFindDocumentsBySHA256(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, http.DefaultTransport)
+	content := "report " + time.Now().Format(time.RFC3339Nano)
+	var ids []string
+	for range 2 {
+		d, err := c.Upload(ctx, "expert_control_report", "r.txt", strings.NewReader(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	other, err := c.Upload(ctx, "expert_control_report", "o.txt", strings.NewReader(content+" other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	hexSum := hex.EncodeToString(sum[:])
+	var found []string
+	for d, err := range c.FindDocumentsBySHA256(ctx, hexSum) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = append(found, d.ID)
+	}
+	if !slices.Equal(found, ids) {
+		t.Errorf("found %v, want %v (not %s)", found, ids, other.ID)
+	}
+	eventually(t, func() error {
+		d, err := c.GetDocumentAsOf(ctx, ids[0], time.Now())
+		if err == nil && d.SHA256 != hexSum {
+			return fmt.Errorf("the document as of now has sum %s", d.SHA256)
+		}
+		return err
+	})
+
+	dir := t.TempDir()
+	out, stderr, code := cli(t, dir, nil, "documents", "find", "-sha256", hexSum)
+	var listed []registry.Document
+	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 2 || listed[0].ID != ids[0] || listed[1].ID != ids[1] {
+		t.Errorf("documents find: exit %d, %s %s; want %v", code, out, stderr, ids)
+	}
+	if _, stderr, code := cli(t, dir, nil, "documents", "find", "-sha256", strings.ToUpper(hexSum)); code != 1 || !strings.Contains(stderr, "sha256") {
+		t.Errorf("documents find with an upper-case sum: exit %d, %s; want 1 naming sha256", code, stderr)
 	}
 }

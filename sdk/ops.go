@@ -351,6 +351,12 @@ func (c *Client) DeleteAction(ctx context.Context, id string, opts ...CallOption
 // them (POST /actions/find?create=true), and created says so: however
 // often it runs, and whenever, one action is recorded.
 func (c *Client) FindAction(ctx context.Context, in ActionInput, create bool, opts ...CallOption) (a *Action, created bool, err error) {
+	if !create {
+		// Only the pair: the action's other members are checked only when
+		// they are to be recorded, and empty ones are not valid.
+		pair := map[string]string{"source_system": in.SourceSystem, "source_reference": in.SourceReference}
+		return find[Action](ctx, c, "/actions/find", pair, false, opts)
+	}
 	return find[Action](ctx, c, "/actions/find", in, create, opts)
 }
 
@@ -544,6 +550,13 @@ func (c *Client) DocumentActionDocuments(ctx context.Context, id string) iter.Se
 // order (GetAction embeds the first 100).
 func (c *Client) ActionDocumentsOf(ctx context.Context, actionID string) iter.Seq2[ActionDocument, error] {
 	return list[ActionDocument](ctx, c, "/actions/"+url.PathEscape(actionID)+"/action_documents", nil)
+}
+
+// FindDocumentsBySHA256 lists the documents whose file has the SHA-256
+// sum (64 lowercase hex digits), in id order: whether a file was uploaded
+// before, and as which documents.
+func (c *Client) FindDocumentsBySHA256(ctx context.Context, sum string) iter.Seq2[Document, error] {
+	return list[Document](ctx, c, "/documents", Filter{"sha256": sum})
 }
 
 func (c *Client) GetDocument(ctx context.Context, id string) (*Document, error) {

@@ -6,7 +6,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 )
 
-// Organizations as tenants (docs/api.md, "Tenancy"): who sees an asset,
+// Organizations as tenants (docs/tenancy.md): who sees an asset,
 // and everything recorded on it, is decided here and nowhere else. Every
 // service that answers for an asset's record holds the asset's Access (the
 // assets service owns it; the others keep a copy, see docs/architecture.md)

@@ -1,7 +1,7 @@
 package refs
 
 // The referrer's side of the protocol, with two savings over asking every
-// owner inside every write's transaction (docs/architecture.md, "References
+// owner inside every write's transaction (docs/references.md, "References
 // kept whole", gives the whole argument):
 //
 //   - Remembered answers. An owner's "it exists" is remembered in the

@@ -1,6 +1,6 @@
 package actions
 
-// Organizations as tenants (docs/api.md, "Tenancy"): what a caller bound
+// Organizations as tenants (docs/tenancy.md): what a caller bound
 // to an organization sees and records on. An action is seen with its asset,
 // its action documents with their action; model.Access decides, over the
 // service's copy of who sees which asset (pkg/access), refreshed before

@@ -24,7 +24,7 @@ import (
 // Service is what the assets component does. Errors are *apperr.Error.
 type Service interface {
 	// Assets, read.
-	// Reads answer what by sees (docs/api.md, "Tenancy"): an asset it
+	// Reads answer what by sees (docs/tenancy.md): an asset it
 	// does not see is a 404, and absent from lists and finds.
 	GetAsset(ctx context.Context, by model.Caller, id uuid.UUID) (Asset, error)
 	ListAssets(ctx context.Context, by model.Caller, f AssetFilter, page model.Page) (model.Paged[Asset], error)

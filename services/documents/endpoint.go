@@ -20,9 +20,11 @@ type Endpoints struct {
 	Get    endpoint.Endpoint
 	// ActionDocuments is GET /documents/{id}/action_documents.
 	ActionDocuments endpoint.Endpoint
-	Download        endpoint.Endpoint
-	Delete          endpoint.Endpoint
-	Visible         endpoint.Endpoint // internal: which documents the caller sees
+	// FindBySHA256 is GET /documents?sha256=.
+	FindBySHA256 endpoint.Endpoint
+	Download     endpoint.Endpoint
+	Delete       endpoint.Endpoint
+	Visible      endpoint.Endpoint // internal: which documents the caller sees
 }
 
 // downloadRequest is a file download with its conditions.
@@ -54,6 +56,10 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		Get: endpoints.ByCaller(s.Get),
 		ActionDocuments: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req actionDocumentsRequest) (any, error) {
 			r, err := s.ActionDocuments(ctx, by, req.ID, req.Page)
+			return httpx.ListOf(r), err
+		}),
+		FindBySHA256: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req findRequest) (any, error) {
+			r, err := s.FindBySHA256(ctx, by, req.SHA256, req.Page)
 			return httpx.ListOf(r), err
 		}),
 		// The download's route streams through a server of its own (not

@@ -24,7 +24,7 @@ type Document struct {
 	// API does not show it.
 	SniffedType string `json:"-" db:"sniffed_type"`
 	// CreatedByOrganization is the uploader's organization ("" none): its
-	// clients see the document (docs/api.md, "Tenancy"). Not shown.
+	// clients see the document (docs/tenancy.md). Not shown.
 	CreatedByOrganization string `json:"-" db:"created_by_organization"`
 }
 

@@ -51,6 +51,9 @@ type Service interface {
 	// document, in id order: the whole of what its answer's
 	// action_documents begins.
 	ActionDocuments(ctx context.Context, by model.Caller, id uuid.UUID, page model.Page) (model.Paged[ActionDocument], error)
+	// FindBySHA256 pages through the documents whose bytes have the
+	// SHA-256 sum (64 lowercase hex digits), those a bound caller sees.
+	FindBySHA256(ctx context.Context, by model.Caller, sum string, page model.Page) (model.Paged[Document], error)
 	// Open returns a document's metadata, for a download.
 	Open(ctx context.Context, by model.Caller, id uuid.UUID) (Document, error)
 	// Read streams the document's bytes, or the range r of them.

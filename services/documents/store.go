@@ -72,6 +72,15 @@ func (s *Store) Get(ctx context.Context, id uuid.UUID) (Document, error) {
 		`SELECT `+documentColumns+` FROM documents WHERE id = $1`, id)
 }
 
+// BySHA256 pages through the documents whose bytes have the sum, in id
+// order.
+func (s *Store) BySHA256(ctx context.Context, sum string, page model.Page) (model.Paged[Document], error) {
+	var f store.Filter
+	f.Where("sha256 = ?", sum)
+	return store.List(ctx, s.DB(ctx), "find documents by sha256", `SELECT `+documentColumns+` FROM documents`, f, page,
+		func(d Document) uuid.UUID { return d.ID })
+}
+
 // exists is the owner's answer of the reference protocol: which documents
 // exist, with their metadata: the content type decides whether one can be
 // a thumbnail, and an asset type shows the documents it attaches (their

@@ -1,6 +1,6 @@
 package documents
 
-// Organizations as tenants (docs/api.md, "Tenancy"): a caller bound to an
+// Organizations as tenants (docs/tenancy.md): a caller bound to an
 // organization sees a document its organization's clients (or itself)
 // uploaded, one an action on an asset it sees links, and one an asset
 // type attaches (asset types are seen by every reader); of a document's
@@ -37,25 +37,80 @@ func (s *service) seen(ctx context.Context, by model.Caller, id uuid.UUID) (Docu
 	if err != nil || by.Organization == "" {
 		return doc, nil, err
 	}
+	links, seen, err := s.sees(ctx, by, doc)
+	switch {
+	case err != nil:
+		return Document{}, nil, err
+	case !seen:
+		return Document{}, nil, apperr.NotFound("document", id.String())
+	}
+	return doc, links, nil
+}
+
+// sees applies the rule to a document read for a caller bound to an
+// organization: whether it sees doc, and the action documents linking it
+// that it sees.
+func (s *service) sees(ctx context.Context, by model.Caller, doc Document) (map[uuid.UUID]bool, bool, error) {
+	id := doc.ID
 	links := map[uuid.UUID]bool{}
+	var err error
 	if s.tenancy.LinksSeen != nil {
 		if links, err = s.tenancy.LinksSeen(ctx, by.Organization, id); err != nil {
-			return Document{}, nil, fmt.Errorf("action documents of %s seen by organization %s: %w", id, by.Organization, err)
+			return nil, false, fmt.Errorf("action documents of %s seen by organization %s: %w", id, by.Organization, err)
 		}
 	}
 	if doc.CreatedBy == by.Subject || doc.CreatedByOrganization == by.Organization || len(links) > 0 {
-		return doc, links, nil
+		return links, true, nil
 	}
 	if s.tenancy.Attached != nil {
 		attached, err := s.tenancy.Attached(ctx, id)
 		if err != nil {
-			return Document{}, nil, fmt.Errorf("asset types attaching %s: %w", id, err)
+			return nil, false, fmt.Errorf("asset types attaching %s: %w", id, err)
 		}
 		if attached {
-			return doc, links, nil
+			return links, true, nil
 		}
 	}
-	return Document{}, nil, apperr.NotFound("document", id.String())
+	return nil, false, nil
+}
+
+// FindBySHA256 pages through the documents whose bytes have the SHA-256
+// sum: of them, a caller bound to an organization gets those it sees. A
+// page may then hold fewer than its limit (none, even) and still be
+// followed by another.
+func (s *service) FindBySHA256(ctx context.Context, by model.Caller, sum string, page model.Page) (model.Paged[Document], error) {
+	if !isSHA256(sum) {
+		return model.Paged[Document]{}, apperr.Invalid(apperr.FieldError{Field: "sha256",
+			Message: "must be the 64 lowercase hexadecimal digits of a SHA-256 sum"})
+	}
+	found, err := s.store.BySHA256(ctx, sum, page)
+	if err != nil || by.Organization == "" {
+		return found, err
+	}
+	kept := found.Items[:0:0]
+	for _, d := range found.Items {
+		_, seen, err := s.sees(ctx, by, d)
+		if err != nil {
+			return model.Paged[Document]{}, err
+		}
+		if seen {
+			kept = append(kept, d)
+		}
+	}
+	found.Items = kept
+	return found, nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // linked is the document id as by sees it with the action documents

@@ -1,6 +1,8 @@
 package documents
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -81,8 +83,17 @@ func TestTenancyOfDocuments(t *testing.T) {
 		{"bound to none", s.RO, []string{own, typed, linked}, all},
 		{"admin", admin, []string{own, typed, linked}, all},
 	}
+	sum := sha256.Sum256([]byte("%PDF-1.7 report"))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// The three have the same bytes: found by their sum, those it sees.
+			var found []string
+			for _, d := range testkit.Expect(t, s.Client.Do(t, "GET", "/documents?sha256="+hex.EncodeToString(sum[:]), tc.token, nil), 200).List() {
+				found = append(found, d["id"].(string))
+			}
+			if want := slices.Sorted(slices.Values(tc.sees)); !slices.Equal(slices.Sorted(slices.Values(found)), want) {
+				t.Errorf("found by sha256 %v, want %v", found, want)
+			}
 			for _, doc := range []string{own, typed, linked} {
 				status := http.StatusNotFound
 				if slices.Contains(tc.sees, doc) {

@@ -31,6 +31,7 @@ import (
 func NewHTTPHandler(e Endpoints, internal refs.Set, maxSize int64) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	r.Handle("POST", "/documents", endpoints.Serve(e.Upload, uploadDecoder(maxSize), endpoints.IdempotencyKey))
+	r.Handle("GET", "/documents", endpoints.Serve(e.FindBySHA256, decodeFind))
 	r.Handle("GET", "/documents/{id}", endpoints.Serve(e.Get, httpx.PathID))
 	r.Handle("GET", "/documents/{id}/action_documents", endpoints.Serve(e.ActionDocuments, decodeActionDocuments))
 	r.Handle("DELETE", "/documents/{id}", endpoints.Serve(e.Delete, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
@@ -281,4 +282,23 @@ func decodeActionDocuments(r *http.Request) (actionDocumentsRequest, error) {
 	}
 	q := httpx.ParseQuery(r, "limit", "cursor")
 	return actionDocumentsRequest{ID: id, Page: q.Page()}, q.Err()
+}
+
+// findRequest is one page of the documents with a SHA-256 sum.
+type findRequest struct {
+	SHA256 string
+	Page   model.Page
+}
+
+// decodeFind reads GET /documents: sha256 is required (the service checks
+// its form).
+func decodeFind(r *http.Request) (findRequest, error) {
+	q := httpx.ParseQuery(r, "sha256", "limit", "cursor")
+	req := findRequest{Page: q.Page()}
+	if v := q.String("sha256"); v != nil {
+		req.SHA256 = *v
+	} else {
+		q.Invalid("sha256", "is required: the 64 lowercase hexadecimal digits of the SHA-256 sum of the documents' bytes")
+	}
+	return req, q.Err()
 }

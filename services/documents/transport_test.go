@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -420,5 +422,47 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 	document := "/documents/" + s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", ctype).JSON()["id"].(string)
 	return []servicetest.OwnerCase{
 		{Name: "delete document", Method: "DELETE", Path: document, Read: document, AdminStatus: 204},
+	}
+}
+
+// GET /documents?sha256=: the documents with those bytes, in id order,
+// paged; a sum that is not 64 lowercase hex digits is a 422 naming it.
+func TestFindBySHA256(t *testing.T) {
+	s := servicetest.Start(t, Spec())
+	upload := func(content string) string {
+		body, ctype := testkit.Multipart(t, typePart("expert_control_report"), filePart("r.txt", "text/plain", content))
+		return s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", ctype).JSON()["id"].(string)
+	}
+	same := []string{upload("the same bytes"), upload("the same bytes"), upload("the same bytes")}
+	other := upload("other bytes")
+	hexSum := fmt.Sprintf("%x", sha256.Sum256([]byte("the same bytes")))
+
+	// Two pages of two: the second found by the first's Link, the last
+	// with none.
+	first := s.Call(200, "GET", "/documents?sha256="+hexSum+"&limit=2", s.RO, nil)
+	link := first.Header.Get("Link")
+	next := strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+	second := s.Call(200, "GET", next, s.RO, nil)
+	if last := second.Header.Get("Link"); last != "" {
+		t.Errorf("the last page links to %s", last)
+	}
+	var got []string
+	for _, d := range append(first.List(), second.List()...) {
+		if d["sha256"] != hexSum {
+			t.Errorf("a document of sum %v among those of %s", d["sha256"], hexSum)
+		}
+		got = append(got, d["id"].(string))
+	}
+	if !slices.Equal(got, same) {
+		t.Errorf("found %v, want %v (in id order, not %s)", got, same, other)
+	}
+	if l := s.Call(200, "GET", fmt.Sprintf("/documents?sha256=%x", sha256.Sum256([]byte("nothing uploaded"))), s.RO, nil).List(); len(l) != 0 {
+		t.Errorf("a sum nobody uploaded found %v", l)
+	}
+	for _, bad := range []string{"", "?sha256=" + strings.ToUpper(hexSum), "?sha256=" + hexSum[:63], "?sha256=" + hexSum + "0", "?sha256=" + hexSum[:63] + "g"} {
+		r := s.Call(422, "GET", "/documents"+bad, s.RO, nil)
+		if !slices.Equal(r.Fields(), []string{"sha256"}) {
+			t.Errorf("GET /documents%s: the problem names %v, want sha256", bad, r.Fields())
+		}
 	}
 }

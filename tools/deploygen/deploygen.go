@@ -4,7 +4,7 @@
 // Chart.yaml and the facts its templates read (deployable.yaml), the
 // library's defaults, the umbrella chart's dependencies and Grafana
 // dashboard, skaffold.yaml, the Dockerfile's module list and the chart value
-// reference in docs/operations.md.
+// reference in docs/chart-values.md.
 //
 // Generating instead of checking by hand: each of these files is a pure
 // function of the catalog and the schema, and a hand-kept copy drifts. A
@@ -35,7 +35,7 @@ const (
 	LibraryChart = "registry-lib"
 	Umbrella     = "registry"
 	schemaSource = "charts/registry-lib/schema.yaml"
-	docsFile     = "docs/operations.md"
+	docsFile     = "docs/chart-values.md"
 	docsBegin    = "<!-- BEGIN GENERATED chart values (make generate) -->"
 	docsEnd      = "<!-- END GENERATED chart values -->"
 )
@@ -621,7 +621,7 @@ func Scaffold(root string) map[string][]byte {
 		dir := filepath.Join(ChartsDir, f.Name)
 		files := map[string][]byte{
 			filepath.Join(dir, "values.yaml"): fmt.Appendf(nil, `# Defaults of the %[1]s chart that differ from every deployable's (see the chart
-# value reference in docs/operations.md). Environment settings belong in
+# value reference in docs/chart-values.md). Environment settings belong in
 # charts/registry/values-<env>.yaml, under global or under %[1]s.
 {}
 `, f.Name),

@@ -119,7 +119,7 @@ func TestANewServiceGetsEverything(t *testing.T) {
 	contains("charts/api-gateway/deployable.yaml", "- inspections")
 	contains("charts/parties/deployable.yaml", "- inspections") // parties must let inspections in
 	contains("charts/inspections/deployable.yaml", "- s3")
-	contains("docs/operations.md", "`inspections`")
+	contains("docs/chart-values.md", "`inspections`")
 
 	var schema map[string]any
 	if err := json.Unmarshal(files["charts/inspections/values.schema.json"], &schema); err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// reference renders the chart value reference of docs/operations.md from
+// reference renders the chart value reference of docs/chart-values.md from
 // the schema: one table per value group, a row per leaf value.
 func (s *schemaSet) reference(all []Facts) string {
 	var b strings.Builder

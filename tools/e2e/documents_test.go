@@ -72,6 +72,14 @@ func TestDocumentsThroughGateway(t *testing.T) {
 	if got["sha256"] != doc["sha256"] || got["action_documents"] == nil {
 		t.Errorf("metadata: %v", got)
 	}
+	// Found by its bytes' sum; a sum in upper case is not one.
+	sum := doc["sha256"].(string)
+	if found := testkit.Expect(t, gw.Do(t, "GET", "/documents?sha256="+sum, ro, nil), 200).List(); len(found) == 0 || found[len(found)-1]["id"] != id {
+		t.Errorf("GET /documents?sha256=%s: %v, want %s last", sum, found, id)
+	}
+	if r := testkit.Expect(t, gw.Do(t, "GET", "/documents?sha256="+strings.ToUpper(sum), ro, nil), 422); strings.Join(r.Fields(), ",") != "sha256" {
+		t.Errorf("GET /documents with an upper-case sum names %v, want sha256", r.Fields())
+	}
 	file := testkit.Expect(t, gw.Do(t, "GET", "/documents/"+id+"/file", ro, nil), 200)
 	etag := file.Header.Get("ETag")
 	if string(file.Raw) != content || etag != `"`+doc["sha256"].(string)+`"` || file.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||

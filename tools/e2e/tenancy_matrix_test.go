@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"slices"
@@ -81,7 +83,7 @@ var tenancyOf = map[string]tenancy{
 	"GET /assets/{id}/meter_readings/{reading_id}": readsRecord, "GET /passports/{token}": capability,
 
 	"GET /assets": listsRecord, "POST /assets/find": listsRecord, "GET /actions": listsRecord, "POST /actions/find": listsRecord,
-	"GET /compliance": listsRecord, "GET /events": listsRecord,
+	"GET /compliance": listsRecord, "GET /events": listsRecord, "GET /documents": listsRecord,
 
 	"POST /actions": recordsOn, "POST /actions/batch": recordsOn, "POST /actions/{action_id}/action_documents": recordsOn,
 	"POST /actions/action_documents/batch": recordsOn, "POST /assets/{id}/meter_readings": recordsOn,
@@ -130,6 +132,7 @@ func TestTenancyMatrixCoversEveryOperation(t *testing.T) {
 type tenancyFixture struct {
 	asset, assetType, serial, brand, model string
 	action, actionDocument, document       string
+	documentSHA256                         string
 }
 
 func newTenancyFixture(t *testing.T, owner string) tenancyFixture {
@@ -144,7 +147,10 @@ func newTenancyFixture(t *testing.T, owner string) tenancyFixture {
 	}
 	f.action = testkit.Expect(t, gw.Do(t, "POST", "/actions", owner, map[string]any{"asset_id": f.asset, "action_type": "expert_control",
 		"performed_at": "2025-03-01", "status_ok": true}), 201).JSON()["id"].(string)
-	f.document = uploadThroughGateway(t, owner, "report.pdf", "application/pdf", "%PDF-1.7 "+unique("tenancy"))
+	content := "%PDF-1.7 " + unique("tenancy")
+	f.document = uploadThroughGateway(t, owner, "report.pdf", "application/pdf", content)
+	sum := sha256.Sum256([]byte(content))
+	f.documentSHA256 = hex.EncodeToString(sum[:])
 	f.actionDocument = testkit.Expect(t, gw.Do(t, "POST", "/actions/"+f.action+"/action_documents", owner, map[string]any{"action_id": f.action,
 		"document_id": f.document, "source_system": "matrix", "source_reference": unique("ref")}), 201).JSON()["id"].(string)
 	// The record's history, as_of reads, passport and compliance rows come
@@ -219,6 +225,7 @@ func (f tenancyFixture) lists() map[string]struct {
 			func(r testkit.Response) bool { return r.Status == 200 && r.JSON()["id"] == f.asset }},
 		"GET /actions":    {"GET", "/actions?asset_id=" + f.asset, nil, holdsID(f.action)},
 		"GET /compliance": {"GET", "/compliance?asset_id=" + f.asset, nil, holdsAsset},
+		"GET /documents":  {"GET", "/documents?sha256=" + f.documentSHA256, nil, holdsID(f.document)},
 	}
 }
 

@@ -19,7 +19,7 @@ func (a *app) commands() *ffcli.Command {
 		ShortHelp:  "the Asset Registry from a shell",
 		Subcommands: []*ffcli.Command{a.organizationsCommand(), a.peopleCommand(), a.assetTypesCommand(), a.assetsCommand(),
 			a.grantsCommand(), a.transfersCommand(), a.actionsCommand(), a.actionDocumentsCommand(), a.documentsCommand(),
-			a.plansCommand(), a.complianceCommand(), a.metersCommand(), a.actionTypesCommand(), a.webhooksCommand(), a.importCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
+			a.plansCommand(), a.complianceCommand(), a.metersCommand(), a.actionTypesCommand(), a.webhooksCommand(), a.importCommand(), a.batchCommand(), a.exportCommand(), a.eventsCommand(), a.historyCommand(),
 			a.checkpointCommand(), a.logKeygenCommand(), a.passportCommand(), a.passportLinksCommand(), a.verifyCommand()},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}
@@ -181,7 +181,7 @@ func (a *app) assetsCommand() *ffcli.Command {
 
 // actionsCommand is `registry actions`.
 func (a *app) actionsCommand() *ffcli.Command {
-	return resource(a, "actions", "actions: list, get, create, update, delete",
+	return resource(a, "actions", "actions: list, get, create, update, delete, find",
 		func(ctx context.Context, f registry.Filter) iterAction { return a.c.ListActions(ctx, f) },
 		func(ctx context.Context, id string) (*registry.Action, error) { return a.c.GetAction(ctx, id) },
 		func(ctx context.Context, in registry.ActionInput, o ...registry.CallOption) (*registry.Action, error) {
@@ -193,6 +193,7 @@ func (a *app) actionsCommand() *ffcli.Command {
 		func(ctx context.Context, id string, o ...registry.CallOption) error {
 			return a.c.DeleteAction(ctx, id, o...)
 		},
+		a.actionsFindCommand(),
 	)
 }
 
@@ -239,8 +240,9 @@ func (a *app) actionDocumentsCommand() *ffcli.Command {
 
 // documentsCommand is `registry documents`.
 func (a *app) documentsCommand() *ffcli.Command {
-	var documentType, out string
-	return group("documents", "documents: upload, get, download, delete",
+	var documentType, out, sum string
+	var asOf asOfFlag
+	return group("documents", "documents: upload, get, find, download, delete",
 		a.leaf("upload", "documents upload FILE [-document-type T]", "upload a file as a document", 1, 1,
 			func(fs *flag.FlagSet) {
 				fs.StringVar(&documentType, "document-type", "expert_control_report", "a lowercase token")
@@ -252,13 +254,28 @@ func (a *app) documentsCommand() *ffcli.Command {
 				}
 				return a.print("documents", d)
 			}),
-		a.leaf("get", "documents get ID", "a document's metadata and action documents", 1, 1, nil,
+		a.leaf("get", "documents get ID [-as-of T]", "a document's metadata and action documents", 1, 1,
+			func(fs *flag.FlagSet) { asOf.register("documents", fs) },
 			func(ctx context.Context, args []string) error {
-				d, err := a.c.GetDocument(ctx, args[0])
+				d, err := asOf.get(ctx, a.c, "documents", args[0], func() (any, error) { return a.c.GetDocument(ctx, args[0]) })
 				if err != nil {
 					return err
 				}
 				return a.print("documents", d)
+			}),
+		a.leaf("find", "documents find -sha256 HEX", "the documents whose file has this SHA-256 sum", 0, 0,
+			func(fs *flag.FlagSet) {
+				fs.StringVar(&sum, "sha256", "", "the file's SHA-256, 64 lowercase hex digits")
+			},
+			func(ctx context.Context, _ []string) error {
+				if sum == "" {
+					return usageError{"registry documents find: give -sha256 HEX"}
+				}
+				ds, err := collect(a.c.FindDocumentsBySHA256(ctx, sum), 0)
+				if err != nil {
+					return err
+				}
+				return a.print("documents", ds)
 			}),
 		a.leaf("download", "documents download ID [-o FILE]", "a document's bytes", 1, 1,
 			func(fs *flag.FlagSet) { fs.StringVar(&out, "o", "-", "where to write (- for stdout)") },

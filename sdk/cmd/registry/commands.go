@@ -238,6 +238,7 @@ func resource[T any, In any](a *app, name, help string,
 	var limit int
 	f := filters{}
 	var data, file, ifMatch, key string
+	var asOf asOfFlag
 	body := func(fs *flag.FlagSet) {
 		fs.StringVar(&data, "data", "", "the JSON body")
 		fs.StringVar(&file, "file", "", "a file holding the JSON body (- for stdin)")
@@ -255,9 +256,10 @@ func resource[T any, In any](a *app, name, help string,
 				}
 				return a.print(name, items)
 			}),
-		a.leaf(name+" get", name+" get ID", "one of the "+name, 1, 1, nil,
+		a.leaf(name+" get", name+" get ID [-as-of T]", "one of the "+name, 1, 1,
+			func(fs *flag.FlagSet) { asOf.register(name, fs) },
 			func(ctx context.Context, args []string) error {
-				v, err := get(ctx, args[0])
+				v, err := asOf.get(ctx, a.c, name, args[0], func() (any, error) { return get(ctx, args[0]) })
 				if err != nil {
 					return err
 				}

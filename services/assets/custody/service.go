@@ -1,5 +1,5 @@
 // Package custody is the assets service's component for who holds an
-// asset and who else may see it (docs/api.md, "Tenancy"): the grants an
+// asset and who else may see it (docs/tenancy.md): the grants an
 // owner organization gives others (read, inspect), the transfers that hand
 // an asset to another organization, an admin's change of owners in bulk,
 // and the access change log the other services follow to keep their copy

@@ -30,7 +30,7 @@ type Store struct {
 
 // NewStore returns the store over s.
 func NewStore(s *store.Store) *Store {
-	return &Store{s: s, tree: &logTree{tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{pool: s.Pool}}}
+	return &Store{s: s, tree: &logTree{tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{pool: s.Pool}, served: newServedTiles()}}
 }
 
 // The SQL of the transparency log: tiles, the tree's state, checkpoints.

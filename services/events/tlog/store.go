@@ -220,15 +220,21 @@ func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (c Checkpoint
 	return c, fresh, err
 }
 
-// LatestCheckpoint is the newest signed checkpoint (404 when none yet).
+// LatestCheckpoint is the newest signed checkpoint (404 when none yet),
+// its note with the witnesses' cosignatures kept of it (witness_cosignatures,
+// in the witnesses' order by name) after the log's signature.
 func (st *Store) LatestCheckpoint(ctx context.Context) (Checkpoint, error) {
-	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, note FROM checkpoints ORDER BY size DESC LIMIT 1`)
+	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, `+cosignedNote+` FROM checkpoints c ORDER BY size DESC LIMIT 1`)
 }
 
-// CheckpointAt is the checkpoint signed at size (404 when none was).
+// CheckpointAt is the checkpoint signed at size (404 when none was), with
+// its cosignatures.
 func (st *Store) CheckpointAt(ctx context.Context, size uint64) (Checkpoint, error) {
-	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, note FROM checkpoints WHERE size = $1`, int64(size))
+	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, `+cosignedNote+` FROM checkpoints c WHERE size = $1`, int64(size))
 }
+
+// cosignedNote is checkpoint c's note and the cosignature lines kept of it.
+const cosignedNote = `c.note || coalesce((SELECT string_agg(w.line, '' ORDER BY w.witness) FROM witness_cosignatures w WHERE w.size = c.size), '')`
 
 func readCheckpoint(ctx context.Context, q store.Querier, sql string, args ...any) (Checkpoint, error) {
 	var c Checkpoint

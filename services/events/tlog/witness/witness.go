@@ -39,7 +39,7 @@ const cosignatureAlg = 0x04
 
 // ParseKey reads a witness's verifier key.
 func ParseKey(vkey string) (Key, error) {
-	parts := strings.Split(strings.TrimSpace(vkey), "+")
+	parts := strings.SplitN(strings.TrimSpace(vkey), "+", 3)
 	if len(parts) != 3 || parts[0] == "" || strings.ContainsAny(parts[0], " \n") {
 		return Key{}, fmt.Errorf("%q is not a note verifier key (name+hash+key)", vkey)
 	}

@@ -113,17 +113,7 @@ func TestTilesReadByTheGoChecksumDatabasesTools(t *testing.T) {
 // checks its signature with the verifier key vkey and reads its tree.
 func fetchCheckpoint(t *testing.T, s *servicetest.Service, vkey string) tlog.Tree {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.Client.BaseURL+"/log/checkpoint", nil)
-	req.Header.Set("Accept", "text/plain")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("checkpoint as text: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), text)
-	}
+	text := []byte(fetchCheckpointText(t, s))
 	verifier, err := note.NewVerifier(vkey)
 	if err != nil {
 		t.Fatal(err)

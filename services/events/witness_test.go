@@ -202,8 +202,8 @@ func fetchCheckpointText(t *testing.T, s *servicetest.Service) string {
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("checkpoint: %d %s", resp.StatusCode, text)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("checkpoint as text: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), text)
 	}
 	return string(text)
 }

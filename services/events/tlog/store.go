@@ -38,8 +38,7 @@ func NewStore(s *store.Store) *Store {
 // advisory lock that numbers events), so one writer at a time, whichever
 // process it is, grows the tree.
 
-// writeTree keeps a, the tree grown by a batch, for the next one, and
-// writes the tiles that changed and the state (size, root) in tx.
+// writeTree keeps a (a batch grew it) and writes its changed tiles and state in tx.
 func (lt *logTree) writeTree(ctx context.Context, tx pgx.Tx, a *appender, changed []tile, root []byte) error {
 	lt.kept.put(a, root) // not changed after this
 	var levels []int16
@@ -66,8 +65,7 @@ func (lt *logTree) writeTree(ctx context.Context, tx pgx.Tx, a *appender, change
 	return store.Classify(tx.SendBatch(ctx, b).Close(), "append to the log")
 }
 
-// lockLog takes the feed's lock in tx and reads the log's state, in one
-// round trip.
+// lockLog takes the feed's lock in tx and reads the log's state, at once.
 func lockLog(ctx context.Context, tx pgx.Tx) (logState, error) {
 	b := &pgx.Batch{}
 	b.Queue(LockFeed)
@@ -220,21 +218,17 @@ func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (c Checkpoint
 	return c, fresh, err
 }
 
-// LatestCheckpoint is the newest signed checkpoint (404 when none yet),
-// its note with the witnesses' cosignatures kept of it (witness_cosignatures,
-// in the witnesses' order by name) after the log's signature.
+// LatestCheckpoint is the newest signed checkpoint (404 when none yet), its
+// note followed by the witnesses' cosignature lines kept of it, by name.
 func (st *Store) LatestCheckpoint(ctx context.Context) (Checkpoint, error) {
-	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, `+cosignedNote+` FROM checkpoints c ORDER BY size DESC LIMIT 1`)
+	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, note || coalesce((SELECT string_agg(w.line, '' ORDER BY w.witness)
+		FROM witness_cosignatures w WHERE w.size = c.size), '') FROM checkpoints c ORDER BY size DESC LIMIT 1`)
 }
 
-// CheckpointAt is the checkpoint signed at size (404 when none was), with
-// its cosignatures.
+// CheckpointAt is the checkpoint signed at size (404 when none was).
 func (st *Store) CheckpointAt(ctx context.Context, size uint64) (Checkpoint, error) {
-	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, `+cosignedNote+` FROM checkpoints c WHERE size = $1`, int64(size))
+	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, note FROM checkpoints WHERE size = $1`, int64(size))
 }
-
-// cosignedNote is checkpoint c's note and the cosignature lines kept of it.
-const cosignedNote = `c.note || coalesce((SELECT string_agg(w.line, '' ORDER BY w.witness) FROM witness_cosignatures w WHERE w.size = c.size), '')`
 
 func readCheckpoint(ctx context.Context, q store.Querier, sql string, args ...any) (Checkpoint, error) {
 	var c Checkpoint

@@ -181,12 +181,28 @@ func TestWitnessCosignsEachCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	publish(t, s, event("asset", "created", uuid.NewString()))
-	sign(t, s, keys)
+	four := sign(t, s, keys)
+	submit(t.Context())
+	cosigned(4)
+
+	// A checkpoint signed again at its size (as the upgrade that added the
+	// asset heads did) is served without the cosignatures of the note it
+	// replaced, until the witness cosigns the new one.
+	again, err := keys.Sign(four.Size, four.Root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Built.Store.Pool.Exec(t.Context(), `UPDATE checkpoints SET note = $1 WHERE size = 4`, again.Note); err != nil {
+		t.Fatal(err)
+	}
+	if text := fetchCheckpointText(t, s); text != again.Note {
+		t.Errorf("a checkpoint signed again is served as %q, want %q", text, again.Note)
+	}
 	submit(t.Context())
 	cosigned(4)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if got := strings.Join(w.calls, " "); got != "0->1 1->3 0->4 3->4" {
+	if got := strings.Join(w.calls, " "); got != "0->1 1->3 0->4 3->4 4->4" {
 		t.Errorf("the witness was asked %s", got)
 	}
 }

@@ -219,10 +219,10 @@ func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (c Checkpoint
 }
 
 // LatestCheckpoint is the newest signed checkpoint (404 when none yet), its
-// note followed by the witnesses' cosignature lines kept of it, by name.
+// note followed by the witnesses' cosignatures of that note, by name.
 func (st *Store) LatestCheckpoint(ctx context.Context) (Checkpoint, error) {
 	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, note || coalesce((SELECT string_agg(w.line, '' ORDER BY w.witness)
-		FROM witness_cosignatures w WHERE w.size = c.size), '') FROM checkpoints c ORDER BY size DESC LIMIT 1`)
+		FROM witness_cosignatures w WHERE w.size = c.size AND w.note = c.note), '') FROM checkpoints c ORDER BY size DESC LIMIT 1`)
 }
 
 // CheckpointAt is the checkpoint signed at size (404 when none was).

@@ -47,10 +47,10 @@ const submitTime = 10 * time.Second
 // witness that has seen another size (409) says which; the proof from it
 // is sent once more.
 func submit(ctx context.Context, log *tlog.Store, st *Store, w Witness, c tlog.Checkpoint, client *http.Client) error {
-	if done, err := st.Cosigned(ctx, w.Key.Name, c.Size); err != nil || done {
+	signed, body := logSigned(c.Note)
+	if done, err := st.Cosigned(ctx, w.Key.Name, c.Size, signed); err != nil || done {
 		return err
 	}
-	signed, body := logSigned(c.Note)
 	seen, err := st.Seen(ctx, w.Key.Name)
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func submit(ctx context.Context, log *tlog.Store, st *Store, w Witness, c tlog.C
 		}
 		switch {
 		case status == http.StatusOK:
-			return keep(ctx, st, w, c.Size, body, answer)
+			return keep(ctx, st, w, c.Size, signed, body, answer)
 		case status == http.StatusConflict && attempt == 0:
 			size, err := strconv.ParseUint(strings.TrimSpace(string(answer)), 10, 64)
 			if err != nil {
@@ -89,8 +89,8 @@ func submit(ctx context.Context, log *tlog.Store, st *Store, w Witness, c tlog.C
 }
 
 // keep checks the witness's answer, signature lines of which one is its
-// cosignature of body, and keeps that line.
-func keep(ctx context.Context, st *Store, w Witness, size uint64, body string, answer []byte) error {
+// cosignature of body (of the checkpoint signed), and keeps that line.
+func keep(ctx context.Context, st *Store, w Witness, size uint64, signed, body string, answer []byte) error {
 	for _, line := range strings.SplitAfter(string(answer), "\n") {
 		if !strings.HasPrefix(line, "— "+w.Key.Name+" ") {
 			continue
@@ -101,7 +101,7 @@ func keep(ctx context.Context, st *Store, w Witness, size uint64, body string, a
 		if !strings.HasSuffix(line, "\n") {
 			line += "\n"
 		}
-		return st.Keep(ctx, w.Key.Name, size, line)
+		return st.Keep(ctx, w.Key.Name, size, signed, line)
 	}
 	return fmt.Errorf("the answer holds no signature line of the witness's key: %.200q", answer)
 }

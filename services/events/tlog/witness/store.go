@@ -36,20 +36,21 @@ func (st *Store) SetSeen(ctx context.Context, witness string, size uint64) error
 }
 
 // Cosigned says whether the witness's cosignature of the checkpoint of
-// size is kept.
-func (st *Store) Cosigned(ctx context.Context, witness string, size uint64) (bool, error) {
+// size, signed as note, is kept.
+func (st *Store) Cosigned(ctx context.Context, witness string, size uint64, note string) (bool, error) {
 	var ok bool
-	err := st.s.DB(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM witness_cosignatures WHERE size = $1 AND witness = $2)`,
-		int64(size), witness).Scan(&ok)
+	err := st.s.DB(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM witness_cosignatures WHERE size = $1 AND witness = $2 AND note = $3)`,
+		int64(size), witness, note).Scan(&ok)
 	return ok, store.Classify(err, "read a cosignature")
 }
 
 // Keep stores the witness's cosignature line of the checkpoint of size,
-// and that it has seen it, in one transaction.
-func (st *Store) Keep(ctx context.Context, witness string, size uint64, line string) error {
+// signed as note, and that it has seen it, in one transaction.
+func (st *Store) Keep(ctx context.Context, witness string, size uint64, note, line string) error {
 	return store.InTx(ctx, st.s.Pool, "keep a cosignature", func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO witness_cosignatures (size, witness, line) VALUES ($1, $2, $3)
-			ON CONFLICT (size, witness) DO UPDATE SET line = EXCLUDED.line, cosigned_at = now()`, int64(size), witness, line); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO witness_cosignatures (size, witness, note, line) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (size, witness) DO UPDATE SET note = EXCLUDED.note, line = EXCLUDED.line, cosigned_at = now()`,
+			int64(size), witness, note, line); err != nil {
 			return store.Classify(err, "keep a cosignature")
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO witness_state (witness, size) VALUES ($1, $2)

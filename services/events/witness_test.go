@@ -1,122 +1,21 @@
 package events
 
 import (
-	"bufio"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-kit/log"
 	"github.com/google/uuid"
-	"github.com/transparency-dev/merkle/proof"
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/assetregistry/registry/services/events/internal/eventstest"
 	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/services/events/tlog/witness"
+	"github.com/assetregistry/registry/services/events/tlog/witness/witnesstest"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
-
-// testWitness is a C2SP tlog-witness of one log, in the test's process:
-// add-checkpoint checks the log's signature and the consistency proof from
-// the size it saw last (409 with that size when the request's old differs),
-// and cosigns (cosignature/v1, timestamped) with an Ed25519 key of type
-// 0x04. Written from the specs, not from the registry's code.
-type testWitness struct {
-	*httptest.Server
-	name  string
-	vkey  string
-	priv  ed25519.PrivateKey
-	hash  []byte
-	log   note.Verifier
-	mu    sync.Mutex
-	size  uint64
-	root  []byte
-	calls []string
-}
-
-func newTestWitness(t *testing.T, name, logKey string) *testWitness {
-	t.Helper()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	raw := append([]byte{0x04}, pub...)
-	sum := sha256.Sum256(append([]byte(name+"\n"), raw...))
-	verifier, err := note.NewVerifier(logKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &testWitness{name: name, priv: priv, hash: sum[:4], log: verifier,
-		vkey: fmt.Sprintf("%s+%08x+%s", name, binary.BigEndian.Uint32(sum[:4]), base64.StdEncoding.EncodeToString(raw))}
-	w.Server = httptest.NewServer(http.HandlerFunc(w.addCheckpoint))
-	t.Cleanup(w.Close)
-	return w
-}
-
-func (w *testWitness) addCheckpoint(rw http.ResponseWriter, r *http.Request) {
-	if r.Method != "POST" || r.URL.Path != "/add-checkpoint" {
-		http.NotFound(rw, r)
-		return
-	}
-	in := bufio.NewReader(r.Body)
-	first, _ := in.ReadString('\n')
-	old, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(first, "old "), "\n"), 10, 64)
-	if err != nil {
-		http.Error(rw, "old", 400)
-		return
-	}
-	var hashes [][]byte
-	for {
-		line, _ := in.ReadString('\n')
-		if line == "\n" || line == "" {
-			break
-		}
-		h, err := base64.StdEncoding.DecodeString(strings.TrimSuffix(line, "\n"))
-		if err != nil {
-			http.Error(rw, "proof", 400)
-			return
-		}
-		hashes = append(hashes, h)
-	}
-	signed, _ := io.ReadAll(in)
-	n, err := note.Open(signed, note.VerifierList(w.log))
-	if err != nil {
-		http.Error(rw, err.Error(), 403)
-		return
-	}
-	lines := strings.Split(n.Text, "\n")
-	size, _ := strconv.ParseUint(lines[1], 10, 64)
-	root, _ := base64.StdEncoding.DecodeString(lines[2])
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.calls = append(w.calls, fmt.Sprintf("%d->%d", old, size))
-	if old != w.size {
-		rw.Header().Set("Content-Type", "text/x.tlog.size")
-		rw.WriteHeader(409)
-		fmt.Fprintf(rw, "%d\n", w.size)
-		return
-	}
-	if old > 0 {
-		if err := proof.VerifyConsistency(hasher, old, size, hashes, w.root, root); err != nil {
-			http.Error(rw, err.Error(), 422)
-			return
-		}
-	}
-	w.size, w.root = size, root
-	at := uint64(time.Now().Unix())
-	sig := ed25519.Sign(w.priv, []byte("cosignature/v1\ntime "+strconv.FormatUint(at, 10)+"\n"+n.Text))
-	raw := append(append(append([]byte{}, w.hash...), binary.BigEndian.AppendUint64(nil, at)...), sig...)
-	fmt.Fprintf(rw, "— %s %s\n", w.name, base64.StdEncoding.EncodeToString(raw))
-}
 
 // A configured witness cosigns each new checkpoint, given the consistency
 // proof from the one it saw last (and, when the registry's record of that
@@ -125,10 +24,10 @@ func (w *testWitness) addCheckpoint(rw http.ResponseWriter, r *http.Request) {
 // still opens with the log's key alone.
 func TestWitnessCosignsEachCheckpoint(t *testing.T) {
 	signing, public := eventstest.NewLogKey(t, testOrigin)
-	w := newTestWitness(t, "witness.test/w1", public)
+	w := witnesstest.New(t, "witness.test/w1", public)
 	cfg := DefaultConfig()
 	cfg.Log.SigningKey = signing
-	cfg.Log.Witnesses = w.URL + " " + w.vkey
+	cfg.Log.Witnesses = w.URL + " " + w.VKey
 	keys, err := cfg.Log.Keys()
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +38,7 @@ func TestWitnessCosignsEachCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	submit := witness.Submitter(tlog.NewStore(s.Built.Store), witness.NewStore(s.Built.Store), witnesses, http.DefaultClient, log.NewNopLogger())
-	wkey, err := witness.ParseKey(w.vkey)
+	wkey, err := witness.ParseKey(w.VKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +51,7 @@ func TestWitnessCosignsEachCheckpoint(t *testing.T) {
 		body, sigs, _ := strings.Cut(text, "\n\n")
 		var line string
 		for _, l := range strings.SplitAfter(sigs, "\n") {
-			if strings.HasPrefix(l, "— "+w.name+" ") {
+			if strings.HasPrefix(l, "— "+w.Name+" ") {
 				line = l
 			}
 		}
@@ -200,9 +99,7 @@ func TestWitnessCosignsEachCheckpoint(t *testing.T) {
 	}
 	submit(t.Context())
 	cosigned(4)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if got := strings.Join(w.calls, " "); got != "0->1 1->3 0->4 3->4 4->4" {
+	if got := strings.Join(w.Calls(), " "); got != "0->1 1->3 0->4 3->4 4->4" {
 		t.Errorf("the witness was asked %s", got)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +86,26 @@ func TestPassportCosignedByAWitness(t *testing.T) {
 	logOnly, _, _ := strings.Cut(r.Checkpoint.Note, "— "+w.Name+" ")
 	if _, err := sdk.VerifyCosignature(logOnly, w.VKey); !errors.Is(err, sdk.ErrUnverified) {
 		t.Errorf("the checkpoint without the cosignature: %v", err)
+	}
+
+	// The command: -witness requires the cosignature, offline.
+	cli := filepath.Join(t.TempDir(), "registry")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", cli, "github.com/assetregistry/registry/sdk/cmd/registry")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the registry command: %v\n%s", err, out)
+	}
+	file := filepath.Join(t.TempDir(), "passport.json")
+	if err := os.WriteFile(file, bundle, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	verify := func(witnessKey string) (string, error) {
+		out, err := exec.CommandContext(t.Context(), cli, "verify", file, "-key", public, "-witness", witnessKey).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := verify(w.VKey); err != nil || !strings.Contains(out, "cosigned: witness "+w.Name+" signed the checkpoint at ") {
+		t.Errorf("registry verify -witness (its witness): %v\n%s", err, out)
+	}
+	if out, err := verify(other.VKey); err == nil || !strings.Contains(out, "no valid cosignature") {
+		t.Errorf("registry verify -witness (another witness): %v\n%s", err, out)
 	}
 }

@@ -1,11 +1,13 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -121,6 +123,23 @@ func (c *Client) LeafInclusion(ctx context.Context, leafIndex, treeSize uint64) 
 // check it with VerifyCheckpoint before relying on it.
 func (c *Client) LatestCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	return get[Checkpoint](ctx, c, "/log/checkpoint")
+}
+
+// LogTile reads a tile of the log's hashes as C2SP tlog-tiles serves it:
+// tile is "<L>/<N>" or "<L>/<N>.p/<W>" ("0/x001/234.p/5"), and the answer
+// its hashes, 32 bytes each. The tools of the Go checksum database
+// (golang.org/x/mod/sumdb/tlog) read the same tiles, and the checkpoint as
+// text, at /log/ without a token.
+func (c *Client) LogTile(ctx context.Context, tile string) ([]byte, error) {
+	var hashes bytes.Buffer
+	sink := func(body io.Reader) error {
+		_, err := io.Copy(&hashes, io.LimitReader(body, 256*32))
+		return err
+	}
+	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/log/tile/" + tile, sink: sink}); err != nil {
+		return nil, err
+	}
+	return hashes.Bytes(), nil
 }
 
 // LogKeys are the keys the registry publishes. Take the key from a channel

@@ -176,7 +176,7 @@ var Services = []Service{
 			// The transparency log over every event: checkpoints, proofs, keys.
 			// Its checkpoint and keys answer without a token: a stranger
 			// handed a passport needs them to check it.
-			{Name: "log", Prefixes: []string{"/log"}, Anonymous: []string{"GET /log/checkpoint", "GET /log/keys"}},
+			{Name: "log", Prefixes: []string{"/log"}, Anonymous: []string{"GET /log/checkpoint", "GET /log/keys", "GET /log/tile/{tile...}"}},
 		},
 		// It keeps a copy of who sees which asset (pkg/access), read from
 		// the assets service, to answer bound clients.

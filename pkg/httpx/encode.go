@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/google/uuid"
@@ -85,6 +86,15 @@ type Replay struct {
 // is, never decoded and encoded again.
 type RawJSON []byte
 
+// Raw is a 200 whose body is no JSON (a transparency log's tile of
+// hashes, its checkpoint as text): sent as it is, with its media type and,
+// when set, its caching rule instead of no-store.
+type Raw struct {
+	ContentType  string
+	CacheControl string
+	Body         []byte
+}
+
 // Render is what a single-resource response is on the wire: its status,
 // Location and JSON body. Idempotency records store exactly this.
 func Render(response any) (status int, location string, body []byte, err error) {
@@ -112,6 +122,16 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	h.Set("X-Content-Type-Options", "nosniff")
 	if s, ok := response.(Streamed); ok {
 		return encodeStreamed(ctx, w, s)
+	}
+	if raw, ok := response.(Raw); ok {
+		if raw.CacheControl != "" {
+			h.Set("Cache-Control", raw.CacheControl)
+		}
+		h.Set("Content-Type", raw.ContentType)
+		h.Set("Content-Length", strconv.Itoa(len(raw.Body)))
+		w.WriteHeader(http.StatusOK)
+		_, err := w.Write(raw.Body)
+		return err
 	}
 	if list, ok := response.(List); ok {
 		if list.Next != uuid.Nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/tlog"
 	"github.com/assetregistry/registry/services/events/tlog/passport"
+	"github.com/assetregistry/registry/services/events/tlog/witness"
 	"github.com/assetregistry/registry/services/events/webhooks"
 )
 
@@ -76,6 +78,9 @@ type LogConfig struct {
 	// AuditEvery is how often the leader derives the tree again from what
 	// is stored and checks it against the signed checkpoints (0: never).
 	AuditEvery time.Duration
+	// Witnesses cosign the checkpoints: "<url> <verifier key>" each,
+	// comma-separated (C2SP tlog-witness).
+	Witnesses string
 }
 
 // Keys reads the signing key and the previous ones.
@@ -88,6 +93,7 @@ func (c *LogConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SigningKey, "transparency.signing-key", "", "note signing key of the log's checkpoints, PRIVATE+KEY+<origin>+<hash>+<key> (a Secret); without it no checkpoint is signed")
 	fs.StringVar(&c.PreviousKeys, "transparency.previous-keys", "", "comma-separated verifier keys (<origin>+<hash>+<key>) of signing keys used before, still published so that their checkpoints verify")
 	fs.DurationVar(&c.CheckpointEvery, "transparency.checkpoint-every", 5*time.Second, "how often a checkpoint is signed while events arrive (at most 10s)")
+	fs.StringVar(&c.Witnesses, "transparency.witnesses", "", "comma-separated witnesses that cosign the checkpoints (C2SP tlog-witness), each \"<url> <verifier key>\": the leader submits every new checkpoint to <url>/add-checkpoint and serves the cosignatures with it")
 	fs.DurationVar(&c.AuditEvery, "transparency.audit-every", 24*time.Hour, "how often the leading replica derives the log again from the stored events and checks it against the signed checkpoints; 0 never (events audit runs it on demand)")
 }
 
@@ -161,6 +167,10 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	if !keys.CanSign() {
 		level.Warn(d.Logger).Log("msg", "transparency.signing-key is not set: the log grows but no checkpoint is signed")
 	}
+	witnesses, err := witness.ParseWitnesses(cfg.Log.Witnesses)
+	if err != nil {
+		return servicekit.Handlers{}, err
+	}
 	log := tlog.NewStore(d.Store)
 	st := feed.NewStore(d.Store, log)
 	// Who sees which asset: the events service's copy of the assets
@@ -215,6 +225,10 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		Leading: []job.Job{job.Every("log checkpointer", cfg.Log.CheckpointEvery, tlog.Checkpointer(log, keys, d.Logger)),
 			// The leader alone counts: replicas would each repeat the count.
 			webhooks.DeliveryCounter(hooks, d.Logger)}}
+	if len(witnesses) > 0 {
+		consumer.Leading = append(consumer.Leading, job.Every("log witnesses", cfg.Log.CheckpointEvery,
+			witness.Submitter(log, witness.NewStore(d.Store), witnesses, &http.Client{}, d.Logger)))
+	}
 	if cfg.Log.AuditEvery > 0 {
 		consumer.Leading = append(consumer.Leading, job.Later("log auditor", cfg.Log.AuditEvery, tlog.Auditor(log, keys, d.Logger)))
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"golang.org/x/mod/sumdb/note"
@@ -162,7 +163,7 @@ func (a *app) downloadTo(ctx context.Context, id, file string) error {
 }
 
 func (a *app) verifyCommand() *ffcli.Command {
-	var key, files string
+	var key, files, witnesses string
 	check := func(ctx context.Context, args []string, keys []string) (err error) {
 		var bundle []byte
 		if strings.HasPrefix(args[0], "https://") || strings.HasPrefix(args[0], "http://") {
@@ -184,6 +185,17 @@ func (a *app) verifyCommand() *ffcli.Command {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "verified: %d events proved against checkpoint %d of %s\n", r.Events, r.Checkpoint.TreeSize, r.Checkpoint.Origin)
+		for _, w := range strings.Split(witnesses, ",") {
+			if w = strings.TrimSpace(w); w == "" {
+				continue
+			}
+			at, err := registry.VerifyCosignature(r.Checkpoint.Note, w)
+			if err != nil {
+				return err
+			}
+			name, _, _ := strings.Cut(w, "+")
+			fmt.Fprintf(a.stdout, "cosigned: witness %s signed the checkpoint at %s\n", name, at.Format(time.RFC3339))
+		}
 		if r.CompleteFrom == 0 {
 			fmt.Fprintf(a.stdout, "complete: no event of the asset's record up to the checkpoint is left out\n")
 		} else {
@@ -194,11 +206,12 @@ func (a *app) verifyCommand() *ffcli.Command {
 		}
 		return nil
 	}
-	offline := a.command("verify", "verify FILE|LINK_URL [-key KEY] [-files DIR]",
+	offline := a.command("verify", "verify FILE|LINK_URL [-key KEY] [-files DIR] [-witness KEY]",
 		"check a passport offline: the checkpoint's signature, every event's proof, that no event of the asset's record is left out, every record against its events, the files' SHA-256; a passport link's URL is fetched first (no token); without -key, with the keys the configured registry publishes", 1, 1,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&key, "key", "", "the log's public key (<origin>+<hash>+<key>); with it nothing is asked of the registry")
 			fs.StringVar(&files, "files", "", "a directory of the documents' files, named by document id")
+			fs.StringVar(&witnesses, "witness", "", "a witness's cosignature key (<name>+<hash>+<key>, type 0x04; several comma-separated): the passport's checkpoint must carry a valid cosignature of each")
 		},
 		func(ctx context.Context, args []string) error {
 			if key != "" {

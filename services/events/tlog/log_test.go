@@ -255,3 +255,26 @@ func TestLeafHashesAreTheLibrarys(t *testing.T) {
 		t.Errorf("a hash may not grow into the next: cap %d", cap(got[0]))
 	}
 }
+
+// A tile's path reads as C2SP tlog-tiles writes it, one path a tile.
+func TestTilePaths(t *testing.T) {
+	for path, want := range map[string]TilePath{
+		"0/000":           {Level: 0, Index: 0, Width: 256},
+		"1/x001/234.p/5":  {Level: 1, Index: 1234, Width: 5},
+		"2/x001/x000/067": {Level: 2, Index: 1_000_067, Width: 256},
+		"7/255.p/255":     {Level: 7, Index: 255, Width: 255},
+	} {
+		got, ok := ParseTilePath(path)
+		if !ok || got != want || got.String() != path {
+			t.Errorf("%s: %+v %v, want %+v", path, got, ok, want)
+		}
+	}
+	for _, path := range []string{"", "0", "0/", "8/000", "-1/000", "0/x000/001", "0/001/002", "0/1234", "0/000.p/", "0/000.p", "entries/000", "0/x1/000"} {
+		if got, ok := ParseTilePath(path); ok {
+			t.Errorf("%q read as %+v", path, got)
+		}
+	}
+	if !(TilePath{Level: 1, Index: 0, Width: 3}).InTree(3<<8) || (TilePath{Level: 1, Index: 0, Width: 4}).InTree(3<<8+255) {
+		t.Error("InTree")
+	}
+}

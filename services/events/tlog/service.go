@@ -9,6 +9,7 @@ package tlog
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 )
@@ -21,6 +22,9 @@ type Service interface {
 	Consistency(ctx context.Context, q ConsistencyQuery) (ConsistencyAnswer, error)
 	// Entry is the bytes of a leaf: an event's, or a redaction's entry.
 	Entry(ctx context.Context, leaf uint64) (LogEntry, error)
+	// Tile is a tile of the log's hashes (C2SP tlog-tiles) of the tree of
+	// the latest signed checkpoint.
+	Tile(ctx context.Context, t TilePath) ([]byte, error)
 }
 
 // Settings are the log's rules that an operator sets.
@@ -32,6 +36,9 @@ type Settings struct {
 type service struct {
 	store    *Store
 	settings Settings
+	// signed is the largest size of a signed checkpoint this process has
+	// read: a tile in its tree is served without reading it again.
+	signed atomic.Uint64
 }
 
 // NewService returns the service over st.
@@ -114,4 +121,20 @@ func (s *service) Consistency(ctx context.Context, q ConsistencyQuery) (Consiste
 
 func (s *service) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
 	return s.store.Entry(ctx, leaf)
+}
+
+func (s *service) Tile(ctx context.Context, t TilePath) ([]byte, error) {
+	if !t.InTree(s.signed.Load()) {
+		latest, err := s.store.LatestCheckpoint(ctx)
+		if err != nil && !apperr.Is(err, apperr.KindNotFound) {
+			return nil, err
+		}
+		for seen := s.signed.Load(); latest.Size > seen && !s.signed.CompareAndSwap(seen, latest.Size); seen = s.signed.Load() {
+		}
+		if !t.InTree(latest.Size) {
+			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf(
+				"no tile %s in the tree of the latest signed checkpoint (%d leaves)", t, latest.Size))
+		}
+	}
+	return s.store.HashTile(ctx, t)
 }

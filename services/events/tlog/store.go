@@ -30,7 +30,7 @@ type Store struct {
 
 // NewStore returns the store over s.
 func NewStore(s *store.Store) *Store {
-	return &Store{s: s, tree: &logTree{tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{pool: s.Pool}}}
+	return &Store{s: s, tree: &logTree{tiles: newTileCache(), nodes: newNodeCache(), reads: &tileReads{pool: s.Pool}, served: newServedTiles()}}
 }
 
 // The SQL of the transparency log: tiles, the tree's state, checkpoints.
@@ -38,8 +38,7 @@ func NewStore(s *store.Store) *Store {
 // advisory lock that numbers events), so one writer at a time, whichever
 // process it is, grows the tree.
 
-// writeTree keeps a, the tree grown by a batch, for the next one, and
-// writes the tiles that changed and the state (size, root) in tx.
+// writeTree keeps a (a batch grew it) and writes its changed tiles and state in tx.
 func (lt *logTree) writeTree(ctx context.Context, tx pgx.Tx, a *appender, changed []tile, root []byte) error {
 	lt.kept.put(a, root) // not changed after this
 	var levels []int16
@@ -66,8 +65,7 @@ func (lt *logTree) writeTree(ctx context.Context, tx pgx.Tx, a *appender, change
 	return store.Classify(tx.SendBatch(ctx, b).Close(), "append to the log")
 }
 
-// lockLog takes the feed's lock in tx and reads the log's state, in one
-// round trip.
+// lockLog takes the feed's lock in tx and reads the log's state, at once.
 func lockLog(ctx context.Context, tx pgx.Tx) (logState, error) {
 	b := &pgx.Batch{}
 	b.Queue(LockFeed)
@@ -220,9 +218,11 @@ func (st *Store) SignCheckpoint(ctx context.Context, keys LogKeys) (c Checkpoint
 	return c, fresh, err
 }
 
-// LatestCheckpoint is the newest signed checkpoint (404 when none yet).
+// LatestCheckpoint is the newest signed checkpoint (404 when none yet), its
+// note followed by the witnesses' cosignatures of that note, by name.
 func (st *Store) LatestCheckpoint(ctx context.Context) (Checkpoint, error) {
-	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, note FROM checkpoints ORDER BY size DESC LIMIT 1`)
+	return readCheckpoint(ctx, st.s.DB(ctx), `SELECT size, root, note || coalesce((SELECT string_agg(w.line, '' ORDER BY w.witness)
+		FROM witness_cosignatures w WHERE w.size = c.size AND w.note = c.note), '') FROM checkpoints c ORDER BY size DESC LIMIT 1`)
 }
 
 // CheckpointAt is the checkpoint signed at size (404 when none was).

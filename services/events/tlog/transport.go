@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
@@ -14,11 +15,61 @@ import (
 func Routes(r *httpx.Router, e Endpoints) {
 	handle := r.Handle
 	// A verifier handed a passport needs no token to fetch these.
-	handle("GET", "/log/checkpoint", endpoints.Serve(e.Checkpoint, noQuery, endpoints.Anonymous))
+	handle("GET", "/log/checkpoint", endpoints.Serve(e.Checkpoint, decodeCheckpoint, endpoints.Anonymous))
 	handle("GET", "/log/keys", endpoints.Serve(e.LogKeys, noQuery, endpoints.Anonymous))
 	handle("GET", "/log/inclusion", endpoints.Serve(e.Inclusion, decodeInclusion))
 	handle("GET", "/log/consistency", endpoints.Serve(e.Consistency, decodeConsistency))
 	handle("GET", "/log/entry", endpoints.Serve(e.Entry, decodeEntry))
+	// The tiles of hashes, for the standard tools (C2SP tlog-tiles); the
+	// entries, the events' bytes, are not among them.
+	handle("GET", "/log/tile/{tile...}", endpoints.Serve(e.Tile, decodeTile, endpoints.Anonymous))
+}
+
+// decodeCheckpoint reads which form of the checkpoint the request prefers.
+func decodeCheckpoint(r *http.Request) (CheckpointQuery, error) {
+	return CheckpointQuery{Text: prefersText(r.Header.Values("Accept"))}, httpx.NoQuery(r)
+}
+
+// prefersText says whether an Accept header ranks text/plain above
+// application/json: a client that names text/plain (or text/*) with a
+// higher weight, or names it and not JSON. No header, */* alone, or a tie
+// answer JSON, as before the text form existed.
+func prefersText(accept []string) bool {
+	var text, json float64
+	for _, field := range accept {
+		for _, item := range strings.Split(field, ",") {
+			media, params, _ := strings.Cut(strings.TrimSpace(item), ";")
+			q := 1.0
+			for _, p := range strings.Split(params, ";") {
+				if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(k, "q") {
+					if f, err := strconv.ParseFloat(v, 64); err == nil {
+						q = f
+					}
+				}
+			}
+			switch strings.ToLower(strings.TrimSpace(media)) {
+			case "text/plain", "text/*":
+				text = max(text, q)
+			case "application/json", "application/*":
+				json = max(json, q)
+			}
+		}
+	}
+	return text > json
+}
+
+// decodeTile reads a tile's path; one that names no tile of hashes (an
+// entries tile among them) is a 404, as a tile not there yet.
+func decodeTile(r *http.Request) (TilePath, error) {
+	if err := httpx.NoQuery(r); err != nil {
+		return TilePath{}, err
+	}
+	t, ok := ParseTilePath(r.PathValue("tile"))
+	if !ok {
+		return t, apperr.New(apperr.KindNotFound, "no tile at "+r.URL.Path+
+			": tiles of hashes are tile/<level>/<index>[.p/<width>] (C2SP tlog-tiles, height 8); entries are not served")
+	}
+	return t, nil
 }
 
 func noQuery(r *http.Request) (struct{}, error) { return struct{}{}, httpx.NoQuery(r) }

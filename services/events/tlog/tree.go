@@ -28,6 +28,8 @@ type logTree struct {
 	tiles tileCache  // the log's tiles this process read or wrote, for proofs
 	nodes nodeCache  // the log's upper nodes this process hashed, for proofs
 	reads *tileReads // the proofs' reads of tiles, coalesced
+	// served are the full tiles of height 8 served (tiles.go).
+	served servedTiles
 }
 
 // Speculation is a batch's leaves hashed, and the tree grown by them, off

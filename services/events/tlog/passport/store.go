@@ -145,7 +145,9 @@ func (st *Store) Read(ctx context.Context, asset uuid.UUID, parts passportParts)
 func readHead(ctx context.Context, tx pgx.Tx, asset uuid.UUID, parts passportParts) (uint64, error) {
 	var size int64
 	var note string
-	err := tx.QueryRow(ctx, `SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1`).Scan(&size, &note)
+	// With the witnesses' cosignatures of its note, as /log/checkpoint serves it.
+	err := tx.QueryRow(ctx, `SELECT size, note || coalesce((SELECT string_agg(w.line, '' ORDER BY w.witness)
+		FROM witness_cosignatures w WHERE w.size = c.size AND w.note = c.note), '') FROM checkpoints c ORDER BY size DESC LIMIT 1`).Scan(&size, &note)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, tlog.ErrNoCheckpoint()
 	}

@@ -327,3 +327,22 @@ func (r routes) host(addr string) string {
 	}
 	return addr
 }
+
+// DropDatabase removes a database a test stack created, and its roles.
+func DropDatabase(ctx context.Context, serverURL, name string) error {
+	if err := devinfra.DropDatabase(ctx, serverURL, name); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	// The roles owned nothing outside that database.
+	for _, d := range schemaOwners() {
+		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{accessName(name, d)}.Sanitize()); err != nil {
+			return fmt.Errorf("drop role: %w", err)
+		}
+	}
+	return nil
+}

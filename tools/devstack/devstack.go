@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/assetregistry/registry/pkg/catalog"
@@ -134,9 +133,9 @@ type Stack struct {
 	// S3Bucket is the documents service's bucket: its default on a private
 	// MinIO, one of the stack's own on a shared object store, so stacks
 	// that share one (make test's) never see each other's files.
-	S3Bucket string
-	S3ConsoleURL     string // MinIO's web console; "" when off
-	S3Credentials    string // file with MinIO's root credentials (mode 0600); "" when S3 was given
+	S3Bucket      string
+	S3ConsoleURL  string // MinIO's web console; "" when off
+	S3Credentials string // file with MinIO's root credentials (mode 0600); "" when S3 was given
 	// NATS is the JetStream server the services publish their events to;
 	// NATSCredentials its user's file (mode 0600), "" when NATS was given.
 	NATS            NATS
@@ -506,8 +505,7 @@ type S3 struct {
 	Region               string // "" means us-east-1
 }
 
-// DefaultBucket is the documents service's bucket unless told otherwise.
-const DefaultBucket = "documents"
+const DefaultBucket = "documents" // the documents service's unless told otherwise
 
 // startObjectStore sets the stack's S3 fields to o.S3 or to a private MinIO
 // that it starts, with its data in minio/ and its generated root
@@ -613,25 +611,6 @@ func (s *Stack) Stop() error {
 	}
 	s.stops = nil
 	return errors.Join(errs...)
-}
-
-// DropDatabase removes a database a test stack created, and its roles.
-func DropDatabase(ctx context.Context, serverURL, name string) error {
-	if err := devinfra.DropDatabase(ctx, serverURL, name); err != nil {
-		return err
-	}
-	conn, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	// The roles owned nothing outside that database.
-	for _, d := range schemaOwners() {
-		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{accessName(name, d)}.Sanitize()); err != nil {
-			return fmt.Errorf("drop role: %w", err)
-		}
-	}
-	return nil
 }
 
 // resolvePorts picks a free port for every deployable port left at 0. They

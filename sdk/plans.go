@@ -7,14 +7,17 @@ import (
 	"strconv"
 )
 
-// InspectionPlan says how often an action type falls due for an asset type
-// (AssetTypeID nil: every asset type without a plan of its own). Periods
+// InspectionPlan says how often an action type falls due for one asset
+// (AssetID), an asset type, or every asset type without a plan of its own
+// (both nil). Periods
 // are ISO 8601 durations of the calendar: P12M, P1Y, P6M, P30D.
 type InspectionPlan struct {
 	Version
-	ID            string  `json:"id"`
-	ActionType    string  `json:"action_type"`
-	AssetTypeID   *string `json:"asset_type_id"`
+	ID          string  `json:"id"`
+	ActionType  string  `json:"action_type"`
+	AssetTypeID *string `json:"asset_type_id"`
+	// AssetID: one asset's own plan, which wins over its type's.
+	AssetID       *string `json:"asset_id"`
 	Interval      string  `json:"interval"`
 	FirstDueAfter string  `json:"first_due_after"`
 	DueSoon       string  `json:"due_soon"`
@@ -26,6 +29,7 @@ type InspectionPlan struct {
 type InspectionPlanInput struct {
 	ActionType    string `json:"action_type"`
 	AssetTypeID   string `json:"asset_type_id,omitempty"`
+	AssetID       string `json:"asset_id,omitempty"`
 	Interval      string `json:"interval"`
 	FirstDueAfter string `json:"first_due_after"`
 	DueSoon       string `json:"due_soon,omitempty"`

@@ -20,6 +20,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // The states of a compliance row, in the contract's precedence.
@@ -454,12 +455,11 @@ const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state) r`
 
 // plannedBranch is the branch of an action type some inspection plan is
 // for: it walks the assets in order as the never branch does, finds each
-// one's plan (its asset type's own, else the type's for every asset type,
-// else none), and computes the due date and the state in SQL, so that the
-// state filter is applied before the page's limit. PostgreSQL's date +
-// interval adds the months first, clamping to the month's end, then the
-// days: model.Period.AddTo's rule. A row no plan applies to gets the
-// state StateOf would give it.
+// one's plan (due.StateJoins: the asset's own, else its asset type's,
+// else the type's for every asset type, else none; for an as_of day the
+// plans as they were at its end), and computes the due date and the state
+// in SQL, so that the state filter is applied before the page's limit. A
+// row no plan applies to gets the state StateOf would give it.
 //
 // A page of a state that few rows are in reads as many assets as it takes
 // to fill it (the dates depend on the plan, so no index holds them); a
@@ -474,21 +474,22 @@ func plannedBranch(literal string, q complianceQuery, keyset, filters string, li
 	if len(q.States) != len(States) {
 		where = " AND r.state = ANY(" + param("states", q.States) + "::text[])"
 	}
-	latest, live := "latest_actions l ON l.asset_id = k.asset_id AND l.action_type = "+literal, "NOT k.deleted"
+	latest, live, plansAt := "latest_actions l ON l.asset_id = k.asset_id AND l.action_type = "+literal, "NOT k.deleted", ""
 	if q.AsOf != nil {
 		// Ids and event ids are UUIDv7: an asset registered by the end of
 		// the day has an id below the day's end, one deleted after it a
 		// tombstone whose event id is not.
 		end := time.Date(q.AsOf.Year, q.AsOf.Month, q.AsOf.Day+1, 0, 0, 0, 0, time.UTC)
 		bound := param("as_of_bound", uuidAt(end))
-		latest = "LATERAL (" + latestKnownSQL(literal, param("as_of_end", end)) + ") l ON true"
+		plansAt = param("as_of_end", end)
+		latest = "LATERAL (" + latestKnownSQL(literal, plansAt) + ") l ON true"
 		live = "k.asset_id < " + bound + " AND (NOT k.deleted OR k.event_id >= " + bound + ")"
 	}
 	return fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM known_assets k LEFT JOIN %[7]s
 	%[2]s
 	WHERE %[8]s AND %[3]s%[4]s%[5]s ORDER BY k.asset_id LIMIT %[6]d)`,
-		literal, planStateJoins(literal, today, dueBefore), keyset, filters, where, limit, latest, live)
+		literal, due.StateJoins(literal, today, dueBefore, plansAt), keyset, filters, where, limit, latest, live)
 }
 
 // latestKnownSQL is the latest finalized action of known_assets k's
@@ -508,28 +509,6 @@ func latestKnownSQL(actionType, end string) string {
 					AND known_from < %[2]s AND known_until >= %[2]s
 				ORDER BY performed_at DESC, action_id DESC LIMIT 1)) v
 		ORDER BY v.performed_at DESC, v.action_id DESC LIMIT 1`, actionType, end)
-}
-
-// planStateJoins finds the plan p of known_assets k's row of actionType
-// (latest_actions l: its latest) and computes its due date and state r on
-// the day today with dueBefore (SQL expressions, dueBefore may use
-// p.soon, the plan's due-soon window).
-func planStateJoins(actionType, today, dueBefore string) string {
-	return fmt.Sprintf(`LEFT JOIN LATERAL (SELECT p.interval_period::interval AS every, p.first_due_after::interval AS first,
-			p.due_soon::interval AS soon
-		FROM inspection_plans p WHERE p.action_type = %[1]s AND (p.asset_type_id = k.asset_type_id OR p.asset_type_id IS NULL)
-		ORDER BY p.asset_type_id IS NULL LIMIT 1) p ON true
-	CROSS JOIN LATERAL (SELECT CASE
-			WHEN l.asset_id IS NULL THEN (registered_on(k.asset_id) + p.first)::date
-			WHEN l.valid_through IS NOT NULL THEN l.valid_through
-			ELSE (l.performed_at + p.every)::date END AS due_date) d
-	CROSS JOIN LATERAL (SELECT d.due_date, CASE
-			WHEN l.asset_id IS NULL THEN CASE WHEN d.due_date < %[2]s THEN 'overdue' ELSE 'never' END
-			WHEN l.class = 'failed' THEN 'failed'
-			WHEN d.due_date IS NULL THEN 'open_ended'
-			WHEN d.due_date < %[2]s THEN 'overdue'
-			WHEN d.due_date < %[3]s THEN 'due'
-			ELSE 'valid' END AS state) r`, actionType, today, dueBefore)
 }
 
 // ComplianceSQL is the page query of f on the day today with its

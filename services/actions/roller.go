@@ -28,6 +28,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // RollerActor is the actor of the transitions no client's write made: a
@@ -324,6 +325,6 @@ func rowStatesWhere(cond string) string {
 			'status_use_ok', l.status_use_ok) AS row
 	FROM known_assets k CROSS JOIN (SELECT name AS action_type, builtin FROM action_types) t
 	LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = t.action_type
-	` + planStateJoins("t.action_type", "$1::date", "($1::date + coalesce(p.soon, interval '"+fmt.Sprint(DueWindow)+" days'))::date") + `
+	` + due.StateJoins("t.action_type", "$1::date", "($1::date + coalesce(p.soon, interval '"+fmt.Sprint(DueWindow)+" days'))::date", "") + `
 	WHERE NOT k.deleted AND (t.builtin OR p.every IS NOT NULL OR l.asset_id IS NOT NULL) AND ` + cond
 }

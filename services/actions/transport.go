@@ -47,8 +47,8 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 }
 
 func decodeListPlans(r *http.Request) (httpx.ListRequest[PlanFilter], error) {
-	q := httpx.ParseQuery(r, "limit", "cursor", "action_type", "asset_type_id")
-	f := PlanFilter{ActionType: q.String("action_type"), AssetTypeID: q.UUID("asset_type_id")}
+	q := httpx.ParseQuery(r, "limit", "cursor", "action_type", "asset_type_id", "asset_id")
+	f := PlanFilter{ActionType: q.String("action_type"), AssetTypeID: q.UUID("asset_type_id"), AssetID: q.UUID("asset_id")}
 	return httpx.ListRequest[PlanFilter]{Filter: f, Page: q.Page()}, q.Err()
 }
 

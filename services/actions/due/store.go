@@ -1,0 +1,85 @@
+package due
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assetregistry/registry/pkg/store"
+)
+
+// Store is the component's PostgreSQL side, in the actions schema: the
+// SQL the compliance page query is built from, and the rows this
+// component keeps.
+type Store struct{ *store.Store }
+
+// NewStore returns the component's store over the kit's store.
+func NewStore(s *store.Store) *Store { return &Store{s} }
+
+// AssetTypeOf is an asset's type as the compliance projection knows it
+// (nil: not known, or deleted).
+func (s *Store) AssetTypeOf(ctx context.Context, id uuid.UUID) (*uuid.UUID, error) {
+	var t *uuid.UUID
+	err := s.DB(ctx).QueryRow(ctx, `SELECT asset_type_id FROM known_assets WHERE asset_id = $1 AND NOT deleted`, id).Scan(&t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return t, store.Classify(err, "asset type of asset")
+}
+
+// planVersionColumns are the columns of a plan that a row's schedule
+// reads, in inspection_plans and in plan_versions alike.
+const planVersionColumns = `action_type, asset_type_id, asset_id, interval_period, first_due_after, due_soon`
+
+// plansKnownAt is the relation of the plans a row reads: the plans of
+// today when end is "", else those the registry knew at the instant end
+// (an SQL expression): the present versions written before it, and the
+// versions a later change replaced or removed that were known then.
+func plansKnownAt(end string) string {
+	if end == "" {
+		return "inspection_plans"
+	}
+	return fmt.Sprintf(`(SELECT %[1]s FROM inspection_plans WHERE updated_at < %[2]s
+		UNION ALL SELECT %[1]s FROM plan_versions WHERE known_from < %[2]s AND known_until >= %[2]s)`, planVersionColumns, end)
+}
+
+// PlanJoin finds the plan p of known_assets k's row of actionType (an SQL
+// expression): the asset's own plan, else its asset type's, else the
+// plan for every asset type; p's columns are NULL when none applies. end
+// is as plansKnownAt's. p.every, p.first and p.soon are the plan's
+// interval, first_due_after and due_soon as intervals.
+func PlanJoin(actionType, end string) string {
+	return fmt.Sprintf(`LEFT JOIN LATERAL (SELECT p.interval_period::interval AS every, p.first_due_after::interval AS first,
+			p.due_soon::interval AS soon
+		FROM ((SELECT p.*, 0 AS rank FROM %[2]s p WHERE p.action_type = %[1]s AND p.asset_id = k.asset_id LIMIT 1)
+			UNION ALL
+			(SELECT p.*, 1 AS rank FROM %[2]s p WHERE p.action_type = %[1]s AND p.asset_id IS NULL
+				AND (p.asset_type_id = k.asset_type_id OR p.asset_type_id IS NULL)
+			ORDER BY p.asset_type_id IS NULL LIMIT 1)) p
+		ORDER BY p.rank LIMIT 1) p ON true`, actionType, plansKnownAt(end))
+}
+
+// StateJoins finds the plan p of known_assets k's row of actionType
+// (latest_actions l, or its equivalent as of a day: its latest action)
+// and computes its due date and state r on the day today with dueBefore
+// (SQL expressions; dueBefore may use p.soon, the plan's due-soon
+// window). end is as plansKnownAt's. PostgreSQL's date + interval adds
+// the months first, clamping to the month's end, then the days:
+// model.Period.AddTo's rule.
+func StateJoins(actionType, today, dueBefore, end string) string {
+	return PlanJoin(actionType, end) + fmt.Sprintf(`
+	CROSS JOIN LATERAL (SELECT CASE
+			WHEN l.asset_id IS NULL THEN (registered_on(k.asset_id) + p.first)::date
+			WHEN l.valid_through IS NOT NULL THEN l.valid_through
+			ELSE (l.performed_at + p.every)::date END AS due_date) d
+	CROSS JOIN LATERAL (SELECT d.due_date, CASE
+			WHEN l.asset_id IS NULL THEN CASE WHEN d.due_date < %[1]s THEN 'overdue' ELSE 'never' END
+			WHEN l.class = 'failed' THEN 'failed'
+			WHEN d.due_date IS NULL THEN 'open_ended'
+			WHEN d.due_date < %[1]s THEN 'overdue'
+			WHEN d.due_date < %[2]s THEN 'due'
+			ELSE 'valid' END AS state) r`, today, dueBefore)
+}

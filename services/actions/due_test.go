@@ -1,0 +1,171 @@
+package actions
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assetregistry/registry/pkg/model"
+)
+
+// dueWorld is a compliance world whose asset type the assets stand-in
+// knows, with a helper for one row and one finalized action.
+type dueWorld struct{ complianceWorld }
+
+func newDueWorld(t *testing.T) dueWorld {
+	w := dueWorld{newComplianceWorld(t)}
+	w.StandIn("assets").Add("asset_type", w.assetType, nil)
+	return w
+}
+
+func (w dueWorld) day(days int) string {
+	return model.DateOf(time.Now().UTC().AddDate(0, 0, days)).String()
+}
+
+// row is the asset's row of actionType in /compliance?query.
+func (w dueWorld) row(t *testing.T, asset, actionType, query string) map[string]any {
+	t.Helper()
+	rows := w.rows(t, "asset_id="+asset+"&action_type="+actionType+query, 0)
+	if len(rows) != 1 {
+		t.Fatalf("%s %s%s: %d rows", asset, actionType, query, len(rows))
+	}
+	return rows[0]
+}
+
+// performed records a finalized action of actionType done days ago
+// (negative), without a date of its own: the plan says when it is due.
+func (w dueWorld) performed(t *testing.T, asset, actionType string, days int) string {
+	t.Helper()
+	return w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": asset, "action_type": actionType,
+		"performed_at": w.day(days), "status_ok": true, "status_finalized": true}).JSON()["id"].(string)
+}
+
+// A plan may name one asset: for that asset it wins over its type's plan
+// of the same action type, the other assets of the type keep the type's.
+// It names an asset that exists, of the asset type it also names.
+func TestHTTPPlansPerAsset(t *testing.T) {
+	w := newDueWorld(t)
+	own, other := w.asset(t), w.asset(t)
+	w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
+		"asset_type_id": w.assetType.String(), "interval": "P12M", "first_due_after": "P0D"})
+	body := map[string]any{"action_type": "expert_control", "asset_id": own, "asset_type_id": w.assetType.String(),
+		"interval": "P6M", "first_due_after": "P0D"}
+	plan := w.Call(201, "POST", "/inspection_plans", w.Admin, body).JSON()
+	if plan["asset_id"] != own {
+		t.Fatalf("created: %v", plan)
+	}
+	if dup := w.Call(409, "POST", "/inspection_plans", w.Admin, body).JSON(); dup["existing_id"] != plan["id"] {
+		t.Errorf("a second plan of the asset: %v", dup)
+	}
+	// Its own plan only: the asset's own wins over the plan for every
+	// asset type too.
+	w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "maintenance", "asset_id": other,
+		"interval": "P1M", "first_due_after": "P0D"})
+	w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "maintenance", "interval": "P1Y", "first_due_after": "P0D"})
+
+	for _, a := range []string{own, other} {
+		w.performed(t, a, "expert_control", -240)
+		w.performed(t, a, "maintenance", -60)
+	}
+	for _, c := range []struct{ asset, actionType, state string }{
+		{own, "expert_control", "overdue"}, {other, "expert_control", "valid"},
+		{own, "maintenance", "valid"}, {other, "maintenance", "overdue"},
+	} {
+		if got := w.row(t, c.asset, c.actionType, ""); got["state"] != c.state {
+			t.Errorf("%s %s: %v, want %s", c.asset, c.actionType, got, c.state)
+		}
+	}
+	if got := w.Call(200, "GET", "/inspection_plans?asset_id="+own, w.RO, nil).List(); len(got) != 1 || got[0]["id"] != plan["id"] {
+		t.Errorf("plans of the asset: %v", got)
+	}
+
+	// Bad input: an asset that does not exist, a malformed id, an asset
+	// type that is not the asset's.
+	for _, bad := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"action_type": "repair", "interval": "P1Y", "first_due_after": "P0D", "asset_id": uuid.NewString()}, "asset_id"},
+		{map[string]any{"action_type": "repair", "interval": "P1Y", "first_due_after": "P0D", "asset_id": "crane"}, "asset_id"},
+		{map[string]any{"action_type": "repair", "interval": "P1Y", "first_due_after": "P0D", "asset_id": own,
+			"asset_type_id": w.otherType(t)}, "asset_type_id"},
+	} {
+		problem := w.Call(422, "POST", "/inspection_plans", w.Admin, bad.body).JSON()
+		if !strings.Contains(must(problem["errors"]), `"`+bad.field+`"`) {
+			t.Errorf("%v: %v, want a problem naming %s", bad.body, problem, bad.field)
+		}
+	}
+	if n := len(w.Call(200, "GET", "/inspection_plans?action_type=repair", w.RO, nil).List()); n != 0 {
+		t.Errorf("refused plans were written: %d", n)
+	}
+	// A patch that takes the asset away makes it the type's plan again:
+	// that key is taken.
+	w.Call(409, "PATCH", "/inspection_plans/"+plan["id"].(string), w.Admin, map[string]any{"asset_id": nil})
+}
+
+// otherType is an asset type the assets stand-in knows besides the world's.
+func (w dueWorld) otherType(t *testing.T) string {
+	id := uuid.Must(uuid.NewV7())
+	w.StandIn("assets").Add("asset_type", id, nil)
+	return id.String()
+}
+
+// writtenAt makes a plan look written at at, as if created then.
+func (w dueWorld) writtenAt(t *testing.T, plan string, at time.Time) {
+	t.Helper()
+	if _, err := w.Built.Store.Pool.Exec(context.Background(),
+		`UPDATE inspection_plans SET created_at = $2, updated_at = $2 WHERE id = $1`, plan, at); err != nil {
+		t.Fatal(err)
+	}
+	// The backdating is not a change of the plan: no version of it.
+	if _, err := w.Built.Store.Pool.Exec(context.Background(), `DELETE FROM plan_versions WHERE plan_id = $1`, plan); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// /compliance?as_of=D computes with the plans as they were at the end of
+// D: a plan edited or deleted since does not change the answer given for
+// D, and a plan created since is not in it.
+func TestComplianceAsOfUsesPlansAsTheyWere(t *testing.T) {
+	w := newDueWorld(t)
+	asset := w.registeredAt(t, time.Now().AddDate(-1, 0, 0))
+	plan := w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
+		"asset_type_id": w.assetType.String(), "interval": "P12M", "first_due_after": "P0D"}).JSON()["id"].(string)
+	w.writtenAt(t, plan, time.Now().AddDate(0, 0, -5))
+	action := w.performed(t, asset, "expert_control", -240)
+	w.backdate(t, action, time.Now().AddDate(0, 0, -4))
+
+	asOf := "&as_of=" + w.day(-2)
+	before := w.row(t, asset, "expert_control", asOf)
+	if before["state"] != "valid" || before["due_date"] != w.dayAfter(-240, 12) {
+		t.Fatalf("as of day -2: %v", before)
+	}
+	w.Call(200, "PATCH", "/inspection_plans/"+plan, w.Admin, map[string]any{"interval": "P6M"})
+	if got := w.row(t, asset, "expert_control", ""); got["state"] != "overdue" {
+		t.Errorf("today, under the edited plan: %v", got)
+	}
+	if got := w.row(t, asset, "expert_control", asOf); got["state"] != before["state"] || got["due_date"] != before["due_date"] {
+		t.Errorf("as of day -2 after the edit: %v, was %v", got, before)
+	}
+	w.Call(204, "DELETE", "/inspection_plans/"+plan, w.Admin, nil)
+	if got := w.row(t, asset, "expert_control", asOf); got["state"] != before["state"] || got["due_date"] != before["due_date"] {
+		t.Errorf("as of day -2 after the delete: %v, was %v", got, before)
+	}
+	// A plan for the asset made today is not in the answer for day -2.
+	w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control", "asset_id": asset,
+		"interval": "P1M", "first_due_after": "P0D"})
+	if got := w.row(t, asset, "expert_control", asOf); got["state"] != before["state"] || got["due_date"] != before["due_date"] {
+		t.Errorf("as of day -2 after the asset's own plan: %v, was %v", got, before)
+	}
+	if got := w.row(t, asset, "expert_control", ""); got["state"] != "overdue" {
+		t.Errorf("today, under the asset's plan: %v", got)
+	}
+}
+
+// dayAfter is the date days from today plus months, as a plan adds them.
+func (w dueWorld) dayAfter(days, months int) string {
+	return model.DateOf(time.Now().UTC().AddDate(0, 0, days)).Time().AddDate(0, months, 0).Format(time.DateOnly)
+}

@@ -95,6 +95,9 @@ type ComplianceRow struct {
 	LastPerformedAt *string `json:"last_performed_at"`
 	StatusOK        *bool   `json:"status_ok"`
 	StatusUseOK     *bool   `json:"status_use_ok"`
+	// RolledUpState (ComplianceQuery.Components): the worst of State and
+	// the asset's components' states of the action type.
+	RolledUpState *string `json:"rolled_up_state,omitempty"`
 }
 
 // ComplianceQuery narrows GET /compliance; empty fields mean all. States
@@ -106,7 +109,9 @@ type ComplianceQuery struct {
 	ActionTypes, States  []string
 	DueBefore            string
 	AsOf                 string
-	Limit                int // rows per page (0: the server's default)
+	// Components asks for each row's rolled_up_state (include=components).
+	Components bool
+	Limit      int // rows per page (0: the server's default)
 }
 
 func (q ComplianceQuery) values() url.Values {
@@ -120,6 +125,9 @@ func (q ComplianceQuery) values() url.Values {
 	set("asset_type_id", q.AssetTypeID)
 	set("due_before", q.DueBefore)
 	set("as_of", q.AsOf)
+	if q.Components {
+		v.Set("include", "components")
+	}
 	for _, t := range q.ActionTypes {
 		v.Add("action_type", t)
 	}

@@ -108,6 +108,9 @@ type ComplianceRow struct {
 	LastPerformedAt *model.Date `json:"last_performed_at"`
 	StatusOK        *bool       `json:"status_ok"`
 	StatusUseOK     *bool       `json:"status_use_ok"`
+	// RolledUpState (include=components): the worst of State and the
+	// asset's components' states of the action type (due.Worst).
+	RolledUpState *string `json:"rolled_up_state,omitempty"`
 }
 
 // ComplianceFilter is GET /compliance's query. ActionTypes and States
@@ -118,8 +121,11 @@ type ComplianceFilter struct {
 	DueBefore            *model.Date
 	// AsOf asks for the rows as the registry knew them at the end of that
 	// day (UTC), their states on that day.
-	AsOf   *model.Date
-	seenBy string // the organization a bound caller reads as: the rows of assets it sees
+	AsOf *model.Date
+	// Components (include=components) gives each row its rolled-up state.
+	Components bool
+	seenBy     string      // the organization a bound caller reads as: the rows of assets it sees
+	among      []uuid.UUID // only these assets' rows (a page's components)
 }
 
 // complianceQuery is a filter made definite: the types and states in their
@@ -390,6 +396,9 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 			}
 			if q.AssetTypeID != nil {
 				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
+			}
+			if q.among != nil {
+				f += " AND " + asset + " = ANY(" + param("among", q.among) + ")"
 			}
 			f += visibleFilter(q.seenBy, asset, param)
 			return f

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"crypto/rand"
 	"strings"
 	"testing"
 	"time"
@@ -168,4 +169,97 @@ func TestComplianceAsOfUsesPlansAsTheyWere(t *testing.T) {
 // dayAfter is the date days from today plus months, as a plan adds them.
 func (w dueWorld) dayAfter(days, months int) string {
 	return model.DateOf(time.Now().UTC().AddDate(0, 0, days)).Time().AddDate(0, months, 0).Format(time.DateOnly)
+}
+
+// component makes a new asset known as a component of parent, as its
+// asset.created event would (its parent_asset_id in the data).
+func (w dueWorld) component(t *testing.T, parent string) string {
+	t.Helper()
+	id := uuidAt(time.Now().AddDate(0, 0, -10)) // registered then
+	if _, err := rand.Read(id[9:]); err != nil {
+		t.Fatal(err)
+	}
+	w.StandIn("assets").Add("asset", id, nil)
+	w.moveTo(t, id, parent, "created", time.Now().AddDate(0, 0, -10))
+	return id.String()
+}
+
+// moveTo applies an asset event of the instant at saying id's parent is
+// parent ("" none).
+func (w dueWorld) moveTo(t *testing.T, id uuid.UUID, parent, op string, at time.Time) {
+	t.Helper()
+	eventID := uuidAt(at)
+	if _, err := rand.Read(eventID[9:]); err != nil {
+		t.Fatal(err)
+	}
+	ev := assetEvent{ID: eventID, AssetID: id, AssetTypeID: w.assetType, Op: op}
+	if parent != "" {
+		p := uuid.MustParse(parent)
+		ev.Parent = &p
+	}
+	if err := NewProjection(&Store{Store: w.Built.Store}).ApplyAsset(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// include=components rolls a parent's row up with its components' rows
+// of the same action type: a crane in date whose hook block (or the hook
+// block's sling) is overdue is overdue rolled up; a component taken out
+// no longer counts, and as_of rolls up with the links of that day.
+func TestHTTPComplianceRollsUpComponents(t *testing.T) {
+	w := newDueWorld(t)
+	crane := w.registeredAt(t, time.Now().AddDate(0, 0, -30))
+	hook := w.component(t, crane)
+	sling := w.component(t, hook)
+	dated := func(asset string, validThrough int) {
+		id := w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": asset, "action_type": "expert_control",
+			"performed_at": w.day(-100), "status_ok": true, "status_finalized": true, "status_valid_through": w.day(validThrough)})
+		w.backdate(t, id.JSON()["id"].(string), time.Now().AddDate(0, 0, -5))
+	}
+	dated(crane, 200)
+	dated(hook, 200)
+	dated(sling, -3) // the sling is overdue
+
+	rolled := func(asset, query string) map[string]any {
+		t.Helper()
+		return w.row(t, asset, "expert_control", "&include=components"+query)
+	}
+	got := rolled(crane, "")
+	if got["state"] != "valid" || got["rolled_up_state"] != "overdue" {
+		t.Errorf("crane: %v, want valid, overdue rolled up", got)
+	}
+	if got := rolled(hook, ""); got["rolled_up_state"] != "overdue" {
+		t.Errorf("hook block: %v", got)
+	}
+	if got := rolled(sling, ""); got["rolled_up_state"] != "overdue" || got["state"] != "overdue" {
+		t.Errorf("sling: %v", got)
+	}
+	// Another type's rows roll up its own: the crane has no repair, nor
+	// have its components.
+	if got := w.row(t, crane, "repair", "&include=components"); got["rolled_up_state"] != "never" {
+		t.Errorf("crane's repair: %v", got)
+	}
+	if got := w.row(t, crane, "expert_control", ""); got["rolled_up_state"] != nil {
+		t.Errorf("without include: %v", got)
+	}
+	w.Call(422, "GET", "/compliance?include=parts", w.RO, nil)
+
+	// The hook block taken out of the crane today: the crane rolls up
+	// alone now, but as of yesterday the hook block was in it.
+	w.moveTo(t, uuid.MustParse(hook), "", "updated", time.Now())
+	if got := rolled(crane, ""); got["rolled_up_state"] != "valid" {
+		t.Errorf("crane after the hook block's removal: %v", got)
+	}
+	if got := rolled(crane, "&as_of="+w.day(0)); got["rolled_up_state"] != "valid" {
+		t.Errorf("crane as of today: %v", got)
+	}
+	if got := rolled(crane, "&as_of="+w.day(-1)); got["state"] != "valid" || got["rolled_up_state"] != "overdue" {
+		t.Errorf("crane as of yesterday, the hook block in it: %v", got)
+	}
+	if got := rolled(crane, "&as_of="+w.day(-4)); got["rolled_up_state"] != "due" {
+		t.Errorf("crane as of day -4, the sling due soon then: %v", got)
+	}
+	if got := rolled(hook, ""); got["rolled_up_state"] != "overdue" {
+		t.Errorf("hook block still holds the sling: %v", got)
+	}
 }

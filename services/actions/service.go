@@ -482,5 +482,10 @@ func (s *service) Compliance(ctx context.Context, by model.Caller, f ComplianceF
 	if err != nil {
 		return model.Paged[ComplianceRow]{}, err
 	}
-	return s.store.Compliance(ctx, f.definite(s.today(), planned, types), page)
+	q := f.definite(s.today(), planned, types)
+	paged, err := s.store.Compliance(ctx, q, page)
+	if err != nil || !f.Components {
+		return paged, err
+	}
+	return paged, s.rollUp(ctx, q, paged.Items)
 }

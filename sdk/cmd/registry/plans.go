@@ -71,7 +71,7 @@ func (a *app) plansCommand() *ffcli.Command {
 func (a *app) complianceCommand() *ffcli.Command {
 	var q registry.ComplianceQuery
 	var limit int
-	return a.leaf("compliance", "compliance [-asset ID] [-asset-type ID] [-action-type T ...] [-state S ...] [-due-before D] [-as-of D] [-limit N] [-output table]",
+	return a.leaf("compliance", "compliance [-asset ID] [-asset-type ID] [-action-type T ...] [-state S ...] [-due-before D] [-as-of D] [-components] [-limit N] [-output table]",
 		"what is due, per asset and action type, in asset creation order", 0, 0,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&q.AssetID, "asset", "", "only this asset's rows")
@@ -80,6 +80,7 @@ func (a *app) complianceCommand() *ffcli.Command {
 			fs.Var((*repeated)(&q.States), "state", "never, failed, open_ended, overdue, due or valid; repeatable")
 			fs.StringVar(&q.DueBefore, "due-before", "", "YYYY-MM-DD: what falls due before it is due (default: today + the plan's due_soon, or 30 days)")
 			fs.StringVar(&q.AsOf, "as-of", "", "YYYY-MM-DD: the rows as the registry knew them at the end of that day (UTC), their states on that day")
+			fs.BoolVar(&q.Components, "components", false, "also each row's rolled_up_state: the worst of its state and its components' (include=components)")
 			fs.IntVar(&limit, "limit", 0, "at most this many rows (0: all)")
 		},
 		func(ctx context.Context, _ []string) error {

@@ -83,3 +83,47 @@ func StateJoins(actionType, today, dueBefore, end string) string {
 			WHEN d.due_date < %[2]s THEN 'due'
 			ELSE 'valid' END AS state) r`, today, dueBefore)
 }
+
+// ApplyParent records what the asset event eventID (a UUIDv7) says of
+// asset's parent (nil: none, or the asset is deleted). An event older
+// than one already applied to the asset changes nothing; a parent that
+// did not change keeps its link; another ends the link and begins one.
+func (s *Store) ApplyParent(ctx context.Context, eventID, asset uuid.UUID, parent *uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `WITH newest AS (SELECT NOT EXISTS (SELECT FROM known_parents
+			WHERE asset_id = $1 AND (from_event >= $3 OR until_event >= $3)) AS ok),
+		ended AS (UPDATE known_parents SET until_event = $3 WHERE asset_id = $1 AND until_event IS NULL
+			AND parent_asset_id IS DISTINCT FROM $2 AND (SELECT ok FROM newest) RETURNING asset_id)
+		INSERT INTO known_parents (asset_id, parent_asset_id, from_event) SELECT $1, $2, $3
+		WHERE $2::uuid IS NOT NULL AND (SELECT ok FROM newest)
+			AND NOT EXISTS (SELECT FROM known_parents WHERE asset_id = $1 AND until_event IS NULL AND parent_asset_id = $2)`,
+		asset, parent, eventID)
+	return store.Classify(err, "apply parent link")
+}
+
+// Link is a component and an asset it is part of (its parent, or a
+// parent's parent).
+type Link struct {
+	Component uuid.UUID `db:"asset_id"`
+	Root      uuid.UUID `db:"root"`
+}
+
+// maxDepth bounds the walk down a tree of components (the assets service
+// refuses cycles; this bounds the walk all the same).
+const maxDepth = 16
+
+// Components are the components of parents, at every depth: the links
+// holding now when bound is nil, else those that held at the event id
+// *bound (the first UUIDv7 of an as_of day's end).
+func (s *Store) Components(ctx context.Context, parents []uuid.UUID, bound *uuid.UUID) ([]Link, error) {
+	held := "until_event IS NULL"
+	args := []any{parents}
+	if bound != nil {
+		held, args = "from_event < $2 AND (until_event IS NULL OR until_event >= $2)", append(args, *bound)
+	}
+	return store.Many[Link](ctx, s.DB(ctx), "components", fmt.Sprintf(`WITH RECURSIVE c (asset_id, root, depth) AS (
+			SELECT asset_id, parent_asset_id, 1 FROM known_parents WHERE parent_asset_id = ANY($1) AND %[1]s
+			UNION
+			SELECT p.asset_id, c.root, c.depth + 1 FROM known_parents p JOIN c ON p.parent_asset_id = c.asset_id
+			WHERE c.depth < %[2]d AND %[1]s)
+		SELECT DISTINCT asset_id, root FROM c`, held, maxDepth), args...)
+}

@@ -22,18 +22,38 @@ type InspectionPlan struct {
 	FirstDueAfter string  `json:"first_due_after"`
 	DueSoon       string  `json:"due_soon"`
 	Description   *string `json:"description"`
+	// Usage: the action also falls due once a meter has counted this much
+	// since the last action, whichever comes first (nil: the calendar's).
+	Usage *PlanUsage `json:"usage"`
 	Audit
+}
+
+// PlanUsage is a plan's usage interval: every Every of Meter (as the
+// asset's meter readings name it), "every 250 operating_hours".
+type PlanUsage struct {
+	Meter string  `json:"meter"`
+	Every float64 `json:"every"`
+}
+
+// ComplianceUsage is a row's usage figures under a usage interval.
+type ComplianceUsage struct {
+	Meter        string   `json:"meter"`
+	AtLastAction *float64 `json:"at_last_action"`
+	Now          *float64 `json:"now"`
+	Used         float64  `json:"used"`
+	Every        float64  `json:"every"`
 }
 
 // InspectionPlanInput is a plan's create body; DueSoon empty is P30D.
 type InspectionPlanInput struct {
-	ActionType    string `json:"action_type"`
-	AssetTypeID   string `json:"asset_type_id,omitempty"`
-	AssetID       string `json:"asset_id,omitempty"`
-	Interval      string `json:"interval"`
-	FirstDueAfter string `json:"first_due_after"`
-	DueSoon       string `json:"due_soon,omitempty"`
-	Description   string `json:"description,omitempty"`
+	ActionType    string     `json:"action_type"`
+	AssetTypeID   string     `json:"asset_type_id,omitempty"`
+	AssetID       string     `json:"asset_id,omitempty"`
+	Interval      string     `json:"interval"`
+	FirstDueAfter string     `json:"first_due_after"`
+	DueSoon       string     `json:"due_soon,omitempty"`
+	Description   string     `json:"description,omitempty"`
+	Usage         *PlanUsage `json:"usage,omitempty"`
 }
 
 // InspectionPlanPreset is a plan for a common regime, an example to start
@@ -95,6 +115,10 @@ type ComplianceRow struct {
 	LastPerformedAt *string `json:"last_performed_at"`
 	StatusOK        *bool   `json:"status_ok"`
 	StatusUseOK     *bool   `json:"status_use_ok"`
+	// DueReason is "date", or "usage" when only the plan's usage interval
+	// has passed; Usage the meter's figures under a usage interval.
+	DueReason *string          `json:"due_reason"`
+	Usage     *ComplianceUsage `json:"usage"`
 	// RolledUpState (ComplianceQuery.Components): the worst of State and
 	// the asset's components' states of the action type.
 	RolledUpState *string `json:"rolled_up_state,omitempty"`

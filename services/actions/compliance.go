@@ -9,6 +9,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,6 +109,11 @@ type ComplianceRow struct {
 	LastPerformedAt *model.Date `json:"last_performed_at"`
 	StatusOK        *bool       `json:"status_ok"`
 	StatusUseOK     *bool       `json:"status_use_ok"`
+	// DueReason says what makes the row due: "date", or "usage" when only
+	// its plan's usage interval has passed (nil without a due date);
+	// Usage is that interval's figures (null without one).
+	DueReason *string         `json:"due_reason"`
+	Usage     json.RawMessage `json:"usage"`
 	// RolledUpState (include=components): the worst of State and the
 	// asset's components' states of the action type (due.Worst).
 	RolledUpState *string `json:"rolled_up_state,omitempty"`
@@ -284,8 +290,10 @@ type complianceRecord struct {
 	Class        *string     `db:"class"`
 	// A planned type's branch says the due date and state itself (NULL
 	// in the others: StateOf decides from the latest).
-	DueDate *model.Date `db:"due_date"`
-	State   *string     `db:"state"`
+	DueDate   *model.Date     `db:"due_date"`
+	State     *string         `db:"state"`
+	DueReason *string         `db:"due_reason"`
+	Usage     json.RawMessage `db:"usage"`
 }
 
 // Compliance reads one page of q in asset order, then action type.
@@ -319,8 +327,11 @@ func (s *Store) Compliance(ctx context.Context, q complianceQuery, page model.Pa
 			row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
 		}
 		row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
+		if row.DueDate != nil {
+			row.DueReason = ptrTo("date")
+		}
 		if r.State != nil {
-			row.State, row.DueDate = *r.State, r.DueDate
+			row.State, row.DueDate, row.DueReason, row.Usage = *r.State, r.DueDate, r.DueReason, r.Usage
 		}
 		out = append(out, row)
 	}
@@ -457,10 +468,11 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 // latestColumns are a branch's columns of latest_actions l (NULL without
 // a row) and the due date and state r of a planned type's rows (NULL in
 // the others, noPlan).
-const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class, r.due_date, r.state`
+const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class, r.due_date, r.state,
+	r.due_reason, r.usage`
 
 // noPlan is the r of a type no plan is for: StateOf decides.
-const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state) r`
+const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state, NULL::text AS due_reason, NULL::jsonb AS usage) r`
 
 // plannedBranch is the branch of an action type some inspection plan is
 // for: it walks the assets in order as the never branch does, finds each

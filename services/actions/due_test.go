@@ -3,6 +3,8 @@ package actions
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // dueWorld is a compliance world whose asset type the assets stand-in
@@ -261,5 +265,95 @@ func TestHTTPComplianceRollsUpComponents(t *testing.T) {
 	}
 	if got := rolled(hook, ""); got["rolled_up_state"] != "overdue" {
 		t.Errorf("hook block still holds the sling: %v", got)
+	}
+}
+
+// read applies a meter_reading.created event of asset's meter, read (and
+// recorded) days ago, as the projection's consumer does.
+func (w dueWorld) read(t *testing.T, asset, meter string, value float64, days int, reset bool) {
+	t.Helper()
+	at := time.Now().UTC().AddDate(0, 0, days)
+	data, err := json.Marshal(map[string]any{"id": uuid.Must(uuid.NewV7()), "asset_id": asset, "meter": meter, "value": value,
+		"read_at": at, "reset": reset, "created_at": at, "created_by": "rw-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := due.ReadingOf(outbox.Event{ID: uuid.NewString(), Type: "meter_reading.created", Time: at,
+		Subject: outbox.EventSubject{Kind: "meter_reading", ID: asset}, Data: data})
+	if !ok || err != nil {
+		t.Fatalf("reading event: %v %v", ok, err)
+	}
+	if err := due.NewStore(w.Built.Store).ApplyReading(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// "Every 12 months or 250 hours, whichever comes first": a plan's usage
+// interval makes a row overdue once the meter has counted 250 since the
+// last action, before its date; the row says why (due_reason) and with
+// which figures; a reset counts its whole value; a date passed first is
+// the date's; as_of counts the readings known that day; the roller
+// announces the crossing.
+func TestHTTPComplianceUsagePlans(t *testing.T) {
+	w := newDueWorld(t)
+	plan := w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
+		"asset_type_id": w.assetType.String(), "interval": "P12M", "first_due_after": "P0D",
+		"usage": map[string]any{"meter": "operating_hours", "every": 250}}).JSON()
+	if u, _ := plan["usage"].(map[string]any); u["meter"] != "operating_hours" || u["every"] != 250.0 {
+		t.Fatalf("plan: %v", plan)
+	}
+	w.writtenAt(t, plan["id"].(string), time.Now().AddDate(0, 0, -40))
+	hours, reset, old := w.registeredAt(t, time.Now().AddDate(0, 0, -60)), w.asset(t), w.asset(t)
+	w.backdate(t, w.performed(t, hours, "expert_control", -30), time.Now().AddDate(0, 0, -29))
+	w.performed(t, reset, "expert_control", -30)
+	w.performed(t, old, "expert_control", -400)
+	w.read(t, hours, "operating_hours", 1000, -31, false)
+	w.read(t, hours, "operating_hours", 1100, -10, false)
+	w.read(t, hours, "odometer", 9000, -9, false) // another meter counts for nothing
+	w.read(t, reset, "operating_hours", 500, -31, false)
+	w.read(t, reset, "operating_hours", 600, -20, false)
+	w.read(t, reset, "operating_hours", 50, -10, true)
+	w.read(t, old, "operating_hours", 10, -5, false)
+
+	usage := func(r map[string]any) string {
+		u, _ := r["usage"].(map[string]any)
+		return fmt.Sprintf("%v/%v/%v/%v/%v", u["meter"], u["at_last_action"], u["now"], u["used"], u["every"])
+	}
+	check := func(asset, query, state, reason, figures string) {
+		t.Helper()
+		r := w.row(t, asset, "expert_control", query)
+		if r["state"] != state || r["due_reason"] != reason || usage(r) != figures {
+			t.Errorf("%s%s: %v, want %s by %s with %s", asset, query, r, state, reason, figures)
+		}
+	}
+	check(hours, "", "valid", "date", "operating_hours/1000/1100/100/250")
+	check(reset, "", "valid", "date", "operating_hours/500/50/150/250")
+	check(old, "", "overdue", "date", "operating_hours/10/10/0/250")
+
+	w.read(t, hours, "operating_hours", 1260, -1, false)
+	check(hours, "", "overdue", "usage", "operating_hours/1000/1260/260/250")
+	check(hours, "&as_of="+w.day(-5), "valid", "date", "operating_hours/1000/1100/100/250")
+	if rows := w.rows(t, "state=overdue&action_type=expert_control", 0); len(rows) != 2 {
+		t.Errorf("overdue rows: %v", rows)
+	}
+
+	// The roller announces the crossing as a compliance.updated event.
+	if err := NewRoller(&Store{Store: w.Built.Store}, time.UTC).Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var reason string
+	if err := w.Built.Store.Pool.QueryRow(context.Background(), `SELECT row->>'due_reason' FROM compliance_announced
+		WHERE asset_id = $1 AND action_type = 'expert_control' AND state = 'overdue'`, hours).Scan(&reason); err != nil || reason != "usage" {
+		t.Errorf("announced: %q (%v)", reason, err)
+	}
+
+	// A usage interval names a meter and how much of it.
+	for field, u := range map[string]any{"usage.meter": map[string]any{"meter": "Hours", "every": 1},
+		"usage.every": map[string]any{"meter": "hours", "every": 0}} {
+		problem := w.Call(422, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "repair", "interval": "P1Y",
+			"first_due_after": "P0D", "usage": u}).JSON()
+		if !strings.Contains(must(problem["errors"]), `"`+field+`"`) {
+			t.Errorf("%v: %v, want a problem naming %s", u, problem, field)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // Plan is an inspection plan as every answer shows it.
@@ -33,6 +34,9 @@ type Plan struct {
 	FirstDueAfter string     `json:"first_due_after" db:"first_due_after"`
 	DueSoon       string     `json:"due_soon" db:"due_soon"`
 	Description   *string    `json:"description" db:"description"`
+	// Usage: the action also falls due once a meter has counted this much
+	// since the last action, whichever comes first (null: the calendar's).
+	Usage *due.Usage `json:"usage" db:"usage"`
 	model.Audit
 }
 
@@ -52,6 +56,7 @@ type PlanInput struct {
 	FirstDueAfter string      `json:"first_due_after"`
 	DueSoon       *string     `json:"due_soon"`
 	Description   *string     `json:"description"`
+	Usage         *due.Usage  `json:"usage"`
 }
 
 // Normalize checks every field and fills in due_soon.
@@ -73,6 +78,7 @@ func (in PlanInput) Normalize() (PlanInput, error) {
 	}
 	period(&v, "due_soon", *in.DueSoon)
 	in.Description = model.Optional(&v, "description", in.Description, descriptionLen)
+	in.Usage.Check(&v, "usage")
 	return in, v.Err()
 }
 
@@ -101,6 +107,7 @@ type PlanPatch struct {
 	FirstDueAfter model.PatchField[string]     `json:"first_due_after"`
 	DueSoon       model.PatchField[string]     `json:"due_soon"`
 	Description   model.PatchField[string]     `json:"description"`
+	Usage         model.PatchField[due.Usage]  `json:"usage"`
 }
 
 // Apply returns the input that results from patching p. asset_type_id
@@ -115,6 +122,7 @@ func (pp PlanPatch) Apply(p Plan) (PlanInput, error) {
 	pp.AssetID.ApplyOptional(&in.AssetID)
 	pp.DueSoon.ApplyOptional(&in.DueSoon)
 	pp.Description.ApplyOptional(&in.Description)
+	pp.Usage.ApplyOptional(&in.Usage)
 	if err := v.Err(); err != nil {
 		return in, err
 	}
@@ -123,7 +131,7 @@ func (pp PlanPatch) Apply(p Plan) (PlanInput, error) {
 
 func planInputOf(p Plan) PlanInput {
 	return PlanInput{ActionType: p.ActionType, AssetTypeID: model.OptionalID(p.AssetTypeID), AssetID: model.OptionalID(p.AssetID), Interval: p.Interval,
-		FirstDueAfter: p.FirstDueAfter, DueSoon: ptrTo(p.DueSoon), Description: p.Description}
+		FirstDueAfter: p.FirstDueAfter, DueSoon: ptrTo(p.DueSoon), Description: p.Description, Usage: p.Usage}
 }
 
 // planReferences are the asset type and the asset a plan names, each
@@ -252,7 +260,7 @@ func (b planBook) Covers(actionType string) bool {
 // The store's side.
 
 const planColumns = `p.id, p.action_type, p.asset_type_id, p.asset_id, p.interval_period, p.first_due_after, p.due_soon, p.description,
-	p.created_at, p.created_by, p.updated_at, p.updated_by`
+	p.created_at, p.created_by, p.updated_at, p.updated_by, ` + due.UsageColumn
 
 // planKeyLookup is the id of the plan holding an (action type, asset type)
 // key, $2 NULL every asset type's, or with an asset $3 its (action type,
@@ -282,9 +290,10 @@ func (s *Store) CreatePlan(ctx context.Context, by model.Caller, in PlanInput, c
 		var err error
 		p, err = store.One[Plan](ctx, tx, "insert inspection plan", "inspection plan", uuid.Nil,
 			`INSERT INTO inspection_plans AS p (id, action_type, asset_type_id, interval_period, first_due_after, due_soon,
-				description, created_by, updated_by, asset_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9) RETURNING `+planColumns,
+				description, created_by, updated_by, asset_id, usage_meter, usage_every)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11) RETURNING `+planColumns,
 			store.NewID(), in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, by.Subject,
-			in.AssetID.Ptr())
+			in.AssetID.Ptr(), due.MeterOf(in.Usage), due.EveryOf(in.Usage))
 		if err != nil {
 			return nil, err
 		}
@@ -348,8 +357,10 @@ func (s *Store) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, app
 				return nil, err
 			}
 			_, err := tx.Exec(ctx, `UPDATE inspection_plans SET action_type = $2, asset_type_id = $3, interval_period = $4,
-				first_due_after = $5, due_soon = $6, description = $7, updated_at = now(), updated_by = $8, asset_id = $9 WHERE id = $1`,
-				old.ID, in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, actor, in.AssetID.Ptr())
+				first_due_after = $5, due_soon = $6, description = $7, updated_at = now(), updated_by = $8, asset_id = $9,
+				usage_meter = $10, usage_every = $11 WHERE id = $1`,
+				old.ID, in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, actor, in.AssetID.Ptr(),
+				due.MeterOf(in.Usage), due.EveryOf(in.Usage))
 			return nil, store.Classify(err, "update inspection plan")
 		},
 		Representation: func(ctx context.Context, p Plan) (any, error) { return s.GetPlan(ctx, p.ID) },

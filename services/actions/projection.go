@@ -252,7 +252,8 @@ var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
 // would acknowledge it too), and one that cannot be read is logged and
 // passed over.
 func (p *Projection) Job(nc *nats.Conn, cfg outbox.Config, logger log.Logger) job.Job {
-	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset}, AckAll: true, Replaces: consumerNameBefore,
+	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset, outbox.KindMeterReading}, AckAll: true,
+		Replaces: consumerNameBefore,
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) {
 			for _, msg := range msgs {
 				if !p.handle(ctx, msg, logger) {
@@ -269,17 +270,23 @@ func (p *Projection) handle(ctx context.Context, msg jetstream.Msg, logger log.L
 	var e outbox.Event
 	err := json.Unmarshal(msg.Data(), &e)
 	ev, ok, err2 := assetEventOf(e)
-	if err != nil || err2 != nil {
+	reading, isReading, err3 := due.ReadingOf(e) // a meter reading: the usage of a plan's row
+	if err != nil || err2 != nil || err3 != nil {
 		level.Error(logger).Log("msg", "compliance projection: dropping an event it cannot read", "subject", msg.Subject(),
-			"err", errors.Join(err, err2))
+			"err", errors.Join(err, err2, err3))
 		return true
 	}
-	if !ok {
+	if !ok && !isReading {
 		return true
 	}
 	for {
 		apply, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := p.ApplyAsset(apply, ev)
+		var err error
+		if ok {
+			err = p.ApplyAsset(apply, ev)
+		} else {
+			err = p.due.ApplyReading(apply, reading)
+		}
 		cancel()
 		if err == nil {
 			break

@@ -20,12 +20,12 @@ CREATE TABLE plan_versions (
 
 CREATE INDEX plan_versions_type_idx ON plan_versions (action_type, known_until);
 
+-- The old row's columns by name, so that a column both tables gain later
+-- is kept without changing the function.
 CREATE FUNCTION keep_plan_version() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    INSERT INTO plan_versions (plan_id, action_type, asset_type_id, asset_id, interval_period, first_due_after, due_soon,
-        known_from, known_until)
-    VALUES (OLD.id, OLD.action_type, OLD.asset_type_id, OLD.asset_id, OLD.interval_period, OLD.first_due_after, OLD.due_soon,
-        OLD.updated_at, now());
+    INSERT INTO plan_versions SELECT * FROM jsonb_populate_record(NULL::plan_versions,
+        to_jsonb(OLD) || jsonb_build_object('plan_id', OLD.id, 'known_from', OLD.updated_at, 'known_until', now()));
     RETURN NULL;
 END $$;
 
@@ -34,6 +34,6 @@ CREATE TRIGGER inspection_plans_versions AFTER UPDATE OR DELETE ON inspection_pl
 
 ---- create above / drop below ----
 
-DROP TRIGGER inspection_plans_versions ON inspection_plans;
-DROP FUNCTION keep_plan_version();
+-- CASCADE: the trigger goes with its function.
+DROP FUNCTION keep_plan_version() CASCADE;
 DROP TABLE plan_versions;

@@ -121,7 +121,7 @@ type ComplianceRow struct {
 	Usage     *ComplianceUsage `json:"usage"`
 	// RolledUpState (ComplianceQuery.Components): the worst of State and
 	// the asset's components' states of the action type.
-	RolledUpState *string `json:"rolled_up_state,omitempty"`
+	RolledUpState *string `json:"rolled_up_state"`
 }
 
 // ComplianceQuery narrows GET /compliance; empty fields mean all. States

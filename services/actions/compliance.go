@@ -115,8 +115,9 @@ type ComplianceRow struct {
 	DueReason *string         `json:"due_reason"`
 	Usage     json.RawMessage `json:"usage"`
 	// RolledUpState (include=components): the worst of State and the
-	// asset's components' states of the action type (due.Worst).
-	RolledUpState *string `json:"rolled_up_state,omitempty"`
+	// asset's components' states of the action type (due.Worst); nil
+	// when not asked for.
+	RolledUpState *string `json:"rolled_up_state"`
 }
 
 // ComplianceFilter is GET /compliance's query. ActionTypes and States

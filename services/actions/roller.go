@@ -322,7 +322,8 @@ func rowStatesWhere(cond string) string {
 	return `SELECT k.asset_id, t.action_type, r.state, jsonb_build_object('asset_id', k.asset_id, 'asset_type_id', k.asset_type_id,
 			'action_type', t.action_type, 'state', r.state, 'due_date', r.due_date, 'valid_through', l.valid_through,
 			'last_action_id', l.action_id, 'last_performed_at', l.performed_at, 'status_ok', l.status_ok,
-			'status_use_ok', l.status_use_ok, 'due_reason', r.due_reason, 'usage', r.usage) AS row
+			'status_use_ok', l.status_use_ok, 'due_reason', r.due_reason, 'usage', r.usage,
+			'rolled_up_state', NULL) AS row
 	FROM known_assets k CROSS JOIN (SELECT name AS action_type, builtin FROM action_types) t
 	LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = t.action_type
 	` + due.StateJoins("t.action_type", "$1::date", "($1::date + coalesce(p.soon, interval '"+fmt.Sprint(DueWindow)+" days'))::date", "") + `

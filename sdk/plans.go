@@ -7,29 +7,53 @@ import (
 	"strconv"
 )
 
-// InspectionPlan says how often an action type falls due for an asset type
-// (AssetTypeID nil: every asset type without a plan of its own). Periods
+// InspectionPlan says how often an action type falls due for one asset
+// (AssetID), an asset type, or every asset type without a plan of its own
+// (both nil). Periods
 // are ISO 8601 durations of the calendar: P12M, P1Y, P6M, P30D.
 type InspectionPlan struct {
 	Version
-	ID            string  `json:"id"`
-	ActionType    string  `json:"action_type"`
-	AssetTypeID   *string `json:"asset_type_id"`
+	ID          string  `json:"id"`
+	ActionType  string  `json:"action_type"`
+	AssetTypeID *string `json:"asset_type_id"`
+	// AssetID: one asset's own plan, which wins over its type's.
+	AssetID       *string `json:"asset_id"`
 	Interval      string  `json:"interval"`
 	FirstDueAfter string  `json:"first_due_after"`
 	DueSoon       string  `json:"due_soon"`
 	Description   *string `json:"description"`
+	// Usage: the action also falls due once a meter has counted this much
+	// since the last action, whichever comes first (nil: the calendar's).
+	Usage *PlanUsage `json:"usage"`
 	Audit
+}
+
+// PlanUsage is a plan's usage interval: every Every of Meter (as the
+// asset's meter readings name it), "every 250 operating_hours".
+type PlanUsage struct {
+	Meter string  `json:"meter"`
+	Every float64 `json:"every"`
+}
+
+// ComplianceUsage is a row's usage figures under a usage interval.
+type ComplianceUsage struct {
+	Meter        string   `json:"meter"`
+	AtLastAction *float64 `json:"at_last_action"`
+	Now          *float64 `json:"now"`
+	Used         float64  `json:"used"`
+	Every        float64  `json:"every"`
 }
 
 // InspectionPlanInput is a plan's create body; DueSoon empty is P30D.
 type InspectionPlanInput struct {
-	ActionType    string `json:"action_type"`
-	AssetTypeID   string `json:"asset_type_id,omitempty"`
-	Interval      string `json:"interval"`
-	FirstDueAfter string `json:"first_due_after"`
-	DueSoon       string `json:"due_soon,omitempty"`
-	Description   string `json:"description,omitempty"`
+	ActionType    string     `json:"action_type"`
+	AssetTypeID   string     `json:"asset_type_id,omitempty"`
+	AssetID       string     `json:"asset_id,omitempty"`
+	Interval      string     `json:"interval"`
+	FirstDueAfter string     `json:"first_due_after"`
+	DueSoon       string     `json:"due_soon,omitempty"`
+	Description   string     `json:"description,omitempty"`
+	Usage         *PlanUsage `json:"usage,omitempty"`
 }
 
 // InspectionPlanPreset is a plan for a common regime, an example to start
@@ -91,6 +115,13 @@ type ComplianceRow struct {
 	LastPerformedAt *string `json:"last_performed_at"`
 	StatusOK        *bool   `json:"status_ok"`
 	StatusUseOK     *bool   `json:"status_use_ok"`
+	// DueReason is "date", or "usage" when only the plan's usage interval
+	// has passed; Usage the meter's figures under a usage interval.
+	DueReason *string          `json:"due_reason"`
+	Usage     *ComplianceUsage `json:"usage"`
+	// RolledUpState (ComplianceQuery.Components): the worst of State and
+	// the asset's components' states of the action type.
+	RolledUpState *string `json:"rolled_up_state"`
 }
 
 // ComplianceQuery narrows GET /compliance; empty fields mean all. States
@@ -102,7 +133,9 @@ type ComplianceQuery struct {
 	ActionTypes, States  []string
 	DueBefore            string
 	AsOf                 string
-	Limit                int // rows per page (0: the server's default)
+	// Components asks for each row's rolled_up_state (include=components).
+	Components bool
+	Limit      int // rows per page (0: the server's default)
 }
 
 func (q ComplianceQuery) values() url.Values {
@@ -116,6 +149,9 @@ func (q ComplianceQuery) values() url.Values {
 	set("asset_type_id", q.AssetTypeID)
 	set("due_before", q.DueBefore)
 	set("as_of", q.AsOf)
+	if q.Components {
+		v.Set("include", "components")
+	}
 	for _, t := range q.ActionTypes {
 		v.Add("action_type", t)
 	}

@@ -18,6 +18,7 @@ func TestComplianceQueryValues(t *testing.T) {
 			"action_type=repair&action_type=maintenance&due_before=2026-01-01&limit=5"},
 		{ComplianceQuery{AssetTypeID: "t", Limit: -1}, "asset_type_id=t"},
 		{ComplianceQuery{AssetID: "a", AsOf: "2025-03-14"}, "as_of=2025-03-14&asset_id=a"},
+		{ComplianceQuery{AssetID: "a", Components: true}, "asset_id=a&include=components"},
 	} {
 		got, err := url.QueryUnescape(tc.q.values().Encode())
 		if err != nil || got != tc.want {

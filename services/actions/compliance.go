@@ -9,6 +9,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // The states of a compliance row, in the contract's precedence.
@@ -107,6 +109,15 @@ type ComplianceRow struct {
 	LastPerformedAt *model.Date `json:"last_performed_at"`
 	StatusOK        *bool       `json:"status_ok"`
 	StatusUseOK     *bool       `json:"status_use_ok"`
+	// DueReason says what makes the row due: "date", or "usage" when only
+	// its plan's usage interval has passed (nil without a due date);
+	// Usage is that interval's figures (null without one).
+	DueReason *string         `json:"due_reason"`
+	Usage     json.RawMessage `json:"usage"`
+	// RolledUpState (include=components): the worst of State and the
+	// asset's components' states of the action type (due.Worst); nil
+	// when not asked for.
+	RolledUpState *string `json:"rolled_up_state"`
 }
 
 // ComplianceFilter is GET /compliance's query. ActionTypes and States
@@ -117,8 +128,11 @@ type ComplianceFilter struct {
 	DueBefore            *model.Date
 	// AsOf asks for the rows as the registry knew them at the end of that
 	// day (UTC), their states on that day.
-	AsOf   *model.Date
-	seenBy string // the organization a bound caller reads as: the rows of assets it sees
+	AsOf *model.Date
+	// Components (include=components) gives each row its rolled-up state.
+	Components bool
+	seenBy     string      // the organization a bound caller reads as: the rows of assets it sees
+	among      []uuid.UUID // only these assets' rows (a page's components)
 }
 
 // complianceQuery is a filter made definite: the types and states in their
@@ -277,8 +291,10 @@ type complianceRecord struct {
 	Class        *string     `db:"class"`
 	// A planned type's branch says the due date and state itself (NULL
 	// in the others: StateOf decides from the latest).
-	DueDate *model.Date `db:"due_date"`
-	State   *string     `db:"state"`
+	DueDate   *model.Date     `db:"due_date"`
+	State     *string         `db:"state"`
+	DueReason *string         `db:"due_reason"`
+	Usage     json.RawMessage `db:"usage"`
 }
 
 // Compliance reads one page of q in asset order, then action type.
@@ -312,8 +328,11 @@ func (s *Store) Compliance(ctx context.Context, q complianceQuery, page model.Pa
 			row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
 		}
 		row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
+		if row.DueDate != nil {
+			row.DueReason = ptrTo("date")
+		}
 		if r.State != nil {
-			row.State, row.DueDate = *r.State, r.DueDate
+			row.State, row.DueDate, row.DueReason, row.Usage = *r.State, r.DueDate, r.DueReason, r.Usage
 		}
 		out = append(out, row)
 	}
@@ -390,6 +409,9 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 			if q.AssetTypeID != nil {
 				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
 			}
+			if q.among != nil {
+				f += " AND " + asset + " = ANY(" + param("among", q.among) + ")"
+			}
 			f += visibleFilter(q.seenBy, asset, param)
 			return f
 		}
@@ -447,19 +469,19 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 // latestColumns are a branch's columns of latest_actions l (NULL without
 // a row) and the due date and state r of a planned type's rows (NULL in
 // the others, noPlan).
-const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class, r.due_date, r.state`
+const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class, r.due_date, r.state,
+	r.due_reason, r.usage`
 
 // noPlan is the r of a type no plan is for: StateOf decides.
-const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state) r`
+const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state, NULL::text AS due_reason, NULL::jsonb AS usage) r`
 
 // plannedBranch is the branch of an action type some inspection plan is
 // for: it walks the assets in order as the never branch does, finds each
-// one's plan (its asset type's own, else the type's for every asset type,
-// else none), and computes the due date and the state in SQL, so that the
-// state filter is applied before the page's limit. PostgreSQL's date +
-// interval adds the months first, clamping to the month's end, then the
-// days: model.Period.AddTo's rule. A row no plan applies to gets the
-// state StateOf would give it.
+// one's plan (due.StateJoins: the asset's own, else its asset type's,
+// else the type's for every asset type, else none; for an as_of day the
+// plans as they were at its end), and computes the due date and the state
+// in SQL, so that the state filter is applied before the page's limit. A
+// row no plan applies to gets the state StateOf would give it.
 //
 // A page of a state that few rows are in reads as many assets as it takes
 // to fill it (the dates depend on the plan, so no index holds them); a
@@ -474,21 +496,22 @@ func plannedBranch(literal string, q complianceQuery, keyset, filters string, li
 	if len(q.States) != len(States) {
 		where = " AND r.state = ANY(" + param("states", q.States) + "::text[])"
 	}
-	latest, live := "latest_actions l ON l.asset_id = k.asset_id AND l.action_type = "+literal, "NOT k.deleted"
+	latest, live, plansAt := "latest_actions l ON l.asset_id = k.asset_id AND l.action_type = "+literal, "NOT k.deleted", ""
 	if q.AsOf != nil {
 		// Ids and event ids are UUIDv7: an asset registered by the end of
 		// the day has an id below the day's end, one deleted after it a
 		// tombstone whose event id is not.
 		end := time.Date(q.AsOf.Year, q.AsOf.Month, q.AsOf.Day+1, 0, 0, 0, 0, time.UTC)
 		bound := param("as_of_bound", uuidAt(end))
-		latest = "LATERAL (" + latestKnownSQL(literal, param("as_of_end", end)) + ") l ON true"
+		plansAt = param("as_of_end", end)
+		latest = "LATERAL (" + latestKnownSQL(literal, plansAt) + ") l ON true"
 		live = "k.asset_id < " + bound + " AND (NOT k.deleted OR k.event_id >= " + bound + ")"
 	}
 	return fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM known_assets k LEFT JOIN %[7]s
 	%[2]s
 	WHERE %[8]s AND %[3]s%[4]s%[5]s ORDER BY k.asset_id LIMIT %[6]d)`,
-		literal, planStateJoins(literal, today, dueBefore), keyset, filters, where, limit, latest, live)
+		literal, due.StateJoins(literal, today, dueBefore, plansAt), keyset, filters, where, limit, latest, live)
 }
 
 // latestKnownSQL is the latest finalized action of known_assets k's
@@ -508,28 +531,6 @@ func latestKnownSQL(actionType, end string) string {
 					AND known_from < %[2]s AND known_until >= %[2]s
 				ORDER BY performed_at DESC, action_id DESC LIMIT 1)) v
 		ORDER BY v.performed_at DESC, v.action_id DESC LIMIT 1`, actionType, end)
-}
-
-// planStateJoins finds the plan p of known_assets k's row of actionType
-// (latest_actions l: its latest) and computes its due date and state r on
-// the day today with dueBefore (SQL expressions, dueBefore may use
-// p.soon, the plan's due-soon window).
-func planStateJoins(actionType, today, dueBefore string) string {
-	return fmt.Sprintf(`LEFT JOIN LATERAL (SELECT p.interval_period::interval AS every, p.first_due_after::interval AS first,
-			p.due_soon::interval AS soon
-		FROM inspection_plans p WHERE p.action_type = %[1]s AND (p.asset_type_id = k.asset_type_id OR p.asset_type_id IS NULL)
-		ORDER BY p.asset_type_id IS NULL LIMIT 1) p ON true
-	CROSS JOIN LATERAL (SELECT CASE
-			WHEN l.asset_id IS NULL THEN (registered_on(k.asset_id) + p.first)::date
-			WHEN l.valid_through IS NOT NULL THEN l.valid_through
-			ELSE (l.performed_at + p.every)::date END AS due_date) d
-	CROSS JOIN LATERAL (SELECT d.due_date, CASE
-			WHEN l.asset_id IS NULL THEN CASE WHEN d.due_date < %[2]s THEN 'overdue' ELSE 'never' END
-			WHEN l.class = 'failed' THEN 'failed'
-			WHEN d.due_date IS NULL THEN 'open_ended'
-			WHEN d.due_date < %[2]s THEN 'overdue'
-			WHEN d.due_date < %[3]s THEN 'due'
-			ELSE 'valid' END AS state) r`, actionType, today, dueBefore)
 }
 
 // ComplianceSQL is the page query of f on the day today with its

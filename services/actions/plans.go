@@ -17,6 +17,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // Plan is an inspection plan as every answer shows it.
@@ -25,11 +26,17 @@ type Plan struct {
 	ActionType string    `json:"action_type" db:"action_type"`
 	// AssetTypeID nil: every asset type without a plan of its own for the
 	// action type.
-	AssetTypeID   *uuid.UUID `json:"asset_type_id" db:"asset_type_id"`
+	AssetTypeID *uuid.UUID `json:"asset_type_id" db:"asset_type_id"`
+	// AssetID: this asset's own plan, which wins over its type's (and the
+	// plan for every asset type) of the same action type.
+	AssetID       *uuid.UUID `json:"asset_id" db:"asset_id"`
 	Interval      string     `json:"interval" db:"interval_period"`
 	FirstDueAfter string     `json:"first_due_after" db:"first_due_after"`
 	DueSoon       string     `json:"due_soon" db:"due_soon"`
 	Description   *string    `json:"description" db:"description"`
+	// Usage: the action also falls due once a meter has counted this much
+	// since the last action, whichever comes first (null: the calendar's).
+	Usage *due.Usage `json:"usage" db:"usage"`
 	model.Audit
 }
 
@@ -44,10 +51,12 @@ const descriptionLen = 1000
 type PlanInput struct {
 	ActionType    string      `json:"action_type"`
 	AssetTypeID   *model.UUID `json:"asset_type_id"`
+	AssetID       *model.UUID `json:"asset_id"`
 	Interval      string      `json:"interval"`
 	FirstDueAfter string      `json:"first_due_after"`
 	DueSoon       *string     `json:"due_soon"`
 	Description   *string     `json:"description"`
+	Usage         *due.Usage  `json:"usage"`
 }
 
 // Normalize checks every field and fills in due_soon.
@@ -56,6 +65,9 @@ func (in PlanInput) Normalize() (PlanInput, error) {
 	requiredType(&v, in.ActionType)
 	if in.AssetTypeID != nil {
 		model.RequiredID(&v, "asset_type_id", *in.AssetTypeID)
+	}
+	if in.AssetID != nil {
+		model.RequiredID(&v, "asset_id", *in.AssetID)
 	}
 	if p, ok := period(&v, "interval", in.Interval); ok && p.IsZero() {
 		v.Add("interval", "must be longer than no time at all")
@@ -66,6 +78,7 @@ func (in PlanInput) Normalize() (PlanInput, error) {
 	}
 	period(&v, "due_soon", *in.DueSoon)
 	in.Description = model.Optional(&v, "description", in.Description, descriptionLen)
+	in.Usage.Check(&v, "usage")
 	return in, v.Err()
 }
 
@@ -89,10 +102,12 @@ func ptrTo[T any](v T) *T { return &v }
 type PlanPatch struct {
 	ActionType    model.PatchField[string]     `json:"action_type"`
 	AssetTypeID   model.PatchField[model.UUID] `json:"asset_type_id"`
+	AssetID       model.PatchField[model.UUID] `json:"asset_id"`
 	Interval      model.PatchField[string]     `json:"interval"`
 	FirstDueAfter model.PatchField[string]     `json:"first_due_after"`
 	DueSoon       model.PatchField[string]     `json:"due_soon"`
 	Description   model.PatchField[string]     `json:"description"`
+	Usage         model.PatchField[due.Usage]  `json:"usage"`
 }
 
 // Apply returns the input that results from patching p. asset_type_id
@@ -104,8 +119,10 @@ func (pp PlanPatch) Apply(p Plan) (PlanInput, error) {
 	model.Keep(&v, "interval", pp.Interval, &in.Interval)
 	model.Keep(&v, "first_due_after", pp.FirstDueAfter, &in.FirstDueAfter)
 	pp.AssetTypeID.ApplyOptional(&in.AssetTypeID)
+	pp.AssetID.ApplyOptional(&in.AssetID)
 	pp.DueSoon.ApplyOptional(&in.DueSoon)
 	pp.Description.ApplyOptional(&in.Description)
+	pp.Usage.ApplyOptional(&in.Usage)
 	if err := v.Err(); err != nil {
 		return in, err
 	}
@@ -113,24 +130,34 @@ func (pp PlanPatch) Apply(p Plan) (PlanInput, error) {
 }
 
 func planInputOf(p Plan) PlanInput {
-	return PlanInput{ActionType: p.ActionType, AssetTypeID: model.OptionalID(p.AssetTypeID), Interval: p.Interval,
-		FirstDueAfter: p.FirstDueAfter, DueSoon: ptrTo(p.DueSoon), Description: p.Description}
+	return PlanInput{ActionType: p.ActionType, AssetTypeID: model.OptionalID(p.AssetTypeID), AssetID: model.OptionalID(p.AssetID), Interval: p.Interval,
+		FirstDueAfter: p.FirstDueAfter, DueSoon: ptrTo(p.DueSoon), Description: p.Description, Usage: p.Usage}
 }
 
-// planReferences is the asset type a plan names, asked again only when a
-// patch changes it.
+// planReferences are the asset type and the asset a plan names, each
+// asked again only when a patch changes it.
 func planReferences(in PlanInput, old *Plan) []refs.Target {
-	id := in.AssetTypeID.Ptr()
-	if id == nil || (old != nil && old.AssetTypeID != nil && *old.AssetTypeID == *id) {
-		return nil
+	var was Plan
+	if old != nil {
+		was = *old
 	}
-	return []refs.Target{{Field: "asset_type_id", Kind: "asset_type", ID: *id}}
+	var targets []refs.Target
+	for _, r := range []struct {
+		field, kind string
+		id, old     *uuid.UUID
+	}{{"asset_type_id", "asset_type", in.AssetTypeID.Ptr(), was.AssetTypeID}, {"asset_id", "asset", in.AssetID.Ptr(), was.AssetID}} {
+		if r.id != nil && (r.old == nil || *r.old != *r.id) {
+			targets = append(targets, refs.Target{Field: r.field, Kind: r.kind, ID: *r.id})
+		}
+	}
+	return targets
 }
 
 // PlanFilter narrows a list of plans.
 type PlanFilter struct {
 	ActionType  *string
 	AssetTypeID *uuid.UUID
+	AssetID     *uuid.UUID
 }
 
 // Preset is a plan an operator can load for a common regime: a starting
@@ -193,6 +220,9 @@ type planBook struct {
 func newPlanBook(plans []Plan) (planBook, error) {
 	b := planBook{own: map[string]map[uuid.UUID]schedule{}, every: map[string]schedule{}}
 	for _, p := range plans {
+		if p.AssetID != nil {
+			continue // one asset's own: GET /compliance's query finds it
+		}
 		s, err := scheduleOf(p)
 		if err != nil {
 			return b, err
@@ -229,14 +259,19 @@ func (b planBook) Covers(actionType string) bool {
 
 // The store's side.
 
-const planColumns = `p.id, p.action_type, p.asset_type_id, p.interval_period, p.first_due_after, p.due_soon, p.description,
-	p.created_at, p.created_by, p.updated_at, p.updated_by`
+const planColumns = `p.id, p.action_type, p.asset_type_id, p.asset_id, p.interval_period, p.first_due_after, p.due_soon, p.description,
+	p.created_at, p.created_by, p.updated_at, p.updated_by, ` + due.UsageColumn
 
 // planKeyLookup is the id of the plan holding an (action type, asset type)
-// key; $2 NULL is every asset type's.
-const planKeyLookup = `SELECT id FROM inspection_plans WHERE action_type = $1 AND asset_type_id IS NOT DISTINCT FROM $2`
+// key, $2 NULL every asset type's, or with an asset $3 its (action type,
+// asset) key.
+const planKeyLookup = `SELECT id FROM inspection_plans WHERE action_type = $1 AND CASE WHEN $3::uuid IS NULL
+	THEN asset_id IS NULL AND asset_type_id IS NOT DISTINCT FROM $2 ELSE asset_id = $3 END`
 
 func planDuplicate(in PlanInput) string {
+	if id := in.AssetID.Ptr(); id != nil {
+		return fmt.Sprintf("asset %s has a plan of its own for %s already", *id, in.ActionType)
+	}
 	if id := in.AssetTypeID.Ptr(); id != nil {
 		return fmt.Sprintf("asset type %s has a plan for %s already", *id, in.ActionType)
 	}
@@ -255,15 +290,17 @@ func (s *Store) CreatePlan(ctx context.Context, by model.Caller, in PlanInput, c
 		var err error
 		p, err = store.One[Plan](ctx, tx, "insert inspection plan", "inspection plan", uuid.Nil,
 			`INSERT INTO inspection_plans AS p (id, action_type, asset_type_id, interval_period, first_due_after, due_soon,
-				description, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING `+planColumns,
-			store.NewID(), in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, by.Subject)
+				description, created_by, updated_by, asset_id, usage_meter, usage_every)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11) RETURNING `+planColumns,
+			store.NewID(), in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, by.Subject,
+			in.AssetID.Ptr(), due.MeterOf(in.Usage), due.EveryOf(in.Usage))
 		if err != nil {
 			return nil, err
 		}
 		p = utcAudit(p)
 		return nil, s.Record(ctx, tx, by, outbox.Created(outbox.KindInspectionPlan, p.ID.String(), p))
 	})
-	return p, s.Duplicate(ctx, err, planDuplicate(in), planKeyLookup, in.ActionType, in.AssetTypeID.Ptr())
+	return p, s.Duplicate(ctx, err, planDuplicate(in), planKeyLookup, in.ActionType, in.AssetTypeID.Ptr(), in.AssetID.Ptr())
 }
 
 // GetPlan reads a plan.
@@ -278,6 +315,7 @@ func (s *Store) ListPlans(ctx context.Context, f PlanFilter, page model.Page) (m
 	var where store.Filter
 	store.Equal(&where, "action_type", f.ActionType)
 	store.Equal(&where, "asset_type_id", f.AssetTypeID)
+	store.Equal(&where, "asset_id", f.AssetID)
 	paged, err := store.List(ctx, s.DB(ctx), "list inspection plans", `SELECT `+planColumns+` FROM inspection_plans p`,
 		where, page, func(p Plan) uuid.UUID { return p.ID })
 	for i := range paged.Items {
@@ -319,8 +357,10 @@ func (s *Store) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, app
 				return nil, err
 			}
 			_, err := tx.Exec(ctx, `UPDATE inspection_plans SET action_type = $2, asset_type_id = $3, interval_period = $4,
-				first_due_after = $5, due_soon = $6, description = $7, updated_at = now(), updated_by = $8 WHERE id = $1`,
-				old.ID, in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, actor)
+				first_due_after = $5, due_soon = $6, description = $7, updated_at = now(), updated_by = $8, asset_id = $9,
+				usage_meter = $10, usage_every = $11 WHERE id = $1`,
+				old.ID, in.ActionType, in.AssetTypeID.Ptr(), in.Interval, in.FirstDueAfter, *in.DueSoon, in.Description, actor, in.AssetID.Ptr(),
+				due.MeterOf(in.Usage), due.EveryOf(in.Usage))
 			return nil, store.Classify(err, "update inspection plan")
 		},
 		Representation: func(ctx context.Context, p Plan) (any, error) { return s.GetPlan(ctx, p.ID) },
@@ -328,7 +368,7 @@ func (s *Store) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, app
 		ID:             func(p Plan) uuid.UUID { return p.ID },
 	}
 	in, err := updater.Update(ctx, s.Store, g, id, apply)
-	return s.Duplicate(ctx, err, planDuplicate(in), planKeyLookup, in.ActionType, in.AssetTypeID.Ptr())
+	return s.Duplicate(ctx, err, planDuplicate(in), planKeyLookup, in.ActionType, in.AssetTypeID.Ptr(), in.AssetID.Ptr())
 }
 
 // DeletePlan is the write that removes a plan (its rows fall back to the
@@ -369,6 +409,9 @@ func (s *service) CreatePlan(ctx context.Context, by model.Caller, in PlanInput)
 	if err == nil {
 		err = s.types.Check(ctx, "action_type", in.ActionType)
 	}
+	if err == nil {
+		err = s.assetOfType(ctx, in)
+	}
 	if err != nil {
 		return Plan{}, err
 	}
@@ -395,6 +438,9 @@ func (s *service) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, p
 		if err == nil && in.ActionType != old.ActionType {
 			err = s.types.Check(ctx, "action_type", in.ActionType)
 		}
+		if err == nil {
+			err = s.assetOfType(ctx, in)
+		}
 		return in, err
 	}
 	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
@@ -408,6 +454,22 @@ func (s *service) UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, p
 func (s *service) DeletePlan(ctx context.Context, g model.Guard, id uuid.UUID) error {
 	current := func(ctx context.Context) (any, error) { return s.store.GetPlan(ctx, id) }
 	return s.refs.DeleteRow(ctx, g, "inspection_plan", "inspection_plans", id, current, s.store.DeletePlan(id))
+}
+
+// assetOfType refuses a plan that names an asset and an asset type that
+// is not the asset's (as the compliance projection knows it): a 422 on
+// asset_type_id.
+func (s *service) assetOfType(ctx context.Context, in PlanInput) error {
+	asset, assetType := in.AssetID.Ptr(), in.AssetTypeID.Ptr()
+	if asset == nil || assetType == nil {
+		return nil
+	}
+	known, err := s.due.AssetTypeOf(ctx, *asset)
+	if err != nil || known == nil || *known == *assetType {
+		return err
+	}
+	return apperr.Invalid(apperr.FieldError{Field: "asset_type_id",
+		Message: fmt.Sprintf("is not the type of asset %s, which is of type %s", *asset, *known)})
 }
 
 func (s *service) PlanPresets(context.Context) ([]Preset, error) { return Presets, nil }

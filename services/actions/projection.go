@@ -26,6 +26,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // assetsProjection names the projection's row in projection_floor.
@@ -41,6 +42,9 @@ type assetEvent struct {
 	// OwnerChanged says an update changed it.
 	Owner        string
 	OwnerChanged bool
+	// Parent is the asset's parent_asset_id after the change (nil: none,
+	// or deleted).
+	Parent *uuid.UUID
 }
 
 // assetEventOf reads an asset event off the wire; ok is false for events of
@@ -61,13 +65,14 @@ func assetEventOf(e outbox.Event) (ev assetEvent, ok bool, err error) {
 		return ev, true, nil
 	}
 	var data struct {
-		AssetTypeID uuid.UUID `json:"asset_type_id"`
-		Owner       *string   `json:"owner_organization_id"`
+		AssetTypeID uuid.UUID  `json:"asset_type_id"`
+		Owner       *string    `json:"owner_organization_id"`
+		Parent      *uuid.UUID `json:"parent_asset_id"`
 	}
 	if err := json.Unmarshal(e.Data, &data); err != nil || data.AssetTypeID == uuid.Nil {
 		return ev, false, fmt.Errorf("asset event %s: data has no asset_type_id", e.ID)
 	}
-	ev.AssetTypeID = data.AssetTypeID
+	ev.AssetTypeID, ev.Parent = data.AssetTypeID, data.Parent
 	if data.Owner != nil {
 		ev.Owner = *data.Owner
 	}
@@ -90,11 +95,12 @@ func cutType(t string) (kind, op string, ok bool) {
 type Projection struct {
 	store  *Store
 	access *access.Store
+	due    *due.Store // parent links, meter readings
 }
 
 // NewProjection returns the projection over the actions store.
 func NewProjection(s *Store) *Projection {
-	return &Projection{store: s, access: access.New(s.Store, nil).Store()}
+	return &Projection{store: s, access: access.New(s.Store, nil).Store(), due: due.NewStore(s.Store)}
 }
 
 // ApplyAsset applies one asset event. It is idempotent and indifferent to
@@ -125,6 +131,9 @@ func (p *Projection) ApplyAsset(ctx context.Context, ev assetEvent) error {
 	}
 	if _, err := p.store.Pool.Exec(ctx, sql, ev.AssetID, typeID, ev.ID); err != nil {
 		return store.Classify(err, "apply asset event")
+	}
+	if err := p.due.ApplyParent(ctx, ev.ID, ev.AssetID, ev.Parent); err != nil {
+		return err
 	}
 	// An asset no action names yet is filtered right from its creation
 	// on: the copy learns its owner at version 0, which never overwrites
@@ -243,7 +252,8 @@ var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
 // would acknowledge it too), and one that cannot be read is logged and
 // passed over.
 func (p *Projection) Job(nc *nats.Conn, cfg outbox.Config, logger log.Logger) job.Job {
-	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset}, AckAll: true, Replaces: consumerNameBefore,
+	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset, outbox.KindMeterReading}, AckAll: true,
+		Replaces: consumerNameBefore,
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) {
 			for _, msg := range msgs {
 				if !p.handle(ctx, msg, logger) {
@@ -260,17 +270,23 @@ func (p *Projection) handle(ctx context.Context, msg jetstream.Msg, logger log.L
 	var e outbox.Event
 	err := json.Unmarshal(msg.Data(), &e)
 	ev, ok, err2 := assetEventOf(e)
-	if err != nil || err2 != nil {
+	reading, isReading, err3 := due.ReadingOf(e) // a meter reading: the usage of a plan's row
+	if err != nil || err2 != nil || err3 != nil {
 		level.Error(logger).Log("msg", "compliance projection: dropping an event it cannot read", "subject", msg.Subject(),
-			"err", errors.Join(err, err2))
+			"err", errors.Join(err, err2, err3))
 		return true
 	}
-	if !ok {
+	if !ok && !isReading {
 		return true
 	}
 	for {
 		apply, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := p.ApplyAsset(apply, ev)
+		var err error
+		if ok {
+			err = p.ApplyAsset(apply, ev)
+		} else {
+			err = p.due.ApplyReading(apply, reading)
+		}
 		cancel()
 		if err == nil {
 			break

@@ -28,6 +28,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // RollerActor is the actor of the transitions no client's write made: a
@@ -257,7 +258,7 @@ func announce(ctx context.Context, tx pgx.Tx, today model.Date, ids []uuid.UUID,
 			coalesce((SELECT row FROM compliance_announced o WHERE o.asset_id = a.asset_id AND o.action_type = a.action_type),
 				jsonb_build_object('asset_id', a.asset_id, 'asset_type_id', a.row->'asset_type_id', 'action_type', a.action_type,
 					'state', 'never', 'due_date', NULL, 'valid_through', NULL, 'last_action_id', NULL, 'last_performed_at', NULL,
-					'status_ok', NULL, 'status_use_ok', NULL)) AS before`, today, ids)
+					'status_ok', NULL, 'status_use_ok', NULL, 'due_reason', NULL, 'usage', NULL)) AS before`, today, ids)
 	if err != nil {
 		return 0, store.Classify(err, "announce compliance rows")
 	}
@@ -321,9 +322,10 @@ func rowStatesWhere(cond string) string {
 	return `SELECT k.asset_id, t.action_type, r.state, jsonb_build_object('asset_id', k.asset_id, 'asset_type_id', k.asset_type_id,
 			'action_type', t.action_type, 'state', r.state, 'due_date', r.due_date, 'valid_through', l.valid_through,
 			'last_action_id', l.action_id, 'last_performed_at', l.performed_at, 'status_ok', l.status_ok,
-			'status_use_ok', l.status_use_ok) AS row
+			'status_use_ok', l.status_use_ok, 'due_reason', r.due_reason, 'usage', r.usage,
+			'rolled_up_state', NULL) AS row
 	FROM known_assets k CROSS JOIN (SELECT name AS action_type, builtin FROM action_types) t
 	LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = t.action_type
-	` + planStateJoins("t.action_type", "$1::date", "($1::date + coalesce(p.soon, interval '"+fmt.Sprint(DueWindow)+" days'))::date") + `
+	` + due.StateJoins("t.action_type", "$1::date", "($1::date + coalesce(p.soon, interval '"+fmt.Sprint(DueWindow)+" days'))::date", "") + `
 	WHERE NOT k.deleted AND (t.builtin OR p.every IS NOT NULL OR l.asset_id IS NOT NULL) AND ` + cond
 }

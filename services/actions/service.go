@@ -18,6 +18,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // Service is what the actions service does. Errors are *apperr.Error.
@@ -80,6 +81,7 @@ type service struct {
 	// tenancy is asked for callers bound to an organization only
 	// (tenancy.go).
 	tenancy Tenancy
+	due     *due.Store // plans per asset, components, usage
 }
 
 // NewService returns the service over store; the action types a write may
@@ -87,7 +89,7 @@ type service struct {
 // caller bound to an organization sees and records on.
 func NewService(store *Store, t Tenancy) Service {
 	return &service{store: store, refs: store.refs, today: model.Today,
-		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store)), tenancy: t}
+		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store)), tenancy: t, due: due.NewStore(store.Store)}
 }
 
 // actionReferences are the references an action makes that must exist: its
@@ -480,5 +482,10 @@ func (s *service) Compliance(ctx context.Context, by model.Caller, f ComplianceF
 	if err != nil {
 		return model.Paged[ComplianceRow]{}, err
 	}
-	return s.store.Compliance(ctx, f.definite(s.today(), planned, types), page)
+	q := f.definite(s.today(), planned, types)
+	paged, err := s.store.Compliance(ctx, q, page)
+	if err != nil || !f.Components {
+		return paged, err
+	}
+	return paged, s.rollUp(ctx, q, paged.Items)
 }

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
@@ -47,8 +48,8 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 }
 
 func decodeListPlans(r *http.Request) (httpx.ListRequest[PlanFilter], error) {
-	q := httpx.ParseQuery(r, "limit", "cursor", "action_type", "asset_type_id")
-	f := PlanFilter{ActionType: q.String("action_type"), AssetTypeID: q.UUID("asset_type_id")}
+	q := httpx.ParseQuery(r, "limit", "cursor", "action_type", "asset_type_id", "asset_id")
+	f := PlanFilter{ActionType: q.String("action_type"), AssetTypeID: q.UUID("asset_type_id"), AssetID: q.UUID("asset_id")}
 	return httpx.ListRequest[PlanFilter]{Filter: f, Page: q.Page()}, q.Err()
 }
 
@@ -89,12 +90,13 @@ func decodeActionsBatch(r *http.Request) (actionsBatch, error) {
 // decodeCompliance reads GET /compliance's filters; action_type and state
 // may repeat.
 func decodeCompliance(r *http.Request) (httpx.ListRequest[ComplianceFilter], error) {
-	q := httpx.ParseQueryRepeating(r, []string{"action_type", "state"}, "limit", "cursor", "asset_id", "asset_type_id", "action_type", "state",
-		"due_before", "as_of")
+	q := httpx.ParseQueryRepeating(r, []string{"action_type", "state", "include"}, "limit", "cursor", "asset_id", "asset_type_id",
+		"action_type", "state", "due_before", "as_of", "include")
 	f := ComplianceFilter{
 		AssetID: q.UUID("asset_id"), AssetTypeID: q.UUID("asset_type_id"),
 		ActionTypes: q.Strings("action_type"), States: q.Enums("state", States),
 		DueBefore: q.Date("due_before"), AsOf: q.Date("as_of"),
+		Components: slices.Contains(q.Enums("include", []string{"components"}), "components"),
 	}
 	return httpx.ListRequest[ComplianceFilter]{Filter: f, Page: q.Page()}, q.Err()
 }

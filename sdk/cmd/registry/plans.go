@@ -15,7 +15,7 @@ import (
 // update, delete; presets, load). Writing one needs registry:admin.
 func (a *app) plansCommand() *ffcli.Command {
 	c := func() *registry.Client { return a.c }
-	var assetType string
+	var assetType, asset string
 	return resource(a, "plans", "inspection plans: list, get, create, update, delete, presets, load (writes need registry:admin)",
 		func(ctx context.Context, f registry.Filter) iterPlan { return c().ListInspectionPlans(ctx, f) },
 		func(ctx context.Context, id string) (*registry.InspectionPlan, error) {
@@ -38,9 +38,10 @@ func (a *app) plansCommand() *ffcli.Command {
 				}
 				return a.print("presets", ps)
 			}),
-		a.leaf("plans load", "plans load PRESET [-asset-type ID]", "create a plan from a preset, for an asset type or every asset type", 1, 1,
+		a.leaf("plans load", "plans load PRESET [-asset-type ID] [-asset ID]", "create a plan from a preset, for one asset, an asset type or every asset type", 1, 1,
 			func(fs *flag.FlagSet) {
 				fs.StringVar(&assetType, "asset-type", "", "the asset type's id (default: every asset type)")
+				fs.StringVar(&asset, "asset", "", "one asset's id: its own plan, which wins over its type's")
 			},
 			func(ctx context.Context, args []string) error {
 				ps, err := c().InspectionPlanPresets(ctx)
@@ -50,7 +51,9 @@ func (a *app) plansCommand() *ffcli.Command {
 				var names []string
 				for _, p := range ps {
 					if p.Name == args[0] {
-						plan, err := c().CreateInspectionPlan(ctx, p.Input(assetType))
+						in := p.Input(assetType)
+						in.AssetID = asset
+						plan, err := c().CreateInspectionPlan(ctx, in)
 						if err != nil {
 							return err
 						}
@@ -68,7 +71,7 @@ func (a *app) plansCommand() *ffcli.Command {
 func (a *app) complianceCommand() *ffcli.Command {
 	var q registry.ComplianceQuery
 	var limit int
-	return a.leaf("compliance", "compliance [-asset ID] [-asset-type ID] [-action-type T ...] [-state S ...] [-due-before D] [-as-of D] [-limit N] [-output table]",
+	return a.leaf("compliance", "compliance [-asset ID] [-asset-type ID] [-action-type T ...] [-state S ...] [-due-before D] [-as-of D] [-components] [-limit N] [-output table]",
 		"what is due, per asset and action type, in asset creation order", 0, 0,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&q.AssetID, "asset", "", "only this asset's rows")
@@ -77,6 +80,7 @@ func (a *app) complianceCommand() *ffcli.Command {
 			fs.Var((*repeated)(&q.States), "state", "never, failed, open_ended, overdue, due or valid; repeatable")
 			fs.StringVar(&q.DueBefore, "due-before", "", "YYYY-MM-DD: what falls due before it is due (default: today + the plan's due_soon, or 30 days)")
 			fs.StringVar(&q.AsOf, "as-of", "", "YYYY-MM-DD: the rows as the registry knew them at the end of that day (UTC), their states on that day")
+			fs.BoolVar(&q.Components, "components", false, "also each row's rolled_up_state: the worst of its state and its components' (include=components)")
 			fs.IntVar(&limit, "limit", 0, "at most this many rows (0: all)")
 		},
 		func(ctx context.Context, _ []string) error {

@@ -172,7 +172,7 @@ type Preset struct {
 	DueSoon       string `json:"due_soon"`
 }
 
-// Presets are the plans GET /inspection_plans/presets offers (docs/api.md
+// Presets are the plans GET /inspection_plans/presets offers (docs/compliance.md
 // lists them with the same caveat).
 var Presets = []Preset{
 	{Name: "lifting-equipment-12m", ActionType: "expert_control", Interval: "P12M", FirstDueAfter: "P0D", DueSoon: "P30D",

@@ -23,8 +23,7 @@ type Asset struct {
 	// ParentAssetID is the asset this one is a component of (null: none).
 	ParentAssetID *uuid.UUID `json:"parent_asset_id" db:"parent_asset_id"`
 	// OwnerOrganizationID is the organization that holds the asset (null:
-	// none, the asset is shared with every client); see docs/api.md,
-	// "Tenancy".
+	// none, the asset is shared with every client); see docs/tenancy.md.
 	OwnerOrganizationID *uuid.UUID `json:"owner_organization_id" db:"owner_organization_id"`
 	model.Audit
 }

@@ -69,6 +69,8 @@ var tenancyOf = map[string]tenancy{
 	"GET /inspection_plans/{id}": sharedByAll, "PATCH /inspection_plans/{id}": sharedByAll, "DELETE /inspection_plans/{id}": sharedByAll,
 	"GET /action_types": sharedByAll, "POST /action_types": sharedByAll,
 	"GET /log/checkpoint": sharedByAll, "GET /log/keys": sharedByAll, "GET /log/consistency": sharedByAll,
+	// Tiles hold hashes only; the entries (event bytes) stay behind tokens.
+	"GET /log/tile/{tile}": sharedByAll,
 
 	"POST /documents": callersOwn, "GET /webhooks": callersOwn, "POST /webhooks": callersOwn, "GET /webhooks/{id}": callersOwn,
 	"PATCH /webhooks/{id}": callersOwn, "DELETE /webhooks/{id}": callersOwn, "POST /webhooks/{id}/rotate-secret": callersOwn,

@@ -12,7 +12,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/oauth2"
 
 	"github.com/assetregistry/registry/pkg/access"
@@ -282,15 +281,7 @@ func TestVisibleToReadsTheCopysIndexes(t *testing.T) {
 		ANALYZE asset_access; ANALYZE records`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.Pool.Query(ctx, `EXPLAIN SELECT r.id FROM records r WHERE `+access.VisibleTo("r.asset_id", "$1"), orgA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
+	plan := testkit.Explain(t, st.Pool, `SELECT r.id FROM records r WHERE `+access.VisibleTo("r.asset_id", "$1"), orgA)
 	for _, index := range []string{"asset_access_owner", "asset_access_grantees"} {
 		if !strings.Contains(plan, index) {
 			t.Errorf("the plan does not read %s:\n%s", index, plan)

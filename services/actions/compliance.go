@@ -538,10 +538,3 @@ func planStateJoins(actionType, today, dueBefore string) string {
 func ComplianceSQL(f ComplianceFilter, today model.Date, planned []string, page model.Page) (string, []any) {
 	return complianceSQL(f.definite(today, planned, ActionTypes), page)
 }
-
-// ComplianceSQLSeenBy is ComplianceSQL as a client bound to organization
-// reads it ("": as an unbound one).
-func ComplianceSQLSeenBy(f ComplianceFilter, organization string, today model.Date, planned []string, page model.Page) (string, []any) {
-	f.seenBy = organization
-	return ComplianceSQL(f, today, planned, page)
-}

@@ -192,37 +192,17 @@ func seedFeed(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
+	mine := make([]uuid.UUID, len(t.assets))
+	for i, id := range t.assets {
+		mine[i] = uuid.MustParse(id)
+	}
 	tx, err := e.Reference.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after commit
-	mine := make([]uuid.UUID, len(t.assets))
-	for i, id := range t.assets {
-		mine[i] = uuid.MustParse(id)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO events.asset_access (asset_id, owner_organization_id, version)
-		SELECT a, CASE WHEN a = ANY ($1::uuid[]) THEN $3::uuid ELSE gen_random_uuid() END, 0
-		FROM unnest($1::uuid[] || $2::uuid[]) a
-		ON CONFLICT (asset_id) DO NOTHING`, mine, t.feedOthers, e.Creds.OrgA.ID); err != nil {
-		return fmt.Errorf("seed the feed's access: %w", err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('events feed:events', 0))"); err != nil {
+	if t.feedFrom, t.feedTo, err = storeFeed(ctx, tx, "events", mine, t.feedOthers, e.Creds.OrgA.ID, feedEvents); err != nil {
 		return err
-	}
-	if err := tx.QueryRow(ctx, `WITH stored AS (
-			INSERT INTO events.events (seq, id, type, kind, subject_id, body, size, asset_id)
-			SELECT nextval('events.events_seq'), e.id, 'asset.updated', 'asset', e.asset::text, b.body::json, octet_length(b.body), e.asset
-			FROM (SELECT n, gen_random_uuid() AS id, CASE WHEN n % $4 = 0 THEN ($1::uuid[])[1 + (n / $4) % cardinality($1::uuid[])]
-					ELSE ($2::uuid[])[1 + n % cardinality($2::uuid[])] END AS asset
-				FROM generate_series(1, $3) n) e
-			CROSS JOIN LATERAL (SELECT json_build_object('id', e.id, 'type', 'asset.updated', 'time', now(),
-				'subject', json_build_object('kind', 'asset', 'id', e.asset), 'actor', 'bench-feed', 'request_id', 'bench-feed-' || e.n,
-				'data', json_build_object('id', e.asset, 'status', 'in_use'))::text AS body) b
-			ORDER BY e.n
-			RETURNING seq)
-		SELECT min(seq), max(seq) FROM stored`, mine, t.feedOthers, feedEvents, feedVisibleEvery).Scan(&t.feedFrom, &t.feedTo); err != nil {
-		return fmt.Errorf("seed the feed: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return err
@@ -249,6 +229,38 @@ func seedFeed(ctx context.Context, e *Env) error {
 		return fmt.Errorf("the seeded events made %d pages of the bound client", len(t.feedCursors))
 	}
 	return nil
+}
+
+// storeFeed stores n events in the feed of schema, in tx: one in
+// feedVisibleEvery on one of mine, which organization owns, the others on
+// others, each owned by an organization of its own in the schema's copy.
+// It returns the seqs of the first and the last.
+func storeFeed(ctx context.Context, tx pgx.Tx, schema string, mine, others []uuid.UUID, organization string, n int) (from, to int64, err error) {
+	if _, err := tx.Exec(ctx, `INSERT INTO `+schema+`.asset_access (asset_id, owner_organization_id, version)
+		SELECT a, CASE WHEN a = ANY ($1::uuid[]) THEN $3::uuid ELSE gen_random_uuid() END, 0
+		FROM unnest($1::uuid[] || $2::uuid[]) a
+		ON CONFLICT (asset_id) DO NOTHING`, mine, others, organization); err != nil {
+		return 0, 0, fmt.Errorf("seed the feed's access: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('events feed:"+schema+"', 0))"); err != nil {
+		return 0, 0, err
+	}
+	err = tx.QueryRow(ctx, `WITH stored AS (
+			INSERT INTO `+schema+`.events (seq, id, type, kind, subject_id, body, size, asset_id)
+			SELECT nextval('`+schema+`.events_seq'), e.id, 'asset.updated', 'asset', e.asset::text, b.body::json, octet_length(b.body), e.asset
+			FROM (SELECT n, gen_random_uuid() AS id, CASE WHEN n % $4 = 0 THEN ($1::uuid[])[1 + (n / $4) % cardinality($1::uuid[])]
+					ELSE ($2::uuid[])[1 + n % cardinality($2::uuid[])] END AS asset
+				FROM generate_series(1, $3) n) e
+			CROSS JOIN LATERAL (SELECT json_build_object('id', e.id, 'type', 'asset.updated', 'time', now(),
+				'subject', json_build_object('kind', 'asset', 'id', e.asset), 'actor', 'bench-feed', 'request_id', 'bench-feed-' || e.n,
+				'data', json_build_object('id', e.asset, 'status', 'in_use'))::text AS body) b
+			ORDER BY e.n
+			RETURNING seq)
+		SELECT min(seq), max(seq) FROM stored`, mine, others, n, feedVisibleEvery).Scan(&from, &to)
+	if err != nil {
+		return 0, 0, fmt.Errorf("seed the feed: %w", err)
+	}
+	return from, to, nil
 }
 
 // unseedFeed removes the seeded events: later rows must not read them.

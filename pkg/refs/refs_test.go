@@ -665,15 +665,7 @@ func TestRememberedRowsAreReadByKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE remembered`) //nolint:errcheck // the connection's own statement
-	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE remembered('{person}', '{00000000-0000-0000-0000-000000000000}')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
+	plan := testkit.Explain(t, conn, `EXECUTE remembered('{person}', '{00000000-0000-0000-0000-000000000000}')`)
 	if strings.Contains(plan, "Seq Scan on ref_targets") || !strings.Contains(plan, "ref_targets_pkey") {
 		t.Errorf("the generic plan does not probe the primary key:\n%s", plan)
 	}

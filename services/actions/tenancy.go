@@ -310,3 +310,10 @@ func visibleFilter(seenBy, assetColumn string, param func(string, any) string) s
 	}
 	return " AND " + access.VisibleTo(assetColumn, param("seen_by", seenBy))
 }
+
+// ComplianceSQLSeenBy is ComplianceSQL as a client bound to organization
+// reads it ("": as an unbound one): the bench prints its plan.
+func ComplianceSQLSeenBy(f ComplianceFilter, organization string, today model.Date, planned []string, page model.Page) (string, []any) {
+	f.seenBy = organization
+	return ComplianceSQL(f, today, planned, page)
+}

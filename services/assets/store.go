@@ -201,6 +201,16 @@ func (s *Store) GetAsset(ctx context.Context, id uuid.UUID) (Asset, error) {
 	return s.getAsset(ctx, s.DB(ctx), id)
 }
 
+// GetAssetSeenBy reads an asset the organization org sees (visibleTo:
+// "" sees every asset), in one query; any other is a 404, as one that
+// does not exist.
+func (s *Store) GetAssetSeenBy(ctx context.Context, id uuid.UUID, org string) (Asset, error) {
+	var where store.Filter
+	where.Where("a.id = ?", id)
+	visibleTo(&where, org)
+	return store.One[Asset](ctx, s.DB(ctx), "get asset", "asset", id, `SELECT `+assetColumns+` FROM assets a`+where.SQL(), where.Args()...)
+}
+
 func (s *Store) getAsset(ctx context.Context, q store.Querier, id uuid.UUID) (Asset, error) {
 	return store.One[Asset](ctx, q, "get asset", "asset", id, `SELECT `+assetColumns+` FROM assets a WHERE a.id = $1`, id)
 }

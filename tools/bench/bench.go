@@ -56,6 +56,10 @@ type Options struct {
 	// service's projection of assets and its actions table (a million and
 	// five million by default) for the GET /compliance rows.
 	ComplianceAssets, ComplianceActions int
+	// ComplianceOrganizations own the compliance seed's assets, in turn
+	// (10,000 for make bench; 0: one per hundred assets), the bound
+	// client's organization among them (TenancyRows).
+	ComplianceOrganizations int
 	// LogLeaves is the size of the log the transparency log's rows read
 	// (DefaultLogLeaves, the ten million, by default; the quick
 	// run's is smaller, under the same row names, as its other seeds are).
@@ -112,6 +116,8 @@ type Env struct {
 	// page starts at ComplianceCursor.
 	ComplianceAssets int
 	ComplianceCursor string
+	// tenancy is the state of the rows of a bound client (TenancyRows).
+	tenancy tenancy
 
 	upload upload        // the upload rows' file and form
 	s3     *minio.Client // the stack's object store, for PutObject
@@ -460,7 +466,11 @@ func (e *Env) seedAssets(ctx context.Context, n int) error {
 	e.AssetTypeID = assetType.ID
 	e.Assets = make([]string, n)
 	return e.parallel(ctx, n, func(ctx context.Context, i int) error {
-		body, _ := json.Marshal(assetInput(i, assetType.ID))
+		// Each belongs to a seeded organization: a bound client's reads
+		// have other organizations' assets to leave out.
+		in := assetInput(i, assetType.ID)
+		in["owner_organization_id"] = e.Orgs[i%len(e.Orgs)]
+		body, _ := json.Marshal(in)
 		raw, err := e.send(ctx, gateway, Request{Method: "POST", Path: "/assets", Body: body, Want: 201})
 		var created struct{ ID string }
 		if err == nil {

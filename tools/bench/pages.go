@@ -57,13 +57,9 @@ func largestEvent(subject string, n int) []byte {
 var LargePagesRow = Row{Name: LargePagesRowName, Via: "gateway", MinWindow: 3 * time.Second,
 	Before: func(ctx context.Context, e *Env) error {
 		// Where the feed ends now: the seeded events follow.
-		_, h, err := e.exchange(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: "/events?after=now", Want: 200})
+		end, err := e.feedEnd(ctx)
 		if err != nil {
 			return err
-		}
-		next := afterParam.FindStringSubmatch(h.Get("Link"))
-		if next == nil {
-			return fmt.Errorf("the feed's Link %q has no after", h.Get("Link"))
 		}
 		// Seeded straight into the feed, as the consumer stores events
 		// (numbered under its lock), so the row measures reading them.
@@ -88,7 +84,7 @@ var LargePagesRow = Row{Name: LargePagesRowName, Via: "gateway", MinWindow: 3 * 
 		}
 		// The pages of the seeded events, by their Links.
 		largePages.cursors = largePages.cursors[:0]
-		after := next[1]
+		after := end
 		for range largeEvents {
 			largePages.cursors = append(largePages.cursors, after)
 			raw, h, err := e.exchange(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: "/events?type=action.updated&limit=1000&after=" + after, Want: 200})
@@ -121,3 +117,17 @@ var LargePagesRow = Row{Name: LargePagesRowName, Via: "gateway", MinWindow: 3 * 
 			return Request{Method: "GET", Path: "/events?type=action.updated&limit=1000&after=" + after, Want: 200}
 		}), nil
 	}}
+
+// feedEnd is the after= of the feed's end now: what is stored next
+// follows it.
+func (e *Env) feedEnd(ctx context.Context) (string, error) {
+	_, h, err := e.exchange(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: "/events?after=now", Want: 200})
+	if err != nil {
+		return "", err
+	}
+	next := afterParam.FindStringSubmatch(h.Get("Link"))
+	if next == nil {
+		return "", fmt.Errorf("the feed's Link %q has no after", h.Get("Link"))
+	}
+	return next[1], nil
+}

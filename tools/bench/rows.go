@@ -322,8 +322,9 @@ func AllRows() []Row {
 		rows = append(rows, c.Rows()...)
 	}
 	rows = append(rows, RateLimitRows...)
-	return append(rows, LargeUploadRow, Token, EventsOff, ReadersStopped, RelayRow, WebhookRow, WebhookBesideHangingRow, ConsumerRow, LargePagesRow, FlowRow, InclusionRow, StoreRow, UnloggedStoreRow, AppendRow,
+	rows = append(rows, LargeUploadRow, Token, EventsOff, ReadersStopped, RelayRow, WebhookRow, WebhookBesideHangingRow, ConsumerRow, LargePagesRow, FlowRow, InclusionRow, StoreRow, UnloggedStoreRow, AppendRow,
 		RevocationRow)
+	return append(rows, TenancyRows()...)
 }
 
 // Goal is a target of the bench: Row's metric divided by Of's (or by Value)

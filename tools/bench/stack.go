@@ -145,12 +145,16 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 	if err := e.seedAssets(startCtx, o.Assets); err != nil {
 		return fail(err)
 	}
+	if err := e.seedTenant(startCtx); err != nil {
+		return fail(err)
+	}
 	// Not under startCtx: millions of rows on a busy machine may take
 	// minutes of their own.
 	if o.ComplianceAssets > 0 {
 		seeding := time.Now()
-		fmt.Fprintf(o.Progress, "seeding %d assets and %d actions into the compliance read model...", o.ComplianceAssets, o.ComplianceActions)
-		if err := e.seedCompliance(ctx, o.ComplianceAssets, o.ComplianceActions); err != nil {
+		orgs := complianceOrganizations(o)
+		fmt.Fprintf(o.Progress, "seeding %d assets of %d organizations and %d actions into the compliance read model...", o.ComplianceAssets, orgs, o.ComplianceActions)
+		if err := e.seedCompliance(ctx, o.ComplianceAssets, o.ComplianceActions, orgs); err != nil {
 			return fail(err)
 		}
 		walking := time.Now()

@@ -36,6 +36,7 @@ func main() {
 	flag.IntVar(&o.Actions, "actions", 1_000_000, "actions to copy into the actions table (the deep pages of GET /actions)")
 	flag.IntVar(&o.ComplianceAssets, "compliance-assets", 1_000_000, "assets to copy into the compliance read model (GET /compliance rows)")
 	flag.IntVar(&o.ComplianceActions, "compliance-actions", 5_000_000, "actions to copy for the GET /compliance rows")
+	flag.IntVar(&o.ComplianceOrganizations, "compliance-organizations", 10_000, "organizations owning the compliance rows' assets in turn, the bound client's among them")
 	flag.Int64Var(&o.UploadSize, "upload-size", 8<<20, "bytes of the file the upload rows send")
 	flag.Int64Var(&o.LargeUpload, "large-upload", 1<<30, "bytes of the file the one-client large upload streams")
 	flag.BoolVar(&o.Profile, "profile", false, "save CPU and heap profiles of every process under each row (first round) in <out>/profiles")
@@ -61,7 +62,7 @@ func main() {
 		if !explicit("import-rows") {
 			o.ImportRows = 1000
 		}
-		o.ComplianceAssets, o.ComplianceActions = 20_000, 100_000
+		o.ComplianceAssets, o.ComplianceActions, o.ComplianceOrganizations = 20_000, 100_000, 200
 		o.LogLeaves = bench.QuickLogLeaves
 	}
 	if rows != "" {

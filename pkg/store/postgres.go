@@ -131,7 +131,10 @@ const sessionConns = 4
 
 // sessionSettings are what every session on the primary runs with.
 func sessionSettings(cfg Config) map[string]string {
-	settings := map[string]string{"search_path": cfg.Schema}
+	// JIT off: the registry's queries are short, and a page whose estimate
+	// passes jit_above_cost (a compliance page's lateral plan lookups)
+	// spent a second compiling per call, far more than running it.
+	settings := map[string]string{"search_path": cfg.Schema, "jit": "off"}
 	for param, d := range map[string]time.Duration{
 		"statement_timeout":                   cfg.StatementTimeout,
 		"lock_timeout":                        cfg.LockTimeout,

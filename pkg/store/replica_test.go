@@ -200,6 +200,7 @@ func TestSettingsAPoolerDropsAreRefused(t *testing.T) {
 		"ALTER ROLE " + role + " SET statement_timeout = '5s'",
 		"ALTER ROLE " + role + " SET lock_timeout = '2s'",
 		"ALTER ROLE " + role + " SET idle_in_transaction_session_timeout = '30s'",
+		"ALTER ROLE " + role + " SET jit = off",
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {
 			t.Fatal(err)

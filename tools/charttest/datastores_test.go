@@ -53,7 +53,7 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 	}
 	for _, owner := range owners {
 		for _, setting := range []string{"search_path = " + owner, "statement_timeout = '5s'", "lock_timeout = '2s'",
-			"idle_in_transaction_session_timeout = '30s'", "synchronous_commit = remote_apply"} {
+			"idle_in_transaction_session_timeout = '30s'", "jit = off", "synchronous_commit = remote_apply"} {
 			if !strings.Contains(sql, "ALTER ROLE "+owner+" IN DATABASE registry SET "+setting) {
 				t.Errorf("role %s lacks %s: the pooler drops what the service asks at connection", owner, setting)
 			}
@@ -81,7 +81,7 @@ func checkProductionDatastores(t *testing.T, docs []Doc) {
 		t.Error("the Pooler is not the primary's, in transaction mode")
 	}
 	ignored, _ := Get(pooler, "spec", "pgbouncer", "parameters", "ignore_startup_parameters").(string)
-	for _, p := range []string{"search_path", "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "synchronous_commit"} {
+	for _, p := range []string{"search_path", "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "jit", "synchronous_commit"} {
 		if !slices.Contains(strings.Split(ignored, ","), p) {
 			t.Errorf("PgBouncer refuses connections that ask for %s (ignore_startup_parameters %q)", p, ignored)
 		}

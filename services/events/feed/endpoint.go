@@ -30,16 +30,16 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
 		// The feed always links its next page, also when empty: a client
 		// polls by following it.
-		Feed: endpoints.New(func(ctx context.Context, q FeedQuery) (any, error) {
-			feed, err := s.Feed(ctx, q)
+		Feed: endpoints.ByCaller(func(ctx context.Context, by model.Caller, q FeedQuery) (any, error) {
+			feed, err := s.Feed(ctx, by, q)
 			if err != nil {
 				return nil, err
 			}
 			next := httpx.NextLink(ctx, "after", model.EncodeSequenceCursor(feed.Next, feedBinding))
 			return httpx.LinkedList{Items: feed.Events, Next: next}, nil
 		}),
-		History: endpoints.New(func(ctx context.Context, q HistoryQuery) (any, error) {
-			h, err := s.History(ctx, q)
+		History: endpoints.ByCaller(func(ctx context.Context, by model.Caller, q HistoryQuery) (any, error) {
+			h, err := s.History(ctx, by, q)
 			if err != nil {
 				return nil, err
 			}
@@ -52,8 +52,8 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 
 		// The resource as its owner's GET answered it then: its bytes as
 		// the event holds them.
-		AsOf: endpoints.New(func(ctx context.Context, q AsOfQuery) (httpx.RawJSON, error) {
-			data, err := s.AsOf(ctx, q)
+		AsOf: endpoints.ByCaller(func(ctx context.Context, by model.Caller, q AsOfQuery) (httpx.RawJSON, error) {
+			data, err := s.AsOf(ctx, by, q)
 			return httpx.RawJSON(data), err
 		}),
 	}

@@ -136,14 +136,14 @@ func (v *validity) stale() error {
 // new generation costs one read at most. A deleted client's tokens, of
 // generations reached, are refused without asking the issuer: no sender of
 // tokens can make a verifier ask it faster.
-func (v *validity) check(ctx context.Context, key string, generation *int64) error {
+func (v *validity) check(ctx context.Context, key string, generation *int64, issued time.Time) error {
 	if err := v.stale(); err != nil {
 		return err
 	}
 	lowest, listed := (*v.list.Load())[key]
-	if !listed && generation != nil && *generation > v.reached.Load() {
+	if !listed && generation != nil && (*generation > v.reached.Load() || v.readBefore(issued)) {
 		var err error
-		if lowest, listed, err = v.readEarly(ctx, key, *generation); err != nil {
+		if lowest, listed, err = v.readEarly(ctx, key, *generation, issued); err != nil {
 			// Newer than the list, or of a deleted client: only the list
 			// read again can tell, so the caller may try again (a 503),
 			// as when the list is too old; a 401 would tell a new
@@ -167,10 +167,10 @@ func (v *validity) check(ctx context.Context, key string, generation *int64) err
 
 // readEarly reads the list ahead of the poll, for a token of generation,
 // unless a read since has reached it, and looks key up in it.
-func (v *validity) readEarly(ctx context.Context, key string, generation int64) (int64, bool, error) {
+func (v *validity) readEarly(ctx context.Context, key string, generation int64, issued time.Time) (int64, bool, error) {
 	v.early.Lock()
 	defer v.early.Unlock()
-	if generation > v.reached.Load() {
+	if generation > v.reached.Load() || v.readBefore(issued) {
 		// A failure leaves the list as it was (the poll reports it), and
 		// the generation unreached: the next token of it reads again.
 		if err := v.fetch(ctx, true); err != nil {
@@ -180,6 +180,17 @@ func (v *validity) readEarly(ctx context.Context, key string, generation int64) 
 	}
 	lowest, listed := (*v.list.Load())[key]
 	return lowest, listed, nil
+}
+
+// readBefore reports whether the list held was read before a token issued
+// at issued (iat counts whole seconds: up to a second later). Generations
+// are handed out in one sequence but committed in any order, so a list
+// can hold a newer client's generation and not yet an older one's: a
+// token of a client the list lacks, issued after the list was read, is
+// read again rather than refused as deleted. A deleted client's tokens,
+// all issued before the list that left it out, never read again.
+func (v *validity) readBefore(issued time.Time) bool {
+	return !issued.IsZero() && v.fetched.Load() < issued.Add(time.Second).UnixNano()
 }
 
 // reach raises reached to generation.

@@ -124,10 +124,16 @@ func TestTokenOfANewClientReadsTheListEarly(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	iss.PublishValidity(map[string]int64{"client-1": 4})
 	v := followingUnpolled(t, iss)
-	token := func(sub string, generation int64) string {
-		return iss.Sign(t, testkit.Generation(iss.Claims(sub, auth.ScopeRead), generation))
+	// A token issued an hour ago, before any list the verifier read: a
+	// deleted client's (the issuer issues no new ones) or a forged one.
+	token := func(sub string, generation int64, old bool) string {
+		claims := testkit.Generation(iss.Claims(sub, auth.ScopeRead), generation)
+		if old {
+			claims["iat"] = time.Now().Add(-time.Hour).Unix()
+		}
+		return iss.Sign(t, claims)
 	}
-	if _, err := v.Verify(t.Context(), token("client-1", 4)); err != nil {
+	if _, err := v.Verify(t.Context(), token("client-1", 4, false)); err != nil {
 		t.Fatal(err)
 	}
 	steps := []struct {
@@ -135,21 +141,27 @@ func TestTokenOfANewClientReadsTheListEarly(t *testing.T) {
 		publish    map[string]int64 // the list from now on, when set
 		sub        string
 		generation int64
+		old        bool
 		stands     bool
 		reads      int
 	}{
-		{"a deleted client's token of a generation reached", nil, "gone", 3, false, 0},
-		{"the first token of a client newer than the list", map[string]int64{"client-1": 4, "new-client": 7}, "new-client", 7, true, 1},
-		{"a deleted client's token, the generation reached early", nil, "gone", 6, false, 0},
-		{"a token of a generation not reached, of no client", nil, "forged-or-deleted", 9, false, 1},
-		{"the same generation again", nil, "forged-or-deleted", 9, false, 0},
+		{"a deleted client's token of a generation reached", nil, "gone", 3, true, false, 0},
+		{"the first token of a client newer than the list", map[string]int64{"client-1": 4, "new-client": 7}, "new-client", 7, false, true, 1},
+		{"a deleted client's token, the generation reached early", nil, "gone", 6, true, false, 0},
+		{"a token of a generation not reached, of no client", nil, "forged-or-deleted", 9, true, false, 1},
+		{"the same generation again", nil, "forged-or-deleted", 9, true, false, 0},
+		// Generations come from one sequence but commit in any order: a
+		// client of generation 8 committed after the list that holds 9
+		// was read. Its token, issued after that read, reads again.
+		{"a client whose generation committed after a higher one", map[string]int64{"client-1": 4, "new-client": 7, "late-client": 8},
+			"late-client", 8, false, true, 1},
 	}
 	for _, s := range steps {
 		if s.publish != nil {
 			iss.PublishValidity(s.publish)
 		}
 		before := iss.ValidityReads()
-		_, err := v.Verify(t.Context(), token(s.sub, s.generation))
+		_, err := v.Verify(t.Context(), token(s.sub, s.generation, s.old))
 		if (err == nil) != s.stands || err != nil && !errors.Is(err, auth.ErrInvalidToken) {
 			t.Errorf("%s: %v, want it to stand: %v", s.name, err, s.stands)
 		}

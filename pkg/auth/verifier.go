@@ -209,6 +209,7 @@ type verifiedToken struct {
 	key        crypto.PublicKey
 	client     string // ClientKey of the subject
 	generation *int64
+	issued     time.Time // iat
 }
 
 type claims struct {
@@ -253,9 +254,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	if err := v.checkLifetime(c.RegisteredClaims); err != nil {
 		return Principal{}, err
 	}
-	used.client, used.generation = ClientKey(c.Subject), c.Generation
+	used.client, used.generation, used.issued = ClientKey(c.Subject), c.Generation, c.IssuedAt.Time
 	if loaded.validity != nil {
-		if err := loaded.validity.check(ctx, used.client, used.generation); err != nil {
+		if err := loaded.validity.check(ctx, used.client, used.generation, used.issued); err != nil {
 			return Principal{}, err
 		}
 	}
@@ -383,7 +384,7 @@ func (v *Verifier) cachedPrincipal(ctx context.Context, loaded *loadedKeys, sum 
 		return Principal{}, false
 	}
 	if loaded.validity != nil {
-		if err := loaded.validity.check(ctx, e.client, e.generation); err != nil {
+		if err := loaded.validity.check(ctx, e.client, e.generation, e.issued); err != nil {
 			if !errors.Is(err, ErrUnavailable) {
 				v.verified.Remove(sum)
 			}

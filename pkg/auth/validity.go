@@ -141,9 +141,12 @@ func (v *validity) check(ctx context.Context, key string, generation *int64, iss
 		return err
 	}
 	lowest, listed := (*v.list.Load())[key]
-	if !listed && generation != nil && (*generation > v.reached.Load() || v.readBefore(issued)) {
-		var err error
-		if lowest, listed, err = v.readEarly(ctx, key, *generation, issued); err != nil {
+	if newer := generation != nil && *generation > v.reached.Load(); !listed && generation != nil && (newer || v.readBefore(issued)) {
+		l, ok, err := v.readEarly(ctx, key, *generation, issued)
+		switch {
+		case err == nil:
+			lowest, listed = l, ok
+		case newer:
 			// Newer than the list, or of a deleted client: only the list
 			// read again can tell, so the caller may try again (a 503),
 			// as when the list is too old; a 401 would tell a new
@@ -151,6 +154,10 @@ func (v *validity) check(ctx context.Context, key string, generation *int64, iss
 			return unavailable(fmt.Errorf("token validity list %s: %w", v.url, err),
 				"the token validity list of the issuer could not be read for a token newer than the list")
 		}
+		// A generation the list reached, issued about when the list was
+		// read, and the list cannot be read again (the issuer is down):
+		// the list held answers, as it does for every other token through
+		// an outage, rather than a 503 for as long as the outage lasts.
 	}
 	switch {
 	case !listed:

@@ -15,7 +15,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/refs"
 )
@@ -36,8 +35,7 @@ type StandIn struct {
 	targets   map[string]map[uuid.UUID]refs.Attrs
 	referrers map[string]map[uuid.UUID][]refs.Ref
 	// the assets service's access log and current access (access.go)
-	accessLog []model.Access
-	access    map[string]model.Access
+	access *AssetAccess
 }
 
 // Add makes kind/id exist at the stand-in, with the attributes its owner

@@ -56,11 +56,15 @@ func (l *AssetAccess) Routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /internal/asset_access", func(w http.ResponseWriter, r *http.Request) {
 		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+		if err != nil || limit < 1 {
+			limit = 1000
+		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		page, next := []model.Access{}, after
 		for _, c := range l.changes {
-			if c.Version > after {
+			if c.Version > after && len(page) < limit {
 				page, next = append(page, c), c.Version
 			}
 		}

@@ -49,6 +49,9 @@ func TestQuickRun(t *testing.T) {
 		UploadSize: 2 << 20, LargeUpload: 16 << 20,
 		PostgresURL: os.Getenv("TEST_DATABASE_URL"), RedisURL: os.Getenv("TEST_REDIS_URL"),
 	}
+	if testing.Verbose() {
+		o.Progress = os.Stderr // go test -v shows where the run spends its time
+	}
 	if !testkit.Full() {
 		// The seeds are most of the run: deep pages need some depth, not
 		// the quick run's.

@@ -219,8 +219,8 @@ func TestHTTPListFilters(t *testing.T) {
 // The contract's errors particular to actions, one row each.
 // A page of actions whose data and meta_data are near their limits stops
 // before the action that would take it past model.MaxPageBytes, its Link
-// continuing right after its last action (issue 26: a thousand such
-// actions were a page of half a GiB).
+// continuing right after its last action (unbounded, a thousand such
+// actions once made a page of half a GiB).
 func TestHTTPListOfLargeActionsIsBoundedBySize(t *testing.T) {
 	w := newWorld(t)
 	var want []string

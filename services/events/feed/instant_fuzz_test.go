@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// FuzzParseInstant holds ?as_of's parser to issue 26's rule for every
+// FuzzParseInstant holds ?as_of's parser to the contract's rule for every
 // date the registry reads: whatever the text, it is refused as no
 // timestamp (a 400) or no real instant (a 422), or it is an RFC 3339
 // timestamp whose date, as written, is a real day of the years 0001 to

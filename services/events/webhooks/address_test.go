@@ -230,8 +230,8 @@ func TestDeliveryReadsABoundedAnswer(t *testing.T) {
 }
 
 // A refused URL's problem says why without naming the address its host
-// resolved to: that address is the registry's view of its own network
-// (issue 26). localhost resolves from /etc/hosts, to loopback.
+// resolved to: that address is the registry's view of its own network,
+// which a caller must not learn. localhost resolves from /etc/hosts, to loopback.
 func TestAddressPolicyNeverNamesTheResolvedAddress(t *testing.T) {
 	strict := AddressPolicy{Resolver: noDNS()}
 	resolved, err := noDNS().LookupNetIP(context.Background(), "ip", "localhost")

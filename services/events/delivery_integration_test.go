@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -522,4 +523,27 @@ func metricValue(t *testing.T, name, label, value string) float64 {
 		}
 	}
 	return 0
+}
+
+// The consumer's goroutines do not grow with the batches it stores: a
+// long run stores millions of them (a goroutine left per batch once grew
+// the process by hundreds of MiB in an hour).
+func TestConsumerGoroutinesDoNotGrowWithBatches(t *testing.T) {
+	w := startWithStream(t, fastConfig())
+	stored := 0
+	storeBatches := func(n int) {
+		for range n {
+			w.publish(t, event("organization", "created", uuid.NewString()))
+			stored++
+			eventually(t, "the event in the feed", func() bool {
+				return len(w.Call(200, "GET", "/events?limit=1000", w.RO, nil).List()) == stored
+			})
+		}
+	}
+	storeBatches(10) // warm: pools, connections and the consumer settle
+	before := runtime.NumGoroutine()
+	storeBatches(100)
+	if grew := runtime.NumGoroutine() - before; grew > 50 {
+		t.Errorf("100 batches left %d more goroutines (%d → %d): something starts one per batch", grew, before, before+grew)
+	}
 }

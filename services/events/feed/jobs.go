@@ -115,6 +115,10 @@ func (c *Consumer) consume(ctx context.Context) error {
 		return fmt.Errorf("consume %s: %w", c.Stream, err)
 	}
 	defer consuming.Stop()
+	// Closed starts a goroutine that waits for the subscription's end on
+	// every call: asked once per batch, they piled up by the million in a
+	// long run.
+	closed := consuming.Closed()
 	lag := time.NewTicker(15 * time.Second)
 	defer lag.Stop()
 	var lastBatch time.Time
@@ -123,7 +127,7 @@ func (c *Consumer) consume(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-consuming.Closed():
+		case <-closed:
 			return errors.New("the subscription closed")
 		case <-lag.C:
 			if info, err := cons.Info(ctx); err == nil {

@@ -235,6 +235,9 @@ func withoutToken(proxy, authenticated http.Handler, gate auth.Gate) http.Handle
 // the source address's budget, as costly does a client's, and keeps the
 // declaration from the caller.
 func anonymousCost(w http.ResponseWriter, r *http.Request, gate auth.Gate) http.ResponseWriter {
+	if !chargedBySize(r) {
+		return w
+	}
 	charge := func(int) {}
 	if g, ok := gate.(addressGate); ok {
 		charge = func(cost int) { g.charge(r, cost) }

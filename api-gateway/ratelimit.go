@@ -324,17 +324,29 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 // costly charges what a service declares an answer cost beyond the one
 // request already charged (httpx.CostHeader: a passport, by its size),
 // when the answer's header goes out, and keeps the declaration from the
-// client. The answer is on its way by then, so it is not refused: the
+// client. Only the answers of resources the catalog names ChargedBySize
+// are watched (the proxy strips the declaration from every other): the
+// watch is an allocation and a layer under every write. The answer is on its way by then, so it is not refused: the
 // budget gives what it has, up to the cost (at most the whole quota, so
 // that a large answer is possible at all), and the client's next calls
 // wait for it to refill.
 func (l *rateLimiter) costly(w http.ResponseWriter, r *http.Request, sub string, b Budget) http.ResponseWriter {
+	if !chargedBySize(r) {
+		return w
+	}
 	return &costWriter{ResponseWriter: w, charge: func(cost int) {
 		res := l.drawAtMost(r.Context(), "client:"+sub, b, min(cost, b.Quota)-1)
 		if res != nil {
 			w.Header()["Ratelimit"] = []string{b.stateHeader(res.Remaining, res.ResetAfter)}
 		}
 	}}
+}
+
+// chargedBySize reports whether r's answer may declare its cost
+// (catalog.Resource.ChargedBySize).
+func chargedBySize(r *http.Request) bool {
+	res, _, ok := resourceOf(r)
+	return ok && res.ChargedBySize
 }
 
 // drawAtMost takes up to n requests from budget b under key, as many as

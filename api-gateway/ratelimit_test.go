@@ -666,35 +666,53 @@ func TestBatchItemsDrawOnTheirOwnBudget(t *testing.T) {
 
 // An answer that declares a cost (a passport, by its size) is charged it:
 // the request and the rest when its header goes out, as much as the
-// budget holds, and the declaration does not reach the client.
+// budget holds, and the declaration does not reach the client. Only the
+// resources the catalog names charged by size may declare one: from any
+// other the declaration is stripped and costs nothing.
 func TestDeclaredCostIsCharged(t *testing.T) {
-	f := newGateway(t, limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
-		c.Default = Budget{"default", 100, time.Hour}
-	}))
+	f := newGateway(t, func(c *Config) {
+		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
+			c.Default = Budget{"default", 100, time.Hour}
+		})(c)
+		events := *c.Upstreams["parties"] // the stand-in answers for the events service too
+		c.Upstreams["events"] = &events
+	})
 	ro := f.issuer.ReadOnly(t)
-	costing := func(cost string) testkit.Response {
-		return f.client.Do(t, "GET", "/people", ro, nil, "Test-Cost", cost)
+	costing := func(path, cost string) testkit.Response {
+		return f.client.Do(t, "GET", path, ro, nil, "Test-Cost", cost)
 	}
-	r := testkit.Expect(t, costing("30"), 200)
+	const passport = "/assets/0194c1a2-6f1e-7c3a-9d4b-5a6b7c8d9e0f/passport"
+	r := testkit.Expect(t, costing(passport, "30"), 200)
 	if r.Header.Get(httpx.CostHeader) != "" {
 		t.Errorf("the client got the service's %s: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
 	}
 	if got := r.Header.Get("RateLimit"); !strings.HasPrefix(got, `"default";r=70;`) {
 		t.Errorf("RateLimit %q after an answer of cost 30, want 70 left", got)
 	}
-	testkit.Expect(t, costing("1"), 200)
+	testkit.Expect(t, costing(passport, "1"), 200)
 	r = testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
 	if got := r.Header.Get("RateLimit"); !strings.HasPrefix(got, `"default";r=68;`) {
 		t.Errorf("RateLimit %q, want a cost of 1 and no cost to be charged one request each", got)
 	}
+	// A resource not charged by size: its declaration is stripped, and the
+	// call costs one request.
+	r = testkit.Expect(t, costing("/people", "30"), 200)
+	if r.Header.Get(httpx.CostHeader) != "" {
+		t.Errorf("the client got the %s of a resource not charged by size: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
+	}
+	r = testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	if got := r.Header.Get("RateLimit"); !strings.HasPrefix(got, `"default";r=66;`) {
+		t.Errorf("RateLimit %q, want the declaration of a resource not charged by size to cost nothing", got)
+	}
 	// More than is left: the answer goes out, and takes what is left.
-	testkit.Expect(t, costing("500"), 200)
+	testkit.Expect(t, costing(passport, "500"), 200)
 	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
 }
 
 // An answer without a token that declares a cost (a passport through its
 // link) is charged it to the caller's address, and the declaration does
-// not reach the caller.
+// not reach the caller; one of a resource not charged by size (the log's
+// keys) costs its one call.
 func TestDeclaredCostWithoutTokenIsChargedToTheAddress(t *testing.T) {
 	events := newUpstream(t)
 	limit := limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
@@ -706,6 +724,10 @@ func TestDeclaredCostWithoutTokenIsChargedToTheAddress(t *testing.T) {
 		c.Upstreams["events"] = &u
 	})
 	r := testkit.Expect(t, f.client.Do(t, "GET", "/log/keys", "", nil, "Test-Cost", "20"), 200)
+	if r.Header.Get(httpx.CostHeader) != "" {
+		t.Errorf("the caller got the service's %s: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
+	}
+	r = testkit.Expect(t, f.client.Do(t, "GET", "/passports/capability-token", "", nil, "Test-Cost", "19"), 200)
 	if r.Header.Get(httpx.CostHeader) != "" {
 		t.Errorf("the caller got the service's %s: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
 	}

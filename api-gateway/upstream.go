@@ -277,9 +277,10 @@ func (b serviceBody) Read(p []byte) (int, error) {
 // call is one request's passage through an upstream: the client's own
 // context, its watch, and the transport's error if there was one.
 type call struct {
-	client context.Context
-	watch  *watch
-	err    error
+	client  context.Context
+	watch   *watch
+	err     error
+	charged bool // the resource's answers may declare their cost (catalog ChargedBySize)
 }
 
 type callKey struct{}
@@ -318,7 +319,7 @@ func (u *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res, _, _ := resourceOf(r)
 	total, idle := u.cfg.deadlines(res.Name, httpx.IsUpload(r))
 	ctx, cancel := context.WithCancelCause(r.Context())
-	c := &call{client: r.Context()}
+	c := &call{client: r.Context(), charged: res.ChargedBySize}
 	c.watch = newWatch(total, idle, cancel)
 	r = r.WithContext(context.WithValue(ctx, callKey{}, c))
 	defer func() {

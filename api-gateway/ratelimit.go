@@ -158,6 +158,8 @@ type rateLimiter struct {
 	calls atomic.Int64
 	// shares answer while Redis cannot.
 	shares *localBudgets
+	// policies are the RateLimit-Policy fields of the client budgets.
+	policies map[string][]string
 }
 
 // A lease lets a busy client's requests be charged to Redis in small
@@ -211,7 +213,7 @@ func newRateLimiter(cfg RateLimitConfig, logger log.Logger) (*rateLimiter, error
 		return nil, err
 	}
 	return &rateLimiter{cfg: cfg, client: client, limiter: redis_rate.NewLimiter(client), logger: logger, leases: leases,
-		shares: newLocalBudgets(cfg.Replicas)}, nil
+		shares: newLocalBudgets(cfg.Replicas), policies: policies(cfg)}, nil
 }
 
 func (l *rateLimiter) Close() error { return l.client.Close() }
@@ -281,6 +283,26 @@ func (l *rateLimiter) fail(err error) {
 	l.downAt = time.Now()
 }
 
+// policyOf is the RateLimit-Policy field of the client with token subject
+// sub, made once per budget: every answer carries it. (Shared by the
+// answers; a second policy is appended to it, which copies it.)
+func (l *rateLimiter) policyOf(sub string) []string {
+	if p, ok := l.policies[sub]; ok {
+		return p
+	}
+	return l.policies[""]
+}
+
+// policies is the RateLimit-Policy field of each budget of cfg: by client,
+// and the default's under "".
+func policies(cfg RateLimitConfig) map[string][]string {
+	p := map[string][]string{"": {cfg.Default.policyHeader()}}
+	for sub, b := range cfg.Clients {
+		p[sub] = []string{b.policyHeader()}
+	}
+	return p
+}
+
 // budgetOf is the budget of the client with token subject sub.
 func (l *rateLimiter) budgetOf(sub string) Budget {
 	if b, ok := l.cfg.Clients[sub]; ok {
@@ -300,7 +322,7 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 		sub := auth.Subject(r.Context())
 		b := l.budgetOf(sub)
 		h := w.Header()
-		h["Ratelimit-Policy"] = []string{b.policyHeader()}
+		h["Ratelimit-Policy"] = l.policyOf(sub)
 		if remaining, reset, ok := l.fromLease(sub); ok {
 			h["Ratelimit"] = []string{b.stateHeader(remaining, reset)}
 			next.ServeHTTP(l.costly(w, r, sub, b), r)

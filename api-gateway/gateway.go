@@ -55,6 +55,10 @@ type Config struct {
 	wrapVerifier func(auth.TokenVerifier) auth.TokenVerifier
 }
 
+// DefaultLogFlushInterval is the gateway's log.flush-interval: its lines
+// reach the output at most this late.
+const DefaultLogFlushInterval = 50 * time.Millisecond
+
 // DefaultUploadMaxSize is the documents service's own default limit
 // (documents.max-size), so that by default the gateway refuses exactly
 // what the service would.
@@ -64,6 +68,9 @@ const DefaultUploadMaxSize = 100 << 20
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Server.RegisterFlags(fs, ":8080", ":9090")
 	c.OIDC.RegisterFlags(fs)
+	// Every call is an access-log line: the gateway writes them in batches
+	// (one system call for many lines) rather than one by one.
+	c.Log.FlushInterval = DefaultLogFlushInterval
 	c.Log.RegisterFlags(fs)
 	c.RateLimit.RegisterFlags(fs)
 	c.Upstream.RegisterFlags(fs)
@@ -228,6 +235,9 @@ func withoutToken(proxy, authenticated http.Handler, gate auth.Gate) http.Handle
 // the source address's budget, as costly does a client's, and keeps the
 // declaration from the caller.
 func anonymousCost(w http.ResponseWriter, r *http.Request, gate auth.Gate) http.ResponseWriter {
+	if !chargedBySize(r) {
+		return w
+	}
 	charge := func(int) {}
 	if g, ok := gate.(addressGate); ok {
 		charge = func(cost int) { g.charge(r, cost) }

@@ -62,7 +62,14 @@ func newProxy(target *url.URL) http.Handler {
 		ModifyResponse: func(resp *http.Response) error {
 			// The gateway answers with its own id already (the same one).
 			resp.Header.Del(httpx.RequestIDHeader)
-			if c := callOf(resp.Request); c != nil {
+			c := callOf(resp.Request)
+			if c == nil || !c.charged {
+				// Only a resource charged by size may declare a cost
+				// (costly reads and strips it there); from any other the
+				// declaration never reaches the client.
+				resp.Header.Del(httpx.CostHeader)
+			}
+			if c != nil {
 				c.watch.header()
 				resp.Body = serviceBody{resp.Body, c.watch}
 			}

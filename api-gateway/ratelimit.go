@@ -56,11 +56,15 @@ type RateLimitConfig struct {
 	// TrustedProxies may say who the client is in X-Forwarded-For.
 	TrustedProxies Prefixes
 	// Timeout bounds each call to Redis; a slower Redis is taken as down
-	// and the request is let through.
+	// and the replica's share of the budget answers.
 	Timeout time.Duration
 	// Backoff is how long Redis is left alone after it failed: requests are
-	// let through without asking it.
+	// checked against the replica's share alone.
 	Backoff time.Duration
+	// Replicas is how many replicas of the gateway share the budgets: while
+	// Redis cannot answer, each keeps a client to its budget divided by
+	// this (localBudgets).
+	Replicas int
 }
 
 // RegisterFlags adds the rate-limit.* flags (env RATE_LIMIT_*) and the
@@ -78,8 +82,9 @@ func (c *RateLimitConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(budgetValue{&c.Unauthenticated}, "rate-limit.unauthenticated", "budget per source address of calls with a missing or invalid token, drawn on before any signature is checked")
 	fs.Var(budgetValue{&c.Probes}, "rate-limit.probes", "budget per source address of calls to /readyz (no token needed); a kubelet probing every few seconds stays far within it")
 	fs.Var(&c.TrustedProxies, "rate-limit.trusted-proxies", "addresses and networks (10.0.0.0/8,...) of proxies whose X-Forwarded-For names the caller; otherwise the caller is the TCP peer")
-	fs.DurationVar(&c.Timeout, "rate-limit.timeout", 25*time.Millisecond, "longest wait for Redis per request; a slower Redis is taken as down and the request is let through")
-	fs.DurationVar(&c.Backoff, "rate-limit.backoff", time.Second, "after a Redis failure, how long requests are let through without asking it")
+	fs.DurationVar(&c.Timeout, "rate-limit.timeout", 25*time.Millisecond, "longest wait for Redis per request; a slower Redis is taken as down and the replica's share of the budget (rate-limit.replicas) answers instead")
+	fs.DurationVar(&c.Backoff, "rate-limit.backoff", time.Second, "after a Redis failure, how long Redis is left alone: requests are checked against the replica's share of their budget only")
+	fs.IntVar(&c.Replicas, "rate-limit.replicas", 1, "replicas of the gateway sharing the budgets: while Redis cannot answer, each replica keeps a client to its budget divided by this")
 }
 
 // Validate says what is wrong with the configuration, at start.
@@ -105,13 +110,20 @@ func (c RateLimitConfig) Validate() error {
 	if c.Timeout <= 0 {
 		return errors.New("gateway: rate-limit.timeout must be positive")
 	}
+	if c.Replicas < 0 {
+		return errors.New("gateway: rate-limit.replicas must not be negative")
+	}
 	return nil
 }
 
 var (
 	failOpenTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_ratelimit_fail_open_total",
-		Help: "Requests let through without their budget being checked because Redis failed, was slow or is in back-off.",
+		Help: "Requests whose budget Redis did not check because it failed, was slow or is in back-off: the replica's own share of the budget (rate-limit.replicas) answered them instead.",
+	}, []string{"budget"})
+	localLimitedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_ratelimit_local_limited_total",
+		Help: "Requests answered 429 while Redis could not check their budget, because they were over the replica's own share of it (also counted in gateway_ratelimit_limited_total).",
 	}, []string{"budget"})
 	limitedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_ratelimit_limited_total",
@@ -144,6 +156,10 @@ type rateLimiter struct {
 	leases *lru.Cache[string, *lease]
 	// calls counts the round trips to Redis (for tests of the batching).
 	calls atomic.Int64
+	// shares answer while Redis cannot.
+	shares *localBudgets
+	// policies are the RateLimit-Policy fields of the client budgets.
+	policies map[string][]string
 }
 
 // A lease lets a busy client's requests be charged to Redis in small
@@ -196,33 +212,39 @@ func newRateLimiter(cfg RateLimitConfig, logger log.Logger) (*rateLimiter, error
 	if err != nil {
 		return nil, err
 	}
-	return &rateLimiter{cfg: cfg, client: client, limiter: redis_rate.NewLimiter(client), logger: logger, leases: leases}, nil
+	return &rateLimiter{cfg: cfg, client: client, limiter: redis_rate.NewLimiter(client), logger: logger, leases: leases,
+		shares: newLocalBudgets(cfg.Replicas), policies: policies(cfg)}, nil
 }
 
 func (l *rateLimiter) Close() error { return l.client.Close() }
 
 // Ready reports whether Redis answers, for /readyz; the check is optional
-// there, because the limit fails open.
+// there, because the limit fails open: without Redis each replica's share
+// of the budgets answers, and no call is refused for Redis's sake.
 func (l *rateLimiter) Ready(ctx context.Context) error {
 	if err := l.client.Ping(ctx).Err(); err != nil {
-		return errors.New("the rate limits' Redis cannot be reached (requests are let through unlimited)")
+		return errors.New("the rate limits' Redis cannot be reached (each replica keeps clients to its share of their budgets)")
 	}
 	return nil
 }
 
-// draw takes n requests (0: only looks) from budget b under key. It
-// returns nil when Redis could not answer: the caller lets the request
-// through (fails open), and the metric says so.
+// draw takes n requests (0: only looks) from budget b under key: in
+// Redis, or, when Redis cannot answer, from this replica's share of it
+// (localBudgets), and the metric says so.
 func (l *rateLimiter) draw(ctx context.Context, kind, key string, b Budget, n int) *redis_rate.Result {
-	return l.take(ctx, kind, key, b, n, l.limiter.AllowN)
+	return l.take(ctx, kind, key, b, n, false)
 }
 
-// take asks Redis, through allow, for n requests of budget b under key.
-func (l *rateLimiter) take(ctx context.Context, kind, key string, b Budget, n int,
-	allow func(context.Context, string, redis_rate.Limit, int) (*redis_rate.Result, error)) *redis_rate.Result {
+// take asks Redis for n requests of budget b under key (atMost: as many of
+// them as it holds); when Redis is down, slow or resting, this replica's
+// share answers instead.
+func (l *rateLimiter) take(ctx context.Context, kind, key string, b Budget, n int, atMost bool) *redis_rate.Result {
 	if l.resting() {
-		failOpenTotal.WithLabelValues(kind).Inc()
-		return nil
+		return l.local(kind, key, b, n, atMost)
+	}
+	allow := l.limiter.AllowN
+	if atMost {
+		allow = l.limiter.AllowAtMost
 	}
 	l.calls.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
@@ -230,8 +252,18 @@ func (l *rateLimiter) take(ctx context.Context, kind, key string, b Budget, n in
 	res, err := allow(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
 	if err != nil {
 		l.fail(err)
-		failOpenTotal.WithLabelValues(kind).Inc()
-		return nil
+		return l.local(kind, key, b, n, atMost)
+	}
+	l.shares.follow(key, b, res.Remaining)
+	return res
+}
+
+// local draws on this replica's share of the budget, Redis being away.
+func (l *rateLimiter) local(kind, key string, b Budget, n int, atMost bool) *redis_rate.Result {
+	failOpenTotal.WithLabelValues(kind).Inc()
+	res := l.shares.take(key, b, n, atMost)
+	if res.Allowed == 0 && n > 0 {
+		localLimitedTotal.WithLabelValues(kind).Inc()
 	}
 	return res
 }
@@ -246,9 +278,29 @@ func (l *rateLimiter) fail(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if time.Since(l.downAt) >= l.cfg.Backoff {
-		level.Warn(l.logger).Log("msg", "rate limits fail open: Redis did not answer", "backoff", l.cfg.Backoff, "err", err)
+		level.Warn(l.logger).Log("msg", "rate limits fail open to each replica's share of the budgets: Redis did not answer", "backoff", l.cfg.Backoff, "err", err)
 	}
 	l.downAt = time.Now()
+}
+
+// policyOf is the RateLimit-Policy field of the client with token subject
+// sub, made once per budget: every answer carries it. (Shared by the
+// answers; a second policy is appended to it, which copies it.)
+func (l *rateLimiter) policyOf(sub string) []string {
+	if p, ok := l.policies[sub]; ok {
+		return p
+	}
+	return l.policies[""]
+}
+
+// policies is the RateLimit-Policy field of each budget of cfg: by client,
+// and the default's under "".
+func policies(cfg RateLimitConfig) map[string][]string {
+	p := map[string][]string{"": {cfg.Default.policyHeader()}}
+	for sub, b := range cfg.Clients {
+		p[sub] = []string{b.policyHeader()}
+	}
+	return p
 }
 
 // budgetOf is the budget of the client with token subject sub.
@@ -270,7 +322,7 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 		sub := auth.Subject(r.Context())
 		b := l.budgetOf(sub)
 		h := w.Header()
-		h["Ratelimit-Policy"] = []string{b.policyHeader()}
+		h["Ratelimit-Policy"] = l.policyOf(sub)
 		if remaining, reset, ok := l.fromLease(sub); ok {
 			h["Ratelimit"] = []string{b.stateHeader(remaining, reset)}
 			next.ServeHTTP(l.costly(w, r, sub, b), r)
@@ -294,11 +346,16 @@ func (l *rateLimiter) Clients(next http.Handler) http.Handler {
 // costly charges what a service declares an answer cost beyond the one
 // request already charged (httpx.CostHeader: a passport, by its size),
 // when the answer's header goes out, and keeps the declaration from the
-// client. The answer is on its way by then, so it is not refused: the
+// client. Only the answers of resources the catalog names ChargedBySize
+// are watched (the proxy strips the declaration from every other): the
+// watch is an allocation and a layer under every write. The answer is on its way by then, so it is not refused: the
 // budget gives what it has, up to the cost (at most the whole quota, so
 // that a large answer is possible at all), and the client's next calls
 // wait for it to refill.
 func (l *rateLimiter) costly(w http.ResponseWriter, r *http.Request, sub string, b Budget) http.ResponseWriter {
+	if !chargedBySize(r) {
+		return w
+	}
 	return &costWriter{ResponseWriter: w, charge: func(cost int) {
 		res := l.drawAtMost(r.Context(), "client:"+sub, b, min(cost, b.Quota)-1)
 		if res != nil {
@@ -307,13 +364,20 @@ func (l *rateLimiter) costly(w http.ResponseWriter, r *http.Request, sub string,
 	}}
 }
 
+// chargedBySize reports whether r's answer may declare its cost
+// (catalog.Resource.ChargedBySize).
+func chargedBySize(r *http.Request) bool {
+	res, _, ok := resourceOf(r)
+	return ok && res.ChargedBySize
+}
+
 // drawAtMost takes up to n requests from budget b under key, as many as
-// it holds; nil when Redis could not answer.
+// it holds; nil when n is less than one.
 func (l *rateLimiter) drawAtMost(ctx context.Context, key string, b Budget, n int) *redis_rate.Result {
 	if n < 1 {
 		return nil
 	}
-	return l.take(ctx, budgetClient, key, b, n, l.limiter.AllowAtMost)
+	return l.take(ctx, budgetClient, key, b, n, true)
 }
 
 // costWriter sees an answer's header before it goes out, for costly.
@@ -522,8 +586,9 @@ func tooMany(detail string, wait time.Duration) *apperr.Error {
 
 // Probes limits the calls to what it wraps (/readyz) per source address:
 // that endpoint answers without a token, so without a budget one address
-// could call it as fast as it likes. It fails open with Redis, as every
-// budget does; /readyz's snapshot still bounds what the calls cost.
+// could call it as fast as it likes. Without Redis the replica's share of
+// the budget answers, as for every budget; /readyz's snapshot still bounds
+// what the calls cost.
 func (l *rateLimiter) Probes(next http.Handler) http.Handler {
 	if l == nil {
 		return next
@@ -586,7 +651,7 @@ func (g addressGate) limited(b Budget, res *redis_rate.Result, wait time.Duratio
 func (g addressGate) charge(r *http.Request, cost int) {
 	b := g.l.cfg.Unauthenticated
 	if n := min(cost, b.Quota) - 1; n >= 1 {
-		g.l.take(r.Context(), budgetUnauthenticated, g.key(r), b, n, g.l.limiter.AllowAtMost)
+		g.l.take(r.Context(), budgetUnauthenticated, g.key(r), b, n, true)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/cache"
@@ -383,9 +384,11 @@ func TestInvalidTokensLimitedPerAddressBeforeVerification(t *testing.T) {
 
 func upstreamCalls(f fixture) int { return f.upstream.count() }
 
-// Redis killed or hung: requests are let through (the limit fails open),
-// the metric counts them, /readyz stays 200 and says so; once Redis is
-// back, the limit holds again.
+// Redis killed or hung: the limit fails open to the replica's share of
+// each budget. A client within its budget is let through (no call is
+// refused because Redis is away), one that had spent its budget stays
+// refused, the metrics count both, /readyz stays 200 and says so; once
+// Redis is back, it keeps the budgets again.
 func TestRedisDownFailsOpen(t *testing.T) {
 	redis := testkit.StartRedis(t, t.TempDir())
 	f := newGateway(t, limited(redis.URL, "t:", func(c *RateLimitConfig) {
@@ -410,18 +413,37 @@ func TestRedisDownFailsOpen(t *testing.T) {
 	} {
 		t.Run(fault.name, func(t *testing.T) {
 			before := testutil.ToFloat64(failOpenTotal.WithLabelValues(budgetClient))
+			refusedBefore := testutil.ToFloat64(localLimitedTotal.WithLabelValues(budgetClient))
 			if err := fault.start(); err != nil {
 				t.Fatal(err)
 			}
-			for range 5 {
-				r := testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
-				if r.Header.Get("RateLimit-Policy") != `"default";q=2;w=3600` || r.Header.Get("RateLimit") != "" {
-					t.Errorf("failing open: RateLimit-Policy %q, RateLimit %q; want the policy alone (the state is unknown)",
+			// A client Redis never saw has its whole share (the budget, one
+			// replica): the limit fails open for it.
+			fresh := f.issuer.Token(t, "fresh-"+fault.name, "registry:read")
+			for i := range 3 {
+				r := f.client.Do(t, "GET", "/people", fresh, nil)
+				want := 200
+				if i == 2 {
+					want = 429
+				}
+				if r.Status != want {
+					t.Fatalf("a new client's call %d with Redis %s: %d, want %d", i, fault.name, r.Status, want)
+				}
+				if r.Header.Get("RateLimit-Policy") != `"default";q=2;w=3600` || !strings.HasPrefix(r.Header.Get("RateLimit"), `"default";r=`) {
+					t.Errorf("RateLimit-Policy %q, RateLimit %q: the headers say what the replica's share holds",
 						r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"))
 				}
 			}
+			// The client that spent its budget before Redis went away is
+			// still refused: its share started where Redis left it.
+			for range 2 {
+				testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
+			}
 			if after := testutil.ToFloat64(failOpenTotal.WithLabelValues(budgetClient)); after-before != 5 {
 				t.Errorf("gateway_ratelimit_fail_open_total rose by %v, want 5", after-before)
+			}
+			if after := testutil.ToFloat64(localLimitedTotal.WithLabelValues(budgetClient)); after-refusedBefore != 3 {
+				t.Errorf("gateway_ratelimit_local_limited_total rose by %v, want 3", after-refusedBefore)
 			}
 			ready := f.client.Do(t, "GET", "/readyz", "", nil)
 			if ready.Status != 200 || ready.JSON()["checks"].(map[string]any)["rate-limit"] != "unavailable" {
@@ -430,20 +452,79 @@ func TestRedisDownFailsOpen(t *testing.T) {
 			if err := fault.later(); err != nil {
 				t.Fatal(err)
 			}
-			// Back: after the back-off the limit holds again (a restarted
-			// Redis is empty, so the budget starts over).
+			// Back: after the back-off Redis keeps the budget again (a
+			// restarted Redis is empty, so it starts over: a new client
+			// gets its two calls and is refused by Redis).
 			deadline := time.Now().Add(30 * time.Second)
+			back := f.issuer.Token(t, "back-"+fault.name, "registry:read")
 			for {
-				r := f.client.Do(t, "GET", "/people", ro, nil)
-				if r.Status == 429 {
+				calls := redisCalls(f)
+				r := f.client.Do(t, "GET", "/people", back, nil)
+				if r.Status == 429 && redisCalls(f) > calls {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("the limit did not hold again after Redis came back: %d", r.Status)
+					t.Fatalf("the limit was not kept in Redis again after Redis came back: %d", r.Status)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
 		})
+	}
+}
+
+func redisCalls(f fixture) int64 { return f.gateway.limiter.calls.Load() }
+
+// Redis slower than rate-limit.timeout (paused by CLIENT PAUSE, as an
+// overloaded machine makes it): a client over its budget is still
+// refused, each replica keeping it to its share of what Redis last said
+// was left, and a client within its budget still gets its share.
+func TestSlowRedisKeepsClientsToTheirShare(t *testing.T) {
+	redis := testkit.StartRedis(t, t.TempDir())
+	const quota, replicas = 10, 2
+	f := newGateway(t, limited(redis.URL, "t:", func(c *RateLimitConfig) {
+		c.Default = Budget{"default", quota, time.Hour}
+		c.Replicas = replicas
+		c.Timeout, c.Backoff = 200*time.Millisecond, 300*time.Millisecond
+	}))
+	abusive := f.issuer.Token(t, "abusive", "registry:read")
+	for range 6 {
+		testkit.Expect(t, f.client.Do(t, "GET", "/people", abusive, nil), 200)
+	}
+	// Redis says 4 are left: this replica's share is 2.
+	admin := goredis.NewClient(&goredis.Options{Addr: redis.Addr, Password: redis.Password})
+	t.Cleanup(func() { _ = admin.Close() })
+	const pause = 5 * time.Second
+	if err := admin.Do(t.Context(), "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := time.Now()
+	before := testutil.ToFloat64(failOpenTotal.WithLabelValues(budgetClient))
+	served := 0
+	for range 10 {
+		if r := f.client.Do(t, "GET", "/people", abusive, nil); r.Status == 200 {
+			served++
+		} else if r.Status != 429 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+	}
+	if served != 2 {
+		t.Errorf("Redis slow: %d of the over-budget client's 10 calls served, want its replica's share of the 4 left, 2", served)
+	}
+	polite := f.issuer.Token(t, "polite", "registry:read")
+	served = 0
+	for range 7 {
+		if r := f.client.Do(t, "GET", "/people", polite, nil); r.Status == 200 {
+			served++
+		}
+	}
+	if served != quota/replicas {
+		t.Errorf("Redis slow: %d of a new client's 7 calls served, want its replica's share of its budget, %d", served, quota/replicas)
+	}
+	if elapsed := time.Since(pausedAt); elapsed >= pause {
+		t.Fatalf("the calls took %s, longer than Redis was paused: they did not measure a slow Redis", elapsed)
+	}
+	if testutil.ToFloat64(failOpenTotal.WithLabelValues(budgetClient)) == before {
+		t.Error("gateway_ratelimit_fail_open_total did not count the calls Redis did not check")
 	}
 }
 
@@ -585,35 +666,53 @@ func TestBatchItemsDrawOnTheirOwnBudget(t *testing.T) {
 
 // An answer that declares a cost (a passport, by its size) is charged it:
 // the request and the rest when its header goes out, as much as the
-// budget holds, and the declaration does not reach the client.
+// budget holds, and the declaration does not reach the client. Only the
+// resources the catalog names charged by size may declare one: from any
+// other the declaration is stripped and costs nothing.
 func TestDeclaredCostIsCharged(t *testing.T) {
-	f := newGateway(t, limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
-		c.Default = Budget{"default", 100, time.Hour}
-	}))
+	f := newGateway(t, func(c *Config) {
+		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
+			c.Default = Budget{"default", 100, time.Hour}
+		})(c)
+		events := *c.Upstreams["parties"] // the stand-in answers for the events service too
+		c.Upstreams["events"] = &events
+	})
 	ro := f.issuer.ReadOnly(t)
-	costing := func(cost string) testkit.Response {
-		return f.client.Do(t, "GET", "/people", ro, nil, "Test-Cost", cost)
+	costing := func(path, cost string) testkit.Response {
+		return f.client.Do(t, "GET", path, ro, nil, "Test-Cost", cost)
 	}
-	r := testkit.Expect(t, costing("30"), 200)
+	const passport = "/assets/0194c1a2-6f1e-7c3a-9d4b-5a6b7c8d9e0f/passport"
+	r := testkit.Expect(t, costing(passport, "30"), 200)
 	if r.Header.Get(httpx.CostHeader) != "" {
 		t.Errorf("the client got the service's %s: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
 	}
 	if got := r.Header.Get("RateLimit"); !strings.HasPrefix(got, `"default";r=70;`) {
 		t.Errorf("RateLimit %q after an answer of cost 30, want 70 left", got)
 	}
-	testkit.Expect(t, costing("1"), 200)
+	testkit.Expect(t, costing(passport, "1"), 200)
 	r = testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
 	if got := r.Header.Get("RateLimit"); !strings.HasPrefix(got, `"default";r=68;`) {
 		t.Errorf("RateLimit %q, want a cost of 1 and no cost to be charged one request each", got)
 	}
+	// A resource not charged by size: its declaration is stripped, and the
+	// call costs one request.
+	r = testkit.Expect(t, costing("/people", "30"), 200)
+	if r.Header.Get(httpx.CostHeader) != "" {
+		t.Errorf("the client got the %s of a resource not charged by size: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
+	}
+	r = testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 200)
+	if got := r.Header.Get("RateLimit"); !strings.HasPrefix(got, `"default";r=66;`) {
+		t.Errorf("RateLimit %q, want the declaration of a resource not charged by size to cost nothing", got)
+	}
 	// More than is left: the answer goes out, and takes what is left.
-	testkit.Expect(t, costing("500"), 200)
+	testkit.Expect(t, costing(passport, "500"), 200)
 	testkit.Expect(t, f.client.Do(t, "GET", "/people", ro, nil), 429)
 }
 
 // An answer without a token that declares a cost (a passport through its
 // link) is charged it to the caller's address, and the declaration does
-// not reach the caller.
+// not reach the caller; one of a resource not charged by size (the log's
+// keys) costs its one call.
 func TestDeclaredCostWithoutTokenIsChargedToTheAddress(t *testing.T) {
 	events := newUpstream(t)
 	limit := limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
@@ -625,6 +724,10 @@ func TestDeclaredCostWithoutTokenIsChargedToTheAddress(t *testing.T) {
 		c.Upstreams["events"] = &u
 	})
 	r := testkit.Expect(t, f.client.Do(t, "GET", "/log/keys", "", nil, "Test-Cost", "20"), 200)
+	if r.Header.Get(httpx.CostHeader) != "" {
+		t.Errorf("the caller got the service's %s: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
+	}
+	r = testkit.Expect(t, f.client.Do(t, "GET", "/passports/capability-token", "", nil, "Test-Cost", "19"), 200)
 	if r.Header.Get(httpx.CostHeader) != "" {
 		t.Errorf("the caller got the service's %s: %q", httpx.CostHeader, r.Header.Get(httpx.CostHeader))
 	}

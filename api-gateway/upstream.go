@@ -141,6 +141,8 @@ type watch struct {
 
 	mu          sync.Mutex
 	timer       *time.Timer
+	armed       bool          // the timer is set to fire at due
+	due         time.Time     // when it fires, if armed
 	running     bool          // the gateway waits on the service now
 	since       time.Time     // when the current stretch of waiting began
 	spent       time.Duration // waiting before the header, towards total
@@ -154,8 +156,9 @@ func newWatch(total, idle time.Duration, cancel context.CancelCauseFunc) *watch 
 	w := &watch{total: total, idle: idle, cancel: cancel, running: true, since: time.Now()}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.timer = time.AfterFunc(time.Hour, w.fire)
-	w.arm()
+	left := w.left()
+	w.timer = time.AfterFunc(left, w.fire)
+	w.armed, w.due = true, w.since.Add(left)
 	return w
 }
 
@@ -172,22 +175,42 @@ func (w *watch) add(now time.Time) {
 	w.since = now
 }
 
-// arm sets the timer to the earliest bound still ahead, if the clock runs.
-func (w *watch) arm() {
-	if w.stopped || !w.running {
-		w.timer.Stop()
-		return
-	}
+// left is the time to the earliest bound still ahead, the clock running.
+func (w *watch) left() time.Duration {
 	left := w.idle - w.quiet
 	if w.total > 0 && !w.headerIn {
 		left = min(left, w.total-w.spent)
 	}
-	w.timer.Reset(max(left, 0))
+	return max(left, 0)
+}
+
+// arm makes the timer fire no later than the earliest bound still ahead,
+// if the clock runs (w.since is now). A timer that will fire sooner is
+// left as it is, and so is one set while the clock stands: fire then
+// finds no bound reached and sets it again. So a call's many stretches of
+// waiting (the header, each read of the answer's body) cost no timer
+// operation each, only the call's first and last.
+func (w *watch) arm() {
+	if w.stopped {
+		w.timer.Stop()
+		w.armed = false
+		return
+	}
+	if !w.running {
+		return
+	}
+	due := w.since.Add(w.left())
+	if w.armed && !w.due.After(due) {
+		return
+	}
+	w.armed, w.due = true, due
+	w.timer.Reset(due.Sub(w.since))
 }
 
 func (w *watch) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.armed = false
 	if w.stopped {
 		return
 	}
@@ -277,9 +300,10 @@ func (b serviceBody) Read(p []byte) (int, error) {
 // call is one request's passage through an upstream: the client's own
 // context, its watch, and the transport's error if there was one.
 type call struct {
-	client context.Context
-	watch  *watch
-	err    error
+	client  context.Context
+	watch   *watch
+	err     error
+	charged bool // the resource's answers may declare their cost (catalog ChargedBySize)
 }
 
 type callKey struct{}
@@ -318,7 +342,7 @@ func (u *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res, _, _ := resourceOf(r)
 	total, idle := u.cfg.deadlines(res.Name, httpx.IsUpload(r))
 	ctx, cancel := context.WithCancelCause(r.Context())
-	c := &call{client: r.Context()}
+	c := &call{client: r.Context(), charged: res.ChargedBySize}
 	c.watch = newWatch(total, idle, cancel)
 	r = r.WithContext(context.WithValue(ctx, callKey{}, c))
 	defer func() {

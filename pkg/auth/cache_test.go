@@ -15,21 +15,27 @@ import (
 // A verified token is remembered until its exp and no longer: after exp it
 // is verified in full again (and the leeway rule decides, as without the
 // cache), and it is not remembered again.
-func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
+// clocked is a verifier of iss on a clock the test sets, and a token of
+// client-1 that expires a minute (less a fraction) after the clock's start.
+func clocked(t *testing.T, iss *testkit.Issuer) (v *auth.Verifier, now *atomic.Pointer[time.Time], start, exp time.Time, token string) {
+	t.Helper()
 	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(v.Close)
-	start := time.Now()
-	var now atomic.Pointer[time.Time]
+	start = time.Now()
+	now = &atomic.Pointer[time.Time]{}
 	now.Store(&start)
 	auth.SetClock(v, func() time.Time { return *now.Load() })
 	claims := iss.Claims("client-1", auth.ScopeRead)
-	exp := start.Add(time.Minute).Truncate(time.Second)
+	exp = start.Add(time.Minute).Truncate(time.Second)
 	claims["exp"] = exp.Unix()
-	token := iss.Sign(t, claims)
+	return v, now, start, exp, iss.Sign(t, claims)
+}
+
+func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
+	v, now, start, exp, token := clocked(t, testkit.NewIssuer(t, audience))
 
 	steps := []struct {
 		at     time.Time
@@ -120,5 +126,38 @@ func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
 	}
 	if got := auth.CachedTokens(v); got != 1 {
 		t.Fatalf("%d cached tokens, want 1", got)
+	}
+}
+
+// A token answered from memory (Remembered, what every call's
+// authentication asks first) is answered by its decision for at most a
+// second: then the whole check runs again, and a token whose key left the
+// key set is no longer remembered; past its exp it never is.
+func TestRememberedTokensAreCheckedAgainEachSecond(t *testing.T) {
+	iss := testkit.NewIssuer(t, audience)
+	v, now, start, exp, short := clocked(t, iss)
+	at := func(d time.Duration) { t := start.Add(d); now.Store(&t) }
+	old := iss.ReadWrite(t)
+	for _, tok := range []string{short, old} {
+		if _, err := v.Verify(t.Context(), tok); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := v.Remembered(t.Context(), tok); !ok {
+			t.Fatal("a verified token is not remembered")
+		}
+	}
+	at(exp.Sub(start))
+	if _, ok := v.Remembered(t.Context(), short); ok {
+		t.Error("a token is remembered at its exp")
+	}
+
+	at(0)
+	iss.Rotate(t)
+	if _, err := v.Verify(t.Context(), iss.ReadWrite(t)); err != nil { // the new key id refreshes the key set
+		t.Fatalf("token of the new key: %v", err)
+	}
+	at(time.Second)
+	if _, ok := v.Remembered(t.Context(), old); ok {
+		t.Error("a token of a retired key is still remembered a second after the key set changed")
 	}
 }

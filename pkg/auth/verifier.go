@@ -142,7 +142,10 @@ type Verifier struct {
 	// once per request and hop. See cachedPrincipal for when an entry
 	// stands.
 	verified *lru.Cache[[sha256.Size]byte, verifiedToken]
-	now      func() time.Time // the clock of the claims checks and the cache
+	// decisions answer for the tokens in use without the cache's check,
+	// for about a second at a time (decisions.go).
+	decisions decisions
+	now       func() time.Time // the clock of the claims checks and the cache
 
 	initMu      sync.Mutex // one key fetch at a time
 	lastFailure time.Time  // guarded by initMu; fail fast right after a failed fetch
@@ -346,7 +349,7 @@ func (v *Verifier) Remembered(ctx context.Context, raw string) (Principal, bool)
 	if k == nil {
 		return Principal{}, false
 	}
-	return v.cachedPrincipal(ctx, k, sha256.Sum256([]byte(raw)))
+	return v.remember(ctx, k, raw)
 }
 
 // checkLifetime refuses a token that was issued to live longer than the
@@ -515,6 +518,7 @@ func (v *Verifier) Close() {
 		k.stop()
 	}
 	v.verified.Purge()
+	v.decisions.clear()
 }
 
 func (v *Verifier) keySet(ctx context.Context) (*loadedKeys, error) {

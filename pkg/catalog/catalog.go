@@ -54,6 +54,11 @@ type Resource struct {
 	// name to it (/assets/{id}/passport_links/{link_id}); otherwise a
 	// deeper path stays the parent's.
 	Nested bool
+	// ChargedBySize: its answers may declare what they cost the client's
+	// rate-limit budget by their size (httpx.CostHeader, a passport), and
+	// the gateway charges it; the gateway watches only these answers for
+	// the declaration (and strips it from every other).
+	ChargedBySize bool
 }
 
 // Deployable is one binary of the registry with its local ports.
@@ -165,12 +170,12 @@ var Services = []Service{
 			{Name: "webhooks", Prefixes: []string{"/webhooks"}},
 			{Name: "history", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
 			// An asset's record with the log's proofs, for offline checks.
-			{Name: "passport", Under: []string{"assets"}},
+			{Name: "passport", Under: []string{"assets"}, ChargedBySize: true},
 			// An asset's passport links, and the passports they open, which
 			// answer without a token (the token in the path is the
 			// capability).
 			{Name: "passport_links", Under: []string{"assets"}, Nested: true},
-			{Name: "passports", Prefixes: []string{"/passports"}, Anonymous: []string{"GET /passports/{token}"}},
+			{Name: "passports", Prefixes: []string{"/passports"}, Anonymous: []string{"GET /passports/{token}"}, ChargedBySize: true},
 			// A resource as it was at an instant, from its history.
 			{Name: "as_of", Query: "as_of", Under: []string{"organizations", "people", "asset_types", "assets", "actions", "documents"}},
 			// The transparency log over every event: checkpoints, proofs, keys.

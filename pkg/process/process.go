@@ -52,7 +52,8 @@ func Execute(name string, args []string, register func(*flag.FlagSet) *telemetry
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	logger := telemetry.NewLogger(os.Stdout, name, *logCfg)
+	logger, flushLog := telemetry.NewFlushingLogger(os.Stdout, name, *logCfg)
+	defer flushLog()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, logger); err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,3 +89,56 @@ func BenchmarkAccessLogLine(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// lockedBuffer is a bytes.Buffer the flush timer and the test share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	n   int // writes
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n++
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) read() (string, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String(), b.n
+}
+
+// With log.flush-interval, lines are written together, within the
+// interval of the first, and whatever waits is written by the flush at
+// exit.
+func TestFlushingLogger(t *testing.T) {
+	var out lockedBuffer
+	logger, flush := NewFlushingLogger(&out, "svc", LogConfig{Level: "info", FlushInterval: 50 * time.Millisecond})
+	for i := range 100 {
+		_ = logger.Log("msg", "request", "n", i)
+	}
+	if text, _ := out.read(); text != "" {
+		t.Fatalf("lines were written at once: %q", text)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		text, writes := out.read()
+		if strings.Count(text, "\n") == 100 {
+			if writes != 1 {
+				t.Errorf("100 lines in %d writes, want one", writes)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lines were not written within the interval: %d of 100", strings.Count(text, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = logger.Log("msg", "last")
+	flush()
+	if text, _ := out.read(); !strings.Contains(text, `"msg":"last"`) {
+		t.Errorf("the flush at exit did not write the last line: %q", text)
+	}
+}

@@ -191,7 +191,7 @@ func (r *Results) Print(w io.Writer) {
 			unchecked += s.FailOpen
 		}
 		if unchecked > 0 {
-			fmt.Fprintf(w, "%s: %.0f calls let through without a rate-limit check (Redis slower than rate-limit.timeout)\n", row.Name, unchecked)
+			fmt.Fprintf(w, "%s: %.0f calls whose budget Redis did not check (slower than rate-limit.timeout; the replica's share of the budget checked them)\n", row.Name, unchecked)
 		}
 	}
 	if len(r.Goals) > 0 {

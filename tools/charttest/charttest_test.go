@@ -366,6 +366,11 @@ func TestTokenValidityAndItemBudgets(t *testing.T) {
 	if got := Get(gw, "data", "RATE_LIMIT_CLIENT_ITEMS"); got != "inspection-importer=600000/60s" {
 		t.Errorf("RATE_LIMIT_CLIENT_ITEMS = %v", got)
 	}
+	// While Redis is away each replica keeps a client to its share of the
+	// budget: the share of the fewest replicas the autoscaler runs.
+	if got := Get(gw, "data", "RATE_LIMIT_REPLICAS"); got != "3" {
+		t.Errorf("RATE_LIMIT_REPLICAS = %v, want 3 (the autoscaler's minimum)", got)
+	}
 	// The organization rule is each service's (a service reached around
 	// the gateway holds it too): off unless the operator sets it.
 	required := render(t, "prod", "global.tenancy.requireOrganization=true")

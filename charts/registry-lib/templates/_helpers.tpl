@@ -202,6 +202,10 @@ registry-lib.secretEnv.
 {{- $_ := set $env "RATE_LIMIT_DEFAULT" $rl.default -}}
 {{- $_ := set $env "RATE_LIMIT_UNAUTHENTICATED" $rl.unauthenticated -}}
 {{- $_ := set $env "RATE_LIMIT_TIMEOUT" $rl.timeout -}}
+{{- /* While Redis cannot answer, each replica keeps a client to the budget divided by this: the
+       fewest replicas that run, so that no client is refused within its budget for Redis's sake
+       (with more running, the shares add up to more than the budget until Redis is back). */ -}}
+{{- $_ := set $env "RATE_LIMIT_REPLICAS" (toString (ternary (int .v.autoscaling.minReplicas) (int .v.replicas) .v.autoscaling.enabled)) -}}
 {{- $_ := set $env "RATE_LIMIT_PROBES" $rl.probes -}}
 {{- $clients := list -}}
 {{- range $sub, $budget := $rl.clients -}}

@@ -16,12 +16,7 @@ import (
 // is verified in full again (and the leeway rule decides, as without the
 // cache), and it is not remembered again.
 func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	iss, v := newVerifier(t)
 	start := time.Now()
 	var now atomic.Pointer[time.Time]
 	now.Store(&start)
@@ -60,12 +55,7 @@ func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
 // When the key that verified a remembered token leaves the key set (a
 // rotation), the token fails like any token signed by an unknown key.
 func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	iss, v := newVerifier(t)
 	old := iss.ReadWrite(t)
 	if _, err := v.Verify(t.Context(), old); err != nil {
 		t.Fatal(err)
@@ -89,12 +79,7 @@ func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
 // Only tokens that verify are remembered, so bad tokens cannot fill the
 // cache, and a token that differs in any byte is a different entry.
 func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	iss, v := newVerifier(t)
 	valid := iss.ReadOnly(t)
 	bad := []string{
 		withSignatureChanged(t, valid),

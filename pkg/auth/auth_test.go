@@ -22,8 +22,7 @@ import (
 const audience = "https://registry.example"
 
 func TestVerify(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
+	iss, v := newVerifier(t)
 	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -123,11 +122,7 @@ func TestMaxTokenLifetime(t *testing.T) {
 	iss := testkit.NewIssuer(t, audience)
 	cfg := auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway}
 	cfg.MaxTokenLifetime = time.Hour
-	v, err := auth.NewVerifier(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v := following(t, cfg)
 	lived := func(d time.Duration) string {
 		c := iss.Claims("client-1", auth.ScopeRead)
 		c["exp"] = time.Now().Add(d).Unix()
@@ -137,7 +132,7 @@ func TestMaxTokenLifetime(t *testing.T) {
 	if _, err := v.Verify(t.Context(), lived(time.Hour)); err != nil {
 		t.Errorf("a token living the maximum: %v", err)
 	}
-	_, err = v.Verify(t.Context(), lived(2*time.Hour))
+	_, err := v.Verify(t.Context(), lived(2*time.Hour))
 	if !errors.Is(err, auth.ErrInvalidToken) || !strings.Contains(err.Error(), "exceeds the 1h0m0s") {
 		t.Errorf("a token living twice the maximum: err = %v, want invalid token naming the limit", err)
 	}
@@ -198,8 +193,7 @@ func TestStartRefusesAnIssuerThatDiscoveryContradicts(t *testing.T) {
 }
 
 func TestStartLoadsTheKeys(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
+	_, v := newVerifier(t)
 	if err := v.Start(t.Context(), log.NewNopLogger()); err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +228,7 @@ func TestScopeFor(t *testing.T) {
 }
 
 func TestMiddleware(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
+	iss, v := newVerifier(t)
 	h := auth.Authenticate(v)(auth.RequireScope(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(auth.Subject(r.Context())))
 	})))

@@ -19,11 +19,7 @@ import (
 // client-1 that expires a minute (less a fraction) after the clock's start.
 func clocked(t *testing.T, iss *testkit.Issuer) (v *auth.Verifier, now *atomic.Pointer[time.Time], start, exp time.Time, token string) {
 	t.Helper()
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	v = following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
 	start = time.Now()
 	now = &atomic.Pointer[time.Time]{}
 	now.Store(&start)
@@ -66,12 +62,7 @@ func TestVerifiedTokenCacheNeverServesPastExpiry(t *testing.T) {
 // When the key that verified a remembered token leaves the key set (a
 // rotation), the token fails like any token signed by an unknown key.
 func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	iss, v := newVerifier(t)
 	old := iss.ReadWrite(t)
 	if _, err := v.Verify(t.Context(), old); err != nil {
 		t.Fatal(err)
@@ -95,12 +86,7 @@ func TestVerifiedTokenCacheDropsTokensOfRetiredKeys(t *testing.T) {
 // Only tokens that verify are remembered, so bad tokens cannot fill the
 // cache, and a token that differs in any byte is a different entry.
 func TestVerifiedTokenCacheKeepsOnlyValidTokens(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v, err := auth.NewVerifier(auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
+	iss, v := newVerifier(t)
 	valid := iss.ReadOnly(t)
 	bad := []string{
 		withSignatureChanged(t, valid),

@@ -112,8 +112,7 @@ func TestOrganizationClaim(t *testing.T) {
 // caller it names in X-On-Behalf-Of, and only then is
 // X-On-Behalf-Of-Organization believed.
 func TestOrganizationOfTheCaller(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
+	iss, v := newVerifier(t)
 	h := auth.Authenticate(v)(organizationEcho)
 	bound := iss.Bound(t, "bound-client", orgA, auth.ScopeRead, auth.ScopeWrite)
 	admin := iss.Bound(t, "admin-client", orgA, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin)
@@ -157,8 +156,7 @@ func TestOrganizationOfTheCaller(t *testing.T) {
 // bound clients' writes pass, and a token without registry:write still
 // gets RequireScope's 403.
 func TestRequireOrganization(t *testing.T) {
-	iss := testkit.NewIssuer(t, audience)
-	v := following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
+	iss, v := newVerifier(t)
 	h := auth.Authenticate(v)(auth.RequireOrganization(auth.RequireScope(organizationEcho)))
 	unbound := iss.ReadWrite(t)
 	tests := []struct {

@@ -18,6 +18,8 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/assetregistry/registry/pkg/job"
 )
 
 // Revocation. A signed token cannot be taken back, so an issuer that lets
@@ -283,17 +285,10 @@ func (v *validity) fetch(ctx context.Context, fresh bool) error {
 // which check trusts until it is maxAge old; each new reason is logged
 // once, and so is the recovery.
 func (v *validity) follow(ctx context.Context) {
-	t := time.NewTicker(v.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	job.Ticks(ctx, v.interval, func(ctx context.Context) bool {
 		err := v.fetch(ctx, false)
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		v.mu.Lock()
 		switch {
@@ -307,5 +302,6 @@ func (v *validity) follow(ctx context.Context) {
 		}
 		v.mu.Unlock()
 		validityAge.Set(v.now().Sub(time.Unix(0, v.fetched.Load())).Seconds())
-	}
+		return true
+	})
 }

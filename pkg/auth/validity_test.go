@@ -11,9 +11,17 @@ import (
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
+// newVerifier is a test issuer and a verifier of its tokens with the
+// default settings, until the test ends.
+func newVerifier(t testing.TB) (*testkit.Issuer, *auth.Verifier) {
+	t.Helper()
+	iss := testkit.NewIssuer(t, audience)
+	return iss, following(t, auth.Config{Issuer: iss.URL, Audience: iss.Audience, Leeway: testkit.Leeway})
+}
+
 // following is a verifier of cfg, following its issuer's token validity
 // list (if it has one) until the test ends.
-func following(t *testing.T, cfg auth.Config) *auth.Verifier {
+func following(t testing.TB, cfg auth.Config) *auth.Verifier {
 	t.Helper()
 	v, err := auth.NewVerifier(cfg)
 	if err != nil {

@@ -81,7 +81,7 @@ func TestFollowsThePrimaryThroughAFailover(t *testing.T) {
 		return a
 	}
 	// The replica may still be making its first copy of the primary.
-	eventually(t, 60*time.Second, "the replica has the entry", func() bool {
+	testkit.Eventually(t, "the replica has the entry", 60*time.Second, func() bool {
 		n, err := admin(primary).Wait(ctx, 1, time.Second).Result()
 		return err == nil && n == 1
 	})
@@ -91,14 +91,14 @@ func TestFollowsThePrimaryThroughAFailover(t *testing.T) {
 	if err := sentinels.Failover(ctx, "registry").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "Sentinel names the replica as the primary", func() bool {
+	testkit.Eventually(t, "Sentinel names the replica as the primary", 30*time.Second, func() bool {
 		p, err := sentinel.Primary(ctx)
 		return err == nil && p == replica.Addr
 	})
 	// Until the old primary is made a replica it may still take the
 	// client's writes: what counts is an entry stored on the new one.
 	newPrimary := admin(replica)
-	eventually(t, 30*time.Second, "the cache stores and finds entries on the new primary", func() bool {
+	testkit.Eventually(t, "the cache stores and finds entries on the new primary", 30*time.Second, func() bool {
 		var got string
 		e, _ := f.Get(ctx, scopes, "after", &got)
 		e.Store(ctx, "v")
@@ -171,7 +171,7 @@ func TestRunsOnRedisCluster(t *testing.T) {
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the one-node cluster serves every slot", func() bool {
+	testkit.Eventually(t, "the one-node cluster serves every slot", 30*time.Second, func() bool {
 		info, err := admin.ClusterInfo(ctx).Result()
 		return err == nil && strings.Contains(info, "cluster_state:ok")
 	})
@@ -199,17 +199,4 @@ func genValues(t *testing.T, admin *redis.Client, namespace, scope string) []str
 		values = append(values, v)
 	}
 	return values
-}
-
-func eventually(t *testing.T, within time.Duration, what string, ok func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), within)
-	defer cancel()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("not within %s: %s", within, what)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

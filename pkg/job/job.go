@@ -75,17 +75,26 @@ func Every(name string, interval time.Duration, tick func(ctx context.Context)) 
 // (an audit that need not run at start).
 func Later(name string, interval time.Duration, tick func(ctx context.Context)) Job {
 	return Job{Name: name, Run: func(ctx context.Context) {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				tick(ctx)
-			}
-		}
+		Ticks(ctx, interval, func(ctx context.Context) bool { tick(ctx); return true })
 	}}
+}
+
+// Ticks calls tick every interval, the first time one interval from now,
+// until ctx ends or tick returns false: the loop of a poller or a
+// heartbeat that runs beside other work rather than as a job.
+func Ticks(ctx context.Context, interval time.Duration, tick func(ctx context.Context) bool) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !tick(ctx) {
+			return
+		}
+	}
 }
 
 // StartJobs runs jobs until the returned stop is called: Start without

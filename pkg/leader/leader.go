@@ -40,6 +40,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/assetregistry/registry/pkg/job"
 )
 
 // DefaultSilence is how long a leader may say nothing before PostgreSQL
@@ -213,20 +215,14 @@ func (s *Session) Use(fn func(conn *pgx.Conn) error) error {
 // heartbeat pings the session whenever it has been quiet for every, and
 // cancels the leader's work when the session does not answer.
 func (s *Session) heartbeat(ctx context.Context, every time.Duration, lost context.CancelCauseFunc) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	job.Ticks(ctx, every, func(ctx context.Context) bool {
 		err := s.ping(ctx, every)
 		if err != nil && ctx.Err() == nil {
 			lost(fmt.Errorf("the leader's session does not answer: %w", err))
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // ping says something on the session unless the leader's own statements

@@ -14,7 +14,6 @@ import (
 	"github.com/go-kit/log"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/leader"
@@ -99,17 +98,6 @@ func run(t *testing.T, lock leader.Lock, lead func(context.Context, *leader.Sess
 	return stop
 }
 
-func eventually(t *testing.T, what string, wait time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, wait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // signal is a channel closed the first time the function is called.
 func signal() (<-chan struct{}, func()) {
 	ch := make(chan struct{})
@@ -165,7 +153,7 @@ func TestStandbyAsksQuietlyOnOneConnection(t *testing.T) {
 	observer := replica(t, schema, "observer", "")
 	l := &leading{leaders: map[string]int{}}
 	stopA := run(t, leader.Lock{Pool: replica(t, schema, "replica-a", ""), Name: "work", Silence: 2 * time.Second}, l.lead("a"))
-	eventually(t, "a leads", 30*time.Second, func() bool { return l.current() == "a" })
+	testkit.Eventually(t, "a leads", 30*time.Second, func() bool { return l.current() == "a" })
 	standing, standby := signal()
 	run(t, leader.Lock{Pool: replica(t, schema, "replica-b", ""), Name: "work", Silence: 2 * time.Second, Standby: standby}, l.lead("b"))
 	awaitSignal(t, "b stands by", standing)
@@ -184,7 +172,7 @@ func TestStandbyAsksQuietlyOnOneConnection(t *testing.T) {
 		t.Fatalf("the standby used %d sessions in 3 s (%v), want the one it keeps", len(seen), seen)
 	}
 	stopA()
-	eventually(t, "b leads once a stopped", 30*time.Second, func() bool { return l.current() == "b" })
+	testkit.Eventually(t, "b leads once a stopped", 30*time.Second, func() bool { return l.current() == "b" })
 	if l.leaders["a"] != 1 || l.leaders["b"] != 1 {
 		t.Errorf("terms led: %v, want one each", l.leaders)
 	}
@@ -201,7 +189,7 @@ func TestStandbyHoldsNoIndexBuildBack(t *testing.T) {
 	observer := replicaOf(t, database, schema, "observer", "")
 	l := &leading{leaders: map[string]int{}}
 	run(t, leader.Lock{Pool: replicaOf(t, database, schema, "leader", ""), Name: "work", Silence: time.Minute}, l.lead("leader"))
-	eventually(t, "the leader leads", 30*time.Second, func() bool { return l.current() == "leader" })
+	testkit.Eventually(t, "the leader leads", 30*time.Second, func() bool { return l.current() == "leader" })
 	standing, standby := signal()
 	run(t, leader.Lock{Pool: replicaOf(t, database, schema, "standby", ""), Name: "work", Silence: time.Minute, Standby: standby}, l.lead("standby"))
 	awaitSignal(t, "the standby stands by", standing)
@@ -252,7 +240,7 @@ func TestSilentLeaderIsReplaced(t *testing.T) {
 			}
 		}}
 	run(t, lockA, l.lead("a"))
-	eventually(t, "a leads", 30*time.Second, func() bool { return l.current() == "a" })
+	testkit.Eventually(t, "a leads", 30*time.Second, func() bool { return l.current() == "a" })
 	run(t, leader.Lock{Pool: replica(t, schema, "replica-b", ""), Name: "work", Silence: time.Second}, l.lead("b"))
 	time.Sleep(2 * time.Second) // a keeps the lead while it talks: its heartbeat
 	if got := l.current(); got != "a" {
@@ -260,9 +248,9 @@ func TestSilentLeaderIsReplaced(t *testing.T) {
 	}
 
 	proxy.freeze()
-	eventually(t, "b leads while a is frozen", 30*time.Second, func() bool { return l.current() == "b" })
+	testkit.Eventually(t, "b leads while a is frozen", 30*time.Second, func() bool { return l.current() == "b" })
 	proxy.thaw()
-	eventually(t, "a gives the lead up", 30*time.Second, func() bool { return aLost.Load() > 0 })
+	testkit.Eventually(t, "a gives the lead up", 30*time.Second, func() bool { return aLost.Load() > 0 })
 	time.Sleep(2 * time.Second)
 	if got := l.current(); got != "b" {
 		t.Errorf("%q leads after a woke, want b to keep the lead", got)
@@ -283,33 +271,17 @@ type freezableProxy struct {
 
 func startFreezableProxy(t *testing.T, target string) *freezableProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &freezableProxy{addr: ln.Addr().String()}
+	p := &freezableProxy{}
 	p.thawed = sync.NewCond(&p.mu)
 	var conns sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
+	t.Cleanup(func() { // after the proxy stopped accepting
 		p.thaw()
 		conns.Wait()
 	})
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			conns.Go(func() { p.pipe(server, client); server.Close(); client.Close() })
-			conns.Go(func() { p.pipe(client, server); server.Close(); client.Close() })
-		}
-	}()
+	p.addr = testkit.Proxy(t, target, func(client, server net.Conn) {
+		conns.Go(func() { p.pipe(server, client); server.Close(); client.Close() })
+		conns.Go(func() { p.pipe(client, server); server.Close(); client.Close() })
+	})
 	return p
 }
 
@@ -341,33 +313,6 @@ func (p *freezableProxy) thaw() {
 	p.frozen = false
 	p.thawed.Broadcast()
 	p.mu.Unlock()
-}
-
-// metric reads a gauge or counter of the default registry by its labels.
-func metric(t *testing.T, name string, labels map[string]string) (float64, bool) {
-	t.Helper()
-	families, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue next
-				}
-			}
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue(), true
-			}
-			return m.GetCounter().GetValue(), true
-		}
-	}
-	return 0, false
 }
 
 // Maintenance runs on one replica at a time, a task's steps one after the
@@ -406,7 +351,7 @@ func TestMaintenanceRunsOnTheLeaderStepByStep(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, "both tasks ran through", 60*time.Second, func() bool {
+	testkit.Eventually(t, "both tasks ran through", 60*time.Second, func() bool {
 		return count(`SELECT count(*) FROM `+pgx.Identifier{schema, "steps"}.Sanitize()+` WHERE task = 'steady'`) == 5 &&
 			count(`SELECT count(*) FROM `+pgx.Identifier{schema, "steps"}.Sanitize()+` WHERE task = 'flaky'`) >= 5
 	})
@@ -414,14 +359,14 @@ func TestMaintenanceRunsOnTheLeaderStepByStep(t *testing.T) {
 		t.Errorf("%d replicas ran maintenance, want the one that leads", n)
 	}
 	labels := map[string]string{"schema": schema, "task": "flaky"}
-	if n, _ := metric(t, "registry_maintenance_failures_total", labels); n != 2 {
+	if n, _ := testkit.Metric(t, "registry_maintenance_failures_total", labels); n != 2 {
 		t.Errorf("registry_maintenance_failures_total = %v, want the 2 failed runs", n)
 	}
-	eventually(t, "the flaky task no longer marked failing", 10*time.Second, func() bool {
-		v, ok := metric(t, "registry_maintenance_failing", labels)
+	testkit.Eventually(t, "the flaky task no longer marked failing", 10*time.Second, func() bool {
+		v, ok := testkit.Metric(t, "registry_maintenance_failing", labels)
 		return ok && v == 0
 	})
-	if v, _ := metric(t, "registry_maintenance_rows_total", map[string]string{"schema": schema, "task": "steady"}); v != 5 {
+	if v, _ := testkit.Metric(t, "registry_maintenance_rows_total", map[string]string{"schema": schema, "task": "steady"}); v != 5 {
 		t.Errorf("registry_maintenance_rows_total of the steady task = %v, want 5", v)
 	}
 }

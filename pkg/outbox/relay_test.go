@@ -132,18 +132,6 @@ func (f fixture) streamed(t *testing.T) []outbox.Event {
 	return events
 }
 
-// eventually polls cond until it holds or the wait ends.
-func eventually(t *testing.T, what string, wait time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, wait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 type counter struct {
 	N int `json:"n"`
 }
@@ -229,7 +217,7 @@ func TestRelayPublishesEverythingInOrderPerSubject(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	eventually(t, "every event published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "every event published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	checkStream(t, f.streamed(t), subjects, changes)
 }
 
@@ -303,7 +291,7 @@ func TestRelayKilledBetweenPublishAndMark(t *testing.T) {
 		t.Fatal("the killed relay published nothing before it died")
 	}
 	f.relay(t)
-	eventually(t, "every event published by the second relay", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "every event published by the second relay", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	checkStream(t, f.streamed(t), subjects, changes)
 }
 
@@ -329,7 +317,7 @@ func TestNATSDownWritesKeepWorking(t *testing.T) {
 	for n := range 4 {
 		writeRound(n)
 	}
-	eventually(t, "the first events published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "the first events published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	if err := relay.Ready(t.Context()); err != nil {
 		t.Fatalf("relay not ready with NATS up: %v", err)
 	}
@@ -340,11 +328,11 @@ func TestNATSDownWritesKeepWorking(t *testing.T) {
 	for n := 4; n < 8; n++ {
 		writeRound(n)
 	}
-	eventually(t, "the relay reporting NATS down", 30*time.Second, func() bool { return relay.Ready(t.Context()) != nil })
+	testkit.Eventually(t, "the relay reporting NATS down", 30*time.Second, func() bool { return relay.Ready(t.Context()) != nil })
 	if n := f.unpublished(t); n != 4*subjects {
 		t.Fatalf("%d events wait with NATS down, want %d", n, 4*subjects)
 	}
-	eventually(t, "outbox_pending_events counting what waits", 30*time.Second, func() bool {
+	testkit.Eventually(t, "outbox_pending_events counting what waits", 30*time.Second, func() bool {
 		return outbox.PendingGauge(f.schema) == 4*subjects
 	})
 
@@ -354,8 +342,8 @@ func TestNATSDownWritesKeepWorking(t *testing.T) {
 	for n := 8; n < changes; n++ {
 		writeRound(n)
 	}
-	eventually(t, "every event published after NATS returned", 60*time.Second, func() bool { return f.unpublished(t) == 0 })
-	eventually(t, "the relay ready again", 30*time.Second, func() bool { return relay.Ready(t.Context()) == nil })
+	testkit.Eventually(t, "every event published after NATS returned", 60*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "the relay ready again", 30*time.Second, func() bool { return relay.Ready(t.Context()) == nil })
 	checkStream(t, f.streamed(t), subjects, changes)
 }
 
@@ -365,7 +353,7 @@ func TestOneRelayLeadsPerSchema(t *testing.T) {
 	f := newFixture(t, testkit.NATSServer{})
 	a, stopA := f.relay(t)
 	b, _ := f.relay(t)
-	eventually(t, "both relays settled", 10*time.Second, func() bool {
+	testkit.Eventually(t, "both relays settled", 10*time.Second, func() bool {
 		return a.Ready(t.Context()) == nil && b.Ready(t.Context()) == nil
 	})
 	for n := range 5 {
@@ -377,14 +365,14 @@ func TestOneRelayLeadsPerSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	stopA() // whichever led, the other takes over (or already leads)
 	for n := 5; n < 10; n++ {
 		if err := f.write(t, request("client", "req"), nil, outbox.Updated(outbox.KindAsset, "asset-0", counter{n - 1}, counter{n})); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "published after one relay stopped", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "published after one relay stopped", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	checkStream(t, f.streamed(t), 1, 10)
 }
 
@@ -417,7 +405,7 @@ func TestPublishedEventsLeaveTheOutbox(t *testing.T) {
 				}
 				return n
 			}
-			eventually(t, "the outbox emptied", 30*time.Second, func() bool {
+			testkit.Eventually(t, "the outbox emptied", 30*time.Second, func() bool {
 				return count("outbox") == 0 && count("outbox_published") == c.kept
 			})
 			if got := len(f.streamed(t)); got != 5 {

@@ -46,7 +46,7 @@ func TestTheLargestEventPublishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.relay(t)
-	eventually(t, "the largest event published", 60*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "the largest event published", 60*time.Second, func() bool { return f.unpublished(t) == 0 })
 	stream, err := f.js.Stream(t.Context(), f.cfg.Stream)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestAnUnpublishableEventStopsNoOther(t *testing.T) {
 	}
 	f.relay(t)
 	ctx := t.Context()
-	eventually(t, "every other resource's events published", 30*time.Second, func() bool {
+	testkit.Eventually(t, "every other resource's events published", 30*time.Second, func() bool {
 		return f.unpublished(t) == changes && len(f.streamed(t)) == others*changes
 	})
 	for _, e := range f.streamed(t) {
@@ -113,14 +113,14 @@ func TestAnUnpublishableEventStopsNoOther(t *testing.T) {
 			t.Errorf("set aside %+v, want an event of asset-0 held behind the first", e)
 		}
 	}
-	eventually(t, "the set-aside gauge", 10*time.Second, func() bool { return outbox.SetAsideGauge(f.schema) == changes })
+	testkit.Eventually(t, "the set-aside gauge", 10*time.Second, func() bool { return outbox.SetAsideGauge(f.schema) == changes })
 
 	// Replayed with the limit unchanged: set aside again, still unpublished.
 	replayed := time.Now()
 	if n, err := outbox.Replay(ctx, f.store.Pool.Pool, "asset.asset-0"); err != nil || n != changes {
 		t.Fatalf("replay: %d events, %v; want %d", n, err, changes)
 	}
-	eventually(t, "the replayed events set aside again", 30*time.Second, func() bool {
+	testkit.Eventually(t, "the replayed events set aside again", 30*time.Second, func() bool {
 		aside, err := outbox.SetAside(ctx, f.store.Pool.Pool, 100)
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +140,7 @@ func TestAnUnpublishableEventStopsNoOther(t *testing.T) {
 	// A client learns the new limit when it reconnects: an event of
 	// another resource published says the relay's client has.
 	write("asset-5", 0, 0)
-	eventually(t, "the relay connected again", 30*time.Second, func() bool { return f.unpublished(t) == changes })
+	testkit.Eventually(t, "the relay connected again", 30*time.Second, func() bool { return f.unpublished(t) == changes })
 	if _, err := outbox.Replay(ctx, f.store.Pool.Pool, "nothing"); err == nil {
 		t.Error(`replaying subject "nothing" was accepted, want "<kind>.<id>"`)
 	}
@@ -148,10 +148,10 @@ func TestAnUnpublishableEventStopsNoOther(t *testing.T) {
 		t.Fatalf("replay everything: %d events, %v; want %d", n, err, changes)
 	}
 
-	eventually(t, "every event published after the replay", 60*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "every event published after the replay", 60*time.Second, func() bool { return f.unpublished(t) == 0 })
 	events := f.streamed(t)
 	checkStream(t, slices.DeleteFunc(events, func(e outbox.Event) bool { return e.Subject.ID == "asset-5" }), others+1, changes)
-	eventually(t, "the set-aside gauge back at 0", 10*time.Second, func() bool { return outbox.SetAsideGauge(f.schema) == 0 })
+	testkit.Eventually(t, "the set-aside gauge back at 0", 10*time.Second, func() bool { return outbox.SetAsideGauge(f.schema) == 0 })
 }
 
 // TestWhatIsUnpublishable tells the failures of one event, which set it
@@ -189,7 +189,7 @@ func TestEventsAreNotHTMLEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.relay(t)
-	eventually(t, "published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	stream, err := f.js.Stream(t.Context(), f.cfg.Stream)
 	if err != nil {
 		t.Fatal(err)

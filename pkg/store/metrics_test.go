@@ -4,44 +4,20 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // poolMetric reads one pgxpool_* series of schema from the default registry,
 // the one the metrics port serves.
 func poolMetric(t *testing.T, name, schema string) float64 {
 	t.Helper()
-	families, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := testkit.Metric(t, name, map[string]string{"schema": schema})
+	if !ok {
+		t.Fatalf("%s{schema=%q} is not exported", name, schema)
 	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if labelValue(m, "schema") == schema {
-				if f.GetType() == dto.MetricType_COUNTER {
-					return m.GetCounter().GetValue()
-				}
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	t.Fatalf("%s{schema=%q} is not exported", name, schema)
-	return 0
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
+	return v
 }
 
 func TestPoolStatsAreExported(t *testing.T) {

@@ -110,34 +110,20 @@ DROP INDEX items_kind;`)},
 	}
 	waitingFiles := fstest.MapFS{"001_other.sql": {Data: []byte(`CREATE TABLE other (id bigint PRIMARY KEY);`)}}
 	var (
-		wg      sync.WaitGroup
 		mu      sync.Mutex
 		retried []error
 	)
 	onRetry := func(err error) { mu.Lock(); retried = append(retried, err); mu.Unlock() }
-	errs := make(chan error, 2)
-	for i, run := range []struct {
+	runs := []struct {
 		cfg   store.Config
 		files fstest.MapFS
-	}{{building, buildingFiles}, {waiting, waitingFiles}} {
-		wg.Go(func() {
-			if i == 1 {
-				time.Sleep(time.Second) // while the first is in its slow migration
-			}
-			pool, err := store.OpenAndMigrateSets(t.Context(), run.cfg, onRetry, store.Migrations(run.files)...)
-			if err == nil {
-				pool.Close()
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
+	}{{building, buildingFiles}, {waiting, waitingFiles}}
+	migrateTogether(t, len(runs), func(i int) (*store.Pool, error) {
+		if i == 1 {
+			time.Sleep(time.Second) // while the first is in its slow migration
 		}
-	}
+		return store.OpenAndMigrateSets(t.Context(), runs[i].cfg, onRetry, store.Migrations(runs[i].files)...)
+	})
 	if len(retried) > 0 {
 		t.Errorf("migrations were retried: %v", retried)
 	}

@@ -46,26 +46,33 @@ func open(t *testing.T) store.Config {
 	return store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
 }
 
-func TestConcurrentMigratorsAgree(t *testing.T) {
-	cfg := open(t)
+// migrateTogether opens (and so migrates) n pools at once, as replicas
+// starting together do, migrate(i) the i-th; it closes each and fails the
+// test with what any of them returned.
+func migrateTogether(t *testing.T, n int, migrate func(i int) (*store.Pool, error)) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 { // replicas starting together
+	errs := make([]error, n)
+	for i := range n {
 		wg.Go(func() {
-			pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+			pool, err := migrate(i)
 			if err == nil {
 				pool.Close()
 			}
-			errs <- err
+			errs[i] = err
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
+}
+
+func TestConcurrentMigratorsAgree(t *testing.T) {
+	cfg := open(t)
+	migrateTogether(t, 4, func(int) (*store.Pool, error) {
+		return store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	})
 	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -279,32 +286,16 @@ func (a answers) Read(b []byte) (int, error) {
 
 func newCuttingProxy(t *testing.T, target string) *cuttingProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	p := &cuttingProxy{addr: ln.Addr().String()}
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, client, server)
-			p.mu.Unlock()
-			var answered atomic.Bool
-			answered.Store(true)
-			go func() { _, _ = io.Copy(server, turns{client, &answered, &p.roundTrips}); server.Close() }()
-			go func() { _, _ = io.Copy(client, answers{server, &answered}); client.Close() }()
-		}
-	}()
+	p := &cuttingProxy{}
+	p.addr = testkit.Proxy(t, target, func(client, server net.Conn) {
+		p.mu.Lock()
+		p.conns = append(p.conns, client, server)
+		p.mu.Unlock()
+		var answered atomic.Bool
+		answered.Store(true)
+		go func() { _, _ = io.Copy(server, turns{client, &answered, &p.roundTrips}); server.Close() }()
+		go func() { _, _ = io.Copy(client, answers{server, &answered}); client.Close() }()
+	})
 	t.Cleanup(p.cut)
 	return p
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -47,23 +46,8 @@ func applicationName(t *testing.T, q store.Querier) string {
 // the default registry (the metrics port's); 0 before its first count.
 func readsOnPrimary(t *testing.T, schema string) float64 {
 	t.Helper()
-	families, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "store_replica_reads_on_primary_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "schema" && l.GetValue() == schema {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	v, _ := testkit.Metric(t, "store_replica_reads_on_primary_total", map[string]string{"schema": schema})
+	return v
 }
 
 // Lists, finds and the compliance report read the replica of

@@ -31,15 +31,15 @@ func TestComponents(t *testing.T) {
 		t.Fatalf("created component = %+v", hoist)
 	}
 
-	_, err := f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "X", AssetTypeID: model.ID(typ.ID), ParentAssetID: model.OptionalID(ptr(uuid.New()))})
+	_, err := f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "X", AssetTypeID: model.ID(typ.ID), ParentAssetID: model.OptionalID(new(uuid.New()))})
 	wantField(t, err, "parent_asset_id")
 	for name, parent := range map[string]uuid.UUID{"itself": crane.ID, "its component": hoist.ID, "a component's component": hook.ID} {
-		_, err := f.svc.UpdateAsset(f.ctx, f.g, crane.ID, AssetPatch{ParentAssetID: set(model.ID(parent))})
+		_, err := f.svc.UpdateAsset(f.ctx, f.g, crane.ID, AssetPatch{ParentAssetID: servicetest.Set(model.ID(parent))})
 		if e := wantKind(t, err, apperr.KindInvalid); len(e.Fields) != 1 || e.Fields[0].Field != "parent_asset_id" {
 			t.Errorf("%s as parent: %+v", name, e.Fields)
 		}
 	}
-	_, err = f.svc.UpdateAsset(f.ctx, f.g, hook.ID, AssetPatch{ParentAssetID: set(model.ID(uuid.New()))})
+	_, err = f.svc.UpdateAsset(f.ctx, f.g, hook.ID, AssetPatch{ParentAssetID: servicetest.Set(model.ID(uuid.New()))})
 	wantField(t, err, "parent_asset_id")
 
 	list := servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, model.Caller{}, AssetFilter{ParentAssetID: &crane.ID}, model.Page{Limit: 10}))
@@ -52,11 +52,11 @@ func TestComponents(t *testing.T) {
 		t.Errorf("delete with a component: %+v", e)
 	}
 	// The hook moves up to the crane, then out; the hoist can go then.
-	moved := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, hook.ID, AssetPatch{ParentAssetID: set(model.ID(crane.ID))}))
+	moved := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, hook.ID, AssetPatch{ParentAssetID: servicetest.Set(model.ID(crane.ID))}))
 	if *moved.ParentAssetID != crane.ID {
 		t.Errorf("moved = %+v", moved)
 	}
-	removed := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, hook.ID, AssetPatch{ParentAssetID: null[model.UUID]()}))
+	removed := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, hook.ID, AssetPatch{ParentAssetID: servicetest.Null[model.UUID]()}))
 	if removed.ParentAssetID != nil {
 		t.Errorf("removed = %+v", removed)
 	}
@@ -84,7 +84,7 @@ func TestConcurrentMovesMakeNoCycle(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				_, errs[i] = f.svc.UpdateAsset(f.ctx, f.g, move[0], AssetPatch{ParentAssetID: set(model.ID(move[1]))})
+				_, errs[i] = f.svc.UpdateAsset(f.ctx, f.g, move[0], AssetPatch{ParentAssetID: servicetest.Set(model.ID(move[1]))})
 			}()
 		}
 		close(start)

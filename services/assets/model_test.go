@@ -13,12 +13,6 @@ import (
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func ptr[T any](v T) *T { return &v }
-
-// set and null are merge-patch members: a new value, and a removal.
-func set[T any](v T) model.PatchField[T] { return model.PatchField[T]{Set: true, Value: v} }
-func null[T any]() model.PatchField[T]   { return model.PatchField[T]{Set: true, Null: true} }
-
 func TestAssetInputNormalize(t *testing.T) {
 	next := time.Now().UTC().Year() + 1
 	valid := AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(uuid.New())}
@@ -31,12 +25,12 @@ func TestAssetInputNormalize(t *testing.T) {
 		{"minimal", valid, nil},
 		{"serial number and type required", AssetInput{}, []string{"serial_number", "asset_type_id"}},
 		{"blank serial number", with(func(in *AssetInput) { in.SerialNumber = " \t" }), []string{"serial_number"}},
-		{"first production year", with(func(in *AssetInput) { in.ProductionYear = ptr(1900) }), nil},
-		{"before 1900", with(func(in *AssetInput) { in.ProductionYear = ptr(1899) }), []string{"production_year"}},
-		{"next year", with(func(in *AssetInput) { in.ProductionYear = ptr(next) }), nil},
-		{"the year after next", with(func(in *AssetInput) { in.ProductionYear = ptr(next + 1) }), []string{"production_year"}},
-		{"two digits", with(func(in *AssetInput) { in.ProductionYear = ptr(21) }), []string{"production_year"}},
-		{"status too long", with(func(in *AssetInput) { in.Status = ptr(strings.Repeat("s", statusLen+1)) }), []string{"status"}},
+		{"first production year", with(func(in *AssetInput) { in.ProductionYear = new(1900) }), nil},
+		{"before 1900", with(func(in *AssetInput) { in.ProductionYear = new(1899) }), []string{"production_year"}},
+		{"next year", with(func(in *AssetInput) { in.ProductionYear = new(next) }), nil},
+		{"the year after next", with(func(in *AssetInput) { in.ProductionYear = new(next + 1) }), []string{"production_year"}},
+		{"two digits", with(func(in *AssetInput) { in.ProductionYear = new(21) }), []string{"production_year"}},
+		{"status too long", with(func(in *AssetInput) { in.Status = new(strings.Repeat("s", statusLen+1)) }), []string{"status"}},
 		{"external ids checked", with(func(in *AssetInput) { in.ExternalIDs = []assettypes.ExternalID{{SourceSystem: "erp"}} }), []string{"external_ids[0].external_id"}},
 	}
 	for _, tt := range tests {
@@ -49,7 +43,7 @@ func TestAssetInputNormalize(t *testing.T) {
 
 func TestAssetPatchApply(t *testing.T) {
 	person := uuid.New()
-	current := Asset{SerialNumber: "SN-1", AssetTypeID: uuid.New(), ProductionYear: ptr(2020), ResponsiblePersonID: &person, ExternalIDs: []assettypes.ExternalID{}}
+	current := Asset{SerialNumber: "SN-1", AssetTypeID: uuid.New(), ProductionYear: new(2020), ResponsiblePersonID: &person, ExternalIDs: []assettypes.ExternalID{}}
 	tests := []struct {
 		name   string
 		patch  AssetPatch
@@ -57,13 +51,13 @@ func TestAssetPatchApply(t *testing.T) {
 		want   func(in AssetInput) bool
 	}{
 		{name: "empty patch changes nothing", want: func(in AssetInput) bool { return reflect.DeepEqual(in, assetInputOf(current)) }},
-		{name: "null removes the responsible person", patch: AssetPatch{ResponsiblePersonID: null[model.UUID]()},
+		{name: "null removes the responsible person", patch: AssetPatch{ResponsiblePersonID: servicetest.Null[model.UUID]()},
 			want: func(in AssetInput) bool { return in.ResponsiblePersonID == nil && in.ProductionYear != nil }},
-		{name: "null removes the production year", patch: AssetPatch{ProductionYear: null[int]()},
+		{name: "null removes the production year", patch: AssetPatch{ProductionYear: servicetest.Null[int]()},
 			want: func(in AssetInput) bool { return in.ProductionYear == nil }},
-		{name: "required members cannot be removed", patch: AssetPatch{SerialNumber: null[string](),
-			AssetTypeID: null[model.UUID]()}, fields: []string{"serial_number", "asset_type_id"}},
-		{name: "the year is checked", patch: AssetPatch{ProductionYear: set(1800)}, fields: []string{"production_year"}},
+		{name: "required members cannot be removed", patch: AssetPatch{SerialNumber: servicetest.Null[string](),
+			AssetTypeID: servicetest.Null[model.UUID]()}, fields: []string{"serial_number", "asset_type_id"}},
+		{name: "the year is checked", patch: AssetPatch{ProductionYear: servicetest.Set(1800)}, fields: []string{"production_year"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,13 +77,13 @@ func TestAssetQueryNormalize(t *testing.T) {
 		fields []string
 	}{
 		{"serial number only", AssetQuery{SerialNumber: "SN-1"}, nil},
-		{"with brand and model", AssetQuery{SerialNumber: "SN-1", Brand: ptr("B"), Model: ptr("M")}, nil},
-		{"with version", AssetQuery{SerialNumber: "SN-1", Brand: ptr("B"), Model: ptr("M"), Version: ptr("1")}, nil},
-		{"serial number required", AssetQuery{Brand: ptr("B"), Model: ptr("M")}, []string{"serial_number"}},
-		{"brand without model", AssetQuery{SerialNumber: "SN-1", Brand: ptr("B")}, []string{"model"}},
-		{"model without brand", AssetQuery{SerialNumber: "SN-1", Model: ptr("M")}, []string{"brand"}},
-		{"blank model is none", AssetQuery{SerialNumber: "SN-1", Brand: ptr("B"), Model: ptr(" ")}, []string{"model"}},
-		{"version alone", AssetQuery{SerialNumber: "SN-1", Version: ptr("1")}, []string{"version"}},
+		{"with brand and model", AssetQuery{SerialNumber: "SN-1", Brand: new("B"), Model: new("M")}, nil},
+		{"with version", AssetQuery{SerialNumber: "SN-1", Brand: new("B"), Model: new("M"), Version: new("1")}, nil},
+		{"serial number required", AssetQuery{Brand: new("B"), Model: new("M")}, []string{"serial_number"}},
+		{"brand without model", AssetQuery{SerialNumber: "SN-1", Brand: new("B")}, []string{"model"}},
+		{"model without brand", AssetQuery{SerialNumber: "SN-1", Model: new("M")}, []string{"brand"}},
+		{"blank model is none", AssetQuery{SerialNumber: "SN-1", Brand: new("B"), Model: new(" ")}, []string{"model"}},
+		{"version alone", AssetQuery{SerialNumber: "SN-1", Version: new("1")}, []string{"version"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

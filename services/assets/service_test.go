@@ -91,7 +91,7 @@ func wantField(t *testing.T, err error, field string) {
 func TestAssetTypeLifecycle(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	created := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
-		Version: ptr("2"), EmissionClass: ptr(" ")}))
+		Version: new("2"), EmissionClass: new(" ")}))
 	if created.ID.Version() != 7 || created.Brand != "Liftmaster" || created.EmissionClass != nil || created.CreatedBy != "test-client" ||
 		created.Documents == nil || created.Thumbnail != nil || created.ExternalIDs == nil {
 		t.Fatalf("created = %+v", created)
@@ -102,7 +102,7 @@ func TestAssetTypeLifecycle(t *testing.T) {
 	}
 
 	// Identity is case-insensitive, and no version is a version of its own.
-	_, err := f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "LIFTMASTER", Model: "lm-200", Version: ptr("2")})
+	_, err := f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "LIFTMASTER", Model: "lm-200", Version: new("2")})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != created.ID.String() {
 		t.Errorf("duplicate: existing_id = %v", e.Extensions["existing_id"])
 	}
@@ -111,21 +111,21 @@ func TestAssetTypeLifecycle(t *testing.T) {
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
 		t.Errorf("duplicate without version: existing_id = %v", e.Extensions["existing_id"])
 	}
-	f.assetType(t, "Liftmaster", "LM-200", ptr("3"))
+	f.assetType(t, "Liftmaster", "LM-200", new("3"))
 
 	updated := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{
-		EmissionClass: set("Stage V")}))
+		EmissionClass: servicetest.Set("Stage V")}))
 	if *updated.EmissionClass != "Stage V" || !updated.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	unchanged := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Brand: set("Liftmaster")}))
+	unchanged := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Brand: servicetest.Set("Liftmaster")}))
 	if !unchanged.UpdatedAt.Equal(updated.UpdatedAt) {
 		t.Error("a patch that changes nothing must not touch updated_at")
 	}
 	// Moving onto another type's identity is a duplicate.
-	_, err = f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Version: set("3")})
+	_, err = f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Version: servicetest.Set("3")})
 	wantKind(t, err, apperr.KindConflict)
-	_, err = f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Version: null[string]()})
+	_, err = f.types.UpdateAssetType(f.ctx, f.g, created.ID, assettypes.AssetTypePatch{Version: servicetest.Null[string]()})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != unversioned.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
@@ -146,7 +146,7 @@ func TestListAndFindAssetTypes(t *testing.T) {
 	for i, spec := range []struct {
 		brand, model string
 		version      *string
-	}{{"Liftmaster", "LM-200", nil}, {"Liftmaster", "LM-200", ptr("2")}, {"Liftmaster", "LM-300", nil}, {"Hoistco", "LM-200", nil}, {"LIFTMASTER", "lm-200", ptr("3")}} {
+	}{{"Liftmaster", "LM-200", nil}, {"Liftmaster", "LM-200", new("2")}, {"Liftmaster", "LM-300", nil}, {"Hoistco", "LM-200", nil}, {"LIFTMASTER", "lm-200", new("3")}} {
 		in := assettypes.AssetTypeInput{Brand: spec.brand, Model: spec.model, Version: spec.version,
 			ExternalIDs: []assettypes.ExternalID{{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}}}
 		ids = append(ids, servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, in)).ID)
@@ -159,22 +159,22 @@ func TestListAndFindAssetTypes(t *testing.T) {
 	if len(all.Items) != 5 || all.Items[0].ID != ids[0] || all.Items[4].ID != ids[4] || len(all.Items[2].ExternalIDs) != 1 {
 		t.Fatalf("all = %+v", all.Items)
 	}
-	page := list(assettypes.AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, model.Page{Limit: 2})
+	page := list(assettypes.AssetTypeFilter{Brand: new("liftMASTER"), Model: new("lm-200")}, model.Page{Limit: 2})
 	if len(page.Items) != 2 || page.Items[1].ID != ids[1] || page.Next != ids[1] {
 		t.Fatalf("page 1 = %+v", page)
 	}
-	page = list(assettypes.AssetTypeFilter{Brand: ptr("liftMASTER"), Model: ptr("lm-200")}, model.Page{Limit: 2, After: page.Next})
+	page = list(assettypes.AssetTypeFilter{Brand: new("liftMASTER"), Model: new("lm-200")}, model.Page{Limit: 2, After: page.Next})
 	if len(page.Items) != 1 || page.Items[0].ID != ids[4] || page.Next != uuid.Nil {
 		t.Fatalf("page 2 = %+v", page)
 	}
-	if got := list(assettypes.AssetTypeFilter{Version: ptr("2")}, model.Page{Limit: 10}); len(got.Items) != 1 || got.Items[0].ID != ids[1] {
+	if got := list(assettypes.AssetTypeFilter{Version: new("2")}, model.Page{Limit: 10}); len(got.Items) != 1 || got.Items[0].ID != ids[1] {
 		t.Errorf("by version: %+v", got.Items)
 	}
-	byExternal := list(assettypes.AssetTypeFilter{External: assettypes.ExternalFilter{SourceSystem: ptr("erp"), ExternalID: ptr("3")}}, model.Page{Limit: 10})
+	byExternal := list(assettypes.AssetTypeFilter{External: assettypes.ExternalFilter{SourceSystem: new("erp"), ExternalID: new("3")}}, model.Page{Limit: 10})
 	if len(byExternal.Items) != 1 || byExternal.Items[0].ID != ids[3] {
 		t.Errorf("by external id: %+v", byExternal.Items)
 	}
-	if got := list(assettypes.AssetTypeFilter{External: assettypes.ExternalFilter{SourceSystem: ptr("ERP")}}, model.Page{Limit: 10}); len(got.Items) != 0 {
+	if got := list(assettypes.AssetTypeFilter{External: assettypes.ExternalFilter{SourceSystem: new("ERP")}}, model.Page{Limit: 10}); len(got.Items) != 0 {
 		t.Errorf("external ids compare exactly: %+v", got.Items)
 	}
 
@@ -182,7 +182,7 @@ func TestListAndFindAssetTypes(t *testing.T) {
 	if len(found) != 3 || found[0].ID != ids[0] || found[2].ID != ids[4] {
 		t.Errorf("every version: %+v", found)
 	}
-	found = servicetest.Must[[]assettypes.AssetType](t)(f.types.FindAssetTypes(f.ctx, assettypes.BrandAndModel{Brand: "liftmaster", Model: "LM-200", Version: ptr("3")}))
+	found = servicetest.Must[[]assettypes.AssetType](t)(f.types.FindAssetTypes(f.ctx, assettypes.BrandAndModel{Brand: "liftmaster", Model: "LM-200", Version: new("3")}))
 	if len(found) != 1 || found[0].ID != ids[4] {
 		t.Errorf("one version: %+v", found)
 	}
@@ -221,15 +221,15 @@ func TestExternalIDs(t *testing.T) {
 	if len(replaced.ExternalIDs) != 2 || replaced.ExternalIDs[0].SourceSystem != "sap" || replaced.ExternalIDs[1].ExternalID != "2" {
 		t.Fatalf("replaced = %+v", replaced.ExternalIDs)
 	}
-	taken := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, second.ID, assettypes.AssetTypePatch{ExternalIDs: set(erp1)}))
+	taken := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, second.ID, assettypes.AssetTypePatch{ExternalIDs: servicetest.Set(erp1)}))
 	if len(taken.ExternalIDs) != 1 || taken.ExternalIDs[0] != erp1[0] {
 		t.Errorf("taken = %+v", taken.ExternalIDs)
 	}
-	_, err = f.types.UpdateAssetType(f.ctx, f.g, first.ID, assettypes.AssetTypePatch{ExternalIDs: set(erp1)})
+	_, err = f.types.UpdateAssetType(f.ctx, f.g, first.ID, assettypes.AssetTypePatch{ExternalIDs: servicetest.Set(erp1)})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != second.ID.String() {
 		t.Errorf("patch onto a held pair: %v", e.Extensions)
 	}
-	cleared := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, first.ID, assettypes.AssetTypePatch{ExternalIDs: null[[]assettypes.ExternalID]()}))
+	cleared := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, first.ID, assettypes.AssetTypePatch{ExternalIDs: servicetest.Null[[]assettypes.ExternalID]()}))
 	if cleared.ExternalIDs == nil || len(cleared.ExternalIDs) != 0 {
 		t.Errorf("cleared = %#v", cleared.ExternalIDs)
 	}
@@ -269,7 +269,7 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 	if withThumb.Thumbnail == nil || withThumb.Thumbnail.ID != photo || *withThumb.ThumbnailDocumentID != photo {
 		t.Fatalf("thumbnail = %+v", withThumb.Thumbnail)
 	}
-	_, err = f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{ThumbnailDocumentID: set(model.ID(manual))})
+	_, err = f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{ThumbnailDocumentID: servicetest.Set(model.ID(manual))})
 	wantField(t, err, "thumbnail_document_id")
 
 	// What points at a document, as its owner asks before deleting it.
@@ -279,7 +279,7 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 		t.Errorf("referrers of the photo = %+v", referrers)
 	}
 
-	noThumb := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{ThumbnailDocumentID: null[model.UUID]()}))
+	noThumb := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{ThumbnailDocumentID: servicetest.Null[model.UUID]()}))
 	if noThumb.Thumbnail != nil || noThumb.ThumbnailDocumentID != nil {
 		t.Errorf("thumbnail after null = %+v", noThumb.Thumbnail)
 	}
@@ -316,11 +316,11 @@ func TestAssetLifecycle(t *testing.T) {
 
 	_, err := f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(uuid.New())})
 	wantField(t, err, "asset_type_id")
-	_, err = f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(lift.ID), ResponsiblePersonID: model.OptionalID(ptr(uuid.New()))})
+	_, err = f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(lift.ID), ResponsiblePersonID: model.OptionalID(new(uuid.New()))})
 	wantField(t, err, "responsible_person_id")
 
-	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: model.ID(lift.ID), ProductionYear: ptr(2021),
-		Status: ptr("in service"), ResponsiblePersonID: model.OptionalID(&person)}))
+	a := servicetest.Must[Asset](t)(f.svc.CreateAsset(f.ctx, f.by, AssetInput{SerialNumber: " SN-1 ", AssetTypeID: model.ID(lift.ID), ProductionYear: new(2021),
+		Status: new("in service"), ResponsiblePersonID: model.OptionalID(&person)}))
 	if a.SerialNumber != "SN-1" || *a.ResponsiblePersonID != person || *a.ProductionYear != 2021 || a.ExternalIDs == nil {
 		t.Fatalf("created = %+v", a)
 	}
@@ -336,28 +336,28 @@ func TestAssetLifecycle(t *testing.T) {
 		t.Errorf("referrers of the person = %+v", referrers)
 	}
 
-	_, err = f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{ResponsiblePersonID: set(model.ID(uuid.New()))})
+	_, err = f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{ResponsiblePersonID: servicetest.Set(model.ID(uuid.New()))})
 	wantField(t, err, "responsible_person_id")
-	_, err = f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{AssetTypeID: set(model.ID(uuid.New()))})
+	_, err = f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{AssetTypeID: servicetest.Set(model.ID(uuid.New()))})
 	wantField(t, err, "asset_type_id")
-	_, err = f.svc.UpdateAsset(f.ctx, f.g, other.ID, AssetPatch{AssetTypeID: set(model.ID(lift.ID))})
+	_, err = f.svc.UpdateAsset(f.ctx, f.g, other.ID, AssetPatch{AssetTypeID: servicetest.Set(model.ID(lift.ID))})
 	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("moving onto a held serial number: %v", e.Extensions)
 	}
 	// The person check is made against the parties service only when the
 	// person changes: an unchanged one is referenced already.
 	f.people.Remove("person", person)
-	updated := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{Status: set("retired")}))
+	updated := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{Status: servicetest.Set("retired")}))
 	if *updated.Status != "retired" || *updated.ResponsiblePersonID != person || !updated.UpdatedAt.After(a.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	cleared := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{ResponsiblePersonID: null[model.UUID](),
-		ProductionYear: null[int]()}))
+	cleared := servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{ResponsiblePersonID: servicetest.Null[model.UUID](),
+		ProductionYear: servicetest.Null[int]()}))
 	if cleared.ResponsiblePersonID != nil || cleared.ProductionYear != nil {
 		t.Errorf("cleared = %+v", cleared)
 	}
 
-	list := servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, f.by, AssetFilter{SerialNumber: ptr("SN-1")}, model.Page{Limit: 10}))
+	list := servicetest.Must[model.Paged[Asset]](t)(f.svc.ListAssets(f.ctx, f.by, AssetFilter{SerialNumber: new("SN-1")}, model.Page{Limit: 10}))
 	if len(list.Items) != 2 || list.Items[0].ID != a.ID {
 		t.Errorf("by serial number: %+v", list.Items)
 	}
@@ -405,14 +405,14 @@ func TestDeleteAssetTypeWithAssets(t *testing.T) {
 
 func TestFindAsset(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	v1 := f.assetType(t, "Liftmaster", "LM-200", ptr("1"))
-	v2 := f.assetType(t, "Liftmaster", "LM-200", ptr("2"))
+	v1 := f.assetType(t, "Liftmaster", "LM-200", new("1"))
+	v2 := f.assetType(t, "Liftmaster", "LM-200", new("2"))
 	hoist := f.assetType(t, "Hoistco", "H1", nil)
 	a1 := f.asset(t, v1.ID, "SN-1")
 	f.asset(t, hoist.ID, "SN-1")
 	find := func(q AssetQuery, create bool) (Asset, bool, error) { return f.svc.FindAsset(f.ctx, f.by, q, create) }
 
-	got, created, err := find(AssetQuery{SerialNumber: "SN-1", Brand: ptr("liftmaster"), Model: ptr("lm-200")}, false)
+	got, created, err := find(AssetQuery{SerialNumber: "SN-1", Brand: new("liftmaster"), Model: new("lm-200")}, false)
 	if err != nil || created || got.ID != a1.ID {
 		t.Fatalf("by brand and model: %v %v %v", got.ID, created, err)
 	}
@@ -424,23 +424,23 @@ func TestFindAsset(t *testing.T) {
 	wantKind(t, err, apperr.KindConflict)
 	_, _, err = find(AssetQuery{SerialNumber: "SN-9"}, false)
 	wantKind(t, err, apperr.KindNotFound)
-	_, _, err = find(AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-200"), Version: ptr("2")}, false)
+	_, _, err = find(AssetQuery{SerialNumber: "SN-1", Brand: new("Liftmaster"), Model: new("LM-200"), Version: new("2")}, false)
 	wantKind(t, err, apperr.KindNotFound)
 
 	// Creating needs a type: named, existing and only one.
 	_, _, err = find(AssetQuery{SerialNumber: "SN-9"}, true)
 	wantField(t, err, "brand")
-	_, _, err = find(AssetQuery{SerialNumber: "SN-9", Brand: ptr("Nobody"), Model: ptr("LM-200")}, true)
+	_, _, err = find(AssetQuery{SerialNumber: "SN-9", Brand: new("Nobody"), Model: new("LM-200")}, true)
 	wantField(t, err, "model")
-	_, _, err = find(AssetQuery{SerialNumber: "SN-9", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}, true)
+	_, _, err = find(AssetQuery{SerialNumber: "SN-9", Brand: new("Liftmaster"), Model: new("LM-200")}, true)
 	if e := wantKind(t, err, apperr.KindConflict); e.Code != "ambiguous-match" {
 		t.Errorf("two versions to create in: %+v", e)
 	}
-	made, created, err := find(AssetQuery{SerialNumber: "SN-9", Brand: ptr("LIFTMASTER"), Model: ptr("LM-200"), Version: ptr("2")}, true)
+	made, created, err := find(AssetQuery{SerialNumber: "SN-9", Brand: new("LIFTMASTER"), Model: new("LM-200"), Version: new("2")}, true)
 	if err != nil || !created || made.AssetTypeID != v2.ID {
 		t.Fatalf("create: %+v %v %v", made, created, err)
 	}
-	again, created, err := find(AssetQuery{SerialNumber: "SN-9", Brand: ptr("Liftmaster"), Model: ptr("LM-200"), Version: ptr("2")}, true)
+	again, created, err := find(AssetQuery{SerialNumber: "SN-9", Brand: new("Liftmaster"), Model: new("LM-200"), Version: new("2")}, true)
 	if err != nil || created || again.ID != made.ID {
 		t.Fatalf("again: %v %v %v", again.ID, created, err)
 	}
@@ -451,9 +451,9 @@ func TestFindAssetCreatesExactlyOnce(t *testing.T) {
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	servicetest.CreatesOnce(t, 50, func(i int) (uuid.UUID, bool, error) {
 		// Vary the spelling: the type's name ignores case and space.
-		q := AssetQuery{SerialNumber: "SN-RACE", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}
+		q := AssetQuery{SerialNumber: "SN-RACE", Brand: new("Liftmaster"), Model: new("LM-200")}
 		if i%2 == 0 {
-			q.Brand, q.Model = ptr(" LIFTMASTER"), ptr("lm-200 ")
+			q.Brand, q.Model = new(" LIFTMASTER"), new("lm-200 ")
 		}
 		a, created, err := f.svc.FindAsset(f.ctx, f.by, q, true)
 		return a.ID, created, err
@@ -470,7 +470,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
-	byName := AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-200")}
+	byName := AssetQuery{SerialNumber: "SN-1", Brand: new("Liftmaster"), Model: new("LM-200")}
 	find := func(q AssetQuery) (Asset, error) {
 		got, _, err := f.svc.FindAsset(f.ctx, f.by, q, false)
 		return got, err
@@ -484,7 +484,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 		t.Fatal(got)
 	}
 
-	servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{Status: set("retired")}))
+	servicetest.Must[Asset](t)(f.svc.UpdateAsset(f.ctx, f.g, a.ID, AssetPatch{Status: servicetest.Set("retired")}))
 	if got := servicetest.Must[Asset](t)(find(byName)); got.Status == nil || *got.Status != "retired" {
 		t.Fatalf("after an update, find says %+v", got.Status)
 	}
@@ -494,17 +494,17 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	_, err := find(AssetQuery{SerialNumber: "SN-1"})
 	wantKind(t, err, apperr.KindConflict)
 	// Renaming the type moves its assets to other criteria.
-	servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{Model: set("LM-201")}))
+	servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.UpdateAssetType(f.ctx, f.g, at.ID, assettypes.AssetTypePatch{Model: servicetest.Set("LM-201")}))
 	_, err = find(byName)
 	wantKind(t, err, apperr.KindNotFound)
 	if got := types(); len(got) != 0 {
 		t.Fatalf("the renamed type is still found by its old model: %+v", got)
 	}
-	renamed := AssetQuery{SerialNumber: "SN-1", Brand: ptr("Liftmaster"), Model: ptr("LM-201")}
+	renamed := AssetQuery{SerialNumber: "SN-1", Brand: new("Liftmaster"), Model: new("LM-201")}
 	if got := servicetest.Must[Asset](t)(find(renamed)); got.ID != a.ID {
 		t.Fatal(got.ID)
 	}
-	newType := f.assetType(t, "Liftmaster", "LM-200", ptr("2"))
+	newType := f.assetType(t, "Liftmaster", "LM-200", new("2"))
 	if got := types(); len(got) != 1 || got[0].ID != newType.ID {
 		t.Fatalf("a new type is not found: %+v", got)
 	}
@@ -530,7 +530,7 @@ func TestFindsWorkWithoutRedis(t *testing.T) {
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
 	for range 3 {
-		got, _, err := f.svc.FindAsset(f.ctx, f.by, AssetQuery{SerialNumber: "SN-1", Brand: ptr("liftmaster"), Model: ptr("lm-200")}, false)
+		got, _, err := f.svc.FindAsset(f.ctx, f.by, AssetQuery{SerialNumber: "SN-1", Brand: new("liftmaster"), Model: new("lm-200")}, false)
 		if err != nil || got.ID != a.ID {
 			t.Fatalf("find without Redis: %v, %v", got.ID, err)
 		}

@@ -15,8 +15,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -95,13 +93,7 @@ func (w *streamWorld) publish(t *testing.T, events ...outbox.Event) {
 // eventually polls cond until it holds or 20 s have passed.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, what, 20*time.Second, cond)
 }
 
 // receipt is one request a receiver got.
@@ -501,28 +493,8 @@ func TestAHangingReceiverHoldsOnlyItsShare(t *testing.T) {
 // failedForGood is the count of deliveries that ran out of retries, as
 // the process's metrics tell it.
 func failedForGood(t *testing.T) float64 {
-	return metricValue(t, "registry_webhook_deliveries_failed_total", "", "")
-}
-
-// metricValue is a counter of the process's metrics, the one whose label
-// has value when label is given.
-func metricValue(t *testing.T, name, label, value string) float64 {
-	t.Helper()
-	families, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := testkit.Metric(t, "registry_webhook_deliveries_failed_total", nil)
+	return v
 }
 
 // The consumer's goroutines do not grow with the batches it stores: a

@@ -17,6 +17,7 @@ import (
 	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/internal/eventstest"
 	"github.com/assetregistry/registry/services/events/tlog"
+	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -541,7 +542,10 @@ func TestTreeGrownAheadIsCheckedUnderTheLock(t *testing.T) {
 		}
 		return incoming(t, events...)
 	}
-	grown := func(where string) float64 { return metricValue(t, "registry_log_appends_total", "tree", where) }
+	grown := func(where string) float64 {
+		v, _ := testkit.Metric(t, "registry_log_appends_total", map[string]string{"tree": where})
+		return v
+	}
 	stored := func(st testStore, b []feed.Incoming, newEvents []feed.Incoming, want string) {
 		t.Helper()
 		ahead, underLock := grown("ahead"), grown("under_lock")

@@ -222,40 +222,30 @@ func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
 // the indexes are adopted (valid, used), and the next partitions are made.
 func TestMigrationPartitionsFilledTables(t *testing.T) {
 	ctx := context.Background()
-	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	pool, err := store.OpenAndMigrate(ctx, cfg, servicetest.MigrationsBefore(t, Spec(), "007"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 5000
-	if _, err := pool.Exec(ctx, `INSERT INTO events (seq, id, type, kind, subject_id, body, leaf, size)
-		SELECT g, gen_random_uuid(), 'asset.updated', 'asset', 'subject-' || (g % 500), '{"data":{"asset_id":"a"}}', g - 1, 24
-		FROM generate_series(1, $1) g`, n); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `SELECT setval('events_seq', $1)`, n); err != nil {
-		t.Fatal(err)
-	}
 	hook := store.NewID()
-	if _, err := pool.Exec(ctx, `INSERT INTO webhooks (id, url, types, secret, created_at, created_by, updated_at, updated_by)
-		VALUES ($1, 'https://example.com/hook', '{}', 'whsec_x', now(), 'test', now(), 'test')`, hook); err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]uuid.UUID, n/10)
-	for i := range ids {
-		ids[i] = store.NewID()
-	}
-	if _, err := pool.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject)
-		SELECT id, $1, n, gen_random_uuid(), 'asset:' || n FROM unnest($2::uuid[]) WITH ORDINALITY AS t(id, n)`, hook, ids); err != nil {
-		t.Fatal(err)
-	}
-	pool.Close()
-
-	pool, err = store.OpenAndMigrate(ctx, cfg, Spec().Migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := servicetest.MigrateAcross(t, Spec(), "007", func(pool *store.Pool) {
+		if _, err := pool.Exec(ctx, `INSERT INTO events (seq, id, type, kind, subject_id, body, leaf, size)
+			SELECT g, gen_random_uuid(), 'asset.updated', 'asset', 'subject-' || (g % 500), '{"data":{"asset_id":"a"}}', g - 1, 24
+			FROM generate_series(1, $1) g`, n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `SELECT setval('events_seq', $1)`, n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO webhooks (id, url, types, secret, created_at, created_by, updated_at, updated_by)
+			VALUES ($1, 'https://example.com/hook', '{}', 'whsec_x', now(), 'test', now(), 'test')`, hook); err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]uuid.UUID, n/10)
+		for i := range ids {
+			ids[i] = store.NewID()
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, event_seq, event_id, subject)
+			SELECT id, $1, n, gen_random_uuid(), 'asset:' || n FROM unnest($2::uuid[]) WITH ORDINALITY AS t(id, n)`, hook, ids); err != nil {
+			t.Fatal(err)
+		}
+	})
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,8 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 // invalidFields returns the field names of an Invalid error.
 func invalidFields(t *testing.T, err error) []string {
@@ -51,28 +50,28 @@ func TestOrganizationInputNormalize(t *testing.T) {
 		{name: "name at limit (runes, not bytes)", in: with(func(in *OrganizationInput) { in.Name = strings.Repeat("ø", model.NameLen) })},
 		{name: "every organization type", in: with(func(in *OrganizationInput) { in.OrganizationType = "governmental" })},
 		{name: "display name is not a wire value", in: with(func(in *OrganizationInput) { in.OrganizationType = "Private Company" }), fields: []string{"organization_type"}},
-		{name: "country in upper case is stored lower", in: with(func(in *OrganizationInput) { in.Country = ptr("NO") }),
+		{name: "country in upper case is stored lower", in: with(func(in *OrganizationInput) { in.Country = new("NO") }),
 			check: func(t *testing.T, out OrganizationInput) {
 				if *out.Country != "no" {
 					t.Errorf("country = %q", *out.Country)
 				}
 			}},
-		{name: "unknown country", in: with(func(in *OrganizationInput) { in.Country = ptr("xx") }), fields: []string{"country"}},
-		{name: "reserved code is not a country", in: with(func(in *OrganizationInput) { in.Country = ptr("uk") }), fields: []string{"country"}},
-		{name: "alpha-3 is not alpha-2", in: with(func(in *OrganizationInput) { in.Country = ptr("nor") }), fields: []string{"country"}},
-		{name: "tax alias becomes canonical", in: with(func(in *OrganizationInput) { in.TaxIdentificationNumber = ptr("NO999") }),
+		{name: "unknown country", in: with(func(in *OrganizationInput) { in.Country = new("xx") }), fields: []string{"country"}},
+		{name: "reserved code is not a country", in: with(func(in *OrganizationInput) { in.Country = new("uk") }), fields: []string{"country"}},
+		{name: "alpha-3 is not alpha-2", in: with(func(in *OrganizationInput) { in.Country = new("nor") }), fields: []string{"country"}},
+		{name: "tax alias becomes canonical", in: with(func(in *OrganizationInput) { in.TaxIdentificationNumber = new("NO999") }),
 			check: func(t *testing.T, out OrganizationInput) {
 				if out.TaxRegistrationNumber == nil || *out.TaxRegistrationNumber != "NO999" || out.TaxIdentificationNumber != nil {
 					t.Errorf("tax = %v / alias %v", out.TaxRegistrationNumber, out.TaxIdentificationNumber)
 				}
 			}},
 		{name: "tax and equal alias", in: with(func(in *OrganizationInput) {
-			in.TaxRegistrationNumber, in.TaxIdentificationNumber = ptr("NO1"), ptr("NO1")
+			in.TaxRegistrationNumber, in.TaxIdentificationNumber = new("NO1"), new("NO1")
 		})},
 		{name: "tax and different alias", in: with(func(in *OrganizationInput) {
-			in.TaxRegistrationNumber, in.TaxIdentificationNumber = ptr("NO1"), ptr("NO2")
+			in.TaxRegistrationNumber, in.TaxIdentificationNumber = new("NO1"), new("NO2")
 		}), fields: []string{"tax_identification_number"}},
-		{name: "blank optional means none", in: with(func(in *OrganizationInput) { in.TaxRegistrationNumber = ptr(" ") }),
+		{name: "blank optional means none", in: with(func(in *OrganizationInput) { in.TaxRegistrationNumber = new(" ") }),
 			check: func(t *testing.T, out OrganizationInput) {
 				if out.TaxRegistrationNumber != nil {
 					t.Errorf("tax = %q", *out.TaxRegistrationNumber)
@@ -93,8 +92,7 @@ func TestOrganizationInputNormalize(t *testing.T) {
 }
 
 func TestOrganizationPatchApply(t *testing.T) {
-	current := Organization{Name: "Acme", RegistrationNumber: "1", OrganizationType: "private", Country: ptr("no"), TaxRegistrationNumber: ptr("T")}
-	set := func(v string) model.PatchField[string] { return model.PatchField[string]{Set: true, Value: v} }
+	current := Organization{Name: "Acme", RegistrationNumber: "1", OrganizationType: "private", Country: new("no"), TaxRegistrationNumber: new("T")}
 	null := model.PatchField[string]{Set: true, Null: true}
 	tests := []struct {
 		name   string
@@ -103,15 +101,15 @@ func TestOrganizationPatchApply(t *testing.T) {
 		want   func(in OrganizationInput) bool
 	}{
 		{name: "empty patch changes nothing", want: func(in OrganizationInput) bool { return reflect.DeepEqual(in, organizationUpdater.Input(current)) }},
-		{name: "set a field", patch: OrganizationPatch{Name: set("Acme AS")}, want: func(in OrganizationInput) bool { return in.Name == "Acme AS" && *in.Country == "no" }},
+		{name: "set a field", patch: OrganizationPatch{Name: servicetest.Set("Acme AS")}, want: func(in OrganizationInput) bool { return in.Name == "Acme AS" && *in.Country == "no" }},
 		{name: "null removes an optional field", patch: OrganizationPatch{Country: null}, want: func(in OrganizationInput) bool { return in.Country == nil }},
 		{name: "null cannot remove a required field", patch: OrganizationPatch{Name: null, OrganizationType: null}, fields: []string{"name", "organization_type"}},
-		{name: "alias patches the canonical field", patch: OrganizationPatch{TaxIdentificationNumber: set("T2")},
+		{name: "alias patches the canonical field", patch: OrganizationPatch{TaxIdentificationNumber: servicetest.Set("T2")},
 			want: func(in OrganizationInput) bool { return *in.TaxRegistrationNumber == "T2" }},
 		{name: "alias null removes it", patch: OrganizationPatch{TaxIdentificationNumber: null},
 			want: func(in OrganizationInput) bool { return in.TaxRegistrationNumber == nil }},
-		{name: "conflicting alias", patch: OrganizationPatch{TaxRegistrationNumber: set("A"), TaxIdentificationNumber: set("B")}, fields: []string{"tax_identification_number"}},
-		{name: "patched value is validated", patch: OrganizationPatch{Country: set("zz")}, fields: []string{"country"}},
+		{name: "conflicting alias", patch: OrganizationPatch{TaxRegistrationNumber: servicetest.Set("A"), TaxIdentificationNumber: servicetest.Set("B")}, fields: []string{"tax_identification_number"}},
+		{name: "patched value is validated", patch: OrganizationPatch{Country: servicetest.Set("zz")}, fields: []string{"country"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

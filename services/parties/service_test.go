@@ -59,7 +59,7 @@ func must[T any](t *testing.T) func(T, error) T {
 
 func TestOrganizationLifecycle(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	in := OrganizationInput{Name: "Acme AS", RegistrationNumber: "999888777", OrganizationType: "private", Country: ptr("NO")}
+	in := OrganizationInput{Name: "Acme AS", RegistrationNumber: "999888777", OrganizationType: "private", Country: new("NO")}
 	created := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
 	if created.ID.Version() != 7 || *created.Country != "no" || created.CreatedBy != "test-client" || created.AssociatedPeople == nil {
 		t.Fatalf("created = %+v", created)
@@ -75,7 +75,7 @@ func TestOrganizationLifecycle(t *testing.T) {
 	}
 	// Same number in another country is another organization.
 	other := in
-	other.Country = ptr("se")
+	other.Country = new("se")
 	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, other))
 
 	updated := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{
@@ -116,7 +116,7 @@ func TestListOrganizations(t *testing.T) {
 	for i := range 5 {
 		typ := []string{"private", "public"}[i%2]
 		o := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{
-			Name: "Org " + strconv.Itoa(i), RegistrationNumber: strconv.Itoa(i), OrganizationType: typ, Country: ptr("no"),
+			Name: "Org " + strconv.Itoa(i), RegistrationNumber: strconv.Itoa(i), OrganizationType: typ, Country: new("no"),
 		}))
 		ids = append(ids, o.ID)
 	}
@@ -142,10 +142,10 @@ func TestListOrganizations(t *testing.T) {
 
 func TestFindOrganization(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	no := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("no")}))
-	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: ptr("se")}))
+	no := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: new("no")}))
+	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: new("se")}))
 
-	got := must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "77", Country: ptr("NO")}))
+	got := must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "77", Country: new("NO")}))
 	if got.ID != no.ID {
 		t.Errorf("found %v, want %v", got.ID, no.ID)
 	}
@@ -153,9 +153,9 @@ func TestFindOrganization(t *testing.T) {
 	if e := wantKind(t, err, apperr.KindConflict); len(e.Extensions["candidates"].([]any)) != 2 {
 		t.Errorf("candidates = %v", e.Extensions["candidates"])
 	}
-	_, err = f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "78", Country: ptr("no")})
+	_, err = f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "78", Country: new("no")})
 	wantKind(t, err, apperr.KindNotFound)
-	_, err = f.svc.FindOrganization(f.ctx, OrganizationQuery{Country: ptr("no")})
+	_, err = f.svc.FindOrganization(f.ctx, OrganizationQuery{Country: new("no")})
 	wantKind(t, err, apperr.KindInvalid)
 }
 
@@ -238,9 +238,9 @@ func TestFindPerson(t *testing.T) {
 // changes its answer.
 func TestFindsSeeEveryWrite(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: ptr("no")}))
+	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: new("no")}))
 	find := func() OrganizationDetail {
-		return must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: ptr("no")}))
+		return must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: new("no")}))
 	}
 	find() // fill the cache
 	if got := find(); got.Name != "A" {
@@ -266,7 +266,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 	if err := f.svc.DeleteOrganization(f.ctx, f.g, org.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: ptr("no")})
+	_, err := f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: new("no")})
 	wantKind(t, err, apperr.KindNotFound)
 }
 

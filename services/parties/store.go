@@ -116,47 +116,47 @@ type linkedPerson struct {
 // OrganizationPeople reads one page of the people linked to an
 // organization, in link order; an unknown organization is a 404.
 func (s *Store) OrganizationPeople(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[AssociatedPerson], error) {
-	rows, err := linkPage[linkedPerson](ctx, s.Reads(ctx), "list people of organization", "organization", id, page,
+	return linkedPage(ctx, s.Reads(ctx), "list people of organization", "organization", id, page,
 		`SELECT p.id, p.first_name, p.last_name, p.date_of_birth, l.relation_type, l.created_at AS linked_at
 		FROM person_organizations l JOIN people p ON p.id = l.person_id WHERE l.organization_id = $1`,
-		"l.created_at, l.person_id, l.relation_type", `SELECT EXISTS (SELECT FROM organizations WHERE id = $1)`)
-	if err != nil {
-		return model.LinkPaged[AssociatedPerson]{}, err
-	}
-	paged := model.TrimLinks(rows, page, func(p linkedPerson) model.LinkKey {
-		return model.LinkKey{At: p.LinkedAt, ID: p.ID, Name: p.RelationType}
-	})
-	out := model.LinkPaged[AssociatedPerson]{Items: make([]AssociatedPerson, len(paged.Items)), Next: paged.Next}
-	for i, p := range paged.Items {
-		out.Items[i] = p.AssociatedPerson
-	}
-	return out, nil
+		"l.created_at, l.person_id, l.relation_type", `SELECT EXISTS (SELECT FROM organizations WHERE id = $1)`,
+		func(p linkedPerson) (AssociatedPerson, model.LinkKey) {
+			return p.AssociatedPerson, model.LinkKey{At: p.LinkedAt, ID: p.ID, Name: p.RelationType}
+		})
 }
 
-// linkPage reads up to page.Limit+1 links of one end (id, the query's $1)
+// linkedPage reads one page of the links of one end (id, the query's $1)
 // after page.After in link order (orderBy: the time, the other end's id
-// and the relation type). An empty page asks whether the end exists
-// (exists, of $1): an unknown organization or person is a 404, not an
-// empty list.
-func linkPage[T any](ctx context.Context, q store.Querier, op, resource string, id uuid.UUID, page model.LinkPage,
-	selectSQL, orderBy, exists string) ([]T, error) {
+// and the relation type): rows of type R, each entry the other end as
+// entry makes it with its place in link order. An empty page asks
+// whether the end exists (exists, of $1): an unknown organization or
+// person is a 404, not an empty list.
+func linkedPage[R, E any](ctx context.Context, q store.Querier, op, resource string, id uuid.UUID, page model.LinkPage,
+	selectSQL, orderBy, exists string, entry func(R) (E, model.LinkKey)) (model.LinkPaged[E], error) {
 	args := []any{id}
 	if page.After != nil {
 		selectSQL += ` AND (` + orderBy + `) > ($2, $3, $4)`
 		args = append(args, page.After.At, page.After.ID, page.After.Name)
 	}
-	rows, err := store.Many[T](ctx, q, op, fmt.Sprintf(`%s ORDER BY %s LIMIT %d`, selectSQL, orderBy, page.Limit+1), args...)
-	if err != nil || len(rows) > 0 {
-		return rows, err
+	rows, err := store.Many[R](ctx, q, op, fmt.Sprintf(`%s ORDER BY %s LIMIT %d`, selectSQL, orderBy, page.Limit+1), args...)
+	if err != nil {
+		return model.LinkPaged[E]{}, err
 	}
-	found := false
-	if err := q.QueryRow(ctx, exists, id).Scan(&found); err != nil {
-		return nil, store.Classify(err, op)
+	if len(rows) == 0 {
+		found := false
+		if err := q.QueryRow(ctx, exists, id).Scan(&found); err != nil {
+			return model.LinkPaged[E]{}, store.Classify(err, op)
+		}
+		if !found {
+			return model.LinkPaged[E]{}, apperr.NotFound(resource, id.String())
+		}
 	}
-	if !found {
-		return nil, apperr.NotFound(resource, id.String())
+	paged := model.TrimLinks(rows, page, func(r R) model.LinkKey { _, k := entry(r); return k })
+	out := model.LinkPaged[E]{Items: make([]E, len(paged.Items)), Next: paged.Next}
+	for i, r := range paged.Items {
+		out.Items[i], _ = entry(r)
 	}
-	return rows, nil
+	return out, nil
 }
 
 var organizationUpdater = store.Updater[Organization, OrganizationInput]{
@@ -301,21 +301,13 @@ type linkedOrganization struct {
 // PersonOrganizations reads one page of the organizations a person is
 // linked to, in link order; an unknown person is a 404.
 func (s *Store) PersonOrganizations(ctx context.Context, id uuid.UUID, page model.LinkPage) (model.LinkPaged[AssociatedOrganization], error) {
-	rows, err := linkPage[linkedOrganization](ctx, s.Reads(ctx), "list organizations of person", "person", id, page,
+	return linkedPage(ctx, s.Reads(ctx), "list organizations of person", "person", id, page,
 		`SELECT o.id, o.name, o.registration_number, o.organization_type, o.country, l.relation_type, l.created_at AS linked_at
 		FROM person_organizations l JOIN organizations o ON o.id = l.organization_id WHERE l.person_id = $1`,
-		"l.created_at, l.organization_id, l.relation_type", `SELECT EXISTS (SELECT FROM people WHERE id = $1)`)
-	if err != nil {
-		return model.LinkPaged[AssociatedOrganization]{}, err
-	}
-	paged := model.TrimLinks(rows, page, func(o linkedOrganization) model.LinkKey {
-		return model.LinkKey{At: o.LinkedAt, ID: o.ID, Name: o.RelationType}
-	})
-	out := model.LinkPaged[AssociatedOrganization]{Items: make([]AssociatedOrganization, len(paged.Items)), Next: paged.Next}
-	for i, o := range paged.Items {
-		out.Items[i] = o.AssociatedOrganization
-	}
-	return out, nil
+		"l.created_at, l.organization_id, l.relation_type", `SELECT EXISTS (SELECT FROM people WHERE id = $1)`,
+		func(o linkedOrganization) (AssociatedOrganization, model.LinkKey) {
+			return o.AssociatedOrganization, model.LinkKey{At: o.LinkedAt, ID: o.ID, Name: o.RelationType}
+		})
 }
 
 var personUpdater = store.Updater[Person, PersonInput]{

@@ -15,7 +15,7 @@
 //     service's CreateAction method: what a reader follows below the
 //     transport and the endpoint, which every route shares;
 //   - duplicate pairs in services/ and pkg/, as the `duplicates` command
-//     counts them (when it is installed);
+//     counts them (when it is installed) with the migrations left out;
 //   - the largest file and the longest function (non-test Go code).
 package housecount
 
@@ -28,6 +28,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -348,13 +349,19 @@ func own(fn *ssa.Function) bool {
 
 var pairsLine = regexp.MustCompile(`(?m)^(\d+) pairs?\b`)
 
-// Duplicates counts the pairs `duplicates` finds in each folder; -1 where
-// the command is not installed or did not finish.
+// Duplicates counts the pairs `duplicates` finds in each folder, applied
+// migrations left out (Migration); -1 where the command is not installed
+// or did not finish.
 func Duplicates(root string, c *Counts, folders ...string) {
 	c.Duplicates = map[string]int{}
 	for _, folder := range folders {
 		c.Duplicates[folder] = -1
-		out, err := exec.Command("duplicates", "--repo", filepath.Join(root, folder), "--most", "1", "--seconds", "120").Output()
+		tree, err := withoutMigrations(filepath.Join(root, folder))
+		if err != nil {
+			continue
+		}
+		out, err := exec.Command("duplicates", "--repo", tree, "--most", "1", "--seconds", "120").Output()
+		os.RemoveAll(tree)
 		if err != nil || strings.Contains(string(out), "incomplete:") {
 			continue
 		}
@@ -366,4 +373,61 @@ func Duplicates(root string, c *Counts, folders ...string) {
 			c.Duplicates[folder], _ = strconv.Atoi(m[1])
 		}
 	}
+}
+
+// Migration reports whether rel (slash-separated) is a migration file: an
+// .sql file in a folder named migrations. An applied migration is history,
+// never edited, so what it repeats cannot be folded and is not counted.
+func Migration(rel string) bool {
+	return strings.HasSuffix(rel, ".sql") && path.Base(path.Dir(rel)) == "migrations"
+}
+
+// withoutMigrations copies the files of dir that `duplicates` would read
+// there (in a git checkout those git tracks and the untracked ones it does
+// not ignore; elsewhere every file) but the migrations into a new
+// temporary folder, and returns it.
+func withoutMigrations(dir string) (string, error) {
+	var files []string
+	out, err := exec.Command("git", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err == nil {
+		for f := range strings.SplitSeq(string(out), "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+	} else {
+		err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	tree, err := os.MkdirTemp("", "housecount-")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		from := filepath.Join(dir, filepath.FromSlash(f))
+		if info, err := os.Lstat(from); Migration(f) || err != nil || !info.Mode().IsRegular() {
+			continue // a migration; deleted in the working tree; a link (not read either)
+		}
+		data, err := os.ReadFile(from)
+		if err == nil {
+			to := filepath.Join(tree, filepath.FromSlash(f))
+			if err = os.MkdirAll(filepath.Dir(to), 0o755); err == nil {
+				err = os.WriteFile(to, data, 0o644)
+			}
+		}
+		if err != nil {
+			os.RemoveAll(tree)
+			return "", err
+		}
+	}
+	return tree, nil
 }

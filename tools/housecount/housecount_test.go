@@ -2,6 +2,7 @@ package housecount
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -77,5 +78,61 @@ func long() {
 	}
 	if c.LongestFunc != "services/s/s.go: long" || c.LongestFuncSize != 5 {
 		t.Errorf("longest function = %s (%d), want services/s/s.go: long (5)", c.LongestFunc, c.LongestFuncSize)
+	}
+}
+
+// TestDuplicatesLeaveMigrationsOut: two migrations that repeat each other
+// are no pair (applied history is never edited, so it cannot be folded);
+// the same lines in code files still are.
+func TestDuplicatesLeaveMigrationsOut(t *testing.T) {
+	if _, err := exec.LookPath("duplicates"); err != nil {
+		t.Skip("no duplicates command on PATH")
+	}
+	table := func(name string) string {
+		return "CREATE TABLE " + name + " (\n    id uuid PRIMARY KEY,\n    name text NOT NULL,\n" +
+			"    country text,\n    created_at timestamptz NOT NULL DEFAULT now(),\n" +
+			"    created_by text NOT NULL,\n    updated_at timestamptz NOT NULL DEFAULT now(),\n" +
+			"    updated_by text NOT NULL\n);\n"
+	}
+	code := func(name string) string {
+		return "package " + name + "\n\nfunc Sum(xs []int) (n int) {\n\tfor _, x := range xs {\n\t\tif x > 0 {\n" +
+			"\t\t\tn += x\n\t\t} else {\n\t\t\tn -= x\n\t\t}\n\t\tn *= 2\n\t}\n\treturn n\n}\n"
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  int
+	}{
+		{"migrations", map[string]string{
+			"services/a/migrations/001_a.sql": table("a"),
+			"services/b/migrations/001_b.sql": table("b"),
+			"services/a/a.go":                 code("a"),
+		}, 0},
+		{"code", map[string]string{
+			"services/a/a.go": code("a"),
+			"services/b/b.go": code("b"),
+		}, 1},
+		{"SQL outside migrations", map[string]string{
+			"services/a/schema/a.sql": table("a"),
+			"services/b/schema/b.sql": table("b"),
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for name, text := range tc.files {
+				p := filepath.Join(root, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var c Counts
+			Duplicates(root, &c, "services")
+			if got := c.Duplicates["services"]; got != tc.want {
+				t.Errorf("pairs = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -141,7 +141,7 @@ var KitOrder = map[string][]string{
 	"model":       {"apperr"},
 	"objectstore": {"apperr"},
 	"httpx":       {"apperr", "model"},
-	"auth":        {"apperr", "httpx"},
+	"auth":        {"apperr", "httpx", "job"},
 	"telemetry":   {"apperr", "auth", "httpx"},
 	"cache":       {"model", "telemetry"},
 	"peer":        {"apperr", "auth", "httpx"},

@@ -3,6 +3,7 @@
 // does): private PostgreSQL, Redis and S3 servers per test run with a schema,
 // key prefix and bucket per test (harness.go, s3.go), the API test client
 // that checks every error is an RFC 9457 problem (client.go, bodies.go), the
-// OpenAPI response checker (openapi.go) and an OIDC issuer with real keys
-// (issuer.go). The service test kit built on it is testkit/servicetest.
+// OpenAPI response checker (openapi.go), an OIDC issuer with real keys
+// (issuer.go), and the waits, metric reads and TCP proxy several packages'
+// tests share (wait.go, metrics.go, proxy.go). The service test kit built on it is testkit/servicetest.
 package testkit

@@ -14,12 +14,6 @@ import (
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func ptr[T any](v T) *T { return &v }
-
-// set and null are merge-patch members: a new value, and a removal.
-func set[T any](v T) model.PatchField[T] { return model.PatchField[T]{Set: true, Value: v} }
-func null[T any]() model.PatchField[T]   { return model.PatchField[T]{Set: true, Null: true} }
-
 func TestAssetTypeInputNormalize(t *testing.T) {
 	valid := AssetTypeInput{Brand: "Liftmaster", Model: "LM-200"}
 	with := func(f func(*AssetTypeInput)) AssetTypeInput { in := valid; f(&in); return in }
@@ -40,19 +34,19 @@ func TestAssetTypeInputNormalize(t *testing.T) {
 		}},
 		{name: "brand and model required", in: AssetTypeInput{}, fields: []string{"brand", "model"}},
 		{name: "blank brand", in: with(func(in *AssetTypeInput) { in.Brand = "  " }), fields: []string{"brand"}},
-		{name: "blank version is none", in: with(func(in *AssetTypeInput) { in.Version = ptr(" ") }),
+		{name: "blank version is none", in: with(func(in *AssetTypeInput) { in.Version = new(" ") }),
 			check: func(t *testing.T, out AssetTypeInput) {
 				if out.Version != nil {
 					t.Errorf("version = %q", *out.Version)
 				}
 			}},
-		{name: "text is trimmed", in: with(func(in *AssetTypeInput) { in.Brand, in.Version = " Liftmaster ", ptr(" 2 ") }),
+		{name: "text is trimmed", in: with(func(in *AssetTypeInput) { in.Brand, in.Version = " Liftmaster ", new(" 2 ") }),
 			check: func(t *testing.T, out AssetTypeInput) {
 				if out.Brand != "Liftmaster" || *out.Version != "2" {
 					t.Errorf("out = %+v", out)
 				}
 			}},
-		{name: "version too long", in: with(func(in *AssetTypeInput) { in.Version = ptr(strings.Repeat("v", LabelLen+1)) }), fields: []string{"version"}},
+		{name: "version too long", in: with(func(in *AssetTypeInput) { in.Version = new(strings.Repeat("v", LabelLen+1)) }), fields: []string{"version"}},
 		{name: "external ids are trimmed", in: with(func(in *AssetTypeInput) {
 			in.ExternalIDs = []ExternalID{{SourceSystem: " erp ", ExternalID: " 1 "}}
 		}), check: func(t *testing.T, out AssetTypeInput) {
@@ -84,7 +78,7 @@ func TestAssetTypeInputNormalize(t *testing.T) {
 
 func TestAssetTypePatchApply(t *testing.T) {
 	thumb := uuid.New()
-	current := AssetType{Brand: "Liftmaster", Model: "LM-200", Version: ptr("2"), ThumbnailDocumentID: &thumb,
+	current := AssetType{Brand: "Liftmaster", Model: "LM-200", Version: new("2"), ThumbnailDocumentID: &thumb,
 		ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}}
 	tests := []struct {
 		name   string
@@ -93,18 +87,18 @@ func TestAssetTypePatchApply(t *testing.T) {
 		want   func(in AssetTypeInput) bool
 	}{
 		{name: "empty patch changes nothing", want: func(in AssetTypeInput) bool { return reflect.DeepEqual(in, assetTypeInputOf(current)) }},
-		{name: "set a field", patch: AssetTypePatch{Model: set("LM-300")}, want: func(in AssetTypeInput) bool { return in.Model == "LM-300" && *in.Version == "2" }},
-		{name: "null removes the version", patch: AssetTypePatch{Version: null[string]()}, want: func(in AssetTypeInput) bool { return in.Version == nil }},
-		{name: "null removes the thumbnail", patch: AssetTypePatch{ThumbnailDocumentID: null[model.UUID]()},
+		{name: "set a field", patch: AssetTypePatch{Model: servicetest.Set("LM-300")}, want: func(in AssetTypeInput) bool { return in.Model == "LM-300" && *in.Version == "2" }},
+		{name: "null removes the version", patch: AssetTypePatch{Version: servicetest.Null[string]()}, want: func(in AssetTypeInput) bool { return in.Version == nil }},
+		{name: "null removes the thumbnail", patch: AssetTypePatch{ThumbnailDocumentID: servicetest.Null[model.UUID]()},
 			want: func(in AssetTypeInput) bool { return in.ThumbnailDocumentID == nil }},
-		{name: "null removes every external id", patch: AssetTypePatch{ExternalIDs: null[[]ExternalID]()},
+		{name: "null removes every external id", patch: AssetTypePatch{ExternalIDs: servicetest.Null[[]ExternalID]()},
 			want: func(in AssetTypeInput) bool { return in.ExternalIDs != nil && len(in.ExternalIDs) == 0 }},
-		{name: "external ids are replaced", patch: AssetTypePatch{ExternalIDs: set([]ExternalID{{SourceSystem: "crm", ExternalID: "9"}})},
+		{name: "external ids are replaced", patch: AssetTypePatch{ExternalIDs: servicetest.Set([]ExternalID{{SourceSystem: "crm", ExternalID: "9"}})},
 			want: func(in AssetTypeInput) bool {
 				return len(in.ExternalIDs) == 1 && in.ExternalIDs[0].SourceSystem == "crm"
 			}},
-		{name: "brand and model cannot be removed", patch: AssetTypePatch{Brand: null[string](), Model: null[string]()}, fields: []string{"brand", "model"}},
-		{name: "the result is validated", patch: AssetTypePatch{Brand: set(" ")}, fields: []string{"brand"}},
+		{name: "brand and model cannot be removed", patch: AssetTypePatch{Brand: servicetest.Null[string](), Model: servicetest.Null[string]()}, fields: []string{"brand", "model"}},
+		{name: "the result is validated", patch: AssetTypePatch{Brand: servicetest.Set(" ")}, fields: []string{"brand"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

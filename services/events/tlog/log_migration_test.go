@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -46,30 +44,20 @@ func wideTiles(t *testing.T, n int) map[tileID][]byte {
 // the log grows on from the converted tiles.
 func TestMigrationNarrowsTheTiles(t *testing.T) {
 	ctx := t.Context()
-	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	pool, err := store.OpenAndMigrate(ctx, cfg, servicetest.MigrationsBefore(t, testSpec(), "009"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 70_001 // three levels of wide tiles, the last tile of each partial
-	var rows [][]any
-	for id, hashes := range wideTiles(t, n) {
-		rows = append(rows, []any{int16(id.Level), int64(id.Index), hashes})
-	}
-	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"log_tiles"}, []string{"level", "idx", "hashes"}, pgx.CopyFromRows(rows)); err != nil {
-		t.Fatal(err)
-	}
 	root := rootOf(t, n)
-	if _, err := pool.Exec(ctx, `UPDATE log_state SET size = $1, root = $2`, n, root); err != nil {
-		t.Fatal(err)
-	}
-	pool.Close()
-
-	pool, err = store.OpenAndMigrate(ctx, cfg, testSpec().Migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := servicetest.MigrateAcross(t, testSpec(), "009", func(pool *store.Pool) {
+		var rows [][]any
+		for id, hashes := range wideTiles(t, n) {
+			rows = append(rows, []any{int16(id.Level), int64(id.Index), hashes})
+		}
+		if _, err := pool.CopyFrom(ctx, pgx.Identifier{"log_tiles"}, []string{"level", "idx", "hashes"}, pgx.CopyFromRows(rows)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE log_state SET size = $1, root = $2`, n, root); err != nil {
+			t.Fatal(err)
+		}
+	})
 	want := memoryTiles{}
 	leaves := make([][]byte, n)
 	for i := range leaves {

@@ -133,18 +133,13 @@ var errNoLeaves = errors.New("no events without a leaf")
 
 func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 	var added int
-	var kept *appender
-	err := store.InTx(ctx, st.s.Pool, "give events their leaves", func(tx pgx.Tx) error {
-		state, err := lockLog(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := st.appendLocked(ctx, "give events their leaves", func(tx pgx.Tx, state logState) ([][]byte, error) {
 		// The events without a leaf follow those with one in the feed's
 		// order (the consumer numbers every event it stores once this ran).
 		rows, err := tx.Query(ctx, `SELECT seq, body::text FROM events WHERE seq >= (SELECT log_seq_from($2)) AND leaf IS NULL
 			ORDER BY seq LIMIT $1`, limit, int64(state.Size))
 		if err != nil {
-			return store.Classify(err, "read events without a leaf")
+			return nil, store.Classify(err, "read events without a leaf")
 		}
 		var seqs, leaves []int64
 		var hashes [][]byte
@@ -156,22 +151,18 @@ func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 			hashes = append(hashes, LeafHash([]byte(body)))
 			return nil
 		}); err != nil {
-			return store.Classify(err, "read events without a leaf")
+			return nil, store.Classify(err, "read events without a leaf")
 		}
 		if len(seqs) == 0 {
-			return errNoLeaves
+			return nil, errNoLeaves
 		}
 		if _, err := tx.Exec(ctx, `UPDATE events e SET leaf = u.leaf FROM unnest($1::bigint[], $2::bigint[]) AS u(seq, leaf)
 			WHERE e.seq = u.seq`, seqs, leaves); err != nil {
-			return store.Classify(err, "number events in the log")
+			return nil, store.Classify(err, "number events in the log")
 		}
-		a, err := st.tree.appendLeaves(ctx, tx, state, hashes)
-		kept, added = a, len(seqs)
-		return err
+		added = len(seqs)
+		return hashes, nil
 	})
-	if err == nil {
-		st.tree.committed(kept)
-	}
 	return added, err
 }
 
@@ -312,19 +303,14 @@ func (st *Store) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
 // audit says more). It returns how many events were redacted.
 func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason string) (int, error) {
 	var redacted int
-	var kept *appender
-	err := store.InTx(ctx, st.s.Pool, "redact a person", func(tx pgx.Tx) error {
-		state, err := lockLog(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := st.appendLocked(ctx, "redact a person", func(tx pgx.Tx, state logState) ([][]byte, error) {
 		rows, err := tx.Query(ctx, `SELECT e.seq, e.leaf, e.id::text, e.body::text,
 				(SELECT r.entry FROM redactions r WHERE r.event_leaf = e.leaf ORDER BY r.leaf DESC LIMIT 1)
 			FROM events e WHERE e.leaf IS NOT NULL AND e.leaf < $2
 			AND ((e.kind = 'person' AND e.subject_id = $1) OR (e.kind = 'organization' AND strpos(e.body::text, $1) > 0))
 			ORDER BY e.leaf FOR UPDATE OF e`, person.String(), int64(state.Size))
 		if err != nil {
-			return store.Classify(err, "read the person's events")
+			return nil, store.Classify(err, "read the person's events")
 		}
 		var found []redactionCandidate
 		var c redactionCandidate
@@ -334,10 +320,10 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 			found = append(found, c)
 			return nil
 		}); err != nil {
-			return store.Classify(err, "read the person's events")
+			return nil, store.Classify(err, "read the person's events")
 		}
 		if len(found) == 0 {
-			return nil
+			return nil, nil
 		}
 		ids := make([]compact.NodeID, len(found))
 		for i, f := range found {
@@ -345,11 +331,11 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		}
 		tiles, err := readTiles(ctx, tx, tilesFor(ids))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r, err := redactions(found, tiles, person.String(), reason, state.Size, time.Now().UTC().Truncate(time.Microsecond))
 		if err != nil || len(r.hashes) == 0 {
-			return err
+			return nil, err
 		}
 		b := &pgx.Batch{}
 		// The size goes with the body: pages are bounded by it.
@@ -358,15 +344,11 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 		b.Queue(`INSERT INTO redactions (leaf, event_leaf, leaf_hash, entry) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::text[])`,
 			r.entryLeaves, r.eventLeaves, r.signed, r.entries)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return store.Classify(err, "redact events")
+			return nil, store.Classify(err, "redact events")
 		}
-		a, err := st.tree.appendLeaves(ctx, tx, state, r.hashes)
-		kept, redacted = a, len(r.hashes)
-		return err
+		redacted = len(r.hashes)
+		return r.hashes, nil
 	})
-	if err == nil && kept != nil {
-		st.tree.committed(kept)
-	}
 	return redacted, err
 }
 
@@ -376,17 +358,28 @@ func (st *Store) RedactPerson(ctx context.Context, person uuid.UUID, reason stri
 func (st *Store) AppendEntries(ctx context.Context, entries [][]byte) error {
 	// Hashed before the lock, which every appender waits for.
 	hashes := leafHashes(len(entries), func(i int) []byte { return entries[i] })
+	return st.appendLocked(ctx, "append to the log", func(pgx.Tx, logState) ([][]byte, error) { return hashes, nil })
+}
+
+// appendLocked runs work in one transaction under the feed's lock (state:
+// the log as locked) and appends the leaves whose hashes it returns (none:
+// nothing) in the same transaction; once it commits, the tree keeps what
+// the append wrote for the proofs.
+func (st *Store) appendLocked(ctx context.Context, op string, work func(tx pgx.Tx, state logState) ([][]byte, error)) error {
 	var kept *appender
-	err := store.InTx(ctx, st.s.Pool, "append to the log", func(tx pgx.Tx) error {
+	err := store.InTx(ctx, st.s.Pool, op, func(tx pgx.Tx) error {
 		state, err := lockLog(ctx, tx)
 		if err != nil {
 			return err
 		}
-		a, err := st.tree.appendLeaves(ctx, tx, state, hashes)
-		kept = a
+		hashes, err := work(tx, state)
+		if err != nil || len(hashes) == 0 {
+			return err
+		}
+		kept, err = st.tree.appendLeaves(ctx, tx, state, hashes)
 		return err
 	})
-	if err == nil {
+	if err == nil && kept != nil {
 		st.tree.committed(kept)
 	}
 	return err

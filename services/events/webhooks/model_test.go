@@ -25,7 +25,7 @@ func TestWebhookInputNormalize(t *testing.T) {
 		{"types empty", WebhookInput{URL: "https://example.com/", Types: []string{}}, []string{"types"}},
 		{"types missing", WebhookInput{URL: "https://example.com/"}, []string{"types"}},
 		{"unknown type named by index", WebhookInput{URL: "https://example.com/", Types: []string{"asset.*", "ship.created"}}, []string{"types[1]"}},
-		{"description too long", WebhookInput{URL: "https://example.com/", Types: []string{"asset.*"}, Description: ptr(strings.Repeat("d", DescriptionLength+1))}, []string{"description"}},
+		{"description too long", WebhookInput{URL: "https://example.com/", Types: []string{"asset.*"}, Description: new(strings.Repeat("d", DescriptionLength+1))}, []string{"description"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,4 +45,3 @@ func TestWebhookInputNormalize(t *testing.T) {
 		})
 	}
 }
-func ptr[T any](v T) *T { return &v }

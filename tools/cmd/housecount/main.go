@@ -71,7 +71,7 @@ func main() {
 		if c.Duplicates[folder] < 0 {
 			n = "not counted (no `duplicates` on PATH)"
 		}
-		row("duplicate pairs in "+folder+"/", n)
+		row("duplicate pairs in "+folder+"/ (migrations left out)", n)
 	}
 	row("largest file", fmt.Sprintf("%s, %d lines", c.LargestFile, c.LargestFileSize))
 	row("longest function", fmt.Sprintf("%s, %d lines", c.LongestFunc, c.LongestFuncSize))

@@ -57,6 +57,28 @@ func Caller(sub string) model.Caller { return model.Caller{Subject: sub} }
 // Guard is what a write of sub's obeys when its route declares no rule.
 func Guard(sub string) model.Guard { return model.Guard{Caller: Caller(sub)} }
 
+// MigrateAcross tests spec's migration version on a filled schema: it
+// migrates a fresh schema of the test PostgreSQL up to the migration
+// before version, lets fill write what an earlier release left there,
+// then migrates it the rest of the way and returns the pool, which closes
+// when the test ends.
+func MigrateAcross(t testing.TB, spec servicekit.Spec, version string, fill func(old *store.Pool)) *store.Pool {
+	t.Helper()
+	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
+	old, err := store.OpenAndMigrate(t.Context(), cfg, MigrationsBefore(t, spec, version), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(old)
+	old.Close()
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, spec.Migrations, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // MigrationsBefore are spec's migrations whose names sort before version
 // ("005" keeps 001 to 004): a schema as an earlier release left it, for a
 // test that fills it and then migrates it the rest of the way.

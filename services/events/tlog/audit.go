@@ -156,19 +156,20 @@ func redactionOf(r RedactionEntry) leafFormat {
 }
 
 // redactedLeaves holds the redacted events of the leaves from first to
-// their redactions. An event of format 2 keeps its leaf through an
-// erasure: its hash stays the one its bytes derive, held to the tile like
-// any leaf's, so bytes that differ from the logged form in anything but
-// the erased values and salts are a mismatch, whatever redaction names
-// them; an erasure without a redaction entry is a problem too. An event
-// of format 1 (logged before commitments) is held as before: its bytes to
-// the hash its latest redaction recorded, its leaf to the hash the
-// redaction's entry (itself a leaf) says was signed.
-func redactedLeaves(first uint64, hashes [][]byte, redactedTo, signedOf map[uint64][]byte, formats map[uint64]leafFormat, ids map[uint64]string, problem func(string, ...any)) {
+// their redactions. An event of format 2, and any event logged from the
+// upgrade to commitments on (from), keeps its leaf through an erasure: its
+// hash stays the one its bytes derive, held to the tile like any leaf's,
+// so bytes that differ from the logged form in anything but the erased
+// values and salts are a mismatch, whatever redaction names them; an
+// erasure without a redaction entry is a problem too. An event logged
+// before (format 1) is held as before: its bytes to the hash its latest
+// redaction recorded, its leaf to the hash the redaction's entry (itself a
+// leaf) says was signed.
+func redactedLeaves(first, from uint64, hashes [][]byte, redactedTo, signedOf map[uint64][]byte, formats map[uint64]leafFormat, ids map[uint64]string, problem func(string, ...any)) {
 	for n, want := range redactedTo {
 		i := n - first
 		switch f := formats[n]; {
-		case f&formatCommitted != 0:
+		case f&formatCommitted != 0 || n >= from:
 			continue
 		case f&formatErasure != 0 && hashes[i] != nil:
 			problem("leaf %d (event %s): its stored bytes lost the commitments its erasure kept", n, ids[n])

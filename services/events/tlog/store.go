@@ -417,6 +417,7 @@ func auditLeaves(ctx context.Context, pool *store.Pool, first, last uint64, prob
 		OR event_leaf >= $1 AND event_leaf < $2`, int64(first), int64(last))
 	b.Queue(`SELECT idx, hashes FROM log_tiles16 WHERE level = 0 AND idx >= $1 AND idx <= $2 ORDER BY idx`,
 		int64(first/tileWidth), int64((last-1)/tileWidth))
+	b.Queue(`SELECT commitments_from FROM log_state`)
 	results := pool.SendBatch(ctx, b)
 	defer results.Close()
 	rows, err := results.Query()
@@ -460,7 +461,6 @@ func auditLeaves(ctx context.Context, pool *store.Pool, first, last uint64, prob
 	}); err != nil {
 		return nil, 0, store.Classify(err, "audit: read redactions")
 	}
-	redactedLeaves(first, hashes, redactedTo, signedOf, formats, ids, problem)
 	if rows, err = results.Query(); err != nil {
 		return nil, 0, store.Classify(err, "audit: read tiles")
 	}
@@ -473,6 +473,11 @@ func auditLeaves(ctx context.Context, pool *store.Pool, first, last uint64, prob
 	}); err != nil {
 		return nil, 0, store.Classify(err, "audit: read tiles")
 	}
+	var from int64
+	if err := results.QueryRow().Scan(&from); err != nil {
+		return nil, 0, store.Classify(err, "audit: read the log's state")
+	}
+	redactedLeaves(first, uint64(from), hashes, redactedTo, signedOf, formats, ids, problem)
 	kept, err := compareLeaves(first, hashes, tiles, ids, problem)
 	if err != nil {
 		return nil, 0, err

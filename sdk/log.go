@@ -86,6 +86,12 @@ type RedactionEntry struct {
 	PersonID     string    `json:"person_id"`
 	Reason       string    `json:"reason"`
 	Time         time.Time `json:"time"`
+	// Fields are the pointers of the personal fields whose values and
+	// salts the erasure deleted, for an event whose personal fields are
+	// committed (its leaf is unchanged: RedactedHash is LeafHash, and its
+	// bytes served since still prove with VerifyInclusion); empty for an
+	// event logged before, whose bytes as logged are gone.
+	Fields []string `json:"fields,omitempty"`
 }
 
 // Redaction reads a "log.redaction" entry's bytes.

@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/transparency-dev/merkle/proof"
@@ -31,6 +29,23 @@ func personEvents(person, org, other string) []outbox.Event {
 		`","first_name":"Kari","last_name":"Hansen","date_of_birth":"1980-02-03","relation_type":"employee"},{"id":"` + other +
 		`","first_name":"Ola","last_name":"Olsen","date_of_birth":null,"relation_type":"employee"}]}`)
 	return []outbox.Event{created, renamed, orgEvent}
+}
+
+// people are the ids personEvents name, and the events.
+type people struct {
+	person, org, other string
+	events             []outbox.Event
+}
+
+// personLog runs the service with a signing key and publishes
+// personEvents, at leaves 0, 1 and 2.
+func personLog(t *testing.T) (*servicetest.Service, tlog.LogKeys, testStore, people) {
+	t.Helper()
+	s, keys := startSigning(t)
+	p := people{person: uuid.NewString(), org: uuid.NewString(), other: uuid.NewString()}
+	p.events = personEvents(p.person, p.org, p.other)
+	publish(t, s, p.events...)
+	return s, keys, newTestStore(s), p
 }
 
 // storedBody is the event's bytes as the feed stores and serves them.
@@ -71,11 +86,8 @@ func proveLeaf(t *testing.T, s *servicetest.Service, cp tlog.Checkpoint, leaf ui
 // signed, and a guessed name and date of birth, hashed every way that
 // lacks the salt, matches neither the leaf nor any commitment.
 func TestErasureLeavesNothingToGuess(t *testing.T) {
-	s, keys := startSigning(t)
-	st := newTestStore(s)
-	person, org, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
-	events := personEvents(person, org, other)
-	publish(t, s, events...)
+	s, keys, st, p := personLog(t)
+	person, events := p.person, p.events
 	before := sign(t, s, keys)
 	signed := make([][]byte, len(events))
 	salts := map[string][]byte{}
@@ -122,7 +134,7 @@ func TestErasureLeavesNothingToGuess(t *testing.T) {
 			}
 		}
 		for key, salt := range salts {
-			if strings.HasPrefix(key, fmt.Sprint(i)) && bytes.Contains(body, []byte(b64(salt))) && !strings.Contains(key, "/1/") {
+			if bytes.HasPrefix([]byte(key), fmt.Append(nil, i)) && bytes.Contains(body, []byte(b64(salt))) && !bytes.Contains([]byte(key), []byte("/1/")) {
 				t.Errorf("leaf %d still holds the salt of %s", i, key)
 			}
 		}
@@ -141,7 +153,7 @@ func TestErasureLeavesNothingToGuess(t *testing.T) {
 			t.Errorf("leaf %d: the event as published, names guessed, hashes to its leaf", i)
 		}
 		for p, op := range openings(t, body) {
-			if strings.HasPrefix(p, "/data/associated_people/1/") {
+			if bytes.HasPrefix([]byte(p), []byte("/data/associated_people/1/")) {
 				continue // the bystander's, kept
 			}
 			if len(op.Salt) != 0 || len(op.C) != sha256.Size {
@@ -220,7 +232,7 @@ func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 			t.Fatal(err)
 		}
 		entry, _ := json.Marshal(tlog.RedactionEntry{Type: tlog.RedactionEntryType, EventID: events[leaf].ID, EventLeaf: leaf, LeafHash: signed,
-			Redacted: tlog.LeafHash(tampered), Person: person, Reason: "forged", Time: time.Now().UTC(), Fields: fields})
+			Redacted: tlog.LeafHash(tampered), Person: person, Reason: "forged", Time: events[leaf].Time, Fields: fields})
 		if err := st.AppendEntries(t.Context(), [][]byte{entry}); err != nil {
 			t.Fatal(err)
 		}
@@ -243,9 +255,9 @@ func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprint(r.Problems)
+	text := fmt.Append(nil, r.Problems)
 	for i, e := range events {
-		if !strings.Contains(text, fmt.Sprintf("leaf %d (event %s)", i, e.ID)) {
+		if !bytes.Contains(text, fmt.Appendf(nil, "leaf %d (event %s)", i, e.ID)) {
 			t.Errorf("the audit accepts the forged redaction of leaf %d: %v", i, r.Problems)
 		}
 	}
@@ -257,11 +269,8 @@ func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 // leaf hash they had and the hash of the bytes served since, and a change
 // to those afterwards is a problem.
 func TestEventsLoggedBeforeCommitmentsKeepVerifying(t *testing.T) {
-	s, keys := startSigning(t)
-	st := newTestStore(s)
-	person, org, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
-	events := personEvents(person, org, other)
-	publish(t, s, events...)
+	s, keys, st, p := personLog(t)
+	person, events := p.person, p.events
 	pool := s.Built.Store.Pool
 	// The state of a database logged before the upgrade: the events as
 	// published, their leaves the hashes of those bytes, commitments from
@@ -316,7 +325,7 @@ func TestEventsLoggedBeforeCommitmentsKeepVerifying(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := st.Audit(t.Context(), keys)
-	if err != nil || !strings.Contains(fmt.Sprint(r.Problems), "leaf 0 (event "+events[0].ID+"): its stored bytes are not what its redaction left") {
+	if err != nil || !bytes.Contains(fmt.Append(nil, r.Problems), []byte("leaf 0 (event "+events[0].ID+"): its stored bytes are not what its redaction left")) {
 		t.Errorf("audit of a redacted old body changed afterwards: %v %v", r.Problems, err)
 	}
 }

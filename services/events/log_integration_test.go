@@ -431,20 +431,10 @@ func TestAuditSeesOneChangedByte(t *testing.T) {
 // redactions are the log's next entries, and the audit finds nothing
 // wrong, but still sees a redacted body changed afterwards.
 func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
-	s, keys := startSigning(t)
-	st := newTestStore(s)
-	person, org, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
-	created := event("person", "created", person)
-	created.Data = json.RawMessage(`{"id":"` + person + `","first_name":"Kari","last_name":"Nordmann","date_of_birth":"1980-02-03"}`)
-	renamed := event("person", "updated", person)
-	renamed.Data = json.RawMessage(`{"id":"` + person + `","first_name":"Kari","last_name":"Hansen","date_of_birth":"1980-02-03"}`)
-	renamed.Changes = map[string][2]json.RawMessage{"last_name": {json.RawMessage(`"Nordmann"`), json.RawMessage(`"Hansen"`)}}
-	orgEvent := event("organization", "updated", org)
-	orgEvent.Data = json.RawMessage(`{"id":"` + org + `","name":"Lift AS","associated_people":[{"id":"` + person +
-		`","first_name":"Kari","last_name":"Hansen","date_of_birth":"1980-02-03","relation_type":"employee"},{"id":"` + other +
-		`","first_name":"Ola","last_name":"Olsen","date_of_birth":null,"relation_type":"employee"}]}`)
+	s, keys, st, fx := personLog(t)
+	person, org, other, created := fx.person, fx.org, fx.other, fx.events[0]
 	bystander := event("person", "created", other)
-	publish(t, s, created, renamed, orgEvent, bystander)
+	publish(t, s, bystander)
 	before := sign(t, s, keys)
 
 	n, err := st.RedactPerson(t.Context(), uuid.MustParse(person), "erasure request 42")

@@ -142,6 +142,19 @@ func decodeEvent(body []byte) (map[string]any, error) {
 	return ev, nil
 }
 
+// decodeCommitted reads a format 2 event's bytes, and its openings.
+func decodeCommitted(body []byte) (map[string]any, map[string]opening, error) {
+	ev, err := decodeEvent(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	var openings map[string]opening
+	if raw, err := json.Marshal(ev[commitmentsMember]); err != nil || json.Unmarshal(raw, &openings) != nil {
+		return nil, nil, fmt.Errorf("log: the event's %s are not openings", commitmentsMember)
+	}
+	return ev, openings, nil
+}
+
 // committed says whether an event's bytes are of leaf format 2: they hold
 // the openings of their personal fields.
 func committed(body []byte) bool {
@@ -161,13 +174,9 @@ func Logged(body []byte) ([]byte, bool, error) {
 	if !committed(body) {
 		return body, false, nil
 	}
-	ev, err := decodeEvent(body)
+	ev, openings, err := decodeCommitted(body)
 	if err != nil {
 		return nil, true, err
-	}
-	var openings map[string]opening
-	if raw, err := json.Marshal(ev[commitmentsMember]); err != nil || json.Unmarshal(raw, &openings) != nil {
-		return nil, true, fmt.Errorf("log: the event's %s are not openings", commitmentsMember)
 	}
 	kind, _ := ev["subject"].(map[string]any)["kind"].(string)
 	delete(ev, "redacted")
@@ -285,13 +294,9 @@ func replace(ev map[string]any, pointer string, value any) bool {
 // marked redacted; the pointers erased (none: nothing to erase). Its
 // logged form, and so its leaf, is the one before.
 func eraseCommitted(body []byte, person string, marker redactedMarker) ([]byte, []string, error) {
-	ev, err := decodeEvent(body)
+	ev, openings, err := decodeCommitted(body)
 	if err != nil {
 		return nil, nil, err
-	}
-	var openings map[string]opening
-	if raw, err := json.Marshal(ev[commitmentsMember]); err != nil || json.Unmarshal(raw, &openings) != nil {
-		return nil, nil, fmt.Errorf("redact: the event's %s are not openings", commitmentsMember)
 	}
 	subject, _ := ev["subject"].(map[string]any)
 	own := subject["kind"] == outbox.KindPerson && subject["id"] == person

@@ -190,13 +190,14 @@ func TestErasureLeavesNothingToGuess(t *testing.T) {
 // recording the hash of the new bytes) but changes a field that is not a
 // personal one is refused by the audit: as an erasure that keeps the
 // commitments, and as a redaction of the kind made before commitments,
-// which drops them.
+// which drops them. An erasure of the openings alone, with no redaction
+// entry in the log, is reported too.
 func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 	s, keys := startSigning(t)
 	st := newTestStore(s)
-	a, b := uuid.NewString(), uuid.NewString()
+	a, b, c := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	var events []outbox.Event
-	for _, person := range []string{a, b} {
+	for _, person := range []string{a, b, c} {
 		e := event("person", "created", person)
 		e.Data = json.RawMessage(`{"id":"` + person + `","first_name":"Kari","last_name":"Nordmann","date_of_birth":"1980-02-03"}`)
 		events = append(events, e)
@@ -204,7 +205,7 @@ func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 	publish(t, s, events...)
 	sign(t, s, keys)
 	pool := s.Built.Store.Pool
-	forge := func(leaf uint64, person string, keepCommitments bool) {
+	forge := func(leaf uint64, person string, keepCommitments, logged bool) {
 		body := storedBody(t, s, leaf)
 		signed, err := tlog.EventLeaf(body)
 		if err != nil {
@@ -214,7 +215,9 @@ func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 		if err := json.Unmarshal(body, &ev); err != nil {
 			t.Fatal(err)
 		}
-		ev["actor"] = "mallory" // not a personal field
+		if logged {
+			ev["actor"] = "mallory" // not a personal field
+		}
 		data := ev["data"].(map[string]any)
 		var fields []string
 		if keepCommitments {
@@ -233,23 +236,28 @@ func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 		}
 		entry, _ := json.Marshal(tlog.RedactionEntry{Type: tlog.RedactionEntryType, EventID: events[leaf].ID, EventLeaf: leaf, LeafHash: signed,
 			Redacted: tlog.LeafHash(tampered), Person: person, Reason: "forged", Time: events[leaf].Time, Fields: fields})
-		if err := st.AppendEntries(t.Context(), [][]byte{entry}); err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range []struct {
+		queries := []struct {
 			sql  string
 			args []any
-		}{
-			{`INSERT INTO redactions (leaf, event_leaf, leaf_hash, entry) VALUES ($1, $2, $3, $4)`, []any{int64(size), int64(leaf), signed, string(entry)}},
-			{`UPDATE events SET body = $1::json, size = octet_length($1::text) WHERE leaf = $2`, []any{string(tampered), int64(leaf)}},
-		} {
+		}{{`UPDATE events SET body = $1::json, size = octet_length($1::text) WHERE leaf = $2`, []any{string(tampered), int64(leaf)}}}
+		if logged {
+			if err := st.AppendEntries(t.Context(), [][]byte{entry}); err != nil {
+				t.Fatal(err)
+			}
+			queries = append(queries, struct {
+				sql  string
+				args []any
+			}{`INSERT INTO redactions (leaf, event_leaf, leaf_hash, entry) VALUES ($1, $2, $3, $4)`, []any{int64(size), int64(leaf), signed, string(entry)}})
+		}
+		for _, q := range queries {
 			if _, err := pool.Exec(t.Context(), q.sql, q.args...); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	forge(0, a, true)
-	forge(1, b, false)
+	forge(0, a, true, true)
+	forge(1, b, false, true)
+	forge(2, c, true, false)
 	sign(t, s, keys)
 	r, err := st.Audit(t.Context(), keys)
 	if err != nil {
@@ -260,6 +268,9 @@ func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 		if !bytes.Contains(text, fmt.Appendf(nil, "leaf %d (event %s)", i, e.ID)) {
 			t.Errorf("the audit accepts the forged redaction of leaf %d: %v", i, r.Problems)
 		}
+	}
+	if !bytes.Contains(text, fmt.Appendf(nil, "leaf 2 (event %s): personal fields erased without a redaction entry", events[2].ID)) {
+		t.Errorf("the audit does not see an erasure without its entry: %v", r.Problems)
 	}
 }
 

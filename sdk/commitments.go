@@ -28,10 +28,12 @@ var personalPointers = map[string]*regexp.Regexp{
 	"organization": regexp.MustCompile(`^/(data/associated_people|changes/associated_people/[01])/(0|[1-9][0-9]*)/(first_name|last_name|date_of_birth)$`),
 }
 
-// fieldOpening is a committed field's opening as served.
-type fieldOpening struct {
-	Salt []byte `json:"salt"`
-	C    []byte `json:"c"`
+// FieldOpening is a committed field's opening as an event carries it:
+// the salt (16 random bytes) while the value is kept, the commitment C
+// alone once the value was erased.
+type FieldOpening struct {
+	Salt []byte `json:"salt,omitempty"`
+	C    []byte `json:"c,omitempty"`
 }
 
 // LoggedEvent is the logged form of an event's bytes as served: the bytes
@@ -50,7 +52,7 @@ func LoggedEvent(event []byte) ([]byte, error) {
 	if err := d.Decode(&ev); err != nil {
 		return nil, unverified("an event's bytes: %v", err)
 	}
-	var openings map[string]fieldOpening
+	var openings map[string]FieldOpening
 	if err := json.Unmarshal(top["commitments"], &openings); err != nil {
 		return nil, unverified("an event's commitments: %v", err)
 	}

@@ -53,7 +53,11 @@ func verifyCompleteness(p Passport, cp Checkpoint) (uint64, error) {
 		case !ok:
 			return 0, unverified("the event at leaf %d of the asset's chain is not in the passport", leaf)
 		}
-		chain = chainNext(chain, LeafHash(event))
+		hash, err := EventLeafHash(event)
+		if err != nil {
+			return 0, err
+		}
+		chain = chainNext(chain, hash)
 		chained[leaf] = true
 	}
 	bucket := bucketOf(p.AssetID)

@@ -24,11 +24,25 @@ type Event struct {
 	Data json.RawMessage `json:"data"`
 	// Changes, on updates only: field → [old, new].
 	Changes map[string][2]json.RawMessage `json:"changes,omitempty"`
+	// Commitments, on an event that holds a person's personal fields:
+	// each field's opening by its JSON pointer, from which the event's
+	// leaf in the log is recomputed (LoggedEvent, EventLeafHash).
+	Commitments map[string]FieldOpening `json:"commitments,omitempty"`
+	// Redacted, on an event an erasure request redacted: what and when.
+	Redacted *EventRedaction `json:"redacted,omitempty"`
 	// Cursor is where to resume so that nothing after this event is
 	// missed: save it once the event is handled, and pass it as
 	// EventsQuery.After. Resuming may repeat events of this event's page
 	// (the feed's cursors are per page), never skip one; tell repeats by ID.
 	Cursor string `json:"-"`
+}
+
+// EventRedaction says that an erasure request removed personal fields
+// from an event: which, when, and the leaf of the redaction's log entry.
+type EventRedaction struct {
+	Fields []string  `json:"fields"`
+	At     time.Time `json:"at"`
+	Entry  uint64    `json:"entry"`
 }
 
 // Subject names the resource an event is about.

@@ -86,6 +86,12 @@ type RedactionEntry struct {
 	PersonID     string    `json:"person_id"`
 	Reason       string    `json:"reason"`
 	Time         time.Time `json:"time"`
+	// Fields are the pointers of the personal fields whose values and
+	// salts the erasure deleted, for an event whose personal fields are
+	// committed (its leaf is unchanged: RedactedHash is LeafHash, and its
+	// bytes served since still prove with VerifyInclusion); empty for an
+	// event logged before, whose bytes as logged are gone.
+	Fields []string `json:"fields,omitempty"`
 }
 
 // Redaction reads a "log.redaction" entry's bytes.
@@ -222,14 +228,21 @@ func VerifyCheckpoint(signed string, keys ...string) (Checkpoint, error) {
 	return cp, nil
 }
 
-// LeafHash is the hash of an event's bytes as a leaf of the log.
+// LeafHash is the hash of a log entry's bytes as a leaf of the log (RFC
+// 6962): an event's logged form (LoggedEvent), a /log/entry's bytes.
 func LeafHash(entry []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(entry) }
 
 // VerifyInclusion checks that entry (an event's bytes exactly as the
-// registry served them) is leaf p.LeafIndex of the tree a verified
-// checkpoint signed.
+// registry served them, or a /log/entry's bytes) is leaf p.LeafIndex of
+// the tree a verified checkpoint signed. An event whose personal fields
+// are committed is proved by its logged form (EventLeafHash), so it
+// verifies also once they were erased.
 func VerifyInclusion(cp Checkpoint, entry []byte, p InclusionProof) error {
-	return VerifyLeafHash(cp, LeafHash(entry), p)
+	leaf, err := EventLeafHash(entry)
+	if err != nil {
+		return err
+	}
+	return VerifyLeafHash(cp, leaf, p)
 }
 
 // VerifyLeafHash checks that leaf p.LeafIndex of the tree a verified

@@ -45,6 +45,8 @@ var mayBeAbsent = map[string]string{
 	"Problem.redaction_entry": "only for a 410 of a redacted leaf",
 	// The events service's answers.
 	"Event.changes":             "updates only: a create or a delete changes no field",
+	"Event.commitments":         "only on an event that holds a person's personal fields",
+	"Event.redacted":            "only on an event an erasure request redacted",
 	"PassportRecord.deleted_at": "only for a resource that was deleted",
 	"PassportRecord.deleted_by": "only for a resource that was deleted",
 	"PassportRecord.sha256":     "only for a document",

@@ -65,21 +65,21 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 	}
 	ids, types, kinds, subjects, bodies := make([]string, len(batch)), make([]string, len(batch)),
 		make([]string, len(batch)), make([]string, len(batch)), make([]string, len(batch))
+	// An event that holds personal fields is stored with a salt for each
+	// and logged with their commitments (tlog.CommitPersonal): the leaf
+	// is of its logged form.
+	logged := make([][]byte, len(batch))
 	for i, in := range batch {
 		e := in.Event
-		ids[i], types[i], kinds[i], subjects[i], bodies[i] = canonicalID(e.ID), e.Type, e.Subject.Kind, e.Subject.ID, string(in.Raw)
+		served, leaf := tlog.CommitPersonal(e.Subject.Kind, in.Raw)
+		ids[i], types[i], kinds[i], subjects[i], bodies[i] = canonicalID(e.ID), e.Type, e.Subject.Kind, e.Subject.ID, string(served)
+		logged[i] = leaf
 	}
 	// While PostgreSQL inserts the batch, another core hashes its leaves
 	// and grows the tree by them (speculate), off the feed's lock and off
 	// the time a batch takes.
 	speculation := make(chan tlog.Speculation, 1)
-	go func() {
-		raw := make([][]byte, len(batch))
-		for i, in := range batch {
-			raw[i] = in.Raw
-		}
-		speculation <- st.log.Speculate(ids, raw)
-	}()
+	go func() { speculation <- st.log.Speculate(ids, logged) }()
 	var appended tlog.Appended
 	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
 		// One round trip for the batch, however many events it holds: the

@@ -117,3 +117,100 @@ func (st *Store) Audit(ctx context.Context, keys LogKeys) (AuditReport, error) {
 }
 
 func b64(h []byte) string { return base64.StdEncoding.EncodeToString(h) }
+
+// leafFormat is what the audit learned of an event's leaf: its format
+// and the redactions that name it.
+type leafFormat uint8
+
+const (
+	formatCommitted leafFormat = 1 << iota // leaf format 2: personal fields committed
+	formatErased                           // of which some erased (the commitment alone)
+	formatRedacted                         // a redaction's entry names the event
+	formatErasure                          // one that erased openings of format 2
+)
+
+// auditedLeaf is the leaf hash an event's stored bytes derive; an event of
+// format 2 is noted in formats. Bytes that derive none (openings that do
+// not open) are a problem, and a hash no leaf has.
+func auditedLeaf(n uint64, id string, body []byte, formats map[uint64]leafFormat, problem func(string, ...any)) []byte {
+	logged, isCommitted, err := Logged(body)
+	if isCommitted {
+		formats[n] = formatCommitted
+		if erasedFields(body) {
+			formats[n] |= formatErased
+		}
+	}
+	if err != nil {
+		problem("leaf %d (event %s): %v", n, id, err)
+		return make([]byte, hashSize)
+	}
+	return LeafHash(logged)
+}
+
+// redactionOf is what a redaction's entry says of its event.
+func redactionOf(r RedactionEntry) leafFormat {
+	if len(r.Fields) > 0 {
+		return formatRedacted | formatErasure
+	}
+	return formatRedacted
+}
+
+// redactedLeaves holds the redacted events of the leaves from first to
+// their redactions. An event of format 2, and any event logged from the
+// upgrade to commitments on (from), keeps its leaf through an erasure: its
+// hash stays the one its bytes derive, held to the tile like any leaf's,
+// so bytes that differ from the logged form in anything but the erased
+// values and salts are a mismatch, whatever redaction names them; an
+// erasure without a redaction entry is a problem too. An event logged
+// before (format 1) is held as before: its bytes to the hash its latest
+// redaction recorded, its leaf to the hash the redaction's entry (itself a
+// leaf) says was signed.
+func redactedLeaves(first, from uint64, hashes [][]byte, redactedTo, signedOf map[uint64][]byte, formats map[uint64]leafFormat, ids map[uint64]string, problem func(string, ...any)) {
+	for n, want := range redactedTo {
+		i := n - first
+		switch f := formats[n]; {
+		case f&formatCommitted != 0 || n >= from:
+			continue
+		case f&formatErasure != 0 && hashes[i] != nil:
+			problem("leaf %d (event %s): its stored bytes lost the commitments its erasure kept", n, ids[n])
+		case hashes[i] != nil && !bytes.Equal(hashes[i], want):
+			problem("leaf %d (event %s): its stored bytes are not what its redaction left", n, ids[n])
+		}
+		hashes[i] = signedOf[n]
+	}
+	for n, f := range formats {
+		if f&formatErased != 0 && f&formatRedacted == 0 {
+			problem("leaf %d (event %s): personal fields erased without a redaction entry", n, ids[n])
+		}
+	}
+}
+
+// compareLeaves holds the leaf hashes derived from first on to the stored
+// tiles of leaves; a leaf whose event was pruned past the histories'
+// retention (no hash derived) is taken from its tile. It answers how many
+// were.
+func compareLeaves(first uint64, hashes [][]byte, tiles tileSet, ids map[uint64]string, problem func(string, ...any)) (uint64, error) {
+	var kept uint64
+	for i := range hashes {
+		n := first + uint64(i)
+		t := tiles[tileID{Index: n / tileWidth}]
+		off := (n % tileWidth) * hashSize
+		var stored []byte
+		if uint64(len(t)) >= off+hashSize {
+			stored = t[off : off+hashSize]
+		}
+		switch {
+		case hashes[i] == nil && stored == nil:
+			return 0, fmt.Errorf("audit: leaf %d is neither stored nor in a tile", n)
+		case hashes[i] == nil: // pruned past the histories' retention
+			hashes[i], kept = stored, kept+1
+		case !bytes.Equal(hashes[i], stored):
+			what := "entry"
+			if id, ok := ids[n]; ok {
+				what = "event " + id
+			}
+			problem("leaf %d (%s): its stored bytes hash to %s, the log holds %s", n, what, b64(hashes[i]), b64(stored))
+		}
+	}
+	return kept, nil
+}

@@ -35,6 +35,23 @@ type RedactionEntry struct {
 	Person    string    `json:"person_id"`
 	Reason    string    `json:"reason"`
 	Time      time.Time `json:"time"`
+	// Fields are the pointers of the fields whose values and salts an
+	// erasure of an event of leaf format 2 deleted (its leaf is unchanged:
+	// Redacted is LeafHash); absent for an event of format 1.
+	Fields []string `json:"fields,omitempty"`
+}
+
+// redactEvent is an event's bytes without person's personal fields: for
+// an event of leaf format 2 their values and salts erased, their
+// commitments kept (fields: the pointers erased); for one of format 1,
+// the fields nulled in place.
+func redactEvent(body []byte, person string, marker redactedMarker) (out []byte, fields []string, changed bool, err error) {
+	if committed(body) {
+		out, fields, err = eraseCommitted(body, person, marker)
+		return out, fields, len(fields) > 0, err
+	}
+	out, changed, err = redactPerson(body, person, marker)
+	return out, nil, changed, err
 }
 
 // redactedMarker is the member a redacted event gains.
@@ -210,18 +227,25 @@ func redactions(found []redactionCandidate, tiles tileSet, person, reason string
 			}
 			current = last.Redacted
 		}
-		if !bytes.Equal(LeafHash([]byte(f.body)), current) {
+		if h, err := EventLeaf([]byte(f.body)); err != nil || !bytes.Equal(h, current) {
 			return r, apperr.New(apperr.KindConflict, fmt.Sprintf("event %s (leaf %d) is not what the log holds: run events audit before redacting", f.id, f.leaf))
 		}
-		body, changed, err := redactPerson([]byte(f.body), person, redactedMarker{At: now, Entry: next})
+		body, fields, changed, err := redactEvent([]byte(f.body), person, redactedMarker{At: now, Entry: next})
 		if err != nil {
 			return r, err
 		}
 		if !changed {
 			continue
 		}
+		redacted, err := EventLeaf(body)
+		if err != nil {
+			return r, err
+		}
+		if fields != nil && !bytes.Equal(redacted, signed) {
+			return r, fmt.Errorf("redaction of leaf %d: erasing its commitments' openings changed its leaf", f.leaf)
+		}
 		entry, err := json.Marshal(RedactionEntry{Type: RedactionEntryType, EventID: f.id, EventLeaf: f.leaf, LeafHash: signed,
-			Redacted: LeafHash(body), Person: person, Reason: reason, Time: now})
+			Redacted: redacted, Person: person, Reason: reason, Time: now, Fields: fields})
 		if err != nil {
 			return r, err
 		}

@@ -146,10 +146,9 @@ func (st *Store) backfillSome(ctx context.Context, limit int) (int, error) {
 		var seq int64
 		var body string
 		if _, err := pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
-			leaves = append(leaves, int64(state.Size)+int64(len(seqs)))
-			seqs = append(seqs, seq)
-			hashes = append(hashes, LeafHash([]byte(body)))
-			return nil
+			h, err := EventLeaf([]byte(body))
+			leaves, seqs, hashes = append(leaves, int64(state.Size)+int64(len(seqs))), append(seqs, seq), append(hashes, h)
+			return err
 		}); err != nil {
 			return nil, store.Classify(err, "read events without a leaf")
 		}
@@ -264,8 +263,9 @@ func (st *Store) LeafOf(ctx context.Context, id uuid.UUID) (uint64, error) {
 }
 
 // Entry reads the bytes of leaf, exactly as hashed into it: a redaction's
-// entry, or an event's bytes. The bytes of an event redacted since (an
-// erasure request) are gone: that is a 410 naming its latest redaction's
+// entry, or an event's bytes (for an event of leaf format 2, its logged
+// form: commitments in place of its personal fields). The bytes of an
+// event of format 1 redacted since (an erasure request) are gone: that is a 410 naming its latest redaction's
 // entry, which records the hash the leaf keeps; so is a leaf whose event
 // was pruned (events.history-retention). A leaf beyond the tree is a 404.
 func (st *Store) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
@@ -283,7 +283,7 @@ func (st *Store) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
 		return LogEntry{}, store.Classify(err, "read a log entry")
 	case leaf >= uint64(size):
 		return LogEntry{}, apperr.New(apperr.KindNotFound, fmt.Sprintf("the log has %d leaves: leaf %d is not in it (yet)", size, leaf))
-	case redaction != nil:
+	case redaction != nil && (body == nil || !committed([]byte(*body))):
 		e := apperr.New(apperr.KindGone, fmt.Sprintf("the event at leaf %d was redacted (an erasure request): its bytes as logged are no longer kept; "+
 			"the redaction's entry, leaf %d, records the leaf hash they had (GET /log/entry?leaf_index=%d)", leaf, *redaction, *redaction))
 		e.Extensions = map[string]any{"redaction_entry": *redaction}
@@ -291,7 +291,9 @@ func (st *Store) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
 	case body == nil:
 		return LogEntry{}, apperr.New(apperr.KindGone, fmt.Sprintf("the event at leaf %d is past the histories' retention: its bytes are no longer kept, its leaf hash is", leaf))
 	}
-	return LogEntry{LeafIndex: leaf, Type: *typ, Entry: []byte(*body)}, nil
+	// An event of leaf format 2 answers its logged form, redacted or not.
+	entry, _, err := Logged([]byte(*body))
+	return LogEntry{LeafIndex: leaf, Type: *typ, Entry: entry}, err
 }
 
 // RedactPerson removes a person's personal fields from every event that
@@ -391,8 +393,9 @@ func (st *Store) appendLocked(ctx context.Context, op string, work func(tx pgx.T
 const LockFeed = "SELECT pg_advisory_xact_lock(hashtextextended('events feed:' || current_schema(), 0))"
 
 // auditLeaves derives the hashes of leaves [first, last): an event's from
-// its stored bytes, a redacted event's from its redaction (which recorded
-// the hash that was signed), a redaction's from its entry. Each is held to
+// its stored bytes (of leaf format 2: their logged form, redacted or not),
+// a redacted event of format 1's from its redaction (which recorded the
+// hash that was signed), a redaction's from its entry. Each is held to
 // the stored tile of leaves; a leaf whose event was pruned is taken from
 // it.
 func auditLeaves(ctx context.Context, pool *store.Pool, first, last uint64, problem func(string, ...any)) ([][]byte, uint64, error) {
@@ -407,6 +410,7 @@ func auditLeaves(ctx context.Context, pool *store.Pool, first, last uint64, prob
 		OR event_leaf >= $1 AND event_leaf < $2`, int64(first), int64(last))
 	b.Queue(`SELECT idx, hashes FROM log_tiles16 WHERE level = 0 AND idx >= $1 AND idx <= $2 ORDER BY idx`,
 		int64(first/tileWidth), int64((last-1)/tileWidth))
+	b.Queue(`SELECT commitments_from FROM log_state`)
 	results := pool.SendBatch(ctx, b)
 	defer results.Close()
 	rows, err := results.Query()
@@ -414,10 +418,12 @@ func auditLeaves(ctx context.Context, pool *store.Pool, first, last uint64, prob
 		return nil, 0, store.Classify(err, "audit: read events")
 	}
 	ids := map[uint64]string{}
+	formats := map[uint64]leafFormat{} // the events of leaf format 2
 	var leaf, other int64
 	var id, body string
 	if _, err := pgx.ForEachRow(rows, []any{&leaf, &id, &body}, func() error {
-		hashes[uint64(leaf)-first], ids[uint64(leaf)] = LeafHash([]byte(body)), id
+		n := uint64(leaf)
+		hashes[n-first], ids[n] = auditedLeaf(n, id, []byte(body), formats, problem), id
 		return nil
 	}); err != nil {
 		return nil, 0, store.Classify(err, "audit: read events")
@@ -438,22 +444,15 @@ func auditLeaves(ctx context.Context, pool *store.Pool, first, last uint64, prob
 		if err := json.Unmarshal([]byte(entry), &r); err != nil || r.EventLeaf != uint64(other) || !bytes.Equal(r.LeafHash, signed) {
 			problem("redaction at leaf %d: its entry does not say what its row does", leaf)
 		}
+		if uint64(other) >= first && uint64(other) < last {
+			formats[uint64(other)] |= redactionOf(r)
+		}
 		if uint64(other) >= first && uint64(other) < last && leaf >= latest[uint64(other)] {
 			latest[uint64(other)], redactedTo[uint64(other)], signedOf[uint64(other)] = leaf, r.Redacted, r.LeafHash
 		}
 		return nil
 	}); err != nil {
 		return nil, 0, store.Classify(err, "audit: read redactions")
-	}
-	// A redacted event's bytes hash to what its latest redaction recorded;
-	// its leaf keeps the hash that was signed, as the redaction's entry
-	// (itself a leaf) says (held to the tile below, like any leaf).
-	for n, want := range redactedTo {
-		i := n - first
-		if hashes[i] != nil && !bytes.Equal(hashes[i], want) {
-			problem("leaf %d (event %s): its stored bytes are not what its redaction left", n, ids[n])
-		}
-		hashes[i] = signedOf[n]
 	}
 	if rows, err = results.Query(); err != nil {
 		return nil, 0, store.Classify(err, "audit: read tiles")
@@ -467,27 +466,14 @@ func auditLeaves(ctx context.Context, pool *store.Pool, first, last uint64, prob
 	}); err != nil {
 		return nil, 0, store.Classify(err, "audit: read tiles")
 	}
-	var kept uint64
-	for i := range hashes {
-		n := first + uint64(i)
-		t := tiles[tileID{Index: n / tileWidth}]
-		off := (n % tileWidth) * hashSize
-		var stored []byte
-		if uint64(len(t)) >= off+hashSize {
-			stored = t[off : off+hashSize]
-		}
-		switch {
-		case hashes[i] == nil && stored == nil:
-			return nil, 0, fmt.Errorf("audit: leaf %d is neither stored nor in a tile", n)
-		case hashes[i] == nil: // pruned past the histories' retention
-			hashes[i], kept = stored, kept+1
-		case !bytes.Equal(hashes[i], stored):
-			what := "entry"
-			if id, ok := ids[n]; ok {
-				what = "event " + id
-			}
-			problem("leaf %d (%s): its stored bytes hash to %s, the log holds %s", n, what, b64(hashes[i]), b64(stored))
-		}
+	var from int64
+	if err := results.QueryRow().Scan(&from); err != nil {
+		return nil, 0, store.Classify(err, "audit: read the log's state")
+	}
+	redactedLeaves(first, uint64(from), hashes, redactedTo, signedOf, formats, ids, problem)
+	kept, err := compareLeaves(first, hashes, tiles, ids, problem)
+	if err != nil {
+		return nil, 0, err
 	}
 	return hashes, kept, results.Close()
 }

@@ -50,13 +50,15 @@ func Spec() servicekit.Spec {
 	return spec
 }
 
-// build wires the service: the reference protocol's registry, which the
-// store declares its kinds to, behind one go-kit endpoint per operation,
-// with the action types (actiontypes) on the same router;
-// the protocol's internal routes share the router. Actions have no finds,
-// so no cache. With NATS, the compliance read model follows the assets'
-// change events, and the reference protocol learns new targets from their
-// owners' events.
+// build composes the service's components on one router and one
+// reference registry, which the root's and the plans' stores declare
+// their kinds to: the root (actions, action documents), the action types
+// (actiontypes), inspection plans (plans) and GET /compliance
+// (compliance, told which action types some plan is for); the protocol's
+// internal routes share the router. Actions have no finds, so no cache.
+// Beside the server run the compliance roller and, with NATS, the
+// projection of the assets' change events into the read model, and the
+// reference protocol's learning of new targets from their owners' events.
 func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("actions", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)

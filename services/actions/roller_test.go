@@ -10,8 +10,11 @@ import (
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/services/actions/compliance/roller"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
+	"github.com/google/uuid"
 )
 
 // transitions are the compliance.updated events recorded since the last
@@ -147,5 +150,27 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 		if announced[a] != 1 {
 			t.Errorf("asset %s: %d transitions, want 1 (never to valid)", a, announced[a])
 		}
+	}
+}
+
+// The roller records its events through the outbox recorder, as every
+// write does: with outbox.record off (measuring what events cost) it
+// announces a transition, and records no event of it.
+func TestRollerRecordsThroughTheOutbox(t *testing.T) {
+	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) { c.Events.Record = false })
+	w := complianceWorld{world: worldOn(s), assetType: uuid.Must(uuid.NewV7())}
+	a := w.asset(t)
+	w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": a, "action_type": "repair", "performed_at": "2025-01-01",
+		"status_ok": false, "status_finalized": true})
+	if err := roller.New(roller.NewStore(w.Built.Store), time.UTC).Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	if err := w.Built.Store.Pool.QueryRow(t.Context(), `SELECT state FROM compliance_announced
+		WHERE asset_id = $1 AND action_type = 'repair'`, a).Scan(&state); err != nil || state != "failed" {
+		t.Fatalf("announced state %q (%v), want failed", state, err)
+	}
+	if events := w.Events(t); len(events) != 0 {
+		t.Errorf("%d events with outbox.record off, the first %s", len(events), events[0].Type)
 	}
 }

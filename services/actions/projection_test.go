@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -54,21 +55,23 @@ func assetHistory() (events []outbox.Event, want []string) {
 
 // knownAssets is known_assets as sorted text.
 func knownAssets(t *testing.T, w world) []string {
+	out := texts(t, w, `SELECT asset_id::text || CASE WHEN deleted THEN ' deleted' ELSE ' ' || asset_type_id::text || ' live' END
+		FROM known_assets`)
+	slices.Sort(out)
+	return out
+}
+
+// texts are the rows of a query of one text column.
+func texts(t *testing.T, w world, query string) []string {
 	t.Helper()
-	rows, err := w.Built.Store.Pool.Query(context.Background(),
-		`SELECT asset_id::text || CASE WHEN deleted THEN ' deleted' ELSE ' ' || asset_type_id::text || ' live' END FROM known_assets`)
+	rows, err := w.Built.Store.Pool.Query(context.Background(), query)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -235,21 +238,8 @@ func TestProjectionRebuild(t *testing.T) {
 
 // latestRows is latest_actions as sorted text.
 func latestRows(t *testing.T, w complianceWorld) []string {
-	t.Helper()
-	rows, err := w.Built.Store.Pool.Query(context.Background(), `SELECT concat_ws(' ', asset_id, action_type, action_id, performed_at,
+	return texts(t, w.world, `SELECT concat_ws(' ', asset_id, action_type, action_id, performed_at,
 		status_ok, status_use_ok, valid_through, class) FROM latest_actions ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // The rebuild goes through more assets than one batch holds and comes to

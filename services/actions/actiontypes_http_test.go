@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/assetregistry/registry/services/actions/compliance/roller"
 )
 
 // The four action types are always listed; an admin adds others (a name
@@ -126,7 +128,7 @@ func TestHTTPComplianceOfAddedTypes(t *testing.T) {
 // finalized action of it is a transition of that type's row.
 func TestTransitionsOfAddedTypes(t *testing.T) {
 	w := newComplianceWorld(t)
-	roller := NewRoller(&Store{Store: w.Built.Store}, time.UTC)
+	roller := roller.New(roller.NewStore(w.Built.Store), time.UTC)
 	a := w.asset(t)
 	w.Call(201, "POST", "/action_types", w.Admin, map[string]any{"name": "load_test"})
 	if err := roller.Tick(t.Context()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -16,7 +17,7 @@ import (
 // (ids are UUIDv7), as its asset.created event would.
 func (w complianceWorld) registeredAt(t *testing.T, at time.Time) string {
 	t.Helper()
-	id, stamp := uuid.Must(uuid.NewV7()), uuidAt(at)
+	id, stamp := uuid.Must(uuid.NewV7()), compliance.UUIDAt(at)
 	copy(id[:6], stamp[:6])
 	w.StandIn("assets").Add("asset", id, nil)
 	w.applyAsset(t, id, w.assetType, "created")

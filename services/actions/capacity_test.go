@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -53,7 +54,7 @@ func TestCapacityActions(t *testing.T) {
 		}
 		return err
 	})
-	st := &Store{Store: s.Built.Store}
+	st := compliance.NewStore(s.Built.Store)
 	servicetest.Timed(t, "the compliance rebuild of latest actions (500 assets a batch)", func() error {
 		_, err := st.RebuildLatest(ctx)
 		if err == nil {

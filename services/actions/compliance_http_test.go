@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -37,8 +38,8 @@ func (w complianceWorld) asset(t *testing.T) string {
 // applyAsset applies an asset event to the projection as its consumer does.
 func (w complianceWorld) applyAsset(t *testing.T, id, assetType uuid.UUID, op string) {
 	t.Helper()
-	p := NewProjection(&Store{Store: w.Built.Store})
-	ev := assetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: id, AssetTypeID: assetType, Op: op}
+	p := compliance.NewProjection(compliance.NewStore(w.Built.Store))
+	ev := compliance.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: id, AssetTypeID: assetType, Op: op}
 	if err := p.ApplyAsset(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestHTTPCompliance(t *testing.T) {
 
 	// Each state filter keeps exactly the rows in that state, alone, with
 	// others and with every type chosen.
-	for _, state := range States {
+	for _, state := range compliance.States {
 		var wanted []string
 		for _, s := range want {
 			if strings.Contains(s, "="+state+"(") {

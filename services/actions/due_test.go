@@ -13,6 +13,8 @@ import (
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/roller"
 	"github.com/assetregistry/registry/services/actions/due"
 )
 
@@ -179,7 +181,7 @@ func (w dueWorld) dayAfter(days, months int) string {
 // asset.created event would (its parent_asset_id in the data).
 func (w dueWorld) component(t *testing.T, parent string) string {
 	t.Helper()
-	id := uuidAt(time.Now().AddDate(0, 0, -10)) // registered then
+	id := compliance.UUIDAt(time.Now().AddDate(0, 0, -10)) // registered then
 	if _, err := rand.Read(id[9:]); err != nil {
 		t.Fatal(err)
 	}
@@ -192,16 +194,16 @@ func (w dueWorld) component(t *testing.T, parent string) string {
 // parent ("" none).
 func (w dueWorld) moveTo(t *testing.T, id uuid.UUID, parent, op string, at time.Time) {
 	t.Helper()
-	eventID := uuidAt(at)
+	eventID := compliance.UUIDAt(at)
 	if _, err := rand.Read(eventID[9:]); err != nil {
 		t.Fatal(err)
 	}
-	ev := assetEvent{ID: eventID, AssetID: id, AssetTypeID: w.assetType, Op: op}
+	ev := compliance.AssetEvent{ID: eventID, AssetID: id, AssetTypeID: w.assetType, Op: op}
 	if parent != "" {
 		p := uuid.MustParse(parent)
 		ev.Parent = &p
 	}
-	if err := NewProjection(&Store{Store: w.Built.Store}).ApplyAsset(context.Background(), ev); err != nil {
+	if err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).ApplyAsset(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -338,7 +340,7 @@ func TestHTTPComplianceUsagePlans(t *testing.T) {
 	}
 
 	// The roller announces the crossing as a compliance.updated event.
-	if err := NewRoller(&Store{Store: w.Built.Store}, time.UTC).Tick(context.Background()); err != nil {
+	if err := roller.New(roller.NewStore(w.Built.Store), time.UTC).Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var reason string

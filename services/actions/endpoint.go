@@ -29,15 +29,7 @@ type Endpoints struct {
 	UpdateActionDocument  endpoint.Endpoint
 	DeleteActionDocument  endpoint.Endpoint
 
-	Compliance    endpoint.Endpoint
 	DocumentsSeen endpoint.Endpoint // internal: the documents service's question
-
-	CreatePlan  endpoint.Endpoint
-	GetPlan     endpoint.Endpoint
-	ListPlans   endpoint.Endpoint
-	UpdatePlan  endpoint.Endpoint
-	DeletePlan  endpoint.Endpoint
-	PlanPresets endpoint.Endpoint
 }
 
 // actionDocumentPath names one action document of one action, from the
@@ -81,21 +73,11 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 			return httpx.NoContent{}, s.DeleteActionDocument(ctx, g, req.ActionID, req.ID)
 		}),
 
-		Compliance:    endpoints.ByCaller(endpoints.ListBy(s.Compliance)),
 		DocumentsSeen: endpoints.New(s.DocumentsSeen),
-
-		CreatePlan:  endpoints.ByCaller(endpoints.Created(s.CreatePlan, planLocation)),
-		GetPlan:     endpoints.New(s.GetPlan),
-		ListPlans:   endpoints.New(endpoints.List(s.ListPlans)),
-		UpdatePlan:  endpoints.Guarded(endpoints.ByID(s.UpdatePlan)),
-		DeletePlan:  endpoints.Guarded(endpoints.NoContent(s.DeletePlan)),
-		PlanPresets: endpoints.New(func(ctx context.Context, _ struct{}) ([]Preset, error) { return s.PlanPresets(ctx) }),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e
 }
-
-func planLocation(p Plan) string { return "/inspection_plans/" + p.ID.String() }
 
 func actionLocation(a ActionDetail) string { return "/actions/" + a.ID.String() }
 

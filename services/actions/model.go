@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
@@ -21,17 +19,6 @@ import (
 // (actiontypes); the service checks a write's action_type against them
 // all (actiontypes.Catalog).
 var ActionTypes = actiontypes.Builtin
-
-// requiredType is the part of action_type's rule that needs no lookup:
-// present, and shaped like a type's name.
-func requiredType(v *apperr.Validation, actionType string) {
-	switch {
-	case actionType == "":
-		v.Add("action_type", "is required; one of the action types GET /action_types lists, e.g. %s", strings.Join(ActionTypes, ", "))
-	case !actiontypes.IsName(actionType):
-		v.Add("action_type", "must be one of the action types GET /action_types lists, e.g. %s", strings.Join(ActionTypes, ", "))
-	}
-}
 
 // Action is something performed on an asset, as lists show it.
 type Action struct {
@@ -170,7 +157,7 @@ func (in ActionInput) Normalize() (ActionInput, error) {
 func (in ActionInput) check() (ActionInput, error) {
 	var v apperr.Validation
 	model.RequiredID(&v, "asset_id", in.AssetID)
-	requiredType(&v, in.ActionType)
+	actiontypes.RequireName(&v, in.ActionType)
 	in.ActionSubtype = model.Optional(&v, "action_subtype", in.ActionSubtype, labelLen)
 	if in.PerformedAt.IsZero() {
 		v.Add("performed_at", "is required, a date in YYYY-MM-DD format")
@@ -410,21 +397,6 @@ func (d ActionDocument) linked() ([]byte, error) {
 // label is a few words naming the action in a 409 of another service.
 func (a Action) label() string {
 	return fmt.Sprintf("%s performed %s", a.ActionType, a.PerformedAt)
-}
-
-// inOrder is the members of all that chosen names (all when none), in
-// all's order.
-func inOrder(all, chosen []string) []string {
-	if len(chosen) == 0 {
-		return all
-	}
-	var out []string
-	for _, v := range all {
-		if slices.Contains(chosen, v) {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func sourceDuplicate(system, reference string) string {

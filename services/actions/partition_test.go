@@ -11,6 +11,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -105,7 +106,7 @@ func TestMigrationPartitionsFilledActions(t *testing.T) {
 	for _, q := range []string{
 		`SELECT id FROM actions WHERE id > '0190b2a4-7c3e-7000-8000-000000000001' ORDER BY id LIMIT 100`,
 		`SELECT id FROM actions WHERE asset_id = '00000000-0000-7000-8000-000000000007' ORDER BY id LIMIT 100`,
-		strings.ReplaceAll(strings.ReplaceAll(latestOfPairSQL, "$1", "'00000000-0000-7000-8000-000000000007'"), "$2", "'repair'"),
+		strings.ReplaceAll(strings.ReplaceAll(compliance.LatestOfPairSQL, "$1", "'00000000-0000-7000-8000-000000000007'"), "$2", "'repair'"),
 		`SELECT action_id FROM action_source_keys WHERE source_system = 'erp' AND source_reference = 'ref-3'`,
 	} {
 		if plan := explain(t, conn.Conn(), q); strings.Contains(plan, "Seq Scan") {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/plans"
 )
 
 // Plans are an admin's to write and everyone's to read; a plan's periods
@@ -25,7 +27,7 @@ func TestHTTPInspectionPlans(t *testing.T) {
 	created := w.Call(201, "POST", "/inspection_plans", w.Admin, body)
 	plan := created.JSON()
 	path := "/inspection_plans/" + plan["id"].(string)
-	if created.Header.Get("Location") != path || plan["due_soon"] != DefaultDueSoon || plan["interval"] != "P12M" ||
+	if created.Header.Get("Location") != path || plan["due_soon"] != plans.DefaultDueSoon || plan["interval"] != "P12M" ||
 		plan["first_due_after"] != "P30D" || plan["created_by"] != "admin-client" {
 		t.Fatalf("created: %s (Location %q)", created.Raw, created.Header.Get("Location"))
 	}
@@ -55,7 +57,7 @@ func TestHTTPInspectionPlans(t *testing.T) {
 		t.Errorf("%d repair plans, want none", n)
 	}
 	presets := w.Call(200, "GET", "/inspection_plans/presets", w.RO, nil).List()
-	if len(presets) != len(Presets) || presets[0]["interval"] == nil {
+	if len(presets) != len(plans.Presets) || presets[0]["interval"] == nil {
 		t.Errorf("presets: %v", presets)
 	}
 
@@ -65,7 +67,7 @@ func TestHTTPInspectionPlans(t *testing.T) {
 	if patched["interval"] != "P6M" || patched["due_soon"] != "P14D" || patched["first_due_after"] != "P30D" {
 		t.Errorf("patched: %v", patched)
 	}
-	if got := w.Call(200, "PATCH", path, w.Admin, map[string]any{"due_soon": nil}).JSON(); got["due_soon"] != DefaultDueSoon {
+	if got := w.Call(200, "PATCH", path, w.Admin, map[string]any{"due_soon": nil}).JSON(); got["due_soon"] != plans.DefaultDueSoon {
 		t.Errorf("due_soon reset: %v", got)
 	}
 	w.Call(409, "PATCH", path, w.Admin, map[string]any{"asset_type_id": nil})
@@ -119,7 +121,7 @@ func asList(v any) []any {
 // days ago, known to the projection as the world's asset type.
 func (w complianceWorld) registeredAgo(t *testing.T, days int) string {
 	t.Helper()
-	id := uuidAt(time.Now().AddDate(0, 0, -days))
+	id := compliance.UUIDAt(time.Now().AddDate(0, 0, -days))
 	if _, err := rand.Read(id[9:]); err != nil {
 		t.Fatal(err)
 	}
@@ -226,4 +228,12 @@ func mustPeriod(t *testing.T, s string) model.Period {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func date(s string) model.Date {
+	d, err := model.ParseDate(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

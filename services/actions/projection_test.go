@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -53,21 +55,23 @@ func assetHistory() (events []outbox.Event, want []string) {
 
 // knownAssets is known_assets as sorted text.
 func knownAssets(t *testing.T, w world) []string {
+	out := texts(t, w, `SELECT asset_id::text || CASE WHEN deleted THEN ' deleted' ELSE ' ' || asset_type_id::text || ' live' END
+		FROM known_assets`)
+	slices.Sort(out)
+	return out
+}
+
+// texts are the rows of a query of one text column.
+func texts(t *testing.T, w world, query string) []string {
 	t.Helper()
-	rows, err := w.Built.Store.Pool.Query(context.Background(),
-		`SELECT asset_id::text || CASE WHEN deleted THEN ' deleted' ELSE ' ' || asset_type_id::text || ' live' END FROM known_assets`)
+	rows, err := w.Built.Store.Pool.Query(context.Background(), query)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -86,9 +90,9 @@ func TestProjectionOrderAndReplay(t *testing.T) {
 	for name, order := range orders {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t)
-			p := NewProjection(&Store{Store: w.Built.Store})
+			p := compliance.NewProjection(compliance.NewStore(w.Built.Store))
 			for _, e := range order {
-				ev, ok, err := assetEventOf(e)
+				ev, ok, err := compliance.AssetEventOf(e)
 				if err != nil || !ok {
 					t.Fatalf("%s: %v %v", e.Type, ok, err)
 				}
@@ -199,7 +203,7 @@ func TestProjectionRebuild(t *testing.T) {
 	// have (its delete event lost), and a latest action of nothing.
 	stray := uuid.Must(uuid.NewV7())
 	if _, err := w.Built.Store.Pool.Exec(context.Background(), `INSERT INTO known_assets (asset_id, asset_type_id, event_id) VALUES ($1, $2, $3)`,
-		stray, w.assetType, uuidAt(time.Now().Add(-time.Hour))); err != nil {
+		stray, w.assetType, compliance.UUIDAt(time.Now().Add(-time.Hour))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Built.Store.Pool.Exec(context.Background(), `UPDATE latest_actions SET class = 'failed' WHERE true`); err != nil {
@@ -207,7 +211,7 @@ func TestProjectionRebuild(t *testing.T) {
 	}
 
 	registry := refs.New("actions", w.Built.Store, w.Built.Deps.Peers)
-	report, err := NewProjection(&Store{Store: w.Built.Store}).Rebuild(context.Background(), ListAssetsOf(registry))
+	report, err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).Rebuild(context.Background(), ListAssetsOf(registry))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +226,8 @@ func TestProjectionRebuild(t *testing.T) {
 	}
 	// An event older than the rebuild's floor changes nothing: the
 	// listing has it already.
-	if err := NewProjection(&Store{Store: w.Built.Store}).ApplyAsset(context.Background(), assetEvent{
-		ID: uuidAt(time.Now().Add(-2 * RebuildMargin)), AssetID: uuid.MustParse(assets[0]), AssetTypeID: uuid.New(), Op: outbox.OpUpdated,
+	if err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).ApplyAsset(context.Background(), compliance.AssetEvent{
+		ID: compliance.UUIDAt(time.Now().Add(-2 * compliance.RebuildMargin)), AssetID: uuid.MustParse(assets[0]), AssetTypeID: uuid.New(), Op: outbox.OpUpdated,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,21 +238,8 @@ func TestProjectionRebuild(t *testing.T) {
 
 // latestRows is latest_actions as sorted text.
 func latestRows(t *testing.T, w complianceWorld) []string {
-	t.Helper()
-	rows, err := w.Built.Store.Pool.Query(context.Background(), `SELECT concat_ws(' ', asset_id, action_type, action_id, performed_at,
+	return texts(t, w.world, `SELECT concat_ws(' ', asset_id, action_type, action_id, performed_at,
 		status_ok, status_use_ok, valid_through, class) FROM latest_actions ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // The rebuild goes through more assets than one batch holds and comes to
@@ -267,7 +258,7 @@ func TestRebuildLatestInBatchesMatchesOneStatement(t *testing.T) {
 			asset, ($2::text[])[1 + (n % 3)], date '2024-01-01' + (n % 400), n % 7 <> 0, n % 5 <> 0,
 			n % 11 <> 0, CASE WHEN n % 4 = 0 THEN NULL ELSE date '2026-01-01' + (n % 900) END, 'test', 'test'
 		FROM (SELECT n, ('00000000-0000-7000-8000-' || lpad(to_hex(n % $1), 12, '0'))::uuid AS asset FROM generate_series(1, $1 * 3) n) s`,
-		2*rebuildBatch+37, ActionTypes[:3]); err != nil {
+		2*compliance.RebuildBatch+37, ActionTypes[:3]); err != nil {
 		t.Fatal(err)
 	}
 	// Rows of nothing: before every asset, between two, after the last.
@@ -277,18 +268,18 @@ func TestRebuildLatestInBatchesMatchesOneStatement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := &Store{Store: w.Built.Store}
+	st := compliance.NewStore(w.Built.Store)
 	n, err := st.RebuildLatest(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	batched := latestRows(t, w)
-	if _, err := pool.Exec(ctx, `DELETE FROM latest_actions; `+RebuildLatestSQL); err != nil {
+	if _, err := pool.Exec(ctx, `DELETE FROM latest_actions; `+compliance.RebuildLatestSQL); err != nil {
 		t.Fatal(err)
 	}
 	whole := latestRows(t, w)
-	if len(whole) < 3*rebuildBatch || int64(len(whole)) != n {
-		t.Errorf("the rebuild wrote %d rows; one statement %d (want over %d: several batches)", n, len(whole), 3*rebuildBatch)
+	if len(whole) < 3*compliance.RebuildBatch || int64(len(whole)) != n {
+		t.Errorf("the rebuild wrote %d rows; one statement %d (want over %d: several batches)", n, len(whole), 3*compliance.RebuildBatch)
 	}
 	if !slices.Equal(batched, whole) {
 		t.Errorf("the batched rebuild differs from one statement: %d rows against %d", len(batched), len(whole))

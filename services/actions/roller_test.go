@@ -10,16 +10,21 @@ import (
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/roller"
+	"github.com/assetregistry/registry/tools/testkit/servicetest"
+	"github.com/google/uuid"
 )
 
 // transitions are the compliance.updated events recorded since the last
 // call, as "action_type:before>after". A transition carries the actor and
-// request id of the action write among them, RollerActor's without one.
+// request id of the action write among them, roller.Actor's without one.
 func (w complianceWorld) transitions(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	events := w.Events(t)
-	wantActor, wantRequest := RollerActor, ""
+	wantActor, wantRequest := roller.Actor, ""
 	for _, e := range events {
 		if e.Subject.Kind == outbox.KindAction {
 			wantActor, wantRequest = e.Actor, e.RequestID
@@ -32,7 +37,7 @@ func (w complianceWorld) transitions(t *testing.T) []string {
 		if e.Actor != wantActor || e.RequestID != wantRequest {
 			t.Errorf("%s: actor %q request %q, want %q %q", e.Type, e.Actor, e.RequestID, wantActor, wantRequest)
 		}
-		var row ComplianceRow
+		var row compliance.Row
 		if err := json.Unmarshal(e.Data, &row); err != nil {
 			t.Fatal(err)
 		}
@@ -53,32 +58,31 @@ func (w complianceWorld) transitions(t *testing.T) []string {
 func TestComplianceTransitions(t *testing.T) {
 	w := newComplianceWorld(t)
 	ctx := context.Background()
-	st := &Store{Store: w.Built.Store}
-	roller := NewRoller(st, time.UTC)
+	st := roller.NewStore(w.Built.Store)
+	first := roller.New(st, time.UTC)
 	today := model.Today()
 	day := func(days int) string { return model.DateOf(today.Time().AddDate(0, 0, days)).String() }
 	a := w.asset(t)
-	tick := func(r *Roller) {
+	tick := func(r *roller.Roller) {
 		t.Helper()
 		if err := r.Tick(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tick(roller)
+	tick(first)
 	w.Events(t)
 	w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": a, "action_type": "expert_control", "performed_at": day(-1),
 		"status_ok": true, "status_finalized": true, "status_valid_through": day(10)})
-	tick(roller)
-	tick(NewRoller(st, time.UTC)) // another replica
+	tick(first)
+	tick(roller.New(st, time.UTC)) // another replica
 	if got := w.transitions(t); len(got) != 1 || got[0] != "expert_control:never>due" {
 		t.Fatalf("after a write: %v", got)
 	}
 	// Eleven days later the inspection is overdue: the day's pass says
 	// so, once, whichever replica rolls.
-	later := NewRoller(st, time.UTC)
-	later.now = func() time.Time { return time.Now().AddDate(0, 0, 11) }
-	other := NewRoller(st, time.UTC)
-	other.now = later.now
+	elevenDays := func() time.Time { return time.Now().AddDate(0, 0, 11) }
+	later := roller.New(st, time.UTC).At(elevenDays)
+	other := roller.New(st, time.UTC).At(elevenDays)
 	tick(later)
 	tick(other)
 	tick(later)
@@ -128,7 +132,7 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	if err := NewRoller(&Store{Store: w.Built.Store}, time.UTC).Tick(context.Background()); err != nil {
+	if err := roller.New(roller.NewStore(w.Built.Store), time.UTC).Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Each asset's transition carries one of the two batches' request
@@ -137,7 +141,7 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 	for _, e := range w.Events(t) {
 		if e.Type == outbox.KindCompliance+"."+outbox.OpUpdated {
 			announced[e.Subject.ID]++
-			if e.Actor == RollerActor || e.RequestID == "" {
+			if e.Actor == roller.Actor || e.RequestID == "" {
 				t.Errorf("a write's transition without its writer: %+v", e)
 			}
 		}
@@ -146,5 +150,27 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 		if announced[a] != 1 {
 			t.Errorf("asset %s: %d transitions, want 1 (never to valid)", a, announced[a])
 		}
+	}
+}
+
+// The roller records its events through the outbox recorder, as every
+// write does: with outbox.record off (measuring what events cost) it
+// announces a transition, and records no event of it.
+func TestRollerRecordsThroughTheOutbox(t *testing.T) {
+	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) { c.Events.Record = false })
+	w := complianceWorld{world: worldOn(s), assetType: uuid.Must(uuid.NewV7())}
+	a := w.asset(t)
+	w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": a, "action_type": "repair", "performed_at": "2025-01-01",
+		"status_ok": false, "status_finalized": true})
+	if err := roller.New(roller.NewStore(w.Built.Store), time.UTC).Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	if err := w.Built.Store.Pool.QueryRow(t.Context(), `SELECT state FROM compliance_announced
+		WHERE asset_id = $1 AND action_type = 'repair'`, a).Scan(&state); err != nil || state != "failed" {
+		t.Fatalf("announced state %q (%v), want failed", state, err)
+	}
+	if events := w.Events(t); len(events) != 0 {
+		t.Errorf("%d events with outbox.record off, the first %s", len(events), events[0].Type)
 	}
 }

@@ -5,6 +5,13 @@
 // (transport.go) and PostgreSQL store (store.go). Assets, people,
 // organizations and documents belong to other services: references to
 // them are kept whole with pkg/refs.
+//
+// The root is one of the service's components, each of the same shape
+// over the one schema, which spec.go composes (docs/architecture.md,
+// Components): actiontypes (the action types), plans (inspection plans),
+// compliance (GET /compliance, its read model and the projection of the
+// assets; compliance/roller its transitions' events) and due (the SQL of
+// when a planned row falls due).
 package actions
 
 import (
@@ -18,7 +25,6 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
-	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // Service is what the actions service does. Errors are *apperr.Error.
@@ -50,19 +56,6 @@ type Service interface {
 	UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error)
 	DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error
 
-	// Compliance is one page of what is due: a row per asset and action
-	// type, in asset creation order, then action type.
-	Compliance(ctx context.Context, by model.Caller, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error)
-
-	// Inspection plans: every reader reads them, an admin writes them.
-	CreatePlan(ctx context.Context, by model.Caller, in PlanInput) (Plan, error)
-	GetPlan(ctx context.Context, id uuid.UUID) (Plan, error)
-	ListPlans(ctx context.Context, f PlanFilter, page model.Page) (model.Paged[Plan], error)
-	UpdatePlan(ctx context.Context, g model.Guard, id uuid.UUID, p PlanPatch) (Plan, error)
-	DeletePlan(ctx context.Context, g model.Guard, id uuid.UUID) error
-	// PlanPresets are the plans an operator can load as a starting point.
-	PlanPresets(ctx context.Context) ([]Preset, error)
-
 	// DocumentsSeen is the documents service's question (internal): which
 	// documents an action an organization sees links.
 	DocumentsSeen(ctx context.Context, in DocumentsSeenRequest) (DocumentsSeenAnswer, error)
@@ -75,21 +68,19 @@ type Service interface {
 // the targets' locks inside its transaction. The store speaks SQL.
 type service struct {
 	store *Store
-	refs  *refs.Registry    // the peers asked about references and deletes
-	today func() model.Date // the UTC date overdue is measured against
+	refs  *refs.Registry // the peers asked about references and deletes
 	types *actiontypes.Catalog
 	// tenancy is asked for callers bound to an organization only
 	// (tenancy.go).
 	tenancy Tenancy
-	due     *due.Store // plans per asset, components, usage
 }
 
 // NewService returns the service over store; the action types a write may
 // name are read from the same schema (actiontypes); t decides what a
 // caller bound to an organization sees and records on.
 func NewService(store *Store, t Tenancy) Service {
-	return &service{store: store, refs: store.refs, today: model.Today,
-		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store)), tenancy: t, due: due.NewStore(store.Store)}
+	return &service{store: store, refs: store.refs,
+		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store)), tenancy: t}
 }
 
 // actionReferences are the references an action makes that must exist: its
@@ -463,29 +454,4 @@ func (s *service) DeleteActionDocument(ctx context.Context, g model.Guard, actio
 	}
 	current := func(ctx context.Context) (any, error) { return s.store.GetActionDocument(ctx, actionID, id) }
 	return s.refs.DeleteRow(ctx, g, "action_document", "action_documents", id, current, s.store.DeleteActionDocument(actionID, id))
-}
-
-// Compliance measures overdue against today (UTC) whatever due_before
-// says: a due_before in the past is allowed, and then no row is due.
-func (s *service) Compliance(ctx context.Context, by model.Caller, f ComplianceFilter, page model.Page) (model.Paged[ComplianceRow], error) {
-	if err := s.types.CheckAll(ctx, "action_type", f.ActionTypes); err != nil {
-		return model.Paged[ComplianceRow]{}, err
-	}
-	planned, err := s.store.PlannedActionTypes(ctx)
-	if err == nil {
-		f.seenBy, err = s.tenancy.Seen.ForRead(ctx, by)
-	}
-	if err != nil {
-		return model.Paged[ComplianceRow]{}, err
-	}
-	types, err := s.types.Names(ctx)
-	if err != nil {
-		return model.Paged[ComplianceRow]{}, err
-	}
-	q := f.definite(s.today(), planned, types)
-	paged, err := s.store.Compliance(ctx, q, page)
-	if err != nil || !f.Components {
-		return paged, err
-	}
-	return paged, s.rollUp(ctx, q, paged.Items)
 }

@@ -17,6 +17,9 @@ import (
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
+	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/roller"
+	"github.com/assetregistry/registry/services/actions/plans"
 )
 
 // rollerSettings are the compliance roller's flags.
@@ -47,13 +50,15 @@ func Spec() servicekit.Spec {
 	return spec
 }
 
-// build wires the service: the reference protocol's registry, which the
-// store declares its kinds to, behind one go-kit endpoint per operation,
-// with the action types (actiontypes) on the same router;
-// the protocol's internal routes share the router. Actions have no finds,
-// so no cache. With NATS, the compliance read model follows the assets'
-// change events, and the reference protocol learns new targets from their
-// owners' events.
+// build composes the service's components on one router and one
+// reference registry, which the root's and the plans' stores declare
+// their kinds to: the root (actions, action documents), the action types
+// (actiontypes), inspection plans (plans) and GET /compliance
+// (compliance, told which action types some plan is for); the protocol's
+// internal routes share the router. Actions have no finds, so no cache.
+// Beside the server run the compliance roller and, with NATS, the
+// projection of the assets' change events into the read model, and the
+// reference protocol's learning of new targets from their owners' events.
 func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("actions", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
@@ -63,6 +68,11 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	seen := access.New(d.Store, d.Peers.Get("assets"))
 	routes := NewHTTPHandler(MakeEndpoints(NewService(st, Tenancy{Seen: seen, Documents: d.Peers.Get("documents")}), timeout))
 	actiontypes.Routes(routes, actiontypes.MakeEndpoints(actiontypes.NewService(actiontypes.NewStore(d.Store)), timeout))
+	inspection := plans.NewStore(d.Store, registry)
+	plans.Routes(routes, plans.MakeEndpoints(plans.NewService(inspection, registry), timeout))
+	read := compliance.NewStore(d.Store)
+	compliance.Routes(routes, compliance.MakeEndpoints(compliance.NewService(read,
+		compliance.Settings{Seen: seen, Planned: inspection.PlannedActionTypes}), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	handlers := servicekit.Handlers{Routes: routes, Maintenance: maintenance()}
 	zone, err := time.LoadLocation(rollerSettings.zone)
@@ -70,7 +80,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 		return handlers, fmt.Errorf("compliance.zone %q: %w", rollerSettings.zone, err)
 	}
 	// Transitions go to the outbox, which the relay publishes when it can.
-	handlers.Jobs = append(handlers.Jobs, NewRoller(st, zone).Job(rollerSettings.every, d.Logger))
+	handlers.Jobs = append(handlers.Jobs, roller.New(roller.NewStore(d.Store), zone).Job(rollerSettings.every, d.Logger))
 	if !d.NATS.Enabled() {
 		level.Warn(d.Logger).Log("msg", "nats.url is not set: GET /compliance does not follow assets created or deleted")
 		return handlers, nil
@@ -82,7 +92,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 		return handlers, err
 	}
 	handlers.Jobs = append(handlers.Jobs,
-		NewProjection(st).Job(nc, d.NATS, d.Logger),
+		compliance.NewProjection(read).Job(nc, d.NATS, d.Logger),
 		// The targets of an action, remembered as their owners create
 		// them: the first action naming a new asset, person or
 		// organization then asks no peer (pkg/refs, learn.go).
@@ -97,7 +107,8 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 // actions table (docs/operations.md).
 func rebuildCompliance(ctx context.Context, d servicekit.Deps) error {
 	registry := refs.New("actions", d.Store, d.Peers)
-	report, err := NewProjection(NewStore(d.Store, registry)).Rebuild(ctx, learning(ListAssetsOf(registry), access.New(d.Store, d.Peers.Get("assets"))))
+	report, err := compliance.NewProjection(compliance.NewStore(d.Store)).Rebuild(ctx,
+		learning(ListAssetsOf(registry), access.New(d.Store, d.Peers.Get("assets"))))
 	if err != nil {
 		return fmt.Errorf("rebuild compliance: %w", err)
 	}
@@ -111,8 +122,8 @@ func rebuildCompliance(ctx context.Context, d servicekit.Deps) error {
 // the copy knowing every asset, those created before the copy was kept
 // and those whose events it missed, so /compliance and the lists of
 // actions show a bound caller every asset it sees.
-func learning(list AssetLister, seen *access.Copy) AssetLister {
-	return func(ctx context.Context, after uuid.UUID) ([]ListedAsset, error) {
+func learning(list compliance.AssetLister, seen *access.Copy) compliance.AssetLister {
+	return func(ctx context.Context, after uuid.UUID) ([]compliance.ListedAsset, error) {
 		page, err := list(ctx, after)
 		if err != nil || len(page) == 0 {
 			return page, err
@@ -133,19 +144,19 @@ const listPage = 5000
 
 // ListAssetsOf is the AssetLister over the assets service's side of the
 // reference protocol (its internal listing).
-func ListAssetsOf(registry *refs.Registry) AssetLister {
-	return func(ctx context.Context, after uuid.UUID) ([]ListedAsset, error) {
+func ListAssetsOf(registry *refs.Registry) compliance.AssetLister {
+	return func(ctx context.Context, after uuid.UUID) ([]compliance.ListedAsset, error) {
 		found, err := registry.ListOwned(ctx, "asset", after, listPage)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]ListedAsset, 0, len(found))
+		out := make([]compliance.ListedAsset, 0, len(found))
 		for _, f := range found {
 			typeID, err := uuid.Parse(f.Attrs["asset_type_id"])
 			if err != nil {
 				return nil, fmt.Errorf("asset %s: asset_type_id %q: %w", f.ID, f.Attrs["asset_type_id"], err)
 			}
-			out = append(out, ListedAsset{ID: f.ID, AssetTypeID: typeID})
+			out = append(out, compliance.ListedAsset{ID: f.ID, AssetTypeID: typeID})
 		}
 		return out, nil
 	}

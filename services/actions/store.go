@@ -16,6 +16,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/compliance"
 )
 
 // Store is the PostgreSQL persistence of actions and action documents.
@@ -34,8 +35,6 @@ type Store struct {
 func NewStore(s *store.Store, r *refs.Registry) *Store {
 	r.Owns("action", refs.ExistsIn("actions"))
 	r.Owns("action_document", refs.ExistsIn("action_documents"))
-	r.Owns(outbox.KindInspectionPlan, refs.ExistsIn("inspection_plans"))
-	r.PointsAt("asset_type", plansNaming)
 	for kind, column := range map[string]string{"asset": "asset_id", "person": "person_id", "organization": "organization_id"} {
 		r.PointsAt(kind, func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 			return actionsNaming(ctx, q, column, id)
@@ -152,10 +151,10 @@ func (s *Store) actionsBySource(ctx context.Context, keys []SourceKey) (map[Sour
 // commits none of it.
 func (s *Store) CreateActions(ctx context.Context, by model.Caller, ins []ActionInput, out []model.ItemOutcome,
 	checked *refs.Checked, targetsOf func(ActionInput) []refs.Target) error {
-	var pairs []latestPair
+	var pairs []compliance.Pair
 	for i, in := range ins {
 		if out[i].Err == nil && changesLatest(in) {
-			pairs = append(pairs, latestPair{in.AssetID.UUID, in.ActionType})
+			pairs = append(pairs, compliance.Pair{AssetID: in.AssetID.UUID, ActionType: in.ActionType})
 		}
 	}
 	return s.WriteBatch(ctx, out, store.BatchWrite{
@@ -169,9 +168,8 @@ func (s *Store) CreateActions(ctx context.Context, by model.Caller, ins []Action
 					out[i].Err = known.Missing(targetsOf(in)...)
 				}
 			}
-			// The compliance rows' locks, all at once in keepLatest's order,
-			// so two batches never wait for each other in a circle.
-			return lockLatest(ctx, tx, pairs)
+			// The compliance rows' locks, all at once.
+			return compliance.LockLatest(ctx, tx, pairs)
 		},
 		// All at once, in a few round trips; when that fails (an item the
 		// database refuses), item by item, each in a savepoint of its own.
@@ -206,39 +204,23 @@ func (s *Store) CreateActions(ctx context.Context, by model.Caller, ins []Action
 	})
 }
 
-// lockLatest takes the compliance rows' locks of pairs (keepLatest takes
-// each again, which costs nothing in the same transaction) in keepLatest's
-// order.
-func lockLatest(ctx context.Context, tx pgx.Tx, pairs []latestPair) error {
-	if len(pairs) == 0 {
-		return nil
-	}
-	keys := make([]string, len(pairs))
-	for i, p := range pairs {
-		keys[i] = latestLockKey(p)
-	}
-	slices.Sort(keys)
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
-		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, slices.Compact(keys))
-	return store.Classify(err, "lock latest actions")
-}
-
 // insertActions is insertAction for a batch, in a few round trips: the
 // inserts, the compliance rows of their pairs, the representations and the
-// events each in one. The caller holds the pairs' locks (lockLatest).
+// events each in one. The caller holds the pairs' locks
+// (compliance.LockLatest).
 func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, by model.Caller, ins []ActionInput) ([]ActionDetail, error) {
 	ids := make([]uuid.UUID, len(ins))
 	inserts := &pgx.Batch{}
-	var pairs []latestPair
+	var pairs []compliance.Pair
 	for i, in := range ins {
 		ids[i] = store.NewID()
 		inserts.Queue(insertActionSQL, append([]any{ids[i]}, append(inputValues(in), by.Subject)...)...)
-		if p := (latestPair{in.AssetID.UUID, in.ActionType}); changesLatest(in) && !slices.Contains(pairs, p) {
+		if p := (compliance.Pair{AssetID: in.AssetID.UUID, ActionType: in.ActionType}); changesLatest(in) && !slices.Contains(pairs, p) {
 			pairs = append(pairs, p)
 		}
 	}
 	for _, p := range pairs {
-		inserts.Queue(recomputeLatestSQL, p.AssetID, p.ActionType)
+		compliance.QueueRecompute(inserts, p)
 	}
 	if err := tx.SendBatch(ctx, inserts).Close(); err != nil {
 		return nil, store.Classify(err, "insert actions")
@@ -292,10 +274,10 @@ var errSourceHeld = errors.New("an action's source pair is held")
 func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, by model.Caller, in ActionInput, checked *refs.Checked) (ActionDetail, error) {
 	id := store.NewID()
 	// One round trip: the references' locks and rows, the insert (which
-	// answers with the action), keepLatest's lock and recompute (each
+	// answers with the action), compliance.KeepLatest's lock and recompute (each
 	// statement of a pipeline takes its snapshot when it runs, so the
 	// recompute sees what the lock waited for).
-	pair := latestPair{in.AssetID.UUID, in.ActionType}
+	pair := compliance.Pair{AssetID: in.AssetID.UUID, ActionType: in.ActionType}
 	pipeline := &pgx.Batch{}
 	confirm, err := checked.Queue(pipeline)
 	if err != nil {
@@ -307,9 +289,7 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, by model.Caller, in
 		append([]any{id}, append(inputValues(in), by.Subject)...)...)
 	var ops []string
 	if changesLatest(in) {
-		pipeline.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, latestLockKey(pair))
-		pipeline.Queue(recomputeLatestSQL, pair.AssetID, pair.ActionType)
-		ops = append(ops, "lock latest action", "recompute latest action")
+		ops = append(ops, compliance.QueueKeepLatest(pipeline, pair)...)
 	}
 	results := tx.SendBatch(ctx, pipeline)
 	checkErr := confirm.Read(results)
@@ -379,11 +359,6 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, by model.Caller, in
 // unfinalized leaves the row (and its lock) alone.
 func changesLatest(in ActionInput) bool { return in.StatusFinalized != nil && *in.StatusFinalized }
 
-// latestLockKey is keepLatest's lock of a pair.
-func latestLockKey(p latestPair) string {
-	return "latest_actions:" + p.AssetID.String() + ":" + p.ActionType
-}
-
 // inputValues are an input's columns in the order of the insert.
 func inputValues(in ActionInput) []any {
 	return []any{in.AssetID.UUID, in.ActionType, in.ActionSubtype, in.PerformedAt, in.PersonID.Ptr(),
@@ -451,7 +426,8 @@ func (s *Store) UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, a
 			if err != nil {
 				return nil, store.Classify(err, "update action")
 			}
-			return nil, keepLatest(ctx, tx, latestPair{old.AssetID, old.ActionType}, latestPair{in.AssetID.UUID, in.ActionType})
+			return nil, compliance.KeepLatest(ctx, tx, compliance.Pair{AssetID: old.AssetID, ActionType: old.ActionType},
+				compliance.Pair{AssetID: in.AssetID.UUID, ActionType: in.ActionType})
 		},
 		// If-Match names the action as a GET shows it.
 		Representation: func(ctx context.Context, a Action) (any, error) { return s.GetAction(ctx, a.ID) },
@@ -482,12 +458,12 @@ func (s *Store) DeleteAction(by model.Caller, id uuid.UUID) func(ctx context.Con
 		if err := s.Record(ctx, tx, by, deleted...); err != nil {
 			return nil, err
 		}
-		var was latestPair
+		var was compliance.Pair
 		if err := store.Delete(ctx, tx, "action", id, `DELETE FROM actions WHERE id = $1 RETURNING asset_id, action_type`,
 			&was.AssetID, &was.ActionType); err != nil {
 			return nil, err
 		}
-		return nil, keepLatest(ctx, tx, was)
+		return nil, compliance.KeepLatest(ctx, tx, was)
 	}
 }
 

@@ -300,20 +300,3 @@ func (s *service) DocumentsSeen(ctx context.Context, in DocumentsSeenRequest) (D
 	}
 	return out, nil
 }
-
-// visibleFilter is the condition a compliance page adds for a bound caller
-// (seenBy its organization; "" adds nothing): its rows' asset column is of
-// an asset the organization sees.
-func visibleFilter(seenBy, assetColumn string, param func(string, any) string) string {
-	if seenBy == "" {
-		return ""
-	}
-	return " AND " + access.VisibleTo(assetColumn, param("seen_by", seenBy))
-}
-
-// ComplianceSQLSeenBy is ComplianceSQL as a client bound to organization
-// reads it ("": as an unbound one): the bench prints its plan.
-func ComplianceSQLSeenBy(f ComplianceFilter, organization string, today model.Date, planned []string, page model.Page) (string, []any) {
-	f.seenBy = organization
-	return ComplianceSQL(f, today, planned, page)
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -97,8 +98,8 @@ func TestTenancyOfActions(t *testing.T) {
 		"source_system": "app", "source_reference": "report"})
 	// compliance knows both assets from their events
 	for _, a := range []string{asset, shared} {
-		ev := assetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: uuid.MustParse(a), AssetTypeID: uuid.New(), Op: outbox.OpCreated}
-		if err := NewProjection(&Store{Store: w.Built.Store}).ApplyAsset(context.Background(), ev); err != nil {
+		ev := compliance.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: uuid.MustParse(a), AssetTypeID: uuid.New(), Op: outbox.OpCreated}
+		if err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).ApplyAsset(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,8 +209,8 @@ func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
 	w := newTenancyWorld(t)
 	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
 	asset := uuid.Must(uuid.NewV7())
-	p := NewProjection(&Store{Store: w.Built.Store})
-	ev, ok, err := assetEventOf(outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "asset.created",
+	p := compliance.NewProjection(compliance.NewStore(w.Built.Store))
+	ev, ok, err := compliance.AssetEventOf(outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "asset.created",
 		Subject: outbox.EventSubject{Kind: outbox.KindAsset, ID: asset.String()},
 		Data:    []byte(`{"asset_type_id":"` + uuid.NewString() + `","owner_organization_id":"` + orgOwner + `"}`)})
 	if err != nil || !ok {
@@ -233,7 +234,7 @@ func TestRebuildTeachesTheCopy(t *testing.T) {
 	w.access.Created(model.Access{AssetID: asset.String(), OwnerOrganizationID: orgOwner})
 	registry := refs.New("actions", w.Built.Store, w.Built.Deps.Peers)
 	seen := access.New(w.Built.Store, w.Built.Deps.Peers.Get("assets"))
-	if _, err := NewProjection(&Store{Store: w.Built.Store}).Rebuild(t.Context(), learning(ListAssetsOf(registry), seen)); err != nil {
+	if _, err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).Rebuild(t.Context(), learning(ListAssetsOf(registry), seen)); err != nil {
 		t.Fatal(err)
 	}
 	wantComplianceRows(t, w, asset, owner, other)

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
@@ -33,28 +32,9 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch, endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))
 
-	handle("GET", "/compliance", endpoints.Serve(e.Compliance, decodeCompliance))
 	handle("POST", DocumentsSeenPath, endpoints.Serve(e.DocumentsSeen, httpx.Body[DocumentsSeenRequest]))
-
-	// Plans are an admin's to write. The presets' literal segment is
-	// matched before a plan's id.
-	handle("GET", "/inspection_plans/presets", endpoints.Serve(e.PlanPresets, decodeNothing))
-	handle("POST", "/inspection_plans", endpoints.Serve(e.CreatePlan, httpx.Body[PlanInput], endpoints.IdempotencyKey, endpoints.AdminOnly))
-	handle("GET", "/inspection_plans", endpoints.Serve(e.ListPlans, decodeListPlans))
-	handle("GET", "/inspection_plans/{id}", endpoints.Serve(e.GetPlan, httpx.PathID))
-	handle("PATCH", "/inspection_plans/{id}", endpoints.Serve(e.UpdatePlan, httpx.PathIDBody[PlanPatch], endpoints.IfMatch, endpoints.OwnerOnly, endpoints.AdminOnly))
-	handle("DELETE", "/inspection_plans/{id}", endpoints.Serve(e.DeletePlan, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly, endpoints.AdminOnly))
 	return r
 }
-
-func decodeListPlans(r *http.Request) (httpx.ListRequest[PlanFilter], error) {
-	q := httpx.ParseQuery(r, "limit", "cursor", "action_type", "asset_type_id", "asset_id")
-	f := PlanFilter{ActionType: q.String("action_type"), AssetTypeID: q.UUID("asset_type_id"), AssetID: q.UUID("asset_id")}
-	return httpx.ListRequest[PlanFilter]{Filter: f, Page: q.Page()}, q.Err()
-}
-
-// decodeNothing reads a request that carries nothing: no query, no body.
-func decodeNothing(r *http.Request) (struct{}, error) { return struct{}{}, httpx.NoQuery(r) }
 
 func decodeListActions(r *http.Request) (httpx.ListRequest[ActionFilter], error) {
 	q := httpx.ParseQuery(r, "limit", "cursor", "asset_id", "person_id", "organization_id", "action_type", "status_ok",
@@ -85,20 +65,6 @@ func decodeActionsBatch(r *http.Request) (actionsBatch, error) {
 	var err error
 	req.BatchRequest, err = endpoints.BatchBody(r)
 	return req, err
-}
-
-// decodeCompliance reads GET /compliance's filters; action_type and state
-// may repeat.
-func decodeCompliance(r *http.Request) (httpx.ListRequest[ComplianceFilter], error) {
-	q := httpx.ParseQueryRepeating(r, []string{"action_type", "state", "include"}, "limit", "cursor", "asset_id", "asset_type_id",
-		"action_type", "state", "due_before", "as_of", "include")
-	f := ComplianceFilter{
-		AssetID: q.UUID("asset_id"), AssetTypeID: q.UUID("asset_type_id"),
-		ActionTypes: q.Strings("action_type"), States: q.Enums("state", States),
-		DueBefore: q.Date("due_before"), AsOf: q.Date("as_of"),
-		Components: slices.Contains(q.Enums("include", []string{"components"}), "components"),
-	}
-	return httpx.ListRequest[ComplianceFilter]{Filter: f, Page: q.Page()}, q.Err()
 }
 
 // decodeCreateActionDocument reads the path's action and the body; the

@@ -18,6 +18,8 @@ import (
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/services/actions"
+	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/roller"
 )
 
 // compliancePagePrefix begins the names of the rows that need the
@@ -40,7 +42,7 @@ const complianceDeepPages = 500
 // assets: they never see a maintenance or a repair), performed over ten
 // years in creation order, 90 % finalized, 5 % failed, 4 % without a
 // valid-through date, the others valid for a year. One transaction loads
-// it all and records its rows as announced (actions.SeedAnnouncedSQL): the
+// it all and records its rows as announced (roller.SeedAnnouncedSQL): the
 // compliance roller finds the registry as a live one is, every state
 // already told, rather than queued for a transition each. The assets
 // belong to orgs organizations, the bound client's among them
@@ -103,10 +105,10 @@ func (e *Env) seedCompliance(ctx context.Context, assets, n, orgs int) error {
 	if _, err := tx.Exec(ctx, "SET LOCAL search_path = actions"); err != nil {
 		return fmt.Errorf("seed compliance: %w", err)
 	}
-	if _, err := tx.Exec(ctx, actions.RebuildLatestSQL); err != nil {
+	if _, err := tx.Exec(ctx, compliance.RebuildLatestSQL); err != nil {
 		return fmt.Errorf("seed compliance: latest actions: %w", err)
 	}
-	if _, err := tx.Exec(ctx, actions.SeedAnnouncedSQL, model.Today()); err != nil {
+	if _, err := tx.Exec(ctx, roller.SeedAnnouncedSQL, model.Today()); err != nil {
 		return fmt.Errorf("seed compliance: announced rows: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -304,7 +306,7 @@ func (e *Env) explainCompliance(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("explain compliance: %w", err)
 	}
 	query, _ := url.ParseQuery(complianceQuery)
-	filter := actions.ComplianceFilter{ActionTypes: query["action_type"], States: query["state"]}
+	filter := compliance.Filter{ActionTypes: query["action_type"], States: query["state"]}
 	after, sub, err := model.DecodeCursor(e.ComplianceCursor, query.Encode())
 	if err != nil {
 		return fmt.Errorf("explain compliance: the deep cursor: %w", err)
@@ -317,7 +319,7 @@ func (e *Env) explainCompliance(ctx context.Context, w io.Writer) error {
 		{"deep page", "", model.Page{Limit: model.DefaultLimit, After: after, AfterSub: sub}},
 		{"bound client's first page", e.Creds.OrgA.ID, model.Page{Limit: model.DefaultLimit}},
 	} {
-		sql, args := actions.ComplianceSQLSeenBy(filter, p.seenBy, model.Today(), nil, p.page)
+		sql, args := compliance.PageSQL(filter, p.seenBy, model.Today(), nil, p.page)
 		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...)
 		if err != nil {
 			return fmt.Errorf("explain compliance: %w", err)

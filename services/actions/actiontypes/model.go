@@ -3,6 +3,7 @@ package actiontypes
 import (
 	"errors"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,6 +50,18 @@ var (
 
 // IsName reports whether s is shaped like an action type's name.
 func IsName(s string) bool { return namePattern.MatchString(s) }
+
+// RequireName is the part of action_type's rule that needs no lookup:
+// present, and shaped like a type's name. The catalog says whether the
+// type exists (Catalog.Check).
+func RequireName(v *apperr.Validation, actionType string) {
+	switch {
+	case actionType == "":
+		v.Add("action_type", "is required; one of the action types GET /action_types lists, e.g. %s", strings.Join(Builtin, ", "))
+	case !IsName(actionType):
+		v.Add("action_type", "must be one of the action types GET /action_types lists, e.g. %s", strings.Join(Builtin, ", "))
+	}
+}
 
 // descriptionLen bounds a description.
 const descriptionLen = 1000

@@ -1,9 +1,10 @@
-package actions
+package compliance
 
 import (
 	"testing"
 
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/services/actions/actiontypes"
 )
 
 func date(s string) model.Date {
@@ -58,14 +59,14 @@ func TestStateOf(t *testing.T) {
 
 func TestComplianceFilterDefaults(t *testing.T) {
 	today := date("2026-12-15")
-	q := ComplianceFilter{}.definite(today, nil, ActionTypes)
+	q := Filter{}.definite(today, nil, actiontypes.Builtin)
 	if q.DueBefore != date("2027-01-14") {
 		t.Errorf("default due_before = %s, want today + 30 days", q.DueBefore)
 	}
 	if len(q.ActionTypes) != 4 || len(q.States) != len(States) {
 		t.Errorf("defaults: %v, %v; want every type and state", q.ActionTypes, q.States)
 	}
-	q = ComplianceFilter{ActionTypes: []string{"repair", "expert_control"}, States: []string{"valid", "never"}, DueBefore: datePtr("2020-01-01")}.definite(today, nil, ActionTypes)
+	q = Filter{ActionTypes: []string{"repair", "expert_control"}, States: []string{"valid", "never"}, DueBefore: datePtr("2020-01-01")}.definite(today, nil, actiontypes.Builtin)
 	if q.ActionTypes[0] != "expert_control" || q.States[0] != StateNever || q.DueBefore != date("2020-01-01") {
 		t.Errorf("chosen: %v, %v, %s; want them in page order and due_before as given", q.ActionTypes, q.States, q.DueBefore)
 	}

@@ -1,13 +1,13 @@
-package actions
+package compliance
 
 // The projection of the assets service's assets into known_assets, the
-// compliance read model's list of assets: kept from the assets' change
-// events (asset.created, asset.updated, asset.deleted) and rebuilt from the
+// read model's list of assets: kept from the assets' change events
+// (asset.created, asset.updated, asset.deleted) and rebuilt from the
 // assets service's internal listing when it must be (docs/operations.md).
+// Meter readings go to the due component's rows from the same stream.
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,70 +25,11 @@ import (
 	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // assetsProjection names the projection's row in projection_floor.
 const assetsProjection = "assets"
-
-// assetEvent is what the projection needs of an asset's change event.
-type assetEvent struct {
-	ID          uuid.UUID // the event's id (UUIDv7): later events have greater ids
-	AssetID     uuid.UUID
-	AssetTypeID uuid.UUID // the asset's type after the change (created, updated)
-	Op          string    // outbox.OpCreated, OpUpdated or OpDeleted
-	// Owner is the asset's owner organization after the change ("" none);
-	// OwnerChanged says an update changed it.
-	Owner        string
-	OwnerChanged bool
-	// Parent is the asset's parent_asset_id after the change (nil: none,
-	// or deleted).
-	Parent *uuid.UUID
-}
-
-// assetEventOf reads an asset event off the wire; ok is false for events of
-// other kinds.
-func assetEventOf(e outbox.Event) (ev assetEvent, ok bool, err error) {
-	kind, op, found := cutType(e.Type)
-	if !found || kind != outbox.KindAsset {
-		return ev, false, nil
-	}
-	if ev.ID, err = uuid.Parse(e.ID); err != nil {
-		return ev, false, fmt.Errorf("asset event id %q: %w", e.ID, err)
-	}
-	if ev.AssetID, err = uuid.Parse(e.Subject.ID); err != nil {
-		return ev, false, fmt.Errorf("asset event %s: subject id %q: %w", e.ID, e.Subject.ID, err)
-	}
-	ev.Op = op
-	if op == outbox.OpDeleted {
-		return ev, true, nil
-	}
-	var data struct {
-		AssetTypeID uuid.UUID  `json:"asset_type_id"`
-		Owner       *string    `json:"owner_organization_id"`
-		Parent      *uuid.UUID `json:"parent_asset_id"`
-	}
-	if err := json.Unmarshal(e.Data, &data); err != nil || data.AssetTypeID == uuid.Nil {
-		return ev, false, fmt.Errorf("asset event %s: data has no asset_type_id", e.ID)
-	}
-	ev.AssetTypeID, ev.Parent = data.AssetTypeID, data.Parent
-	if data.Owner != nil {
-		ev.Owner = *data.Owner
-	}
-	_, ev.OwnerChanged = e.Changes["owner_organization_id"]
-	return ev, true, nil
-}
-
-// cutType splits "<kind>.<op>".
-func cutType(t string) (kind, op string, ok bool) {
-	for i := len(t) - 1; i >= 0; i-- {
-		if t[i] == '.' {
-			return t[:i], t[i+1:], true
-		}
-	}
-	return "", "", false
-}
 
 // Projection keeps known_assets, and tells the copy of who sees which
 // asset (pkg/access) each asset's owner as its events say.
@@ -98,7 +39,7 @@ type Projection struct {
 	due    *due.Store // parent links, meter readings
 }
 
-// NewProjection returns the projection over the actions store.
+// NewProjection returns the projection over the read model's store.
 func NewProjection(s *Store) *Projection {
 	return &Projection{store: s, access: access.New(s.Store, nil).Store(), due: due.NewStore(s.Store)}
 }
@@ -110,27 +51,9 @@ func NewProjection(s *Store) *Projection {
 // floor of the last rebuild is already in the rows. A tombstone keeps its
 // asset's type and, in event_id, when the delete was recorded (UUIDv7):
 // GET /compliance?as_of of a day before shows the asset as it was.
-func (p *Projection) ApplyAsset(ctx context.Context, ev assetEvent) error {
-	const notBelowFloor = `NOT EXISTS (SELECT FROM projection_floor WHERE projection = 'assets' AND floor > $3)`
-	var sql string
-	switch ev.Op {
-	case outbox.OpCreated, outbox.OpUpdated:
-		sql = `INSERT INTO known_assets (asset_id, asset_type_id, event_id) SELECT $1, $2, $3 WHERE ` + notBelowFloor + `
-			ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = excluded.asset_type_id, event_id = excluded.event_id
-			WHERE NOT known_assets.deleted AND known_assets.event_id < excluded.event_id`
-	case outbox.OpDeleted:
-		sql = `INSERT INTO known_assets (asset_id, asset_type_id, deleted, event_id) SELECT $1, $2, true, $3 WHERE ` + notBelowFloor + `
-			ON CONFLICT (asset_id) DO UPDATE SET deleted = true,
-				event_id = GREATEST(known_assets.event_id, excluded.event_id)`
-	default:
-		return nil // an operation this projection does not know changes nothing it keeps
-	}
-	var typeID *uuid.UUID
-	if ev.Op != outbox.OpDeleted {
-		typeID = &ev.AssetTypeID
-	}
-	if _, err := p.store.Pool.Exec(ctx, sql, ev.AssetID, typeID, ev.ID); err != nil {
-		return store.Classify(err, "apply asset event")
+func (p *Projection) ApplyAsset(ctx context.Context, ev AssetEvent) error {
+	if err := p.store.applyAsset(ctx, ev); err != nil {
+		return err
 	}
 	if err := p.due.ApplyParent(ctx, ev.ID, ev.AssetID, ev.Parent); err != nil {
 		return err
@@ -144,29 +67,6 @@ func (p *Projection) ApplyAsset(ctx context.Context, ev assetEvent) error {
 	return nil
 }
 
-// ListedAsset is an asset as the assets service lists it.
-type ListedAsset struct {
-	ID          uuid.UUID
-	AssetTypeID uuid.UUID
-}
-
-// AssetLister pages through every asset of the assets service in id
-// order: after uuid.Nil is the first page, an empty page the end.
-type AssetLister func(ctx context.Context, after uuid.UUID) ([]ListedAsset, error)
-
-// RebuildMargin is how long before a rebuild's start its floor lies: longer
-// than any write of an asset can take between making its event's id and
-// committing, so every event older than the floor was committed before the
-// listing began and is in it.
-const RebuildMargin = time.Minute
-
-// RebuildReport says what a rebuild did: the assets listed, the rows of
-// assets not listed (nor written by a newer event) removed, the latest
-// actions written.
-type RebuildReport struct {
-	Assets, Removed, Latest int64
-}
-
 // Rebuild makes the read model again from its sources: known_assets from
 // the assets service's listing and latest_actions from the actions table.
 // The consumer may keep running: the floor, set first, makes it skip the
@@ -176,10 +76,9 @@ type RebuildReport struct {
 // wrote) are removed at the end.
 func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildReport, error) {
 	var report RebuildReport
-	floor := uuidAt(time.Now().Add(-RebuildMargin))
-	if _, err := p.store.Pool.Exec(ctx, `INSERT INTO projection_floor (projection, floor) VALUES ($1, $2)
-		ON CONFLICT (projection) DO UPDATE SET floor = excluded.floor`, assetsProjection, floor); err != nil {
-		return report, store.Classify(err, "set projection floor")
+	floor := UUIDAt(time.Now().Add(-RebuildMargin))
+	if err := p.store.setFloor(ctx, assetsProjection, floor); err != nil {
+		return report, err
 	}
 	after := uuid.Nil
 	for {
@@ -190,39 +89,18 @@ func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildRepo
 		if len(page) == 0 {
 			break
 		}
-		ids, types := make([]uuid.UUID, len(page)), make([]uuid.UUID, len(page))
-		for i, a := range page {
-			ids[i], types[i] = a.ID, a.AssetTypeID
-		}
-		_, err = p.store.Pool.Exec(ctx, `INSERT INTO known_assets (asset_id, asset_type_id, event_id)
-			SELECT id, type, $3 FROM unnest($1::uuid[], $2::uuid[]) AS listed(id, type)
-			ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = excluded.asset_type_id, deleted = false, event_id = excluded.event_id
-			WHERE known_assets.event_id < excluded.event_id`, ids, types, floor)
-		if err != nil {
-			return report, store.Classify(err, "rebuild known assets")
+		if err := p.store.putListed(ctx, page, floor); err != nil {
+			return report, err
 		}
 		report.Assets += int64(len(page))
 		after = page[len(page)-1].ID
 	}
-	tag, err := p.store.Pool.Exec(ctx, `DELETE FROM known_assets WHERE event_id < $1`, floor)
-	if err != nil {
-		return report, store.Classify(err, "remove unlisted assets")
+	var err error
+	if report.Removed, err = p.store.removeUnlisted(ctx, floor); err != nil {
+		return report, err
 	}
-	report.Removed = tag.RowsAffected()
 	report.Latest, err = p.store.RebuildLatest(ctx)
 	return report, err
-}
-
-// uuidAt is the smallest UUIDv7 of t's millisecond: every id made at or
-// after t sorts after it.
-func uuidAt(t time.Time) uuid.UUID {
-	var u uuid.UUID
-	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
-	copy(u[:6], ms[2:])
-	u[6] = 0x70 // version 7
-	u[8] = 0x80 // RFC 4122 variant
-	return u
 }
 
 // consumerName is the projection's durable JetStream consumer: every
@@ -269,7 +147,7 @@ func (p *Projection) Job(nc *nats.Conn, cfg outbox.Config, logger log.Logger) jo
 func (p *Projection) handle(ctx context.Context, msg jetstream.Msg, logger log.Logger) bool {
 	var e outbox.Event
 	err := json.Unmarshal(msg.Data(), &e)
-	ev, ok, err2 := assetEventOf(e)
+	ev, ok, err2 := AssetEventOf(e)
 	reading, isReading, err3 := due.ReadingOf(e) // a meter reading: the usage of a plan's row
 	if err != nil || err2 != nil || err3 != nil {
 		level.Error(logger).Log("msg", "compliance projection: dropping an event it cannot read", "subject", msg.Subject(),

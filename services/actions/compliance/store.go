@@ -1,197 +1,42 @@
-package actions
-
-// The compliance read model: for every asset and action type, what is due.
-// The rules (which action is the latest, which state a row is in) are the
-// pure functions at the top; the store's side (the latest_actions rows kept
-// in every action write's transaction, and the page query) follows.
-// known_assets, the projection of the assets service's assets, is kept by
-// projection.go.
+package compliance
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
 	"github.com/assetregistry/registry/services/actions/due"
 )
 
-// The states of a compliance row, in the contract's precedence.
-const (
-	StateNever     = "never"      // no finalized action of the type
-	StateFailed    = "failed"     // the latest has status_ok false
-	StateOpenEnded = "open_ended" // the latest has no status_valid_through
-	StateOverdue   = "overdue"    // status_valid_through before today (UTC)
-	StateDue       = "due"        // before due_before
-	StateValid     = "valid"
-)
-
-// States are the wire values of state, in precedence order.
-var States = []string{StateNever, StateFailed, StateOpenEnded, StateOverdue, StateDue, StateValid}
-
-// DueWindow is how far ahead due_before lies when a caller does not say.
-const DueWindow = 30 // days
-
-// The date-independent part of a row's state, as latest_actions stores it.
-const (
-	classFailed    = "failed"
-	classOpenEnded = "open_ended"
-	classDated     = "dated"
-)
-
-// Latest is the latest finalized action of an (asset, action type).
-type Latest struct {
-	ActionID     uuid.UUID   `db:"action_id"`
-	PerformedAt  model.Date  `db:"performed_at"`
-	StatusOK     *bool       `db:"status_ok"`
-	StatusUseOK  *bool       `db:"status_use_ok"`
-	ValidThrough *model.Date `db:"valid_through"`
-}
-
-// classOf is the part of the state that does not depend on the date: what
-// latest_actions.class holds (classSQL says the same in SQL).
-func classOf(statusOK *bool, validThrough *model.Date) string {
-	switch {
-	case statusOK != nil && !*statusOK:
-		return classFailed
-	case validThrough == nil:
-		return classOpenEnded
-	}
-	return classDated
-}
-
 // classSQL is classOf over an actions row.
 const classSQL = `CASE WHEN status_ok = false THEN 'failed' WHEN status_valid_through IS NULL THEN 'open_ended' ELSE 'dated' END`
 
-// StateOf is the state of an (asset, action type) whose latest finalized
-// action is latest (nil: none), on the day today, for a caller who calls
-// due what expires before dueBefore.
-func StateOf(latest *Latest, today, dueBefore model.Date) string {
-	if latest == nil {
-		return StateNever
-	}
-	switch classOf(latest.StatusOK, latest.ValidThrough) {
-	case classFailed:
-		return StateFailed
-	case classOpenEnded:
-		return StateOpenEnded
-	}
-	switch vt := *latest.ValidThrough; {
-	case vt.Before(today):
-		return StateOverdue
-	case vt.Before(dueBefore):
-		return StateDue
-	}
-	return StateValid
-}
+// Store is the read model's PostgreSQL side, in the actions schema:
+// latest_actions, known_assets, projection_floor, compliance_dirty (the
+// roller's queue, filled by triggers), compliance_roll and
+// compliance_announced.
+type Store struct{ *store.Store }
 
-// ComplianceRow is one asset and action type, as GET /compliance shows it.
-// DueDate is when the next action falls due: the latest's valid_through
-// when it has one, else its performed_at plus its plan's interval, or for
-// an asset never acted on its registration date plus the plan's delay
-// (null when neither a date nor a plan says).
-type ComplianceRow struct {
-	AssetID         uuid.UUID   `json:"asset_id"`
-	AssetTypeID     uuid.UUID   `json:"asset_type_id"`
-	ActionType      string      `json:"action_type"`
-	State           string      `json:"state"`
-	DueDate         *model.Date `json:"due_date"`
-	ValidThrough    *model.Date `json:"valid_through"`
-	LastActionID    *uuid.UUID  `json:"last_action_id"`
-	LastPerformedAt *model.Date `json:"last_performed_at"`
-	StatusOK        *bool       `json:"status_ok"`
-	StatusUseOK     *bool       `json:"status_use_ok"`
-	// DueReason says what makes the row due: "date", or "usage" when only
-	// its plan's usage interval has passed (nil without a due date);
-	// Usage is that interval's figures (null without one).
-	DueReason *string         `json:"due_reason"`
-	Usage     json.RawMessage `json:"usage"`
-	// RolledUpState (include=components): the worst of State and the
-	// asset's components' states of the action type (due.Worst); nil
-	// when not asked for.
-	RolledUpState *string `json:"rolled_up_state"`
-}
+// NewStore returns the component's store over the kit's store.
+func NewStore(s *store.Store) *Store { return &Store{s} }
 
-// ComplianceFilter is GET /compliance's query. ActionTypes and States
-// empty mean all of them; DueBefore nil means today + DueWindow days.
-type ComplianceFilter struct {
-	AssetID, AssetTypeID *uuid.UUID
-	ActionTypes, States  []string
-	DueBefore            *model.Date
-	// AsOf asks for the rows as the registry knew them at the end of that
-	// day (UTC), their states on that day.
-	AsOf *model.Date
-	// Components (include=components) gives each row its rolled-up state.
-	Components bool
-	seenBy     string      // the organization a bound caller reads as: the rows of assets it sees
-	among      []uuid.UUID // only these assets' rows (a page's components)
-}
-
-// complianceQuery is a filter made definite: the types and states in their
-// order, the dates fixed. Planned is the action types some inspection plan
-// is for: their rows' dates come from the plans, read by the page query
-// itself (so that a plan's change is in the very next answer). Types is
-// every action type, in the rows' order.
-type complianceQuery struct {
-	ComplianceFilter
-	Today, DueBefore model.Date
-	Planned, Types   []string
-}
-
-// definite fills in the defaults of f for the day today (the as_of day
-// when f has one), with planned the action types some plan is for and
-// types every action type (sorted).
-func (f ComplianceFilter) definite(today model.Date, planned, types []string) complianceQuery {
-	if f.AsOf != nil {
-		today = *f.AsOf
-	}
-	q := complianceQuery{ComplianceFilter: f, Today: today, DueBefore: model.DateOf(today.Time().AddDate(0, 0, DueWindow)),
-		Planned: planned, Types: types}
-	if f.DueBefore != nil {
-		q.DueBefore = *f.DueBefore
-	}
-	q.ActionTypes = inOrder(types, f.ActionTypes)
-	q.States = inOrder(States, f.States)
-	return q
-}
-
-// rank is a type's place in a page's order of types, the second part of a
-// compliance cursor (actiontypes.MaxTypes keeps it in a byte).
-func (q complianceQuery) rank(actionType string) uint8 {
-	return uint8(slices.Index(q.Types, actionType))
-}
-
-// latestPair is an (asset, action type) whose latest action a write may
-// change.
-type latestPair struct {
-	AssetID    uuid.UUID
-	ActionType string
-}
-
-// keepLatest recomputes the latest_actions rows of pairs from the actions
+// KeepLatest recomputes the latest_actions rows of pairs from the actions
 // table, inside the transaction of the write that changed them. Each
 // pair's advisory lock orders concurrent writes to one pair: the recompute
 // runs after the lock is granted, as a new statement, so it sees what the
 // write before it committed (read committed).
-func keepLatest(ctx context.Context, tx pgx.Tx, pairs ...latestPair) error {
-	slices.SortFunc(pairs, func(a, b latestPair) int {
-		if c := strings.Compare(a.AssetID.String(), b.AssetID.String()); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ActionType, b.ActionType)
-	})
-	pairs = slices.Compact(pairs)
-	for _, p := range pairs {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-			"latest_actions:"+p.AssetID.String()+":"+p.ActionType); err != nil {
+func KeepLatest(ctx context.Context, tx pgx.Tx, pairs ...Pair) error {
+	for _, p := range inLockOrder(pairs) {
+		if _, err := tx.Exec(ctx, lockPairSQL, p.lockKey()); err != nil {
 			return store.Classify(err, "lock latest action")
 		}
 		if _, err := tx.Exec(ctx, recomputeLatestSQL, p.AssetID, p.ActionType); err != nil {
@@ -201,15 +46,43 @@ func keepLatest(ctx context.Context, tx pgx.Tx, pairs ...latestPair) error {
 	return nil
 }
 
-// latestOfPairSQL is the latest finalized action of ($1, $2): the greatest
+// QueueKeepLatest is KeepLatest of one pair as two statements of a
+// pipeline; ops name them, for the errors of their results.
+func QueueKeepLatest(b *pgx.Batch, p Pair) (ops []string) {
+	b.Queue(lockPairSQL, p.lockKey())
+	QueueRecompute(b, p)
+	return []string{"lock latest action", "recompute latest action"}
+}
+
+// QueueRecompute queues the recompute of a pair whose lock the
+// transaction holds (LockLatest).
+func QueueRecompute(b *pgx.Batch, p Pair) {
+	b.Queue(recomputeLatestSQL, p.AssetID, p.ActionType)
+}
+
+// LockLatest takes the locks of pairs (KeepLatest takes each again, which
+// costs nothing in the same transaction) in KeepLatest's order, all at
+// once, so two batches never wait for each other in a circle.
+func LockLatest(ctx context.Context, tx pgx.Tx, pairs []Pair) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
+		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, lockKeys(pairs))
+	return store.Classify(err, "lock latest actions")
+}
+
+const lockPairSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+
+// LatestOfPairSQL is the latest finalized action of ($1, $2): the greatest
 // performed_at, ties to the most recently created (ids are UUIDv7).
-const latestOfPairSQL = `SELECT asset_id, action_type, id, performed_at, status_ok, status_use_ok, status_valid_through, ` + classSQL + ` AS class
+const LatestOfPairSQL = `SELECT asset_id, action_type, id, performed_at, status_ok, status_use_ok, status_valid_through, ` + classSQL + ` AS class
 	FROM actions WHERE asset_id = $1 AND action_type = $2 AND status_finalized
 	ORDER BY performed_at DESC, id DESC LIMIT 1`
 
 // recomputeLatestSQL replaces the pair's row by its latest, or removes it
 // when the pair has no finalized action left.
-const recomputeLatestSQL = `WITH latest AS (` + latestOfPairSQL + `),
+const recomputeLatestSQL = `WITH latest AS (` + LatestOfPairSQL + `),
 	gone AS (DELETE FROM latest_actions WHERE asset_id = $1 AND action_type = $2 AND NOT EXISTS (SELECT FROM latest))
 	INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok, status_use_ok, valid_through, class)
 	SELECT * FROM latest
@@ -217,14 +90,14 @@ const recomputeLatestSQL = `WITH latest AS (` + latestOfPairSQL + `),
 		status_ok = excluded.status_ok, status_use_ok = excluded.status_use_ok, valid_through = excluded.valid_through,
 		class = excluded.class`
 
-// rebuildBatch bounds the assets one transaction of the rebuild
+// RebuildBatch bounds the assets one transaction of the rebuild
 // recomputes: their actions are read and their rows written while the
 // table lock holds the action writes back, so a batch takes tens of
 // milliseconds whatever the table's size.
-const rebuildBatch = 500
+const RebuildBatch = 500
 
 // RebuildLatest recomputes every latest_actions row from the actions
-// table, rebuildBatch assets at a time in asset order, each batch in a
+// table, RebuildBatch assets at a time in asset order, each batch in a
 // transaction of its own. One statement over all actions outgrew the
 // statement timeout near two million actions, and held every action
 // write back for as long. In a batch, readers keep the old rows until it
@@ -240,7 +113,7 @@ func (s *Store) RebuildLatest(ctx context.Context) (rows int64, err error) {
 				return nil, store.Classify(err, "lock latest actions")
 			}
 			if err := tx.QueryRow(ctx, `SELECT (SELECT asset_id FROM (SELECT DISTINCT asset_id FROM actions
-				WHERE asset_id > $1 ORDER BY asset_id LIMIT $2) batch ORDER BY asset_id DESC LIMIT 1)`, after, rebuildBatch).Scan(&last); err != nil {
+				WHERE asset_id > $1 ORDER BY asset_id LIMIT $2) batch ORDER BY asset_id DESC LIMIT 1)`, after, RebuildBatch).Scan(&last); err != nil {
 				return nil, store.Classify(err, "find the rebuild's next assets")
 			}
 			if last == nil { // no action past after: nothing of the rows past it stays
@@ -277,9 +150,9 @@ const rebuildLatestSelect = `INSERT INTO latest_actions (asset_id, action_type, 
 		status_valid_through, ` + classSQL + `
 	`
 
-// complianceRecord is a row of the page query: an asset and action type
-// with its latest action, if any (the latest's columns are NULL when not).
-type complianceRecord struct {
+// record is a row of the page query: an asset and action type with its
+// latest action, if any (the latest's columns are NULL when not).
+type record struct {
 	AssetID      uuid.UUID   `db:"asset_id"`
 	AssetTypeID  uuid.UUID   `db:"asset_type_id"`
 	ActionType   string      `db:"action_type"`
@@ -307,44 +180,49 @@ type complianceRecord struct {
 // latest_actions_state_idx and read only matching rows. The few pages
 // they return are merged by the outer ORDER BY. A deep page costs what the
 // first does.
-func (s *Store) Compliance(ctx context.Context, q complianceQuery, page model.Page) (model.Paged[ComplianceRow], error) {
-	sql, args := complianceSQL(q, page)
+func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model.Paged[Row], error) {
+	sql, args := pageSQL(q, page)
 	rows, err := s.Reads(ctx).Query(ctx, sql, args...)
 	if err != nil {
-		return model.Paged[ComplianceRow]{}, store.Classify(err, "compliance")
+		return model.Paged[Row]{}, store.Classify(err, "compliance")
 	}
-	records, err := pgx.CollectRows(rows, pgx.RowToStructByName[complianceRecord])
+	records, err := pgx.CollectRows(rows, pgx.RowToStructByName[record])
 	if err != nil {
-		return model.Paged[ComplianceRow]{}, store.Classify(err, "compliance")
+		return model.Paged[Row]{}, store.Classify(err, "compliance")
 	}
-	out := make([]ComplianceRow, 0, len(records))
+	out := make([]Row, 0, len(records))
 	for _, r := range records {
-		row := ComplianceRow{AssetID: r.AssetID, AssetTypeID: r.AssetTypeID, ActionType: r.ActionType}
-		var latest *Latest
-		if r.ActionID != nil {
-			latest = &Latest{ActionID: *r.ActionID, PerformedAt: *r.PerformedAt, StatusOK: r.StatusOK, StatusUseOK: r.StatusUseOK,
-				ValidThrough: r.ValidThrough}
-			row.ValidThrough, row.LastActionID, row.LastPerformedAt = r.ValidThrough, r.ActionID, r.PerformedAt
-			row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
-		}
-		row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
-		if row.DueDate != nil {
-			row.DueReason = ptrTo("date")
-		}
-		if r.State != nil {
-			row.State, row.DueDate, row.DueReason, row.Usage = *r.State, r.DueDate, r.DueReason, r.Usage
-		}
-		out = append(out, row)
+		out = append(out, r.row(q))
 	}
-	paged := model.TrimPage(out, page, func(r ComplianceRow) uuid.UUID { return r.AssetID })
+	paged := model.TrimPage(out, page, func(r Row) uuid.UUID { return r.AssetID })
 	if paged.Next != uuid.Nil {
 		paged.NextSub = q.rank(paged.Items[len(paged.Items)-1].ActionType)
 	}
 	return paged, nil
 }
 
-// complianceSQL builds the page query of q (see Compliance).
-func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
+// row is the record as GET /compliance shows it on q's day.
+func (r record) row(q query) Row {
+	row := Row{AssetID: r.AssetID, AssetTypeID: r.AssetTypeID, ActionType: r.ActionType}
+	var latest *Latest
+	if r.ActionID != nil {
+		latest = &Latest{ActionID: *r.ActionID, PerformedAt: *r.PerformedAt, StatusOK: r.StatusOK, StatusUseOK: r.StatusUseOK,
+			ValidThrough: r.ValidThrough}
+		row.ValidThrough, row.LastActionID, row.LastPerformedAt = r.ValidThrough, r.ActionID, r.PerformedAt
+		row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
+	}
+	row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
+	if row.DueDate != nil {
+		row.DueReason = ptrTo("date")
+	}
+	if r.State != nil {
+		row.State, row.DueDate, row.DueReason, row.Usage = *r.State, r.DueDate, r.DueReason, r.Usage
+	}
+	return row
+}
+
+// pageSQL builds the page query of q (see Compliance).
+func pageSQL(q query, page model.Page) (string, []any) {
 	// Parameters are numbered as first used: PostgreSQL cannot type one
 	// that the statement does not use.
 	var args []any
@@ -419,16 +297,16 @@ func complianceSQL(q complianceQuery, page model.Page) (string, []any) {
 		// literals let the planner use the per-type index ranges. An added
 		// type's rows are the covered assets' only (actiontypes.Covered).
 		literal := "'" + actionType + "'"
-		if !slices.Contains(ActionTypes, actionType) {
+		if !builtin(actionType) {
 			cond := filters("k.asset_id") + actiontypes.Covered(literal, q.AsOf != nil)
 			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param))
 			continue
 		}
-		if slices.Contains(q.Planned, actionType) || q.AsOf != nil {
+		if q.planned(actionType) || q.AsOf != nil {
 			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param))
 			continue
 		}
-		if slices.Contains(q.States, StateNever) {
+		if q.asks(StateNever) {
 			where := ""
 			if !allStates {
 				conds := []string{"l.asset_id IS NULL"}
@@ -486,10 +364,10 @@ const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state, NULL::text 
 // A page of a state that few rows are in reads as many assets as it takes
 // to fill it (the dates depend on the plan, so no index holds them); a
 // plan's change costs nothing to write and is in the next answer.
-func plannedBranch(literal string, q complianceQuery, keyset, filters string, limit int, param func(string, any) string) string {
+func plannedBranch(literal string, q query, keyset, filters string, limit int, param func(string, any) string) string {
 	today := param("today", q.Today)
 	dueBefore := "(" + today + "::date + coalesce(p.soon, interval '" + fmt.Sprint(DueWindow) + " days'))::date"
-	if q.ComplianceFilter.DueBefore != nil {
+	if q.Filter.DueBefore != nil {
 		dueBefore = param("due_before", q.DueBefore)
 	}
 	where := ""
@@ -501,8 +379,8 @@ func plannedBranch(literal string, q complianceQuery, keyset, filters string, li
 		// Ids and event ids are UUIDv7: an asset registered by the end of
 		// the day has an id below the day's end, one deleted after it a
 		// tombstone whose event id is not.
-		end := time.Date(q.AsOf.Year, q.AsOf.Month, q.AsOf.Day+1, 0, 0, 0, 0, time.UTC)
-		bound := param("as_of_bound", uuidAt(end))
+		end := endOf(*q.AsOf)
+		bound := param("as_of_bound", UUIDAt(end))
 		plansAt = param("as_of_end", end)
 		latest = "LATERAL (" + latestKnownSQL(literal, plansAt) + ") l ON true"
 		live = "k.asset_id < " + bound + " AND (NOT k.deleted OR k.event_id >= " + bound + ")"
@@ -533,9 +411,77 @@ func latestKnownSQL(actionType, end string) string {
 		ORDER BY v.performed_at DESC, v.action_id DESC LIMIT 1`, actionType, end)
 }
 
-// ComplianceSQL is the page query of f on the day today with its
-// arguments, for looking at its plan (make bench prints EXPLAIN ANALYZE of
-// its compliance rows).
-func ComplianceSQL(f ComplianceFilter, today model.Date, planned []string, page model.Page) (string, []any) {
-	return complianceSQL(f.definite(today, planned, ActionTypes), page)
+// PageSQL is the page query of f on the day today with its arguments,
+// as a client bound to organization reads it ("": as an unbound one), for
+// looking at its plan (make bench prints EXPLAIN ANALYZE of its
+// compliance rows).
+func PageSQL(f Filter, organization string, today model.Date, planned []string, page model.Page) (string, []any) {
+	f.seenBy = organization
+	return pageSQL(f.definite(today, planned, actiontypes.Builtin), page)
+}
+
+// visibleFilter is the condition a compliance page adds for a bound caller
+// (seenBy its organization; "" adds nothing): its rows' asset column is of
+// an asset the organization sees.
+func visibleFilter(seenBy, assetColumn string, param func(string, any) string) string {
+	if seenBy == "" {
+		return ""
+	}
+	return " AND " + access.VisibleTo(assetColumn, param("seen_by", seenBy))
+}
+
+// The projection's rows.
+
+// applyAsset writes what an asset event says to known_assets (see
+// Projection.ApplyAsset).
+func (s *Store) applyAsset(ctx context.Context, ev AssetEvent) error {
+	const notBelowFloor = `NOT EXISTS (SELECT FROM projection_floor WHERE projection = 'assets' AND floor > $3)`
+	var sql string
+	switch ev.Op {
+	case outbox.OpCreated, outbox.OpUpdated:
+		sql = `INSERT INTO known_assets (asset_id, asset_type_id, event_id) SELECT $1, $2, $3 WHERE ` + notBelowFloor + `
+			ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = excluded.asset_type_id, event_id = excluded.event_id
+			WHERE NOT known_assets.deleted AND known_assets.event_id < excluded.event_id`
+	case outbox.OpDeleted:
+		sql = `INSERT INTO known_assets (asset_id, asset_type_id, deleted, event_id) SELECT $1, $2, true, $3 WHERE ` + notBelowFloor + `
+			ON CONFLICT (asset_id) DO UPDATE SET deleted = true,
+				event_id = GREATEST(known_assets.event_id, excluded.event_id)`
+	default:
+		return nil // an operation this projection does not know changes nothing it keeps
+	}
+	var typeID *uuid.UUID
+	if ev.Op != outbox.OpDeleted {
+		typeID = &ev.AssetTypeID
+	}
+	_, err := s.Pool.Exec(ctx, sql, ev.AssetID, typeID, ev.ID)
+	return store.Classify(err, "apply asset event")
+}
+
+// setFloor makes the events of the projection before floor count as in
+// its rows (a rebuild's listing holds them).
+func (s *Store) setFloor(ctx context.Context, projection string, floor uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `INSERT INTO projection_floor (projection, floor) VALUES ($1, $2)
+		ON CONFLICT (projection) DO UPDATE SET floor = excluded.floor`, projection, floor)
+	return store.Classify(err, "set projection floor")
+}
+
+// putListed writes a page of the listing as of floor: a row an event
+// newer than floor wrote stays.
+func (s *Store) putListed(ctx context.Context, page []ListedAsset, floor uuid.UUID) error {
+	ids, types := make([]uuid.UUID, len(page)), make([]uuid.UUID, len(page))
+	for i, a := range page {
+		ids[i], types[i] = a.ID, a.AssetTypeID
+	}
+	_, err := s.Pool.Exec(ctx, `INSERT INTO known_assets (asset_id, asset_type_id, event_id)
+		SELECT id, type, $3 FROM unnest($1::uuid[], $2::uuid[]) AS listed(id, type)
+		ON CONFLICT (asset_id) DO UPDATE SET asset_type_id = excluded.asset_type_id, deleted = false, event_id = excluded.event_id
+		WHERE known_assets.event_id < excluded.event_id`, ids, types, floor)
+	return store.Classify(err, "rebuild known assets")
+}
+
+// removeUnlisted removes the rows neither the listing nor an event newer
+// than floor wrote.
+func (s *Store) removeUnlisted(ctx context.Context, floor uuid.UUID) (int64, error) {
+	tag, err := s.Pool.Exec(ctx, `DELETE FROM known_assets WHERE event_id < $1`, floor)
+	return tag.RowsAffected(), store.Classify(err, "remove unlisted assets")
 }

@@ -1,4 +1,4 @@
-package actions
+package compliance
 
 // include=components: a parent asset's row rolled up with its
 // components' rows of the same action type (GET /compliance). The links
@@ -9,7 +9,6 @@ package actions
 
 import (
 	"context"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -23,14 +22,14 @@ const componentPage = 1000
 // rollUp sets each row's RolledUpState: the worst of its state and its
 // asset's components' (at every depth) of its action type, with the links
 // that held at the end of q's as_of day, or now.
-func (s *service) rollUp(ctx context.Context, q complianceQuery, rows []ComplianceRow) error {
+func (s *service) rollUp(ctx context.Context, q query, rows []Row) error {
 	parents := make([]uuid.UUID, 0, len(rows))
 	for _, r := range rows {
 		parents = append(parents, r.AssetID)
 	}
 	var bound *uuid.UUID
 	if q.AsOf != nil {
-		b := uuidAt(time.Date(q.AsOf.Year, q.AsOf.Month, q.AsOf.Day+1, 0, 0, 0, 0, time.UTC))
+		b := UUIDAt(endOf(*q.AsOf))
 		bound = &b
 	}
 	links, err := s.due.Components(ctx, parents, bound)

@@ -1,0 +1,29 @@
+package compliance
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/httpx"
+)
+
+// Routes adds GET /compliance to r (the actions' router): every reader
+// reads it, each its organization's rows.
+func Routes(r *httpx.Router, e Endpoints) {
+	r.Handle("GET", "/compliance", endpoints.Serve(e.Compliance, decodeCompliance))
+}
+
+// decodeCompliance reads GET /compliance's filters; action_type and state
+// may repeat.
+func decodeCompliance(r *http.Request) (httpx.ListRequest[Filter], error) {
+	q := httpx.ParseQueryRepeating(r, []string{"action_type", "state", "include"}, "limit", "cursor", "asset_id", "asset_type_id",
+		"action_type", "state", "due_before", "as_of", "include")
+	f := Filter{
+		AssetID: q.UUID("asset_id"), AssetTypeID: q.UUID("asset_type_id"),
+		ActionTypes: q.Strings("action_type"), States: q.Enums("state", States),
+		DueBefore: q.Date("due_before"), AsOf: q.Date("as_of"),
+		Components: slices.Contains(q.Enums("include", []string{"components"}), "components"),
+	}
+	return httpx.ListRequest[Filter]{Filter: f, Page: q.Page()}, q.Err()
+}

@@ -63,6 +63,7 @@ func DecodeItems[In any](items []json.RawMessage) (in []In, errs []error) {
 type BatchResult struct {
 	Status  int            `json:"status"`
 	ID      *uuid.UUID     `json:"id,omitempty"`
+	ETag    string         `json:"etag,omitempty"` // an updated item's new ETag
 	Problem *httpx.Problem `json:"problem,omitempty"`
 }
 
@@ -83,7 +84,7 @@ func BatchResults(ctx context.Context, outcomes []model.ItemOutcome) []BatchResu
 		case o.Created:
 			results[i] = BatchResult{Status: http.StatusCreated, ID: &o.ID}
 		default:
-			results[i] = BatchResult{Status: http.StatusOK, ID: &o.ID}
+			results[i] = BatchResult{Status: http.StatusOK, ID: &o.ID, ETag: o.ETag}
 		}
 	}
 	return results

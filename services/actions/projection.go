@@ -148,6 +148,7 @@ func (p *Projection) ApplyAsset(ctx context.Context, ev assetEvent) error {
 type ListedAsset struct {
 	ID          uuid.UUID
 	AssetTypeID uuid.UUID
+	Parent      *uuid.UUID // its parent_asset_id (nil: none)
 }
 
 // AssetLister pages through every asset of the assets service in id
@@ -165,10 +166,12 @@ const RebuildMargin = time.Minute
 // actions written.
 type RebuildReport struct {
 	Assets, Removed, Latest int64
+	Readings                int64 // meter readings the read model lacked (spec.go's rebuild)
 }
 
-// Rebuild makes the read model again from its sources: known_assets from
-// the assets service's listing and latest_actions from the actions table.
+// Rebuild makes the read model again from its sources: known_assets and
+// the parent links (known_parents, what include=components rolls up) from
+// the assets service's listing, latest_actions from the actions table.
 // The consumer may keep running: the floor, set first, makes it skip the
 // events the listing already holds, and an event newer than the floor
 // wins over the listing's row. Readers see the old rows until each is
@@ -190,9 +193,9 @@ func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildRepo
 		if len(page) == 0 {
 			break
 		}
-		ids, types := make([]uuid.UUID, len(page)), make([]uuid.UUID, len(page))
+		ids, types, parents := make([]uuid.UUID, len(page)), make([]uuid.UUID, len(page)), make([]*uuid.UUID, len(page))
 		for i, a := range page {
-			ids[i], types[i] = a.ID, a.AssetTypeID
+			ids[i], types[i], parents[i] = a.ID, a.AssetTypeID, a.Parent
 		}
 		_, err = p.store.Pool.Exec(ctx, `INSERT INTO known_assets (asset_id, asset_type_id, event_id)
 			SELECT id, type, $3 FROM unnest($1::uuid[], $2::uuid[]) AS listed(id, type)
@@ -200,6 +203,9 @@ func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildRepo
 			WHERE known_assets.event_id < excluded.event_id`, ids, types, floor)
 		if err != nil {
 			return report, store.Classify(err, "rebuild known assets")
+		}
+		if err := p.due.RelearnParents(ctx, floor, ids, parents); err != nil {
+			return report, err
 		}
 		report.Assets += int64(len(page))
 		after = page[len(page)-1].ID
@@ -209,6 +215,9 @@ func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildRepo
 		return report, store.Classify(err, "remove unlisted assets")
 	}
 	report.Removed = tag.RowsAffected()
+	if err := p.due.EndUnlistedParents(ctx, floor); err != nil {
+		return report, err
+	}
 	report.Latest, err = p.store.RebuildLatest(ctx)
 	return report, err
 }

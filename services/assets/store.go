@@ -36,9 +36,9 @@ type Store struct {
 // side of the reference protocol.
 func NewStore(s *store.Store, r *refs.Registry) *Store {
 	r.Owns("asset", refs.ExistsIn("assets"))
-	// The actions service rebuilds its projection of assets (compliance)
-	// from this listing.
-	r.Lists("asset", refs.ListIn("assets", "asset_type_id"))
+	// The actions service rebuilds its projection of assets (compliance:
+	// each asset's type and parent) from this listing.
+	r.Lists("asset", refs.ListIn("assets", "asset_type_id", "parent_asset_id"))
 	r.PointsAt("person", func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 		return assetRefs(ctx, q, "responsible_person_id", id)
 	})

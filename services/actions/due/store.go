@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -180,4 +181,53 @@ func (s *Store) ApplyReading(ctx context.Context, r Reading) error {
 	_, err := s.Pool.Exec(ctx, `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`, r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt)
 	return store.Classify(err, "apply meter reading")
+}
+
+// RelearnParents records the parents the assets service lists now
+// (parents[i] of ids[i]; nil: none), as an asset event with the id floor
+// would (a rebuild's floor, older than the listing): a link that holds
+// already is kept with its history; another is ended at floor and the
+// listed one begins there; an asset an event newer than floor was applied
+// to keeps what that event said. Two statements, so the ended link is out
+// of the way (known_parents_current) before the new one is written.
+func (s *Store) RelearnParents(ctx context.Context, floor uuid.UUID, ids []uuid.UUID, parents []*uuid.UUID) error {
+	return s.Write(ctx, "relearn parent links", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		const listed = `unnest($1::uuid[], $2::uuid[]) AS l(asset_id, parent_asset_id)`
+		// Newer than floor: a link begun after it, or ended after it by
+		// an event (this rebuild ends links exactly at floor).
+		const newer = `EXISTS (SELECT FROM known_parents n WHERE n.asset_id = l.asset_id AND (n.from_event >= $3 OR n.until_event > $3))`
+		if _, err := tx.Exec(ctx, `UPDATE known_parents k SET until_event = $3 FROM `+listed+`
+			WHERE k.asset_id = l.asset_id AND k.until_event IS NULL AND k.parent_asset_id IS DISTINCT FROM l.parent_asset_id
+				AND NOT `+newer, ids, parents, floor); err != nil {
+			return nil, store.Classify(err, "end parent links")
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO known_parents (asset_id, parent_asset_id, from_event)
+			SELECT l.asset_id, l.parent_asset_id, $3 FROM `+listed+`
+			WHERE l.parent_asset_id IS NOT NULL AND NOT `+newer+`
+				AND NOT EXISTS (SELECT FROM known_parents k WHERE k.asset_id = l.asset_id AND k.until_event IS NULL)`, ids, parents, floor)
+		return nil, store.Classify(err, "relearn parent links")
+	})
+}
+
+// EndUnlistedParents ends, at floor, the links of assets a rebuild did
+// not list (deleted while their events were missed): their components no
+// longer roll up into anything through them.
+func (s *Store) EndUnlistedParents(ctx context.Context, floor uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `UPDATE known_parents k SET until_event = $1 WHERE k.until_event IS NULL AND k.from_event < $1
+		AND NOT EXISTS (SELECT FROM known_assets a WHERE a.asset_id = k.asset_id AND NOT a.deleted)`, floor)
+	return store.Classify(err, "end links of unlisted assets")
+}
+
+// ApplyReadings keeps meter readings, each once (its id), as ApplyReading
+// does one.
+func (s *Store) ApplyReadings(ctx context.Context, rs []Reading) (int64, error) {
+	ids, assets, meters := make([]uuid.UUID, len(rs)), make([]uuid.UUID, len(rs)), make([]string, len(rs))
+	values, readAt, resets, recorded := make([]float64, len(rs)), make([]time.Time, len(rs)), make([]bool, len(rs)), make([]time.Time, len(rs))
+	for i, r := range rs {
+		ids[i], assets[i], meters[i], values[i], readAt[i], resets[i], recorded[i] = r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt
+	}
+	tag, err := s.Pool.Exec(ctx, `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::float8[], $5::timestamptz[], $6::bool[], $7::timestamptz[])
+		ON CONFLICT (id) DO NOTHING`, ids, assets, meters, values, readAt, resets, recorded)
+	return tag.RowsAffected(), store.Classify(err, "apply meter readings")
 }

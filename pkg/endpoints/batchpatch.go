@@ -82,12 +82,5 @@ func validIfMatch(s string) bool {
 // 200, id, etag} for an item applied, else the problem the item's single
 // PATCH would have been answered with.
 func BatchPatch[R, P any](update func(context.Context, R, []model.PatchItem[P], []error) ([]model.ItemOutcome, error)) func(context.Context, R, BatchRequest) (any, error) {
-	return func(ctx context.Context, rules R, req BatchRequest) (any, error) {
-		in, errs := DecodePatchItems[P](req.Items)
-		outcomes, err := update(ctx, rules, in, errs)
-		if err != nil {
-			return nil, err
-		}
-		return BatchResults(ctx, outcomes), nil
-	}
+	return batchOf(DecodePatchItems[P], update)
 }

@@ -166,7 +166,7 @@ const RebuildMargin = time.Minute
 // actions written.
 type RebuildReport struct {
 	Assets, Removed, Latest int64
-	Readings                int64 // meter readings the read model lacked (spec.go's rebuild)
+	Readings                int64 // meter readings listed, and kept where the model lacked them (spec.go's rebuild)
 }
 
 // Rebuild makes the read model again from its sources: known_assets and

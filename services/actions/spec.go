@@ -103,7 +103,7 @@ func rebuildCompliance(ctx context.Context, d servicekit.Deps) error {
 	if err != nil {
 		return fmt.Errorf("rebuild compliance: %w", err)
 	}
-	fmt.Fprintf(os.Stdout, "compliance rebuilt: %d assets listed, %d rows of assets no longer listed removed, %d latest actions, %d meter readings added\n",
+	fmt.Fprintf(os.Stdout, "compliance rebuilt: %d assets listed, %d rows of assets no longer listed removed, %d latest actions, %d meter readings listed\n",
 		report.Assets, report.Removed, report.Latest, report.Readings)
 	return nil
 }
@@ -116,7 +116,7 @@ func rebuild(ctx context.Context, st *Store, registry *refs.Registry, seen *acce
 	if err != nil {
 		return report, err
 	}
-	report.Readings, err = due.NewStore(st.Store).RelearnReadings(ctx, due.ListReadingsOf(registry))
+	report.Readings, err = due.NewStore(st.Store).RelearnReadings(ctx, registry)
 	return report, err
 }
 

@@ -295,29 +295,20 @@ func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, 
 }
 
 // UpdateAssets applies the items in one transaction, each in a savepoint
-// of its own (store.WriteBatch), so an item refused (404, 403, 412, 422,
+// of its own (store.UpdateBatch), so an item refused (404, 403, 412, 422,
 // 409) changes nothing and leaves the others; a later item sees what an
 // earlier one changed. A batch that moves any asset under a parent takes
 // the parent moves' turn first, for the whole batch, so its row locks are
 // never taken before that lock (as a single move takes them).
 func (s *service) UpdateAssets(ctx context.Context, g model.Guard, items []model.PatchItem[AssetPatch], errs []error) ([]model.ItemOutcome, error) {
-	out := make([]model.ItemOutcome, len(items))
 	moves := false
 	for i, item := range items {
-		out[i] = model.ItemOutcome{ID: item.ID, Err: errs[i]}
 		moves = moves || errs[i] == nil && item.Patch.ParentAssetID.Set && !item.Patch.ParentAssetID.Null
 	}
-	update := func(ctx context.Context) error {
-		return s.store.WriteBatch(ctx, out, store.BatchWrite{Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
-			ig := g
-			ig.IfMatch = items[i].IfMatch
-			a, err := s.UpdateAsset(ctx, ig, items[i].ID, items[i].Patch)
-			if err != nil {
-				return model.ItemOutcome{ID: items[i].ID}, err
-			}
-			_, tag, err := model.ETagOf(a)
-			return model.ItemOutcome{ID: a.ID, ETag: tag}, err
-		}})
+	var out []model.ItemOutcome
+	update := func(ctx context.Context) (err error) {
+		out, err = store.UpdateBatch(ctx, s.store.Store, g, items, errs, s.UpdateAsset)
+		return err
 	}
 	err := s.store.Together(ctx, func(ctx context.Context) error {
 		if moves {

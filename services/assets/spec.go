@@ -50,9 +50,6 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	assets := NewStore(d.Store, registry)
 	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(assets, types), d.Finds), timeout))
 	assettypes.Routes(routes, assettypes.MakeEndpoints(assettypes.WithFindCache(assettypes.NewService(types), d.Finds), timeout))
-	// The actions service relearns the readings a usage plan counts from
-	// this listing (rebuild-compliance).
-	registry.Lists("meter_reading", meters.ListAll)
 	meters.Routes(routes, meters.MakeEndpoints(meters.NewService(meters.NewStore(d.Store), assets.Access), timeout))
 	custody.Routes(routes, custody.MakeEndpoints(custody.NewService(custody.NewStore(d.Store, registry, Custody(assets)), registry), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)

@@ -11,32 +11,35 @@ import (
 	"github.com/assetregistry/registry/pkg/refs"
 )
 
-// ReadingLister pages through every meter reading of the assets service
-// in id order: after uuid.Nil is the first page, an empty page the end.
-type ReadingLister func(ctx context.Context, after uuid.UUID) ([]Reading, error)
-
 // readingsPage is how many readings one call of the listing asks for.
 const readingsPage = 5000
 
-// ListReadingsOf is the ReadingLister over the assets service's side of
-// the reference protocol (its internal listing of kind meter_reading).
-func ListReadingsOf(registry *refs.Registry) ReadingLister {
-	return func(ctx context.Context, after uuid.UUID) ([]Reading, error) {
+// RelearnReadings keeps every meter reading the assets service lists (its
+// side of the reference protocol, kind meter_reading, in id order) that
+// the read model lacks: one whose event it missed, or every one of a read
+// model made anew. It returns how many readings were listed.
+func (s *Store) RelearnReadings(ctx context.Context, registry *refs.Registry) (listed int64, err error) {
+	for after := uuid.Nil; ; {
 		found, err := registry.ListOwned(ctx, "meter_reading", after, readingsPage)
-		if err != nil {
-			return nil, err
+		if err != nil || len(found) == 0 {
+			return listed, err
 		}
-		out := make([]Reading, len(found))
+		readings := make([]Reading, len(found))
 		for i, f := range found {
-			if out[i], err = readingOf(f); err != nil {
-				return nil, fmt.Errorf("meter reading %s: %w", f.ID, err)
+			if readings[i], err = readingOf(f); err != nil {
+				return listed, fmt.Errorf("meter reading %s: %w", f.ID, err)
 			}
 		}
-		return out, nil
+		if err := s.ApplyReadings(ctx, readings); err != nil {
+			return listed, err
+		}
+		listed += int64(len(found))
+		after = found[len(found)-1].ID
 	}
 }
 
-// readingOf reads a listed reading's attributes (meters.ListAll).
+// readingOf reads a listed reading's attributes (the assets service's
+// listing writes them as the reading's event does).
 func readingOf(f refs.Found) (Reading, error) {
 	r := Reading{ID: f.ID, Meter: f.Attrs["meter"]}
 	var errs [5]error
@@ -54,27 +57,4 @@ func readingOf(f refs.Found) (Reading, error) {
 		return r, fmt.Errorf("no meter")
 	}
 	return r, nil
-}
-
-// RelearnReadings keeps every reading list lists that the read model
-// lacks (one whose event it missed, or every one of a read model made
-// anew); it returns how many it added.
-func (s *Store) RelearnReadings(ctx context.Context, list ReadingLister) (int64, error) {
-	var added int64
-	after := uuid.Nil
-	for {
-		page, err := list(ctx, after)
-		if err != nil {
-			return added, fmt.Errorf("list meter readings after %s: %w", after, err)
-		}
-		if len(page) == 0 {
-			return added, nil
-		}
-		n, err := s.ApplyReadings(ctx, page)
-		if err != nil {
-			return added, err
-		}
-		added += n
-		after = page[len(page)-1].ID
-	}
 }

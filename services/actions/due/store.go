@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -176,10 +175,12 @@ func (s *Store) Components(ctx context.Context, parents []uuid.UUID, bound *uuid
 		SELECT DISTINCT asset_id, root FROM c`, held, maxDepth), args...)
 }
 
+const insertReadingSQL = `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`
+
 // ApplyReading keeps a meter reading (once: its id).
 func (s *Store) ApplyReading(ctx context.Context, r Reading) error {
-	_, err := s.Pool.Exec(ctx, `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`, r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt)
+	_, err := s.Pool.Exec(ctx, insertReadingSQL, r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt)
 	return store.Classify(err, "apply meter reading")
 }
 
@@ -219,15 +220,11 @@ func (s *Store) EndUnlistedParents(ctx context.Context, floor uuid.UUID) error {
 }
 
 // ApplyReadings keeps meter readings, each once (its id), as ApplyReading
-// does one.
-func (s *Store) ApplyReadings(ctx context.Context, rs []Reading) (int64, error) {
-	ids, assets, meters := make([]uuid.UUID, len(rs)), make([]uuid.UUID, len(rs)), make([]string, len(rs))
-	values, readAt, resets, recorded := make([]float64, len(rs)), make([]time.Time, len(rs)), make([]bool, len(rs)), make([]time.Time, len(rs))
-	for i, r := range rs {
-		ids[i], assets[i], meters[i], values[i], readAt[i], resets[i], recorded[i] = r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt
+// does one, in one round trip.
+func (s *Store) ApplyReadings(ctx context.Context, rs []Reading) error {
+	batch := &pgx.Batch{}
+	for _, r := range rs {
+		batch.Queue(insertReadingSQL, r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt)
 	}
-	tag, err := s.Pool.Exec(ctx, `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
-		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::float8[], $5::timestamptz[], $6::bool[], $7::timestamptz[])
-		ON CONFLICT (id) DO NOTHING`, ids, assets, meters, values, readAt, resets, recorded)
-	return tag.RowsAffected(), store.Classify(err, "apply meter readings")
+	return store.Classify(s.Pool.SendBatch(ctx, batch).Close(), "apply meter readings")
 }

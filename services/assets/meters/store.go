@@ -3,15 +3,12 @@ package meters
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -135,24 +132,4 @@ func (s *Store) ListReadings(ctx context.Context, f ReadingFilter, page model.Pa
 		return model.Paged[Reading]{}, err
 	}
 	return model.TrimPage(items, page, func(r Reading) uuid.UUID { return r.ID }), nil
-}
-
-// ListAll is the reference protocol's listing of every meter reading, in
-// id order (refs.ListFunc): what `actions rebuild-compliance` relearns the
-// readings a usage plan counts from, with each reading's fields as its
-// meter_reading.created event has them (times in RFC 3339, the value as
-// it round-trips).
-func ListAll(ctx context.Context, q store.Querier, after uuid.UUID, limit int) ([]refs.Found, error) {
-	readings, err := store.Many[Reading](ctx, q, "list every meter reading",
-		`SELECT `+readingColumns+` FROM meter_readings r WHERE r.id > $1 ORDER BY r.id LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	found := make([]refs.Found, len(readings))
-	for i, r := range readings {
-		found[i] = refs.Found{ID: r.ID, Attrs: refs.Attrs{"asset_id": r.AssetID.String(), "meter": r.Meter,
-			"value": strconv.FormatFloat(r.Value, 'g', -1, 64), "read_at": r.ReadAt.UTC().Format(time.RFC3339Nano),
-			"reset": strconv.FormatBool(r.Reset), "created_at": r.CreatedAt.UTC().Format(time.RFC3339Nano)}}
-	}
-	return found, nil
 }

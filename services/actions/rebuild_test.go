@@ -142,3 +142,21 @@ func (w dueWorld) knownReadings(t *testing.T) []uuid.UUID {
 	}
 	return ids
 }
+
+// A component moved from one parent straight to another (one asset
+// event) leaves the first and rolls up into the second; the projection
+// applies the event instead of failing on it again and again.
+func TestComponentMovesBetweenParents(t *testing.T) {
+	w := newDueWorld(t)
+	first, second := w.registeredAt(t, time.Now().AddDate(0, 0, -30)), w.registeredAt(t, time.Now().AddDate(0, 0, -30))
+	part := w.component(t, first)
+	w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": part, "action_type": "repair",
+		"performed_at": w.day(-10), "status_ok": false, "status_finalized": true})
+	w.moveTo(t, uuid.MustParse(part), second, "updated", time.Now())
+	if got := w.row(t, second, "repair", "&include=components"); got["rolled_up_state"] != "failed" {
+		t.Errorf("the new parent: %v, want the part's failed repair rolled up", got)
+	}
+	if got := w.row(t, first, "repair", "&include=components"); got["rolled_up_state"] != "never" {
+		t.Errorf("the old parent: %v, want only its own row", got)
+	}
+}

@@ -135,16 +135,26 @@ func (s *Store) AssetTypeOf(ctx context.Context, id uuid.UUID) (*uuid.UUID, erro
 // asset's parent (nil: none, or the asset is deleted). An event older
 // than one already applied to the asset changes nothing; a parent that
 // did not change keeps its link; another ends the link and begins one.
+// The link is ended by a statement of its own before the new one is
+// written: in one statement the insert ran first and met the old link in
+// known_parents_current, so a move from one parent straight to another
+// failed (and held the projection's consumer back) every time.
 func (s *Store) ApplyParent(ctx context.Context, eventID, asset uuid.UUID, parent *uuid.UUID) error {
-	_, err := s.Pool.Exec(ctx, `WITH newest AS (SELECT NOT EXISTS (SELECT FROM known_parents
-			WHERE asset_id = $1 AND (from_event >= $3 OR until_event >= $3)) AS ok),
-		ended AS (UPDATE known_parents SET until_event = $3 WHERE asset_id = $1 AND until_event IS NULL
-			AND parent_asset_id IS DISTINCT FROM $2 AND (SELECT ok FROM newest) RETURNING asset_id)
-		INSERT INTO known_parents (asset_id, parent_asset_id, from_event) SELECT $1, $2, $3
-		WHERE $2::uuid IS NOT NULL AND (SELECT ok FROM newest)
-			AND NOT EXISTS (SELECT FROM known_parents WHERE asset_id = $1 AND until_event IS NULL AND parent_asset_id = $2)`,
-		asset, parent, eventID)
-	return store.Classify(err, "apply parent link")
+	return s.Write(ctx, "apply parent link", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var newest bool
+		if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM known_parents WHERE asset_id = $1 AND (from_event >= $2 OR until_event >= $2))`,
+			asset, eventID).Scan(&newest); err != nil || !newest {
+			return nil, store.Classify(err, "apply parent link")
+		}
+		if _, err := tx.Exec(ctx, `UPDATE known_parents SET until_event = $3 WHERE asset_id = $1 AND until_event IS NULL
+			AND parent_asset_id IS DISTINCT FROM $2`, asset, parent, eventID); err != nil {
+			return nil, store.Classify(err, "end parent link")
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO known_parents (asset_id, parent_asset_id, from_event) SELECT $1, $2, $3
+			WHERE $2::uuid IS NOT NULL AND NOT EXISTS (SELECT FROM known_parents WHERE asset_id = $1 AND until_event IS NULL)`,
+			asset, parent, eventID)
+		return nil, store.Classify(err, "apply parent link")
+	})
 }
 
 // Link is a component and an asset it is part of (its parent, or a

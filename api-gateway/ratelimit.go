@@ -77,7 +77,7 @@ func (c *RateLimitConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KeyPrefix, "rate-limit.key-prefix", "api-gateway:", "start of the budgets' Redis keys (after \"rate:\"); installations sharing a Redis need different ones")
 	fs.Var(budgetValue{&c.Default}, "rate-limit.default", "each client's budget, <quota>/<window>: quota requests in any window, all usable at once")
 	fs.Var(&c.Clients, "rate-limit.clients", "budgets of particular clients (token sub), <client>=<quota>/<window>,...; the policy name in the headers is the client")
-	fs.Var(budgetValue{&c.Items}, "rate-limit.items", "each client's budget of batch items, <quota>/<window>: a batch (POST .../batch) costs one request and as many of these as it has items")
+	fs.Var(budgetValue{&c.Items}, "rate-limit.items", "each client's budget of batch items, <quota>/<window>: a batch (POST or PATCH .../batch) costs one request and as many of these as it has items")
 	fs.Var(&c.ClientItems, "rate-limit.client-items", "batch item budgets of particular clients (token sub), <client>=<quota>/<window>,...; the policy name in the headers is <client>:items")
 	fs.Var(budgetValue{&c.Unauthenticated}, "rate-limit.unauthenticated", "budget per source address of calls with a missing or invalid token, drawn on before any signature is checked")
 	fs.Var(budgetValue{&c.Probes}, "rate-limit.probes", "budget per source address of calls to /readyz (no token needed); a kubelet probing every few seconds stays far within it")
@@ -471,10 +471,11 @@ func (l *rateLimiter) Items(next http.Handler) http.Handler {
 // a test holds the two equal: the gateway does not link the services' kit).
 const maxBatchItems = 1000
 
-// isBatch reports whether r is a batch create: POST /<resources>/batch
-// (/actions/batch, /assets/batch, /actions/action_documents/batch).
+// isBatch reports whether r is a batch: a create, POST /<resources>/batch
+// (/actions/batch, /assets/batch, /actions/action_documents/batch), or
+// an update, PATCH /<resources>/batch (/actions/batch, /assets/batch).
 func isBatch(r *http.Request) bool {
-	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/batch")
+	return (r.Method == http.MethodPost || r.Method == http.MethodPatch) && strings.HasSuffix(r.URL.Path, "/batch")
 }
 
 // batchItems counts the items of a batch body, {"items": [...]}, without

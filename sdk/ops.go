@@ -373,6 +373,7 @@ const MaxBatch = 1000
 type BatchResult struct {
 	Status  int      `json:"status"`
 	ID      string   `json:"id,omitempty"`
+	ETag    string   `json:"etag,omitempty"` // an updated item's new ETag (UpdateAssets, UpdateActions)
 	Problem *Problem `json:"problem,omitempty"`
 }
 
@@ -411,6 +412,12 @@ func (c *Client) FindOrCreateActions(ctx context.Context, items []ActionInput, o
 }
 
 func batch[In any](ctx context.Context, c *Client, path string, items []In, opts []CallOption) ([]BatchResult, error) {
+	return batchOf(ctx, c, http.MethodPost, path, items, opts)
+}
+
+// batchOf sends a batch of creates (POST, which takes an Idempotency-Key)
+// or of updates (PATCH, whose items carry their own If-Match).
+func batchOf[In any](ctx context.Context, c *Client, method, path string, items []In, opts []CallOption) ([]BatchResult, error) {
 	if len(items) == 0 || len(items) > MaxBatch {
 		return nil, fmt.Errorf("registry: a batch holds 1 to %d items, not %d", MaxBatch, len(items))
 	}
@@ -419,9 +426,9 @@ func batch[In any](ctx context.Context, c *Client, path string, items []In, opts
 	if err != nil {
 		return nil, fmt.Errorf("registry: %s: %w", path, err)
 	}
-	resp, err := c.do(ctx, &call{method: http.MethodPost, path: path, query: query, body: jsonBody(struct {
+	resp, err := c.do(ctx, &call{method: method, path: path, query: query, body: jsonBody(struct {
 		Items []In `json:"items"`
-	}{items}), keyed: true}, opts...)
+	}{items}), keyed: method == http.MethodPost}, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,7 @@ func DecodeItems[In any](items []json.RawMessage) (in []In, errs []error) {
 type BatchResult struct {
 	Status  int            `json:"status"`
 	ID      *uuid.UUID     `json:"id,omitempty"`
+	ETag    string         `json:"etag,omitempty"` // an updated item's new ETag
 	Problem *httpx.Problem `json:"problem,omitempty"`
 }
 
@@ -83,7 +84,7 @@ func BatchResults(ctx context.Context, outcomes []model.ItemOutcome) []BatchResu
 		case o.Created:
 			results[i] = BatchResult{Status: http.StatusCreated, ID: &o.ID}
 		default:
-			results[i] = BatchResult{Status: http.StatusOK, ID: &o.ID}
+			results[i] = BatchResult{Status: http.StatusOK, ID: &o.ID, ETag: o.ETag}
 		}
 	}
 	return results
@@ -93,9 +94,16 @@ func BatchResults(ctx context.Context, outcomes []model.ItemOutcome) []BatchResu
 // endpoint answering 200 with the results in order, whatever each item's
 // outcome.
 func Batch[R, In any](create func(context.Context, R, []In, []error) ([]model.ItemOutcome, error)) func(context.Context, R, BatchRequest) (any, error) {
+	return batchOf(DecodeItems[In], create)
+}
+
+// batchOf adapts a batch write to an endpoint: the items decoded each on
+// its own by decode, written by write, answered in order.
+func batchOf[R, In any](decode func([]json.RawMessage) ([]In, []error),
+	write func(context.Context, R, []In, []error) ([]model.ItemOutcome, error)) func(context.Context, R, BatchRequest) (any, error) {
 	return func(ctx context.Context, rules R, req BatchRequest) (any, error) {
-		in, errs := DecodeItems[In](req.Items)
-		outcomes, err := create(ctx, rules, in, errs)
+		in, errs := decode(req.Items)
+		outcomes, err := write(ctx, rules, in, errs)
 		if err != nil {
 			return nil, err
 		}

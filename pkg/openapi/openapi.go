@@ -87,7 +87,8 @@ func Bundle(serviceYAML []byte) (Document, error) {
 
 // addValidators documents what the kit does for every operation of a
 // kind: a GET of one resource answers If-None-Match (304); PATCH and
-// DELETE check If-Match (412); a POST takes an Idempotency-Key, whose
+// DELETE check If-Match (412), but for a batch of updates (PATCH
+// /<resources>/batch), whose items carry their own; a POST takes an Idempotency-Key, whose
 // request in flight is a 409 beside the operation's own 409s.
 func addValidators(doc Document, path, method string, op map[string]any) {
 	responses := asMap(op["responses"])
@@ -103,7 +104,7 @@ func addValidators(doc Document, path, method string, op map[string]any) {
 			responses["304"] = ref("NotModified")
 		}
 	case "patch", "delete":
-		if responses["412"] == nil {
+		if responses["412"] == nil && !strings.HasSuffix(path, "/batch") {
 			param("IfMatch")
 			responses["412"] = ref("PreconditionFailed")
 		}

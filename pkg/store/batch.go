@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/apperr"
@@ -77,4 +78,28 @@ func pendingItems(out []model.ItemOutcome) []int {
 		}
 	}
 	return pending
+}
+
+// UpdateBatch is the write of a batch of updates (PATCH /<resources>/batch):
+// errs[i] is item i's decoding error; the others are applied by update,
+// the service's single update, under g with the item's own If-Match, each
+// in a savepoint of one transaction (WriteBatch), in order, so a later
+// item sees what an earlier one changed. An item applied answers the new
+// ETag of what update returns (the resource as a GET shows it).
+func UpdateBatch[P, T any](ctx context.Context, s *Store, g model.Guard, items []model.PatchItem[P], errs []error,
+	update func(context.Context, model.Guard, uuid.UUID, P) (T, error)) ([]model.ItemOutcome, error) {
+	out := make([]model.ItemOutcome, len(items))
+	for i, item := range items {
+		out[i] = model.ItemOutcome{ID: item.ID, Err: errs[i]}
+	}
+	return out, s.WriteBatch(ctx, out, BatchWrite{Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
+		ig := g
+		ig.IfMatch = items[i].IfMatch
+		v, err := update(ctx, ig, items[i].ID, items[i].Patch)
+		if err != nil {
+			return model.ItemOutcome{ID: items[i].ID}, err
+		}
+		_, tag, err := model.ETagOf(v)
+		return model.ItemOutcome{ID: items[i].ID, ETag: tag}, err
+	}})
 }

@@ -21,6 +21,7 @@ type Endpoints struct {
 	GetAction     endpoint.Endpoint
 	ListActions   endpoint.Endpoint
 	UpdateAction  endpoint.Endpoint
+	UpdateActions endpoint.Endpoint
 	DeleteAction  endpoint.Endpoint
 
 	CreateActionDocument  endpoint.Endpoint
@@ -56,10 +57,11 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 				return s.CreateActions(ctx, by, in, errs, req.Find)
 			})(ctx, by, req.BatchRequest)
 		}),
-		GetAction:    endpoints.ByCaller(s.GetAction),
-		ListActions:  endpoints.ByCaller(endpoints.ListBy(s.ListActions)),
-		UpdateAction: endpoints.Guarded(endpoints.ByID(s.UpdateAction)),
-		DeleteAction: endpoints.Guarded(endpoints.NoContent(s.DeleteAction)),
+		GetAction:     endpoints.ByCaller(s.GetAction),
+		ListActions:   endpoints.ByCaller(endpoints.ListBy(s.ListActions)),
+		UpdateAction:  endpoints.Guarded(endpoints.ByID(s.UpdateAction)),
+		DeleteAction:  endpoints.Guarded(endpoints.NoContent(s.DeleteAction)),
+		UpdateActions: endpoints.Guarded(endpoints.BatchPatch(s.UpdateActions)),
 
 		CreateActionDocument: endpoints.Guarded(endpoints.Created(func(ctx context.Context, g model.Guard, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
 			return s.CreateActionDocument(ctx, g, req.ID, req.Body)

@@ -43,6 +43,8 @@ type Service interface {
 	GetAction(ctx context.Context, by model.Caller, id uuid.UUID) (ActionDetail, error)
 	ListActions(ctx context.Context, by model.Caller, f ActionFilter, page model.Page) (model.Paged[Action], error)
 	UpdateAction(ctx context.Context, g model.Guard, id uuid.UUID, p ActionPatch) (ActionDetail, error)
+	// UpdateActions applies each item of a batch as UpdateAction would (updates.go).
+	UpdateActions(ctx context.Context, g model.Guard, items []model.PatchItem[ActionPatch], errs []error) ([]model.ItemOutcome, error)
 	// DeleteAction deletes the action with its action documents.
 	DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error
 

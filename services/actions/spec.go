@@ -16,9 +16,11 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
 	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/services/actions/compliance/roller"
+	"github.com/assetregistry/registry/services/actions/due"
 	"github.com/assetregistry/registry/services/actions/plans"
 )
 
@@ -103,18 +105,30 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 }
 
 // rebuildCompliance is `actions rebuild-compliance`: the projection of the
-// assets from the assets service's listing, every latest action from the
-// actions table (docs/operations.md).
+// assets (their types and parents) from the assets service's listing,
+// every latest action from the actions table, the meter readings from the
+// assets service's listing of them (docs/operations.md).
 func rebuildCompliance(ctx context.Context, d servicekit.Deps) error {
 	registry := refs.New("actions", d.Store, d.Peers)
-	report, err := compliance.NewProjection(compliance.NewStore(d.Store)).Rebuild(ctx,
-		learning(ListAssetsOf(registry), access.New(d.Store, d.Peers.Get("assets"))))
+	report, err := rebuild(ctx, d.Store, registry, access.New(d.Store, d.Peers.Get("assets")))
 	if err != nil {
 		return fmt.Errorf("rebuild compliance: %w", err)
 	}
-	fmt.Fprintf(os.Stdout, "compliance rebuilt: %d assets listed, %d rows of assets no longer listed removed, %d latest actions\n",
-		report.Assets, report.Removed, report.Latest)
+	fmt.Fprintf(os.Stdout, "compliance rebuilt: %d assets listed, %d rows of assets no longer listed removed, %d latest actions, %d meter readings listed\n",
+		report.Assets, report.Removed, report.Latest, report.Readings)
 	return nil
+}
+
+// rebuild is what rebuild-compliance does: Projection.Rebuild over the
+// listing of assets (which also teaches seen), then the meter readings
+// the read model lacks, which usage plans count.
+func rebuild(ctx context.Context, db *store.Store, registry *refs.Registry, seen *access.Copy) (compliance.RebuildReport, error) {
+	report, err := compliance.NewProjection(compliance.NewStore(db)).Rebuild(ctx, learning(ListAssetsOf(registry), seen))
+	if err != nil {
+		return report, err
+	}
+	report.Readings, err = due.NewStore(db).RelearnReadings(ctx, registry)
+	return report, err
 }
 
 // learning is list that also has the copy of who sees which asset
@@ -156,7 +170,15 @@ func ListAssetsOf(registry *refs.Registry) compliance.AssetLister {
 			if err != nil {
 				return nil, fmt.Errorf("asset %s: asset_type_id %q: %w", f.ID, f.Attrs["asset_type_id"], err)
 			}
-			out = append(out, compliance.ListedAsset{ID: f.ID, AssetTypeID: typeID})
+			a := compliance.ListedAsset{ID: f.ID, AssetTypeID: typeID}
+			if p, ok := f.Attrs["parent_asset_id"]; ok {
+				parent, err := uuid.Parse(p)
+				if err != nil {
+					return nil, fmt.Errorf("asset %s: parent_asset_id %q: %w", f.ID, p, err)
+				}
+				a.Parent = &parent
+			}
+			out = append(out, a)
 		}
 		return out, nil
 	}

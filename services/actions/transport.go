@@ -19,6 +19,8 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("POST", "/actions", endpoints.Serve(e.CreateAction, httpx.Body[ActionInput], endpoints.IdempotencyKey))
 	handle("POST", "/actions/find", endpoints.Serve(e.FindAction, httpx.Find[ActionInput](true), endpoints.IdempotencyKey))
 	handle("POST", "/actions/batch", endpoints.Serve(e.CreateActions, decodeActionsBatch, endpoints.IdempotencyKey))
+	// Each item carries its own If-Match (if_match).
+	handle("PATCH", "/actions/batch", endpoints.Serve(e.UpdateActions, endpoints.DecodeBatch, endpoints.OwnerOnly))
 	handle("GET", "/actions", endpoints.Serve(e.ListActions, decodeListActions))
 	handle("GET", "/actions/{id}", endpoints.Serve(e.GetAction, httpx.PathID))
 	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch], endpoints.IfMatch, endpoints.OwnerOnly))

@@ -432,6 +432,8 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 	actionDocument := action + "/action_documents/" + w.Call(201, "POST", action+"/action_documents", w.RW, link()).JSON()["id"].(string)
 	return []servicetest.OwnerCase{
 		{Name: "patch action", Method: "PATCH", Path: action, Body: map[string]any{"reference": "TAKEN"}, Read: action, AdminStatus: 200},
+		{Name: "patch actions in a batch", Method: "PATCH", Path: "/actions/batch", Read: action, AdminStatus: 200, Batch: true,
+			Body: map[string]any{"items": []any{map[string]any{"id": id, "patch": map[string]any{"reference": "BATCH"}}}}},
 		{Name: "link a document", Method: "POST", Path: action + "/action_documents", Body: link(), Read: action, AdminStatus: 201},
 		{Name: "link documents in a batch", Method: "POST", Path: "/actions/action_documents/batch", Body: map[string]any{"items": []any{link()}},
 			Read: action, AdminStatus: 200, Batch: true},

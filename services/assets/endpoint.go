@@ -16,6 +16,7 @@ type Endpoints struct {
 	ListAssets   endpoint.Endpoint
 	FindAsset    endpoint.Endpoint
 	UpdateAsset  endpoint.Endpoint
+	UpdateAssets endpoint.Endpoint
 	DeleteAsset  endpoint.Endpoint
 }
 
@@ -28,6 +29,7 @@ func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 		ListAssets:   endpoints.ByCaller(endpoints.ListBy(s.ListAssets)),
 		FindAsset:    endpoints.ByCaller(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
 		UpdateAsset:  endpoints.Guarded(endpoints.ByID(s.UpdateAsset)),
+		UpdateAssets: endpoints.Guarded(endpoints.BatchPatch(s.UpdateAssets)),
 		DeleteAsset:  endpoints.Guarded(endpoints.NoContent(s.DeleteAsset)),
 	}
 	endpoints.Wrap(&e, middleware...)

@@ -17,6 +17,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/assets/assettypes"
 	"github.com/assetregistry/registry/services/assets/custody"
 )
@@ -39,6 +40,11 @@ type Service interface {
 	// outcome is an item's; the error fails the whole batch.
 	CreateAssets(ctx context.Context, by model.Caller, in []AssetInput, errs []error) ([]model.ItemOutcome, error)
 	UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, p AssetPatch) (Asset, error)
+	// UpdateAssets applies each item of a batch as UpdateAsset would, under
+	// g with the item's own If-Match; errs[i] is item i's decoding error.
+	// Each outcome is an item's (its new ETag, or its error); the error
+	// fails the whole batch.
+	UpdateAssets(ctx context.Context, g model.Guard, items []model.PatchItem[AssetPatch], errs []error) ([]model.ItemOutcome, error)
 	DeleteAsset(ctx context.Context, g model.Guard, id uuid.UUID) error
 }
 
@@ -286,6 +292,31 @@ func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, 
 		return Asset{}, s.hideUnseen(ctx, g.Caller, err)
 	}
 	return s.store.GetAsset(ctx, id)
+}
+
+// UpdateAssets applies the items in one transaction, each in a savepoint
+// of its own (store.UpdateBatch), so an item refused (404, 403, 412, 422,
+// 409) changes nothing and leaves the others; a later item sees what an
+// earlier one changed. A batch that moves any asset under a parent takes
+// the parent moves' turn first, for the whole batch, so its row locks are
+// never taken before that lock (as a single move takes them).
+func (s *service) UpdateAssets(ctx context.Context, g model.Guard, items []model.PatchItem[AssetPatch], errs []error) ([]model.ItemOutcome, error) {
+	moves := false
+	for i, item := range items {
+		moves = moves || errs[i] == nil && item.Patch.ParentAssetID.Set && !item.Patch.ParentAssetID.Null
+	}
+	var out []model.ItemOutcome
+	update := func(ctx context.Context) (err error) {
+		out, err = store.UpdateBatch(ctx, s.store.Store, g, items, errs, s.UpdateAsset)
+		return err
+	}
+	err := s.store.Together(ctx, func(ctx context.Context) error {
+		if moves {
+			return s.store.Moving(ctx, update)
+		}
+		return update(ctx)
+	})
+	return out, err
 }
 
 // parentSeen holds a parent_asset_id to the assets the caller sees

@@ -36,9 +36,11 @@ type Store struct {
 // side of the reference protocol.
 func NewStore(s *store.Store, r *refs.Registry) *Store {
 	r.Owns("asset", refs.ExistsIn("assets"))
-	// The actions service rebuilds its projection of assets (compliance)
-	// from this listing.
-	r.Lists("asset", refs.ListIn("assets", "asset_type_id"))
+	// The actions service rebuilds its projection of assets (compliance:
+	// each asset's type and parent) from this listing.
+	r.Lists("asset", refs.ListIn("assets", "asset_type_id", "parent_asset_id"))
+	// ... and relearns from this one the readings a usage plan counts.
+	r.Lists("meter_reading", listReadings)
 	r.PointsAt("person", func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 		return assetRefs(ctx, q, "responsible_person_id", id)
 	})
@@ -461,4 +463,26 @@ func componentChanges(component Asset, from, to *uuid.UUID) []outbox.Change {
 		out = append(out, outbox.Created(outbox.KindAssetComponent, to.String(), component))
 	}
 	return out
+}
+
+// listReadings is the reference protocol's listing of every meter reading
+// (meters), in id order: each reading's fields as its meter_reading.created
+// event has them, the times in RFC 3339 (UTC, microseconds as stored), the
+// value as PostgreSQL writes a float8, which reads back exactly.
+func listReadings(ctx context.Context, q store.Querier, after uuid.UUID, limit int) ([]refs.Found, error) {
+	const at = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
+	rows, err := q.Query(ctx, `SELECT id, asset_id::text, meter, value::text, reset::text,
+			to_char(read_at AT TIME ZONE 'UTC', `+at+`), to_char(created_at AT TIME ZONE 'UTC', `+at+`)
+		FROM meter_readings WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, store.Classify(err, "list meter readings")
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (refs.Found, error) {
+		var f refs.Found
+		var asset, meter, value, reset, readAt, createdAt string
+		err := row.Scan(&f.ID, &asset, &meter, &value, &reset, &readAt, &createdAt)
+		f.Attrs = refs.Attrs{"asset_id": asset, "meter": meter, "value": value, "reset": reset, "read_at": readAt, "created_at": createdAt}
+		return f, err
+	})
+	return found, store.Classify(err, "list meter readings")
 }

@@ -18,6 +18,9 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle := r.Handle
 	handle("POST", "/assets", endpoints.Serve(e.CreateAsset, httpx.Body[AssetInput], endpoints.IdempotencyKey))
 	handle("POST", "/assets/batch", endpoints.Serve(e.CreateAssets, endpoints.DecodeBatch, endpoints.IdempotencyKey))
+	// Each item carries its own If-Match (if_match); the owner rule is the
+	// single PATCH's, item by item.
+	handle("PATCH", "/assets/batch", endpoints.Serve(e.UpdateAssets, endpoints.DecodeBatch, endpoints.OwnerOnly))
 	handle("GET", "/assets", endpoints.Serve(e.ListAssets, decodeListAssets))
 	// cached: answered from Redis until a write changes it (cache.go)
 	handle("POST", "/assets/find", endpoints.Serve(e.FindAsset, httpx.Find[AssetQuery](true), endpoints.IdempotencyKey))

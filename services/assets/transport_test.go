@@ -353,6 +353,8 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 		{Name: "detach document", Method: "DELETE", Path: typ + "/documents/" + manual, Read: typ, AdminStatus: 204},
 		{Name: "set thumbnail", Method: "PUT", Path: typ + "/thumbnail", Body: map[string]any{"document_id": image}, Read: typ, AdminStatus: 200},
 		{Name: "patch asset", Method: "PATCH", Path: asset, Body: map[string]any{"serial_number": "SN-TAKEN"}, Read: asset, AdminStatus: 200},
+		{Name: "patch assets in a batch", Method: "PATCH", Path: "/assets/batch", Batch: true, Read: asset, AdminStatus: 200,
+			Body: map[string]any{"items": []any{map[string]any{"id": strings.TrimPrefix(asset, "/assets/"), "patch": map[string]any{"status": "batch"}}}}},
 		{Name: "delete asset", Method: "DELETE", Path: asset, Read: asset, AdminStatus: 204},
 		{Name: "delete asset type", Method: "DELETE", Path: typ, Read: typ, AdminStatus: 204},
 	}

@@ -32,6 +32,7 @@ var mayBeAbsent = map[string]string{
 	// that refused the item, never both.
 	"BatchResult.id":      "only for an item that succeeded",
 	"BatchResult.problem": "only for an item that was refused",
+	"BatchResult.etag":    "only for an item that updated (a batch of updates)",
 	// A problem (inside a batch's 200) has RFC 9457's members always and
 	// each extension only where its kind has one.
 	"Problem.detail":          "RFC 9457: optional",

@@ -97,6 +97,8 @@ var tenancyOf = map[string]tenancy{
 	"POST /assets/{id}/grants": managesAsset, "DELETE /assets/{id}/grants/{organization_id}": managesAsset,
 	"POST /assets/{id}/transfers": managesAsset, "POST /assets/owners": managesAsset,
 	"DELETE /assets/{id}/passport_links/{link_id}": managesAsset,
+	// Each item as its single PATCH: the matrix calls both.
+	"PATCH /assets/batch": managesAsset, "PATCH /actions/batch": managesAsset,
 
 	"GET /transfers": ownTransfers, "GET /transfers/{id}": ownTransfers, "POST /transfers/{id}/accept": ownTransfers,
 	"POST /transfers/{id}/reject": ownTransfers, "POST /transfers/{id}/cancel": ownTransfers,
@@ -317,6 +319,22 @@ func TestTenancyMatrix(t *testing.T) {
 					t.Errorf("PATCH by the owner's client or an admin: %d, want 200: %s", patched.Status, patched.Raw)
 				case r.sees && !r.manages && patched.Status != 403:
 					t.Errorf("PATCH by a client neither creator nor of the owner organization: %d, want 403: %s", patched.Status, patched.Raw)
+				}
+				// A batch of updates refuses each item as its single PATCH
+				// would (the owner's action: only the owner's client and an
+				// admin change it), and answers 200 for the batch.
+				for path, id := range map[string]string{"/assets/batch": f.asset, "/actions/batch": f.action} {
+					want := 404
+					if r.sees {
+						want = 403
+						if r.manages {
+							want = 200
+						}
+					}
+					got := gw.Do(t, "PATCH", path, r.token, map[string]any{"items": []any{map[string]any{"id": id, "patch": map[string]any{}}}})
+					if items := got.List(); got.Status != 200 || len(items) != 1 || items[0]["status"] != float64(want) {
+						t.Errorf("PATCH %s of the record: %d %s, want one item answered %d", path, got.Status, got.Raw, want)
+					}
 				}
 				grant := gw.Do(t, "POST", grantsPath, r.token, map[string]any{"organization_id": matrixThirdOrganization(t), "role": "read"})
 				switch {

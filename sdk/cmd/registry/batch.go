@@ -21,28 +21,37 @@ import (
 )
 
 // batchCommand is `registry batch assets|actions FILE.ndjson`: each line
-// of the file one item as `assets create` or `actions create` takes it,
-// sent in batches of up to registry.MaxBatch items (and maxBatchBytes of
+// of the file one item as `assets create` or `actions create` takes it
+// (with -patch, an update: {"id", "if_match", "patch"}), sent in batches of up to registry.MaxBatch items (and maxBatchBytes of
 // JSON). Each batch carries an Idempotency-Key made of its lines' numbers
 // and content, so the same file sent again (after a crash, a lost answer)
-// replays the answers instead of writing twice. One outcome per line goes
+// replays the answers instead of writing twice (updates carry none: an
+// item's if_match makes it safe to send again). One outcome per line goes
 // to stdout as a JSON line; a line that failed (the registry refused it,
 // or it is not an item) makes the exit status 1.
 func (a *app) batchCommand() *ffcli.Command {
-	var find bool
+	var find, patch bool
 	var keyBase string
-	return a.leaf("batch", "batch assets|actions FILE.ndjson [-find] [-idempotency-key K]",
+	return a.leaf("batch", "batch assets|actions FILE.ndjson [-find | -patch] [-idempotency-key K]",
 		"send the items of a JSON-lines file in batches; one outcome per line", 2, 2,
 		func(fs *flag.FlagSet) {
 			fs.BoolVar(&find, "find", false, "actions: find each action by its source pair before recording it")
-			fs.StringVar(&keyBase, "idempotency-key", "", "the start of every batch's Idempotency-Key (default: the collection's)")
+			fs.BoolVar(&patch, "patch", false, `update: each line {"id", "if_match" (optional), "patch"}, applied as a PATCH of that id`)
+			fs.StringVar(&keyBase, "idempotency-key", "", "the start of every batch's Idempotency-Key (default: the collection's; not with -patch)")
 		},
 		func(ctx context.Context, args []string) error {
-			if keyBase == "" {
+			if patch && (find || keyBase != "") {
+				return usageError{"registry batch: -patch takes neither -find nor -idempotency-key (each item's if_match makes it safe to send again)"}
+			}
+			if keyBase == "" && !patch {
 				keyBase = "batch-" + args[0] + "-" + strconv.FormatBool(find) + "-"
 			}
 			var run func(context.Context, io.Reader, *batchCounts) error
 			switch {
+			case args[0] == "assets" && patch:
+				run = (&batcher[registry.PatchItem]{w: json.NewEncoder(a.stdout), send: a.c.UpdateAssets, updates: true}).run
+			case args[0] == "actions" && patch:
+				run = (&batcher[registry.PatchItem]{w: json.NewEncoder(a.stdout), send: a.c.UpdateActions, updates: true}).run
 			case args[0] == "assets" && !find:
 				run = (&batcher[registry.AssetInput]{w: json.NewEncoder(a.stdout), send: a.c.CreateAssets, keyBase: keyBase}).run
 			case args[0] == "actions" && find:
@@ -63,7 +72,11 @@ func (a *app) batchCommand() *ffcli.Command {
 			if err := run(ctx, f, &n); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "registry batch: %d items: %d written, %d found, %d failed\n", n.items, n.written, n.found, n.failed)
+			if patch {
+				fmt.Fprintf(a.stderr, "registry batch: %d items: %d updated, %d failed\n", n.items, n.found, n.failed)
+			} else {
+				fmt.Fprintf(a.stderr, "registry batch: %d items: %d written, %d found, %d failed\n", n.items, n.written, n.found, n.failed)
+			}
 			if n.failed > 0 {
 				return errRowsFailed
 			}
@@ -86,6 +99,7 @@ type batcher[In any] struct {
 	w       *json.Encoder
 	send    func(context.Context, []In, ...registry.CallOption) ([]registry.BatchResult, error)
 	keyBase string
+	updates bool // a batch of updates: no Idempotency-Key; 200 is an item updated
 
 	items []In
 	lines []int     // of items
@@ -144,8 +158,11 @@ func (b *batcher[In]) flush(ctx context.Context, n *batchCounts) error {
 	if len(b.items) == 0 {
 		return nil
 	}
-	key := b.keyBase + strconv.Itoa(b.lines[0]) + "-" + hex.EncodeToString(b.hash.Sum(nil)[:12])
-	results, err := b.send(ctx, b.items, registry.IdempotencyKey(key))
+	var opts []registry.CallOption
+	if !b.updates {
+		opts = append(opts, registry.IdempotencyKey(b.keyBase+strconv.Itoa(b.lines[0])+"-"+hex.EncodeToString(b.hash.Sum(nil)[:12])))
+	}
+	results, err := b.send(ctx, b.items, opts...)
 	if err != nil {
 		return fmt.Errorf("the batch from line %d: %w", b.lines[0], err)
 	}

@@ -301,6 +301,7 @@ func cutType(t string) (kind, op string, ok bool) {
 type ListedAsset struct {
 	ID          uuid.UUID
 	AssetTypeID uuid.UUID
+	Parent      *uuid.UUID // its parent_asset_id (nil: none)
 }
 
 // AssetLister pages through every asset of the assets service in id
@@ -318,6 +319,7 @@ const RebuildMargin = time.Minute
 // actions written.
 type RebuildReport struct {
 	Assets, Removed, Latest int64
+	Readings                int64 // meter readings listed, and kept where the model lacked them (spec.go's rebuild)
 }
 
 // UUIDAt is the smallest UUIDv7 of t's millisecond: every id made at or

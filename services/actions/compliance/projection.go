@@ -67,8 +67,9 @@ func (p *Projection) ApplyAsset(ctx context.Context, ev AssetEvent) error {
 	return nil
 }
 
-// Rebuild makes the read model again from its sources: known_assets from
-// the assets service's listing and latest_actions from the actions table.
+// Rebuild makes the read model again from its sources: known_assets and
+// the parent links (known_parents, what include=components rolls up) from
+// the assets service's listing, latest_actions from the actions table.
 // The consumer may keep running: the floor, set first, makes it skip the
 // events the listing already holds, and an event newer than the floor
 // wins over the listing's row. Readers see the old rows until each is
@@ -92,11 +93,21 @@ func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildRepo
 		if err := p.store.putListed(ctx, page, floor); err != nil {
 			return report, err
 		}
+		ids, parents := make([]uuid.UUID, len(page)), make([]*uuid.UUID, len(page))
+		for i, a := range page {
+			ids[i], parents[i] = a.ID, a.Parent
+		}
+		if err := p.due.RelearnParents(ctx, floor, ids, parents); err != nil {
+			return report, err
+		}
 		report.Assets += int64(len(page))
 		after = page[len(page)-1].ID
 	}
 	var err error
 	if report.Removed, err = p.store.removeUnlisted(ctx, floor); err != nil {
+		return report, err
+	}
+	if err := p.due.EndUnlistedParents(ctx, floor); err != nil {
 		return report, err
 	}
 	report.Latest, err = p.store.RebuildLatest(ctx)

@@ -135,16 +135,26 @@ func (s *Store) AssetTypeOf(ctx context.Context, id uuid.UUID) (*uuid.UUID, erro
 // asset's parent (nil: none, or the asset is deleted). An event older
 // than one already applied to the asset changes nothing; a parent that
 // did not change keeps its link; another ends the link and begins one.
+// The link is ended by a statement of its own before the new one is
+// written: in one statement the insert ran first and met the old link in
+// known_parents_current, so a move from one parent straight to another
+// failed (and held the projection's consumer back) every time.
 func (s *Store) ApplyParent(ctx context.Context, eventID, asset uuid.UUID, parent *uuid.UUID) error {
-	_, err := s.Pool.Exec(ctx, `WITH newest AS (SELECT NOT EXISTS (SELECT FROM known_parents
-			WHERE asset_id = $1 AND (from_event >= $3 OR until_event >= $3)) AS ok),
-		ended AS (UPDATE known_parents SET until_event = $3 WHERE asset_id = $1 AND until_event IS NULL
-			AND parent_asset_id IS DISTINCT FROM $2 AND (SELECT ok FROM newest) RETURNING asset_id)
-		INSERT INTO known_parents (asset_id, parent_asset_id, from_event) SELECT $1, $2, $3
-		WHERE $2::uuid IS NOT NULL AND (SELECT ok FROM newest)
-			AND NOT EXISTS (SELECT FROM known_parents WHERE asset_id = $1 AND until_event IS NULL AND parent_asset_id = $2)`,
-		asset, parent, eventID)
-	return store.Classify(err, "apply parent link")
+	return s.Write(ctx, "apply parent link", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		var newest bool
+		if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM known_parents WHERE asset_id = $1 AND (from_event >= $2 OR until_event >= $2))`,
+			asset, eventID).Scan(&newest); err != nil || !newest {
+			return nil, store.Classify(err, "apply parent link")
+		}
+		if _, err := tx.Exec(ctx, `UPDATE known_parents SET until_event = $3 WHERE asset_id = $1 AND until_event IS NULL
+			AND parent_asset_id IS DISTINCT FROM $2`, asset, parent, eventID); err != nil {
+			return nil, store.Classify(err, "end parent link")
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO known_parents (asset_id, parent_asset_id, from_event) SELECT $1, $2, $3
+			WHERE $2::uuid IS NOT NULL AND NOT EXISTS (SELECT FROM known_parents WHERE asset_id = $1 AND until_event IS NULL)`,
+			asset, parent, eventID)
+		return nil, store.Classify(err, "apply parent link")
+	})
 }
 
 // Link is a component and an asset it is part of (its parent, or a
@@ -175,9 +185,56 @@ func (s *Store) Components(ctx context.Context, parents []uuid.UUID, bound *uuid
 		SELECT DISTINCT asset_id, root FROM c`, held, maxDepth), args...)
 }
 
+const insertReadingSQL = `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`
+
 // ApplyReading keeps a meter reading (once: its id).
 func (s *Store) ApplyReading(ctx context.Context, r Reading) error {
-	_, err := s.Pool.Exec(ctx, `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`, r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt)
+	_, err := s.Pool.Exec(ctx, insertReadingSQL, r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt)
 	return store.Classify(err, "apply meter reading")
+}
+
+// RelearnParents records the parents the assets service lists now
+// (parents[i] of ids[i]; nil: none), as an asset event with the id floor
+// would (a rebuild's floor, older than the listing): a link that holds
+// already is kept with its history; another is ended at floor and the
+// listed one begins there; an asset an event newer than floor was applied
+// to keeps what that event said. Two statements, so the ended link is out
+// of the way (known_parents_current) before the new one is written.
+func (s *Store) RelearnParents(ctx context.Context, floor uuid.UUID, ids []uuid.UUID, parents []*uuid.UUID) error {
+	return s.Write(ctx, "relearn parent links", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+		const listed = `unnest($1::uuid[], $2::uuid[]) AS l(asset_id, parent_asset_id)`
+		// Newer than floor: a link begun after it, or ended after it by
+		// an event (this rebuild ends links exactly at floor).
+		const newer = `EXISTS (SELECT FROM known_parents n WHERE n.asset_id = l.asset_id AND (n.from_event >= $3 OR n.until_event > $3))`
+		if _, err := tx.Exec(ctx, `UPDATE known_parents k SET until_event = $3 FROM `+listed+`
+			WHERE k.asset_id = l.asset_id AND k.until_event IS NULL AND k.parent_asset_id IS DISTINCT FROM l.parent_asset_id
+				AND NOT `+newer, ids, parents, floor); err != nil {
+			return nil, store.Classify(err, "end parent links")
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO known_parents (asset_id, parent_asset_id, from_event)
+			SELECT l.asset_id, l.parent_asset_id, $3 FROM `+listed+`
+			WHERE l.parent_asset_id IS NOT NULL AND NOT `+newer+`
+				AND NOT EXISTS (SELECT FROM known_parents k WHERE k.asset_id = l.asset_id AND k.until_event IS NULL)`, ids, parents, floor)
+		return nil, store.Classify(err, "relearn parent links")
+	})
+}
+
+// EndUnlistedParents ends, at floor, the links of assets a rebuild did
+// not list (deleted while their events were missed): their components no
+// longer roll up into anything through them.
+func (s *Store) EndUnlistedParents(ctx context.Context, floor uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `UPDATE known_parents k SET until_event = $1 WHERE k.until_event IS NULL AND k.from_event < $1
+		AND NOT EXISTS (SELECT FROM known_assets a WHERE a.asset_id = k.asset_id AND NOT a.deleted)`, floor)
+	return store.Classify(err, "end links of unlisted assets")
+}
+
+// ApplyReadings keeps meter readings, each once (its id), as ApplyReading
+// does one, in one round trip.
+func (s *Store) ApplyReadings(ctx context.Context, rs []Reading) error {
+	batch := &pgx.Batch{}
+	for _, r := range rs {
+		batch.Queue(insertReadingSQL, r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt)
+	}
+	return store.Classify(s.Pool.SendBatch(ctx, batch).Close(), "apply meter readings")
 }

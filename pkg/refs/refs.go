@@ -145,6 +145,20 @@ func ExistsIn(table string) ExistsFunc {
 // ReferrersFunc reads what points at the target id.
 type ReferrersFunc func(ctx context.Context, q store.Querier, id uuid.UUID) ([]Ref, error)
 
+// Kinds is what a store declares of the protocol: the kinds it owns, the
+// kinds of others it points at, and the kinds it lists, each with the
+// read that answers for it. A store is given Kinds, never the Registry: it
+// speaks only SQL, and nothing it is given can call another service (the
+// service holds the Registry, asks the owners, and hands the store the
+// *Checked its transaction confirms).
+type Kinds interface {
+	Owns(kind string, exists ExistsFunc)
+	PointsAt(kind string, referrers ReferrersFunc)
+	Lists(kind string, list ListFunc)
+}
+
+var _ Kinds = (*Registry)(nil)
+
 // Registry is one service's side of the protocol: the kinds it owns and
 // the kinds of others it points at. It implements Service.
 type Registry struct {

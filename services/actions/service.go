@@ -84,11 +84,13 @@ type service struct {
 	due     *due.Store // plans per asset, components, usage
 }
 
-// NewService returns the service over store; the action types a write may
-// name are read from the same schema (actiontypes); t decides what a
-// caller bound to an organization sees and records on.
-func NewService(store *Store, t Tenancy) Service {
-	return &service{store: store, refs: store.refs, today: model.Today,
+// NewService returns the service over store, asking peers through r (the
+// registry store declared its side of the reference protocol in); the
+// action types a write may name are read from the same schema
+// (actiontypes); t decides what a caller bound to an organization sees and
+// records on.
+func NewService(store *Store, r *refs.Registry, t Tenancy) Service {
+	return &service{store: store, refs: r, today: model.Today,
 		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store)), tenancy: t, due: due.NewStore(store.Store)}
 }
 
@@ -200,13 +202,15 @@ func (s *service) CreateActions(ctx context.Context, by model.Caller, in []Actio
 	if find {
 		return out, s.findOrCreateActions(ctx, by, in, out)
 	}
-	return out, s.createActions(ctx, by, in, out)
+	return out, s.createActions(ctx, by, in, out, nil)
 }
 
 // createActions asks about the targets of the whole batch together, each
 // owner once, before the store's transaction: an owner that cannot answer
-// fails the batch, a target that does not exist only its items.
-func (s *service) createActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome) error {
+// fails the batch, a target that does not exist only its items. A batch
+// written in rounds inside one transaction was asked about before it
+// (asked), since no owner is asked inside a transaction.
+func (s *service) createActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome, asked *refs.Checked) error {
 	targetsOf := func(in ActionInput) []refs.Target { return actionReferences(in, nil) }
 	var assets []uuid.UUID
 	for i := range in {
@@ -227,8 +231,10 @@ func (s *service) createActions(ctx context.Context, by model.Caller, in []Actio
 			all = append(all, targetsOf(in[i])...)
 		}
 	}
-	checked, err := s.refs.Ask(ctx, all...)
-	if err != nil {
+	var checked *refs.Checked
+	if asked != nil {
+		checked = asked.Of(all...)
+	} else if checked, err = s.refs.Ask(ctx, all...); err != nil {
 		return err
 	}
 	for i := range in {
@@ -236,7 +242,9 @@ func (s *service) createActions(ctx context.Context, by model.Caller, in []Actio
 			out[i].Err = checked.Missing(targetsOf(in[i])...)
 		}
 	}
-	if err := s.store.CreateActions(ctx, by, in, out, checked, targetsOf); err != nil {
+	if err := s.refs.CheckingFrom(ctx, checked, func(checked *refs.Checked) error {
+		return s.store.CreateActions(ctx, by, in, out, checked, targetsOf)
+	}); err != nil {
 		return err
 	}
 	for i := range out {
@@ -276,6 +284,16 @@ func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in [
 		}
 		settled[i] = out[i].Err != nil
 	}
+	var all []refs.Target
+	for i := range in {
+		if !settled[i] {
+			all = append(all, actionReferences(in[i], nil)...)
+		}
+	}
+	asked, err := s.refs.Ask(ctx, all...)
+	if err != nil {
+		return err
+	}
 	return s.store.Together(ctx, func(ctx context.Context) error {
 		for {
 			var round []int
@@ -302,7 +320,7 @@ func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in [
 			for j, i := range round {
 				batch[j] = in[i]
 			}
-			if err := s.createActions(ctx, by, batch, results); err != nil {
+			if err := s.createActions(ctx, by, batch, results, asked); err != nil {
 				return err
 			}
 			for j, i := range round {
@@ -431,7 +449,9 @@ func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in [
 	if err != nil {
 		return out, err
 	}
-	return out, s.store.CreateActionDocuments(ctx, g, in, out, checked)
+	return out, s.refs.CheckingFrom(ctx, checked, func(checked *refs.Checked) error {
+		return s.store.CreateActionDocuments(ctx, g, in, out, checked)
+	})
 }
 
 func (s *service) ListActionDocuments(ctx context.Context, by model.Caller, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error) {

@@ -84,11 +84,9 @@ type service struct {
 	due     *due.Store // plans per asset, components, usage
 }
 
-// NewService returns the service over store, asking peers through r (the
-// registry store declared its side of the reference protocol in); the
-// action types a write may name are read from the same schema
-// (actiontypes); t decides what a caller bound to an organization sees and
-// records on.
+// NewService returns the service over store, asking peers through r; the
+// action types a write may name are read from the same schema (actiontypes);
+// t decides what a caller bound to an organization sees and records on.
 func NewService(store *Store, r *refs.Registry, t Tenancy) Service {
 	return &service{store: store, refs: r, today: model.Today,
 		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store)), tenancy: t, due: due.NewStore(store.Store)}
@@ -207,9 +205,7 @@ func (s *service) CreateActions(ctx context.Context, by model.Caller, in []Actio
 
 // createActions asks about the targets of the whole batch together, each
 // owner once, before the store's transaction: an owner that cannot answer
-// fails the batch, a target that does not exist only its items. A batch
-// written in rounds inside one transaction was asked about before it
-// (asked), since no owner is asked inside a transaction.
+// fails the batch, a target that does not exist only its items (asked: see askBatch).
 func (s *service) createActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome, asked *refs.Checked) error {
 	targetsOf := func(in ActionInput) []refs.Target { return actionReferences(in, nil) }
 	var assets []uuid.UUID
@@ -231,10 +227,8 @@ func (s *service) createActions(ctx context.Context, by model.Caller, in []Actio
 			all = append(all, targetsOf(in[i])...)
 		}
 	}
-	var checked *refs.Checked
-	if asked != nil {
-		checked = asked.Of(all...)
-	} else if checked, err = s.refs.Ask(ctx, all...); err != nil {
+	checked, err := s.askBatch(ctx, asked, all)
+	if err != nil {
 		return err
 	}
 	for i := range in {
@@ -284,13 +278,7 @@ func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in [
 		}
 		settled[i] = out[i].Err != nil
 	}
-	var all []refs.Target
-	for i := range in {
-		if !settled[i] {
-			all = append(all, actionReferences(in[i], nil)...)
-		}
-	}
-	asked, err := s.refs.Ask(ctx, all...)
+	asked, err := s.askPending(ctx, in, settled)
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,14 @@
 // The protocol, in terms of an owner O (parties) of a target T (a person)
 // and a referrer R (assets) creating a row X that points at T:
 //
-//   - R, inside the transaction that writes X, takes a shared advisory lock
-//     on T's key in its own database, then asks O whether T exists (Check).
-//     O answers from a plain read, and says no for a target whose delete is
-//     in progress. R writes X and commits, releasing the lock.
+//   - R asks O whether T exists, with nothing held (Checking, Ask); O
+//     answers from a plain read, and says no for a target whose delete is
+//     in progress. Then R, inside the transaction that writes X, takes a
+//     shared advisory lock on T's key in its own database and confirms
+//     that O's answer still stands (Confirm: its row of T did not change
+//     since), else undoes the transaction and asks again; nothing inside
+//     the transaction asks O (check.go). R writes X and commits, releasing
+//     the lock.
 //   - O deletes T in three steps (Delete): it records "T is being deleted"
 //     with a lease in a committed transaction, so from then on every check
 //     for T says no; it asks each service that can reference T's kind (the

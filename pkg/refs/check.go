@@ -141,7 +141,8 @@ func (r *Registry) Checking(ctx context.Context, write func(*Checked) error) err
 
 // CheckingFrom is Checking whose first run confirms first, a check the
 // service made already: a batch asks about the targets of all its items
-// at once (Ask) before its transaction.
+// at once (Ask) before its transaction. It asks at most MaxAsks times
+// more.
 func (r *Registry) CheckingFrom(ctx context.Context, first *Checked, write func(*Checked) error) error {
 	checked := first
 	for asks := 0; ; asks++ {

@@ -1,7 +1,11 @@
 package refs
 
-// The referrer's side of the protocol, with two savings over asking every
-// owner inside every write's transaction (docs/references.md, "References
+// The referrer's side of the protocol. Nothing of it that runs inside a
+// write's transaction calls another service: a transaction held across a
+// peer's answer would hold a connection of the pool and the targets'
+// locks for as long as the peer takes, and a store is the code that speaks
+// only SQL. The owners are asked by the service, with nothing held, and
+// the store's transaction only confirms (docs/references.md, "References
 // kept whole", gives the whole argument):
 //
 //   - Remembered answers. An owner's "it exists" is remembered in the
@@ -14,14 +18,19 @@ package refs
 //     either the delete's mark came later, and then the delete's question
 //     waits for the write's lock and sees the write (409), or the mark came
 //     earlier and the write would have seen it.
-//   - Asking before the transaction. Prepare reads the rows (no
-//     transaction) and asks the owners, each once for all it names; Confirm,
-//     in the write's transaction, takes the locks and reads the rows again.
-//     An answer got before the lock is trusted only when the row's version
+//   - Asking before the transaction. Ask reads the rows (no transaction)
+//     and asks the owners, each once for all it names; Confirm, in the
+//     write's transaction, takes the locks and reads the rows again. An
+//     answer got before the lock is trusted only when the row's version
 //     did not change in between: a delete that could still succeed marked
-//     the row after its owner stopped saying "exists", so after the answer,
-//     and before its exclusive lock, so before a lock taken later than it.
-//     A changed row is asked about again, under the lock, as before.
+//     the row after its owner stopped saying "exists", so after the
+//     answer, and before its exclusive lock, so before a lock taken later
+//     than it.
+//   - Asking again, never under the lock. A target neither remembered nor
+//     answered with its row unchanged makes Confirm answer ErrAskFirst: the
+//     write's transaction is undone, and Checking asks the owners about the
+//     targets it named, with nothing held, and runs the write again, a few
+//     times at most (MaxAsks; then a 503 with Retry-After).
 
 import (
 	"bytes"
@@ -65,11 +74,11 @@ type Ask struct {
 	IDs  []uuid.UUID `json:"ids"`
 }
 
-// ErrAskFirst is Confirm's answer, for a check made with Remembered, when
-// some target is not remembered: the write should end its transaction and
-// Prepare (asking the owners with nothing held), then write again. The
-// error Confirm returns is an *AskFirst naming the check's targets; it
-// matches ErrAskFirst with errors.Is.
+// ErrAskFirst is Confirm's answer when some target is neither remembered
+// alive nor answered by its owner since its row last changed: the write
+// should end its transaction, ask the owners with nothing held (Ask), then
+// write again, as Checking does. The error Confirm returns is an *AskFirst
+// naming the check's targets; it matches ErrAskFirst with errors.Is.
 var ErrAskFirst = errors.New("refs: some targets must be asked about before the transaction")
 
 // AskFirst is ErrAskFirst for the targets of one check: what Checking asks
@@ -80,11 +89,34 @@ func (e *AskFirst) Error() string        { return ErrAskFirst.Error() }
 func (e *AskFirst) Is(target error) bool { return target == ErrAskFirst }
 
 // Remembered is a check that trusts only what this service remembers:
-// Confirm answers ErrAskFirst instead of asking an owner under the locks.
-// It is the first try of a write whose targets are usually remembered: no
-// read before the transaction, no ask.
+// Confirm answers ErrAskFirst for any other target. It is the first try of
+// a write whose targets are usually remembered: no read before the
+// transaction, no ask.
 func (r *Registry) Remembered(targets ...Target) *Checked {
-	return &Checked{r: r, targets: targets, rememberedOnly: true}
+	return &Checked{r: r, targets: targets}
+}
+
+// MaxAsks bounds how many times Checking asks the owners for one write.
+// A write asks again only when a target's row changed between the ask and
+// its transaction (a delete's question marked it meanwhile) or when the
+// targets themselves changed (a patch that read a row another write had
+// changed since): a target that keeps changing past this is a 503 with
+// Retry-After (retryLater), with nothing written, and the client tries
+// again.
+const MaxAsks = 3
+
+// retryLater is the answer of a write Checking gives up on: a 503 with
+// Retry-After, since nothing was written and the same request will most
+// likely go through a moment later. why ends the detail.
+func retryLater(targets []Target, why string, cause error) error {
+	fields := make([]string, 0, len(targets))
+	for _, t := range targets {
+		if !slices.Contains(fields, t.Field) {
+			fields = append(fields, t.Field)
+		}
+	}
+	return apperr.Wrap(apperr.KindUnavailable, "the references of this write ("+strings.Join(fields, ", ")+") "+why+"; nothing was written, retry later",
+		cause).WithHeader("Retry-After", "1")
 }
 
 // Checking runs write, a transaction that confirms the references it
@@ -94,19 +126,46 @@ func (r *Registry) Remembered(targets ...Target) *Checked {
 // remembers: no read before the transaction, no ask. When a target is not
 // remembered, the write answers ErrAskFirst and its transaction is undone;
 // the owners are then asked about the targets it named, with nothing held,
-// and write runs once more with their answers (a target whose row changed
-// again meanwhile is asked about under its lock, as Check does).
+// and write runs once more with their answers. A target whose row changed
+// again meanwhile (or a patch whose targets changed with the row it read)
+// is ErrAskFirst again: at most MaxAsks asks, then a 503 with Retry-After.
+//
+// Checking is called outside any transaction: the request's unit of work,
+// when write's undone transaction was all it held, is let go before the
+// owners are asked (store.LetGo); a transaction still held then (lasting
+// writes of the same request) is answered a 503, never asked across, and
+// askOwners refuses to ask inside one.
 func (r *Registry) Checking(ctx context.Context, write func(*Checked) error) error {
-	err := write(r.Remembered())
-	var first *AskFirst
-	if !errors.As(err, &first) {
-		return err
+	return r.CheckingFrom(ctx, r.Remembered(), write)
+}
+
+// CheckingFrom is Checking whose first run confirms first, a check the
+// service made already: a batch asks about the targets of all its items
+// at once (Ask) before its transaction. It asks at most MaxAsks times
+// more.
+func (r *Registry) CheckingFrom(ctx context.Context, first *Checked, write func(*Checked) error) error {
+	checked := first
+	for asks := 0; ; asks++ {
+		err := write(checked)
+		var again *AskFirst
+		if !errors.As(err, &again) {
+			return err
+		}
+		if asks == MaxAsks {
+			return retryLater(again.Targets, "kept changing while they were checked",
+				fmt.Errorf("refs: targets still changing after %d asks", MaxAsks))
+		}
+		if store.LetGo(ctx); store.Holding(ctx) {
+			// A transaction of the request has lasting writes (a batch
+			// written in rounds), which asking would hold across the
+			// owners' answers: the request is undone and tried again.
+			return retryLater(again.Targets, "must be checked again, which cannot be done inside the request's transaction",
+				ErrAskInTransaction)
+		}
+		if checked, err = r.Ask(ctx, again.Targets...); err != nil {
+			return err
+		}
 	}
-	checked, err := r.Ask(ctx, first.Targets...)
-	if err != nil {
-		return err
-	}
-	return write(checked)
 }
 
 // CheckingFor is Checking for a write that answers a value (a create
@@ -124,22 +183,21 @@ func CheckingFor[T any](ctx context.Context, r *Registry, write func(*Checked) (
 // Checked is what Prepare learnt of a write's targets before its
 // transaction, for Confirm to trust or ask again.
 type Checked struct {
-	r              *Registry
-	rememberedOnly bool
-	targets        []Target
-	seen           map[Key]int64 // row versions read before the owners were asked (0: no row)
-	answers        map[Key]Attrs // the owners' answers: a key is there when its target exists
-	asked          map[Key]bool
+	r       *Registry
+	targets []Target
+	seen    map[Key]int64 // row versions read before the owners were asked (0: no row)
+	answers map[Key]Attrs // the owners' answers: a key is there when its target exists
+	asked   map[Key]bool
 }
 
 // Targets are the targets the check is about.
 func (c *Checked) Targets() []Target { return c.targets }
 
 // Of is the check of targets with what c learnt: the answers c got for
-// some of them are trusted as Confirm trusts them, the others are asked
-// about under their locks (or, for a check made with Remembered, answered
-// ErrAskFirst). A patch knows its targets only once its transaction has
-// read the row: it confirms c.Of(those targets).
+// some of them are trusted as Confirm trusts them, the others, unless
+// remembered alive, are answered ErrAskFirst. A patch knows its targets
+// only once its transaction has read the row: it confirms c.Of(those
+// targets).
 func (c *Checked) Of(targets ...Target) *Checked {
 	of := *c
 	of.targets = targets
@@ -234,8 +292,9 @@ func (r *Registry) Ask(ctx context.Context, targets ...Target) (*Checked, error)
 // Confirm is the part of a check inside the write's transaction: it locks
 // each target against a concurrent delete's question (shared, until the
 // transaction ends) and then trusts, for each, what it remembers (alive)
-// or Prepare's answer when nothing changed since; it asks the owners again
-// about the rest. Targets that do not exist are a 422 naming their fields.
+// or Ask's answer when nothing changed since; for any other target it
+// answers ErrAskFirst, and asks nobody. Targets that do not exist are a
+// 422 naming their fields.
 // It returns each target's attributes (as first told: only attributes that
 // never change may be relied on, as a document's).
 func (r *Registry) Confirm(ctx context.Context, tx pgx.Tx, c *Checked) (map[uuid.UUID]Attrs, error) {
@@ -339,13 +398,13 @@ func (cf *Confirmation) Read(results pgx.BatchResults) error {
 }
 
 // Finish decides, once the batch is closed, from what Read saw: targets
-// remembered alive exist; the others are trusted from Prepare's answer
-// when their row did not change since, or asked again (ErrAskFirst for a
-// check made with Remembered).
+// remembered alive exist; the others are trusted from Ask's answer when
+// their row did not change since. Any other target is ErrAskFirst: it is
+// asked about by Checking, after this transaction, never from inside it.
 func (cf *Confirmation) Finish(ctx context.Context, tx pgx.Tx) (Known, error) {
 	r, c := cf.r, cf.c
 	found := Known{}
-	var learnt, again []Key
+	var learnt []Key
 	for _, k := range cf.keys {
 		now := cf.rows[k]
 		switch {
@@ -357,22 +416,7 @@ func (cf *Confirmation) Finish(ctx context.Context, tx pgx.Tx) (Known, error) {
 				learnt = append(learnt, k)
 			}
 		default:
-			again = append(again, k)
-		}
-	}
-	if len(again) > 0 && c.rememberedOnly {
-		return nil, &AskFirst{Targets: c.targets}
-	}
-	if len(again) > 0 {
-		answers, err := r.askOwners(ctx, again)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range again {
-			if attrs, ok := answers[k]; ok {
-				found[k] = attrs
-				learnt = append(learnt, k)
-			}
+			return nil, &AskFirst{Targets: c.targets}
 		}
 	}
 	return found, r.remember(ctx, tx, learnt, found, cf.rows)
@@ -381,14 +425,6 @@ func (cf *Confirmation) Finish(ctx context.Context, tx pgx.Tx) (Known, error) {
 // Missing is the 422 naming the fields of the check's targets that Finish
 // did not find.
 func (cf *Confirmation) Missing(found Known) error { return found.Missing(cf.c.targets...) }
-
-// Check is Prepare and Confirm in one, inside the write's transaction:
-// for writes whose targets are known only once the transaction has read
-// something (a patch). Remembered targets are not asked; the others are
-// asked under their locks.
-func (r *Registry) Check(ctx context.Context, tx pgx.Tx, targets ...Target) (map[uuid.UUID]Attrs, error) {
-	return r.Confirm(ctx, tx, &Checked{r: r, targets: targets})
-}
 
 // keysOf are the distinct keys of targets, each of a kind some service
 // owns.
@@ -522,9 +558,18 @@ func (r *Registry) forget(ctx context.Context, kind string, id uuid.UUID) error 
 	return store.Classify(err, "forget reference target")
 }
 
+// ErrAskInTransaction is askOwners' refusal to ask another service from
+// inside a transaction: a defect of the caller (the service asks before
+// its store's transaction, as Checking does), answered as a 500.
+var ErrAskInTransaction = errors.New("refs: the owners of targets may not be asked inside a transaction")
+
 // askOwners asks each owner of keys, concurrently, once, which of them
-// exist and are not being deleted.
+// exist and are not being deleted. It refuses to inside a transaction
+// (store.Holding): the rule of check.go, held at run time.
 func (r *Registry) askOwners(ctx context.Context, keys []Key) (map[Key]Attrs, error) {
+	if store.Holding(ctx) {
+		return nil, ErrAskInTransaction
+	}
 	byOwner := map[string][]Ask{}
 	for _, k := range keys {
 		owner, _ := catalog.OwnerOf(k.Kind)

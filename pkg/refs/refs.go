@@ -5,10 +5,14 @@
 // The protocol, in terms of an owner O (parties) of a target T (a person)
 // and a referrer R (assets) creating a row X that points at T:
 //
-//   - R, inside the transaction that writes X, takes a shared advisory lock
-//     on T's key in its own database, then asks O whether T exists (Check).
-//     O answers from a plain read, and says no for a target whose delete is
-//     in progress. R writes X and commits, releasing the lock.
+//   - R asks O whether T exists, with nothing held (Checking, Ask); O
+//     answers from a plain read, and says no for a target whose delete is
+//     in progress. Then R, inside the transaction that writes X, takes a
+//     shared advisory lock on T's key in its own database and confirms
+//     that O's answer still stands (Confirm: its row of T did not change
+//     since), else undoes the transaction and asks again; nothing inside
+//     the transaction asks O (check.go). R writes X and commits, releasing
+//     the lock.
 //   - O deletes T in three steps (Delete): it records "T is being deleted"
 //     with a lease in a committed transaction, so from then on every check
 //     for T says no; it asks each service that can reference T's kind (the
@@ -144,6 +148,20 @@ func ExistsIn(table string) ExistsFunc {
 
 // ReferrersFunc reads what points at the target id.
 type ReferrersFunc func(ctx context.Context, q store.Querier, id uuid.UUID) ([]Ref, error)
+
+// Kinds is what a store declares of the protocol: the kinds it owns, the
+// kinds of others it points at, and the kinds it lists, each with the
+// read that answers for it. A store is given Kinds, never the Registry: it
+// speaks only SQL, and nothing it is given can call another service (the
+// service holds the Registry, asks the owners, and hands the store the
+// *Checked its transaction confirms).
+type Kinds interface {
+	Owns(kind string, exists ExistsFunc)
+	PointsAt(kind string, referrers ReferrersFunc)
+	Lists(kind string, list ListFunc)
+}
+
+var _ Kinds = (*Registry)(nil)
 
 // Registry is one service's side of the protocol: the kinds it owns and
 // the kinds of others it points at. It implements Service.

@@ -144,6 +144,7 @@ type Unit struct {
 	tx       pgx.Tx
 	scopes   []string
 	recorded bool // a write recorded events: wake the relay after the commit
+	kept     bool // something written in tx has lasted (see LetGo)
 }
 
 type unitKey struct{}
@@ -185,8 +186,42 @@ func unitFrom(ctx context.Context) *Unit {
 	return u
 }
 
-// Tx returns the unit's transaction, beginning it on first use.
+// Holding reports whether ctx is inside a transaction: a Write's, or
+// the request's unit of work's once it has begun. Whoever calls another
+// service asks it first: a transaction held across a peer's answer holds
+// a connection of the pool, and its locks, for as long as the peer takes.
+func Holding(ctx context.Context) bool {
+	if _, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
+		return true
+	}
+	u := unitFrom(ctx)
+	return u != nil && u.tx != nil
+}
+
+// LetGo ends the transaction of ctx's unit of work when nothing written
+// in it has lasted (every Write in it was undone), so that what comes
+// next (a question to a peer) holds nothing; the unit's next write begins
+// a new transaction. Inside a Write, or once a write of the unit has
+// lasted, it does nothing (Holding still says so).
+func LetGo(ctx context.Context) {
+	if _, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
+		return
+	}
+	if u := unitFrom(ctx); u != nil && !u.kept {
+		u.Rollback(ctx)
+	}
+}
+
+// Tx returns the unit's transaction, beginning it on first use. What the
+// caller writes in it lasts: LetGo no longer ends it.
 func (u *Unit) Tx(ctx context.Context) (pgx.Tx, error) {
+	tx, err := u.begin(ctx)
+	u.kept = u.kept || err == nil
+	return tx, err
+}
+
+// begin returns the unit's transaction, beginning it on first use.
+func (u *Unit) begin(ctx context.Context) (pgx.Tx, error) {
 	if u.tx == nil {
 		tx, err := u.store.Pool.BeginWrite(ctx)
 		if err != nil {
@@ -251,7 +286,7 @@ func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Contex
 		return nil
 	}
 	if u := unitFrom(ctx); u != nil {
-		tx, err := u.Tx(ctx)
+		tx, err := u.begin(ctx)
 		if err != nil {
 			return err
 		}
@@ -265,6 +300,7 @@ func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Contex
 		}
 		u.scopes = append(u.scopes, append(pending.scopes, changed...)...)
 		u.recorded = u.recorded || pending.recorded
+		u.kept = true
 		return nil
 	}
 	pending := &invalidations{}

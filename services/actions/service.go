@@ -77,11 +77,11 @@ type service struct {
 	tenancy Tenancy
 }
 
-// NewService returns the service over store; the action types a write may
-// name are read from the same schema (actiontypes); t decides what a
-// caller bound to an organization sees and records on.
-func NewService(store *Store, t Tenancy) Service {
-	return &service{store: store, refs: store.refs,
+// NewService returns the service over store, asking peers through r; the
+// action types a write may name are read from the same schema (actiontypes);
+// t decides what a caller bound to an organization sees and records on.
+func NewService(store *Store, r *refs.Registry, t Tenancy) Service {
+	return &service{store: store, refs: r,
 		types: actiontypes.NewCatalog(actiontypes.NewStore(store.Store)), tenancy: t}
 }
 
@@ -193,13 +193,13 @@ func (s *service) CreateActions(ctx context.Context, by model.Caller, in []Actio
 	if find {
 		return out, s.findOrCreateActions(ctx, by, in, out)
 	}
-	return out, s.createActions(ctx, by, in, out)
+	return out, s.createActions(ctx, by, in, out, nil)
 }
 
 // createActions asks about the targets of the whole batch together, each
 // owner once, before the store's transaction: an owner that cannot answer
-// fails the batch, a target that does not exist only its items.
-func (s *service) createActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome) error {
+// fails the batch, a target that does not exist only its items (asked: see askBatch).
+func (s *service) createActions(ctx context.Context, by model.Caller, in []ActionInput, out []model.ItemOutcome, asked *refs.Checked) error {
 	targetsOf := func(in ActionInput) []refs.Target { return actionReferences(in, nil) }
 	var assets []uuid.UUID
 	for i := range in {
@@ -220,7 +220,7 @@ func (s *service) createActions(ctx context.Context, by model.Caller, in []Actio
 			all = append(all, targetsOf(in[i])...)
 		}
 	}
-	checked, err := s.refs.Ask(ctx, all...)
+	checked, err := s.askBatch(ctx, asked, all)
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,9 @@ func (s *service) createActions(ctx context.Context, by model.Caller, in []Actio
 			out[i].Err = checked.Missing(targetsOf(in[i])...)
 		}
 	}
-	if err := s.store.CreateActions(ctx, by, in, out, checked, targetsOf); err != nil {
+	if err := s.refs.CheckingFrom(ctx, checked, func(checked *refs.Checked) error {
+		return s.store.CreateActions(ctx, by, in, out, checked, targetsOf)
+	}); err != nil {
 		return err
 	}
 	for i := range out {
@@ -269,6 +271,10 @@ func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in [
 		}
 		settled[i] = out[i].Err != nil
 	}
+	asked, err := s.askPending(ctx, in, settled)
+	if err != nil {
+		return err
+	}
 	return s.store.Together(ctx, func(ctx context.Context) error {
 		for {
 			var round []int
@@ -295,7 +301,7 @@ func (s *service) findOrCreateActions(ctx context.Context, by model.Caller, in [
 			for j, i := range round {
 				batch[j] = in[i]
 			}
-			if err := s.createActions(ctx, by, batch, results); err != nil {
+			if err := s.createActions(ctx, by, batch, results, asked); err != nil {
 				return err
 			}
 			for j, i := range round {
@@ -424,7 +430,9 @@ func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in [
 	if err != nil {
 		return out, err
 	}
-	return out, s.store.CreateActionDocuments(ctx, g, in, out, checked)
+	return out, s.refs.CheckingFrom(ctx, checked, func(checked *refs.Checked) error {
+		return s.store.CreateActionDocuments(ctx, g, in, out, checked)
+	})
 }
 
 func (s *service) ListActionDocuments(ctx context.Context, by model.Caller, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error) {

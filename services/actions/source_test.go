@@ -84,7 +84,8 @@ func TestHTTPFindAction(t *testing.T) {
 	}
 
 	// Fifty concurrent find-or-creates of a new pair record one action.
-	svc := NewService(NewStore(w.Built.Store, refs.New("actions", w.Built.Store, w.Built.Deps.Peers)), Tenancy{Seen: access.New(w.Built.Store, nil)})
+	registry := refs.New("actions", w.Built.Store, w.Built.Deps.Peers)
+	svc := NewService(NewStore(w.Built.Store, registry), registry, Tenancy{Seen: access.New(w.Built.Store, nil)})
 	ctx, by := t.Context(), servicetest.Caller("rw-client")
 	race := ActionInput{AssetID: model.ID(uuid.MustParse(w.asset)), ActionType: "repair", PerformedAt: date("2025-03-14"),
 		SourceSystem: ptr("erp"), SourceReference: ptr("wo-8")}

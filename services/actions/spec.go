@@ -68,7 +68,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	// The copy of who sees which asset, refreshed from the assets service
 	// before a bound caller's call (pkg/access).
 	seen := access.New(d.Store, d.Peers.Get("assets"))
-	routes := NewHTTPHandler(MakeEndpoints(NewService(st, Tenancy{Seen: seen, Documents: d.Peers.Get("documents")}), timeout))
+	routes := NewHTTPHandler(MakeEndpoints(NewService(st, registry, Tenancy{Seen: seen, Documents: d.Peers.Get("documents")}), timeout))
 	actiontypes.Routes(routes, actiontypes.MakeEndpoints(actiontypes.NewService(actiontypes.NewStore(d.Store)), timeout))
 	inspection := plans.NewStore(d.Store, registry)
 	plans.Routes(routes, plans.MakeEndpoints(plans.NewService(inspection, registry), timeout))

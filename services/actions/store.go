@@ -27,12 +27,11 @@ import (
 // ask this store what points at them before deleting one.
 type Store struct {
 	*store.Store
-	refs *refs.Registry
 }
 
 // NewStore returns the actions store over the kit's store and declares its
 // side of the reference protocol.
-func NewStore(s *store.Store, r *refs.Registry) *Store {
+func NewStore(s *store.Store, r refs.Kinds) *Store {
 	r.Owns("action", refs.ExistsIn("actions"))
 	r.Owns("action_document", refs.ExistsIn("action_documents"))
 	for kind, column := range map[string]string{"asset": "asset_id", "person": "person_id", "organization": "organization_id"} {
@@ -41,7 +40,7 @@ func NewStore(s *store.Store, r *refs.Registry) *Store {
 		})
 	}
 	r.PointsAt("document", actionDocumentsLinking)
-	return &Store{Store: s, refs: r}
+	return &Store{Store: s}
 }
 
 const actionColumns = `a.id, a.asset_id, a.action_type, a.action_subtype, a.performed_at, a.person_id, a.performed_by_person,

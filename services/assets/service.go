@@ -66,10 +66,10 @@ type service struct {
 }
 
 // NewService returns the service over store and the asset types' store,
-// asking peers through the registry the store declared its side of the
-// reference protocol in.
-func NewService(store *Store, types *assettypes.Store) Service {
-	return &service{store: store, types: types, refs: store.refs}
+// asking peers through r (the registry the stores declared their side of
+// the reference protocol in).
+func NewService(store *Store, types *assettypes.Store, r *refs.Registry) Service {
+	return &service{store: store, types: types, refs: r}
 }
 
 // personTarget is an asset's reference to its responsible person.
@@ -181,7 +181,9 @@ func (s *service) CreateAssets(ctx context.Context, by model.Caller, in []AssetI
 	if err != nil {
 		return out, err
 	}
-	if err := s.store.CreateAssets(ctx, by, in, out, checked); err != nil {
+	if err := s.refs.CheckingFrom(ctx, checked, func(checked *refs.Checked) error {
+		return s.store.CreateAssets(ctx, by, in, out, checked)
+	}); err != nil {
 		return out, err
 	}
 	for i := range out {
@@ -278,16 +280,16 @@ func (s *service) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, 
 		}
 		return in, err
 	}
-	update := func(ctx context.Context) error {
-		return s.refs.Checking(ctx, func(checked *refs.Checked) error {
-			return s.store.UpdateAsset(ctx, g, id, apply, checked)
-		})
-	}
-	if p.ParentAssetID.Set && !p.ParentAssetID.Null {
-		err = s.store.Moving(ctx, update)
-	} else {
-		err = update(ctx)
-	}
+	// The owners are asked outside the parent moves' transaction, which
+	// is undone with the update's when they must be asked.
+	moving := p.ParentAssetID.Set && !p.ParentAssetID.Null
+	err = s.refs.Checking(ctx, func(checked *refs.Checked) error {
+		update := func(ctx context.Context) error { return s.store.UpdateAsset(ctx, g, id, apply, checked) }
+		if moving {
+			return s.store.Moving(ctx, update)
+		}
+		return update(ctx)
+	})
 	if err != nil {
 		return Asset{}, s.hideUnseen(ctx, g.Caller, err)
 	}

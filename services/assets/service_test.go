@@ -43,7 +43,7 @@ func newFixture(t testing.TB, redisURL string) fixture {
 	registry := refs.New("assets", kit, peers)
 	types := assettypes.NewStore(kit, registry, AssetsOfType)
 	st := NewStore(kit, registry)
-	return fixture{svc: WithFindCache(NewService(st, types), finds), types: assettypes.WithFindCache(assettypes.NewService(types), finds),
+	return fixture{svc: WithFindCache(NewService(st, types, registry), finds), types: assettypes.WithFindCache(assettypes.NewService(types, registry), finds),
 		store: st, registry: registry,
 		people: standIns["parties"], documents: standIns["documents"], ctx: t.Context(),
 		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client")}

@@ -29,12 +29,11 @@ var assetExternals = assettypes.Externals{Table: "asset_external_ids", Owner: "a
 // the schema's foreign key holds it.
 type Store struct {
 	*store.Store
-	refs *refs.Registry
 }
 
 // NewStore returns the assets store over the kit's store and declares its
 // side of the reference protocol.
-func NewStore(s *store.Store, r *refs.Registry) *Store {
+func NewStore(s *store.Store, r refs.Kinds) *Store {
 	r.Owns("asset", refs.ExistsIn("assets"))
 	// The actions service rebuilds its projection of assets (compliance:
 	// each asset's type and parent) from this listing.
@@ -44,7 +43,7 @@ func NewStore(s *store.Store, r *refs.Registry) *Store {
 	r.PointsAt("person", func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 		return assetRefs(ctx, q, "responsible_person_id", id)
 	})
-	return &Store{Store: s, refs: r}
+	return &Store{Store: s}
 }
 
 // AssetsOfType names the assets of an asset type: what the asset types'

@@ -32,13 +32,14 @@ const (
 	RuleRepositoryFile  = "repository-file-lines" // lines of any non-test .go file
 	RuleStoreMethods    = "store-methods"         // methods of a type named Store in services/
 	RuleOutboxInsert    = "outbox-insert"         // INSERT INTO outbox under services/
+	RuleStoreRegistry   = "store-registry"        // refs.Registry named in a services/ store file
 	RulePkgFloors       = "pkg-floors"            // floors of pkg/ (layers.Floors)
 	RuleDupServices     = "duplicates-services"   // pairs `duplicates` finds in services/
 	RuleDupPkg          = "duplicates-pkg"        // pairs `duplicates` finds in pkg/
 )
 
 // itemRules count per item (a file, a Store); the others are one count.
-var itemRules = []string{RuleSQLOutsideStore, RuleServicesFile, RuleRepositoryFile, RuleStoreMethods, RuleOutboxInsert}
+var itemRules = []string{RuleSQLOutsideStore, RuleServicesFile, RuleRepositoryFile, RuleStoreMethods, RuleOutboxInsert, RuleStoreRegistry}
 
 // Limit is one rule's line.
 type Limit struct {
@@ -175,6 +176,13 @@ func MeasureShape(root string) (Shape, error) {
 				}
 				if outboxInsert.MatchString(text) {
 					s.Items[RuleOutboxInsert][rel]++
+				}
+			case *ast.SelectorExpr:
+				// A store is given what it declares of the reference
+				// protocol (refs.Kinds), never the registry that asks
+				// other services (pkg/refs, check.go).
+				if x, ok := n.X.(*ast.Ident); ok && x.Name == "refs" && n.Sel.Name == "Registry" && storeFile(rel) {
+					s.Items[RuleStoreRegistry][rel]++
 				}
 			case *ast.FuncDecl:
 				if n.Recv != nil && len(n.Recv.List) == 1 && recvName(n.Recv.List[0].Type) == "Store" {

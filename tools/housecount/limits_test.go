@@ -18,6 +18,7 @@ services-file-lines    500     services/b/logstore.go=916
 repository-file-lines  700
 store-methods          20      services/b.Store=46
 outbox-insert          0
+store-registry         0
 pkg-floors             9       12
 duplicates-services    30      57
 duplicates-pkg         25
@@ -80,6 +81,7 @@ services-file-lines    500 services/a/big.go=600
 repository-file-lines  700
 store-methods          20  services/a.Store=30
 outbox-insert          0
+store-registry         0
 pkg-floors             9   12
 duplicates-services    30  57
 duplicates-pkg         25
@@ -94,6 +96,7 @@ duplicates-pkg         25
 			RuleRepositoryFile:  {"services/a/big.go": 600},
 			RuleStoreMethods:    {"services/a.Store": 30, "services/b.Store": 12},
 			RuleOutboxInsert:    {},
+			RuleStoreRegistry:   {},
 		}, Counts: map[string]int{RulePkgFloors: 12, RuleDupServices: 57, RuleDupPkg: 20}}
 		if edit != nil {
 			edit(&s)
@@ -115,6 +118,8 @@ duplicates-pkg         25
 			problems: []string{"store-methods: services/b.Store has 21"}, notes: []string{"gone.go"}},
 		{name: "an outbox insert", edit: func(s *Shape) { s.Items[RuleOutboxInsert]["services/a/roll.go"] = 1 },
 			problems: []string{"outbox-insert: services/a/roll.go"}, notes: []string{"gone.go"}},
+		{name: "a store given the registry", edit: func(s *Shape) { s.Items[RuleStoreRegistry]["services/a/store.go"] = 1 },
+			problems: []string{"store-registry: services/a/store.go has 1"}, notes: []string{"gone.go"}},
 		{name: "a floor more", edit: func(s *Shape) { s.Counts[RulePkgFloors] = 13 },
 			problems: []string{"pkg-floors: 13, more than the 12"}, notes: []string{"gone.go"}},
 		{name: "duplicates over the target", edit: func(s *Shape) { s.Counts[RuleDupPkg] = 26 },
@@ -156,6 +161,8 @@ func TestMeasureShape(t *testing.T) {
 	write("services/a/roll.go", "package a\n\nconst q = \"INSERT INTO outbox (id) VALUES ($1)\"\n")
 	write("services/a/roll_test.go", "package a\n\nconst t = \"DELETE FROM x\"\n")
 	write("pkg/x/x.go", "package x\n\nconst q = \"SELECT 1 FROM t\"\n")
+	write("services/b/store.go", "package b\n\nimport \"refs\"\n\ntype Store struct{ r *refs.Registry }\n\nfunc NewStore(k refs.Kinds, r *refs.Registry) {}\n")
+	write("services/b/service.go", "package b\n\nimport \"refs\"\n\ntype service struct{ r *refs.Registry }\n")
 	s, err := MeasureShape(root)
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +178,9 @@ func TestMeasureShape(t *testing.T) {
 	}
 	if got := s.Items[RuleRepositoryFile]["pkg/x/x.go"]; got != 3 {
 		t.Errorf("pkg/x/x.go: %d lines, want 3", got)
+	}
+	if got := s.Items[RuleStoreRegistry]; len(got) != 1 || got["services/b/store.go"] != 2 {
+		t.Errorf("refs.Registry in stores: %v, want store.go's two (refs.Kinds and a service's registry are not counted)", got)
 	}
 	if _, ok := s.Items[RuleServicesFile]["pkg/x/x.go"]; ok {
 		t.Error("a file of pkg/ counted as one of services/")

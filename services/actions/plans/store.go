@@ -22,7 +22,7 @@ type Store struct{ *store.Store }
 
 // NewStore returns the plans' store over the kit's store and declares its
 // side of the reference protocol.
-func NewStore(s *store.Store, r *refs.Registry) *Store {
+func NewStore(s *store.Store, r refs.Kinds) *Store {
 	r.Owns(outbox.KindInspectionPlan, refs.ExistsIn("inspection_plans"))
 	r.PointsAt("asset_type", plansNaming)
 	return &Store{s}

@@ -43,9 +43,9 @@ type service struct {
 	refs  *refs.Registry
 }
 
-// NewService returns the service over store, asking peers through the
-// registry the store declared its side of the reference protocol in.
-func NewService(store *Store) Service { return &service{store: store, refs: store.refs} }
+// NewService returns the service over store, asking peers through r (the
+// registry store declared its side of the reference protocol in).
+func NewService(store *Store, r *refs.Registry) Service { return &service{store: store, refs: r} }
 
 // documentTarget is an asset type's reference to a document (attached or
 // its thumbnail); field names it in the 422.

@@ -92,7 +92,6 @@ func (e Externals) Save(ctx context.Context, tx pgx.Tx, owner uuid.UUID, ids []E
 // before deleting one.
 type Store struct {
 	*store.Store
-	refs *refs.Registry
 	// assetsOf names the assets of a type, for the 409 of its delete:
 	// the root's question, handed down, as this package knows no assets.
 	assetsOf refs.ReferrersFunc
@@ -101,10 +100,10 @@ type Store struct {
 // NewStore returns the asset types' store over the kit's store and
 // declares its side of the reference protocol; assetsOf names the assets
 // of a type.
-func NewStore(s *store.Store, r *refs.Registry, assetsOf refs.ReferrersFunc) *Store {
+func NewStore(s *store.Store, r refs.Kinds, assetsOf refs.ReferrersFunc) *Store {
 	r.Owns("asset_type", refs.ExistsIn("asset_types"))
 	r.PointsAt("document", assetTypesOfDocument)
-	return &Store{Store: s, refs: r, assetsOf: assetsOf}
+	return &Store{Store: s, assetsOf: assetsOf}
 }
 
 var assetTypeColumns = `t.id, t.brand, t.model, t.version, t.emission_class, t.thumbnail_document_id, ` +

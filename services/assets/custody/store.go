@@ -41,7 +41,7 @@ type Store struct {
 // reference protocol: the organizations that own assets, hold grants or
 // take part in a pending transfer keep their organization from being
 // deleted (a 409 naming them), and transfers are a kind of this service.
-func NewStore(s *store.Store, r *refs.Registry, assets Assets) *Store {
+func NewStore(s *store.Store, r refs.Kinds, assets Assets) *Store {
 	r.Owns("transfer", refs.ExistsIn("asset_transfers"))
 	r.PointsAt("organization", organizationRefs)
 	return &Store{Store: s, assets: assets}

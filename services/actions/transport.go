@@ -34,6 +34,9 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))
 
 	handle("GET", "/compliance", endpoints.Serve(e.Compliance, decodeCompliance))
+	// The same rows for the events service, which puts an asset's in its
+	// passport (a peer's call, with the internal scope).
+	handle("GET", auth.InternalPrefix+"compliance", endpoints.Serve(e.Compliance, decodeCompliance))
 	handle("POST", DocumentsSeenPath, endpoints.Serve(e.DocumentsSeen, httpx.Body[DocumentsSeenRequest]))
 
 	// Plans are an admin's to write. The presets' literal segment is

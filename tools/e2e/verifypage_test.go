@@ -41,13 +41,13 @@ func newInspectedAsset(t *testing.T, n int) inspectedAsset {
 	}
 	var a inspectedAsset
 	a.organization = call(201, "POST", "/organizations", rw, map[string]any{"name": unique("Kontroll AS"),
-		"registration_number": unique("98765"), "organization_type": "Private Company"}).JSON()["id"].(string)
+		"registration_number": unique("98765"), "organization_type": "private"}).JSON()["id"].(string)
 	a.person = call(201, "POST", "/people", rw, map[string]any{"first_name": "Ingrid", "last_name": unique("Kontrollør")}).JSON()["id"].(string)
 	assetType := call(201, "POST", "/asset_types", rw, map[string]any{"brand": unique("Verilift"), "model": "V-1"}).JSON()["id"].(string)
 	a.id = call(201, "POST", "/assets", rw, map[string]any{"serial_number": unique("SN"), "asset_type_id": assetType}).JSON()["id"].(string)
 	var items []map[string]any
 	for i := range n {
-		items = append(items, map[string]any{"asset_id": a.id, "action_type": "expert_control", "status_ok": true,
+		items = append(items, map[string]any{"asset_id": a.id, "action_type": "expert_control", "status_ok": true, "status_finalized": true,
 			"performed_at": time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly),
 			"status_valid_through": "2099-01-01", "organization_id": a.organization, "person_id": a.person})
 	}
@@ -77,7 +77,8 @@ func newInspectedAsset(t *testing.T, n int) inspectedAsset {
 			return a
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no passport with %d actions and their compliance within 60 s: %d %.300s", n, r.Status, r.Raw)
+			t.Fatalf("no passport with %d actions and their compliance within 60 s: %d, %d actions, informational %s", n, r.Status, len(p.Actions),
+				r.Raw[max(0, strings.LastIndex(string(r.Raw), `"informational"`)):])
 		}
 	}
 }

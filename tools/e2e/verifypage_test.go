@@ -48,7 +48,7 @@ func newInspectedAsset(t *testing.T, n int) inspectedAsset {
 	var items []map[string]any
 	for i := range n {
 		items = append(items, map[string]any{"asset_id": a.id, "action_type": "expert_control", "status_ok": true, "status_finalized": true,
-			"performed_at": time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly),
+			"performed_at":         time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly),
 			"status_valid_through": "2099-01-01", "organization_id": a.organization, "person_id": a.person})
 	}
 	for chunk := range slices.Chunk(items, 50) {

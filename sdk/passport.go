@@ -20,8 +20,8 @@ import (
 // as the events that recorded it, each with its proof against one signed
 // checkpoint. VerifyPassport checks it offline with the log's public key.
 
-// PassportFormat is the bundle's format.
-const PassportFormat = "asset-registry-passport/2"
+// PassportFormat is the bundle's format: 3 added Informational.
+const PassportFormat = "asset-registry-passport/3"
 
 // Passport is the bundle, as GET /assets/{id}/passport answers it.
 type Passport struct {
@@ -38,6 +38,52 @@ type Passport struct {
 	ActionDocuments []PassportRecord      `json:"action_documents"`
 	Documents       []PassportRecord      `json:"documents"`
 	Events          []PassportEvent       `json:"events"`
+	// Informational is what the bundle tells beside its proofs, which the
+	// log does not prove (VerifyPassport checks only that it names the
+	// passport's own asset and actions).
+	Informational *PassportInformational `json:"informational"`
+}
+
+// PassportInformational is a passport's unproved part: the asset's
+// compliance rows (nil when the registry has no actions service) and who
+// performed each action. Members a verifier does not know are ignored
+// here, unlike in the proved part.
+type PassportInformational struct {
+	About      string              `json:"about"`
+	Compliance *PassportCompliance `json:"compliance"`
+	Performers []PassportPerformer `json:"performers"`
+}
+
+// UnmarshalJSON reads the informational part leniently: a member added to
+// the compliance rows or here later does not make a passport unreadable.
+func (i *PassportInformational) UnmarshalJSON(b []byte) error {
+	type plain PassportInformational
+	return json.Unmarshal(b, (*plain)(i))
+}
+
+// PassportCompliance is the asset's rows of GET /compliance as of AsOf
+// (YYYY-MM-DD), as the actions service answered them when the passport
+// was made.
+type PassportCompliance struct {
+	AsOf string          `json:"as_of"`
+	Rows []ComplianceRow `json:"rows"`
+}
+
+// PassportPerformer is who performed an action: the organization and the
+// person its latest event names (nil: none), with the names the registry
+// held for them at the checkpoint.
+type PassportPerformer struct {
+	ActionID     string         `json:"action_id"`
+	Organization *PassportParty `json:"organization"`
+	Person       *PassportParty `json:"person"`
+}
+
+// PassportParty is an organization or a person and its name (a person's
+// first and last names; nil when the registry holds none, as for a person
+// erased).
+type PassportParty struct {
+	ID   string  `json:"id"`
+	Name *string `json:"name"`
 }
 
 // PassportRecord is a resource as its events leave it.
@@ -102,6 +148,9 @@ type PassportReport struct {
 	// Files are the documents whose file was given and matched its
 	// SHA-256; Missing those whose file was not given.
 	Files, Missing []string
+	// Informational is the passport's unproved part, checked only to
+	// name the passport's asset and its actions as their events do.
+	Informational *PassportInformational
 }
 
 // VerifyPassport checks a passport offline: the checkpoint's signature
@@ -225,6 +274,10 @@ func VerifyPassport(bundle []byte, keys []string, files fs.FS) (PassportReport, 
 		}
 		linked[field(ad.Resource, "document_id")] = true
 	}
+	if err := checkInformational(p); err != nil {
+		return r, err
+	}
+	r.Informational = p.Informational
 	for _, d := range p.Documents {
 		if !linked[d.ID] {
 			return r, unverified("document %s is linked by no action document of the passport", d.ID)
@@ -308,4 +361,45 @@ func anyEvent(p Passport, rec PassportRecord, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// checkInformational checks what can be checked of the unproved part:
+// its rows are of the passport's asset, and each performer is of an
+// action of the passport and names the organization and person that
+// action's latest event names (the ids are proved; the names are not).
+func checkInformational(p Passport) error {
+	info := p.Informational
+	if info == nil {
+		return nil
+	}
+	if info.Compliance != nil {
+		for _, row := range info.Compliance.Rows {
+			if row.AssetID != p.AssetID {
+				return unverified("a compliance row of asset %s, not the passport's", row.AssetID)
+			}
+		}
+	}
+	actions := map[string]PassportRecord{}
+	for _, a := range p.Actions {
+		actions[a.ID] = a
+	}
+	for _, pf := range info.Performers {
+		a, ok := actions[pf.ActionID]
+		if !ok {
+			return unverified("a performer of action %s, which the passport does not hold", pf.ActionID)
+		}
+		for _, party := range []struct {
+			field string
+			named *PassportParty
+		}{{"organization_id", pf.Organization}, {"person_id", pf.Person}} {
+			id := ""
+			if party.named != nil {
+				id = party.named.ID
+			}
+			if got := field(a.Resource, party.field); got != id {
+				return unverified("action %s: its performers name %s %q, its events %q", a.ID, party.field, id, got)
+			}
+		}
+	}
+	return nil
 }

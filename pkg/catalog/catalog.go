@@ -184,8 +184,9 @@ var Services = []Service{
 			{Name: "log", Prefixes: []string{"/log"}, Anonymous: []string{"GET /log/checkpoint", "GET /log/keys", "GET /log/tile/{tile...}"}},
 		},
 		// It keeps a copy of who sees which asset (pkg/access), read from
-		// the assets service, to answer bound clients.
-		Reads: []string{"assets"},
+		// the assets service, to answer bound clients; a passport carries
+		// the asset's compliance rows, read from the actions service.
+		Reads: []string{"actions", "assets"},
 		// It reads the stream the others' relays publish to.
 		Needs:            []Datastore{Postgres, NATS},
 		DeliversWebhooks: true,

@@ -132,13 +132,14 @@ func TestAssetsReferences(t *testing.T) {
 
 // The actions service references an asset, a person, an organization and
 // a document, so each owner asks it before deleting one; documents learns
-// a document's action documents from it, the owner of action_document.
+// a document's action documents from it, the owner of action_document;
+// the events service reads its compliance rows for passports.
 func TestActionsReferences(t *testing.T) {
 	actions, ok := Lookup("actions")
 	if !ok {
 		t.Fatal("no actions entry")
 	}
-	if got := actions.Peers(); !slices.Equal(got, []string{"assets", "documents", "parties"}) {
+	if got := actions.Peers(); !slices.Equal(got, []string{"assets", "documents", "events", "parties"}) {
 		t.Errorf("actions peers = %v", got)
 	}
 	for _, owner := range []struct{ service, kind string }{{"assets", "asset"}, {"parties", "person"}, {"parties", "organization"}, {"documents", "document"}} {

@@ -132,8 +132,8 @@ func TestLargePassportIsStreamedAndCosted(t *testing.T) {
 	}
 	close(done)
 	<-sampled
-	if resp.StatusCode != 200 || members != 10 || records != actions || events != actions+2 {
-		t.Fatalf("status %d, %d members, %d action records, %d events: want 200, 10, %d and %d", resp.StatusCode, members, records, events, actions, actions+2)
+	if resp.StatusCode != 200 || members != 11 || records != actions || events != actions+2 {
+		t.Fatalf("status %d, %d members, %d action records, %d events: want 200, 11, %d and %d", resp.StatusCode, members, records, events, actions, actions+2)
 	}
 	grown := int64(peak.Load()) - int64(base)
 	t.Logf("passport of %d MiB: the heap grew by at most %d MiB while it was served", size/(1<<20), grown/(1<<20))
@@ -214,4 +214,68 @@ func TestPassportLinks(t *testing.T) {
 	s.Call(422, "POST", "/assets/"+asset+"/passport_links", s.RW, map[string]any{"expires_at": "2001-01-01T00:00:00Z"})
 	s.Call(404, "POST", "/assets/"+uuid.NewString()+"/passport_links", s.RW, map[string]any{})
 	s.Call(403, "POST", "/assets/"+asset+"/passport_links", s.RO, map[string]any{})
+}
+
+// A passport ends with what it tells but does not prove: the asset's
+// compliance rows as the actions service answers them for the day it is
+// made, and who performed each action, named as the registry knew them at
+// the checkpoint (a rename after it is not in this passport).
+func TestPassportInformational(t *testing.T) {
+	s, keys := startSigning(t)
+	st := newTestStore(s)
+	asset, org, person, done, open := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	store := func(kind, op, id, data string) {
+		t.Helper()
+		at = at.Add(time.Second)
+		e := outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: kind + "." + op, Time: at,
+			Subject: outbox.EventSubject{Kind: kind, ID: id}, Actor: "inspector-app", Data: json.RawMessage(data)}
+		raw, _ := json.Marshal(e)
+		if _, err := st.StoreEvents(t.Context(), []feed.Incoming{{Event: e, Raw: raw}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store("organization", "created", org, `{"id":"`+org+`","name":"Kontroll AS"}`)
+	store("person", "created", person, `{"id":"`+person+`","first_name":"Ingrid","last_name":"Kontrollør"}`)
+	store("asset", "created", asset, `{"id":"`+asset+`"}`)
+	store("action", "created", done, `{"id":"`+done+`","asset_id":"`+asset+`","organization_id":"`+org+`"}`)
+	store("action", "updated", done, `{"id":"`+done+`","asset_id":"`+asset+`","organization_id":"`+org+`","person_id":"`+person+`"}`)
+	store("action", "created", open, `{"id":"`+open+`","asset_id":"`+asset+`","performed_by_person":"someone"}`)
+	sign(t, s, keys)
+	store("organization", "updated", org, `{"id":"`+org+`","name":"Renamed AS"}`)
+	row := `{"asset_id":"` + asset + `","action_type":"expert_control","state":"valid","last_action_id":"` + done + `"}`
+	s.StandIn("actions").SetCompliance(asset, json.RawMessage(row))
+
+	var p struct {
+		Informational struct {
+			About      string `json:"about"`
+			Compliance struct {
+				AsOf string            `json:"as_of"`
+				Rows []json.RawMessage `json:"rows"`
+			} `json:"compliance"`
+			Performers []map[string]any `json:"performers"`
+		} `json:"informational"`
+	}
+	if err := json.Unmarshal(s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	info := p.Informational
+	today := time.Now().UTC().Format(time.DateOnly)
+	if !strings.HasPrefix(info.About, "not proved") || info.Compliance.AsOf != today || len(info.Compliance.Rows) != 1 ||
+		string(info.Compliance.Rows[0]) != row {
+		t.Errorf("informational %+v", info)
+	}
+	if asked := s.StandIn("actions").ComplianceAsked(); len(asked) != 1 ||
+		!strings.Contains(asked[0], "asset_id="+asset) || !strings.Contains(asked[0], "as_of="+today) {
+		t.Errorf("the actions service was asked %q", asked)
+	}
+	want := []map[string]any{
+		{"action_id": done, "organization": map[string]any{"id": org, "name": "Kontroll AS"},
+			"person": map[string]any{"id": person, "name": "Ingrid Kontrollør"}},
+		{"action_id": open, "organization": nil, "person": nil},
+	}
+	got, _ := json.Marshal(info.Performers)
+	if wanted, _ := json.Marshal(want); string(got) != string(wanted) {
+		t.Errorf("performers %s, want %s", got, wanted)
+	}
 }

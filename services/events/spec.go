@@ -191,8 +191,10 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	if publicURL == "" {
 		publicURL = d.PublicURL
 	}
+	// A passport carries the asset's compliance rows, which the actions
+	// service answers (none when it is not deployed).
 	passport.Routes(routes, passport.MakeEndpoints(passport.NewService(passports, log,
-		passport.Settings{PublicURL: publicURL}), endpoints.Timeout(d.RequestTimeout)))
+		passport.Settings{PublicURL: publicURL}, passport.PeerCompliance(d.Peers.Get("actions"))), endpoints.Timeout(d.RequestTimeout)))
 	hooks := webhooks.NewStore(d.Store)
 	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
 		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient}), endpoints.Timeout(d.RequestTimeout)))

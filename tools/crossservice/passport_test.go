@@ -50,6 +50,7 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 	sum := sha256.Sum256(file)
 	assetType, asset, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	kept, dropped, document, link, unlinked := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	org := uuid.NewString()
 	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 	var batch []outbox.Event
 	add := func(kind, op, id, data string) {
@@ -66,10 +67,11 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 	add("document", "created", document, `{"id":"`+document+`","filename":"report.pdf","sha256":"`+hex.EncodeToString(sum[:])+`"}`)
 	add("action_document", "created", link, `{"id":"`+link+`","action_id":"`+kept+`","document_id":"`+document+`"}`)
 	add("action_document", "created", unlinked, `{"id":"`+unlinked+`","action_id":"`+dropped+`","document_id":"`+document+`"}`)
-	add("action", "updated", kept, `{"id":"`+kept+`","asset_id":"`+asset+`","action_type":"expert_control","status_ok":false}`)
+	add("action", "updated", kept, `{"id":"`+kept+`","asset_id":"`+asset+`","action_type":"expert_control","status_ok":false,"organization_id":"`+org+`"}`)
 	add("action_document", "deleted", unlinked, `{"id":"`+unlinked+`","action_id":"`+dropped+`","document_id":"`+document+`"}`)
 	add("action", "deleted", dropped, `{"id":"`+dropped+`","asset_id":"`+asset+`","action_type":"maintenance"}`)
 	add("action", "created", uuid.NewString(), `{"id":"x","asset_id":"`+other+`"}`)
+	add("organization", "created", org, `{"id":"`+org+`","name":"Kontroll AS"}`)
 	incoming := make([]feed.Incoming, len(batch))
 	for i, e := range batch {
 		raw, err := json.Marshal(e)
@@ -84,6 +86,8 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 	if _, _, err := log.SignCheckpoint(t.Context(), keys); err != nil {
 		t.Fatal(err)
 	}
+	s.StandIn("actions").SetCompliance(asset, json.RawMessage(`{"asset_id":"`+asset+`","asset_type_id":"`+assetType+
+		`","action_type":"expert_control","state":"failed","last_action_id":"`+kept+`","status_ok":false,"valid_through":null}`))
 	bundle := s.Call(200, "GET", "/assets/"+asset+"/passport", s.RO, nil).Raw
 	files := fstest.MapFS{document: {Data: file}}
 	r, err := sdk.VerifyPassport(bundle, []string{public}, files)
@@ -92,6 +96,13 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 	}
 	if r.Events != 10 || len(r.Files) != 1 {
 		t.Errorf("verified %d events and %d files, want 10 and 1", r.Events, len(r.Files))
+	}
+	// What it tells unproved, as the SDK reads it.
+	if info := r.Informational; info == nil || info.Compliance == nil || len(info.Compliance.Rows) != 1 ||
+		info.Compliance.Rows[0].State != "failed" || len(info.Performers) != 2 || info.Performers[0].ActionID != kept ||
+		info.Performers[0].Organization == nil || info.Performers[0].Organization.Name == nil ||
+		*info.Performers[0].Organization.Name != "Kontroll AS" || info.Performers[1].Organization != nil {
+		t.Errorf("informational %+v", r.Informational)
 	}
 	var p map[string]any
 	if err := json.Unmarshal(bundle, &p); err != nil {
@@ -110,12 +121,14 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 		event(v, i)["event"] = base64.StdEncoding.EncodeToString(edit(raw))
 	}
 	swap := func(l []any, i, j int) { l[i], l[j] = l[j], l[i] }
+	info := func(v map[string]any) map[string]any { return v["informational"].(map[string]any) }
+	performer := func(v map[string]any, i int) map[string]any { return info(v)["performers"].([]any)[i].(map[string]any) }
 	rows := []struct {
 		name   string
 		change func(v map[string]any)
 	}{
 		{"checkpoint edited", func(v map[string]any) {
-			v["checkpoint"] = strings.Replace(v["checkpoint"].(string), "\n12\n", "\n11\n", 1)
+			v["checkpoint"] = strings.Replace(v["checkpoint"].(string), "\n13\n", "\n12\n", 1)
 		}},
 		{"checkpoint removed", func(v map[string]any) { delete(v, "checkpoint") }},
 		{"format edited", func(v map[string]any) { v["format"] = "asset-registry-passport/0" }},
@@ -151,6 +164,17 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 		}},
 		{"a proof hash removed", func(v map[string]any) { event(v, 0)["proof"] = event(v, 0)["proof"].([]any)[1:] }},
 		{"proof hashes reordered", func(v map[string]any) { swap(event(v, 0)["proof"].([]any), 0, 1) }},
+		// The informational part is not proved, but its ids are: a
+		// performer names an action's organization as its events do, and
+		// the rows are of the passport's asset.
+		{"a performer's organization edited", func(v map[string]any) {
+			performer(v, 0)["organization"].(map[string]any)["id"] = uuid.NewString()
+		}},
+		{"a performer's organization removed", func(v map[string]any) { performer(v, 0)["organization"] = nil }},
+		{"a performer of another action", func(v map[string]any) { performer(v, 1)["action_id"] = uuid.NewString() }},
+		{"a compliance row of another asset", func(v map[string]any) {
+			info(v)["compliance"].(map[string]any)["rows"].([]any)[0].(map[string]any)["asset_id"] = other
+		}},
 		{"a proof hash added", func(v map[string]any) {
 			event(v, 0)["proof"] = append(event(v, 0)["proof"].([]any), event(v, 0)["proof"].([]any)[0])
 		}},
@@ -171,6 +195,23 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 			}
 		})
 	}
+	// What the log does not prove, a verifier cannot tell from the truth:
+	// a name or a row's state edited verifies, and says so only as
+	// informational.
+	t.Run("the names and rows are not proved", func(t *testing.T) {
+		var v map[string]any
+		if err := json.Unmarshal(bundle, &v); err != nil {
+			t.Fatal(err)
+		}
+		performer(v, 0)["organization"].(map[string]any)["name"] = "Someone Else AS"
+		info(v)["compliance"].(map[string]any)["rows"].([]any)[0].(map[string]any)["state"] = "valid"
+		info(v)["compliance"].(map[string]any)["rows"].([]any)[0].(map[string]any)["added_later"] = true
+		changed, _ := json.Marshal(v)
+		r, err := sdk.VerifyPassport(changed, []string{public}, nil)
+		if err != nil || *r.Informational.Performers[0].Organization.Name != "Someone Else AS" {
+			t.Errorf("verify says %+v, %v", r, err)
+		}
+	})
 	t.Run("a file changed", func(t *testing.T) {
 		changed := fstest.MapFS{document: {Data: append([]byte("x"), file...)}}
 		if _, err := sdk.VerifyPassport(bundle, []string{public}, changed); !errors.Is(err, sdk.ErrUnverified) {
@@ -194,7 +235,8 @@ func TestPassportTypesAreTheSDKs(t *testing.T) {
 	if passport.Format != sdk.PassportFormat {
 		t.Errorf("format %q, the SDK's %q", passport.Format, sdk.PassportFormat)
 	}
-	for _, pair := range [][2]any{{passport.Record{}, sdk.PassportRecord{}}, {passport.Event{}, sdk.PassportEvent{}}, {heads.Head{}, sdk.AssetHead{}}} {
+	for _, pair := range [][2]any{{passport.Record{}, sdk.PassportRecord{}}, {passport.Event{}, sdk.PassportEvent{}}, {heads.Head{}, sdk.AssetHead{}},
+		{passport.Party{}, sdk.PassportParty{}}} {
 		service, kit := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
 		if service.NumField() != kit.NumField() {
 			t.Errorf("%s has %d fields, the SDK's %d", service.Name(), service.NumField(), kit.NumField())
@@ -205,6 +247,23 @@ func TestPassportTypesAreTheSDKs(t *testing.T) {
 			if a.Name != b.Name || a.Tag.Get("json") != b.Tag.Get("json") || a.Type.String() != b.Type.String() {
 				t.Errorf("%s.%s %s `json:%q`, the SDK's %s %s `json:%q`", service.Name(), a.Name, a.Type, a.Tag.Get("json"), b.Name, b.Type, b.Tag.Get("json"))
 			}
+		}
+	}
+	// The informational part's types hold types of their own (the SDK's
+	// rows are typed, the service passes the actions service's on): the
+	// same members by the same names.
+	for _, pair := range [][2]any{{passport.Informational{}, sdk.PassportInformational{}}, {passport.Compliance{}, sdk.PassportCompliance{}},
+		{passport.Performer{}, sdk.PassportPerformer{}}} {
+		service, kit := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
+		var a, b []string
+		for i := range service.NumField() {
+			a = append(a, service.Field(i).Name+" "+service.Field(i).Tag.Get("json"))
+		}
+		for i := range kit.NumField() {
+			b = append(b, kit.Field(i).Name+" "+kit.Field(i).Tag.Get("json"))
+		}
+		if !slices.Equal(a, b) {
+			t.Errorf("%s has %v, the SDK's %v", service.Name(), a, b)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
@@ -204,6 +205,7 @@ func (a *app) verifyCommand() *ffcli.Command {
 		if files != "" {
 			fmt.Fprintf(a.stdout, "files: %d match their SHA-256, %d not given\n", len(r.Files), len(r.Missing))
 		}
+		printInformational(a.stdout, r.Informational)
 		return nil
 	}
 	offline := a.command("verify", "verify FILE|LINK_URL [-key KEY] [-files DIR] [-witness KEY]",
@@ -229,4 +231,40 @@ func (a *app) verifyCommand() *ffcli.Command {
 			return check(ctx, args, keys)
 		})
 	return offline
+}
+
+// printInformational prints a passport's unproved part, each line saying
+// that the log does not prove it.
+func printInformational(w io.Writer, info *registry.PassportInformational) {
+	if info == nil {
+		return
+	}
+	if c := info.Compliance; c != nil {
+		var rows []string
+		for _, r := range c.Rows {
+			row := r.ActionType + " " + r.State
+			if r.ValidThrough != nil {
+				row += " through " + *r.ValidThrough
+			}
+			rows = append(rows, row)
+		}
+		fmt.Fprintf(w, "not proved: compliance as of %s (the actions service's answer): %s\n", c.AsOf, strings.Join(rows, ", "))
+	}
+	name := func(p *registry.PassportParty) string {
+		if p.Name == nil {
+			return p.ID + " (no name held)"
+		}
+		return *p.Name + " (" + p.ID + ")"
+	}
+	for _, p := range info.Performers {
+		var by []string
+		for _, party := range []*registry.PassportParty{p.Organization, p.Person} {
+			if party != nil {
+				by = append(by, name(party))
+			}
+		}
+		if len(by) > 0 {
+			fmt.Fprintf(w, "not proved: action %s performed by %s (the names the registry held)\n", p.ActionID, strings.Join(by, ", "))
+		}
+	}
 }

@@ -4,14 +4,17 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
 // Routes adds GET /compliance to r (the actions' router): every reader
-// reads it, each its organization's rows.
+// reads it, each its organization's rows. The events service reads the
+// same rows of an asset for its passport, as a peer (the internal scope).
 func Routes(r *httpx.Router, e Endpoints) {
 	r.Handle("GET", "/compliance", endpoints.Serve(e.Compliance, decodeCompliance))
+	r.Handle("GET", auth.InternalPrefix+"compliance", endpoints.Serve(e.Compliance, decodeCompliance))
 }
 
 // decodeCompliance reads GET /compliance's filters; action_type and state

@@ -3,6 +3,7 @@ package servicetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"maps"
 	"net/http/httptest"
 	"slices"
@@ -36,6 +37,10 @@ type StandIn struct {
 	referrers map[string]map[uuid.UUID][]refs.Ref
 	// the assets service's access log and current access (access.go)
 	access *AssetAccess
+	// the actions service's compliance rows by asset, and the queries
+	// asked (compliance.go)
+	compliance      map[string][]json.RawMessage
+	complianceAsked []string
 }
 
 // Add makes kind/id exist at the stand-in, with the attributes its owner
@@ -152,6 +157,9 @@ func StandIns(t testing.TB, service string, running map[string]string) (peer.Con
 			refs.MakeServerEndpoints(s).Mount(r)
 			if name == "assets" {
 				s.mountAccess(r)
+			}
+			if name == "actions" {
+				s.mountCompliance(r)
 			}
 			srv := httptest.NewServer(r)
 			t.Cleanup(srv.Close)

@@ -25,10 +25,11 @@ import (
 	"github.com/assetregistry/registry/services/events/tlog/heads"
 )
 
-// Format names the bundle's shape. The bundle's types are the
-// SDK's too (registry.Passport), which may import nothing of the
-// registry: a test of tools/crossservice holds the two the same.
-const Format = "asset-registry-passport/2"
+// Format names the bundle's shape: 3 added the informational member,
+// which a verifier of 2 (strict about members) refuses. The bundle's
+// types are the SDK's too (registry.Passport), which may import nothing
+// of the registry: a test of tools/crossservice holds the two the same.
+const Format = "asset-registry-passport/3"
 
 // Record is one resource as its events leave it: its latest
 // state, deleted or not (and by whom), and the leaves of its events.
@@ -72,11 +73,12 @@ var passportMembers = []struct {
 // the completeness of its asset's record against it (nil when the
 // checkpoint signed no asset heads), then every record, kind by kind in
 // passportKinds' order, then the events in the log's order, a batch at a
-// time.
+// time, then who performed each action.
 type passportParts interface {
 	Head(checkpoint string, c *heads.Completeness) error
 	Record(kind string, r Record) error
 	Events(events []Event) error
+	Performers(p []Performer) error
 }
 
 // recordOf is a resource as its events leave it: the data of its latest
@@ -115,10 +117,14 @@ type passportWriter struct {
 	asset  string
 	member int // the member open now; -1 before the first
 	items  int // written into it
+	// info is the last member, written by Close: its compliance is
+	// known before the reading starts, its performers at its end.
+	info Informational
 }
 
-func newPassportWriter(w io.Writer, asset string) *passportWriter {
-	return &passportWriter{w: w, asset: asset, member: -1}
+func newPassportWriter(w io.Writer, asset string, compliance *Compliance) *passportWriter {
+	return &passportWriter{w: w, asset: asset, member: -1,
+		info: Informational{About: InformationalAbout, Compliance: compliance, Performers: []Performer{}}}
 }
 
 // Head writes the bundle's head: its format, asset, checkpoint and the
@@ -217,12 +223,27 @@ func (p *passportWriter) Events(events []Event) error {
 	return nil
 }
 
-// Close ends the bundle.
+func (p *passportWriter) Performers(performers []Performer) error {
+	p.info.Performers = append(p.info.Performers, performers...)
+	return nil
+}
+
+// Close ends the bundle with its informational member.
 func (p *passportWriter) Close() error {
 	if err := p.open(len(passportMembers)); err != nil {
 		return err
 	}
-	_, err := io.WriteString(p.w, "}\n")
+	info, err := model.Marshal(p.info)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(p.w, `,"informational":`); err != nil {
+		return err
+	}
+	if _, err := p.w.Write(info); err != nil {
+		return err
+	}
+	_, err = io.WriteString(p.w, "}\n")
 	return err
 }
 

@@ -39,15 +39,17 @@ type Settings struct {
 }
 
 type service struct {
-	store    *Store
-	log      *tlog.Store
-	settings Settings
+	store      *Store
+	log        *tlog.Store
+	settings   Settings
+	compliance ComplianceRows // nil: no actions service, no compliance
 }
 
-// NewService returns the service over st, against the checkpoints of log.
-func NewService(st *Store, log *tlog.Store, settings Settings) Service {
+// NewService returns the service over st, against the checkpoints of log,
+// whose passports carry the rows compliance reads (nil: none).
+func NewService(st *Store, log *tlog.Store, settings Settings, compliance ComplianceRows) Service {
 	settings.PublicURL = strings.TrimRight(settings.PublicURL, "/")
-	return &service{store: st, log: log, settings: settings}
+	return &service{store: st, log: log, settings: settings, compliance: compliance}
 }
 
 // sees is the one place that decides whether a caller sees an asset's
@@ -141,6 +143,18 @@ func (s *service) passport(ctx context.Context, asset uuid.UUID) (Bundle, error)
 	if err != nil {
 		return Bundle{}, err
 	}
+	// The rows are asked before the first byte, so that an actions
+	// service that cannot answer is a 503, not a passport cut short. They
+	// are the day's: the checkpoint is the latest, seconds old.
+	var compliance *Compliance
+	if s.compliance != nil {
+		day := model.Today()
+		rows, err := s.compliance(ctx, asset, day)
+		if err != nil {
+			return Bundle{}, err
+		}
+		compliance = &Compliance{AsOf: day, Rows: rows}
+	}
 	return Bundle{AssetID: asset, Checkpoint: c, Events: events, Size: passportSize(events, bytes),
 		write: func(ctx context.Context, w io.Writer) error {
 			// The snapshot stays open while the client reads: a client
@@ -148,7 +162,7 @@ func (s *service) passport(ctx context.Context, asset uuid.UUID) (Bundle, error)
 			// rather than hold back the schema's vacuum.
 			ctx, cancel := context.WithTimeout(ctx, passportTime)
 			defer cancel()
-			p := newPassportWriter(w, asset.String())
+			p := newPassportWriter(w, asset.String(), compliance)
 			if err := s.store.Read(ctx, asset, p); err != nil {
 				return err
 			}

@@ -87,8 +87,9 @@ const (
 // order: the checkpoint and the completeness of the asset's record, the
 // records of each kind (asset, asset type, actions, action documents,
 // documents), each in the order of its first event, then the events in
-// the log's order with their proofs, a bounded batch at a time. Nothing
-// of it is held longer than its batch, whatever the passport's size.
+// the log's order with their proofs, a bounded batch at a time, then who
+// performed each action. Nothing of it is held longer than its batch,
+// whatever the passport's size.
 func (st *Store) Read(ctx context.Context, asset uuid.UUID, parts passportParts) error {
 	return tlog.ReadSnapshot(ctx, st.s.Pool, "read a passport", func(tx pgx.Tx) error {
 		size, err := readHead(ctx, tx, asset, parts)
@@ -122,7 +123,7 @@ func (st *Store) Read(ctx context.Context, asset uuid.UUID, parts passportParts)
 				return store.Classify(err, "read a passport's events")
 			}
 			if len(seqs) == 0 {
-				return nil
+				return passportPerformers(ctx, tx, asset, size, parts)
 			}
 			for len(seqs) > 0 {
 				take, total := 1, sizes[0]
@@ -188,6 +189,48 @@ func passportRecords(ctx context.Context, tx pgx.Tx, asset uuid.UUID, size uint6
 		return parts.Record(kind, r)
 	})
 	return store.Classify(err, "read a passport's records")
+}
+
+// passportPerformers hands parts who performed each action of a passport
+// (in the order of the actions' records): the organization and person its
+// latest event names, each with its name as the latest of its own events
+// in the tree of size held it (a person's as redacted, if it was).
+func passportPerformers(ctx context.Context, tx pgx.Tx, asset uuid.UUID, size uint64, parts passportParts) error {
+	rows, err := tx.Query(ctx, passportSubjects+`, latest AS (
+			SELECT DISTINCT ON (subject_id) subject_id, body -> 'data' AS data FROM passport
+			WHERE kind = 'action' ORDER BY subject_id, seq DESC
+		), firsts AS (
+			SELECT subject_id, min(seq) AS first FROM passport WHERE kind = 'action' GROUP BY subject_id
+		)
+		SELECT l.subject_id, l.data ->> 'organization_id', o.name, l.data ->> 'person_id', p.first_name, p.last_name
+		FROM latest l JOIN firsts f USING (subject_id)
+		LEFT JOIN LATERAL (SELECT body -> 'data' ->> 'name' AS name FROM events
+			WHERE kind = 'organization' AND subject_id = l.data ->> 'organization_id' AND leaf < $1
+			ORDER BY seq DESC LIMIT 1) o ON true
+		LEFT JOIN LATERAL (SELECT body -> 'data' ->> 'first_name' AS first_name, body -> 'data' ->> 'last_name' AS last_name FROM events
+			WHERE kind = 'person' AND subject_id = l.data ->> 'person_id' AND leaf < $1
+			ORDER BY seq DESC LIMIT 1) p ON true
+		ORDER BY f.first`, int64(size), asset.String())
+	if err != nil {
+		return store.Classify(err, "read a passport's performers")
+	}
+	var performers []Performer
+	var action string
+	var org, orgName, person, first, last *string
+	if _, err := pgx.ForEachRow(rows, []any{&action, &org, &orgName, &person, &first, &last}, func() error {
+		p := Performer{ActionID: action}
+		if org != nil {
+			p.Organization = &Party{ID: *org, Name: copied(orgName)}
+		}
+		if person != nil {
+			p.Person = &Party{ID: *person, Name: personName(copied(first), copied(last))}
+		}
+		performers = append(performers, p)
+		return nil
+	}); err != nil {
+		return store.Classify(err, "read a passport's performers")
+	}
+	return parts.Performers(performers)
 }
 
 // passportEvents hands parts the events of seqs with their proofs in the

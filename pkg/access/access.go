@@ -13,6 +13,13 @@
 // the call reads, on every replica. Assets the copy has not met yet (one
 // created since, never changed) are learned from the assets service by id
 // (Lookup) when a write first names them, and from their events.
+//
+// The common case costs no call: the assets service keeps the log's
+// watermark in Redis (the highest version written, raised before the
+// write commits), and a copy that has read the log up to the watermark
+// answers without reading it again. A copy that cannot read the watermark
+// (no Redis, Redis down or slow, the key lapsed) reads the log, as it did
+// before each read: losing Redis costs speed, never an answer.
 package access
 
 import (
@@ -21,8 +28,10 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/store"
@@ -37,6 +46,10 @@ const (
 	pageSize = 1000
 	// MaxLookup bounds the ids of one Lookup call.
 	MaxLookup = 1000
+	// WatermarkName ends the Redis key of the assets' access watermark,
+	// in the assets service's cache namespace: "assets:…:" + WatermarkName.
+	// The other services' Redis users may read that key.
+	WatermarkName = "asset_access_watermark"
 )
 
 // Copy is one service's copy of the assets' access.
@@ -48,6 +61,13 @@ type Copy struct {
 	queued  *round // the next refresh, which callers that arrive now wait for
 	running bool
 	cursor  int64 // the last change version applied by this process
+
+	// finds reaches the service's Redis (nil: none); mark is the assets'
+	// watermark there, once a page of the log named its key; applied is
+	// the version the copy has read the log up to (-1: not yet).
+	finds   *cache.Finds
+	mark    atomic.Pointer[cache.Watermark]
+	applied atomic.Int64
 }
 
 // round is one refresh, begun after every caller waiting for it arrived.
@@ -58,17 +78,30 @@ type round struct {
 
 // New returns the copy kept in st's schema, refreshed from assets.
 func New(st *store.Store, assets *peer.Client) *Copy {
-	return &Copy{store: &Store{st: st}, assets: assets, cursor: -1}
+	c := &Copy{store: &Store{st: st}, assets: assets, cursor: -1}
+	c.finds, _ = st.Invalidator().(*cache.Finds)
+	c.applied.Store(-1)
+	return c
 }
 
 // Store is the copy's SQL (store.go).
 func (c *Copy) Store() *Store { return c.store }
 
 // Refresh brings the copy up to the assets service's last committed
-// change of owners and grants. Callers that arrive while a refresh runs
-// wait for the next one, which begins after they arrived: a change
-// committed before the call is always in the copy when Refresh returns.
+// change of owners and grants: at no cost when the copy is Current, else
+// by reading the log (Pull).
 func (c *Copy) Refresh(ctx context.Context) error {
+	if c.assets == nil || c.Current(ctx) {
+		return nil
+	}
+	return c.Pull(ctx)
+}
+
+// Pull reads the log after the copy's position. Callers that arrive while
+// a pull runs wait for the next one, which begins after they arrived: a
+// change committed before the call is always in the copy when Pull
+// returns.
+func (c *Copy) Pull(ctx context.Context) error {
 	if c.assets == nil {
 		return nil
 	}
@@ -112,8 +145,9 @@ func (c *Copy) refreshRounds() {
 }
 
 type changesPage struct {
-	Changes []model.Access `json:"changes"`
-	Next    int64          `json:"next"`
+	Changes   []model.Access `json:"changes"`
+	Next      int64          `json:"next"`
+	Watermark string         `json:"watermark"` // its Redis key, "" without
 }
 
 // pull reads and applies the changes after the cursor, page by page.
@@ -140,9 +174,34 @@ func (c *Copy) pull(ctx context.Context) error {
 			c.cursor = page.Next
 		}
 		if len(page.Changes) < pageSize {
+			c.watch(page.Watermark)
+			c.applied.Store(c.cursor)
 			return nil
 		}
 	}
+}
+
+// watch keeps the watermark at key, which the assets service named.
+func (c *Copy) watch(key string) {
+	if c.finds == nil || key == "" {
+		c.mark.Store(nil)
+		return
+	}
+	if m := c.mark.Load(); m == nil || m.Key() != key {
+		c.mark.Store(c.finds.WatermarkAt(key))
+	}
+}
+
+// Current reports whether the copy holds every change committed before
+// the call: the watermark, read now, is one the copy has read the log up
+// to. Without a watermark to read it is false.
+func (c *Copy) Current(ctx context.Context) bool {
+	m := c.mark.Load()
+	if m == nil {
+		return false
+	}
+	v, ok := m.Read(ctx)
+	return ok && v <= c.applied.Load()
 }
 
 // Lookup returns the access of each of ids the copy or the assets service

@@ -21,7 +21,7 @@ type Datastore string
 // The datastores a service can need.
 const (
 	Postgres    Datastore = "postgres" // its own schema
-	Redis       Datastore = "redis"    // the find cache
+	Redis       Datastore = "redis"    // the find cache, the assets' access watermark
 	ObjectStore Datastore = "s3"       // S3-compatible object storage (MinIO locally)
 	// NATS is the JetStream stream of change events: a service that needs
 	// it records an event for every write in its outbox (its own schema)
@@ -153,7 +153,9 @@ var Services = []Service{
 		// plans say when an action falls due.
 		Resources: []Resource{{Name: "actions", Prefixes: []string{"/actions"}}, {Name: "compliance", Prefixes: []string{"/compliance"}},
 			{Name: "inspection_plans", Prefixes: []string{"/inspection_plans"}}, {Name: "action_types", Prefixes: []string{"/action_types"}}},
-		Needs: []Datastore{Postgres, NATS},
+		// Redis: the assets' access watermark, which spares a bound read
+		// the call to the assets service while nothing changed (pkg/access).
+		Needs: []Datastore{Postgres, Redis, NATS},
 		Kinds: []string{"action", "action_document", "inspection_plan", "compliance", "action_type"},
 		// An action names its asset and the person and organization that
 		// did the work; an action document links a document; a plan names
@@ -187,8 +189,9 @@ var Services = []Service{
 		// the assets service, to answer bound clients; a passport carries
 		// the asset's compliance rows, read from the actions service.
 		Reads: []string{"actions", "assets"},
-		// It reads the stream the others' relays publish to.
-		Needs:            []Datastore{Postgres, NATS},
+		// It reads the stream the others' relays publish to, and the
+		// assets' access watermark in Redis (pkg/access).
+		Needs:            []Datastore{Postgres, Redis, NATS},
 		DeliversWebhooks: true,
 	},
 }

@@ -106,45 +106,38 @@ func TestReadsMakePeers(t *testing.T) {
 	}
 }
 
-// The assets service references what parties and documents own, so both
-// ask it before deleting a person or a document.
-func TestAssetsReferences(t *testing.T) {
-	assets, ok := Lookup("assets")
-	if !ok {
-		t.Fatal("no assets entry")
+// Each service's peers, and the kinds it references, whose owners ask it
+// before deleting one: assets references what parties and documents own
+// (an asset's owner organization and the organizations holding grants on
+// it included), and actions references an asset, a person, an
+// organization and a document. actions references assets, so assets asks
+// it before deleting one; events reads the assets' owners and grants and
+// the actions' compliance rows (for passports); documents learns a
+// document's action documents from actions.
+func TestServiceReferences(t *testing.T) {
+	type owned struct{ service, kind string }
+	tests := []struct {
+		service    string
+		peers      []string
+		references []owned
+	}{
+		{"assets", []string{"actions", "documents", "events", "parties"},
+			[]owned{{"parties", "person"}, {"documents", "document"}, {"parties", "organization"}}},
+		{"actions", []string{"assets", "documents", "events", "parties"},
+			[]owned{{"assets", "asset"}, {"parties", "person"}, {"parties", "organization"}, {"documents", "document"}}},
 	}
-	// actions references assets, so assets asks it before deleting one;
-	// events reads its owners and grants.
-	if got := assets.Peers(); !slices.Equal(got, []string{"actions", "documents", "events", "parties"}) {
-		t.Errorf("assets peers = %v", got)
-	}
-	for _, owner := range []struct{ service, kind string }{{"parties", "person"}, {"documents", "document"}} {
-		if got := ReferrersOf(owner.service, owner.kind); !slices.Contains(got, "assets") {
-			t.Errorf("referrers of %s = %v", owner.kind, got)
+	for _, tt := range tests {
+		svc, ok := Lookup(tt.service)
+		if !ok {
+			t.Fatalf("no %s entry", tt.service)
 		}
-	}
-	// An asset's owner organization, and the organizations holding grants
-	// on it or receiving it, keep their organization from being deleted.
-	if got := ReferrersOf("parties", "organization"); !slices.Contains(got, "assets") {
-		t.Errorf("assets references organizations, referrers = %v", got)
-	}
-}
-
-// The actions service references an asset, a person, an organization and
-// a document, so each owner asks it before deleting one; documents learns
-// a document's action documents from it, the owner of action_document;
-// the events service reads its compliance rows for passports.
-func TestActionsReferences(t *testing.T) {
-	actions, ok := Lookup("actions")
-	if !ok {
-		t.Fatal("no actions entry")
-	}
-	if got := actions.Peers(); !slices.Equal(got, []string{"assets", "documents", "events", "parties"}) {
-		t.Errorf("actions peers = %v", got)
-	}
-	for _, owner := range []struct{ service, kind string }{{"assets", "asset"}, {"parties", "person"}, {"parties", "organization"}, {"documents", "document"}} {
-		if got := ReferrersOf(owner.service, owner.kind); !slices.Contains(got, "actions") {
-			t.Errorf("referrers of %s = %v", owner.kind, got)
+		if got := svc.Peers(); !slices.Equal(got, tt.peers) {
+			t.Errorf("%s peers = %v, want %v", tt.service, got, tt.peers)
+		}
+		for _, o := range tt.references {
+			if got := ReferrersOf(o.service, o.kind); !slices.Contains(got, tt.service) {
+				t.Errorf("referrers of %s = %v, want %s among them", o.kind, got, tt.service)
+			}
 		}
 	}
 	if owner, _ := OwnerOf("action_document"); owner != "actions" {

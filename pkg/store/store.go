@@ -105,6 +105,10 @@ func New(pool *Pool, finds Invalidator) *Store {
 	return &Store{Pool: pool, finds: finds}
 }
 
+// Invalidator is what the store's writes make stale (pkg/cache's Finds,
+// which also reaches the service's Redis), or a no-op without a cache.
+func (s *Store) Invalidator() Invalidator { return s.finds }
+
 type txKey struct{}
 
 // Reads returns what a read that may lag the primary should run on: the

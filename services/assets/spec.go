@@ -7,10 +7,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/endpoints"
+	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/assets/assettypes"
 	"github.com/assetregistry/registry/services/assets/custody"
+	"github.com/assetregistry/registry/services/assets/custody/accesslog"
 	"github.com/assetregistry/registry/services/assets/meters"
 )
 
@@ -53,5 +55,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	meters.Routes(routes, meters.MakeEndpoints(meters.NewService(meters.NewStore(d.Store), assets.Access), timeout))
 	custody.Routes(routes, custody.MakeEndpoints(custody.NewService(custody.NewStore(d.Store, registry, Custody(assets)), registry), timeout))
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
-	return servicekit.Handlers{Routes: routes}, nil
+	// The access log's watermark in Redis lives while the service does
+	// (accesslog).
+	return servicekit.Handlers{Routes: routes, Jobs: []job.Job{accesslog.New(d.Store).RenewJob(d.Logger)}}, nil
 }

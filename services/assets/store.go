@@ -16,6 +16,7 @@ import (
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/assets/assettypes"
 	"github.com/assetregistry/registry/services/assets/custody"
+	"github.com/assetregistry/registry/services/assets/custody/accesslog"
 )
 
 var assetExternals = assettypes.Externals{Table: "asset_external_ids", Owner: "asset_id", Resource: "asset"}
@@ -29,6 +30,7 @@ var assetExternals = assettypes.Externals{Table: "asset_external_ids", Owner: "a
 // the schema's foreign key holds it.
 type Store struct {
 	*store.Store
+	access *accesslog.Log
 }
 
 // NewStore returns the assets store over the kit's store and declares its
@@ -43,7 +45,7 @@ func NewStore(s *store.Store, r refs.Kinds) *Store {
 	r.PointsAt("person", func(ctx context.Context, q store.Querier, id uuid.UUID) ([]refs.Ref, error) {
 		return assetRefs(ctx, q, "responsible_person_id", id)
 	})
-	return &Store{Store: s}
+	return &Store{Store: s, access: accesslog.New(s)}
 }
 
 // AssetsOfType names the assets of an asset type: what the asset types'
@@ -251,7 +253,7 @@ func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, ap
 		Select:   `SELECT ` + assetColumns + ` FROM assets a WHERE a.id = $1`,
 		Input:    assetInputOf,
 		Save: func(ctx context.Context, tx pgx.Tx, old Asset, in AssetInput, actor string) ([]string, error) {
-			changed, err := saveAsset(ctx, tx, checked, old, in, actor)
+			changed, err := saveAsset(ctx, tx, s.access, checked, old, in, actor)
 			if err != nil || equalIDs(old.ParentAssetID, in.ParentAssetID.Ptr()) {
 				return changed, err
 			}
@@ -270,7 +272,7 @@ func (s *Store) UpdateAsset(ctx context.Context, g model.Guard, id uuid.UUID, ap
 		`SELECT id FROM assets WHERE asset_type_id = $1 AND serial_number = $2`, in.AssetTypeID.UUID, in.SerialNumber)
 }
 
-func saveAsset(ctx context.Context, tx pgx.Tx, checked *refs.Checked, old Asset, in AssetInput, actor string) ([]string, error) {
+func saveAsset(ctx context.Context, tx pgx.Tx, access *accesslog.Log, checked *refs.Checked, old Asset, in AssetInput, actor string) ([]string, error) {
 	if parent := in.ParentAssetID.Ptr(); !equalIDs(parent, old.ParentAssetID) {
 		if err := moveUnder(ctx, tx, old.ID, parent); err != nil {
 			return nil, err
@@ -297,7 +299,7 @@ func saveAsset(ctx context.Context, tx pgx.Tx, checked *refs.Checked, old Asset,
 	if ownerChanged {
 		// Who sees the asset changed: the other services' copies follow
 		// the log.
-		if err := custody.LogAccess(ctx, tx, old.ID); err != nil {
+		if err := access.Write(ctx, tx, old.ID); err != nil {
 			return nil, err
 		}
 	}

@@ -158,6 +158,11 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 			return fail(err)
 		}
 		walking := time.Now()
+		// The full seed outlasts an access token (15 min; 19 min on a
+		// loaded two-core machine): the walk needs a fresh one.
+		if err := e.refreshToken(ctx); err != nil {
+			return fail(err)
+		}
 		if err := e.findComplianceCursor(ctx); err != nil {
 			return fail(err)
 		}
@@ -176,6 +181,9 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	walking := time.Now()
+	if err := e.refreshToken(ctx); err != nil { // as after the compliance seed
+		return fail(err)
+	}
 	if err := e.findDeepCursors(ctx); err != nil {
 		return fail(err)
 	}

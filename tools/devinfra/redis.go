@@ -47,6 +47,8 @@ type RedisUser struct {
 	Name, Password string
 	// Keys is the glob of the keys it may read and write ("parties:*").
 	Keys string
+	// ReadKeys is a glob of keys it may only read ("" none).
+	ReadKeys string
 	// Commands it may run (lower-case names, "client|setinfo" for a
 	// subcommand); nothing else, not even listing keys.
 	Commands []string
@@ -56,6 +58,9 @@ type RedisUser struct {
 // already running (split on spaces) or a config file's user directive.
 func (u RedisUser) Rule() []string {
 	rule := []string{"reset", "on", redisPasswordHash(u.Password), "~" + u.Keys, "resetchannels", "-@all"}
+	if u.ReadKeys != "" {
+		rule = append(rule, "%R~"+u.ReadKeys)
+	}
 	for _, c := range u.Commands {
 		rule = append(rule, "+"+c)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	assetaccess "github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/cache"
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/tools/devinfra"
@@ -116,14 +117,21 @@ func writeAccess(path string, roles, users map[string]string) error {
 
 // redisUsers are the services' Redis users: each may run the commands of
 // pkg/cache on the keys of its own cache namespace, which starts with the
-// service's name (pkg/servicekit), and nothing else. The gateway's may
+// service's name (pkg/servicekit), and read the assets' access watermark,
+// and nothing else. The gateway's may
 // run its rate limiter's script on the budgets' keys (redis_rate's "rate:"
 // and the gateway's key prefix, gatewayKeyPrefix).
 func (a access) redisUsers() []devinfra.RedisUser {
 	var users []devinfra.RedisUser
 	for _, name := range cacheUsers() {
 		c := a.users[name]
-		users = append(users, devinfra.RedisUser{Name: c.name, Password: c.password, Keys: RedisNamespace(name) + "*", Commands: cache.Commands})
+		u := devinfra.RedisUser{Name: c.name, Password: c.password, Keys: RedisNamespace(name) + "*", Commands: cache.Commands}
+		if name != "assets" {
+			// The assets' access watermark, which their copies of who sees
+			// which asset read (pkg/access).
+			u.ReadKeys = RedisNamespace("assets") + "*:" + assetaccess.WatermarkName
+		}
+		users = append(users, u)
 	}
 	gw := a.users[catalog.Gateway.Name]
 	return append(users, devinfra.RedisUser{Name: gw.name, Password: gw.password,

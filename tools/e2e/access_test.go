@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/assetregistry/registry/pkg/access"
+	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/tools/devstack"
 )
 
@@ -145,6 +147,18 @@ func TestEachServiceHasItsOwnRedisUser(t *testing.T) {
 		}
 		if err := user.Scan(ctx, 0, "*", 10).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 			t.Errorf("%s may list every key: %v", name, err)
+		}
+		// The assets' access watermark: every service with Redis reads it
+		// (pkg/access), none but the assets service writes it.
+		watermark := devstack.RedisNamespace("assets") + "e2e-access-check:" + access.WatermarkName
+		if name == "assets" || name == catalog.Gateway.Name {
+			continue
+		}
+		if err := user.Get(ctx, watermark).Err(); err != nil && !errors.Is(err, redis.Nil) {
+			t.Errorf("%s may not read the assets' access watermark: %v", name, err)
+		}
+		if err := user.Set(ctx, watermark, "1", time.Minute).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Errorf("%s may write the assets' access watermark: %v", name, err)
 		}
 	}
 }

@@ -167,6 +167,10 @@ type OwnersResult struct {
 type AccessChanges struct {
 	Changes []model.Access `json:"changes"`
 	Next    int64          `json:"next"`
+	// Watermark is the Redis key of the log's watermark (accesslog), left
+	// out without Redis: a copy that has read the log up to its value
+	// needs not read it again.
+	Watermark string `json:"watermark,omitempty"`
 }
 
 // Limits of a page of the access change log.

@@ -214,7 +214,7 @@ func (s *service) SetOwners(ctx context.Context, by model.Caller, in OwnersInput
 // AccessChanges answers up to limit changes after version after.
 func (s *service) AccessChanges(ctx context.Context, after int64, limit int) (AccessChanges, error) {
 	changes, err := s.store.AccessChanges(ctx, after, limit)
-	out := AccessChanges{Changes: changes, Next: after}
+	out := AccessChanges{Changes: changes, Next: after, Watermark: s.store.log.WatermarkKey()}
 	if n := len(changes); n > 0 {
 		out.Next = changes[n-1].Version
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/assets/custody/accesslog"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -29,12 +30,13 @@ type Assets struct {
 	FindScopes func(serial string) []string
 }
 
-// Store is the PostgreSQL persistence of grants, transfers and the access
-// change log. Every write that changes an asset's owner or grants writes
-// the asset's access to the log in its own transaction (logAccess).
+// Store is the PostgreSQL persistence of grants and transfers. Every write
+// that changes an asset's owner or grants writes the asset's access to
+// the access change log in its own transaction (accesslog).
 type Store struct {
 	*store.Store
 	assets Assets
+	log    *accesslog.Log
 }
 
 // NewStore returns the custody store and declares its side of the
@@ -44,7 +46,7 @@ type Store struct {
 func NewStore(s *store.Store, r refs.Kinds, assets Assets) *Store {
 	r.Owns("transfer", refs.ExistsIn("asset_transfers"))
 	r.PointsAt("organization", organizationRefs)
-	return &Store{Store: s, assets: assets}
+	return &Store{Store: s, assets: assets, log: accesslog.New(s)}
 }
 
 // organizationTarget is a reference to an organization made through field.
@@ -57,11 +59,6 @@ func organizationTarget(field string, id uuid.UUID) refs.Target {
 func OrganizationTarget(id uuid.UUID) refs.Target {
 	return organizationTarget("owner_organization_id", id)
 }
-
-// accessLogLock is the advisory lock every write to the access change log
-// takes before it numbers its row, so versions commit in the order they
-// are numbered (see logAccess).
-const accessLogLock = 0x6173736574616363 // "assetacc"
 
 // accessRow is an asset's access as the queries below read it.
 type accessRow struct {
@@ -79,14 +76,9 @@ func (r accessRow) access() model.Access {
 	return a
 }
 
-// grantsOf is the JSON array of an asset's grants (alias a), in
-// organization order.
-const grantsOf = `COALESCE((SELECT jsonb_agg(jsonb_build_object('organization_id', g.organization_id, 'role', g.role)
-	ORDER BY g.organization_id) FROM asset_grants g WHERE g.asset_id = a.id), '[]'::jsonb)`
-
 // accessSQL reads the current access of the assets among $1, with the
 // version of each one's latest change (0: never changed).
-const accessSQL = `SELECT a.id AS asset_id, a.owner_organization_id, ` + grantsOf + ` AS grants,
+const accessSQL = `SELECT a.id AS asset_id, a.owner_organization_id, ` + accesslog.GrantsOf + ` AS grants,
 	COALESCE((SELECT max(c.version) FROM asset_access_changes c WHERE c.asset_id = a.id), 0) AS version
 	FROM assets a WHERE a.id = ANY($1) ORDER BY a.id`
 
@@ -105,25 +97,6 @@ func lookup(ctx context.Context, q store.Querier, ids []uuid.UUID) ([]model.Acce
 		out[i] = r.access()
 	}
 	return out, err
-}
-
-// LogAccess writes the current access of each of ids to the change log,
-// in tx, the transaction of the write that changed it. The advisory lock,
-// held until tx ends, makes every such write wait for the one before it
-// to commit before it draws its version: a follower that read up to
-// version V never finds a smaller version appear later. Such writes are
-// rare (a transfer, a grant, an admin's owner change); creating an asset
-// writes nothing here and takes no lock.
-func LogAccess(ctx context.Context, tx pgx.Tx, ids ...uuid.UUID) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(accessLogLock)); err != nil {
-		return store.Classify(err, "lock the access log")
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO asset_access_changes (asset_id, owner_organization_id, grants)
-		SELECT a.id, a.owner_organization_id, `+grantsOf+` FROM assets a WHERE a.id = ANY($1) ORDER BY a.id`, ids)
-	return store.Classify(err, "log asset access")
 }
 
 // AccessChanges reads up to limit changes after version after.
@@ -225,7 +198,7 @@ func (s *Store) PutGrant(ctx context.Context, by model.Caller, assetID uuid.UUID
 		if err != nil {
 			return nil, err
 		}
-		return s.assets.FindScopes(serial), LogAccess(ctx, tx, assetID)
+		return s.assets.FindScopes(serial), s.log.Write(ctx, tx, assetID)
 	})
 	return g, created, err
 }
@@ -256,7 +229,7 @@ func (s *Store) DeleteGrant(ctx context.Context, g model.Guard, assetID, organiz
 		if err := s.Record(ctx, tx, g.Caller, outbox.Deleted(outbox.KindAssetGrant, grantSubject(assetID, organizationID), grantEvent{assetID, grant})); err != nil {
 			return nil, err
 		}
-		return s.assets.FindScopes(serial), LogAccess(ctx, tx, assetID)
+		return s.assets.FindScopes(serial), s.log.Write(ctx, tx, assetID)
 	})
 }
 
@@ -455,7 +428,7 @@ func (s *Store) setOwners(ctx context.Context, tx pgx.Tx, by model.Caller, ids [
 		}
 		scopes = append(scopes, s.assets.FindScopes(serials[i])...)
 	}
-	return scopes, LogAccess(ctx, tx, ids...)
+	return scopes, s.log.Write(ctx, tx, ids...)
 }
 
 // organizationRefs names what points at an organization here: the assets

@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -63,5 +64,51 @@ func TestStaleLeaderIsFencedOut(t *testing.T) {
 	checkStream(t, f.streamed(t), subjects, changes)
 	if outbox.StaleRefused(f.schema) == refusedBefore {
 		t.Error("the woken leader's publish was not refused (outbox_stale_publishes_refused_total unchanged)")
+	}
+}
+
+// TestLeaderFencesAgainAfterItsFenceIsLost purges the stream under a
+// leading relay (its fence goes with it, as when the stream is recreated):
+// its next publish is refused, it stands down and fences again, and every
+// event is still published once, in order.
+func TestLeaderFencesAgainAfterItsFenceIsLost(t *testing.T) {
+	f := newFixture(t, testkit.NATSServer{})
+	relay, _ := f.relay(t)
+	write := func(n int) {
+		c := outbox.Updated(outbox.KindAsset, "asset-0", counter{n - 1}, counter{n})
+		if n == 0 {
+			c = outbox.Created(outbox.KindAsset, "asset-0", counter{0})
+		}
+		if err := f.write(t, request("client", "req"), nil, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	eventually(t, "the first event published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	s, err := f.js.Stream(t.Context(), f.cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	refusedBefore := outbox.StaleRefused(f.schema)
+	for n := 1; n < 5; n++ {
+		write(n)
+	}
+	eventually(t, "the later events published after fencing again", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	if outbox.StaleRefused(f.schema) == refusedBefore {
+		t.Error("the publish without a fence was not refused")
+	}
+	eventually(t, "the relay ready", 10*time.Second, func() bool { return relay.Ready(t.Context()) == nil })
+	events := f.streamed(t)
+	if len(events) != 4 {
+		t.Fatalf("%d events in the purged stream, want the 4 written after the purge", len(events))
+	}
+	for i, e := range events {
+		var c counter
+		if err := json.Unmarshal(e.Data, &c); err != nil || c.N != i+1 {
+			t.Errorf("event %d: n=%d (%v), want %d", i, c.N, err, i+1)
+		}
 	}
 }

@@ -302,6 +302,7 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 	}
 	if r.epoch == 0 || time.Since(r.fencedAt) > fenceRefresh {
 		if err := r.fence(ctx); err != nil {
+			r.streamReady = false // ensured again first: the fence subject may be what is missing
 			return 0, err
 		}
 	}

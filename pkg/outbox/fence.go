@@ -21,20 +21,27 @@ import (
 // with JetStream's compare-and-set: expected last sequence of the fence
 // subject = the one it read there, so of two replicas that both believe
 // they lead only one fence lands. Every event the leader then publishes
-// carries Nats-Expected-Last-Subject-Sequence = its epoch for the fence
-// subject (and the epoch in a Registry-Leader-Epoch header), so JetStream
-// stores it only while that fence is still the last one. A leader frozen
+// carries its epoch (a Registry-Leader-Epoch header), and the first of
+// each wave carries Nats-Expected-Last-Subject-Sequence = its epoch for
+// the fence subject and is acknowledged before the rest of the wave is
+// sent, so JetStream stores a wave only while that fence is still the
+// last one. (Not every event: a replicated stream refuses a check on a
+// subject that another in-flight message checks, which would stop the
+// pipelining of a wave.) A leader frozen
 // between reading the outbox and publishing (SIGSTOP, a debugger, a node
 // without CPU) loses its session and the lock; the replica that takes
-// over fences; when the frozen one wakes, each of its publishes is refused
+// over fences; when the frozen one wakes, its first publish is refused
 // (wrong last sequence, checked before the duplicate window, so it is
 // refused even past that window, when it would otherwise be stored twice
 // and out of order), counted in outbox_stale_publishes_refused_total, and
 // the relay gives the lead up. Its round marks nothing (its session is
 // gone), and the new leader has published those events already.
 //
-// Only one window is left: a woken leader that publishes after its session
-// ended but before the new leader's fence lands. Those events were read
+// Two windows are left. A leader frozen in the instant between its wave's
+// checked first event being acknowledged and the rest being sent sends
+// that rest when it wakes: JetStream drops what it has seen within the
+// duplicate window. And a woken leader that publishes after its session
+// ended but before the new leader's fence lands: those events were read
 // from the outbox as it stood and are published again, by id, right after
 // the fence: JetStream's duplicate window drops them, and they precede
 // the new leader's events, so the order holds.
@@ -61,11 +68,12 @@ func (e fenced) Error() string {
 }
 func (e fenced) Unwrap() error { return e.err }
 
-// wrongEpoch tells the stream's refusal of an expected last sequence.
+// wrongEpoch tells the stream's refusal of an expected last sequence that
+// differs (not the replicated stream's refusal of a check it could not
+// order, JSErrCodeStreamWrongLastSequenceConstant, which passes).
 func wrongEpoch(err error) bool {
 	var api *jetstream.APIError
-	return errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
 // fenceSubject is the schema's fence subject.
@@ -107,9 +115,12 @@ func (r *Relay) fence(ctx context.Context) error {
 	return nil
 }
 
-// epochOpts are the options that make a publish hold only under this
-// leader's fence.
-func (r *Relay) epochOpts(msg *nats.Msg) []jetstream.PublishOpt {
+// epochOpts marks msg with this leader's epoch and, checked, returns the
+// option that makes the publish hold only under this leader's fence.
+func (r *Relay) epochOpts(msg *nats.Msg, checked bool) []jetstream.PublishOpt {
 	msg.Header.Set(EpochHeader, strconv.FormatUint(r.epoch, 10))
+	if !checked {
+		return nil
+	}
 	return []jetstream.PublishOpt{jetstream.WithExpectLastSequenceForSubject(r.epoch, r.fenceSubject())}
 }

@@ -445,7 +445,46 @@ const publishTimeout = 10 * time.Second
 // acknowledged events, the events NATS refused for good with why
 // (unpublishable), and the first other failure (NATS down, no
 // acknowledgement), after which the rest of the batch waits.
+//
+// The wave's first event carries the fence check (fence.go) and is
+// acknowledged before the others are sent: a stale leader's first publish
+// is refused and nothing more of its round leaves. Only one at a time
+// carries the check because a replicated stream refuses a message whose
+// check subject another in-flight message is checking (it would have to
+// order them), which every pipelined event would be.
 func (r *Relay) publish(ctx context.Context, batch []pending) (acked []int64, refused map[int64]error, err error) {
+	merge := func(a []int64, rf map[int64]error) {
+		acked = append(acked, a...)
+		for id, why := range rf {
+			if refused == nil {
+				refused = map[int64]error{}
+			}
+			refused[id] = why
+		}
+	}
+	for len(batch) > 0 {
+		a, rf, err := r.send(ctx, batch[:1], true)
+		merge(a, rf)
+		batch = batch[1:]
+		if err != nil {
+			return acked, refused, err
+		}
+		if len(a) == 1 {
+			break // the fence held: the rest go unchecked
+		}
+	}
+	if len(batch) > 0 {
+		a, rf, err := r.send(ctx, batch, false)
+		merge(a, rf)
+		return acked, refused, err
+	}
+	return acked, refused, nil
+}
+
+// send publishes the batch without waiting between messages and then
+// collects JetStream's acknowledgements; with checked, each message holds
+// only under this leader's fence.
+func (r *Relay) send(ctx context.Context, batch []pending, checked bool) (acked []int64, refused map[int64]error, err error) {
 	type sent struct {
 		id     int64
 		future jetstream.PubAckFuture
@@ -467,7 +506,8 @@ func (r *Relay) publish(ctx context.Context, batch []pending) (acked []int64, re
 			continue
 		}
 		msg := &nats.Msg{Subject: r.cfg.SubjectPrefix + "." + p.event.Subject.Kind + "." + p.event.Subject.ID, Data: body, Header: nats.Header{}}
-		opts := append(r.epochOpts(msg), jetstream.WithMsgID(p.event.ID), jetstream.WithExpectStream(r.cfg.Stream))
+		opts := []jetstream.PublishOpt{jetstream.WithMsgID(p.event.ID), jetstream.WithExpectStream(r.cfg.Stream)}
+		opts = append(opts, r.epochOpts(msg, checked)...)
 		f, err := r.js.PublishMsgAsync(msg, opts...)
 		if err != nil {
 			if unpublishable(err) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,6 +117,9 @@ func (f fixture) streamed(t *testing.T) []outbox.Event {
 		msg, err := s.GetMsg(t.Context(), seq)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasPrefix(msg.Subject, f.cfg.SubjectPrefix+"-leaders.") {
+			continue // a relay's fence, not an event
 		}
 		var e outbox.Event
 		if err := json.Unmarshal(msg.Data, &e); err != nil {

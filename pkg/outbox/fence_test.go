@@ -33,7 +33,7 @@ func TestStaleLeaderIsFencedOut(t *testing.T) {
 		}
 	}
 	old, _ := f.relay(t)
-	eventually(t, "the first relay leading", 10*time.Second, func() bool { return old.Ready(t.Context()) == nil })
+	testkit.Eventually(t, "the first relay leading", 10*time.Second, func() bool { return old.Ready(t.Context()) == nil })
 	frozen, wake := make(chan struct{}), make(chan struct{})
 	held := false
 	old.SetBeforePublish(func() {
@@ -51,7 +51,7 @@ func TestStaleLeaderIsFencedOut(t *testing.T) {
 	for n := 1; n < changes; n++ {
 		write(n)
 	}
-	eventually(t, "every event published by the new leader", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "every event published by the new leader", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	checkStream(t, f.streamed(t), subjects, changes)
 	time.Sleep(2 * f.cfg.DuplicateWindow) // a second copy would now be stored
 
@@ -84,7 +84,7 @@ func TestLeaderFencesAgainAfterItsFenceIsLost(t *testing.T) {
 		}
 	}
 	write(0)
-	eventually(t, "the first event published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "the first event published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	s, err := f.js.Stream(t.Context(), f.cfg.Stream)
 	if err != nil {
 		t.Fatal(err)
@@ -96,11 +96,11 @@ func TestLeaderFencesAgainAfterItsFenceIsLost(t *testing.T) {
 	for n := 1; n < 5; n++ {
 		write(n)
 	}
-	eventually(t, "the later events published after fencing again", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "the later events published after fencing again", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
 	if outbox.StaleRefused(f.schema) == refusedBefore {
 		t.Error("the publish without a fence was not refused")
 	}
-	eventually(t, "the relay ready", 10*time.Second, func() bool { return relay.Ready(t.Context()) == nil })
+	testkit.Eventually(t, "the relay ready", 10*time.Second, func() bool { return relay.Ready(t.Context()) == nil })
 	events := f.streamed(t)
 	if len(events) != 4 {
 		t.Fatalf("%d events in the purged stream, want the 4 written after the purge", len(events))

@@ -78,6 +78,8 @@ type Call struct {
 	MinWindow time.Duration
 	// Long is both rows' (see Row.Long).
 	Long bool
+	// Clients is both rows' (see Row.Clients).
+	Clients int
 }
 
 // Rows expands the calls into the gateway and direct rows.
@@ -105,8 +107,8 @@ func (c Call) Rows() []Row {
 		}
 	}
 	return []Row{
-		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long},
-		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long},
+		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long, Clients: c.Clients},
+		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long, Clients: c.Clients},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -154,7 +155,12 @@ func readingsBatch(e *Env, w *Worker) Request {
 // AssetsFirstCall is the first page of 100 assets, no filter: divided by
 // AssetsStoreRow, what the database and the encoding of the same page
 // cost, so the ratio says what the service, its HTTP and the gateway add.
+// With REGISTRY_PG_STAT_STATEMENTS=1 (pg_stat_statements loaded in the
+// bench's own PostgreSQL) each row prints, after it, what PostgreSQL
+// spent per call of the page's query, from the statistics it keeps.
 var AssetsFirstCall = Call{Name: AssetsFirst, Service: "assets", Limit: AssetsStoreName, Long: true,
+	Before: func(ctx context.Context, e *Env, _ string) error { return e.statementTimes(ctx, AssetsFirst, true) },
+	After:  func(ctx context.Context, e *Env) error { return e.statementTimes(ctx, AssetsFirst, false) },
 	Request: func(*Env, *Worker) Request {
 		return Request{Method: "GET", Path: "/assets?limit=" + strconv.Itoa(model.DefaultLimit), Want: 200}
 	}}
@@ -195,3 +201,32 @@ var AssetsStoreRow = Row{Name: AssetsStoreName, Via: "limit", Long: true, Op: fu
 		return model.EncodeJSON(io.Discard, page.Items)
 	}}, nil
 }}
+
+// statementTimes, when pg_stat_statements is loaded, resets its
+// statistics (before a row) or prints PostgreSQL's mean execution time
+// per call of the assets list's statements (after it); otherwise nothing.
+func (e *Env) statementTimes(ctx context.Context, row string, reset bool) error {
+	if os.Getenv("REGISTRY_PG_STAT_STATEMENTS") == "" || e.progress == nil {
+		return nil
+	}
+	if reset {
+		_, err := e.Reference.Exec(ctx, "SELECT public.pg_stat_statements_reset()")
+		return err
+	}
+	rows, err := e.Reference.Query(ctx, `SELECT calls, mean_exec_time, query FROM public.pg_stat_statements
+		WHERE query LIKE '%FROM assets a%' AND query LIKE '%LIMIT%' AND calls > 100 ORDER BY calls DESC LIMIT 3`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var calls int64
+		var mean float64
+		var query string
+		if err := rows.Scan(&calls, &mean, &query); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.progress, "\n    %s: pg_stat_statements: %d calls, %.3f ms each: %.120s\n", row, calls, mean, query)
+	}
+	return rows.Err()
+}

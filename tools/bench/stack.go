@@ -80,7 +80,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	e := &Env{
-		Stack: stack, Creds: creds, Load: o.Load, database: database, sharedPostgres: o.PostgresURL != "",
+		Stack: stack, Creds: creds, Load: o.Load, database: database, sharedPostgres: o.PostgresURL != "", progress: o.Progress,
 		client: &http.Client{Transport: &http.Transport{
 			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
 			IdleConnTimeout: time.Minute, DisableCompression: true,

@@ -160,7 +160,12 @@ func readingsBatch(e *Env, w *Worker) Request {
 // spent per call of the page's query, from the statistics it keeps.
 var AssetsFirstCall = Call{Name: AssetsFirst, Service: "assets", Limit: AssetsStoreName, Long: true,
 	Before: func(ctx context.Context, e *Env, _ string) error { return e.statementTimes(ctx, AssetsFirst, true) },
-	After:  func(ctx context.Context, e *Env) error { return e.statementTimes(ctx, AssetsFirst, false) },
+	After: func(ctx context.Context, e *Env) error {
+		if err := e.statementTimes(ctx, AssetsFirst, false); err != nil {
+			return err
+		}
+		return e.encodingTime(ctx, AssetsFirst)
+	},
 	Request: func(*Env, *Worker) Request {
 		return Request{Method: "GET", Path: "/assets?limit=" + strconv.Itoa(model.DefaultLimit), Want: 200}
 	}}
@@ -201,6 +206,29 @@ var AssetsStoreRow = Row{Name: AssetsStoreName, Via: "limit", Long: true, Op: fu
 		return model.EncodeJSON(io.Discard, page.Items)
 	}}, nil
 }}
+
+// encodingTime prints what encoding the first page's 100 assets costs in
+// process, one encoder alone (the store row, when it ran, opened the
+// store): the encoding's part of that row, beside PostgreSQL's.
+func (e *Env) encodingTime(ctx context.Context, row string) error {
+	if assetsStore.st == nil || e.progress == nil {
+		return nil
+	}
+	page, err := assetsStore.st.ListAssets(ctx, assets.AssetFilter{}, model.Page{Limit: model.DefaultLimit})
+	if err != nil {
+		return err
+	}
+	const n = 200
+	start := time.Now()
+	for range n {
+		if err := model.EncodeJSON(io.Discard, page.Items); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(e.progress, "\n    %s: encoding its %d assets in process, %.3f ms each\n", row, len(page.Items),
+		float64(time.Since(start).Microseconds())/1000/n)
+	return nil
+}
 
 // statementTimes, when pg_stat_statements is loaded, resets its
 // statistics (before a row) or prints PostgreSQL's mean execution time

@@ -2,7 +2,6 @@ package outbox_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -22,14 +21,8 @@ func TestStaleLeaderIsFencedOut(t *testing.T) {
 	f.cfg.DuplicateWindow = time.Second
 	const subjects, changes = 3, 4
 	write := func(n int) {
-		for s := range subjects {
-			c := outbox.Updated(outbox.KindAsset, fmt.Sprint("asset-", s), counter{n - 1}, counter{n})
-			if n == 0 {
-				c = outbox.Created(outbox.KindAsset, fmt.Sprint("asset-", s), counter{0})
-			}
-			if err := f.write(t, request("client", "req"), nil, c); err != nil {
-				t.Fatal(err)
-			}
+		if err := f.writeRound(t, subjects, n); err != nil {
+			t.Fatal(err)
 		}
 	}
 	old, _ := f.relay(t)

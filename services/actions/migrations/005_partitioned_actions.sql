@@ -75,7 +75,7 @@ DECLARE
     bound text;
 BEGIN
     IF (SELECT relkind FROM pg_class WHERE oid = 'actions'::regclass) <> 'r'
-       OR EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'actions_0_bound') THEN
+       OR EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'actions'::regclass AND conname = 'actions_0_bound') THEN
         RETURN;
     END IF;
     SET LOCAL lock_timeout = '2s';
@@ -104,7 +104,7 @@ BEGIN
     END IF;
     SET LOCAL lock_timeout = '2s';
     SELECT (regexp_match(pg_get_constraintdef(oid), '''([0-9a-f-]+)'''))[1] INTO bound
-    FROM pg_constraint WHERE conname = 'actions_0_bound';
+    FROM pg_constraint WHERE conrelid = 'actions'::regclass AND conname = 'actions_0_bound';
     bound_ms := ('x' || lpad(replace(substr(bound, 1, 13), '-', ''), 16, '0'))::bit(64)::bigint;
     next := lpad(to_hex(bound_ms + span), 12, '0');
     next := substr(next, 1, 8) || '-' || substr(next, 9, 4) || '-0000-0000-000000000000';

@@ -12,7 +12,6 @@ import (
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/compliance"
-	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -24,43 +23,32 @@ import (
 // and the task makes the partitions ahead.
 func TestMigrationPartitionsFilledActions(t *testing.T) {
 	ctx := context.Background()
-	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	before := servicetest.MigrationsBefore(t, Spec(), "005")
-	old, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(before)...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 3000
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
 		ids[i] = store.NewID()
 	}
-	// Every third action has a source pair of its own; one legacy pair is
-	// held twice (the second marked a duplicate by migration 003).
-	if _, err := old.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, status_finalized, source_system, source_reference,
+	var pairs int
+	pool := servicetest.MigrateAcross(t, Spec(), "005", func(old *store.Pool) {
+		// Every third action has a source pair of its own; one legacy pair is
+		// held twice (the second marked a duplicate by migration 003).
+		if _, err := old.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, status_finalized, source_system, source_reference,
 			source_duplicate, created_by, updated_by)
 		SELECT id, ('00000000-0000-7000-8000-' || lpad(to_hex(k % 300), 12, '0'))::uuid, 'repair', date '2024-01-01' + (k % 400)::int, k % 2 = 0,
 			CASE WHEN k % 3 = 0 OR k <= 2 THEN 'erp' END, CASE WHEN k <= 2 THEN 'legacy' WHEN k % 3 = 0 THEN 'ref-' || k END,
 			k = 2, 'x', 'x'
 		FROM unnest($1::uuid[]) WITH ORDINALITY AS t(id, k)`, ids); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := old.Exec(ctx, `INSERT INTO action_documents (id, action_id, document_id, source_system, source_reference, created_by, updated_by)
+			t.Fatal(err)
+		}
+		if _, err := old.Exec(ctx, `INSERT INTO action_documents (id, action_id, document_id, source_system, source_reference, created_by, updated_by)
 		SELECT gen_random_uuid(), id, gen_random_uuid(), 'dms', 'doc', 'x', 'x' FROM unnest($1::uuid[]) AS t(id) LIMIT 500`, ids); err != nil {
-		t.Fatal(err)
-	}
-	var pairs int
-	if err := old.QueryRow(ctx, `SELECT count(*) FROM actions WHERE source_system IS NOT NULL AND source_reference IS NOT NULL AND NOT source_duplicate`).
-		Scan(&pairs); err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-
-	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(Spec().Migrations)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+			t.Fatal(err)
+		}
+		if err := old.QueryRow(ctx, `SELECT count(*) FROM actions WHERE source_system IS NOT NULL AND source_reference IS NOT NULL AND NOT source_duplicate`).
+			Scan(&pairs); err != nil {
+			t.Fatal(err)
+		}
+	})
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

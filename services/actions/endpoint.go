@@ -32,18 +32,19 @@ type actionsBatch struct {
 // MakeEndpoints adapts s; every endpoint gets the middleware, in order.
 func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
 	e := Endpoints{
-		CreateAction: endpoints.ByCaller(endpoints.Created(s.CreateAction, actionLocation)),
-		FindAction:   endpoints.ByCaller(endpoints.FindOrCreate(s.FindAction, actionLocation)),
-		CreateActions: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req actionsBatch) (any, error) {
-			return endpoints.Batch(func(ctx context.Context, by model.Caller, in []ActionInput, errs []error) ([]model.ItemOutcome, error) {
-				return s.CreateActions(ctx, by, in, errs, req.Find)
-			})(ctx, by, req.BatchRequest)
-		}),
+		CreateAction:  endpoints.ByCaller(endpoints.Created(s.CreateAction, actionLocation)),
+		FindAction:    endpoints.ByCaller(endpoints.FindOrCreate(s.FindAction, actionLocation)),
 		GetAction:     endpoints.ByCaller(s.GetAction),
 		ListActions:   endpoints.ByCaller(endpoints.ListBy(s.ListActions)),
 		UpdateAction:  endpoints.Guarded(endpoints.ByID(s.UpdateAction)),
 		DeleteAction:  endpoints.Guarded(endpoints.NoContent(s.DeleteAction)),
 		UpdateActions: endpoints.Guarded(endpoints.BatchPatch(s.UpdateActions)),
+		// A batch of creates reads ?find beside its items.
+		CreateActions: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req actionsBatch) (any, error) {
+			return endpoints.Batch(func(ctx context.Context, by model.Caller, in []ActionInput, errs []error) ([]model.ItemOutcome, error) {
+				return s.CreateActions(ctx, by, in, errs, req.Find)
+			})(ctx, by, req.BatchRequest)
+		}),
 	}
 	endpoints.Wrap(&e, middleware...)
 	return e

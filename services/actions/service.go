@@ -1,6 +1,5 @@
 // Package actions is the registry's service for actions (inspections,
-// repairs and other work performed on an asset) and action documents
-// (links from an action to a document). Its layers follow go-kit: Service
+// repairs and other work performed on an asset). Its layers follow go-kit: Service
 // (this file, plain Go types), endpoints (endpoint.go), HTTP transport
 // (transport.go) and PostgreSQL store (store.go). Assets, people,
 // organizations and documents belong to other services: references to
@@ -8,7 +7,8 @@
 //
 // The root is one of the service's components, each of the same shape
 // over the one schema, which spec.go composes (docs/architecture.md,
-// Components): actiontypes (the action types), plans (inspection plans),
+// Components): actiondocs (action documents, the links from an action to
+// a document), actiontypes (the action types), plans (inspection plans),
 // compliance (GET /compliance, its read model and the projection of the
 // assets; compliance/roller its transitions' events) and due (the SQL of
 // when a planned row falls due).

@@ -145,7 +145,7 @@ func TestHTTPBatchFindBySource(t *testing.T) {
 func TestMigrationKeepsDuplicateSources(t *testing.T) {
 	ctx := context.Background()
 	ids := []uuid.UUID{store.NewID(), store.NewID(), store.NewID(), store.NewID()}
-	pool := servicetest.MigrateAcross(t, Spec(), "003", func(old *store.Pool) {
+	pool := migrateAcross(t, "003", func(old *store.Pool) {
 		for i, ref := range []string{"dup", "dup", "dup", "single"} {
 			if _, err := old.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, source_system, source_reference,
 			created_by, updated_by) VALUES ($1, $2, 'repair', '2024-01-01', 'legacy', $3, 'x', 'x')`, ids[i], uuid.New(), ref); err != nil {

@@ -22,9 +22,10 @@ import (
 // Store is the PostgreSQL persistence of actions (their action documents
 // are actiondocs's, which the answers embed and a delete takes along).
 // Every write commits through store.Write. The asset, person and
-// organization an action names are asked about by the service (pkg/refs); a write confirms the check it
-// is given under the targets' locks inside its transaction, and the owners
-// ask this store what points at them before deleting one.
+// organization an action names are asked about by the service
+// (pkg/refs); a write confirms the check it is given under the targets'
+// locks inside its transaction, and the owners ask this store what points
+// at them before deleting one.
 type Store struct {
 	*store.Store
 }

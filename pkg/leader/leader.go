@@ -22,9 +22,12 @@
 //
 // A frozen leader that wakes finds its session gone: its next statement
 // fails, it gives the lead up and stands by. Until then it may finish the
-// step it was in (a round of the relay, a batch of the consumer or of a
-// maintenance task), so every leader's steps must be safe to repeat; they
-// are (events carry their ids, batches are idempotent).
+// step it was in (a batch of the consumer or of a maintenance task), so
+// every leader's steps must be safe to repeat; they are (batches are
+// idempotent). A step whose effect leaves PostgreSQL, where the session
+// cannot guard it, must be fenced where it lands: the outbox relay's
+// publishes carry its epoch and JetStream refuses those of a leader that
+// another has replaced (pkg/outbox, fence.go).
 package leader
 
 import (

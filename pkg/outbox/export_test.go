@@ -24,3 +24,12 @@ func PendingGauge(schema string) float64 {
 var PendingEstimate = pendingEstimate
 
 const CountedExactly = countedExactly
+
+// SetBeforePublish makes the relay call hook after a round read its events
+// and before it publishes them.
+func (r *Relay) SetBeforePublish(hook func()) { r.beforePublish = hook }
+
+// StaleRefused is outbox_stale_publishes_refused_total of schema.
+func StaleRefused(schema string) float64 {
+	return testutil.ToFloat64(staleRefused.WithLabelValues(schema))
+}

@@ -33,6 +33,14 @@ var (
 		Name: "outbox_publish_errors_total",
 		Help: "Relay rounds that could not publish (NATS down, no acknowledgement).",
 	}, []string{"schema"})
+	staleRefused = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "outbox_stale_publishes_refused_total",
+		Help: "Publishes (events or fences) JetStream refused because another replica had taken the lead since this one fenced: a stale leader woken (pkg/outbox fence.go).",
+	}, []string{"schema"})
+	leaderEpoch = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "outbox_relay_epoch",
+		Help: "The leading relay's epoch: the stream sequence of its fence message.",
+	}, []string{"schema"})
 	relayLeader = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "outbox_relay_leader",
 		Help: "1 on the replica whose relay publishes the schema's outbox.",

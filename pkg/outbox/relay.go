@@ -38,6 +38,9 @@ import (
 // resource always has a larger outbox id and is visible no earlier than
 // the one before it (docs/architecture.md says why).
 //
+// Fenced: a leader's publishes carry its epoch, and JetStream refuses
+// those of a leader another replica has replaced since (fence.go).
+//
 // At least once: an event is marked published only after JetStream's
 // acknowledgement; a relay that dies between the two publishes it again,
 // and JetStream drops the second copy within the duplicate window (the
@@ -61,6 +64,14 @@ type Relay struct {
 	state       string // "starting", "leader", "standby"
 	lastErr     error
 	streamReady bool
+	// epoch is the stream sequence of this leader's fence (fence.go), 0
+	// before its first round; fencedAt when it was published.
+	epoch    uint64
+	fencedAt time.Time
+
+	// beforePublish, when set (tests), runs after a round read its events
+	// and before it publishes them: a leader frozen there.
+	beforePublish func()
 
 	// afterPublish, when set (tests), runs after a round's events were
 	// acknowledged and before they are marked: a relay killed there
@@ -156,6 +167,7 @@ func (r *Relay) fail(err error) {
 func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 	level.Info(r.logger).Log("msg", "outbox relay leads", "schema", r.schema)
 	r.set("leader", nil)
+	r.epoch = 0 // fenced again before the first round
 	var lastSweep, lastMeasure, lastRound time.Time
 	for ctx.Err() == nil {
 		var (
@@ -288,6 +300,12 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 		}
 		r.streamReady = true
 	}
+	if r.epoch == 0 || time.Since(r.fencedAt) > fenceRefresh {
+		if err := r.fence(ctx); err != nil {
+			r.streamReady = false // ensured again first: the fence subject may be what is missing
+			return 0, err
+		}
+	}
 	// The outbox holds only unpublished events, read by the primary key
 	// (published_at is set only by relays of an earlier version, which
 	// marked published events in place). held: an earlier event of the
@@ -349,6 +367,9 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 	if len(batch) == 0 {
 		return settled, nil
 	}
+	if r.beforePublish != nil {
+		r.beforePublish()
+	}
 	acked, refused, pubErr := r.publishInWaves(ctx, batch)
 	if len(refused) > 0 {
 		if err := r.setAside(ctx, conn, refused); err != nil {
@@ -377,6 +398,9 @@ func (r *Relay) round(ctx context.Context, conn *pgx.Conn) (int, error) {
 			return 0, fmt.Errorf("mark published events: %w", err)
 		}
 		published.WithLabelValues(r.schema).Add(float64(len(acked)))
+	}
+	if errors.As(pubErr, new(fenced)) {
+		return settled, pubErr // not NATS's failure: this relay no longer leads
 	}
 	if pubErr != nil {
 		r.streamReady = false // ensured again first: it may be what is missing
@@ -421,7 +445,46 @@ const publishTimeout = 10 * time.Second
 // acknowledged events, the events NATS refused for good with why
 // (unpublishable), and the first other failure (NATS down, no
 // acknowledgement), after which the rest of the batch waits.
+//
+// The wave's first event carries the fence check (fence.go) and is
+// acknowledged before the others are sent: a stale leader's first publish
+// is refused and nothing more of its round leaves. Only one at a time
+// carries the check because a replicated stream refuses a message whose
+// check subject another in-flight message is checking (it would have to
+// order them), which every pipelined event would be.
 func (r *Relay) publish(ctx context.Context, batch []pending) (acked []int64, refused map[int64]error, err error) {
+	merge := func(a []int64, rf map[int64]error) {
+		acked = append(acked, a...)
+		for id, why := range rf {
+			if refused == nil {
+				refused = map[int64]error{}
+			}
+			refused[id] = why
+		}
+	}
+	for len(batch) > 0 {
+		a, rf, err := r.send(ctx, batch[:1], true)
+		merge(a, rf)
+		batch = batch[1:]
+		if err != nil {
+			return acked, refused, err
+		}
+		if len(a) == 1 {
+			break // the fence held: the rest go unchecked
+		}
+	}
+	if len(batch) > 0 {
+		a, rf, err := r.send(ctx, batch, false)
+		merge(a, rf)
+		return acked, refused, err
+	}
+	return acked, refused, nil
+}
+
+// send publishes the batch without waiting between messages and then
+// collects JetStream's acknowledgements; with checked, each message holds
+// only under this leader's fence.
+func (r *Relay) send(ctx context.Context, batch []pending, checked bool) (acked []int64, refused map[int64]error, err error) {
 	type sent struct {
 		id     int64
 		future jetstream.PubAckFuture
@@ -443,7 +506,9 @@ func (r *Relay) publish(ctx context.Context, batch []pending) (acked []int64, re
 			continue
 		}
 		msg := &nats.Msg{Subject: r.cfg.SubjectPrefix + "." + p.event.Subject.Kind + "." + p.event.Subject.ID, Data: body, Header: nats.Header{}}
-		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(p.event.ID), jetstream.WithExpectStream(r.cfg.Stream))
+		opts := []jetstream.PublishOpt{jetstream.WithMsgID(p.event.ID), jetstream.WithExpectStream(r.cfg.Stream)}
+		opts = append(opts, r.epochOpts(msg, checked)...)
+		f, err := r.js.PublishMsgAsync(msg, opts...)
 		if err != nil {
 			if unpublishable(err) {
 				refuse(p.id, fmt.Errorf("event %s of %d bytes: %w", p.event.ID, len(body), err))
@@ -461,7 +526,10 @@ func (r *Relay) publish(ctx context.Context, batch []pending) (acked []int64, re
 		case <-s.future.Ok():
 			acked = append(acked, s.id)
 		case err := <-s.future.Err():
-			if unpublishable(err) {
+			if wrongEpoch(err) {
+				staleRefused.WithLabelValues(r.schema).Inc()
+				firstErr = fenced{err}
+			} else if unpublishable(err) {
 				refuse(s.id, err)
 			} else if firstErr == nil {
 				firstErr = err
@@ -496,13 +564,14 @@ func (r *Relay) ensureStream(ctx context.Context) error {
 	_, err := r.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        r.cfg.Stream,
 		Description: "The Asset Registry's change events (pkg/outbox)",
-		Subjects:    []string{r.cfg.SubjectPrefix + ".>"},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      r.cfg.MaxAge,
-		Duplicates:  r.cfg.DuplicateWindow,
-		Replicas:    max(r.cfg.Replicas, 1),
+		// The events, and the relays' fences (fence.go).
+		Subjects:   []string{r.cfg.SubjectPrefix + ".>", r.cfg.SubjectPrefix + "-leaders.>"},
+		Storage:    jetstream.FileStorage,
+		Retention:  jetstream.LimitsPolicy,
+		Discard:    jetstream.DiscardOld,
+		MaxAge:     r.cfg.MaxAge,
+		Duplicates: r.cfg.DuplicateWindow,
+		Replicas:   max(r.cfg.Replicas, 1),
 		// The largest event the registry makes, with its headers: no
 		// write's event is refused for its size (size.go).
 		MaxMsgSize: MaxMessageSize,

@@ -118,6 +118,8 @@ type Env struct {
 	ComplianceCursor string
 	// tenancy is the state of the rows of a bound client (TenancyRows).
 	tenancy tenancy
+	// progress is Options.Progress: what rows print beside the table.
+	progress io.Writer
 
 	upload upload        // the upload rows' file and form
 	s3     *minio.Client // the stack's object store, for PutObject

@@ -78,6 +78,8 @@ type Call struct {
 	MinWindow time.Duration
 	// Long is both rows' (see Row.Long).
 	Long bool
+	// Clients is both rows' (see Row.Clients).
+	Clients int
 }
 
 // Rows expands the calls into the gateway and direct rows.
@@ -105,8 +107,8 @@ func (c Call) Rows() []Row {
 		}
 	}
 	return []Row{
-		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long},
-		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long},
+		{Name: c.Name + " · gateway", Via: "gateway", Limit: direct, Op: build(gateway), Before: before(gateway), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long, Clients: c.Clients},
+		{Name: direct, Via: "direct", Limit: c.Limit, Op: build(service), Before: before(service), After: c.After, Bytes: c.Bytes, MinWindow: c.MinWindow, Long: c.Long, Clients: c.Clients},
 	}
 }
 
@@ -228,6 +230,12 @@ var Calls = []Call{
 		Request: func(e *Env, w *Worker) Request {
 			return findPerson((w.N*e.Load.Concurrency + w.ID) % e.People)
 		}},
+	// The first page of assets, beside the store's own read of it.
+	AssetsFirstCall,
+	// Meter readings, a full batch of 1,000 at a time.
+	ReadingsBatchCall,
+	// Full tiles of the log, anonymous.
+	LogTilesCall,
 	{Name: "GET /assets/{id}", Service: "assets", Limit: RefGet, Request: func(e *Env, w *Worker) Request {
 		return Request{Method: "GET", Path: "/assets/" + e.Assets[w.Rand.IntN(len(e.Assets))], Want: 200}
 	}},
@@ -317,7 +325,7 @@ var LargeUploadRow = Row{Name: UploadLarge, Via: "gateway", Limit: PutLarge, Onc
 
 // AllRows is the table, in order.
 func AllRows() []Row {
-	rows := append([]Row{}, Limits...)
+	rows := append(append([]Row{}, Limits...), AssetsStoreRow)
 	for _, c := range Calls {
 		rows = append(rows, c.Rows()...)
 	}
@@ -375,6 +383,12 @@ var Goals = []Goal{
 	// store's rate by AppendRow's charged the log a transaction of its own,
 	// a commit it does not pay inside the store.)
 	{Name: "log: storing a batch with the log ≥ 0.9 × without", Row: StoreRowName, Of: UnloggedStoreRowName, Metric: "req/s", AtLeast: 0.9},
+	{Name: "log: full tiles ≥ 5,000 tiles/s, anonymous (gateway)", Row: LogTiles + " · gateway", Value: 5000, Metric: "req/s", AtLeast: 1},
+	{Name: "assets: batches of 1,000 meter readings ≥ 20,000 readings/s (gateway)", Row: ReadingsBatch + " · gateway", Value: 20000 / ReadingsBatchSize, Metric: "req/s", AtLeast: 1},
+	// The store row reads the page and encodes it with 16 clients, as the
+	// rows do: its rate is the inverse of PostgreSQL's time and the
+	// encoding's, so "within 3 × that time" is a third of its rate.
+	{Name: "assets: first page of 100 ≤ 3 × (PostgreSQL + encoding 100 rows) (gateway)", Row: AssetsFirst + " · gateway", Of: AssetsStoreName, Metric: "req/s", AtLeast: 1.0 / 3},
 	{Name: "log: passport, 100 actions, p50 ≤ 300 ms (gateway)", Row: PassportName + " · gateway", Metric: "p50 s", AtMost: 0.3},
 }
 

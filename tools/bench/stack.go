@@ -53,8 +53,10 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		Env: append([]string{"DOCUMENTS_MAX_SIZE=" + maxFile, "UPLOAD_MAX_SIZE=" + maxFile,
 			// The gateway's rate limits stay on, as in production (every
 			// gateway row pays for them), with a budget the bench's one
-			// client never spends.
-			"RATE_LIMIT_DEFAULT=" + benchBudget, "RATE_LIMIT_ITEMS=" + benchBudget}, o.StackEnv...),
+			// client never spends; so does the budget of calls without a
+			// token, which the anonymous rows (the log's tiles) draw on.
+			"RATE_LIMIT_DEFAULT=" + benchBudget, "RATE_LIMIT_ITEMS=" + benchBudget,
+			"RATE_LIMIT_UNAUTHENTICATED=" + benchBudget}, o.StackEnv...),
 	})
 	if err != nil {
 		return fail(err)
@@ -78,7 +80,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		return fail(err)
 	}
 	e := &Env{
-		Stack: stack, Creds: creds, Load: o.Load, database: database, sharedPostgres: o.PostgresURL != "",
+		Stack: stack, Creds: creds, Load: o.Load, database: database, sharedPostgres: o.PostgresURL != "", progress: o.Progress,
 		client: &http.Client{Transport: &http.Transport{
 			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
 			IdleConnTimeout: time.Minute, DisableCompression: true,

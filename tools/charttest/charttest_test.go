@@ -714,6 +714,22 @@ func TestWebhookReceiversAreReachable(t *testing.T) {
 			docs := render(t, "prod", c.sets...)
 			for _, name := range deployables() {
 				rules := ipBlockRules(find(docs, "NetworkPolicy", name))
+				if svc, ok := catalog.Lookup(name); ok && name != "events" && svc.NeedsStore(catalog.ObjectStore) {
+					// Production's object store is S3 by its public address: HTTPS
+					// only, and never the cluster's private ranges.
+					for _, rule := range rules {
+						ports, _ := Get(rule, "ports").([]any)
+						if len(ports) != 1 || Get(ports[0], "port") != 443 {
+							t.Errorf("%s reaches the object store by address on %v, want 443 only", name, ports)
+						}
+						for _, addr := range refused[:3] {
+							if allows(t, rule, addr) {
+								t.Errorf("%s reaches %s, a private address, by the object store's rule", name, addr)
+							}
+						}
+					}
+					continue
+				}
 				if name != "events" {
 					if len(rules) > 0 {
 						t.Errorf("%s reaches addresses outside the cluster: %v", name, rules)

@@ -1,6 +1,7 @@
 package charttest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -462,5 +463,47 @@ func TestNatsValuesRenderWithTheOfficialChart(t *testing.T) {
 	conf := toString(Get(find(docs, "ConfigMap", "nats-config"), "data", "nats.conf"))
 	if !strings.Contains(conf, `"password": $REGISTRY_NATS_PASSWORD`) || !strings.Contains(conf, `"routes"`) {
 		t.Errorf("the servers' configuration lacks the routes or the registry's password variable:\n%s", conf)
+	}
+}
+
+// Production binds to an S3 store it does not deploy: the documents
+// deployable renders only with an https endpoint, a region, the keys'
+// Secret and a valid bucket name, and takes its keys from that Secret.
+func TestProductionObjectStoreIsBoundOverTLS(t *testing.T) {
+	w := workspace(t)
+	out, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := Docs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := find(docs, "ConfigMap", "documents")
+	if got := fmt.Sprint(Get(config, "data", "S3_ENDPOINT")); !strings.HasPrefix(got, "https://") {
+		t.Errorf("prod documents S3_ENDPOINT = %q, want an https:// address", got)
+	}
+	if got := fmt.Sprint(Get(config, "data", "S3_BUCKET")); got != "prod-documents" {
+		t.Errorf("prod documents S3_BUCKET = %q, want prod-documents", got)
+	}
+	deploy := find(docs, "Deployment", "documents")
+	env := fmt.Sprint(Get(deploy, "spec", "template", "spec", "containers"))
+	for _, want := range []string{"S3_ACCESS_KEY", "S3_SECRET_KEY", "registry-s3"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("prod documents Deployment does not take %s from the Secret", want)
+		}
+	}
+	for _, bad := range []struct{ set, says string }{
+		{"global.objectStore.endpoint=", "must be an https:// address"},
+		{"global.objectStore.endpoint=http://minio.storage.svc:9000", "must be an https:// address"},
+		{"global.objectStore.region=", "region is required"},
+		{"global.objectStore.secretName=", "Secret"},
+		{"global.objectStore.secretKeyKey=", "Secret"},
+		{"documents.objectStore.bucket=Prod_Documents", "not an S3 bucket name"},
+	} {
+		_, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")}, bad.set)
+		if err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("prod with %s: %v, want a refusal saying %q", bad.set, err, bad.says)
+		}
 	}
 }

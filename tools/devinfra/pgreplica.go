@@ -189,6 +189,25 @@ func (p *Postgres) Promote(ctx context.Context) error {
 // it to its readers (remote_apply), so a read there after a write sees
 // the write. An empty name stops waiting for any standby.
 func (p *Postgres) SetSynchronousStandby(ctx context.Context, name string, apply bool) error {
+	names := ""
+	if name != "" {
+		names = pgx.Identifier{name}.Sanitize()
+	}
+	return p.setSynchronous(ctx, names, apply)
+}
+
+// SetSynchronousQuorum makes the server's commits wait for any one of the
+// named standbys (ANY 1): losing one of them, or rebuilding it, stops no
+// commit, and a commit acknowledged is on at least one standby's disk.
+func (p *Postgres) SetSynchronousQuorum(ctx context.Context, apply bool, names ...string) error {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = pgx.Identifier{n}.Sanitize()
+	}
+	return p.setSynchronous(ctx, "ANY 1 ("+strings.Join(quoted, ", ")+")", apply)
+}
+
+func (p *Postgres) setSynchronous(ctx context.Context, names string, apply bool) error {
 	conn, err := pgx.Connect(ctx, p.URL)
 	if err != nil {
 		return fmt.Errorf("connect to set the synchronous standby: %w", err)
@@ -197,10 +216,6 @@ func (p *Postgres) SetSynchronousStandby(ctx context.Context, name string, apply
 	commit := "on"
 	if apply {
 		commit = "remote_apply"
-	}
-	names := ""
-	if name != "" {
-		names = pgx.Identifier{name}.Sanitize()
 	}
 	for _, stmt := range []string{
 		"ALTER SYSTEM SET synchronous_standby_names = " + quoteSetting(names),

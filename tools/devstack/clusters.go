@@ -17,6 +17,10 @@ import (
 const (
 	StandbyName       = "postgres_b"
 	FailedPrimaryName = "postgres_a"
+	// SecondStandbyName is the other standby: the primary waits for any
+	// one of the two (ANY 1), so either may be lost or rebuilt under
+	// writes, as with production's two synchronous replicas.
+	SecondStandbyName = "postgres_c"
 )
 
 // RedisMasterName is the Redis primary's name in Sentinel.
@@ -30,9 +34,9 @@ const (
 	sentinelFailoverTimeout = 10 * time.Second
 )
 
-// startPostgresCluster starts a primary and a standby streaming from it,
-// makes the standby synchronous (a commit the primary answers is on the
-// standby too, applied: remote_apply) and returns the superuser's URL
+// startPostgresCluster starts a primary and two standbys streaming from
+// it, makes them a synchronous quorum of one (a commit the primary answers
+// is on one of them too, applied: remote_apply) and returns the superuser's URL
 // naming both servers, which reaches whichever accepts writes.
 func (s *Stack) startPostgresCluster(ctx context.Context, o Options, ports Ports) (string, error) {
 	primary, err := devinfra.StartPostgres(ctx, devinfra.PostgresOptions{
@@ -51,10 +55,18 @@ func (s *Stack) startPostgresCluster(ctx context.Context, o Options, ports Ports
 		return "", err
 	}
 	s.addStop(func() error { return standby.Stop() })
-	if err := primary.SetSynchronousStandby(ctx, StandbyName, true); err != nil {
+	second, err := devinfra.StartPostgresStandby(ctx, devinfra.PostgresStandbyOptions{
+		Primary: primary, DataDir: filepath.Join(o.Dir, "postgres-c"), Name: SecondStandbyName,
+		LogFile: filepath.Join(s.LogDir, "postgres-c.log"),
+	})
+	if err != nil {
 		return "", err
 	}
-	s.Postgres, s.PostgresStandby = primary, standby
+	s.addStop(func() error { return second.Stop() })
+	if err := primary.SetSynchronousQuorum(ctx, true, StandbyName, SecondStandbyName); err != nil {
+		return "", err
+	}
+	s.Postgres, s.PostgresStandby, s.PostgresSecondStandby = primary, standby, second
 	return devinfra.MultiHostURL(primary.URL, "read-write", primary, standby)
 }
 

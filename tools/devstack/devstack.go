@@ -119,17 +119,20 @@ type Stack struct {
 	// start), the replica of Redis (the primary at start), the Sentinels
 	// watching those two (as RedisMasterName), and the NATS cluster (Nats
 	// is then nil). ReadURLs are each service's read-only URLs.
-	PostgresStandby  *devinfra.Postgres
-	RedisReplica     *devinfra.Redis
-	Sentinels        []*devinfra.Sentinel
-	SentinelPassword string
-	NatsCluster      *devinfra.NatsCluster
-	ReadURLs         map[string]string
-	Processes        map[string]*devinfra.Process
-	S3Endpoint       string // host:port of the object store, plain HTTP; for S3_ENDPOINT
-	S3AccessKey      string // for S3_ACCESS_KEY
-	S3SecretKey      string // for S3_SECRET_KEY
-	S3Region         string
+	PostgresStandby *devinfra.Postgres
+	// PostgresSecondStandby is the other member of the synchronous quorum
+	// (SecondStandbyName); it serves no reads.
+	PostgresSecondStandby *devinfra.Postgres
+	RedisReplica          *devinfra.Redis
+	Sentinels             []*devinfra.Sentinel
+	SentinelPassword      string
+	NatsCluster           *devinfra.NatsCluster
+	ReadURLs              map[string]string
+	Processes             map[string]*devinfra.Process
+	S3Endpoint            string // host:port of the object store, plain HTTP; for S3_ENDPOINT
+	S3AccessKey           string // for S3_ACCESS_KEY
+	S3SecretKey           string // for S3_SECRET_KEY
+	S3Region              string
 	// S3Bucket is the documents service's bucket: its default on a private
 	// MinIO, one of the stack's own on a shared object store, so stacks
 	// that share one (make test's) never see each other's files.

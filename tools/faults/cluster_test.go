@@ -95,6 +95,10 @@ func TestClusterFaults(t *testing.T) {
 	faults := []clusterFault{
 		{name: "nats: the stream's leader killed (SIGKILL), restarted", inject: killStreamLeader, failedOver: streamHasLeader,
 			heal: restartNatsNode},
+		{name: "postgres: a standby killed (SIGKILL) under writes, restarted", inject: killSecondStandby,
+			failedOver: func(*testing.T) {}, heal: restartSecondStandby},
+		{name: "postgres: a standby rebuilt (pg_basebackup) while writes go on", inject: rebuildSecondStandby,
+			failedOver: func(*testing.T) {}, heal: func(*testing.T) {}},
 		{name: "postgres: primary killed (SIGKILL), standby promoted (pg_ctl promote)", inject: killPrimaryAndPromote,
 			failedOver: func(*testing.T) {}, heal: rebuildFailedPrimary, unavailable: true},
 		{name: "redis: primary killed (SIGKILL), Sentinel fails over", inject: killRedisPrimary, failedOver: sentinelNamesNewPrimary,
@@ -347,8 +351,31 @@ func rebuildFailedPrimary(t *testing.T) {
 	defer cancel()
 	failed, promoted := stack.Postgres, stack.PostgresStandby
 	must(t, failed.Follow(ctx, promoted, devstack.FailedPrimaryName))
-	must(t, promoted.SetSynchronousStandby(ctx, devstack.FailedPrimaryName, true))
+	// The second standby followed the lost primary: it streams from the
+	// promoted one once rebuilt from it.
+	must(t, stack.PostgresSecondStandby.Follow(ctx, promoted, devstack.SecondStandbyName))
+	must(t, promoted.SetSynchronousQuorum(ctx, true, devstack.FailedPrimaryName, devstack.SecondStandbyName))
 	stack.Postgres, stack.PostgresStandby = promoted, failed
+}
+
+// A standby of the quorum is lost: the primary's commits wait for the
+// other (ANY 1), so no write is refused or held; the lost one is
+// restarted and catches up.
+func killSecondStandby(t *testing.T) { must(t, stack.PostgresSecondStandby.Kill()) }
+
+func restartSecondStandby(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	must(t, stack.PostgresSecondStandby.Restart(ctx))
+}
+
+// rebuildSecondStandby replaces a standby's data with a new base backup
+// of the primary (pg_basebackup) while the load writes, as an operator
+// rebuilds a standby whose disk was lost.
+func rebuildSecondStandby(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	must(t, stack.PostgresSecondStandby.Follow(ctx, stack.Postgres, devstack.SecondStandbyName))
 }
 
 // Redis: the primary is lost; Sentinel promotes the replica.

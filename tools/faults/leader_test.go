@@ -82,6 +82,10 @@ func freezeLeader(t *testing.T, i int, service, lock string) {
 	time.Sleep(2 * time.Second) // the standby leads for a while: the relay publishes, the consumer stores
 	must(t, syscall.Kill(pid, syscall.SIGCONT))
 	stoodBy := waitFor(takeoverGoal, func() bool { return !leads(service) && leads(standby) })
+	// The woken relay's publishes of the round it was frozen in, refused by
+	// the stream (the new leader fenced it out); 0 when it froze outside a
+	// round's publish, when its next statement found its session gone.
+	refused := metricValue(t, service, "outbox_stale_publishes_refused_total{", `schema="`)
 	stopStandby()
 	ledAgain := waitFor(takeoverGoal, func() bool { return leads(service) })
 	recovered := waitRecovered(t, c, l.tag)
@@ -105,8 +109,12 @@ func freezeLeader(t *testing.T, i int, service, lock string) {
 		c, l, calls, nil, recovered)
 	record(r)
 	reportMu.Lock()
-	leaderFigures = append(leaderFigures, fmt.Sprintf("%s's %s: the standby led %s after the leader froze (goal %s); the woken leader stood by: %v; led again once the standby stopped: %v",
-		service, lock, takeover.Round(100*time.Millisecond), takeoverGoal, stoodBy, ledAgain))
+	figure := fmt.Sprintf("%s's %s: the standby led %s after the leader froze (goal %s); the woken leader stood by: %v; led again once the standby stopped: %v",
+		service, lock, takeover.Round(100*time.Millisecond), takeoverGoal, stoodBy, ledAgain)
+	if lock == "outbox relay" {
+		figure += fmt.Sprintf("; stale publishes of the woken leader refused by the stream: %.0f", refused)
+	}
+	leaderFigures = append(leaderFigures, figure)
 	reportMu.Unlock()
 }
 
@@ -123,6 +131,14 @@ func printLeaderReport() {
 // while it leads, 0 (or absent) otherwise.
 func leaderMetric(t *testing.T, process, lock string) float64 {
 	t.Helper()
+	return metricValue(t, process, "registry_leader{", `lock="`+lock+`"`)
+}
+
+// metricValue reads the first sample of a process's metrics whose line
+// begins with prefix and holds label; 0 when there is none (or the
+// process says nothing).
+func metricValue(t *testing.T, process, prefix, label string) float64 {
+	t.Helper()
 	client := http.Client{Timeout: time.Second}
 	resp, err := client.Get(stack.MetricsURLs[process])
 	if err != nil {
@@ -133,9 +149,8 @@ func leaderMetric(t *testing.T, process, lock string) float64 {
 	if err != nil {
 		return 0
 	}
-	label := `lock="` + lock + `"`
 	for line := range strings.SplitSeq(string(body), "\n") {
-		if !strings.HasPrefix(line, "registry_leader{") || !strings.Contains(line, label) {
+		if !strings.HasPrefix(line, prefix) || !strings.Contains(line, label) {
 			continue
 		}
 		fields := strings.Fields(line)

@@ -151,8 +151,9 @@ var KitOrder = map[string][]string{
 	"store":       {"apperr", "model", "outbox", "telemetry"},
 	"endpoints":   {"apperr", "auth", "httpx", "leader", "model", "store"},
 	// A service's copy of who sees which asset: read from the assets
-	// service (peer), kept in the service's schema (store).
-	"access": {"model", "peer", "store"},
+	// service (peer), kept in the service's schema (store), read again
+	// only when the assets' watermark in Redis (cache) says it changed.
+	"access": {"cache", "model", "peer", "store"},
 	"refs":   {"apperr", "catalog", "endpoints", "httpx", "job", "leader", "model", "outbox", "peer", "store"},
 	"servicekit": {"auth", "cache", "catalog", "endpoints", "httpx", "job", "leader", "objectstore", "openapi", "outbox", "peer",
 		"process", "refs", "store", "telemetry"},

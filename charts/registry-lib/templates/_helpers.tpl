@@ -151,11 +151,28 @@ registry-lib.secretEnv.
 {{- $_ := set $env "REDIS_SENTINEL_ADDRS" (join "," (required "global.redis.sentinel.addrs is required with a masterName" .g.redis.sentinel.addrs)) -}}
 {{- end -}}
 {{- if has "s3" .f.needs -}}
-{{- with .g.objectStore.endpoint -}}
+{{- $os := .g.objectStore -}}
+{{- $bucket := .v.objectStore.bucket | default (printf "%s-%s" .g.environment .name) -}}
+{{- if eq .g.environment "prod" -}}
+{{- /* Production binds to an S3 (or S3-compatible) store it does not deploy: its address, region, keys and bucket are checked here, at render, not at the first upload. */ -}}
+{{- if not (hasPrefix "https://" ($os.endpoint | default "")) -}}
+{{- fail (printf "%s: global.objectStore.endpoint must be an https:// address in prod (AWS: https://s3.<region>.amazonaws.com; another S3-compatible store: its TLS address), not %q" .name ($os.endpoint | default "")) -}}
+{{- end -}}
+{{- if not $os.region -}}
+{{- fail (printf "%s: global.objectStore.region is required in prod" .name) -}}
+{{- end -}}
+{{- if or (not $os.secretName) (not $os.accessKeyKey) (not $os.secretKeyKey) -}}
+{{- fail (printf "%s: global.objectStore.secretName, accessKeyKey and secretKeyKey are required in prod: the store's keys come from that Secret" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- if not (regexMatch "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$" $bucket) -}}
+{{- fail (printf "%s: bucket %q is not an S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit)" .name $bucket) -}}
+{{- end -}}
+{{- with $os.endpoint -}}
 {{- $_ := set $env "S3_ENDPOINT" . -}}
 {{- end -}}
-{{- $_ := set $env "S3_BUCKET" (.v.objectStore.bucket | default (printf "%s-%s" .g.environment .name)) -}}
-{{- $_ := set $env "S3_REGION" .g.objectStore.region -}}
+{{- $_ := set $env "S3_BUCKET" $bucket -}}
+{{- $_ := set $env "S3_REGION" $os.region -}}
 {{- end -}}
 {{- if has "nats" .f.needs -}}
 {{- $_ := set $env "NATS_URL" (required "global.nats.url is required" .g.nats.url) -}}

@@ -24,11 +24,12 @@ func (w complianceWorld) registeredAt(t *testing.T, at time.Time) string {
 	return id.String()
 }
 
-// backdate makes an action look written at t, as if created then.
-func (w complianceWorld) backdate(t *testing.T, action string, at time.Time) {
+// writtenAt makes the row id of table (an action, a plan) look written
+// at at, as if created then.
+func (w complianceWorld) writtenAt(t *testing.T, table, id string, at time.Time) {
 	t.Helper()
 	if _, err := w.Built.Store.Pool.Exec(context.Background(),
-		`UPDATE actions SET created_at = $2, updated_at = $2 WHERE id = $1`, action, at); err != nil {
+		`UPDATE `+table+` SET created_at = $2, updated_at = $2 WHERE id = $1`, id, at); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -49,7 +50,7 @@ func TestComplianceAsOf(t *testing.T) {
 		id := w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": asset, "action_type": actionType,
 			"performed_at": day(performed), "status_ok": true, "status_finalized": true, "status_valid_through": day(validThrough)}).JSON()["id"].(string)
 		if written != 0 {
-			w.backdate(t, id, at(written))
+			w.writtenAt(t, "actions", id, at(written))
 		}
 		return id
 	}

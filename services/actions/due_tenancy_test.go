@@ -18,7 +18,7 @@ func TestRolledUpStateFollowsWhoSeesTheComponent(t *testing.T) {
 	assetType := uuid.New()
 	crane, hook := w.owned(orgOwner), w.owned(orgOther)
 	p := compliance.NewProjection(compliance.NewStore(w.Built.Store))
-	for asset, parent := range map[string]*uuid.UUID{crane: nil, hook: ptr(uuid.MustParse(crane))} {
+	for asset, parent := range map[string]*uuid.UUID{crane: nil, hook: new(uuid.MustParse(crane))} {
 		ev := compliance.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: uuid.MustParse(asset), AssetTypeID: assetType, Op: "created", Parent: parent}
 		if err := p.ApplyAsset(t.Context(), ev); err != nil {
 			t.Fatal(err)

@@ -120,19 +120,6 @@ func (w dueWorld) otherType(t *testing.T) string {
 	return id.String()
 }
 
-// writtenAt makes a plan look written at at, as if created then.
-func (w dueWorld) writtenAt(t *testing.T, plan string, at time.Time) {
-	t.Helper()
-	if _, err := w.Built.Store.Pool.Exec(context.Background(),
-		`UPDATE inspection_plans SET created_at = $2, updated_at = $2 WHERE id = $1`, plan, at); err != nil {
-		t.Fatal(err)
-	}
-	// The backdating is not a change of the plan: no version of it.
-	if _, err := w.Built.Store.Pool.Exec(context.Background(), `DELETE FROM plan_versions WHERE plan_id = $1`, plan); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // /compliance?as_of=D computes with the plans as they were at the end of
 // D: a plan edited or deleted since does not change the answer given for
 // D, and a plan created since is not in it.
@@ -141,9 +128,9 @@ func TestComplianceAsOfUsesPlansAsTheyWere(t *testing.T) {
 	asset := w.registeredAt(t, time.Now().AddDate(-1, 0, 0))
 	plan := w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
 		"asset_type_id": w.assetType.String(), "interval": "P12M", "first_due_after": "P0D"}).JSON()["id"].(string)
-	w.writtenAt(t, plan, time.Now().AddDate(0, 0, -5))
+	w.writtenAt(t, "inspection_plans", plan, time.Now().AddDate(0, 0, -5))
 	action := w.performed(t, asset, "expert_control", -240)
-	w.backdate(t, action, time.Now().AddDate(0, 0, -4))
+	w.writtenAt(t, "actions", action, time.Now().AddDate(0, 0, -4))
 
 	asOf := "&as_of=" + w.day(-2)
 	before := w.row(t, asset, "expert_control", asOf)
@@ -220,7 +207,7 @@ func TestHTTPComplianceRollsUpComponents(t *testing.T) {
 	dated := func(asset string, validThrough int) {
 		id := w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": asset, "action_type": "expert_control",
 			"performed_at": w.day(-100), "status_ok": true, "status_finalized": true, "status_valid_through": w.day(validThrough)})
-		w.backdate(t, id.JSON()["id"].(string), time.Now().AddDate(0, 0, -5))
+		w.writtenAt(t, "actions", id.JSON()["id"].(string), time.Now().AddDate(0, 0, -5))
 	}
 	dated(crane, 200)
 	dated(hook, 200)
@@ -304,9 +291,9 @@ func TestHTTPComplianceUsagePlans(t *testing.T) {
 	if u, _ := plan["usage"].(map[string]any); u["meter"] != "operating_hours" || u["every"] != 250.0 {
 		t.Fatalf("plan: %v", plan)
 	}
-	w.writtenAt(t, plan["id"].(string), time.Now().AddDate(0, 0, -40))
+	w.writtenAt(t, "inspection_plans", plan["id"].(string), time.Now().AddDate(0, 0, -40))
 	hours, reset, old := w.registeredAt(t, time.Now().AddDate(0, 0, -60)), w.asset(t), w.asset(t)
-	w.backdate(t, w.performed(t, hours, "expert_control", -30), time.Now().AddDate(0, 0, -29))
+	w.writtenAt(t, "actions", w.performed(t, hours, "expert_control", -30), time.Now().AddDate(0, 0, -29))
 	w.performed(t, reset, "expert_control", -30)
 	w.performed(t, old, "expert_control", -400)
 	w.read(t, hours, "operating_hours", 1000, -31, false)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/services/actions/actiondocs"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
 )
 
@@ -50,23 +51,8 @@ type Action struct {
 // GET /actions/{action_id}/action_documents lists.
 type ActionDetail struct {
 	Action
-	ActionDocuments    []ActionDocument `json:"action_documents" db:"action_documents"`
-	DocumentsTruncated bool             `json:"action_documents_truncated" db:"action_documents_truncated"`
-}
-
-// ActionDocumentFilter is the list of one action's action documents.
-type ActionDocumentFilter struct {
-	ActionID uuid.UUID
-}
-
-// ActionDocument links an action to a document of the documents service.
-type ActionDocument struct {
-	ID              uuid.UUID `json:"id" db:"id"`
-	ActionID        uuid.UUID `json:"action_id" db:"action_id"`
-	DocumentID      uuid.UUID `json:"document_id" db:"document_id"`
-	SourceSystem    string    `json:"source_system" db:"source_system"`
-	SourceReference string    `json:"source_reference" db:"source_reference"`
-	model.Audit
+	ActionDocuments    []actiondocs.ActionDocument `json:"action_documents" db:"action_documents"`
+	DocumentsTruncated bool                        `json:"action_documents_truncated" db:"action_documents_truncated"`
 }
 
 // Size limits beyond validate's: a subtype is a short label, a status
@@ -337,63 +323,6 @@ type ActionFilter struct {
 	seenBy string // the organization a bound caller reads as ("" every action): the actions of assets it sees
 }
 
-// ActionDocumentInput is the body of POST /actions/{action_id}/action_documents.
-type ActionDocumentInput struct {
-	ActionID        model.UUID `json:"action_id"`
-	DocumentID      model.UUID `json:"document_id"`
-	SourceSystem    string     `json:"source_system"`
-	SourceReference string     `json:"source_reference"`
-}
-
-// Normalize trims the text and checks every field; action is the path's
-// action, which the body's action_id must name.
-func (in ActionDocumentInput) Normalize(action uuid.UUID) (ActionDocumentInput, error) {
-	var v apperr.Validation
-	if id := model.RequiredID(&v, "action_id", in.ActionID); id != uuid.Nil && id != action {
-		v.Add("action_id", "must be the action of the path, %s", action)
-	}
-	model.RequiredID(&v, "document_id", in.DocumentID)
-	in.SourceSystem = model.Required(&v, "source_system", in.SourceSystem, model.NumberLen)
-	in.SourceReference = model.Required(&v, "source_reference", in.SourceReference, model.NameLen)
-	return in, v.Err()
-}
-
-// ActionDocumentPatch is a JSON merge patch of an action document. An
-// action document stays with its action: action_id, when given, must be
-// the path's (moving a link is a delete and a create).
-type ActionDocumentPatch struct {
-	ActionID        model.PatchField[model.UUID] `json:"action_id"`
-	DocumentID      model.PatchField[model.UUID] `json:"document_id"`
-	SourceSystem    model.PatchField[string]     `json:"source_system"`
-	SourceReference model.PatchField[string]     `json:"source_reference"`
-}
-
-// Apply returns the input that results from patching d.
-func (p ActionDocumentPatch) Apply(d ActionDocument) (ActionDocumentInput, error) {
-	in := actionDocumentInputOf(d)
-	var v apperr.Validation
-	model.Keep(&v, "action_id", p.ActionID, &in.ActionID)
-	model.Keep(&v, "document_id", p.DocumentID, &in.DocumentID)
-	model.Keep(&v, "source_system", p.SourceSystem, &in.SourceSystem)
-	model.Keep(&v, "source_reference", p.SourceReference, &in.SourceReference)
-	if err := v.Err(); err != nil {
-		return in, err
-	}
-	return in.Normalize(d.ActionID)
-}
-
-func actionDocumentInputOf(d ActionDocument) ActionDocumentInput {
-	return ActionDocumentInput{ActionID: model.ID(d.ActionID), DocumentID: model.ID(d.DocumentID),
-		SourceSystem: d.SourceSystem, SourceReference: d.SourceReference}
-}
-
-// linked is what the documents service shows of an action document on
-// GET /documents/{id} (services/documents decodes it).
-func (d ActionDocument) linked() ([]byte, error) {
-	return json.Marshal(map[string]any{"id": d.ID, "action_id": d.ActionID, "document_id": d.DocumentID,
-		"source_system": d.SourceSystem, "source_reference": d.SourceReference, "created_at": d.CreatedAt.UTC()})
-}
-
 // label is a few words naming the action in a 409 of another service.
 func (a Action) label() string {
 	return fmt.Sprintf("%s performed %s", a.ActionType, a.PerformedAt)
@@ -410,16 +339,4 @@ func jsonb(raw []byte) any {
 		return nil
 	}
 	return string(raw)
-}
-
-func pairDuplicate(in ActionDocumentInput) string {
-	return fmt.Sprintf("document %s is linked to action %s already", in.DocumentID.UUID, in.ActionID.UUID)
-}
-
-// utcTimes gives an action document's times in UTC, as its place in an
-// action's action_documents shows them, so both answers (and their ETags)
-// agree.
-func utcTimes(d ActionDocument) ActionDocument {
-	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
-	return d
 }

@@ -11,12 +11,6 @@ import (
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func ptr[T any](v T) *T { return &v }
-
-func set[T any](v T) model.PatchField[T] { return model.PatchField[T]{Set: true, Value: v} }
-
-func null[T any]() model.PatchField[T] { return model.PatchField[T]{Set: true, Null: true} }
-
 var day = model.Date{Year: 2025, Month: 3, Day: 14}
 
 func TestActionInputNormalize(t *testing.T) {
@@ -31,26 +25,26 @@ func TestActionInputNormalize(t *testing.T) {
 		{name: "required members", in: ActionInput{}, fields: []string{"asset_id", "action_type", "performed_at"}},
 		{name: "every action type", in: with(func(in *ActionInput) { in.ActionType = "pre_use_inspection" })},
 		{name: "a label, not a wire value", in: with(func(in *ActionInput) { in.ActionType = "Pre-use Inspection" }), fields: []string{"action_type"}},
-		{name: "status_use_ok follows status_ok", in: with(func(in *ActionInput) { in.StatusOK = ptr(false) }),
+		{name: "status_use_ok follows status_ok", in: with(func(in *ActionInput) { in.StatusOK = new(false) }),
 			check: func(t *testing.T, got ActionInput) {
 				if got.StatusUseOK == nil || *got.StatusUseOK {
 					t.Errorf("status_use_ok = %v", got.StatusUseOK)
 				}
 			}},
-		{name: "status_use_ok given stays", in: with(func(in *ActionInput) { in.StatusOK, in.StatusUseOK = ptr(false), ptr(true) }),
+		{name: "status_use_ok given stays", in: with(func(in *ActionInput) { in.StatusOK, in.StatusUseOK = new(false), new(true) }),
 			check: func(t *testing.T, got ActionInput) {
 				if !*got.StatusUseOK {
 					t.Error("status_use_ok was overwritten")
 				}
 			}},
-		{name: "blank text is none", in: with(func(in *ActionInput) { in.Status, in.SourceSystem = ptr("  "), ptr(" app ") }),
+		{name: "blank text is none", in: with(func(in *ActionInput) { in.Status, in.SourceSystem = new("  "), new(" app ") }),
 			check: func(t *testing.T, got ActionInput) {
 				if got.Status != nil || *got.SourceSystem != "app" {
 					t.Errorf("status %v, source_system %v", got.Status, got.SourceSystem)
 				}
 			}},
 		{name: "long text", in: with(func(in *ActionInput) {
-			in.ActionSubtype, in.Reference, in.PerformedByPerson = ptr(strings.Repeat("s", 101)), ptr(strings.Repeat("r", 101)), ptr(strings.Repeat("p", 301))
+			in.ActionSubtype, in.Reference, in.PerformedByPerson = new(strings.Repeat("s", 101)), new(strings.Repeat("r", 101)), new(strings.Repeat("p", 301))
 		}), fields: []string{"action_subtype", "performed_by_person", "reference"}},
 		{name: "data in canonical form", in: with(func(in *ActionInput) { in.Data = json.RawMessage(` { "b": 1.50, "a": {"d": [1, 2], "c": "<&>"} } `) }),
 			check: func(t *testing.T, got ActionInput) {
@@ -100,7 +94,7 @@ func object(n int) json.RawMessage {
 }
 
 func TestActionPatchApply(t *testing.T) {
-	stored := Action{AssetID: uuid.New(), ActionType: "repair", PerformedAt: day, StatusOK: ptr(true), StatusUseOK: ptr(true),
+	stored := Action{AssetID: uuid.New(), ActionType: "repair", PerformedAt: day, StatusOK: new(true), StatusUseOK: new(true),
 		Data: json.RawMessage(`{"brakes": "ok", "load": 1.5, "nested": {"a": 1, "b": 2}}`)}
 	tests := []struct {
 		name   string
@@ -113,34 +107,34 @@ func TestActionPatchApply(t *testing.T) {
 				t.Errorf("got %+v", got)
 			}
 		}},
-		{name: "status_ok alone sets status_use_ok", patch: ActionPatch{StatusOK: set(false)}, check: func(t *testing.T, got ActionInput) {
+		{name: "status_ok alone sets status_use_ok", patch: ActionPatch{StatusOK: servicetest.Set(false)}, check: func(t *testing.T, got ActionInput) {
 			if *got.StatusOK || *got.StatusUseOK {
 				t.Errorf("status_ok %v, status_use_ok %v", *got.StatusOK, *got.StatusUseOK)
 			}
 		}},
-		{name: "both apart", patch: ActionPatch{StatusOK: set(false), StatusUseOK: set(true)}, check: func(t *testing.T, got ActionInput) {
+		{name: "both apart", patch: ActionPatch{StatusOK: servicetest.Set(false), StatusUseOK: servicetest.Set(true)}, check: func(t *testing.T, got ActionInput) {
 			if *got.StatusOK || !*got.StatusUseOK {
 				t.Errorf("status_ok %v, status_use_ok %v", *got.StatusOK, *got.StatusUseOK)
 			}
 		}},
-		{name: "status_ok removed removes status_use_ok", patch: ActionPatch{StatusOK: null[bool]()}, check: func(t *testing.T, got ActionInput) {
+		{name: "status_ok removed removes status_use_ok", patch: ActionPatch{StatusOK: servicetest.Null[bool]()}, check: func(t *testing.T, got ActionInput) {
 			if got.StatusOK != nil || got.StatusUseOK != nil {
 				t.Errorf("status_ok %v, status_use_ok %v", got.StatusOK, got.StatusUseOK)
 			}
 		}},
-		{name: "data merges", patch: ActionPatch{Data: set(json.RawMessage(`{"brakes":"worn","load":null,"nested":{"b":3}}`))},
+		{name: "data merges", patch: ActionPatch{Data: servicetest.Set(json.RawMessage(`{"brakes":"worn","load":null,"nested":{"b":3}}`))},
 			check: func(t *testing.T, got ActionInput) {
 				if string(got.Data) != `{"brakes":"worn","nested":{"a":1,"b":3}}` {
 					t.Errorf("data = %s", got.Data)
 				}
 			}},
-		{name: "data removed", patch: ActionPatch{Data: null[json.RawMessage]()}, check: func(t *testing.T, got ActionInput) {
+		{name: "data removed", patch: ActionPatch{Data: servicetest.Null[json.RawMessage]()}, check: func(t *testing.T, got ActionInput) {
 			if got.Data != nil {
 				t.Errorf("data = %s", got.Data)
 			}
 		}},
-		{name: "data replaced by a non-object", patch: ActionPatch{Data: set(json.RawMessage(`[1]`))}, fields: []string{"data"}},
-		{name: "required members removed", patch: ActionPatch{AssetID: null[model.UUID](), ActionType: null[string](), PerformedAt: null[model.Date]()},
+		{name: "data replaced by a non-object", patch: ActionPatch{Data: servicetest.Set(json.RawMessage(`[1]`))}, fields: []string{"data"}},
+		{name: "required members removed", patch: ActionPatch{AssetID: servicetest.Null[model.UUID](), ActionType: servicetest.Null[string](), PerformedAt: servicetest.Null[model.Date]()},
 			fields: []string{"asset_id", "action_type", "performed_at"}},
 	}
 	for _, tt := range tests {
@@ -153,29 +147,9 @@ func TestActionPatchApply(t *testing.T) {
 		})
 	}
 	// The same object in another order is no change.
-	same, _ := ActionPatch{Data: set(json.RawMessage(`{"nested":{"b":2,"a":1},"load":1.5,"brakes":"ok"}`))}.Apply(stored)
+	same, _ := ActionPatch{Data: servicetest.Set(json.RawMessage(`{"nested":{"b":2,"a":1},"load":1.5,"brakes":"ok"}`))}.Apply(stored)
 	if string(same.Data) != string(actionInputOf(stored).Data) {
 		t.Errorf("%s differs from %s", same.Data, actionInputOf(stored).Data)
-	}
-}
-
-func TestActionDocumentInput(t *testing.T) {
-	action, document := uuid.New(), uuid.New()
-	tests := []struct {
-		name   string
-		in     ActionDocumentInput
-		fields []string
-	}{
-		{"complete", ActionDocumentInput{ActionID: model.ID(action), DocumentID: model.ID(document), SourceSystem: "a", SourceReference: "b"}, nil},
-		{"empty", ActionDocumentInput{}, []string{"action_id", "document_id", "source_system", "source_reference"}},
-		{"another action", ActionDocumentInput{ActionID: model.ID(uuid.New()), DocumentID: model.ID(document), SourceSystem: "a", SourceReference: "b"}, []string{"action_id"}},
-		{"blank text", ActionDocumentInput{ActionID: model.ID(action), DocumentID: model.ID(document), SourceSystem: " ", SourceReference: "\t"}, []string{"source_system", "source_reference"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := tt.in.Normalize(action)
-			servicetest.WantFields(t, err, tt.fields...)
-		})
 	}
 }
 

@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -23,44 +22,33 @@ import (
 // was), the action documents' foreign key follows the partitioned table,
 // and the task makes the partitions ahead.
 func TestMigrationPartitionsFilledActions(t *testing.T) {
-	ctx := context.Background()
-	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	before := servicetest.MigrationsBefore(t, Spec(), "005")
-	old, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(before)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := t.Context()
 	const n = 3000
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
 		ids[i] = store.NewID()
 	}
-	// Every third action has a source pair of its own; one legacy pair is
-	// held twice (the second marked a duplicate by migration 003).
-	if _, err := old.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, status_finalized, source_system, source_reference,
+	var pairs int
+	pool := migrateAcross(t, "005", func(old *store.Pool) {
+		// Every third action has a source pair of its own; one legacy pair is
+		// held twice (the second marked a duplicate by migration 003).
+		if _, err := old.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, status_finalized, source_system, source_reference,
 			source_duplicate, created_by, updated_by)
 		SELECT id, ('00000000-0000-7000-8000-' || lpad(to_hex(k % 300), 12, '0'))::uuid, 'repair', date '2024-01-01' + (k % 400)::int, k % 2 = 0,
 			CASE WHEN k % 3 = 0 OR k <= 2 THEN 'erp' END, CASE WHEN k <= 2 THEN 'legacy' WHEN k % 3 = 0 THEN 'ref-' || k END,
 			k = 2, 'x', 'x'
 		FROM unnest($1::uuid[]) WITH ORDINALITY AS t(id, k)`, ids); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := old.Exec(ctx, `INSERT INTO action_documents (id, action_id, document_id, source_system, source_reference, created_by, updated_by)
+			t.Fatal(err)
+		}
+		if _, err := old.Exec(ctx, `INSERT INTO action_documents (id, action_id, document_id, source_system, source_reference, created_by, updated_by)
 		SELECT gen_random_uuid(), id, gen_random_uuid(), 'dms', 'doc', 'x', 'x' FROM unnest($1::uuid[]) AS t(id) LIMIT 500`, ids); err != nil {
-		t.Fatal(err)
-	}
-	var pairs int
-	if err := old.QueryRow(ctx, `SELECT count(*) FROM actions WHERE source_system IS NOT NULL AND source_reference IS NOT NULL AND NOT source_duplicate`).
-		Scan(&pairs); err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-
-	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(Spec().Migrations)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+			t.Fatal(err)
+		}
+		if err := old.QueryRow(ctx, `SELECT count(*) FROM actions WHERE source_system IS NOT NULL AND source_reference IS NOT NULL AND NOT source_duplicate`).
+			Scan(&pairs); err != nil {
+			t.Fatal(err)
+		}
+	})
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +97,7 @@ func TestMigrationPartitionsFilledActions(t *testing.T) {
 		strings.ReplaceAll(strings.ReplaceAll(compliance.LatestOfPairSQL, "$1", "'00000000-0000-7000-8000-000000000007'"), "$2", "'repair'"),
 		`SELECT action_id FROM action_source_keys WHERE source_system = 'erp' AND source_reference = 'ref-3'`,
 	} {
-		if plan := explain(t, conn.Conn(), q); strings.Contains(plan, "Seq Scan") {
+		if plan := testkit.Explain(t, conn, q); strings.Contains(plan, "Seq Scan") {
 			t.Errorf("the plan of %s reads a table whole:\n%s", q, plan)
 		}
 	}
@@ -125,24 +113,33 @@ func TestMigrationPartitionsFilledActions(t *testing.T) {
 		t.Errorf("a document of an action in the second partition: %v", err)
 	}
 	// A write past the last partition is refused, not stored elsewhere.
+	const msPerDay = 24 * 60 * 60 * 1000 // partition bounds are in milliseconds
 	last := list[len(list)-1]
 	_, err = conn.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, created_by, updated_by)
-		VALUES ($1, gen_random_uuid(), 'repair', '2024-01-01', 'x', 'x')`, leader.UUIDv7Bound(last.To+int64(400*24*time.Hour/time.Millisecond)))
+		VALUES ($1, gen_random_uuid(), 'repair', '2024-01-01', 'x', 'x')`, leader.UUIDv7Bound(last.To+400*msPerDay))
 	if !leader.IsPastLastPartition(err) {
 		t.Errorf("an action past the last partition: %v, want it refused", err)
 	}
 }
 
-// explain is the plan of query.
-func explain(t *testing.T, conn *pgx.Conn, query string) string {
+// migrateAcross is servicetest.MigrateAcross with the kit's migrations
+// (the outbox, which migration 006 names) beside the service's: it
+// migrates a fresh schema up to the migration before version, lets fill
+// write what an earlier release left there, then migrates the rest of the
+// way and returns the pool, which closes when the test ends.
+func migrateAcross(t *testing.T, version string, fill func(old *store.Pool)) *store.Pool {
 	t.Helper()
-	rows, err := conn.Query(t.Context(), "EXPLAIN "+query)
+	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
+	old, err := store.OpenAndMigrateSets(t.Context(), cfg, nil, store.Migrations(servicetest.MigrationsBefore(t, Spec(), version))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	fill(old)
+	old.Close()
+	pool, err := store.OpenAndMigrateSets(t.Context(), cfg, nil, store.Migrations(Spec().Migrations)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(lines, "\n")
+	t.Cleanup(pool.Close)
+	return pool
 }

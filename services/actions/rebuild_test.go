@@ -24,7 +24,7 @@ func TestRebuildRelearnsPartsAndReadings(t *testing.T) {
 	plan := w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
 		"asset_type_id": w.assetType.String(), "interval": "P12M", "first_due_after": "P0D",
 		"usage": map[string]any{"meter": "operating_hours", "every": 250}}).JSON()
-	w.writtenAt(t, plan["id"].(string), time.Now().AddDate(0, 0, -40))
+	w.writtenAt(t, "inspection_plans", plan["id"].(string), time.Now().AddDate(0, 0, -40))
 	crane := w.registeredAt(t, time.Now().AddDate(0, 0, -60))
 	hook := w.component(t, crane)
 	sling := w.component(t, hook)
@@ -39,11 +39,11 @@ func TestRebuildRelearnsPartsAndReadings(t *testing.T) {
 		w.StandIn("assets").Add("asset", uuid.MustParse(id), attrs)
 	}
 	for _, a := range []string{crane, hook, sling, loose} {
-		w.backdate(t, w.performed(t, a, "expert_control", -30), time.Now().AddDate(0, 0, -29))
+		w.writtenAt(t, "actions", w.performed(t, a, "expert_control", -30), time.Now().AddDate(0, 0, -29))
 	}
 	dated := w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": sling, "action_type": "maintenance",
 		"performed_at": w.day(-100), "status_ok": true, "status_finalized": true, "status_valid_through": w.day(-3)})
-	w.backdate(t, dated.JSON()["id"].(string), time.Now().AddDate(0, 0, -5))
+	w.writtenAt(t, "actions", dated.JSON()["id"].(string), time.Now().AddDate(0, 0, -5))
 	// Readings, as their events told the read model and as the assets
 	// service lists them: the crane's meter has run past its 250 hours.
 	for _, r := range []struct {

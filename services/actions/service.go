@@ -1,6 +1,5 @@
 // Package actions is the registry's service for actions (inspections,
-// repairs and other work performed on an asset) and action documents
-// (links from an action to a document). Its layers follow go-kit: Service
+// repairs and other work performed on an asset). Its layers follow go-kit: Service
 // (this file, plain Go types), endpoints (endpoint.go), HTTP transport
 // (transport.go) and PostgreSQL store (store.go). Assets, people,
 // organizations and documents belong to other services: references to
@@ -8,7 +7,8 @@
 //
 // The root is one of the service's components, each of the same shape
 // over the one schema, which spec.go composes (docs/architecture.md,
-// Components): actiontypes (the action types), plans (inspection plans),
+// Components): actiondocs (action documents, the links from an action to
+// a document), actiontypes (the action types), plans (inspection plans),
 // compliance (GET /compliance, its read model and the projection of the
 // assets; compliance/roller its transitions' events) and due (the SQL of
 // when a planned row falls due).
@@ -24,6 +24,7 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/services/actions/actiondocs"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
 )
 
@@ -48,19 +49,9 @@ type Service interface {
 	// DeleteAction deletes the action with its action documents.
 	DeleteAction(ctx context.Context, g model.Guard, id uuid.UUID) error
 
-	CreateActionDocument(ctx context.Context, g model.Guard, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error)
-	// CreateActionDocuments links documents to many actions in one call:
-	// each item is an action document's create body, action_id included.
-	CreateActionDocuments(ctx context.Context, g model.Guard, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error)
-	// ListActionDocuments is one page of an action's action documents, in
-	// creation order: all of them, where the action's answer embeds the first.
-	ListActionDocuments(ctx context.Context, by model.Caller, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error)
-	UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error)
-	DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error
-
-	// DocumentsSeen is the documents service's question (internal): which
-	// documents an action an organization sees links.
-	DocumentsSeen(ctx context.Context, in DocumentsSeenRequest) (DocumentsSeenAnswer, error)
+	// Actions are the rules of an action its action documents follow
+	// (actiondocs): who sees it, who may change it.
+	actiondocs.Actions
 }
 
 // service holds the rules: what an input must be, which references an
@@ -107,15 +98,6 @@ func actionReferences(in ActionInput, old *Action) []refs.Target {
 		out = append(out, refs.Target{Field: "organization_id", Kind: "organization", ID: *id})
 	}
 	return out
-}
-
-// documentReferences is the reference an action document makes: its
-// document, asked again only when a patch changes it.
-func documentReferences(in ActionDocumentInput, old *ActionDocument) []refs.Target {
-	if old != nil && old.DocumentID == in.DocumentID.UUID {
-		return nil
-	}
-	return []refs.Target{{Field: "document_id", Kind: "document", ID: in.DocumentID.UUID}}
 }
 
 func (s *service) CreateAction(ctx context.Context, by model.Caller, in ActionInput) (ActionDetail, error) {
@@ -388,80 +370,4 @@ func (s *service) ListActions(ctx context.Context, by model.Caller, f ActionFilt
 		return model.Paged[Action]{}, err
 	}
 	return s.store.ListActions(ctx, f, page)
-}
-
-func (s *service) CreateActionDocument(ctx context.Context, g model.Guard, actionID uuid.UUID, in ActionDocumentInput) (ActionDocument, error) {
-	in, err := in.Normalize(actionID)
-	if err == nil {
-		err = s.linkable(ctx, g.Caller, in)
-	}
-	if err != nil {
-		return ActionDocument{}, err
-	}
-	return refs.CheckingFor(ctx, s.refs, func(checked *refs.Checked) (ActionDocument, error) {
-		return s.store.CreateActionDocument(ctx, g, in, checked.Of(documentReferences(in, nil)...))
-	})
-}
-
-func (s *service) CreateActionDocuments(ctx context.Context, g model.Guard, in []ActionDocumentInput, errs []error) ([]model.ItemOutcome, error) {
-	out := make([]model.ItemOutcome, len(in))
-	var all []refs.Target
-	for i := range in {
-		if out[i].Err = errs[i]; out[i].Err == nil {
-			in[i], out[i].Err = in[i].Normalize(in[i].ActionID.UUID)
-		}
-		if out[i].Err == nil {
-			// The item's own answer (404, 403, 422); anything else fails the batch.
-			if out[i].Err = s.linkable(ctx, g.Caller, in[i]); out[i].Err != nil && !apperr.Is(out[i].Err, apperr.KindNotFound) &&
-				!apperr.Is(out[i].Err, apperr.KindForbidden) && !apperr.Is(out[i].Err, apperr.KindInvalid) {
-				return out, out[i].Err
-			}
-		}
-		if out[i].Err == nil {
-			all = append(all, documentReferences(in[i], nil)...)
-		}
-	}
-	if len(all) == 0 {
-		return out, nil
-	}
-	// The documents of all items asked about together, each owner once,
-	// before the store's transaction.
-	checked, err := s.refs.Ask(ctx, all...)
-	if err != nil {
-		return out, err
-	}
-	return out, s.refs.CheckingFrom(ctx, checked, func(checked *refs.Checked) error {
-		return s.store.CreateActionDocuments(ctx, g, in, out, checked)
-	})
-}
-
-func (s *service) ListActionDocuments(ctx context.Context, by model.Caller, f ActionDocumentFilter, page model.Page) (model.Paged[ActionDocument], error) {
-	if bound(by) {
-		if _, err := s.GetAction(ctx, by, f.ActionID); err != nil {
-			return model.Paged[ActionDocument]{}, err
-		}
-	}
-	return s.store.ListActionDocuments(ctx, f, page)
-}
-
-func (s *service) UpdateActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID, p ActionDocumentPatch) (ActionDocument, error) {
-	if err := s.relinkable(ctx, g.Caller, actionID, id, p); err != nil {
-		return ActionDocument{}, err
-	}
-	changed := func(old ActionDocument, in ActionDocumentInput) []refs.Target { return documentReferences(in, &old) }
-	if err := s.refs.Checking(ctx, func(checked *refs.Checked) error {
-		return s.store.UpdateActionDocument(ctx, g, actionID, id, p.Apply, changed, checked)
-	}); err != nil {
-		return ActionDocument{}, err
-	}
-	return s.store.GetActionDocument(ctx, actionID, id)
-}
-
-// DeleteActionDocument removes an action document, as DeleteAction does.
-func (s *service) DeleteActionDocument(ctx context.Context, g model.Guard, actionID, id uuid.UUID) error {
-	if err := s.changesAction(ctx, g.Caller, actionID); err != nil {
-		return err
-	}
-	current := func(ctx context.Context) (any, error) { return s.store.GetActionDocument(ctx, actionID, id) }
-	return s.refs.DeleteRow(ctx, g, "action_document", "action_documents", id, current, s.store.DeleteActionDocument(actionID, id))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
-	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -88,7 +86,7 @@ func TestHTTPFindAction(t *testing.T) {
 	svc := NewService(NewStore(w.Built.Store, registry), registry, Tenancy{Seen: access.New(w.Built.Store, nil)})
 	ctx, by := t.Context(), servicetest.Caller("rw-client")
 	race := ActionInput{AssetID: model.ID(uuid.MustParse(w.asset)), ActionType: "repair", PerformedAt: date("2025-03-14"),
-		SourceSystem: ptr("erp"), SourceReference: ptr("wo-8")}
+		SourceSystem: new("erp"), SourceReference: new("wo-8")}
 	servicetest.CreatesOnce(t, 50, func(int) (uuid.UUID, bool, error) {
 		a, created, err := svc.FindAction(ctx, by, race, true)
 		return a.ID, created, err
@@ -146,25 +144,15 @@ func TestHTTPBatchFindBySource(t *testing.T) {
 // the migration keeps them all, the oldest holding the key.
 func TestMigrationKeepsDuplicateSources(t *testing.T) {
 	ctx := context.Background()
-	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
-	before := servicetest.MigrationsBefore(t, Spec(), "003")
-	old, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(before)...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ids := []uuid.UUID{store.NewID(), store.NewID(), store.NewID(), store.NewID()}
-	for i, ref := range []string{"dup", "dup", "dup", "single"} {
-		if _, err := old.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, source_system, source_reference,
+	pool := migrateAcross(t, "003", func(old *store.Pool) {
+		for i, ref := range []string{"dup", "dup", "dup", "single"} {
+			if _, err := old.Exec(ctx, `INSERT INTO actions (id, asset_id, action_type, performed_at, source_system, source_reference,
 			created_by, updated_by) VALUES ($1, $2, 'repair', '2024-01-01', 'legacy', $3, 'x', 'x')`, ids[i], uuid.New(), ref); err != nil {
-			t.Fatal(err)
+				t.Fatal(err)
+			}
 		}
-	}
-	old.Close()
-	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(Spec().Migrations)...)
-	if err != nil {
-		t.Fatalf("the migration failed on duplicate pairs: %v", err)
-	}
-	defer pool.Close()
+	})
 	marked := map[uuid.UUID]bool{}
 	rows, err := pool.Query(ctx, `SELECT id, source_duplicate FROM actions`)
 	if err != nil {

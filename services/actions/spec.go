@@ -17,6 +17,7 @@ import (
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/actiondocs"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
 	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/services/actions/compliance/roller"
@@ -53,8 +54,9 @@ func Spec() servicekit.Spec {
 }
 
 // build composes the service's components on one router and one
-// reference registry, which the root's and the plans' stores declare
-// their kinds to: the root (actions, action documents), the action types
+// reference registry, which the root's, the action documents' and the
+// plans' stores declare their kinds to: the root (actions), action
+// documents (actiondocs), the action types
 // (actiontypes), inspection plans (plans) and GET /compliance
 // (compliance, told which action types some plan is for); the protocol's
 // internal routes share the router. Actions have no finds, so no cache.
@@ -68,7 +70,12 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	// The copy of who sees which asset, refreshed from the assets service
 	// before a bound caller's call (pkg/access).
 	seen := access.New(d.Store, d.Peers.Get("assets"))
-	routes := NewHTTPHandler(MakeEndpoints(NewService(st, registry, Tenancy{Seen: seen, Documents: d.Peers.Get("documents")}), timeout))
+	actions := NewService(st, registry, Tenancy{Seen: seen})
+	routes := NewHTTPHandler(MakeEndpoints(actions, timeout))
+	// Action documents follow their action's rules (the root's service);
+	// the documents service says which documents a bound caller sees.
+	actiondocs.Routes(routes, actiondocs.MakeEndpoints(actiondocs.NewService(actiondocs.NewStore(d.Store, registry), registry,
+		actiondocs.Settings{Actions: actions, Seen: seen, Documents: d.Peers.Get("documents")}), timeout))
 	actiontypes.Routes(routes, actiontypes.MakeEndpoints(actiontypes.NewService(actiontypes.NewStore(d.Store)), timeout))
 	inspection := plans.NewStore(d.Store, registry)
 	plans.Routes(routes, plans.MakeEndpoints(plans.NewService(inspection, registry), timeout))

@@ -2,7 +2,8 @@ package actions
 
 // Organizations as tenants (docs/tenancy.md): what a caller bound
 // to an organization sees and records on. An action is seen with its asset,
-// its action documents with their action; model.Access decides, over the
+// its action documents with their action (actiondocs asks the root,
+// SeesAction and ChangesAction); model.Access decides, over the
 // service's copy of who sees which asset (pkg/access), refreshed before
 // each call of a bound caller. A caller bound to no organization (and an
 // admin) takes none of these steps: its calls cost what they did before.
@@ -10,25 +11,19 @@ package actions
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
-	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/refs"
 )
 
 // Tenancy is what the service asks to apply the rule: the copy of the
-// assets' access, and the documents service, which says whether a caller
-// sees a document no action it sees links (nil: unconfigured, and only
-// such links are seen).
+// assets' access.
 type Tenancy struct {
-	Seen      *access.Copy
-	Documents *peer.Client
+	Seen *access.Copy
 }
 
 // bound reports whether by sees only its organization's rows.
@@ -97,6 +92,18 @@ func (s *service) seesAction(ctx context.Context, by model.Caller, a Action) err
 	return nil
 }
 
+// SeesAction is GetAction's answer without the action: what action
+// documents ask of their action (actiondocs.Actions).
+func (s *service) SeesAction(ctx context.Context, by model.Caller, id uuid.UUID) error {
+	_, err := s.GetAction(ctx, by, id)
+	return err
+}
+
+// ChangesAction is changesAction, for action documents (actiondocs.Actions).
+func (s *service) ChangesAction(ctx context.Context, by model.Caller, id uuid.UUID) error {
+	return s.changesAction(ctx, by, id)
+}
+
 // changesAction is nil when by may change the action with id (or link
 // documents to it): 404 when it does not see it (or there is none), 403
 // not-permitted when it sees its asset through a read grant. Only a bound
@@ -119,96 +126,6 @@ func (s *service) changesAction(ctx context.Context, by model.Caller, id uuid.UU
 		return err
 	}
 	return nil
-}
-
-// documentsSeen is the documents of ids by sees, for linking them: those
-// an action by sees links already (asked here), and of the others those
-// the documents service says by sees (its internal route, asked on by's
-// behalf: the peer call carries by's organization). A document by does
-// not see is linked as one that does not exist would be (422).
-func (s *service) documentsSeen(ctx context.Context, by model.Caller, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
-	seen := map[uuid.UUID]bool{}
-	if !bound(by) || len(ids) == 0 {
-		return seen, nil
-	}
-	linked, err := documentsLinkedSeen(ctx, s.store.DB(ctx), by.Organization, ids)
-	if err != nil {
-		return nil, err
-	}
-	var ask []uuid.UUID
-	for _, id := range ids {
-		if len(linked[id]) > 0 {
-			seen[id] = true
-		} else if !slices.Contains(ask, id) {
-			ask = append(ask, id)
-		}
-	}
-	if len(ask) == 0 || s.tenancy.Documents == nil {
-		return seen, nil
-	}
-	var answer struct {
-		DocumentIDs []uuid.UUID `json:"document_ids"`
-	}
-	if err := s.tenancy.Documents.Call(ctx, "POST", documentsVisiblePath, map[string]any{"document_ids": ask}, &answer); err != nil {
-		return nil, fmt.Errorf("ask the documents service which of %d documents the caller sees: %w", len(ask), err)
-	}
-	for _, id := range answer.DocumentIDs {
-		seen[id] = true
-	}
-	return seen, nil
-}
-
-// documentsVisiblePath is the documents service's internal route that
-// says which documents the caller on whose behalf it is asked sees.
-const documentsVisiblePath = "/internal/documents/visible"
-
-// unseenDocument is a link's document by does not see, as one that does
-// not exist.
-func unseenDocument(in ActionDocumentInput) error {
-	return refs.Known(nil).Missing(documentReferences(in, nil)...)
-}
-
-// linkable is nil when by may link in's document to in's action.
-func (s *service) linkable(ctx context.Context, by model.Caller, in ActionDocumentInput) error {
-	if !bound(by) {
-		return nil
-	}
-	if err := s.changesAction(ctx, by, in.ActionID.UUID); err != nil {
-		return err
-	}
-	seen, err := s.documentsSeen(ctx, by, []uuid.UUID{in.DocumentID.UUID})
-	if err != nil {
-		return err
-	}
-	if !seen[in.DocumentID.UUID] {
-		return unseenDocument(in)
-	}
-	return nil
-}
-
-// relinkable is nil when by may change the action document id of the
-// action with p: as changesAction, and a document the patch names anew
-// must be one by sees.
-func (s *service) relinkable(ctx context.Context, by model.Caller, actionID, id uuid.UUID, p ActionDocumentPatch) error {
-	if !bound(by) {
-		return nil
-	}
-	if err := s.changesAction(ctx, by, actionID); err != nil {
-		return err
-	}
-	old, err := s.store.GetActionDocument(ctx, actionID, id)
-	if err != nil {
-		return err
-	}
-	in, err := p.Apply(old)
-	if err != nil || in.DocumentID.UUID == old.DocumentID {
-		return nil // the patch's own errors are the update's to answer
-	}
-	seen, err := s.documentsSeen(ctx, by, []uuid.UUID{in.DocumentID.UUID})
-	if err == nil && !seen[in.DocumentID.UUID] {
-		err = unseenDocument(in)
-	}
-	return err
 }
 
 // hideHolder is err, unless it is a 409 duplicate naming an action a
@@ -247,56 +164,4 @@ func (s *service) hiddenHolders(ctx context.Context, by model.Caller, found map[
 		}
 	}
 	return hidden, nil
-}
-
-// DocumentsSeenRequest is the body of the internal route the documents
-// service asks: which of DocumentIDs an action on an asset Organization
-// sees links.
-type DocumentsSeenRequest struct {
-	OrganizationID string      `json:"organization_id"`
-	DocumentIDs    []uuid.UUID `json:"document_ids"`
-}
-
-// DocumentsSeenAnswer lists those documents, and the action documents
-// linking them on the actions the organization sees.
-type DocumentsSeenAnswer struct {
-	DocumentIDs       []uuid.UUID `json:"document_ids"`
-	ActionDocumentIDs []uuid.UUID `json:"action_document_ids"`
-}
-
-// DocumentsSeenPath is the internal route of that question.
-const DocumentsSeenPath = "/internal/documents_seen"
-
-// maxDocumentsSeen bounds the ids of one question.
-const maxDocumentsSeen = 1000
-
-// DocumentsSeen answers the documents service (the internal route POST
-// /internal/documents_seen). The copy is refreshed first: a grant given
-// before the question counts.
-func (s *service) DocumentsSeen(ctx context.Context, in DocumentsSeenRequest) (DocumentsSeenAnswer, error) {
-	out := DocumentsSeenAnswer{DocumentIDs: []uuid.UUID{}, ActionDocumentIDs: []uuid.UUID{}}
-	if _, err := uuid.Parse(in.OrganizationID); err != nil {
-		return out, apperr.Invalid(apperr.FieldError{Field: "organization_id", Message: "must be an organization's id"})
-	}
-	if len(in.DocumentIDs) > maxDocumentsSeen {
-		return out, apperr.Invalid(apperr.FieldError{Field: "document_ids", Message: fmt.Sprintf("must hold at most %d ids", maxDocumentsSeen)})
-	}
-	if len(in.DocumentIDs) == 0 {
-		return out, nil
-	}
-	if err := s.tenancy.Seen.Refresh(ctx); err != nil {
-		return out, err
-	}
-	linked, err := documentsLinkedSeen(ctx, s.store.DB(ctx), in.OrganizationID, in.DocumentIDs)
-	if err != nil {
-		return out, err
-	}
-	for _, id := range in.DocumentIDs {
-		if links := linked[id]; len(links) > 0 {
-			out.DocumentIDs = append(out.DocumentIDs, id)
-			out.ActionDocumentIDs = append(out.ActionDocumentIDs, links...)
-			delete(linked, id) // an id asked twice is answered once
-		}
-	}
-	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
+	"github.com/assetregistry/registry/services/actions/actiondocs"
 	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
@@ -258,7 +259,7 @@ func TestDocumentsSeen(t *testing.T) {
 	}{{orgOwner, []string{doc, link}}, {orgReader, []string{doc, link}}, {orgOther, nil}} {
 		// an internal route: not in the public document the service's client checks against
 		plain := testkit.Client{BaseURL: w.Client.BaseURL, HTTP: http.DefaultClient}
-		got := testkit.Expect(t, plain.Do(t, "POST", DocumentsSeenPath, internal,
+		got := testkit.Expect(t, plain.Do(t, "POST", actiondocs.DocumentsSeenPath, internal,
 			map[string]any{"organization_id": c.org, "document_ids": []string{doc, lone}}), 200).JSON()
 		var seen []string
 		for _, k := range []string{"document_ids", "action_document_ids"} {

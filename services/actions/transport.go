@@ -8,11 +8,11 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// NewHTTPHandler is the route table of actions and action documents. The
+// NewHTTPHandler is the route table of actions; the components add theirs
+// (spec.go). The
 // token is verified before it (servicekit); each route checks its scope
 // only once routing found it, so an unknown path or method is a 404 or 405
-// whatever the token may do. Action documents have no GET of their own:
-// they are read through their action (and their document).
+// whatever the token may do.
 func NewHTTPHandler(e Endpoints) *httpx.Router {
 	r := httpx.NewRouter(auth.RequireScope)
 	handle := r.Handle
@@ -25,16 +25,6 @@ func NewHTTPHandler(e Endpoints) *httpx.Router {
 	handle("GET", "/actions/{id}", endpoints.Serve(e.GetAction, httpx.PathID))
 	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch], endpoints.IfMatch, endpoints.OwnerOnly))
 	handle("DELETE", "/actions/{id}", endpoints.Serve(e.DeleteAction, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
-
-	// Before the routes of one action's documents: a literal segment is
-	// matched before a parameter.
-	handle("POST", "/actions/action_documents/batch", endpoints.Serve(e.CreateActionDocuments, endpoints.DecodeBatch, endpoints.IdempotencyKey, endpoints.OwnerOnly))
-	handle("POST", "/actions/{action_id}/action_documents", endpoints.Serve(e.CreateActionDocument, decodeCreateActionDocument, endpoints.IdempotencyKey, endpoints.OwnerOnly))
-	handle("GET", "/actions/{action_id}/action_documents", endpoints.Serve(e.ListActionDocuments, decodeListActionDocuments))
-	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))
-
-	handle("POST", DocumentsSeenPath, endpoints.Serve(e.DocumentsSeen, httpx.Body[DocumentsSeenRequest]))
 	return r
 }
 
@@ -66,47 +56,5 @@ func decodeActionsBatch(r *http.Request) (actionsBatch, error) {
 	}
 	var err error
 	req.BatchRequest, err = endpoints.BatchBody(r)
-	return req, err
-}
-
-// decodeCreateActionDocument reads the path's action and the body; the
-// path is checked first, so a malformed id is a 400 whatever the body.
-func decodeCreateActionDocument(r *http.Request) (httpx.IDBody[ActionDocumentInput], error) {
-	actionID, err := httpx.PathUUID(r, "action_id")
-	if err != nil {
-		return httpx.IDBody[ActionDocumentInput]{}, err
-	}
-	body, err := httpx.Body[ActionDocumentInput](r)
-	return httpx.IDBody[ActionDocumentInput]{ID: actionID, Body: body}, err
-}
-
-// decodeListActionDocuments reads the path's action and the page; the path
-// is checked first, so a malformed id is a 400 whatever the query.
-func decodeListActionDocuments(r *http.Request) (httpx.ListRequest[ActionDocumentFilter], error) {
-	actionID, err := httpx.PathUUID(r, "action_id")
-	if err != nil {
-		return httpx.ListRequest[ActionDocumentFilter]{}, err
-	}
-	q := httpx.ParseQuery(r, "limit", "cursor")
-	return httpx.ListRequest[ActionDocumentFilter]{Filter: ActionDocumentFilter{ActionID: actionID}, Page: q.Page()}, q.Err()
-}
-
-// decodeActionDocumentPath reads the action's and the action document's
-// ids; the operation takes no query parameters.
-func decodeActionDocumentPath(r *http.Request) (actionDocumentPath, error) {
-	actionID, err := httpx.PathUUID(r, "action_id")
-	if err != nil {
-		return actionDocumentPath{}, err
-	}
-	id, err := httpx.PathID(r)
-	return actionDocumentPath{ActionID: actionID, ID: id}, err
-}
-
-func decodeActionDocumentPatch(r *http.Request) (actionDocumentPath, error) {
-	req, err := decodeActionDocumentPath(r)
-	if err != nil {
-		return req, err
-	}
-	req.Patch, err = httpx.Body[ActionDocumentPatch](r)
 	return req, err
 }

@@ -5,7 +5,7 @@
 -- found by bisecting the seqs, one probe of the primary key each (about
 -- 30 in a feed of a billion events). The index cost every stored event an
 -- entry, the largest part of what the log added to the consumer's insert
--- (docs/testing.md, issue 28); what reads events by leaf (an entry, the
+-- (docs/performance.md); what reads events by leaf (an entry, the
 -- audit, the backfill) is rare beside that.
 
 -- log_seq_from is the first seq, in the feed's order, whose event has

@@ -295,24 +295,10 @@ func TestMigrationPartitionsFilledTables(t *testing.T) {
 		`SELECT leaf FROM events WHERE id = '0190b2a4-7c3e-7000-8000-000000000001'`,
 		`SELECT id FROM deliveries WHERE webhook_id = '` + hook.String() + `' AND id > '0190b2a4-7c3e-7000-8000-000000000001' ORDER BY id LIMIT 100`,
 	} {
-		if plan := explain(t, conn.Conn(), q); strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Sort") {
+		if plan := testkit.Explain(t, conn.Conn(), q); strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Sort") {
 			t.Errorf("the plan of %s reads a table whole or sorts:\n%s", q, plan)
 		}
 	}
-}
-
-// explain is the plan of query.
-func explain(t *testing.T, conn *pgx.Conn, query string, args ...any) string {
-	t.Helper()
-	rows, err := conn.Query(t.Context(), "EXPLAIN "+query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Two installations in one database (a schema each, as the bench and the

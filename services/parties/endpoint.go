@@ -11,75 +11,51 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 )
 
-// Endpoints holds one go-kit endpoint per operation. Each adapts a Service
-// method and says which success status applies; everything HTTP-specific
-// beyond that lives in the transport.
-type Endpoints struct {
-	CreateOrganization endpoint.Endpoint
-	GetOrganization    endpoint.Endpoint
-	ListOrganizations  endpoint.Endpoint
-	FindOrganization   endpoint.Endpoint
-	UpdateOrganization endpoint.Endpoint
-	DeleteOrganization endpoint.Endpoint
-	OrganizationPeople endpoint.Endpoint
+// The endpoints of parties that the adapters of pkg/endpoints do not make
+// alone; the route table (transport.go) names the rest where it routes
+// them.
 
-	CreatePerson        endpoint.Endpoint
-	GetPerson           endpoint.Endpoint
-	ListPeople          endpoint.Endpoint
-	FindPerson          endpoint.Endpoint
-	UpdatePerson        endpoint.Endpoint
-	DeletePerson        endpoint.Endpoint
-	PersonOrganizations endpoint.Endpoint
-
-	Link   endpoint.Endpoint
-	Unlink endpoint.Endpoint
-}
-
-// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
-func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
-	e := Endpoints{
-		CreateOrganization: endpoints.ByCaller(endpoints.Created(s.CreateOrganization, func(o OrganizationDetail) string {
-			return "/organizations/" + o.ID.String()
-		})),
-		GetOrganization:   endpoints.New(s.GetOrganization),
-		ListOrganizations: endpoints.New(endpoints.List(s.ListOrganizations)),
-		FindOrganization: endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (OrganizationDetail, error) {
-			return s.FindOrganization(ctx, req.Criteria)
-		}),
-		UpdateOrganization: endpoints.Guarded(endpoints.ByID(s.UpdateOrganization)),
-		DeleteOrganization: endpoints.Guarded(endpoints.NoContent(s.DeleteOrganization)),
-		OrganizationPeople: endpoints.New(endpoints.Links(s.OrganizationPeople)),
-
-		CreatePerson:        endpoints.ByCaller(endpoints.Created(s.CreatePerson, personLocation)),
-		GetPerson:           endpoints.New(s.GetPerson),
-		ListPeople:          endpoints.New(endpoints.List(s.ListPeople)),
-		FindPerson:          endpoints.ByCaller(endpoints.FindOrCreate(s.FindPerson, personLocation)),
-		UpdatePerson:        endpoints.Guarded(endpoints.ByID(s.UpdatePerson)),
-		DeletePerson:        endpoints.Guarded(endpoints.NoContent(s.DeletePerson)),
-		PersonOrganizations: endpoints.New(endpoints.Links(s.PersonOrganizations)),
-
-		Link: endpoints.ByCaller(func(ctx context.Context, by model.Caller, in LinkInput) (any, error) {
-			l, created, err := s.Link(ctx, by, in)
-			if created {
-				return httpx.Created{Value: l, Location: linkLocation(l)}, err
-			}
-			return l, err
-		}),
-		Unlink: endpoints.Guarded(func(ctx context.Context, g model.Guard, in LinkInput) (any, error) {
-			return httpx.NoContent{}, s.Unlink(ctx, g, in)
-		}),
-	}
-	// The find cache answers finds with the JSON it holds.
+// findOrganization is the organization find; the find cache answers it
+// with the JSON it holds.
+func findOrganization(s Service) endpoint.Endpoint {
 	if c, ok := s.(*cachingService); ok {
-		e.FindOrganization = endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (any, error) {
+		return endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (any, error) {
 			return c.findOrganizationAnswer(ctx, req.Criteria)
 		})
-		e.FindPerson = endpoints.ByCaller(func(ctx context.Context, by model.Caller, req httpx.FindRequest[PersonInput]) (any, error) {
+	}
+	return endpoints.New(func(ctx context.Context, req httpx.FindRequest[OrganizationQuery]) (OrganizationDetail, error) {
+		return s.FindOrganization(ctx, req.Criteria)
+	})
+}
+
+// findPerson is the person find, which may create; the find cache answers
+// it with the JSON it holds.
+func findPerson(s Service) endpoint.Endpoint {
+	if c, ok := s.(*cachingService); ok {
+		return endpoints.ByCaller(func(ctx context.Context, by model.Caller, req httpx.FindRequest[PersonInput]) (any, error) {
 			return c.findPersonAnswer(ctx, by, req.Criteria, req.Create)
 		})
 	}
-	endpoints.Wrap(&e, middleware...)
-	return e
+	return endpoints.ByCaller(endpoints.FindOrCreate(s.FindPerson, personLocation))
+}
+
+// link answers a new link with 201 and its Location, one that existed
+// with 200.
+func link(s Service) endpoint.Endpoint {
+	return endpoints.ByCaller(func(ctx context.Context, by model.Caller, in LinkInput) (any, error) {
+		l, created, err := s.Link(ctx, by, in)
+		if created {
+			return httpx.Created{Value: l, Location: linkLocation(l)}, err
+		}
+		return l, err
+	})
+}
+
+// unlink answers 204.
+func unlink(s Service) endpoint.Endpoint {
+	return endpoints.Guarded(func(ctx context.Context, g model.Guard, in LinkInput) (any, error) {
+		return httpx.NoContent{}, s.Unlink(ctx, g, in)
+	})
 }
 
 // personAnswer is what a person find answers: a created person is a 201
@@ -93,6 +69,8 @@ func personAnswer(p PersonDetail, created bool, err error) (any, error) {
 	}
 	return p, nil
 }
+
+func organizationLocation(o OrganizationDetail) string { return "/organizations/" + o.ID.String() }
 
 func personLocation(p PersonDetail) string { return "/people/" + p.ID.String() }
 

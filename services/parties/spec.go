@@ -29,7 +29,8 @@ func Spec() servicekit.Spec {
 			registry := refs.New("parties", d.Store, d.Peers)
 			svc := WithFindCache(NewService(NewStore(d.Store), registry), d.Finds)
 			timeout := endpoints.Timeout(d.RequestTimeout)
-			routes := NewHTTPHandler(MakeEndpoints(svc, timeout))
+			routes := endpoints.NewRouter()
+			endpoints.Mount(routes, Routes(svc), timeout)
 			refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 			return servicekit.Handlers{Routes: routes}, nil
 		},

@@ -3,45 +3,48 @@ package parties
 import (
 	"net/http"
 
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// NewHTTPHandler routes the public paths to the endpoints. Authentication
-// happens before this handler; the scope check happens per route, after
-// routing, so for any valid token an unknown path or method is a 404/405
-// rather than a 403. Each route names the request headers it takes
-// (If-Match on writes to a resource, Idempotency-Key on creates); the
-// conformance test holds them to the OpenAPI document.
-func NewHTTPHandler(e Endpoints) *httpx.Router {
-	r := httpx.NewRouter(auth.RequireScope)
-	handle := r.Handle
-
-	handle("POST", "/organizations", endpoints.Serve(e.CreateOrganization, httpx.Body[OrganizationInput], endpoints.IdempotencyKey))
-	handle("GET", "/organizations", endpoints.Serve(e.ListOrganizations, decodeListOrganizations))
-	handle("GET", "/organizations/{id}", endpoints.Serve(e.GetOrganization, httpx.PathID))
-	handle("PATCH", "/organizations/{id}", endpoints.Serve(e.UpdateOrganization, httpx.PathIDBody[OrganizationPatch], endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("DELETE", "/organizations/{id}", endpoints.Serve(e.DeleteOrganization, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("GET", "/organizations/{id}/people", endpoints.Serve(e.OrganizationPeople, httpx.PathLinks))
+// Routes is the route table of parties: per route the operation's
+// endpoint, its decoder and its rules: the request headers it takes
+// (If-Match on writes to a resource, Idempotency-Key on creates; the
+// conformance test holds them to the OpenAPI document) and who may call
+// it.
+func Routes(s Service) []endpoints.Route {
+	const linkPath = "/people/{person_id}/organizations/{organization_id}"
 	// cached: answered from Redis until a write changes it (cache.go)
-	findOrganization := endpoints.Serve(e.FindOrganization, httpx.Find[OrganizationQuery](false), endpoints.IdempotencyKey)
-	handle("POST", "/organizations/find", findOrganization)
-	handle("POST", "/organization/find", findOrganization) // the interface's singular spelling
+	findOrg := findOrganization(s)
+	return []endpoints.Route{
+		endpoints.On("POST", "/organizations", endpoints.ByCaller(endpoints.Created(s.CreateOrganization, organizationLocation)),
+			httpx.Body[OrganizationInput], endpoints.IdempotencyKey),
+		endpoints.On("GET", "/organizations", endpoints.New(endpoints.List(s.ListOrganizations)), decodeListOrganizations),
+		endpoints.On("GET", "/organizations/{id}", endpoints.New(s.GetOrganization), httpx.PathID),
+		endpoints.On("PATCH", "/organizations/{id}", endpoints.Guarded(endpoints.ByID(s.UpdateOrganization)),
+			httpx.PathIDBody[OrganizationPatch], endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("DELETE", "/organizations/{id}", endpoints.Guarded(endpoints.NoContent(s.DeleteOrganization)),
+			httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("GET", "/organizations/{id}/people", endpoints.New(endpoints.Links(s.OrganizationPeople)), httpx.PathLinks),
+		endpoints.On("POST", "/organizations/find", findOrg, httpx.Find[OrganizationQuery](false), endpoints.IdempotencyKey),
+		// the interface's singular spelling
+		endpoints.On("POST", "/organization/find", findOrg, httpx.Find[OrganizationQuery](false), endpoints.IdempotencyKey),
 
-	handle("POST", "/people", endpoints.Serve(e.CreatePerson, httpx.Body[PersonInput], endpoints.IdempotencyKey))
-	handle("GET", "/people", endpoints.Serve(e.ListPeople, decodeListPeople))
-	handle("GET", "/people/{id}", endpoints.Serve(e.GetPerson, httpx.PathID))
-	handle("PATCH", "/people/{id}", endpoints.Serve(e.UpdatePerson, httpx.PathIDBody[PersonPatch], endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("DELETE", "/people/{id}", endpoints.Serve(e.DeletePerson, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("GET", "/people/{id}/organizations", endpoints.Serve(e.PersonOrganizations, httpx.PathLinks))
-	// cached: answered from Redis until a write changes it (cache.go)
-	handle("POST", "/people/find", endpoints.Serve(e.FindPerson, httpx.Find[PersonInput](true), endpoints.IdempotencyKey))
+		endpoints.On("POST", "/people", endpoints.ByCaller(endpoints.Created(s.CreatePerson, personLocation)),
+			httpx.Body[PersonInput], endpoints.IdempotencyKey),
+		endpoints.On("GET", "/people", endpoints.New(endpoints.List(s.ListPeople)), decodeListPeople),
+		endpoints.On("GET", "/people/{id}", endpoints.New(s.GetPerson), httpx.PathID),
+		endpoints.On("PATCH", "/people/{id}", endpoints.Guarded(endpoints.ByID(s.UpdatePerson)),
+			httpx.PathIDBody[PersonPatch], endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("DELETE", "/people/{id}", endpoints.Guarded(endpoints.NoContent(s.DeletePerson)),
+			httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("GET", "/people/{id}/organizations", endpoints.New(endpoints.Links(s.PersonOrganizations)), httpx.PathLinks),
+		// cached: answered from Redis until a write changes it (cache.go)
+		endpoints.On("POST", "/people/find", findPerson(s), httpx.Find[PersonInput](true), endpoints.IdempotencyKey),
 
-	const link = "/people/{person_id}/organizations/{organization_id}"
-	handle("POST", link, endpoints.Serve(e.Link, decodeLink, endpoints.IdempotencyKey))
-	handle("DELETE", link, endpoints.Serve(e.Unlink, decodeLink, endpoints.IfMatch, endpoints.OwnerOnly))
-	return r
+		endpoints.On("POST", linkPath, link(s), decodeLink, endpoints.IdempotencyKey),
+		endpoints.On("DELETE", linkPath, unlink(s), decodeLink, endpoints.IfMatch, endpoints.OwnerOnly),
+	}
 }
 
 func decodeListOrganizations(r *http.Request) (httpx.ListRequest[OrganizationFilter], error) {

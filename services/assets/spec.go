@@ -50,10 +50,11 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	timeout := endpoints.Timeout(d.RequestTimeout)
 	types := assettypes.NewStore(d.Store, registry, AssetsOfType)
 	assets := NewStore(d.Store, registry)
-	routes := NewHTTPHandler(MakeEndpoints(WithFindCache(NewService(assets, types, registry), d.Finds), timeout))
-	assettypes.Routes(routes, assettypes.MakeEndpoints(assettypes.WithFindCache(assettypes.NewService(types, registry), d.Finds), timeout))
+	routes := endpoints.NewRouter()
+	endpoints.Mount(routes, Routes(WithFindCache(NewService(assets, types, registry), d.Finds)), timeout)
+	endpoints.Mount(routes, assettypes.Routes(assettypes.WithFindCache(assettypes.NewService(types, registry), d.Finds)), timeout)
 	meters.Routes(routes, meters.MakeEndpoints(meters.NewService(meters.NewStore(d.Store), assets.Access), timeout))
-	custody.Routes(routes, custody.MakeEndpoints(custody.NewService(custody.NewStore(d.Store, registry, Custody(assets)), registry), timeout))
+	endpoints.Mount(routes, custody.Routes(custody.NewService(custody.NewStore(d.Store, registry, Custody(assets)), registry)), timeout)
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	// The access log's watermark in Redis lives while the service does
 	// (accesslog).

@@ -3,31 +3,32 @@ package assets
 import (
 	"net/http"
 
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/services/assets/assettypes"
 )
 
-// NewHTTPHandler is the route table of assets (spec.go adds the asset types' to it). The token
-// is verified before it (servicekit); each route checks its scope only
-// once routing found it, so an unknown path or method is a 404 or 405
-// whatever the token may do.
-func NewHTTPHandler(e Endpoints) *httpx.Router {
-	r := httpx.NewRouter(auth.RequireScope)
-	handle := r.Handle
-	handle("POST", "/assets", endpoints.Serve(e.CreateAsset, httpx.Body[AssetInput], endpoints.IdempotencyKey))
-	handle("POST", "/assets/batch", endpoints.Serve(e.CreateAssets, endpoints.DecodeBatch, endpoints.IdempotencyKey))
-	// Each item carries its own If-Match (if_match); the owner rule is the
-	// single PATCH's, item by item.
-	handle("PATCH", "/assets/batch", endpoints.Serve(e.UpdateAssets, endpoints.DecodeBatch, endpoints.OwnerOnly))
-	handle("GET", "/assets", endpoints.Serve(e.ListAssets, decodeListAssets))
-	// cached: answered from Redis until a write changes it (cache.go)
-	handle("POST", "/assets/find", endpoints.Serve(e.FindAsset, httpx.Find[AssetQuery](true), endpoints.IdempotencyKey))
-	handle("GET", "/assets/{id}", endpoints.Serve(e.GetAsset, httpx.PathID))
-	handle("PATCH", "/assets/{id}", endpoints.Serve(e.UpdateAsset, httpx.PathIDBody[AssetPatch], endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("DELETE", "/assets/{id}", endpoints.Serve(e.DeleteAsset, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
-	return r
+// Routes is the route table of assets: per route the operation's
+// endpoint, its decoder and its rules (spec.go mounts it and the
+// components' on one router).
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("POST", "/assets", endpoints.ByCaller(endpoints.Created(s.CreateAsset, assetLocation)),
+			httpx.Body[AssetInput], endpoints.IdempotencyKey),
+		endpoints.On("POST", "/assets/batch", endpoints.ByCaller(endpoints.Batch(s.CreateAssets)), endpoints.DecodeBatch, endpoints.IdempotencyKey),
+		// Each item carries its own If-Match (if_match); the owner rule is the
+		// single PATCH's, item by item.
+		endpoints.On("PATCH", "/assets/batch", endpoints.Guarded(endpoints.BatchPatch(s.UpdateAssets)), endpoints.DecodeBatch, endpoints.OwnerOnly),
+		endpoints.On("GET", "/assets", endpoints.ByCaller(endpoints.ListBy(s.ListAssets)), decodeListAssets),
+		// cached: answered from Redis until a write changes it (cache.go)
+		endpoints.On("POST", "/assets/find", endpoints.ByCaller(endpoints.FindOrCreate(s.FindAsset, assetLocation)),
+			httpx.Find[AssetQuery](true), endpoints.IdempotencyKey),
+		endpoints.On("GET", "/assets/{id}", endpoints.ByCaller(s.GetAsset), httpx.PathID),
+		endpoints.On("PATCH", "/assets/{id}", endpoints.Guarded(endpoints.ByID(s.UpdateAsset)),
+			httpx.PathIDBody[AssetPatch], endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("DELETE", "/assets/{id}", endpoints.Guarded(endpoints.NoContent(s.DeleteAsset)),
+			httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly),
+	}
 }
 
 func decodeListAssets(r *http.Request) (httpx.ListRequest[AssetFilter], error) {

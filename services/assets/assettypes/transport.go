@@ -18,23 +18,29 @@ func DecodeExternalFilter(q *httpx.Query) ExternalFilter {
 	return f
 }
 
-// Routes adds the routes of asset types, their documents and thumbnail to
-// r. Each checks its scope only once routing found it (the router's
-// rule), so an unknown path or method is a 404 or 405 whatever the token
-// may do.
-func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	handle("POST", "/asset_types", endpoints.Serve(e.CreateAssetType, httpx.Body[AssetTypeInput], endpoints.IdempotencyKey))
-	handle("GET", "/asset_types", endpoints.Serve(e.ListAssetTypes, decodeListAssetTypes))
-	// cached: answered from Redis until a write changes it (cache.go)
-	handle("GET", "/asset_types/by_brand_and_model", endpoints.Serve(e.FindAssetTypes, decodeBrandAndModel))
-	handle("GET", "/asset_types/{id}", endpoints.Serve(e.GetAssetType, httpx.PathID))
-	handle("GET", "/asset_types/{id}/documents", endpoints.Serve(e.AssetTypeDocuments, httpx.PathLinks))
-	handle("PATCH", "/asset_types/{id}", endpoints.Serve(e.UpdateAssetType, httpx.PathIDBody[AssetTypePatch], endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("DELETE", "/asset_types/{id}", endpoints.Serve(e.DeleteAssetType, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("POST", "/asset_types/{id}/documents", endpoints.Serve(e.AttachDocument, httpx.PathIDBody[DocumentRef], endpoints.IdempotencyKey, endpoints.OwnerOnly))
-	handle("DELETE", "/asset_types/{id}/documents/{document_id}", endpoints.Serve(e.DetachDocument, decodeAttachment, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("PUT", "/asset_types/{id}/thumbnail", endpoints.Serve(e.SetThumbnail, httpx.PathIDBody[DocumentRef], endpoints.OwnerOnly))
+// Routes is the route table of asset types, their documents and
+// thumbnail: per route the operation's endpoint, its decoder and its
+// rules.
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("POST", "/asset_types", endpoints.ByCaller(endpoints.Created(s.CreateAssetType, assetTypeLocation)),
+			httpx.Body[AssetTypeInput], endpoints.IdempotencyKey),
+		endpoints.On("GET", "/asset_types", endpoints.New(endpoints.List(s.ListAssetTypes)), decodeListAssetTypes),
+		// cached: answered from Redis until a write changes it (cache.go)
+		endpoints.On("GET", "/asset_types/by_brand_and_model", findAssetTypes(s), decodeBrandAndModel),
+		endpoints.On("GET", "/asset_types/{id}", endpoints.New(s.GetAssetType), httpx.PathID),
+		endpoints.On("GET", "/asset_types/{id}/documents", endpoints.New(endpoints.Links(s.AssetTypeDocuments)), httpx.PathLinks),
+		endpoints.On("PATCH", "/asset_types/{id}", endpoints.Guarded(endpoints.ByID(s.UpdateAssetType)),
+			httpx.PathIDBody[AssetTypePatch], endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("DELETE", "/asset_types/{id}", endpoints.Guarded(endpoints.NoContent(s.DeleteAssetType)),
+			httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("POST", "/asset_types/{id}/documents", attachDocument(s),
+			httpx.PathIDBody[DocumentRef], endpoints.IdempotencyKey, endpoints.OwnerOnly),
+		endpoints.On("DELETE", "/asset_types/{id}/documents/{document_id}", detachDocument(s),
+			decodeAttachment, endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("PUT", "/asset_types/{id}/thumbnail", endpoints.Guarded(endpoints.ByID(s.SetThumbnail)),
+			httpx.PathIDBody[DocumentRef], endpoints.OwnerOnly),
+	}
 }
 
 func decodeListAssetTypes(r *http.Request) (httpx.ListRequest[AssetTypeFilter], error) {

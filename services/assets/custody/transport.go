@@ -19,28 +19,27 @@ const (
 	LookupPath = AccessPath + "/lookup"
 )
 
-// Routes adds the routes of grants, transfers, the admin's owner change
-// and the internal access API to r. Each checks its scope only once
-// routing found it (the router's rule), so an unknown path or method is a
-// 404 or 405 whatever the token may do. Who may manage grants and move
-// transfers is the service's rule (an organization's, not a row's
-// creator's); a grant's DELETE declares OwnerOnly for the problem it
-// answers a caller that may not (not-owner, naming the client that made
-// the grant).
-func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	handle("POST", "/assets/owners", endpoints.Serve(e.SetOwners, httpx.Body[OwnersInput], endpoints.IdempotencyKey, endpoints.AdminOnly))
-	handle("POST", "/assets/{id}/grants", endpoints.Serve(e.PutGrant, httpx.PathIDBody[GrantInput], endpoints.IdempotencyKey))
-	handle("GET", "/assets/{id}/grants", endpoints.Serve(e.ListGrants, httpx.PathID))
-	handle("DELETE", "/assets/{id}/grants/{organization_id}", endpoints.Serve(e.DeleteGrant, decodeGrantOf, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("POST", "/assets/{id}/transfers", endpoints.Serve(e.CreateTransfer, httpx.PathIDBody[TransferInput], endpoints.IdempotencyKey))
-	handle("GET", "/transfers", endpoints.Serve(e.ListTransfers, decodeListTransfers))
-	handle("GET", "/transfers/{id}", endpoints.Serve(e.GetTransfer, httpx.PathID))
-	handle("POST", "/transfers/{id}/accept", endpoints.Serve(e.AcceptTransfer, httpx.PathID, endpoints.IdempotencyKey))
-	handle("POST", "/transfers/{id}/reject", endpoints.Serve(e.RejectTransfer, httpx.PathID, endpoints.IdempotencyKey))
-	handle("POST", "/transfers/{id}/cancel", endpoints.Serve(e.CancelTransfer, httpx.PathID, endpoints.IdempotencyKey))
-	handle("GET", AccessPath, endpoints.Serve(e.AccessChanges, decodeAccessPage))
-	handle("POST", LookupPath, endpoints.Serve(e.LookupAccess, httpx.Body[LookupInput]))
+// Routes is the route table of grants, transfers, the admin's owner
+// change and the internal access API: per route the operation's endpoint,
+// its decoder and its rules. Who may manage grants and move transfers is
+// the service's rule (an organization's, not a row's creator's); a
+// grant's DELETE declares OwnerOnly for the problem it answers a caller
+// that may not (not-owner, naming the client that made the grant).
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("POST", "/assets/owners", endpoints.ByCaller(s.SetOwners), httpx.Body[OwnersInput], endpoints.IdempotencyKey, endpoints.AdminOnly),
+		endpoints.On("POST", "/assets/{id}/grants", putGrant(s), httpx.PathIDBody[GrantInput], endpoints.IdempotencyKey),
+		endpoints.On("GET", "/assets/{id}/grants", listGrants(s), httpx.PathID),
+		endpoints.On("DELETE", "/assets/{id}/grants/{organization_id}", deleteGrant(s), decodeGrantOf, endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("POST", "/assets/{id}/transfers", createTransfer(s), httpx.PathIDBody[TransferInput], endpoints.IdempotencyKey),
+		endpoints.On("GET", "/transfers", endpoints.ByCaller(endpoints.ListBy(s.ListTransfers)), decodeListTransfers),
+		endpoints.On("GET", "/transfers/{id}", endpoints.ByCaller(s.GetTransfer), httpx.PathID),
+		endpoints.On("POST", "/transfers/{id}/accept", endpoints.ByCaller(moving(s, Accept)), httpx.PathID, endpoints.IdempotencyKey),
+		endpoints.On("POST", "/transfers/{id}/reject", endpoints.ByCaller(moving(s, Reject)), httpx.PathID, endpoints.IdempotencyKey),
+		endpoints.On("POST", "/transfers/{id}/cancel", endpoints.ByCaller(moving(s, Cancel)), httpx.PathID, endpoints.IdempotencyKey),
+		endpoints.On("GET", AccessPath, accessChanges(s), decodeAccessPage),
+		endpoints.On("POST", LookupPath, endpoints.New(s.LookupAccess), httpx.Body[LookupInput]),
+	}
 }
 
 // decodeGrantOf reads the asset's and the organization's ids from the

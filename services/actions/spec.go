@@ -71,17 +71,18 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	// before a bound caller's call (pkg/access).
 	seen := access.New(d.Store, d.Peers.Get("assets"))
 	actions := NewService(st, registry, Tenancy{Seen: seen})
-	routes := NewHTTPHandler(MakeEndpoints(actions, timeout))
+	routes := endpoints.NewRouter()
+	endpoints.Mount(routes, Routes(actions), timeout)
 	// Action documents follow their action's rules (the root's service);
 	// the documents service says which documents a bound caller sees.
-	actiondocs.Routes(routes, actiondocs.MakeEndpoints(actiondocs.NewService(actiondocs.NewStore(d.Store, registry), registry,
-		actiondocs.Settings{Actions: actions, Seen: seen, Documents: d.Peers.Get("documents")}), timeout))
-	actiontypes.Routes(routes, actiontypes.MakeEndpoints(actiontypes.NewService(actiontypes.NewStore(d.Store)), timeout))
+	endpoints.Mount(routes, actiondocs.Routes(actiondocs.NewService(actiondocs.NewStore(d.Store, registry), registry,
+		actiondocs.Settings{Actions: actions, Seen: seen, Documents: d.Peers.Get("documents")})), timeout)
+	endpoints.Mount(routes, actiontypes.Routes(actiontypes.NewService(actiontypes.NewStore(d.Store))), timeout)
 	inspection := plans.NewStore(d.Store, registry)
-	plans.Routes(routes, plans.MakeEndpoints(plans.NewService(inspection, registry), timeout))
+	endpoints.Mount(routes, plans.Routes(plans.NewService(inspection, registry)), timeout)
 	read := compliance.NewStore(d.Store)
-	compliance.Routes(routes, compliance.MakeEndpoints(compliance.NewService(read,
-		compliance.Settings{Seen: seen, Planned: inspection.PlannedActionTypes}), timeout))
+	endpoints.Mount(routes, compliance.Routes(compliance.NewService(read,
+		compliance.Settings{Seen: seen, Planned: inspection.PlannedActionTypes})), timeout)
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	handlers := servicekit.Handlers{Routes: routes, Maintenance: maintenance()}
 	zone, err := time.LoadLocation(rollerSettings.zone)

@@ -3,29 +3,29 @@ package actions
 import (
 	"net/http"
 
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// NewHTTPHandler is the route table of actions; the components add theirs
-// (spec.go). The
-// token is verified before it (servicekit); each route checks its scope
-// only once routing found it, so an unknown path or method is a 404 or 405
-// whatever the token may do.
-func NewHTTPHandler(e Endpoints) *httpx.Router {
-	r := httpx.NewRouter(auth.RequireScope)
-	handle := r.Handle
-	handle("POST", "/actions", endpoints.Serve(e.CreateAction, httpx.Body[ActionInput], endpoints.IdempotencyKey))
-	handle("POST", "/actions/find", endpoints.Serve(e.FindAction, httpx.Find[ActionInput](true), endpoints.IdempotencyKey))
-	handle("POST", "/actions/batch", endpoints.Serve(e.CreateActions, decodeActionsBatch, endpoints.IdempotencyKey))
-	// Each item carries its own If-Match (if_match).
-	handle("PATCH", "/actions/batch", endpoints.Serve(e.UpdateActions, endpoints.DecodeBatch, endpoints.OwnerOnly))
-	handle("GET", "/actions", endpoints.Serve(e.ListActions, decodeListActions))
-	handle("GET", "/actions/{id}", endpoints.Serve(e.GetAction, httpx.PathID))
-	handle("PATCH", "/actions/{id}", endpoints.Serve(e.UpdateAction, httpx.PathIDBody[ActionPatch], endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("DELETE", "/actions/{id}", endpoints.Serve(e.DeleteAction, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
-	return r
+// Routes is the route table of actions: per route the operation's
+// endpoint, its decoder and its rules (spec.go mounts it and the
+// components' on one router).
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("POST", "/actions", endpoints.ByCaller(endpoints.Created(s.CreateAction, actionLocation)),
+			httpx.Body[ActionInput], endpoints.IdempotencyKey),
+		endpoints.On("POST", "/actions/find", endpoints.ByCaller(endpoints.FindOrCreate(s.FindAction, actionLocation)),
+			httpx.Find[ActionInput](true), endpoints.IdempotencyKey),
+		endpoints.On("POST", "/actions/batch", createActions(s), decodeActionsBatch, endpoints.IdempotencyKey),
+		// Each item carries its own If-Match (if_match).
+		endpoints.On("PATCH", "/actions/batch", endpoints.Guarded(endpoints.BatchPatch(s.UpdateActions)), endpoints.DecodeBatch, endpoints.OwnerOnly),
+		endpoints.On("GET", "/actions", endpoints.ByCaller(endpoints.ListBy(s.ListActions)), decodeListActions),
+		endpoints.On("GET", "/actions/{id}", endpoints.ByCaller(s.GetAction), httpx.PathID),
+		endpoints.On("PATCH", "/actions/{id}", endpoints.Guarded(endpoints.ByID(s.UpdateAction)),
+			httpx.PathIDBody[ActionPatch], endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("DELETE", "/actions/{id}", endpoints.Guarded(endpoints.NoContent(s.DeleteAction)),
+			httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly),
+	}
 }
 
 func decodeListActions(r *http.Request) (httpx.ListRequest[ActionFilter], error) {

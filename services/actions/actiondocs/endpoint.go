@@ -11,16 +11,9 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 )
 
-// Endpoints holds one go-kit endpoint per operation.
-type Endpoints struct {
-	CreateActionDocument  endpoint.Endpoint
-	CreateActionDocuments endpoint.Endpoint
-	ListActionDocuments   endpoint.Endpoint
-	UpdateActionDocument  endpoint.Endpoint
-	DeleteActionDocument  endpoint.Endpoint
-
-	DocumentsSeen endpoint.Endpoint // internal: the documents service's question
-}
+// The endpoints of action documents that the adapters of pkg/endpoints do
+// not make alone; the route table (transport.go) names the rest where it
+// routes them.
 
 // actionDocumentPath names one action document of one action, from the
 // path, with the body of a PATCH when there is one: the request shape that
@@ -30,25 +23,24 @@ type actionDocumentPath struct {
 	Patch        ActionDocumentPatch
 }
 
-// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
-func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
-	e := Endpoints{
-		CreateActionDocument: endpoints.Guarded(endpoints.Created(func(ctx context.Context, g model.Guard, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
-			return s.CreateActionDocument(ctx, g, req.ID, req.Body)
-		}, actionDocumentLocation)),
-		CreateActionDocuments: endpoints.Guarded(endpoints.Batch(s.CreateActionDocuments)),
-		ListActionDocuments:   endpoints.ByCaller(endpoints.ListBy(s.ListActionDocuments)),
-		UpdateActionDocument: endpoints.Guarded(func(ctx context.Context, g model.Guard, req actionDocumentPath) (ActionDocument, error) {
-			return s.UpdateActionDocument(ctx, g, req.ActionID, req.ID, req.Patch)
-		}),
-		DeleteActionDocument: endpoints.Guarded(func(ctx context.Context, g model.Guard, req actionDocumentPath) (any, error) {
-			return httpx.NoContent{}, s.DeleteActionDocument(ctx, g, req.ActionID, req.ID)
-		}),
+// createActionDocument answers 201 with the action document's Location.
+func createActionDocument(s Service) endpoint.Endpoint {
+	return endpoints.Guarded(endpoints.Created(func(ctx context.Context, g model.Guard, req httpx.IDBody[ActionDocumentInput]) (ActionDocument, error) {
+		return s.CreateActionDocument(ctx, g, req.ID, req.Body)
+	}, actionDocumentLocation))
+}
 
-		DocumentsSeen: endpoints.New(s.DocumentsSeen),
-	}
-	endpoints.Wrap(&e, middleware...)
-	return e
+func updateActionDocument(s Service) endpoint.Endpoint {
+	return endpoints.Guarded(func(ctx context.Context, g model.Guard, req actionDocumentPath) (ActionDocument, error) {
+		return s.UpdateActionDocument(ctx, g, req.ActionID, req.ID, req.Patch)
+	})
+}
+
+// deleteActionDocument answers 204.
+func deleteActionDocument(s Service) endpoint.Endpoint {
+	return endpoints.Guarded(func(ctx context.Context, g model.Guard, req actionDocumentPath) (any, error) {
+		return httpx.NoContent{}, s.DeleteActionDocument(ctx, g, req.ActionID, req.ID)
+	})
 }
 
 // actionDocumentLocation is the action document's own path: PATCH and

@@ -7,19 +7,25 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Routes adds the routes of action documents to r (the actions' router).
+// Routes is the route table of action documents (mounted on the actions'
+// router): per route the operation's endpoint, its decoder and its rules.
 // Action documents have no GET of their own: they are read through their
 // action (and their document). The batch's literal segment is matched
 // before an action's id.
-func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	handle("POST", "/actions/action_documents/batch", endpoints.Serve(e.CreateActionDocuments, endpoints.DecodeBatch, endpoints.IdempotencyKey, endpoints.OwnerOnly))
-	handle("POST", "/actions/{action_id}/action_documents", endpoints.Serve(e.CreateActionDocument, decodeCreateActionDocument, endpoints.IdempotencyKey, endpoints.OwnerOnly))
-	handle("GET", "/actions/{action_id}/action_documents", endpoints.Serve(e.ListActionDocuments, decodeListActionDocuments))
-	handle("PATCH", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.UpdateActionDocument, decodeActionDocumentPatch, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("DELETE", "/actions/{action_id}/action_documents/{id}", endpoints.Serve(e.DeleteActionDocument, decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly))
+func Routes(s Service) []endpoints.Route {
+	const one = "/actions/{action_id}/action_documents/{id}"
+	return []endpoints.Route{
+		endpoints.On("POST", "/actions/action_documents/batch", endpoints.Guarded(endpoints.Batch(s.CreateActionDocuments)),
+			endpoints.DecodeBatch, endpoints.IdempotencyKey, endpoints.OwnerOnly),
+		endpoints.On("POST", "/actions/{action_id}/action_documents", createActionDocument(s),
+			decodeCreateActionDocument, endpoints.IdempotencyKey, endpoints.OwnerOnly),
+		endpoints.On("GET", "/actions/{action_id}/action_documents", endpoints.ByCaller(endpoints.ListBy(s.ListActionDocuments)),
+			decodeListActionDocuments),
+		endpoints.On("PATCH", one, updateActionDocument(s), decodeActionDocumentPatch, endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("DELETE", one, deleteActionDocument(s), decodeActionDocumentPath, endpoints.IfMatch, endpoints.OwnerOnly),
 
-	handle("POST", DocumentsSeenPath, endpoints.Serve(e.DocumentsSeen, httpx.Body[DocumentsSeenRequest]))
+		endpoints.On("POST", DocumentsSeenPath, endpoints.New(s.DocumentsSeen), httpx.Body[DocumentsSeenRequest]),
+	}
 }
 
 // decodeCreateActionDocument reads the path's action and the body; the

@@ -7,12 +7,14 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Routes adds the routes of action types to r (the actions' router): every
-// reader lists them, an admin adds them.
-func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	handle("GET", "/action_types", endpoints.Serve(e.ListActionTypes, decodeListActionTypes))
-	handle("POST", "/action_types", endpoints.Serve(e.CreateActionType, httpx.Body[ActionTypeInput], endpoints.IdempotencyKey, endpoints.AdminOnly))
+// Routes is the route table of action types (mounted on the actions'
+// router): every reader lists them, an admin adds them.
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("GET", "/action_types", endpoints.New(endpoints.List(s.ListActionTypes)), decodeListActionTypes),
+		endpoints.On("POST", "/action_types", endpoints.ByCaller(endpoints.Created(s.CreateActionType, typeLocation)),
+			httpx.Body[ActionTypeInput], endpoints.IdempotencyKey, endpoints.AdminOnly),
+	}
 }
 
 func decodeListActionTypes(r *http.Request) (httpx.ListRequest[ActionTypeFilter], error) {

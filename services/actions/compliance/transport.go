@@ -9,12 +9,16 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Routes adds GET /compliance to r (the actions' router): every reader
-// reads it, each its organization's rows. The events service reads the
-// same rows of an asset for its passport, as a peer (the internal scope).
-func Routes(r *httpx.Router, e Endpoints) {
-	r.Handle("GET", "/compliance", endpoints.Serve(e.Compliance, decodeCompliance))
-	r.Handle("GET", auth.InternalPrefix+"compliance", endpoints.Serve(e.Compliance, decodeCompliance))
+// Routes is the route table of compliance (mounted on the actions'
+// router): every reader reads GET /compliance, each its organization's
+// rows. The events service reads the same rows of an asset for its
+// passport, as a peer (the internal scope).
+func Routes(s Service) []endpoints.Route {
+	compliance := endpoints.ByCaller(endpoints.ListBy(s.Compliance))
+	return []endpoints.Route{
+		endpoints.On("GET", "/compliance", compliance, decodeCompliance),
+		endpoints.On("GET", auth.InternalPrefix+"compliance", compliance, decodeCompliance),
+	}
 }
 
 // decodeCompliance reads GET /compliance's filters; action_type and state

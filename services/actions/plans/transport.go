@@ -7,17 +7,21 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Routes adds the routes of inspection plans to r (the actions' router).
-// Plans are an admin's to write. The presets' literal segment is matched
-// before a plan's id.
-func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	handle("GET", "/inspection_plans/presets", endpoints.Serve(e.PlanPresets, decodeNothing))
-	handle("POST", "/inspection_plans", endpoints.Serve(e.CreatePlan, httpx.Body[PlanInput], endpoints.IdempotencyKey, endpoints.AdminOnly))
-	handle("GET", "/inspection_plans", endpoints.Serve(e.ListPlans, decodeListPlans))
-	handle("GET", "/inspection_plans/{id}", endpoints.Serve(e.GetPlan, httpx.PathID))
-	handle("PATCH", "/inspection_plans/{id}", endpoints.Serve(e.UpdatePlan, httpx.PathIDBody[PlanPatch], endpoints.IfMatch, endpoints.OwnerOnly, endpoints.AdminOnly))
-	handle("DELETE", "/inspection_plans/{id}", endpoints.Serve(e.DeletePlan, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly, endpoints.AdminOnly))
+// Routes is the route table of inspection plans (mounted on the actions'
+// router). Plans are an admin's to write. The presets' literal segment is
+// matched before a plan's id.
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("GET", "/inspection_plans/presets", planPresets(s), decodeNothing),
+		endpoints.On("POST", "/inspection_plans", endpoints.ByCaller(endpoints.Created(s.CreatePlan, planLocation)),
+			httpx.Body[PlanInput], endpoints.IdempotencyKey, endpoints.AdminOnly),
+		endpoints.On("GET", "/inspection_plans", endpoints.New(endpoints.List(s.ListPlans)), decodeListPlans),
+		endpoints.On("GET", "/inspection_plans/{id}", endpoints.New(s.GetPlan), httpx.PathID),
+		endpoints.On("PATCH", "/inspection_plans/{id}", endpoints.Guarded(endpoints.ByID(s.UpdatePlan)),
+			httpx.PathIDBody[PlanPatch], endpoints.IfMatch, endpoints.OwnerOnly, endpoints.AdminOnly),
+		endpoints.On("DELETE", "/inspection_plans/{id}", endpoints.Guarded(endpoints.NoContent(s.DeletePlan)),
+			httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly, endpoints.AdminOnly),
+	}
 }
 
 func decodeListPlans(r *http.Request) (httpx.ListRequest[PlanFilter], error) {

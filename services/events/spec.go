@@ -185,19 +185,21 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		return servicekit.Handlers{}, fmt.Errorf("webhooks: workers (%d), max-in-flight (%d) and max-per-client (%d) must be at least 1",
 			cfg.Workers, cfg.MaxInFlight, cfg.MaxPerClient)
 	}
-	routes := feed.NewHTTPHandler(feed.MakeEndpoints(feed.NewService(st), endpoints.Timeout(d.RequestTimeout)))
-	tlog.Routes(routes, tlog.MakeEndpoints(tlog.NewService(log, tlog.Settings{Keys: keys}), endpoints.Timeout(d.RequestTimeout)))
+	timeout := endpoints.Timeout(d.RequestTimeout)
+	routes := endpoints.NewRouter()
+	endpoints.Mount(routes, feed.Routes(feed.NewService(st)), timeout)
+	endpoints.Mount(routes, tlog.Routes(tlog.NewService(log, tlog.Settings{Keys: keys})), timeout)
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
 		publicURL = d.PublicURL
 	}
 	// A passport carries the asset's compliance rows, which the actions
 	// service answers (none when it is not deployed).
-	passport.Routes(routes, passport.MakeEndpoints(passport.NewService(passports, log,
-		passport.Settings{PublicURL: publicURL}, passport.PeerCompliance(d.Peers.Get("actions"))), endpoints.Timeout(d.RequestTimeout)))
+	endpoints.Mount(routes, passport.Routes(passport.NewService(passports, log,
+		passport.Settings{PublicURL: publicURL}, passport.PeerCompliance(d.Peers.Get("actions")))), timeout)
 	hooks := webhooks.NewStore(d.Store)
-	webhooks.Routes(routes, webhooks.MakeEndpoints(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
-		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient}), endpoints.Timeout(d.RequestTimeout)))
+	endpoints.Mount(routes, webhooks.Routes(webhooks.NewService(hooks, webhooks.Settings{Policy: policy,
+		RotationOverlap: cfg.RotationOverlap, MaxPerClient: cfg.MaxPerClient})), timeout)
 	h := servicekit.Handlers{Routes: routes}
 	dispatcher := (&webhooks.Dispatcher{Store: hooks, Policy: policy, Schedule: cfg.Retry, Timeout: cfg.Timeout,
 		Workers: cfg.Workers, MaxInFlight: cfg.MaxInFlight, Poll: cfg.Poll, Logger: d.Logger, Access: seen}).Init()

@@ -8,26 +8,25 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
 )
 
-// NewHTTPHandler is the route table of the feed and the histories. A history sits under its resource's own path; the gateway sends it
-// here because the catalog declares it (catalog.Resource.Under).
-func NewHTTPHandler(e Endpoints) *httpx.Router {
-	r := httpx.NewRouter(auth.RequireScope)
-	handle := r.Handle
-	handle("GET", "/events", endpoints.Serve(e.Feed, decodeFeed))
+// Routes is the route table of the feed and the histories: per route the
+// operation's endpoint, its decoder and its rules. A history sits under
+// its resource's own path; the gateway sends it here because the catalog
+// declares it (catalog.Resource.Under).
+func Routes(s Service) []endpoints.Route {
+	routes := []endpoints.Route{endpoints.On("GET", "/events", feed(s), decodeFeed)}
+	history, asOf := history(s), asOf(s)
 	for prefix := range HistoryKinds {
-		handle("GET", "/"+prefix+"/{id}/history", endpoints.Serve(e.History, decodeHistory))
-		// The gateway sends here only a GET carrying as_of
-		// (catalog.Resource.Query); the resource's owner answers the rest.
-		handle("GET", "/"+prefix+"/{id}", endpoints.Serve(e.AsOf, decodeAsOf))
+		routes = append(routes, endpoints.On("GET", "/"+prefix+"/{id}/history", history, decodeHistory),
+			// The gateway sends here only a GET carrying as_of
+			// (catalog.Resource.Query); the resource's owner answers the rest.
+			endpoints.On("GET", "/"+prefix+"/{id}", asOf, decodeAsOf))
 	}
-
-	return r
+	return routes
 }
 
 // decodeFeed reads after (a cursor, or "now"), type (repeatable) and

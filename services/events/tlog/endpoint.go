@@ -3,35 +3,12 @@ package tlog
 import (
 	"context"
 
-	"github.com/go-kit/kit/endpoint"
-
-	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Endpoints holds one go-kit endpoint per operation.
-type Endpoints struct {
-	Checkpoint  endpoint.Endpoint
-	LogKeys     endpoint.Endpoint
-	Inclusion   endpoint.Endpoint
-	Consistency endpoint.Endpoint
-	Entry       endpoint.Endpoint
-	Tile        endpoint.Endpoint
-}
-
-// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
-func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
-	e := Endpoints{
-		Checkpoint:  endpoints.New(checkpointAs(s)),
-		LogKeys:     endpoints.New(s.LogKeys),
-		Inclusion:   endpoints.New(s.Inclusion),
-		Consistency: endpoints.New(s.Consistency),
-		Entry:       endpoints.New(s.Entry),
-		Tile:        endpoints.New(servedTile(s)),
-	}
-	endpoints.Wrap(&e, middleware...)
-	return e
-}
+// The answers of the log that the adapters of pkg/endpoints do not make
+// alone; the route table (transport.go) names each operation's endpoint
+// where it routes it.
 
 // CheckpointQuery says how the checkpoint is answered: as JSON (the
 // default), or as the signed note's text alone (C2SP tlog-checkpoint, what

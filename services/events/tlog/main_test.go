@@ -5,9 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
-	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/events/internal/eventstest"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -24,8 +22,8 @@ func testSpec() servicekit.Spec { return logSpec(Settings{}) }
 func logSpec(settings Settings) servicekit.Spec {
 	spec := servicekit.Embedded("events", os.DirFS(".."))
 	spec.Build = func(d servicekit.Deps) (servicekit.Handlers, error) {
-		r := httpx.NewRouter(auth.RequireScope)
-		Routes(r, MakeEndpoints(NewService(NewStore(d.Store), settings), endpoints.Timeout(d.RequestTimeout)))
+		r := endpoints.NewRouter()
+		endpoints.Mount(r, Routes(NewService(NewStore(d.Store), settings)), endpoints.Timeout(d.RequestTimeout))
 		return servicekit.Handlers{Routes: r}, nil
 	}
 	return spec

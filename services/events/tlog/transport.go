@@ -10,19 +10,20 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Routes adds the log's routes to r: its checkpoints, keys, proofs and
-// entries.
-func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	// A verifier handed a passport needs no token to fetch these.
-	handle("GET", "/log/checkpoint", endpoints.Serve(e.Checkpoint, decodeCheckpoint, endpoints.Anonymous))
-	handle("GET", "/log/keys", endpoints.Serve(e.LogKeys, noQuery, endpoints.Anonymous))
-	handle("GET", "/log/inclusion", endpoints.Serve(e.Inclusion, decodeInclusion))
-	handle("GET", "/log/consistency", endpoints.Serve(e.Consistency, decodeConsistency))
-	handle("GET", "/log/entry", endpoints.Serve(e.Entry, decodeEntry))
-	// The tiles of hashes, for the standard tools (C2SP tlog-tiles); the
-	// entries, the events' bytes, are not among them.
-	handle("GET", "/log/tile/{tile...}", endpoints.Serve(e.Tile, decodeTile, endpoints.Anonymous))
+// Routes is the route table of the log: its checkpoints, keys, proofs and
+// entries, per route the operation's endpoint, its decoder and its rules.
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		// A verifier handed a passport needs no token to fetch these.
+		endpoints.On("GET", "/log/checkpoint", endpoints.New(checkpointAs(s)), decodeCheckpoint, endpoints.Anonymous),
+		endpoints.On("GET", "/log/keys", endpoints.New(s.LogKeys), noQuery, endpoints.Anonymous),
+		endpoints.On("GET", "/log/inclusion", endpoints.New(s.Inclusion), decodeInclusion),
+		endpoints.On("GET", "/log/consistency", endpoints.New(s.Consistency), decodeConsistency),
+		endpoints.On("GET", "/log/entry", endpoints.New(s.Entry), decodeEntry),
+		// The tiles of hashes, for the standard tools (C2SP tlog-tiles); the
+		// entries, the events' bytes, are not among them.
+		endpoints.On("GET", "/log/tile/{tile...}", endpoints.New(servedTile(s)), decodeTile, endpoints.Anonymous),
+	}
 }
 
 // decodeCheckpoint reads which form of the checkpoint the request prefers.

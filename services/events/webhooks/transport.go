@@ -7,23 +7,31 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Routes adds the subscriptions' routes to r. Only the client that made a
-// subscription sees it (service.visible): to anyone else it does not
-// exist, so the owner rule answers 404 here, and an admin may change or
-// delete it.
-func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	handle("POST", "/webhooks", endpoints.Serve(e.CreateWebhook, httpx.Body[WebhookInput], endpoints.IdempotencyKey))
-	handle("GET", "/webhooks", endpoints.Serve(e.ListWebhooks, decodeList))
-	// A subscription is its maker's alone: to anyone else (but an admin)
-	// it does not exist (Private, a 404), rather than being another's
-	// (OwnerOnly's 403), which would tell that it exists.
-	handle("GET", "/webhooks/{id}", endpoints.Serve(e.GetWebhook, httpx.PathID, endpoints.Private))
-	handle("PATCH", "/webhooks/{id}", endpoints.Serve(e.UpdateWebhook, httpx.PathIDBody[WebhookPatch], endpoints.IfMatch, endpoints.Private))
-	handle("DELETE", "/webhooks/{id}", endpoints.Serve(e.DeleteWebhook, httpx.PathID, endpoints.IfMatch, endpoints.Private))
-	handle("POST", "/webhooks/{id}/rotate-secret", endpoints.Serve(e.RotateSecret, httpx.PathID, endpoints.IdempotencyKey, endpoints.Private))
-	handle("GET", "/webhooks/{id}/deliveries", endpoints.Serve(e.ListDeliveries, decodeListDeliveries, endpoints.Private))
-	handle("POST", "/webhooks/{id}/deliveries/{delivery_id}/retry", endpoints.Serve(e.RetryDelivery, decodeDeliveryPath, endpoints.IdempotencyKey, endpoints.Private))
+// Routes is the route table of the subscriptions: per route the
+// operation's endpoint, its decoder and its rules. Only the client that
+// made a subscription sees it (service.visible): to anyone else it does
+// not exist, so the owner rule answers 404 here, and an admin may change
+// or delete it.
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("POST", "/webhooks", endpoints.ByCaller(endpoints.Created(s.CreateWebhook, webhookLocation)),
+			httpx.Body[WebhookInput], endpoints.IdempotencyKey),
+		endpoints.On("GET", "/webhooks", endpoints.ByCaller(endpoints.ListBy(s.ListWebhooks)), decodeList),
+		// A subscription is its maker's alone: to anyone else (but an admin)
+		// it does not exist (Private, a 404), rather than being another's
+		// (OwnerOnly's 403), which would tell that it exists.
+		endpoints.On("GET", "/webhooks/{id}", endpoints.Guarded(s.GetWebhook), httpx.PathID, endpoints.Private),
+		endpoints.On("PATCH", "/webhooks/{id}", endpoints.Guarded(endpoints.ByID(s.UpdateWebhook)),
+			httpx.PathIDBody[WebhookPatch], endpoints.IfMatch, endpoints.Private),
+		endpoints.On("DELETE", "/webhooks/{id}", endpoints.Guarded(endpoints.NoContent(s.DeleteWebhook)),
+			httpx.PathID, endpoints.IfMatch, endpoints.Private),
+		endpoints.On("POST", "/webhooks/{id}/rotate-secret", endpoints.Guarded(s.RotateSecret),
+			httpx.PathID, endpoints.IdempotencyKey, endpoints.Private),
+		endpoints.On("GET", "/webhooks/{id}/deliveries", endpoints.Guarded(endpoints.ListBy(s.ListDeliveries)),
+			decodeListDeliveries, endpoints.Private),
+		endpoints.On("POST", "/webhooks/{id}/deliveries/{delivery_id}/retry", endpoints.Guarded(s.RetryDelivery),
+			decodeDeliveryPath, endpoints.IdempotencyKey, endpoints.Private),
+	}
 }
 
 func decodeList(r *http.Request) (httpx.ListRequest[struct{}], error) {

@@ -10,29 +10,21 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 )
 
-// Endpoints holds one go-kit endpoint per operation.
-type Endpoints struct {
-	Passport, LinkedPassport          endpoint.Endpoint // a passport, by its asset or by a link
-	CreateLink, ListLinks, DeleteLink endpoint.Endpoint // an asset's links
+// The endpoints of passports that the adapters of pkg/endpoints do not
+// make alone; the route table (transport.go) names the rest where it
+// routes them.
+
+// createLink answers 201 with the link's URL, absolute, as its Location:
+// the one place its token is shown.
+func createLink(s Service) endpoint.Endpoint {
+	return endpoints.ByCaller(endpoints.Created(endpoints.ByID(s.CreateLink), func(l Link) string { return l.URL }))
 }
 
-// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
-func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
-	e := Endpoints{
-		// A passport is written as it is read, and costs the gateway's
-		// rate limit by its size (httpx.Streamed).
-		Passport:       endpoints.ByCaller(streamedBy(s.Passport)),
-		LinkedPassport: endpoints.New(streamed(s.LinkedPassport)),
-		// A link's Location is its URL, absolute: the one place its token
-		// is shown.
-		CreateLink: endpoints.ByCaller(endpoints.Created(endpoints.ByID(s.CreateLink), func(l Link) string { return l.URL })),
-		ListLinks:  endpoints.ByCaller(endpoints.ListBy(s.ListLinks)),
-		DeleteLink: endpoints.Guarded(func(ctx context.Context, g model.Guard, p LinkPath) (any, error) {
-			return httpx.NoContent{}, s.DeleteLink(ctx, g, p)
-		}),
-	}
-	endpoints.Wrap(&e, middleware...)
-	return e
+// deleteLink answers 204.
+func deleteLink(s Service) endpoint.Endpoint {
+	return endpoints.Guarded(func(ctx context.Context, g model.Guard, p LinkPath) (any, error) {
+		return httpx.NoContent{}, s.DeleteLink(ctx, g, p)
+	})
 }
 
 // streamed answers a passport as it is read.

@@ -9,17 +9,19 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Routes adds the passport's routes to r: an asset's passport, its links,
-// and the passport a link opens, which answers without a token (its
-// token is the capability; the gateway charges it to the caller's
-// address).
-func Routes(r *httpx.Router, e Endpoints) {
-	handle := r.Handle
-	handle("GET", "/assets/{id}/passport", endpoints.Serve(e.Passport, httpx.PathID))
-	handle("POST", "/assets/{id}/passport_links", endpoints.Serve(e.CreateLink, httpx.PathIDBody[LinkInput], endpoints.IdempotencyKey))
-	handle("GET", "/assets/{id}/passport_links", endpoints.Serve(e.ListLinks, decodeListLinks))
-	handle("DELETE", "/assets/{id}/passport_links/{link_id}", endpoints.Serve(e.DeleteLink, decodeLinkPath, endpoints.IfMatch, endpoints.OwnerOnly))
-	handle("GET", LinkPrefix+"{token}", endpoints.Serve(e.LinkedPassport, decodeToken, endpoints.Anonymous))
+// Routes is the route table of passports: an asset's passport, its links,
+// and the passport a link opens, which answers without a token (its token
+// is the capability; the gateway charges it to the caller's address). A
+// passport is written as it is read, and costs the gateway's rate limit
+// by its size (httpx.Streamed).
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("GET", "/assets/{id}/passport", endpoints.ByCaller(streamedBy(s.Passport)), httpx.PathID),
+		endpoints.On("POST", "/assets/{id}/passport_links", createLink(s), httpx.PathIDBody[LinkInput], endpoints.IdempotencyKey),
+		endpoints.On("GET", "/assets/{id}/passport_links", endpoints.ByCaller(endpoints.ListBy(s.ListLinks)), decodeListLinks),
+		endpoints.On("DELETE", "/assets/{id}/passport_links/{link_id}", deleteLink(s), decodeLinkPath, endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("GET", LinkPrefix+"{token}", endpoints.New(streamed(s.LinkedPassport)), decodeToken, endpoints.Anonymous),
+	}
 }
 
 func decodeListLinks(r *http.Request) (httpx.ListRequest[uuid.UUID], error) {

@@ -22,15 +22,7 @@ func TestCapacityActions(t *testing.T) {
 	n := servicetest.CapacityRows(t)
 	s := servicetest.Start(t, Spec())
 	ctx := context.Background()
-	conn, err := s.Built.Store.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SET statement_timeout = 0`); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), `RESET statement_timeout`) //nolint:errcheck // the pool's own setting
+	conn := s.SeedConn(t)
 	assets := n / 10
 	const assetType = "0190b2a4-7c3e-7000-8000-000000000001"
 	asset := func(expr string) string {

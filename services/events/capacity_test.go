@@ -26,16 +26,7 @@ func TestCapacityEvents(t *testing.T) {
 	n := servicetest.CapacityRows(t)
 	s := servicetest.Start(t, Spec())
 	ctx := context.Background()
-	pool := s.Built.Store.Pool
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SET statement_timeout = 0`); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), `RESET statement_timeout`) //nolint:errcheck // the pool's own setting
+	conn := s.SeedConn(t)
 	t.Logf("seeding %d events, %d deliveries", n, n/10)
 	// The feed's partitions: six over the 60 days (the service's are 10
 	// million seqs; at the default size that would be one), made after

@@ -1,12 +1,15 @@
 package servicetest
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assetregistry/registry/tools/testkit"
 )
@@ -26,6 +29,24 @@ func CapacityRows(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// SeedConn is a connection of s's pool whose statements have no timeout,
+// for the seeding and the timed steps that outlast a request's; when the
+// test ends it gets the pool's own setting back and is released.
+func (s *Service) SeedConn(t *testing.T) *pgxpool.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.Built.Store.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	if _, err := conn.Exec(ctx, `SET statement_timeout = 0`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Exec(ctx, `RESET statement_timeout`) }) //nolint:errcheck // the pool's own setting
+	return conn
 }
 
 // Timed runs fn once, fails the test if it errs, logs and returns how

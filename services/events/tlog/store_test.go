@@ -14,6 +14,27 @@ import (
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
+// testEntry is the i-th entry the proofs' tests append.
+func testEntry(i int) []byte { return fmt.Appendf(nil, `{"entry":%d}`, i) }
+
+// appendBoth appends the entries from … to-1 to st and their leaves to
+// tree, the proofs' reference, and returns the tree's root.
+func appendBoth(t *testing.T, st *Store, tree *appender, from, to int) []byte {
+	t.Helper()
+	var entries, hashes [][]byte
+	for i := from; i < to; i++ {
+		entries, hashes = append(entries, testEntry(i)), append(hashes, LeafHash(testEntry(i)))
+	}
+	if err := st.AppendEntries(t.Context(), entries); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.Append(hashes); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := tree.Root() // the append succeeded: there is a root
+	return root
+}
+
 // Proofs read kept tiles where they hold enough hashes and the table for
 // the rest: a replica that kept a tile while it was short proves leaves
 // appended to it since (by another process) from the table, and every
@@ -21,22 +42,11 @@ import (
 func TestProofsFromKeptTiles(t *testing.T) {
 	s := servicetest.Start(t, testSpec())
 	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
-	entry := func(i int) []byte { return fmt.Appendf(nil, `{"entry":%d}`, i) }
 	tree := newAppender()
 	roots := map[uint64][]byte{}
 	appendEntries := func(from, to int) {
 		t.Helper()
-		var entries, hashes [][]byte
-		for i := from; i < to; i++ {
-			entries, hashes = append(entries, entry(i)), append(hashes, LeafHash(entry(i)))
-		}
-		if err := appending.AppendEntries(t.Context(), entries); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tree.Append(hashes); err != nil {
-			t.Fatal(err)
-		}
-		roots[uint64(to)], _ = tree.Root()
+		roots[uint64(to)] = appendBoth(t, appending, tree, from, to)
 	}
 	prove := func(st *Store, leaf, size uint64) {
 		t.Helper()
@@ -44,7 +54,7 @@ func TestProofsFromKeptTiles(t *testing.T) {
 		if err != nil {
 			t.Fatalf("proof of %d in %d: %v", leaf, size, err)
 		}
-		if err := proof.VerifyInclusion(hasher, leaf, size, LeafHash(entry(int(leaf))), p, roots[size]); err != nil {
+		if err := proof.VerifyInclusion(hasher, leaf, size, LeafHash(testEntry(int(leaf))), p, roots[size]); err != nil {
 			t.Errorf("proof of %d in %d: %v", leaf, size, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package tlog
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 
@@ -15,23 +14,8 @@ import (
 func TestConcurrentProofsShareTheirReads(t *testing.T) {
 	s := servicetest.Start(t, testSpec())
 	st := NewStore(s.Built.Store)
-	entry := func(i int) []byte { return fmt.Appendf(nil, `{"entry":%d}`, i) }
 	const size, proofs = 4096, 64
-	var entries, hashes [][]byte
-	for i := range size {
-		entries, hashes = append(entries, entry(i)), append(hashes, LeafHash(entry(i)))
-	}
-	if err := st.AppendEntries(t.Context(), entries); err != nil {
-		t.Fatal(err)
-	}
-	tree := newAppender()
-	if _, err := tree.Append(hashes); err != nil {
-		t.Fatal(err)
-	}
-	root, err := tree.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := appendBoth(t, st, newAppender(), 0, size)
 	// A store that has read nothing yet, so that every proof needs its
 	// leaf's tile from the table.
 	st = NewStore(s.Built.Store)
@@ -44,7 +28,7 @@ func TestConcurrentProofsShareTheirReads(t *testing.T) {
 			<-start
 			p, err := st.InclusionProof(t.Context(), leaf, size)
 			if err == nil {
-				err = proof.VerifyInclusion(hasher, leaf, size, LeafHash(entry(int(leaf))), p, root)
+				err = proof.VerifyInclusion(hasher, leaf, size, LeafHash(testEntry(int(leaf))), p, root)
 			}
 			errs[i] = err
 		})

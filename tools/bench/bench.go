@@ -116,6 +116,8 @@ type Env struct {
 	// page starts at ComplianceCursor.
 	ComplianceAssets int
 	ComplianceCursor string
+	// seedSteps is where the compliance seed's time went.
+	seedSteps seedSteps
 	// tenancy is the state of the rows of a bound client (TenancyRows).
 	tenancy tenancy
 	// progress is Options.Progress: what rows print beside the table.
@@ -270,7 +272,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer func() {
+		stopping := time.Now()
+		fmt.Fprintf(o.Progress, "stopping the registry...")
+		stop()
+		fmt.Fprintf(o.Progress, " %.1f s\n", time.Since(stopping).Seconds())
+	}()
 
 	ops := make([]Op, len(rows))
 	for i, r := range rows {
@@ -304,7 +311,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 				res.add(measured[k], s)
 				fmt.Fprintf(o.Progress, "%8s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors", rate(s.PerSec), ms(s.P50), ms(s.P99), s.Errors)
 				if s.QuietAfterS >= 1 && k == 0 {
-					fmt.Fprintf(o.Progress, "  (began after %.0f s of catch-up)", s.QuietAfterS)
+					fmt.Fprintf(o.Progress, "  (began after %.0f s of catch-up; busiest, in cores: %s)", s.QuietAfterS, s.QuietBusiest)
 				}
 				fmt.Fprintln(o.Progress)
 				if s.FirstError != "" {

@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -54,6 +56,11 @@ type RowSample struct {
 	// work earlier rows left behind (events still to relay and store, a
 	// projection catching up) to end; quietLimit when it never did.
 	QuietAfterS float64 `json:"quiet_after_s"`
+	// QuietBusiest names the processes that kept the machine from being
+	// quiet in the last window waited, with the cores each used, when the
+	// row waited at all: the catch-up a row leaves, or work that never
+	// stops on an idle stack.
+	QuietBusiest string `json:"quiet_busiest,omitempty"`
 }
 
 // recountWindow is the longest window a row that counted no call in its
@@ -84,7 +91,7 @@ func (e *Env) measureRows(ctx context.Context, o Options, rows []Row, ops []Op, 
 	if err := prepare(); err != nil {
 		return failed(err)
 	}
-	quietAfter := e.waitQuiet(ctx)
+	quietAfter, busiest := e.waitQuiet(ctx)
 	before, failOpenBefore := e.cacheCounts(ctx)
 	start := e.readRSS()
 	sampler := e.sampleRSS()
@@ -133,7 +140,7 @@ func (e *Env) measureRows(ctx context.Context, o Options, rows []Row, ops []Op, 
 	for i, r := range rows {
 		s := &samples[i]
 		s.PeakRSSMiB, s.StartRSSMiB = peak, start
-		s.QuietAfterS = quietAfter.Seconds()
+		s.QuietAfterS, s.QuietBusiest = quietAfter.Seconds(), busiest
 		if r.Events > 0 {
 			s.EventsPerSec = math.Round(s.PerSec * float64(r.Events))
 		}
@@ -297,23 +304,40 @@ const (
 // waitQuiet waits until the work earlier rows left behind has ended (a
 // batch row leaves tens of thousands of events to relay and store), so
 // that a row measures its own work and not the catch-up of the one before
-// it, at most quietLimit. It returns how long it waited.
-func (e *Env) waitQuiet(ctx context.Context) time.Duration {
+// it, at most quietLimit. It returns how long it waited and, when it
+// waited, the processes busiest in its last window.
+func (e *Env) waitQuiet(ctx context.Context) (time.Duration, string) {
 	begin := time.Now()
+	var busiest string
 	for time.Since(begin) < quietLimit && ctx.Err() == nil {
 		before := e.cpuNow()
 		time.Sleep(quietWindow)
 		var busy float64
+		used := map[string]float64{}
 		for name, secs := range e.cpuNow() {
 			if name != "loadgen" {
 				busy += secs - before[name]
+				used[name] = secs - before[name]
 			}
 		}
 		if busy < quietCores*quietWindow.Seconds() {
 			break
 		}
+		busiest = busiestOf(used, quietWindow)
 	}
-	return time.Since(begin)
+	return time.Since(begin), busiest
+}
+
+// busiestOf names the three processes that used the most CPU in window,
+// in cores.
+func busiestOf(used map[string]float64, window time.Duration) string {
+	names := slices.Collect(maps.Keys(used))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(used[b], used[a]) })
+	var parts []string
+	for _, n := range names[:min(3, len(names))] {
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, used[n]/window.Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuDuring snapshots the CPU time of every process the run knows of (the

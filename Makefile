@@ -97,7 +97,7 @@ run: servers-for-run deps build ## run the whole registry locally (Ctrl-C stops 
 	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN)
 
 .PHONY: test
-test: servers-for-test chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO/NATS), end-to-end (a second OIDC issuer included), charts and images
+test: servers-for-test chart-tools-head-start deps browser-head-start lint build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO/NATS), end-to-end (a second OIDC issuer included), charts and images
 	@env_file=$$(mktemp -u /tmp/testinfra.XXXXXX.env); \
 	$(BIN)/testinfra -env-file $$env_file & infra=$$!; \
 	trap 'kill $$infra 2>/dev/null; wait $$infra 2>/dev/null || true' EXIT; \
@@ -128,6 +128,14 @@ restore-drill: ## PostgreSQL's WAL archived and base-backed-up to MinIO with Bar
 # source once per machine and cached outside the work tree. Start that build now, in the
 # background, so it overlaps linting and the other tests; the chart test waits for it (one
 # lock per tool) and finds the tools ready on every later run.
+# The end-to-end tests check the passport page in Debian's chromium: on a
+# fresh machine its install (apt-get, most of a minute) starts once deps
+# has let go of apt, in the background, and the tests wait for it under
+# its lock (devinfra.EnsureChromium) instead of installing it themselves.
+.PHONY: browser-head-start
+browser-head-start:
+	@go run ./tools/devinfra/cmd/ensure-server chromium >/dev/null 2>&1 &
+
 .PHONY: chart-tools-head-start
 chart-tools-head-start:
 	@tools/scripts/chart-tools.sh >/dev/null 2>&1 &

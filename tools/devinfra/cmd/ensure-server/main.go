@@ -3,7 +3,8 @@
 // prints their paths, one a line, in the order asked: minio (the object
 // store of make run and the tests), nats (NATS with JetStream, the change
 // events' stream) or hydra (ORY Hydra, the independent token issuer of the
-// end-to-end tests).
+// end-to-end tests); chromium (Debian's package, the browser the
+// end-to-end tests check the passport page in) installs the same way.
 //
 //	go run ./tools/devinfra/cmd/ensure-server minio nats
 //
@@ -37,6 +38,10 @@ var servers = map[string]func(context.Context, io.Writer) (string, error){
 	"minio": devinfra.EnsureMinioServer,
 	"hydra": devinfra.EnsureHydraServer,
 	"nats":  devinfra.EnsureNatsServer,
+	"chromium": func(ctx context.Context, progress io.Writer) (string, error) {
+		path, _, err := devinfra.EnsureChromium(ctx, progress)
+		return path, err
+	},
 }
 
 func main() {
@@ -50,7 +55,7 @@ func main() {
 		}
 	}
 	if len(names) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: ensure-server [-low-priority minio,...] minio|nats|hydra ...")
+		fmt.Fprintln(os.Stderr, "usage: ensure-server [-low-priority minio,...] minio|nats|hydra|chromium ...")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -133,6 +133,8 @@ type Env struct {
 	// sharedPostgres: the run's database is on a PostgreSQL it did not
 	// start (Options.PostgresURL).
 	sharedPostgres bool
+	// idleCores is the CPU the stack uses doing nothing (measureIdle).
+	idleCores float64
 	namespaces     sync.Map // service -> find cache namespace
 	processes      map[string]loadedProcess
 	stopped        sync.Map // process name -> true while a row holds it stopped (SIGSTOP): nothing asks it anything
@@ -286,6 +288,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	res := newResults(o, rows, started)
+	env.measureIdle()
+	fmt.Fprintf(o.Progress, "the idle stack uses %.2f cores; a row begins once the stack is under %.2f\n", env.idleCores, env.idleCores+quietCores)
 	for round := range o.Rounds {
 		for i, r := range rows {
 			partner := slices.IndexFunc(rows, func(p Row) bool { return p.Name == r.Paired })

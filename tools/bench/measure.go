@@ -294,11 +294,20 @@ func (e *Env) measureCallsInTurn(ctx context.Context, l Load, ops []Op, seed uin
 }
 
 // Quiet is the machine between rows: the registry's processes and the
-// datastores together using under quietCores of CPU over quietWindow.
+// datastores together using under quietCores more CPU than the idle stack
+// does (Env.idleCores, measured before the first row) over quietWindow.
+// The idle stack is not nothing (each process's jobs tick every second or
+// so: 0.05 cores for make run's stack), and the kernel counts CPU in 10 ms
+// ticks, so a threshold of 0.05 cores over 250 ms, one tick, waited up to
+// 27 s before rows whose predecessors had left nothing behind.
 const (
-	quietCores  = 0.05
-	quietWindow = 250 * time.Millisecond
+	quietCores  = 0.1
+	quietWindow = 500 * time.Millisecond
 	quietLimit  = 60 * time.Second
+	// idleWindows is how many windows the idle stack is measured over, on
+	// average: the kernel charges a process's CPU a tick at a time, so one
+	// window of an idle stack may read 0 and the next 0.15 cores.
+	idleWindows = 6
 )
 
 // waitQuiet waits until the work earlier rows left behind has ended (a
@@ -310,32 +319,44 @@ func (e *Env) waitQuiet(ctx context.Context) (time.Duration, string) {
 	begin := time.Now()
 	var busiest string
 	for time.Since(begin) < quietLimit && ctx.Err() == nil {
-		before := e.cpuNow()
-		time.Sleep(quietWindow)
-		var busy float64
-		used := map[string]float64{}
-		for name, secs := range e.cpuNow() {
-			if name != "loadgen" {
-				busy += secs - before[name]
-				used[name] = secs - before[name]
-			}
-		}
-		if busy < quietCores*quietWindow.Seconds() {
+		busy, used := e.busyOver(quietWindow)
+		if busy < e.idleCores+quietCores {
 			break
 		}
-		busiest = busiestOf(used, quietWindow)
+		busiest = busiestOf(used)
 	}
 	return time.Since(begin), busiest
 }
 
-// busiestOf names the three processes that used the most CPU in window,
-// in cores.
-func busiestOf(used map[string]float64, window time.Duration) string {
+// measureIdle sets Env.idleCores: the CPU the stack uses doing nothing,
+// over idleWindows windows.
+func (e *Env) measureIdle() {
+	e.idleCores, _ = e.busyOver(idleWindows * quietWindow)
+}
+
+// busyOver is the cores the run's processes (the load generator's left
+// out) used over window, in all and by process.
+func (e *Env) busyOver(window time.Duration) (float64, map[string]float64) {
+	before := e.cpuNow()
+	time.Sleep(window)
+	used := map[string]float64{}
+	var busy float64
+	for name, secs := range e.cpuNow() {
+		if name != "loadgen" {
+			used[name] = (secs - before[name]) / window.Seconds()
+			busy += used[name]
+		}
+	}
+	return busy, used
+}
+
+// busiestOf names the three processes that used the most cores.
+func busiestOf(used map[string]float64) string {
 	names := slices.Collect(maps.Keys(used))
 	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(used[b], used[a]) })
 	var parts []string
 	for _, n := range names[:min(3, len(names))] {
-		parts = append(parts, fmt.Sprintf("%s %.2f", n, used[n]/window.Seconds()))
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, used[n]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -115,8 +115,8 @@ faults: servers deps build ## the whole fault suite (FULL=1): the registry under
 # Not part of make test: minutes of its own, and a second PostgreSQL, Redis
 # and two NATS servers beside the first.
 .PHONY: cluster-faults
-cluster-faults: servers deps build ## the registry on clusters (PostgreSQL with a synchronous standby, Redis with Sentinel, 3 NATS nodes), each failed over under load, with recovery times
-	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestClusterFaults$$' ./tools/faults/ -args -clusters | grep -v '^=== RUN'
+cluster-faults: servers deps build ## the registry on clusters (PostgreSQL with two synchronous standbys, Redis with Sentinel, 3 NATS nodes), each failed over under load, with recovery times (ROWS=regexp of rows)
+	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestClusterFaults$$$(if $(ROWS),/$(ROWS))' ./tools/faults/ -args -clusters | grep -v '^=== RUN'
 
 # Not part of make test: a minute or two, and it runs as root (it installs
 # Debian's barman-cli-cloud when missing and runs PostgreSQL as postgres).

@@ -33,8 +33,8 @@ import (
 
 func skipOnClusters(t *testing.T) {
 	t.Helper()
-	if *clusters {
-		t.Skip("with -clusters only TestClusterFaults runs (make cluster-faults)")
+	if *clusters || *restoreDrill {
+		t.Skip("with -clusters only TestClusterFaults runs (make cluster-faults), with -restore only TestRestoreDrill (make restore-drill)")
 	}
 }
 

@@ -33,9 +33,12 @@ import (
 // the load sends them again with their keys.
 
 // partitionHold is how long the partition lasts before the operator
-// fences the primary: long enough that writes wait on it and time out,
-// short of the load's hang bound.
-const partitionHold = 5 * time.Second
+// fences the primary: longer than the services' request timeout, so the
+// writes held are refused by their own deadline, not by the fence, and
+// longer than their statement_timeout (database.statement-timeout, 5 s),
+// which must not end a commit's wait for a standby as a success; short
+// of the load's hang bound.
+const partitionHold = 8 * time.Second
 
 // link is a standby's way to its primary: it passes the replication
 // stream until cut, then reads and drops everything both ways, new

@@ -115,14 +115,15 @@ faults: servers deps build ## the whole fault suite (FULL=1): the registry under
 # Not part of make test: minutes of its own, and a second PostgreSQL, Redis
 # and two NATS servers beside the first.
 .PHONY: cluster-faults
-cluster-faults: servers deps build ## the registry on clusters (PostgreSQL with a synchronous standby, Redis with Sentinel, 3 NATS nodes), each failed over under load, with recovery times
-	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestClusterFaults$$' ./tools/faults/ -args -clusters | grep -v '^=== RUN'
+cluster-faults: servers deps build ## the registry on clusters (PostgreSQL with two synchronous standbys, Redis with Sentinel, 3 NATS nodes), each failed over under load, with recovery times (ROWS=regexp of rows)
+	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestClusterFaults$$$(if $(ROWS),/$(ROWS))' ./tools/faults/ -args -clusters | grep -v '^=== RUN'
 
-# Not part of make test: a minute or two, and it runs as root (it installs
+# Not part of make test: a few minutes, and it runs as root (it installs
 # Debian's barman-cli-cloud when missing and runs PostgreSQL as postgres).
 .PHONY: restore-drill
-restore-drill: ## PostgreSQL's WAL archived and base-backed-up to MinIO with Barman Cloud, restored to a point in time and to the archive's end, checked, with RPO and RTO (DRILL_SECONDS)
-	@tools/scripts/restore-drill.sh
+restore-drill: servers deps build ## the registry's PostgreSQL archived and base-backed-up to MinIO with Barman Cloud under load, restored to a point in time, the registry started on it and checked, with RPO and RTO (DRILL_SECONDS)
+	@command -v barman-cloud-backup >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q barman-cli-cloud >/dev/null
+	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestRestoreDrill$$' ./tools/faults/ -args -restore | grep -v '^=== RUN'
 
 # The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
 # source once per machine and cached outside the work tree. Start that build now, in the

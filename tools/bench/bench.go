@@ -134,10 +134,10 @@ type Env struct {
 	// start (Options.PostgresURL).
 	sharedPostgres bool
 	// idleCores is the CPU the stack uses doing nothing (measureIdle).
-	idleCores float64
-	namespaces     sync.Map // service -> find cache namespace
-	processes      map[string]loadedProcess
-	stopped        sync.Map // process name -> true while a row holds it stopped (SIGSTOP): nothing asks it anything
+	idleCores  float64
+	namespaces sync.Map // service -> find cache namespace
+	processes  map[string]loadedProcess
+	stopped    sync.Map // process name -> true while a row holds it stopped (SIGSTOP): nothing asks it anything
 }
 
 // loadedProcess is one process under load: for memory and profiles.

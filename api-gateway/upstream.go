@@ -307,7 +307,6 @@ type call struct {
 	service string
 }
 
-
 type callKey struct{}
 
 func callOf(r *http.Request) *call {

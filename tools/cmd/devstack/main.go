@@ -104,6 +104,7 @@ func reportJoining(ctx context.Context, stack *devstack.Stack, started time.Time
 		fmt.Printf("Still joining: %s (a service's paths answer 503 with Retry-After until it joins).\n",
 			strings.Join(slices.Concat(waiting, titles(servers)), ", "))
 	}
+	var failures []string
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	for {
@@ -115,7 +116,11 @@ func reportJoining(ctx context.Context, stack *devstack.Stack, started time.Time
 				fmt.Printf("Everything has joined after %s: every path answers now.\n", since(started))
 				return
 			}
-			if j.Err != nil {
+			if j.Err != nil && slices.Contains(failures, j.Err.Error()) {
+				// A failed build or server fails every service waiting for it.
+				fmt.Fprintf(os.Stderr, "make run: %s did not start: the same error\n", j.Name)
+			} else if j.Err != nil {
+				failures = append(failures, j.Err.Error())
 				fmt.Fprintf(os.Stderr, "make run: %s did not start: %v\n", j.Name, j.Err)
 			} else if slices.Contains(servers, j.Name) {
 				fmt.Printf("%s is running (after %s).\n", serverTitle(j.Name), since(started))

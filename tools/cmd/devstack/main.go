@@ -112,6 +112,10 @@ func reportJoining(ctx context.Context, stack *devstack.Stack, started time.Time
 		case <-ctx.Done():
 			return
 		case j, ok := <-stack.Joining:
+			if !ok && len(failures) > 0 {
+				fmt.Printf("The rest has joined after %s; what did not start is said above.\n", since(started))
+				return
+			}
 			if !ok {
 				fmt.Printf("Everything has joined after %s: every path answers now.\n", since(started))
 				return
@@ -167,13 +171,13 @@ func titles(names []string) []string {
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Second) }
 
 func printUsage(c devstack.Credentials, envFile string, stack *devstack.Stack) {
-	console := stack.S3ConsoleURL
-	if console == "" {
-		console = "off"
-	}
-	s3, credentials := stack.S3Endpoint, stack.S3Credentials
-	if slices.Contains(stack.StillJoining, devstack.JoinedMinio) {
-		s3, console, credentials = "(joins when built and started)", "-", "-"
+	// A MinIO still joining is the launcher's to fill in: not read here.
+	s3, console, credentials := "(joins when built and started)", "-", "-"
+	if !slices.Contains(stack.StillJoining, devstack.JoinedMinio) {
+		s3, console, credentials = stack.S3Endpoint, stack.S3ConsoleURL, stack.S3Credentials
+		if console == "" {
+			console = "off"
+		}
 	}
 	nats := stack.NATS.URL
 	if slices.Contains(stack.StillJoining, devstack.JoinedNATS) {

@@ -10,8 +10,8 @@
 #
 #   tools/scripts/first-call.sh [DIR] [REPO]
 #   KEEP=1   keep DIR (the caches, the clone, .local/logs)
-#   JOINED=1 wait, after the first call, until the launcher says every
-#            service joined, and report that time too
+#   LINGER=N keep make run going N seconds after the first call, so its
+#            output shows what joined after it and when
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-/tmp/first-call}
@@ -68,12 +68,9 @@ fi
 mean=$(printf '%s\n' "${samples[@]}" | awk '{s+=$1} END {printf "%.1f", s/NR}')
 printf 'first call 200 after %.0f s (load average before: %s; 1-minute load sampled each second while waiting: mean %s; after: %s)\n' \
 	"$first" "$load_before" "$mean" "$(cut -d' ' -f1-3 /proc/loadavg)"
-if [ "${JOINED:-}" = 1 ]; then
-	until grep -q "joined" "$log" || ! kill -0 "$runner" 2>/dev/null; do sleep 2; done
-	printf 'every service joined after %.0f s\n' "$(echo "$(date +%s.%N) - $start" | bc)"
-fi
-echo "make run's output:"
-sed -n '1,/Press Ctrl-C/p' "$log" | grep -v '^  ' | grep -v '^$' || true
+sleep "${LINGER:-0}"
+echo "make run's output (without the summary's indented lines and go's downloads):"
+grep -v -e '^  ' -e '^$' -e '^go: downloading' "$log" || true
 stop
 trap - EXIT
 if [ "${KEEP:-}" != 1 ]; then

@@ -53,14 +53,13 @@ deps: ## install the PostgreSQL and Redis server binaries if missing
 # change events; tools/devinfra.NatsVersion) and ORY Hydra (the independent
 # token issuer the end-to-end tests run the registry against,
 # TestExternalIssuer; tools/devinfra.HydraVersion) are built the same way.
-# servers, servers-for-run and servers-for-test start the builds a target needs first
+# servers and servers-for-test start the builds a target needs first
 # thing, in the background, so they overlap lint and build; whatever needs a
 # binary later waits for its build under its lock. One ensure-server builds
 # them all: three `go run`s compiled ensure-server three times at once on a
-# cold machine. make run builds MinIO at nice 19, since its documents
-# service joins when MinIO is ready and the first call waits for the rest;
-# make test, faults and bench need MinIO before they start and build it at
-# normal priority.
+# cold machine. make test, faults and bench need MinIO before they start and
+# build it at normal priority. make run builds neither before the first call
+# answers (see run).
 # When the binaries are cached this costs a cached `go run`.
 .PHONY: minio
 minio: ## build the pinned MinIO server into the user's cache if missing
@@ -69,10 +68,6 @@ minio: ## build the pinned MinIO server into the user's cache if missing
 .PHONY: nats
 nats: ## build the pinned NATS server into the user's cache if missing
 	@go run ./tools/devinfra/cmd/ensure-server nats >/dev/null
-
-.PHONY: servers-for-run
-servers-for-run:
-	@go run ./tools/devinfra/cmd/ensure-server -low-priority=minio minio nats >/dev/null &
 
 .PHONY: servers
 servers:
@@ -92,9 +87,19 @@ build: ## build every binary into bin/
 	@mkdir -p $(BIN)
 	@go build -o $(BIN)/ $(foreach c,$(COMMANDS),$(lastword $(subst =, ,$(c))))
 
+# make run compiles first only what the README's first call goes through
+# (FIRST_CALL_COMMANDS, from tools/devstack.FirstCall: the identity provider,
+# the service that answers it, the gateway) and the launcher, in one go
+# build, and the launcher starts them on PostgreSQL and Redis and prints how
+# to call. Only then do the other services (-build-later), NATS and MinIO
+# (at nice 19) build, and each joins when it is ready; nothing competes with
+# the first call's compile for the cores. RUN_ARGS passes more of the
+# launcher's flags (bin/devstack -h), e.g. RUN_ARGS='-ports api-gateway=8081'.
 .PHONY: run
-run: servers-for-run deps build ## run the whole registry locally (Ctrl-C stops it all)
-	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN)
+run: deps ## run the whole registry locally (Ctrl-C stops it all)
+	@mkdir -p $(BIN)
+	@go build -o $(BIN)/ ./tools/cmd/devstack $(foreach c,$(FIRST_CALL_COMMANDS),$(lastword $(subst =, ,$(c))))
+	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN) -build-later $(RUN_ARGS)
 
 .PHONY: test
 test: servers-for-test chart-tools-head-start deps browser-head-start lint build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO/NATS), end-to-end (a second OIDC issuer included), charts and images

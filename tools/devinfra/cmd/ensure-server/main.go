@@ -8,14 +8,15 @@
 //
 //	go run ./tools/devinfra/cmd/ensure-server minio nats
 //
-// The first build takes minutes, so `make test` (and `make run`) start this
-// in the background before linting and building: by the time a server is
+// The first build takes minutes, so `make test` starts this in the
+// background before linting and building: by the time a server is
 // started the build has finished, or devinfra waits for it (the cache is
 // locked while a build runs, so it is never built twice at once). The
 // servers asked for build at the same time, in one process: one compile of
 // this command rather than one per server. -low-priority names those that
-// nothing waits for at first (MinIO in make run), built at nice 19
-// (devinfra.LowPriority).
+// nothing waits for at first, built at nice 19 (devinfra.LowPriority; make
+// run's launcher builds MinIO so itself, after the first call's parts are
+// up).
 package main
 
 import (

@@ -1,8 +1,11 @@
 package meters
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -92,11 +95,75 @@ type ReadingFilter struct {
 }
 
 // neighbour is the reading just before or just after a new one, in
-// read_at order, of the same meter.
+// read_at order, of the same meter; of one instant, the one recorded
+// later (its id, a UUIDv7, is greater) comes after.
 type neighbour struct {
+	ID     uuid.UUID `db:"id"`
 	Value  float64   `db:"value"`
 	ReadAt time.Time `db:"read_at"`
 	Reset  bool      `db:"reset"`
+}
+
+// precedes reports whether n comes before m in a meter's order.
+func (n neighbour) precedes(m neighbour) bool {
+	if !n.ReadAt.Equal(m.ReadAt) {
+		return n.ReadAt.Before(m.ReadAt)
+	}
+	return bytes.Compare(n.ID[:], m.ID[:]) < 0
+}
+
+// earlier is the one of a and b that comes first (nil: neither).
+func earlier(a, b *neighbour) *neighbour {
+	if a == nil || b != nil && b.precedes(*a) {
+		return b
+	}
+	return a
+}
+
+// later is the one of a and b that comes last (nil: neither).
+func later(a, b *neighbour) *neighbour {
+	if a == nil || b != nil && a.precedes(*b) {
+		return b
+	}
+	return a
+}
+
+// committed is what the store read of a batch item's meter before the
+// batch: the readings just before and just after the item's place.
+type committed struct{ before, after *neighbour }
+
+// batchLine checks the readings of a batch, in the body's order, as the
+// single create would one after the other: each against the readings of
+// its meter committed before the batch (what the store read, once for the
+// whole batch) and the batch's own readings accepted before it. A refused
+// reading is not there for the ones after it. It reads nothing itself.
+type batchLine struct {
+	accepted map[string][]neighbour // per meter, in the meter's order
+}
+
+// accept checks r, to be recorded with id id, against what was committed
+// around its place and the batch's accepted readings; when it fits, it is
+// accepted and counts for the readings after it.
+func (l *batchLine) accept(id uuid.UUID, r reading, around committed) error {
+	if l.accepted == nil {
+		l.accepted = map[string][]neighbour{}
+	}
+	self := neighbour{ID: id, Value: r.Value, ReadAt: r.ReadAt, Reset: r.Reset}
+	line := l.accepted[r.Meter]
+	// The batch's readings before self's place and after it.
+	at := sort.Search(len(line), func(k int) bool { return self.precedes(line[k]) })
+	var batchBefore, batchAfter *neighbour
+	if at > 0 {
+		batchBefore = &line[at-1]
+	}
+	if at < len(line) {
+		batchAfter = &line[at]
+	}
+	if err := r.fits(later(around.before, batchBefore), earlier(around.after, batchAfter)); err != nil {
+		return err
+	}
+	l.accepted[r.Meter] = slices.Insert(line, at, self)
+	return nil
 }
 
 // fits checks r against its neighbours (nil: none): a meter counts up, so

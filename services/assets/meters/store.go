@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -122,27 +121,8 @@ func (s *Store) insertReadings(ctx context.Context, tx pgx.Tx, by model.Caller, 
 	if err != nil {
 		return err
 	}
-	last := make(map[string]neighbour, len(lasts))
-	for _, l := range lasts {
-		last[l.Meter] = l.neighbour
-	}
-	// The new readings come after every committed reading of the same
-	// instant: after the meter's last one when not before its read_at.
-	around := make(map[int]committed, len(pending))
-	var earlyItems []int32
-	var earlyMeters []string
-	var earlyTimes []time.Time
-	for _, i := range pending {
-		l, ok := last[in[i].Meter]
-		switch {
-		case !ok:
-		case !in[i].ReadAt.Before(l.ReadAt):
-			around[i] = committed{before: &l}
-		default:
-			earlyItems, earlyMeters, earlyTimes = append(earlyItems, int32(i)), append(earlyMeters, in[i].Meter), append(earlyTimes, in[i].ReadAt)
-		}
-	}
-	if len(earlyItems) > 0 {
+	around, early := placeBatch(in, pending, lasts)
+	if len(early.items) > 0 {
 		found, err := store.Many[neighbours](ctx, tx, "read neighbouring readings", `SELECT e.item,
 				b.id AS before_id, b.value AS before_value, b.read_at AS before_read_at, b.reset AS before_reset,
 				a.id AS after_id, a.value AS after_value, a.read_at AS after_read_at, a.reset AS after_reset
@@ -151,7 +131,7 @@ func (s *Store) insertReadings(ctx context.Context, tx pgx.Tx, by model.Caller, 
 				WHERE r.asset_id = $1 AND r.meter = e.meter AND r.read_at <= e.read_at ORDER BY r.read_at DESC, r.id DESC LIMIT 1) b ON true
 			LEFT JOIN LATERAL (SELECT r.id, r.value, r.read_at, r.reset FROM meter_readings r
 				WHERE r.asset_id = $1 AND r.meter = e.meter AND r.read_at > e.read_at ORDER BY r.read_at, r.id LIMIT 1) a ON true`,
-			assetID, earlyItems, earlyMeters, earlyTimes)
+			assetID, early.items, early.meters, early.times)
 		if err != nil {
 			return err
 		}
@@ -161,27 +141,20 @@ func (s *Store) insertReadings(ctx context.Context, tx pgx.Tx, by model.Caller, 
 	}
 
 	var line batchLine
-	var ids []uuid.UUID
-	var rmeters []string
-	var values []float64
-	var times []time.Time
-	var resets []bool
 	for _, i := range pending {
 		id := store.NewID()
-		if out[i].Err = line.accept(id, in[i], around[i]); out[i].Err != nil {
-			continue
+		if out[i].Err = line.accept(id, in[i], around[i]); out[i].Err == nil {
+			out[i] = model.ItemOutcome{ID: id, Created: true}
 		}
-		out[i] = model.ItemOutcome{ID: id, Created: true}
-		ids, rmeters, values = append(ids, id), append(rmeters, in[i].Meter), append(values, in[i].Value)
-		times, resets = append(times, in[i].ReadAt), append(resets, in[i].Reset)
 	}
+	ids := line.ids
 	if len(ids) == 0 {
 		return nil
 	}
 	inserted, err := store.Many[Reading](ctx, tx, "insert meter readings", `INSERT INTO meter_readings AS r (id, asset_id, meter, value, read_at, reset, created_by)
 		SELECT i.id, $1, i.meter, i.value, i.read_at, i.reset, $2
 		FROM unnest($3::uuid[], $4::text[], $5::float8[], $6::timestamptz[], $7::bool[]) WITH ORDINALITY AS i(id, meter, value, read_at, reset, n)
-		ORDER BY i.n RETURNING `+readingColumns, assetID, by.Subject, ids, rmeters, values, times, resets)
+		ORDER BY i.n RETURNING `+readingColumns, assetID, by.Subject, ids, line.meters, line.values, line.times, line.resets)
 	if err != nil {
 		return err
 	}
@@ -198,36 +171,6 @@ func (s *Store) insertReadings(ctx context.Context, tx pgx.Tx, by model.Caller, 
 		events[k] = outbox.Created(outbox.KindMeterReading, assetID.String(), r)
 	}
 	return s.Record(ctx, tx, by, events...)
-}
-
-// meterLast is a meter's last reading in read_at order.
-type meterLast struct {
-	Meter string `db:"meter"`
-	neighbour
-}
-
-// neighbours are a batch item's committed neighbours (NULL: none).
-type neighbours struct {
-	Item         int32      `db:"item"`
-	BeforeID     *uuid.UUID `db:"before_id"`
-	BeforeValue  *float64   `db:"before_value"`
-	BeforeReadAt *time.Time `db:"before_read_at"`
-	BeforeReset  *bool      `db:"before_reset"`
-	AfterID      *uuid.UUID `db:"after_id"`
-	AfterValue   *float64   `db:"after_value"`
-	AfterReadAt  *time.Time `db:"after_read_at"`
-	AfterReset   *bool      `db:"after_reset"`
-}
-
-func (n neighbours) committed() committed {
-	var c committed
-	if n.BeforeID != nil {
-		c.before = &neighbour{ID: *n.BeforeID, Value: *n.BeforeValue, ReadAt: *n.BeforeReadAt, Reset: *n.BeforeReset}
-	}
-	if n.AfterID != nil {
-		c.after = &neighbour{ID: *n.AfterID, Value: *n.AfterValue, ReadAt: *n.AfterReadAt, Reset: *n.AfterReset}
-	}
-	return c
 }
 
 // readNeighbour reads the reading sql finds next to in (nil: none).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -236,13 +235,8 @@ func (s *Store) ApplyReadings(ctx context.Context, rs []Reading) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	ids, assets, meters := make([]uuid.UUID, len(rs)), make([]uuid.UUID, len(rs)), make([]string, len(rs))
-	values, readAt, resets, recordedAt := make([]float64, len(rs)), make([]time.Time, len(rs)), make([]bool, len(rs)), make([]time.Time, len(rs))
-	for i, r := range rs {
-		ids[i], assets[i], meters[i], values[i], readAt[i], resets[i], recordedAt[i] = r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt
-	}
 	_, err := s.Pool.Exec(ctx, `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
 		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::float8[], $5::timestamptz[], $6::bool[], $7::timestamptz[])
-		ON CONFLICT (id) DO NOTHING`, ids, assets, meters, values, readAt, resets, recordedAt)
+		ON CONFLICT (id) DO NOTHING`, columnsOf(rs)...)
 	return store.Classify(err, "apply meter readings")
 }

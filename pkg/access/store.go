@@ -35,6 +35,26 @@ func VisibleTo(assetColumn, placeholder string) string {
 		assetColumn, placeholder, placeholder)
 }
 
+// Everyone is the organization id of the row an asset with no owner has
+// in the copy's asset_seen_by (the kit's migration 011): every client sees
+// such an asset.
+const Everyone = "00000000-0000-0000-0000-000000000000"
+
+// SeenThrough is the WHERE condition of one of the two halves of a bound
+// caller's page: the row's asset (assetColumn, qualified) has the row of
+// the organization in placeholder ($n) in asset_seen_by. The assets an
+// organization sees are those SeenThrough its own id and those SeenThrough
+// Everyone, never both (VisibleTo in two halves): a page asks for each
+// half in a branch of its own, with its own ORDER BY and LIMIT, and merges
+// them. Each half is one range of asset_seen_by's key in asset order, so
+// the planner may walk it in page order and stop at the page's end, or
+// walk the page's own index and probe it, whichever reads less; the
+// condition of VisibleTo, an OR of three indexes, answers in no order.
+func SeenThrough(assetColumn, placeholder string) string {
+	return fmt.Sprintf(`EXISTS (SELECT FROM asset_seen_by seen WHERE seen.organization_id = %s::uuid AND seen.asset_id = %s)`,
+		placeholder, assetColumn)
+}
+
 // Cursor is the last change version the copy applied.
 func (s *Store) Cursor(ctx context.Context) (int64, error) {
 	var v int64

@@ -264,8 +264,23 @@ func pageSQL(q query, page model.Page) (string, []any) {
 		}
 		return "l.class = 'dated' AND (" + strings.Join(dated, " OR ") + ")", true
 	}
-	allStates := len(q.States) == len(States)
 
+	// A bound caller's page is two halves, each of the branches below
+	// once per half (visibleHalves).
+	var branches []string
+	for _, visible := range visibleHalves(q.seenBy, param) {
+		branches = append(branches, typeBranches(q, page, visible, classCond, param)...)
+	}
+	return "SELECT * FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +
+		fmt.Sprint(limit), args
+}
+
+// typeBranches are the branches of q's action types (see Compliance),
+// each with the condition visible adds on its rows' asset column.
+func typeBranches(q query, page model.Page, visible func(asset string) string, classCond func(string) (string, bool),
+	param func(string, any) string) []string {
+	limit := page.Limit + 1
+	allStates := len(q.States) == len(States)
 	var branches []string
 	for _, actionType := range q.ActionTypes {
 		// The keyset condition of this type: after the cursor's asset, or
@@ -290,8 +305,7 @@ func pageSQL(q query, page model.Page) (string, []any) {
 			if q.among != nil {
 				f += " AND " + asset + " = ANY(" + param("among", q.among) + ")"
 			}
-			f += visibleFilter(q.seenBy, asset, param)
-			return f
+			return f + visible(asset)
 		}
 		// actionType is a listed type (validated), safe as a literal;
 		// literals let the planner use the per-type index ranges. An added
@@ -340,8 +354,7 @@ func pageSQL(q query, page model.Page) (string, []any) {
 				keyset("k.asset_id")))
 		}
 	}
-	return "SELECT * FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +
-		fmt.Sprint(limit), args
+	return branches
 }
 
 // latestColumns are a branch's columns of latest_actions l (NULL without
@@ -420,14 +433,23 @@ func PageSQL(f Filter, organization string, today model.Date, planned []string, 
 	return pageSQL(f.definite(today, planned, actiontypes.Builtin), page)
 }
 
-// visibleFilter is the condition a compliance page adds for a bound caller
-// (seenBy its organization; "" adds nothing): its rows' asset column is of
-// an asset the organization sees.
-func visibleFilter(seenBy, assetColumn string, param func(string, any) string) string {
+// visibleHalves are the conditions a compliance page adds on its rows'
+// asset column, one per half of the page: for an unbound caller (seenBy
+// "") one half that adds nothing; for a bound one, the assets seen through
+// its organization's rows of the copy and those seen by everyone (no
+// owner), which are never the same (access.SeenThrough). Each branch of
+// each half walks an index in page order with its own LIMIT: one
+// condition for both, like access.VisibleTo, could be answered only by
+// gathering all the organization's assets and sorting them, or by walking
+// every asset of the page's index and testing each.
+func visibleHalves(seenBy string, param func(string, any) string) []func(asset string) string {
 	if seenBy == "" {
-		return ""
+		return []func(string) string{func(string) string { return "" }}
 	}
-	return " AND " + access.VisibleTo(assetColumn, param("seen_by", seenBy))
+	half := func(name, organization string) func(string) string {
+		return func(asset string) string { return " AND " + access.SeenThrough(asset, param(name, organization)) }
+	}
+	return []func(string) string{half("seen_by", seenBy), half("everyone", access.Everyone)}
 }
 
 // The projection's rows.

@@ -305,7 +305,9 @@ func TestVisibleToReadsTheCopysIndexes(t *testing.T) {
 func TestSeenThroughIsTheRule(t *testing.T) {
 	c, _, st := newCopy(t)
 	ctx := t.Context()
-	grant := func(org, role string) []model.AssetGrant { return []model.AssetGrant{{OrganizationID: org, Role: role}} }
+	grant := func(org, role string) []model.AssetGrant {
+		return []model.AssetGrant{{OrganizationID: org, Role: role}}
+	}
 	asset := id()
 	others := []model.Access{
 		{AssetID: id()},

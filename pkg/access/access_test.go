@@ -298,11 +298,11 @@ func TestVisibleToReadsTheCopysIndexes(t *testing.T) {
 	}
 }
 
-// SeenThrough's two halves are model.Access.Sees in SQL, through every
+// SeenAssets' two halves are model.Access.Sees in SQL, through every
 // change of an asset's access: an organization sees an asset when the
 // asset has its row or the row of Everyone, never both, and a change
 // leaves only the rows of the access that stands.
-func TestSeenThroughIsTheRule(t *testing.T) {
+func TestSeenAssetsIsTheRule(t *testing.T) {
 	c, _, st := newCopy(t)
 	ctx := t.Context()
 	grant := func(org, role string) []model.AssetGrant {
@@ -334,7 +334,7 @@ func TestSeenThroughIsTheRule(t *testing.T) {
 		for _, org := range []string{orgA, orgB, orgC} {
 			for _, a := range append([]model.Access{step}, others...) {
 				var own, everyone bool
-				if err := st.Pool.QueryRow(ctx, `SELECT `+access.SeenThrough("$1::uuid", "$2")+`, `+access.SeenThrough("$1::uuid", "$3"),
+				if err := st.Pool.QueryRow(ctx, `SELECT $1::uuid IN (`+access.SeenAssets("$2")+`), $1::uuid IN (`+access.SeenAssets("$3")+`)`,
 					a.AssetID, org, access.Everyone).Scan(&own, &everyone); err != nil {
 					t.Fatal(err)
 				}

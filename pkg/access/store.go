@@ -40,19 +40,16 @@ func VisibleTo(assetColumn, placeholder string) string {
 // such an asset.
 const Everyone = "00000000-0000-0000-0000-000000000000"
 
-// SeenThrough is the WHERE condition of one of the two halves of a bound
-// caller's page: the row's asset (assetColumn, qualified) has the row of
-// the organization in placeholder ($n) in asset_seen_by. The assets an
-// organization sees are those SeenThrough its own id and those SeenThrough
-// Everyone, never both (VisibleTo in two halves): a page asks for each
-// half in a branch of its own, with its own ORDER BY and LIMIT, and merges
-// them. Each half is one range of asset_seen_by's key in asset order, so
-// the planner may walk it in page order and stop at the page's end, or
-// walk the page's own index and probe it, whichever reads less; the
-// condition of VisibleTo, an OR of three indexes, answers in no order.
-func SeenThrough(assetColumn, placeholder string) string {
-	return fmt.Sprintf(`EXISTS (SELECT FROM asset_seen_by seen WHERE seen.organization_id = %s::uuid AND seen.asset_id = %s)`,
-		placeholder, assetColumn)
+// SeenAssets is the query of the assets the organization in placeholder
+// ($n) sees through its own rows in asset_seen_by, in asset order (its
+// key's). The assets an organization sees are SeenAssets of its own id and
+// SeenAssets of Everyone, never both (VisibleTo in two halves): a bound
+// page walks each half in asset order and stops at the page's end, which
+// the condition of VisibleTo, an OR of three indexes, cannot (it answers
+// in no order, so a page gathered every asset the organization sees and
+// sorted them, or walked every row and tested each).
+func SeenAssets(placeholder string) string {
+	return fmt.Sprintf(`SELECT asset_id FROM asset_seen_by WHERE organization_id = %s::uuid`, placeholder)
 }
 
 // Cursor is the last change version the copy applied.

@@ -268,16 +268,16 @@ func pageSQL(q query, page model.Page) (string, []any) {
 	// A bound caller's page is two halves, each of the branches below
 	// once per half (visibleHalves).
 	var branches []string
-	for _, visible := range visibleHalves(q.seenBy, param) {
-		branches = append(branches, typeBranches(q, page, visible, classCond, param)...)
+	for _, h := range halves(q.seenBy, page.Limit+1, param) {
+		branches = append(branches, typeBranches(q, page, h, classCond, param)...)
 	}
 	return "SELECT * FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +
 		fmt.Sprint(limit), args
 }
 
 // typeBranches are the branches of q's action types (see Compliance),
-// each with the condition visible adds on its rows' asset column.
-func typeBranches(q query, page model.Page, visible func(asset string) string, classCond func(string) (string, bool),
+// each in half h.
+func typeBranches(q query, page model.Page, h half, classCond func(string) (string, bool),
 	param func(string, any) string) []string {
 	limit := page.Limit + 1
 	allStates := len(q.States) == len(States)
@@ -305,7 +305,7 @@ func typeBranches(q query, page model.Page, visible func(asset string) string, c
 			if q.among != nil {
 				f += " AND " + asset + " = ANY(" + param("among", q.among) + ")"
 			}
-			return f + visible(asset)
+			return f + h.cond(asset)
 		}
 		// actionType is a listed type (validated), safe as a literal;
 		// literals let the planner use the per-type index ranges. An added
@@ -313,11 +313,11 @@ func typeBranches(q query, page model.Page, visible func(asset string) string, c
 		literal := "'" + actionType + "'"
 		if !builtin(actionType) {
 			cond := filters("k.asset_id") + actiontypes.Covered(literal, q.AsOf != nil)
-			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param), keyset(seenAsset)))
 			continue
 		}
 		if q.planned(actionType) || q.AsOf != nil {
-			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param), keyset(seenAsset)))
 			continue
 		}
 		if q.asks(StateNever) {
@@ -331,11 +331,11 @@ func typeBranches(q query, page model.Page, visible func(asset string) string, c
 				}
 				where = " AND (" + strings.Join(conds, " OR ") + ")"
 			}
-			branches = append(branches, fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
+			branches = append(branches, h.wrap(fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
 	CROSS JOIN `+noPlan+`
 	WHERE NOT k.deleted AND %[2]s%[3]s%[4]s ORDER BY k.asset_id LIMIT %[5]d)`,
-				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit))
+				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit), keyset(seenAsset)))
 			continue
 		}
 		for _, c := range []string{classFailed, classOpenEnded, classDated} {
@@ -343,7 +343,7 @@ func typeBranches(q query, page model.Page, visible func(asset string) string, c
 			if !ok {
 				continue
 			}
-			branches = append(branches, fmt.Sprintf(`(SELECT l.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
+			branches = append(branches, h.wrap(fmt.Sprintf(`(SELECT l.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM latest_actions l JOIN known_assets k ON k.asset_id = l.asset_id
 	CROSS JOIN `+noPlan+`
 	WHERE l.action_type = %[1]s AND %[2]s AND %[3]s AND %[6]s AND NOT k.deleted%[4]s ORDER BY l.asset_id LIMIT %[5]d)`,
@@ -351,7 +351,7 @@ func typeBranches(q query, page model.Page, visible func(asset string) string, c
 				// The cursor on both sides of the join: the planner's
 				// merge join otherwise reads known_assets from its first
 				// row up to the cursor on every deep page.
-				keyset("k.asset_id")))
+				keyset("k.asset_id")), keyset(seenAsset)))
 		}
 	}
 	return branches
@@ -362,6 +362,10 @@ func typeBranches(q query, page model.Page, visible func(asset string) string, c
 // the others, noPlan).
 const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class, r.due_date, r.state,
 	r.due_reason, r.usage`
+
+// branchColumns are latestColumns as a branch b answers them.
+const branchColumns = `b.action_id, b.performed_at, b.status_ok, b.status_use_ok, b.valid_through, b.class, b.due_date, b.state,
+	b.due_reason, b.usage`
 
 // noPlan is the r of a type no plan is for: StateOf decides.
 const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state, NULL::text AS due_reason, NULL::jsonb AS usage) r`
@@ -433,23 +437,50 @@ func PageSQL(f Filter, organization string, today model.Date, planned []string, 
 	return pageSQL(f.definite(today, planned, actiontypes.Builtin), page)
 }
 
-// visibleHalves are the conditions a compliance page adds on its rows'
-// asset column, one per half of the page: for an unbound caller (seenBy
-// "") one half that adds nothing; for a bound one, the assets seen through
-// its organization's rows of the copy and those seen by everyone (no
-// owner), which are never the same (access.SeenThrough). Each branch of
-// each half walks an index in page order with its own LIMIT: one
-// condition for both, like access.VisibleTo, could be answered only by
-// gathering all the organization's assets and sorting them, or by walking
-// every asset of the page's index and testing each.
-func visibleHalves(seenBy string, param func(string, any) string) []func(asset string) string {
+// half is the part of a page's rows one walk finds: cond is the
+// condition a branch adds on its rows' asset column, wrap makes the
+// branch the half's, given the keyset condition on seenAsset.
+type half struct {
+	cond func(asset string) string
+	wrap func(branch, keyset string) string
+}
+
+// seenAsset is the column of the asset a bound half walks.
+const seenAsset = "seen.asset_id"
+
+// halves are the walks of a compliance page: for an unbound caller (seenBy
+// "") one, each branch as it is; for a bound one two, the assets seen
+// through its organization's rows of the copy and those seen by everyone
+// (no owner), which are never the same (access.SeenAssets). A bound
+// half's branch walks the half's assets in asset order from the cursor and
+// reads each one's row (the branch, for that asset: a nested loop, the
+// branch a lateral subquery with its LIMIT, which the planner keeps as
+// one), up to the page's limit. The organization's assets are few beside
+// the table's, as a rule: one condition for both halves, like
+// access.VisibleTo, could be answered only by gathering all of them and
+// sorting, or by walking every row of the branch's index and testing each;
+// and left free to join the half's assets to the branch's tables, the
+// planner merged them with every known asset (20,000 read for a page at
+// the quick bench's seed). An organization that sees most assets pays a
+// probe per asset walked, as a page of a rare state in the never branch
+// does.
+func halves(seenBy string, limit int, param func(string, any) string) []half {
 	if seenBy == "" {
-		return []func(string) string{func(string) string { return "" }}
+		return []half{{cond: func(string) string { return "" }, wrap: func(branch, _ string) string { return branch }}}
 	}
-	half := func(name, organization string) func(string) string {
-		return func(asset string) string { return " AND " + access.SeenThrough(asset, param(name, organization)) }
+	walk := func(name, organization string) half {
+		return half{
+			cond: func(asset string) string { return " AND " + asset + " = " + seenAsset },
+			wrap: func(branch, keyset string) string {
+				// The walk's own column, not the branch's equal one: the
+				// planner knows the walk's order only by it.
+				return fmt.Sprintf(`(SELECT %s, b.asset_type_id, b.action_type, `+branchColumns+` FROM (%s) seen
+	CROSS JOIN LATERAL %s b WHERE %s ORDER BY %s LIMIT %d)`,
+					seenAsset, access.SeenAssets(param(name, organization)), branch, keyset, seenAsset, limit)
+			},
+		}
 	}
-	return []func(string) string{half("seen_by", seenBy), half("everyone", access.Everyone)}
+	return []half{walk("seen_by", seenBy), walk("everyone", access.Everyone)}
 }
 
 // The projection's rows.

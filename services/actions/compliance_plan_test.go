@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/access"
@@ -110,6 +111,43 @@ func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 		}
 		if len(ways) != 3 {
 			t.Errorf("%s: the page's assets are seen in %d ways, want 3 (owned, granted, no owner): %v", c.name, len(ways), got)
+		}
+	}
+}
+
+// A bound caller's rows of one asset are a probe of the organization's
+// rows, not a walk of every asset it sees.
+func TestBoundComplianceOfOneAssetProbes(t *testing.T) {
+	ctx := t.Context()
+	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
+	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(Spec().Migrations)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for _, q := range strings.Split(planSeed, ";") {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var org string
+	if err := pool.QueryRow(ctx, `SELECT md5('org0')::uuid::text`).Scan(&org); err != nil {
+		t.Fatal(err)
+	}
+	for asset, want := range map[string]int{
+		"00000000-0000-7000-8000-0000000000c8": 4, // 200: organization 0's
+		"00000000-0000-7000-8000-0000000000c3": 4, // 195: granted to it
+		"00000000-0000-7000-8000-0000000003e9": 4, // 1001: no owner
+		"00000000-0000-7000-8000-0000000000c9": 0, // 201: another's
+	} {
+		id := uuid.MustParse(asset)
+		sql, args := compliance.PageSQL(compliance.Filter{AssetID: &id}, org, model.Today(), nil, model.Page{Limit: model.DefaultLimit})
+		plan := testkit.Explain(t, pool, sql, args...)
+		if !regexp.MustCompile(`Index Cond: \(\(organization_id = [^)]*\) AND \(asset_id = `).MatchString(plan) {
+			t.Errorf("asset %s: the bound rows of one asset do not probe the organization's rows by asset:\n%s", asset, plan)
+		}
+		if got := pageRows(t, pool, sql, args); len(got) != want {
+			t.Errorf("asset %s: %d rows %v, want %d", asset, len(got), got, want)
 		}
 	}
 }

@@ -179,7 +179,8 @@ type record struct {
 // assets and looks up each one's latest action of its type; the others walk
 // latest_actions_state_idx and read only matching rows. The few pages
 // they return are merged by the outer ORDER BY. A deep page costs what the
-// first does.
+// first does. A bound caller's branches walk the assets its organization
+// sees instead, in two halves (halves).
 func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model.Paged[Row], error) {
 	sql, args := pageSQL(q, page)
 	rows, err := s.Reads(ctx).Query(ctx, sql, args...)
@@ -266,7 +267,7 @@ func pageSQL(q query, page model.Page) (string, []any) {
 	}
 
 	// A bound caller's page is two halves, each of the branches below
-	// once per half (visibleHalves).
+	// once per half (halves).
 	var branches []string
 	for _, h := range halves(q.seenBy, page.Limit+1, param) {
 		branches = append(branches, typeBranches(q, page, h, classCond, param)...)
@@ -294,30 +295,39 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 			}
 			return column + " > " + param("after", page.After)
 		}
-		filters := func(asset string) string {
+		// The filters that name assets, on the asset column asset.
+		named := func(asset string) string {
 			var f string
 			if q.AssetID != nil {
 				f += " AND " + asset + " = " + param("asset_id", *q.AssetID)
 			}
-			if q.AssetTypeID != nil {
-				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
-			}
 			if q.among != nil {
 				f += " AND " + asset + " = ANY(" + param("among", q.among) + ")"
 			}
+			return f
+		}
+		filters := func(asset string) string {
+			f := named(asset)
+			if q.AssetTypeID != nil {
+				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
+			}
 			return f + h.cond(asset)
 		}
+		// A bound half's walk: from the cursor, and only the named assets
+		// when the filter names some (one asset's rows are a probe, not a
+		// walk of every asset the organization sees).
+		walk := func() string { return keyset(seenAsset) + named(seenAsset) }
 		// actionType is a listed type (validated), safe as a literal;
 		// literals let the planner use the per-type index ranges. An added
 		// type's rows are the covered assets' only (actiontypes.Covered).
 		literal := "'" + actionType + "'"
 		if !builtin(actionType) {
 			cond := filters("k.asset_id") + actiontypes.Covered(literal, q.AsOf != nil)
-			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param), keyset(seenAsset)))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param), walk()))
 			continue
 		}
 		if q.planned(actionType) || q.AsOf != nil {
-			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param), keyset(seenAsset)))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param), walk()))
 			continue
 		}
 		if q.asks(StateNever) {
@@ -335,7 +345,7 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
 	CROSS JOIN `+noPlan+`
 	WHERE NOT k.deleted AND %[2]s%[3]s%[4]s ORDER BY k.asset_id LIMIT %[5]d)`,
-				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit), keyset(seenAsset)))
+				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit), walk()))
 			continue
 		}
 		for _, c := range []string{classFailed, classOpenEnded, classDated} {
@@ -351,7 +361,7 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 				// The cursor on both sides of the join: the planner's
 				// merge join otherwise reads known_assets from its first
 				// row up to the cursor on every deep page.
-				keyset("k.asset_id")), keyset(seenAsset)))
+				keyset("k.asset_id")), walk()))
 		}
 	}
 	return branches
@@ -439,7 +449,8 @@ func PageSQL(f Filter, organization string, today model.Date, planned []string, 
 
 // half is the part of a page's rows one walk finds: cond is the
 // condition a branch adds on its rows' asset column, wrap makes the
-// branch the half's, given the keyset condition on seenAsset.
+// branch the half's, given the walk's conditions on seenAsset (the
+// cursor, the assets the filter names).
 type half struct {
 	cond func(asset string) string
 	wrap func(branch, keyset string) string

@@ -2,7 +2,6 @@ package compliance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -150,26 +149,6 @@ const rebuildLatestSelect = `INSERT INTO latest_actions (asset_id, action_type, 
 		status_valid_through, ` + classSQL + `
 	`
 
-// record is a row of the page query: an asset and action type with its
-// latest action, if any (the latest's columns are NULL when not).
-type record struct {
-	AssetID      uuid.UUID   `db:"asset_id"`
-	AssetTypeID  uuid.UUID   `db:"asset_type_id"`
-	ActionType   string      `db:"action_type"`
-	ActionID     *uuid.UUID  `db:"action_id"`
-	PerformedAt  *model.Date `db:"performed_at"`
-	StatusOK     *bool       `db:"status_ok"`
-	StatusUseOK  *bool       `db:"status_use_ok"`
-	ValidThrough *model.Date `db:"valid_through"`
-	Class        *string     `db:"class"`
-	// A planned type's branch says the due date and state itself (NULL
-	// in the others: StateOf decides from the latest).
-	DueDate   *model.Date     `db:"due_date"`
-	State     *string         `db:"state"`
-	DueReason *string         `db:"due_reason"`
-	Usage     json.RawMessage `db:"usage"`
-}
-
 // Compliance reads one page of q in asset order, then action type.
 //
 // The query is a UNION ALL of branches, one per action type and, when the
@@ -200,26 +179,6 @@ func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model
 		paged.NextSub = q.rank(paged.Items[len(paged.Items)-1].ActionType)
 	}
 	return paged, nil
-}
-
-// row is the record as GET /compliance shows it on q's day.
-func (r record) row(q query) Row {
-	row := Row{AssetID: r.AssetID, AssetTypeID: r.AssetTypeID, ActionType: r.ActionType}
-	var latest *Latest
-	if r.ActionID != nil {
-		latest = &Latest{ActionID: *r.ActionID, PerformedAt: *r.PerformedAt, StatusOK: r.StatusOK, StatusUseOK: r.StatusUseOK,
-			ValidThrough: r.ValidThrough}
-		row.ValidThrough, row.LastActionID, row.LastPerformedAt = r.ValidThrough, r.ActionID, r.PerformedAt
-		row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
-	}
-	row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
-	if row.DueDate != nil {
-		row.DueReason = ptrTo("date")
-	}
-	if r.State != nil {
-		row.State, row.DueDate, row.DueReason, row.Usage = *r.State, r.DueDate, r.DueReason, r.Usage
-	}
-	return row
 }
 
 // pageSQL builds the page query of q (see Compliance).
@@ -374,8 +333,7 @@ const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok
 	r.due_reason, r.usage`
 
 // branchColumns are latestColumns as a branch b answers them.
-const branchColumns = `b.action_id, b.performed_at, b.status_ok, b.status_use_ok, b.valid_through, b.class, b.due_date, b.state,
-	b.due_reason, b.usage`
+const branchColumns = `b.action_id, b.performed_at, b.status_ok, b.status_use_ok, b.valid_through, b.class, b.due_date, b.state, b.due_reason, b.usage`
 
 // noPlan is the r of a type no plan is for: StateOf decides.
 const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state, NULL::text AS due_reason, NULL::jsonb AS usage) r`
@@ -447,10 +405,9 @@ func PageSQL(f Filter, organization string, today model.Date, planned []string, 
 	return pageSQL(f.definite(today, planned, actiontypes.Builtin), page)
 }
 
-// half is the part of a page's rows one walk finds: cond is the
-// condition a branch adds on its rows' asset column, wrap makes the
-// branch the half's, given the walk's conditions on seenAsset (the
-// cursor, the assets the filter names).
+// half is what one walk finds: cond is a branch's condition on its rows'
+// asset column; wrap makes the branch the half's, given the walk's
+// conditions on seenAsset (the cursor, the assets the filter names).
 type half struct {
 	cond func(asset string) string
 	wrap func(branch, keyset string) string
@@ -460,21 +417,13 @@ type half struct {
 const seenAsset = "seen.asset_id"
 
 // halves are the walks of a compliance page: for an unbound caller (seenBy
-// "") one, each branch as it is; for a bound one two, the assets seen
-// through its organization's rows of the copy and those seen by everyone
-// (no owner), which are never the same (access.SeenAssets). A bound
-// half's branch walks the half's assets in asset order from the cursor and
-// reads each one's row (the branch, for that asset: a nested loop, the
-// branch a lateral subquery with its LIMIT, which the planner keeps as
-// one), up to the page's limit. The organization's assets are few beside
-// the table's, as a rule: one condition for both halves, like
-// access.VisibleTo, could be answered only by gathering all of them and
-// sorting, or by walking every row of the branch's index and testing each;
-// and left free to join the half's assets to the branch's tables, the
-// planner merged them with every known asset (20,000 read for a page at
-// the quick bench's seed). An organization that sees most assets pays a
-// probe per asset walked, as a page of a rare state in the never branch
-// does.
+// "") one, the branches as they are; for a bound one two, the assets seen
+// through its organization's rows of the copy and those with no owner,
+// never the same (access.SeenAssets). A bound branch walks its half's
+// assets in asset order from the cursor and reads each one's row (a
+// lateral subquery: the planner may not merge the walk with every known
+// asset, which it did at the quick bench's seed), up to the page's limit.
+// One condition for both halves (access.VisibleTo) answers in no order.
 func halves(seenBy string, limit int, param func(string, any) string) []half {
 	if seenBy == "" {
 		return []half{{cond: func(string) string { return "" }, wrap: func(branch, _ string) string { return branch }}}

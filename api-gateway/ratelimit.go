@@ -249,7 +249,17 @@ func (l *rateLimiter) take(ctx context.Context, kind, key string, b Budget, n in
 	l.calls.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	res, err := allow(ctx, l.cfg.KeyPrefix+key, redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}, n)
+	limit := redis_rate.Limit{Rate: b.Quota, Burst: b.Quota, Period: b.Window}
+	if owed := l.shares.settle(key); owed > 0 {
+		// What this replica's share served while Redis was away, before
+		// anything new: as much of it as the budget still holds.
+		if _, err := l.limiter.AllowAtMost(ctx, l.cfg.KeyPrefix+key, limit, owed); err != nil {
+			l.shares.owe(key, b, owed)
+			l.fail(err)
+			return l.local(kind, key, b, n, atMost)
+		}
+	}
+	res, err := allow(ctx, l.cfg.KeyPrefix+key, limit, n)
 	if err != nil {
 		l.fail(err)
 		return l.local(kind, key, b, n, atMost)

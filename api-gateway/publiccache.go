@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
 )
 
@@ -76,7 +77,10 @@ func (c *publicCache) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		next.ServeHTTP(w, r)
 		return
 	}
-	key := r.URL.Path + "?" + r.URL.RawQuery
+	// The path and query as the client sent them, which is what the
+	// proxy passes on (before the gateway's normalisation).
+	info := httpx.RequestInfoFrom(r.Context())
+	key := info.Path + "?" + info.RawQuery
 	if a, ok := c.entries.Get(key); ok {
 		publicCacheHits.Inc()
 		a.write(w, r)

@@ -53,14 +53,13 @@ deps: ## install the PostgreSQL and Redis server binaries if missing
 # change events; tools/devinfra.NatsVersion) and ORY Hydra (the independent
 # token issuer the end-to-end tests run the registry against,
 # TestExternalIssuer; tools/devinfra.HydraVersion) are built the same way.
-# servers, servers-for-run and servers-for-test start the builds a target needs first
+# servers and servers-for-test start the builds a target needs first
 # thing, in the background, so they overlap lint and build; whatever needs a
 # binary later waits for its build under its lock. One ensure-server builds
 # them all: three `go run`s compiled ensure-server three times at once on a
-# cold machine. make run builds MinIO at nice 19, since its documents
-# service joins when MinIO is ready and the first call waits for the rest;
-# make test, faults and bench need MinIO before they start and build it at
-# normal priority.
+# cold machine. make test, faults and bench need MinIO before they start and
+# build it at normal priority. make run builds neither before the first call
+# answers (see run).
 # When the binaries are cached this costs a cached `go run`.
 .PHONY: minio
 minio: ## build the pinned MinIO server into the user's cache if missing
@@ -69,10 +68,6 @@ minio: ## build the pinned MinIO server into the user's cache if missing
 .PHONY: nats
 nats: ## build the pinned NATS server into the user's cache if missing
 	@go run ./tools/devinfra/cmd/ensure-server nats >/dev/null
-
-.PHONY: servers-for-run
-servers-for-run:
-	@go run ./tools/devinfra/cmd/ensure-server -low-priority=minio minio nats >/dev/null &
 
 .PHONY: servers
 servers:
@@ -92,12 +87,22 @@ build: ## build every binary into bin/
 	@mkdir -p $(BIN)
 	@go build -o $(BIN)/ $(foreach c,$(COMMANDS),$(lastword $(subst =, ,$(c))))
 
+# make run compiles first only what the README's first call goes through
+# (FIRST_CALL_COMMANDS, from tools/devstack.FirstCall: the identity provider,
+# the service that answers it, the gateway) and the launcher, in one go
+# build, and the launcher starts them on PostgreSQL and Redis and prints how
+# to call. Only then do the other services (-build-later), NATS and MinIO
+# (at nice 19) build, and each joins when it is ready; nothing competes with
+# the first call's compile for the cores. RUN_ARGS passes more of the
+# launcher's flags (bin/devstack -h), e.g. RUN_ARGS='-ports api-gateway=8081'.
 .PHONY: run
-run: servers-for-run deps build ## run the whole registry locally (Ctrl-C stops it all)
-	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN)
+run: deps ## run the whole registry locally (Ctrl-C stops it all)
+	@mkdir -p $(BIN)
+	@go build -o $(BIN)/ ./tools/cmd/devstack $(foreach c,$(FIRST_CALL_COMMANDS),$(lastword $(subst =, ,$(c))))
+	@$(BIN)/devstack -dir $(CURDIR)/.local -bin $(BIN) -build-later $(RUN_ARGS)
 
 .PHONY: test
-test: servers-for-test chart-tools-head-start lint deps build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO/NATS), end-to-end (a second OIDC issuer included), charts and images
+test: servers-for-test chart-tools-head-start deps browser-head-start lint build ## lint, then every test: unit, integration (real PostgreSQL/Redis/MinIO/NATS), end-to-end (a second OIDC issuer included), charts and images
 	@env_file=$$(mktemp -u /tmp/testinfra.XXXXXX.env); \
 	$(BIN)/testinfra -env-file $$env_file & infra=$$!; \
 	trap 'kill $$infra 2>/dev/null; wait $$infra 2>/dev/null || true' EXIT; \
@@ -115,19 +120,28 @@ faults: servers deps build ## the whole fault suite (FULL=1): the registry under
 # Not part of make test: minutes of its own, and a second PostgreSQL, Redis
 # and two NATS servers beside the first.
 .PHONY: cluster-faults
-cluster-faults: servers deps build ## the registry on clusters (PostgreSQL with a synchronous standby, Redis with Sentinel, 3 NATS nodes), each failed over under load, with recovery times
-	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestClusterFaults$$' ./tools/faults/ -args -clusters | grep -v '^=== RUN'
+cluster-faults: servers deps build ## the registry on clusters (PostgreSQL with two synchronous standbys, Redis with Sentinel, 3 NATS nodes), each failed over under load, with recovery times (ROWS=regexp of rows)
+	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestClusterFaults$$$(if $(ROWS),/$(ROWS))' ./tools/faults/ -args -clusters | grep -v '^=== RUN'
 
-# Not part of make test: a minute or two, and it runs as root (it installs
+# Not part of make test: a few minutes, and it runs as root (it installs
 # Debian's barman-cli-cloud when missing and runs PostgreSQL as postgres).
 .PHONY: restore-drill
-restore-drill: ## PostgreSQL's WAL archived and base-backed-up to MinIO with Barman Cloud, restored to a point in time and to the archive's end, checked, with RPO and RTO (DRILL_SECONDS)
-	@tools/scripts/restore-drill.sh
+restore-drill: servers deps build ## the registry's PostgreSQL archived and base-backed-up to MinIO with Barman Cloud under load, restored to a point in time, the registry started on it and checked, with RPO and RTO (DRILL_SECONDS)
+	@command -v barman-cloud-backup >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q barman-cli-cloud >/dev/null
+	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestRestoreDrill$$' ./tools/faults/ -args -restore | grep -v '^=== RUN'
 
 # The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
 # source once per machine and cached outside the work tree. Start that build now, in the
 # background, so it overlaps linting and the other tests; the chart test waits for it (one
 # lock per tool) and finds the tools ready on every later run.
+# The end-to-end tests check the passport page in Debian's chromium: on a
+# fresh machine its install (apt-get, most of a minute) starts once deps
+# has let go of apt, in the background, and the tests wait for it under
+# its lock (devinfra.EnsureChromium) instead of installing it themselves.
+.PHONY: browser-head-start
+browser-head-start:
+	@go run ./tools/devinfra/cmd/ensure-server chromium >/dev/null 2>&1 &
+
 .PHONY: chart-tools-head-start
 chart-tools-head-start:
 	@tools/scripts/chart-tools.sh >/dev/null 2>&1 &

@@ -4,3 +4,4 @@
 SERVICES := parties documents assets actions events
 MODULES  := api-gateway idp pkg sdk services/actions services/assets services/documents services/events services/parties tools tools/devinfra tools/testkit tools/testkit/servicetest
 DEPLOYABLE_COMMANDS := api-gateway=./api-gateway/cmd/api-gateway idp=./idp/cmd/idp parties=./services/parties/cmd/parties documents=./services/documents/cmd/documents assets=./services/assets/cmd/assets actions=./services/actions/cmd/actions events=./services/events/cmd/events
+FIRST_CALL_COMMANDS := idp=./idp/cmd/idp parties=./services/parties/cmd/parties api-gateway=./api-gateway/cmd/api-gateway

@@ -181,11 +181,12 @@ func New(cfg Config, logger log.Logger) (*Gateway, error) {
 		tokens = cfg.wrapVerifier(verifier)
 	}
 	protected := auth.AuthenticateGated(tokens, gate)(limiter.Clients(routeOrNotFound(proxies, auth.RequireScope(routed))))
+	kept := newPublicCache()
 	for _, res := range catalog.Resources() {
 		proxy, configured := proxies[res.Service]
 		for _, pattern := range res.Anonymous {
 			if configured {
-				public.Handle(pattern, withoutToken(proxy, protected, gate))
+				public.Handle(pattern, withoutToken(proxy, protected, gate, kept))
 			}
 		}
 	}
@@ -212,9 +213,11 @@ func resourceOf(r *http.Request) (Resource, string, bool) {
 // withoutToken serves a route that answers without a token (the catalog's
 // Anonymous): a call that carries none goes to its service as it is,
 // charged to its source address's budget as a call with a bad token would
-// be; one that carries a token goes the way of every authenticated call
-// (its client's budget and headers, a 401 if the token is bad).
-func withoutToken(proxy, authenticated http.Handler, gate auth.Gate) http.Handler {
+// be, or, when the service said its answer may be kept for good (a full
+// tile of the log), is answered from kept once charged; one that carries a
+// token goes the way of every authenticated call (its client's budget and
+// headers, a 401 if the token is bad).
+func withoutToken(proxy, authenticated http.Handler, gate auth.Gate, kept *publicCache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "" {
 			authenticated.ServeHTTP(w, r)
@@ -226,7 +229,7 @@ func withoutToken(proxy, authenticated http.Handler, gate auth.Gate) http.Handle
 				return
 			}
 		}
-		proxy.ServeHTTP(anonymousCost(w, r, gate), r)
+		kept.serve(anonymousCost(w, r, gate), r, proxy)
 	})
 }
 

@@ -227,6 +227,11 @@ func TestServiceDownIs503(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" || strings.Contains(string(r.Raw), "127.0.0.1") {
 		t.Errorf("503: Retry-After %q, body %s", r.Header.Get("Retry-After"), r.Raw)
 	}
+	// The problem names the service that is not up (make run starts some
+	// after the first call's), never its address.
+	if detail, _ := r.JSON()["detail"].(string); !strings.Contains(detail, "the parties service is unavailable") {
+		t.Errorf("503's detail %q does not name the parties service", detail)
+	}
 	ready := f.client.Do(t, "GET", "/readyz", "", nil)
 	if ready.Status != 200 || ready.JSON()["checks"].(map[string]any)["parties"] != "unavailable" {
 		t.Errorf("readyz = %d %s: a down service is reported but must not take the gateway out", ready.Status, ready.Raw)

@@ -22,7 +22,15 @@ import (
 // Every answer Redis gives sets the bucket to the replica's share of what
 // Redis says is left, so when Redis goes away the share starts where the
 // client stood, not full: a client that had spent its budget gets no new
-// one from an outage.
+// one from an outage. What a share served is owed to Redis, which never
+// saw those calls: the next time Redis answers for the key, the debt is
+// drawn from the budget there first (settle). Without it, a client at ten
+// times its budget, while an overloaded Redis came and went, was served
+// at up to seven times its budget: every return of Redis handed it a
+// budget refilled while its calls went elsewhere. A call that timed out
+// may still have been counted by Redis when it caught up, so the debt
+// can charge it twice: a client pays at most one call per replica and
+// backoff too much, never too little.
 type localBudgets struct {
 	replicas int
 	buckets  *lru.Cache[string, *bucket]
@@ -46,6 +54,7 @@ type bucket struct {
 	mu     sync.Mutex
 	tokens float64
 	at     time.Time // when tokens was last brought up to date
+	owed   int       // requests served here that Redis has not been charged
 }
 
 // share is the part of b one replica holds: its quota and refill rate.
@@ -91,6 +100,7 @@ func (s *localBudgets) take(key string, b Budget, n int, atMost bool) *redis_rat
 		allowed = 0
 	}
 	bk.tokens -= float64(allowed)
+	bk.owed += allowed
 	res := &redis_rate.Result{
 		Limit:      redis_rate.Limit{Rate: int(capacity), Burst: int(capacity), Period: b.Window},
 		Allowed:    allowed,
@@ -113,6 +123,28 @@ func (s *localBudgets) follow(key string, b Budget, remaining int) {
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
 	bk.tokens, bk.at = math.Min(capacity, float64(max(remaining, 0))/float64(s.replicas)), now
+}
+
+// settle takes what key's share served since Redis last answered for it,
+// for the caller to charge Redis with; owe gives it back when Redis could
+// not be charged.
+func (s *localBudgets) settle(key string) int {
+	bk, ok := s.buckets.Peek(key)
+	if !ok {
+		return 0
+	}
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	owed := bk.owed
+	bk.owed = 0
+	return owed
+}
+
+func (s *localBudgets) owe(key string, b Budget, n int) {
+	bk := s.get(key, b, time.Now())
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	bk.owed += n
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

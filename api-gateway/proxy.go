@@ -87,8 +87,12 @@ func newProxy(target *url.URL) http.Handler {
 				httpx.WriteProblem(r.Context(), p, w)
 				return
 			}
+			service := ""
+			if c != nil {
+				service = c.service
+			}
 			if stalled(r) && (c == nil || c.client.Err() == nil) {
-				httpx.WriteProblem(r.Context(), apperr.Unavailable("the service behind this path", err), w)
+				httpx.WriteProblem(r.Context(), unavailable(service, err), w)
 				return
 			}
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -97,9 +101,19 @@ func newProxy(target *url.URL) http.Handler {
 				httpx.WriteProblem(r.Context(), err, w)
 				return
 			}
-			httpx.WriteProblem(r.Context(), apperr.Unavailable("the service behind this path", err), w)
+			httpx.WriteProblem(r.Context(), unavailable(service, err), w)
 		},
 	}
+}
+
+// unavailable is the 503 of a call its service did not answer (down, not
+// started yet, or too slow): the problem names the service, and the
+// client retries after Retry-After.
+func unavailable(service string, err error) error {
+	if service == "" {
+		return apperr.Unavailable("the service behind this path", err)
+	}
+	return apperr.Unavailable("the "+service+" service", err)
 }
 
 // copyBuffers lends the proxies the buffers they copy response bodies

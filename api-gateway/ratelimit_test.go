@@ -528,6 +528,50 @@ func TestSlowRedisKeepsClientsToTheirShare(t *testing.T) {
 	}
 }
 
+// What a replica's share served while Redis was away is charged to Redis
+// when it answers again: a client does not get a budget refilled while
+// its calls went elsewhere (an overloaded Redis that came and went let a
+// client at ten times its budget through at seven times it).
+func TestRedisBackChargesWhatTheShareServed(t *testing.T) {
+	redis := testkit.StartRedis(t, t.TempDir())
+	const quota, spentAway = 10, 6
+	f := newGateway(t, limited(redis.URL, "t:", func(c *RateLimitConfig) {
+		c.Default = Budget{"default", quota, time.Hour}
+		c.Timeout, c.Backoff = 200*time.Millisecond, 300*time.Millisecond
+	}))
+	client := f.issuer.Token(t, "away", "registry:read")
+	admin := goredis.NewClient(&goredis.Options{Addr: redis.Addr, Password: redis.Password})
+	t.Cleanup(func() { _ = admin.Close() })
+	const pause = 2 * time.Second
+	if err := admin.Do(t.Context(), "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := time.Now()
+	asked := redisCalls(f)
+	for range spentAway {
+		testkit.Expect(t, f.client.Do(t, "GET", "/people", client, nil), 200)
+	}
+	// Each ask that timed out may still be counted by Redis once it
+	// catches up: the client then pays for it twice.
+	timedOut := int(redisCalls(f) - asked)
+	if time.Since(pausedAt) >= pause {
+		t.Fatalf("the calls took %s, longer than Redis was paused: they did not meet a slow Redis", time.Since(pausedAt))
+	}
+	time.Sleep(time.Until(pausedAt.Add(pause + 2*300*time.Millisecond)))
+	served := 0
+	for range quota {
+		if r := f.client.Do(t, "GET", "/people", client, nil); r.Status == 200 {
+			served++
+		} else if r.Status != 429 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+	}
+	if left := quota - spentAway; served > left || served < left-timedOut {
+		t.Errorf("Redis back: %d of the client's next %d calls served, want what its budget had left after the %d served while Redis was away, %d (%d if the %d asks that timed out were counted too)",
+			served, quota, spentAway, left, left-timedOut, timedOut)
+	}
+}
+
 func TestRateLimitSettings(t *testing.T) {
 	for _, tt := range []struct {
 		name    string

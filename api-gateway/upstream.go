@@ -304,6 +304,7 @@ type call struct {
 	watch   *watch
 	err     error
 	charged bool // the resource's answers may declare their cost (catalog ChargedBySize)
+	service string
 }
 
 type callKey struct{}
@@ -333,7 +334,7 @@ func newServiceProxy(name string, proxy http.Handler, cfg UpstreamConfig, logger
 }
 
 func (u *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	done, err := u.breaker.Allow("the service behind this path")
+	done, err := u.breaker.Allow("the " + u.name + " service")
 	if err != nil {
 		upstreamRefused.WithLabelValues(u.name).Inc()
 		httpx.WriteProblem(r.Context(), err, w)
@@ -342,7 +343,7 @@ func (u *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res, _, _ := resourceOf(r)
 	total, idle := u.cfg.deadlines(res.Name, httpx.IsUpload(r))
 	ctx, cancel := context.WithCancelCause(r.Context())
-	c := &call{client: r.Context(), charged: res.ChargedBySize}
+	c := &call{client: r.Context(), charged: res.ChargedBySize, service: u.name}
 	c.watch = newWatch(total, idle, cancel)
 	r = r.WithContext(context.WithValue(ctx, callKey{}, c))
 	defer func() {

@@ -297,3 +297,52 @@ func TestVisibleToReadsTheCopysIndexes(t *testing.T) {
 		}
 	}
 }
+
+// SeenAssets' two halves are model.Access.Sees in SQL, through every
+// change of an asset's access: an organization sees an asset when the
+// asset has its row or the row of Everyone, never both, and a change
+// leaves only the rows of the access that stands.
+func TestSeenAssetsIsTheRule(t *testing.T) {
+	c, _, st := newCopy(t)
+	ctx := t.Context()
+	grant := func(org, role string) []model.AssetGrant {
+		return []model.AssetGrant{{OrganizationID: org, Role: role}}
+	}
+	asset := id()
+	others := []model.Access{
+		{AssetID: id()},
+		{AssetID: id(), OwnerOrganizationID: orgC, Grants: grant(orgB, model.GrantRead)},
+	}
+	if err := c.Store().Learn(ctx, others); err != nil {
+		t.Fatal(err)
+	}
+	steps := []model.Access{
+		{OwnerOrganizationID: orgA},
+		{OwnerOrganizationID: orgA, Grants: grant(orgB, model.GrantRead)},
+		{OwnerOrganizationID: orgA, Grants: append(grant(orgB, model.GrantInspect), grant(orgC, model.GrantRead)...)},
+		{OwnerOrganizationID: orgA, Grants: grant(orgC, model.GrantRead)},
+		{OwnerOrganizationID: orgB, Grants: grant(orgC, model.GrantRead)},
+		{Grants: grant(orgC, model.GrantRead)}, // no owner left: everyone's, the grant aside
+		{OwnerOrganizationID: orgC},
+		{},
+	}
+	for v, step := range steps {
+		step.AssetID, step.Version = asset, int64(v+1)
+		if err := c.Store().Learn(ctx, []model.Access{step}); err != nil {
+			t.Fatal(err)
+		}
+		for _, org := range []string{orgA, orgB, orgC} {
+			for _, a := range append([]model.Access{step}, others...) {
+				var own, everyone bool
+				if err := st.Pool.QueryRow(ctx, `SELECT $1::uuid IN (`+access.SeenAssets("$2")+`), $1::uuid IN (`+access.SeenAssets("$3")+`)`,
+					a.AssetID, org, access.Everyone).Scan(&own, &everyone); err != nil {
+					t.Fatal(err)
+				}
+				if want := a.Sees(model.Caller{Organization: org}); (own || everyone) != want || own && everyone {
+					t.Errorf("step %d, organization %s, access %+v: seen through its own row %v, through everyone's %v; the rule says %v",
+						v, org, a, own, everyone, want)
+				}
+			}
+		}
+	}
+}

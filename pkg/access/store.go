@@ -35,6 +35,23 @@ func VisibleTo(assetColumn, placeholder string) string {
 		assetColumn, placeholder, placeholder)
 }
 
+// Everyone is the organization id of the row an asset with no owner has
+// in the copy's asset_seen_by (the kit's migration 011): every client sees
+// such an asset.
+const Everyone = "00000000-0000-0000-0000-000000000000"
+
+// SeenAssets is the query of the assets the organization in placeholder
+// ($n) sees through its own rows in asset_seen_by, in asset order (its
+// key's). The assets an organization sees are SeenAssets of its own id and
+// SeenAssets of Everyone, never both (VisibleTo in two halves): a bound
+// page walks each half in asset order and stops at the page's end, which
+// the condition of VisibleTo, an OR of three indexes, cannot (it answers
+// in no order, so a page gathered every asset the organization sees and
+// sorted them, or walked every row and tested each).
+func SeenAssets(placeholder string) string {
+	return fmt.Sprintf(`SELECT asset_id FROM asset_seen_by WHERE organization_id = %s::uuid`, placeholder)
+}
+
 // Cursor is the last change version the copy applied.
 func (s *Store) Cursor(ctx context.Context) (int64, error) {
 	var v int64

@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"errors"
+	"flag"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -394,5 +395,28 @@ func TestTokenValidityListAgeComesFromTheIssuer(t *testing.T) {
 	v = followingUnpolled(t, stale)
 	if _, err := v.Verify(t.Context(), stale.Sign(t, testkit.Generation(stale.Claims("client-1", auth.ScopeRead), 1))); !errors.Is(err, auth.ErrUnavailable) {
 		t.Errorf("a list the issuer read five minutes ago, over a max-age of two: %v, want a 503", err)
+	}
+}
+
+// An outage of the issuer must stop no call whose token is still valid:
+// by default the last validity list read is trusted for as long as the
+// longest token lives. The fault suite's outage row (TestIdentityProvider
+// Outage) holds the whole stack to it for a minute inside make test and a
+// quarter of an hour under make faults; this holds the defaults every
+// process starts with, which once refused every call a minute into an
+// outage.
+func TestDefaultValidityListOutlivesEveryToken(t *testing.T) {
+	var cfg auth.Config
+	fs := flag.NewFlagSet("verifier", flag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TokenValidityMaxAge < cfg.MaxTokenLifetime {
+		t.Errorf("oidc.token-validity-max-age %s by default, shorter than oidc.max-token-lifetime %s: an outage of the issuer longer than it refuses valid tokens",
+			cfg.TokenValidityMaxAge, cfg.MaxTokenLifetime)
+	}
+	if cfg.TokenValidityMaxAge < 2*cfg.TokenValidityInterval {
+		t.Errorf("oidc.token-validity-max-age %s under twice oidc.token-validity-interval %s", cfg.TokenValidityMaxAge, cfg.TokenValidityInterval)
 	}
 }

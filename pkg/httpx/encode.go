@@ -88,10 +88,12 @@ type RawJSON []byte
 
 // Raw is a 200 whose body is no JSON (a transparency log's tile of
 // hashes, its checkpoint as text): sent as it is, with its media type and,
-// when set, its caching rule instead of no-store.
+// when set, its caching rule instead of no-store and its strong ETag (a
+// GET whose If-None-Match names it is a 304).
 type Raw struct {
 	ContentType  string
 	CacheControl string
+	ETag         string
 	Body         []byte
 }
 
@@ -126,6 +128,13 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	if raw, ok := response.(Raw); ok {
 		if raw.CacheControl != "" {
 			h.Set("Cache-Control", raw.CacheControl)
+		}
+		if raw.ETag != "" {
+			h.Set("ETag", raw.ETag)
+			if notModified(ctx, raw.ETag) {
+				w.WriteHeader(http.StatusNotModified)
+				return nil
+			}
 		}
 		h.Set("Content-Type", raw.ContentType)
 		h.Set("Content-Length", strconv.Itoa(len(raw.Body)))
@@ -178,8 +187,7 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	}
 	tag := model.ETagForBody(body)
 	h.Set("ETag", tag)
-	if c := ConditionsFrom(ctx); status == http.StatusOK && (c.Method == http.MethodGet || c.Method == http.MethodHead) &&
-		c.IfNoneMatch != "" && model.WeakMatch(c.IfNoneMatch, tag) {
+	if status == http.StatusOK && notModified(ctx, tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
@@ -187,6 +195,13 @@ func EncodeResponse(ctx context.Context, w http.ResponseWriter, response any) er
 	w.WriteHeader(status)
 	_, err = w.Write(append(body, '\n'))
 	return err
+}
+
+// notModified says whether the request is a read whose If-None-Match
+// names tag: its answer is a 304.
+func notModified(ctx context.Context, tag string) bool {
+	c := ConditionsFrom(ctx)
+	return (c.Method == http.MethodGet || c.Method == http.MethodHead) && c.IfNoneMatch != "" && model.WeakMatch(c.IfNoneMatch, tag)
 }
 
 // writeRawArray writes items, each already JSON (a change feed's events as

@@ -78,16 +78,10 @@ func TestWrite(t *testing.T) {
 			if w.Code != tt.status {
 				t.Errorf("status = %d, want %d", w.Code, tt.status)
 			}
-			if ct := w.Header().Get("Content-Type"); ct != "application/problem+json" {
-				t.Errorf("Content-Type = %q", ct)
-			}
 			if ra := w.Header().Get("Retry-After"); ra != tt.retryAfter {
 				t.Errorf("Retry-After = %q, want %q", ra, tt.retryAfter)
 			}
-			var body map[string]any
-			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-				t.Fatal(err)
-			}
+			body := problemOf(t, w)
 			if body["type"] != httpx.ProblemTypePrefix+tt.typ || body["status"] != float64(tt.status) ||
 				body["instance"] != "/people/p1/" || body["request_id"] != "req-1" || body["title"] == "" {
 				t.Errorf("body = %v", body)
@@ -129,10 +123,7 @@ func TestWriteForAClientThatHungUp(t *testing.T) {
 			}
 			w := httptest.NewRecorder()
 			httpx.WriteProblem(ctx, tt.err, w)
-			var body map[string]any
-			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-				t.Fatal(err)
-			}
+			body := problemOf(t, w)
 			if w.Code != tt.status || body["type"] != httpx.ProblemTypePrefix+tt.typ {
 				t.Errorf("status %d, type %v; want %d, %s", w.Code, body["type"], tt.status, tt.typ)
 			}
@@ -142,6 +133,20 @@ func TestWriteForAClientThatHungUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// problemOf is the problem w answered: it says so in its Content-Type,
+// and its body is one JSON object.
+func problemOf(t *testing.T, w *httptest.ResponseRecorder) map[string]any {
+	t.Helper()
+	if ct := w.Header().Get("Content-Type"); ct != httpx.ProblemContentType {
+		t.Errorf("Content-Type = %q, want %q", ct, httpx.ProblemContentType)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 func manyFields(n int) []apperr.FieldError {

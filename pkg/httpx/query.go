@@ -93,44 +93,33 @@ func (q *Query) Strings(name string) []string {
 
 // Bool reads "true" or "false".
 func (q *Query) Bool(name string) *bool {
-	v, ok := q.raw(name)
-	if !ok {
-		return nil
-	}
-	b, err := ParseBool(v)
-	if err != nil {
-		q.bad.Add(name, "must be true or false")
-		return nil
-	}
-	return &b
+	return parsed(q, name, ParseBool, func(error) { q.bad.Add(name, "must be true or false") })
 }
 
 // UUID reads an identifier.
 func (q *Query) UUID(name string) *uuid.UUID {
-	v, ok := q.raw(name)
-	if !ok {
-		return nil
-	}
-	id, err := ParseUUID(v)
-	if err != nil {
-		q.bad.Add(name, uuidMessage)
-		return nil
-	}
-	return &id
+	return parsed(q, name, ParseUUID, func(error) { q.bad.Add(name, uuidMessage) })
 }
 
 // Date reads a YYYY-MM-DD date.
 func (q *Query) Date(name string) *model.Date {
+	return parsed(q, name, model.ParseDate, func(err error) { q.invalid.Add(name, "%s", err.Error()) })
+}
+
+// parsed reads the parameter name with parse: nil when absent, and nil
+// when parse refuses it, which refuse then records (a 400 or a 422, as
+// the type's rules say).
+func parsed[T any](q *Query, name string, parse func(string) (T, error), refuse func(error)) *T {
 	v, ok := q.raw(name)
 	if !ok {
 		return nil
 	}
-	d, err := model.ParseDate(v)
+	x, err := parse(v)
 	if err != nil {
-		q.invalid.Add(name, "%s", err.Error())
+		refuse(err)
 		return nil
 	}
-	return &d
+	return &x
 }
 
 // Enum reads a value that must be one of allowed.

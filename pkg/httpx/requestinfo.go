@@ -49,12 +49,10 @@ func (i *RequestInfo) SetRoute(route string) {
 
 // Route returns the matched path pattern, or "unmatched".
 func (i *RequestInfo) Route() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.route == "" {
-		return "unmatched"
+	if route, ok := i.MatchedRoute(); ok {
+		return route
 	}
-	return i.route
+	return "unmatched"
 }
 
 // MatchedRoute returns the matched path pattern, if any matched yet.

@@ -1,7 +1,6 @@
 package httpx_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -68,16 +67,10 @@ func TestRouter(t *testing.T) {
 				}
 				return
 			}
-			if ct := w.Header().Get("Content-Type"); ct != httpx.ProblemContentType {
-				t.Errorf("Content-Type = %q", ct)
-			}
 			if got := w.Header().Get("Allow"); got != tt.allow {
 				t.Errorf("Allow = %q, want %q", got, tt.allow)
 			}
-			var p map[string]any
-			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
-				t.Fatal(err)
-			}
+			p := problemOf(t, w)
 			if p["instance"] != tt.path || p["request_id"] != w.Header().Get(httpx.RequestIDHeader) {
 				t.Errorf("problem = %v", p)
 			}

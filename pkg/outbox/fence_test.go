@@ -78,11 +78,7 @@ func TestLeaderFencesAgainAfterItsFenceIsLost(t *testing.T) {
 	}
 	write(0)
 	testkit.Eventually(t, "the first event published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
-	s, err := f.js.Stream(t.Context(), f.cfg.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Purge(t.Context()); err != nil {
+	if err := f.stream(t).Purge(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	refusedBefore := outbox.StaleRefused(f.schema)

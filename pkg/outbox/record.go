@@ -94,8 +94,9 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, by model.Caller, chang
 		return nil
 	}
 	actor, requestID := by.Subject, by.RequestID
-	// Several events (a batch's) go in one round trip, in order.
-	batch := &pgx.Batch{}
+	var ids []uuid.UUID
+	var kinds, subjects, ops, datas []string
+	var changeTexts []*string
 	for _, c := range changes {
 		data, diff, err := c.render()
 		if err != nil {
@@ -121,28 +122,35 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, by model.Caller, chang
 			s := string(changesJSON)
 			changesText = &s
 		}
-		batch.Queue(`INSERT INTO outbox (event_id, kind, subject_id, op, actor, request_id, data, changes)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json)`,
-			id, c.Kind, c.ID, c.Op, actor, requestID, string(data), changesText)
+		ids, kinds, subjects, ops = append(ids, id), append(kinds, c.Kind), append(subjects, c.ID), append(ops, c.Op)
+		datas, changeTexts = append(datas, string(data)), append(changeTexts, changesText)
 	}
-	if d, ok := tx.(deferrer); ok {
-		for _, q := range batch.QueuedQueries {
-			d.Defer(q.SQL, q.Arguments...)
-		}
-		return nil
-	}
-	switch batch.Len() {
+	var sql string
+	var args []any
+	switch len(ids) {
 	case 0:
 		return nil
 	case 1:
-		q := batch.QueuedQueries[0]
-		if _, err := tx.Exec(ctx, q.SQL, q.Arguments...); err != nil {
-			return fmt.Errorf("outbox: record %s.%s %s: %w", changes[0].Kind, changes[0].Op, changes[0].ID, err)
-		}
+		sql, args = `INSERT INTO outbox (event_id, kind, subject_id, op, actor, request_id, data, changes)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json)`,
+			[]any{ids[0], kinds[0], subjects[0], ops[0], actor, requestID, datas[0], changeTexts[0]}
+	default:
+		// Several events (a batch's) are one statement, whatever their
+		// number, in order: the outbox's ids (the relay's order) follow
+		// the rows as the statement produces them.
+		sql, args = `INSERT INTO outbox (event_id, kind, subject_id, op, actor, request_id, data, changes)
+			SELECT e.event_id, e.kind, e.subject_id, e.op, $5, $6, e.data::json, e.changes::json
+			FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $7::text[], $8::text[])
+				WITH ORDINALITY AS e(event_id, kind, subject_id, op, data, changes, n)
+			ORDER BY e.n`,
+			[]any{ids, kinds, subjects, ops, actor, requestID, datas, changeTexts}
+	}
+	if d, ok := tx.(deferrer); ok {
+		d.Defer(sql, args...)
 		return nil
 	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("outbox: record %d events (%s.%s %s first): %w", batch.Len(), changes[0].Kind, changes[0].Op, changes[0].ID, err)
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("outbox: record %d events (%s.%s %s first): %w", len(ids), changes[0].Kind, changes[0].Op, changes[0].ID, err)
 	}
 	return nil
 }

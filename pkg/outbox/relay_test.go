@@ -117,13 +117,31 @@ func (f fixture) unpublished(t *testing.T) int {
 	return n
 }
 
-// streamed reads every message of the test's stream, in stream order.
-func (f fixture) streamed(t *testing.T) []outbox.Event {
+// stream is the test's stream.
+func (f fixture) stream(t *testing.T) jetstream.Stream {
 	t.Helper()
 	s, err := f.js.Stream(t.Context(), f.cfg.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// last is the last message the test's stream holds of a resource, by the
+// subject's end (kind and id: "asset.asset-0").
+func (f fixture) last(t *testing.T, resource string) *jetstream.RawStreamMsg {
+	t.Helper()
+	msg, err := f.stream(t).GetLastMsgForSubject(t.Context(), f.cfg.SubjectPrefix+"."+resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+// streamed reads every message of the test's stream, in stream order.
+func (f fixture) streamed(t *testing.T) []outbox.Event {
+	t.Helper()
+	s := f.stream(t)
 	info, err := s.Info(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -47,17 +47,10 @@ func TestTheLargestEventPublishes(t *testing.T) {
 	}
 	f.relay(t)
 	testkit.Eventually(t, "the largest event published", 60*time.Second, func() bool { return f.unpublished(t) == 0 })
-	stream, err := f.js.Stream(t.Context(), f.cfg.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := stream.CachedInfo().Config.MaxMsgSize; got != outbox.MaxMessageSize {
+	if got := f.stream(t).CachedInfo().Config.MaxMsgSize; got != outbox.MaxMessageSize {
 		t.Errorf("the stream takes messages of %d bytes, want %d", got, outbox.MaxMessageSize)
 	}
-	msg, err := stream.GetLastMsgForSubject(t.Context(), f.cfg.SubjectPrefix+".action.asset-0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := f.last(t, "action.asset-0")
 	if len(msg.Data) < outbox.MaxEventSize-outbox.MaxResourceFields || len(msg.Data) > outbox.MaxEventSize {
 		t.Errorf("the update's event is %d bytes, want close to the largest, %d", len(msg.Data), outbox.MaxEventSize)
 	}
@@ -190,14 +183,7 @@ func TestEventsAreNotHTMLEscaped(t *testing.T) {
 	}
 	f.relay(t)
 	testkit.Eventually(t, "published", 30*time.Second, func() bool { return f.unpublished(t) == 0 })
-	stream, err := f.js.Stream(t.Context(), f.cfg.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := stream.GetLastMsgForSubject(t.Context(), f.cfg.SubjectPrefix+".asset.asset-0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := f.last(t, "asset.asset-0")
 	var e outbox.Event
 	if err := json.Unmarshal(msg.Data, &e); err != nil {
 		t.Fatal(err)

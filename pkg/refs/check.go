@@ -38,13 +38,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/catalog"
@@ -582,28 +582,20 @@ func (r *Registry) askOwners(ctx context.Context, keys []Key) (map[Key]Attrs, er
 		asks[i].IDs = append(asks[i].IDs, k.ID)
 		byOwner[owner] = asks
 	}
+	owners := slices.Collect(maps.Keys(byOwner))
 	found := map[Key]Attrs{}
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	for owner, asks := range byOwner {
-		client, err := r.owner(owner)
+	err := r.askEach(ctx, owners, func(ctx context.Context, i int, client Service) error {
+		got, err := existsAll(ctx, client, byOwner[owners[i]])
 		if err != nil {
-			return nil, err
+			return err
 		}
-		g.Go(func() error {
-			got, err := existsAll(gctx, client, asks)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for k, attrs := range got {
-				found[k] = attrs
-			}
-			return nil
-		})
-	}
-	return found, g.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		maps.Copy(found, got)
+		return nil
+	})
+	return found, err
 }
 
 // existsAll asks an owner about several kinds at once; an owner from

@@ -322,6 +322,26 @@ func (r *Registry) owner(name string) (Service, error) {
 	return NewClient(c), nil
 }
 
+// askEach asks the services named, concurrently: ask(ctx, i, client) with
+// the client of the i-th (this registry itself for its own service). It
+// waits for every answer; the first error ends the others and is the
+// answer, as is a service that has no client.
+func (r *Registry) askEach(ctx context.Context, services []string, ask func(ctx context.Context, i int, client Service) error) error {
+	clients := make([]Service, len(services))
+	for i, name := range services {
+		client, err := r.owner(name)
+		if err != nil {
+			return err
+		}
+		clients[i] = client
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, client := range clients {
+		g.Go(func() error { return ask(gctx, i, client) })
+	}
+	return g.Wait()
+}
+
 // Delete runs the owner's delete of kind/id: it marks the target, asks
 // every service that can reference the kind what still points at it, and
 // calls del in the transaction that removes the mark only when nothing
@@ -436,19 +456,11 @@ func (r *Registry) DeleteRow(ctx context.Context, g model.Guard, kind, table str
 func (r *Registry) referrersElsewhere(ctx context.Context, kind string, id uuid.UUID) ([]Ref, error) {
 	services := catalog.ReferrersOf(r.service, kind)
 	answers := make([][]Ref, len(services))
-	g, gctx := errgroup.WithContext(ctx)
-	for i, name := range services {
-		client, err := r.owner(name)
-		if err != nil {
-			return nil, err
-		}
-		g.Go(func() error {
-			var err error
-			answers[i], err = client.Referrers(gctx, kind, id, true)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	err := r.askEach(ctx, services, func(ctx context.Context, i int, client Service) (err error) {
+		answers[i], err = client.Referrers(ctx, kind, id, true)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return slices.Concat(answers...), nil

@@ -168,6 +168,26 @@ func (w *world) deletePerson(ctx context.Context, id uuid.UUID) error {
 	})
 }
 
+// markDeleting leaves the owner's mark of a delete of person p in
+// progress, its lease running out after until (an interval), as a delete
+// that has asked its referrers and not yet finished leaves it.
+func (w *world) markDeleting(t *testing.T, p uuid.UUID, until string) {
+	t.Helper()
+	if _, err := w.ownerStore.Pool.Exec(t.Context(), `INSERT INTO pending_deletions (kind, id, token, until)
+		VALUES ('person', $1, gen_random_uuid(), now() + $2::interval)
+		ON CONFLICT (kind, id) DO UPDATE SET until = EXCLUDED.until`, p, until); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unmarkDeleting takes away the owner's marks of deletes in progress.
+func (w *world) unmarkDeleting(t *testing.T) {
+	t.Helper()
+	if _, err := w.ownerStore.Pool.Exec(t.Context(), `DELETE FROM pending_deletions`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // dangling counts the deleted people that things still point at.
 func (w *world) dangling(t *testing.T) (n int) {
 	t.Helper()
@@ -278,21 +298,14 @@ func TestCheckKeepsKindsApart(t *testing.T) {
 func TestAbandonedDeleteExpires(t *testing.T) {
 	w := newWorld(t)
 	p := w.person(t)
-	mark := func(until string) {
-		if _, err := w.ownerStore.Pool.Exec(t.Context(), `INSERT INTO pending_deletions (kind, id, token, until)
-			VALUES ('person', $1, gen_random_uuid(), now() + $2::interval)
-			ON CONFLICT (kind, id) DO UPDATE SET until = EXCLUDED.until`, p, until); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mark("1 minute")
+	w.markDeleting(t, p, "1 minute")
 	if _, err := w.createThing(t.Context(), p); kindOf(err) != apperr.KindInvalid {
 		t.Errorf("a target being deleted was referenced: %v", err)
 	}
 	if err := w.deletePerson(t.Context(), p); kindOf(err) != apperr.KindConflict {
 		t.Errorf("a second delete during the first: %v", err)
 	}
-	mark("-1 second")
+	w.markDeleting(t, p, "-1 second")
 	if _, err := w.createThing(t.Context(), p); err != nil {
 		t.Errorf("after the lease: %v", err)
 	}
@@ -431,16 +444,11 @@ func TestRememberedTargets(t *testing.T) {
 	}
 	// Remembered: the owner is not asked (its mark of a delete in
 	// progress would have made it say no).
-	if _, err := w.ownerStore.Pool.Exec(ctx, `INSERT INTO pending_deletions (kind, id, token, until)
-		VALUES ('person', $1, gen_random_uuid(), now() + interval '1 minute')`, p); err != nil {
-		t.Fatal(err)
-	}
+	w.markDeleting(t, p, "1 minute")
 	if _, err := w.createThingAskedFirst(ctx, p); err != nil {
 		t.Fatalf("a remembered person: %v", err)
 	}
-	if _, err := w.ownerStore.Pool.Exec(ctx, `DELETE FROM pending_deletions`); err != nil {
-		t.Fatal(err)
-	}
+	w.unmarkDeleting(t)
 	// A delete's question forgets it, refused or not.
 	if err := w.deletePerson(ctx, p); kindOf(err) != apperr.KindConflict {
 		t.Fatalf("deleting a referenced person: %v", err)
@@ -681,16 +689,11 @@ func TestLearntTargets(t *testing.T) {
 	}
 	// The owner would say no now (a delete in progress): the write asks
 	// nobody, so it succeeds.
-	if _, err := w.ownerStore.Pool.Exec(ctx, `INSERT INTO pending_deletions (kind, id, token, until)
-		VALUES ('person', $1, gen_random_uuid(), now() + interval '1 minute')`, p); err != nil {
-		t.Fatal(err)
-	}
+	w.markDeleting(t, p, "1 minute")
 	if _, err := w.createThingAskedFirst(ctx, p); err != nil {
 		t.Fatalf("a learnt person was asked about: %v", err)
 	}
-	if _, err := w.ownerStore.Pool.Exec(ctx, `DELETE FROM pending_deletions`); err != nil {
-		t.Fatal(err)
-	}
+	w.unmarkDeleting(t)
 
 	// The created event of a person deleted since arrives late.
 	q := w.person(t)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -23,11 +22,7 @@ func poolMetric(t *testing.T, name, schema string) float64 {
 func TestPoolStatsAreExported(t *testing.T) {
 	cfg := open(t)
 	cfg.MaxConns = 2
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, migrations)
 	acquiresBefore := poolMetric(t, "pgxpool_acquire_count_total", cfg.Schema)
 
 	var held []*pgxpool.Conn

@@ -38,11 +38,7 @@ SELECT pg_sleep(1);
 ---- create above / drop below ----
 DROP INDEX items_kind;`)},
 	}
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, files, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, files)
 	if exists, valid := indexValid(t, pool, "items_kind"); !exists || !valid {
 		t.Fatalf("items_kind: exists %v, valid %v; want a valid index", exists, valid)
 	}
@@ -70,22 +66,14 @@ DROP INDEX items_name;`)},
 	}
 	first := maps.Clone(files)
 	delete(first, "002_items_name.sql")
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, first, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, first)
 	if exists, valid := indexValid(t, pool, "items_name"); !exists || valid {
 		t.Fatalf("after the failed build: exists %v, valid %v; want the invalid leftover", exists, valid)
 	}
 	if _, err := pool.Exec(t.Context(), `DELETE FROM items WHERE id = 2`); err != nil {
 		t.Fatal(err)
 	}
-	again, err := store.OpenAndMigrate(t.Context(), cfg, files, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
+	again := migrated(t, cfg, files)
 	if exists, valid := indexValid(t, again, "items_name"); !exists || !valid {
 		t.Fatalf("after the second start: exists %v, valid %v; want a valid index", exists, valid)
 	}

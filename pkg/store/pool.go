@@ -273,11 +273,16 @@ type releasingRows struct {
 	once    sync.Once
 }
 
-func (r *releasingRows) Next() bool {
-	if r.Rows.Next() {
+func (r *releasingRows) Next() bool { return nextOrClose(r.Rows, r.Close) }
+
+// nextOrClose is Next for rows whose Close does more than pgx's: pgx's
+// rows close themselves once read to the end, and so must they, for a
+// caller may read to the end and never call Close.
+func nextOrClose(rows pgx.Rows, close func()) bool {
+	if rows.Next() {
 		return true
 	}
-	r.Close()
+	close()
 	return false
 }
 

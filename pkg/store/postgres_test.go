@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/url"
@@ -46,6 +47,18 @@ func open(t *testing.T) store.Config {
 	return store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
 }
 
+// migrated opens cfg's pool and migrates its schema with files, failing
+// the test if either fails; the pool closes when the test ends.
+func migrated(t *testing.T, cfg store.Config, files fs.FS) *store.Pool {
+	t.Helper()
+	pool, err := store.OpenAndMigrate(t.Context(), cfg, files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // migrateTogether opens (and so migrates) n pools at once, as replicas
 // starting together do, migrate(i) the i-th; it closes each and fails the
 // test with what any of them returned.
@@ -73,11 +86,7 @@ func TestConcurrentMigratorsAgree(t *testing.T) {
 	migrateTogether(t, 4, func(int) (*store.Pool, error) {
 		return store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
 	})
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, migrations)
 	var version int
 	if err := pool.QueryRow(t.Context(), "SELECT version FROM schema_version").Scan(&version); err != nil || version != 2 {
 		t.Fatalf("version = %d, %v", version, err)
@@ -85,11 +94,7 @@ func TestConcurrentMigratorsAgree(t *testing.T) {
 }
 
 func TestListFilterAndPages(t *testing.T) {
-	pool, err := store.OpenAndMigrate(t.Context(), open(t), migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, open(t), migrations)
 	var ids []uuid.UUID
 	for i := range 5 {
 		id := uuid.Must(uuid.NewV7())
@@ -131,11 +136,7 @@ func TestListFilterAndPages(t *testing.T) {
 // Next continuing right after its last row, and holds its first row
 // however large: following Next reads every row once, in order.
 func TestListStopsBeforeMaxPageBytes(t *testing.T) {
-	pool, err := store.OpenAndMigrate(t.Context(), open(t), migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, open(t), migrations)
 	const mib = 1 << 20
 	sizes := []int{mib, mib, mib, mib, mib, 5 * mib, mib} // the sixth alone is over the bound
 	var ids []uuid.UUID
@@ -169,11 +170,7 @@ func TestListStopsBeforeMaxPageBytes(t *testing.T) {
 }
 
 func TestUniqueViolationIsNamed(t *testing.T) {
-	pool, err := store.OpenAndMigrate(t.Context(), open(t), migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, open(t), migrations)
 	insert := func() error {
 		_, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind, name) VALUES ($1, 'a', 'same')", uuid.New())
 		return err
@@ -207,12 +204,8 @@ func TestDatabaseDownIsUnavailable(t *testing.T) {
 func TestStatementTimeoutIsUnavailable(t *testing.T) {
 	cfg := open(t)
 	cfg.StatementTimeout = 50 * time.Millisecond
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	_, err = pool.Exec(t.Context(), "SELECT pg_sleep(1)")
+	pool := migrated(t, cfg, migrations)
+	_, err := pool.Exec(t.Context(), "SELECT pg_sleep(1)")
 	if err := store.Classify(err, "sleep"); !apperr.Is(err, apperr.KindUnavailable) {
 		t.Fatalf("err = %v, want unavailable", err)
 	}
@@ -226,16 +219,12 @@ func TestLostConnectionIsUnavailable(t *testing.T) {
 	proxy := newCuttingProxy(t, target)
 	cfg := open(t)
 	cfg.URL = strings.Replace(testkit.PostgresURL(t), target, proxy.addr, 1)
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, migrations)
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		proxy.cut()
 	}()
-	_, err = pool.Exec(t.Context(), "SELECT pg_sleep(5)")
+	_, err := pool.Exec(t.Context(), "SELECT pg_sleep(5)")
 	if err == nil {
 		t.Fatal("the query survived its connection")
 	}
@@ -319,11 +308,7 @@ func TestConcurrentIndexWaitsOutAnOlderTransaction(t *testing.T) {
 	cfg := open(t)
 	cfg.URL = testkit.NewDatabase(t)
 	cfg.LockTimeout = 100 * time.Millisecond
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, migrations)
 	elsewhere, err := pgx.Connect(t.Context(), cfg.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -380,11 +365,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS items_kind ON items (kind);`)}}
 func TestLockTimeoutIsUnavailable(t *testing.T) {
 	cfg := open(t)
 	cfg.LockTimeout = 100 * time.Millisecond
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, migrations)
 	id := uuid.Must(uuid.NewV7())
 	if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, 'a')", id); err != nil {
 		t.Fatal(err)
@@ -416,11 +397,7 @@ func TestWritesLeaveConnectionsForReads(t *testing.T) {
 	// dials the pool's last one): the refusals checked here are about a
 	// full pool, not a slow one.
 	cfg.MaxConns, cfg.AcquireTimeout = 4, 2*time.Second
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, migrations)
 	var writes []pgx.Tx
 	// Runs before pool.Close, also after a failed check: Close waits for
 	// every connection to come back, so an open transaction would hang
@@ -466,42 +443,12 @@ func TestWritesLeaveConnectionsForReads(t *testing.T) {
 // A role that owns its schema but may not create schemas (what a service
 // gets under make run and in production) migrates and works in it.
 func TestMigratesAsTheSchemaOwnerWithoutCreateOnTheDatabase(t *testing.T) {
-	admin := testkit.PostgresURL(t)
-	conn, err := pgx.Connect(t.Context(), admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	role := "t_role_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	password := uuid.NewString()
-	if _, err := conn.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN PASSWORD '"+password+"'"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { // after the schema's own cleanup, registered below
-		ctx := context.Background()
-		c, err := pgx.Connect(ctx, admin)
-		if err == nil {
-			defer c.Close(ctx)
-			_, err = c.Exec(ctx, "DROP ROLE "+role)
-		}
-		if err != nil {
-			t.Errorf("drop role: %v", err)
-		}
-	})
-	schema := testkit.NewDatabaseSchema(t)
-	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema+" AUTHORIZATION "+role); err != nil {
-		t.Fatal(err)
-	}
+	conn, role, schema, u := schemaOwner(t, "t_role_")
 	var mayCreate bool
 	if err := conn.QueryRow(t.Context(), "SELECT has_database_privilege($1, current_database(), 'CREATE')", role).Scan(&mayCreate); err != nil || mayCreate {
 		t.Fatalf("the role may create schemas (%v); the test would prove nothing", err)
 	}
 
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(role, password)
 	pool, err := store.OpenAndMigrate(t.Context(), store.Config{URL: u.String(), Schema: schema, MaxConns: 2, StartupWait: time.Second}, migrations, nil)
 	if err != nil {
 		t.Fatalf("migrating as the schema's owner: %v", err)
@@ -510,6 +457,44 @@ func TestMigratesAsTheSchemaOwnerWithoutCreateOnTheDatabase(t *testing.T) {
 	if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES ($1, 'x')", uuid.New()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// schemaOwner makes a login role (its name begins with prefix) and a new
+// schema it owns, dropped when the test ends. It returns a connection as
+// the administrator, for what a test grants or sets besides, the role,
+// the schema, and the database's address with the role's credentials.
+func schemaOwner(t *testing.T, prefix string) (admin *pgx.Conn, role, schema string, u *url.URL) {
+	t.Helper()
+	adminURL := testkit.PostgresURL(t)
+	admin, err := pgx.Connect(t.Context(), adminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	role, password := prefix+strings.ReplaceAll(uuid.NewString()[:8], "-", ""), uuid.NewString()
+	if _, err := admin.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN PASSWORD '"+password+"'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the schema's own cleanup, registered below
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, adminURL)
+		if err == nil {
+			defer c.Close(ctx)
+			_, err = c.Exec(ctx, "DROP ROLE "+role)
+		}
+		if err != nil {
+			t.Errorf("drop role: %v", err)
+		}
+	})
+	schema = testkit.NewDatabaseSchema(t)
+	if _, err := admin.Exec(t.Context(), "CREATE SCHEMA "+schema+" AUTHORIZATION "+role); err != nil {
+		t.Fatal(err)
+	}
+	if u, err = url.Parse(adminURL); err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, password)
+	return admin, role, schema, u
 }
 
 func TestWriteSlots(t *testing.T) {

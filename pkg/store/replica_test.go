@@ -57,11 +57,7 @@ func TestReadsGoToTheReplica(t *testing.T) {
 	cfg := open(t)
 	cfg.URL = withParam(t, cfg.URL, "application_name", "primary")
 	cfg.ReadURL = withParam(t, testkit.PostgresURL(t), "application_name", "replica")
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, migrations)
 	s := store.New(pool, nil)
 	if got := applicationName(t, s.Reads(t.Context())); got != "replica" {
 		t.Errorf("a read ran on %q, want the replica", got)
@@ -69,7 +65,7 @@ func TestReadsGoToTheReplica(t *testing.T) {
 	if got := applicationName(t, s.DB(t.Context())); got != "primary" {
 		t.Errorf("a read that must see the primary ran on %q", got)
 	}
-	err = s.Write(t.Context(), "insert item", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	err := s.Write(t.Context(), "insert item", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		if got := applicationName(t, s.Reads(ctx)); got != "primary" {
 			t.Errorf("a read inside a write ran on %q; it must see the write's own rows", got)
 		}
@@ -125,11 +121,7 @@ func TestReadsFallBackToThePrimary(t *testing.T) {
 func TestSessionsUseTheDirectURL(t *testing.T) {
 	cfg := open(t)
 	cfg.DirectURL = withParam(t, cfg.URL, "application_name", "direct")
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migrated(t, cfg, migrations)
 	var name, path string
 	if err := pool.Sessions().QueryRow(t.Context(), "SELECT current_setting('application_name'), current_setting('search_path')").Scan(&name, &path); err != nil {
 		t.Fatal(err)
@@ -143,39 +135,12 @@ func TestSessionsUseTheDirectURL(t *testing.T) {
 // asks its sessions with (its schema, its timeouts): the service refuses
 // to start so, naming the remedy, and starts once the role has them.
 func TestSettingsAPoolerDropsAreRefused(t *testing.T) {
-	admin := testkit.PostgresURL(t)
-	conn, err := pgx.Connect(t.Context(), admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	role, password := "t_pooled_"+strings.ReplaceAll(uuid.NewString()[:8], "-", ""), uuid.NewString()
-	if _, err := conn.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN PASSWORD '"+password+"'"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), admin)
-		if err == nil {
-			defer c.Close(context.Background())
-			_, err = c.Exec(context.Background(), "DROP ROLE "+role)
-		}
-		if err != nil {
-			t.Errorf("drop role: %v", err)
-		}
-	})
-	schema := testkit.NewDatabaseSchema(t)
-	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema+" AUTHORIZATION "+role); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User, u.Host = url.UserPassword(role, password), droppingStartupParameters(t, u.Host)
+	conn, role, schema, u := schemaOwner(t, "t_pooled_")
+	u.Host = droppingStartupParameters(t, u.Host)
 	cfg := store.Config{URL: u.String(), Schema: schema, MaxConns: 2, StartupWait: time.Second,
 		StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second, IdleInTxTimeout: 30 * time.Second}
 
-	_, err = store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
+	_, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
 	if err == nil || !strings.Contains(err.Error(), "statement_timeout") || !strings.Contains(err.Error(), "ALTER ROLE") {
 		t.Fatalf("started though its sessions lack their settings (err %v)", err)
 	}

@@ -343,13 +343,7 @@ type batchRows struct {
 	err    error
 }
 
-func (r *batchRows) Next() bool {
-	if r.Rows.Next() {
-		return true
-	}
-	r.Close()
-	return false
-}
+func (r *batchRows) Next() bool { return nextOrClose(r.Rows, r.Close) }
 
 func (r *batchRows) Close() {
 	if r.closed {

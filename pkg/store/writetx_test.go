@@ -28,11 +28,7 @@ func countedStore(t *testing.T) (*store.Store, *cuttingProxy) {
 	cfg := open(t)
 	cfg.URL = strings.Replace(testkit.PostgresURL(t), target, proxy.addr, 1)
 	cfg.MaxConns = 1
-	pool, err := store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := migrated(t, cfg, migrations)
 	if _, err := pool.Exec(t.Context(), `CREATE TABLE events (id uuid PRIMARY KEY, item uuid NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}

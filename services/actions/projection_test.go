@@ -19,6 +19,7 @@ import (
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
@@ -64,7 +65,13 @@ func knownAssets(t *testing.T, w world) []string {
 // texts are the rows of a query of one text column.
 func texts(t *testing.T, w world, query string) []string {
 	t.Helper()
-	rows, err := w.Built.Store.Pool.Query(context.Background(), query)
+	return textRows(t, w.Built.Store.Pool, query)
+}
+
+// textRows are the rows of a query of one text column on db.
+func textRows(t *testing.T, db *store.Pool, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

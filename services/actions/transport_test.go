@@ -277,7 +277,7 @@ func TestHTTPErrors(t *testing.T) {
 		{Name: "meta_data a string", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"meta_data": "x"}), Status: 422, Fields: []string{"meta_data"}},
 		{Name: "data over 256 KiB", Method: "POST", Path: "/actions", Body: `{"asset_id":"` + w.asset + `","action_type":"repair","performed_at":"2025-01-01","data":` + big + `}`, Status: 422, Fields: []string{"data"}},
 		{Name: "status_ok a string", Method: "POST", Path: "/actions", Body: w.action(map[string]any{"status_ok": "true"}), Status: 422, Fields: []string{"status_ok"}},
-		// Issue 26: a 1 KB body that PostgreSQL would store and answer as
+		// A 1 KB body that PostgreSQL would store and answer as
 		// 13 MB (it prints a jsonb number in full) is refused, each number
 		// named (the first 50).
 		{Name: "the 13 MB action", Method: "POST", Path: "/actions", Body: `{"asset_id":"` + w.asset + `","action_type":"repair","performed_at":"2025-01-01","data":{"readings":[` +

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -79,6 +80,21 @@ func TestTilesReadByTheGoChecksumDatabasesTools(t *testing.T) {
 	}
 
 	plain := testkit.Client{BaseURL: s.Client.BaseURL}
+	// Each tile carries a strong ETag of its bytes; a client that holds
+	// it is answered 304 (a full tile's, kept in memory, and a partial one's).
+	for _, path := range []string{"/log/tile/0/000", "/log/tile/0/273.p/115"} {
+		r := testkit.Expect(t, plain.Do(t, "GET", path, "", nil), 200)
+		sum := sha256.Sum256(r.Raw)
+		tag := `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+		if r.Header.Get("ETag") != tag {
+			t.Errorf("%s: ETag %q, want %s, of its bytes", path, r.Header.Get("ETag"), tag)
+		}
+		again := testkit.Expect(t, plain.Do(t, "GET", path, "", nil, "If-None-Match", tag), 304)
+		if len(again.Raw) != 0 || again.Header.Get("ETag") != tag || again.Header.Get("Cache-Control") != r.Header.Get("Cache-Control") {
+			t.Errorf("%s: 304 with %d bytes, ETag %q, Cache-Control %q", path, len(again.Raw), again.Header.Get("ETag"), again.Header.Get("Cache-Control"))
+		}
+		testkit.Expect(t, plain.Do(t, "GET", path, "", nil, "If-None-Match", `"another"`), 200)
+	}
 	for _, path := range []string{
 		"0/273",       // past the signed tree
 		"0/273.p/116", // wider than the tree

@@ -21,7 +21,7 @@ import (
 // order, performed dates following creation, the seeded assets and the
 // four types in turn. The lists then read them as they read their own.
 func (e *Env) seedActions(ctx context.Context, n int) error {
-	conn, err := pgx.Connect(ctx, e.Stack.DatabaseURL)
+	conn, err := e.connectDatabase(ctx)
 	if err != nil {
 		return fmt.Errorf("seed actions: %w", err)
 	}

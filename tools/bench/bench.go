@@ -116,6 +116,8 @@ type Env struct {
 	// page starts at ComplianceCursor.
 	ComplianceAssets int
 	ComplianceCursor string
+	// seedSteps is where the compliance seed's time went.
+	seedSteps seedSteps
 	// tenancy is the state of the rows of a bound client (TenancyRows).
 	tenancy tenancy
 	// progress is Options.Progress: what rows print beside the table.
@@ -131,9 +133,11 @@ type Env struct {
 	// sharedPostgres: the run's database is on a PostgreSQL it did not
 	// start (Options.PostgresURL).
 	sharedPostgres bool
-	namespaces     sync.Map // service -> find cache namespace
-	processes      map[string]loadedProcess
-	stopped        sync.Map // process name -> true while a row holds it stopped (SIGSTOP): nothing asks it anything
+	// idleCores is the CPU the stack uses doing nothing (measureIdle).
+	idleCores  float64
+	namespaces sync.Map // service -> find cache namespace
+	processes  map[string]loadedProcess
+	stopped    sync.Map // process name -> true while a row holds it stopped (SIGSTOP): nothing asks it anything
 }
 
 // loadedProcess is one process under load: for memory and profiles.
@@ -270,7 +274,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer func() {
+		stopping := time.Now()
+		fmt.Fprintf(o.Progress, "stopping the registry...")
+		stop()
+		fmt.Fprintf(o.Progress, " %.1f s\n", time.Since(stopping).Seconds())
+	}()
 
 	ops := make([]Op, len(rows))
 	for i, r := range rows {
@@ -279,6 +288,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	res := newResults(o, rows, started)
+	env.measureIdle()
+	fmt.Fprintf(o.Progress, "the idle stack uses %.2f cores; a row begins once the stack is under %.2f\n", env.idleCores, env.idleCores+quietCores)
 	for round := range o.Rounds {
 		for i, r := range rows {
 			partner := slices.IndexFunc(rows, func(p Row) bool { return p.Name == r.Paired })
@@ -304,7 +315,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 				res.add(measured[k], s)
 				fmt.Fprintf(o.Progress, "%8s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors", rate(s.PerSec), ms(s.P50), ms(s.P99), s.Errors)
 				if s.QuietAfterS >= 1 && k == 0 {
-					fmt.Fprintf(o.Progress, "  (began after %.0f s of catch-up)", s.QuietAfterS)
+					fmt.Fprintf(o.Progress, "  (began after %.0f s of catch-up; busiest, in cores: %s)", s.QuietAfterS, s.QuietBusiest)
 				}
 				fmt.Fprintln(o.Progress)
 				if s.FirstError != "" {

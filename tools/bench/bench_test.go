@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -50,7 +52,9 @@ func TestQuickRun(t *testing.T) {
 		PostgresURL: os.Getenv("TEST_DATABASE_URL"), RedisURL: os.Getenv("TEST_REDIS_URL"),
 	}
 	if testing.Verbose() {
-		o.Progress = os.Stderr // go test -v shows where the run spends its time
+		// go test -v shows where the run spends its time: each line
+		// begins with the seconds since the run began.
+		o.Progress = &clockedLines{w: os.Stderr, start: time.Now(), lineStart: true}
 	}
 	if !testkit.Full() {
 		// The seeds are most of the run: deep pages need some depth, not
@@ -584,4 +588,28 @@ func TestPromisedRowsAreLeftOutOfTheShortRun(t *testing.T) {
 			}
 		}
 	}
+}
+
+// clockedLines prefixes each line written through it with the seconds
+// since start.
+type clockedLines struct {
+	w         io.Writer
+	start     time.Time
+	lineStart bool
+}
+
+func (c *clockedLines) Write(p []byte) (int, error) {
+	for _, line := range bytes.SplitAfter(p, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		if c.lineStart {
+			fmt.Fprintf(c.w, "%6.1fs ", time.Since(c.start).Seconds())
+		}
+		if _, err := c.w.Write(line); err != nil {
+			return 0, err
+		}
+		c.lineStart = line[len(line)-1] == '\n'
+	}
+	return len(p), nil
 }

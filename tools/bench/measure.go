@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -54,6 +56,11 @@ type RowSample struct {
 	// work earlier rows left behind (events still to relay and store, a
 	// projection catching up) to end; quietLimit when it never did.
 	QuietAfterS float64 `json:"quiet_after_s"`
+	// QuietBusiest names the processes that kept the machine from being
+	// quiet in the last window waited, with the cores each used, when the
+	// row waited at all: the catch-up a row leaves, or work that never
+	// stops on an idle stack.
+	QuietBusiest string `json:"quiet_busiest,omitempty"`
 }
 
 // recountWindow is the longest window a row that counted no call in its
@@ -84,7 +91,7 @@ func (e *Env) measureRows(ctx context.Context, o Options, rows []Row, ops []Op, 
 	if err := prepare(); err != nil {
 		return failed(err)
 	}
-	quietAfter := e.waitQuiet(ctx)
+	quietAfter, busiest := e.waitQuiet(ctx)
 	before, failOpenBefore := e.cacheCounts(ctx)
 	start := e.readRSS()
 	sampler := e.sampleRSS()
@@ -133,7 +140,7 @@ func (e *Env) measureRows(ctx context.Context, o Options, rows []Row, ops []Op, 
 	for i, r := range rows {
 		s := &samples[i]
 		s.PeakRSSMiB, s.StartRSSMiB = peak, start
-		s.QuietAfterS = quietAfter.Seconds()
+		s.QuietAfterS, s.QuietBusiest = quietAfter.Seconds(), busiest
 		if r.Events > 0 {
 			s.EventsPerSec = math.Round(s.PerSec * float64(r.Events))
 		}
@@ -287,33 +294,71 @@ func (e *Env) measureCallsInTurn(ctx context.Context, l Load, ops []Op, seed uin
 }
 
 // Quiet is the machine between rows: the registry's processes and the
-// datastores together using under quietCores of CPU over quietWindow.
+// datastores together using under quietCores more CPU than the idle stack
+// does (Env.idleCores, measured before the first row) over quietWindow.
+// The idle stack is not nothing (each process's jobs tick every second or
+// so: 0.05 cores for make run's stack), and the kernel counts CPU in 10 ms
+// ticks, so a threshold of 0.05 cores over 250 ms, one tick, waited up to
+// 27 s before rows whose predecessors had left nothing behind.
 const (
-	quietCores  = 0.05
-	quietWindow = 250 * time.Millisecond
+	quietCores  = 0.1
+	quietWindow = 500 * time.Millisecond
 	quietLimit  = 60 * time.Second
+	// idleWindows is how many windows the idle stack is measured over, on
+	// average: the kernel charges a process's CPU a tick at a time, so one
+	// window of an idle stack may read 0 and the next 0.15 cores.
+	idleWindows = 6
 )
 
 // waitQuiet waits until the work earlier rows left behind has ended (a
 // batch row leaves tens of thousands of events to relay and store), so
 // that a row measures its own work and not the catch-up of the one before
-// it, at most quietLimit. It returns how long it waited.
-func (e *Env) waitQuiet(ctx context.Context) time.Duration {
+// it, at most quietLimit. It returns how long it waited and, when it
+// waited, the processes busiest in its last window.
+func (e *Env) waitQuiet(ctx context.Context) (time.Duration, string) {
 	begin := time.Now()
+	var busiest string
 	for time.Since(begin) < quietLimit && ctx.Err() == nil {
-		before := e.cpuNow()
-		time.Sleep(quietWindow)
-		var busy float64
-		for name, secs := range e.cpuNow() {
-			if name != "loadgen" {
-				busy += secs - before[name]
-			}
-		}
-		if busy < quietCores*quietWindow.Seconds() {
+		busy, used := e.busyOver(quietWindow)
+		if busy < e.idleCores+quietCores {
 			break
 		}
+		busiest = busiestOf(used)
 	}
-	return time.Since(begin)
+	return time.Since(begin), busiest
+}
+
+// measureIdle sets Env.idleCores: the CPU the stack uses doing nothing,
+// over idleWindows windows.
+func (e *Env) measureIdle() {
+	e.idleCores, _ = e.busyOver(idleWindows * quietWindow)
+}
+
+// busyOver is the cores the run's processes (the load generator's left
+// out) used over window, in all and by process.
+func (e *Env) busyOver(window time.Duration) (float64, map[string]float64) {
+	before := e.cpuNow()
+	time.Sleep(window)
+	used := map[string]float64{}
+	var busy float64
+	for name, secs := range e.cpuNow() {
+		if name != "loadgen" {
+			used[name] = (secs - before[name]) / window.Seconds()
+			busy += used[name]
+		}
+	}
+	return busy, used
+}
+
+// busiestOf names the three processes that used the most cores.
+func busiestOf(used map[string]float64) string {
+	names := slices.Collect(maps.Keys(used))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(used[b], used[a]) })
+	var parts []string
+	for _, n := range names[:min(3, len(names))] {
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, used[n]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuDuring snapshots the CPU time of every process the run knows of (the

@@ -58,7 +58,7 @@ const rollGoal = 10 * time.Minute
 // the stack's actions service (it does in every replica).
 func (e *Env) measureComplianceRoll(ctx context.Context) (ComplianceRoll, error) {
 	res := ComplianceRoll{Assets: e.ComplianceAssets}
-	conn, err := pgx.Connect(ctx, e.Stack.DatabaseURL)
+	conn, err := e.connectDatabase(ctx)
 	if err != nil {
 		return res, fmt.Errorf("compliance roll: %w", err)
 	}

@@ -168,8 +168,8 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 		if err := e.findComplianceCursor(ctx); err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(o.Progress, " %.1f s (copy, latest actions, ANALYZE), %.1f s walking to the deep page\n",
-			walking.Sub(seeding).Seconds(), time.Since(walking).Seconds())
+		fmt.Fprintf(o.Progress, " %.1f s (%s), %.1f s walking to the deep page\n",
+			walking.Sub(seeding).Seconds(), &e.seedSteps, time.Since(walking).Seconds())
 		if err := e.explainCompliance(ctx, o.Progress); err != nil {
 			return fail(err)
 		}

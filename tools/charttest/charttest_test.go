@@ -649,6 +649,7 @@ func checkObservability(t *testing.T, docs []Doc) {
 		for _, r := range rules {
 			if a, ok := Get(r, "alert").(string); ok {
 				alerts = append(alerts, a)
+				checkRunbook(t, a, Get(r, "annotations", "runbook"))
 			}
 		}
 	}
@@ -680,6 +681,24 @@ func checkObservability(t *testing.T, docs []Doc) {
 	}
 	if !slices.Equal(rows, deployables()) {
 		t.Errorf("dashboard rows %v, want one per deployable %v", rows, deployables())
+	}
+}
+
+// checkRunbook holds an alert to an entry of its own in docs/operations.md,
+// found by the alert's name: its runbook annotation is that entry's anchor,
+// so an operator paged by it reads what it means and what to do.
+func checkRunbook(t *testing.T, alert string, runbook any) {
+	t.Helper()
+	anchor := strings.ToLower(alert)
+	if want := "docs/operations.md#" + anchor; runbook != want {
+		t.Errorf("alert %s: runbook %v, want its own entry %s", alert, runbook, want)
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), `<a id="`+anchor+`"></a>`) {
+		t.Errorf("alert %s has no entry in docs/operations.md (an anchor %q)", alert, anchor)
 	}
 }
 

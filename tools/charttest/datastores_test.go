@@ -209,10 +209,6 @@ func checkDatastoreMonitoring(t *testing.T, docs []Doc) {
 	if rule == nil {
 		t.Fatal("no PrometheusRule registry-datastores")
 	}
-	runbooks, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	exprs := map[string]string{}
 	groups, _ := Get(rule, "spec", "groups").([]any)
 	for _, g := range groups {
@@ -220,10 +216,7 @@ func checkDatastoreMonitoring(t *testing.T, docs []Doc) {
 		for _, r := range rules {
 			name, _ := Get(r, "alert").(string)
 			exprs[name] = toString(Get(r, "expr"))
-			anchor, _ := strings.CutPrefix(toString(Get(r, "annotations", "runbook")), "docs/operations.md#")
-			if anchor == "" || !strings.Contains(string(runbooks), `<a id="`+anchor+`"></a>`) {
-				t.Errorf("alert %s: runbook %v is not an entry of docs/operations.md", name, Get(r, "annotations", "runbook"))
-			}
+			checkRunbook(t, name, Get(r, "annotations", "runbook"))
 		}
 	}
 	for alert, metric := range map[string]string{

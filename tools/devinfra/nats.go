@@ -125,6 +125,15 @@ func startNats(ctx context.Context, o NatsOptions) (*Nats, error) {
 	})
 }
 
+// NatsCredentials returns the user and password a private server started
+// with this CredentialsFile will take, making them (as StartNats does)
+// when the file is missing: a launcher hands them, and the server's
+// address, to the services before the server runs (make run starts NATS
+// after the first call's parts, whose relays connect once it is up).
+func NatsCredentials(path string) (user, password string, err error) {
+	return natsCredentials(path)
+}
+
 // natsCredentials reads the user and password, or generates and writes
 // them. The stored streams do not depend on them, so a lost file costs
 // nothing but a new password.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/tools/devinfra"
@@ -93,4 +95,32 @@ func StartSuite(ctx context.Context, name string, o Options) (s *Suite, stop fun
 		return nil, nil, errors.Join(fmt.Errorf("clients: %w", err), stop())
 	}
 	return &Suite{Stack: stack, Creds: creds, Bin: bin, Dir: dir}, stop, nil
+}
+
+// BuildInto builds the binaries of the named deployables of pkg/catalog
+// into bin with one go build (each shared dependency compiled once), in
+// the repository around the working directory, with the caller's Go
+// environment (make run's flags, so its build cache serves both builds).
+func BuildInto(ctx context.Context, bin string, names ...string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return err
+	}
+	args := []string{"build", "-o", bin + string(filepath.Separator)}
+	for _, name := range names {
+		i := slices.IndexFunc(catalog.Deployables(), func(d catalog.Deployable) bool { return d.Name == name })
+		if i < 0 {
+			return fmt.Errorf("build %s: no such deployable in pkg/catalog", name)
+		}
+		args = append(args, "./"+catalog.Deployables()[i].Command)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)
+	}
+	return nil
 }

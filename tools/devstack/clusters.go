@@ -37,7 +37,7 @@ const (
 // startPostgresCluster starts a primary and two standbys streaming from
 // it, makes them a synchronous quorum of one (a commit the primary answers
 // is on one of them too, applied: remote_apply) and returns the superuser's URL
-// naming both servers, which reaches whichever accepts writes.
+// naming all three servers, which reaches whichever accepts writes.
 func (s *Stack) startPostgresCluster(ctx context.Context, o Options, ports Ports) (string, error) {
 	primary, err := devinfra.StartPostgres(ctx, devinfra.PostgresOptions{
 		DataDir: filepath.Join(o.Dir, "postgres-a"), Port: ports[PostgresPort], Ephemeral: o.Ephemeral,
@@ -67,7 +67,9 @@ func (s *Stack) startPostgresCluster(ctx context.Context, o Options, ports Ports
 		return "", err
 	}
 	s.Postgres, s.PostgresStandby, s.PostgresSecondStandby = primary, standby, second
-	return devinfra.MultiHostURL(primary.URL, "read-write", primary, standby)
+	// Every member is named: after a failover any of the standbys may be
+	// the primary (the most advanced one is promoted).
+	return devinfra.MultiHostURL(primary.URL, "read-write", primary, standby, second)
 }
 
 // startRedisSet starts a Redis primary and a replica, both with the

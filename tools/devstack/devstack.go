@@ -59,6 +59,19 @@ type Options struct {
 	// answers its paths with 503 and Retry-After. ObjectStoreReady says
 	// when it has joined.
 	ObjectStoreLater bool
+	// FirstCallFirst starts only what the README's first call needs
+	// (FirstCall: the identity provider, its service and the gateway, on
+	// PostgreSQL and Redis) and returns; the private NATS server and object
+	// store and the other services start in the background (planJoin),
+	// each service once BuildLater has built its binary and the servers it
+	// needs are up. Until a service joins, the gateway answers its paths
+	// with 503 and Retry-After. Joining announces each part as it joins:
+	// make run prints how to call as soon as the first call can work.
+	FirstCallFirst bool
+	// BuildLater, when set, builds the binaries of the named services
+	// into BinDir before they start later (make run builds only
+	// FirstCall's before the stack starts).
+	BuildLater func(ctx context.Context, services []string) error
 	// Via, when set, gives the address at which the registry's processes
 	// reach a datastore ("postgres", "redis" or "s3") listening at addr:
 	// a test puts a fault-injecting proxy in between ("nats" too). The launcher itself
@@ -149,10 +162,17 @@ type Stack struct {
 	Pids            map[string]int    // registry processes by name, for measurements
 	MetricsURLs     map[string]string // each process's /metrics
 
-	// ObjectStoreReady, with Options.ObjectStoreLater, receives nil once the
-	// object store and the services that need it are up, or why they are
-	// not; nil otherwise.
+	// ObjectStoreReady, when the private object store starts later
+	// (Options.ObjectStoreLater, FirstCallFirst), receives nil once it and
+	// the services that need it are up, or why they are not; nil otherwise.
 	ObjectStoreReady <-chan error
+	// StillJoining names what was not up when Start returned: services in
+	// catalog order, then JoinedNATS and JoinedMinio for the private
+	// servers that start later. Joining announces each of them as it joins
+	// and is closed when nothing is left on the way (nil when nothing
+	// joins later).
+	StillJoining []string
+	Joining      <-chan Joined
 
 	mu         sync.Mutex
 	stops      []func() error // in start order
@@ -188,9 +208,14 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	late := o.ObjectStoreLater && o.S3.Endpoint == ""
-	if err := s.startDatastores(ctx, o, ports, !late); err != nil {
+	plan := planJoin(o)
+	if err := s.startDatastores(ctx, o, ports, !plan.objectStore, !plan.nats); err != nil {
 		return err
+	}
+	if plan.nats {
+		if err := s.reserveNATS(o, ports); err != nil {
+			return err
+		}
 	}
 
 	s.RegistryURL = localURL(ports[catalog.Gateway.Name])
@@ -261,10 +286,8 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 		}
 		return env
 	}
-	var later []catalog.Service
 	for _, svc := range catalog.Services {
-		if late && svc.NeedsStore(catalog.ObjectStore) {
-			later = append(later, svc)
+		if plan.later(svc) {
 			continue
 		}
 		if err := s.startProcess(ctx, o, svc.Name, ports, "serve", serviceEnv(svc)...); err != nil {
@@ -282,35 +305,10 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	if err := s.startProcess(ctx, o, catalog.Gateway.Name, ports, "", gateway...); err != nil {
 		return err
 	}
-	if late {
-		s.startLater(o, ports, later, serviceEnv)
+	if !plan.empty() {
+		s.startLater(o, ports, plan, serviceEnv)
 	}
 	return nil
-}
-
-// startLater starts the object store (waiting for its build) and then the
-// services that need it, in the background; Stop cancels and waits for it.
-func (s *Stack) startLater(o Options, ports Ports, services []catalog.Service, env func(catalog.Service) []string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan error, 1)
-	s.cancelLate, s.ObjectStoreReady = cancel, ready
-	s.background.Add(1)
-	go func() {
-		defer s.background.Done()
-		ready <- func() error {
-			m, err := s.startObjectStore(ctx, o, ports)
-			if err != nil {
-				return err
-			}
-			s.addStop(m.Stop)
-			for _, svc := range services {
-				if err := s.startProcess(ctx, o, svc.Name, ports, "serve", env(svc)...); err != nil {
-					return err
-				}
-			}
-			return nil
-		}()
-	}()
 }
 
 func (s *Stack) addStop(stop func() error) {
@@ -346,7 +344,7 @@ func envName(prefix, service, suffix string) string {
 	return name
 }
 
-func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports, objectStore bool) error {
+func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports, objectStore, natsNow bool) error {
 	// MinIO and NATS start alongside PostgreSQL and Redis, so they add no
 	// wall time.
 	minioDone, natsDone := make(chan error, 1), make(chan error, 1)
@@ -365,6 +363,10 @@ func (s *Stack) startDatastores(ctx context.Context, o Options, ports Ports, obj
 	}()
 	go func() {
 		var err error
+		if !natsNow {
+			natsDone <- nil
+			return
+		}
 		if o.Clusters {
 			natsDone <- s.startNATSCluster(ctx, o)
 			return
@@ -603,7 +605,9 @@ func (s *Stack) StartCopy(ctx context.Context, original, name string, env ...str
 // Stop stops everything in reverse start order, each gracefully.
 func (s *Stack) Stop() error {
 	if s.cancelLate != nil {
-		s.cancelLate() // a build still running is left to finish for the next run
+		// A build still running stops; Go's build cache keeps what it
+		// compiled for the next run.
+		s.cancelLate()
 		s.background.Wait()
 	}
 	s.mu.Lock()

@@ -17,7 +17,8 @@ import (
 
 // The log as the Go checksum database's tools read it, through the
 // gateway and without a token: the checkpoint as text, the tiles of
-// hashes (full ones cached for good, partial ones briefly), and the proof
+// hashes (full ones cached for good, partial ones briefly, each with a
+// strong ETag that a cache revalidates with), and the proof
 // of an event's leaf made from them alone; the entry itself stays behind a
 // token.
 func TestLogTilesThroughGateway(t *testing.T) {
@@ -91,6 +92,12 @@ func (g gatewayTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 		}
 		if got := r.Header.Get("Cache-Control"); got != want {
 			g.t.Errorf("%s: Cache-Control %q, want %q", path, got, want)
+		}
+		// A cache that holds the tile revalidates it with its strong ETag.
+		if tag := r.Header.Get("ETag"); tag == "" {
+			g.t.Errorf("%s: no ETag", path)
+		} else if again := gateway().Do(g.t, "GET", path, "", nil, "If-None-Match", tag); again.Status != 304 || len(again.Raw) != 0 {
+			g.t.Errorf("%s with If-None-Match %s: %d, %d bytes; want a 304", path, tag, again.Status, len(again.Raw))
 		}
 		out[i] = r.Raw
 	}

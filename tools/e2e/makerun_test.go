@@ -132,13 +132,18 @@ func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// It prints how to call as soon as the first call's parts answer, then
+	// a line as each other part joins, and one when all have.
 	ready := make(chan string, 1)
 	go func() {
 		var seen strings.Builder
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			seen.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "Press Ctrl-C") {
+			if strings.Contains(sc.Text(), "did not start") {
+				break
+			}
+			if strings.Contains(sc.Text(), "Everything has joined") {
 				ready <- seen.String()
 				_, _ = io.Copy(io.Discard, out)
 				return
@@ -150,6 +155,9 @@ func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
 	case printed := <-ready:
 		if strings.HasPrefix(printed, "EXITED") || !strings.Contains(printed, "/oidc/token") {
 			t.Fatalf("make run did not start:\n%s", printed)
+		}
+		if usage, joined := strings.Index(printed, "Press Ctrl-C"), strings.Index(printed, " joined after "); usage < 0 || joined >= 0 && joined < usage {
+			t.Errorf("make run said how to call only after the other services joined:\n%s", printed)
 		}
 		// The summary names the bound clients and their organizations.
 		for _, key := range []string{"ORG_A_CLIENT_ID", "ORG_B_CLIENT_ID", "ORG_A_ID", "ORG_B_ID"} {

@@ -33,8 +33,8 @@ import (
 
 func skipOnClusters(t *testing.T) {
 	t.Helper()
-	if *clusters {
-		t.Skip("with -clusters only TestClusterFaults runs (make cluster-faults)")
+	if *clusters || *restoreDrill {
+		t.Skip("with -clusters only TestClusterFaults runs (make cluster-faults), with -restore only TestRestoreDrill (make restore-drill)")
 	}
 }
 
@@ -71,6 +71,9 @@ type clusterFault struct {
 	// observe, when set, runs right after inject and returns when what it
 	// watches has come back (the find cache serving hits again).
 	observe func(t *testing.T, since time.Time) time.Duration
+	// prepare, when set, runs before the load starts (the standbys put
+	// behind links the fault cuts).
+	prepare func(t *testing.T)
 	// unavailable: the load may get 503s with Retry-After meanwhile.
 	unavailable bool
 }
@@ -81,6 +84,7 @@ type clusterRow struct {
 	fault      string
 	failover   time.Duration // until the cluster had a new primary or leader
 	writeGap   time.Duration // the longest time without an acknowledged write
+	refused    int           // creates answered with a failure (or not at all)
 	recovered  time.Duration // until a create, read, find, upload, asset type, asset and action on it all succeeded
 	eventsBack time.Duration // until an event recorded after the fault was published
 	observed   string
@@ -101,6 +105,8 @@ func TestClusterFaults(t *testing.T) {
 			failedOver: func(*testing.T) {}, heal: func(*testing.T) {}},
 		{name: "postgres: primary killed (SIGKILL), standby promoted (pg_ctl promote)", inject: killPrimaryAndPromote,
 			failedOver: func(*testing.T) {}, heal: rebuildFailedPrimary, unavailable: true},
+		{name: "postgres: primary partitioned from both standbys under writes, fenced, the most advanced standby promoted",
+			prepare: streamThroughLinks, inject: partitionPrimary, failedOver: func(*testing.T) {}, heal: healPartition, unavailable: true},
 		{name: "redis: primary killed (SIGKILL), Sentinel fails over", inject: killRedisPrimary, failedOver: sentinelNamesNewPrimary,
 			heal: restartRedisPrimary, observe: findCacheAnswersAgain},
 	}
@@ -112,6 +118,9 @@ func TestClusterFaults(t *testing.T) {
 // exerciseCluster runs one cluster fault under the load and checks what
 // the registry did, as exercise does.
 func exerciseCluster(t *testing.T, i int, f clusterFault) {
+	if f.prepare != nil {
+		f.prepare(t)
+	}
 	c := newClient(t)
 	l := newLoad(c, tag(i))
 	stopLoad := l.run(3, 25*time.Millisecond)
@@ -146,6 +155,11 @@ func exerciseCluster(t *testing.T, i int, f clusterFault) {
 		t.Error("the registry did not recover (a create, read, find and upload all answered) within 90 s of the fault")
 	}
 	cr.writeGap = longestWriteGap(calls)
+	for _, c := range calls {
+		if c.create && !c.ok() {
+			cr.refused++
+		}
+	}
 
 	r := row{fault: f.name, calls: len(calls), statuses: byStatus(calls), recovered: recovered}
 	for _, c := range calls {
@@ -209,10 +223,10 @@ func printClusterReport() {
 		return
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "\ncluster fault\tnew primary or leader after\tlongest time without an acked write\trecovered after\tevents published again after")
+	fmt.Fprintln(w, "\ncluster fault\tnew primary or leader after\tlongest time without an acked write\tcreates refused\trecovered after\tevents published again after")
 	for _, r := range clusterReport {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.fault, r.failover.Round(10*time.Millisecond), r.writeGap.Round(10*time.Millisecond),
-			r.recovered.Round(10*time.Millisecond), r.eventsBack.Round(10*time.Millisecond))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", r.fault, r.failover.Round(10*time.Millisecond), r.writeGap.Round(10*time.Millisecond),
+			r.refused, r.recovered.Round(10*time.Millisecond), r.eventsBack.Round(10*time.Millisecond))
 	}
 	w.Flush()
 	for _, r := range clusterReport {

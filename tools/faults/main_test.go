@@ -62,6 +62,9 @@ func TestMain(m *testing.M) {
 	if *clusters {
 		os.Exit(runClusters(m))
 	}
+	if *restoreDrill {
+		os.Exit(runRestore(m))
+	}
 	os.Exit(run(m))
 }
 

@@ -339,3 +339,43 @@ func UUIDAt(t time.Time) uuid.UUID {
 func builtin(actionType string) bool { return slices.Contains(actiontypes.Builtin, actionType) }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// record is a row of the page query: an asset and action type with its
+// latest action, if any (the latest's columns are NULL when not).
+type record struct {
+	AssetID      uuid.UUID   `db:"asset_id"`
+	AssetTypeID  uuid.UUID   `db:"asset_type_id"`
+	ActionType   string      `db:"action_type"`
+	ActionID     *uuid.UUID  `db:"action_id"`
+	PerformedAt  *model.Date `db:"performed_at"`
+	StatusOK     *bool       `db:"status_ok"`
+	StatusUseOK  *bool       `db:"status_use_ok"`
+	ValidThrough *model.Date `db:"valid_through"`
+	Class        *string     `db:"class"`
+	// A planned type's branch says the due date and state itself (NULL
+	// in the others: StateOf decides from the latest).
+	DueDate   *model.Date     `db:"due_date"`
+	State     *string         `db:"state"`
+	DueReason *string         `db:"due_reason"`
+	Usage     json.RawMessage `db:"usage"`
+}
+
+// row is the record as GET /compliance shows it on q's day.
+func (r record) row(q query) Row {
+	row := Row{AssetID: r.AssetID, AssetTypeID: r.AssetTypeID, ActionType: r.ActionType}
+	var latest *Latest
+	if r.ActionID != nil {
+		latest = &Latest{ActionID: *r.ActionID, PerformedAt: *r.PerformedAt, StatusOK: r.StatusOK, StatusUseOK: r.StatusUseOK,
+			ValidThrough: r.ValidThrough}
+		row.ValidThrough, row.LastActionID, row.LastPerformedAt = r.ValidThrough, r.ActionID, r.PerformedAt
+		row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
+	}
+	row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
+	if row.DueDate != nil {
+		row.DueReason = ptrTo("date")
+	}
+	if r.State != nil {
+		row.State, row.DueDate, row.DueReason, row.Usage = *r.State, r.DueDate, r.DueReason, r.Usage
+	}
+	return row
+}

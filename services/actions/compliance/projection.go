@@ -135,60 +135,91 @@ var projectionLag = promauto.NewHistogram(prometheus.HistogramOpts{
 
 // Job is the durable consumer of the asset events (outbox.Follower) as
 // the process's job. A batch is applied in order and acknowledged by its
-// last event, one acknowledgement instead of one per event; an event that
-// fails to apply (the database is down) is tried again every second, the
-// batch unacknowledged, until it is applied (acknowledging a later one
-// would acknowledge it too), and one that cannot be read is logged and
-// passed over.
+// last event, one acknowledgement instead of one per event; its meter
+// readings are kept together, in one statement (a batch of readings is
+// a thousand events), after its asset events (the two touch different
+// tables, and each is applied once whatever the order). What fails to
+// apply (the database is down) is tried again every second, the batch
+// unacknowledged, until it is applied (acknowledging a later event
+// would acknowledge it too), and an event that cannot be read is logged
+// and passed over.
 func (p *Projection) Job(nc *nats.Conn, cfg outbox.Config, logger log.Logger) job.Job {
 	return outbox.Follower{Name: consumerName, Kinds: []string{outbox.KindAsset, outbox.KindMeterReading}, AckAll: true,
 		Replaces: consumerNameBefore,
 		Handle: func(ctx context.Context, msgs []jetstream.Msg) {
+			var readings []due.Reading
+			var readAt []time.Time // the readings' events' commit times
 			for _, msg := range msgs {
-				if !p.handle(ctx, msg, logger) {
-					return
+				ev, reading, t, kind := p.read(msg, logger)
+				switch kind {
+				case assetEvent:
+					if !untilApplied(ctx, logger, "an asset event", func(ctx context.Context) error { return p.ApplyAsset(ctx, ev) }) {
+						return
+					}
+					observeLag(t)
+				case readingEvent:
+					readings, readAt = append(readings, reading), append(readAt, t)
 				}
+			}
+			if !untilApplied(ctx, logger, "meter readings", func(ctx context.Context) error { return p.due.ApplyReadings(ctx, readings) }) {
+				return
+			}
+			for _, t := range readAt {
+				observeLag(t)
 			}
 			_ = msgs[len(msgs)-1].Ack()
 		}}.Job(nc, cfg, logger)
 }
 
-// handle applies one message, trying again every second while it fails;
-// false when ctx ended first.
-func (p *Projection) handle(ctx context.Context, msg jetstream.Msg, logger log.Logger) bool {
+// What an event of the projection's stream is to it.
+const (
+	otherEvent = iota
+	assetEvent
+	readingEvent
+)
+
+// read reads one message: an asset event, a meter reading, or another
+// (an event of another kind or operation, or one that cannot be read,
+// which is logged), with its commit time.
+func (p *Projection) read(msg jetstream.Msg, logger log.Logger) (AssetEvent, due.Reading, time.Time, int) {
 	var e outbox.Event
 	err := json.Unmarshal(msg.Data(), &e)
 	ev, ok, err2 := AssetEventOf(e)
 	reading, isReading, err3 := due.ReadingOf(e) // a meter reading: the usage of a plan's row
-	if err != nil || err2 != nil || err3 != nil {
+	switch {
+	case err != nil || err2 != nil || err3 != nil:
 		level.Error(logger).Log("msg", "compliance projection: dropping an event it cannot read", "subject", msg.Subject(),
 			"err", errors.Join(err, err2, err3))
-		return true
+	case ok:
+		return ev, reading, e.Time, assetEvent
+	case isReading:
+		return ev, reading, e.Time, readingEvent
 	}
-	if !ok && !isReading {
-		return true
-	}
+	return ev, reading, e.Time, otherEvent
+}
+
+// untilApplied runs apply, trying again every second while it fails;
+// false when ctx ended first.
+func untilApplied(ctx context.Context, logger log.Logger, what string, apply func(context.Context) error) bool {
 	for {
-		apply, cancel := context.WithTimeout(ctx, 10*time.Second)
-		var err error
-		if ok {
-			err = p.ApplyAsset(apply, ev)
-		} else {
-			err = p.due.ApplyReading(apply, reading)
-		}
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := apply(actx)
 		cancel()
 		if err == nil {
-			break
+			return true
 		}
-		level.Warn(logger).Log("msg", "compliance projection: applying an asset event failed; trying again", "event", e.ID, "err", err)
+		level.Warn(logger).Log("msg", "compliance projection: applying "+what+" failed; trying again", "err", err)
 		select {
 		case <-ctx.Done():
 			return false
 		case <-time.After(time.Second):
 		}
 	}
-	if !e.Time.IsZero() {
-		projectionLag.Observe(time.Since(e.Time).Seconds())
+}
+
+// observeLag records how long after its commit at t an event was applied.
+func observeLag(t time.Time) {
+	if !t.IsZero() {
+		projectionLag.Observe(time.Since(t).Seconds())
 	}
-	return true
 }

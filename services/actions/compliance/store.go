@@ -2,7 +2,6 @@ package compliance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -150,26 +149,6 @@ const rebuildLatestSelect = `INSERT INTO latest_actions (asset_id, action_type, 
 		status_valid_through, ` + classSQL + `
 	`
 
-// record is a row of the page query: an asset and action type with its
-// latest action, if any (the latest's columns are NULL when not).
-type record struct {
-	AssetID      uuid.UUID   `db:"asset_id"`
-	AssetTypeID  uuid.UUID   `db:"asset_type_id"`
-	ActionType   string      `db:"action_type"`
-	ActionID     *uuid.UUID  `db:"action_id"`
-	PerformedAt  *model.Date `db:"performed_at"`
-	StatusOK     *bool       `db:"status_ok"`
-	StatusUseOK  *bool       `db:"status_use_ok"`
-	ValidThrough *model.Date `db:"valid_through"`
-	Class        *string     `db:"class"`
-	// A planned type's branch says the due date and state itself (NULL
-	// in the others: StateOf decides from the latest).
-	DueDate   *model.Date     `db:"due_date"`
-	State     *string         `db:"state"`
-	DueReason *string         `db:"due_reason"`
-	Usage     json.RawMessage `db:"usage"`
-}
-
 // Compliance reads one page of q in asset order, then action type.
 //
 // The query is a UNION ALL of branches, one per action type and, when the
@@ -179,7 +158,8 @@ type record struct {
 // assets and looks up each one's latest action of its type; the others walk
 // latest_actions_state_idx and read only matching rows. The few pages
 // they return are merged by the outer ORDER BY. A deep page costs what the
-// first does.
+// first does. A bound caller's branches walk the assets its organization
+// sees instead, in two halves (halves).
 func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model.Paged[Row], error) {
 	sql, args := pageSQL(q, page)
 	rows, err := s.Reads(ctx).Query(ctx, sql, args...)
@@ -199,26 +179,6 @@ func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model
 		paged.NextSub = q.rank(paged.Items[len(paged.Items)-1].ActionType)
 	}
 	return paged, nil
-}
-
-// row is the record as GET /compliance shows it on q's day.
-func (r record) row(q query) Row {
-	row := Row{AssetID: r.AssetID, AssetTypeID: r.AssetTypeID, ActionType: r.ActionType}
-	var latest *Latest
-	if r.ActionID != nil {
-		latest = &Latest{ActionID: *r.ActionID, PerformedAt: *r.PerformedAt, StatusOK: r.StatusOK, StatusUseOK: r.StatusUseOK,
-			ValidThrough: r.ValidThrough}
-		row.ValidThrough, row.LastActionID, row.LastPerformedAt = r.ValidThrough, r.ActionID, r.PerformedAt
-		row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
-	}
-	row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
-	if row.DueDate != nil {
-		row.DueReason = ptrTo("date")
-	}
-	if r.State != nil {
-		row.State, row.DueDate, row.DueReason, row.Usage = *r.State, r.DueDate, r.DueReason, r.Usage
-	}
-	return row
 }
 
 // pageSQL builds the page query of q (see Compliance).
@@ -264,8 +224,23 @@ func pageSQL(q query, page model.Page) (string, []any) {
 		}
 		return "l.class = 'dated' AND (" + strings.Join(dated, " OR ") + ")", true
 	}
-	allStates := len(q.States) == len(States)
 
+	// A bound caller's page is two halves, each of the branches below
+	// once per half (halves).
+	var branches []string
+	for _, h := range halves(q.seenBy, page.Limit+1, param) {
+		branches = append(branches, typeBranches(q, page, h, classCond, param)...)
+	}
+	return "SELECT * FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +
+		fmt.Sprint(limit), args
+}
+
+// typeBranches are the branches of q's action types (see Compliance),
+// each in half h.
+func typeBranches(q query, page model.Page, h half, classCond func(string) (string, bool),
+	param func(string, any) string) []string {
+	limit := page.Limit + 1
+	allStates := len(q.States) == len(States)
 	var branches []string
 	for _, actionType := range q.ActionTypes {
 		// The keyset condition of this type: after the cursor's asset, or
@@ -279,31 +254,39 @@ func pageSQL(q query, page model.Page) (string, []any) {
 			}
 			return column + " > " + param("after", page.After)
 		}
-		filters := func(asset string) string {
+		// The filters that name assets, on the asset column asset.
+		named := func(asset string) string {
 			var f string
 			if q.AssetID != nil {
 				f += " AND " + asset + " = " + param("asset_id", *q.AssetID)
 			}
-			if q.AssetTypeID != nil {
-				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
-			}
 			if q.among != nil {
 				f += " AND " + asset + " = ANY(" + param("among", q.among) + ")"
 			}
-			f += visibleFilter(q.seenBy, asset, param)
 			return f
 		}
+		filters := func(asset string) string {
+			f := named(asset)
+			if q.AssetTypeID != nil {
+				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
+			}
+			return f + h.cond(asset)
+		}
+		// A bound half's walk: from the cursor, and only the named assets
+		// when the filter names some (one asset's rows are a probe, not a
+		// walk of every asset the organization sees).
+		walk := func() string { return keyset(seenAsset) + named(seenAsset) }
 		// actionType is a listed type (validated), safe as a literal;
 		// literals let the planner use the per-type index ranges. An added
 		// type's rows are the covered assets' only (actiontypes.Covered).
 		literal := "'" + actionType + "'"
 		if !builtin(actionType) {
 			cond := filters("k.asset_id") + actiontypes.Covered(literal, q.AsOf != nil)
-			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param), walk()))
 			continue
 		}
 		if q.planned(actionType) || q.AsOf != nil {
-			branches = append(branches, plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param), walk()))
 			continue
 		}
 		if q.asks(StateNever) {
@@ -317,11 +300,11 @@ func pageSQL(q query, page model.Page) (string, []any) {
 				}
 				where = " AND (" + strings.Join(conds, " OR ") + ")"
 			}
-			branches = append(branches, fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
+			branches = append(branches, h.wrap(fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
 	CROSS JOIN `+noPlan+`
 	WHERE NOT k.deleted AND %[2]s%[3]s%[4]s ORDER BY k.asset_id LIMIT %[5]d)`,
-				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit))
+				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit), walk()))
 			continue
 		}
 		for _, c := range []string{classFailed, classOpenEnded, classDated} {
@@ -329,7 +312,7 @@ func pageSQL(q query, page model.Page) (string, []any) {
 			if !ok {
 				continue
 			}
-			branches = append(branches, fmt.Sprintf(`(SELECT l.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
+			branches = append(branches, h.wrap(fmt.Sprintf(`(SELECT l.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
 	FROM latest_actions l JOIN known_assets k ON k.asset_id = l.asset_id
 	CROSS JOIN `+noPlan+`
 	WHERE l.action_type = %[1]s AND %[2]s AND %[3]s AND %[6]s AND NOT k.deleted%[4]s ORDER BY l.asset_id LIMIT %[5]d)`,
@@ -337,11 +320,10 @@ func pageSQL(q query, page model.Page) (string, []any) {
 				// The cursor on both sides of the join: the planner's
 				// merge join otherwise reads known_assets from its first
 				// row up to the cursor on every deep page.
-				keyset("k.asset_id")))
+				keyset("k.asset_id")), walk()))
 		}
 	}
-	return "SELECT * FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +
-		fmt.Sprint(limit), args
+	return branches
 }
 
 // latestColumns are a branch's columns of latest_actions l (NULL without
@@ -349,6 +331,9 @@ func pageSQL(q query, page model.Page) (string, []any) {
 // the others, noPlan).
 const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class, r.due_date, r.state,
 	r.due_reason, r.usage`
+
+// branchColumns are latestColumns as a branch b answers them.
+const branchColumns = `b.action_id, b.performed_at, b.status_ok, b.status_use_ok, b.valid_through, b.class, b.due_date, b.state, b.due_reason, b.usage`
 
 // noPlan is the r of a type no plan is for: StateOf decides.
 const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state, NULL::text AS due_reason, NULL::jsonb AS usage) r`
@@ -420,14 +405,42 @@ func PageSQL(f Filter, organization string, today model.Date, planned []string, 
 	return pageSQL(f.definite(today, planned, actiontypes.Builtin), page)
 }
 
-// visibleFilter is the condition a compliance page adds for a bound caller
-// (seenBy its organization; "" adds nothing): its rows' asset column is of
-// an asset the organization sees.
-func visibleFilter(seenBy, assetColumn string, param func(string, any) string) string {
+// half is what one walk finds: cond is a branch's condition on its rows'
+// asset column; wrap makes the branch the half's, given the walk's
+// conditions on seenAsset (the cursor, the assets the filter names).
+type half struct {
+	cond func(asset string) string
+	wrap func(branch, keyset string) string
+}
+
+// seenAsset is the column of the asset a bound half walks.
+const seenAsset = "seen.asset_id"
+
+// halves are the walks of a compliance page: for an unbound caller (seenBy
+// "") one, the branches as they are; for a bound one two, the assets seen
+// through its organization's rows of the copy and those with no owner,
+// never the same (access.SeenAssets). A bound branch walks its half's
+// assets in asset order from the cursor and reads each one's row (a
+// lateral subquery: the planner may not merge the walk with every known
+// asset, which it did at the quick bench's seed), up to the page's limit.
+// One condition for both halves (access.VisibleTo) answers in no order.
+func halves(seenBy string, limit int, param func(string, any) string) []half {
 	if seenBy == "" {
-		return ""
+		return []half{{cond: func(string) string { return "" }, wrap: func(branch, _ string) string { return branch }}}
 	}
-	return " AND " + access.VisibleTo(assetColumn, param("seen_by", seenBy))
+	walk := func(name, organization string) half {
+		return half{
+			cond: func(asset string) string { return " AND " + asset + " = " + seenAsset },
+			wrap: func(branch, keyset string) string {
+				// The walk's own column, not the branch's equal one: the
+				// planner knows the walk's order only by it.
+				return fmt.Sprintf(`(SELECT %s, b.asset_type_id, b.action_type, `+branchColumns+` FROM (%s) seen
+	CROSS JOIN LATERAL %s b WHERE %s ORDER BY %s LIMIT %d)`,
+					seenAsset, access.SeenAssets(param(name, organization)), branch, keyset, seenAsset, limit)
+			},
+		}
+	}
+	return []half{walk("seen_by", seenBy), walk("everyone", access.Everyone)}
 }
 
 // The projection's rows.

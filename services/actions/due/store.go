@@ -230,11 +230,13 @@ func (s *Store) EndUnlistedParents(ctx context.Context, floor uuid.UUID) error {
 }
 
 // ApplyReadings keeps meter readings, each once (its id), as ApplyReading
-// does one, in one round trip.
+// does one, in one statement whatever their number.
 func (s *Store) ApplyReadings(ctx context.Context, rs []Reading) error {
-	batch := &pgx.Batch{}
-	for _, r := range rs {
-		batch.Queue(insertReadingSQL, r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt)
+	if len(rs) == 0 {
+		return nil
 	}
-	return store.Classify(s.Pool.SendBatch(ctx, batch).Close(), "apply meter readings")
+	_, err := s.Pool.Exec(ctx, `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::float8[], $5::timestamptz[], $6::bool[], $7::timestamptz[])
+		ON CONFLICT (id) DO NOTHING`, columnsOf(rs)...)
+	return store.Classify(err, "apply meter readings")
 }

@@ -72,3 +72,14 @@ func ReadingOf(e outbox.Event) (r Reading, ok bool, err error) {
 	}
 	return r, true, nil
 }
+
+// columnsOf are readings as the columns of known_readings, one array a
+// column, in the table's order.
+func columnsOf(rs []Reading) []any {
+	ids, assets, meters := make([]uuid.UUID, len(rs)), make([]uuid.UUID, len(rs)), make([]string, len(rs))
+	values, readAt, resets, recordedAt := make([]float64, len(rs)), make([]time.Time, len(rs)), make([]bool, len(rs)), make([]time.Time, len(rs))
+	for i, r := range rs {
+		ids[i], assets[i], meters[i], values[i], readAt[i], resets[i], recordedAt[i] = r.ID, r.AssetID, r.Meter, r.Value, r.ReadAt, r.Reset, r.RecordedAt
+	}
+	return []any{ids, assets, meters, values, readAt, resets, recordedAt}
+}

@@ -3,6 +3,7 @@ package meters
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -38,12 +39,12 @@ func (s *Store) CreateReading(ctx context.Context, by model.Caller, assetID uuid
 		}
 		// The new reading comes after every reading of the same instant
 		// (its id is the newest): those are before it, none is after.
-		before, err := readNeighbour(ctx, tx, `SELECT value, read_at, reset FROM meter_readings
+		before, err := readNeighbour(ctx, tx, `SELECT id, value, read_at, reset FROM meter_readings
 			WHERE asset_id = $1 AND meter = $2 AND read_at <= $3 ORDER BY read_at DESC, id DESC LIMIT 1`, assetID, in)
 		if err != nil {
 			return nil, err
 		}
-		after, err := readNeighbour(ctx, tx, `SELECT value, read_at, reset FROM meter_readings
+		after, err := readNeighbour(ctx, tx, `SELECT id, value, read_at, reset FROM meter_readings
 			WHERE asset_id = $1 AND meter = $2 AND read_at > $3 ORDER BY read_at, id LIMIT 1`, assetID, in)
 		if err != nil {
 			return nil, err
@@ -64,11 +65,14 @@ func (s *Store) CreateReading(ctx context.Context, by model.Caller, assetID uuid
 }
 
 // CreateReadings records a batch of readings of one asset (out[i] holds
-// the error of an item refused before) in one transaction, each item in a
-// savepoint of its own, in the body's order: each is checked against the
-// readings before it, the batch's own included. The asset and every meter
-// of the batch are locked first, the meters in name order, so two batches
-// never wait for each other in a circle.
+// the error of an item refused before) in one transaction, as the single
+// create would record them one after the other in the body's order: each
+// is checked against the readings before it, the batch's own included,
+// and a refused one leaves the others. The asset and every meter of the
+// batch are locked first, the meters in name order, so two batches never
+// wait for each other in a circle. The batch costs a few statements
+// whatever its size (insertReadings); should they fail, the items are
+// written one by one, each in a savepoint of its own.
 func (s *Store) CreateReadings(ctx context.Context, by model.Caller, assetID uuid.UUID, in []reading, out []model.ItemOutcome) error {
 	return s.WriteBatch(ctx, out, store.BatchWrite{
 		Prepare: func(ctx context.Context, tx pgx.Tx, out []model.ItemOutcome) error {
@@ -84,11 +88,89 @@ func (s *Store) CreateReadings(ctx context.Context, by model.Caller, assetID uui
 			_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(m, 0)) FROM (SELECT DISTINCT unnest($1::text[]) AS m ORDER BY 1) k`, meters)
 			return store.Classify(err, "lock meters")
 		},
+		All: func(ctx context.Context, pending []int) error {
+			return s.Write(ctx, "create meter readings", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+				return nil, s.insertReadings(ctx, tx, by, assetID, in, pending, out)
+			})
+		},
 		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
 			r, err := s.CreateReading(ctx, by, assetID, in[i])
 			return model.ItemOutcome{ID: r.ID, Created: true}, err
 		},
 	})
+}
+
+// insertReadings writes the pending items of a batch whose meters the
+// caller holds locked, in a few statements whatever the batch's size: one
+// reads each meter's last reading; one, only for items placed before
+// their meter's last reading (a reading recorded after the fact), reads
+// their neighbours; the items are then checked in order (batchLine); one
+// statement inserts those that fit and one records their events, one
+// event per reading, as the single create records it. It sets the items'
+// outcomes.
+func (s *Store) insertReadings(ctx context.Context, tx pgx.Tx, by model.Caller, assetID uuid.UUID, in []reading, pending []int, out []model.ItemOutcome) error {
+	var meters []string
+	for _, i := range pending {
+		if !slices.Contains(meters, in[i].Meter) {
+			meters = append(meters, in[i].Meter)
+		}
+	}
+	lasts, err := store.Many[meterLast](ctx, tx, "read meters' last readings", `SELECT m.meter, l.id, l.value, l.read_at, l.reset
+		FROM unnest($2::text[]) AS m(meter) CROSS JOIN LATERAL (SELECT r.id, r.value, r.read_at, r.reset FROM meter_readings r
+			WHERE r.asset_id = $1 AND r.meter = m.meter ORDER BY r.read_at DESC, r.id DESC LIMIT 1) l`, assetID, meters)
+	if err != nil {
+		return err
+	}
+	around, early := placeBatch(in, pending, lasts)
+	if len(early.items) > 0 {
+		found, err := store.Many[neighbours](ctx, tx, "read neighbouring readings", `SELECT e.item,
+				b.id AS before_id, b.value AS before_value, b.read_at AS before_read_at, b.reset AS before_reset,
+				a.id AS after_id, a.value AS after_value, a.read_at AS after_read_at, a.reset AS after_reset
+			FROM unnest($2::int[], $3::text[], $4::timestamptz[]) AS e(item, meter, read_at)
+			LEFT JOIN LATERAL (SELECT r.id, r.value, r.read_at, r.reset FROM meter_readings r
+				WHERE r.asset_id = $1 AND r.meter = e.meter AND r.read_at <= e.read_at ORDER BY r.read_at DESC, r.id DESC LIMIT 1) b ON true
+			LEFT JOIN LATERAL (SELECT r.id, r.value, r.read_at, r.reset FROM meter_readings r
+				WHERE r.asset_id = $1 AND r.meter = e.meter AND r.read_at > e.read_at ORDER BY r.read_at, r.id LIMIT 1) a ON true`,
+			assetID, early.items, early.meters, early.times)
+		if err != nil {
+			return err
+		}
+		for _, n := range found {
+			around[int(n.Item)] = n.committed()
+		}
+	}
+
+	var line batchLine
+	for _, i := range pending {
+		id := store.NewID()
+		if out[i].Err = line.accept(id, in[i], around[i]); out[i].Err == nil {
+			out[i] = model.ItemOutcome{ID: id, Created: true}
+		}
+	}
+	ids := line.ids
+	if len(ids) == 0 {
+		return nil
+	}
+	inserted, err := store.Many[Reading](ctx, tx, "insert meter readings", `INSERT INTO meter_readings AS r (id, asset_id, meter, value, read_at, reset, created_by)
+		SELECT i.id, $1, i.meter, i.value, i.read_at, i.reset, $2
+		FROM unnest($3::uuid[], $4::text[], $5::float8[], $6::timestamptz[], $7::bool[]) WITH ORDINALITY AS i(id, meter, value, read_at, reset, n)
+		ORDER BY i.n RETURNING `+readingColumns, assetID, by.Subject, ids, line.meters, line.values, line.times, line.resets)
+	if err != nil {
+		return err
+	}
+	byID := make(map[uuid.UUID]Reading, len(inserted))
+	for _, r := range inserted {
+		byID[r.ID] = r
+	}
+	events := make([]outbox.Change, len(ids))
+	for k, id := range ids {
+		r, ok := byID[id]
+		if !ok {
+			return fmt.Errorf("meter readings: reading %s was not inserted", id)
+		}
+		events[k] = outbox.Created(outbox.KindMeterReading, assetID.String(), r)
+	}
+	return s.Record(ctx, tx, by, events...)
 }
 
 // readNeighbour reads the reading sql finds next to in (nil: none).

@@ -33,10 +33,10 @@ const (
 	partialTileCaching = "public, max-age=10"
 )
 
-// servedTile answers a tile's hashes, with their caching rule.
+// servedTile answers a tile's hashes, with their caching rule and ETag.
 func servedTile(s Service) func(context.Context, TilePath) (any, error) {
 	return func(ctx context.Context, t TilePath) (any, error) {
-		hashes, err := s.Tile(ctx, t)
+		tile, err := s.Tile(ctx, t)
 		if err != nil {
 			return nil, err
 		}
@@ -44,6 +44,6 @@ func servedTile(s Service) func(context.Context, TilePath) (any, error) {
 		if t.Full() {
 			caching = fullTileCaching
 		}
-		return httpx.Raw{ContentType: "application/octet-stream", CacheControl: caching, Body: hashes}, nil
+		return httpx.Raw{ContentType: "application/octet-stream", CacheControl: caching, ETag: tile.ETag, Body: tile.Hashes}, nil
 	}
 }

@@ -24,7 +24,7 @@ type Service interface {
 	Entry(ctx context.Context, leaf uint64) (LogEntry, error)
 	// Tile is a tile of the log's hashes (C2SP tlog-tiles) of the tree of
 	// the latest signed checkpoint.
-	Tile(ctx context.Context, t TilePath) ([]byte, error)
+	Tile(ctx context.Context, t TilePath) (Tile, error)
 }
 
 // Settings are the log's rules that an operator sets.
@@ -123,16 +123,16 @@ func (s *service) Entry(ctx context.Context, leaf uint64) (LogEntry, error) {
 	return s.store.Entry(ctx, leaf)
 }
 
-func (s *service) Tile(ctx context.Context, t TilePath) ([]byte, error) {
+func (s *service) Tile(ctx context.Context, t TilePath) (Tile, error) {
 	if !t.InTree(s.signed.Load()) {
 		latest, err := s.store.LatestCheckpoint(ctx)
 		if err != nil && !apperr.Is(err, apperr.KindNotFound) {
-			return nil, err
+			return Tile{}, err
 		}
 		for seen := s.signed.Load(); latest.Size > seen && !s.signed.CompareAndSwap(seen, latest.Size); seen = s.signed.Load() {
 		}
 		if !t.InTree(latest.Size) {
-			return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf(
+			return Tile{}, apperr.New(apperr.KindNotFound, fmt.Sprintf(
 				"no tile %s in the tree of the latest signed checkpoint (%d leaves)", t, latest.Size))
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/assetregistry/registry/pkg/model"
 )
 
 // The log's hashes as C2SP tlog-tiles serves them, so that the tools of
@@ -117,15 +119,22 @@ func (t TilePath) InTree(size uint64) bool {
 	return t.Index < nodes/servedWidth+1 && t.Index*servedWidth+t.Width <= nodes
 }
 
+// Tile is a served tile: its hashes and their strong ETag.
+type Tile struct {
+	Hashes []byte
+	ETag   string
+}
+
 // servedTiles keeps the full tiles served (8 KiB each), which never
-// change: a tile asked again is answered without PostgreSQL.
-type servedTiles struct{ lru *lru.Cache[TilePath, []byte] }
+// change, with their ETags: a tile asked again is answered without
+// PostgreSQL or hashing.
+type servedTiles struct{ lru *lru.Cache[TilePath, Tile] }
 
 // servedTilesKept bounds the full tiles kept: 32 MiB.
 const servedTilesKept = 4096
 
 func newServedTiles() servedTiles {
-	c, err := lru.New[TilePath, []byte](servedTilesKept)
+	c, err := lru.New[TilePath, Tile](servedTilesKept)
 	if err != nil {
 		panic(err) // only a size below 1 is refused
 	}
@@ -142,29 +151,30 @@ func storedUnder(t TilePath) map[tileID]uint64 {
 	return needs
 }
 
-// HashTile is the served tile t's hashes, 32 bytes each, of a tree that
+// HashTile is the served tile t, its hashes 32 bytes each, of a tree that
 // holds them all (TilePath.InTree of a signed checkpoint's size: the
 // caller checks).
-func (st *Store) HashTile(ctx context.Context, t TilePath) ([]byte, error) {
-	if hashes, ok := st.tree.served.lru.Get(t); ok {
-		return hashes, nil
+func (st *Store) HashTile(ctx context.Context, t TilePath) (Tile, error) {
+	if kept, ok := st.tree.served.lru.Get(t); ok {
+		return kept, nil
 	}
 	db := st.s.DB(ctx)
 	tiles, err := completeTiles(storedUnder(t), func(ids []tileID) (tileSet, error) { return st.tree.reads.read(ctx, db, ids) })
 	if err != nil {
-		return nil, err
+		return Tile{}, err
 	}
 	out := make([]byte, 0, t.Width*hashSize)
 	for k := uint64(0); k*tileWidth < t.Width; k++ {
 		id := tileID{Level: 2 * t.Level, Index: t.Index*(servedWidth/tileWidth) + k}
 		need := min(tileWidth, t.Width-k*tileWidth) * hashSize
 		if uint64(len(tiles[id])) < need {
-			return nil, fmt.Errorf("log: tile %d/%d holds %d hashes, served tile %s needs %d", id.Level, id.Index, len(tiles[id])/hashSize, t, need/hashSize)
+			return Tile{}, fmt.Errorf("log: tile %d/%d holds %d hashes, served tile %s needs %d", id.Level, id.Index, len(tiles[id])/hashSize, t, need/hashSize)
 		}
 		out = append(out, tiles[id][:need]...)
 	}
+	tile := Tile{Hashes: out, ETag: model.ETagForBody(out)}
 	if t.Full() {
-		st.tree.served.lru.Add(t, out)
+		st.tree.served.lru.Add(t, tile)
 	}
-	return out, nil
+	return tile, nil
 }

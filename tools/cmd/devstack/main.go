@@ -10,11 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/tools/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 )
@@ -25,47 +25,45 @@ func main() {
 	ports := devstack.DefaultPorts()
 	flag.Var(ports, "ports", "ports to use as name=port,...; names: "+strings.Join(devstack.PortNames(), ", ")+
 		" (unnamed ones keep their defaults: "+ports.String()+"; minio-console=0 turns the console off)")
+	buildLater := flag.Bool("build-later", false, "build the binaries of the services that join after the first call's (go build into -bin, in the repository around the working directory) before starting them: make run builds only the first call's before it starts this")
 	clusters := flag.Bool("clusters", false, "run the datastores as clusters: PostgreSQL with a synchronous standby, Redis with a replica and three Sentinels, three NATS nodes (as make cluster-faults does; ports of their own besides the primaries')")
 	flag.Parse()
-	if err := run(*dir, *bin, ports, *clusters); err != nil {
+	if err := run(*dir, *bin, ports, *clusters, *buildLater); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, bin string, ports devstack.Ports, clusters bool) error {
+func run(dir, bin string, ports devstack.Ports, clusters, buildLater bool) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	// On a new machine MinIO is built from source, which takes minutes
-	// once (make run starts that build early, in the background). Rather
-	// than wait for it, everything else starts now; MinIO and the services
-	// that need it join when the build is done, and until then the gateway
-	// answers their paths with 503 and Retry-After.
-	late := false
-	if bin, err := devinfra.MinioServerPath(); err == nil {
-		if _, err := os.Stat(bin); err != nil {
-			late = true
+	// The first call's parts start first (devstack.FirstCall: the identity
+	// provider, the service that answers it and the gateway, on PostgreSQL
+	// and Redis), and the usage is printed as soon as they answer. NATS,
+	// MinIO (built from source on a new machine: minutes, once) and the
+	// other services build and start meanwhile, in the background, and
+	// join as each is ready; until then the gateway answers their paths
+	// with 503 and Retry-After.
+	var first []string
+	for _, d := range devstack.FirstCall() {
+		first = append(first, d.Name)
+	}
+	fmt.Printf("Starting PostgreSQL, Redis and what the first call needs (%s); the rest joins when it is built and ready...\n",
+		strings.Join(first, ", "))
+	o := devstack.Options{Dir: dir, BinDir: bin, Ports: ports, Database: "registry", FirstCallFirst: true, Clusters: clusters}
+	if buildLater {
+		o.BuildLater = func(ctx context.Context, services []string) error {
+			return devstack.BuildInto(ctx, bin, services...)
 		}
 	}
-	later := servicesNeeding(catalog.ObjectStore)
-	if late {
-		fmt.Printf("MinIO is not built yet (a few minutes, once per machine): starting everything else now; %s will join when it is built.\n",
-			strings.Join(later, ", "))
-	}
-	if _, err := devinfra.EnsureNatsServer(ctx, os.Stderr); err != nil {
-		return err
-	}
-	fmt.Printf("Starting PostgreSQL, Redis, MinIO, NATS, the identity provider, the services (%s) and the gateway...\n",
-		strings.Join(catalog.Names(), ", "))
+	started := time.Now()
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	stack, err := devstack.Start(startCtx, devstack.Options{
-		Dir: dir, BinDir: bin, Ports: ports, Database: "registry", ObjectStoreLater: late, Clusters: clusters,
-	})
+	stack, err := devstack.Start(startCtx, o)
 	if err != nil {
 		return err
 	}
@@ -74,9 +72,9 @@ func run(dir, bin string, ports devstack.Ports, clusters bool) error {
 	if err != nil {
 		return fmt.Errorf("%w (stopping: %v)", err, stack.Stop())
 	}
-	printUsage(creds, envFile, stack, late)
-	if late {
-		go waitForLate(ctx, stack, later)
+	printUsage(creds, envFile, stack)
+	if stack.Joining != nil {
+		go reportJoining(ctx, stack, started)
 	}
 	<-ctx.Done()
 	fmt.Println("\nStopping...")
@@ -87,50 +85,103 @@ func run(dir, bin string, ports devstack.Ports, clusters bool) error {
 	return nil
 }
 
-// servicesNeeding names the services that need a datastore.
-func servicesNeeding(store catalog.Datastore) []string {
-	var out []string
-	for _, svc := range catalog.Services {
-		if svc.NeedsStore(store) {
-			out = append(out, svc.Name)
+// reportJoining says what is still on its way: once when the first call
+// can be made, then as each part joins, and every minute meanwhile.
+func reportJoining(ctx context.Context, stack *devstack.Stack, started time.Time) {
+	var waiting, servers []string
+	for _, name := range stack.StillJoining {
+		switch name {
+		case devstack.JoinedMinio, devstack.JoinedNATS:
+			servers = append(servers, name)
+		default:
+			waiting = append(waiting, name)
 		}
 	}
-	return out
-}
-
-// waitForLate says what the launcher is waiting for until the object store
-// and its services have joined, then that they have.
-func waitForLate(ctx context.Context, stack *devstack.Stack, services []string) {
+	if slices.Contains(servers, devstack.JoinedMinio) && !minioBuilt() {
+		fmt.Println("MinIO is not built yet (a few minutes, once per machine, at the lowest CPU priority): the services that keep files join after it.")
+	}
+	if len(waiting)+len(servers) > 0 {
+		fmt.Printf("Still joining: %s (a service's paths answer 503 with Retry-After until it joins).\n",
+			strings.Join(slices.Concat(waiting, titles(servers)), ", "))
+	}
+	var failures []string
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
-	started := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case err := <-stack.ObjectStoreReady:
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "make run: MinIO or %s did not start: %v\n", strings.Join(services, ", "), err)
+		case j, ok := <-stack.Joining:
+			if !ok && len(failures) > 0 {
+				fmt.Printf("The rest has joined after %s; what did not start is said above.\n", since(started))
 				return
 			}
-			fmt.Printf("MinIO is built and running; %s joined after %s: every path answers now.\n",
-				strings.Join(services, ", "), time.Since(started).Round(time.Second))
-			return
+			if !ok {
+				fmt.Printf("Everything has joined after %s: every path answers now.\n", since(started))
+				return
+			}
+			if j.Err != nil && slices.Contains(failures, j.Err.Error()) {
+				// A failed build or server fails every service waiting for it.
+				fmt.Fprintf(os.Stderr, "make run: %s did not start: the same error\n", j.Name)
+			} else if j.Err != nil {
+				failures = append(failures, j.Err.Error())
+				fmt.Fprintf(os.Stderr, "make run: %s did not start: %v\n", j.Name, j.Err)
+			} else if slices.Contains(servers, j.Name) {
+				fmt.Printf("%s is running (after %s).\n", serverTitle(j.Name), since(started))
+			} else {
+				fmt.Printf("%s joined after %s.\n", j.Name, since(started))
+			}
+			waiting = slices.DeleteFunc(waiting, func(n string) bool { return n == j.Name })
+			servers = slices.DeleteFunc(servers, func(n string) bool { return n == j.Name })
 		case <-tick.C:
-			fmt.Printf("still waiting for the MinIO build (%s so far); %s answer 503 with Retry-After until it is done\n",
-				time.Since(started).Round(time.Second), strings.Join(services, ", "))
+			left := slices.Concat(waiting, titles(servers))
+			fmt.Printf("still joining after %s: %s\n", since(started), strings.Join(left, ", "))
 		}
 	}
 }
 
-func printUsage(c devstack.Credentials, envFile string, stack *devstack.Stack, late bool) {
-	console := stack.S3ConsoleURL
-	if console == "" {
-		console = "off"
+// minioBuilt reports whether the pinned MinIO server is in the tool cache.
+func minioBuilt() bool {
+	bin, err := devinfra.MinioServerPath()
+	if err != nil {
+		return true // StartMinio says why
 	}
-	s3, credentials := stack.S3Endpoint, stack.S3Credentials
-	if late {
-		s3, console, credentials = "(being built; joins when ready)", "-", "-"
+	_, err = os.Stat(bin)
+	return err == nil
+}
+
+func serverTitle(name string) string {
+	switch name {
+	case devstack.JoinedMinio:
+		return "MinIO"
+	case devstack.JoinedNATS:
+		return "NATS"
+	}
+	return name
+}
+
+func titles(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = serverTitle(n)
+	}
+	return out
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Second) }
+
+func printUsage(c devstack.Credentials, envFile string, stack *devstack.Stack) {
+	// A MinIO still joining is the launcher's to fill in: not read here.
+	s3, console, credentials := "(joins when built and started)", "-", "-"
+	if !slices.Contains(stack.StillJoining, devstack.JoinedMinio) {
+		s3, console, credentials = stack.S3Endpoint, stack.S3ConsoleURL, stack.S3Credentials
+		if console == "" {
+			console = "off"
+		}
+	}
+	nats := stack.NATS.URL
+	if slices.Contains(stack.StillJoining, devstack.JoinedNATS) {
+		nats += " (joining)"
 	}
 	fmt.Printf(`
 The Asset Registry is running.
@@ -171,7 +222,7 @@ Press Ctrl-C to stop everything.
 `, c.RegistryURL, c.AuthURL, c.ClientID, c.ReadOnlyClientID, envFile, stack.LogDir,
 		s3, console, credentials, redactedHost(stack.DatabaseURL), redactedHost(stack.RedisURL),
 		filepath.Join(filepath.Dir(envFile), "datastores.env"), c.OtherClientID, c.AdminClientID,
-		stack.NATS.URL, stack.NATSCredentials, c.OrgA.ID, c.OrgA.ClientID, c.OrgB.ID, c.OrgB.ClientID)
+		nats, stack.NATSCredentials, c.OrgA.ID, c.OrgA.ClientID, c.OrgB.ID, c.OrgB.ClientID)
 }
 
 // redactedHost is where a datastore listens, without its credentials.

@@ -3,18 +3,20 @@
 // prints their paths, one a line, in the order asked: minio (the object
 // store of make run and the tests), nats (NATS with JetStream, the change
 // events' stream) or hydra (ORY Hydra, the independent token issuer of the
-// end-to-end tests).
+// end-to-end tests); chromium (Debian's package, the browser the
+// end-to-end tests check the passport page in) installs the same way.
 //
 //	go run ./tools/devinfra/cmd/ensure-server minio nats
 //
-// The first build takes minutes, so `make test` (and `make run`) start this
-// in the background before linting and building: by the time a server is
+// The first build takes minutes, so `make test` starts this in the
+// background before linting and building: by the time a server is
 // started the build has finished, or devinfra waits for it (the cache is
 // locked while a build runs, so it is never built twice at once). The
 // servers asked for build at the same time, in one process: one compile of
 // this command rather than one per server. -low-priority names those that
-// nothing waits for at first (MinIO in make run), built at nice 19
-// (devinfra.LowPriority).
+// nothing waits for at first, built at nice 19 (devinfra.LowPriority; make
+// run's launcher builds MinIO so itself, after the first call's parts are
+// up).
 package main
 
 import (
@@ -37,6 +39,10 @@ var servers = map[string]func(context.Context, io.Writer) (string, error){
 	"minio": devinfra.EnsureMinioServer,
 	"hydra": devinfra.EnsureHydraServer,
 	"nats":  devinfra.EnsureNatsServer,
+	"chromium": func(ctx context.Context, progress io.Writer) (string, error) {
+		path, _, err := devinfra.EnsureChromium(ctx, progress)
+		return path, err
+	},
 }
 
 func main() {
@@ -50,7 +56,7 @@ func main() {
 		}
 	}
 	if len(names) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: ensure-server [-low-priority minio,...] minio|nats|hydra ...")
+		fmt.Fprintln(os.Stderr, "usage: ensure-server [-low-priority minio,...] minio|nats|hydra|chromium ...")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -8,11 +8,13 @@ SHELL := /bin/bash
 # SERVICES, MODULES and DEPLOYABLE_COMMANDS come from pkg/catalog
 # (`make generate` rewrites catalog.mk after the catalog changes).
 include catalog.mk
-# The fault suite first: go test starts packages in the order it is given
-# them, two at a time on two cores, and tools/faults, the longest, came late
-# in the alphabet: it ran on alone at the end while the other core had
-# nothing left to do.
-PACKAGES := ./tools/faults $(addprefix ./,$(addsuffix /...,$(MODULES)))
+# The longest packages first: go test starts packages in the order it is
+# given them, two at a time on two cores, and the suites that start whole
+# stacks (the fault suite, the end-to-end tests, the SDK's, the bench's
+# short run, the charts') came last in the alphabet: the last of them ran
+# on alone at the end while the other core had nothing left to do.
+LONG_PACKAGES := ./tools/faults ./tools/e2e ./tools/sdktest ./tools/bench ./tools/charttest
+PACKAGES := $(LONG_PACKAGES) $(addprefix ./,$(addsuffix /...,$(MODULES)))
 BIN      := $(CURDIR)/bin
 COMMANDS := $(DEPLOYABLE_COMMANDS) \
             devstack=./tools/cmd/devstack \

@@ -301,6 +301,13 @@ func (s *Stack) start(ctx context.Context, o Options) error {
 	for name, u := range s.ServiceURLs {
 		gateway = append(gateway, envName("UPSTREAM", name, "")+"="+u)
 	}
+	if !plan.empty() {
+		// The services that join later are not there to answer the
+		// gateway's check of their API documents: it would wait its 30 s
+		// for them before the first call could be made. Each is checked
+		// when it first answers instead.
+		gateway = append(gateway, "DOCS_STARTUP_WAIT=0s")
+	}
 	s.opts, s.gatewayEnv = o, gateway
 	if err := s.startProcess(ctx, o, catalog.Gateway.Name, ports, "", gateway...); err != nil {
 		return err

@@ -129,13 +129,9 @@ cluster-faults: servers deps build ## the registry on clusters (PostgreSQL with 
 # Debian's barman-cli-cloud when missing and runs PostgreSQL as postgres).
 .PHONY: restore-drill
 restore-drill: servers deps build ## the registry's PostgreSQL archived and base-backed-up to MinIO with Barman Cloud under load, restored to a point in time, the registry started on it and checked, with RPO and RTO (DRILL_SECONDS)
-	@command -v barman-cloud-backup >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q barman-cli-cloud >/dev/null
+	@command -v barman-cloud-backup >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q barman-cli-cloud >/dev/null; }
 	@REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) -count=1 -timeout 20m -v -run '^TestRestoreDrill$$' ./tools/faults/ -args -restore | grep -v '^=== RUN'
 
-# The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
-# source once per machine and cached outside the work tree. Start that build now, in the
-# background, so it overlaps linting and the other tests; the chart test waits for it (one
-# lock per tool) and finds the tools ready on every later run.
 # The end-to-end tests check the passport page in Debian's chromium: on a
 # fresh machine its install (apt-get, most of a minute) starts once deps
 # has let go of apt, in the background, and the tests wait for it under
@@ -144,6 +140,10 @@ restore-drill: servers deps build ## the registry's PostgreSQL archived and base
 browser-head-start:
 	@go run ./tools/devinfra/cmd/ensure-server chromium >/dev/null 2>&1 &
 
+# The chart checks (tools/charttest) need helm, helm-unittest and kubectl-validate, built from
+# source once per machine and cached outside the work tree. Start that build now, in the
+# background, so it overlaps linting and the other tests; the chart test waits for it (one
+# lock per tool) and finds the tools ready on every later run.
 .PHONY: chart-tools-head-start
 chart-tools-head-start:
 	@tools/scripts/chart-tools.sh >/dev/null 2>&1 &

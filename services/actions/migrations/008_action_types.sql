@@ -26,11 +26,17 @@ DO $$
 DECLARE
     c record;
 BEGIN
-    FOR c IN SELECT con.conrelid::regclass AS tbl, con.conname
-        FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-        WHERE n.nspname = current_schema() AND con.contype = 'c'
-            AND pg_get_constraintdef(con.oid) LIKE '%expert_control%'
-        ORDER BY con.coninhcount, t.relname
+    -- This schema's constraints first, materialized, and only then their
+    -- text: the planner may otherwise read the text of constraints in
+    -- other schemas, and one of a table another session is dropping
+    -- fails the migration (could not open relation with OID).
+    FOR c IN WITH mine AS MATERIALIZED (
+            SELECT con.oid, con.conrelid, con.conname, con.coninhcount, t.relname
+            FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid
+            WHERE t.relnamespace = current_schema()::regnamespace AND con.contype = 'c')
+        SELECT conrelid::regclass AS tbl, conname FROM mine
+        WHERE pg_get_constraintdef(oid) LIKE '%expert_control%'
+        ORDER BY coninhcount, relname
     LOOP
         EXECUTE format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', c.tbl, c.conname);
     END LOOP;

@@ -208,7 +208,7 @@ func TestComplianceQueueOncePerStatement(t *testing.T) {
 			write: `UPDATE latest_actions SET status_ok = false, class = 'failed' WHERE asset_id = ANY($1)`, want: assets},
 		{name: "latest actions deleted", setup: latest, write: `DELETE FROM latest_actions WHERE asset_id = ANY($1)`, want: assets},
 		{name: "an update moving rows to another asset queues both", setup: latest,
-			write: `UPDATE latest_actions SET asset_id = '` + other.String() + `' WHERE asset_id = $1[1] AND action_type = 'repair'`,
+			write: `UPDATE latest_actions SET asset_id = '` + other.String() + `' WHERE asset_id = ($1::uuid[])[1] AND action_type = 'repair'`,
 			want:  []uuid.UUID{assets[0], other}},
 		{name: "assets deleted in the projection", write: `UPDATE known_assets SET deleted = true WHERE asset_id = ANY($1)`, want: assets},
 		{name: "nothing changed", write: `UPDATE known_assets SET deleted = true WHERE asset_id = ANY($1) AND false`},

@@ -33,39 +33,39 @@ BEGIN
     RETURN NULL;
 END $$;
 
-DROP TRIGGER latest_actions_dirty ON latest_actions;
-CREATE TRIGGER latest_actions_dirty_insert AFTER INSERT ON latest_actions
-    REFERENCING NEW TABLE AS changed_after FOR EACH STATEMENT EXECUTE FUNCTION compliance_dirty_statement();
-CREATE TRIGGER latest_actions_dirty_update AFTER UPDATE ON latest_actions
-    REFERENCING OLD TABLE AS changed_before NEW TABLE AS changed_after FOR EACH STATEMENT EXECUTE FUNCTION compliance_dirty_statement();
-CREATE TRIGGER latest_actions_dirty_delete AFTER DELETE ON latest_actions
-    REFERENCING OLD TABLE AS changed_before FOR EACH STATEMENT EXECUTE FUNCTION compliance_dirty_statement();
-
-DROP TRIGGER known_assets_dirty ON known_assets;
-CREATE TRIGGER known_assets_dirty_insert AFTER INSERT ON known_assets
-    REFERENCING NEW TABLE AS changed_after FOR EACH STATEMENT EXECUTE FUNCTION compliance_dirty_statement();
-CREATE TRIGGER known_assets_dirty_update AFTER UPDATE ON known_assets
-    REFERENCING OLD TABLE AS changed_before NEW TABLE AS changed_after FOR EACH STATEMENT EXECUTE FUNCTION compliance_dirty_statement();
-CREATE TRIGGER known_assets_dirty_delete AFTER DELETE ON known_assets
-    REFERENCING OLD TABLE AS changed_before FOR EACH STATEMENT EXECUTE FUNCTION compliance_dirty_statement();
-
-DROP TRIGGER known_readings_dirty ON known_readings;
-CREATE TRIGGER known_readings_dirty_insert AFTER INSERT ON known_readings
-    REFERENCING NEW TABLE AS changed_after FOR EACH STATEMENT EXECUTE FUNCTION compliance_dirty_statement();
+-- latest_actions and known_assets take all three events, known_readings
+-- only inserts. Each old trigger is named <table>_dirty, each new one
+-- <table>_dirty_<event>.
+DO $$
+DECLARE
+    t text;
+    e text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['latest_actions', 'known_assets', 'known_readings'] LOOP
+        EXECUTE format('DROP TRIGGER %I ON %I', t || '_dirty', t);
+        FOREACH e IN ARRAY CASE WHEN t = 'known_readings' THEN ARRAY['insert'] ELSE ARRAY['insert', 'update', 'delete'] END LOOP
+            EXECUTE format('CREATE TRIGGER %I AFTER %s ON %I REFERENCING %s FOR EACH STATEMENT EXECUTE FUNCTION compliance_dirty_statement()',
+                t || '_dirty_' || e, upper(e), t, CASE e
+                    WHEN 'insert' THEN 'NEW TABLE AS changed_after'
+                    WHEN 'update' THEN 'OLD TABLE AS changed_before NEW TABLE AS changed_after'
+                    ELSE 'OLD TABLE AS changed_before' END);
+        END LOOP;
+    END LOOP;
+END $$;
 
 ---- create above / drop below ----
 
-DROP TRIGGER known_readings_dirty_insert ON known_readings;
-CREATE TRIGGER known_readings_dirty AFTER INSERT ON known_readings
-    FOR EACH ROW EXECUTE FUNCTION compliance_dirty_latest();
-DROP TRIGGER known_assets_dirty_insert ON known_assets;
-DROP TRIGGER known_assets_dirty_update ON known_assets;
-DROP TRIGGER known_assets_dirty_delete ON known_assets;
-CREATE TRIGGER known_assets_dirty AFTER INSERT OR UPDATE OR DELETE ON known_assets
-    FOR EACH ROW EXECUTE FUNCTION compliance_dirty_latest();
-DROP TRIGGER latest_actions_dirty_insert ON latest_actions;
-DROP TRIGGER latest_actions_dirty_update ON latest_actions;
-DROP TRIGGER latest_actions_dirty_delete ON latest_actions;
-CREATE TRIGGER latest_actions_dirty AFTER INSERT OR UPDATE OR DELETE ON latest_actions
-    FOR EACH ROW EXECUTE FUNCTION compliance_dirty_latest();
+DO $$
+DECLARE
+    t text;
+    e text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['latest_actions', 'known_assets', 'known_readings'] LOOP
+        FOREACH e IN ARRAY ARRAY['insert', 'update', 'delete'] LOOP
+            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %I', t || '_dirty_' || e, t);
+        END LOOP;
+        EXECUTE format('CREATE TRIGGER %I AFTER %s ON %I FOR EACH ROW EXECUTE FUNCTION compliance_dirty_latest()',
+            t || '_dirty', CASE WHEN t = 'known_readings' THEN 'INSERT' ELSE 'INSERT OR UPDATE OR DELETE' END, t);
+    END LOOP;
+END $$;
 DROP FUNCTION compliance_dirty_statement();

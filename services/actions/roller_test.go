@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/assetregistry/registry/services/actions/compliance/roller"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // transitions are the compliance.updated events recorded since the last
@@ -172,5 +174,77 @@ func TestRollerRecordsThroughTheOutbox(t *testing.T) {
 	}
 	if events := w.Events(t); len(events) != 0 {
 		t.Errorf("%d events with outbox.record off, the first %s", len(events), events[0].Type)
+	}
+}
+
+// A statement that changes many rows of an asset queues that asset once
+// (migration 013): a batch of readings, a rebuild's batch, a projection's
+// statement each leave one compliance_dirty entry per asset they touched,
+// where a row trigger left one per row; a statement that changes nothing
+// queues nothing. Each case runs in a transaction of its own, rolled back,
+// so the service's roller never takes the entries it counts.
+func TestComplianceQueueOncePerStatement(t *testing.T) {
+	w := newComplianceWorld(t)
+	var assets []uuid.UUID
+	for range 3 {
+		assets = append(assets, uuid.MustParse(w.asset(t)))
+	}
+	other := uuid.MustParse(w.asset(t))
+	const readings = `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)
+		SELECT gen_random_uuid(), a, 'operating_hours', n, now() - n * interval '1 hour', false, now()
+		FROM unnest($1::uuid[]) a, generate_series(1, 4) n`
+	const latest = `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok, status_use_ok, valid_through, class)
+		SELECT a, t, gen_random_uuid(), '2025-01-01', true, true, NULL, 'open_ended' FROM unnest($1::uuid[]) a,
+		unnest(ARRAY['repair', 'maintenance', 'expert_control']) t`
+	cases := []struct {
+		name  string
+		setup string // run before the queue is emptied
+		write string // $1: the assets
+		want  []uuid.UUID
+	}{
+		{name: "readings, four of each asset", write: readings, want: assets},
+		{name: "latest actions inserted, three types each", write: latest, want: assets},
+		{name: "latest actions updated", setup: latest,
+			write: `UPDATE latest_actions SET status_ok = false, class = 'failed' WHERE asset_id = ANY($1)`, want: assets},
+		{name: "latest actions deleted", setup: latest, write: `DELETE FROM latest_actions WHERE asset_id = ANY($1)`, want: assets},
+		{name: "an update moving rows to another asset queues both", setup: latest,
+			write: `UPDATE latest_actions SET asset_id = '` + other.String() + `' WHERE asset_id = ($1::uuid[])[1] AND action_type = 'repair'`,
+			want:  []uuid.UUID{assets[0], other}},
+		{name: "assets deleted in the projection", write: `UPDATE known_assets SET deleted = true WHERE asset_id = ANY($1)`, want: assets},
+		{name: "nothing changed", write: `UPDATE known_assets SET deleted = true WHERE asset_id = ANY($1) AND false`},
+	}
+	ctx := t.Context()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tx, err := w.Built.Store.Pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if c.setup != "" {
+				if _, err := tx.Exec(ctx, c.setup, assets); err != nil {
+					t.Fatalf("setup: %v", err)
+				}
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM compliance_dirty`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, c.write, assets); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			rows, err := tx.Query(ctx, `SELECT asset_id FROM compliance_dirty ORDER BY asset_id`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			queued, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(c.want)
+			slices.SortFunc(want, func(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) })
+			if !slices.Equal(queued, want) {
+				t.Errorf("queued %v, want each of %v once", queued, want)
+			}
+		})
 	}
 }

@@ -369,7 +369,7 @@ func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 	fullSort := regexp.MustCompile(`(^|->  )Sort  .*\n\s*Sort Key: [^,\n]*\basset_id\b`)
 	wholeTable := regexp.MustCompile(`Seq Scan on (known_assets|latest_actions|asset_access|asset_seen_by)`)
 	// The owned assets and those with no owner: one range each of an
-	// owner index of the read model (the actions migration 015).
+	// owner index of the read model (the actions migration 014).
 	ownerRange := regexp.MustCompile(`(Bitmap Index Scan on|Index (Only )?Scan using) (latest_actions_owner_state_idx|known_assets_owner_idx)[^\n]*\n\s*Index Cond: \(\(?owner_organization_id = `)
 	for _, c := range []struct {
 		name   string

@@ -65,7 +65,7 @@ func (e *Env) seedCompliance(ctx context.Context, assets, n, orgs int) error {
 		ids[k] = uuid.Must(uuid.NewV7())
 	}
 	// Who sees the assets first: the projection's rows name their owner
-	// (the actions migration 015), here from the seed's own list rather
+	// (the actions migration 014), here from the seed's own list rather
 	// than by the owner's trigger, a lookup per row.
 	owners, err := complianceAccess(ctx, tx, ids, e.Creds.OrgA.ID, orgs)
 	if err != nil {

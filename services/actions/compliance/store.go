@@ -136,7 +136,7 @@ func (s *Store) RebuildLatest(ctx context.Context) (rows int64, err error) {
 // RebuildLatestSQL fills an empty latest_actions from the actions table in
 // one statement: a seed's way, on a database nothing else uses. It names
 // each row's owner from the copy in one join, where the owner's trigger
-// (the actions migration 015) would look it up row by row.
+// (the actions migration 014) would look it up row by row.
 const RebuildLatestSQL = `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok,
 		status_use_ok, valid_through, class, owner_organization_id)
 	SELECT l.*, CASE WHEN a.asset_id IS NOT NULL THEN coalesce(a.owner_organization_id, '` + access.Everyone + `') END
@@ -433,7 +433,7 @@ const seenAsset = "seen.asset_id"
 // same asset twice. The assets its organization owns and those with no
 // owner are the branches as they are, each on one owner's range of the
 // tables' owner indexes (owner_organization_id, kept from the copy by
-// the actions migration 015), in page order as an unbound page reads
+// the actions migration 014), in page order as an unbound page reads
 // its own. The assets granted to it (access.GrantedAssets, few) are a
 // walk of the copy's rows in asset order from the cursor, reading each
 // one's row (a lateral subquery: the planner may not merge the walk with

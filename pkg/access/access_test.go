@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -333,14 +334,21 @@ func TestSeenAssetsIsTheRule(t *testing.T) {
 		}
 		for _, org := range []string{orgA, orgB, orgC} {
 			for _, a := range append([]model.Access{step}, others...) {
-				var own, everyone bool
-				if err := st.Pool.QueryRow(ctx, `SELECT $1::uuid IN (`+access.SeenAssets("$2")+`), $1::uuid IN (`+access.SeenAssets("$3")+`)`,
-					a.AssetID, org, access.Everyone).Scan(&own, &everyone); err != nil {
+				var own, everyone, granted bool
+				if err := st.Pool.QueryRow(ctx, `SELECT $1::uuid IN (`+access.SeenAssets("$2")+`), $1::uuid IN (`+access.SeenAssets("$3")+`),
+					$1::uuid IN (`+access.GrantedAssets("$2")+`)`,
+					a.AssetID, org, access.Everyone).Scan(&own, &everyone, &granted); err != nil {
 					t.Fatal(err)
 				}
 				if want := a.Sees(model.Caller{Organization: org}); (own || everyone) != want || own && everyone {
 					t.Errorf("step %d, organization %s, access %+v: seen through its own row %v, through everyone's %v; the rule says %v",
 						v, org, a, own, everyone, want)
+				}
+				// Through a grant only: a grantee of an asset another owns.
+				wantGranted := a.OwnerOrganizationID != "" && a.OwnerOrganizationID != org &&
+					slices.ContainsFunc(a.Grants, func(g model.AssetGrant) bool { return g.OrganizationID == org })
+				if granted != wantGranted {
+					t.Errorf("step %d, organization %s, access %+v: among its granted assets %v, want %v", v, org, a, granted, wantGranted)
 				}
 			}
 		}

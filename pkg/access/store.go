@@ -52,6 +52,15 @@ func SeenAssets(placeholder string) string {
 	return fmt.Sprintf(`SELECT asset_id FROM asset_seen_by WHERE organization_id = %s::uuid`, placeholder)
 }
 
+// GrantedAssets is SeenAssets of the assets the organization in
+// placeholder ($n) sees through a grant only, in asset order (the kit's
+// migration 012): what a read model keyed by the owner organization (the
+// actions service's compliance rows) walks beside the ranges of its own
+// indexes of the organization's assets and Everyone's.
+func GrantedAssets(placeholder string) string {
+	return SeenAssets(placeholder) + ` AND granted`
+}
+
 // Cursor is the last change version the copy applied.
 func (s *Store) Cursor(ctx context.Context) (int64, error) {
 	var v int64

@@ -349,11 +349,16 @@ func planSchema(t *testing.T) (*store.Pool, string) {
 
 // A bound caller's page of /compliance walks indexes in page order and
 // stops at the page's end, as an unbound one's does: it neither gathers
-// every asset its organization sees and sorts them, nor reads a table
+// every asset its organization sees and sorts them (only one owner's
+// range of rows in the page's state, when the planner finds them few),
+// nor reads a table
 // whole (at 20,000 assets over 200 organizations such a plan read all of
-// known_assets, 10 ms against 0.1 ms unbound). Its rows are the unbound
-// page's rows of the assets the organization sees (access.VisibleTo, the
-// rule in SQL), live and as_of, through grants and on assets with no owner.
+// known_assets, 10 ms against 0.1 ms unbound), nor probes the read model
+// for each asset its organization owns (its owned assets and those with
+// no owner are one range each of an owner index; only grants are a walk
+// of asset_seen_by). Its rows are the unbound page's rows of the assets
+// the organization sees (access.VisibleTo, the rule in SQL), live and
+// as_of, through grants and on assets with no owner.
 func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 	pool, org := planSchema(t)
 	today := model.Today()
@@ -363,6 +368,9 @@ func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 	// rows' plans sort a row's few candidates by other keys.)
 	fullSort := regexp.MustCompile(`(^|->  )Sort  .*\n\s*Sort Key: [^,\n]*\basset_id\b`)
 	wholeTable := regexp.MustCompile(`Seq Scan on (known_assets|latest_actions|asset_access|asset_seen_by)`)
+	// The owned assets and those with no owner: one range each of an
+	// owner index of the read model (the actions migration 014).
+	ownerRange := regexp.MustCompile(`(Bitmap Index Scan on|Index (Only )?Scan using) (latest_actions_owner_state_idx|known_assets_owner_idx)[^\n]*\n\s*Index Cond: \(\(?owner_organization_id = `)
 	for _, c := range []struct {
 		name   string
 		filter compliance.Filter
@@ -374,8 +382,20 @@ func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 		page := model.Page{Limit: model.DefaultLimit}
 		sql, args := compliance.PageSQL(c.filter, org, today, nil, page)
 		plan := testkit.Explain(t, pool, sql, args...)
-		if fullSort.MatchString(plan) || wholeTable.MatchString(plan) || !strings.Contains(plan, "asset_seen_by_pkey") {
-			t.Errorf("%s: the bound page's plan sorts, reads a table whole, or does not walk asset_seen_by:\n%s", c.name, plan)
+		// A part that sorts must read one owner's range: the rows of the
+		// organization's own (or Everyone's) assets in the page's state,
+		// which the planner may gather and sort when they are few. The
+		// top, above the parts' limits, may sort their appended pages (a
+		// page each).
+		sortsMore := false
+		for i, part := range strings.Split(plan, "->  Limit") {
+			merge := i == 0 && strings.Contains(part, "Append")
+			sortsMore = sortsMore || fullSort.MatchString(part) && !ownerRange.MatchString(part) && !merge
+		}
+		if sortsMore || wholeTable.MatchString(plan) || !strings.Contains(plan, "asset_seen_by_granted") ||
+			!ownerRange.MatchString(plan) {
+			t.Errorf("%s: the bound page's plan sorts, reads a table whole, does not walk the grants of asset_seen_by, "+
+				"or reads no owner's range of the read model:\n%s", c.name, plan)
 		}
 		// The rows: the unbound answer, all pages of it, kept where the
 		// organization sees the asset, up to a page.
@@ -401,6 +421,49 @@ func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 		}
 		if len(ways) != 3 {
 			t.Errorf("%s: the page's assets are seen in %d ways, want 3 (owned, granted, no owner): %v", c.name, len(ways), got)
+		}
+	}
+}
+
+// The read model's owner column is the copy's through every change: NULL
+// while the copy does not know the asset (no bound caller sees it), the
+// owner, or Everyone for an asset with no owner; a row written after a
+// change takes the owner of the change, one written before moves with it.
+func TestComplianceOwnerFollowsTheCopy(t *testing.T) {
+	pool, _ := planSchema(t)
+	ctx := t.Context()
+	const asset = "00000000-0000-7000-8000-00000000ffff"
+	orgA, orgB := uuid.NewString(), uuid.NewString()
+	for _, step := range []struct {
+		name, sql string
+		args      []any
+		want      string // of the asset's row of known_assets and each of latest_actions
+	}{
+		{"known before the copy", `INSERT INTO known_assets (asset_id, asset_type_id, event_id) VALUES ($1, $1, $1);
+			INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, class) VALUES ($1, 'repair', $1, '2020-01-01', 'open_ended')`,
+			nil, ""},
+		{"the copy learns it", `INSERT INTO asset_access (asset_id, owner_organization_id, version) VALUES ($1, $2, 0)`, []any{orgA}, orgA},
+		{"written after", `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, class) VALUES ($1, 'maintenance', $1, '2020-01-01', 'open_ended')`,
+			nil, orgA},
+		{"a grant changes no owner", `UPDATE asset_access SET grantees = ARRAY[$2::uuid], version = 1 WHERE asset_id = $1`, []any{orgB}, orgA},
+		{"transferred", `UPDATE asset_access SET owner_organization_id = $2, grantees = '{}', version = 2 WHERE asset_id = $1`, []any{orgB}, orgB},
+		{"no owner", `UPDATE asset_access SET owner_organization_id = NULL, version = 3 WHERE asset_id = $1`, nil, access.Everyone},
+		{"written with no owner", `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, class) VALUES ($1, 'expert_control', $1, '2020-01-01', 'open_ended')`,
+			nil, access.Everyone},
+		{"owned again by a page of the log", `INSERT INTO asset_access (asset_id, owner_organization_id, version) VALUES ($1, $2, 4)
+			ON CONFLICT (asset_id) DO UPDATE SET owner_organization_id = excluded.owner_organization_id, version = excluded.version`, []any{orgA}, orgA},
+	} {
+		for _, q := range strings.Split(step.sql, ";") {
+			if _, err := pool.Exec(ctx, q, append([]any{asset}, step.args...)...); err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+		}
+		owners := textRows(t, pool, `SELECT coalesce(owner_organization_id::text, '') FROM known_assets WHERE asset_id = $1
+			UNION ALL SELECT coalesce(owner_organization_id::text, '') FROM latest_actions WHERE asset_id = $1`, asset)
+		for i, got := range owners {
+			if got != step.want {
+				t.Errorf("%s: row %d of %v has owner %q, want %q", step.name, i, owners, got, step.want)
+			}
 		}
 	}
 }

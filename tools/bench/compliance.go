@@ -64,23 +64,27 @@ func (e *Env) seedCompliance(ctx context.Context, assets, n, orgs int) error {
 	for k := range ids {
 		ids[k] = uuid.Must(uuid.NewV7())
 	}
+	// Who sees the assets first: the projection's rows name their owner
+	// (the actions migration 014), here from the seed's own list rather
+	// than by the owner's trigger, a lookup per row.
+	owners, err := complianceAccess(ctx, tx, ids, e.Creds.OrgA.ID, orgs)
+	if err != nil {
+		return err
+	}
+	steps.done("access")
 	assetType, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	k := 0
-	if _, err = tx.CopyFrom(ctx, pgx.Identifier{"actions", "known_assets"}, []string{"asset_id", "asset_type_id", "event_id"},
+	if _, err = tx.CopyFrom(ctx, pgx.Identifier{"actions", "known_assets"}, []string{"asset_id", "asset_type_id", "event_id", "owner_organization_id"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if k == assets {
 				return nil, nil
 			}
 			k++
-			return []any{ids[k-1], assetType, eventID}, nil
+			return []any{ids[k-1], assetType, eventID, owners[(k-1)%len(owners)]}, nil
 		})); err != nil {
 		return fmt.Errorf("seed compliance: assets: %w", err)
 	}
 	steps.done("assets")
-	if err := complianceAccess(ctx, tx, ids, e.Creds.OrgA.ID, orgs); err != nil {
-		return err
-	}
-	steps.done("access")
 	first := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
 	i := 0
 	if _, err = tx.CopyFrom(ctx, pgx.Identifier{"actions", "actions"},

@@ -145,15 +145,16 @@ func (e *Env) seedTenant(ctx context.Context) error {
 // written it): asset k belongs to organization k mod orgs, organization
 // 0 being the bound client's (the others exist only as ids), and every
 // tenth asset also carries a read grant to another organization (never
-// the bound one), so the grantees' index holds rows.
-func complianceAccess(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, bound string, orgs int) error {
-	owners := make([]uuid.UUID, max(orgs, 2))
+// the bound one), so the grantees' index holds rows. It returns the
+// organizations: asset k's owner is owners[k mod len(owners)].
+func complianceAccess(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, bound string, orgs int) (owners []uuid.UUID, err error) {
+	owners = make([]uuid.UUID, max(orgs, 2))
 	owners[0] = uuid.MustParse(bound)
 	for i := 1; i < len(owners); i++ {
 		owners[i] = uuid.Must(uuid.NewRandom())
 	}
 	k := 0
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"actions", "asset_access"}, []string{"asset_id", "owner_organization_id", "grantees", "grants", "version"},
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"actions", "asset_access"}, []string{"asset_id", "owner_organization_id", "grantees", "grants", "version"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if k == len(ids) {
 				return nil, nil
@@ -168,9 +169,9 @@ func complianceAccess(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, bound str
 			return []any{ids[k-1], owner, grantees, grants, int64(0)}, nil
 		}))
 	if err != nil {
-		return fmt.Errorf("seed compliance: who sees the assets: %w", err)
+		return nil, fmt.Errorf("seed compliance: who sees the assets: %w", err)
 	}
-	return nil
+	return owners, nil
 }
 
 // seedFeed stores feedEvents events straight into the feed, as the

@@ -134,9 +134,17 @@ func (s *Store) RebuildLatest(ctx context.Context) (rows int64, err error) {
 }
 
 // RebuildLatestSQL fills an empty latest_actions from the actions table in
-// one statement: a seed's way, on a database nothing else uses.
-const RebuildLatestSQL = rebuildLatestSelect + `FROM actions WHERE status_finalized
-	ORDER BY asset_id, action_type, performed_at DESC, id DESC`
+// one statement: a seed's way, on a database nothing else uses. It names
+// each row's owner from the copy in one join, where the owner's trigger
+// (the actions migration 014) would look it up row by row.
+const RebuildLatestSQL = `INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok,
+		status_use_ok, valid_through, class, owner_organization_id)
+	SELECT l.*, CASE WHEN a.asset_id IS NOT NULL THEN coalesce(a.owner_organization_id, '` + access.Everyone + `') END
+	FROM (SELECT DISTINCT ON (asset_id, action_type) asset_id, action_type, id, performed_at, status_ok, status_use_ok,
+			status_valid_through, ` + classSQL + `
+		FROM actions WHERE status_finalized
+		ORDER BY asset_id, action_type, performed_at DESC, id DESC) l
+	LEFT JOIN asset_access a ON a.asset_id = l.asset_id`
 
 // rebuildLatestOfAssetsSQL fills latest_actions for the assets after $1
 // up to $2, whose rows were removed.
@@ -265,12 +273,14 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 			}
 			return f
 		}
-		filters := func(asset string) string {
+		// The filters of a branch on the asset column asset of the
+		// tables it reads (their aliases: each holds the owner).
+		filters := func(asset string, tables ...string) string {
 			f := named(asset)
 			if q.AssetTypeID != nil {
 				f += " AND k.asset_type_id = " + param("asset_type_id", *q.AssetTypeID)
 			}
-			return f + h.cond(asset)
+			return f + h.cond(asset, tables)
 		}
 		// A bound half's walk: from the cursor, and only the named assets
 		// when the filter names some (one asset's rows are a probe, not a
@@ -281,12 +291,12 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 		// type's rows are the covered assets' only (actiontypes.Covered).
 		literal := "'" + actionType + "'"
 		if !builtin(actionType) {
-			cond := filters("k.asset_id") + actiontypes.Covered(literal, q.AsOf != nil)
+			cond := filters("k.asset_id", "k") + actiontypes.Covered(literal, q.AsOf != nil)
 			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param), walk()))
 			continue
 		}
 		if q.planned(actionType) || q.AsOf != nil {
-			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id"), limit, param), walk()))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id", "k"), limit, param), walk()))
 			continue
 		}
 		if q.asks(StateNever) {
@@ -304,7 +314,7 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
 	CROSS JOIN `+noPlan+`
 	WHERE NOT k.deleted AND %[2]s%[3]s%[4]s ORDER BY k.asset_id LIMIT %[5]d)`,
-				literal, keyset("k.asset_id"), filters("k.asset_id"), where, limit), walk()))
+				literal, keyset("k.asset_id"), filters("k.asset_id", "k"), where, limit), walk()))
 			continue
 		}
 		for _, c := range []string{classFailed, classOpenEnded, classDated} {
@@ -316,7 +326,7 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 	FROM latest_actions l JOIN known_assets k ON k.asset_id = l.asset_id
 	CROSS JOIN `+noPlan+`
 	WHERE l.action_type = %[1]s AND %[2]s AND %[3]s AND %[6]s AND NOT k.deleted%[4]s ORDER BY l.asset_id LIMIT %[5]d)`,
-				literal, cond, keyset("l.asset_id"), filters("l.asset_id"), limit,
+				literal, cond, keyset("l.asset_id"), filters("l.asset_id", "l", "k"), limit,
 				// The cursor on both sides of the join: the planner's
 				// merge join otherwise reads known_assets from its first
 				// row up to the cursor on every deep page.
@@ -405,42 +415,58 @@ func PageSQL(f Filter, organization string, today model.Date, planned []string, 
 	return pageSQL(f.definite(today, planned, actiontypes.Builtin), page)
 }
 
-// half is what one walk finds: cond is a branch's condition on its rows'
-// asset column; wrap makes the branch the half's, given the walk's
-// conditions on seenAsset (the cursor, the assets the filter names).
+// half is what one part of a bound page reads: cond is a branch's
+// condition on its rows' asset column, or on the owner column of the
+// tables it reads (their aliases); wrap makes the branch the half's,
+// given the walk's conditions on seenAsset (the cursor, the assets the
+// filter names).
 type half struct {
-	cond func(asset string) string
+	cond func(asset string, tables []string) string
 	wrap func(branch, keyset string) string
 }
 
 // seenAsset is the column of the asset a bound half walks.
 const seenAsset = "seen.asset_id"
 
-// halves are the walks of a compliance page: for an unbound caller (seenBy
-// "") one, the branches as they are; for a bound one two, the assets seen
-// through its organization's rows of the copy and those with no owner,
-// never the same (access.SeenAssets). A bound branch walks its half's
-// assets in asset order from the cursor and reads each one's row (a
-// lateral subquery: the planner may not merge the walk with every known
-// asset, which it did at the quick bench's seed), up to the page's limit.
-// One condition for both halves (access.VisibleTo) answers in no order.
+// halves are the parts of a compliance page: for an unbound caller (seenBy
+// "") one, the branches as they are; for a bound one three, never the
+// same asset twice. The assets its organization owns and those with no
+// owner are the branches as they are, each on one owner's range of the
+// tables' owner indexes (owner_organization_id, kept from the copy by
+// the actions migration 014), in page order as an unbound page reads
+// its own. The assets granted to it (access.GrantedAssets, few) are a
+// walk of the copy's rows in asset order from the cursor, reading each
+// one's row (a lateral subquery: the planner may not merge the walk with
+// every known asset, which it did at the quick bench's seed), up to the
+// page's limit. One condition for all (access.VisibleTo) answers in no
+// order.
 func halves(seenBy string, limit int, param func(string, any) string) []half {
 	if seenBy == "" {
-		return []half{{cond: func(string) string { return "" }, wrap: func(branch, _ string) string { return branch }}}
+		return []half{{cond: func(string, []string) string { return "" }, wrap: func(branch, _ string) string { return branch }}}
 	}
-	walk := func(name, organization string) half {
+	owned := func(name, owner string) half {
 		return half{
-			cond: func(asset string) string { return " AND " + asset + " = " + seenAsset },
-			wrap: func(branch, keyset string) string {
-				// The walk's own column, not the branch's equal one: the
-				// planner knows the walk's order only by it.
-				return fmt.Sprintf(`(SELECT %s, b.asset_type_id, b.action_type, `+branchColumns+` FROM (%s) seen
-	CROSS JOIN LATERAL %s b WHERE %s ORDER BY %s LIMIT %d)`,
-					seenAsset, access.SeenAssets(param(name, organization)), branch, keyset, seenAsset, limit)
+			cond: func(_ string, tables []string) string {
+				var c string
+				for _, t := range tables {
+					c += " AND " + t + ".owner_organization_id = " + param(name, owner) + "::uuid"
+				}
+				return c
 			},
+			wrap: func(branch, _ string) string { return branch },
 		}
 	}
-	return []half{walk("seen_by", seenBy), walk("everyone", access.Everyone)}
+	granted := half{
+		cond: func(asset string, _ []string) string { return " AND " + asset + " = " + seenAsset },
+		wrap: func(branch, keyset string) string {
+			// The walk's own column, not the branch's equal one: the
+			// planner knows the walk's order only by it.
+			return fmt.Sprintf(`(SELECT %s, b.asset_type_id, b.action_type, `+branchColumns+` FROM (%s) seen
+	CROSS JOIN LATERAL %s b WHERE %s ORDER BY %s LIMIT %d)`,
+				seenAsset, access.GrantedAssets(param("seen_by", seenBy)), branch, keyset, seenAsset, limit)
+		},
+	}
+	return []half{owned("seen_by", seenBy), owned("everyone", access.Everyone), granted}
 }
 
 // The projection's rows.

@@ -502,6 +502,9 @@ func Classify(err error, op string) error {
 			pgErr.Code[:2] == "08",  // connection exception
 			pgErr.Code[:2] == "53",  // insufficient resources
 			pgErr.Code[:3] == "57P", // admin shutdown, crash shutdown, cannot connect now
+			// The transaction lost a deadlock or a serialization race and
+			// was rolled back whole: the same write may simply be sent again.
+			pgErr.Code == "40P01", pgErr.Code == "40001",
 			// A partitioned table's partitions ahead ran out: the
 			// maintenance task makes the next (and its alert fires), so the
 			// write is retried, never stored elsewhere.

@@ -525,6 +525,8 @@ func TestClassifyUnavailableAndInternal(t *testing.T) {
 		{"statement timeout", &pgconn.PgError{Code: "57014"}, true},
 		{"lock timeout", &pgconn.PgError{Code: "55P03"}, true},
 		{"connection exception", &pgconn.PgError{Code: "08006"}, true},
+		{"a deadlock's victim", &pgconn.PgError{Code: "40P01"}, true},
+		{"a serialization failure", &pgconn.PgError{Code: "40001"}, true},
 		{"no partition for the row", &pgconn.PgError{Code: "23514", Message: `no partition of relation "actions" found for row`}, true},
 		{"a CHECK constraint", &pgconn.PgError{Code: "23514", Message: `new row for relation "actions" violates check constraint "x"`}, false},
 		{"a unique violation", &pgconn.PgError{Code: "23505"}, false},

@@ -56,3 +56,19 @@ func countStatements(r io.Reader, n *atomic.Int64) {
 		}
 	}
 }
+
+// StatementsDoNotGrow fails t when a batch of large items sent more than
+// slack statements beyond one of small items (sentSmall and sentLarge,
+// counted by CountingStatements): a batch's statements must not grow with
+// its items.
+func StatementsDoNotGrow(t testing.TB, items string, small, large int, sentSmall, sentLarge, slack int64) {
+	t.Helper()
+	t.Logf("statements: %d for a batch of %d %s, %d for a batch of %d", sentSmall, small, items, sentLarge, large)
+	if sentSmall == 0 {
+		t.Fatal("no statements counted: the proxy does not see them")
+	}
+	if sentLarge > sentSmall+slack {
+		t.Errorf("a batch of %d %s sent %d statements, one of %d sent %d: the statements grow with the items",
+			large, items, sentLarge, small, sentSmall)
+	}
+}

@@ -3,7 +3,6 @@ package compliance
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -59,17 +58,6 @@ func RecomputeLatest(ctx context.Context, tx pgx.Tx, pairs []Pair) error {
 	return store.Classify(err, "recompute latest actions")
 }
 
-// recomputeArgs are recomputeLatestSQL's arguments for pairs: their rows
-// are written in lock order, as their locks were taken.
-func recomputeArgs(pairs []Pair) []any {
-	pairs = inLockOrder(slices.Clone(pairs))
-	assets, types := make([]uuid.UUID, len(pairs)), make([]string, len(pairs))
-	for i, p := range pairs {
-		assets[i], types[i] = p.AssetID, p.ActionType
-	}
-	return []any{assets, types}
-}
-
 // LockLatest takes the locks of pairs (KeepLatest takes each again, which
 // costs nothing in the same transaction) in KeepLatest's order, all at
 // once, so two batches never wait for each other in a circle.
@@ -84,9 +72,8 @@ func LockLatest(ctx context.Context, tx pgx.Tx, pairs []Pair) error {
 
 const lockPairSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 
-// latestOfSQL is the latest finalized action of the pair (asset,
-// actionType), two SQL expressions: the greatest performed_at, ties to the
-// most recently created (ids are UUIDv7).
+// latestOfSQL is the latest finalized action of the pair (asset, actionType), two SQL
+// expressions: the greatest performed_at, ties to the most recently created (ids are UUIDv7).
 func latestOfSQL(asset, actionType string) string {
 	return `SELECT asset_id, action_type, id, performed_at, status_ok, status_use_ok, status_valid_through, ` + classSQL + ` AS class
 	FROM actions WHERE asset_id = ` + asset + ` AND action_type = ` + actionType + ` AND status_finalized
@@ -96,10 +83,8 @@ func latestOfSQL(asset, actionType string) string {
 // LatestOfPairSQL is the latest finalized action of ($1, $2).
 var LatestOfPairSQL = latestOfSQL("$1", "$2")
 
-// recomputeLatestSQL replaces the row of each pair of ($1 asset ids, $2
-// action types) by its latest, or removes it when the pair has no
-// finalized action left: one statement whatever the number of pairs, so a
-// batch's recompute does not grow with its items.
+// recomputeLatestSQL replaces the row of each pair of ($1 asset ids, $2 action types) by its latest, or
+// removes it when the pair has none left: one statement, so a batch's recompute does not grow with it.
 var recomputeLatestSQL = `WITH pairs AS (SELECT DISTINCT asset_id, action_type FROM unnest($1::uuid[], $2::text[]) AS p(asset_id, action_type)),
 	latest AS (SELECT l.* FROM pairs p CROSS JOIN LATERAL (` + latestOfSQL("p.asset_id", "p.action_type") + `) l),
 	gone AS (DELETE FROM latest_actions d USING pairs p WHERE d.asset_id = p.asset_id AND d.action_type = p.action_type
@@ -109,12 +94,6 @@ var recomputeLatestSQL = `WITH pairs AS (SELECT DISTINCT asset_id, action_type F
 	ON CONFLICT (asset_id, action_type) DO UPDATE SET action_id = excluded.action_id, performed_at = excluded.performed_at,
 		status_ok = excluded.status_ok, status_use_ok = excluded.status_use_ok, valid_through = excluded.valid_through,
 		class = excluded.class`
-
-// RebuildBatch bounds the assets one transaction of the rebuild
-// recomputes: their actions are read and their rows written while the
-// table lock holds the action writes back, so a batch takes tens of
-// milliseconds whatever the table's size.
-const RebuildBatch = 500
 
 // RebuildLatest recomputes every latest_actions row from the actions
 // table, RebuildBatch assets at a time in asset order, each batch in a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -186,30 +185,27 @@ func (s *Store) CreateActions(ctx context.Context, by model.Caller, ins []Action
 	})
 }
 
-// insertActions is insertAction for a batch, in a few round trips: the
-// inserts, the compliance rows of their pairs, the representations and the
-// events each in one. The caller holds the pairs' locks
-// (compliance.LockLatest).
+// insertActions is insertAction for a batch, in statements whose number
+// does not grow with it: one inserts every item (insertActionsSQL), one
+// recomputes the compliance rows of their pairs, and the events go in one
+// (pkg/outbox). The caller holds the pairs' locks (compliance.LockLatest).
 func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, by model.Caller, ins []ActionInput) ([]ActionDetail, error) {
 	ids := make([]uuid.UUID, len(ins))
-	inserts := &pgx.Batch{}
 	var pairs []compliance.Pair
 	for i, in := range ins {
 		ids[i] = store.NewID()
-		inserts.Queue(insertActionSQL, append([]any{ids[i]}, append(inputValues(in), by.Subject)...)...)
-		if p := (compliance.Pair{AssetID: in.AssetID.UUID, ActionType: in.ActionType}); changesLatest(in) && !slices.Contains(pairs, p) {
-			pairs = append(pairs, p)
+		if changesLatest(in) {
+			pairs = append(pairs, compliance.Pair{AssetID: in.AssetID.UUID, ActionType: in.ActionType})
 		}
 	}
-	for _, p := range pairs {
-		compliance.QueueRecompute(inserts, p)
-	}
-	if err := tx.SendBatch(ctx, inserts).Close(); err != nil {
-		return nil, store.Classify(err, "insert actions")
-	}
-	rows, err := store.Many[ActionDetail](ctx, tx, "get actions",
-		`SELECT `+actionColumns+`, `+actiondocs.EmbeddedSQL+` FROM actions a WHERE a.id = ANY($1)`, ids)
+	rows, err := store.Many[ActionDetail](ctx, tx, "insert actions", insertActionsSQL, append(inputArrays(ids, ins), by.Subject)...)
 	if err != nil {
+		return nil, err
+	}
+	if len(rows) < len(ids) {
+		return nil, errSourceHeld
+	}
+	if err := compliance.RecomputeLatest(ctx, tx, pairs); err != nil {
 		return nil, err
 	}
 	byID := make(map[uuid.UUID]ActionDetail, len(rows))
@@ -219,30 +215,42 @@ func (s *Store) insertActions(ctx context.Context, tx pgx.Tx, by model.Caller, i
 	created := make([]ActionDetail, len(ids))
 	events := make([]outbox.Change, len(ids))
 	for i, id := range ids {
-		a, ok := byID[id]
-		if !ok {
-			return nil, errSourceHeld
-		}
-		created[i], events[i] = a, outbox.Created(outbox.KindAction, id.String(), a)
+		created[i] = byID[id]
+		events[i] = outbox.Created(outbox.KindAction, id.String(), created[i])
 	}
 	return created, s.Record(ctx, tx, by, events...)
 }
 
-// insertActionSQL inserts an action unless its sync key is held (then it
-// inserts nothing, and the transaction goes on, so that what the
-// references said is answered first). The pair is claimed in
-// action_source_keys first, in the same statement; a claim that finds the
-// pair held by a transaction in flight waits for its outcome, as the
-// unique index of the unpartitioned table did.
-const insertActionSQL = `WITH claim AS (
+// insertActionsSQL inserts the actions of arrays of their columns
+// (inputArrays), in their order, but each whose sync key is held inserts
+// nothing (and the transaction goes on, so that what the references said
+// is answered first). The pairs are claimed in action_source_keys first,
+// in the same statement; a claim that finds its pair held by a transaction
+// in flight waits for its outcome, as the unique index of the
+// unpartitioned table did, and of two items of one statement with the
+// same pair only the first claims it. A new action has no action documents
+// yet: nothing else can link one to an id this transaction has not
+// committed.
+const insertActionsSQL = `WITH item AS (
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::uuid[], $7::text[], $8::uuid[],
+			$9::text[], $10::text[], $11::text[], $12::bool[], $13::bool[], $14::bool[], $15::text[], $16::text[], $17::text[],
+			$18::text[], $19::text[]) WITH ORDINALITY AS i(id, asset_id, action_type, action_subtype, performed_at, person_id,
+			performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
+			status_finalized, status_valid_through, source_system, source_reference, data, meta_data, n)),
+	claim AS (
 		INSERT INTO action_source_keys (source_system, source_reference, action_id)
-		SELECT $16::text, $17::text, $1::uuid WHERE $16::text IS NOT NULL AND $17::text IS NOT NULL
-		ON CONFLICT DO NOTHING RETURNING 1)
+		SELECT source_system, source_reference, id FROM item WHERE source_system IS NOT NULL AND source_reference IS NOT NULL
+		ORDER BY n
+		ON CONFLICT DO NOTHING RETURNING action_id)
 	INSERT INTO actions AS a (id, asset_id, action_type, action_subtype, performed_at, person_id,
 		performed_by_person, organization_id, performed_by_organization, reference, status, status_ok, status_use_ok,
 		status_finalized, status_valid_through, source_system, source_reference, data, meta_data, created_by, updated_by)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20
-	WHERE $16::text IS NULL OR $17::text IS NULL OR EXISTS (SELECT 1 FROM claim)`
+	SELECT id, asset_id, action_type, action_subtype, performed_at::date, person_id, performed_by_person, organization_id,
+		performed_by_organization, reference, status, status_ok, status_use_ok, status_finalized, status_valid_through::date,
+		source_system, source_reference, data::jsonb, meta_data::jsonb, $20, $20
+	FROM item WHERE source_system IS NULL OR source_reference IS NULL OR id IN (SELECT action_id FROM claim)
+	ORDER BY n
+	RETURNING ` + actionColumns + `, '[]'::json AS action_documents, false AS action_documents_truncated`
 
 // errSourceHeld is an action of a batch that inserted nothing: its sync
 // key is held, and the batch goes item by item to say which.
@@ -265,10 +273,7 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, by model.Caller, in
 	if err != nil {
 		return ActionDetail{}, err
 	}
-	// A new action has no action documents yet: nothing else can link one
-	// to an id this transaction has not committed.
-	pipeline.Queue(insertActionSQL+` RETURNING `+actionColumns+`, '[]'::json AS action_documents, false AS action_documents_truncated`,
-		append([]any{id}, append(inputValues(in), by.Subject)...)...)
+	pipeline.Queue(insertActionsSQL, append(inputArrays([]uuid.UUID{id}, []ActionInput{in}), by.Subject)...)
 	var ops []string
 	if changesLatest(in) {
 		ops = append(ops, compliance.QueueKeepLatest(pipeline, pair)...)
@@ -341,12 +346,45 @@ func (s *Store) insertAction(ctx context.Context, tx pgx.Tx, by model.Caller, in
 // unfinalized leaves the row (and its lock) alone.
 func changesLatest(in ActionInput) bool { return in.StatusFinalized != nil && *in.StatusFinalized }
 
-// inputValues are an input's columns in the order of the insert.
+// inputValues are an input's columns in the order of the update.
 func inputValues(in ActionInput) []any {
 	return []any{in.AssetID.UUID, in.ActionType, in.ActionSubtype, in.PerformedAt, in.PersonID.Ptr(),
 		in.PerformedByPerson, in.OrganizationID.Ptr(), in.PerformedByOrganization, in.Reference, in.Status,
 		in.StatusOK, in.StatusUseOK, in.StatusFinalized, in.StatusValidThrough, in.SourceSystem, in.SourceReference,
 		jsonb(in.Data), jsonb(in.MetaData)}
+}
+
+// inputArrays are the columns of ins, each an array, in insertActionsSQL's
+// order: ids, then inputValues's. Dates and JSON go as text, which the
+// statement casts.
+func inputArrays(ids []uuid.UUID, ins []ActionInput) []any {
+	n := len(ins)
+	assets, persons, organizations := make([]uuid.UUID, n), make([]*uuid.UUID, n), make([]*uuid.UUID, n)
+	types, performed := make([]string, n), make([]string, n)
+	subtypes, byPerson, byOrganization, references, statuses := make([]*string, n), make([]*string, n), make([]*string, n),
+		make([]*string, n), make([]*string, n)
+	oks, useOKs, finalized := make([]*bool, n), make([]*bool, n), make([]*bool, n)
+	validThrough, systems, sourceReferences, data, metaData := make([]*string, n), make([]*string, n), make([]*string, n),
+		make([]*string, n), make([]*string, n)
+	for i, in := range ins {
+		assets[i], persons[i], organizations[i] = in.AssetID.UUID, in.PersonID.Ptr(), in.OrganizationID.Ptr()
+		types[i], performed[i] = in.ActionType, in.PerformedAt.String()
+		subtypes[i], byPerson[i], byOrganization[i], references[i], statuses[i] = in.ActionSubtype, in.PerformedByPerson,
+			in.PerformedByOrganization, in.Reference, in.Status
+		oks[i], useOKs[i], finalized[i] = in.StatusOK, in.StatusUseOK, in.StatusFinalized
+		if in.StatusValidThrough != nil {
+			validThrough[i] = new(in.StatusValidThrough.String())
+		}
+		systems[i], sourceReferences[i] = in.SourceSystem, in.SourceReference
+		if in.Data != nil {
+			data[i] = new(string(in.Data))
+		}
+		if in.MetaData != nil {
+			metaData[i] = new(string(in.MetaData))
+		}
+	}
+	return []any{ids, assets, types, subtypes, performed, persons, byPerson, organizations, byOrganization, references,
+		statuses, oks, useOKs, finalized, validThrough, systems, sourceReferences, data, metaData}
 }
 
 // GetAction reads an action with its action documents.

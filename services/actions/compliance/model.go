@@ -239,6 +239,23 @@ func lockKeys(pairs []Pair) []string {
 	return slices.Compact(keys)
 }
 
+// recomputeArgs are recomputeLatestSQL's arguments for pairs: their rows
+// are written in lock order, as their locks were taken.
+func recomputeArgs(pairs []Pair) []any {
+	pairs = inLockOrder(slices.Clone(pairs))
+	assets, types := make([]uuid.UUID, len(pairs)), make([]string, len(pairs))
+	for i, p := range pairs {
+		assets[i], types[i] = p.AssetID, p.ActionType
+	}
+	return []any{assets, types}
+}
+
+// RebuildBatch bounds the assets one transaction of the rebuild
+// recomputes: their actions are read and their rows written while the
+// table lock holds the action writes back, so a batch takes tens of
+// milliseconds whatever the table's size.
+const RebuildBatch = 500
+
 // AssetEvent is what the projection needs of an asset's change event.
 type AssetEvent struct {
 	ID          uuid.UUID // the event's id (UUIDv7): later events have greater ids

@@ -31,32 +31,31 @@ func NewStore(s *store.Store) *Store { return &Store{s} }
 // KeepLatest recomputes the latest_actions rows of pairs from the actions
 // table, inside the transaction of the write that changed them. Each
 // pair's advisory lock orders concurrent writes to one pair: the recompute
-// runs after the lock is granted, as a new statement, so it sees what the
-// write before it committed (read committed).
+// runs after the locks are granted, as a new statement, so it sees what the
+// writes before it committed (read committed).
 func KeepLatest(ctx context.Context, tx pgx.Tx, pairs ...Pair) error {
-	for _, p := range inLockOrder(pairs) {
-		if _, err := tx.Exec(ctx, lockPairSQL, p.lockKey()); err != nil {
-			return store.Classify(err, "lock latest action")
-		}
-		if _, err := tx.Exec(ctx, recomputeLatestSQL, p.AssetID, p.ActionType); err != nil {
-			return store.Classify(err, "recompute latest action")
-		}
+	if err := LockLatest(ctx, tx, pairs); err != nil {
+		return err
 	}
-	return nil
+	return RecomputeLatest(ctx, tx, pairs)
 }
 
 // QueueKeepLatest is KeepLatest of one pair as two statements of a
 // pipeline; ops name them, for the errors of their results.
 func QueueKeepLatest(b *pgx.Batch, p Pair) (ops []string) {
 	b.Queue(lockPairSQL, p.lockKey())
-	QueueRecompute(b, p)
+	b.Queue(recomputeLatestSQL, recomputeArgs([]Pair{p})...)
 	return []string{"lock latest action", "recompute latest action"}
 }
 
-// QueueRecompute queues the recompute of a pair whose lock the
-// transaction holds (LockLatest).
-func QueueRecompute(b *pgx.Batch, p Pair) {
-	b.Queue(recomputeLatestSQL, p.AssetID, p.ActionType)
+// RecomputeLatest recomputes the rows of pairs whose locks the
+// transaction holds (LockLatest), all in one statement.
+func RecomputeLatest(ctx context.Context, tx pgx.Tx, pairs []Pair) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, recomputeLatestSQL, recomputeArgs(pairs)...)
+	return store.Classify(err, "recompute latest actions")
 }
 
 // LockLatest takes the locks of pairs (KeepLatest takes each again, which
@@ -73,27 +72,28 @@ func LockLatest(ctx context.Context, tx pgx.Tx, pairs []Pair) error {
 
 const lockPairSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 
-// LatestOfPairSQL is the latest finalized action of ($1, $2): the greatest
-// performed_at, ties to the most recently created (ids are UUIDv7).
-const LatestOfPairSQL = `SELECT asset_id, action_type, id, performed_at, status_ok, status_use_ok, status_valid_through, ` + classSQL + ` AS class
-	FROM actions WHERE asset_id = $1 AND action_type = $2 AND status_finalized
+// latestOfSQL is the latest finalized action of the pair (asset, actionType), two SQL
+// expressions: the greatest performed_at, ties to the most recently created (ids are UUIDv7).
+func latestOfSQL(asset, actionType string) string {
+	return `SELECT asset_id, action_type, id, performed_at, status_ok, status_use_ok, status_valid_through, ` + classSQL + ` AS class
+	FROM actions WHERE asset_id = ` + asset + ` AND action_type = ` + actionType + ` AND status_finalized
 	ORDER BY performed_at DESC, id DESC LIMIT 1`
+}
 
-// recomputeLatestSQL replaces the pair's row by its latest, or removes it
-// when the pair has no finalized action left.
-const recomputeLatestSQL = `WITH latest AS (` + LatestOfPairSQL + `),
-	gone AS (DELETE FROM latest_actions WHERE asset_id = $1 AND action_type = $2 AND NOT EXISTS (SELECT FROM latest))
+// LatestOfPairSQL is the latest finalized action of ($1, $2).
+var LatestOfPairSQL = latestOfSQL("$1", "$2")
+
+// recomputeLatestSQL replaces the row of each pair of ($1 asset ids, $2 action types) by its latest, or
+// removes it when the pair has none left: one statement, so a batch's recompute does not grow with it.
+var recomputeLatestSQL = `WITH pairs AS (SELECT DISTINCT asset_id, action_type FROM unnest($1::uuid[], $2::text[]) AS p(asset_id, action_type)),
+	latest AS (SELECT l.* FROM pairs p CROSS JOIN LATERAL (` + latestOfSQL("p.asset_id", "p.action_type") + `) l),
+	gone AS (DELETE FROM latest_actions d USING pairs p WHERE d.asset_id = p.asset_id AND d.action_type = p.action_type
+		AND NOT EXISTS (SELECT FROM latest l WHERE l.asset_id = p.asset_id AND l.action_type = p.action_type))
 	INSERT INTO latest_actions (asset_id, action_type, action_id, performed_at, status_ok, status_use_ok, valid_through, class)
-	SELECT * FROM latest
+	SELECT * FROM latest ORDER BY asset_id, action_type
 	ON CONFLICT (asset_id, action_type) DO UPDATE SET action_id = excluded.action_id, performed_at = excluded.performed_at,
 		status_ok = excluded.status_ok, status_use_ok = excluded.status_use_ok, valid_through = excluded.valid_through,
 		class = excluded.class`
-
-// RebuildBatch bounds the assets one transaction of the rebuild
-// recomputes: their actions are read and their rows written while the
-// table lock holds the action writes back, so a batch takes tens of
-// milliseconds whatever the table's size.
-const RebuildBatch = 500
 
 // RebuildLatest recomputes every latest_actions row from the actions
 // table, RebuildBatch assets at a time in asset order, each batch in a

@@ -1,12 +1,8 @@
 package meters_test
 
 import (
-	"encoding/binary"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -87,15 +83,7 @@ func TestBatchAnswersAsSingles(t *testing.T) {
 func TestBatchStatementsDoNotGrowWithItems(t *testing.T) {
 	var statements atomic.Int64
 	s := servicetest.Start(t, assets.Spec(), func(c *servicekit.Config) {
-		u, err := url.Parse(c.Database.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Host = testkit.Proxy(t, u.Host, func(client, server net.Conn) {
-			go func() { _, _ = io.Copy(client, server); client.Close() }()
-			go func() { countStatements(io.TeeReader(client, server), &statements); server.Close() }()
-		})
-		c.Database.URL = u.String()
+		c.Database.URL = testkit.CountingStatements(t, c.Database.URL, &statements)
 	})
 	typ := s.Call(201, "POST", "/asset_types", s.RW, map[string]any{"brand": "Liftmaster", "model": "LM-400"}).JSON()["id"]
 	asset := s.Call(201, "POST", "/assets", s.RW, map[string]any{"asset_type_id": typ, "serial_number": "SN-count"}).JSON()["id"].(string)
@@ -124,47 +112,10 @@ func TestBatchStatementsDoNotGrowWithItems(t *testing.T) {
 	}
 	batch(10) // the statements are prepared on the connection
 	small, large := batch(10), batch(1000)
-	t.Logf("statements: %d for a batch of 10, %d for a batch of 1,000", small, large)
-	if small == 0 {
-		t.Fatal("no statements counted: the proxy does not see them")
-	}
-	if large > small+20 {
-		t.Errorf("a batch of 1,000 readings sent %d statements, one of 10 sent %d: the statements grow with the items", large, small)
-	}
+	testkit.StatementsDoNotGrow(t, "readings", 10, 1000, small, large, 20)
 }
 
 // atSecond is the time of a reading numbered n.
 func atSecond(n int) string {
 	return fmt.Sprintf("2025-03-14T%02d:%02d:%02dZ", n/3600, n/60%60, n%60)
-}
-
-// countStatements reads PostgreSQL's frontend protocol from r and adds to
-// n each statement it carries: a simple query (Q) or an extended query's
-// execution (E). The startup packets before it carry no type byte.
-func countStatements(r io.Reader, n *atomic.Int64) {
-	var head [8]byte
-	for {
-		if _, err := io.ReadFull(r, head[:8]); err != nil {
-			return
-		}
-		length, code := binary.BigEndian.Uint32(head[:4]), binary.BigEndian.Uint32(head[4:])
-		if _, err := io.CopyN(io.Discard, r, int64(length)-8); err != nil {
-			return
-		}
-		if code == 196608 { // protocol 3.0: the startup message, then typed messages
-			break
-		}
-	}
-	var typed [5]byte
-	for {
-		if _, err := io.ReadFull(r, typed[:]); err != nil {
-			return
-		}
-		if typed[0] == 'Q' || typed[0] == 'E' {
-			n.Add(1)
-		}
-		if _, err := io.CopyN(io.Discard, r, int64(binary.BigEndian.Uint32(typed[1:]))-4); err != nil {
-			return
-		}
-	}
 }

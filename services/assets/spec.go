@@ -37,14 +37,14 @@ func Spec() servicekit.Spec {
 }
 
 // build wires the service: the reference protocol's registry, which both
-// stores declare their kinds to, the components (assets at the root,
-// asset types beside them, each under its find cache, and the assets'
-// meter readings (meters), behind one go-kit
-// endpoint per operation) on one router, which the protocol's internal
-// routes share. The asset types' store names a type's assets through the
-// root's question: the component knows no assets itself. Custody (grants,
-// transfers, the access log) is told how to read an asset as GET shows it
-// and which finds a change of who sees it makes stale (Custody).
+// stores declare their kinds to, and the components' route tables (assets
+// at the root, asset types beside them, each under its find cache, the
+// assets' meter readings (meters) and custody) on one router, every route
+// under the request timeout; the protocol's internal routes share it. The
+// asset types' store names a type's assets through the root's question:
+// the component knows no assets itself. Custody (grants, transfers, the
+// access log) is told how to read an asset as GET shows it and which finds
+// a change of who sees it makes stale (Custody).
 func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	registry := refs.New("assets", d.Store, d.Peers)
 	timeout := endpoints.Timeout(d.RequestTimeout)
@@ -53,7 +53,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	routes := endpoints.NewRouter()
 	endpoints.Mount(routes, Routes(WithFindCache(NewService(assets, types, registry), d.Finds)), timeout)
 	endpoints.Mount(routes, assettypes.Routes(assettypes.WithFindCache(assettypes.NewService(types, registry), d.Finds)), timeout)
-	meters.Routes(routes, meters.MakeEndpoints(meters.NewService(meters.NewStore(d.Store), assets.Access), timeout))
+	endpoints.Mount(routes, meters.Routes(meters.NewService(meters.NewStore(d.Store), assets.Access)), timeout)
 	endpoints.Mount(routes, custody.Routes(custody.NewService(custody.NewStore(d.Store, registry, Custody(assets)), registry)), timeout)
 	refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 	// The access log's watermark in Redis lives while the service does

@@ -10,22 +10,12 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/endpoints"
-	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
 )
 
-// Endpoints holds one go-kit endpoint per operation.
-type Endpoints struct {
-	Upload endpoint.Endpoint
-	Get    endpoint.Endpoint
-	// ActionDocuments is GET /documents/{id}/action_documents.
-	ActionDocuments endpoint.Endpoint
-	// FindBySHA256 is GET /documents?sha256=.
-	FindBySHA256 endpoint.Endpoint
-	Download     endpoint.Endpoint
-	Delete       endpoint.Endpoint
-	Visible      endpoint.Endpoint // internal: which documents the caller sees
-}
+// The endpoints of documents that the adapters of pkg/endpoints do not
+// make alone; the route tables (transport.go) name the rest where they
+// route them.
 
 // downloadRequest is a file download with its conditions.
 type downloadRequest struct {
@@ -44,35 +34,15 @@ type fileResponse struct {
 	Body        io.ReadCloser // nil for HEAD and 304
 }
 
-// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
-// Uploads and downloads are bounded by their own limits (size, a minimum
-// rate), not by the request timeout, so middleware meant for JSON calls
-// is given separately.
-func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
-	e := Endpoints{
-		Upload: endpoints.ByCaller(endpoints.Created(s.Upload, func(d DocumentDetail) string {
-			return "/documents/" + d.ID.String()
-		})),
-		Get: endpoints.ByCaller(s.Get),
-		ActionDocuments: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req actionDocumentsRequest) (any, error) {
-			r, err := s.ActionDocuments(ctx, by, req.ID, req.Page)
-			return httpx.ListOf(r), err
-		}),
-		FindBySHA256: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req findRequest) (any, error) {
-			r, err := s.FindBySHA256(ctx, by, req.SHA256, req.Page)
-			return httpx.ListOf(r), err
-		}),
-		// The download's route streams through a server of its own (not
-		// endpoints.Serve): its caller is read from the context.
-		Download: endpoints.New(func(ctx context.Context, req downloadRequest) (fileResponse, error) {
-			return download(ctx, s, endpoints.CallerOf(ctx), req)
-		}),
-		Delete:  endpoints.Guarded(endpoints.NoContent(s.Delete)),
-		Visible: endpoints.ByCaller(s.Visible),
-	}
-	endpoints.Wrap(&e, middleware...)
-	return e
+// downloadFile streams a document's bytes through a server of its own
+// (not endpoints.Serve), so its caller is read from the context.
+func downloadFile(s Service) endpoint.Endpoint {
+	return endpoints.New(func(ctx context.Context, req downloadRequest) (fileResponse, error) {
+		return download(ctx, s, endpoints.CallerOf(ctx), req)
+	})
 }
+
+func documentLocation(d DocumentDetail) string { return "/documents/" + d.ID.String() }
 
 // download decides, from the document's ETag, whether the client's copy is
 // current (304) and whether its range applies (206, 416), and only then

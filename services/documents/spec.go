@@ -52,11 +52,13 @@ func SpecWith(cfg Config, objectsCfg ObjectsConfig) servicekit.Spec {
 			svc := NewService(store, registry, objects, actionDocuments(d.Peers), tenancy(d.Peers), cfg)
 			// Uploads and downloads run as long as their bytes take; only
 			// metadata calls get the request timeout.
-			e := MakeEndpoints(svc)
 			timeout := endpoints.Timeout(d.RequestTimeout)
-			e.Get, e.ActionDocuments, e.Delete, e.Visible = timeout(e.Get), timeout(e.ActionDocuments), timeout(e.Delete), timeout(e.Visible)
+			routes := endpoints.NewRouter()
+			endpoints.Mount(routes, Routes(svc), timeout)
+			endpoints.Mount(routes, FileRoutes(svc, cfg.MaxSize))
+			refs.MakeServerEndpoints(registry, timeout).Mount(routes)
 			h := servicekit.Handlers{
-				Routes:         NewHTTPHandler(e, refs.MakeServerEndpoints(registry, timeout), cfg.MaxSize),
+				Routes:         routes,
 				LongestRequest: objectsCfg.UploadTimeout,
 			}
 			if d.Objects != nil && sweepEvery > 0 { // no storage when only the routes are wanted

@@ -15,32 +15,41 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-kit/kit/endpoint"
 	kithttp "github.com/go-kit/kit/transport/http"
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
-	"github.com/assetregistry/registry/pkg/auth"
 	"github.com/assetregistry/registry/pkg/endpoints"
 	"github.com/assetregistry/registry/pkg/httpx"
-	"github.com/assetregistry/registry/pkg/model"
-	"github.com/assetregistry/registry/pkg/refs"
 )
 
-// NewHTTPHandler routes the public paths to the endpoints and the
-// reference protocol's internal paths to the registry.
-func NewHTTPHandler(e Endpoints, internal refs.Set, maxSize int64) *httpx.Router {
-	r := httpx.NewRouter(auth.RequireScope)
-	r.Handle("POST", "/documents", endpoints.Serve(e.Upload, uploadDecoder(maxSize), endpoints.IdempotencyKey))
-	r.Handle("GET", "/documents", endpoints.Serve(e.FindBySHA256, decodeFind))
-	r.Handle("GET", "/documents/{id}", endpoints.Serve(e.Get, httpx.PathID))
-	r.Handle("GET", "/documents/{id}/action_documents", endpoints.Serve(e.ActionDocuments, decodeActionDocuments))
-	r.Handle("DELETE", "/documents/{id}", endpoints.Serve(e.Delete, httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly))
-	r.Handle("GET", "/documents/{id}/file", kithttp.NewServer(e.Download,
-		func(_ context.Context, r *http.Request) (any, error) { return decodeDownload(r) },
-		encodeFile, kithttp.ServerErrorEncoder(httpx.WriteProblem)))
-	r.Handle("POST", VisiblePath, endpoints.Serve(e.Visible, httpx.Body[VisibleRequest]))
-	internal.Mount(r)
-	return r
+// FileRoutes is the route table of an upload and a download, which run as
+// long as their bytes take: they are bounded by their own limits (maxSize,
+// the body deadlines of process.Stack, the upload timeout), not by the
+// request timeout, so spec.go mounts them without it.
+func FileRoutes(s Service, maxSize int64) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("POST", "/documents", endpoints.ByCaller(endpoints.Created(s.Upload, documentLocation)),
+			uploadDecoder(maxSize), endpoints.IdempotencyKey),
+		endpoints.OnServer("GET", "/documents/{id}/file", downloadFile(s), func(e endpoint.Endpoint) http.Handler {
+			return kithttp.NewServer(e, func(_ context.Context, r *http.Request) (any, error) { return decodeDownload(r) },
+				encodeFile, kithttp.ServerErrorEncoder(httpx.WriteProblem))
+		}),
+	}
+}
+
+// Routes is the route table of documents' metadata: per route the
+// operation's endpoint, its decoder and its rules. spec.go mounts it under
+// the request timeout.
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("GET", "/documents", endpoints.ByCaller(endpoints.ListBy(s.FindBySHA256)), decodeFind),
+		endpoints.On("GET", "/documents/{id}", endpoints.ByCaller(s.Get), httpx.PathID),
+		endpoints.On("GET", "/documents/{id}/action_documents", endpoints.ByCaller(endpoints.ListBy(s.ActionDocuments)), decodeActionDocuments),
+		endpoints.On("DELETE", "/documents/{id}", endpoints.Guarded(endpoints.NoContent(s.Delete)), httpx.PathID, endpoints.IfMatch, endpoints.OwnerOnly),
+		endpoints.On("POST", VisiblePath, endpoints.ByCaller(s.Visible), httpx.Body[VisibleRequest]),
+	}
 }
 
 // uploadDecoder reads an upload as a stream of parts: nothing of the file
@@ -269,34 +278,25 @@ func rfc5987(s string) string {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// actionDocumentsRequest is one page of a document's action documents.
-type actionDocumentsRequest struct {
-	ID   uuid.UUID
-	Page model.Page
-}
-
-func decodeActionDocuments(r *http.Request) (actionDocumentsRequest, error) {
-	id, err := httpx.PathUUID(r, "id")
-	if err != nil {
-		return actionDocumentsRequest{}, err
+// decodeActionDocuments reads the document, the list's filter, from the
+// path (checked first: a malformed id is a 400 whatever the query), then
+// the page.
+func decodeActionDocuments(r *http.Request) (req httpx.ListRequest[uuid.UUID], err error) {
+	if req.Filter, err = httpx.PathUUID(r, "id"); err != nil {
+		return req, err
 	}
 	q := httpx.ParseQuery(r, "limit", "cursor")
-	return actionDocumentsRequest{ID: id, Page: q.Page()}, q.Err()
+	req.Page = q.Page()
+	return req, q.Err()
 }
 
-// findRequest is one page of the documents with a SHA-256 sum.
-type findRequest struct {
-	SHA256 string
-	Page   model.Page
-}
-
-// decodeFind reads GET /documents: sha256 is required (the service checks
-// its form).
-func decodeFind(r *http.Request) (findRequest, error) {
+// decodeFind reads GET /documents: sha256, the list's filter, is required
+// (the service checks its form).
+func decodeFind(r *http.Request) (httpx.ListRequest[string], error) {
 	q := httpx.ParseQuery(r, "sha256", "limit", "cursor")
-	req := findRequest{Page: q.Page()}
+	req := httpx.ListRequest[string]{Page: q.Page()}
 	if v := q.String("sha256"); v != nil {
-		req.SHA256 = *v
+		req.Filter = *v
 	} else {
 		q.Invalid("sha256", "is required: the 64 lowercase hexadecimal digits of the SHA-256 sum of the documents' bytes")
 	}

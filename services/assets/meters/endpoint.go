@@ -9,27 +9,25 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 )
 
-// Endpoints holds one go-kit endpoint per operation on meter readings.
-type Endpoints struct {
-	CreateReading, CreateReadings, GetReading, ListReadings endpoint.Endpoint
+// The endpoints of meter readings that the adapters of pkg/endpoints do
+// not make alone; the route table (transport.go) names the rest where it
+// routes them.
+
+// createReadings answers a batch of readings of the asset in the path, an
+// outcome per item.
+func createReadings(s Service) endpoint.Endpoint {
+	return endpoints.ByCaller(func(ctx context.Context, by model.Caller, req readingsBatch) (any, error) {
+		return endpoints.Batch(func(ctx context.Context, by model.Caller, in []ReadingInput, errs []error) ([]model.ItemOutcome, error) {
+			return s.CreateReadings(ctx, by, req.AssetID, in, errs)
+		})(ctx, by, req.BatchRequest)
+	})
 }
 
-// MakeEndpoints adapts s; every endpoint gets the middleware, in order.
-func MakeEndpoints(s Service, middleware ...endpoint.Middleware) Endpoints {
-	e := Endpoints{
-		CreateReading: endpoints.ByCaller(endpoints.Created(endpoints.ByID(s.CreateReading), readingLocation)),
-		CreateReadings: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req readingsBatch) (any, error) {
-			return endpoints.Batch(func(ctx context.Context, by model.Caller, in []ReadingInput, errs []error) ([]model.ItemOutcome, error) {
-				return s.CreateReadings(ctx, by, req.AssetID, in, errs)
-			})(ctx, by, req.BatchRequest)
-		}),
-		GetReading: endpoints.ByCaller(func(ctx context.Context, by model.Caller, req readingPath) (Reading, error) {
-			return s.GetReading(ctx, by, req.AssetID, req.ID)
-		}),
-		ListReadings: endpoints.ByCaller(endpoints.ListBy(s.ListReadings)),
-	}
-	endpoints.Wrap(&e, middleware...)
-	return e
+// getReading answers one reading of one asset.
+func getReading(s Service) endpoint.Endpoint {
+	return endpoints.ByCaller(func(ctx context.Context, by model.Caller, req readingPath) (Reading, error) {
+		return s.GetReading(ctx, by, req.AssetID, req.ID)
+	})
 }
 
 func readingLocation(r Reading) string {

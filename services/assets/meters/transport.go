@@ -9,14 +9,20 @@ import (
 	"github.com/assetregistry/registry/pkg/httpx"
 )
 
-// Routes adds the routes of meter readings to r (the assets' router).
-// Each checks its scope only once routing found it.
-func Routes(r *httpx.Router, e Endpoints) {
-	const readings = "/assets/{id}/meter_readings"
-	r.Handle("POST", readings, endpoints.Serve(e.CreateReading, httpx.PathIDBody[ReadingInput], endpoints.IdempotencyKey))
-	r.Handle("POST", readings+"/batch", endpoints.Serve(e.CreateReadings, decodeReadingsBatch, endpoints.IdempotencyKey))
-	r.Handle("GET", readings, endpoints.Serve(e.ListReadings, decodeListReadings))
-	r.Handle("GET", readings+"/{reading_id}", endpoints.Serve(e.GetReading, decodeReadingPath))
+// readingsPath is the path of an asset's meter readings.
+const readingsPath = "/assets/{id}/meter_readings"
+
+// Routes is the route table of meter readings (spec.go mounts it on the
+// assets' router): per route the operation's endpoint, its decoder and its
+// rules.
+func Routes(s Service) []endpoints.Route {
+	return []endpoints.Route{
+		endpoints.On("POST", readingsPath, endpoints.ByCaller(endpoints.Created(endpoints.ByID(s.CreateReading), readingLocation)),
+			httpx.PathIDBody[ReadingInput], endpoints.IdempotencyKey),
+		endpoints.On("POST", readingsPath+"/batch", createReadings(s), decodeReadingsBatch, endpoints.IdempotencyKey),
+		endpoints.On("GET", readingsPath, endpoints.ByCaller(endpoints.ListBy(s.ListReadings)), decodeListReadings),
+		endpoints.On("GET", readingsPath+"/{reading_id}", getReading(s), decodeReadingPath),
+	}
 }
 
 // readingsBatch is a batch of readings of the asset in the path.

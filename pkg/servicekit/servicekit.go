@@ -138,6 +138,10 @@ type Handlers struct {
 	LongestRequest time.Duration
 }
 
+// LogFlushInterval is a service's log.flush-interval: its lines reach the
+// output at most this late.
+const LogFlushInterval = 50 * time.Millisecond
+
 // Config is every flag of a service.
 type Config struct {
 	Server   process.ServerConfig
@@ -171,6 +175,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, entry catalog.Service) {
 	}
 	c.OIDC.RegisterFlags(fs)
 	c.Peers.RegisterFlags(fs, entry.Peers())
+	// Every call is an access-log line, here as in the gateway: written in
+	// batches (one system call for many lines) rather than one by one.
+	c.Log.FlushInterval = LogFlushInterval
 	c.Log.RegisterFlags(fs)
 	fs.DurationVar(&c.Timeout, "request.timeout", 15*time.Second, "upper bound on the work done for one request")
 	fs.BoolVar(&c.RequireOrganization, "tenancy.require-organization", false,

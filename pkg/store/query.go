@@ -74,7 +74,9 @@ func List[T any](ctx context.Context, q Querier, op, selectSQL string, f Filter,
 		return model.Paged[T]{}, Classify(err, op)
 	}
 	defer rows.Close()
-	var items []T
+	// Each row is scanned into its place in items, made once for the page.
+	items := make([]T, 0, max(page.Limit, 0)+1)
+	var scan structRows[T]
 	size, full := 0, false
 	for rows.Next() {
 		n := rowBytes(rows.RawValues())
@@ -82,11 +84,11 @@ func List[T any](ctx context.Context, q Querier, op, selectSQL string, f Filter,
 			full = true
 			break
 		}
-		item, err := pgx.RowToStructByName[T](rows)
-		if err != nil {
+		items = append(items, *new(T))
+		if err := scan.scanInto(rows, &items[len(items)-1]); err != nil {
 			return model.Paged[T]{}, Classify(err, op)
 		}
-		items, size = append(items, item), size+n
+		size += n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -128,8 +130,19 @@ func Many[T any](ctx context.Context, q Querier, op, sql string, args ...any) ([
 	if err != nil {
 		return nil, Classify(err, op)
 	}
-	v, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
-	return v, Classify(err, op)
+	defer rows.Close()
+	var scan structRows[T]
+	v := []T{}
+	for rows.Next() {
+		v = append(v, *new(T))
+		if err := scan.scanInto(rows, &v[len(v)-1]); err != nil {
+			return nil, Classify(err, op)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Classify(err, op)
+	}
+	return v, nil
 }
 
 var (

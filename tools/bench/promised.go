@@ -15,21 +15,20 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/refs"
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions"
 	"github.com/assetregistry/registry/services/assets"
 	"github.com/assetregistry/registry/services/events/tlog"
 )
 
 // Rows for figures the registry promises: full tiles of the transparency
 // log served to anonymous verifiers, meter readings in batches of 1,000,
-// and a list's first page at the database's speed. They are Long: the
+// and a list's first page (assets, actions) at the database's speed. They are Long: the
 // short run inside make test keeps its length, and make bench runs them.
 
 // Names of the promised rows.
 const (
-	LogTiles        = "GET /log/tile/0/{n}, full tiles, anonymous"
-	ReadingsBatch   = "POST /assets/{id}/meter_readings/batch, 1,000 readings"
-	AssetsFirst     = "GET /assets?limit=100, first page"
-	AssetsStoreName = "assets store: the first page of 100, encoded"
+	LogTiles      = "GET /log/tile/0/{n}, full tiles, anonymous"
+	ReadingsBatch = "POST /assets/{id}/meter_readings/batch, 1,000 readings"
 	// ReadingsBatchSize is how many readings one batch of the row carries:
 	// the most a batch may (endpoints.MaxBatch).
 	ReadingsBatchSize = 1000
@@ -152,88 +151,134 @@ func readingsBatch(e *Env, w *Worker) Request {
 	return Request{Method: "POST", Path: "/assets/" + e.Assets[w.ID%len(e.Assets)] + "/meter_readings/batch", Body: body, Want: 200}
 }
 
-// AssetsFirstCall is the first page of 100 assets, no filter: divided by
-// AssetsStoreRow, what the database and the encoding of the same page
-// cost, so the ratio says what the service, its HTTP and the gateway add.
-// With REGISTRY_PG_STAT_STATEMENTS=1 (pg_stat_statements loaded in the
-// bench's own PostgreSQL) each row prints, after it, what PostgreSQL
-// spent per call of the page's query, from the statistics it keeps.
-var AssetsFirstCall = Call{Name: AssetsFirst, Service: "assets", Limit: AssetsStoreName, Long: true,
-	Before: func(ctx context.Context, e *Env, _ string) error { return e.statementTimes(ctx, AssetsFirst, true) },
-	After: func(ctx context.Context, e *Env) error {
-		if err := e.statementTimes(ctx, AssetsFirst, false); err != nil {
-			return err
-		}
-		return e.encodingTime(ctx, AssetsFirst)
-	},
-	Request: func(*Env, *Worker) Request {
-		return Request{Method: "GET", Path: "/assets?limit=" + strconv.Itoa(model.DefaultLimit), Want: 200}
-	}}
+// firstPage is a list's promised first page: GET /<Resource>?limit=100
+// with no filter, divided by the service's own store reading the same page
+// and encoding it, in process. Its Call and StoreRow are the two rows.
+type firstPage struct {
+	Resource string // "assets": the path, the schema and the store row's name
+	Service  string // devstack name of the service that answers it
+	// Read opens the service's own store on st and returns its read of
+	// the first page of limit rows, no filter.
+	Read func(st *store.Store) func(ctx context.Context, limit int) (any, int, error)
 
-// assetsStore is the assets service's own store over its schema, opened
-// once per run for AssetsStoreRow.
-var assetsStore struct {
 	once sync.Once
-	st   *assets.Store
+	read func(ctx context.Context, limit int) (any, int, error)
 	err  error
 }
 
-// AssetsStoreRow is the page AssetsFirstCall asks for, read by the assets
-// service's own store (its query, through pgx, into its model types) and
-// encoded as the service encodes an answer, in process: PostgreSQL's time
-// and the encoding of 100 rows, with nothing of HTTP, auth or the gateway.
-var AssetsStoreRow = Row{Name: AssetsStoreName, Via: "limit", Long: true, Op: func(e *Env) (Op, error) {
-	assetsStore.once.Do(func() {
-		pool, err := store.Open(context.Background(), store.Config{URL: e.Stack.DatabaseURL, Schema: "assets", MaxConns: 32})
+// Name is the GET row's, without its " · gateway" or " · direct".
+func (p *firstPage) Name() string {
+	return "GET /" + p.Resource + "?limit=" + strconv.Itoa(model.DefaultLimit) + ", first page"
+}
+
+// StoreName is the store row's.
+func (p *firstPage) StoreName() string {
+	return p.Resource + " store: the first page of " + strconv.Itoa(model.DefaultLimit) + ", encoded"
+}
+
+// Call is the page through the gateway and straight from the service,
+// divided by StoreRow, so the ratio says what the service, its HTTP and
+// the gateway add. With REGISTRY_PG_STAT_STATEMENTS=1 (pg_stat_statements
+// loaded in the bench's own PostgreSQL) each row prints, after it, what
+// PostgreSQL spent per call of the page's query, from the statistics it
+// keeps; and the encoding of the page alone.
+func (p *firstPage) Call() Call {
+	return Call{Name: p.Name(), Service: p.Service, Limit: p.StoreName(), Long: true,
+		Before: func(ctx context.Context, e *Env, _ string) error { return e.statementTimes(ctx, p, true) },
+		After: func(ctx context.Context, e *Env) error {
+			if err := e.statementTimes(ctx, p, false); err != nil {
+				return err
+			}
+			return e.encodingTime(ctx, p)
+		},
+		Request: func(*Env, *Worker) Request {
+			return Request{Method: "GET", Path: "/" + p.Resource + "?limit=" + strconv.Itoa(model.DefaultLimit), Want: 200}
+		}}
+}
+
+// open opens the service's store over its schema, once per run.
+func (p *firstPage) open(e *Env) error {
+	p.once.Do(func() {
+		pool, err := store.Open(context.Background(), store.Config{URL: e.Stack.DatabaseURL, Schema: p.Service, MaxConns: 32})
 		if err != nil {
-			assetsStore.err = fmt.Errorf("the assets store: %w", err)
+			p.err = fmt.Errorf("the %s store: %w", p.Service, err)
 			return
 		}
-		st := store.New(pool, nil)
-		assetsStore.st = assets.NewStore(st, refs.New("assets", st, nil))
+		p.read = p.Read(store.New(pool, nil))
 	})
-	if assetsStore.err != nil {
-		return Op{}, assetsStore.err
-	}
-	return Op{Do: func(ctx context.Context, _ *Worker) error {
-		page, err := assetsStore.st.ListAssets(ctx, assets.AssetFilter{}, model.Page{Limit: model.DefaultLimit})
-		if err != nil {
-			return err
-		}
-		if len(page.Items) == 0 {
-			return fmt.Errorf("the assets store's first page is empty")
-		}
-		return model.EncodeJSON(io.Discard, page.Items)
-	}}, nil
-}}
+	return p.err
+}
 
-// encodingTime prints what encoding the first page's 100 assets costs in
+// StoreRow is the page Call asks for, read by the service's own store
+// (its query, through pgx, into its model types) and encoded as the
+// service encodes an answer, in process: PostgreSQL's time and the
+// encoding of 100 rows, with nothing of HTTP, auth or the gateway.
+func (p *firstPage) StoreRow() Row {
+	return Row{Name: p.StoreName(), Via: "limit", Long: true, Op: func(e *Env) (Op, error) {
+		if err := p.open(e); err != nil {
+			return Op{}, err
+		}
+		return Op{Do: func(ctx context.Context, _ *Worker) error {
+			items, n, err := p.read(ctx, model.DefaultLimit)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("the %s store's first page is empty", p.Service)
+			}
+			return model.EncodeJSON(io.Discard, items)
+		}}, nil
+	}}
+}
+
+// AssetsFirstPage is the first page of assets; ActionsFirstPage of
+// actions (the seeded ones: the rows need Options.Actions).
+var (
+	AssetsFirstPage = &firstPage{Resource: "assets", Service: "assets",
+		Read: func(st *store.Store) func(ctx context.Context, limit int) (any, int, error) {
+			s := assets.NewStore(st, refs.New("assets", st, nil))
+			return func(ctx context.Context, limit int) (any, int, error) {
+				page, err := s.ListAssets(ctx, assets.AssetFilter{}, model.Page{Limit: limit})
+				return page.Items, len(page.Items), err
+			}
+		}}
+	ActionsFirstPage = &firstPage{Resource: "actions", Service: "actions",
+		Read: func(st *store.Store) func(ctx context.Context, limit int) (any, int, error) {
+			s := actions.NewStore(st, refs.New("actions", st, nil))
+			return func(ctx context.Context, limit int) (any, int, error) {
+				page, err := s.ListActions(ctx, actions.ActionFilter{}, model.Page{Limit: limit})
+				return page.Items, len(page.Items), err
+			}
+		}}
+)
+
+// encodingTime prints what encoding the first page's rows costs in
 // process, one encoder alone (the store row, when it ran, opened the
 // store): the encoding's part of that row, beside PostgreSQL's.
-func (e *Env) encodingTime(ctx context.Context, row string) error {
-	if assetsStore.st == nil || e.progress == nil {
+func (e *Env) encodingTime(ctx context.Context, p *firstPage) error {
+	if p.read == nil || e.progress == nil {
 		return nil
 	}
-	page, err := assetsStore.st.ListAssets(ctx, assets.AssetFilter{}, model.Page{Limit: model.DefaultLimit})
+	items, n, err := p.read(ctx, model.DefaultLimit)
 	if err != nil {
 		return err
 	}
-	const n = 200
+	const times = 200
 	start := time.Now()
-	for range n {
-		if err := model.EncodeJSON(io.Discard, page.Items); err != nil {
+	for range times {
+		if err := model.EncodeJSON(io.Discard, items); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(e.progress, "\n    %s: encoding its %d assets in process, %.3f ms each\n", row, len(page.Items),
-		float64(time.Since(start).Microseconds())/1000/n)
+	fmt.Fprintf(e.progress, "\n    %s: encoding its %d %s in process, %.3f ms each\n", p.Name(), n, p.Resource,
+		float64(time.Since(start).Microseconds())/1000/times)
 	return nil
 }
 
 // statementTimes, when pg_stat_statements is loaded, resets its
 // statistics (before a row) or prints PostgreSQL's mean execution time
-// per call of the assets list's statements (after it); otherwise nothing.
-func (e *Env) statementTimes(ctx context.Context, row string, reset bool) error {
+// per call of the list's statements (after it); otherwise nothing.
+func (e *Env) statementTimes(ctx context.Context, p *firstPage, reset bool) error {
 	if os.Getenv("REGISTRY_PG_STAT_STATEMENTS") == "" || e.progress == nil {
 		return nil
 	}
@@ -242,7 +287,7 @@ func (e *Env) statementTimes(ctx context.Context, row string, reset bool) error 
 		return err
 	}
 	rows, err := e.Reference.Query(ctx, `SELECT calls, mean_exec_time, query FROM public.pg_stat_statements
-		WHERE query LIKE '%FROM assets a%' AND query LIKE '%LIMIT%' AND calls > 100 ORDER BY calls DESC LIMIT 3`)
+		WHERE query LIKE '%FROM '||$1||' a%' AND query LIKE '%LIMIT%' AND calls > 100 ORDER BY calls DESC LIMIT 3`, p.Resource)
 	if err != nil {
 		return err
 	}
@@ -254,7 +299,7 @@ func (e *Env) statementTimes(ctx context.Context, row string, reset bool) error 
 		if err := rows.Scan(&calls, &mean, &query); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.progress, "\n    %s: pg_stat_statements: %d calls, %.3f ms each: %.120s\n", row, calls, mean, query)
+		fmt.Fprintf(e.progress, "\n    %s: pg_stat_statements: %d calls, %.3f ms each: %.120s\n", p.Name(), calls, mean, query)
 	}
 	return rows.Err()
 }

@@ -11,6 +11,7 @@ package servicetest
 
 import (
 	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"github.com/assetregistry/registry/pkg/openapi"
 	"github.com/assetregistry/registry/pkg/peer"
 	"github.com/assetregistry/registry/pkg/servicekit"
+	"github.com/assetregistry/registry/pkg/telemetry"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -85,7 +87,7 @@ func WithoutRedis() Option { return func(c *servicekit.Config) { c.Redis = cache
 // Config returns the configuration Start uses for spec: a fresh schema on
 // the test PostgreSQL, a fresh Redis key space, a fresh bucket when the
 // catalog says the service needs object storage, and issuer's tokens.
-func Config(t *testing.T, spec servicekit.Spec, issuer *testkit.Issuer) servicekit.Config {
+func Config(t testing.TB, spec servicekit.Spec, issuer *testkit.Issuer) servicekit.Config {
 	t.Helper()
 	entry, ok := catalog.Lookup(spec.Name)
 	if !ok {
@@ -130,15 +132,7 @@ func Start(t *testing.T, spec servicekit.Spec, opts ...Option) *Service {
 // cfg does not configure are played by stand-ins.
 func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer *testkit.Issuer) *Service {
 	t.Helper()
-	var standIns map[string]*StandIn
-	if !peersConfigured(cfg.Peers) {
-		cfg.Peers, standIns = StandIns(t, spec.Name, nil)
-	}
-	built, err := servicekit.Build(t.Context(), spec, cfg, log.NewNopLogger())
-	if err != nil {
-		t.Fatalf("servicetest: build %s: %v", spec.Name, err)
-	}
-	t.Cleanup(built.Close)
+	built, standIns := build(t, spec, cfg, log.NewNopLogger())
 	srv := httptest.NewServer(built.Handler)
 	t.Cleanup(srv.Close)
 	orgA, orgB := tenants(t, issuer)
@@ -155,6 +149,36 @@ func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer
 		OrgA:  orgA, OrgB: orgB,
 		Built: built, Config: cfg, StandIns: standIns,
 	}
+}
+
+// build is spec built as StartWith runs it (servicekit.Build), until the
+// test ends; peers cfg does not configure are played by stand-ins.
+func build(t testing.TB, spec servicekit.Spec, cfg servicekit.Config, logger log.Logger) (servicekit.Built, map[string]*StandIn) {
+	t.Helper()
+	var standIns map[string]*StandIn
+	if !peersConfigured(cfg.Peers) {
+		cfg.Peers, standIns = StandIns(t, spec.Name, nil)
+	}
+	built, err := servicekit.Build(t.Context(), spec, cfg, logger)
+	if err != nil {
+		t.Fatalf("servicetest: build %s: %v", spec.Name, err)
+	}
+	t.Cleanup(built.Close)
+	return built, standIns
+}
+
+// InProcess is spec built with its whole handler stack (Handler:
+// servicekit.Build's access log, metrics, token verification, routing, the
+// endpoint, the store) over the test datastores, with no listener, and a
+// read-write token (client "rw-client") its issuer signed: what a benchmark of the service's own
+// cost per call sends its requests to. Its access log is JSON to nowhere,
+// as a service writes it.
+func InProcess(t testing.TB, spec servicekit.Spec) (built servicekit.Built, token string) {
+	t.Helper()
+	issuer := testkit.NewIssuer(t, Audience)
+	cfg := Config(t, spec, issuer)
+	built, _ = build(t, spec, cfg, telemetry.NewLogger(io.Discard, spec.Name, cfg.Log))
+	return built, issuer.ReadWrite(t)
 }
 
 // DocumentClient is an HTTP client that checks every response against

@@ -64,6 +64,10 @@ type Options struct {
 	// (DefaultLogLeaves, the ten million, by default; the quick
 	// run's is smaller, under the same row names, as its other seeds are).
 	LogLeaves uint64
+	// LargeEvents is how many of the largest events the pages' row seeds
+	// (LargePagesRow; 64 by default, enough that its 16 clients read
+	// different pages).
+	LargeEvents int
 	// UploadSize is the file of the upload rows; LargeUpload the file of
 	// the one-client large upload (1 GiB), streamed from a generator.
 	UploadSize, LargeUpload int64
@@ -103,6 +107,7 @@ type Env struct {
 	AssetTypeID  string   // their type
 	Actions      int      // actions seeded (see seedActions)
 	LogLeaves    uint64   // the seeded log's size (see seededLog)
+	LargeEvents  int      // the largest events the pages' row seeds (Options.LargeEvents)
 	LargeUpload  int64    // bytes of the large upload's file
 	// UnlimitedGatewayURL is a second gateway before the same services,
 	// with its rate limits off.
@@ -212,6 +217,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ComplianceActions <= 0 {
 		o.ComplianceActions = 5 * o.ComplianceAssets
+	}
+	if o.LargeEvents == 0 {
+		o.LargeEvents = defaultLargeEvents
 	}
 	if o.LogLeaves == 0 {
 		o.LogLeaves = DefaultLogLeaves

@@ -18,9 +18,9 @@ import (
 // at once as clients read.
 const (
 	LargePagesRowName = "GET /events?limit=1000, pages of the largest events · gateway"
-	// largeEvents is how many are seeded: enough that the clients read
-	// different pages.
-	largeEvents = 64
+	// defaultLargeEvents is how many are seeded (Options.LargeEvents):
+	// enough that the clients read different pages.
+	defaultLargeEvents = 64
 	// largeField is the size of data and of meta_data in each: their
 	// limit. An update that replaces both carries each twice more in
 	// changes, so the event is about six times this.
@@ -71,7 +71,7 @@ var LargePagesRow = Row{Name: LargePagesRowName, Via: "gateway", MinWindow: 3 * 
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('events feed:events', 0))"); err != nil {
 			return err
 		}
-		for n := range largeEvents {
+		for n := range e.LargeEvents {
 			body := largestEvent(fmt.Sprintf("bench-large-%s-%d", randomHex(), n), n)
 			if _, err := tx.Exec(ctx, `INSERT INTO events.events (seq, id, type, kind, subject_id, body, size)
 				SELECT nextval('events.events_seq'), (b::json->>'id')::uuid, 'action.updated', 'action', b::json->'subject'->>'id', b::json, octet_length(b)
@@ -85,7 +85,7 @@ var LargePagesRow = Row{Name: LargePagesRowName, Via: "gateway", MinWindow: 3 * 
 		// The pages of the seeded events, by their Links.
 		largePages.cursors = largePages.cursors[:0]
 		after := end
-		for range largeEvents {
+		for range e.LargeEvents {
 			largePages.cursors = append(largePages.cursors, after)
 			raw, h, err := e.exchange(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: "/events?type=action.updated&limit=1000&after=" + after, Want: 200})
 			if err != nil {

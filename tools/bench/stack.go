@@ -85,7 +85,7 @@ func start(ctx context.Context, o Options, dir string) (*Env, func(), error) {
 			MaxIdleConns: 4 * o.Load.Concurrency, MaxIdleConnsPerHost: 2 * o.Load.Concurrency,
 			IdleConnTimeout: time.Minute, DisableCompression: true,
 		}},
-		processes: map[string]loadedProcess{}, LargeUpload: o.LargeUpload, UnlimitedGatewayURL: unlimited, LogLeaves: o.LogLeaves,
+		processes: map[string]loadedProcess{}, LargeUpload: o.LargeUpload, UnlimitedGatewayURL: unlimited, LogLeaves: o.LogLeaves, LargeEvents: o.LargeEvents,
 	}
 	if e.upload, err = newUpload(o.UploadSize); err != nil {
 		return fail(err)

@@ -2,14 +2,19 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,14 +22,16 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	registry "github.com/assetregistry/registry/sdk"
 	"github.com/assetregistry/registry/tools/devinfra"
 	"github.com/assetregistry/registry/tools/devstack"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
 // make run's promises: it prints how to call the registry and writes
-// registry.env; Ctrl-C stops every process it started; a second run
-// reuses the data and the credentials.
+// registry.env; the documents service joins later without the rest waiting
+// for it (checkDocumentsJoinLater); Ctrl-C stops every process it started;
+// a second run reuses the data and the credentials.
 func TestMakeRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two full stacks")
@@ -43,7 +50,9 @@ func TestMakeRun(t *testing.T) {
 		ports = append(ports, fmt.Sprintf("%s=%d", name, p))
 	}
 
-	first, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
+	first, cmd := startMakeRun(t, dir, strings.Join(ports, ","), func(env makeRun, documentsJoined <-chan struct{}) {
+		checkDocumentsJoinLater(t, env, documentsJoined)
+	})
 	rw := tokenFor(t, first)
 	checkBoundClients(t, first)
 	testkit.Expect(t, testkit.Client{BaseURL: first["REGISTRY_URL"]}.Do(t, "POST", "/organizations", rw,
@@ -84,7 +93,7 @@ func TestMakeRun(t *testing.T) {
 	})
 	minioCreds := secrets["minio.credentials"]
 
-	second, cmd := startMakeRun(t, dir, strings.Join(ports, ","))
+	second, cmd := startMakeRun(t, dir, strings.Join(ports, ","), nil)
 	for _, key := range makeRunKeys {
 		if second[key] != first[key] {
 			t.Errorf("a second make run changed %s", key)
@@ -118,9 +127,12 @@ var makeRunKeys = []string{"REGISTRY_URL", "AUTH_URL", "RESOURCE", "CLIENT_ID", 
 	"READONLY_CLIENT_ID", "READONLY_CLIENT_SECRET", "OTHER_CLIENT_ID", "OTHER_CLIENT_SECRET", "ADMIN_CLIENT_ID", "ADMIN_CLIENT_SECRET",
 	"ORG_A_ID", "ORG_A_CLIENT_ID", "ORG_A_CLIENT_SECRET", "ORG_B_ID", "ORG_B_CLIENT_ID", "ORG_B_CLIENT_SECRET"}
 
-// startMakeRun runs the make run binary until it is ready and returns its
-// registry.env.
-func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
+// startMakeRun runs the make run binary until everything has joined and
+// returns its registry.env. whileJoining, when not nil, runs as soon as
+// make run has said how to call, while the rest is still joining; the
+// channel it is given is closed once the documents service has joined (or
+// make run has stopped saying anything).
+func startMakeRun(t *testing.T, dir, ports string, whileJoining func(env makeRun, documentsJoined <-chan struct{})) (makeRun, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bin, "devstack"), "-dir", dir, "-bin", bin, "-ports", ports)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -132,18 +144,32 @@ func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A check that fails while it runs (whileJoining) stops the test
+	// before stopMakeRun: nothing of it may outlive the test.
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	// It prints how to call as soon as the first call's parts answer, then
 	// a line as each other part joins, and one when all have.
+	usage := make(chan struct{})
 	ready := make(chan string, 1)
+	documentsJoined := make(chan struct{})
 	go func() {
 		var seen strings.Builder
+		var saidUsage, documents sync.Once
+		defer documents.Do(func() { close(documentsJoined) })
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			seen.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "did not start") {
+			line := sc.Text()
+			seen.WriteString(line + "\n")
+			if strings.Contains(line, "did not start") {
 				break
 			}
-			if strings.Contains(sc.Text(), "Everything has joined") {
+			if strings.Contains(line, "Press Ctrl-C") {
+				saidUsage.Do(func() { close(usage) })
+			}
+			if strings.HasPrefix(line, "documents joined after ") {
+				documents.Do(func() { close(documentsJoined) })
+			}
+			if strings.Contains(line, "Everything has joined") {
 				ready <- seen.String()
 				_, _ = io.Copy(io.Discard, out)
 				return
@@ -151,6 +177,18 @@ func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
 		}
 		ready <- "EXITED\n" + seen.String()
 	}()
+	deadline := time.After(3 * time.Minute)
+	select {
+	case <-usage:
+		if whileJoining != nil {
+			whileJoining(readEnv(t, filepath.Join(dir, "registry.env"), makeRunKeys...), documentsJoined)
+		}
+	case printed := <-ready: // it stopped before saying how to call
+		ready <- printed
+	case <-deadline:
+		_ = cmd.Process.Kill()
+		t.Fatal("make run did not say how to call")
+	}
 	select {
 	case printed := <-ready:
 		if strings.HasPrefix(printed, "EXITED") || !strings.Contains(printed, "/oidc/token") {
@@ -165,11 +203,58 @@ func startMakeRun(t *testing.T, dir, ports string) (makeRun, *exec.Cmd) {
 				t.Errorf("make run's summary does not mention %s:\n%s", key, printed)
 			}
 		}
-	case <-time.After(3 * time.Minute):
+	case <-deadline:
 		_ = cmd.Process.Kill()
 		t.Fatal("make run did not get ready")
 	}
 	return readEnv(t, filepath.Join(dir, "registry.env"), makeRunKeys...), cmd
+}
+
+// checkDocumentsJoinLater holds make run on a fresh machine to its promise:
+// the stack starts without waiting for the object store; until documents
+// joins, its paths answer 503 with Retry-After (never another error), and
+// the SDK's upload waits through the gateway's breaker's last 503s and
+// lands once. The first make run is that machine, so the check rides on
+// it rather than on a stack of its own.
+func checkDocumentsJoinLater(t *testing.T, env makeRun, documentsJoined <-chan struct{}) {
+	t.Helper()
+	config := registry.Config{URL: env["REGISTRY_URL"], AuthURL: env["AUTH_URL"], Resource: env["RESOURCE"],
+		ClientID: env["CLIENT_ID"], ClientSecret: env["CLIENT_SECRET"]}
+	once := config
+	once.MaxAttempts = 1
+	c, err := registry.New(once)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saw503 := false
+	for joined := false; !joined; {
+		select {
+		case <-documentsJoined:
+			joined = true
+		default:
+			_, err := c.GetDocument(t.Context(), "01890000-0000-7000-8000-000000000000")
+			var p *registry.Problem
+			switch {
+			case registry.IsNotFound(err):
+			case errors.As(err, &p) && p.Status == http.StatusServiceUnavailable && p.RetryAfter > 0:
+				saw503 = true
+			default:
+				t.Fatalf("before documents joined: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Logf("saw a 503 while documents was starting: %v", saw503)
+	retrying, err := registry.New(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	doc, err := retrying.Upload(ctx, "expert_control_report", "r.txt", bytes.NewReader([]byte("late report")))
+	if err != nil || doc.Size != 11 {
+		t.Fatalf("upload once documents joined: %+v, %v", doc, err)
+	}
 }
 
 // stopMakeRun presses Ctrl-C and checks that nothing of the run remains.

@@ -105,7 +105,7 @@ type fixture struct {
 	gateway  *Gateway
 }
 
-func newGateway(t *testing.T, mutate func(*Config)) fixture {
+func newGateway(t *testing.T, mutate func(*Config), prepare ...func(*Gateway)) fixture {
 	t.Helper()
 	issuer := testkit.NewIssuer(t, "https://registry.test")
 	up := newUpstream(t)
@@ -114,18 +114,22 @@ func newGateway(t *testing.T, mutate func(*Config)) fixture {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	g, url := start(t, cfg)
+	g, url := start(t, cfg, prepare...)
 	return fixture{client: testkit.Client{BaseURL: url}, issuer: issuer, upstream: up, gateway: g}
 }
 
-// start runs a gateway of cfg until the test ends and returns its URL.
-func start(t *testing.T, cfg Config) (*Gateway, string) {
+// start runs a gateway of cfg until the test ends and returns its URL;
+// prepare changes the gateway before it serves a call.
+func start(t *testing.T, cfg Config, prepare ...func(*Gateway)) (*Gateway, string) {
 	t.Helper()
 	g, err := New(withDefaults(cfg), log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
+	for _, p := range prepare {
+		p(g)
+	}
 	srv := httptest.NewServer(g.Handler)
 	t.Cleanup(srv.Close)
 	return g, srv.URL

@@ -154,6 +154,10 @@ type rateLimiter struct {
 	// leases are the requests a replica has already charged to a busy
 	// client's budget in Redis and not yet served (see lease).
 	leases *lru.Cache[string, *lease]
+	// now is the leases' clock: time.Now, but where a test drives it so
+	// that how fast its calls come cannot lapse a lease (Redis keeps its
+	// own clock for the budgets).
+	now func() time.Time
 	// calls counts the round trips to Redis (for tests of the batching).
 	calls atomic.Int64
 	// shares answer while Redis cannot.
@@ -213,7 +217,7 @@ func newRateLimiter(cfg RateLimitConfig, logger log.Logger) (*rateLimiter, error
 	if err != nil {
 		return nil, err
 	}
-	return &rateLimiter{cfg: cfg, client: client, limiter: redis_rate.NewLimiter(client), logger: logger, leases: leases,
+	return &rateLimiter{cfg: cfg, client: client, limiter: redis_rate.NewLimiter(client), logger: logger, leases: leases, now: time.Now,
 		shares: newLocalBudgets(cfg.Replicas), policies: policies(cfg)}, nil
 }
 
@@ -544,7 +548,7 @@ func (l *rateLimiter) fromLease(key string) (int, time.Duration, bool) {
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.left == 0 || !time.Now().Before(ls.until) {
+	if ls.left == 0 || !l.now().Before(ls.until) {
 		return 0, 0, false
 	}
 	ls.left--
@@ -563,7 +567,7 @@ func (l *rateLimiter) charge(ctx context.Context, kind, key string, b Budget) *r
 		}
 	}
 	ls.mu.Lock()
-	now := time.Now()
+	now := l.now()
 	busy := now.Sub(ls.lastCall) < leaseWindow && ls.remaining >= leaseFloor && b.Quota >= leaseFloor
 	ls.mu.Unlock()
 	n := 1

@@ -30,3 +30,11 @@ func NewGauge(name, help string) prometheus.Gauge {
 func NewGaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
 	return promauto.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }
+
+// CacheBytes is what a process's bounded in-memory caches hold, by cache:
+// memory that grows with use up to the cache's bound, as a log or a key
+// space the cache covers grows, and is no leak. A cache reports its own
+// bytes here so that whoever watches the process's resident set (the
+// soak's verdict, docs/testing.md) can tell the two apart.
+var CacheBytes = NewGaugeVec("registry_cache_bytes",
+	"Bytes a bounded in-memory cache of this process holds (its values and their entries), by cache.", "cache")

@@ -43,7 +43,11 @@ type SoakOptions struct {
 	NoisyBudget string
 	NoisyTimes  float64
 	// Every is how often the soak samples.
-	Every                         time.Duration
+	Every time.Duration
+	// Profile saves a heap profile of every registry process at the end
+	// of the warm-up and at the end of the run, in <out>/profiles/soak:
+	// what a resident set that grew between the two holds more of.
+	Profile                       bool
 	Organizations, People, Assets int
 	Progress                      io.Writer
 }
@@ -184,6 +188,7 @@ func RunSoak(ctx context.Context, so SoakOptions) (*SoakResult, error) {
 	})
 	begin := time.Now()
 	ticker := time.NewTicker(so.Every)
+	warmProfiled := false
 	for done := false; !done; {
 		select {
 		case <-loadCtx.Done():
@@ -191,10 +196,14 @@ func RunSoak(ctx context.Context, so SoakOptions) (*SoakResult, error) {
 		case <-ticker.C:
 		}
 		s := rec.sample(time.Since(begin), paced.behind.Swap(0))
-		s.RSSMiB, s.LoadAverage = e.soakRSS(), loadAverage()
+		s.RSSMiB, s.CacheMiB, s.LoadAverage = e.soakRSS(), e.soakCacheMiB(ctx), loadAverage()
 		res.Samples = append(res.Samples, s)
-		fmt.Fprintf(so.Progress, "%6.0fs %-5s %7s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors  noisy %d ok %d 429 %d other  RSS Σ %.0f MiB  load %.1f\n",
-			s.AtS, s.Phase, rate(s.PerSec), s.P50Ms, s.P99Ms, s.Errors, s.NoisyOK, s.NoisyLimit, s.NoisyOther, sum(s.RSSMiB), s.LoadAverage)
+		if so.Profile && (done || !warmProfiled && s.AtS >= warmup.Seconds()) {
+			warmProfiled = true
+			e.soakHeapProfiles(ctx, filepath.Join(o.OutDir, "profiles", "soak"), s.AtS)
+		}
+		fmt.Fprintf(so.Progress, "%6.0fs %-5s %7s req/s  p50 %6.2f ms  p99 %7.2f ms  %d errors  noisy %d ok %d 429 %d other  RSS Σ %.0f MiB (caches %.0f)  load %.1f\n",
+			s.AtS, s.Phase, rate(s.PerSec), s.P50Ms, s.P99Ms, s.Errors, s.NoisyOK, s.NoisyLimit, s.NoisyOther, sum(s.RSSMiB), sum(s.CacheMiB), s.LoadAverage)
 	}
 	ticker.Stop()
 	paced.wait()
@@ -517,6 +526,39 @@ func (e *Env) soakRSS() map[string]float64 {
 		out[name] = math.Round(v*10) / 10
 	}
 	return out
+}
+
+// soakCacheMiB is what every registry process's bounded caches hold by
+// their own count (registry_cache_bytes), in MiB; a process that reports
+// none, or did not answer, is left out, and its whole resident set judged.
+func (e *Env) soakCacheMiB(ctx context.Context) map[string]float64 {
+	out := map[string]float64{}
+	for name := range e.processes {
+		if benchOnly[name] {
+			continue
+		}
+		scrapeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		bytes, err := e.metricSum(scrapeCtx, name, "registry_cache_bytes")
+		cancel()
+		if err == nil && bytes > 0 {
+			out[name] = math.Round(bytes/(1<<20)*10) / 10
+		}
+	}
+	return out
+}
+
+// soakHeapProfiles saves every registry process's heap, after a garbage
+// collection (so that inuse_space is what the process holds live now), as
+// <dir>/<process>.<at>s.heap.pprof.
+func (e *Env) soakHeapProfiles(ctx context.Context, dir string, atS float64) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	for name, p := range e.processes {
+		if !benchOnly[name] {
+			save(ctx, p.debugURL+"/debug/pprof/heap?gc=1", filepath.Join(dir, fmt.Sprintf("%s.%.0fs.heap.pprof", name, atS)))
+		}
+	}
 }
 
 // privateRSSMiB is a process's resident set without its shared memory.

@@ -37,12 +37,53 @@ func TestSoakRSSCountsOnlyAfterTheWarmup(t *testing.T) {
 	for i, mib := range []float64{20, 40, 60, 80, 80, 81, 80, 80, 81, 80} {
 		samples = append(samples, SoakSample{AtS: float64(10 * (i + 1)), RSSMiB: map[string]float64{"api-gateway": mib}})
 	}
-	if c := rssCheck("api-gateway", rssSeries(samples, "api-gateway", 40)); !c.Pass {
+	if c := uncachedRSSCheck("api-gateway", samples, 40); !c.Pass {
 		t.Errorf("after a 40 s warm-up: %+v, want a pass", c)
 	}
-	if c := rssCheck("api-gateway", rssSeries(samples, "api-gateway", 0)); c.Pass {
+	if c := uncachedRSSCheck("api-gateway", samples, 0); c.Pass {
 		t.Errorf("without a warm-up: %+v, want a failure", c)
 	}
+}
+
+func TestSoakRSSLessItsBoundedCaches(t *testing.T) {
+	// The hour-long soak's events process: 46 → 69 MiB, linearly, while
+	// the log's tiles it keeps for proofs grew.
+	rss := []float64{46, 49, 52, 55, 58, 61, 64, 67, 69}
+	for _, c := range []struct {
+		name   string
+		caches []float64 // nil: the process reports no cache
+		pass   bool
+	}{
+		{"no cache reported: a leak for all the verdict knows", nil, false},
+		{"a cache that grew as much", []float64{2, 5, 8, 11, 14, 17, 20, 23, 25}, true},
+		{"a cache that grew a third as much: the rest is growth", []float64{2, 3, 4, 5, 6, 7, 8, 9, 10}, false},
+		{"a flat cache", []float64{20, 20, 20, 20, 20, 20, 20, 20, 20}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var samples []SoakSample
+			for i, mib := range rss {
+				s := SoakSample{AtS: float64(10 * (i + 1)), RSSMiB: map[string]float64{"events": mib}}
+				if c.caches != nil {
+					s.CacheMiB = map[string]float64{"events": c.caches[i]}
+				}
+				samples = append(samples, s)
+			}
+			got := uncachedRSSCheck("events", samples, 0)
+			if got.Pass != c.pass {
+				t.Errorf("pass %v (growth %.1f %%, %s), want %v", got.Pass, got.Value, got.Detail, c.pass)
+			}
+		})
+	}
+	t.Run("gone in a sample, its cache reported before", func(t *testing.T) {
+		samples := []SoakSample{
+			{AtS: 10, RSSMiB: map[string]float64{"events": 46}, CacheMiB: map[string]float64{"events": 2}},
+			{AtS: 20, RSSMiB: map[string]float64{"events": 46}, CacheMiB: map[string]float64{"events": 2}},
+			{AtS: 30, RSSMiB: map[string]float64{}},
+		}
+		if got := uncachedRSSCheck("events", samples, 0); got.Pass {
+			t.Errorf("%+v, want a failure: a crash looks flat", got)
+		}
+	})
 }
 
 func TestSoakVerdict(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/assetregistry/registry/pkg/catalog"
 	"github.com/assetregistry/registry/tools/deploygen"
 )
@@ -693,13 +695,119 @@ func checkRunbook(t *testing.T, alert string, runbook any) {
 	if want := "docs/operations.md#" + anchor; runbook != want {
 		t.Errorf("alert %s: runbook %v, want its own entry %s", alert, runbook, want)
 	}
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
+	if !strings.Contains(readDoc(t, "operations.md"), `<a id="`+anchor+`"></a>`) {
+		t.Errorf("alert %s has no entry in docs/operations.md (an anchor %q)", alert, anchor)
+	}
+}
+
+// readDoc is a file of docs/.
+func readDoc(t *testing.T, name string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(doc), `<a id="`+anchor+`"></a>`) {
-		t.Errorf("alert %s has no entry in docs/operations.md (an anchor %q)", alert, anchor)
+	return string(doc)
+}
+
+// docPointer is how a chart value's description points at the docs: the
+// file, then the section after a comma, in quotes when it holds a comma or
+// a colon ("docs/configuration.md, Deadlines and breakers").
+var docPointer = regexp.MustCompile(`docs/([a-z0-9-]+\.md)(?:, (?:"([^"]+)"|([A-Z][^).;,"]*)))?`)
+
+// TestChartDescriptionsPointAtDocsThatExist holds every pointer at the docs
+// in a chart value's description (charts/registry-lib/schema.yaml, which
+// the value reference and every values.schema.json carry) to a file of
+// docs/ and, when it names a section, to a heading or a paragraph's bold
+// lead of that file: as the alerts' runbooks, a pointer is where an
+// operator reads what a value means, and sections move between files.
+func TestChartDescriptionsPointAtDocsThatExist(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "charts", "registry-lib", "schema.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	var schema any
+	if err := yaml.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]map[string]bool{}
+	pointers := 0
+	for _, description := range descriptions(schema) {
+		for _, m := range docPointer.FindAllStringSubmatch(description, -1) {
+			pointers++
+			file, section := m[1], m[2]+m[3]
+			if _, err := os.Stat(filepath.Join(repoRoot, "docs", file)); err != nil {
+				t.Errorf("%q points at docs/%s, which is not there", description, file)
+				continue
+			}
+			if sections[file] == nil {
+				sections[file] = docSections(readDoc(t, file))
+			}
+			if section != "" && !sections[file][section] {
+				t.Errorf("%q points at docs/%s, %q: no heading or bold lead of that file says so", description, file, section)
+			}
+		}
+	}
+	if pointers == 0 {
+		t.Error("no description points at docs/: docPointer no longer reads them as they are written")
+	}
+}
+
+// descriptions are the description strings anywhere in a YAML document.
+func descriptions(node any) []string {
+	var out []string
+	switch n := node.(type) {
+	case map[string]any:
+		for k, v := range n {
+			if s, ok := v.(string); ok && k == "description" {
+				out = append(out, s)
+			} else {
+				out = append(out, descriptions(v)...)
+			}
+		}
+	case []any:
+		for _, v := range n {
+			out = append(out, descriptions(v)...)
+		}
+	}
+	return out
+}
+
+var (
+	headingLine = regexp.MustCompile(`^#{1,6} (.+)$`)
+	boldLead    = regexp.MustCompile(`^\*\*([^*]+)\*\*`)
+	// parenthesisedTail is what a section's name may go without: "Organizations (bound clients)".
+	parenthesisedTail = regexp.MustCompile(` \([^)]*\)$`)
+)
+
+// docSections are the names of a Markdown file's sections a pointer may
+// give: its headings and its paragraphs' bold leads (outside code blocks),
+// each also without a closing full stop and a parenthesised tail.
+func docSections(doc string) map[string]bool {
+	out := map[string]bool{}
+	inCode := false
+	for line := range strings.SplitSeq(doc, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+			continue
+		}
+		if inCode {
+			continue
+		}
+		m := headingLine.FindStringSubmatch(line)
+		if m == nil {
+			m = boldLead.FindStringSubmatch(line)
+		}
+		if m == nil {
+			continue
+		}
+		name := strings.TrimSpace(m[1])
+		out[name] = true
+		name = strings.TrimSuffix(name, ".")
+		out[name] = true
+		out[parenthesisedTail.ReplaceAllString(name, "")] = true
+	}
+	return out
 }
 
 // TestWebhookReceiversAreReachable: the events deployable, which delivers

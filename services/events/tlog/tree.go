@@ -10,10 +10,12 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
 // What this process keeps of the log's tree between batches and proofs:
@@ -25,7 +27,7 @@ import (
 // reads and writes the tree's tiles.
 type logTree struct {
 	kept  treeCache  // the log's tree as this process last appended to it
-	tiles tileCache  // the log's tiles this process read or wrote, for proofs
+	tiles *tileCache // the log's tiles this process read or wrote, for proofs
 	nodes nodeCache  // the log's upper nodes this process hashed, for proofs
 	reads *tileReads // the proofs' reads of tiles, coalesced
 	// served are the full tiles of height 8 served (tiles.go).
@@ -147,28 +149,64 @@ func (lt *logTree) committed(a *appender) {
 // they would push the upper ones out (the last ones, which the newest
 // events' proofs read, are kept as they are appended: committed). The
 // audit and the appends read the table itself.
-type tileCache struct{ lru *lru.Cache[tileID, []byte] }
+type tileCache struct {
+	lru *lru.Cache[tileID, []byte]
+	// mu makes keep's look and add one step, so that a tile replaced by a
+	// longer copy leaves bytes once.
+	mu    sync.Mutex
+	bytes prometheus.Gauge
+}
 
 // tileCacheSize bounds the kept tiles: 32 MiB of hashes, every tile above
 // the leaves of a log of 15 million events (a 240th of its tiles), and
 // those above the first level of one of 4 billion.
 const tileCacheSize = 1 << 16
 
-func newTileCache() tileCache {
-	c, err := lru.New[tileID, []byte](tileCacheSize)
+// tileEntryBytes is what the cache spends on a tile besides its hashes:
+// the LRU's list entry (its links, the key, the slice and an expiry it
+// does not use: 96 bytes as allocated) and the slot of its map (about 30
+// bytes at the map's usual load).
+const tileEntryBytes = 128
+
+// tileCacheBytes is what every log's tile cache of this process holds: the
+// bound is tileCacheSize tiles of up to tileWidth hashes, with their
+// entries (40 MiB).
+var tileCacheBytes = telemetry.CacheBytes.WithLabelValues("log_tiles")
+
+func newTileCache() *tileCache { return newTileCacheOf(tileCacheSize, tileCacheBytes) }
+
+// newTileCacheOf is a tile cache of size tiles that counts its bytes in
+// bytes.
+func newTileCacheOf(size int, bytes prometheus.Gauge) *tileCache {
+	c := &tileCache{bytes: bytes}
+	l, err := lru.NewWithEvict(size, func(_ tileID, hashes []byte) { c.bytes.Sub(tileBytes(hashes)) })
 	if err != nil {
 		panic(err) // only a size below 1 is refused
 	}
-	return tileCache{lru: c}
+	c.lru = l
+	return c
 }
+
+// tileBytes is what keeping a tile's hashes costs, its entry included.
+func tileBytes(hashes []byte) float64 { return float64(cap(hashes) + tileEntryBytes) }
 
 // keep remembers a tile's hashes (never written to afterwards), unless a
 // longer copy of it is kept.
-func (c tileCache) keep(id tileID, hashes []byte) {
-	if kept, ok := c.lru.Peek(id); ok && len(kept) >= len(hashes) {
+func (c *tileCache) keep(id tileID, hashes []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept, ok := c.lru.Peek(id); ok {
+		if len(kept) >= len(hashes) {
+			return
+		}
+		// Replacing a value is no eviction: the old copy leaves here.
+		c.bytes.Sub(float64(cap(kept)))
+		c.bytes.Add(float64(cap(hashes)))
+		c.lru.Add(id, hashes)
 		return
 	}
 	c.lru.Add(id, hashes)
+	c.bytes.Add(tileBytes(hashes))
 }
 
 // nodeCache keeps the hashes of nodes above the leaves' tiles that proofs

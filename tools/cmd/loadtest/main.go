@@ -39,7 +39,7 @@ func main() {
 	flag.IntVar(&o.ComplianceOrganizations, "compliance-organizations", 10_000, "organizations owning the compliance rows' assets in turn, the bound client's among them")
 	flag.Int64Var(&o.UploadSize, "upload-size", 8<<20, "bytes of the file the upload rows send")
 	flag.Int64Var(&o.LargeUpload, "large-upload", 1<<30, "bytes of the file the one-client large upload streams")
-	flag.BoolVar(&o.Profile, "profile", false, "save CPU and heap profiles of every process under each row (first round) in <out>/profiles")
+	flag.BoolVar(&o.Profile, "profile", false, "save CPU and heap profiles of every process under each row (first round) in <out>/profiles; with -soak, heap profiles at the end of the warm-up and of the run in <out>/profiles/soak")
 	flag.IntVar(&o.ImportRows, "import-rows", 100_000, "rows the registry command imports after the table (0: none)")
 	baseline := flag.String("baseline", "", "a baseline file (tools/bench/baseline.json): this run's ratios are compared with it and those that fell more than 10 % named")
 	writeBaseline := flag.Bool("write-baseline", false, "write this run's ratios to the -baseline file instead of comparing with it")
@@ -79,7 +79,7 @@ func main() {
 	if *soak > 0 {
 		os.Exit(runSoak(ctx, bench.SoakOptions{BinDir: o.BinDir, OutDir: o.OutDir, RepoRoot: o.RepoRoot,
 			Duration: *soak, Probe: *soakProbe, Concurrency: o.Load.Concurrency, Share: *soakShare,
-			NoisyBudget: *soakBudget, NoisyTimes: *soakTimes, Every: *soakEvery,
+			NoisyBudget: *soakBudget, NoisyTimes: *soakTimes, Every: *soakEvery, Profile: o.Profile,
 			Organizations: o.Organizations, People: o.People, Assets: o.Assets, Progress: os.Stdout}))
 	}
 	res, err := bench.Run(ctx, o)

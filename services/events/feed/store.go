@@ -28,7 +28,7 @@ import (
 // bound callers filter on its copy of the assets' access, which the
 // ingest teaches.
 type Store struct {
-	tlog.LogReader
+	*tlog.LogReader
 }
 
 // NewStore returns the store over s, appending to the log through log.

@@ -18,8 +18,8 @@ type LogReader struct {
 // NewLogReader reads through s and log. Its copy of the assets' access is
 // the schema's alone (nothing refreshes it from the assets service) until
 // UseAccess names the service's.
-func NewLogReader(s *store.Store, log *Store) LogReader {
-	return LogReader{Store: s, Log: log, access: access.New(s, nil)}
+func NewLogReader(s *store.Store, log *Store) *LogReader {
+	return &LogReader{Store: s, Log: log, access: access.New(s, nil)}
 }
 
 // UseAccess makes c the copy the reads filter on and the ingest teaches.

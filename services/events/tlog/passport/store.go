@@ -21,13 +21,12 @@ import (
 // their proofs from the log's tiles (Log). Visible asks its copy of who
 // sees which asset.
 type Store struct {
-	tlog.LogReader
+	*tlog.LogReader
 }
 
-// NewStore returns the store over s, whose proofs log makes.
-func NewStore(s *store.Store, log *tlog.Store) *Store {
-	return &Store{LogReader: tlog.NewLogReader(s, log)}
-}
+// NewStore returns the store that reads through r: the feed's, so that
+// both filter on the one copy of the assets' access.
+func NewStore(r *tlog.LogReader) *Store { return &Store{LogReader: r} }
 
 // passportSubjects is the SQL of the resources of an asset's passport
 // among the first $1 leaves ($2 the asset): the asset, its type (the one

@@ -206,3 +206,34 @@ func manyMembers(n int) string {
 	}
 	return strings.Join(members, ",")
 }
+
+// PathUUIDs answers the parameters in the order named, and the 400 of the
+// first malformed one.
+func TestPathUUIDs(t *testing.T) {
+	a, b := "0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e6f", "0190b0a4-2a2c-7c4e-8a42-1a2b3c4d5e70"
+	for _, c := range []struct {
+		name, first, second, field string
+	}{
+		{"both", a, b, ""},
+		{"both malformed: the one named first", "x", "y", "second"},
+		{"the one named last malformed", "x", b, "first"},
+		{"upper case", a, strings.ToUpper(b), "second"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.SetPathValue("first", c.first)
+			r.SetPathValue("second", c.second)
+			ids, err := httpx.PathUUIDs(r, "second", "first")
+			if c.field == "" {
+				if err != nil || ids[0].String() != c.second || ids[1].String() != c.first {
+					t.Fatalf("ids %v, err %v", ids, err)
+				}
+				return
+			}
+			var e *apperr.Error
+			if !errors.As(err, &e) || e.Kind != apperr.KindBadRequest || len(e.Fields) != 1 || e.Fields[0].Field != c.field {
+				t.Fatalf("err %#v, want a 400 naming %s", err, c.field)
+			}
+		})
+	}
+}

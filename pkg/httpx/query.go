@@ -302,6 +302,20 @@ func PathUUID(r *http.Request, name string) (uuid.UUID, error) {
 	return id, nil
 }
 
+// PathUUIDs reads the UUID path parameters names, in their order; the
+// first malformed one is the 400.
+func PathUUIDs(r *http.Request, names ...string) ([]uuid.UUID, error) {
+	ids := make([]uuid.UUID, len(names))
+	for i, name := range names {
+		id, err := PathUUID(r, name)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
 // MaxQueryParams bounds the parameters of one query. No operation takes
 // more than a handful; the bound keeps a query of thousands from costing
 // a problem body (and a parse) of thousands of entries.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/nats-io/nats.go"
 )
 
@@ -78,4 +80,15 @@ func Connect(cfg Config, name string) (*nats.Conn, error) {
 		return nil, fmt.Errorf("outbox: connect to nats: %w", err)
 	}
 	return nc, nil
+}
+
+// ConnectIfEnabled is Connect when cfg names a server. Without one the
+// service still runs, only what follows the stream stands still: it warns
+// what goes without events (without) and answers no connection.
+func ConnectIfEnabled(cfg Config, name string, logger log.Logger, without string) (*nats.Conn, error) {
+	if !cfg.Enabled() {
+		level.Warn(logger).Log("msg", "nats.url is not set: "+without)
+		return nil, nil
+	}
+	return Connect(cfg, name)
 }

@@ -48,6 +48,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/catalog"
+	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
 )
 
@@ -212,6 +213,16 @@ func (c *Checked) Confirm(ctx context.Context, tx pgx.Tx) (map[uuid.UUID]Attrs, 
 // ConfirmAll is Registry.ConfirmAll of c, for a batch.
 func (c *Checked) ConfirmAll(ctx context.Context, tx pgx.Tx) (Known, error) {
 	return c.r.ConfirmAll(ctx, tx, c)
+}
+
+// ConfirmInto is a batch's Prepare (store.BatchWrite) that confirms all of
+// c at once and leaves what exists in known, so that each item, written
+// after it, asks Missing about its own targets only.
+func (c *Checked) ConfirmInto(known *Known) func(context.Context, pgx.Tx, []model.ItemOutcome) error {
+	return func(ctx context.Context, tx pgx.Tx, _ []model.ItemOutcome) (err error) {
+		*known, err = c.ConfirmAll(ctx, tx)
+		return err
+	}
 }
 
 // Queue is Registry.QueueConfirm of c: its locks and read in batch, ahead

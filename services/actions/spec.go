@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-kit/log/level"
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/access"
@@ -75,7 +74,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	endpoints.Mount(routes, Routes(actions), timeout)
 	// Action documents follow their action's rules (the root's service);
 	// the documents service says which documents a bound caller sees.
-	endpoints.Mount(routes, actiondocs.Routes(actiondocs.NewService(actiondocs.NewStore(d.Store, registry), registry,
+	endpoints.Mount(routes, actiondocs.Routes(actiondocs.NewService(st.Documents, registry,
 		actiondocs.Settings{Actions: actions, Seen: seen, Documents: d.Peers.Get("documents")})), timeout)
 	endpoints.Mount(routes, actiontypes.Routes(actiontypes.NewService(actiontypes.NewStore(d.Store))), timeout)
 	inspection := plans.NewStore(d.Store, registry)
@@ -91,14 +90,11 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 	}
 	// Transitions go to the outbox, which the relay publishes when it can.
 	handlers.Jobs = append(handlers.Jobs, roller.New(roller.NewStore(d.Store), zone).Job(rollerSettings.every, d.Logger))
-	if !d.NATS.Enabled() {
-		level.Warn(d.Logger).Log("msg", "nats.url is not set: GET /compliance does not follow assets created or deleted")
-		return handlers, nil
-	}
 	// Connecting never fails on NATS being down: the connection keeps
 	// trying in the background, and the consumer attaches once it can.
-	nc, err := outbox.Connect(d.NATS, "actions-compliance")
-	if err != nil {
+	nc, err := outbox.ConnectIfEnabled(d.NATS, "actions-compliance", d.Logger,
+		"GET /compliance does not follow assets created or deleted")
+	if nc == nil || err != nil {
 		return handlers, err
 	}
 	handlers.Jobs = append(handlers.Jobs,

@@ -19,7 +19,8 @@ import (
 )
 
 // Store is the PostgreSQL persistence of actions (their action documents
-// are actiondocs's, which the answers embed and a delete takes along).
+// are the component's store's, Documents: the answers embed them and a
+// delete takes them along).
 // Every write commits through store.Write. The asset, person and
 // organization an action names are asked about by the service
 // (pkg/refs); a write confirms the check it is given under the targets'
@@ -27,10 +28,11 @@ import (
 // at them before deleting one.
 type Store struct {
 	*store.Store
+	Documents *actiondocs.Store
 }
 
-// NewStore returns the actions store over the kit's store and declares its
-// side of the reference protocol.
+// NewStore returns the actions store, and its action documents' store,
+// over the kit's store, and declares both sides of the reference protocol.
 func NewStore(s *store.Store, r refs.Kinds) *Store {
 	r.Owns("action", refs.ExistsIn("actions"))
 	for kind, column := range map[string]string{"asset": "asset_id", "person": "person_id", "organization": "organization_id"} {
@@ -38,7 +40,7 @@ func NewStore(s *store.Store, r refs.Kinds) *Store {
 			return actionsNaming(ctx, q, column, id)
 		})
 	}
-	return &Store{Store: s}
+	return &Store{Store: s, Documents: actiondocs.NewStore(s, r)}
 }
 
 const actionColumns = `a.id, a.asset_id, a.action_type, a.action_subtype, a.performed_at, a.person_id, a.performed_by_person,

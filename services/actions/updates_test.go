@@ -6,34 +6,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/pkg/httpx"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
-
-// wantItems checks a batch's results: each item's status and, for a
-// refusal, the field its 422 names or its problem type's last segment.
-func wantItems(t *testing.T, results []map[string]any, want ...[2]any) {
-	t.Helper()
-	if len(results) != len(want) {
-		t.Fatalf("results = %v, want %d", results, len(want))
-	}
-	for i, r := range results {
-		if r["status"] != float64(want[i][0].(int)) {
-			t.Errorf("item %d: %v, want status %d", i, r, want[i][0])
-			continue
-		}
-		mark, _ := want[i][1].(string)
-		if mark == "" {
-			continue
-		}
-		p := r["problem"].(map[string]any)
-		errs, _ := p["errors"].([]any)
-		if p["type"] != httpx.ProblemTypePrefix+mark && (len(errs) == 0 || errs[0].(map[string]any)["field"] != mark) {
-			t.Errorf("item %d: %v, want %s", i, r, mark)
-		}
-	}
-}
 
 // A batch of updates applies each item as its single PATCH would, under
 // the item's own If-Match: an applied item answers 200 with the ETag a
@@ -60,8 +36,8 @@ func TestHTTPActionsBatchPatch(t *testing.T) {
 		map[string]any{"id": two, "patch": map[string]any{"performed_at": nil}},
 		map[string]any{"id": two, "patch": map[string]any{"status_ok": false}},
 	}}).List()
-	wantItems(t, results, [2]any{200, ""}, [2]any{412, ""}, [2]any{404, ""}, [2]any{422, "action_type"},
-		[2]any{403, "not-owner"}, [2]any{409, "duplicate"}, [2]any{422, "performed_at"}, [2]any{200, ""})
+	testkit.CheckItems(t, results, []testkit.ItemWant{{Status: 200}, {Status: 412}, {Status: 404}, {Status: 422, Mark: "action_type"},
+		{Status: 403, Mark: "not-owner"}, {Status: 409, Mark: "duplicate"}, {Status: 422, Mark: "performed_at"}, {Status: 200}}, nil)
 	got := w.Call(200, "GET", "/actions/"+one, w.RO, nil)
 	if got.JSON()["reference"] != "EK-43" || results[0]["etag"] != got.Header.Get("ETag") {
 		t.Errorf("item 0: %v; GET %s (ETag %s)", results[0], got.Raw, got.Header.Get("ETag"))
@@ -86,21 +62,21 @@ func TestActionsBatchPatchItems(t *testing.T) {
 	patch := func(p map[string]any) map[string]any { return map[string]any{"id": id, "patch": p} }
 	cases := map[string]struct {
 		item any
-		want [2]any
+		want testkit.ItemWant
 	}{
-		"applied":               {patch(map[string]any{"reference": "x"}), [2]any{200, ""}},
-		"unknown patch field":   {patch(map[string]any{"colour": 1}), [2]any{422, "colour"}},
-		"read-only patch field": {patch(map[string]any{"action_documents": []any{}}), [2]any{422, "action_documents"}},
-		"data not an object":    {patch(map[string]any{"data": 1}), [2]any{422, "data"}},
-		"required removed":      {patch(map[string]any{"asset_id": nil}), [2]any{422, "asset_id"}},
-		"if_match weak":         {map[string]any{"id": id, "if_match": `W/"a"`, "patch": map[string]any{}}, [2]any{412, ""}},
-		"no id":                 {map[string]any{"patch": map[string]any{}}, [2]any{422, "id"}},
+		"applied":               {patch(map[string]any{"reference": "x"}), testkit.ItemWant{Status: 200}},
+		"unknown patch field":   {patch(map[string]any{"colour": 1}), testkit.ItemWant{Status: 422, Mark: "colour"}},
+		"read-only patch field": {patch(map[string]any{"action_documents": []any{}}), testkit.ItemWant{Status: 422, Mark: "action_documents"}},
+		"data not an object":    {patch(map[string]any{"data": 1}), testkit.ItemWant{Status: 422, Mark: "data"}},
+		"required removed":      {patch(map[string]any{"asset_id": nil}), testkit.ItemWant{Status: 422, Mark: "asset_id"}},
+		"if_match weak":         {map[string]any{"id": id, "if_match": `W/"a"`, "patch": map[string]any{}}, testkit.ItemWant{Status: 412}},
+		"no id":                 {map[string]any{"patch": map[string]any{}}, testkit.ItemWant{Status: 422, Mark: "id"}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			before := w.Call(200, "GET", "/actions/"+id, w.RO, nil).Header.Get("ETag")
-			wantItems(t, w.Call(200, "PATCH", "/actions/batch", w.RW, map[string]any{"items": []any{c.item}}).List(), c.want)
-			if after := w.Call(200, "GET", "/actions/"+id, w.RO, nil).Header.Get("ETag"); c.want[0] != 200 && after != before {
+			testkit.CheckItems(t, w.Call(200, "PATCH", "/actions/batch", w.RW, map[string]any{"items": []any{c.item}}).List(), []testkit.ItemWant{c.want}, nil)
+			if after := w.Call(200, "GET", "/actions/"+id, w.RO, nil).Header.Get("ETag"); c.want.Status != 200 && after != before {
 				t.Errorf("a refused item changed the action")
 			}
 		})
@@ -125,12 +101,12 @@ func TestActionsBatchPatchTenancy(t *testing.T) {
 		map[string]any{"id": byReader, "patch": map[string]any{"reference": "R"}},
 		map[string]any{"id": byReader, "patch": map[string]any{"asset_id": asset}},
 	}}).List()
-	wantItems(t, results, [2]any{403, "not-permitted"}, [2]any{200, ""}, [2]any{403, "not-permitted"})
+	testkit.CheckItems(t, results, []testkit.ItemWant{{Status: 403, Mark: "not-permitted"}, {Status: 200}, {Status: 403, Mark: "not-permitted"}}, nil)
 	results = w.Call(200, "PATCH", "/actions/batch", other, map[string]any{"items": []any{
 		map[string]any{"id": byOwner, "patch": map[string]any{"reference": "X"}},
 		map[string]any{"id": byOther, "patch": map[string]any{"reference": "X"}},
 	}}).List()
-	wantItems(t, results, [2]any{404, ""}, [2]any{200, ""})
+	testkit.CheckItems(t, results, []testkit.ItemWant{{Status: 404}, {Status: 200}}, nil)
 	if got := w.Call(200, "GET", "/actions/"+byOwner, owner, nil).JSON()["reference"]; got != "EK-42" {
 		t.Errorf("the owner's action was changed: %v", got)
 	}

@@ -5,36 +5,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
-
-// itemOutcome is what a test expects of one result of a batch: its status
-// and, for a refusal, the problem type's last segment or the field its 422
-// names.
-type itemOutcome struct {
-	status int
-	field  string
-}
-
-func checkResults(t *testing.T, results []map[string]any, want []itemOutcome) {
-	t.Helper()
-	if len(results) != len(want) {
-		t.Fatalf("results = %v, want %d", results, len(want))
-	}
-	for i, r := range results {
-		if int(r["status"].(float64)) != want[i].status {
-			t.Errorf("item %d: %v, want status %d", i, r, want[i].status)
-			continue
-		}
-		if want[i].field == "" {
-			continue
-		}
-		errs, _ := r["problem"].(map[string]any)["errors"].([]any)
-		if len(errs) == 0 || errs[0].(map[string]any)["field"] != want[i].field {
-			t.Errorf("item %d: %v, want its 422 to name %s", i, r, want[i].field)
-		}
-	}
-}
 
 // A batch of updates applies each item as its single PATCH would, under
 // the item's own If-Match: an item applied answers 200 with its new ETag
@@ -61,7 +34,7 @@ func TestHTTPAssetsBatchPatch(t *testing.T) {
 		map[string]any{"id": three, "patch": map[string]any{"serial_number": "SN-1"}},
 	}
 	results := s.Call(200, "PATCH", "/assets/batch", s.RW, map[string]any{"items": items}).List()
-	checkResults(t, results, []itemOutcome{{200, ""}, {412, ""}, {404, ""}, {422, "production_year"}, {200, ""}, {409, ""}})
+	testkit.CheckItems(t, results, []testkit.ItemWant{{Status: 200}, {Status: 412}, {Status: 404}, {Status: 422, Mark: "production_year"}, {Status: 200}, {Status: 409}}, nil)
 	got := s.Call(200, "GET", "/assets/"+one, s.RO, nil)
 	if got.JSON()["status"] != "in service" || results[0]["etag"] != got.Header.Get("ETag") || results[0]["id"] != one {
 		t.Errorf("item 0: %v; GET %s (ETag %s)", results[0], got.Raw, got.Header.Get("ETag"))
@@ -85,7 +58,7 @@ func TestHTTPAssetsBatchPatch(t *testing.T) {
 		map[string]any{"id": one, "if_match": got.Header.Get("ETag"), "patch": map[string]any{"status": "a"}},
 		map[string]any{"id": one, "if_match": got.Header.Get("ETag"), "patch": map[string]any{"status": "b"}},
 	}}).List()
-	checkResults(t, results, []itemOutcome{{200, ""}, {412, ""}})
+	testkit.CheckItems(t, results, []testkit.ItemWant{{Status: 200}, {Status: 412}}, nil)
 }
 
 // Each item is checked on its own before anything is written: its id and
@@ -122,7 +95,7 @@ func TestAssetsBatchPatchItems(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			before := s.Call(200, "GET", "/assets/"+id, s.RO, nil).Header.Get("ETag")
 			results := s.Call(200, "PATCH", "/assets/batch", s.RW, map[string]any{"items": []any{c.item}}).List()
-			checkResults(t, results, []itemOutcome{{c.status, c.field}})
+			testkit.CheckItems(t, results, []testkit.ItemWant{{Status: c.status, Mark: c.field}}, nil)
 			if after := s.Call(200, "GET", "/assets/"+id, s.RO, nil).Header.Get("ETag"); c.status != 200 && after != before {
 				t.Errorf("a refused item changed the asset")
 			}

@@ -98,10 +98,7 @@ func (s *Store) CreateAssetIfAbsent(ctx context.Context, by model.Caller, in Ass
 func (s *Store) CreateAssets(ctx context.Context, by model.Caller, ins []AssetInput, out []model.ItemOutcome, checked *refs.Checked) error {
 	var known refs.Known
 	return s.WriteBatch(ctx, out, store.BatchWrite{
-		Prepare: func(ctx context.Context, tx pgx.Tx, _ []model.ItemOutcome) (err error) {
-			known, err = checked.ConfirmAll(ctx, tx)
-			return err
-		},
+		Prepare: checked.ConfirmInto(&known),
 		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
 			a, created, err := s.createAssetIfAbsent(ctx, by, ins[i], func(context.Context, pgx.Tx) error {
 				return known.Missing(refsOf(ins[i])...)

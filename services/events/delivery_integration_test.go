@@ -122,6 +122,25 @@ func newReceiver(t *testing.T) *receiver {
 	return r
 }
 
+// failWith makes r answer status to every attempt until the returned
+// recovered is called, and 200 from then on.
+func (r *receiver) failWith(status int) (recovered func()) {
+	failing := true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answer = func(string, int) int {
+		if failing {
+			return status
+		}
+		return 200
+	}
+	return func() {
+		r.mu.Lock()
+		failing = false
+		r.mu.Unlock()
+	}
+}
+
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	var e outbox.Event
@@ -283,13 +302,7 @@ func TestDeliveryFailsForGoodAndIsRetried(t *testing.T) {
 	w := startWithStream(t, cfg)
 	r := newReceiver(t)
 	hook := w.subscribe(t, r, "document.*")
-	failing := true
-	r.answer = func(string, int) int {
-		if failing {
-			return 500
-		}
-		return 200
-	}
+	recovered := r.failWith(500)
 	failedBefore := failedForGood(t)
 	doc := uuid.NewString()
 	first, second := event("document", "created", doc), event("document", "deleted", doc)
@@ -316,9 +329,7 @@ func TestDeliveryFailsForGoodAndIsRetried(t *testing.T) {
 		t.Errorf("the second event was sent (at %d) before the first had failed for good (its last attempt at %d)", firstSecond, lastFirst)
 	}
 
-	r.mu.Lock()
-	failing = false
-	r.mu.Unlock()
+	recovered()
 	retried := w.Call(200, "POST", hook+"/deliveries/"+d["id"].(string)+"/retry", w.RW, nil).JSON()
 	if retried["status"] != "pending" {
 		t.Errorf("retried: %v", retried)
@@ -357,13 +368,7 @@ func TestDeliveriesSurviveRestart(t *testing.T) {
 	w := startWithStream(t, fastConfig())
 	r := newReceiver(t)
 	hook := w.subscribe(t, r, "asset.*")
-	down := true
-	r.answer = func(string, int) int {
-		if down {
-			return 503
-		}
-		return 200
-	}
+	recovered := r.failWith(503)
 	a := uuid.NewString()
 	before := event("asset", "created", a)
 	w.publish(t, before)
@@ -372,9 +377,7 @@ func TestDeliveriesSurviveRestart(t *testing.T) {
 	w.Built.Close()
 	during := event("asset", "updated", a) // published while the service is down
 	w.publish(t, during)
-	r.mu.Lock()
-	down = false
-	r.mu.Unlock()
+	recovered()
 	w.restart(t, fastConfig())
 	eventually(t, "both deliveries after the restart", func() bool {
 		s := r.succeeded()

@@ -178,8 +178,7 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 	// bound client, and the webhooks' fan-out, filter on.
 	seen := access.New(d.Store, d.Peers.Get("assets"))
 	st.UseAccess(seen)
-	passports := passport.NewStore(d.Store, log)
-	passports.UseAccess(seen)
+	passports := passport.NewStore(st.LogReader)
 	policy := webhooks.AddressPolicy{Exempt: origins}
 	if cfg.Workers < 1 || cfg.MaxInFlight < 1 || cfg.MaxPerClient < 1 {
 		return servicekit.Handlers{}, fmt.Errorf("webhooks: workers (%d), max-in-flight (%d) and max-per-client (%d) must be at least 1",
@@ -207,14 +206,10 @@ func build(d servicekit.Deps, cfg Config) (servicekit.Handlers, error) {
 		{Name: "webhook dispatcher", Run: dispatcher.Run},
 	}
 	h.Maintenance = maintenance(cfg)
-	if !d.NATS.Enabled() {
-		level.Warn(d.Logger).Log("msg", "nats.url is not set: the feed receives no events")
-		return h, nil
-	}
 	// Connecting never fails on NATS being down: the connection keeps
 	// trying in the background, and the consumer waits for it.
-	nc, err := outbox.Connect(d.NATS, "events")
-	if err != nil {
+	nc, err := outbox.ConnectIfEnabled(d.NATS, "events", d.Logger, "the feed receives no events")
+	if nc == nil || err != nil {
 		return h, err
 	}
 	h.Close = nc.Close // once the jobs have stopped

@@ -83,16 +83,12 @@ func decodeListPeople(r *http.Request) (httpx.ListRequest[PersonFilter], error) 
 // decodeLink reads both ids from the path and the relation type from the
 // query; the relation type's rules are the service's (LinkInput.Validate).
 func decodeLink(r *http.Request) (LinkInput, error) {
-	personID, err := httpx.PathUUID(r, "person_id")
-	if err != nil {
-		return LinkInput{}, err
-	}
-	orgID, err := httpx.PathUUID(r, "organization_id")
+	ids, err := httpx.PathUUIDs(r, "person_id", "organization_id")
 	if err != nil {
 		return LinkInput{}, err
 	}
 	q := httpx.ParseQuery(r, "relation_type")
-	in := LinkInput{PersonID: personID, OrganizationID: orgID}
+	in := LinkInput{PersonID: ids[0], OrganizationID: ids[1]}
 	if rt := q.String("relation_type"); rt != nil {
 		in.RelationType = *rt
 	}

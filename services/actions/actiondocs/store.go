@@ -155,10 +155,7 @@ func (s *Store) CreateActionDocuments(ctx context.Context, g model.Guard, ins []
 	checked *refs.Checked) error {
 	var known refs.Known
 	return s.WriteBatch(ctx, out, store.BatchWrite{
-		Prepare: func(ctx context.Context, tx pgx.Tx, _ []model.ItemOutcome) (err error) {
-			known, err = checked.ConfirmAll(ctx, tx)
-			return err
-		},
+		Prepare: checked.ConfirmInto(&known),
 		Item: func(ctx context.Context, i int) (model.ItemOutcome, error) {
 			var d ActionDocument
 			err := s.Write(ctx, "create action document", func(ctx context.Context, tx pgx.Tx) ([]string, error) {

@@ -59,7 +59,7 @@ func (c *Consumer) lead(ctx context.Context, _ *leader.Session) error {
 	level.Info(c.Logger).Log("msg", "consuming the event stream", "stream", c.Stream, "position", c.Name)
 	// Events stored before the log existed take their leaves first, so
 	// the log follows the feed's order.
-	if n, err := c.Store.log.Backfill(ctx); err != nil {
+	if n, err := c.Store.Log.Backfill(ctx); err != nil {
 		return fmt.Errorf("give stored events their leaves: %w", err)
 	} else if n > 0 {
 		level.Info(c.Logger).Log("msg", "added stored events to the log", "events", n)

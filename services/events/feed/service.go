@@ -29,7 +29,7 @@ func NewService(st *Store) Service { return &service{store: st} }
 
 func (s *service) Feed(ctx context.Context, by model.Caller, q FeedQuery) (Feed, error) {
 	var err error
-	if q.Organization, err = s.store.access.ForRead(ctx, by); err != nil {
+	if q.Organization, err = s.store.Access().ForRead(ctx, by); err != nil {
 		return Feed{}, err
 	}
 	return s.store.Feed(ctx, q)
@@ -37,7 +37,7 @@ func (s *service) Feed(ctx context.Context, by model.Caller, q FeedQuery) (Feed,
 
 func (s *service) History(ctx context.Context, by model.Caller, q HistoryQuery) (History, error) {
 	var err error
-	if q.Organization, err = s.store.access.ForRead(ctx, by); err != nil {
+	if q.Organization, err = s.store.Access().ForRead(ctx, by); err != nil {
 		return History{}, err
 	}
 	return s.store.History(ctx, q)
@@ -45,7 +45,7 @@ func (s *service) History(ctx context.Context, by model.Caller, q HistoryQuery) 
 
 func (s *service) AsOf(ctx context.Context, by model.Caller, q AsOfQuery) (json.RawMessage, error) {
 	var err error
-	if q.Organization, err = s.store.access.ForRead(ctx, by); err != nil {
+	if q.Organization, err = s.store.Access().ForRead(ctx, by); err != nil {
 		return nil, err
 	}
 	return s.store.AsOf(ctx, q)

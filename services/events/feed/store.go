@@ -24,27 +24,17 @@ import (
 )
 
 // Store is the SQL of the change feed and the histories, in schema
-// events; each event it stores is the log's next leaf (log).
+// events; each event it stores is the log's next leaf (Log). The reads of
+// bound callers filter on its copy of the assets' access, which the
+// ingest teaches.
 type Store struct {
-	s   *store.Store
-	log *tlog.Store
-	// access is the copy of who sees which asset (pkg/access) the reads
-	// of bound callers filter on and the ingest teaches.
-	access *access.Copy
+	*tlog.LogReader
 }
 
 // NewStore returns the store over s, appending to the log through log.
-// Its copy of the assets' access is the schema's alone (nothing refreshes
-// it from the assets service) until UseAccess names the service's.
 func NewStore(s *store.Store, log *tlog.Store) *Store {
-	return &Store{s: s, log: log, access: access.New(s, nil)}
+	return &Store{LogReader: tlog.NewLogReader(s, log)}
 }
-
-// UseAccess makes c the copy the store filters on and teaches.
-func (st *Store) UseAccess(c *access.Copy) { st.access = c }
-
-// Access is the store's copy of the assets' access.
-func (st *Store) Access() *access.Copy { return st.access }
 
 // StoreEvents stores each event not stored yet, in order, numbering them,
 // in one transaction. It returns how many were new. Their deliveries are
@@ -79,9 +69,9 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 	// and grows the tree by them (speculate), off the feed's lock and off
 	// the time a batch takes.
 	speculation := make(chan tlog.Speculation, 1)
-	go func() { speculation <- st.log.Speculate(ids, logged) }()
+	go func() { speculation <- st.Log.Speculate(ids, logged) }()
 	var appended tlog.Appended
-	err = store.InTx(ctx, st.s.Pool, "store events", func(tx pgx.Tx) error {
+	err = store.InTx(ctx, st.Pool, "store events", func(tx pgx.Tx) error {
 		// One round trip for the batch, however many events it holds: the
 		// position, the lock, the log's size and the events' insert travel
 		// together (each event a round trip of its own cost the database
@@ -145,11 +135,11 @@ func (st *Store) StoreFromStream(ctx context.Context, at *StreamPosition, batch 
 		if stored == 0 {
 			return nil
 		}
-		appended, err = st.log.Append(ctx, tx, size, root, ids, leaves, spec)
+		appended, err = st.Log.Append(ctx, tx, size, root, ids, leaves, spec)
 		return err
 	})
 	if err == nil && stored > 0 {
-		st.log.Committed(appended)
+		st.Log.Committed(appended)
 		logAppends.WithLabelValues(appended.Grown).Inc()
 	}
 	return stored, err
@@ -186,7 +176,7 @@ func (st *Store) scopes(ctx context.Context, batch []Incoming) (assets, parties 
 	}
 	stored := map[string]string{}
 	if len(unknownActions) > 0 {
-		rows, err := st.s.Pool.Query(ctx, `SELECT DISTINCT ON (subject_id) subject_id, asset_id::text FROM events
+		rows, err := st.Pool.Query(ctx, `SELECT DISTINCT ON (subject_id) subject_id, asset_id::text FROM events
 			WHERE kind = 'action' AND subject_id = ANY($1) AND asset_id IS NOT NULL
 			ORDER BY subject_id, seq DESC`, unknownActions)
 		if err != nil {
@@ -197,7 +187,7 @@ func (st *Store) scopes(ctx context.Context, batch []Incoming) (assets, parties 
 			return nil, nil, store.Classify(err, "read the assets of actions")
 		}
 	}
-	if err := st.access.Store().Learn(ctx, slices.Collect(maps.Values(created))); err != nil {
+	if err := st.Access().Store().Learn(ctx, slices.Collect(maps.Values(created))); err != nil {
 		return nil, nil, err
 	}
 	assets, parties = make([]*string, len(batch)), make([]*string, len(batch))
@@ -218,7 +208,7 @@ func (st *Store) scopes(ctx context.Context, batch []Incoming) (assets, parties 
 	// Best effort: with the assets service away the batch is stored all
 	// the same (the feed never waits for a peer); the copy learns the
 	// asset from its creation's event, or the first read by id of it.
-	_, _ = st.access.Lookup(ctx, slices.Compact(slices.Sorted(slices.Values(named))))
+	_, _ = st.Access().Lookup(ctx, slices.Compact(slices.Sorted(slices.Values(named))))
 	return assets, parties, nil
 }
 
@@ -247,7 +237,7 @@ const InsertEvents = `INSERT INTO events (seq, leaf, id, type, kind, subject_id,
 // position it gives never skips an event committed meanwhile.
 func (st *Store) Feed(ctx context.Context, q FeedQuery) (Feed, error) {
 	feed := Feed{Events: []json.RawMessage{}, Filter: q.Filter}
-	err := tlog.ReadSnapshot(ctx, st.s.Pool, "read the feed", func(tx pgx.Tx) error {
+	err := tlog.ReadSnapshot(ctx, st.Pool, "read the feed", func(tx pgx.Tx) error {
 		var horizon, newest int64
 		if err := tx.QueryRow(ctx, `SELECT pruned_through, (SELECT coalesce(max(seq), 0) FROM events) FROM feed_horizon`).
 			Scan(&horizon, &newest); err != nil {
@@ -297,7 +287,7 @@ func (st *Store) History(ctx context.Context, q HistoryQuery) (History, error) {
 	f.Where("subject_id = ?", q.ID.String())
 	f.Where("seq > ?", q.After)
 	seenBy(&f, q.Organization)
-	rows, err := st.s.DB(ctx).Query(ctx, pageSQL(f, q.Limit+1), f.Args()...)
+	rows, err := st.DB(ctx).Query(ctx, pageSQL(f, q.Limit+1), f.Args()...)
 	if err != nil {
 		return History{}, store.Classify(err, "read a history")
 	}
@@ -387,7 +377,7 @@ func readPage(rows pgx.Rows) (eventPage, error) {
 // the sequence it returns, 0 for the stream's start.
 func (st *Store) Position(ctx context.Context, consumer, stream string) (uint64, error) {
 	var seq int64
-	err := st.s.Pool.QueryRow(ctx, `SELECT stream_seq FROM stream_position WHERE consumer = $1 AND stream = $2`, consumer, stream).Scan(&seq)
+	err := st.Pool.QueryRow(ctx, `SELECT stream_seq FROM stream_position WHERE consumer = $1 AND stream = $2`, consumer, stream).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -407,7 +397,7 @@ func (st *Store) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error)
 	f.Where("subject_id = ?", q.ID.String())
 	f.Where("(body ->> 'time')::timestamptz <= ?", q.At)
 	seenBy(&f, q.Organization)
-	err := st.s.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events`+f.SQL()+`
+	err := st.DB(ctx).QueryRow(ctx, `SELECT type, body -> 'data' FROM events`+f.SQL()+`
 		ORDER BY seq DESC LIMIT 1`, f.Args()...).Scan(&typ, &data)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && strings.HasSuffix(typ, "."+outbox.OpDeleted)) {
 		return nil, apperr.New(apperr.KindNotFound, fmt.Sprintf("no %s %s existed at %s", kind, id, at.Format(time.RFC3339Nano)))
@@ -421,5 +411,5 @@ func (st *Store) AsOf(ctx context.Context, q AsOfQuery) (json.RawMessage, error)
 // Prune runs the feed's and the histories' maintenance to its end now
 // (retention.Prune) and says how many events left the histories.
 func (st *Store) Prune(ctx context.Context, feedRetention, historyRetention time.Duration) (int64, error) {
-	return retention.Prune(ctx, st.s.Pool, feedRetention, historyRetention)
+	return retention.Prune(ctx, st.Pool, feedRetention, historyRetention)
 }

@@ -50,13 +50,9 @@ func decodeListDeliveries(r *http.Request) (httpx.ListRequest[DeliveryFilter], e
 }
 
 func decodeDeliveryPath(r *http.Request) (DeliveryPath, error) {
-	id, err := httpx.PathUUID(r, "id")
+	ids, err := httpx.PathUUIDs(r, "id", "delivery_id")
 	if err != nil {
 		return DeliveryPath{}, err
 	}
-	delivery, err := httpx.PathUUID(r, "delivery_id")
-	if err != nil {
-		return DeliveryPath{}, err
-	}
-	return DeliveryPath{WebhookID: id, ID: delivery}, httpx.NoQuery(r)
+	return DeliveryPath{WebhookID: ids[0], ID: ids[1]}, httpx.NoQuery(r)
 }

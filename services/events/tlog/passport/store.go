@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
@@ -19,19 +18,15 @@ import (
 
 // Store is the SQL of passports: which events an asset's passport holds,
 // read in one snapshot of the log and handed on as they are read, with
-// their proofs from the log's tiles (log).
+// their proofs from the log's tiles (Log). Visible asks its copy of who
+// sees which asset.
 type Store struct {
-	s   *store.Store
-	log *tlog.Store
-	// access is who sees which asset (Visible): the schema's copy alone
-	// until UseAccess names the service's.
-	access *access.Copy
+	*tlog.LogReader
 }
 
-// NewStore returns the store over s, whose proofs log makes.
-func NewStore(s *store.Store, log *tlog.Store) *Store {
-	return &Store{s: s, log: log, access: access.New(s, nil)}
-}
+// NewStore returns the store that reads through r: the feed's, so that
+// both filter on the one copy of the assets' access.
+func NewStore(r *tlog.LogReader) *Store { return &Store{LogReader: r} }
 
 // passportSubjects is the SQL of the resources of an asset's passport
 // among the first $1 leaves ($2 the asset): the asset, its type (the one
@@ -62,7 +57,7 @@ const passportSubjects = `WITH actions AS (
 // the tree of size.
 func (st *Store) Size(ctx context.Context, asset uuid.UUID, size uint64) (events, bytes int64, err error) {
 	var ofAsset int64
-	err = st.s.DB(ctx).QueryRow(ctx, passportSubjects+`SELECT count(*), count(*) FILTER (WHERE kind = 'asset'),
+	err = st.DB(ctx).QueryRow(ctx, passportSubjects+`SELECT count(*), count(*) FILTER (WHERE kind = 'asset'),
 		coalesce(sum(coalesce(size, octet_length(body::text))), 0) FROM passport`,
 		int64(size), asset.String()).Scan(&events, &ofAsset, &bytes)
 	if err != nil {
@@ -91,7 +86,7 @@ const (
 // performed each action. Nothing of it is held longer than its batch,
 // whatever the passport's size.
 func (st *Store) Read(ctx context.Context, asset uuid.UUID, parts passportParts) error {
-	return tlog.ReadSnapshot(ctx, st.s.Pool, "read a passport", func(tx pgx.Tx) error {
+	return tlog.ReadSnapshot(ctx, st.Pool, "read a passport", func(tx pgx.Tx) error {
 		size, err := readHead(ctx, tx, asset, parts)
 		if err != nil {
 			return err
@@ -251,7 +246,7 @@ func (st *Store) passportEvents(ctx context.Context, tx pgx.Tx, seqs []int64, si
 	}); err != nil {
 		return store.Classify(err, "read a passport's events")
 	}
-	proofs, err := tlog.InclusionProofsIn(ctx, st.log, tx, leaves, size)
+	proofs, err := tlog.InclusionProofsIn(ctx, st.Log, tx, leaves, size)
 	if err != nil {
 		return err
 	}
@@ -263,7 +258,7 @@ func (st *Store) passportEvents(ctx context.Context, tx pgx.Tx, seqs []int64, si
 
 // CreateLink stores a link (its token's hash, not the token).
 func (st *Store) CreateLink(ctx context.Context, l Link, hash []byte) error {
-	_, err := st.s.DB(ctx).Exec(ctx, `INSERT INTO passport_links (id, asset_id, token_hash, expires_at, created_at, created_by)
+	_, err := st.DB(ctx).Exec(ctx, `INSERT INTO passport_links (id, asset_id, token_hash, expires_at, created_at, created_by)
 		VALUES ($1, $2, $3, $4, $5, $6)`, l.ID, l.AssetID, hash, l.ExpiresAt, l.CreatedAt, l.CreatedBy)
 	return store.Classify(err, "create a passport link")
 }
@@ -272,7 +267,7 @@ func (st *Store) CreateLink(ctx context.Context, l Link, hash []byte) error {
 func (st *Store) ListLinks(ctx context.Context, asset uuid.UUID, page model.Page) (model.Paged[Link], error) {
 	var f store.Filter
 	f.Where("asset_id = ?", asset)
-	return store.List(ctx, st.s.DB(ctx), "list passport links",
+	return store.List(ctx, st.DB(ctx), "list passport links",
 		"SELECT id, asset_id, expires_at, created_at, created_by, fetch_count, last_fetched_at FROM passport_links", f, page,
 		func(l Link) uuid.UUID { return l.ID })
 }
@@ -281,7 +276,7 @@ func (st *Store) ListLinks(ctx context.Context, asset uuid.UUID, page model.Page
 // id), unless check, handed the link as it is under the delete's lock,
 // refuses.
 func (st *Store) DeleteLink(ctx context.Context, p LinkPath, check func(Link) error) error {
-	return st.s.Write(ctx, "delete a passport link", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	return st.Write(ctx, "delete a passport link", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		rows, err := tx.Query(ctx, `SELECT id, asset_id, expires_at, created_at, created_by, fetch_count, last_fetched_at
 			FROM passport_links WHERE id = $1 AND asset_id = $2 FOR UPDATE`, p.ID, p.AssetID)
 		if err != nil {
@@ -306,7 +301,7 @@ func (st *Store) DeleteLink(ctx context.Context, p LinkPath, check func(Link) er
 // at now, and answers its asset: a 404 when no link has it or it expired.
 func (st *Store) FetchLink(ctx context.Context, hash []byte, now time.Time) (uuid.UUID, error) {
 	var asset uuid.UUID
-	err := st.s.DB(ctx).QueryRow(ctx, `UPDATE passport_links SET fetch_count = fetch_count + 1, last_fetched_at = $2
+	err := st.DB(ctx).QueryRow(ctx, `UPDATE passport_links SET fetch_count = fetch_count + 1, last_fetched_at = $2
 		WHERE token_hash = $1 AND (expires_at IS NULL OR expires_at > $2) RETURNING asset_id`, hash, now).Scan(&asset)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, apperr.NotFound("passport", "")
@@ -317,6 +312,6 @@ func (st *Store) FetchLink(ctx context.Context, hash []byte, now time.Time) (uui
 // AssetRecorded reports whether the log holds an event of the asset.
 func (st *Store) AssetRecorded(ctx context.Context, asset uuid.UUID) (bool, error) {
 	var found bool
-	err := st.s.DB(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE kind = 'asset' AND subject_id = $1)`, asset.String()).Scan(&found)
+	err := st.DB(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE kind = 'asset' AND subject_id = $1)`, asset.String()).Scan(&found)
 	return found, store.Classify(err, "find an asset's events")
 }

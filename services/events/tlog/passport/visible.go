@@ -5,13 +5,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 )
-
-// UseAccess makes c the copy of the assets' access that Visible asks.
-func (st *Store) UseAccess(c *access.Copy) { st.access = c }
 
 // Visible is nil when by sees asset (the copy refreshed
 // first: a grant or transfer committed before the call is in force), and
@@ -19,7 +15,7 @@ func (st *Store) UseAccess(c *access.Copy) { st.access = c }
 // everything a passport answers for an asset (docs/events.md, "Who sees
 // which event").
 func Visible(ctx context.Context, st *Store, by model.Caller, asset uuid.UUID) error {
-	seen, err := st.access.Sees(ctx, by, asset.String())
+	seen, err := st.Access().Sees(ctx, by, asset.String())
 	if err == nil && !seen {
 		err = apperr.NotFound("asset", asset.String())
 	}

@@ -167,7 +167,7 @@ const rebuildLatestSelect = `INSERT INTO latest_actions (asset_id, action_type, 
 // latest_actions_state_idx and read only matching rows. The few pages
 // they return are merged by the outer ORDER BY. A deep page costs what the
 // first does. A bound caller's branches walk the assets its organization
-// sees instead, in two halves (halves).
+// sees instead, in the parts halves names.
 func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model.Paged[Row], error) {
 	sql, args := pageSQL(q, page)
 	rows, err := s.Reads(ctx).Query(ctx, sql, args...)
@@ -233,8 +233,8 @@ func pageSQL(q query, page model.Page) (string, []any) {
 		return "l.class = 'dated' AND (" + strings.Join(dated, " OR ") + ")", true
 	}
 
-	// A bound caller's page is two halves, each of the branches below
-	// once per half (halves).
+	// A bound caller's page is three parts, each of the branches below
+	// once per part (halves).
 	var branches []string
 	for _, h := range halves(q.seenBy, page.Limit+1, param) {
 		branches = append(branches, typeBranches(q, page, h, classCond, param)...)

@@ -1,6 +1,7 @@
 package charttest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -402,6 +403,13 @@ func natsChart(t *testing.T) string {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 && os.Getenv("NATS_CHART_REQUIRED") == "" {
+		// The chart is the one part of these checks that comes from outside the repository; a
+		// machine that can reach none of its sources has nothing to render. A release sets
+		// NATS_CHART_REQUIRED, which turns this into a failure.
+		t.Skipf("the official NATS chart is out of reach (set NATS_CHART_REPO or NATS_CHART_REQUIRED): %s", stderr.String())
+	}
 	if err != nil {
 		t.Fatalf("nats-chart.sh: %v\n%s", err, stderr.String())
 	}

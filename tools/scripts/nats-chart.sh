@@ -7,7 +7,8 @@
 # The first of these that works: NATS_CHART_REPO, a git directory of github.com/nats-io/k8s
 # (the pinned commit's helm/charts/nats); the NATS Helm repository (helm pull); the Go module
 # proxy (the same commit as a module, which the proxy serves for any public repository). A
-# finished chart is a directory renamed into place, under a lock, as chart-tools.sh does.
+# finished chart is a directory renamed into place, under a lock, as chart-tools.sh does. Exit
+# status 3: no source could be reached (a closed network), as against 1 for anything else.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,8 +30,8 @@ fetch() {
 		cp -R "$out.pull/nats/." "$out" && rm -rf "$out.pull"
 	else
 		rm -rf "$out.pull"
-		src=$(GOFLAGS=-mod=mod GOWORK=off go mod download -json "$source@$commit" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-		[[ -n $src ]] || { echo "nats-chart: neither $repository nor the module proxy gave the chart; set NATS_CHART_REPO to a git directory of $source" >&2; return 1; }
+		src=$(GOFLAGS=-mod=mod GOWORK=off go mod download -json "$source@$commit" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' || true)
+		[[ -n $src ]] || { echo "nats-chart: neither $repository nor the module proxy gave the chart; set NATS_CHART_REPO to a git directory of $source" >&2; return 3; }
 		cp -R "$src/helm/charts/nats/." "$out"
 		chmod -R u+w "$out"
 	fi

@@ -496,6 +496,18 @@ func TestRedisDownFailsOpen(t *testing.T) {
 
 func redisCalls(f fixture) int64 { return f.gateway.limiter.calls.Load() }
 
+// pauseRedis holds every client's commands to redis for d (CLIENT PAUSE, as an
+// overloaded machine makes Redis slow) and says when the pause began.
+func pauseRedis(t *testing.T, redis *testkit.Redis, d time.Duration) time.Time {
+	t.Helper()
+	admin := goredis.NewClient(&goredis.Options{Addr: redis.Addr, Password: redis.Password})
+	t.Cleanup(func() { _ = admin.Close() })
+	if err := admin.Do(t.Context(), "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
 // Redis slower than rate-limit.timeout (paused by CLIENT PAUSE, as an
 // overloaded machine makes it): a client over its budget is still
 // refused, each replica keeping it to its share of what Redis last said
@@ -513,13 +525,8 @@ func TestSlowRedisKeepsClientsToTheirShare(t *testing.T) {
 		testkit.Expect(t, f.client.Do(t, "GET", "/people", abusive, nil), 200)
 	}
 	// Redis says 4 are left: this replica's share is 2.
-	admin := goredis.NewClient(&goredis.Options{Addr: redis.Addr, Password: redis.Password})
-	t.Cleanup(func() { _ = admin.Close() })
 	const pause = 5 * time.Second
-	if err := admin.Do(t.Context(), "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
-		t.Fatal(err)
-	}
-	pausedAt := time.Now()
+	pausedAt := pauseRedis(t, redis, pause)
 	before := testutil.ToFloat64(failOpenTotal.WithLabelValues(budgetClient))
 	served := 0
 	for range 10 {
@@ -562,13 +569,8 @@ func TestRedisBackChargesWhatTheShareServed(t *testing.T) {
 		c.Timeout, c.Backoff = 200*time.Millisecond, 300*time.Millisecond
 	}))
 	client := f.issuer.Token(t, "away", "registry:read")
-	admin := goredis.NewClient(&goredis.Options{Addr: redis.Addr, Password: redis.Password})
-	t.Cleanup(func() { _ = admin.Close() })
 	const pause = 2 * time.Second
-	if err := admin.Do(t.Context(), "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
-		t.Fatal(err)
-	}
-	pausedAt := time.Now()
+	pausedAt := pauseRedis(t, redis, pause)
 	asked := redisCalls(f)
 	for range spentAway {
 		testkit.Expect(t, f.client.Do(t, "GET", "/people", client, nil), 200)

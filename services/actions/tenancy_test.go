@@ -350,9 +350,8 @@ func planSchema(t *testing.T) (*store.Pool, string) {
 // A bound caller's page of /compliance walks indexes in page order and
 // stops at the page's end, as an unbound one's does: it neither gathers
 // every asset its organization sees and sorts them (only one owner's
-// range of rows in the page's state, when the planner finds them few),
-// nor reads a table
-// whole (at 20,000 assets over 200 organizations such a plan read all of
+// range of rows in the page's state, or its grants, when the planner
+// finds them few), nor reads a table whole (at 20,000 assets over 200 organizations such a plan read all of
 // known_assets, 10 ms against 0.1 ms unbound), nor probes the read model
 // for each asset its organization owns (its owned assets and those with
 // no owner are one range each of an owner index; only grants are a walk
@@ -371,6 +370,13 @@ func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 	// The owned assets and those with no owner: one range each of an
 	// owner index of the read model (the actions migration 014).
 	ownerRange := regexp.MustCompile(`(Bitmap Index Scan on|Index (Only )?Scan using) (latest_actions_owner_state_idx|known_assets_owner_idx)[^\n]*\n\s*Index Cond: \(\(?owner_organization_id = `)
+	// The organization's grants: one range of the copy's partial index
+	// (the kit's migration 012), which the planner walks in order when it
+	// expects many and may gather and sort when it expects few (as it may
+	// an owner's range): its estimate of a range this small flips with
+	// the heap's visibility map, which a vacuum cannot always set while
+	// other schemas' transactions run.
+	grantRange := regexp.MustCompile(`(Bitmap Index Scan on|Index (Only )?Scan using) asset_seen_by_granted[^\n]*\n\s*Index Cond: \(organization_id = `)
 	for _, c := range []struct {
 		name   string
 		filter compliance.Filter
@@ -382,15 +388,15 @@ func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 		page := model.Page{Limit: model.DefaultLimit}
 		sql, args := compliance.PageSQL(c.filter, org, today, nil, page)
 		plan := testkit.Explain(t, pool, sql, args...)
-		// A part that sorts must read one owner's range: the rows of the
+		// A part that sorts must read one range: the rows of the
 		// organization's own (or Everyone's) assets in the page's state,
-		// which the planner may gather and sort when they are few. The
-		// top, above the parts' limits, may sort their appended pages (a
-		// page each).
+		// or its grants, which the planner may gather and sort when they
+		// are few. The top, above the parts' limits, may sort their
+		// appended pages (a page each).
 		sortsMore := false
 		for i, part := range strings.Split(plan, "->  Limit") {
 			merge := i == 0 && strings.Contains(part, "Append")
-			sortsMore = sortsMore || fullSort.MatchString(part) && !ownerRange.MatchString(part) && !merge
+			sortsMore = sortsMore || fullSort.MatchString(part) && !ownerRange.MatchString(part) && !grantRange.MatchString(part) && !merge
 		}
 		if sortsMore || wholeTable.MatchString(plan) || !strings.Contains(plan, "asset_seen_by_granted") ||
 			!ownerRange.MatchString(plan) {

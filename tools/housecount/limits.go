@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -33,13 +35,14 @@ const (
 	RuleStoreMethods    = "store-methods"         // methods of a type named Store in services/
 	RuleOutboxInsert    = "outbox-insert"         // INSERT INTO outbox under services/
 	RuleStoreRegistry   = "store-registry"        // refs.Registry named in a services/ store file
+	RuleDocLines        = "doc-lines"             // lines of a .md file under docs/, and of README.md
 	RulePkgFloors       = "pkg-floors"            // floors of pkg/ (layers.Floors)
 	RuleDupServices     = "duplicates-services"   // pairs `duplicates` finds in services/
 	RuleDupPkg          = "duplicates-pkg"        // pairs `duplicates` finds in pkg/
 )
 
 // itemRules count per item (a file, a Store); the others are one count.
-var itemRules = []string{RuleSQLOutsideStore, RuleServicesFile, RuleRepositoryFile, RuleStoreMethods, RuleOutboxInsert, RuleStoreRegistry}
+var itemRules = []string{RuleSQLOutsideStore, RuleServicesFile, RuleRepositoryFile, RuleStoreMethods, RuleOutboxInsert, RuleStoreRegistry, RuleDocLines}
 
 // Limit is one rule's line.
 type Limit struct {
@@ -192,6 +195,9 @@ func MeasureShape(root string) (Shape, error) {
 			return true
 		})
 	}
+	if err := measureDocs(root, s.Items[RuleDocLines]); err != nil {
+		return s, err
+	}
 	s.Counts[RulePkgFloors] = layers.Floors(layers.KitOrder)
 	var c Counts
 	Duplicates(root, &c, "services", "pkg")
@@ -244,4 +250,41 @@ func Check(s Shape, limits map[string]Limit) (problems, notes []string) {
 		}
 	}
 	return problems, notes
+}
+
+// measureDocs counts the lines of the docs a reader looks things up in:
+// every .md file under docs/ and the README at the root. A reference that
+// grows past a screenful of sections stops being read as one, so its
+// history goes to bench/results.json and git, not into the doc.
+func measureDocs(root string, lines map[string]int) error {
+	docs := []string{}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			docs = append(docs, path)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(root, "README.md")); err == nil {
+		docs = append(docs, filepath.Join(root, "README.md"))
+	}
+	for _, path := range docs {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(src), "\n"); n > 0 {
+			lines[filepath.ToSlash(rel)] = n
+		}
+	}
+	return nil
 }

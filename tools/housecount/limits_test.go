@@ -1,6 +1,7 @@
 package housecount
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ repository-file-lines  700
 store-methods          20      services/b.Store=46
 outbox-insert          0
 store-registry         0
+doc-lines              900     docs/history.md=1200
 pkg-floors             9       12
 duplicates-services    30      57
 duplicates-pkg         25
@@ -32,6 +34,9 @@ duplicates-pkg         25
 	}
 	if l := limits[RuleSQLOutsideStore]; len(l.Except) != 3 || l.Except["services/b/audit.go"] != 3 {
 		t.Errorf("%s = %+v, want the 3 files of its line and its continued line", RuleSQLOutsideStore, l)
+	}
+	if l := limits[RuleDocLines]; l.Target != 900 || l.Except["docs/history.md"] != 1200 {
+		t.Errorf("%s = %+v; want the target 900 and history.md's exception of 1200", RuleDocLines, l)
 	}
 	if _, err := ParseLimits(LimitsFile); err != nil {
 		t.Errorf("the checked-in limits file: %v", err)
@@ -82,6 +87,7 @@ repository-file-lines  700
 store-methods          20  services/a.Store=30
 outbox-insert          0
 store-registry         0
+doc-lines              900 docs/long.md=950
 pkg-floors             9   12
 duplicates-services    30  57
 duplicates-pkg         25
@@ -97,6 +103,7 @@ duplicates-pkg         25
 			RuleStoreMethods:    {"services/a.Store": 30, "services/b.Store": 12},
 			RuleOutboxInsert:    {},
 			RuleStoreRegistry:   {},
+			RuleDocLines:        {"docs/long.md": 950, "docs/api.md": 834, "README.md": 108},
 		}, Counts: map[string]int{RulePkgFloors: 12, RuleDupServices: 57, RuleDupPkg: 20}}
 		if edit != nil {
 			edit(&s)
@@ -120,6 +127,14 @@ duplicates-pkg         25
 			problems: []string{"outbox-insert: services/a/roll.go"}, notes: []string{"gone.go"}},
 		{name: "a store given the registry", edit: func(s *Shape) { s.Items[RuleStoreRegistry]["services/a/store.go"] = 1 },
 			problems: []string{"store-registry: services/a/store.go has 1"}, notes: []string{"gone.go"}},
+		{name: "a doc over the lines", edit: func(s *Shape) { s.Items[RuleDocLines]["docs/performance.md"] = 988 },
+			problems: []string{"doc-lines: docs/performance.md has 988, the target is 900"}, notes: []string{"gone.go"}},
+		{name: "the README over the lines", edit: func(s *Shape) { s.Items[RuleDocLines]["README.md"] = 901 },
+			problems: []string{"doc-lines: README.md has 901"}, notes: []string{"gone.go"}},
+		{name: "a known long doc grows", edit: func(s *Shape) { s.Items[RuleDocLines]["docs/long.md"] = 951 },
+			problems: []string{"docs/long.md has 951, more than the 950"}, notes: []string{"gone.go"}},
+		{name: "a known long doc condensed", edit: func(s *Shape) { s.Items[RuleDocLines]["docs/long.md"] = 700 },
+			notes: []string{"gone.go", "doc-lines: docs/long.md meets the target now"}},
 		{name: "a floor more", edit: func(s *Shape) { s.Counts[RulePkgFloors] = 13 },
 			problems: []string{"pkg-floors: 13, more than the 12"}, notes: []string{"gone.go"}},
 		{name: "duplicates over the target", edit: func(s *Shape) { s.Counts[RuleDupPkg] = 26 },
@@ -184,5 +199,49 @@ func TestMeasureShape(t *testing.T) {
 	}
 	if _, ok := s.Items[RuleServicesFile]["pkg/x/x.go"]; ok {
 		t.Error("a file of pkg/ counted as one of services/")
+	}
+}
+
+// The docs' lines are counted for every .md under docs/ (its folders too)
+// and the README at the root, and for nothing else.
+func TestMeasureDocLines(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  map[string]int
+	}{
+		{name: "a doc and the README",
+			files: map[string]string{"docs/api.md": "# API\n\ntext\n", "README.md": "# Registry\n"},
+			want:  map[string]int{"docs/api.md": 3, "README.md": 1}},
+		{name: "a doc in a folder of docs/",
+			files: map[string]string{"docs/runbooks/restore.md": "a\nb\n"},
+			want:  map[string]int{"docs/runbooks/restore.md": 2}},
+		{name: "a last line without its newline is not a line, as wc -l counts",
+			files: map[string]string{"docs/short.md": "a\nb"},
+			want:  map[string]int{"docs/short.md": 1}},
+		{name: "not Markdown, or not a doc",
+			files: map[string]string{"docs/chart.svg": "<svg>\n</svg>\n", "charts/README.md": "# Charts\n", "services/a/NOTES.md": "x\n"},
+			want:  map[string]int{}},
+		{name: "no docs folder", files: map[string]string{"pkg/x/x.go": "package x\n"}, want: map[string]int{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			for rel, src := range c.files {
+				path := filepath.Join(root, rel)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := MeasureShape(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Items[RuleDocLines]; !maps.Equal(got, c.want) {
+				t.Errorf("doc lines %v, want %v", got, c.want)
+			}
+		})
 	}
 }

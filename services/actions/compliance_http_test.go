@@ -12,6 +12,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/projection"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
@@ -38,8 +39,8 @@ func (w complianceWorld) asset(t *testing.T) string {
 // applyAsset applies an asset event to the projection as its consumer does.
 func (w complianceWorld) applyAsset(t *testing.T, id, assetType uuid.UUID, op string) {
 	t.Helper()
-	p := compliance.NewProjection(compliance.NewStore(w.Built.Store))
-	ev := compliance.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: id, AssetTypeID: assetType, Op: op}
+	p := projection.New(projection.NewStore(w.Built.Store))
+	ev := projection.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: id, AssetTypeID: assetType, Op: op}
 	if err := p.ApplyAsset(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/auth"
-	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/projection"
 )
 
 // include=components rolls up only the components the caller sees: a
@@ -17,9 +17,9 @@ func TestRolledUpStateFollowsWhoSeesTheComponent(t *testing.T) {
 	owner := w.Bound("owner-client", orgOwner, auth.ScopeRead)
 	assetType := uuid.New()
 	crane, hook := w.owned(orgOwner), w.owned(orgOther)
-	p := compliance.NewProjection(compliance.NewStore(w.Built.Store))
+	p := projection.New(projection.NewStore(w.Built.Store))
 	for asset, parent := range map[string]*uuid.UUID{crane: nil, hook: new(uuid.MustParse(crane))} {
-		ev := compliance.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: uuid.MustParse(asset), AssetTypeID: assetType, Op: "created", Parent: parent}
+		ev := projection.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: uuid.MustParse(asset), AssetTypeID: assetType, Op: "created", Parent: parent}
 		if err := p.ApplyAsset(t.Context(), ev); err != nil {
 			t.Fatal(err)
 		}

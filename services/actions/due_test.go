@@ -14,6 +14,7 @@ import (
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/projection"
 	"github.com/assetregistry/registry/services/actions/compliance/roller"
 	"github.com/assetregistry/registry/services/actions/due"
 	"github.com/assetregistry/registry/tools/testkit"
@@ -186,12 +187,12 @@ func (w dueWorld) moveTo(t *testing.T, id uuid.UUID, parent, op string, at time.
 	if _, err := rand.Read(eventID[9:]); err != nil {
 		t.Fatal(err)
 	}
-	ev := compliance.AssetEvent{ID: eventID, AssetID: id, AssetTypeID: w.assetType, Op: op}
+	ev := projection.AssetEvent{ID: eventID, AssetID: id, AssetTypeID: w.assetType, Op: op}
 	if parent != "" {
 		p := uuid.MustParse(parent)
 		ev.Parent = &p
 	}
-	if err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).ApplyAsset(context.Background(), ev); err != nil {
+	if err := projection.New(projection.NewStore(w.Built.Store)).ApplyAsset(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
 }

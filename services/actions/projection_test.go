@@ -21,6 +21,7 @@ import (
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/projection"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -97,9 +98,9 @@ func TestProjectionOrderAndReplay(t *testing.T) {
 	for name, order := range orders {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t)
-			p := compliance.NewProjection(compliance.NewStore(w.Built.Store))
+			p := projection.New(projection.NewStore(w.Built.Store))
 			for _, e := range order {
-				ev, ok, err := compliance.AssetEventOf(e)
+				ev, ok, err := projection.AssetEventOf(e)
 				if err != nil || !ok {
 					t.Fatalf("%s: %v %v", e.Type, ok, err)
 				}
@@ -218,7 +219,7 @@ func TestProjectionRebuild(t *testing.T) {
 	}
 
 	registry := refs.New("actions", w.Built.Store, w.Built.Deps.Peers)
-	report, err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).Rebuild(context.Background(), ListAssetsOf(registry))
+	report, err := projection.New(projection.NewStore(w.Built.Store)).Rebuild(context.Background(), ListAssetsOf(registry))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +234,8 @@ func TestProjectionRebuild(t *testing.T) {
 	}
 	// An event older than the rebuild's floor changes nothing: the
 	// listing has it already.
-	if err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).ApplyAsset(context.Background(), compliance.AssetEvent{
-		ID: compliance.UUIDAt(time.Now().Add(-2 * compliance.RebuildMargin)), AssetID: uuid.MustParse(assets[0]), AssetTypeID: uuid.New(), Op: outbox.OpUpdated,
+	if err := projection.New(projection.NewStore(w.Built.Store)).ApplyAsset(context.Background(), projection.AssetEvent{
+		ID: compliance.UUIDAt(time.Now().Add(-2 * projection.RebuildMargin)), AssetID: uuid.MustParse(assets[0]), AssetTypeID: uuid.New(), Op: outbox.OpUpdated,
 	}); err != nil {
 		t.Fatal(err)
 	}

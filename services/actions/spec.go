@@ -19,6 +19,7 @@ import (
 	"github.com/assetregistry/registry/services/actions/actiondocs"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
 	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/projection"
 	"github.com/assetregistry/registry/services/actions/compliance/roller"
 	"github.com/assetregistry/registry/services/actions/due"
 	"github.com/assetregistry/registry/services/actions/plans"
@@ -98,7 +99,7 @@ func build(d servicekit.Deps) (servicekit.Handlers, error) {
 		return handlers, err
 	}
 	handlers.Jobs = append(handlers.Jobs,
-		compliance.NewProjection(read).Job(nc, d.NATS, d.Logger),
+		projection.New(projection.NewStore(d.Store)).Job(nc, d.NATS, d.Logger),
 		// The targets of an action, remembered as their owners create
 		// them: the first action naming a new asset, person or
 		// organization then asks no peer (pkg/refs, learn.go).
@@ -126,8 +127,8 @@ func rebuildCompliance(ctx context.Context, d servicekit.Deps) error {
 // rebuild is what rebuild-compliance does: Projection.Rebuild over the
 // listing of assets (which also teaches seen), then the meter readings
 // the read model lacks, which usage plans count.
-func rebuild(ctx context.Context, db *store.Store, registry *refs.Registry, seen *access.Copy) (compliance.RebuildReport, error) {
-	report, err := compliance.NewProjection(compliance.NewStore(db)).Rebuild(ctx, learning(ListAssetsOf(registry), seen))
+func rebuild(ctx context.Context, db *store.Store, registry *refs.Registry, seen *access.Copy) (projection.RebuildReport, error) {
+	report, err := projection.New(projection.NewStore(db)).Rebuild(ctx, learning(ListAssetsOf(registry), seen))
 	if err != nil {
 		return report, err
 	}
@@ -140,8 +141,8 @@ func rebuild(ctx context.Context, db *store.Store, registry *refs.Registry, seen
 // the copy knowing every asset, those created before the copy was kept
 // and those whose events it missed, so /compliance and the lists of
 // actions show a bound caller every asset it sees.
-func learning(list compliance.AssetLister, seen *access.Copy) compliance.AssetLister {
-	return func(ctx context.Context, after uuid.UUID) ([]compliance.ListedAsset, error) {
+func learning(list projection.AssetLister, seen *access.Copy) projection.AssetLister {
+	return func(ctx context.Context, after uuid.UUID) ([]projection.ListedAsset, error) {
 		page, err := list(ctx, after)
 		if err != nil || len(page) == 0 {
 			return page, err
@@ -162,19 +163,19 @@ const listPage = 5000
 
 // ListAssetsOf is the AssetLister over the assets service's side of the
 // reference protocol (its internal listing).
-func ListAssetsOf(registry *refs.Registry) compliance.AssetLister {
-	return func(ctx context.Context, after uuid.UUID) ([]compliance.ListedAsset, error) {
+func ListAssetsOf(registry *refs.Registry) projection.AssetLister {
+	return func(ctx context.Context, after uuid.UUID) ([]projection.ListedAsset, error) {
 		found, err := registry.ListOwned(ctx, "asset", after, listPage)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]compliance.ListedAsset, 0, len(found))
+		out := make([]projection.ListedAsset, 0, len(found))
 		for _, f := range found {
 			typeID, err := uuid.Parse(f.Attrs["asset_type_id"])
 			if err != nil {
 				return nil, fmt.Errorf("asset %s: asset_type_id %q: %w", f.ID, f.Attrs["asset_type_id"], err)
 			}
-			a := compliance.ListedAsset{ID: f.ID, AssetTypeID: typeID}
+			a := projection.ListedAsset{ID: f.ID, AssetTypeID: typeID}
 			if p, ok := f.Attrs["parent_asset_id"]; ok {
 				parent, err := uuid.Parse(p)
 				if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/actiondocs"
 	"github.com/assetregistry/registry/services/actions/compliance"
+	"github.com/assetregistry/registry/services/actions/compliance/projection"
 	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
@@ -105,8 +106,8 @@ func TestTenancyOfActions(t *testing.T) {
 		"source_system": "app", "source_reference": "report"})
 	// compliance knows both assets from their events
 	for _, a := range []string{asset, shared} {
-		ev := compliance.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: uuid.MustParse(a), AssetTypeID: uuid.New(), Op: outbox.OpCreated}
-		if err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).ApplyAsset(context.Background(), ev); err != nil {
+		ev := projection.AssetEvent{ID: uuid.Must(uuid.NewV7()), AssetID: uuid.MustParse(a), AssetTypeID: uuid.New(), Op: outbox.OpCreated}
+		if err := projection.New(projection.NewStore(w.Built.Store)).ApplyAsset(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,8 +217,8 @@ func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
 	w := newTenancyWorld(t)
 	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
 	asset := uuid.Must(uuid.NewV7())
-	p := compliance.NewProjection(compliance.NewStore(w.Built.Store))
-	ev, ok, err := compliance.AssetEventOf(outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "asset.created",
+	p := projection.New(projection.NewStore(w.Built.Store))
+	ev, ok, err := projection.AssetEventOf(outbox.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: "asset.created",
 		Subject: outbox.EventSubject{Kind: outbox.KindAsset, ID: asset.String()},
 		Data:    []byte(`{"asset_type_id":"` + uuid.NewString() + `","owner_organization_id":"` + orgOwner + `"}`)})
 	if err != nil || !ok {
@@ -241,7 +242,7 @@ func TestRebuildTeachesTheCopy(t *testing.T) {
 	w.access.Created(model.Access{AssetID: asset.String(), OwnerOrganizationID: orgOwner})
 	registry := refs.New("actions", w.Built.Store, w.Built.Deps.Peers)
 	seen := access.New(w.Built.Store, w.Built.Deps.Peers.Get("assets"))
-	if _, err := compliance.NewProjection(compliance.NewStore(w.Built.Store)).Rebuild(t.Context(), learning(ListAssetsOf(registry), seen)); err != nil {
+	if _, err := projection.New(projection.NewStore(w.Built.Store)).Rebuild(t.Context(), learning(ListAssetsOf(registry), seen)); err != nil {
 		t.Fatal(err)
 	}
 	wantComplianceRows(t, w, asset, owner, other)

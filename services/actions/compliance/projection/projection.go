@@ -1,10 +1,11 @@
-package compliance
-
-// The projection of the assets service's assets into known_assets, the
-// read model's list of assets: kept from the assets' change events
-// (asset.created, asset.updated, asset.deleted) and rebuilt from the
-// assets service's internal listing when it must be (docs/operations.md).
-// Meter readings go to the due component's rows from the same stream.
+// Package projection is the compliance component's projection of the
+// assets service's assets into known_assets, the read model's list of
+// assets that GET /compliance pages through: kept from the assets' change
+// events (asset.created, asset.updated, asset.deleted) and rebuilt from
+// the assets service's internal listing when it must be
+// (docs/operations.md). Meter readings go to the due component's rows
+// from the same stream.
+package projection
 
 import (
 	"context"
@@ -25,6 +26,7 @@ import (
 	"github.com/assetregistry/registry/pkg/job"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
+	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/services/actions/due"
 )
 
@@ -35,13 +37,15 @@ const assetsProjection = "assets"
 // asset (pkg/access) each asset's owner as its events say.
 type Projection struct {
 	store  *Store
+	latest *compliance.Store // latest_actions, which a rebuild recomputes
 	access *access.Store
 	due    *due.Store // parent links, meter readings
 }
 
-// NewProjection returns the projection over the read model's store.
-func NewProjection(s *Store) *Projection {
-	return &Projection{store: s, access: access.New(s.Store, nil).Store(), due: due.NewStore(s.Store)}
+// New returns the projection over its store.
+func New(s *Store) *Projection {
+	return &Projection{store: s, latest: compliance.NewStore(s.Store), access: access.New(s.Store, nil).Store(),
+		due: due.NewStore(s.Store)}
 }
 
 // ApplyAsset applies one asset event. It is idempotent and indifferent to
@@ -77,7 +81,7 @@ func (p *Projection) ApplyAsset(ctx context.Context, ev AssetEvent) error {
 // wrote) are removed at the end.
 func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildReport, error) {
 	var report RebuildReport
-	floor := UUIDAt(time.Now().Add(-RebuildMargin))
+	floor := compliance.UUIDAt(time.Now().Add(-RebuildMargin))
 	if err := p.store.setFloor(ctx, assetsProjection, floor); err != nil {
 		return report, err
 	}
@@ -110,7 +114,7 @@ func (p *Projection) Rebuild(ctx context.Context, list AssetLister) (RebuildRepo
 	if err := p.due.EndUnlistedParents(ctx, floor); err != nil {
 		return report, err
 	}
-	report.Latest, err = p.store.RebuildLatest(ctx)
+	report.Latest, err = p.latest.RebuildLatest(ctx)
 	return report, err
 }
 

@@ -39,6 +39,14 @@ func (f *Filter) Where(cond string, args ...any) {
 	f.conds = append(f.conds, cond)
 }
 
+// Arg adds a value that no condition of the filter names, and returns its
+// placeholder: for a query built around the filter that names the value
+// in places of its own (several, as a union's parts may).
+func (f *Filter) Arg(value any) string {
+	f.args = append(f.args, value)
+	return fmt.Sprintf("$%d", len(f.args))
+}
+
 // Equal adds "column = value" when value is not nil.
 func Equal[T any](f *Filter, column string, value *T) {
 	if value != nil {

@@ -1,12 +1,14 @@
 package assets
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/services/assets/assettypes"
 )
 
@@ -162,4 +164,32 @@ func (q AssetQuery) Normalize() (AssetQuery, error) {
 		v.Add("version", "narrows brand and model, which are missing")
 	}
 	return q, v.Err()
+}
+
+func equalIDs(a, b *uuid.UUID) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// parentMissing is the 422 of a parent that does not exist.
+func parentMissing(id uuid.UUID) error {
+	return apperr.Invalid(apperr.FieldError{Field: "parent_asset_id",
+		Message: fmt.Sprintf("must name an existing asset; %s does not exist", id)})
+}
+
+// componentChanges are the events of the asset component moving from the
+// parent from to the parent to (nil: none): asset_component.deleted on the
+// one it leaves, asset_component.created on the one it joins, each with
+// that parent as its subject (so in its history) and the component as
+// GET answers it after the change (as it was, when it was deleted) as its
+// data. The component's own asset.created, asset.updated or asset.deleted
+// says the same from its side.
+func componentChanges(component Asset, from, to *uuid.UUID) []outbox.Change {
+	var out []outbox.Change
+	if from != nil {
+		out = append(out, outbox.Deleted(outbox.KindAssetComponent, from.String(), component))
+	}
+	if to != nil {
+		out = append(out, outbox.Created(outbox.KindAssetComponent, to.String(), component))
+	}
+	return out
 }

@@ -223,9 +223,49 @@ func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page model.Page) 
 	store.Equal(&where, "responsible_person_id", f.ResponsiblePersonID)
 	store.Equal(&where, "parent_asset_id", f.ParentAssetID)
 	assetExternals.Filter(&where, "a", f.External)
-	visibleTo(&where, f.VisibleTo)
-	return store.List(ctx, s.Reads(ctx), "list assets", `SELECT `+assetColumns+` FROM assets a`,
+	from := ` FROM assets a`
+	if f.VisibleTo != "" {
+		from = boundAssets(&where, f.VisibleTo, page)
+	}
+	return store.List(ctx, s.Reads(ctx), "list assets", `SELECT `+assetColumns+from,
 		where, page, func(a Asset) uuid.UUID { return a.ID })
+}
+
+// boundAssets is the FROM of a page of the assets the organization org
+// sees, for the conditions in where (alias a): three walks in id order,
+// each stopping at the page's end, merged. Its own assets are a range of
+// the owner index, those without owner of their partial index (the
+// assets migration 005), its grants a range of the grants' index. One
+// condition for all (visibleTo) has no index that answers it in id
+// order: a page walked every asset from the cursor and tested each, the
+// whole table for an organization that sees few (at 1,000 assets over
+// 1,000 organizations a bound page took 1.4 times an unbound one). where's
+// conditions hold on every part, and again on the merge, which they
+// select the same way (a's columns).
+func boundAssets(where *store.Filter, org string, page model.Page) string {
+	id, _ := uuid.Parse(org) // a claim that is no UUID owns nothing (uuid.Nil)
+	orgParam, grants := where.Arg(id), ""
+	if page.After != uuid.Nil {
+		after := where.Arg(page.After)
+		where.Where("a.id > " + after)
+		grants = " AND asset_id > " + after
+	}
+	conds := where.SQL()
+	and := func(cond string) string {
+		if conds == "" {
+			return " WHERE " + cond
+		}
+		return conds + " AND " + cond
+	}
+	limit := fmt.Sprintf(" LIMIT %d", page.Limit+1)
+	// The grants are walked in asset order and each one's asset read
+	// (a lateral subquery): joined as tables, the planner may hash every
+	// asset from the cursor against them.
+	return ` FROM ((SELECT a.* FROM assets a` + and("a.owner_organization_id = "+orgParam) + ` ORDER BY a.id` + limit + `)
+		UNION ALL (SELECT a.* FROM assets a` + and("a.owner_organization_id IS NULL") + ` ORDER BY a.id` + limit + `)
+		UNION ALL (SELECT a.* FROM (SELECT asset_id FROM asset_grants WHERE organization_id = ` + orgParam + grants + `) g
+			CROSS JOIN LATERAL (SELECT a.* FROM assets a` + and("a.id = g.asset_id AND a.owner_organization_id <> "+orgParam) + `) a
+			ORDER BY g.asset_id` + limit + `)) a`
 }
 
 // FindAssets returns up to limit assets with the serial number in the
@@ -433,34 +473,6 @@ func visibleTo(where *store.Filter, org string) {
 	id, _ := uuid.Parse(org) // a claim that is no UUID owns nothing (uuid.Nil)
 	where.Where(`(a.owner_organization_id IS NULL OR a.owner_organization_id = ?
 		OR EXISTS (SELECT 1 FROM asset_grants g WHERE g.asset_id = a.id AND g.organization_id = ?))`, id, id)
-}
-
-func equalIDs(a, b *uuid.UUID) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
-}
-
-// parentMissing is the 422 of a parent that does not exist.
-func parentMissing(id uuid.UUID) error {
-	return apperr.Invalid(apperr.FieldError{Field: "parent_asset_id",
-		Message: fmt.Sprintf("must name an existing asset; %s does not exist", id)})
-}
-
-// componentChanges are the events of the asset component moving from the
-// parent from to the parent to (nil: none): asset_component.deleted on the
-// one it leaves, asset_component.created on the one it joins, each with
-// that parent as its subject (so in its history) and the component as
-// GET answers it after the change (as it was, when it was deleted) as its
-// data. The component's own asset.created, asset.updated or asset.deleted
-// says the same from its side.
-func componentChanges(component Asset, from, to *uuid.UUID) []outbox.Change {
-	var out []outbox.Change
-	if from != nil {
-		out = append(out, outbox.Deleted(outbox.KindAssetComponent, from.String(), component))
-	}
-	if to != nil {
-		out = append(out, outbox.Created(outbox.KindAssetComponent, to.String(), component))
-	}
-	return out
 }
 
 // listReadings is the reference protocol's listing of every meter reading

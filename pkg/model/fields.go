@@ -91,6 +91,17 @@ func Keep[T any](v *apperr.Validation, field string, f PatchField[T], dst *T) {
 	}
 }
 
+// Patched ends a merge patch's Apply: the members the patch could not
+// apply (v: a required one removed) are the answer; otherwise the
+// patched input is normalized as a create's input is, so an update
+// obeys the same rules.
+func Patched[In interface{ Normalize() (In, error) }](v *apperr.Validation, in In) (In, error) {
+	if err := v.Err(); err != nil {
+		return in, err
+	}
+	return in.Normalize()
+}
+
 // Fold is the form in which names compare where the contract says
 // case-insensitively (a person's names, an asset type's brand and model):
 // trimmed, Unicode-normalised (NFC) and case-folded in Go, so the

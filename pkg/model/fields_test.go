@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -55,6 +56,41 @@ func TestRules(t *testing.T) {
 				t.Errorf("problems = %v, want one for f: %v", fields, tt.problem)
 			}
 		})
+	}
+}
+
+// label is an input whose Normalize trims it and requires it.
+type label string
+
+func (l label) Normalize() (label, error) {
+	trimmed := label(strings.TrimSpace(string(l)))
+	var v apperr.Validation
+	if trimmed == "" {
+		v.Add("label", "is required")
+	}
+	return trimmed, v.Err()
+}
+
+// A patch's own problems are its answer before the patched input is
+// normalized; without them the normalized input is.
+func TestPatched(t *testing.T) {
+	invalid := func(err error) string {
+		var e *apperr.Error
+		if !errors.As(err, &e) || e.Kind != apperr.KindInvalid || len(e.Fields) != 1 {
+			return ""
+		}
+		return e.Fields[0].Field
+	}
+	var removed apperr.Validation
+	removed.Add("name", "is required and cannot be removed")
+	if got, err := Patched(&removed, label(" ")); got != " " || invalid(err) != "name" {
+		t.Errorf("with a removed member: %q, %v; want it unnormalized and only the member named", got, err)
+	}
+	if got, err := Patched(&apperr.Validation{}, label(" x ")); got != "x" || err != nil {
+		t.Errorf("clean patch: %q, %v; want the normalized input", got, err)
+	}
+	if _, err := Patched(&apperr.Validation{}, label(" ")); invalid(err) != "label" {
+		t.Errorf("clean patch of an invalid result: %v; want the input's own problem", err)
 	}
 }
 

@@ -54,18 +54,7 @@ func TestCapacityActions(t *testing.T) {
 		}
 		return err
 	})
-	for _, table := range []string{"actions", "action_source_keys", "known_assets", "latest_actions"} {
-		var rows, heap, total int64
-		// pg_partition_tree has no rows for a table that is not
-		// partitioned: the table itself is added (UNION: once).
-		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+table+`), sum(pg_relation_size(relid)), sum(pg_total_relation_size(relid))
-			FROM (SELECT relid FROM pg_partition_tree($1) UNION SELECT $1::regclass) tables`, table).
-			Scan(&rows, &heap, &total); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%-60s %10d rows, %6.0f MB per million rows (heap %4.0f MB, indexes and TOAST %4.0f MB)", "size of "+table, rows,
-			float64(total)/float64(rows), float64(heap)/float64(rows), float64(total-heap)/float64(rows))
-	}
+	servicetest.LogSizes(t, conn, "actions", "action_source_keys", "known_assets", "latest_actions")
 	s.RO = s.Issuer.ReadOnly(t) // the seed outlasts the token of the start (5 min)
 	s.MedianRead("GET /actions?limit=100 (the first page)", 21, "/actions?limit=100")
 	s.MedianRead("GET /actions?asset_id=…&limit=100 (one asset's actions)", 21,

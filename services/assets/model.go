@@ -96,10 +96,7 @@ func (p AssetPatch) Apply(a Asset) (AssetInput, error) {
 		v.Add("parent_asset_id", "must name another asset: an asset cannot be a component of itself")
 	}
 	p.OwnerOrganizationID.ApplyOptional(&in.OwnerOrganizationID)
-	if err := v.Err(); err != nil {
-		return in, err
-	}
-	return in.Normalize()
+	return model.Patched(&v, in)
 }
 
 // assetInputOf is what an asset holds now, as an input.

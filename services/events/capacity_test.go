@@ -95,16 +95,7 @@ func TestCapacityEvents(t *testing.T) {
 		}
 		return err
 	})
-	for _, table := range []string{"events", "deliveries"} {
-		var rows, heap, total int64
-		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+table+`), sum(pg_relation_size(relid)), sum(pg_total_relation_size(relid))
-			FROM pg_partition_tree($1)`, table).
-			Scan(&rows, &heap, &total); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%-60s %10d rows, %6.0f MB per million rows (heap %4.0f MB, indexes and TOAST %4.0f MB)", "size of "+table, rows,
-			float64(total)/float64(rows)*1e6/1e6, float64(heap)/float64(rows)*1e6/1e6, float64(total-heap)/float64(rows)*1e6/1e6)
-	}
+	servicetest.LogSizes(t, conn, "events", "deliveries")
 
 	s.RO = s.Issuer.ReadOnly(t) // the seed outlasts the token of the start (5 min)
 	st := newTestStore(s)

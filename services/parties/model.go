@@ -167,10 +167,7 @@ func (p OrganizationPatch) Apply(o Organization) (OrganizationInput, error) {
 	p.TaxRegistrationNumber.ApplyOptional(&in.TaxRegistrationNumber)
 	p.TaxIdentificationNumber.ApplyOptional(&in.TaxIdentificationNumber)
 	p.Country.ApplyOptional(&in.Country)
-	if err := v.Err(); err != nil {
-		return in, err
-	}
-	return in.Normalize()
+	return model.Patched(&v, in)
 }
 
 // OrganizationQuery is the body of an organization find.
@@ -232,10 +229,7 @@ func (p PersonPatch) Apply(current Person) (PersonInput, error) {
 	model.Keep(&v, "first_name", p.FirstName, &in.FirstName)
 	model.Keep(&v, "last_name", p.LastName, &in.LastName)
 	p.DateOfBirth.ApplyOptional(&in.DateOfBirth)
-	if err := v.Err(); err != nil {
-		return in, err
-	}
-	return in.Normalize()
+	return model.Patched(&v, in)
 }
 
 // PersonFilter narrows a list; names match case-insensitively.

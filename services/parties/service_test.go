@@ -2,7 +2,6 @@ package parties
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strconv"
 	"sync"
@@ -38,76 +37,57 @@ func newFixture(t testing.TB, redisURL string) fixture {
 		by: servicetest.Caller("test-client"), g: servicetest.Guard("test-client")}
 }
 
-func wantKind(t *testing.T, err error, kind apperr.Kind) *apperr.Error {
-	t.Helper()
-	var e *apperr.Error
-	if !errors.As(err, &e) || e.Kind != kind {
-		t.Fatalf("err = %v, want kind %v", err, kind)
-	}
-	return e
-}
-
-func must[T any](t *testing.T) func(T, error) T {
-	return func(v T, err error) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-}
-
 func TestOrganizationLifecycle(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	in := OrganizationInput{Name: "Acme AS", RegistrationNumber: "999888777", OrganizationType: "private", Country: new("NO")}
-	created := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
+	created := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
 	if created.ID.Version() != 7 || *created.Country != "no" || created.CreatedBy != "test-client" || created.AssociatedPeople == nil {
 		t.Fatalf("created = %+v", created)
 	}
-	got := must[OrganizationDetail](t)(f.svc.GetOrganization(f.ctx, created.ID))
+	got := servicetest.Must[OrganizationDetail](t)(f.svc.GetOrganization(f.ctx, created.ID))
 	if !got.CreatedAt.Equal(created.CreatedAt) || got.Name != "Acme AS" {
 		t.Errorf("get = %+v", got)
 	}
 
 	_, err := f.svc.CreateOrganization(f.ctx, f.by, in)
-	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != created.ID.String() {
+	if e := servicetest.WantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != created.ID.String() {
 		t.Errorf("duplicate: existing_id = %v", e.Extensions["existing_id"])
 	}
 	// Same number in another country is another organization.
 	other := in
 	other.Country = new("se")
-	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, other))
+	servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, other))
 
-	updated := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{
+	updated := servicetest.Must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{
 		Name: model.PatchField[string]{Set: true, Value: "Acme Norge AS"}, TaxRegistrationNumber: model.PatchField[string]{Set: true, Value: "NO999888777MVA"},
 	}))
 	if updated.Name != "Acme Norge AS" || *updated.TaxRegistrationNumber != "NO999888777MVA" || !updated.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("updated = %+v", updated)
 	}
-	unchanged := must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{}))
+	unchanged := servicetest.Must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{}))
 	if !unchanged.UpdatedAt.Equal(updated.UpdatedAt) {
 		t.Error("an empty patch must not touch updated_at")
 	}
 	// Moving onto another organization's natural key is a duplicate.
 	_, err = f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{Country: model.PatchField[string]{Set: true, Value: "se"}})
-	wantKind(t, err, apperr.KindConflict)
+	servicetest.WantKind(t, err, apperr.KindConflict)
 
 	if err := f.svc.DeleteOrganization(f.ctx, f.g, created.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.svc.GetOrganization(f.ctx, created.ID)
-	wantKind(t, err, apperr.KindNotFound)
-	wantKind(t, f.svc.DeleteOrganization(f.ctx, f.g, created.ID), apperr.KindNotFound)
+	servicetest.WantKind(t, err, apperr.KindNotFound)
+	servicetest.WantKind(t, f.svc.DeleteOrganization(f.ctx, f.g, created.ID), apperr.KindNotFound)
 	_, err = f.svc.UpdateOrganization(f.ctx, f.g, created.ID, OrganizationPatch{})
-	wantKind(t, err, apperr.KindNotFound)
+	servicetest.WantKind(t, err, apperr.KindNotFound)
 }
 
 func TestOrganizationWithoutCountryIsUniqueByNumber(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	in := OrganizationInput{Name: "A", RegistrationNumber: "42", OrganizationType: "unclassified"}
-	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
+	servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
 	_, err := f.svc.CreateOrganization(f.ctx, f.by, in)
-	wantKind(t, err, apperr.KindConflict)
+	servicetest.WantKind(t, err, apperr.KindConflict)
 }
 
 func TestListOrganizations(t *testing.T) {
@@ -115,12 +95,12 @@ func TestListOrganizations(t *testing.T) {
 	var ids []uuid.UUID
 	for i := range 5 {
 		typ := []string{"private", "public"}[i%2]
-		o := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{
+		o := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{
 			Name: "Org " + strconv.Itoa(i), RegistrationNumber: strconv.Itoa(i), OrganizationType: typ, Country: new("no"),
 		}))
 		ids = append(ids, o.ID)
 	}
-	all := must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{}, model.Page{Limit: 100}))
+	all := servicetest.Must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{}, model.Page{Limit: 100}))
 	if len(all.Items) != 5 || all.Next != uuid.Nil {
 		t.Fatalf("all = %d items, next %v", len(all.Items), all.Next)
 	}
@@ -130,11 +110,11 @@ func TestListOrganizations(t *testing.T) {
 		}
 	}
 	private := "private"
-	page := must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, model.Page{Limit: 2}))
+	page := servicetest.Must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, model.Page{Limit: 2}))
 	if len(page.Items) != 2 || page.Items[0].ID != ids[0] || page.Items[1].ID != ids[2] || page.Next != ids[2] {
 		t.Fatalf("page 1 = %+v", page)
 	}
-	page = must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, model.Page{Limit: 2, After: page.Next}))
+	page = servicetest.Must[model.Paged[Organization]](t)(f.svc.ListOrganizations(f.ctx, OrganizationFilter{OrganizationType: &private}, model.Page{Limit: 2, After: page.Next}))
 	if len(page.Items) != 1 || page.Items[0].ID != ids[4] || page.Next != uuid.Nil {
 		t.Fatalf("page 2 = %+v", page)
 	}
@@ -142,21 +122,21 @@ func TestListOrganizations(t *testing.T) {
 
 func TestFindOrganization(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	no := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: new("no")}))
-	must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: new("se")}))
+	no := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: new("no")}))
+	servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: new("se")}))
 
-	got := must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "77", Country: new("NO")}))
+	got := servicetest.Must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "77", Country: new("NO")}))
 	if got.ID != no.ID {
 		t.Errorf("found %v, want %v", got.ID, no.ID)
 	}
 	_, err := f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "77"})
-	if e := wantKind(t, err, apperr.KindConflict); len(e.Extensions["candidates"].([]any)) != 2 {
+	if e := servicetest.WantKind(t, err, apperr.KindConflict); len(e.Extensions["candidates"].([]any)) != 2 {
 		t.Errorf("candidates = %v", e.Extensions["candidates"])
 	}
 	_, err = f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "78", Country: new("no")})
-	wantKind(t, err, apperr.KindNotFound)
+	servicetest.WantKind(t, err, apperr.KindNotFound)
 	_, err = f.svc.FindOrganization(f.ctx, OrganizationQuery{Country: new("no")})
-	wantKind(t, err, apperr.KindInvalid)
+	servicetest.WantKind(t, err, apperr.KindInvalid)
 }
 
 func TestFindPersonCreatesExactlyOnce(t *testing.T) {
@@ -215,7 +195,7 @@ func TestFindPerson(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
 	dob := &model.Date{Year: 1980, Month: 1, Day: 2}
 	_, _, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, false)
-	wantKind(t, err, apperr.KindNotFound)
+	servicetest.WantKind(t, err, apperr.KindNotFound)
 	p, created, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, true)
 	if err != nil || !created {
 		t.Fatalf("create: %v created=%v", err, created)
@@ -225,11 +205,11 @@ func TestFindPerson(t *testing.T) {
 		t.Fatalf("find without birth date: %v created=%v id=%v", err, created, again.ID)
 	}
 	// A namesake with another birth date makes a name-only find ambiguous.
-	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: &model.Date{Year: 1990, Month: 5, Day: 6}}))
+	servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: &model.Date{Year: 1990, Month: 5, Day: 6}}))
 	_, _, err = f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann"}, false)
-	wantKind(t, err, apperr.KindConflict)
+	servicetest.WantKind(t, err, apperr.KindConflict)
 	_, err = f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: " OLA ", LastName: "nordmann", DateOfBirth: dob})
-	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != p.ID.String() {
+	if e := servicetest.WantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != p.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
 }
@@ -238,19 +218,19 @@ func TestFindPerson(t *testing.T) {
 // changes its answer.
 func TestFindsSeeEveryWrite(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: new("no")}))
+	org := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: new("no")}))
 	find := func() OrganizationDetail {
-		return must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: new("no")}))
+		return servicetest.Must[OrganizationDetail](t)(f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: new("no")}))
 	}
 	find() // fill the cache
 	if got := find(); got.Name != "A" {
 		t.Fatal(got.Name)
 	}
-	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "B"}}))
+	servicetest.Must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "B"}}))
 	if got := find(); got.Name != "B" {
 		t.Fatalf("after rename, find says %q", got.Name)
 	}
-	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	person := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
 	if _, _, err := f.svc.Link(f.ctx, f.by, LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
 		t.Fatal(err)
 	}
@@ -267,12 +247,12 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := f.svc.FindOrganization(f.ctx, OrganizationQuery{RegistrationNumber: "5", Country: new("no")})
-	wantKind(t, err, apperr.KindNotFound)
+	servicetest.WantKind(t, err, apperr.KindNotFound)
 }
 
 func TestFindsWorkWithoutRedis(t *testing.T) {
 	f := newFixture(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t))+"/0") // nothing listens
-	p := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Per", LastName: "Hansen"}))
+	p := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Per", LastName: "Hansen"}))
 	for range 3 {
 		got, _, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "per", LastName: "hansen"}, false)
 		if err != nil || got.ID != p.ID {
@@ -283,8 +263,8 @@ func TestFindsWorkWithoutRedis(t *testing.T) {
 
 func TestLinks(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"}))
-	person := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	org := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"}))
+	person := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
 	in := LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "employee"}
 
 	link, created, err := f.svc.Link(f.ctx, f.by, in)
@@ -297,29 +277,29 @@ func TestLinks(t *testing.T) {
 	}
 	owner := in
 	owner.RelationType = "owner"
-	must[Link](t)(func() (Link, error) { l, _, err := f.svc.Link(f.ctx, f.by, owner); return l, err }())
+	servicetest.Must[Link](t)(func() (Link, error) { l, _, err := f.svc.Link(f.ctx, f.by, owner); return l, err }())
 
-	p := must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
+	p := servicetest.Must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
 	if len(p.AssociatedOrganizations) != 2 || p.AssociatedOrganizations[0].ID != org.ID || p.AssociatedOrganizations[0].RelationType != "employee" {
 		t.Fatalf("associated_organizations = %+v", p.AssociatedOrganizations)
 	}
-	o := must[OrganizationDetail](t)(f.svc.GetOrganization(f.ctx, org.ID))
+	o := servicetest.Must[OrganizationDetail](t)(f.svc.GetOrganization(f.ctx, org.ID))
 	if len(o.AssociatedPeople) != 2 || o.AssociatedPeople[0].ID != person.ID {
 		t.Fatalf("associated_people = %+v", o.AssociatedPeople)
 	}
 
 	_, _, err = f.svc.Link(f.ctx, f.by, LinkInput{PersonID: uuid.New(), OrganizationID: org.ID, RelationType: "employee"})
-	wantKind(t, err, apperr.KindNotFound)
+	servicetest.WantKind(t, err, apperr.KindNotFound)
 	_, _, err = f.svc.Link(f.ctx, f.by, LinkInput{PersonID: person.ID, OrganizationID: uuid.New(), RelationType: "employee"})
-	wantKind(t, err, apperr.KindNotFound)
+	servicetest.WantKind(t, err, apperr.KindNotFound)
 	_, _, err = f.svc.Link(f.ctx, f.by, LinkInput{PersonID: person.ID, OrganizationID: org.ID, RelationType: "Employee"})
-	wantKind(t, err, apperr.KindInvalid)
+	servicetest.WantKind(t, err, apperr.KindInvalid)
 
 	if err := f.svc.Unlink(f.ctx, f.g, in); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, f.svc.Unlink(f.ctx, f.g, in), apperr.KindNotFound)
-	p = must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
+	servicetest.WantKind(t, f.svc.Unlink(f.ctx, f.g, in), apperr.KindNotFound)
+	p = servicetest.Must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
 	if len(p.AssociatedOrganizations) != 1 || p.AssociatedOrganizations[0].RelationType != "owner" {
 		t.Fatalf("after unlink: %+v", p.AssociatedOrganizations)
 	}
@@ -327,7 +307,7 @@ func TestLinks(t *testing.T) {
 	if err := f.svc.DeleteOrganization(f.ctx, f.g, org.ID); err != nil {
 		t.Fatal(err)
 	}
-	p = must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
+	p = servicetest.Must[PersonDetail](t)(f.svc.GetPerson(f.ctx, person.ID))
 	if len(p.AssociatedOrganizations) != 0 {
 		t.Fatalf("links survived their organization: %+v", p.AssociatedOrganizations)
 	}
@@ -335,67 +315,67 @@ func TestLinks(t *testing.T) {
 
 func TestPersonUpdate(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	a := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Anne", LastName: "Berg"}))
-	b := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Anna", LastName: "Berg"}))
+	a := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Anne", LastName: "Berg"}))
+	b := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Anna", LastName: "Berg"}))
 	dob := model.Date{Year: 2001, Month: 2, Day: 3}
-	got := must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Value: dob}}))
+	got := servicetest.Must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Value: dob}}))
 	if got.DateOfBirth == nil || *got.DateOfBirth != dob {
 		t.Fatalf("date_of_birth = %v", got.DateOfBirth)
 	}
-	got = must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Null: true}}))
+	got = servicetest.Must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, a.ID, PersonPatch{DateOfBirth: model.PatchField[model.Date]{Set: true, Null: true}}))
 	if got.DateOfBirth != nil {
 		t.Fatal("null did not remove date_of_birth")
 	}
 	_, err := f.svc.UpdatePerson(f.ctx, f.g, b.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "ANNE"}})
-	if e := wantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
+	if e := servicetest.WantKind(t, err, apperr.KindConflict); e.Extensions["existing_id"] != a.ID.String() {
 		t.Errorf("existing_id = %v", e.Extensions["existing_id"])
 	}
 	_, err = f.svc.UpdatePerson(f.ctx, f.g, b.ID, PersonPatch{LastName: model.PatchField[string]{Set: true, Null: true}})
-	wantKind(t, err, apperr.KindInvalid)
+	servicetest.WantKind(t, err, apperr.KindInvalid)
 }
 
 // Person finds must see every write that changes their answer, including
 // writes that only touch a linked organization or a namesake.
 func TestPersonFindsSeeEveryWrite(t *testing.T) {
 	f := newFixture(t, testkit.RedisURL(t))
-	org := must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "Old Name", RegistrationNumber: "9", OrganizationType: "private"}))
-	ola := must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann"}))
+	org := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "Old Name", RegistrationNumber: "9", OrganizationType: "private"}))
+	ola := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann"}))
 	find := func(first string) (PersonDetail, error) {
 		p, _, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: first, LastName: "Nordmann"}, false)
 		return p, err
 	}
-	must[PersonDetail](t)(find("Ola")) // cached from here on
+	servicetest.Must[PersonDetail](t)(find("Ola")) // cached from here on
 	if _, _, err := f.svc.Link(f.ctx, f.by, LinkInput{PersonID: ola.ID, OrganizationID: org.ID, RelationType: "employee"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := must[PersonDetail](t)(find("Ola")); len(got.AssociatedOrganizations) != 1 {
+	if got := servicetest.Must[PersonDetail](t)(find("Ola")); len(got.AssociatedOrganizations) != 1 {
 		t.Fatalf("after link: %+v", got.AssociatedOrganizations)
 	}
-	must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "New Name"}}))
-	if got := must[PersonDetail](t)(find("Ola")); got.AssociatedOrganizations[0].Name != "New Name" {
+	servicetest.Must[OrganizationDetail](t)(f.svc.UpdateOrganization(f.ctx, f.g, org.ID, OrganizationPatch{Name: model.PatchField[string]{Set: true, Value: "New Name"}}))
+	if got := servicetest.Must[PersonDetail](t)(find("Ola")); got.AssociatedOrganizations[0].Name != "New Name" {
 		t.Fatalf("after renaming the organization: %+v", got.AssociatedOrganizations)
 	}
 	// An unrelated person's write leaves Ola's find alone (and correct).
-	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
-	if got := must[PersonDetail](t)(find("Ola")); got.ID != ola.ID {
+	servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
+	if got := servicetest.Must[PersonDetail](t)(find("Ola")); got.ID != ola.ID {
 		t.Fatal(got.ID)
 	}
 	// A namesake makes the name-only find ambiguous.
-	must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "OLA", LastName: "nordmann", DateOfBirth: &model.Date{Year: 1970, Month: 1, Day: 1}}))
+	servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "OLA", LastName: "nordmann", DateOfBirth: &model.Date{Year: 1970, Month: 1, Day: 1}}))
 	_, err := find("Ola")
-	wantKind(t, err, apperr.KindConflict)
+	servicetest.WantKind(t, err, apperr.KindConflict)
 	// A rename moves the person from one name's finds to another's.
-	must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, ola.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "Ole"}}))
-	if got := must[PersonDetail](t)(find("Ole")); got.ID != ola.ID {
+	servicetest.Must[PersonDetail](t)(f.svc.UpdatePerson(f.ctx, f.g, ola.ID, PersonPatch{FirstName: model.PatchField[string]{Set: true, Value: "Ole"}}))
+	if got := servicetest.Must[PersonDetail](t)(find("Ole")); got.ID != ola.ID {
 		t.Fatal(got.ID)
 	}
-	if got := must[PersonDetail](t)(find("Ola")); got.ID == ola.ID {
+	if got := servicetest.Must[PersonDetail](t)(find("Ola")); got.ID == ola.ID {
 		t.Fatal("the old name still finds the renamed person")
 	}
 	if err := f.svc.DeleteOrganization(f.ctx, f.g, org.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := must[PersonDetail](t)(find("Ole")); len(got.AssociatedOrganizations) != 0 {
+	if got := servicetest.Must[PersonDetail](t)(find("Ole")); len(got.AssociatedOrganizations) != 0 {
 		t.Fatalf("after deleting the organization: %+v", got.AssociatedOrganizations)
 	}
 }

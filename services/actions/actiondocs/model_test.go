@@ -11,20 +11,11 @@ import (
 
 func TestActionDocumentInput(t *testing.T) {
 	action, document := uuid.New(), uuid.New()
-	tests := []struct {
-		name   string
-		in     ActionDocumentInput
-		fields []string
-	}{
-		{"complete", ActionDocumentInput{ActionID: model.ID(action), DocumentID: model.ID(document), SourceSystem: "a", SourceReference: "b"}, nil},
-		{"empty", ActionDocumentInput{}, []string{"action_id", "document_id", "source_system", "source_reference"}},
-		{"another action", ActionDocumentInput{ActionID: model.ID(uuid.New()), DocumentID: model.ID(document), SourceSystem: "a", SourceReference: "b"}, []string{"action_id"}},
-		{"blank text", ActionDocumentInput{ActionID: model.ID(action), DocumentID: model.ID(document), SourceSystem: " ", SourceReference: "\t"}, []string{"source_system", "source_reference"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := tt.in.Normalize(action)
-			servicetest.WantFields(t, err, tt.fields...)
-		})
-	}
+	normalize := func(in ActionDocumentInput) (ActionDocumentInput, error) { return in.Normalize(action) }
+	servicetest.Validations(t, normalize, []servicetest.Validation[ActionDocumentInput, ActionDocumentInput]{
+		{Name: "complete", In: ActionDocumentInput{ActionID: model.ID(action), DocumentID: model.ID(document), SourceSystem: "a", SourceReference: "b"}},
+		{Name: "empty", In: ActionDocumentInput{}, Fields: []string{"action_id", "document_id", "source_system", "source_reference"}},
+		{Name: "another action", In: ActionDocumentInput{ActionID: model.ID(uuid.New()), DocumentID: model.ID(document), SourceSystem: "a", SourceReference: "b"}, Fields: []string{"action_id"}},
+		{Name: "blank text", In: ActionDocumentInput{ActionID: model.ID(action), DocumentID: model.ID(document), SourceSystem: " ", SourceReference: "\t"}, Fields: []string{"source_system", "source_reference"}},
+	})
 }

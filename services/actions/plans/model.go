@@ -122,10 +122,7 @@ func (pp PlanPatch) Apply(p Plan) (PlanInput, error) {
 	pp.DueSoon.ApplyOptional(&in.DueSoon)
 	pp.Description.ApplyOptional(&in.Description)
 	pp.Usage.ApplyOptional(&in.Usage)
-	if err := v.Err(); err != nil {
-		return in, err
-	}
-	return in.Normalize()
+	return model.Patched(&v, in)
 }
 
 func planInputOf(p Plan) PlanInput {

@@ -129,10 +129,7 @@ func (p AssetTypePatch) Apply(t AssetType) (AssetTypeInput, error) {
 	if p.ExternalIDs.Set {
 		in.ExternalIDs = p.ExternalIDs.Value // nil when null: none
 	}
-	if err := v.Err(); err != nil {
-		return in, err
-	}
-	return in.Normalize()
+	return model.Patched(&v, in)
 }
 
 // assetTypeInputOf is what an asset type holds now, as an input.

@@ -21,94 +21,67 @@ func TestAssetTypeInputNormalize(t *testing.T) {
 	for i := range many {
 		many[i] = ExternalID{SourceSystem: "erp", ExternalID: strconv.Itoa(i)}
 	}
-	tests := []struct {
-		name   string
-		in     AssetTypeInput
-		fields []string
-		check  func(t *testing.T, out AssetTypeInput)
-	}{
-		{name: "minimal", in: valid, check: func(t *testing.T, out AssetTypeInput) {
+	servicetest.Validations(t, AssetTypeInput.Normalize, []servicetest.Validation[AssetTypeInput, AssetTypeInput]{
+		{Name: "minimal", In: valid, Check: func(t *testing.T, out AssetTypeInput) {
 			if out.ExternalIDs == nil || out.Version != nil {
 				t.Errorf("out = %+v; external_ids must be an empty list", out)
 			}
 		}},
-		{name: "brand and model required", in: AssetTypeInput{}, fields: []string{"brand", "model"}},
-		{name: "blank brand", in: with(func(in *AssetTypeInput) { in.Brand = "  " }), fields: []string{"brand"}},
-		{name: "blank version is none", in: with(func(in *AssetTypeInput) { in.Version = new(" ") }),
-			check: func(t *testing.T, out AssetTypeInput) {
+		{Name: "brand and model required", In: AssetTypeInput{}, Fields: []string{"brand", "model"}},
+		{Name: "blank brand", In: with(func(in *AssetTypeInput) { in.Brand = "  " }), Fields: []string{"brand"}},
+		{Name: "blank version is none", In: with(func(in *AssetTypeInput) { in.Version = new(" ") }),
+			Check: func(t *testing.T, out AssetTypeInput) {
 				if out.Version != nil {
 					t.Errorf("version = %q", *out.Version)
 				}
 			}},
-		{name: "text is trimmed", in: with(func(in *AssetTypeInput) { in.Brand, in.Version = " Liftmaster ", new(" 2 ") }),
-			check: func(t *testing.T, out AssetTypeInput) {
+		{Name: "text is trimmed", In: with(func(in *AssetTypeInput) { in.Brand, in.Version = " Liftmaster ", new(" 2 ") }),
+			Check: func(t *testing.T, out AssetTypeInput) {
 				if out.Brand != "Liftmaster" || *out.Version != "2" {
 					t.Errorf("out = %+v", out)
 				}
 			}},
-		{name: "version too long", in: with(func(in *AssetTypeInput) { in.Version = new(strings.Repeat("v", LabelLen+1)) }), fields: []string{"version"}},
-		{name: "external ids are trimmed", in: with(func(in *AssetTypeInput) {
+		{Name: "version too long", In: with(func(in *AssetTypeInput) { in.Version = new(strings.Repeat("v", LabelLen+1)) }), Fields: []string{"version"}},
+		{Name: "external ids are trimmed", In: with(func(in *AssetTypeInput) {
 			in.ExternalIDs = []ExternalID{{SourceSystem: " erp ", ExternalID: " 1 "}}
-		}), check: func(t *testing.T, out AssetTypeInput) {
+		}), Check: func(t *testing.T, out AssetTypeInput) {
 			if out.ExternalIDs[0] != (ExternalID{SourceSystem: "erp", ExternalID: "1"}) {
 				t.Errorf("external_ids = %+v", out.ExternalIDs)
 			}
 		}},
-		{name: "external id parts required", in: with(func(in *AssetTypeInput) {
+		{Name: "external id parts required", In: with(func(in *AssetTypeInput) {
 			in.ExternalIDs = []ExternalID{{SourceSystem: "erp", ExternalID: "1"}, {SourceSystem: "", ExternalID: " "}}
-		}), fields: []string{"external_ids[1].source_system", "external_ids[1].external_id"}},
-		{name: "a pair given twice", in: with(func(in *AssetTypeInput) {
+		}), Fields: []string{"external_ids[1].source_system", "external_ids[1].external_id"}},
+		{Name: "a pair given twice", In: with(func(in *AssetTypeInput) {
 			in.ExternalIDs = []ExternalID{{SourceSystem: "erp", ExternalID: "1"}, {SourceSystem: "erp", ExternalID: "2"}, {SourceSystem: "erp ", ExternalID: "1"}}
-		}), fields: []string{"external_ids[2]"}},
-		{name: "same id in two systems", in: with(func(in *AssetTypeInput) {
+		}), Fields: []string{"external_ids[2]"}},
+		{Name: "same id in two systems", In: with(func(in *AssetTypeInput) {
 			in.ExternalIDs = []ExternalID{{SourceSystem: "erp", ExternalID: "1"}, {SourceSystem: "crm", ExternalID: "1"}}
 		})},
-		{name: "too many external ids", in: with(func(in *AssetTypeInput) { in.ExternalIDs = many }), fields: []string{"external_ids"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := tt.in.Normalize()
-			servicetest.WantFields(t, err, tt.fields...)
-			if tt.check != nil {
-				tt.check(t, out)
-			}
-		})
-	}
+		{Name: "too many external ids", In: with(func(in *AssetTypeInput) { in.ExternalIDs = many }), Fields: []string{"external_ids"}},
+	})
 }
 
 func TestAssetTypePatchApply(t *testing.T) {
 	thumb := uuid.New()
 	current := AssetType{Brand: "Liftmaster", Model: "LM-200", Version: new("2"), ThumbnailDocumentID: &thumb,
 		ExternalIDs: []ExternalID{{SourceSystem: "erp", ExternalID: "1"}}}
-	tests := []struct {
-		name   string
-		patch  AssetTypePatch
-		fields []string
-		want   func(in AssetTypeInput) bool
-	}{
-		{name: "empty patch changes nothing", want: func(in AssetTypeInput) bool { return reflect.DeepEqual(in, assetTypeInputOf(current)) }},
-		{name: "set a field", patch: AssetTypePatch{Model: servicetest.Set("LM-300")}, want: func(in AssetTypeInput) bool { return in.Model == "LM-300" && *in.Version == "2" }},
-		{name: "null removes the version", patch: AssetTypePatch{Version: servicetest.Null[string]()}, want: func(in AssetTypeInput) bool { return in.Version == nil }},
-		{name: "null removes the thumbnail", patch: AssetTypePatch{ThumbnailDocumentID: servicetest.Null[model.UUID]()},
-			want: func(in AssetTypeInput) bool { return in.ThumbnailDocumentID == nil }},
-		{name: "null removes every external id", patch: AssetTypePatch{ExternalIDs: servicetest.Null[[]ExternalID]()},
-			want: func(in AssetTypeInput) bool { return in.ExternalIDs != nil && len(in.ExternalIDs) == 0 }},
-		{name: "external ids are replaced", patch: AssetTypePatch{ExternalIDs: servicetest.Set([]ExternalID{{SourceSystem: "crm", ExternalID: "9"}})},
-			want: func(in AssetTypeInput) bool {
+	apply := func(p AssetTypePatch) (AssetTypeInput, error) { return p.Apply(current) }
+	servicetest.Validations(t, apply, []servicetest.Validation[AssetTypePatch, AssetTypeInput]{
+		{Name: "empty patch changes nothing", Want: func(in AssetTypeInput) bool { return reflect.DeepEqual(in, assetTypeInputOf(current)) }},
+		{Name: "set a field", In: AssetTypePatch{Model: servicetest.Set("LM-300")}, Want: func(in AssetTypeInput) bool { return in.Model == "LM-300" && *in.Version == "2" }},
+		{Name: "null removes the version", In: AssetTypePatch{Version: servicetest.Null[string]()}, Want: func(in AssetTypeInput) bool { return in.Version == nil }},
+		{Name: "null removes the thumbnail", In: AssetTypePatch{ThumbnailDocumentID: servicetest.Null[model.UUID]()},
+			Want: func(in AssetTypeInput) bool { return in.ThumbnailDocumentID == nil }},
+		{Name: "null removes every external id", In: AssetTypePatch{ExternalIDs: servicetest.Null[[]ExternalID]()},
+			Want: func(in AssetTypeInput) bool { return in.ExternalIDs != nil && len(in.ExternalIDs) == 0 }},
+		{Name: "external ids are replaced", In: AssetTypePatch{ExternalIDs: servicetest.Set([]ExternalID{{SourceSystem: "crm", ExternalID: "9"}})},
+			Want: func(in AssetTypeInput) bool {
 				return len(in.ExternalIDs) == 1 && in.ExternalIDs[0].SourceSystem == "crm"
 			}},
-		{name: "brand and model cannot be removed", patch: AssetTypePatch{Brand: servicetest.Null[string](), Model: servicetest.Null[string]()}, fields: []string{"brand", "model"}},
-		{name: "the result is validated", patch: AssetTypePatch{Brand: servicetest.Set(" ")}, fields: []string{"brand"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in, err := tt.patch.Apply(current)
-			servicetest.WantFields(t, err, tt.fields...)
-			if tt.want != nil && !tt.want(in) {
-				t.Errorf("result %+v", in)
-			}
-		})
-	}
+		{Name: "brand and model cannot be removed", In: AssetTypePatch{Brand: servicetest.Null[string](), Model: servicetest.Null[string]()}, Fields: []string{"brand", "model"}},
+		{Name: "the result is validated", In: AssetTypePatch{Brand: servicetest.Set(" ")}, Fields: []string{"brand"}},
+	})
 }
 
 func TestDocumentFrom(t *testing.T) {

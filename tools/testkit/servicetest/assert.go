@@ -59,6 +59,39 @@ func WantFields(t testing.TB, err error, fields ...string) {
 	}
 }
 
+// Validation is one row of a table that holds a validating step (an
+// input's Normalize, a patch's Apply) to its contract: what it refuses,
+// and what it makes of what it accepts.
+type Validation[In, Out any] struct {
+	Name string
+	In   In
+	// Fields are the members the step must name invalid, in its order;
+	// none: the step must accept In.
+	Fields []string
+	// Check, when set, looks further at what an accepted In became and
+	// reports what it finds; Want, when set, must hold of it (the result
+	// is reported when it does not).
+	Check func(t *testing.T, out Out)
+	Want  func(out Out) bool
+}
+
+// Validations runs each row as a subtest of step.
+func Validations[In, Out any](t *testing.T, step func(In) (Out, error), rows []Validation[In, Out]) {
+	t.Helper()
+	for _, row := range rows {
+		t.Run(row.Name, func(t *testing.T) {
+			out, err := step(row.In)
+			WantFields(t, err, row.Fields...)
+			if row.Check != nil {
+				row.Check(t, out)
+			}
+			if row.Want != nil && !row.Want(out) {
+				t.Errorf("result %+v", out)
+			}
+		})
+	}
+}
+
 // CreatesOnce releases callers concurrent find-or-create calls at once and
 // checks the contract's race rule: no call fails, all return the same
 // resource, and exactly one reports creating it. It returns the id.

@@ -87,3 +87,24 @@ func (s *Service) MedianRead(what string, n int, path string) {
 	unchecked := testkit.Client{BaseURL: s.Client.BaseURL, HTTP: &http.Client{}}
 	Median(s.t, what, n, func() { testkit.Expect(s.t, unchecked.Do(s.t, "GET", path, s.RO, nil), http.StatusOK) })
 }
+
+// LogSizes logs the rows of each table and what they take on disk per
+// million rows: the heap, and the indexes and TOAST besides. A
+// partitioned table counts with all its partitions.
+func LogSizes(t *testing.T, conn *pgxpool.Conn, tables ...string) {
+	t.Helper()
+	for _, table := range tables {
+		var rows, heap, total int64
+		// pg_partition_tree has no rows for a table that is not
+		// partitioned: the table itself is added (UNION: once).
+		if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM `+table+`),
+			sum(pg_relation_size(relid)), sum(pg_total_relation_size(relid))
+			FROM (SELECT relid FROM pg_partition_tree($1) UNION SELECT $1::regclass) tables`, table).
+			Scan(&rows, &heap, &total); err != nil {
+			t.Fatalf("size of %s: %v", table, err)
+		}
+		// Bytes per row are megabytes per million rows.
+		t.Logf("%-60s %10d rows, %6.0f MB per million rows (heap %4.0f MB, indexes and TOAST %4.0f MB)", "size of "+table, rows,
+			float64(total)/float64(rows), float64(heap)/float64(rows), float64(total-heap)/float64(rows))
+	}
+}

@@ -152,14 +152,15 @@ type watch struct {
 	stopped     bool
 }
 
-func newWatch(total, idle time.Duration, cancel context.CancelCauseFunc) *watch {
-	w := &watch{total: total, idle: idle, cancel: cancel, running: true, since: time.Now()}
+// start sets the clock of a new watch running; the watch lives in its
+// call (call.deadlines), one allocation less per call.
+func (w *watch) start(total, idle time.Duration, cancel context.CancelCauseFunc) {
+	w.total, w.idle, w.cancel, w.running, w.since = total, idle, cancel, true, time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	left := w.left()
 	w.timer = time.AfterFunc(left, w.fire)
 	w.armed, w.due = true, w.since.Add(left)
-	return w
 }
 
 // add counts the stretch of waiting up to now.
@@ -300,11 +301,13 @@ func (b serviceBody) Read(p []byte) (int, error) {
 // call is one request's passage through an upstream: the client's own
 // context, its watch, and the transport's error if there was one.
 type call struct {
-	client  context.Context
-	watch   *watch
-	err     error
-	charged bool // the resource's answers may declare their cost (catalog ChargedBySize)
-	service string
+	client context.Context
+	watch  *watch // &deadlines
+	// deadlines is the watch, in the call's own allocation.
+	deadlines watch
+	err       error
+	charged   bool // the resource's answers may declare their cost (catalog ChargedBySize)
+	service   string
 }
 
 type callKey struct{}
@@ -320,21 +323,24 @@ func stalled(r *http.Request) bool { return errors.Is(context.Cause(r.Context())
 // serviceProxy is the way to one service: its breaker, then the proxy under
 // the call's deadlines.
 type serviceProxy struct {
-	name    string
+	name string
+	// refusal names the service in the 503 of its open breaker: made once,
+	// not on every call.
+	refusal string
 	proxy   http.Handler
 	breaker *peer.Breaker
 	cfg     UpstreamConfig
 }
 
 func newServiceProxy(name string, proxy http.Handler, cfg UpstreamConfig, logger log.Logger) *serviceProxy {
-	return &serviceProxy{name: name, proxy: proxy, cfg: cfg, breaker: peer.NewBreaker(name, cfg.Breaker, upstreamBreakers,
+	return &serviceProxy{name: name, refusal: "the " + name + " service", proxy: proxy, cfg: cfg, breaker: peer.NewBreaker(name, cfg.Breaker, upstreamBreakers,
 		func(name, from, to string) {
 			level.Warn(logger).Log("msg", "upstream breaker changed state", "upstream", name, "from", from, "to", to)
 		})}
 }
 
 func (u *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	done, err := u.breaker.Allow("the " + u.name + " service")
+	done, err := u.breaker.Allow(u.refusal)
 	if err != nil {
 		upstreamRefused.WithLabelValues(u.name).Inc()
 		httpx.WriteProblem(r.Context(), err, w)
@@ -344,7 +350,8 @@ func (u *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	total, idle := u.cfg.deadlines(res.Name, httpx.IsUpload(r))
 	ctx, cancel := context.WithCancelCause(r.Context())
 	c := &call{client: r.Context(), charged: res.ChargedBySize, service: u.name}
-	c.watch = newWatch(total, idle, cancel)
+	c.watch = &c.deadlines
+	c.watch.start(total, idle, cancel)
 	r = r.WithContext(context.WithValue(ctx, callKey{}, c))
 	defer func() {
 		c.watch.stop()

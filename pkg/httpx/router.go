@@ -124,7 +124,14 @@ func (t *methodTable) allow() string {
 func Normalize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		clean := path.Clean("/" + p)
+		// A path that begins with "/" (every one net/http hands a server,
+		// but "*") is cleaned as it is: path.Clean then answers a clean
+		// path without allocating, where "/"+p made a copy on every call.
+		rooted := p
+		if !strings.HasPrefix(p, "/") {
+			rooted = "/" + p
+		}
+		clean := path.Clean(rooted)
 		if clean != p {
 			r2 := r.Clone(r.Context())
 			r2.URL.Path = clean

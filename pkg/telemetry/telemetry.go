@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -98,10 +97,9 @@ func Observe(logger log.Logger, operation string) func(http.Handler) http.Handle
 			info := httpx.RequestInfoFrom(r.Context())
 			trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("request.id", info.ID))
 			m := httpsnoop.CaptureMetrics(next, w, r)
-			status := strconv.Itoa(m.Code)
-			route := info.Route()
-			requests.WithLabelValues(route, r.Method, status).Inc()
-			latency.WithLabelValues(route, r.Method, status).Observe(m.Duration.Seconds())
+			series := requestSeriesCache.of(info.Route(), r.Method, m.Code)
+			series.count.Inc()
+			series.latency.Observe(m.Duration.Seconds())
 			logRequest(logger, r, info, m)
 		})
 		if !TracingEnabled() {

@@ -71,6 +71,11 @@ func run(m *testing.M) int {
 			// do): on a loaded CI machine Redis can take longer than the
 			// default 25 ms, and the call would then go through unchecked.
 			"RATE_LIMIT_TIMEOUT=2s",
+			// A checkpoint every second rather than production's 5 s: the
+			// tests that prove a write against the log (passports, the
+			// verify page, commitments, tiles) wait for the checkpoint
+			// that holds it, and would otherwise wait most of 5 s each.
+			"TRANSPARENCY_CHECKPOINT_EVERY=1s",
 		},
 	})
 	if err != nil {

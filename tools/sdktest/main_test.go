@@ -25,8 +25,10 @@ var (
 
 // tokenTTL is short, so that tokens expire during a test run and the
 // SDK's refresh is exercised (the gateway still allows 60 s of leeway, so
-// the check is on the fetches, not on refusals).
-const tokenTTL = 6 * time.Second
+// the check is on the fetches, not on refusals). Three seconds is still
+// many of TestTokenRefreshesDuringARun's 200 ms strides per lifetime, and
+// the SDK's refresh a fifth of a lifetime early (0.6 s) more than one.
+const tokenTTL = 3 * time.Second
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 

@@ -76,7 +76,7 @@ func Stack(logger log.Logger, operation string, trustIncomingIDs bool, public *h
 		read = limits[0]
 	}
 	public.Handle("/", protected)
-	return httpx.Chain(recordPublicRoute(public, protected),
+	return httpx.Chain(recordPublicRoute(public),
 		httpx.WithRequestInfo(trustIncomingIDs),
 		telemetry.Observe(logger, operation),
 		httpx.Recover,
@@ -87,20 +87,10 @@ func Stack(logger log.Logger, operation string, trustIncomingIDs bool, public *h
 }
 
 // recordPublicRoute names the route of probes and documents for metrics;
-// protected routes are named by their own router. A call the mux sends to
-// protected (its "/" pattern: every call but the probes and documents)
-// goes there at once: the mux's ServeHTTP would match the path a second
-// time, a cost every authenticated call of every process paid twice.
-// Anything else (a public route, a redirect, CONNECT, "*") goes through
-// the mux as before.
-func recordPublicRoute(mux *http.ServeMux, protected http.Handler) http.Handler {
+// protected routes are named by their own router.
+func recordPublicRoute(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, pattern := mux.Handler(r)
-		if pattern == "/" && r.RequestURI != "*" {
-			protected.ServeHTTP(w, r)
-			return
-		}
-		if pattern != "" {
+		if _, pattern := mux.Handler(r); pattern != "/" && pattern != "" {
 			_, path, _ := strings.Cut(pattern, " ")
 			httpx.RequestInfoFrom(r.Context()).SetRoute(path)
 		}

@@ -141,7 +141,7 @@ func BenchmarkHandlerParallel(b *testing.B) {
 // chain with limits on, the stand-in service's own included (it runs in
 // this process): 187 before the token decisions, the cost watch only
 // where the catalog charges by size and the policy header made once (176
-// after); 171 after the path cleaned in place, the request metrics'
+// after); 172 after the path cleaned in place, the request metrics'
 // series kept and the watch in its call (a call that skipped the public
 // mux's second match saved four more, and lost the services' server
 // spans).

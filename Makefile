@@ -9,7 +9,7 @@ SHELL := /bin/bash
 # (`make generate` rewrites catalog.mk after the catalog changes).
 include catalog.mk
 # The longest packages first: go test starts packages in the order it is
-# given them, a few at a time (-p below), and the suites that start whole
+# given them, two at a time on two cores, and the suites that start whole
 # stacks (the fault suite, the end-to-end tests, the SDK's, the bench's
 # short run, the charts') came last in the alphabet: the last of them ran
 # on alone at the end while the other core had nothing left to do.
@@ -29,12 +29,7 @@ COMMANDS := $(DEPLOYABLE_COMMANDS) \
 export CGO_ENABLED := 0
 export GOFLAGS := -trimpath
 
-# Four test binaries at a time on two cores: the suites that start whole
-# stacks mostly wait (for a fault's hold, a token's expiry, a stack's
-# start), so two at a time left the cores idle. Measured alone on a quiet
-# machine: the fault suite 172 s of wall for 131 CPU-seconds, the
-# end-to-end tests 134 for 80, the SDK's 48 for 17.
-GO_TEST_FLAGS ?= -count=1 -timeout 15m -p 4
+GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # The fault suite (tools/faults) builds only with this tag, so that `go test
 # ./...` by hand stays quick; make test and make faults set it. The
 # registry command's test hooks (a SIGKILL failpoint, profiles) build only

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
@@ -58,17 +59,13 @@ func TestBoundAssetPagesWalkTheirOwnRanges(t *testing.T) {
 		{"one type", AssetFilter{AssetTypeID: &types[1]}, "a.asset_type_id = '" + types[1].String() + "'"},
 	} {
 		c.filter.VisibleTo = org
-		var want []uuid.UUID
 		rows, err := f.store.DB(f.ctx).Query(f.ctx, `SELECT id FROM assets a WHERE `+c.cond+` AND (a.owner_organization_id IS NULL
 			OR a.owner_organization_id = $1 OR EXISTS (SELECT 1 FROM asset_grants g WHERE g.asset_id = a.id AND g.organization_id = $1))
 			ORDER BY id`, org)
-		if err == nil {
-			for rows.Next() {
-				var id uuid.UUID
-				err = rows.Scan(&id)
-				want = append(want, id)
-			}
+		if err != nil {
+			t.Fatal(err)
 		}
+		want, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 		if err != nil {
 			t.Fatal(err)
 		}

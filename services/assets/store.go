@@ -244,13 +244,12 @@ func (s *Store) ListAssets(ctx context.Context, f AssetFilter, page model.Page) 
 // select the same way (a's columns).
 func boundAssets(where *store.Filter, org string, page model.Page) string {
 	id, _ := uuid.Parse(org) // a claim that is no UUID owns nothing (uuid.Nil)
-	orgParam, grants := where.Arg(id), ""
+	// Each walk starts at the cursor (store.List puts it on the merge).
+	conds, orgParam, keyset, grants := where.SQL(), where.Arg(id), "", ""
 	if page.After != uuid.Nil {
 		after := where.Arg(page.After)
-		where.Where("a.id > " + after)
-		grants = " AND asset_id > " + after
+		keyset, grants = " AND a.id > "+after, " AND asset_id > "+after
 	}
-	conds := where.SQL()
 	and := func(cond string) string {
 		if conds == "" {
 			return " WHERE " + cond
@@ -261,8 +260,8 @@ func boundAssets(where *store.Filter, org string, page model.Page) string {
 	// The grants are walked in asset order and each one's asset read
 	// (a lateral subquery): joined as tables, the planner may hash every
 	// asset from the cursor against them.
-	return ` FROM ((SELECT a.* FROM assets a` + and("a.owner_organization_id = "+orgParam) + ` ORDER BY a.id` + limit + `)
-		UNION ALL (SELECT a.* FROM assets a` + and("a.owner_organization_id IS NULL") + ` ORDER BY a.id` + limit + `)
+	return ` FROM ((SELECT a.* FROM assets a` + and("a.owner_organization_id = "+orgParam+keyset) + ` ORDER BY a.id` + limit + `)
+		UNION ALL (SELECT a.* FROM assets a` + and("a.owner_organization_id IS NULL"+keyset) + ` ORDER BY a.id` + limit + `)
 		UNION ALL (SELECT a.* FROM (SELECT asset_id FROM asset_grants WHERE organization_id = ` + orgParam + grants + `) g
 			CROSS JOIN LATERAL (SELECT a.* FROM assets a` + and("a.id = g.asset_id AND a.owner_organization_id <> "+orgParam) + `) a
 			ORDER BY g.asset_id` + limit + `)) a`

@@ -296,8 +296,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	res := newResults(o, rows, started)
-	env.measureIdle()
-	fmt.Fprintf(o.Progress, "the idle stack uses %.2f cores; a row begins once the stack is under %.2f\n", env.idleCores, env.idleCores+quietCores)
+	if o.Short {
+		fmt.Fprintf(o.Progress, "the short run: rows follow each other without waiting for a quiet machine\n")
+	} else {
+		env.measureIdle()
+		fmt.Fprintf(o.Progress, "the idle stack uses %.2f cores; a row begins once the stack is under %.2f\n", env.idleCores, env.idleCores+quietCores)
+	}
 	for round := range o.Rounds {
 		for i, r := range rows {
 			partner := slices.IndexFunc(rows, func(p Row) bool { return p.Name == r.Paired })

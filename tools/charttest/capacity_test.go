@@ -58,6 +58,7 @@ func gibibytes(bytes, headroom float64) string {
 // The production values are what docs/capacity.md's model asks for: a
 // change to either without the other fails here.
 func TestProductionSizesFollowTheCapacityModel(t *testing.T) {
+	t.Parallel()
 	var model capacityModel
 	readYAML(t, "charts/registry/capacity.yaml", &model)
 	if len(model.Postgres.Tables) == 0 || model.NATS.EventsPerSecond == 0 || model.Pods.CPU == "" {

@@ -20,6 +20,9 @@ import (
 	"github.com/assetregistry/registry/tools/deploygen"
 )
 
+// Every test and most subtests run in parallel: they share only the
+// read-only workspace below, and most of their time is helm and
+// kubectl-validate processes starting and reading charts.
 var (
 	repoRoot, _ = filepath.Abs("../..")
 	wsOnce      sync.Once
@@ -70,11 +73,13 @@ func envFile(env string) string { return "charts/registry/values-" + env + ".yam
 func namespace(env string) string { return "registry-" + env }
 
 func TestLintEveryChartWithEveryValuesFile(t *testing.T) {
+	t.Parallel()
 	w := workspace(t)
 	charts := append(deployables(), deploygen.Umbrella)
 	for _, chart := range charts {
 		for _, env := range deploygen.Environments {
 			t.Run(chart+"/"+env, func(t *testing.T) {
+				t.Parallel()
 				if _, err := w.Helm("lint", "--strict", "charts/"+chart, "--values", envFile(env)); err != nil {
 					t.Error(err)
 				}
@@ -87,24 +92,36 @@ func TestLintEveryChartWithEveryValuesFile(t *testing.T) {
 }
 
 func TestLibraryUnitSuites(t *testing.T) {
+	t.Parallel()
 	w := workspace(t)
 	if _, err := w.Helm("unittest", "--strict", "charts/registry-lib/tests/fixture"); err != nil {
 		t.Error(err)
 	}
 }
 
-// render renders the umbrella for env, validates it and returns its objects.
+// rendered holds the manifests render validated, by environment and
+// --set flags: several tests render the same umbrella, and a render
+// and its validation cost seconds of CPU each.
+var rendered sync.Map // string → []byte
+
+// render renders the umbrella for env, validates it and returns its objects
+// (parsed afresh for each caller, which may change them).
 func render(t *testing.T, env string, sets ...string) []Doc {
 	t.Helper()
-	w := workspace(t)
-	out, err := w.Template("charts/registry", namespace(env), []string{envFile(env)}, sets...)
-	if err != nil {
-		t.Fatal(err)
+	key := strings.Join(append([]string{env}, sets...), "\x00")
+	out, ok := rendered.Load(key)
+	if !ok {
+		w := workspace(t)
+		manifests, err := w.Template("charts/registry", namespace(env), []string{envFile(env)}, sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Validate("registry-"+env, manifests); err != nil {
+			t.Fatal(err)
+		}
+		out, _ = rendered.LoadOrStore(key, manifests)
 	}
-	if err := w.Validate("registry-"+env, out); err != nil {
-		t.Fatal(err)
-	}
-	docs, err := Docs(out)
+	docs, err := Docs(out.([]byte))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +129,7 @@ func render(t *testing.T, env string, sets ...string) []Doc {
 }
 
 func TestEveryEnvironment(t *testing.T) {
+	t.Parallel()
 	for _, env := range deploygen.Environments {
 		t.Run(env, func(t *testing.T) {
 			docs := render(t, env)
@@ -141,8 +159,11 @@ func TestEveryEnvironment(t *testing.T) {
 // TestEachChartAloneMatchesTheUmbrella installs-renders every deployable's
 // chart alone with an environment's umbrella values file, as a team that
 // deploys its service by itself does, and checks that it renders exactly
-// the objects the umbrella renders for it.
+// the objects the umbrella renders for it. Those objects are validated
+// with the umbrella (render), so equal objects need no validation of
+// their own.
 func TestEachChartAloneMatchesTheUmbrella(t *testing.T) {
+	t.Parallel()
 	w := workspace(t)
 	for _, env := range deploygen.Environments {
 		umbrella := render(t, env)
@@ -150,9 +171,6 @@ func TestEachChartAloneMatchesTheUmbrella(t *testing.T) {
 			t.Run(env+"/"+name, func(t *testing.T) {
 				out, err := w.Template("charts/"+name, namespace(env), []string{envFile(env)})
 				if err != nil {
-					t.Fatal(err)
-				}
-				if err := w.Validate(name+"-"+env, out); err != nil {
 					t.Fatal(err)
 				}
 				alone, err := Docs(out)
@@ -182,6 +200,7 @@ func byKey(docs []Doc) map[string]Doc {
 }
 
 func TestSchemaRefusesBadValues(t *testing.T) {
+	t.Parallel()
 	w := workspace(t)
 	// chart is the deployable's chart that must refuse the case alone: the
 	// one whose block it names (a chart ignores other deployables' blocks,
@@ -225,6 +244,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case writes its own values file
 			file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
 			if err := os.WriteFile(file, []byte(c.values), 0o644); err != nil {
 				t.Fatal(err)
@@ -257,6 +277,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 // (COMPLIANCE_ZONE, COMPLIANCE_ROLL_EVERY), UTC and 1 s unless set, and no
 // other deployable's.
 func TestComplianceCalendar(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, zone, every string
 		sets              []string
@@ -289,6 +310,7 @@ func TestComplianceCalendar(t *testing.T) {
 // say that it runs without limits, rather than get a gateway that cannot
 // start; saying so renders, with limits off.
 func TestRateLimitsNeedRedis(t *testing.T) {
+	t.Parallel()
 	w := workspace(t)
 	_, err := w.Template("charts/registry", "registry-dev", []string{envFile("prod")}, "global.redis.enabled=false")
 	if err == nil || !strings.Contains(err.Error(), "rateLimit.enabled needs global.redis.enabled") {
@@ -312,6 +334,7 @@ func TestRateLimitsNeedRedis(t *testing.T) {
 // breakers and /readyz budget by value; each reaches the binary as the
 // environment it reads, and the services' peer breakers too.
 func TestUpstreamDeadlinesAndBreakers(t *testing.T) {
+	t.Parallel()
 	docs := render(t, "prod", "api-gateway.upstream.timeout=25s", "api-gateway.upstream.routes.compliance.timeout=40s",
 		"api-gateway.upstream.routes.documents.idleTimeout=2m", "api-gateway.upstream.routes.events.timeout=30s",
 		"api-gateway.upstream.breaker.failures=3", "api-gateway.rateLimit.probes=60/60s", "actions.peerBreaker.openFor=10s")
@@ -347,6 +370,7 @@ func TestUpstreamDeadlinesAndBreakers(t *testing.T) {
 // identity provider itself verifies no tokens. The
 // gateway gets its batch item budgets.
 func TestTokenValidityAndItemBudgets(t *testing.T) {
+	t.Parallel()
 	docs := render(t, "prod")
 	for _, name := range deployables() {
 		cm := find(docs, "ConfigMap", name)
@@ -398,6 +422,7 @@ func TestTokenValidityAndItemBudgets(t *testing.T) {
 // callers inside the cluster could forge it from; without an ingress
 // value, nobody is believed.
 func TestTrustedProxiesAreTheIngress(t *testing.T) {
+	t.Parallel()
 	for env, want := range map[string]string{"prod": "10.42.250.0/24", "dev": ""} {
 		docs := render(t, env)
 		gateway := Get(find(docs, "ConfigMap", catalog.Gateway.Name), "data", "RATE_LIMIT_TRUSTED_PROXIES")
@@ -722,6 +747,7 @@ var docPointer = regexp.MustCompile(`docs/([a-z0-9-]+\.md)(?:, (?:"([^"]+)"|([A-
 // lead of that file: as the alerts' runbooks, a pointer is where an
 // operator reads what a value means, and sections move between files.
 func TestChartDescriptionsPointAtDocsThatExist(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "charts", "registry-lib", "schema.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -817,6 +843,7 @@ func docSections(doc string) map[string]bool {
 // its settings reach its environment. Without such a rule the namespace's
 // default deny fails every delivery.
 func TestWebhookReceiversAreReachable(t *testing.T) {
+	t.Parallel()
 	refused := []string{"10.1.2.3", "172.16.5.4", "192.168.1.1", "127.0.0.1", "169.254.169.254", "100.100.100.200", "100.64.0.1",
 		"0.1.2.3", "224.0.0.1", "255.255.255.255", "198.18.0.1", "192.0.0.8",
 		"::1", "fd00:ec2::254", "fc00::1", "fe80::1", "ff02::1", "2002:a00:1::1", "2001:db8::1", "::ffff:10.0.0.1"}

@@ -241,6 +241,7 @@ func checkDatastoreMonitoring(t *testing.T, docs []Doc) {
 // Backups switched on without a place to put them are refused at render,
 // not discovered when the first WAL segment fails to archive.
 func TestBackupsNeedADestination(t *testing.T) {
+	t.Parallel()
 	w := workspace(t)
 	if _, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")}, "datastores.postgres.backup.destinationPath="); err == nil {
 		t.Error("backups without a destinationPath rendered; they should be refused")
@@ -253,6 +254,7 @@ func TestBackupsNeedADestination(t *testing.T) {
 // A restore renders the Cluster from the backups, up to the target time,
 // and archives to a path of its own.
 func TestRestoreFromBackup(t *testing.T) {
+	t.Parallel()
 	const (
 		source = "s3://registry-pg-backups/prod"
 		target = "2026-12-06 17:26:09.297972+00"
@@ -324,6 +326,7 @@ const natsValues = "charts/registry/nats-values-prod.yaml"
 // PostgreSQL's memory settings follow datastores.postgres.memory, and what
 // datastores.postgres.parameters says wins over them.
 func TestPostgresSizedFromItsMemory(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name              string
 		sets              []string
@@ -352,6 +355,7 @@ func TestPostgresSizedFromItsMemory(t *testing.T) {
 }
 
 func TestNatsValuesMatchTheRegistry(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(repoRoot, natsValues))
 	if err != nil {
 		t.Fatal(err)
@@ -423,6 +427,7 @@ func natsChart(t *testing.T) string {
 // The official NATS chart at the pinned version renders with the production values, and what it
 // renders is valid Kubernetes (kubectl-validate); the install commands name that version.
 func TestNatsValuesRenderWithTheOfficialChart(t *testing.T) {
+	t.Parallel()
 	var pin struct{ Name, Version string }
 	readYAML(t, "charts/registry/nats-chart.yaml", &pin)
 	chart := natsChart(t)
@@ -471,6 +476,7 @@ func TestNatsValuesRenderWithTheOfficialChart(t *testing.T) {
 // deployable renders only with an https endpoint, a region, the keys'
 // Secret and a valid bucket name, and takes its keys from that Secret.
 func TestProductionObjectStoreIsBoundOverTLS(t *testing.T) {
+	t.Parallel()
 	w := workspace(t)
 	out, err := w.Template("charts/registry", namespace("prod"), []string{envFile("prod")})
 	if err != nil {

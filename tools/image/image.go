@@ -8,6 +8,7 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,14 @@ func Build(spec Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", spec.Name, err)
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil },
+	// Compressed once here: from an uncompressed opener the layer
+	// compresses the binary again for its digest, for the tarball and for
+	// the OCI layout, most of the CPU an image costs.
+	layerGz, err := compress(layerTar)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", spec.Name, err)
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerGz)), nil },
 		tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, fmt.Errorf("image %s: layer: %w", spec.Name, err)
@@ -145,15 +153,40 @@ func rootFS(binary []byte, mtime time.Time) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// Binary builds a static, trimmed linux binary of the main package at
-// command (relative to repoRoot) into dir.
-func Binary(ctx context.Context, repoRoot, command, arch, dir string) (string, error) {
-	out := filepath.Join(dir, filepath.Base(command))
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, "./"+command)
+// compress gzips a layer at the speed go-containerregistry compresses
+// layers with by default.
+func compress(layer []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(layer); err != nil {
+		return nil, fmt.Errorf("compress layer: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compress layer: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Binaries builds static, trimmed linux binaries of the main packages at
+// commands (relative to repoRoot) into dir and returns their paths, in
+// the order given. One go build links them side by side and loads the
+// packages once: a go build per command cost the image tests a third
+// more CPU.
+func Binaries(ctx context.Context, repoRoot string, commands []string, arch, dir string) ([]string, error) {
+	args := []string{"build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", dir + string(filepath.Separator)}
+	var out []string
+	for _, command := range commands {
+		args = append(args, "./"+command)
+		out = append(out, filepath.Join(dir, filepath.Base(command)))
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", command, err, msg)
+		return nil, fmt.Errorf("go build %s: %w\n%s", strings.Join(commands, " "), err, msg)
 	}
 	return out, nil
 }

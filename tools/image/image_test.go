@@ -37,12 +37,16 @@ func TestEveryDeployableImage(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	built := map[string]v1.Image{}
 	specs := map[string]image.Spec{}
+	var commands []string
 	for _, d := range catalog.Deployables() {
-		bin, err := image.Binary(t.Context(), root, d.Command, image.HostArch(), out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec := image.Spec{Name: d.Name, Binary: bin, Version: "1.2.3-test", Revision: "0123456789abcdef", Created: created, Arch: image.HostArch()}
+		commands = append(commands, d.Command)
+	}
+	bins, err := image.Binaries(t.Context(), root, commands, image.HostArch(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range catalog.Deployables() {
+		spec := image.Spec{Name: d.Name, Binary: bins[i], Version: "1.2.3-test", Revision: "0123456789abcdef", Created: created, Arch: image.HostArch()}
 		img, err := image.Build(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -173,13 +177,12 @@ func TestImagePushes(t *testing.T) {
 	srv := httptest.NewServer(registry.New())
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	bin := filepath.Join(t.TempDir(), "app")
 	root, _ := filepath.Abs("../..")
-	bin, err := image.Binary(t.Context(), root, catalog.Gateway.Command, image.HostArch(), filepath.Dir(bin))
+	bins, err := image.Binaries(t.Context(), root, []string{catalog.Gateway.Command}, image.HostArch(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := image.Spec{Name: "api-gateway", Binary: bin, Version: "push-test", Revision: "r", Created: time.Unix(0, 0).UTC(), Arch: image.HostArch()}
+	spec := image.Spec{Name: "api-gateway", Binary: bins[0], Version: "push-test", Revision: "r", Created: time.Unix(0, 0).UTC(), Arch: image.HostArch()}
 	img, err := image.Build(spec)
 	if err != nil {
 		t.Fatal(err)

@@ -77,13 +77,17 @@ func run(ctx context.Context, cfg config) error {
 	}
 	revision := image.Revision(ctx, cfg.root)
 	created := image.SourceDate(ctx, cfg.root)
-	built := map[string]v1.Image{}
+	var commands []string
 	for _, d := range chosen {
-		bin, err := image.Binary(ctx, cfg.root, d.Command, cfg.arch, binDir)
-		if err != nil {
-			return err
-		}
-		spec := image.Spec{Name: d.Name, Binary: bin, Version: version, Revision: revision, Created: created, Arch: cfg.arch}
+		commands = append(commands, d.Command)
+	}
+	bins, err := image.Binaries(ctx, cfg.root, commands, cfg.arch, binDir)
+	if err != nil {
+		return err
+	}
+	built := map[string]v1.Image{}
+	for i, d := range chosen {
+		spec := image.Spec{Name: d.Name, Binary: bins[i], Version: version, Revision: revision, Created: created, Arch: cfg.arch}
 		img, err := image.Build(spec)
 		if err != nil {
 			return err

@@ -29,7 +29,11 @@ COMMANDS := $(DEPLOYABLE_COMMANDS) \
 export CGO_ENABLED := 0
 export GOFLAGS := -trimpath
 
-GO_TEST_FLAGS ?= -count=1 -timeout 15m
+# -parallel 4: the tests that call t.Parallel mostly wait (a breaker's
+# window, a lease running out, a helm or kubectl-validate process), so
+# four of a package's at once overlap their waits; the two cores bound
+# the CPU work anyway. go test's default is GOMAXPROCS, two here.
+GO_TEST_FLAGS ?= -count=1 -timeout 15m -parallel 4
 # The fault suite (tools/faults) builds only with this tag, so that `go test
 # ./...` by hand stays quick; make test and make faults set it. The
 # registry command's test hooks (a SIGKILL failpoint, profiles) build only

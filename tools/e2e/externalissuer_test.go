@@ -49,6 +49,7 @@ type externalRegistry struct {
 // access tokens with scopes in an "scp" array, aud from the "audience"
 // parameter, an issuer published with a trailing slash.
 func TestExternalIssuer(t *testing.T) {
+	t.Parallel() // its own issuer, gateway and parties
 	r := startExternalRegistry(t)
 
 	t.Run("read-write token creates and reads", func(t *testing.T) {

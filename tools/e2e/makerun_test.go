@@ -33,6 +33,7 @@ import (
 // for it (checkDocumentsJoinLater); Ctrl-C stops every process it started;
 // a second run reuses the data and the credentials.
 func TestMakeRun(t *testing.T) {
+	t.Parallel() // its own stack: its minute of starting overlaps the other slow tests
 	if testing.Short() {
 		t.Skip("starts two full stacks")
 	}

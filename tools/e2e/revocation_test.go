@@ -39,6 +39,7 @@ func idpAdmin(t *testing.T, args ...string) string {
 // around them, within 5 s, with the operator's own commands and real
 // tokens. Every other token keeps working.
 func TestRevocationThroughGateway(t *testing.T) {
+	t.Parallel() // its own clients and gateway replica; most of it is waiting for verifiers to refuse
 	replica, err := stack.StartGateway(t.Context(), "revocation-replica")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // address, keeps getting tokens, and so does another client from the
 // attacking address (a neighbour behind the same egress).
 func TestTokenEndpointThrottlesGuesses(t *testing.T) {
+	t.Parallel() // guesses come from 127.0.0.2, which no other test calls from
 	// Another address of the loopback network: another machine, as the
 	// identity provider sees it (the other tests come from 127.0.0.1).
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}

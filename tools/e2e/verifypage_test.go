@@ -195,6 +195,7 @@ func check(t *testing.T, ctx context.Context) pageOutcome {
 // it, and refuses one with an edited record and one with an inspection
 // left out; and it checks a passport of 100 actions within 2 s.
 func TestVerifyPageInBrowser(t *testing.T) {
+	t.Parallel() // its own asset; the browser's start is waiting
 	started := time.Now()
 	a := newInspectedAsset(t, 2)
 	rw := readWrite(t)

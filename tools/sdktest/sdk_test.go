@@ -127,6 +127,7 @@ func TestListFollowsLinks(t *testing.T) {
 // Tokens are fetched again before they run out: over three lifetimes of
 // calls, several fetches and no refused call.
 func TestTokenRefreshesDuringARun(t *testing.T) {
+	t.Parallel() // its own client, and nine seconds of waiting for tokens to run out
 	ctx := context.Background()
 	rt := &countingTransport{}
 	c := newClient(t, rt)

@@ -357,16 +357,27 @@ func initDataDir(ctx context.Context, binDir, dataDir, logFile string, cred *sys
 	defer log.Close()
 	offset, _ := log.Seek(0, io.SeekEnd)
 
-	args := []string{"-D", scratch, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"}
+	args := []string{"-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"}
 	if ephemeral {
 		args = append(args, "--no-sync")
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-	if err := runFromLockedThread(cmd); err != nil {
+	initdb := func(dir string) error {
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), append([]string{"-D", dir}, args...)...)
+		cmd.Stdout, cmd.Stderr = log, log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+		if err := runFromLockedThread(cmd); err != nil {
+			return withLog(fmt.Errorf("initdb: %w", err), readLogTail(logFile, offset))
+		}
+		return nil
+	}
+	if ephemeral {
+		err = fromTemplate(ctx, binDir, scratch, args, cred, initdb)
+	} else {
+		err = initdb(scratch)
+	}
+	if err != nil {
 		_ = os.RemoveAll(scratch)
-		return false, withLog(fmt.Errorf("initdb: %w", err), readLogTail(logFile, offset))
+		return false, err
 	}
 	// rename(2) replaces an empty directory, so a pre-created DataDir is fine;
 	// a non-empty one without PG_VERSION is not ours to overwrite.

@@ -58,6 +58,7 @@ func (w complianceWorld) transitions(t *testing.T) []string {
 // A row's state change is announced once, whether a write or the
 // calendar made it, however often the roller runs and from which replica.
 func TestComplianceTransitions(t *testing.T) {
+	t.Parallel()
 	w := newComplianceWorld(t)
 	ctx := context.Background()
 	st := roller.NewStore(w.Built.Store)
@@ -104,6 +105,7 @@ func TestComplianceTransitions(t *testing.T) {
 // waits for another's queue entry (a keyed queue deadlocked them, 500s
 // in the bench's batch rows), and every asset is announced once.
 func TestComplianceQueueConcurrentBatches(t *testing.T) {
+	t.Parallel()
 	w := newComplianceWorld(t)
 	var assets []string
 	for range 20 {
@@ -159,6 +161,7 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 // write does: with outbox.record off (measuring what events cost) it
 // announces a transition, and records no event of it.
 func TestRollerRecordsThroughTheOutbox(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) { c.Events.Record = false })
 	w := complianceWorld{world: worldOn(s), assetType: uuid.Must(uuid.NewV7())}
 	a := w.asset(t)
@@ -184,6 +187,7 @@ func TestRollerRecordsThroughTheOutbox(t *testing.T) {
 // queues nothing. Each case runs in a transaction of its own, rolled back,
 // so the service's roller never takes the entries it counts.
 func TestComplianceQueueOncePerStatement(t *testing.T) {
+	t.Parallel()
 	w := newComplianceWorld(t)
 	var assets []uuid.UUID
 	for range 3 {

@@ -14,16 +14,34 @@ import (
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/services/actions/compliance/roller"
+	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
+
+// announced waits until the writes' queue is empty. The service's own
+// roller ticks too: when it took the queued assets first, a test's tick
+// skips them (locked) and returns before that roller commits their
+// events; the queue's entries go in the same commit as the events.
+func (w complianceWorld) announced(t *testing.T) {
+	t.Helper()
+	testkit.Eventually(t, "the queued compliance rows announced", 30*time.Second, func() bool {
+		var queued bool
+		err := w.Built.Store.Pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM compliance_dirty)`).Scan(&queued)
+		if err != nil {
+			t.Fatalf("read the compliance queue: %v", err)
+		}
+		return !queued
+	})
+}
 
 // transitions are the compliance.updated events recorded since the last
 // call, as "action_type:before>after". A transition carries the actor and
 // request id of the action write among them, roller.Actor's without one.
 func (w complianceWorld) transitions(t *testing.T) []string {
 	t.Helper()
+	w.announced(t)
 	var out []string
 	events := w.Events(t)
 	wantActor, wantRequest := roller.Actor, ""
@@ -139,6 +157,7 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 	if err := roller.New(roller.NewStore(w.Built.Store), time.UTC).Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	w.announced(t)
 	// Each asset's transition carries one of the two batches' request
 	// ids (the last write queued before the roller took it).
 	announced := map[string]int{}
@@ -170,6 +189,7 @@ func TestRollerRecordsThroughTheOutbox(t *testing.T) {
 	if err := roller.New(roller.NewStore(w.Built.Store), time.UTC).Tick(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	w.announced(t)
 	var state string
 	if err := w.Built.Store.Pool.QueryRow(t.Context(), `SELECT state FROM compliance_announced
 		WHERE asset_id = $1 AND action_type = 'repair'`, a).Scan(&state); err != nil || state != "failed" {

@@ -18,6 +18,7 @@ import (
 // to recompute, and each names a source pair to claim. The service's
 // connections go through a proxy that counts the statements they send.
 func TestBatchStatementsDoNotGrowWithItems(t *testing.T) {
+	t.Parallel()
 	var statements atomic.Int64
 	w := worldOn(servicetest.Start(t, Spec(), func(c *servicekit.Config) {
 		c.Database.URL = testkit.CountingStatements(t, c.Database.URL, &statements)

@@ -14,6 +14,7 @@ import (
 var day = model.Date{Year: 2025, Month: 3, Day: 14}
 
 func TestActionInputNormalize(t *testing.T) {
+	t.Parallel()
 	valid := ActionInput{AssetID: model.ID(uuid.New()), ActionType: "repair", PerformedAt: day}
 	with := func(f func(*ActionInput)) ActionInput { in := valid; f(&in); return in }
 	servicetest.Validations(t, ActionInput.Normalize, []servicetest.Validation[ActionInput, ActionInput]{
@@ -80,6 +81,7 @@ func object(n int) json.RawMessage {
 }
 
 func TestActionPatchApply(t *testing.T) {
+	t.Parallel()
 	stored := Action{AssetID: uuid.New(), ActionType: "repair", PerformedAt: day, StatusOK: new(true), StatusUseOK: new(true),
 		Data: json.RawMessage(`{"brakes": "ok", "load": 1.5, "nested": {"a": 1, "b": 2}}`)}
 	apply := func(p ActionPatch) (ActionInput, error) { return p.Apply(stored) }

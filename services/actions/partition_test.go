@@ -22,6 +22,7 @@ import (
 // was), the action documents' foreign key follows the partitioned table,
 // and the task makes the partitions ahead.
 func TestMigrationPartitionsFilledActions(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	const n = 3000
 	ids := make([]uuid.UUID, n)

@@ -85,6 +85,7 @@ func textRows(t *testing.T, db *store.Pool, query string, args ...any) []string 
 
 // Replayed in any order, and twice, the events give the same rows.
 func TestProjectionOrderAndReplay(t *testing.T) {
+	t.Parallel()
 	events, want := assetHistory()
 	orders := map[string][]outbox.Event{
 		"in order":      events,
@@ -133,6 +134,7 @@ func shuffled(events []outbox.Event, seed uint64) []outbox.Event {
 // after a relay's crash outside the deduplication window) end in the same
 // rows, and GET /compliance shows the assets.
 func TestProjectionFollowsStream(t *testing.T) {
+	t.Parallel()
 	stream := testkit.NATS(t)
 	events, want := assetHistory()
 	w := world{Service: servicetest.Start(t, Spec(), func(c *servicekit.Config) {
@@ -184,6 +186,7 @@ func TestProjectionFollowsStream(t *testing.T) {
 // A rebuild from the assets service's listing and the actions table gives
 // the rows the live model has, and drops what the listing does not have.
 func TestProjectionRebuild(t *testing.T) {
+	t.Parallel()
 	w := newComplianceWorld(t)
 	w.StandIn("assets").Remove("asset", uuid.MustParse(w.world.asset)) // not in the projection
 	var assets []string
@@ -255,6 +258,7 @@ func latestRows(t *testing.T, w complianceWorld) []string {
 // finalized action, and no row of a pair without one (before, between and
 // after the batches' assets).
 func TestRebuildLatestInBatchesMatchesOneStatement(t *testing.T) {
+	t.Parallel()
 	w := newComplianceWorld(t)
 	ctx := t.Context()
 	pool := w.Built.Store.Pool

@@ -14,16 +14,34 @@ import (
 	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/services/actions/compliance"
 	"github.com/assetregistry/registry/services/actions/compliance/roller"
+	"github.com/assetregistry/registry/tools/testkit"
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
+
+// announced waits until the writes' queue is empty. The service's own
+// roller ticks too: when it took the queued assets first, a test's tick
+// skips them (locked) and returns before that roller commits their
+// events; the queue's entries go in the same commit as the events.
+func (w complianceWorld) announced(t *testing.T) {
+	t.Helper()
+	testkit.Eventually(t, "the queued compliance rows announced", 30*time.Second, func() bool {
+		var queued bool
+		err := w.Built.Store.Pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM compliance_dirty)`).Scan(&queued)
+		if err != nil {
+			t.Fatalf("read the compliance queue: %v", err)
+		}
+		return !queued
+	})
+}
 
 // transitions are the compliance.updated events recorded since the last
 // call, as "action_type:before>after". A transition carries the actor and
 // request id of the action write among them, roller.Actor's without one.
 func (w complianceWorld) transitions(t *testing.T) []string {
 	t.Helper()
+	w.announced(t)
 	var out []string
 	events := w.Events(t)
 	wantActor, wantRequest := roller.Actor, ""
@@ -58,6 +76,7 @@ func (w complianceWorld) transitions(t *testing.T) []string {
 // A row's state change is announced once, whether a write or the
 // calendar made it, however often the roller runs and from which replica.
 func TestComplianceTransitions(t *testing.T) {
+	t.Parallel()
 	w := newComplianceWorld(t)
 	ctx := context.Background()
 	st := roller.NewStore(w.Built.Store)
@@ -104,6 +123,7 @@ func TestComplianceTransitions(t *testing.T) {
 // waits for another's queue entry (a keyed queue deadlocked them, 500s
 // in the bench's batch rows), and every asset is announced once.
 func TestComplianceQueueConcurrentBatches(t *testing.T) {
+	t.Parallel()
 	w := newComplianceWorld(t)
 	var assets []string
 	for range 20 {
@@ -137,6 +157,7 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 	if err := roller.New(roller.NewStore(w.Built.Store), time.UTC).Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	w.announced(t)
 	// Each asset's transition carries one of the two batches' request
 	// ids (the last write queued before the roller took it).
 	announced := map[string]int{}
@@ -159,6 +180,7 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 // write does: with outbox.record off (measuring what events cost) it
 // announces a transition, and records no event of it.
 func TestRollerRecordsThroughTheOutbox(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) { c.Events.Record = false })
 	w := complianceWorld{world: worldOn(s), assetType: uuid.Must(uuid.NewV7())}
 	a := w.asset(t)
@@ -167,6 +189,7 @@ func TestRollerRecordsThroughTheOutbox(t *testing.T) {
 	if err := roller.New(roller.NewStore(w.Built.Store), time.UTC).Tick(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	w.announced(t)
 	var state string
 	if err := w.Built.Store.Pool.QueryRow(t.Context(), `SELECT state FROM compliance_announced
 		WHERE asset_id = $1 AND action_type = 'repair'`, a).Scan(&state); err != nil || state != "failed" {
@@ -184,6 +207,7 @@ func TestRollerRecordsThroughTheOutbox(t *testing.T) {
 // queues nothing. Each case runs in a transaction of its own, rolled back,
 // so the service's roller never takes the entries it counts.
 func TestComplianceQueueOncePerStatement(t *testing.T) {
+	t.Parallel()
 	w := newComplianceWorld(t)
 	var assets []uuid.UUID
 	for range 3 {

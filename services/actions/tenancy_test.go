@@ -84,6 +84,7 @@ func (w tenancyWorld) owned(owner string, grants ...model.AssetGrant) string {
 // read to a second and inspect to a third, a fourth with nothing, a client
 // bound to none and an admin.
 func TestTenancyOfActions(t *testing.T) {
+	t.Parallel()
 	w := newTenancyWorld(t)
 	rw := []string{auth.ScopeRead, auth.ScopeWrite}
 	owner, reader := w.Bound("owner-client", orgOwner, rw...), w.Bound("reader-client", orgReader, rw...)
@@ -214,6 +215,7 @@ func TestTenancyOfActions(t *testing.T) {
 // An asset whose access the copy learnt only from its asset.created event
 // (no action, never changed) is filtered right in /compliance.
 func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
+	t.Parallel()
 	w := newTenancyWorld(t)
 	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
 	asset := uuid.Must(uuid.NewV7())
@@ -234,6 +236,7 @@ func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
 // lists: one created before the copy was kept (never changed, no event
 // seen) is then filtered right in /compliance.
 func TestRebuildTeachesTheCopy(t *testing.T) {
+	t.Parallel()
 	w := newTenancyWorld(t)
 	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
 	asset := uuid.Must(uuid.NewV7())
@@ -251,6 +254,7 @@ func TestRebuildTeachesTheCopy(t *testing.T) {
 // The documents service's question: of some documents, which an action on
 // an asset the organization sees links, with those action documents.
 func TestDocumentsSeen(t *testing.T) {
+	t.Parallel()
 	w := newTenancyWorld(t)
 	owner := w.Bound("owner-client", orgOwner, auth.ScopeRead, auth.ScopeWrite)
 	asset := w.owned(orgOwner, model.AssetGrant{OrganizationID: orgReader, Role: model.GrantRead})
@@ -326,11 +330,15 @@ const planSeed = `
 			LATERAL (SELECT date '2016-01-01' + (k * 3650 / 20000) AS d) dd;
 	VACUUM ANALYZE known_assets, asset_access, asset_seen_by, latest_actions`
 
-// planSchema is an actions schema of its own holding planSeed, and the
+// planSchema is an actions schema, in a database of its own, holding planSeed, and the
 // bound caller's organization.
 func planSchema(t *testing.T) (*store.Pool, string) {
 	ctx := t.Context()
-	cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
+	// A database of its own: the plans hang on the visibility map, which
+	// the seed's VACUUM sets only for rows older than every transaction in
+	// the database, and the tests running beside this one (in parallel, and
+	// other packages') hold transactions in the shared one.
+	cfg := store.Config{URL: testkit.NewDatabase(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
 	pool, err := store.OpenAndMigrateSets(ctx, cfg, nil, store.Migrations(Spec().Migrations)...)
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +368,7 @@ func planSchema(t *testing.T) (*store.Pool, string) {
 // the organization sees (access.VisibleTo, the rule in SQL), live and
 // as_of, through grants and on assets with no owner.
 func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
+	t.Parallel()
 	pool, org := planSchema(t)
 	today := model.Today()
 	asOf := model.DateOf(today.Time().AddDate(0, -1, 0))
@@ -437,6 +446,7 @@ func TestBoundCompliancePageWalksInPageOrder(t *testing.T) {
 // owner, or Everyone for an asset with no owner; a row written after a
 // change takes the owner of the change, one written before moves with it.
 func TestComplianceOwnerFollowsTheCopy(t *testing.T) {
+	t.Parallel()
 	pool, _ := planSchema(t)
 	ctx := t.Context()
 	const asset = "00000000-0000-7000-8000-00000000ffff"
@@ -478,6 +488,7 @@ func TestComplianceOwnerFollowsTheCopy(t *testing.T) {
 // A bound caller's rows of one asset are a probe of the organization's
 // rows, not a walk of every asset it sees.
 func TestBoundComplianceOfOneAssetProbes(t *testing.T) {
+	t.Parallel()
 	pool, org := planSchema(t)
 	for asset, want := range map[string]int{
 		"00000000-0000-7000-8000-0000000000c8": 4, // 200: organization 0's

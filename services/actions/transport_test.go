@@ -63,6 +63,7 @@ func (w world) action(extra map[string]any) map[string]any {
 }
 
 func TestHTTPActions(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	created := w.Call(201, "POST", "/actions/", w.RW, w.action(nil))
 	a := created.JSON()
@@ -155,6 +156,7 @@ func (w world) referrers(t *testing.T, kind, id string) []any {
 
 // Every filter of the list, each on the actions that differ in it, paged.
 func TestHTTPListFilters(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	otherAsset := uuid.New()
 	w.StandIn("assets").Add("asset", otherAsset, nil)
@@ -222,6 +224,7 @@ func TestHTTPListFilters(t *testing.T) {
 // continuing right after its last action (unbounded, a thousand such
 // actions once made a page of half a GiB).
 func TestHTTPListOfLargeActionsIsBoundedBySize(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var want []string
 	for i := range 20 {
@@ -250,6 +253,7 @@ func TestHTTPListOfLargeActionsIsBoundedBySize(t *testing.T) {
 }
 
 func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
 	path := "/actions/" + id
@@ -328,6 +332,7 @@ func TestHTTPErrors(t *testing.T) {
 // A peer that cannot answer makes the write that needs it a 503 with
 // Retry-After, never a 500 or a hang, and the write leaves nothing.
 func TestHTTPPeerDown(t *testing.T) {
+	t.Parallel()
 	dead := "http://" + servicetest.Unreachable(t)
 	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) {
 		c.Peers = peer.Config{URLs: map[string]*string{"assets": &dead, "parties": &dead, "documents": &dead}, Timeout: 2 * time.Second,
@@ -350,6 +355,7 @@ func TestHTTPPeerDown(t *testing.T) {
 // A database that goes away is a 503 with Retry-After, never a 500, and
 // the service recovers when it returns; nothing half-written stays behind.
 func TestHTTPDatabaseDown(t *testing.T) {
+	t.Parallel()
 	asset := uuid.New()
 	servicetest.DatabaseDown(t, Spec(), servicetest.Outage{
 		Before: func(s *servicetest.Service) {
@@ -373,6 +379,7 @@ func TestHTTPDatabaseDown(t *testing.T) {
 // action's ETag (its action_documents); an action document's own ETag is
 // what its create and update answered.
 func TestHTTPValidators(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	created := w.Call(201, "POST", "/actions", w.RW, w.action(nil))
 	path := created.Header.Get("Location")
@@ -398,6 +405,7 @@ func TestHTTPValidators(t *testing.T) {
 
 // Creates retried with their Idempotency-Key are answered once.
 func TestHTTPIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	first := w.Call(201, "POST", "/actions", w.RW, w.action(nil), "Idempotency-Key", "a-1")
 	again := w.Call(201, "POST", "/actions", w.RW, w.action(nil), "Idempotency-Key", "a-1")
@@ -448,6 +456,7 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 // fails alone; the references of the whole batch are asked about once per
 // owner; one Idempotency-Key covers the batch.
 func TestHTTPActionsBatch(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	missing := uuid.NewString()
 	otherAsset := uuid.New()
@@ -504,6 +513,7 @@ func TestHTTPActionsBatch(t *testing.T) {
 // action the item names; the documents of the whole batch are asked about
 // once; one Idempotency-Key covers the batch.
 func TestHTTPActionDocumentsBatch(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	first := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
 	second := w.Call(201, "POST", "/actions", w.RW, w.action(map[string]any{"source_reference": "43"})).JSON()["id"].(string)
@@ -557,6 +567,7 @@ func TestHTTPActionDocumentsBatch(t *testing.T) {
 // by item: that item gets the answer it alone would have got, and the
 // others are kept, each with its event.
 func TestHTTPActionsBatchItemRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if _, err := w.Built.Store.Pool.Exec(t.Context(), `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.source_reference = 'refuse' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
@@ -594,6 +605,7 @@ func fieldsAt(format string, n int) []string {
 // documents in creation order and says it has more; its list pages
 // through them all.
 func TestHTTPActionDocumentsCappedAndListed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
 	path := "/actions/" + id

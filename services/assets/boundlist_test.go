@@ -35,6 +35,7 @@ const boundSeed = `
 // asset from the cursor: with the rule as one condition, an organization
 // that sees few assets walked the whole table for each page.
 func TestBoundAssetPagesWalkTheirOwnRanges(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	types := []uuid.UUID{f.assetType(t, "Liftmaster", "LM-200", nil).ID, f.assetType(t, "Liftmaster", "LM-300", nil).ID}
 	for _, q := range strings.Split(boundSeed, ";") {

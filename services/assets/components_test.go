@@ -22,6 +22,7 @@ func (f fixture) component(t *testing.T, typeID uuid.UUID, serial string, parent
 // the list by parent names the components; an asset that has components
 // cannot be deleted.
 func TestComponents(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	typ := f.assetType(t, "Liftmaster", "LM-300", nil)
 	crane := f.asset(t, typ.ID, "CRANE")
@@ -70,6 +71,7 @@ func TestComponents(t *testing.T) {
 // fine alone and lock different rows, but together make X, Y, Z, W a
 // cycle: the parent moves take turns, so the second sees the first.
 func TestConcurrentMovesMakeNoCycle(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	typ := f.assetType(t, "Liftmaster", "LM-400", nil)
 	for round := range 15 {
@@ -107,6 +109,7 @@ func TestConcurrentMovesMakeNoCycle(t *testing.T) {
 // asset_component event whose subject id is the parent's; the component's
 // own asset.updated carries parent_asset_id.
 func TestComponentEvents(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	typ := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	parent := s.Call(201, "POST", "/assets", s.RW, map[string]any{"asset_type_id": typ, "serial_number": "P"}).JSON()["id"].(string)

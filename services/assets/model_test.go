@@ -14,6 +14,7 @@ import (
 )
 
 func TestAssetInputNormalize(t *testing.T) {
+	t.Parallel()
 	next := time.Now().UTC().Year() + 1
 	valid := AssetInput{SerialNumber: "SN-1", AssetTypeID: model.ID(uuid.New())}
 	with := func(f func(*AssetInput)) AssetInput { in := valid; f(&in); return in }
@@ -32,6 +33,7 @@ func TestAssetInputNormalize(t *testing.T) {
 }
 
 func TestAssetPatchApply(t *testing.T) {
+	t.Parallel()
 	person := uuid.New()
 	current := Asset{SerialNumber: "SN-1", AssetTypeID: uuid.New(), ProductionYear: new(2020), ResponsiblePersonID: &person, ExternalIDs: []assettypes.ExternalID{}}
 	apply := func(p AssetPatch) (AssetInput, error) { return p.Apply(current) }
@@ -48,6 +50,7 @@ func TestAssetPatchApply(t *testing.T) {
 }
 
 func TestAssetQueryNormalize(t *testing.T) {
+	t.Parallel()
 	servicetest.Validations(t, AssetQuery.Normalize, []servicetest.Validation[AssetQuery, AssetQuery]{
 		{Name: "serial number only", In: AssetQuery{SerialNumber: "SN-1"}},
 		{Name: "with brand and model", In: AssetQuery{SerialNumber: "SN-1", Brand: new("B"), Model: new("M")}},

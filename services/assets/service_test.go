@@ -89,6 +89,7 @@ func wantField(t *testing.T, err error, field string) {
 }
 
 func TestAssetTypeLifecycle(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	created := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: " Liftmaster ", Model: "LM-200",
 		Version: new("2"), EmissionClass: new(" ")}))
@@ -141,6 +142,7 @@ func TestAssetTypeLifecycle(t *testing.T) {
 }
 
 func TestListAndFindAssetTypes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	var ids []uuid.UUID
 	for i, spec := range []struct {
@@ -195,6 +197,7 @@ func TestListAndFindAssetTypes(t *testing.T) {
 }
 
 func TestExternalIDs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	erp1 := []assettypes.ExternalID{{SourceSystem: "erp", ExternalID: "1"}}
 	first := servicetest.Must[assettypes.AssetTypeDetail](t)(f.types.CreateAssetType(f.ctx, f.by, assettypes.AssetTypeInput{Brand: "A", Model: "1", ExternalIDs: erp1}))
@@ -236,6 +239,7 @@ func TestExternalIDs(t *testing.T) {
 }
 
 func TestDocumentsAndThumbnail(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	manual, photo := f.document("application/pdf"), f.document("image/png")
@@ -309,6 +313,7 @@ func TestDocumentsAndThumbnail(t *testing.T) {
 }
 
 func TestAssetLifecycle(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	lift := f.assetType(t, "Liftmaster", "LM-200", nil)
 	hoist := f.assetType(t, "Hoistco", "H1", nil)
@@ -377,6 +382,7 @@ func TestAssetLifecycle(t *testing.T) {
 // An asset type with assets cannot go: the foreign key refuses, and the
 // 409 names the assets.
 func TestDeleteAssetTypeWithAssets(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
@@ -404,6 +410,7 @@ func TestDeleteAssetTypeWithAssets(t *testing.T) {
 }
 
 func TestFindAsset(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	v1 := f.assetType(t, "Liftmaster", "LM-200", new("1"))
 	v2 := f.assetType(t, "Liftmaster", "LM-200", new("2"))
@@ -447,6 +454,7 @@ func TestFindAsset(t *testing.T) {
 }
 
 func TestFindAssetCreatesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	servicetest.CreatesOnce(t, 50, func(i int) (uuid.UUID, bool, error) {
@@ -467,6 +475,7 @@ func TestFindAssetCreatesExactlyOnce(t *testing.T) {
 // The cache must never hide a write: each find below follows a write that
 // changes its answer.
 func TestFindsSeeEveryWrite(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")
@@ -526,6 +535,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 }
 
 func TestFindsWorkWithoutRedis(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "redis://"+servicetest.Unreachable(t)+"/0")
 	at := f.assetType(t, "Liftmaster", "LM-200", nil)
 	a := f.asset(t, at.ID, "SN-1")

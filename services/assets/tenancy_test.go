@@ -82,6 +82,7 @@ func ids(list []map[string]any) []string {
 // client does not see it on any read path, and a create of the same
 // serial number tells it only that an asset it does not see holds it.
 func TestTenancyVisibility(t *testing.T) {
+	t.Parallel()
 	tn := newTenants(t)
 	mine := tn.asset(tn.a, "SN-A")
 	if mine["owner_organization_id"] != tn.A {
@@ -158,6 +159,7 @@ func TestTenancyVisibility(t *testing.T) {
 // Grants: the owner's clients manage them; a grant is in force for the
 // next call, the find cache included, and so is its removal.
 func TestGrants(t *testing.T) {
+	t.Parallel()
 	tn := newTenants(t)
 	mine := tn.asset(tn.a, "SN-G")
 	path := "/assets/" + mine["id"].(string)
@@ -239,6 +241,7 @@ func TestGrants(t *testing.T) {
 // receiver sees it from then on, the sender no longer does, and other
 // services read the change from the access log.
 func TestTransfers(t *testing.T) {
+	t.Parallel()
 	tn := newTenants(t)
 	mine := tn.asset(tn.a, "SN-T")
 	id := mine["id"].(string)
@@ -348,6 +351,7 @@ func TestTransfers(t *testing.T) {
 // told the transfer is no longer pending, and the transfer's state and
 // the asset's owner agree with the move that won.
 func TestConcurrentAcceptsHandOverOnce(t *testing.T) {
+	t.Parallel()
 	tn := newTenants(t)
 	b2 := bound(t, tn.Service, "client-b2", tn.B)
 	handedOver := 0
@@ -401,6 +405,7 @@ func TestConcurrentAcceptsHandOverOnce(t *testing.T) {
 
 // An admin sets the owner of many assets at once; nobody else may.
 func TestSetOwners(t *testing.T) {
+	t.Parallel()
 	tn := newTenants(t)
 	one, two := tn.asset(tn.RW, "SN-O1"), tn.asset(tn.a, "SN-O2")
 	body := map[string]any{"asset_ids": []any{one["id"], two["id"]}, "owner_organization_id": tn.A}
@@ -425,6 +430,7 @@ func TestSetOwners(t *testing.T) {
 // it, recorded by those who may record on it, and a parent must be an
 // asset the caller sees.
 func TestMeterReadingsAndComponentsFollowTheAsset(t *testing.T) {
+	t.Parallel()
 	tn := newTenants(t)
 	crane := tn.asset(tn.a, "METERED-1")["id"].(string)
 	readings := "/assets/" + crane + "/meter_readings"

@@ -31,6 +31,7 @@ func addDocument(s *servicetest.Service, contentType string) string {
 }
 
 func TestHTTPAssetTypes(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	created := s.Call(201, "POST", "/asset_types/", s.RW, liftmaster)
 	at := created.JSON()
@@ -91,6 +92,7 @@ func TestHTTPAssetTypes(t *testing.T) {
 }
 
 func TestHTTPAssets(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	typeID := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	person := uuid.New()
@@ -143,6 +145,7 @@ func TestHTTPAssets(t *testing.T) {
 
 // The contract's errors particular to these resources, one row each.
 func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	at := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()
 	typeID := at["id"].(string)
@@ -225,6 +228,7 @@ func TestHTTPErrors(t *testing.T) {
 // A peer that cannot answer makes the write that needs it a 503 with
 // Retry-After, never a 500 or a hang, and the write leaves nothing.
 func TestHTTPPeerDown(t *testing.T) {
+	t.Parallel()
 	dead := "http://" + servicetest.Unreachable(t)
 	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) {
 		c.Peers = peer.Config{URLs: map[string]*string{"parties": &dead, "documents": &dead}, Timeout: 2 * time.Second,
@@ -251,6 +255,7 @@ func TestHTTPPeerDown(t *testing.T) {
 // A database that goes away is a 503 with Retry-After, never a 500, and
 // the service recovers when it returns; nothing half-written stays behind.
 func TestHTTPDatabaseDown(t *testing.T) {
+	t.Parallel()
 	servicetest.DatabaseDown(t, Spec(), servicetest.Outage{
 		Before: func(s *servicetest.Service) { s.Call(201, "POST", "/asset_types", s.RW, liftmaster) },
 		During: []servicetest.Request{
@@ -274,6 +279,7 @@ func TestHTTPDatabaseDown(t *testing.T) {
 // another one are a 412 and change nothing; attaching a document changes
 // the asset type's ETag, and a detach checks it.
 func TestHTTPValidators(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	created := s.Call(201, "POST", "/asset_types", s.RW, liftmaster)
 	path := created.Header.Get("Location")
@@ -305,6 +311,7 @@ func TestHTTPValidators(t *testing.T) {
 
 // Creates retried with their Idempotency-Key are answered once.
 func TestHTTPIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	first := s.Call(201, "POST", "/asset_types", s.RW, liftmaster, "Idempotency-Key", "t-1")
 	again := s.Call(201, "POST", "/asset_types", s.RW, liftmaster, "Idempotency-Key", "t-1")
@@ -365,6 +372,7 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 // each item on its own; the responsible people of the whole batch are
 // asked about once; one Idempotency-Key covers the batch.
 func TestHTTPAssetsBatch(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	typeID := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	person, other := uuid.New(), uuid.New()
@@ -410,6 +418,7 @@ func TestHTTPAssetsBatch(t *testing.T) {
 // GET /asset_types/{id}/documents pages through every one, and the
 // attach's event carries the capped answer.
 func TestAttachedDocumentsAreCappedAndPaged(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	path := "/asset_types/" + s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	var want []string
@@ -440,6 +449,7 @@ func TestAttachedDocumentsAreCappedAndPaged(t *testing.T) {
 // Every committed write records exactly one event per change, its data
 // the resource as GET answers it; replays, finds and repeats record none.
 func TestEventsOfEveryWrite(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	at := s.Call(201, "POST", "/asset_types", s.RW, liftmaster, "Idempotency-Key", "type-1").JSON()
 	id := at["id"].(string)

@@ -104,6 +104,7 @@ func (f *follower) current(t *testing.T, org, asset string) {
 // skipped its refresh on a watermark the write had not raised would still
 // answer the access of before.
 func TestCopiesSeeEveryAnsweredChangeThroughTheWatermark(t *testing.T) {
+	t.Parallel()
 	tn := newTenants(t)
 	f := newFollower(t, tn.Service, testkit.RedisURL(t))
 	id := tn.asset(tn.a, "WM-1")["id"].(string)
@@ -153,6 +154,7 @@ func TestCopiesSeeEveryAnsweredChangeThroughTheWatermark(t *testing.T) {
 // A copy whose Redis goes away reads the log before each read: the
 // watermark it can no longer read may be one a change has raised since.
 func TestCopyWithoutItsRedisReadsTheLog(t *testing.T) {
+	t.Parallel()
 	tn := newTenants(t)
 	link := cuttable(t, testkit.RedisURL(t))
 	f := newFollower(t, tn.Service, link.url)
@@ -182,6 +184,7 @@ func TestCopyWithoutItsRedisReadsTheLog(t *testing.T) {
 // the copies' is not) answers a change only once the watermark of before
 // it has lapsed: the copies then read the log.
 func TestAChangeTheWatermarkMissesWaitsItOut(t *testing.T) {
+	t.Parallel()
 	issuer := testkit.NewIssuer(t, servicetest.Audience)
 	cfg := servicetest.Config(t, Spec(), issuer)
 	link := cuttable(t, cfg.Redis.URL)

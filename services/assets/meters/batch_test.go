@@ -21,6 +21,7 @@ import (
 // same readings recorded one by one; the answers and what is recorded must
 // be the same.
 func TestBatchAnswersAsSingles(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, assets.Spec())
 	typ := s.Call(201, "POST", "/asset_types", s.RW, map[string]any{"brand": "Liftmaster", "model": "LM-300"}).JSON()["id"]
 	newPath := func(serial string) string {
@@ -81,6 +82,7 @@ func TestBatchAnswersAsSingles(t *testing.T) {
 // and event inserts. The service's connections go through a proxy that
 // counts the statements they send.
 func TestBatchStatementsDoNotGrowWithItems(t *testing.T) {
+	t.Parallel()
 	var statements atomic.Int64
 	s := servicetest.Start(t, assets.Spec(), func(c *servicekit.Config) {
 		c.Database.URL = testkit.CountingStatements(t, c.Database.URL, &statements)

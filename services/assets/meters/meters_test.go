@@ -29,6 +29,7 @@ func at(hour int) string { return fmt.Sprintf("2025-03-14T%02d:00:00Z", hour) }
 // is a 422 on value unless it says reset, and one recorded in the past is
 // not above the one after it unless that one was a reset.
 func TestReadingsCountUp(t *testing.T) {
+	t.Parallel()
 	s, path := newAsset(t)
 	for i, c := range []struct {
 		meter  string
@@ -84,6 +85,7 @@ func TestReadingsCountUp(t *testing.T) {
 }
 
 func TestReadingProblems(t *testing.T) {
+	t.Parallel()
 	s, path := newAsset(t)
 	for field, body := range map[string]map[string]any{
 		"meter":   {"meter": "Hours", "value": 1, "read_at": at(1)},
@@ -107,6 +109,7 @@ func TestReadingProblems(t *testing.T) {
 // each fine alone but not together (500 at 16:00, 400 at 17:00), exactly
 // one is recorded.
 func TestConcurrentReadingsTakeTurns(t *testing.T) {
+	t.Parallel()
 	s, path := newAsset(t)
 	s.Call(201, "POST", path, s.RW, map[string]any{"meter": "hours", "value": 0, "read_at": at(1)})
 	for round := range 10 {
@@ -136,6 +139,7 @@ func TestConcurrentReadingsTakeTurns(t *testing.T) {
 
 // A reading is an event in its asset's history.
 func TestReadingEvent(t *testing.T) {
+	t.Parallel()
 	s, path := newAsset(t)
 	s.Events(t)
 	r := s.Call(201, "POST", path, s.RW, map[string]any{"meter": "hours", "value": 1.5, "read_at": at(1)})
@@ -148,6 +152,7 @@ func TestReadingEvent(t *testing.T) {
 // checked against the ones before it (the batch's own included); a bad
 // item leaves the others.
 func TestReadingsBatch(t *testing.T) {
+	t.Parallel()
 	s, path := newAsset(t)
 	items := []map[string]any{
 		{"meter": "hours", "value": 10, "read_at": at(1)},

@@ -14,7 +14,6 @@ import (
 // of the right shape, once), and an action or a plan may name one from the
 // next call on; a name nobody added is a 422 on action_type.
 func TestHTTPActionTypes(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	names := func() []string {
 		var out []string
@@ -70,7 +69,6 @@ func TestHTTPActionTypes(t *testing.T) {
 
 // Concurrent adds of one name add it once.
 func TestHTTPActionTypeAddedOnce(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	statuses := make([]int, 10)
 	var wg sync.WaitGroup
@@ -91,7 +89,6 @@ func TestHTTPActionTypeAddedOnce(t *testing.T) {
 // /compliance keeps the four rows of every asset and has a row of an added
 // type only where a plan of it covers the asset or an action of it exists.
 func TestHTTPComplianceOfAddedTypes(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	a1, a2, a3 := w.asset(t), w.asset(t), w.asset(t)
 	names := map[string]string{a1: "a1", a2: "a2", a3: "a3"}
@@ -130,7 +127,6 @@ func TestHTTPComplianceOfAddedTypes(t *testing.T) {
 // The roller announces an added type's rows as it does the four's: a
 // finalized action of it is a transition of that type's row.
 func TestTransitionsOfAddedTypes(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	roller := roller.New(roller.NewStore(w.Built.Store), time.UTC)
 	a := w.asset(t)

@@ -38,7 +38,6 @@ func (w complianceWorld) writtenAt(t *testing.T, table, id string, at time.Time)
 // the end of day D (UTC), their states on D: an asset or action recorded
 // later is not there yet, one deleted or changed later is there as it was.
 func TestComplianceAsOf(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	now := time.Now().UTC()
 	today := model.DateOf(now)

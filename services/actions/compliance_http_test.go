@@ -85,7 +85,6 @@ func summary(rows []map[string]any, names map[string]string) []string {
 }
 
 func TestHTTPCompliance(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	today := model.Today()
 	day := func(days int) string { return model.DateOf(today.Time().AddDate(0, 0, days)).String() }

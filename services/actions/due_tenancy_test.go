@@ -13,7 +13,6 @@ import (
 // bound caller's crane does not show the failed state of a component
 // another organization owns, which an unbound reader's does.
 func TestRolledUpStateFollowsWhoSeesTheComponent(t *testing.T) {
-	t.Parallel()
 	w := newTenancyWorld(t)
 	owner := w.Bound("owner-client", orgOwner, auth.ScopeRead)
 	assetType := uuid.New()

@@ -56,7 +56,6 @@ func (w dueWorld) performed(t *testing.T, asset, actionType string, days int) st
 // of the same action type, the other assets of the type keep the type's.
 // It names an asset that exists, of the asset type it also names.
 func TestHTTPPlansPerAsset(t *testing.T) {
-	t.Parallel()
 	w := newDueWorld(t)
 	own, other := w.asset(t), w.asset(t)
 	w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
@@ -127,7 +126,6 @@ func (w dueWorld) otherType(t *testing.T) string {
 // D: a plan edited or deleted since does not change the answer given for
 // D, and a plan created since is not in it.
 func TestComplianceAsOfUsesPlansAsTheyWere(t *testing.T) {
-	t.Parallel()
 	w := newDueWorld(t)
 	asset := w.registeredAt(t, time.Now().AddDate(-1, 0, 0))
 	plan := w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
@@ -204,7 +202,6 @@ func (w dueWorld) moveTo(t *testing.T, id uuid.UUID, parent, op string, at time.
 // block's sling) is overdue is overdue rolled up; a component taken out
 // no longer counts, and as_of rolls up with the links of that day.
 func TestHTTPComplianceRollsUpComponents(t *testing.T) {
-	t.Parallel()
 	w := newDueWorld(t)
 	crane := w.registeredAt(t, time.Now().AddDate(0, 0, -30))
 	hook := w.component(t, crane)
@@ -289,7 +286,6 @@ func (w dueWorld) read(t *testing.T, asset, meter string, value float64, days in
 // the date's; as_of counts the readings known that day; the roller
 // announces the crossing.
 func TestHTTPComplianceUsagePlans(t *testing.T) {
-	t.Parallel()
 	w := newDueWorld(t)
 	plan := w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
 		"asset_type_id": w.assetType.String(), "interval": "P12M", "first_due_after": "P0D",

@@ -10,7 +10,6 @@ import (
 // the resource as its answers show it; replays and refused writes record
 // none, and a deleted action takes its action documents' events along.
 func TestEventsOfEveryWrite(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil), "Idempotency-Key", "action-1").JSON()["id"].(string)
 	path := "/actions/" + id

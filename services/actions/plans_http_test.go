@@ -18,7 +18,6 @@ import (
 // are ISO 8601 durations; one plan per action type and asset type (and one
 // for every asset type).
 func TestHTTPInspectionPlans(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	w.StandIn("assets").Add("asset_type", w.assetType, nil)
 	body := map[string]any{"action_type": "expert_control", "asset_type_id": w.assetType.String(), "interval": "P12M",
@@ -136,7 +135,6 @@ func (w complianceWorld) registeredAgo(t *testing.T, days int) string {
 // registration + the plan's delay; a plan's change is in the next answer;
 // a type without a plan answers as it always did.
 func TestHTTPComplianceWithPlans(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	w.StandIn("assets").Add("asset_type", w.assetType, nil)
 	today := model.Today()

@@ -186,7 +186,6 @@ func TestProjectionFollowsStream(t *testing.T) {
 // A rebuild from the assets service's listing and the actions table gives
 // the rows the live model has, and drops what the listing does not have.
 func TestProjectionRebuild(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	w.StandIn("assets").Remove("asset", uuid.MustParse(w.world.asset)) // not in the projection
 	var assets []string
@@ -258,7 +257,6 @@ func latestRows(t *testing.T, w complianceWorld) []string {
 // finalized action, and no row of a pair without one (before, between and
 // after the batches' assets).
 func TestRebuildLatestInBatchesMatchesOneStatement(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	ctx := t.Context()
 	pool := w.Built.Store.Pool

@@ -19,7 +19,6 @@ import (
 // with include=components (rolled_up_state) and with a usage plan (state,
 // due_reason, usage) answers as it did before.
 func TestRebuildRelearnsPartsAndReadings(t *testing.T) {
-	t.Parallel()
 	w := newDueWorld(t)
 	w.StandIn("assets").Remove("asset", uuid.MustParse(w.world.asset)) // the world's, known without a type
 	plan := w.Call(201, "POST", "/inspection_plans", w.Admin, map[string]any{"action_type": "expert_control",
@@ -148,7 +147,6 @@ func (w dueWorld) knownReadings(t *testing.T) []uuid.UUID {
 // event) leaves the first and rolls up into the second; the projection
 // applies the event instead of failing on it again and again.
 func TestComponentMovesBetweenParents(t *testing.T) {
-	t.Parallel()
 	w := newDueWorld(t)
 	first, second := w.registeredAt(t, time.Now().AddDate(0, 0, -30)), w.registeredAt(t, time.Now().AddDate(0, 0, -30))
 	part := w.component(t, first)

@@ -76,7 +76,6 @@ func (w complianceWorld) transitions(t *testing.T) []string {
 // A row's state change is announced once, whether a write or the
 // calendar made it, however often the roller runs and from which replica.
 func TestComplianceTransitions(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	ctx := context.Background()
 	st := roller.NewStore(w.Built.Store)
@@ -123,7 +122,6 @@ func TestComplianceTransitions(t *testing.T) {
 // waits for another's queue entry (a keyed queue deadlocked them, 500s
 // in the bench's batch rows), and every asset is announced once.
 func TestComplianceQueueConcurrentBatches(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	var assets []string
 	for range 20 {
@@ -207,7 +205,6 @@ func TestRollerRecordsThroughTheOutbox(t *testing.T) {
 // queues nothing. Each case runs in a transaction of its own, rolled back,
 // so the service's roller never takes the entries it counts.
 func TestComplianceQueueOncePerStatement(t *testing.T) {
-	t.Parallel()
 	w := newComplianceWorld(t)
 	var assets []uuid.UUID
 	for range 3 {

@@ -19,7 +19,6 @@ import (
 // The sync key: (source_system, source_reference), when both are given,
 // names one action; a second create is a 409 naming the first.
 func TestHTTPActionSourceKey(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	sourced := func(ref string, extra map[string]any) map[string]any {
 		body := w.action(map[string]any{"source_system": "inspection-app", "source_reference": ref})
@@ -55,7 +54,6 @@ func TestHTTPActionSourceKey(t *testing.T) {
 }
 
 func TestHTTPFindAction(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	body := w.action(map[string]any{"source_system": "erp", "source_reference": "wo-7"})
 
@@ -102,7 +100,6 @@ func TestHTTPFindAction(t *testing.T) {
 // the holder's id (200), whether it was recorded before or by an earlier
 // item of the same batch.
 func TestHTTPBatchFindBySource(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	held := w.Call(201, "POST", "/actions", w.RW, w.action(map[string]any{"source_system": "erp", "source_reference": "held"})).JSON()["id"].(string)
 	item := func(ref string) map[string]any {

@@ -45,8 +45,10 @@ const (
 	orgOther     = "d0000000-0000-4000-8000-00000000000d"
 )
 
+// newTenancyWorld, like newWorld, lets the test run beside the others.
 func newTenancyWorld(t *testing.T) tenancyWorld {
 	t.Helper()
+	t.Parallel()
 	w := tenancyWorld{access: servicetest.NewAssetAccess(), documents: map[string]map[string]bool{}}
 	docs := http.NewServeMux()
 	docs.HandleFunc("POST /internal/documents/visible", func(rw http.ResponseWriter, r *http.Request) {
@@ -84,7 +86,6 @@ func (w tenancyWorld) owned(owner string, grants ...model.AssetGrant) string {
 // read to a second and inspect to a third, a fourth with nothing, a client
 // bound to none and an admin.
 func TestTenancyOfActions(t *testing.T) {
-	t.Parallel()
 	w := newTenancyWorld(t)
 	rw := []string{auth.ScopeRead, auth.ScopeWrite}
 	owner, reader := w.Bound("owner-client", orgOwner, rw...), w.Bound("reader-client", orgReader, rw...)
@@ -215,7 +216,6 @@ func TestTenancyOfActions(t *testing.T) {
 // An asset whose access the copy learnt only from its asset.created event
 // (no action, never changed) is filtered right in /compliance.
 func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
-	t.Parallel()
 	w := newTenancyWorld(t)
 	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
 	asset := uuid.Must(uuid.NewV7())
@@ -236,7 +236,6 @@ func TestComplianceOfAnAssetKnownFromItsEvent(t *testing.T) {
 // lists: one created before the copy was kept (never changed, no event
 // seen) is then filtered right in /compliance.
 func TestRebuildTeachesTheCopy(t *testing.T) {
-	t.Parallel()
 	w := newTenancyWorld(t)
 	owner, other := w.Bound("owner-client", orgOwner, auth.ScopeRead), w.Bound("other-client", orgOther, auth.ScopeRead)
 	asset := uuid.Must(uuid.NewV7())
@@ -254,7 +253,6 @@ func TestRebuildTeachesTheCopy(t *testing.T) {
 // The documents service's question: of some documents, which an action on
 // an asset the organization sees links, with those action documents.
 func TestDocumentsSeen(t *testing.T) {
-	t.Parallel()
 	w := newTenancyWorld(t)
 	owner := w.Bound("owner-client", orgOwner, auth.ScopeRead, auth.ScopeWrite)
 	asset := w.owned(orgOwner, model.AssetGrant{OrganizationID: orgReader, Role: model.GrantRead})

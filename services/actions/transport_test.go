@@ -28,8 +28,12 @@ type world struct {
 	asset, person, organization string
 }
 
+// newWorld starts the service for one test and lets the test run beside
+// the package's others (t.Parallel): a world shares nothing, its schema,
+// key space and stand-ins are its own. So does every world built on it.
 func newWorld(t *testing.T) world {
 	t.Helper()
+	t.Parallel()
 	return worldOn(servicetest.Start(t, Spec()))
 }
 
@@ -63,7 +67,6 @@ func (w world) action(extra map[string]any) map[string]any {
 }
 
 func TestHTTPActions(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	created := w.Call(201, "POST", "/actions/", w.RW, w.action(nil))
 	a := created.JSON()
@@ -156,7 +159,6 @@ func (w world) referrers(t *testing.T, kind, id string) []any {
 
 // Every filter of the list, each on the actions that differ in it, paged.
 func TestHTTPListFilters(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	otherAsset := uuid.New()
 	w.StandIn("assets").Add("asset", otherAsset, nil)
@@ -224,7 +226,6 @@ func TestHTTPListFilters(t *testing.T) {
 // continuing right after its last action (unbounded, a thousand such
 // actions once made a page of half a GiB).
 func TestHTTPListOfLargeActionsIsBoundedBySize(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	var want []string
 	for i := range 20 {
@@ -253,7 +254,6 @@ func TestHTTPListOfLargeActionsIsBoundedBySize(t *testing.T) {
 }
 
 func TestHTTPErrors(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
 	path := "/actions/" + id
@@ -379,7 +379,6 @@ func TestHTTPDatabaseDown(t *testing.T) {
 // action's ETag (its action_documents); an action document's own ETag is
 // what its create and update answered.
 func TestHTTPValidators(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	created := w.Call(201, "POST", "/actions", w.RW, w.action(nil))
 	path := created.Header.Get("Location")
@@ -405,7 +404,6 @@ func TestHTTPValidators(t *testing.T) {
 
 // Creates retried with their Idempotency-Key are answered once.
 func TestHTTPIdempotencyKey(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	first := w.Call(201, "POST", "/actions", w.RW, w.action(nil), "Idempotency-Key", "a-1")
 	again := w.Call(201, "POST", "/actions", w.RW, w.action(nil), "Idempotency-Key", "a-1")
@@ -456,7 +454,6 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 // fails alone; the references of the whole batch are asked about once per
 // owner; one Idempotency-Key covers the batch.
 func TestHTTPActionsBatch(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	missing := uuid.NewString()
 	otherAsset := uuid.New()
@@ -513,7 +510,6 @@ func TestHTTPActionsBatch(t *testing.T) {
 // action the item names; the documents of the whole batch are asked about
 // once; one Idempotency-Key covers the batch.
 func TestHTTPActionDocumentsBatch(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	first := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
 	second := w.Call(201, "POST", "/actions", w.RW, w.action(map[string]any{"source_reference": "43"})).JSON()["id"].(string)
@@ -567,7 +563,6 @@ func TestHTTPActionDocumentsBatch(t *testing.T) {
 // by item: that item gets the answer it alone would have got, and the
 // others are kept, each with its event.
 func TestHTTPActionsBatchItemRefused(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	if _, err := w.Built.Store.Pool.Exec(t.Context(), `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.source_reference = 'refuse' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
@@ -605,7 +600,6 @@ func fieldsAt(format string, n int) []string {
 // documents in creation order and says it has more; its list pages
 // through them all.
 func TestHTTPActionDocumentsCappedAndListed(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
 	path := "/actions/" + id

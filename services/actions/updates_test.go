@@ -16,7 +16,6 @@ import (
 // GET then sends and records its action.updated event; a refused item
 // (412, 404, 403 not-owner, 422, 409) changes nothing and leaves the rest.
 func TestHTTPActionsBatchPatch(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	create := func(ref string) (string, string) {
 		r := w.Call(201, "POST", "/actions", w.RW, w.action(map[string]any{"source_reference": ref}))
@@ -58,7 +57,6 @@ func TestHTTPActionsBatchPatch(t *testing.T) {
 // item's own fields, id, if_match and patch, are checked alike for every
 // resource: pkg/endpoints' tests); a weak if_match never matches.
 func TestActionsBatchPatchItems(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	id := w.Call(201, "POST", "/actions", w.RW, w.action(nil)).JSON()["id"].(string)
 	patch := func(p map[string]any) map[string]any { return map[string]any{"id": id, "patch": p} }
@@ -89,7 +87,6 @@ func TestActionsBatchPatchItems(t *testing.T) {
 // action on an asset the caller's organization does not see is a 404, one
 // it reads through a read grant a 403 not-permitted; the others are kept.
 func TestActionsBatchPatchTenancy(t *testing.T) {
-	t.Parallel()
 	w := newTenancyWorld(t)
 	rw := []string{auth.ScopeRead, auth.ScopeWrite}
 	owner := w.Bound("owner-client", orgOwner, rw...)

@@ -14,6 +14,7 @@ import (
 // model.MaxEmbedded in id order and says more exist, and the paged list
 // gives every one of them.
 func TestLinkingActionDocumentsAreCappedAndPaged(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1<<20)
 	var all []ActionDocument
 	for range model.MaxEmbedded + 30 {

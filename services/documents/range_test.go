@@ -5,6 +5,7 @@ import (
 )
 
 func TestParseRangeAndResolve(t *testing.T) {
+	t.Parallel()
 	const size = 1000
 	tests := []struct {
 		header      string
@@ -49,6 +50,7 @@ func TestParseRangeAndResolve(t *testing.T) {
 }
 
 func TestContentDisposition(t *testing.T) {
+	t.Parallel()
 	name := func(s string) *string { return &s }
 	tests := []struct {
 		filename *string
@@ -69,6 +71,7 @@ func TestContentDisposition(t *testing.T) {
 }
 
 func TestPartContentType(t *testing.T) {
+	t.Parallel()
 	for header, want := range map[string]string{
 		"":                          "",
 		"application/PDF":           "application/pdf",

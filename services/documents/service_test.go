@@ -123,6 +123,7 @@ func randomBytes(n int) []byte {
 func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 
 func TestUploadStoresWhatStreamsIn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 64<<20)
 	for _, tt := range []struct {
 		name        string
@@ -200,6 +201,7 @@ func (r *failingReader) Read(p []byte) (int, error) {
 // Every failed upload leaves neither an object (nor an unfinished
 // multipart upload) nor a row.
 func TestFailedUploadsLeaveNothing(t *testing.T) {
+	t.Parallel()
 	big := randomBytes(11 << 20)
 	tests := []struct {
 		name  string
@@ -218,6 +220,7 @@ func TestFailedUploadsLeaveNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each row its own schema and bucket; the large ones wait on MinIO
 			f := newFixture(t, 10<<20)
 			_, err := f.svc.Upload(f.ctx, f.by, &form{parts: tt.parts})
 			if !apperr.Is(err, tt.kind) {
@@ -237,6 +240,7 @@ func TestFailedUploadsLeaveNothing(t *testing.T) {
 // object listed as loose; the sweeper removes it once its time is up, and
 // leaves uploads still in progress alone.
 func TestSweeperRemovesWhatACrashLeft(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 10<<20)
 	crashed, err := f.store.ClaimKey(f.ctx, time.Now().Add(-time.Second))
 	if err != nil {
@@ -276,6 +280,7 @@ func contains(keys []string, key string) bool {
 }
 
 func TestDeleteRemovesRowAndObject(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 10<<20)
 	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "report"), file("k", strings.NewReader("bytes"), "")}})
 	if err != nil {
@@ -302,6 +307,7 @@ func TestDeleteRemovesRowAndObject(t *testing.T) {
 // metadata (an asset type shows the documents it attaches, and takes only
 // an image as its thumbnail), and a document something points at stays.
 func TestReferencesToDocuments(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 10<<20)
 	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "photo"), file("front.png", strings.NewReader("\x89PNG\r\n\x1a\n0000"), "")}})
 	if err != nil {
@@ -331,6 +337,7 @@ func TestReferencesToDocuments(t *testing.T) {
 // A database that fails after the bytes are stored loses the upload, and
 // leaves no object behind.
 func TestDatabaseFailureAfterTheBytesLeavesNoObject(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 10<<20)
 	// The row cannot be written: its table is gone (a database that
 	// refuses writes, as far as this upload can tell).
@@ -349,6 +356,7 @@ func TestDatabaseFailureAfterTheBytesLeavesNoObject(t *testing.T) {
 // A file's sniffed type is what its bytes are, whatever the uploader
 // declared: an SVG declared image/svg+xml is XML to its peers.
 func TestSniffedTypeIgnoresTheDeclaredOne(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 10<<20)
 	svg := `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`
 	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "photo"), file("x.svg", strings.NewReader(svg), "image/svg+xml")}})

@@ -28,6 +28,7 @@ const (
 // actions service answers which, here a stand-in); of its action
 // documents a caller sees those of the actions it sees.
 func TestTenancyOfDocuments(t *testing.T) {
+	t.Parallel()
 	linksSeen := map[string]map[uuid.UUID]bool{} // organization → action documents the actions service says it sees
 	linking := map[uuid.UUID]uuid.UUID{}         // action document → the document it links
 	actions := http.NewServeMux()

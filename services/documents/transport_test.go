@@ -59,6 +59,7 @@ func countObjects(t *testing.T, b *objectstore.Bucket) int {
 }
 
 func TestHTTPUploadAndDownload(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	content := "%PDF-1.7\nthe control report"
 	body, contentType := testkit.Multipart(t, typePart("expert_control_report"), filePart("Rapport Ø 1.pdf", "application/pdf", content))
@@ -116,6 +117,7 @@ func TestHTTPUploadAndDownload(t *testing.T) {
 }
 
 func TestHTTPUploadErrors(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, SpecWith(Config{MaxSize: 1000}, DefaultObjectsConfig))
 	tests := []struct {
 		name   string
@@ -161,6 +163,7 @@ func TestHTTPUploadErrors(t *testing.T) {
 // A client that sends half a large upload and hangs up leaves no object,
 // no unfinished multipart upload and no row.
 func TestHTTPAbortedUpload(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, SpecWith(Config{MaxSize: 64 << 20}, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute}))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.Client.BaseURL, "http://"))
 	if err != nil {
@@ -205,6 +208,7 @@ func TestHTTPAbortedUpload(t *testing.T) {
 // A client that stalls mid-upload is cut with a 408 once its pace falls
 // below the minimum, and leaves nothing behind.
 func TestHTTPStalledUpload(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) {
 		c.Server.Read = httpx.ReadLimits{UploadMinRate: 1000, UploadRateWindow: time.Second}
 	})
@@ -241,6 +245,7 @@ func TestHTTPStalledUpload(t *testing.T) {
 // A database that goes away is a 503 with Retry-After before any byte of a
 // file is stored, and the service recovers by itself.
 func TestHTTPDatabaseDown(t *testing.T) {
+	t.Parallel()
 	body, contentType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "kept"))
 	var kept string
 	servicetest.DatabaseDown(t, Spec(), servicetest.Outage{
@@ -265,6 +270,7 @@ func TestHTTPDatabaseDown(t *testing.T) {
 // Idempotency-Key, though an upload itself may take far longer: its
 // database steps must not wait for the database to come back.
 func TestHTTPDatabasePaused(t *testing.T) {
+	t.Parallel()
 	body, contentType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "paused"))
 	servicetest.DatabasePaused(t, Spec(), []servicetest.Request{
 		{Method: "POST", Path: "/documents", Body: body, Headers: []string{"Content-Type", contentType}},
@@ -283,6 +289,9 @@ func TestHTTPDatabasePaused(t *testing.T) {
 // suite saw such an upload answer after 10 s with a 6 s timeout). The
 // client holds back the body's last bytes until the service has claimed
 // the key, pauses the database, then sends them.
+//
+// Serial: its bound leaves 1.5 s past the timeout for the rest of the
+// body and the answer, too little to share two cores with tests beside it.
 func TestHTTPDatabasePausedMidUpload(t *testing.T) {
 	p := servicetest.StartPausable(t, Spec())
 	body, contentType := testkit.Multipart(t, typePart("report"), filePart("a.bin", "application/octet-stream", strings.Repeat("x", 64<<10)))
@@ -356,6 +365,7 @@ func (h *holdBack) Read(b []byte) (int, error) {
 // downloads, /readyz says so, nothing is half-written, and the service
 // recovers when storage is back.
 func TestHTTPObjectStorageDown(t *testing.T) {
+	t.Parallel()
 	dir := testkit.ServerDir(t)
 	start := func(port int) *testkit.Minio { return testkit.StartMinio(t, filepath.Join(dir, "minio"), port) }
 	m := start(0)
@@ -395,6 +405,7 @@ func TestHTTPObjectStorageDown(t *testing.T) {
 // retry is recognised whatever its multipart boundary, and another file
 // under the same key is a 422.
 func TestHTTPIdempotentUpload(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	body, ctype := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
 	first := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", ctype, "Idempotency-Key", "up-1")
@@ -414,7 +425,10 @@ func TestHTTPIdempotentUpload(t *testing.T) {
 }
 
 // The document and the common error rows, as every service checks them.
-func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownership) }
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	servicetest.Conformance(t, Spec(), ownership)
+}
 
 // Only the client that uploaded a document (or an admin) deletes it.
 func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
@@ -428,6 +442,7 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 // GET /documents?sha256=: the documents with those bytes, in id order,
 // paged; a sum that is not 64 lowercase hex digits is a 422 naming it.
 func TestFindBySHA256(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	upload := func(content string) string {
 		body, ctype := testkit.Multipart(t, typePart("expert_control_report"), filePart("r.txt", "text/plain", content))

@@ -86,6 +86,7 @@ func proveLeaf(t *testing.T, s *servicetest.Service, cp tlog.Checkpoint, leaf ui
 // signed, and a guessed name and date of birth, hashed every way that
 // lacks the salt, matches neither the leaf nor any commitment.
 func TestErasureLeavesNothingToGuess(t *testing.T) {
+	t.Parallel()
 	s, keys, st, p := personLog(t)
 	person, events := p.person, p.events
 	before := sign(t, s, keys)
@@ -193,6 +194,7 @@ func TestErasureLeavesNothingToGuess(t *testing.T) {
 // which drops them. An erasure of the openings alone, with no redaction
 // entry in the log, is reported too.
 func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	st := newTestStore(s)
 	a, b, c := uuid.NewString(), uuid.NewString(), uuid.NewString()
@@ -280,6 +282,7 @@ func TestAuditRefusesARedactionThatChangesMore(t *testing.T) {
 // leaf hash they had and the hash of the bytes served since, and a change
 // to those afterwards is a problem.
 func TestEventsLoggedBeforeCommitmentsKeepVerifying(t *testing.T) {
+	t.Parallel()
 	s, keys, st, p := personLog(t)
 	person, events := p.person, p.events
 	pool := s.Built.Store.Pool

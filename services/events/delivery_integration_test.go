@@ -230,6 +230,7 @@ func checkOrder(t *testing.T, log []receipt, order []outbox.Event) {
 // time), in order per subject; every duplicate carries the same
 // webhook-id.
 func TestStreamToFeedAndWebhook(t *testing.T) {
+	t.Parallel()
 	w := startWithStream(t, fastConfig())
 	r := newReceiver(t)
 	hook := w.subscribe(t, r, "asset.*", "action.created")
@@ -297,6 +298,7 @@ func TestStreamToFeedAndWebhook(t *testing.T) {
 // schedule ends, which lets the subject's next event go; a manual retry
 // sends it again.
 func TestDeliveryFailsForGoodAndIsRetried(t *testing.T) {
+	t.Parallel()
 	cfg := fastConfig()
 	cfg.Retry.GiveUpAfter = 300 * time.Millisecond
 	w := startWithStream(t, cfg)
@@ -344,6 +346,7 @@ func TestDeliveryFailsForGoodAndIsRetried(t *testing.T) {
 // After a rotation, deliveries carry a signature with each secret, and
 // each verifies.
 func TestRotationSignsWithBothSecrets(t *testing.T) {
+	t.Parallel()
 	w := startWithStream(t, fastConfig())
 	r := newReceiver(t)
 	hook := w.subscribe(t, r, "person.*")
@@ -365,6 +368,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 // stricter operator setting refuses the loopback receiver at delivery
 // time (the dialer checks every connection).
 func TestDeliveriesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	w := startWithStream(t, fastConfig())
 	r := newReceiver(t)
 	hook := w.subscribe(t, r, "asset.*")
@@ -422,6 +426,7 @@ func lastIndex(log []receipt, id string) int {
 // each resource's events are stored in the stream's order; when it stops,
 // the other takes over and nothing is lost.
 func TestOneReplicaConsumesAndAnotherTakesOver(t *testing.T) {
+	t.Parallel()
 	w := startWithStream(t, fastConfig())
 	second := servicetest.StartWith(t, SpecWith(fastConfig()), w.Config, w.Issuer)
 	org := uuid.NewString()
@@ -452,6 +457,7 @@ func TestOneReplicaConsumesAndAnotherTakesOver(t *testing.T) {
 // the limit and the turns, the hanging receiver's attempts, due as early,
 // take every worker until they time out).
 func TestAHangingReceiverHoldsOnlyItsShare(t *testing.T) {
+	t.Parallel()
 	cfg := fastConfig()
 	cfg.Workers, cfg.MaxInFlight = 4, 2
 	cfg.Timeout = time.Minute // longer than the test waits: no hanging attempt ends on its own

@@ -72,6 +72,7 @@ func hashesOf(t *testing.T, v any) [][]byte {
 // of every event, and the consistency proof from an earlier checkpoint,
 // verify against it with the library's verifier.
 func TestLogProvesEveryEvent(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	s.Call(404, "GET", "/log/checkpoint", s.RO, nil)
 	org := uuid.NewString()
@@ -167,6 +168,7 @@ func TestLogProvesEveryEvent(t *testing.T) {
 // Events stored before the log existed (no leaf) take theirs, in seq
 // order, before the new ones: the tree is the one of the feed's order.
 func TestLogBackfillsEventsStoredBefore(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	before := []outbox.Event{event("person", "created", uuid.NewString()), event("person", "created", uuid.NewString())}
 	publish(t, s, before...)
@@ -207,6 +209,7 @@ func TestLogBackfillsEventsStoredBefore(t *testing.T) {
 // (redactions' entries, pruned events), events without a leaf yet. The
 // bisection answers what a scan of the whole feed does, for every leaf.
 func TestLeavesFoundThroughTheFeedsOrder(t *testing.T) {
+	t.Parallel()
 	s, _ := startSigning(t)
 	st := newTestStore(s)
 	pool := s.Built.Store.Pool
@@ -295,6 +298,7 @@ func deref(p *int64) any {
 // A resource as it was: the data of its latest event at or before the
 // instant; a 404 before it existed and once it was deleted.
 func TestHTTPAsOf(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	asset := uuid.NewString()
 	at := func(e outbox.Event, when time.Time, serial string) outbox.Event {
@@ -334,6 +338,7 @@ func TestHTTPAsOf(t *testing.T) {
 }
 
 func TestParseInstant(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"2025-03-14T09:26:53Z":                "2025-03-14T09:26:53Z",
 		"2025-03-14t09:26:53.123456789z":      "2025-03-14T09:26:53.123456789Z",
@@ -379,6 +384,7 @@ func TestParseInstant(t *testing.T) {
 // the fact (an UPDATE run in PostgreSQL), and a checkpoint whose stored
 // root was changed.
 func TestAuditSeesOneChangedByte(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	st := newTestStore(s)
 	var batch []outbox.Event
@@ -432,6 +438,7 @@ func TestAuditSeesOneChangedByte(t *testing.T) {
 // redactions are the log's next entries, and the audit finds nothing
 // wrong, but still sees a redacted body changed afterwards.
 func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
+	t.Parallel()
 	s, keys, st, fx := personLog(t)
 	person, org, other, created := fx.person, fx.org, fx.other, fx.events[0]
 	bystander := event("person", "created", other)
@@ -520,6 +527,9 @@ func TestRedactPersonKeepsTheLogWhole(t *testing.T) {
 // the batch is one leaf). Otherwise (another process appended since, a
 // redelivered event) the tree is grown again under the lock. Either way every root
 // is the root of the tree grown from scratch.
+//
+// Serial: it counts the process's appends by tree, which a test beside it
+// would add to.
 func TestTreeGrownAheadIsCheckedUnderTheLock(t *testing.T) {
 	s := servicetest.Start(t, Spec())
 	consuming, other := newTestStore(s), newTestStore(s)

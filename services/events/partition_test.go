@@ -51,6 +51,7 @@ func acquire(t *testing.T, s *servicetest.Service) *pgx.Conn {
 // partition past retention that keeps no subject's latest event, keeping
 // the one that does.
 func TestFeedPartitionsMadeAheadAndDroppedPastRetention(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	st := newTestStore(s)
 	conn := acquire(t, s)
@@ -151,6 +152,7 @@ func v7At(t time.Time) uuid.UUID {
 // a partition holding a pending delivery, or one settled within retention
 // (a manual retry), is kept.
 func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	hooks := webhooks.NewStore(s.Built.Store)
 	conn := acquire(t, s)
@@ -221,6 +223,7 @@ func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
 // without losing a row: the old tables become their first partitions,
 // the indexes are adopted (valid, used), and the next partitions are made.
 func TestMigrationPartitionsFilledTables(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const n = 5000
 	hook := store.NewID()
@@ -305,6 +308,7 @@ func TestMigrationPartitionsFilledTables(t *testing.T) {
 // test kit make them) migrate alike: the first partition's bound is found
 // on each schema's own table, never on the other's.
 func TestMigrationsBesideAnotherSchemasPartitions(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	for range 2 {
 		cfg := store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}

@@ -168,6 +168,7 @@ func heapBytes() uint64 {
 // once deleted or expired; its URL is absolute, holds 256 random bits and
 // is shown only when made.
 func TestPassportLinks(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	st := newTestStore(s)
 	asset := uuid.NewString()
@@ -221,6 +222,7 @@ func TestPassportLinks(t *testing.T) {
 // made, and who performed each action, named as the registry knew them at
 // the checkpoint (a rename after it is not in this passport).
 func TestPassportInformational(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	st := newTestStore(s)
 	asset, org, person, done, open := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()

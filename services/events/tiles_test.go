@@ -26,6 +26,7 @@ import (
 // entry answers them. Three levels of tiles (past 65,536 leaves), full and
 // partial, and a tree proof from an earlier checkpoint.
 func TestTilesReadByTheGoChecksumDatabasesTools(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	first := event("organization", "created", uuid.NewString())
 	publish(t, s, first)

@@ -22,7 +22,10 @@ import (
 	"github.com/assetregistry/registry/tools/testkit/servicetest"
 )
 
-func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownership) }
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	servicetest.Conformance(t, Spec(), ownership)
+}
 
 // A subscription is its maker's alone: to another client every call on it
 // is a 404, as if it did not exist; an admin may read, change and delete it.
@@ -102,6 +105,7 @@ func ids(list []map[string]any) []string {
 }
 
 func TestHTTPFeed(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	org, asset := uuid.NewString(), uuid.NewString()
 	// An empty feed still links its next page, and after=now too.
@@ -173,6 +177,7 @@ func TestHTTPFeed(t *testing.T) {
 }
 
 func TestHTTPFeedErrors(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	publish(t, s, event("organization", "created", uuid.NewString()))
 	s.ErrorCases(t, []servicetest.ErrorCase{
@@ -191,6 +196,7 @@ func TestHTTPFeedErrors(t *testing.T) {
 // every event past the feed's retention, and past their own only each
 // subject's latest.
 func TestHTTPFeedRetention(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	org := uuid.NewString()
 	first := s.Call(200, "GET", "/events?after=now", s.RO, nil)
@@ -224,6 +230,7 @@ func TestHTTPFeedRetention(t *testing.T) {
 }
 
 func TestHTTPHistory(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	asset, other := uuid.NewString(), uuid.NewString()
 	events := []outbox.Event{event("asset", "created", asset), event("asset", "created", other),
@@ -291,6 +298,7 @@ func follow(t *testing.T, s *servicetest.Service, path string) [][]string {
 // last event; an event larger than that alone is still a page. Events
 // stored before their size was recorded are measured when read.
 func TestPagesStopBeforeMaxPageBytes(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	action := uuid.NewString()
 	const mib = 1 << 20
@@ -330,6 +338,7 @@ func TestPagesStopBeforeMaxPageBytes(t *testing.T) {
 }
 
 func TestHTTPWebhooks(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	created := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/hooks", "types": []string{"asset.*", "action.created"}, "description": "planner"})
 	w := created.JSON()
@@ -380,6 +389,7 @@ func TestHTTPWebhooks(t *testing.T) {
 }
 
 func TestHTTPWebhookErrors(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	path := "/webhooks/" + s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/", "types": []string{"asset.*"}}).JSON()["id"].(string)
 	hook := func(u string, types ...string) map[string]any { return map[string]any{"url": u, "types": types} }
@@ -408,6 +418,7 @@ func TestHTTPWebhookErrors(t *testing.T) {
 // One batch is one statement: its events are numbered in the batch's
 // order, and an event twice in it (or stored before) is stored once.
 func TestStoreEventsBatch(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	before := event("organization", "created", uuid.NewString())
 	publish(t, s, before)
@@ -467,6 +478,7 @@ func deliveriesOf(t *testing.T, s *servicetest.Service, hook string) []string {
 // position where the subscription was made, and in bounded steps: the
 // feed's own transaction queues nothing.
 func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, SpecWith(idleDispatcher()))
 	hooks := webhooks.NewStore(s.Built.Store)
 	assets := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/assets", "types": []string{"asset.*"}}).JSON()["id"].(string)
@@ -528,6 +540,7 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 // subscription, only the earliest pending delivery of a subject, and a
 // lease that ran out (a dispatcher that died) no longer counts.
 func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, SpecWith(idleDispatcher()))
 	subscriptions := webhooks.NewStore(s.Built.Store)
 	hooks := map[string]string{} // id → name
@@ -621,6 +634,7 @@ func minOf(m map[string]int) int {
 // says so and creates nothing, also when many are made at once; other
 // clients are not affected, and a delete makes room.
 func TestWebhooksPerClientAreCapped(t *testing.T) {
+	t.Parallel()
 	cfg := idleDispatcher()
 	cfg.MaxPerClient = 3
 	s := servicetest.Start(t, SpecWith(cfg))
@@ -659,6 +673,7 @@ func TestWebhooksPerClientAreCapped(t *testing.T) {
 // whatever their age, and recent ones stay. The count reads the pending
 // and the failed ones.
 func TestDeliveriesPurgedPastRetention(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	hooks := webhooks.NewStore(s.Built.Store)
 	pool := s.Built.Store.Pool
@@ -704,6 +719,7 @@ func TestDeliveriesPurgedPastRetention(t *testing.T) {
 // event past retention but its subject's latest leaves, whatever batch it
 // falls in.
 func TestHistoriesPrunedInBatches(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, Spec())
 	st := newTestStore(s)
 	subjects := make([]string, 1200)

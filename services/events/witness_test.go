@@ -23,6 +23,7 @@ import (
 // after the log's signature, in the JSON note and the text alike, and
 // still opens with the log's key alone.
 func TestWitnessCosignsEachCheckpoint(t *testing.T) {
+	t.Parallel()
 	signing, public := eventstest.NewLogKey(t, testOrigin)
 	w := witnesstest.New(t, "witness.test/w1", public)
 	cfg := DefaultConfig()

@@ -159,6 +159,7 @@ func BenchmarkHandlerGetOrganization(b *testing.B) {
 // commit.
 const maxAllocsPerGetByID = 170
 
+// Serial: testing.AllocsPerRun counts the whole process's allocations.
 func TestHandlerAllocations(t *testing.T) {
 	c := newHandlerChain(t)
 	ctx := context.Background()

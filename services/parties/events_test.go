@@ -13,6 +13,7 @@ import (
 // Every committed write records exactly one event per change, its data
 // the resource as GET answers it; replays, finds and repeats record none.
 func TestEventsOfEveryWrite(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	org := a.Call(201, "POST", "/organizations", a.RW, acme, "Idempotency-Key", "org-1").JSON()
 	orgID := org["id"].(string)
@@ -62,6 +63,7 @@ func TestEventsOfEveryWrite(t *testing.T) {
 // NATS that cannot be reached stops the events, never the writes: the
 // service stays ready, says why its relay cannot publish, and records.
 func TestNATSDownLeavesTheServiceReady(t *testing.T) {
+	t.Parallel()
 	issuer := testkit.NewIssuer(t, servicetest.Audience)
 	cfg := servicetest.Config(t, Spec(), issuer)
 	cfg.Events.URL = "nats://127.0.0.1:" + strconv.Itoa(testkit.FreePort(t)) // nothing listens

@@ -10,6 +10,7 @@ import (
 )
 
 func TestOrganizationInputNormalize(t *testing.T) {
+	t.Parallel()
 	valid := OrganizationInput{Name: "Acme", RegistrationNumber: "123", OrganizationType: "private"}
 	with := func(f func(*OrganizationInput)) OrganizationInput { in := valid; f(&in); return in }
 	servicetest.Validations(t, OrganizationInput.Normalize, []servicetest.Validation[OrganizationInput, OrganizationInput]{
@@ -57,6 +58,7 @@ func TestOrganizationInputNormalize(t *testing.T) {
 }
 
 func TestOrganizationPatchApply(t *testing.T) {
+	t.Parallel()
 	current := Organization{Name: "Acme", RegistrationNumber: "1", OrganizationType: "private", Country: new("no"), TaxRegistrationNumber: new("T")}
 	null := model.PatchField[string]{Set: true, Null: true}
 	apply := func(p OrganizationPatch) (OrganizationInput, error) { return p.Apply(current) }
@@ -75,6 +77,7 @@ func TestOrganizationPatchApply(t *testing.T) {
 }
 
 func TestPersonInputNormalize(t *testing.T) {
+	t.Parallel()
 	tomorrow := model.DateOf(model.Today().Time().AddDate(0, 0, 1))
 	servicetest.Validations(t, PersonInput.Normalize, []servicetest.Validation[PersonInput, PersonInput]{
 		{Name: "names only", In: PersonInput{FirstName: "Ada", LastName: "Lovelace"}},
@@ -86,6 +89,7 @@ func TestPersonInputNormalize(t *testing.T) {
 }
 
 func TestLinkInputValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		relation string
 		ok       bool
@@ -108,6 +112,7 @@ func TestLinkInputValidate(t *testing.T) {
 }
 
 func TestIdentityKey(t *testing.T) {
+	t.Parallel()
 	same := [][2]string{
 		{"Øyvind", "ØYVIND"},
 		{"  Ada ", "ada"},
@@ -125,6 +130,7 @@ func TestIdentityKey(t *testing.T) {
 }
 
 func TestCountryListIsComplete(t *testing.T) {
+	t.Parallel()
 	if len(countries) != 249 {
 		t.Fatalf("%d codes, ISO 3166-1 assigns 249", len(countries))
 	}

@@ -38,6 +38,7 @@ func newFixture(t testing.TB, redisURL string) fixture {
 }
 
 func TestOrganizationLifecycle(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	in := OrganizationInput{Name: "Acme AS", RegistrationNumber: "999888777", OrganizationType: "private", Country: new("NO")}
 	created := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
@@ -83,6 +84,7 @@ func TestOrganizationLifecycle(t *testing.T) {
 }
 
 func TestOrganizationWithoutCountryIsUniqueByNumber(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	in := OrganizationInput{Name: "A", RegistrationNumber: "42", OrganizationType: "unclassified"}
 	servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, in))
@@ -91,6 +93,7 @@ func TestOrganizationWithoutCountryIsUniqueByNumber(t *testing.T) {
 }
 
 func TestListOrganizations(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	var ids []uuid.UUID
 	for i := range 5 {
@@ -121,6 +124,7 @@ func TestListOrganizations(t *testing.T) {
 }
 
 func TestFindOrganization(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	no := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "77", OrganizationType: "private", Country: new("no")}))
 	servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "B", RegistrationNumber: "77", OrganizationType: "private", Country: new("se")}))
@@ -140,6 +144,7 @@ func TestFindOrganization(t *testing.T) {
 }
 
 func TestFindPersonCreatesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	q := PersonInput{FirstName: "Grace", LastName: "Hopper", DateOfBirth: &model.Date{Year: 1906, Month: 12, Day: 9}}
 	const callers = 50
@@ -192,6 +197,7 @@ func TestFindPersonCreatesExactlyOnce(t *testing.T) {
 }
 
 func TestFindPerson(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	dob := &model.Date{Year: 1980, Month: 1, Day: 2}
 	_, _, err := f.svc.FindPerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann", DateOfBirth: dob}, false)
@@ -217,6 +223,7 @@ func TestFindPerson(t *testing.T) {
 // The cache must never hide a write: each find below follows a write that
 // changes its answer.
 func TestFindsSeeEveryWrite(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	org := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "5", OrganizationType: "private", Country: new("no")}))
 	find := func() OrganizationDetail {
@@ -251,6 +258,7 @@ func TestFindsSeeEveryWrite(t *testing.T) {
 }
 
 func TestFindsWorkWithoutRedis(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t))+"/0") // nothing listens
 	p := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Per", LastName: "Hansen"}))
 	for range 3 {
@@ -262,6 +270,7 @@ func TestFindsWorkWithoutRedis(t *testing.T) {
 }
 
 func TestLinks(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	org := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "A", RegistrationNumber: "1", OrganizationType: "private"}))
 	person := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Kari", LastName: "Nordmann"}))
@@ -314,6 +323,7 @@ func TestLinks(t *testing.T) {
 }
 
 func TestPersonUpdate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	a := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Anne", LastName: "Berg"}))
 	b := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Anna", LastName: "Berg"}))
@@ -337,6 +347,7 @@ func TestPersonUpdate(t *testing.T) {
 // Person finds must see every write that changes their answer, including
 // writes that only touch a linked organization or a namesake.
 func TestPersonFindsSeeEveryWrite(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.RedisURL(t))
 	org := servicetest.Must[OrganizationDetail](t)(f.svc.CreateOrganization(f.ctx, f.by, OrganizationInput{Name: "Old Name", RegistrationNumber: "9", OrganizationType: "private"}))
 	ola := servicetest.Must[PersonDetail](t)(f.svc.CreatePerson(f.ctx, f.by, PersonInput{FirstName: "Ola", LastName: "Nordmann"}))

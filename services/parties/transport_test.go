@@ -15,6 +15,7 @@ import (
 var acme = map[string]any{"name": "Acme AS", "registration_number": "912345678", "organization_type": "private", "country": "no"}
 
 func TestHTTPOrganizations(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	created := a.Expect(a.Do("POST", "/organizations/", a.RW, acme), 201)
 	org := created.JSON()
@@ -58,6 +59,7 @@ func TestHTTPOrganizations(t *testing.T) {
 }
 
 func TestHTTPListPagination(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	for _, n := range []string{"1", "2", "3"} {
 		a.Expect(a.Do("POST", "/organizations", a.RW, map[string]any{
@@ -88,6 +90,7 @@ func TestHTTPListPagination(t *testing.T) {
 }
 
 func TestHTTPPeopleAndLinks(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	org := a.Expect(a.Do("POST", "/organizations", a.RW, acme), 201).JSON()
 	find := `{"first_name":"Kari","last_name":"Nordmann","date_of_birth":"1990-04-01"}`
@@ -136,6 +139,7 @@ func TestHTTPPeopleAndLinks(t *testing.T) {
 
 // The contract's errors particular to these resources, one row each.
 func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	org := a.Expect(a.Do("POST", "/organizations", a.RW, acme), 201).JSON()
 	person := a.Expect(a.Do("POST", "/people", a.RW, `{"first_name":"Ola","last_name":"Nordmann"}`), 201).JSON()
@@ -176,6 +180,7 @@ func TestHTTPErrors(t *testing.T) {
 // A database that goes away is a 503 with Retry-After, never a 500, and
 // the service recovers when it returns; nothing half-written stays behind.
 func TestHTTPDatabaseDown(t *testing.T) {
+	t.Parallel()
 	servicetest.DatabaseDown(t, Spec(), servicetest.Outage{
 		Before: func(s *servicetest.Service) { s.Call(201, "POST", "/organizations", s.RW, acme) },
 		During: []servicetest.Request{
@@ -197,6 +202,7 @@ func TestHTTPDatabaseDown(t *testing.T) {
 // whose If-Match names another one is a 412 and changes nothing, and a GET
 // whose If-None-Match names the current one is a 304.
 func TestHTTPValidators(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	created := a.Call(201, "POST", "/organizations", a.RW, acme)
 	path := "/organizations/" + created.JSON()["id"].(string)
@@ -237,6 +243,7 @@ func TestHTTPValidators(t *testing.T) {
 // A create retried with its Idempotency-Key is answered once: the same
 // answer again, never a second organization or a 409 for its own write.
 func TestHTTPIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	first := a.Call(201, "POST", "/organizations", a.RW, acme, "Idempotency-Key", "order-42")
 	again := a.Call(201, "POST", "/organizations", a.RW, acme, "Idempotency-Key", "order-42")
@@ -259,6 +266,7 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 // and Retry-After once the lock timeout passes, instead of holding
 // connections, and an unrelated read is answered meanwhile.
 func TestHTTPLockedRowDoesNotStarveOthers(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	locked := a.Call(201, "POST", "/organizations", a.RW, acme).JSON()["id"].(string)
 	other := a.Call(201, "POST", "/organizations", a.RW, map[string]any{
@@ -296,12 +304,16 @@ func TestHTTPLockedRowDoesNotStarveOthers(t *testing.T) {
 }
 
 // The document and the common error rows, as every service checks them.
-func TestConformance(t *testing.T) { servicetest.Conformance(t, Spec(), ownership) }
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	servicetest.Conformance(t, Spec(), ownership)
+}
 
 // A find answered from the cache sends the JSON it stored, byte for byte
 // what the first find sent (and the same ETag), and a write still shows
 // in the next find.
 func TestHTTPCachedFindIsTheSameAnswer(t *testing.T) {
+	t.Parallel()
 	a := servicetest.Start(t, Spec())
 	org := a.Expect(a.Do("POST", "/organizations", a.RW, acme), 201).JSON()
 	person := a.Expect(a.Do("POST", "/people", a.RW, map[string]any{"first_name": "Ada", "last_name": "Lovelace", "date_of_birth": "1815-12-10"}), 201).JSON()

@@ -43,6 +43,7 @@ func wideTiles(t *testing.T, n int) map[tileID][]byte {
 // proof verifies against it (checkpoints signed before stay valid), and
 // the log grows on from the converted tiles.
 func TestMigrationNarrowsTheTiles(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	const n = 70_001 // three levels of wide tiles, the last tile of each partial
 	root := rootOf(t, n)

@@ -71,6 +71,7 @@ func rootOf(t *testing.T, n int) []byte {
 // point, has the roots of the tree grown leaf by leaf, and every proof
 // read from its tiles verifies with the library's verifier.
 func TestLogTreeAppendAndProofs(t *testing.T) {
+	t.Parallel()
 	const total = 70_000 // past 16⁴ leaves, so five tile levels
 	tiles := memoryTiles{}
 	a := newAppender()
@@ -151,6 +152,7 @@ func TestLogTreeAppendAndProofs(t *testing.T) {
 
 // A proof needs its tiles: one missing is an error, never a wrong proof.
 func TestLogTreeMissingTile(t *testing.T) {
+	t.Parallel()
 	tiles := memoryTiles{}
 	a := newAppender()
 	hashes := make([][]byte, 600)
@@ -170,6 +172,7 @@ func TestLogTreeMissingTile(t *testing.T) {
 }
 
 func TestCheckpointSignAndOpen(t *testing.T) {
+	t.Parallel()
 	old, oldPublic := eventstest.NewLogKey(t, "registry.test/log")
 	current, _ := eventstest.NewLogKey(t, "registry.test/log")
 	keys, err := ParseLogKeys(current, []string{oldPublic})
@@ -220,6 +223,7 @@ func TestCheckpointSignAndOpen(t *testing.T) {
 // hashChildren answers what the library's RFC 6962 hasher does, for
 // hashes and for inputs of any other length.
 func TestHashChildrenIsTheLibrarys(t *testing.T) {
+	t.Parallel()
 	random := func(n int) []byte {
 		b := make([]byte, n)
 		_, _ = rand.Read(b)
@@ -243,6 +247,7 @@ func TestHashChildrenIsTheLibrarys(t *testing.T) {
 }
 
 func TestLeafHashesAreTheLibrarys(t *testing.T) {
+	t.Parallel()
 	entries := [][]byte{{}, []byte("{}"), make([]byte, 55), make([]byte, 64), make([]byte, 1000)}
 	rand.Read(entries[4])
 	got := leafHashes(len(entries), func(i int) []byte { return entries[i] })
@@ -258,6 +263,7 @@ func TestLeafHashesAreTheLibrarys(t *testing.T) {
 
 // A tile's path reads as C2SP tlog-tiles writes it, one path a tile.
 func TestTilePaths(t *testing.T) {
+	t.Parallel()
 	for path, want := range map[string]TilePath{
 		"0/000":           {Level: 0, Index: 0, Width: 256},
 		"1/x001/234.p/5":  {Level: 1, Index: 1234, Width: 5},

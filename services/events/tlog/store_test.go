@@ -40,6 +40,7 @@ func appendBoth(t *testing.T, st *Store, tree *appender, from, to int) []byte {
 // appended to it since (by another process) from the table, and every
 // proof verifies against the root of its size.
 func TestProofsFromKeptTiles(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, testSpec())
 	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
 	tree := newAppender()
@@ -85,6 +86,7 @@ func TestProofsFromKeptTiles(t *testing.T) {
 // the very size the failed one had. Every root is the root of the tree
 // grown from scratch.
 func TestKeptTreeIsTheStoredOne(t *testing.T) {
+	t.Parallel()
 	s := servicetest.Start(t, testSpec())
 	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
 	ctx := t.Context()
@@ -148,6 +150,7 @@ func TestKeptTreeIsTheStoredOne(t *testing.T) {
 }
 
 func TestSpeculationHolds(t *testing.T) {
+	t.Parallel()
 	base := logState{Size: 10, Root: []byte("root")}
 	spec := speculativeAppend{tree: newAppender(), base: base, order: []string{"a", "b"}}
 	tests := []struct {
@@ -180,6 +183,7 @@ func TestSpeculationHolds(t *testing.T) {
 // log's: every seeded leaf and one appended after them prove against a
 // checkpoint.
 func TestSeedTiles(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	st := NewStore(s.Built.Store)
 	pool := s.Built.Store.Pool
@@ -223,6 +227,7 @@ func TestSeedTiles(t *testing.T) {
 // again, at the same size, with them: passports made right after the
 // upgrade prove their completeness without waiting for the next event.
 func TestCheckpointWithoutHeadsIsSignedAgain(t *testing.T) {
+	t.Parallel()
 	s, keys := startSigning(t)
 	st := NewStore(s.Built.Store)
 	if err := st.AppendEntries(t.Context(), [][]byte{[]byte(`{"before":"the upgrade"}`)}); err != nil {

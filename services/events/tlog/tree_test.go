@@ -11,6 +11,7 @@ import (
 // keeps: a tile added, replaced by a longer copy, not replaced by a
 // shorter one, evicted.
 func TestTileCacheCountsWhatItHolds(t *testing.T) {
+	t.Parallel()
 	hashes := func(n int) []byte { return make([]byte, n*hashSize) }
 	entry := func(n int) float64 { return float64(n*hashSize + tileEntryBytes) }
 	type keep struct {

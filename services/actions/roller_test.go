@@ -178,8 +178,7 @@ func TestComplianceQueueConcurrentBatches(t *testing.T) {
 // write does: with outbox.record off (measuring what events cost) it
 // announces a transition, and records no event of it.
 func TestRollerRecordsThroughTheOutbox(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) { c.Events.Record = false })
+	s := servicetest.StartParallel(t, Spec(), func(c *servicekit.Config) { c.Events.Record = false })
 	w := complianceWorld{world: worldOn(s), assetType: uuid.Must(uuid.NewV7())}
 	a := w.asset(t)
 	w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": a, "action_type": "repair", "performed_at": "2025-01-01",

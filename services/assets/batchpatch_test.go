@@ -14,8 +14,7 @@ import (
 // (the one a GET then sends) and records its asset.updated event; an item
 // refused (412, 404, 422) changes nothing and leaves the others.
 func TestHTTPAssetsBatchPatch(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	typeID := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	create := func(serial string) (string, string) {
 		r := s.Call(201, "POST", "/assets", s.RW, map[string]any{"serial_number": serial, "asset_type_id": typeID})
@@ -66,8 +65,7 @@ func TestHTTPAssetsBatchPatch(t *testing.T) {
 // patch are required, if_match has the header's form, unknown fields are
 // named; the patch is read as the single PATCH's body.
 func TestAssetsBatchPatchItems(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	typeID := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	id := s.Call(201, "POST", "/assets", s.RW, map[string]any{"serial_number": "SN-1", "asset_type_id": typeID}).JSON()["id"].(string)
 	for _, c := range []struct {

@@ -109,8 +109,7 @@ func TestConcurrentMovesMakeNoCycle(t *testing.T) {
 // asset_component event whose subject id is the parent's; the component's
 // own asset.updated carries parent_asset_id.
 func TestComponentEvents(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	typ := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	parent := s.Call(201, "POST", "/assets", s.RW, map[string]any{"asset_type_id": typ, "serial_number": "P"}).JSON()["id"].(string)
 	child := s.Call(201, "POST", "/assets", s.RW, map[string]any{"asset_type_id": typ, "serial_number": "C"}).JSON()["id"].(string)

@@ -31,8 +31,7 @@ func addDocument(s *servicetest.Service, contentType string) string {
 }
 
 func TestHTTPAssetTypes(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	created := s.Call(201, "POST", "/asset_types/", s.RW, liftmaster)
 	at := created.JSON()
 	id := at["id"].(string)
@@ -92,8 +91,7 @@ func TestHTTPAssetTypes(t *testing.T) {
 }
 
 func TestHTTPAssets(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	typeID := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	person := uuid.New()
 	s.StandIn("parties").Add("person", person, nil)
@@ -145,8 +143,7 @@ func TestHTTPAssets(t *testing.T) {
 
 // The contract's errors particular to these resources, one row each.
 func TestHTTPErrors(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	at := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()
 	typeID := at["id"].(string)
 	typePath := "/asset_types/" + typeID
@@ -279,8 +276,7 @@ func TestHTTPDatabaseDown(t *testing.T) {
 // another one are a 412 and change nothing; attaching a document changes
 // the asset type's ETag, and a detach checks it.
 func TestHTTPValidators(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	created := s.Call(201, "POST", "/asset_types", s.RW, liftmaster)
 	path := created.Header.Get("Location")
 	current := func() string { return s.Call(200, "GET", path, s.RO, nil).Header.Get("ETag") }
@@ -311,8 +307,7 @@ func TestHTTPValidators(t *testing.T) {
 
 // Creates retried with their Idempotency-Key are answered once.
 func TestHTTPIdempotencyKey(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	first := s.Call(201, "POST", "/asset_types", s.RW, liftmaster, "Idempotency-Key", "t-1")
 	again := s.Call(201, "POST", "/asset_types", s.RW, liftmaster, "Idempotency-Key", "t-1")
 	if string(again.Raw) != string(first.Raw) || again.Header.Get("Location") != first.Header.Get("Location") {
@@ -372,8 +367,7 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 // each item on its own; the responsible people of the whole batch are
 // asked about once; one Idempotency-Key covers the batch.
 func TestHTTPAssetsBatch(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	typeID := s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	person, other := uuid.New(), uuid.New()
 	s.StandIn("parties").Add("person", person, nil)
@@ -418,8 +412,7 @@ func TestHTTPAssetsBatch(t *testing.T) {
 // GET /asset_types/{id}/documents pages through every one, and the
 // attach's event carries the capped answer.
 func TestAttachedDocumentsAreCappedAndPaged(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	path := "/asset_types/" + s.Call(201, "POST", "/asset_types", s.RW, liftmaster).JSON()["id"].(string)
 	var want []string
 	for range model.MaxEmbedded + 15 {
@@ -449,8 +442,7 @@ func TestAttachedDocumentsAreCappedAndPaged(t *testing.T) {
 // Every committed write records exactly one event per change, its data
 // the resource as GET answers it; replays, finds and repeats record none.
 func TestEventsOfEveryWrite(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	at := s.Call(201, "POST", "/asset_types", s.RW, liftmaster, "Idempotency-Key", "type-1").JSON()
 	id := at["id"].(string)
 	path := "/asset_types/" + id

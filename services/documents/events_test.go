@@ -11,8 +11,7 @@ import (
 // with the document as GET answers it; a replay and a refused upload record
 // nothing.
 func TestEventsOfEveryWrite(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	body, contentType := testkit.Multipart(t, typePart("expert_control_report"), filePart("report.pdf", "application/pdf", "%PDF-1.4 x"))
 	id := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", contentType, "Idempotency-Key", "doc-1").JSON()["id"].(string)
 	s.WantEvents(t, "rw-client", servicetest.Event{Type: "document.created", ID: id, Data: s.GET("/documents/" + id)})

@@ -59,8 +59,7 @@ func countObjects(t *testing.T, b *objectstore.Bucket) int {
 }
 
 func TestHTTPUploadAndDownload(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	content := "%PDF-1.7\nthe control report"
 	body, contentType := testkit.Multipart(t, typePart("expert_control_report"), filePart("Rapport Ø 1.pdf", "application/pdf", content))
 	created := s.Call(201, "POST", "/documents/", s.RW, body, "Content-Type", contentType)
@@ -117,8 +116,7 @@ func TestHTTPUploadAndDownload(t *testing.T) {
 }
 
 func TestHTTPUploadErrors(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, SpecWith(Config{MaxSize: 1000}, DefaultObjectsConfig))
+	s := servicetest.StartParallel(t, SpecWith(Config{MaxSize: 1000}, DefaultObjectsConfig))
 	tests := []struct {
 		name   string
 		parts  []testkit.FormPart
@@ -163,8 +161,7 @@ func TestHTTPUploadErrors(t *testing.T) {
 // A client that sends half a large upload and hangs up leaves no object,
 // no unfinished multipart upload and no row.
 func TestHTTPAbortedUpload(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, SpecWith(Config{MaxSize: 64 << 20}, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute}))
+	s := servicetest.StartParallel(t, SpecWith(Config{MaxSize: 64 << 20}, ObjectsConfig{PartSize: 5 << 20, Threads: 2, UploadTimeout: time.Minute}))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.Client.BaseURL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +205,7 @@ func TestHTTPAbortedUpload(t *testing.T) {
 // A client that stalls mid-upload is cut with a 408 once its pace falls
 // below the minimum, and leaves nothing behind.
 func TestHTTPStalledUpload(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec(), func(c *servicekit.Config) {
+	s := servicetest.StartParallel(t, Spec(), func(c *servicekit.Config) {
 		c.Server.Read = httpx.ReadLimits{UploadMinRate: 1000, UploadRateWindow: time.Second}
 	})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.Client.BaseURL, "http://"))
@@ -405,8 +401,7 @@ func TestHTTPObjectStorageDown(t *testing.T) {
 // retry is recognised whatever its multipart boundary, and another file
 // under the same key is a 422.
 func TestHTTPIdempotentUpload(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	body, ctype := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
 	first := s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", ctype, "Idempotency-Key", "up-1")
 	retry, retryType := testkit.Multipart(t, typePart("report"), filePart("a.txt", "text/plain", "the same bytes"))
@@ -442,8 +437,7 @@ func ownership(t *testing.T, s *servicetest.Service) []servicetest.OwnerCase {
 // GET /documents?sha256=: the documents with those bytes, in id order,
 // paged; a sum that is not 64 lowercase hex digits is a 422 naming it.
 func TestFindBySHA256(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	upload := func(content string) string {
 		body, ctype := testkit.Multipart(t, typePart("expert_control_report"), filePart("r.txt", "text/plain", content))
 		return s.Call(201, "POST", "/documents", s.RW, body, "Content-Type", ctype).JSON()["id"].(string)

@@ -298,8 +298,7 @@ func deref(p *int64) any {
 // A resource as it was: the data of its latest event at or before the
 // instant; a 404 before it existed and once it was deleted.
 func TestHTTPAsOf(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	asset := uuid.NewString()
 	at := func(e outbox.Event, when time.Time, serial string) outbox.Event {
 		e.Time, e.Data = when, json.RawMessage(`{"id":"`+asset+`","serial_number":"`+serial+`"}`)

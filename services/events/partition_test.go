@@ -51,8 +51,7 @@ func acquire(t *testing.T, s *servicetest.Service) *pgx.Conn {
 // partition past retention that keeps no subject's latest event, keeping
 // the one that does.
 func TestFeedPartitionsMadeAheadAndDroppedPastRetention(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	st := newTestStore(s)
 	conn := acquire(t, s)
 	// Partitions of ten seqs, after those the migration made.
@@ -152,8 +151,7 @@ func v7At(t time.Time) uuid.UUID {
 // a partition holding a pending delivery, or one settled within retention
 // (a manual retry), is kept.
 func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	hooks := webhooks.NewStore(s.Built.Store)
 	conn := acquire(t, s)
 	ctx := t.Context()

@@ -105,8 +105,7 @@ func ids(list []map[string]any) []string {
 }
 
 func TestHTTPFeed(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	org, asset := uuid.NewString(), uuid.NewString()
 	// An empty feed still links its next page, and after=now too.
 	empty := s.Call(200, "GET", "/events", s.RO, nil)
@@ -177,8 +176,7 @@ func TestHTTPFeed(t *testing.T) {
 }
 
 func TestHTTPFeedErrors(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	publish(t, s, event("organization", "created", uuid.NewString()))
 	s.ErrorCases(t, []servicetest.ErrorCase{
 		{Name: "unknown type", Method: "GET", Path: "/events?type=spaceship.created", ReadOnly: true, Status: 422, Fields: []string{"type"}},
@@ -196,8 +194,7 @@ func TestHTTPFeedErrors(t *testing.T) {
 // every event past the feed's retention, and past their own only each
 // subject's latest.
 func TestHTTPFeedRetention(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	org := uuid.NewString()
 	first := s.Call(200, "GET", "/events?after=now", s.RO, nil)
 	publish(t, s, event("organization", "created", org), event("organization", "updated", org))
@@ -230,8 +227,7 @@ func TestHTTPFeedRetention(t *testing.T) {
 }
 
 func TestHTTPHistory(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	asset, other := uuid.NewString(), uuid.NewString()
 	events := []outbox.Event{event("asset", "created", asset), event("asset", "created", other),
 		event("asset", "updated", asset), event("asset", "deleted", asset)}
@@ -298,8 +294,7 @@ func follow(t *testing.T, s *servicetest.Service, path string) [][]string {
 // last event; an event larger than that alone is still a page. Events
 // stored before their size was recorded are measured when read.
 func TestPagesStopBeforeMaxPageBytes(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	action := uuid.NewString()
 	const mib = 1 << 20
 	sizes := []int{mib, mib, mib, mib, mib, 5 * mib, mib} // the sixth alone is over the bound
@@ -338,8 +333,7 @@ func TestPagesStopBeforeMaxPageBytes(t *testing.T) {
 }
 
 func TestHTTPWebhooks(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	created := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/hooks", "types": []string{"asset.*", "action.created"}, "description": "planner"})
 	w := created.JSON()
 	id := w["id"].(string)
@@ -389,8 +383,7 @@ func TestHTTPWebhooks(t *testing.T) {
 }
 
 func TestHTTPWebhookErrors(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	path := "/webhooks/" + s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/", "types": []string{"asset.*"}}).JSON()["id"].(string)
 	hook := func(u string, types ...string) map[string]any { return map[string]any{"url": u, "types": types} }
 	s.ErrorCases(t, []servicetest.ErrorCase{
@@ -418,8 +411,7 @@ func TestHTTPWebhookErrors(t *testing.T) {
 // One batch is one statement: its events are numbered in the batch's
 // order, and an event twice in it (or stored before) is stored once.
 func TestStoreEventsBatch(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	before := event("organization", "created", uuid.NewString())
 	publish(t, s, before)
 
@@ -478,8 +470,7 @@ func deliveriesOf(t *testing.T, s *servicetest.Service, hook string) []string {
 // position where the subscription was made, and in bounded steps: the
 // feed's own transaction queues nothing.
 func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, SpecWith(idleDispatcher()))
+	s := servicetest.StartParallel(t, SpecWith(idleDispatcher()))
 	hooks := webhooks.NewStore(s.Built.Store)
 	assets := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/assets", "types": []string{"asset.*"}}).JSON()["id"].(string)
 	everything := s.Call(201, "POST", "/webhooks", s.Other, map[string]any{"url": "https://93.184.216.34/all", "types": []string{"asset.*", "organization.created", "action.*"}}).JSON()["id"].(string)
@@ -540,8 +531,7 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 // subscription, only the earliest pending delivery of a subject, and a
 // lease that ran out (a dispatcher that died) no longer counts.
 func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, SpecWith(idleDispatcher()))
+	s := servicetest.StartParallel(t, SpecWith(idleDispatcher()))
 	subscriptions := webhooks.NewStore(s.Built.Store)
 	hooks := map[string]string{} // id → name
 	for _, name := range []string{"a", "b", "c", "d"} {
@@ -673,8 +663,7 @@ func TestWebhooksPerClientAreCapped(t *testing.T) {
 // whatever their age, and recent ones stay. The count reads the pending
 // and the failed ones.
 func TestDeliveriesPurgedPastRetention(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	hooks := webhooks.NewStore(s.Built.Store)
 	pool := s.Built.Store.Pool
 	hook := uuid.New()
@@ -719,8 +708,7 @@ func TestDeliveriesPurgedPastRetention(t *testing.T) {
 // event past retention but its subject's latest leaves, whatever batch it
 // falls in.
 func TestHistoriesPrunedInBatches(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, Spec())
+	s := servicetest.StartParallel(t, Spec())
 	st := newTestStore(s)
 	subjects := make([]string, 1200)
 	var events []outbox.Event

@@ -13,8 +13,7 @@ import (
 // Every committed write records exactly one event per change, its data
 // the resource as GET answers it; replays, finds and repeats record none.
 func TestEventsOfEveryWrite(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	org := a.Call(201, "POST", "/organizations", a.RW, acme, "Idempotency-Key", "org-1").JSON()
 	orgID := org["id"].(string)
 	a.WantEvents(t, "rw-client", servicetest.Event{Type: "organization.created", ID: orgID, Data: a.GET("/organizations/" + orgID)})

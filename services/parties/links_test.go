@@ -15,8 +15,7 @@ import (
 // that more exist; the sub-resources page through every one of them; an
 // update's event carries the capped answer, not every link.
 func TestEmbeddedLinksAreCappedAndPaged(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	const links = model.MaxEmbedded + 20
 	org := a.Call(201, "POST", "/organizations", a.RW, acme).JSON()["id"].(string)
 	person := a.Call(201, "POST", "/people", a.RW, map[string]any{"first_name": "Kari", "last_name": "Nordmann"}).JSON()["id"].(string)

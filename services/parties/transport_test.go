@@ -15,8 +15,7 @@ import (
 var acme = map[string]any{"name": "Acme AS", "registration_number": "912345678", "organization_type": "private", "country": "no"}
 
 func TestHTTPOrganizations(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	created := a.Expect(a.Do("POST", "/organizations/", a.RW, acme), 201)
 	org := created.JSON()
 	id := org["id"].(string)
@@ -59,8 +58,7 @@ func TestHTTPOrganizations(t *testing.T) {
 }
 
 func TestHTTPListPagination(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	for _, n := range []string{"1", "2", "3"} {
 		a.Expect(a.Do("POST", "/organizations", a.RW, map[string]any{
 			"name": "Org " + n, "registration_number": n, "organization_type": "public", "country": "se"}), 201)
@@ -90,8 +88,7 @@ func TestHTTPListPagination(t *testing.T) {
 }
 
 func TestHTTPPeopleAndLinks(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	org := a.Expect(a.Do("POST", "/organizations", a.RW, acme), 201).JSON()
 	find := `{"first_name":"Kari","last_name":"Nordmann","date_of_birth":"1990-04-01"}`
 	a.Expect(a.Do("POST", "/people/find", a.RO, find), 404)
@@ -139,8 +136,7 @@ func TestHTTPPeopleAndLinks(t *testing.T) {
 
 // The contract's errors particular to these resources, one row each.
 func TestHTTPErrors(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	org := a.Expect(a.Do("POST", "/organizations", a.RW, acme), 201).JSON()
 	person := a.Expect(a.Do("POST", "/people", a.RW, `{"first_name":"Ola","last_name":"Nordmann"}`), 201).JSON()
 	orgPath, personPath := "/organizations/"+org["id"].(string), "/people/"+person["id"].(string)
@@ -202,8 +198,7 @@ func TestHTTPDatabaseDown(t *testing.T) {
 // whose If-Match names another one is a 412 and changes nothing, and a GET
 // whose If-None-Match names the current one is a 304.
 func TestHTTPValidators(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	created := a.Call(201, "POST", "/organizations", a.RW, acme)
 	path := "/organizations/" + created.JSON()["id"].(string)
 	first := created.Header.Get("ETag")
@@ -243,8 +238,7 @@ func TestHTTPValidators(t *testing.T) {
 // A create retried with its Idempotency-Key is answered once: the same
 // answer again, never a second organization or a 409 for its own write.
 func TestHTTPIdempotencyKey(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	first := a.Call(201, "POST", "/organizations", a.RW, acme, "Idempotency-Key", "order-42")
 	again := a.Call(201, "POST", "/organizations", a.RW, acme, "Idempotency-Key", "order-42")
 	if string(again.Raw) != string(first.Raw) || again.Header.Get("Location") != first.Header.Get("Location") {
@@ -266,8 +260,7 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 // and Retry-After once the lock timeout passes, instead of holding
 // connections, and an unrelated read is answered meanwhile.
 func TestHTTPLockedRowDoesNotStarveOthers(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	locked := a.Call(201, "POST", "/organizations", a.RW, acme).JSON()["id"].(string)
 	other := a.Call(201, "POST", "/organizations", a.RW, map[string]any{
 		"name": "Other AS", "registration_number": "2", "organization_type": "private"}).JSON()["id"].(string)
@@ -313,8 +306,7 @@ func TestConformance(t *testing.T) {
 // what the first find sent (and the same ETag), and a write still shows
 // in the next find.
 func TestHTTPCachedFindIsTheSameAnswer(t *testing.T) {
-	t.Parallel()
-	a := servicetest.Start(t, Spec())
+	a := servicetest.StartParallel(t, Spec())
 	org := a.Expect(a.Do("POST", "/organizations", a.RW, acme), 201).JSON()
 	person := a.Expect(a.Do("POST", "/people", a.RW, map[string]any{"first_name": "Ada", "last_name": "Lovelace", "date_of_birth": "1815-12-10"}), 201).JSON()
 	for _, c := range []struct {

@@ -21,8 +21,7 @@ import (
 // same readings recorded one by one; the answers and what is recorded must
 // be the same.
 func TestBatchAnswersAsSingles(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, assets.Spec())
+	s := servicetest.StartParallel(t, assets.Spec())
 	typ := s.Call(201, "POST", "/asset_types", s.RW, map[string]any{"brand": "Liftmaster", "model": "LM-300"}).JSON()["id"]
 	newPath := func(serial string) string {
 		id := s.Call(201, "POST", "/assets", s.RW, map[string]any{"asset_type_id": typ, "serial_number": serial}).JSON()["id"].(string)

@@ -40,8 +40,7 @@ func appendBoth(t *testing.T, st *Store, tree *appender, from, to int) []byte {
 // appended to it since (by another process) from the table, and every
 // proof verifies against the root of its size.
 func TestProofsFromKeptTiles(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, testSpec())
+	s := servicetest.StartParallel(t, testSpec())
 	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
 	tree := newAppender()
 	roots := map[uint64][]byte{}
@@ -86,8 +85,7 @@ func TestProofsFromKeptTiles(t *testing.T) {
 // the very size the failed one had. Every root is the root of the tree
 // grown from scratch.
 func TestKeptTreeIsTheStoredOne(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, testSpec())
+	s := servicetest.StartParallel(t, testSpec())
 	appending, other := NewStore(s.Built.Store), NewStore(s.Built.Store)
 	ctx := t.Context()
 	entries := func(tag string, n int) [][]byte {

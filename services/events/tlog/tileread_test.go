@@ -12,8 +12,7 @@ import (
 // Proofs asked at the same time read their tiles together, fewer
 // statements than proofs, and each is still the proof of its own leaf.
 func TestConcurrentProofsShareTheirReads(t *testing.T) {
-	t.Parallel()
-	s := servicetest.Start(t, testSpec())
+	s := servicetest.StartParallel(t, testSpec())
 	st := NewStore(s.Built.Store)
 	const size, proofs = 4096, 64
 	root := appendBoth(t, st, newAppender(), 0, size)

@@ -128,6 +128,15 @@ func Start(t *testing.T, spec servicekit.Spec, opts ...Option) *Service {
 	return StartWith(t, spec, cfg, issuer)
 }
 
+// StartParallel is Start for a test that runs beside the package's other
+// parallel tests (t.Parallel): what Start gives a service, its schema, key
+// space and bucket, is the test's own.
+func StartParallel(t *testing.T, spec servicekit.Spec, opts ...Option) *Service {
+	t.Helper()
+	t.Parallel()
+	return Start(t, spec, opts...)
+}
+
 // StartWith runs spec with cfg, whose OIDC settings trust issuer. Peers
 // cfg does not configure are played by stand-ins.
 func StartWith(t *testing.T, spec servicekit.Spec, cfg servicekit.Config, issuer *testkit.Issuer) *Service {

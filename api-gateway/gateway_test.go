@@ -155,7 +155,8 @@ func withDefaults(cfg Config) Config {
 }
 
 func TestForwarding(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it installs the process's tracer provider, and with it
+	// every handler built afterwards makes spans.
 	spans := tracetest.NewInMemoryExporter()
 	shutdown, err := telemetry.SetupTracing(t.Context(), "api-gateway", spans)
 	if err != nil {

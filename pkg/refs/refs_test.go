@@ -556,9 +556,9 @@ func TestCheckingAsksOnlyWhatIsNotRemembered(t *testing.T) {
 // no thing points at a deleted person.
 func TestDeleteAndSixteenWritersRace(t *testing.T) {
 	t.Parallel()
+	const rounds, writers = 30, 16
 	w := newWorld(t)
 	ctx := t.Context()
-	const rounds, writers = 30, 16
 	var deletes deleteOutcomes
 	created := 0
 	var mu sync.Mutex

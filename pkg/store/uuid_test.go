@@ -11,7 +11,6 @@ import (
 // A uuid.UUID parameter is sent as its bytes, and still as its text where
 // text is asked for.
 func TestUUIDParameters(t *testing.T) {
-	t.Parallel()
 	m := pgtype.NewMap()
 	encodeUUIDsAsBytes(m)
 	id := uuid.MustParse("0190c4b2-5d2e-7a1c-9f3e-2b1d4c5e6f70")

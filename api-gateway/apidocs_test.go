@@ -15,6 +15,7 @@ import (
 // With a service down, the whole API is still documented: the gateway
 // serves that service's document from the copy it was built with.
 func TestDocumentsStayWholeWhileAServiceIsDown(t *testing.T) {
+	t.Parallel()
 	parties := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/openapi.json" {
 			http.NotFound(w, r)
@@ -61,6 +62,7 @@ func TestDocumentsStayWholeWhileAServiceIsDown(t *testing.T) {
 
 // The copy the gateway embeds builds into a document for every service.
 func TestBuiltInDocumentsBundle(t *testing.T) {
+	t.Parallel()
 	for _, service := range catalog.Names() {
 		doc, err := builtInDoc(service)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 // as a batch of creates does: its items are counted, and a batch the
 // budget cannot take is a 429 that does not reach the service.
 func TestBatchUpdatesDrawOnTheItemBudget(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, func(c *Config) {
 		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
 			c.Default = Budget{"default", 100, time.Hour}

@@ -150,6 +150,7 @@ func BenchmarkHandlerParallel(b *testing.B) {
 const maxAllocsPerGet = 172
 
 func TestHandlerAllocations(t *testing.T) {
+	// Not parallel: AllocsPerRun counts every goroutine's allocations.
 	c := newChain(t, true)
 	ctx := context.Background()
 	for range 50 { // connections open, leases and decisions taken

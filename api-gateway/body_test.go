@@ -27,6 +27,7 @@ func serviceAt(t *testing.T, h http.Handler) func(*Config) {
 // or the service behind it finds it too large; never a 503 telling the
 // client to retry what cannot succeed.
 func TestBodyOverItsLimit(t *testing.T) {
+	t.Parallel()
 	const uploadMax = 8 << 20
 	// The service reads what its own limit allows (smaller than the
 	// gateway's for /small) and answers 413 past it, as the services do.
@@ -84,6 +85,7 @@ func TestBodyOverItsLimit(t *testing.T) {
 // A malformed query is refused by the gateway itself, never passed on
 // (a service would have seen what Go's parser left of it).
 func TestUnreadableRequestsAreNotForwarded(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, nil)
 	ro := f.issuer.ReadOnly(t)
 	for _, target := range []string{
@@ -110,6 +112,7 @@ func TestUnreadableRequestsAreNotForwarded(t *testing.T) {
 // A client that stalls mid-body is cut with a 408 by the gateway, and the
 // gateway lets go of its connection to the service too.
 func TestStalledBodyThroughGateway(t *testing.T) {
+	t.Parallel()
 	serviceSaw := make(chan error, 1)
 	service := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.Copy(io.Discard, r.Body)
@@ -159,6 +162,7 @@ func TestStalledBodyThroughGateway(t *testing.T) {
 // it whole, with its length, and one that stalls is a 408 from the
 // gateway that never reaches the service.
 func TestSmallBodyForwardedWhole(t *testing.T) {
+	t.Parallel()
 	got := make(chan string, 2)
 	service := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
@@ -203,6 +207,7 @@ func TestSmallBodyForwardedWhole(t *testing.T) {
 // A small JSON body leaves the gateway in the same write as the header,
 // so the service's first read holds the whole request.
 func TestSmallBodyInOneWrite(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -155,6 +155,8 @@ func withDefaults(cfg Config) Config {
 }
 
 func TestForwarding(t *testing.T) {
+	// Not parallel: it installs the process's tracer provider, and with it
+	// every handler built afterwards makes spans.
 	spans := tracetest.NewInMemoryExporter()
 	shutdown, err := telemetry.SetupTracing(t.Context(), "api-gateway", spans)
 	if err != nil {
@@ -195,6 +197,7 @@ func TestForwarding(t *testing.T) {
 }
 
 func TestAuthAndRouting(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, nil)
 	ro := f.issuer.ReadOnly(t)
 	tests := []struct {
@@ -223,6 +226,7 @@ func TestAuthAndRouting(t *testing.T) {
 }
 
 func TestServiceDownIs503(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, func(c *Config) {
 		dead := "http://127.0.0.1:1"
 		c.Upstreams["parties"] = &dead
@@ -243,6 +247,7 @@ func TestServiceDownIs503(t *testing.T) {
 }
 
 func TestIssuerDownMakesGatewayUnready(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, func(c *Config) { c.OIDC.Issuer = "http://127.0.0.1:1" })
 	r := f.client.Do(t, "GET", "/readyz", "", nil)
 	reasons, _ := r.JSON()["reasons"].(map[string]any)
@@ -255,6 +260,7 @@ func TestIssuerDownMakesGatewayUnready(t *testing.T) {
 // Two Authorization headers are refused before anything is forwarded: the
 // gateway and the service might each read a different one.
 func TestTwoAuthorizationHeadersAreABadRequest(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, nil)
 	req, err := http.NewRequest("GET", f.client.BaseURL+"/people", nil)
 	if err != nil {
@@ -283,6 +289,7 @@ func TestTwoAuthorizationHeadersAreABadRequest(t *testing.T) {
 // itself (here with the trailing slash) stops the gateway, naming both; one
 // that is down does not (its keys load once it answers).
 func TestCheckIssuer(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, nil)
 	if err := f.gateway.CheckIssuer(t.Context(), log.NewNopLogger()); err != nil {
 		t.Errorf("the test issuer: %v", err)
@@ -300,6 +307,7 @@ func TestCheckIssuer(t *testing.T) {
 }
 
 func TestDocs(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, nil)
 	for _, path := range []string{"/docs", "/docs/organizations", "/docs/people/", "/docs/people/swagger-ui.css", "/openapi.json", "/openapi/organizations.json"} {
 		r := f.client.Do(t, "GET", path, "", nil)
@@ -325,6 +333,7 @@ func TestDocs(t *testing.T) {
 // loads nothing (no src, no stylesheet), runs its own inline script alone
 // and may fetch from the registry only.
 func TestVerifyPage(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, nil)
 	r := testkit.Expect(t, f.client.Do(t, "GET", "/verify", "", nil), 200)
 	checkDocumentationHeaders(t, "/verify", r)
@@ -368,6 +377,7 @@ func checkDocumentationHeaders(t *testing.T, path string, r testkit.Response) {
 }
 
 func TestOneRequestIDHeader(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, nil)
 	r := f.client.Do(t, "GET", "/people", f.issuer.ReadOnly(t), nil)
 	if ids := r.Header.Values("X-Request-Id"); len(ids) != 1 {
@@ -424,6 +434,7 @@ func TestCheckDocumentsRefusesDisagreement(t *testing.T) {
 // A resource's history belongs to the events service (the catalog says
 // so); everything else under the resource's prefix stays with its owner.
 func TestHistoryGoesToTheEventsService(t *testing.T) {
+	t.Parallel()
 	events := newUpstream(t)
 	f := newGateway(t, func(c *Config) {
 		u := events.URL
@@ -470,6 +481,7 @@ func TestHistoryGoesToTheEventsService(t *testing.T) {
 // call reaches the events service as it is, and nothing else of the
 // service does; with a bad token it is refused like any call.
 func TestAnonymousRoutesNeedNoToken(t *testing.T) {
+	t.Parallel()
 	events := newUpstream(t)
 	f := newGateway(t, func(c *Config) {
 		u := events.URL

@@ -65,6 +65,7 @@ func (s *tileService) count(path string) int {
 // answers that may not be kept, and every call with a token, still reach
 // the service.
 func TestImmutableAnswersAreKeptForCallersWithoutToken(t *testing.T) {
+	t.Parallel()
 	tiles := newTileService(t)
 	f := newGateway(t, func(c *Config) {
 		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
@@ -123,6 +124,7 @@ func TestImmutableAnswersAreKeptForCallersWithoutToken(t *testing.T) {
 // still let through no more than its budget, and ask Redis far less than
 // once a call.
 func TestBusyAddressIsChargedInLeases(t *testing.T) {
+	t.Parallel()
 	const quota = 300
 	tiles := newTileService(t)
 	url, prefix := testkit.RedisURL(t), testkit.RedisPrefix(t)

@@ -26,6 +26,7 @@ import (
 )
 
 func TestParseBudget(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    Budget
@@ -61,6 +62,7 @@ func TestParseBudget(t *testing.T) {
 }
 
 func TestClientBudgetsFlag(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in string
 		want     Budgets
@@ -104,6 +106,7 @@ func TestClientBudgetsFlag(t *testing.T) {
 }
 
 func TestRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name              string
 		b                 Budget
@@ -131,6 +134,7 @@ func TestRateLimitHeaders(t *testing.T) {
 }
 
 func TestClientAddress(t *testing.T) {
+	t.Parallel()
 	var trusted Prefixes
 	if err := trusted.Set("10.0.0.0/8, 192.168.1.7, fd00::/8"); err != nil {
 		t.Fatal(err)
@@ -182,6 +186,7 @@ func limited(url, prefix string, change func(*RateLimitConfig)) func(*Config) {
 // Two gateways, each with its own Redis client, share one budget per
 // client: the second cannot double it.
 func TestBudgetSharedByReplicas(t *testing.T) {
+	t.Parallel()
 	url, prefix := testkit.RedisURL(t), testkit.RedisPrefix(t)
 	small := limited(url, prefix, func(c *RateLimitConfig) { c.Default = Budget{"default", 10, time.Hour} })
 	a := newGateway(t, small)
@@ -230,6 +235,7 @@ func TestBudgetSharedByReplicas(t *testing.T) {
 // on the wall's clock, and what it refilled meanwhile (a request every
 // window/quota) may be served on top.
 func TestBatchedChargesKeepTheSharedBudget(t *testing.T) {
+	t.Parallel()
 	url, prefix := testkit.RedisURL(t), testkit.RedisPrefix(t)
 	const quota, window = 300, time.Hour
 	budget := limited(url, prefix, func(c *RateLimitConfig) { c.Default = Budget{"default", quota, window} })
@@ -278,6 +284,7 @@ func (c *leaseClock) drive(g *Gateway)        { g.limiter.now = c.now }
 // requests r a client is told never grow while it keeps calling (the
 // budget refills by one request every 3.6 s here, so at most once).
 func TestRemainingAcrossLapsedLeases(t *testing.T) {
+	t.Parallel()
 	url, prefix := testkit.RedisURL(t), testkit.RedisPrefix(t)
 	const quota = 1000
 	a := newGateway(t, limited(url, prefix, func(c *RateLimitConfig) { c.Default = Budget{"default", quota, time.Hour} }))
@@ -322,6 +329,7 @@ func mustKey(t *testing.T) *rsa.PrivateKey {
 }
 
 func TestEveryAuthenticatedAnswerCarriesTheHeaders(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
 		c.Clients = Budgets{"importer": {"importer", 60000, time.Minute}}
 	}))
@@ -368,6 +376,7 @@ func (c *countingVerifier) Verify(ctx context.Context, raw string) (auth.Princip
 // before goes on working from the same address, and public paths are not
 // limited.
 func TestInvalidTokensLimitedPerAddressBeforeVerification(t *testing.T) {
+	t.Parallel()
 	counter := &countingVerifier{}
 	f := newGateway(t, func(c *Config) {
 		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
@@ -412,6 +421,8 @@ func upstreamCalls(f fixture) int { return f.upstream.count() }
 // refused, the metrics count both, /readyz stays 200 and says so; once
 // Redis is back, it keeps the budgets again.
 func TestRedisDownFailsOpen(t *testing.T) {
+	// Not parallel: it wants exact rises of fail-open counters that every
+	// gateway in the process adds to under the same client label.
 	redis := testkit.StartRedis(t, t.TempDir())
 	f := newGateway(t, limited(redis.URL, "t:", func(c *RateLimitConfig) {
 		c.Default = Budget{"default", 2, time.Hour}
@@ -513,6 +524,7 @@ func pauseRedis(t *testing.T, redis *testkit.Redis, d time.Duration) time.Time {
 // refused, each replica keeping it to its share of what Redis last said
 // was left, and a client within its budget still gets its share.
 func TestSlowRedisKeepsClientsToTheirShare(t *testing.T) {
+	t.Parallel()
 	redis := testkit.StartRedis(t, t.TempDir())
 	const quota, replicas = 10, 2
 	f := newGateway(t, limited(redis.URL, "t:", func(c *RateLimitConfig) {
@@ -562,6 +574,7 @@ func TestSlowRedisKeepsClientsToTheirShare(t *testing.T) {
 // its calls went elsewhere (an overloaded Redis that came and went let a
 // client at ten times its budget through at seven times it).
 func TestRedisBackChargesWhatTheShareServed(t *testing.T) {
+	t.Parallel()
 	redis := testkit.StartRedis(t, t.TempDir())
 	const quota, spentAway = 10, 6
 	f := newGateway(t, limited(redis.URL, "t:", func(c *RateLimitConfig) {
@@ -597,6 +610,7 @@ func TestRedisBackChargesWhatTheShareServed(t *testing.T) {
 }
 
 func TestRateLimitSettings(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		cfg     RateLimitConfig
@@ -617,6 +631,7 @@ func TestRateLimitSettings(t *testing.T) {
 }
 
 func TestBatchItems(t *testing.T) {
+	t.Parallel()
 	items := func(n int, item string) string {
 		return `{"items":[` + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + `]}`
 	}
@@ -648,6 +663,7 @@ func TestBatchItems(t *testing.T) {
 
 // The gateway's bound on a batch is the services' own.
 func TestMaxBatchItemsIsTheServices(t *testing.T) {
+	t.Parallel()
 	if maxBatchItems != endpoints.MaxBatch {
 		t.Errorf("maxBatchItems = %d, endpoints.MaxBatch = %d", maxBatchItems, endpoints.MaxBatch)
 	}
@@ -658,6 +674,7 @@ func TestMaxBatchItemsIsTheServices(t *testing.T) {
 // passed on, while the client's other calls go on. Both budgets are in the
 // answer's headers, the request budget first.
 func TestBatchItemsDrawOnTheirOwnBudget(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, func(c *Config) {
 		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
 			c.Default = Budget{"default", 100, time.Hour}
@@ -738,6 +755,7 @@ func TestBatchItemsDrawOnTheirOwnBudget(t *testing.T) {
 // resources the catalog names charged by size may declare one: from any
 // other the declaration is stripped and costs nothing.
 func TestDeclaredCostIsCharged(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, func(c *Config) {
 		limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
 			c.Default = Budget{"default", 100, time.Hour}
@@ -782,6 +800,7 @@ func TestDeclaredCostIsCharged(t *testing.T) {
 // not reach the caller; one of a resource not charged by size (the log's
 // keys) costs its one call.
 func TestDeclaredCostWithoutTokenIsChargedToTheAddress(t *testing.T) {
+	t.Parallel()
 	events := newUpstream(t)
 	limit := limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
 		c.Unauthenticated = Budget{"unauthenticated", 20, time.Hour}
@@ -803,6 +822,7 @@ func TestDeclaredCostWithoutTokenIsChargedToTheAddress(t *testing.T) {
 }
 
 func TestItemBudgetSettings(t *testing.T) {
+	t.Parallel()
 	base := RateLimitConfig{Enabled: true, Redis: cache.Connection{URL: "redis://127.0.0.1:1"}, Default: DefaultBudget,
 		Unauthenticated: DefaultUnauthenticatedBudget, Probes: DefaultProbesBudget, Items: DefaultItemBudget, Timeout: time.Millisecond}
 	for _, tt := range []struct {

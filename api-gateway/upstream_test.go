@@ -61,6 +61,7 @@ func frozenGateway(t *testing.T, service *frozen, upstream UpstreamConfig) fixtu
 // Retry-After once its deadline has passed, not a wait for as long as the
 // client cares to hold on.
 func TestFrozenServiceIs503(t *testing.T) {
+	t.Parallel()
 	service := &frozen{}
 	service.mode.Store("hang")
 	f := frozenGateway(t, service, UpstreamConfig{Timeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
@@ -104,6 +105,8 @@ func TestFrozenServiceIs503(t *testing.T) {
 // breaker-open-for one probe finds the service back and the calls go
 // through again.
 func TestUpstreamBreaker(t *testing.T) {
+	// Not parallel: the breaker metrics of "parties" are the process's,
+	// moved by every other test's gateway whose upstream fails.
 	service := &frozen{}
 	f := frozenGateway(t, service, UpstreamConfig{Timeout: 200 * time.Millisecond, IdleTimeout: time.Second,
 		// open long enough that the checks below meet it open, not half-open
@@ -178,6 +181,8 @@ func TestUpstreamBreaker(t *testing.T) {
 // nor counted against the service, so many slow clients never open the
 // breaker. A service that stays silent that long is cut.
 func TestTransfersAreBoundedByProgress(t *testing.T) {
+	// Not parallel: it reads the breaker state of "parties", which any
+	// other test's gateway with a failing upstream sets.
 	service := &frozen{}
 	service.mode.Store("ok")
 	f := frozenGateway(t, service, UpstreamConfig{Timeout: 100 * time.Millisecond, IdleTimeout: 100 * time.Millisecond,
@@ -243,6 +248,7 @@ func TestTransfersAreBoundedByProgress(t *testing.T) {
 // the others are reported as they are (before, one service that hung
 // used up a shared deadline and every check after it read unavailable).
 func TestReadyzNamesOnlyTheFailedUpstream(t *testing.T) {
+	t.Parallel()
 	hung := &frozen{}
 	hung.mode.Store("hang")
 	hungSrv := httptest.NewServer(hung)
@@ -282,6 +288,7 @@ func f0(t *testing.T) *httptest.Server {
 // /readyz answers without a token, so it has a budget per source address
 // beside the others; calls over it are 429s that probe nothing.
 func TestReadyzLimitedPerAddress(t *testing.T) {
+	t.Parallel()
 	f := newGateway(t, limited(testkit.RedisURL(t), testkit.RedisPrefix(t), func(c *RateLimitConfig) {
 		c.Probes = Budget{"probes", 3, time.Hour}
 	}))
@@ -299,6 +306,7 @@ func TestReadyzLimitedPerAddress(t *testing.T) {
 }
 
 func TestUpstreamSettings(t *testing.T) {
+	t.Parallel()
 	var d Durations
 	if err := d.Set("compliance=40s, documents=2m"); err != nil || d["compliance"] != 40*time.Second || d["documents"] != 2*time.Minute {
 		t.Fatalf("%v %v", d, err)

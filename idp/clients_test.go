@@ -14,6 +14,7 @@ import (
 )
 
 func TestSecretRotation(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	ctx := context.Background()
 	secrets := map[string]string{"first": ti.createClient(t, "rotating", []string{ScopeRead}, []string{registry})}
@@ -71,6 +72,7 @@ func TestSecretRotation(t *testing.T) {
 }
 
 func TestSecretsAreStoredOnlyAsHashes(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	ctx := context.Background()
 	secrets := []string{ti.createClient(t, "hashed", []string{ScopeRead}, []string{registry})}
@@ -105,6 +107,7 @@ func TestSecretsAreStoredOnlyAsHashes(t *testing.T) {
 }
 
 func TestAdminAPI(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	ctx := context.Background()
 	secret := ti.createClient(t, "svc.a_1-x", []string{ScopeRead, ScopeWrite, ScopeRead}, []string{registry + "/", registry})

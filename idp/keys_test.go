@@ -24,6 +24,7 @@ import (
 
 // The example of RFC 7638 §3.1: a key and its thumbprint.
 func TestKeyIDIsTheRFC7638Thumbprint(t *testing.T) {
+	t.Parallel()
 	n, err := base64.RawURLEncoding.DecodeString("0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw")
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestKeyIDIsTheRFC7638Thumbprint(t *testing.T) {
 }
 
 func TestSigningKeyFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "nested", "signing.pem")
 
@@ -148,6 +150,7 @@ func jwksKIDs(t *testing.T, doc []byte) []string {
 }
 
 func TestDiscoveryAndJWKS(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	a := ti.get(t, "/.well-known/openid-configuration")
 	if a.status != http.StatusOK {
@@ -192,6 +195,7 @@ func TestDiscoveryAndJWKS(t *testing.T) {
 // The registry's own verifier (discovery, JWKS, signature, iss, aud, exp)
 // must accept the IdP's tokens for the registry and nothing else.
 func TestRegistryVerifierAcceptsTokens(t *testing.T) {
+	t.Parallel()
 	previous := filepath.Join(t.TempDir(), "previous.pem")
 	oldKeys, err := LoadKeys(previous, nil)
 	if err != nil {

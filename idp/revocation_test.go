@@ -56,6 +56,7 @@ func (ti *testIdP) validity(t *testing.T, ids ...string) map[string]int64 {
 // what the tokens issued around it carry: a token stands while its
 // generation is at least its client's listed one.
 func TestTokenValidityFollowsClientChanges(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	ctx := context.Background()
 	secrets := map[string]string{
@@ -173,6 +174,7 @@ func TestTokenValidityFollowsClientChanges(t *testing.T) {
 // for a deleted client: its first token refused (as happened with clients
 // created at once, in make bench).
 func TestGenerationsBecomeVisibleInTheOrderDrawn(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		later func(ctx context.Context, c *Clients) error
@@ -247,6 +249,7 @@ func TestGenerationsBecomeVisibleInTheOrderDrawn(t *testing.T) {
 // unchanged list is a 304 to a request that names its ETag, and the list
 // names clients only by the hash of their ids.
 func TestTokenValidityListIsCheapAndNamesNoClient(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	ti.createClient(t, "secret-partner-name", []string{ScopeRead}, []string{registry})
 	// The first read asks for a list read after the client was created: the
@@ -304,6 +307,7 @@ func TestTokenValidityListIsCheapAndNamesNoClient(t *testing.T) {
 // costs no more than one read at a time. Reads are limited per source
 // address, behind the trusted proxies.
 func TestTokenValidityListIsServedFromMemory(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdPWith(t, func(c *Config) {
 		c.Validity = ValidityConfig{Refresh: 50 * time.Millisecond, PerAddress: 5}
 		must(t, c.Throttle.TrustedProxies.Set("127.0.0.2"))
@@ -358,6 +362,7 @@ func TestTokenValidityListIsServedFromMemory(t *testing.T) {
 // revocation, and keeps accepting every other token: real PostgreSQL, the
 // real token endpoint, the real verifier.
 func TestVerifierRefusesRevokedTokens(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	ctx := context.Background()
 	v, err := auth.NewVerifier(auth.Config{Issuer: ti.issuer, Audience: registry, Leeway: 30 * time.Second,
@@ -434,6 +439,7 @@ func TestVerifierRefusesRevokedTokens(t *testing.T) {
 // every organization's), and binding to the organization a client already
 // has voids nothing.
 func TestBindingAClientToAnOrganization(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	ctx := context.Background()
 	const orgA, orgB = "0190a6e2-8c3b-7d4e-9f00-00000000000a", "0190a6e2-8c3b-7d4e-9f00-00000000000b"

@@ -44,6 +44,7 @@ var defaultThrottle = ThrottleConfig{PerClientAddress: 10, PerAddress: 30, PerCl
 // failures, while the real client, from its own address, keeps getting
 // tokens; the clock is frozen, so no bucket refills during the test.
 func TestThrottleRefusesGuessesNotTheRealClient(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
 	secret := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
 	otherSecret := ti.createClient(t, "other", []string{ScopeRead}, []string{registry})
@@ -126,6 +127,7 @@ func (ti *testIdP) forwarded(t *testing.T, c *http.Client, caller, id, secret st
 // after its budget while the real client, from another address through the
 // same ingress, gets its token with a secret it never used here before.
 func TestThrottleBehindATrustedProxy(t *testing.T) {
+	t.Parallel()
 	cfg := defaultThrottle
 	must(t, cfg.TrustedProxies.Set("127.0.0.2"))
 	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = cfg })
@@ -157,6 +159,7 @@ func must(t *testing.T, err error) {
 // failures, never refused: another client calling from the same address
 // (behind the same egress) still gets its token.
 func TestThrottleSlowsAnAddressTryingManyClients(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
 	secret := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
 	sprayer := from(t, "127.0.0.3")
@@ -184,6 +187,7 @@ func TestThrottleSlowsAnAddressTryingManyClients(t *testing.T) {
 // address, nor another client from the same address; an address or a
 // client id failing everywhere is only slowed.
 func TestThrottleKeys(t *testing.T) {
+	t.Parallel()
 	const (
 		here  = "198.51.100.7/32"
 		there = "203.0.113.9/32"
@@ -239,6 +243,7 @@ func TestThrottleKeys(t *testing.T) {
 // Many addresses guessing one client's secret slow that client's requests
 // down; they never make them fail.
 func TestThrottleOnlySlowsAClientAttackedFromEverywhere(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
 	secret := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
 	for host := 2; host < 10; host++ { // 8 addresses × 10 failures > 60
@@ -259,6 +264,7 @@ func TestThrottleOnlySlowsAClientAttackedFromEverywhere(t *testing.T) {
 
 // Successes cost nothing: a client asking again and again is never throttled.
 func TestThrottleIgnoresSuccesses(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = ThrottleConfig{PerClientAddress: 1, PerAddress: 1, PerClient: 1} })
 	secret := ti.createClient(t, "busy", []string{ScopeRead}, []string{registry})
 	for i := range 50 {
@@ -270,6 +276,7 @@ func TestThrottleIgnoresSuccesses(t *testing.T) {
 
 // The slowdown waits, and a caller that gives up stops waiting.
 func TestThrottleSlowdownEndsWithTheRequest(t *testing.T) {
+	t.Parallel()
 	th := newThrottle(ThrottleConfig{PerClient: 1, Delay: time.Hour})
 	source := netip.MustParsePrefix("192.0.2.1/32")
 	th.failed("target", source)
@@ -286,6 +293,7 @@ func TestThrottleSlowdownEndsWithTheRequest(t *testing.T) {
 // Memory stays bounded whatever the attacker sends: ids it makes up,
 // addresses it has.
 func TestThrottleMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	th := newThrottle(defaultThrottle)
 	for i := range 3 * throttleEntries {
 		source := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32)
@@ -303,6 +311,7 @@ func TestThrottleMemoryIsBounded(t *testing.T) {
 }
 
 func TestThrottleSource(t *testing.T) {
+	t.Parallel()
 	var cfg ThrottleConfig
 	fs := flag.NewFlagSet("idp", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
@@ -344,6 +353,7 @@ func TestThrottleSource(t *testing.T) {
 // leaked one is) is refused from a pair over its budget like a guess, and
 // is no longer let through to the database.
 func TestThrottleForgetsASecretThatNoLongerHolds(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdPWith(t, func(c *Config) { c.Throttle = defaultThrottle })
 	leaked := ti.createClient(t, "target", []string{ScopeRead}, []string{registry})
 	attacker := from(t, "127.0.0.2")

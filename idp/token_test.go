@@ -13,6 +13,7 @@ import (
 
 // TestTokenEndpoint checks one contract rule per case.
 func TestTokenEndpoint(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	both := []string{ScopeRead, ScopeWrite}
 	writerSecret := ti.createClient(t, "writer", both, []string{registry})
@@ -197,6 +198,7 @@ func (ti *testIdP) keyID(t *testing.T) string {
 }
 
 func TestTokenEndpointAnswersOnlyPost(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	a := ti.get(t, "/oidc/token")
 	if a.status != http.StatusMethodNotAllowed || !strings.Contains(a.header.Get("Allow"), "POST") {
@@ -208,6 +210,7 @@ func TestTokenEndpointAnswersOnlyPost(t *testing.T) {
 // service renewing halfway through goes on through an identity-provider
 // outage of half an hour; an integration's live the token TTL.
 func TestInternalTokensOutliveAnOutage(t *testing.T) {
+	t.Parallel()
 	ti := newTestIdP(t)
 	internal := ti.createClient(t, "svc-actions", []string{ScopeInternal}, []string{registry})
 	integration := ti.createClient(t, "integration", []string{ScopeRead}, []string{registry})

@@ -44,6 +44,7 @@ func newFindsUnder(t *testing.T, url, prefix string) *cache.Finds {
 }
 
 func TestHitMissAndInvalidate(t *testing.T) {
+	t.Parallel()
 	f := newFinds(t, testkit.RedisURL(t))
 	var got string
 	entry, hit := f.Get(t.Context(), scopes, "k", &got)
@@ -63,6 +64,7 @@ func TestHitMissAndInvalidate(t *testing.T) {
 // A reader that looked up before a write and stores after it must not
 // make its stale answer visible.
 func TestStoreAfterConcurrentWriteStaysInvisible(t *testing.T) {
+	t.Parallel()
 	f := newFinds(t, testkit.RedisURL(t))
 	var got string
 	staleEntry, _ := f.Get(t.Context(), scopes, "k", &got) // reader starts, reads the database...
@@ -74,6 +76,7 @@ func TestStoreAfterConcurrentWriteStaysInvisible(t *testing.T) {
 }
 
 func TestInvalidationIsSharedAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	url := testkit.RedisURL(t)
 	prefix := testkit.RedisPrefix(t)
 	replica := func() *cache.Finds { return newFindsUnder(t, url, prefix) }
@@ -88,6 +91,7 @@ func TestInvalidationIsSharedAcrossReplicas(t *testing.T) {
 }
 
 func TestRedisDownMeansMisses(t *testing.T) {
+	t.Parallel()
 	f := newFinds(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t))+"/0")
 	var got string
 	start := time.Now()
@@ -107,6 +111,7 @@ func TestRedisDownMeansMisses(t *testing.T) {
 }
 
 func TestDisabledCache(t *testing.T) {
+	t.Parallel()
 	f := cache.NewFinds(nil, "svc", cfg, log.NewNopLogger())
 	var got string
 	e, hit := f.Get(t.Context(), scopes, "k", &got)
@@ -123,6 +128,7 @@ func TestDisabledCache(t *testing.T) {
 // is turned off and its connections are dropped, so the write's bump
 // cannot reach Redis at all.
 func TestRecoveryBumpsGeneration(t *testing.T) {
+	t.Parallel()
 	admin, user, _, f := limitedUser(t)
 	ctx := t.Context()
 	var got string
@@ -148,6 +154,7 @@ func TestRecoveryBumpsGeneration(t *testing.T) {
 
 // A write makes stale only the finds of the scopes it names.
 func TestScopedInvalidation(t *testing.T) {
+	t.Parallel()
 	f := newFinds(t, testkit.RedisURL(t))
 	ada := []string{"people", cache.Scope("person", "ada")}
 	bob := []string{"people", cache.Scope("person", "bob")}
@@ -171,6 +178,7 @@ func TestScopedInvalidation(t *testing.T) {
 }
 
 func TestScopeHidesValues(t *testing.T) {
+	t.Parallel()
 	s := cache.Scope("person", "Ada", "Lovelace")
 	if strings.Contains(s, "Ada") || s == cache.Scope("person", "AdaL", "ovelace") {
 		t.Errorf("scope %q leaks its values or is ambiguous", s)
@@ -178,6 +186,7 @@ func TestScopeHidesValues(t *testing.T) {
 }
 
 func TestKeyKeepsPartsApart(t *testing.T) {
+	t.Parallel()
 	if cache.Key("asset", `a|"b`, "c") == cache.Key("asset", "a", `b"|c`) {
 		t.Error("criteria holding the separator share a key")
 	}
@@ -187,6 +196,7 @@ func TestKeyKeepsPartsApart(t *testing.T) {
 }
 
 func TestThrough(t *testing.T) {
+	t.Parallel()
 	f := newFinds(t, testkit.RedisURL(t))
 	loads := 0
 	load := func(v string, keep bool, err error) func() (string, bool, error) {
@@ -211,6 +221,7 @@ func TestThrough(t *testing.T) {
 }
 
 func TestKeyHidesCriteria(t *testing.T) {
+	t.Parallel()
 	k := cache.Key("person", "øyvind", "hansen", "1980-01-31")
 	for _, value := range []string{"øyvind", "hansen", "1980"} {
 		if strings.Contains(k, value) {
@@ -256,6 +267,7 @@ func limitedUser(t *testing.T) (admin *redis.Client, user, namespace string, f *
 // A service's Redis user may run cache.Commands on its namespace's keys and
 // nothing else; every cache operation works through it.
 func TestWorksAsAUserLimitedToItsCommandsAndNamespace(t *testing.T) {
+	t.Parallel()
 	admin, _, namespace, f := limitedUser(t)
 	storeFindInvalidate(t, f, admin, namespace, "a command it needs is missing from cache.Commands")
 }
@@ -300,6 +312,7 @@ func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 // still returns only once its scopes are bumped: a find stored before any
 // of them is stale after every one of them.
 func TestConcurrentInvalidatesShareBumps(t *testing.T) {
+	t.Parallel()
 	c := cfg
 	c.URL = testkit.RedisURL(t)
 	client, err := cache.Connect(c)

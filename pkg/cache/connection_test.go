@@ -17,6 +17,7 @@ import (
 )
 
 func TestConnectionSettings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		conn cache.Connection
@@ -48,6 +49,7 @@ func TestConnectionSettings(t *testing.T) {
 // lookup there, since the failover may have lost the last bumps of the
 // old primary (Redis replicates after it answers).
 func TestFollowsThePrimaryThroughAFailover(t *testing.T) {
+	t.Parallel()
 	dir := testkit.ServerDir(t)
 	credentials := filepath.Join(dir, "redis.credentials")
 	primary := testkit.StartRedisWith(t, testkit.RedisOptions{DataDir: filepath.Join(dir, "a"), CredentialsFile: credentials})
@@ -121,6 +123,7 @@ func TestFollowsThePrimaryThroughAFailover(t *testing.T) {
 // the client is moved from one server to another by its dialer alone, with
 // no error on the way (which would bump the epoch by itself).
 func TestANewPrimaryGetsItsEpochBumpedFirst(t *testing.T) {
+	t.Parallel()
 	dir := testkit.ServerDir(t)
 	credentials := filepath.Join(dir, "redis.credentials")
 	old := testkit.StartRedisWith(t, testkit.RedisOptions{DataDir: filepath.Join(dir, "old"), CredentialsFile: credentials})
@@ -164,6 +167,7 @@ func TestANewPrimaryGetsItsEpochBumpedFirst(t *testing.T) {
 // (a script that read an undeclared key, or keys of several slots, is
 // refused there).
 func TestRunsOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	node := testkit.StartRedisWith(t, testkit.RedisOptions{DataDir: filepath.Join(testkit.ServerDir(t), "node"), Cluster: true})
 	admin := redis.NewClient(&redis.Options{Addr: node.Addr, Password: node.Password})
 	t.Cleanup(func() { admin.Close() })

@@ -12,6 +12,7 @@ import (
 // A watermark only grows, however late a raise arrives; another service
 // reads it by the key its owner names; it lapses when nobody raises it.
 func TestWatermarkOnlyGrowsAndLapses(t *testing.T) {
+	t.Parallel()
 	owner := newFinds(t, testkit.RedisURL(t)).Watermark("log_watermark")
 	reader := newFinds(t, testkit.RedisURL(t)).WatermarkAt(owner.Key())
 	ctx := t.Context()
@@ -38,6 +39,7 @@ func TestWatermarkOnlyGrowsAndLapses(t *testing.T) {
 // Without Redis, or with Redis down, there is no watermark to trust, and
 // a down Redis is not asked again for the back-off.
 func TestWatermarkWithoutRedisReadsNone(t *testing.T) {
+	t.Parallel()
 	down := newFinds(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t))+"/0").WatermarkAt("svc:w")
 	start := time.Now()
 	for range 20 {

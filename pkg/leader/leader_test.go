@@ -23,7 +23,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 // replica is one process's pool in the test's schema, reaching PostgreSQL
-// at addr ("" for straight), its sessions named app.
+// at addr ("" for straight), its sessions named app in schema (see
+// applicationName).
 func replica(t *testing.T, schema, app, addr string) *pgxpool.Pool {
 	t.Helper()
 	return replicaOf(t, testkit.PostgresURL(t), schema, app, addr)
@@ -44,7 +45,7 @@ func replicaOf(t *testing.T, databaseURL, schema, app, addr string) *pgxpool.Poo
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ConnConfig.RuntimeParams["application_name"] = applicationName(schema, app)
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "5000"
 	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
@@ -120,12 +121,16 @@ type session struct {
 	activeFor time.Duration // how long its statement has run, 0 when idle
 }
 
-// sessions are the backends of one application, by pid and start.
-func sessions(t *testing.T, pool *pgxpool.Pool, app string) map[string]session {
+// applicationName names a replica's sessions after its schema too: tests
+// running at once all have a replica-b, and each must see only its own.
+func applicationName(schema, app string) string { return schema + "/" + app }
+
+// sessions are the backends of one application of schema, by pid and start.
+func sessions(t *testing.T, pool *pgxpool.Pool, schema, app string) map[string]session {
 	t.Helper()
 	rows, err := pool.Query(t.Context(), `SELECT pid::text || '@' || backend_start::text, coalesce(wait_event_type, ''),
 			CASE WHEN state = 'active' THEN (extract(epoch FROM clock_timestamp() - query_start) * 1e6)::bigint ELSE 0 END
-		FROM pg_stat_activity WHERE application_name = $1`, app)
+		FROM pg_stat_activity WHERE application_name = $1`, applicationName(schema, app))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +154,7 @@ func sessions(t *testing.T, pool *pgxpool.Pool, app string) map[string]session {
 // PostgreSQL's log, a second for every standby. It takes over once the
 // leader stops.
 func TestStandbyAsksQuietlyOnOneConnection(t *testing.T) {
+	t.Parallel()
 	schema := testkit.NewDatabaseSchema(t)
 	observer := replica(t, schema, "observer", "")
 	l := &leading{leaders: map[string]int{}}
@@ -160,7 +166,7 @@ func TestStandbyAsksQuietlyOnOneConnection(t *testing.T) {
 
 	seen := map[string]bool{}
 	for range 150 { // three seconds, a dozen of the standby's polls
-		for id, s := range sessions(t, observer, "replica-b") {
+		for id, s := range sessions(t, observer, schema, "replica-b") {
 			seen[id] = true
 			if s.wait == "Lock" || s.activeFor > 500*time.Millisecond {
 				t.Fatalf("the standby's session %s waits in a statement (wait event type %q, active for %s)", id, s.wait, s.activeFor)
@@ -185,6 +191,7 @@ func TestStandbyAsksQuietlyOnOneConnection(t *testing.T) {
 // of the test's own, so that it times the standby, not the transactions
 // of other packages' tests in the shared one.
 func TestStandbyHoldsNoIndexBuildBack(t *testing.T) {
+	t.Parallel()
 	database, schema := testkit.NewDatabase(t), "standby"
 	observer := replicaOf(t, database, schema, "observer", "")
 	l := &leading{leaders: map[string]int{}}
@@ -225,6 +232,7 @@ func TestStandbyHoldsNoIndexBuildBack(t *testing.T) {
 // anything, as a frozen process's kernel keeps its connections open. When
 // it wakes, its session is gone and it stands by.
 func TestSilentLeaderIsReplaced(t *testing.T) {
+	t.Parallel()
 	schema := testkit.NewDatabaseSchema(t)
 	u, err := url.Parse(testkit.PostgresURL(t))
 	if err != nil {
@@ -319,6 +327,7 @@ func (p *freezableProxy) thaw() {
 // other until none is left; a task that fails is counted, marked failing
 // and tried again, and marked whole once it runs through.
 func TestMaintenanceRunsOnTheLeaderStepByStep(t *testing.T) {
+	t.Parallel()
 	schema := testkit.NewDatabaseSchema(t)
 	observer := replica(t, schema, "observer", "")
 	if _, err := observer.Exec(t.Context(), `CREATE TABLE `+pgx.Identifier{schema, "steps"}.Sanitize()+` (replica text, task text)`); err != nil {

@@ -11,6 +11,7 @@ import (
 // A UUIDv7 partition bound sorts below every id made from its millisecond
 // on and above every one made before, and reads back as its millisecond.
 func TestUUIDv7Bound(t *testing.T) {
+	t.Parallel()
 	for _, at := range []time.Time{time.UnixMilli(0), time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC), time.UnixMilli(1<<48 - 1)} {
 		ms := at.UnixMilli()
 		bound := UUIDv7Bound(ms)
@@ -36,6 +37,7 @@ func TestUUIDv7Bound(t *testing.T) {
 }
 
 func TestSeqKeyParse(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int64{"0": 0, "'20000000'": 20000000, "9223372036854775807": math.MaxInt64} {
 		if got, err := (SeqKey{}).parse(in); err != nil || got != want {
 			t.Errorf("parse(%q) = %d (%v), want %d", in, got, err, want)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDiff(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, old, new string
 		want           map[string][2]string
@@ -40,6 +41,7 @@ func TestDiff(t *testing.T) {
 }
 
 func TestChangeMustBeAnEvent(t *testing.T) {
+	t.Parallel()
 	r := outbox.NewRecorder(outbox.Config{Record: true})
 	for _, c := range []outbox.Change{
 		{Kind: "widget", ID: "1", Op: outbox.OpCreated, Data: map[string]int{}},

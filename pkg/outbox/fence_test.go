@@ -16,6 +16,7 @@ import (
 // event. When the frozen relay wakes, its publish is refused: nothing is
 // in the stream twice or out of order, and the refusal is counted.
 func TestStaleLeaderIsFencedOut(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.NATSServer{})
 	f.cfg.LeaderSilence = time.Second
 	f.cfg.DuplicateWindow = time.Second
@@ -65,6 +66,7 @@ func TestStaleLeaderIsFencedOut(t *testing.T) {
 // its next publish is refused, it stands down and fences again, and every
 // event is still published once, in order.
 func TestLeaderFencesAgainAfterItsFenceIsLost(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.NATSServer{})
 	relay, _ := f.relay(t)
 	write := func(n int) {

@@ -19,6 +19,7 @@ import (
 // of explicit acknowledgements starts where that one's acknowledgements
 // end, deletes it, and on its next start keeps its own place.
 func TestFollowerReplacesAConsumerFromItsAcknowledgedPlace(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	stream := testkit.NATS(t)
 	js, err := jetstream.New(stream.Connect(t))

@@ -14,6 +14,7 @@ import (
 // outbox costs a round (a read, a delete, the events service's
 // transaction) per 50 ms, not per write.
 func TestWokenRelayGathersARoundIntervalOfWrites(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		sinceLast time.Duration
@@ -37,6 +38,7 @@ func TestWokenRelayGathersARoundIntervalOfWrites(t *testing.T) {
 // by the wait), or what it has when its context ends; always in the order
 // the messages arrived.
 func TestCollectTakesABatch(t *testing.T) {
+	t.Parallel()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, tc := range []struct {

@@ -9,6 +9,7 @@ import (
 // TestPendingEstimate: the gauge is the count below the cap, the span of
 // the waiting ids at or past it, and never less than what was counted.
 func TestPendingEstimate(t *testing.T) {
+	t.Parallel()
 	id := func(v int64) *int64 { return &v }
 	for _, tc := range []struct {
 		name        string

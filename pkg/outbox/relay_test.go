@@ -175,6 +175,7 @@ type counter struct {
 }
 
 func TestRecordKeepsOnlyCommittedWrites(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.NATSServer{})
 	ctx := request("client-a", "req-1")
 	if err := f.write(t, ctx, errors.New("refused"), outbox.Created(outbox.KindOrganization, "o1", counter{1})); err == nil {
@@ -227,6 +228,7 @@ func TestRecordKeepsOnlyCommittedWrites(t *testing.T) {
 // clients at once, each changing its own resources in turn, and checks
 // that the stream holds every event once, each subject's in write order.
 func TestRelayPublishesEverythingInOrderPerSubject(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.NATSServer{})
 	f.relay(t)
 	const subjects, changes = 6, 25
@@ -296,6 +298,7 @@ func checkStream(t *testing.T, events []outbox.Event, subjects, changes int) {
 // acknowledged a round and before the round was marked: a second relay
 // publishes the round again and JetStream keeps one copy.
 func TestRelayKilledBetweenPublishAndMark(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.NATSServer{})
 	const subjects, changes = 4, 10
 	for n := range changes {
@@ -331,6 +334,7 @@ func TestRelayKilledBetweenPublishAndMark(t *testing.T) {
 // the relay says it cannot publish, and once NATS is back every event is
 // published, in order.
 func TestNATSDownWritesKeepWorking(t *testing.T) {
+	t.Parallel()
 	server := testkit.StartNats(t, filepath.Join(testkit.ServerDir(t), "nats"), 0)
 	f := newFixture(t, testkit.NATSServer{URL: server.URL, User: server.User, Password: server.Password})
 	relay, _ := f.relay(t)
@@ -376,6 +380,7 @@ func TestNATSDownWritesKeepWorking(t *testing.T) {
 // TestOneRelayLeadsPerSchema runs two relays on one outbox: one publishes,
 // the other stands by, and nothing is published twice.
 func TestOneRelayLeadsPerSchema(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.NATSServer{})
 	a, stopA := f.relay(t)
 	b, _ := f.relay(t)
@@ -406,6 +411,7 @@ func TestOneRelayLeadsPerSchema(t *testing.T) {
 // once without a retention (the default); with one, to outbox_published,
 // whence the sweep deletes them after it. They are in the stream.
 func TestPublishedEventsLeaveTheOutbox(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		retention time.Duration
@@ -416,6 +422,7 @@ func TestPublishedEventsLeaveTheOutbox(t *testing.T) {
 		{"swept after the retention", 300 * time.Millisecond, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, testkit.NATSServer{})
 			f.cfg.Retention = c.retention
 			for n := range 5 {

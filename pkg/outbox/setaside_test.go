@@ -29,6 +29,7 @@ type padded struct {
 // to the largest event the registry makes (outbox.MaxEventSize), and
 // publishes an update of that size.
 func TestTheLargestEventPublishes(t *testing.T) {
+	t.Parallel()
 	if testkit.NatsMaxPayload < outbox.MaxMessageSize {
 		t.Fatalf("the NATS servers of make run and the tests take %d bytes, less than the largest message %d", testkit.NatsMaxPayload, outbox.MaxMessageSize)
 	}
@@ -62,6 +63,7 @@ func TestTheLargestEventPublishes(t *testing.T) {
 // a replay with the limit unchanged sets them aside again, and one after
 // the limit is raised publishes them, in order.
 func TestAnUnpublishableEventStopsNoOther(t *testing.T) {
+	t.Parallel()
 	server := testkit.StartNatsWith(t, testkit.NatsOptions{DataDir: filepath.Join(testkit.ServerDir(t), "nats"), MaxPayload: 64 << 10})
 	f := newFixture(t, testkit.NATSServer{URL: server.URL, User: server.User, Password: server.Password})
 	const others, changes = 4, 5
@@ -150,6 +152,7 @@ func TestAnUnpublishableEventStopsNoOther(t *testing.T) {
 // TestWhatIsUnpublishable tells the failures of one event, which set it
 // aside, from those of NATS, which every event waits out.
 func TestWhatIsUnpublishable(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		err  error
@@ -174,6 +177,7 @@ func TestWhatIsUnpublishable(t *testing.T) {
 // Events are written as their GET answers are, without Go's HTML
 // escaping: a string of '<' is not six times as large in its event.
 func TestEventsAreNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testkit.NATSServer{})
 	text := strings.Repeat("<&>", 1000)
 	if err := f.write(t, request("client", "req"), nil,

@@ -9,6 +9,7 @@ import (
 // order, so a wave published after the one before is acknowledged keeps
 // every subject's order.
 func TestWaves(t *testing.T) {
+	t.Parallel()
 	p := func(id int64, key string) pending { return pending{id: id, key: key} }
 	for _, tc := range []struct {
 		name  string

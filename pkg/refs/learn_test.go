@@ -21,6 +21,7 @@ import (
 // the batch is acknowledged by its last event (nothing left pending on
 // the consumer, whose policy is AckAll).
 func TestLearnFromEventsOnTheStream(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	stream := testkit.NATS(t)

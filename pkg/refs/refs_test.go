@@ -28,7 +28,21 @@ import (
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
+func TestMain(m *testing.M) {
+	// The world's catalog, for the whole run: its tests run at once, and
+	// a swap and restore per test would change it under the others. The
+	// real catalog's other referrers of person are not part of the world.
+	catalog.Services = worldCatalog
+	os.Exit(testkit.Main(m))
+}
+
+// worldCatalog is the owner service ("parties", owning person) and the
+// referrer ("things", whose things point at a person).
+var worldCatalog = []catalog.Service{
+	{Deployable: catalog.Deployable{Name: "parties", Port: 8101, MetricsPort: 9101}, Kinds: []string{"organization", "person"}},
+	{Deployable: catalog.Deployable{Name: "things", Port: 8199, MetricsPort: 9199},
+		References: []catalog.Reference{{Service: "parties", Kind: "person"}}},
+}
 
 // world is an owner service ("parties", owning person) and a referrer
 // ("things", whose things point at a person), each with its own schema,
@@ -44,15 +58,6 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	saved := catalog.Services
-	t.Cleanup(func() { catalog.Services = saved })
-	// A catalog of its own: the real one's other referrers of person are
-	// not part of this world.
-	catalog.Services = []catalog.Service{
-		{Deployable: catalog.Deployable{Name: "parties", Port: 8101, MetricsPort: 9101}, Kinds: []string{"organization", "person"}},
-		{Deployable: catalog.Deployable{Name: "things", Port: 8199, MetricsPort: 9199},
-			References: []catalog.Reference{{Service: "parties", Kind: "person"}}},
-	}
 	w := &world{
 		ownerStore:    open(t, `CREATE TABLE people (id uuid PRIMARY KEY); CREATE TABLE organizations (id uuid PRIMARY KEY)`),
 		referrerStore: open(t, `CREATE TABLE things (id uuid PRIMARY KEY, person_id uuid NOT NULL)`),
@@ -236,6 +241,7 @@ func kindOf(err error) apperr.Kind {
 }
 
 func TestCheckAndDelete(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	p := w.person(t)
@@ -275,6 +281,7 @@ func TestCheckAndDelete(t *testing.T) {
 // as: a person's id is no organization, though the same check finds the
 // person.
 func TestCheckKeepsKindsApart(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.person(t)
 	err := w.referrer.Checking(t.Context(), func(checked *refs.Checked) error {
@@ -296,6 +303,7 @@ func TestCheckKeepsKindsApart(t *testing.T) {
 // A delete that died after marking its target blocks new references only
 // until its lease runs out.
 func TestAbandonedDeleteExpires(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.person(t)
 	w.markDeleting(t, p, "1 minute")
@@ -314,6 +322,7 @@ func TestAbandonedDeleteExpires(t *testing.T) {
 // A referrer that cannot answer makes the delete a 503 and leaves the
 // target referable.
 func TestUnreachableReferrer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.person(t)
 	w.stopReferrer()
@@ -329,6 +338,7 @@ func TestUnreachableReferrer(t *testing.T) {
 // Deletes and creates racing for the same targets, many rounds: whatever
 // the interleaving, no thing ever points at a deleted person.
 func TestDeleteAndCreateRace(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	const rounds, creators = 40, 4
@@ -357,6 +367,7 @@ func TestDeleteAndCreateRace(t *testing.T) {
 // A referrer pages through an owner's kind, in id order, with the
 // attributes the owner lists; a kind it does not list is a 422.
 func TestListOwned(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if _, err := w.ownerStore.Pool.Exec(t.Context(), `ALTER TABLE people ADD COLUMN nickname text`); err != nil {
 		t.Fatal(err)
@@ -419,6 +430,7 @@ func (w *world) createThingAskedFirst(ctx context.Context, person uuid.UUID) (uu
 // The owner is asked once: the referrer remembers a target that exists,
 // and forgets it when a delete asks what points at it.
 func TestRememberedTargets(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	p := w.person(t)
@@ -491,6 +503,7 @@ func TestRememberedTargets(t *testing.T) {
 // the owner is asked with nothing held, and the second confirms the
 // answer; a target that does not exist is the 422 of the second.
 func TestCheckingAsksOnlyWhatIsNotRemembered(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	p := w.person(t)
@@ -542,9 +555,10 @@ func TestCheckingAsksOnlyWhatIsNotRemembered(t *testing.T) {
 // remembered alive (so the writers ask nobody): whatever the interleaving,
 // no thing points at a deleted person.
 func TestDeleteAndSixteenWritersRace(t *testing.T) {
+	t.Parallel()
+	const rounds, writers = 30, 16
 	w := newWorld(t)
 	ctx := t.Context()
-	const rounds, writers = 30, 16
 	var deletes deleteOutcomes
 	created := 0
 	var mu sync.Mutex
@@ -598,6 +612,7 @@ func TestDeleteAndSixteenWritersRace(t *testing.T) {
 // order, wait for each other at most: they never deadlock (each would
 // otherwise wait on the other's uncommitted ref_targets row).
 func TestBatchesLearningTheSameTargetsDoNotDeadlock(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	const writers = 16
@@ -653,6 +668,7 @@ func TestBatchesLearningTheSameTargetsDoNotDeadlock(t *testing.T) {
 // table's size and statistics: the generic plan a connection caches while
 // the table is small must not scan it whole once it has grown.
 func TestRememberedRowsAreReadByKey(t *testing.T) {
+	t.Parallel()
 	s := open(t, `SELECT 1`)
 	ctx := t.Context()
 	if _, err := s.Pool.Exec(ctx, `INSERT INTO ref_targets (kind, id, alive) SELECT 'person', gen_random_uuid(), true FROM generate_series(1, 30)`); err != nil {
@@ -681,6 +697,7 @@ func TestRememberedRowsAreReadByKey(t *testing.T) {
 // ask, and an event that comes after a delete's question changes nothing:
 // the deleted target is never remembered alive again.
 func TestLearntTargets(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	p := w.person(t)
@@ -711,6 +728,7 @@ func TestLearntTargets(t *testing.T) {
 }
 
 func TestCreatedTarget(t *testing.T) {
+	t.Parallel()
 	id := uuid.MustParse("0190b2a4-7c3e-7000-8000-000000000001")
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	longAgo := time.Now().Add(-refs.LearnHorizon - time.Minute).UTC().Format(time.RFC3339Nano)
@@ -741,6 +759,7 @@ func TestCreatedTarget(t *testing.T) {
 // alive however old, nor a mark younger than the horizon, which a write
 // between its two reads may still be comparing against.
 func TestForgetRemovesOnlyOldMarks(t *testing.T) {
+	t.Parallel()
 	s := open(t, `SELECT 1`)
 	ctx := t.Context()
 	after := refs.ForgetAfter(time.Minute)

@@ -76,6 +76,7 @@ var confirmations = map[string]func(ctx context.Context, tx pgx.Tx, c *refs.Chec
 // a target neither remembered nor answered with its row unchanged is
 // ErrAskFirst, and the owner is asked by Checking, after the transaction.
 func TestNoOwnerIsAskedInsideATransaction(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	var inTx atomic.Bool
@@ -146,6 +147,7 @@ func TestNoOwnerIsAskedInsideATransaction(t *testing.T) {
 // with Retry-After, with nothing written; a target that changes a time or
 // two goes through.
 func TestCheckingGivesUpOnTargetsThatKeepChanging(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := t.Context()
 	var asks atomic.Int64
@@ -207,6 +209,7 @@ func TestCheckingGivesUpOnTargetsThatKeepChanging(t *testing.T) {
 // owner is not asked across it: the write is a 503, for the request to be
 // tried again whole.
 func TestCheckingInAUnitOfWork(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx, unit := w.referrerStore.BeginUnit(t.Context())
 	defer unit.Rollback(ctx)

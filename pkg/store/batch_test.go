@@ -16,6 +16,7 @@ import (
 // the database (or a peer) failing the whole batch, Prepare settling items
 // before any is written, All trying every item at once first.
 func TestWriteBatch(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	decodeErr := apperr.Invalid(apperr.FieldError{Field: "name", Message: "is required"})
 	for _, c := range []struct {

@@ -20,6 +20,7 @@ func poolMetric(t *testing.T, name, schema string) float64 {
 }
 
 func TestPoolStatsAreExported(t *testing.T) {
+	t.Parallel()
 	cfg := open(t)
 	cfg.MaxConns = 2
 	pool := migrated(t, cfg, migrations)

@@ -26,7 +26,8 @@ func indexValid(t *testing.T, pool *store.Pool, name string) (exists, valid bool
 // CONCURRENTLY (writes go on meanwhile), and no migration is cut short by
 // the statement timeout that bounds requests: the deploy bounds it.
 func TestMigrationBuildsAnIndexConcurrently(t *testing.T) {
-	cfg := open(t)
+	t.Parallel()
+	cfg := openAlone(t)
 	cfg.StatementTimeout = 500 * time.Millisecond
 	files := fstest.MapFS{
 		"001_items.sql": {Data: []byte(`CREATE TABLE items (id bigint PRIMARY KEY, kind text NOT NULL);
@@ -52,7 +53,8 @@ DROP INDEX items_kind;`)},
 // migration is not recorded, and the next start drops the leftover and
 // builds the index again, rather than take the broken one for built.
 func TestFailedConcurrentBuildIsBuiltAgain(t *testing.T) {
-	cfg := open(t)
+	t.Parallel()
+	cfg := openAlone(t)
 	files := fstest.MapFS{
 		"001_items.sql": {Data: []byte(`CREATE TABLE items (id bigint PRIMARY KEY, name text);
 INSERT INTO items VALUES (1, 'twice'), (2, 'twice'), (3, 'once');`)},
@@ -87,7 +89,9 @@ DROP INDEX items_name;`)},
 // the build would wait for, so neither waits on the other (which the
 // deadlock detector would end by failing one), and neither is retried.
 func TestConcurrentBuildBesideAnotherSchemasMigration(t *testing.T) {
-	building, waiting := open(t), open(t)
+	t.Parallel()
+	building, waiting := openAlone(t), open(t)
+	waiting.URL = building.URL
 	buildingFiles := fstest.MapFS{
 		"001_items.sql": {Data: []byte(`CREATE TABLE items (id bigint PRIMARY KEY, kind text NOT NULL);`)},
 		"002_slow.sql":  {Data: []byte(`SELECT pg_sleep(2);`)},

@@ -15,6 +15,7 @@ import (
 // the rule says (the stored size of data and meta_data, and so of the
 // largest event, rests on it). Random numbers join the rule's edges.
 func TestNumbersAsPostgresStoresThem(t *testing.T) {
+	t.Parallel()
 	pool := migrated(t, open(t), migrations)
 	lits := []string{"0", "-0", "-0.000", "42", "-12.50", "1e6", "1E+2", "1.5e-3", "120e-1", "0.10000", "0e5", "0.00e1",
 		"1e19", "1e20", "-1e-15", "6.02214076e23", "1e-16", "0e-16", "0.0e16", "9.99e18", "123456789012345678901234567890",

@@ -330,14 +330,18 @@ func MigrateSets(ctx context.Context, pool *Pool, schema string, sets ...Migrati
 const ternLock = int64(9628173550095224)
 
 // lockForMigrations takes the schema's migration lock, then tern's, by
-// trying them every half second rather than waiting inside PostgreSQL: a
+// trying them every 50 ms rather than waiting inside PostgreSQL: a
 // session waiting in pg_advisory_lock holds a snapshot, and CREATE INDEX
 // CONCURRENTLY in the holder's migration waits for every older snapshot
 // to go, so the two would wait for each other until the deadlock detector
 // cancelled one. Tern's own wait for its lock then finds it held by this
 // session (advisory locks stack), so it never waits. A wait inside
 // PostgreSQL would also end at the pool's statement timeout, where a
-// migration may take minutes.
+// migration may take minutes. Tern's lock is the whole database's, so
+// every schema's migration queues for it (every test package's, in CI):
+// at half a second between tries the lock stood free most of the time
+// while its waiters slept, and the queue was the tests' longest wait. A
+// try is a trivial query on the migrator's own connection.
 func lockForMigrations(ctx context.Context, conn *pgx.Conn, schema string) error {
 	for _, lock := range []struct {
 		sql string
@@ -351,7 +355,7 @@ func lockForMigrations(ctx context.Context, conn *pgx.Conn, schema string) error
 			if held {
 				break
 			}
-			t := time.NewTimer(500 * time.Millisecond)
+			t := time.NewTimer(50 * time.Millisecond)
 			select {
 			case <-ctx.Done():
 				t.Stop()

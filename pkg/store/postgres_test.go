@@ -47,6 +47,16 @@ func open(t *testing.T) store.Config {
 	return store.Config{URL: testkit.PostgresURL(t), Schema: testkit.NewDatabaseSchema(t), MaxConns: 4, StartupWait: time.Second}
 }
 
+// openAlone is open's config in a database of the test's own, for a test
+// whose migrations hold tern's lock for seconds (slow steps, several
+// migrators at once): the lock is the database's, and in the shared one
+// every test running beside it would wait that long for its own migration.
+func openAlone(t *testing.T) store.Config {
+	cfg := open(t)
+	cfg.URL = testkit.NewDatabase(t)
+	return cfg
+}
+
 // migrated opens cfg's pool and migrates its schema with files, failing
 // the test if either fails; the pool closes when the test ends.
 func migrated(t *testing.T, cfg store.Config, files fs.FS) *store.Pool {
@@ -82,7 +92,8 @@ func migrateTogether(t *testing.T, n int, migrate func(i int) (*store.Pool, erro
 }
 
 func TestConcurrentMigratorsAgree(t *testing.T) {
-	cfg := open(t)
+	t.Parallel()
+	cfg := openAlone(t)
 	migrateTogether(t, 4, func(int) (*store.Pool, error) {
 		return store.OpenAndMigrate(t.Context(), cfg, migrations, nil)
 	})
@@ -94,6 +105,7 @@ func TestConcurrentMigratorsAgree(t *testing.T) {
 }
 
 func TestListFilterAndPages(t *testing.T) {
+	t.Parallel()
 	pool := migrated(t, open(t), migrations)
 	var ids []uuid.UUID
 	for i := range 5 {
@@ -136,6 +148,7 @@ func TestListFilterAndPages(t *testing.T) {
 // Next continuing right after its last row, and holds its first row
 // however large: following Next reads every row once, in order.
 func TestListStopsBeforeMaxPageBytes(t *testing.T) {
+	t.Parallel()
 	pool := migrated(t, open(t), migrations)
 	const mib = 1 << 20
 	sizes := []int{mib, mib, mib, mib, mib, 5 * mib, mib} // the sixth alone is over the bound
@@ -170,6 +183,7 @@ func TestListStopsBeforeMaxPageBytes(t *testing.T) {
 }
 
 func TestUniqueViolationIsNamed(t *testing.T) {
+	t.Parallel()
 	pool := migrated(t, open(t), migrations)
 	insert := func() error {
 		_, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind, name) VALUES ($1, 'a', 'same')", uuid.New())
@@ -185,6 +199,7 @@ func TestUniqueViolationIsNamed(t *testing.T) {
 }
 
 func TestDatabaseDownIsUnavailable(t *testing.T) {
+	t.Parallel()
 	cfg := store.Config{URL: "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1", Schema: "x", StartupWait: 0}
 	pool, err := store.Open(t.Context(), cfg)
 	if err != nil {
@@ -202,6 +217,7 @@ func TestDatabaseDownIsUnavailable(t *testing.T) {
 }
 
 func TestStatementTimeoutIsUnavailable(t *testing.T) {
+	t.Parallel()
 	cfg := open(t)
 	cfg.StatementTimeout = 50 * time.Millisecond
 	pool := migrated(t, cfg, migrations)
@@ -214,6 +230,7 @@ func TestStatementTimeoutIsUnavailable(t *testing.T) {
 // A connection lost in the middle of a query (the server killed, a proxy
 // cut it) is "unavailable", a 503, not a 500.
 func TestLostConnectionIsUnavailable(t *testing.T) {
+	t.Parallel()
 	target := strings.TrimPrefix(strings.Split(testkit.PostgresURL(t), "@")[1], "")
 	target = strings.Split(target, "/")[0]
 	proxy := newCuttingProxy(t, target)
@@ -305,6 +322,7 @@ func (p *cuttingProxy) cut() {
 // package's index build waited for it while holding the migrations' lock
 // this test's build waited for, until the test timed out.
 func TestConcurrentIndexWaitsOutAnOlderTransaction(t *testing.T) {
+	t.Parallel()
 	cfg := open(t)
 	cfg.URL = testkit.NewDatabase(t)
 	cfg.LockTimeout = 100 * time.Millisecond
@@ -363,6 +381,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS items_kind ON items (kind);`)}}
 
 // A row locked longer than the lock timeout is "unavailable" (busy).
 func TestLockTimeoutIsUnavailable(t *testing.T) {
+	t.Parallel()
 	cfg := open(t)
 	cfg.LockTimeout = 100 * time.Millisecond
 	pool := migrated(t, cfg, migrations)
@@ -392,6 +411,7 @@ func TestLockTimeoutIsUnavailable(t *testing.T) {
 // the acquire timeout is "unavailable" rather than waiting out its own
 // deadline.
 func TestWritesLeaveConnectionsForReads(t *testing.T) {
+	t.Parallel()
 	cfg := open(t)
 	// Long enough for a new connection on a busy machine (the read below
 	// dials the pool's last one): the refusals checked here are about a
@@ -443,6 +463,7 @@ func TestWritesLeaveConnectionsForReads(t *testing.T) {
 // A role that owns its schema but may not create schemas (what a service
 // gets under make run and in production) migrates and works in it.
 func TestMigratesAsTheSchemaOwnerWithoutCreateOnTheDatabase(t *testing.T) {
+	t.Parallel()
 	conn, role, schema, u := schemaOwner(t, "t_role_")
 	var mayCreate bool
 	if err := conn.QueryRow(t.Context(), "SELECT has_database_privilege($1, current_database(), 'CREATE')", role).Scan(&mayCreate); err != nil || mayCreate {
@@ -498,6 +519,7 @@ func schemaOwner(t *testing.T, prefix string) (admin *pgx.Conn, role, schema str
 }
 
 func TestWriteSlots(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		maxConns, maxWrites, cpus int
 		want                      int64
@@ -517,6 +539,7 @@ func TestWriteSlots(t *testing.T) {
 }
 
 func TestClassifyUnavailableAndInternal(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name        string
 		err         error

@@ -54,6 +54,7 @@ func readsOnPrimary(t *testing.T, schema string) float64 {
 // database.read-url; a request's own writes, and what it reads inside
 // them, stay on the primary.
 func TestReadsGoToTheReplica(t *testing.T) {
+	t.Parallel()
 	cfg := open(t)
 	cfg.URL = withParam(t, cfg.URL, "application_name", "primary")
 	cfg.ReadURL = withParam(t, testkit.PostgresURL(t), "application_name", "replica")
@@ -94,6 +95,7 @@ func TestReadsGoToTheReplica(t *testing.T) {
 // A replica that cannot be reached costs no read: the primary answers,
 // and readiness says what is wrong without failing (the check is optional).
 func TestReadsFallBackToThePrimary(t *testing.T) {
+	t.Parallel()
 	cfg := open(t)
 	cfg.URL = withParam(t, cfg.URL, "application_name", "primary")
 	cfg.ReadURL = "postgres://nobody:secret@127.0.0.1:" + strconv.Itoa(testkit.FreePort(t)) + "/registry?sslmode=disable&connect_timeout=1"
@@ -119,6 +121,7 @@ func TestReadsFallBackToThePrimary(t *testing.T) {
 
 // What holds a session (migrations, leaders' locks) uses database.direct-url.
 func TestSessionsUseTheDirectURL(t *testing.T) {
+	t.Parallel()
 	cfg := open(t)
 	cfg.DirectURL = withParam(t, cfg.URL, "application_name", "direct")
 	pool := migrated(t, cfg, migrations)
@@ -135,6 +138,7 @@ func TestSessionsUseTheDirectURL(t *testing.T) {
 // asks its sessions with (its schema, its timeouts): the service refuses
 // to start so, naming the remedy, and starts once the role has them.
 func TestSettingsAPoolerDropsAreRefused(t *testing.T) {
+	t.Parallel()
 	conn, role, schema, u := schemaOwner(t, "t_pooled_")
 	u.Host = droppingStartupParameters(t, u.Host)
 	cfg := store.Config{URL: u.String(), Schema: schema, MaxConns: 2, StartupWait: time.Second,

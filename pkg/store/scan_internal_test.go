@@ -22,6 +22,7 @@ type scannedRow struct {
 // address, included), so that the rows after it skip pgx's per-row
 // lookup; a target outside the row sends every row back to pgx.
 func TestFieldPathsFindEachTarget(t *testing.T) {
+	t.Parallel()
 	var r scannedRow
 	var elsewhere string
 	for _, c := range []struct {

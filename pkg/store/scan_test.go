@@ -36,6 +36,7 @@ type extraItem struct {
 // once per result set: the same values, a NULL after a value and a value
 // after a NULL included, and pgx's refusal of a struct that does not fit.
 func TestListAndManyScanAsPGXDoes(t *testing.T) {
+	t.Parallel()
 	pool := migrated(t, open(t), migrations)
 	for i := range 6 {
 		var name *string

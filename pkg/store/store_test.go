@@ -71,6 +71,7 @@ func cached(t *testing.T, finds *cache.Finds) func() bool {
 }
 
 func TestWriteInvalidatesOnlyAfterCommit(t *testing.T) {
+	t.Parallel()
 	s, finds := newStore(t)
 	stillCached := cached(t, finds)
 	err := s.Write(t.Context(), "failing", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -88,6 +89,7 @@ func TestWriteInvalidatesOnlyAfterCommit(t *testing.T) {
 }
 
 func TestNestedWriteUsesASavepoint(t *testing.T) {
+	t.Parallel()
 	s, finds := newStore(t)
 	stillCached := cached(t, finds)
 	err := s.Write(t.Context(), "outer", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -118,6 +120,7 @@ func TestNestedWriteUsesASavepoint(t *testing.T) {
 }
 
 func TestUpdater(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	id, err := insert(t.Context(), s, "a")
 	if err != nil {
@@ -160,6 +163,7 @@ func TestUpdater(t *testing.T) {
 }
 
 func TestDuplicateNamesTheHolder(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	id, err := insert(t.Context(), s, "a")
 	if err != nil {
@@ -178,6 +182,7 @@ func TestDuplicateNamesTheHolder(t *testing.T) {
 }
 
 func TestDeleteAndInserted(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	err := s.Write(t.Context(), "delete", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		var name string
@@ -222,6 +227,7 @@ func TestDeleteAndInserted(t *testing.T) {
 }
 
 func TestNewIDsSortByCreation(t *testing.T) {
+	t.Parallel()
 	a, b := store.NewID(), store.NewID()
 	if a.Version() != 7 || a.String() >= b.String() {
 		t.Errorf("ids %s, %s", a, b)

@@ -35,6 +35,7 @@ func TestUUIDParameters(t *testing.T) {
 // A uuid column is copied into a uuid.UUID, NULL leaving it as it was
 // (as uuid.UUID's own Scan does).
 func TestUUIDColumns(t *testing.T) {
+	t.Parallel()
 	m := pgtype.NewMap()
 	scanUUIDsAsBytes(m)
 	id := uuid.MustParse("0190c4b2-5d2e-7a1c-9f3e-2b1d4c5e6f70")

@@ -58,6 +58,7 @@ func count(t *testing.T, s *store.Store, sql string) int {
 // with its COMMIT; a savepoint and its release travel too; a write that
 // sent nothing costs nothing.
 func TestWriteRoundTrips(t *testing.T) {
+	t.Parallel()
 	s, proxy := countedStore(t)
 	createWithEvent := func(ctx context.Context, name string) error {
 		return s.Write(ctx, "create", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -123,6 +124,7 @@ func TestWriteRoundTrips(t *testing.T) {
 // What is queued is part of the write: when it fails, the write fails at
 // its commit and leaves nothing.
 func TestDeferredStatementFailureFailsTheWrite(t *testing.T) {
+	t.Parallel()
 	s, _ := countedStore(t)
 	err := s.Write(t.Context(), "create", func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		if _, err := insertItem(ctx, tx, "doomed"); err != nil {
@@ -150,6 +152,7 @@ func TestDeferredStatementFailureFailsTheWrite(t *testing.T) {
 // did was still queued or had reached the server; the unit's other writes
 // commit.
 func TestFailedWriteInAUnitUndoesOnlyItself(t *testing.T) {
+	t.Parallel()
 	s, _ := countedStore(t)
 	errItem := errors.New("refused")
 	ctx, unit := s.BeginUnit(t.Context())
@@ -215,6 +218,7 @@ func TestFailedWriteInAUnitUndoesOnlyItself(t *testing.T) {
 // with it belonged to the writes before it, which reported success. The
 // unit then fails whole; it never commits with an earlier write undone.
 func TestAWriteCutOffBreaksTheUnit(t *testing.T) {
+	t.Parallel()
 	s, _ := countedStore(t)
 	ctx, unit := s.BeginUnit(t.Context())
 	defer unit.Rollback(ctx)

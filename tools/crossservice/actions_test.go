@@ -44,6 +44,7 @@ func (r registry) action(t *testing.T) map[string]any {
 // refuse to delete what an action or an action document points at, naming
 // it; a document lists the action documents linking it.
 func TestActionsWithRealPeers(t *testing.T) {
+	t.Parallel()
 	r := newRegistry(t)
 	x := r.actions
 	// Each target is checked as its own kind: an asset's id is no person.
@@ -102,6 +103,7 @@ func TestActionsWithRealPeers(t *testing.T) {
 // refused by a trigger) leaves nothing behind at the owners: deleting the
 // asset, the person and the organization it checked goes through.
 func TestFailedCreateLeavesNoMark(t *testing.T) {
+	t.Parallel()
 	r := newRegistry(t)
 	pool := r.actions.Built.Store.Pool
 	if _, err := pool.Exec(t.Context(), `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -121,6 +123,7 @@ func TestFailedCreateLeavesNoMark(t *testing.T) {
 // the actions that made it stay, naming an asset that exists) or deletes
 // the asset (and no action names it).
 func TestDeleteVersusActionRace(t *testing.T) {
+	t.Parallel()
 	r := newRegistry(t)
 	a, x := r.assets, r.actions
 	typ := a.Call(201, "POST", "/asset_types", a.RW, map[string]any{"brand": "Race", "model": "R"}).JSON()["id"]
@@ -162,6 +165,7 @@ func TestDeleteVersusActionRace(t *testing.T) {
 // remembers the asset from an earlier action (so it asks nobody). No
 // action ever names a deleted asset: every 201's asset still exists.
 func TestDeleteVersusSixteenActionWriters(t *testing.T) {
+	t.Parallel()
 	r := newRegistry(t)
 	a, x := r.assets, r.actions
 	typ := a.Call(201, "POST", "/asset_types", a.RW, map[string]any{"brand": "Race", "model": "R16"}).JSON()["id"]

@@ -34,6 +34,7 @@ func upload(t *testing.T, docs *servicetest.Service, name, contentType, content 
 // documents services, and they refuse to delete what an asset or an asset
 // type points at, naming it.
 func TestAssetsWithRealPeers(t *testing.T) {
+	t.Parallel()
 	cluster := servicetest.StartCluster(t, assets.Spec(), parties.Spec(), documents.Spec())
 	a, p, d := cluster["assets"], cluster["parties"], cluster["documents"]
 
@@ -103,6 +104,7 @@ func TestAssetsWithRealPeers(t *testing.T) {
 // deletes of its targets too: an owner that cannot ask assets what points
 // at a person may not delete the person.
 func TestPeerDown(t *testing.T) {
+	t.Parallel()
 	cluster := servicetest.StartCluster(t, assets.Spec(), parties.Spec())
 	a, p := cluster["assets"], cluster["parties"]
 	person := p.Call(201, "POST", "/people", p.RW, `{"first_name":"Per","last_name":"Hansen"}`).JSON()["id"].(string)

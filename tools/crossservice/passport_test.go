@@ -32,6 +32,7 @@ import (
 // log's public key alone, and editing, removing, reordering or adding any
 // kind of element of it makes the check fail.
 func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
+	t.Parallel()
 	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +233,7 @@ func TestPassportVerifiesAndEveryChangeIsSeen(t *testing.T) {
 // service's and the SDK's must name the same members the same way (the
 // test above decodes the service's bundle strictly with the SDK's).
 func TestPassportTypesAreTheSDKs(t *testing.T) {
+	t.Parallel()
 	if passport.Format != sdk.PassportFormat {
 		t.Errorf("format %q, the SDK's %q", passport.Format, sdk.PassportFormat)
 	}
@@ -274,6 +276,7 @@ func TestPassportTypesAreTheSDKs(t *testing.T) {
 // them): the chain the checkpoint signs is the asset's head, and only
 // every event of the record hashes to it.
 func TestPassportWithAnEventLeftOutFails(t *testing.T) {
+	t.Parallel()
 	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
 	if err != nil {
 		t.Fatal(err)
@@ -475,6 +478,7 @@ func rebuildRecords(t *testing.T, p *sdk.Passport) {
 // buckets its events touched: every asset's passport stays complete and
 // verifiable after each, whichever assets changed since.
 func TestPassportsStayCompleteAcrossCheckpoints(t *testing.T) {
+	t.Parallel()
 	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
 	if err != nil {
 		t.Fatal(err)
@@ -530,6 +534,7 @@ func TestPassportsStayCompleteAcrossCheckpoints(t *testing.T) {
 // from that leaf: its later events are chained and proved complete, its
 // earlier ones proved alone, and verify says from where.
 func TestPassportOfARecordOlderThanTheChains(t *testing.T) {
+	t.Parallel()
 	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
 	if err != nil {
 		t.Fatal(err)

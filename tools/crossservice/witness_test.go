@@ -31,6 +31,7 @@ import (
 // -witness` runs) accepts it with the witness's key, and refuses another
 // witness's key and the same passport without the cosignature.
 func TestPassportCosignedByAWitness(t *testing.T) {
+	t.Parallel()
 	signing, public, err := note.GenerateKey(rand.Reader, "registry.test/log")
 	if err != nil {
 		t.Fatal(err)

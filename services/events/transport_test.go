@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -490,12 +491,12 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 	publish(t, s, batch[3]) // stored before: nothing new to deliver
 
 	// One step: at most one subscription moved on by at most 40 positions.
-	queued, behind, err := hooks.FanOut(t.Context(), 1, 40)
+	queued, behind, err := hooks.FanOut(t.Context(), 1, 40, math.MaxInt64)
 	if err != nil || queued > 40 || queued == 0 || !behind {
 		t.Fatalf("one bounded step queued %d (behind %v, %v)", queued, behind, err)
 	}
 	for behind {
-		if _, behind, err = hooks.FanOut(t.Context(), 2, 40); err != nil {
+		if _, behind, err = hooks.FanOut(t.Context(), 2, 40, math.MaxInt64); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -521,8 +522,36 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 			t.Errorf("%s: %d deliveries %v, want %d %v", name, len(got), got, len(c.want), c.want)
 		}
 	}
-	if queued, behind, err := hooks.FanOut(t.Context(), 100, 1000); queued != 0 || behind || err != nil {
+	if queued, behind, err := hooks.FanOut(t.Context(), 100, 1000, math.MaxInt64); queued != 0 || behind || err != nil {
 		t.Errorf("a fan-out with nothing new queued %d (behind %v, %v)", queued, behind, err)
+	}
+}
+
+// A fan-out goes no further than the position read before the copy of
+// who sees what was refreshed: an event stored after the refresh waits
+// for the next fan-out and its fresher copy.
+func TestFanOutStopsWhereAccessWasRead(t *testing.T) {
+	s := servicetest.StartParallel(t, SpecWith(idleDispatcher()))
+	hooks := webhooks.NewStore(s.Built.Store)
+	hook := s.Call(201, "POST", "/webhooks", s.RW, map[string]any{"url": "https://93.184.216.34/assets", "types": []string{"asset.*"}}).JSON()["id"].(string)
+	judged, stored := event("asset", "created", uuid.NewString()), event("asset", "created", uuid.NewString())
+	publish(t, s, judged)
+	through, err := hooks.NewestEvent(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, s, stored)
+	if _, _, err := hooks.FanOut(t.Context(), 10, 100, through); err != nil {
+		t.Fatal(err)
+	}
+	if got := deliveriesOf(t, s, hook); fmt.Sprint(got) != fmt.Sprint([]string{judged.ID}) {
+		t.Errorf("fanned out through %d: deliveries %v, want only %s", through, got, judged.ID)
+	}
+	if _, _, err := hooks.FanOut(t.Context(), 10, 100, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if got := deliveriesOf(t, s, hook); fmt.Sprint(got) != fmt.Sprint([]string{judged.ID, stored.ID}) {
+		t.Errorf("the next fan-out: deliveries %v, want %s then %s", got, judged.ID, stored.ID)
 	}
 }
 
@@ -547,7 +576,7 @@ func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
 	publish(t, s, events...)
 	for behind := true; behind; {
 		var err error
-		if _, behind, err = subscriptions.FanOut(t.Context(), 100, 1000); err != nil {
+		if _, behind, err = subscriptions.FanOut(t.Context(), 100, 1000, math.MaxInt64); err != nil {
 			t.Fatal(err)
 		}
 	}

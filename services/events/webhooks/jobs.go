@@ -215,7 +215,18 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 	for range 4 {
 		// Who sees what is decided as the deliveries are queued: a grant,
 		// its removal or a transfer committed before is in force. Without
-		// a fresh copy, the subscriptions of bound clients wait.
+		// a fresh copy, the subscriptions of bound clients wait. The copy
+		// must be newer than every event it judges: an event stored after
+		// the refresh (an asset's update after its transfer) would go by
+		// the access before it, to the former owner. So the fan-out stops
+		// at the newest event read before the refresh.
+		through, err := d.Store.NewestEvent(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				level.Warn(d.Logger).Log("msg", "reading the feed's newest position failed", "err", err)
+			}
+			return false // the next poll tries again
+		}
 		fan := d.Store.FanOut
 		if err := d.refreshAccess(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -224,7 +235,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 			level.Warn(d.Logger).Log("msg", "refreshing the copy of the assets' access failed; the subscriptions of bound clients wait", "err", err)
 			fan = d.Store.FanOutUnbound
 		}
-		queued, behind, err := fan(ctx, fanOutSubscriptions, fanOutEvents)
+		queued, behind, err := fan(ctx, fanOutSubscriptions, fanOutEvents, through)
 		if err != nil {
 			if ctx.Err() == nil {
 				level.Warn(d.Logger).Log("msg", "queueing deliveries failed", "err", err)

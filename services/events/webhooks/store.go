@@ -54,29 +54,38 @@ func Tasks(partitionsEvery, retention time.Duration) []leader.Task {
 // transaction, so an event is queued once for a subscription, in the
 // feed's order. Its cost is bounded by subscriptions × step, whatever
 // the number of subscriptions or the backlog; behind says that some
-// subscription may still be behind (call again).
-func (st *Store) FanOut(ctx context.Context, subscriptions, step int) (queued int, behind bool, err error) {
-	return st.fanOut(ctx, subscriptions, step, false)
+// subscription may still be behind (call again). It goes no further than
+// position through: the newest event when the caller last read who sees
+// what (NewestEvent), so no event is judged by access older than itself.
+func (st *Store) FanOut(ctx context.Context, subscriptions, step int, through int64) (queued int, behind bool, err error) {
+	return st.fanOut(ctx, subscriptions, step, through, false)
+}
+
+// NewestEvent is the feed's newest position.
+func (st *Store) NewestEvent(ctx context.Context) (int64, error) {
+	var seq int64
+	err := st.s.Pool.QueryRow(ctx, `SELECT newest_event()`).Scan(&seq)
+	return seq, store.Classify(err, "read the feed's newest position")
 }
 
 // FanOutUnbound is FanOut of the subscriptions made by clients bound to
 // no organization alone: what the dispatcher still queues while it cannot
 // tell what an organization sees (the assets service is away); the
 // others keep their places and catch up afterwards.
-func (st *Store) FanOutUnbound(ctx context.Context, subscriptions, step int) (queued int, behind bool, err error) {
-	return st.fanOut(ctx, subscriptions, step, true)
+func (st *Store) FanOutUnbound(ctx context.Context, subscriptions, step int, through int64) (queued int, behind bool, err error) {
+	return st.fanOut(ctx, subscriptions, step, through, true)
 }
 
-func (st *Store) fanOut(ctx context.Context, subscriptions, step int, unboundOnly bool) (queued int, behind bool, err error) {
+func (st *Store) fanOut(ctx context.Context, subscriptions, step int, through int64, unboundOnly bool) (queued int, behind bool, err error) {
 	err = store.InTx(ctx, st.s.Pool, "queue deliveries", func(tx pgx.Tx) error {
 		var hooks []uuid.UUID
 		var after, upto []int64
 		var newest int64
 		rows, err := tx.Query(ctx, `SELECT w.id, w.fanned_through, least(w.fanned_through + $2, n.seq), n.seq
-			FROM webhooks w, (SELECT newest_event() AS seq) n
+			FROM webhooks w, (SELECT least(newest_event(), $4) AS seq) n
 			WHERE w.fanned_through < n.seq AND (NOT $3 OR w.organization_id IS NULL)
 			ORDER BY w.fanned_through, w.id LIMIT $1
-			FOR UPDATE OF w SKIP LOCKED`, subscriptions, step, unboundOnly)
+			FOR UPDATE OF w SKIP LOCKED`, subscriptions, step, unboundOnly, through)
 		if err != nil {
 			return store.Classify(err, "find subscriptions behind the feed")
 		}

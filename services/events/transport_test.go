@@ -3,7 +3,6 @@ package events
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -491,12 +490,12 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 	publish(t, s, batch[3]) // stored before: nothing new to deliver
 
 	// One step: at most one subscription moved on by at most 40 positions.
-	queued, behind, err := hooks.FanOut(t.Context(), 1, 40, math.MaxInt64)
+	queued, behind, err := hooks.FanOut(t.Context(), 1, 40, webhooks.AllStored)
 	if err != nil || queued > 40 || queued == 0 || !behind {
 		t.Fatalf("one bounded step queued %d (behind %v, %v)", queued, behind, err)
 	}
 	for behind {
-		if _, behind, err = hooks.FanOut(t.Context(), 2, 40, math.MaxInt64); err != nil {
+		if _, behind, err = hooks.FanOut(t.Context(), 2, 40, webhooks.AllStored); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -522,7 +521,7 @@ func TestFanOutQueuesEachEventOnceInBoundedSteps(t *testing.T) {
 			t.Errorf("%s: %d deliveries %v, want %d %v", name, len(got), got, len(c.want), c.want)
 		}
 	}
-	if queued, behind, err := hooks.FanOut(t.Context(), 100, 1000, math.MaxInt64); queued != 0 || behind || err != nil {
+	if queued, behind, err := hooks.FanOut(t.Context(), 100, 1000, webhooks.AllStored); queued != 0 || behind || err != nil {
 		t.Errorf("a fan-out with nothing new queued %d (behind %v, %v)", queued, behind, err)
 	}
 }
@@ -547,7 +546,7 @@ func TestFanOutStopsWhereAccessWasRead(t *testing.T) {
 	if got := deliveriesOf(t, s, hook); fmt.Sprint(got) != fmt.Sprint([]string{judged.ID}) {
 		t.Errorf("fanned out through %d: deliveries %v, want only %s", through, got, judged.ID)
 	}
-	if _, _, err := hooks.FanOut(t.Context(), 10, 100, math.MaxInt64); err != nil {
+	if _, _, err := hooks.FanOut(t.Context(), 10, 100, webhooks.AllStored); err != nil {
 		t.Fatal(err)
 	}
 	if got := deliveriesOf(t, s, hook); fmt.Sprint(got) != fmt.Sprint([]string{judged.ID, stored.ID}) {
@@ -576,7 +575,7 @@ func TestClaimGivesEachSubscriptionItsTurn(t *testing.T) {
 	publish(t, s, events...)
 	for behind := true; behind; {
 		var err error
-		if _, behind, err = subscriptions.FanOut(t.Context(), 100, 1000, math.MaxInt64); err != nil {
+		if _, behind, err = subscriptions.FanOut(t.Context(), 100, 1000, webhooks.AllStored); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/access"
 	"github.com/assetregistry/registry/pkg/job"
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/telemetry"
 )
 
@@ -249,6 +250,12 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool) {
 	}
 	return true
 }
+
+// Partitions are the deliveries' partitions, for tests that look at them.
+func Partitions() leader.Partitions { return deliveryPartitions }
+
+// AllStored is the through of a FanOut bounded by nothing but the feed.
+const AllStored int64 = math.MaxInt64
 
 // refreshAccess brings the copy of the assets' access up to date, when
 // the dispatcher has one.

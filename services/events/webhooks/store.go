@@ -32,9 +32,6 @@ const maintenanceBatch = 1000
 var deliveryPartitions = leader.Partitions{Table: "deliveries",
 	Key: leader.TimeKey{Span: 7 * 24 * time.Hour}, Ahead: 3}
 
-// Partitions are the deliveries' partitions, for tests that look at them.
-func Partitions() leader.Partitions { return deliveryPartitions }
-
 // Tasks are the deliveries' maintenance of the schema: their partitions
 // ahead, made up every partitionsEvery, and, with a retention, the
 // removal of the settled ones older than it.
@@ -54,17 +51,15 @@ func Tasks(partitionsEvery, retention time.Duration) []leader.Task {
 // transaction, so an event is queued once for a subscription, in the
 // feed's order. Its cost is bounded by subscriptions × step, whatever
 // the number of subscriptions or the backlog; behind says that some
-// subscription may still be behind (call again). It goes no further than
-// position through: the newest event when the caller last read who sees
-// what (NewestEvent), so no event is judged by access older than itself.
+// subscription may still be behind (call again). It stops at through, the
+// newest event (NewestEvent) before the caller's copy of who sees what.
 func (st *Store) FanOut(ctx context.Context, subscriptions, step int, through int64) (queued int, behind bool, err error) {
 	return st.fanOut(ctx, subscriptions, step, through, false)
 }
 
 // NewestEvent is the feed's newest position.
-func (st *Store) NewestEvent(ctx context.Context) (int64, error) {
-	var seq int64
-	err := st.s.Pool.QueryRow(ctx, `SELECT newest_event()`).Scan(&seq)
+func (st *Store) NewestEvent(ctx context.Context) (seq int64, err error) {
+	err = st.s.Pool.QueryRow(ctx, `SELECT newest_event()`).Scan(&seq)
 	return seq, store.Classify(err, "read the feed's newest position")
 }
 

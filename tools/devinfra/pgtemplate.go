@@ -20,7 +20,8 @@ import (
 // templateDir is where the template for these initdb arguments lives:
 // beside the clusters, under the temporary directory (the server user
 // must reach it, which it cannot under a home directory), named after
-// the initdb binary and the arguments, so a PostgreSQL upgrade or other
+// the user, the initdb binary and the arguments, so another user (who
+// could not take this one's lock), a PostgreSQL upgrade or other
 // arguments get a template of their own.
 func templateDir(binDir string, args []string) (string, error) {
 	initdb := filepath.Join(binDir, "initdb")
@@ -29,7 +30,7 @@ func templateDir(binDir string, args []string) (string, error) {
 		return "", fmt.Errorf("postgres template: %w", err)
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s", initdb, st.Size(), st.ModTime().UnixNano(), strings.Join(args, "\x00"))
+	fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d\x00%s", os.Geteuid(), initdb, st.Size(), st.ModTime().UnixNano(), strings.Join(args, "\x00"))
 	return filepath.Join(os.TempDir(), "asset-registry-postgres-template-"+hex.EncodeToString(h.Sum(nil))[:16]), nil
 }
 

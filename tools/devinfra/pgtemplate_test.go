@@ -29,7 +29,7 @@ func TestEphemeralClustersAreCopiesOfOneTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	template, err := templateDir(binDir, []string{"-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"})
+	template, err := templateDir(binDir, initdbArgs(true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -319,6 +319,16 @@ func postgresCredential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
+// initdbArgs are initdb's arguments but the data directory: the
+// template's key (templateDir) as well as the command.
+func initdbArgs(ephemeral bool) []string {
+	args := []string{"-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"}
+	if ephemeral {
+		args = append(args, "--no-sync")
+	}
+	return args
+}
+
 // initDataDir makes sure dataDir holds a cluster that the server user can
 // reach, running initdb if it holds none yet. initdb works in a scratch dir
 // that is renamed into place, so a run killed mid-initdb leaves no half-made
@@ -357,10 +367,7 @@ func initDataDir(ctx context.Context, binDir, dataDir, logFile string, cred *sys
 	defer log.Close()
 	offset, _ := log.Seek(0, io.SeekEnd)
 
-	args := []string{"-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"}
-	if ephemeral {
-		args = append(args, "--no-sync")
-	}
+	args := initdbArgs(ephemeral)
 	initdb := func(dir string) error {
 		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), append([]string{"-D", dir}, args...)...)
 		cmd.Stdout, cmd.Stderr = log, log

@@ -2,7 +2,6 @@ package documents
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -21,10 +20,7 @@ func TestLinkingActionDocumentsAreCappedAndPaged(t *testing.T) {
 		all = append(all, ActionDocument{ID: uuid.Must(uuid.NewV7()), ActionID: uuid.New(), SourceSystem: "erp", SourceReference: "r"})
 	}
 	f.svc.(*service).links = func(context.Context, uuid.UUID) ([]ActionDocument, error) { return all, nil }
-	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "report"), file("r", strings.NewReader("r"), "")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := f.upload(t, "report", "r", "r", "")
 	got, err := f.svc.Get(f.ctx, f.by, doc.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,18 @@ func file(name string, body io.Reader, contentType string) Part {
 	return Part{Name: "file", Filename: name, ContentType: contentType, Body: body}
 }
 
+// upload stores one file of the document type as the fixture's uploader;
+// any error fails the test, for the tests whose subject comes after the
+// upload.
+func (f fixture) upload(t *testing.T, documentType, name, body, contentType string) DocumentDetail {
+	t.Helper()
+	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", documentType), file(name, strings.NewReader(body), contentType)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
 // objectsIn lists the keys in the bucket, unfinished uploads included.
 func (f fixture) objectsIn(t *testing.T) []string {
 	t.Helper()
@@ -256,10 +268,7 @@ func TestSweeperRemovesWhatACrashLeft(t *testing.T) {
 	if _, err := f.objects.Put(f.ctx, inProgress.String(), bytes.NewReader(randomBytes(2000)), "", 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	kept, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "report"), file("k", strings.NewReader("kept"), "")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kept := f.upload(t, "report", "k", "kept", "")
 	n, err := f.store.Sweep(f.ctx, f.objects)
 	if err != nil || n != 1 {
 		t.Fatalf("swept %d, %v", n, err)
@@ -282,10 +291,7 @@ func contains(keys []string, key string) bool {
 func TestDeleteRemovesRowAndObject(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 10<<20)
-	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "report"), file("k", strings.NewReader("bytes"), "")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := f.upload(t, "report", "k", "bytes", "")
 	if err := f.svc.Delete(f.ctx, f.g, doc.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -309,10 +315,7 @@ func TestDeleteRemovesRowAndObject(t *testing.T) {
 func TestReferencesToDocuments(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 10<<20)
-	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "photo"), file("front.png", strings.NewReader("\x89PNG\r\n\x1a\n0000"), "")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := f.upload(t, "photo", "front.png", "\x89PNG\r\n\x1a\n0000", "")
 	found, err := f.registry.Exists(f.ctx, "document", []uuid.UUID{doc.ID, uuid.New()})
 	if err != nil {
 		t.Fatal(err)
@@ -359,10 +362,7 @@ func TestSniffedTypeIgnoresTheDeclaredOne(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 10<<20)
 	svg := `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`
-	doc, err := f.svc.Upload(f.ctx, f.by, &form{parts: []Part{field("document_type", "photo"), file("x.svg", strings.NewReader(svg), "image/svg+xml")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := f.upload(t, "photo", "x.svg", svg, "image/svg+xml")
 	found, err := f.registry.Exists(f.ctx, "document", []uuid.UUID{doc.ID})
 	if err != nil {
 		t.Fatal(err)

@@ -19,10 +19,8 @@ import (
 // page of /compliance), each timed. Figures, not assertions.
 
 func TestCapacityActions(t *testing.T) {
-	n := servicetest.CapacityRows(t)
-	s := servicetest.Start(t, Spec())
+	s, conn, n := servicetest.StartCapacity(t, Spec())
 	ctx := context.Background()
-	conn := s.SeedConn(t)
 	assets := n / 10
 	const assetType = "0190b2a4-7c3e-7000-8000-000000000001"
 	asset := func(expr string) string {

@@ -23,10 +23,8 @@ import (
 // assertions: the test fails only when a step fails.
 
 func TestCapacityEvents(t *testing.T) {
-	n := servicetest.CapacityRows(t)
-	s := servicetest.Start(t, Spec())
+	s, conn, n := servicetest.StartCapacity(t, Spec())
 	ctx := context.Background()
-	conn := s.SeedConn(t)
 	t.Logf("seeding %d events, %d deliveries", n, n/10)
 	// The feed's partitions: six over the 60 days (the service's are 10
 	// million seqs; at the default size that would be one), made after

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/tools/testkit"
 )
 
@@ -29,6 +30,16 @@ func CapacityRows(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// StartCapacity starts spec's service for a capacity test and returns it,
+// a connection for the seeding (SeedConn) and how many rows to seed
+// (CapacityRows).
+func StartCapacity(t *testing.T, spec servicekit.Spec) (s *Service, conn *pgxpool.Conn, rows int) {
+	t.Helper()
+	rows = CapacityRows(t)
+	s = Start(t, spec)
+	return s, s.SeedConn(t), rows
 }
 
 // SeedConn is a connection of s's pool whose statements have no timeout,

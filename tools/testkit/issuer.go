@@ -46,10 +46,8 @@ type Issuer struct {
 // NewIssuer starts an issuer whose tokens are for audience.
 func NewIssuer(t testing.TB, audience string) *Issuer {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := takeIssuerKey(t)
+	t.Cleanup(func() { returnIssuerKey(key) })
 	store := jwkset.NewMemoryStorage()
 	iss := &Issuer{Audience: audience, keys: store}
 	iss.publish(t, key, "test-key-1")
@@ -166,6 +164,38 @@ func (i *Issuer) Rotate(t testing.TB) {
 		t.Fatal(err)
 	}
 	i.publish(t, key, i.KeyID+"-next")
+}
+
+// issuerKeys holds the keys of issuers whose tests have ended, for the
+// next issuer: generating a 2048-bit key costs about 70 ms of CPU, a sixth
+// of what starting a service costs a test. A key belongs to one live
+// issuer at a time, so two issuers that exist together never sign alike.
+var issuerKeys struct {
+	mu   sync.Mutex
+	free []*rsa.PrivateKey
+}
+
+func takeIssuerKey(t testing.TB) *rsa.PrivateKey {
+	t.Helper()
+	issuerKeys.mu.Lock()
+	if n := len(issuerKeys.free); n > 0 {
+		key := issuerKeys.free[n-1]
+		issuerKeys.free = issuerKeys.free[:n-1]
+		issuerKeys.mu.Unlock()
+		return key
+	}
+	issuerKeys.mu.Unlock()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+func returnIssuerKey(key *rsa.PrivateKey) {
+	issuerKeys.mu.Lock()
+	defer issuerKeys.mu.Unlock()
+	issuerKeys.free = append(issuerKeys.free, key)
 }
 
 func (i *Issuer) publish(t testing.TB, key *rsa.PrivateKey, kid string) {

@@ -21,6 +21,7 @@ package testkit
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,20 +57,43 @@ type route struct {
 	literals int // how many segments are not parameters; more is more specific
 }
 
-// New parses the document (YAML or JSON) and fails the test on a bad
-// document: one that does not parse, has unresolvable references, or does
-// not validate against the OpenAPI schema of its version.
+// NewValidator parses the document (YAML or JSON) and fails the test on a
+// bad document: one that does not parse, has unresolvable references, or
+// does not validate against the OpenAPI schema of its version.
+//
+// A document is built once per test process and its Validator shared:
+// building compiles every schema of the document, half of what starting a
+// service costs a test, and a service package starts one per test against
+// the same document.
 func NewValidator(t testing.TB, doc []byte) *Validator {
 	t.Helper()
+	cached, _ := validators.LoadOrStore(sha256.Sum256(doc), &builtValidator{})
+	b := cached.(*builtValidator)
+	b.once.Do(func() { b.v, b.err = newValidator(doc) })
+	if b.err != nil {
+		t.Fatalf("openapitest: %v", b.err)
+		return nil
+	}
+	return b.v
+}
+
+// validators holds a builtValidator per document, by the SHA-256 of its bytes.
+var validators sync.Map
+
+type builtValidator struct {
+	once sync.Once
+	v    *Validator
+	err  error
+}
+
+func newValidator(doc []byte) (*Validator, error) {
 	document, err := libopenapi.NewDocument(doc)
 	if err != nil {
-		t.Fatalf("openapitest: the document does not parse: %v", err)
-		return nil
+		return nil, fmt.Errorf("the document does not parse: %w", err)
 	}
 	model, err := document.BuildV3Model()
 	if err != nil {
-		t.Fatalf("openapitest: the document is not a valid OpenAPI 3 model: %v", err)
-		return nil
+		return nil, fmt.Errorf("the document is not a valid OpenAPI 3 model: %w", err)
 	}
 	opts := []config.Option{
 		config.WithFormatAssertions(), // uuid, date, date-time, uri are asserted, not just annotations
@@ -77,9 +101,8 @@ func NewValidator(t testing.TB, doc []byte) *Validator {
 	full := validator.NewValidatorFromV3Model(&model.Model, opts...)
 	full.SetDocument(document)
 	if ok, errs := full.ValidateDocument(); !ok {
-		t.Fatalf("openapitest: the document does not validate against the OpenAPI %s schema:\n%s",
+		return nil, fmt.Errorf("the document does not validate against the OpenAPI %s schema:\n%s",
 			model.Model.Version, describe(errs))
-		return nil
 	}
 
 	v := &Validator{responses: full.GetResponseBodyValidator()}
@@ -101,7 +124,7 @@ func NewValidator(t testing.TB, doc []byte) *Validator {
 			v.routes = append(v.routes, r)
 		}
 	}
-	return v
+	return v, nil
 }
 
 // Check validates a request/response pair; body is the response body

@@ -61,6 +61,10 @@ func TestQuickRun(t *testing.T) {
 		// the quick run's.
 		o.Short = true
 		o.ComplianceAssets, o.ComplianceActions, o.LogLeaves = 2000, 10000, QuickLogLeaves/10
+		// The rows' load is the run's CPU: a tenth of a second of calls
+		// shows a row works, and one that counted no call is measured
+		// again, longer (measureRows).
+		o.Load.Warmup, o.Load.Duration = 25*time.Millisecond, 100*time.Millisecond
 		// 16 of the largest events still make 8 pages of two, so the
 		// 16 clients read different pages, and an unbounded page would
 		// still hold 24 MB: a quarter of the default's seed and reads.

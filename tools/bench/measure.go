@@ -66,7 +66,7 @@ type RowSample struct {
 const recountWindow = 5 * time.Second
 
 // shortMinWindow caps a row's MinWindow in the short run.
-const shortMinWindow = time.Second
+const shortMinWindow = 400 * time.Millisecond
 
 // measureRows measures a row alone (measureWindow), or a row and its
 // Paired partner call by call in turns (measureCallsInTurn); it gives a

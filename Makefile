@@ -12,8 +12,14 @@ include catalog.mk
 # given them, two at a time on two cores, and the suites that start whole
 # stacks (the fault suite, the end-to-end tests, the SDK's, the bench's
 # short run, the charts') came last in the alphabet: the last of them ran
-# on alone at the end while the other core had nothing left to do.
-LONG_PACKAGES := ./tools/faults ./tools/e2e ./tools/sdktest ./tools/bench ./tools/charttest
+# on alone at the end while the other core had nothing left to do. Those
+# suites mostly wait (on a fault's window, a browser, a token's expiry)
+# and the service packages keep both cores busy (their tests and the shared
+# PostgreSQL): taken in turns, one of each runs beside the other, where two
+# waiting suites side by side left a core idle.
+LONG_PACKAGES := ./tools/faults ./services/actions ./tools/e2e ./services/events \
+                 ./tools/sdktest ./services/assets ./tools/bench ./services/documents \
+                 ./tools/charttest ./tools/image ./tools/crossservice ./tools/devinfra
 PACKAGES := $(LONG_PACKAGES) $(addprefix ./,$(addsuffix /...,$(MODULES)))
 BIN      := $(CURDIR)/bin
 COMMANDS := $(DEPLOYABLE_COMMANDS) \

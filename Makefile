@@ -10,16 +10,24 @@ SHELL := /bin/bash
 include catalog.mk
 # The longest packages first: go test starts packages in the order it is
 # given them, two at a time on two cores, and the suites that start whole
-# stacks (the fault suite, the end-to-end tests, the SDK's, the bench's
-# short run, the charts') came last in the alphabet: the last of them ran
-# on alone at the end while the other core had nothing left to do. Those
-# suites mostly wait (on a fault's window, a browser, a token's expiry)
-# and the service packages keep both cores busy (their tests and the shared
-# PostgreSQL): taken in turns, one of each runs beside the other, where two
-# waiting suites side by side left a core idle.
-LONG_PACKAGES := ./tools/faults ./services/actions ./tools/e2e ./services/events \
-                 ./tools/sdktest ./services/assets ./tools/bench ./services/documents \
-                 ./tools/charttest ./tools/image ./tools/crossservice ./tools/devinfra
+# stacks (the end-to-end tests, the SDK's, the bench's short run, the
+# charts') came last in the alphabet: the last of them ran on alone at the
+# end while the other core had nothing left to do. Those suites mostly
+# wait (a browser, a token's expiry, a helm process) and the service
+# packages keep both cores busy (their tests and the shared PostgreSQL):
+# taken in turns, one of each runs beside the other, where two waiting
+# suites side by side left a core idle.
+#
+# The fault suite (FAULTS_PACKAGE) runs beside all of them, outside go
+# test's two slots: it waits most of its three minutes (a paused
+# PostgreSQL, a frozen service) on two-thirds of a core, and holding a slot
+# that long it kept a core idle a tenth of the run. make lint has compiled
+# every package by then (go vet needs them), so the two go test processes
+# only link; the suite's output is printed after the others'.
+FAULTS_PACKAGE := ./tools/faults
+LONG_PACKAGES := ./services/actions ./tools/e2e ./services/events ./tools/sdktest \
+                 ./services/assets ./tools/bench ./services/documents ./tools/charttest \
+                 ./tools/image ./tools/crossservice ./tools/devinfra
 PACKAGES := $(LONG_PACKAGES) $(addprefix ./,$(addsuffix /...,$(MODULES)))
 BIN      := $(CURDIR)/bin
 COMMANDS := $(DEPLOYABLE_COMMANDS) \
@@ -121,7 +129,11 @@ test: servers-for-test chart-tools-head-start deps browser-head-start lint build
 	until [ -s $$env_file ]; do kill -0 $$infra 2>/dev/null || { echo "test datastores failed to start" >&2; exit 1; }; sleep 0.1; done; \
 	set -a; . $$env_file; set +a; \
 	rm -f bench/short-comparison.txt; \
-	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES) || status=$$?; \
+	faults_log=$$(mktemp /tmp/faults.XXXXXX.log); \
+	(REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(FAULTS_PACKAGE) > $$faults_log 2>&1) & faults=$$!; \
+	others=$$(go list $(TEST_TAGS) $(PACKAGES) | grep -vx '.*/$(FAULTS_PACKAGE:./%=%)'); \
+	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $$others || status=$$?; \
+	wait $$faults || status=1; cat $$faults_log; rm -f $$faults_log; \
 	if [ -f bench/short-comparison.txt ]; then cat bench/short-comparison.txt; fi; \
 	exit $$status
 

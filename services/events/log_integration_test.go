@@ -25,7 +25,7 @@ const testOrigin = "registry.test/log"
 
 // startSigning runs the service with a signing key; keys verify what it
 // signs.
-func startSigning(t *testing.T) (*servicetest.Service, tlog.LogKeys) {
+func startSigning(t *testing.T, opts ...servicetest.Option) (*servicetest.Service, tlog.LogKeys) {
 	t.Helper()
 	signing, _ := eventstest.NewLogKey(t, testOrigin)
 	cfg := DefaultConfig()
@@ -34,7 +34,7 @@ func startSigning(t *testing.T) (*servicetest.Service, tlog.LogKeys) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return servicetest.Start(t, SpecWith(cfg)), keys
+	return servicetest.Start(t, SpecWith(cfg), opts...), keys
 }
 
 // sign signs a checkpoint of the log as it is now.

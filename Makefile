@@ -10,24 +10,19 @@ SHELL := /bin/bash
 include catalog.mk
 # The longest packages first: go test starts packages in the order it is
 # given them, two at a time on two cores, and the suites that start whole
-# stacks (the end-to-end tests, the SDK's, the bench's short run, the
-# charts') came last in the alphabet: the last of them ran on alone at the
-# end while the other core had nothing left to do. Those suites mostly
-# wait (a browser, a token's expiry, a helm process) and the service
-# packages keep both cores busy (their tests and the shared PostgreSQL):
-# taken in turns, one of each runs beside the other, where two waiting
-# suites side by side left a core idle.
-#
-# The fault suite (FAULTS_PACKAGE) runs beside all of them, outside go
-# test's two slots: it waits most of its three minutes (a paused
-# PostgreSQL, a frozen service) on two-thirds of a core, and holding a slot
-# that long it kept a core idle a tenth of the run. make lint has compiled
-# every package by then (go vet needs them), so the two go test processes
-# only link; the suite's output is printed after the others'.
-FAULTS_PACKAGE := ./tools/faults
-LONG_PACKAGES := ./services/actions ./tools/e2e ./services/events ./tools/sdktest \
-                 ./services/assets ./tools/bench ./services/documents ./tools/charttest \
-                 ./tools/image ./tools/crossservice ./tools/devinfra
+# stacks (the fault suite, the end-to-end tests, the SDK's, the bench's
+# short run, the charts') came last in the alphabet: the last of them ran
+# on alone at the end while the other core had nothing left to do. Those
+# suites mostly wait (a fault's window, a browser, a token's expiry, a helm
+# process), while the service packages and the small ones (their links)
+# keep a core busy. So the fault suite, the longest, goes first, beside
+# the service packages; then the other suites come in turns with the
+# gateway, the identity provider and pkg/, where two of them side by side
+# left a core idle.
+LONG_PACKAGES := ./tools/faults ./services/actions ./services/events ./services/assets \
+                 ./services/documents ./tools/e2e ./api-gateway/... ./tools/sdktest ./idp/... \
+                 ./tools/bench ./pkg/... ./tools/charttest ./tools/image ./tools/crossservice \
+                 ./tools/devinfra
 PACKAGES := $(LONG_PACKAGES) $(addprefix ./,$(addsuffix /...,$(MODULES)))
 BIN      := $(CURDIR)/bin
 COMMANDS := $(DEPLOYABLE_COMMANDS) \

@@ -124,11 +124,7 @@ test: servers-for-test chart-tools-head-start deps browser-head-start lint build
 	until [ -s $$env_file ]; do kill -0 $$infra 2>/dev/null || { echo "test datastores failed to start" >&2; exit 1; }; sleep 0.1; done; \
 	set -a; . $$env_file; set +a; \
 	rm -f bench/short-comparison.txt; \
-	faults_log=$$(mktemp /tmp/faults.XXXXXX.log); \
-	(REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(FAULTS_PACKAGE) > $$faults_log 2>&1) & faults=$$!; \
-	others=$$(go list $(TEST_TAGS) $(PACKAGES) | grep -vx '.*/$(FAULTS_PACKAGE:./%=%)'); \
-	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $$others || status=$$?; \
-	wait $$faults || status=1; cat $$faults_log; rm -f $$faults_log; \
+	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES) || status=$$?; \
 	if [ -f bench/short-comparison.txt ]; then cat bench/short-comparison.txt; fi; \
 	exit $$status
 

@@ -127,7 +127,10 @@ func (s Spec) Ref() string { return fmt.Sprintf("asset-registry/%s:%s", s.Name, 
 // /etc/group naming its user (for tools that print names), and a writable
 // /tmp. Nothing else: no shell, no package manager.
 func rootFS(binary []byte, mtime time.Time) ([]byte, error) {
+	// Sized up front: grown by doubling, the buffer's copies of a 20 MB
+	// binary cost a quarter of an image's CPU.
 	var buf bytes.Buffer
+	buf.Grow(len(binary) + 64<<10)
 	tw := tar.NewWriter(&buf)
 	dir := func(name string, mode int64) error {
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode, ModTime: mtime, Format: tar.FormatPAX})
@@ -157,6 +160,7 @@ func rootFS(binary []byte, mtime time.Time) ([]byte, error) {
 // layers with by default.
 func compress(layer []byte) ([]byte, error) {
 	var buf bytes.Buffer
+	buf.Grow(len(layer) / 2) // what BestSpeed leaves of a static binary, about
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	if err != nil {
 		return nil, err

@@ -239,3 +239,19 @@ func TestValidatorRejectsBadDocuments(t *testing.T) {
 		})
 	}
 }
+
+// A document is built into a validator once per test process: starting a
+// service in a test would otherwise compile its schemas every time.
+func TestValidatorIsBuiltOncePerDocument(t *testing.T) {
+	a, b := testkit.NewValidator(t, []byte(doc)), testkit.NewValidator(t, []byte(doc))
+	if a != b {
+		t.Error("the same document was built into two validators")
+	}
+	other := strings.Replace(doc, "title: things", "title: other things", 1)
+	if other == doc {
+		t.Fatal("the test's replacement did not apply")
+	}
+	if testkit.NewValidator(t, []byte(other)) == a {
+		t.Error("another document got the first one's validator")
+	}
+}

@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/outbox"
-	"github.com/assetregistry/registry/pkg/servicekit"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/events/feed"
 	"github.com/assetregistry/registry/services/events/webhooks"
@@ -159,18 +157,7 @@ func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
 	// converted partition among them (seen on a loaded machine).
 	cfg := DefaultConfig()
 	cfg.DeliveryRetention = 0
-	spec := SpecWith(cfg)
-	build := spec.Build
-	spec.Build = func(d servicekit.Deps) (servicekit.Handlers, error) {
-		h, err := build(d)
-		tasks := len(h.Maintenance)
-		h.Maintenance = slices.DeleteFunc(h.Maintenance, func(task leader.Task) bool { return task.Name == "partitions of deliveries" })
-		if err == nil && len(h.Maintenance) != tasks-1 {
-			err = fmt.Errorf("the events service keeps no task named %q to leave out", "partitions of deliveries")
-		}
-		return h, err
-	}
-	s := servicetest.StartParallel(t, spec)
+	s := servicetest.StartParallel(t, leaveOut(cfg, "partitions of deliveries"))
 	hooks := webhooks.NewStore(s.Built.Store)
 	conn := acquire(t, s)
 	ctx := t.Context()

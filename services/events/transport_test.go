@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/job"
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/servicekit"
@@ -456,15 +457,21 @@ func idleDispatcher() Config {
 // (idleDispatcher) still makes one pass when it starts, and on a busy
 // machine that pass can come after the test's events, fan them out first
 // and claim them.
-func withoutDispatcher() servicekit.Spec {
-	spec := Spec()
+func withoutDispatcher() servicekit.Spec { return leaveOut(DefaultConfig(), "webhook dispatcher") }
+
+// leaveOut is the service of cfg without its job or maintenance task of
+// that name, for a test that does that work itself; it fails to start
+// when there is none, so a renamed one cannot slip back in.
+func leaveOut(cfg Config, name string) servicekit.Spec {
+	spec := SpecWith(cfg)
 	build := spec.Build
 	spec.Build = func(d servicekit.Deps) (servicekit.Handlers, error) {
 		h, err := build(d)
-		jobs := len(h.Jobs)
-		h.Jobs = slices.DeleteFunc(h.Jobs, func(j job.Job) bool { return j.Name == "webhook dispatcher" })
-		if err == nil && len(h.Jobs) != jobs-1 {
-			err = fmt.Errorf("the events service runs no job named %q to leave out", "webhook dispatcher")
+		before := len(h.Jobs) + len(h.Maintenance)
+		h.Jobs = slices.DeleteFunc(h.Jobs, func(j job.Job) bool { return j.Name == name })
+		h.Maintenance = slices.DeleteFunc(h.Maintenance, func(task leader.Task) bool { return task.Name == name })
+		if err == nil && len(h.Jobs)+len(h.Maintenance) != before-1 {
+			err = fmt.Errorf("the events service runs no job or task named %q to leave out", name)
 		}
 		return h, err
 	}

@@ -192,12 +192,11 @@ func NewDatabase(t testing.TB) string {
 }
 
 func dropSchema(ctx context.Context, url, schema string) error {
-	conn, err := pgx.Connect(ctx, url)
+	admin, err := adminPool(ctx, url)
 	if err != nil {
 		return fmt.Errorf("drop schema %s: %w", schema, err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+	if _, err := admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 		return fmt.Errorf("drop schema %s: %w", schema, err)
 	}
 	return nil
@@ -373,6 +372,7 @@ func (h *harness) shutdown() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.shutDown = true
+	closeAdminPools()
 	var errs []error
 	if h.pg != nil {
 		errs = append(errs, h.pg.Stop())

@@ -58,7 +58,9 @@ func TestFaults(t *testing.T) {
 	// PostgreSQL paused (no request may wait for a silent database), Redis
 	// killed under the rate limiter, S3 cut mid-upload, the relay killed
 	// amid a backlog after NATS was cut (a service crash and NATS down in
-	// one), the slow peer, the identity provider and the gateway down.
+	// one), the slow peer and the gateway down. The identity provider
+	// killed is TestIdentityProviderOutage's in make test, which kills it
+	// too, after its database, and holds revoked tokens to the rules.
 	faults := []fault{
 		{name: "slow and oversized clients", alongside: misbehavingClients},
 		{long: true, name: "postgres: 200 ms latency (toxiproxy)", inject: addToxic("postgres", "latency", "downstream", `{"latency":200}`),
@@ -107,7 +109,7 @@ func TestFaults(t *testing.T) {
 		// own, since each verifier keeps its last token validity list for
 		// oidc.token-validity-max-age (24 h) and reads it again once the
 		// identity provider is back. Every call of the load must succeed.
-		{name: "idp: killed (SIGKILL), restarted", inject: killIdPOnceTokensHeld, heal: restart("idp"), hold: 4 * time.Second},
+		{long: true, name: "idp: killed (SIGKILL), restarted", inject: killIdPOnceTokensHeld, heal: restart("idp"), hold: 4 * time.Second},
 		{name: "gateway: stopped (SIGTERM), restarted", inject: func(t *testing.T) { must(t, stack.Processes["api-gateway"].Stop()) },
 			heal: restart("api-gateway"), hold: 3 * time.Second, unavailable: true, unanswered: true},
 	}

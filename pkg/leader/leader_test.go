@@ -379,3 +379,76 @@ func TestMaintenanceRunsOnTheLeaderStepByStep(t *testing.T) {
 		t.Errorf("registry_maintenance_rows_total of the steady task = %v, want 5", v)
 	}
 }
+
+// A partition whose DETACH ... CONCURRENTLY is still under way in another
+// session (waiting, as it does, for the transactions that began before
+// it) is left to that session: List neither waits for it nor fails, and
+// lists the partitions still attached; once the detach completes, the
+// partition is gone.
+func TestListLeavesADetachUnderWayToItsSession(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := testkit.NewDatabaseSchema(t)
+	pool := replica(t, schema, "partitions", "")
+	if _, err := pool.Exec(ctx, `CREATE SEQUENCE items_seq;
+		CREATE TABLE items (id bigint NOT NULL) PARTITION BY RANGE (id);
+		CREATE TABLE items_0 PARTITION OF items FOR VALUES FROM (0) TO (100);
+		CREATE TABLE items_100 PARTITION OF items FOR VALUES FROM (100) TO (200)`); err != nil {
+		t.Fatal(err)
+	}
+	parts := leader.Partitions{Table: "items", Key: leader.SeqKey{Sequence: "items_seq", Width: 100}, Ahead: 1}
+
+	// An older transaction that has read the table: the detach's second
+	// step waits for it, with the partition marked pending meanwhile.
+	older, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer older.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // released below on success
+	if _, err := older.Exec(ctx, "SELECT count(*) FROM items"); err != nil {
+		t.Fatal(err)
+	}
+	detaching, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detaching.Release()
+	detached := make(chan error, 1)
+	go func() {
+		_, err := detaching.Exec(ctx, "ALTER TABLE items DETACH PARTITION items_0 CONCURRENTLY")
+		detached <- err
+	}()
+	lister, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lister.Release()
+	testkit.Eventually(t, "the detach is under way", 30*time.Second, func() bool {
+		var pending bool
+		err := lister.QueryRow(ctx, "SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = 'items_0'::regclass").Scan(&pending)
+		return err == nil && pending
+	})
+
+	listCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	list, err := parts.List(listCtx, lister.Conn())
+	if err != nil {
+		t.Fatalf("List beside a detach under way: %v", err)
+	}
+	if len(list) != 1 || list[0].Name != "items_100" {
+		t.Fatalf("List = %+v, want items_100 alone", list)
+	}
+	if err := older.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-detached; err != nil {
+		t.Fatalf("the detach under way failed: %v", err)
+	}
+	var attached int
+	if err := lister.QueryRow(ctx, "SELECT count(*) FROM pg_inherits WHERE inhparent = 'items'::regclass").Scan(&attached); err != nil {
+		t.Fatal(err)
+	}
+	if attached != 1 {
+		t.Fatalf("%d partitions attached after the detach, want 1", attached)
+	}
+}

@@ -124,7 +124,11 @@ var partitionsAhead = promauto.NewGaugeVec(prometheus.GaugeOpts{
 var boundExpr = regexp.MustCompile(`^FOR VALUES FROM \((.+)\) TO \((.+)\)$`)
 
 // List is the table's partitions, lowest first. A partition left detached
-// halfway (a DETACH ... CONCURRENTLY cut short) is finished first.
+// halfway (a DETACH ... CONCURRENTLY cut short) is finished first, unless
+// another session holds or waits for a lock on it: then its detach may
+// still be under way (a replica that lost the lead mid-drop, an operator),
+// and finishing it here would wait for that session and then fail once
+// it had finished; the session, or a later List, finishes it.
 func (p Partitions) List(ctx context.Context, conn *pgx.Conn) ([]Partition, error) {
 	rows, err := conn.Query(ctx, `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid), i.inhdetachpending
 		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
@@ -162,6 +166,14 @@ func (p Partitions) List(ctx context.Context, conn *pgx.Conn) ([]Partition, erro
 		return nil, fmt.Errorf("list the partitions of %s: %w", p.Table, err)
 	}
 	for _, name := range pending {
+		var busy bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks
+			WHERE locktype = 'relation' AND relation = $1::regclass AND pid <> pg_backend_pid())`, name).Scan(&busy); err != nil {
+			return nil, fmt.Errorf("look for a detach of partition %s under way: %w", name, err)
+		}
+		if busy {
+			continue
+		}
 		if err := p.finishDrop(ctx, conn, name); err != nil {
 			return nil, err
 		}

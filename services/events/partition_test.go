@@ -151,10 +151,9 @@ func v7At(t time.Time) uuid.UUID {
 // a partition holding a pending delivery, or one settled within retention
 // (a manual retry), is kept.
 func TestDeliveryPartitionsDroppedPastRetention(t *testing.T) {
-	// The test makes, drops and purges the deliveries' partitions itself.
-	// The service's own maintenance would race it: listing the partitions
-	// finishes a detach it finds pending, the test's own detach of the
-	// converted partition among them (seen on a loaded machine).
+	// The test makes, drops and purges the deliveries' partitions itself,
+	// at the times it chooses; the service's own maintenance would make
+	// and drop them beside it.
 	cfg := DefaultConfig()
 	cfg.DeliveryRetention = 0
 	s := servicetest.StartParallel(t, leaveOut(cfg, "partitions of deliveries"))

@@ -193,7 +193,7 @@ func removeToxic(datastore, kind string) func(*testing.T) {
 func exercise(t *testing.T, i int, f fault) {
 	c := newClient(t)
 	l := newLoad(c, tag(i))
-	stopLoad := l.run(loadClients, 25*time.Millisecond)
+	stopLoad := l.run(loadClients, loadPause())
 	time.Sleep(time.Second) // the load reaches its stride before the fault
 
 	var observed func(*testing.T)

@@ -126,7 +126,7 @@ func freeze(t *testing.T, i int, name string) {
 	hold := freezeHold()
 	c := newClient(t)
 	l := newLoad(c, tag(i))
-	stopLoad := l.run(loadClients, 25*time.Millisecond)
+	stopLoad := l.run(loadClients, loadPause())
 	// The quiet run starts once the load reaches its stride: its first
 	// calls (new connections, a token the gateway has not seen) would
 	// make the quiet p99 slower than the registry is.

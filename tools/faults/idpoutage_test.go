@@ -67,7 +67,7 @@ func TestIdentityProviderOutage(t *testing.T) {
 	c := newClient(t)
 	holdServiceTokens(t, c)
 	l := newLoad(c, tag(70))
-	stopLoad := l.run(loadClients, 25*time.Millisecond)
+	stopLoad := l.run(loadClients, loadPause())
 	time.Sleep(time.Second) // the load reaches its stride before the fault
 
 	began := time.Now()

@@ -70,7 +70,7 @@ func freezeLeader(t *testing.T, i int, service, lock string) {
 
 	c := newClient(t)
 	l := newLoad(c, tag(i))
-	stopLoad := l.run(loadClients, 25*time.Millisecond)
+	stopLoad := l.run(loadClients, loadPause())
 	time.Sleep(2 * time.Second)
 
 	pid := stack.Processes[service].Pid()

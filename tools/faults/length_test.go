@@ -4,6 +4,7 @@ package faults
 
 import (
 	"testing"
+	"time"
 
 	"github.com/assetregistry/registry/tools/testkit"
 )
@@ -28,4 +29,15 @@ func fullFaults() bool { return testkit.Full() }
 func long(t *testing.T) {
 	t.Helper()
 	testkit.Long(t)
+}
+
+// loadPause is how long each of the load's clients pauses between calls.
+// In make test a few dozen calls a second still meet every fault with
+// every kind of call (each row's window holds hundreds), at a third of
+// the stack's work; make faults sends the whole load.
+func loadPause() time.Duration {
+	if fullFaults() {
+		return 25 * time.Millisecond
+	}
+	return 75 * time.Millisecond
 }

@@ -214,7 +214,7 @@ func TestRestoreDrill(t *testing.T) {
 	loadAtStart := loadAverage()
 	c := newClient(t)
 	l := newLoad(c, tag(90))
-	stopLoad := l.run(loadClients, 25*time.Millisecond)
+	stopLoad := l.run(loadClients, loadPause())
 	time.Sleep(3 * time.Second) // every schema has rows before the base backup
 
 	began := time.Now()

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -180,6 +181,33 @@ func Docs(manifests []byte) ([]Doc, error) {
 			docs = append(docs, Doc(m))
 		}
 	}
+}
+
+// ChangedObjects is the objects of manifests that base does not hold as
+// they are (the same kind and name with equal contents), as YAML
+// documents: what a render with other values adds or changes.
+func ChangedObjects(base []Doc, manifests []byte) ([]byte, error) {
+	docs, err := Docs(manifests)
+	if err != nil {
+		return nil, err
+	}
+	before := map[string]Doc{}
+	for _, d := range base {
+		before[d.Kind()+"/"+d.Name()] = d
+	}
+	var out bytes.Buffer
+	for _, d := range docs {
+		if b, ok := before[d.Kind()+"/"+d.Name()]; ok && reflect.DeepEqual(b, d) {
+			continue
+		}
+		raw, err := yaml.Marshal(map[string]any(d))
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", d.Kind(), d.Name(), err)
+		}
+		out.WriteString("---\n")
+		out.Write(raw)
+	}
+	return out.Bytes(), nil
 }
 
 // Get walks maps and lists (by int index) and returns what is at path, or nil.

@@ -147,6 +147,13 @@ func (k *IdempotencyKeys) run(ctx context.Context, key string, request any, next
 	client := p.Subject
 	token, existing, err := k.claim(ctx, client, key)
 	if err != nil {
+		// The claim may have been made though its answer was lost (the
+		// caller hung up as it committed): freed like a failed request's
+		// key, or its retry would answer 409 until the lease ran out. In
+		// the background: after a database failure it would only wait.
+		if token != uuid.Nil {
+			go k.release(ctx, client, key, token)
+		}
 		return nil, err
 	}
 	if existing != nil {
@@ -227,6 +234,8 @@ type record struct {
 }
 
 // claim takes the key for this request, or returns the record that holds it.
+// When claiming fails it still returns the token it claimed with, whose
+// claim may have been made.
 func (k *IdempotencyKeys) claim(ctx context.Context, client, key string) (uuid.UUID, *record, error) {
 	ctx, cancel := k.bounded(ctx)
 	defer cancel()
@@ -240,7 +249,7 @@ func (k *IdempotencyKeys) claim(ctx context.Context, client, key string) (uuid.U
 		   OR (idempotency_keys.state = 'done' AND idempotency_keys.created_at < now() - make_interval(secs => $5))`,
 		client, key, token, k.lease.Seconds(), IdempotencyRetention.Seconds())
 	if err != nil {
-		return uuid.Nil, nil, store.Classify(err, "claim idempotency key")
+		return token, nil, store.Classify(err, "claim idempotency key")
 	}
 	if tag.RowsAffected() == 1 {
 		return token, nil, nil

@@ -18,6 +18,7 @@ import (
 // `registry batch -patch`: each item under its own if_match, answered on
 // its own with the new ETag; a stale one is a 412 that fails its line.
 func TestBatchUpdates(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
 	suffix := time.Now().Format("150405.000000")

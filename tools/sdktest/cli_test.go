@@ -120,9 +120,10 @@ func writeSourcedRows(t *testing.T, dir, tag string, n int) string {
 	return path
 }
 
-// expireIdempotencyKeys forgets every Idempotency-Key the registry holds,
-// as 24 hours would.
-func expireIdempotencyKeys(t *testing.T) {
+// expireIdempotencyKeys forgets every Idempotency-Key the registry holds
+// for client, as 24 hours would. Keys are scoped to their client, so the
+// other tests' keys (and their requests in flight) stay.
+func expireIdempotencyKeys(t *testing.T, client string) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, suite.DatabaseURL)
@@ -130,12 +131,19 @@ func expireIdempotencyKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	var forgotten int64
 	for _, s := range catalog.Services {
 		if s.NeedsStore(catalog.Postgres) {
-			if _, err := conn.Exec(ctx, "DELETE FROM "+pgx.Identifier{s.Name, "idempotency_keys"}.Sanitize()); err != nil {
+			tag, err := conn.Exec(ctx, "DELETE FROM "+pgx.Identifier{s.Name, "idempotency_keys"}.Sanitize()+" WHERE client = $1", client)
+			if err != nil {
 				t.Fatal(err)
 			}
+			forgotten += tag.RowsAffected()
 		}
+	}
+	// None forgotten: the keys are not the client's, and nothing expired.
+	if forgotten == 0 {
+		t.Fatalf("no Idempotency-Key of %s to forget", client)
 	}
 }
 
@@ -144,22 +152,26 @@ func expireIdempotencyKeys(t *testing.T) {
 // records nothing twice, each row's action found by its (source_system,
 // source_reference). The first run dies at the worst moment, in the middle
 // of a batch (its actions recorded, its journal line not written), and the
-// runs after it cut the rows into other batches.
+// runs after it cut the rows into other batches. The import runs as a
+// client of its own, so that only its keys expire.
 func TestImportAgainAfterKeysExpired(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tag := fmt.Sprintf("month%d", time.Now().UnixNano()%1e9)
 	const rows = 60
 	path := writeSourcedRows(t, dir, tag, rows)
-	_, stderr, code := cli(t, dir, []string{"REGISTRY_IMPORT_FAILPOINT=answered"}, "import", "-quiet", "-batch", "20", "-batches", "2", path)
+	cr := suite.Creds
+	importer := []string{"CLIENT_ID=" + cr.OtherClientID, "CLIENT_SECRET=" + cr.OtherClientSecret}
+	_, stderr, code := cli(t, dir, append(importer, "REGISTRY_IMPORT_FAILPOINT=answered"), "import", "-quiet", "-batch", "20", "-batches", "2", path)
 	if code != -1 {
 		t.Fatalf("the first import was not killed: exit %d, %s", code, stderr)
 	}
 	for run, batch := range []string{"7", "50"} {
-		expireIdempotencyKeys(t)
+		expireIdempotencyKeys(t, cr.OtherClientID)
 		if err := os.Remove(path + ".journal"); err != nil {
 			t.Fatal(err)
 		}
-		if _, stderr, code := cli(t, dir, nil, "import", "-quiet", "-batch", batch, path); code != 0 {
+		if _, stderr, code := cli(t, dir, importer, "import", "-quiet", "-batch", batch, path); code != 0 {
 			t.Fatalf("import %d after the keys expired: exit %d, %s", run+2, code, stderr)
 		}
 		countActions(t, tag, rows)
@@ -207,6 +219,7 @@ func countActionsDocs(t *testing.T, tag string, n, docs int) {
 // An import killed (SIGKILL) at random moments and started again until it
 // ends records every row exactly once.
 func TestImportKilledAndResumed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tag := fmt.Sprintf("kill%d", time.Now().UnixNano()%1e9)
 	const rows = 240
@@ -262,6 +275,7 @@ func TestImportKilledAndResumed(t *testing.T) {
 // and started again records every row once: the batch is sent again with
 // the same rows and Idempotency-Key, and the registry replays its answer.
 func TestImportKilledMidBatch(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{"answered", "torn"} {
 		t.Run(point, func(t *testing.T) {
 			dir := t.TempDir()
@@ -294,6 +308,7 @@ func TestImportKilledMidBatch(t *testing.T) {
 // with its row number and field, the others land, and a run again tries
 // only that row.
 func TestImportBadRowInBatch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tag := fmt.Sprintf("badrow%d", time.Now().UnixNano()%1e9)
 	const rows, bad = 30, 7
@@ -333,6 +348,7 @@ func TestImportBadRowInBatch(t *testing.T) {
 // imported as they were: the second action's source_reference starts with
 // =, so an import that kept the mark would not find it and record it again.
 func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tag := fmt.Sprintf("trip%d", time.Now().UnixNano()%1e9)
 	var b strings.Builder
@@ -383,6 +399,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 // Bad input is one line naming the row or the setting; never a stack
 // trace; exit 2 for settings and usage, 1 for rows that failed.
 func TestCLIBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -440,6 +457,7 @@ func TestCLIBadInput(t *testing.T) {
 
 // Every collection lists as a table and as JSON.
 func TestCLIOutputs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, col := range []string{"organizations", "people", "asset_types", "assets", "actions"} {
 		out, stderr, code := cli(t, dir, nil, col, "list", "-limit", "3", "-output", "table")

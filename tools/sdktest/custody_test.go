@@ -17,6 +17,7 @@ import (
 // (who manages every asset) grants, hands over and sets owners; an
 // integration that is neither the owner's nor an admin is refused.
 func TestGrantsTransfersAndOwners(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	c := newClient(t, http.DefaultTransport)

@@ -19,6 +19,7 @@ import (
 // passport through it without a token and says it is complete, list
 // counts the fetch, and after delete the URL no longer verifies.
 func TestPassportLinksCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()

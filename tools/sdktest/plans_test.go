@@ -16,6 +16,7 @@ import (
 // load` (an integration may not: registry:admin); `registry compliance`
 // then gives the asset's first due date, as a table too.
 func TestPlansAndCompliance(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	c := newClient(t, http.DefaultTransport)

@@ -37,6 +37,7 @@ func eventually(t *testing.T, check func() error) {
 // A resource read as it was: the SDK's Get*AsOf and the command's -as-of
 // answer the state before a change, and not-found before the resource was.
 func TestGetAsOf(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
 	suffix := time.Now().Format("150405.000000")
@@ -114,6 +115,7 @@ func TestGetAsOf(t *testing.T) {
 // `registry actions find`: the action holding a source pair, a 404 for a
 // pair nobody holds, and -create recording it once.
 func TestActionsFindCommand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
 	suffix := time.Now().Format("150405.000000")
@@ -157,6 +159,7 @@ func TestActionsFindCommand(t *testing.T) {
 // line that is no item makes the exit status 1 without stopping the
 // others; the same file sent again replays the same answers.
 func TestBatchCommand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
 	suffix := time.Now().Format("150405.000000")
@@ -233,6 +236,7 @@ func TestBatchCommand(t *testing.T) {
 // list every document whose file has the sum, and a sum that is not one
 // is the registry's 422.
 func TestFindDocumentsBySHA256(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
 	content := "report " + time.Now().Format(time.RFC3339Nano)

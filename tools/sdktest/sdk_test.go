@@ -38,6 +38,7 @@ func newClient(t *testing.T, rt http.RoundTripper) *registry.Client {
 
 // The README's example: an inspection with its report, recorded in order.
 func TestRecordAnInspectionWithItsReport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
 	suffix := time.Now().Format("150405.000000")
@@ -100,6 +101,7 @@ func TestRecordAnInspectionWithItsReport(t *testing.T) {
 
 // Lists page through Link: rel="next" until the end.
 func TestListFollowsLinks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
 	country := "se"
@@ -152,6 +154,7 @@ func TestTokenRefreshesDuringARun(t *testing.T) {
 // Retry-After; the SDK waits and retries with the same Idempotency-Key,
 // so the upload happens exactly once when the service is back.
 func TestRetryThroughAnOutageCreatesOnce(t *testing.T) {
+	// Serial: it kills the documents service every other test uploads through.
 	ctx := context.Background()
 	c := newClient(t, http.DefaultTransport)
 	documents := suite.Processes["documents"]

@@ -19,6 +19,7 @@ import (
 // secret), the delivery log, retry (a succeeded delivery is refused) and
 // delete.
 func TestWebhooksCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var received atomic.Int64
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -52,6 +52,7 @@ func withoutPassword(t *testing.T, raw string) string {
 // not public, not a new schema, no superuser powers; and no role gets in
 // without its password.
 func TestEachDeployableHasItsOwnRole(t *testing.T) {
+	t.Parallel()
 	admin := connectAs(t, stack.DatabaseURL)
 	if len(stack.RoleURLs) < 2 {
 		t.Fatalf("roles: %v; the test would prove little", stack.RoleURLs)
@@ -109,6 +110,7 @@ func TestEachDeployableHasItsOwnRole(t *testing.T) {
 // cache namespace and no other service's keys, and so has the gateway, for
 // its rate-limit budgets; nobody gets in without a password.
 func TestEachServiceHasItsOwnRedisUser(t *testing.T) {
+	t.Parallel()
 	if len(stack.RedisUserURLs) < 2 {
 		t.Fatalf("users: %v; the test would prove little", stack.RedisUserURLs)
 	}

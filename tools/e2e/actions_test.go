@@ -18,6 +18,7 @@ func newAsset(t *testing.T, rw string) string {
 // Deleting an asset while actions on it are recorded, many rounds: no
 // action is left naming a deleted asset.
 func TestDeleteAssetVersusActionRaceThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	raceDeleteAgainstCreates(t, deleteRace{
@@ -35,6 +36,7 @@ func TestDeleteAssetVersusActionRaceThroughGateway(t *testing.T) {
 // document is left linking a deleted document. Each creator links its own
 // action, so the links never collide with each other.
 func TestDeleteDocumentVersusActionDocumentRaceThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	asset := newAsset(t, rw)

@@ -30,6 +30,7 @@ func uploadThroughGateway(t *testing.T, token, name, contentType, content string
 // responsible person, found again and found-or-created; and what cannot be
 // deleted while the asset and its type point at it.
 func TestAssetsThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	call := func(status int, method, path, token string, body any, headers ...string) testkit.Response {
@@ -115,6 +116,7 @@ func TestAssetsThroughGateway(t *testing.T) {
 // Every contract error of asset types and assets reaches the client
 // through the gateway as the problem it is.
 func TestAssetErrorsThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	brand := unique("Hoist")
@@ -187,6 +189,7 @@ func TestAssetErrorsThroughGateway(t *testing.T) {
 
 // Fifty identical find-or-create calls through the gateway make one asset.
 func TestAssetFindRaceThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw := readWrite(t)
 	brand := unique("Race")
 	testkit.Expect(t, gateway().Do(t, "POST", "/asset_types", rw, map[string]any{"brand": brand, "model": "R1"}), 201)
@@ -229,6 +232,7 @@ func TestAssetFindRaceThroughGateway(t *testing.T) {
 // Deleting a person while assets naming them are created, many rounds:
 // no asset is left pointing at a deleted person.
 func TestDeleteVersusReferenceRaceThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	typeID := testkit.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": unique("Race"), "model": "D1"}), 201).JSON()["id"].(string)

@@ -11,6 +11,7 @@ import (
 // the one a GET sends, its change is in the resource's history, and the
 // item budget is drawn on.
 func TestBatchUpdatesThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, stranger := readWrite(t), other(t)
 	gw := gateway()
 	call := func(status int, method, path, token string, body any) testkit.Response {

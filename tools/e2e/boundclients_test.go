@@ -25,6 +25,7 @@ func tenantToken(t *testing.T, tenant devstack.Tenant) string {
 // whose tokens carry the organization's id in the claim org; the other
 // clients are bound to none.
 func TestBoundClients(t *testing.T) {
+	t.Parallel()
 	if creds.OrgA.ID == creds.OrgB.ID {
 		t.Fatalf("the two organizations are one: %s", creds.OrgA.ID)
 	}

@@ -11,6 +11,7 @@ import (
 // The document the gateway serves makes, with oapi-codegen's defaults, a
 // client whose always-present answer fields are plain values.
 func TestServedDocumentGeneratesAClientWithoutNeedlessPointers(t *testing.T) {
+	t.Parallel()
 	var doc openapi.Document = testkit.Expect(t, gateway().Do(t, "GET", "/openapi.json", "", nil), 200).JSON()
 	problems, err := clientgen.Check(doc)
 	if err != nil {

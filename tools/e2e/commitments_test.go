@@ -15,6 +15,7 @@ import (
 // signed with the published key; the log's entry for the leaf is that
 // logged form, which holds none of the values.
 func TestPersonEventProvedThroughItsCommitments(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	name := unique("Saltvik")

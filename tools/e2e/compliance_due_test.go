@@ -16,6 +16,7 @@ import (
 // (include=components), as the read model learns the parent link and the
 // readings from the assets service's events.
 func TestComplianceDueThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro, adm := readWrite(t), readOnly(t), admin(t)
 	gw := gateway()
 	now := time.Now().UTC()

@@ -30,6 +30,7 @@ func eventually(t *testing.T, what string, check func() string) {
 // TestComplianceThroughGateway: the read model follows the registry's
 // writes through the gateway, the assets' by their change events.
 func TestComplianceThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	today := time.Now().UTC()

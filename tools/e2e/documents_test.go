@@ -55,6 +55,7 @@ func stored(t *testing.T) (rows, objects int) {
 // real tokens: upload, metadata, download whole and in part, revalidate,
 // delete, and every way an upload can be refused without leaving anything.
 func TestDocumentsThroughGateway(t *testing.T) {
+	// Serial: it counts every document row and object in the shared schema and bucket.
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	rowsBefore, objectsBefore := stored(t)

@@ -14,6 +14,7 @@ import (
 // the list by parent names the components; the parent's history shows
 // what was installed in it; a parent with components is not deleted.
 func TestComponentsThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	crane := newAsset(t, rw)
@@ -63,6 +64,7 @@ func TestComponentsThroughGateway(t *testing.T) {
 // Meter readings: a meter counts up in read_at order; a lower value needs
 // "reset": true; the list is oldest first.
 func TestMeterReadingsThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	path := newAsset(t, rw) + "/meter_readings"
@@ -109,6 +111,7 @@ func TestMeterReadingsThroughGateway(t *testing.T) {
 // right shape, once); an action of the added type is recorded, one of a
 // type nobody added is a 422.
 func TestActionTypesThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro, root := readWrite(t), readOnly(t), admin(t)
 	gw := gateway()
 	listed := func() []string {

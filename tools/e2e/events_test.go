@@ -78,6 +78,7 @@ var linkNext = regexp.MustCompile(`<([^>]+)>; rel="next"`)
 // The recording flow of the interface produces the expected events in the
 // feed, in each resource's history and at a subscribed receiver, signed.
 func TestChangeEventsThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	call := func(status int, method, path, token string, body any, headers ...string) testkit.Response {

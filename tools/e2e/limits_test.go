@@ -33,6 +33,7 @@ func largestAction(fill byte, tag string) map[string]any {
 // event that the relay publishes and the feed serves, within the size
 // NATS and the stream are set for (outbox.MaxEventSize).
 func TestTheLargestUpdateReachesTheFeed(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	next := linkNext.FindStringSubmatch(testkit.Expect(t, gw.Do(t, "GET", "/events?after=now", ro, nil), 200).Header.Get("Link"))[1]
@@ -87,6 +88,7 @@ func TestTheLargestUpdateReachesTheFeed(t *testing.T) {
 // refused with a 422 naming the field; never a 500, and never many times
 // what was sent.
 func TestCanonicalInputThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	asset := newAsset(t, rw)[len("/assets/"):]

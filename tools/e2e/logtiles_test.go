@@ -22,6 +22,7 @@ import (
 // of an event's leaf made from them alone; the entry itself stays behind a
 // token.
 func TestLogTilesThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	testkit.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": unique("Tiles"), "model": "T-1"}), 201)

@@ -27,6 +27,10 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
+// acquireTimeout is how long a request of the stack (or an operator's
+// command) waits for a database connection before it gives up with a 503.
+const acquireTimeout = 15 * time.Second
+
 func run(m *testing.M) int {
 	spans = startOTLPReceiver()
 	defer spans.Close()
@@ -71,6 +75,12 @@ func run(m *testing.M) int {
 			// do): on a loaded CI machine Redis can take longer than the
 			// default 25 ms, and the call would then go through unchecked.
 			"RATE_LIMIT_TIMEOUT=2s",
+			// Likewise the tests check what the services answer, not their
+			// shedding of load (pkg/store's tests and the fault suite do):
+			// with the tests running beside each other on a loaded CI
+			// machine, a write can wait longer than the default 2 s for a
+			// connection, and would be answered 503.
+			"DATABASE_ACQUIRE_TIMEOUT=" + acquireTimeout.String(),
 			// A checkpoint every second rather than production's 5 s: the
 			// tests that prove a write against the log (passports, the
 			// verify page, commitments, tiles) wait for the checkpoint

@@ -23,6 +23,7 @@ func notOwner(t *testing.T, r testkit.Response) {
 // rows and their parts alike, and nothing changes when it tries; it may
 // reference them; an admin may change anything.
 func TestOneIntegrationCannotTouchAnothersData(t *testing.T) {
+	t.Parallel()
 	rw, them, root, ro := readWrite(t), other(t), admin(t), readOnly(t)
 	gw := gateway()
 
@@ -102,6 +103,7 @@ func TestOneIntegrationCannotTouchAnothersData(t *testing.T) {
 
 // registry:admin comes only with a client that holds it.
 func TestAdminScopeOnlyForItsHolder(t *testing.T) {
+	t.Parallel()
 	form := clientForm(creds.ClientID, creds.ClientSecret)
 	form.Set("scope", "registry:admin")
 	if status, body := tokenResponse(t, form); status != 400 || body["error"] != "invalid_scope" {

@@ -19,6 +19,7 @@ import (
 // fetches, and answers 404 once deleted or expired; and a passport with
 // an action removed, however carefully, fails VerifyPassport.
 func TestPassportLinksThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	call := func(status int, method, path, token string, body any) testkit.Response {

@@ -42,19 +42,28 @@ func rateLimit(t *testing.T, r testkit.Response) (name string, quota, window, re
 // default budget lets a burst of 50 concurrent calls through; a client
 // with a small budget of its own gets a 429 problem with Retry-After.
 func TestRateLimitsThroughGateway(t *testing.T) {
+	t.Parallel()
 	gw := gateway()
-	rw := readWrite(t)
-	r := testkit.Expect(t, gw.Do(t, "GET", "/organizations?limit=1", rw, nil), 200)
+	// A client of its own on the default budget: the suite's read-write
+	// client spends its budget in the tests running beside this one, and
+	// the burst below needs 50 calls of it.
+	ownID := unique("e2e-default-budget")
+	ownSecret, err := stack.NewClient(t.Context(), ownID, "registry:read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := token(t, ownID, ownSecret)
+	r := testkit.Expect(t, gw.Do(t, "GET", "/organizations?limit=1", own, nil), 200)
 	name, quota, window, remaining, reset := rateLimit(t, r)
 	if name != "default" || quota < 1000 || window < 1 || remaining >= quota || reset > window {
 		t.Errorf("default budget: %q q=%d w=%d r=%d t=%d", name, quota, window, remaining, reset)
 	}
-	rateLimit(t, testkit.Expect(t, gw.Do(t, "GET", "/nothing/here", rw, nil), 404))
+	rateLimit(t, testkit.Expect(t, gw.Do(t, "GET", "/nothing/here", own, nil), 404))
 
 	var wg sync.WaitGroup
 	statuses := make(chan int, 50)
 	for range 50 {
-		wg.Go(func() { statuses <- gw.Do(t, "GET", "/organizations?limit=1", rw, nil).Status })
+		wg.Go(func() { statuses <- gw.Do(t, "GET", "/organizations?limit=1", own, nil).Status })
 	}
 	wg.Wait()
 	close(statuses)
@@ -87,7 +96,7 @@ func TestRateLimitsThroughGateway(t *testing.T) {
 		t.Errorf("429 with r=%d", remaining)
 	}
 	// The others' budgets are their own.
-	testkit.Expect(t, gw.Do(t, "GET", "/organizations?limit=1", rw, nil), 200)
+	testkit.Expect(t, gw.Do(t, "GET", "/organizations?limit=1", own, nil), 200)
 }
 
 // itemsClient has a budget of batch items of its own (itemsBudget, set by
@@ -104,6 +113,7 @@ const (
 // inside), a second of 600 refused with 429 before the service sees it,
 // and a batch of the 400 left answered.
 func TestBatchItemsThroughGateway(t *testing.T) {
+	t.Parallel()
 	secret, err := stack.NewClient(t.Context(), itemsClient, "registry:read", "registry:write")
 	if err != nil {
 		t.Fatal(err)

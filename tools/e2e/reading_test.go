@@ -24,6 +24,7 @@ const bodyTimeout = 5 * time.Second
 // parser would have widened a list, U+0000 would have reached PostgreSQL
 // (a 500), a member named twice would have meant its last value.
 func TestRequestsAreReadCompletely(t *testing.T) {
+	t.Parallel()
 	rw := readWrite(t)
 	gw := gateway()
 	org := testkit.Expect(t, gw.Do(t, "POST", "/organizations", rw, map[string]any{
@@ -79,6 +80,7 @@ func TestRequestsAreReadCompletely(t *testing.T) {
 // What net/http answers by itself, and header fields over their limit,
 // are problems too.
 func TestUnreadableRequestsThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw := readWrite(t)
 	tests := []struct {
 		name    string
@@ -109,6 +111,7 @@ func TestUnreadableRequestsThroughGateway(t *testing.T) {
 // service's limit is smaller than the gateway's, so the service refuses
 // uploads while the gateway is still sending.
 func TestBodyOverItsLimitThroughGateway(t *testing.T) {
+	// Serial: it counts every document row and object in the shared schema and bucket.
 	rw := readWrite(t)
 	const upload = "multipart/form-data; boundary=b"
 	rowsBefore, objectsBefore := stored(t)
@@ -140,6 +143,7 @@ func TestBodyOverItsLimitThroughGateway(t *testing.T) {
 // (JSON) or its pace too slow (an upload); it does not hold a connection
 // of the gateway, nor one of a service, for as long as it likes.
 func TestStalledClientThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw := readWrite(t)
 	for _, tt := range []struct{ name, path, contentType, body string }{
 		{"JSON", "/organizations", "application/json", `{"name":"Treg`},

@@ -13,6 +13,7 @@ import (
 // events service), and the log's proof of its events, checked with the
 // SDK and the key the registry publishes.
 func TestRecordThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	call := func(status int, method, path, token string, body any) testkit.Response {

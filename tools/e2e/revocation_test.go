@@ -21,7 +21,7 @@ func idpAdmin(t *testing.T, args ...string) string {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, catalog.IdentityProvider.Name), append([]string{"client"}, args...)...)
-	cmd.Env = []string{"DATABASE_URL=" + stack.RoleURLs[catalog.IdentityProvider.Name]}
+	cmd.Env = []string{"DATABASE_URL=" + stack.RoleURLs[catalog.IdentityProvider.Name], "DATABASE_ACQUIRE_TIMEOUT=" + acquireTimeout.String()}
 	out, err := cmd.Output()
 	if err != nil {
 		stderr := ""

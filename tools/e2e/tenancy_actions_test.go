@@ -27,6 +27,7 @@ func bound(t *testing.T) (a, b tenant) {
 // refuses recording (403 not-permitted); an inspect grant records; a
 // client bound to no organization sees every row.
 func TestTenancyOfActionsThroughGateway(t *testing.T) {
+	t.Parallel()
 	a, b := bound(t)
 	rw := readWrite(t)
 	gw := gateway()

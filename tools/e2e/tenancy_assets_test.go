@@ -44,6 +44,7 @@ func problemType(t *testing.T, r testkit.Response, status int, suffix string) {
 // hides it; a transfer hands it over when the receiver accepts, once,
 // however many accept at the same moment.
 func TestTenancyAssetsThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, root := readWrite(t), admin(t)
 	gw := gateway()
 	call := func(status int, method, path, token string, body any) testkit.Response {

@@ -26,6 +26,7 @@ func eventTenants(t *testing.T) (a, b eventTenant) {
 // hands the asset over to B; then B sees its whole record, the actions
 // recorded before included, and A none of it.
 func TestTenancyEventsThroughGateway(t *testing.T) {
+	t.Parallel()
 	a, b := eventTenants(t)
 	gw := gateway()
 	call := func(status int, method, path, token string, body any) testkit.Response {

@@ -107,6 +107,7 @@ var tenancyOf = map[string]tenancy{
 // TestTenancyMatrixCoversEveryOperation: each operation of the gateway's
 // document is classified above.
 func TestTenancyMatrixCoversEveryOperation(t *testing.T) {
+	t.Parallel()
 	doc := testkit.Expect(t, gateway().Do(t, "GET", "/openapi.json", "", nil), 200).JSON()
 	paths, _ := doc["paths"].(map[string]any)
 	if len(paths) == 0 {
@@ -239,6 +240,7 @@ func (f tenancyFixture) lists() map[string]struct {
 // organization, so each grant is also seen in force for the next call),
 // a client bound to no organization and an admin.
 func TestTenancyMatrix(t *testing.T) {
+	t.Parallel()
 	gw := gateway()
 	owner, guest, unbound, root := orgA(t), orgB(t), readWrite(t), admin(t)
 	f := newTenancyFixture(t, owner)

@@ -91,6 +91,7 @@ func TestTokenEndpointThrottlesGuesses(t *testing.T) {
 // secret from another address through the same proxy is answered, and its
 // token works at the gateway.
 func TestTokenEndpointThrottlesTheTrueSourceBehindAProxy(t *testing.T) {
+	t.Parallel()
 	target, err := url.Parse(stack.AuthURL)
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,7 @@ func newInspectedAsset(t *testing.T, n int) inspectedAsset {
 // actions service answers and the names the parties service recorded;
 // VerifyPassport checks its ids and says what it did not prove.
 func TestPassportInformationalThroughGateway(t *testing.T) {
+	t.Parallel()
 	a := newInspectedAsset(t, 2)
 	keys := logKeys(t)
 	r, err := registry.VerifyPassport(a.bundle, keys, nil)

@@ -13,6 +13,7 @@ import (
 // an earlier action (so it asks the assets service nothing): no action is
 // left naming a deleted asset, and every 201's asset exists.
 func TestDeleteAssetVersusSixteenActionWritersThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	raceDeleteAgainstCreates(t, deleteRace{
@@ -39,6 +40,7 @@ func TestDeleteAssetVersusSixteenActionWritersThroughGateway(t *testing.T) {
 // recorded, each item answered on its own, in order, once per key, and
 // both in the merged OpenAPI document.
 func TestBatchesThroughGateway(t *testing.T) {
+	t.Parallel()
 	rw, ro := readWrite(t), readOnly(t)
 	gw := gateway()
 	typ := testkit.Expect(t, gw.Do(t, "POST", "/asset_types", rw, map[string]any{"brand": unique("Batch"), "model": "B1"}), 201).JSON()["id"]

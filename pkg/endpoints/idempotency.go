@@ -151,6 +151,8 @@ func (k *IdempotencyKeys) run(ctx context.Context, key string, request any, next
 		// caller hung up as it committed): freed like a failed request's
 		// key, or its retry would answer 409 until the lease ran out. In
 		// the background: after a database failure it would only wait.
+		// claim hands no token back for a statement that never left, so
+		// a pool out of connections is not asked for one more.
 		if token != uuid.Nil {
 			go k.release(ctx, client, key, token)
 		}
@@ -234,8 +236,8 @@ type record struct {
 }
 
 // claim takes the key for this request, or returns the record that holds it.
-// When claiming fails it still returns the token it claimed with, whose
-// claim may have been made.
+// When claiming fails after the statement was sent, it still returns the
+// token it claimed with, whose claim may have been made.
 func (k *IdempotencyKeys) claim(ctx context.Context, client, key string) (uuid.UUID, *record, error) {
 	ctx, cancel := k.bounded(ctx)
 	defer cancel()
@@ -249,6 +251,9 @@ func (k *IdempotencyKeys) claim(ctx context.Context, client, key string) (uuid.U
 		   OR (idempotency_keys.state = 'done' AND idempotency_keys.created_at < now() - make_interval(secs => $5))`,
 		client, key, token, k.lease.Seconds(), IdempotencyRetention.Seconds())
 	if err != nil {
+		if store.NeverSent(err) {
+			token = uuid.Nil
+		}
 		return token, nil, store.Classify(err, "claim idempotency key")
 	}
 	if tag.RowsAffected() == 1 {

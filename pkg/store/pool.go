@@ -180,6 +180,13 @@ func WriteSlots(maxConns, maxWrites, cpus int) int64 {
 
 var errNoConnection = errors.New("no database connection became free in time")
 
+// NeverSent reports whether err is a failure that left the statement
+// unsent: no connection became free in time, or pgx says nothing reached
+// the server. A write that failed so certainly did not happen.
+func NeverSent(err error) bool {
+	return errors.Is(err, errNoConnection) || pgconn.SafeToRetry(err)
+}
+
 // acquire waits for a connection at most the acquire timeout.
 func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	actx, cancel := context.WithTimeout(ctx, p.acquireTimeout)

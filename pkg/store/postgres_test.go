@@ -449,6 +449,13 @@ func TestWritesLeaveConnectionsForReads(t *testing.T) {
 	if err := pool.QueryRow(t.Context(), "SELECT 1").Scan(&n); !apperr.Is(store.Classify(err, "read"), apperr.KindUnavailable) {
 		t.Fatalf("no connection free: %v, want unavailable", err)
 	}
+	// A write refused so never happened; one the server refused did reach it.
+	if _, err := pool.Exec(t.Context(), "INSERT INTO items (id, kind) VALUES (gen_random_uuid(), 'x')"); err == nil || !store.NeverSent(err) {
+		t.Errorf("a write with no connection free: %v, want one never sent", err)
+	}
+	if _, err := reader.Exec(t.Context(), "SELECT 1/0"); err == nil || store.NeverSent(err) {
+		t.Errorf("a statement the server refused: %v, want one that was sent", err)
+	}
 	_ = reader.Rollback(t.Context())
 	for _, tx := range writes {
 		_ = tx.Rollback(t.Context())

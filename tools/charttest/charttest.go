@@ -191,13 +191,10 @@ func ChangedObjects(base []Doc, manifests []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	before := map[string]Doc{}
-	for _, d := range base {
-		before[d.Kind()+"/"+d.Name()] = d
-	}
+	before := byKey(base)
 	var out bytes.Buffer
 	for _, d := range docs {
-		if b, ok := before[d.Kind()+"/"+d.Name()]; ok && reflect.DeepEqual(b, d) {
+		if b, ok := before[d.key()]; ok && reflect.DeepEqual(b, d) {
 			continue
 		}
 		raw, err := yaml.Marshal(map[string]any(d))
@@ -208,6 +205,18 @@ func ChangedObjects(base []Doc, manifests []byte) ([]byte, error) {
 		out.Write(raw)
 	}
 	return out.Bytes(), nil
+}
+
+// key names an object within one namespace's render: its kind and name.
+func (d Doc) key() string { return d.Kind() + "/" + d.Name() }
+
+// byKey is docs by their keys.
+func byKey(docs []Doc) map[string]Doc {
+	m := make(map[string]Doc, len(docs))
+	for _, d := range docs {
+		m[d.key()] = d
+	}
+	return m
 }
 
 // Get walks maps and lists (by int index) and returns what is at path, or nil.

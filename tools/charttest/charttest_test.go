@@ -203,14 +203,6 @@ func TestEachChartAloneMatchesTheUmbrella(t *testing.T) {
 	}
 }
 
-func byKey(docs []Doc) map[string]Doc {
-	m := map[string]Doc{}
-	for _, d := range docs {
-		m[d.Kind()+"/"+d.Name()] = d
-	}
-	return m
-}
-
 func TestSchemaRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	w := workspace(t)
@@ -499,7 +491,7 @@ func podSpecs(docs []Doc) map[string]map[string]any {
 	for _, d := range docs {
 		if d.Kind() == "Deployment" || d.Kind() == "Job" {
 			if spec, ok := Get(d, "spec", "template", "spec").(map[string]any); ok {
-				out[d.Kind()+"/"+d.Name()] = spec
+				out[d.key()] = spec
 			}
 		}
 	}
@@ -1017,7 +1009,7 @@ func TestChangedObjectsAreThoseTheValuesChanged(t *testing.T) {
 	}
 	var got []string
 	for _, d := range docs {
-		got = append(got, d.Kind()+"/"+d.Name())
+		got = append(got, d.key())
 	}
 	if want := []string{"ConfigMap/changed", "Secret/same"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("changed objects %v, want %v", got, want)

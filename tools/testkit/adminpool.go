@@ -10,9 +10,9 @@ import (
 )
 
 // admins holds one small pool per server for the harness's own
-// statements (schemas dropped): a PostgreSQL
-// session costs its server a process, tens of milliseconds of CPU on a
-// virtual machine, and tests make and drop hundreds.
+// statements (schemas dropped): a PostgreSQL session costs its server a
+// process, tens of milliseconds of CPU on a virtual machine, and tests
+// make and drop hundreds of schemas.
 var admins struct {
 	mu    sync.Mutex
 	pools map[string]*pgxpool.Pool

@@ -118,6 +118,75 @@ func TestComplianceTransitions(t *testing.T) {
 	}
 }
 
+// A write that commits while a day's pass is under way is announced as
+// its writer's, not as the roller's: the pass leaves a queued asset to
+// the queue. The test holds the write's queue entry as a queue batch
+// that has taken it but not committed would, and runs a pass (the next
+// day's) meanwhile.
+func TestPassLeavesQueuedAssetsToTheirWriters(t *testing.T) {
+	w := newComplianceWorld(t)
+	ctx := t.Context()
+	st := roller.NewStore(w.Built.Store)
+	tomorrow := func() time.Time { return time.Now().AddDate(0, 0, 1) }
+	pass := roller.New(st, time.UTC).At(tomorrow)
+	var rolledFor string
+	readRolledFor := func() string {
+		t.Helper()
+		var day *time.Time
+		if err := w.Built.Store.Pool.QueryRow(ctx, `SELECT rolled_for FROM compliance_roll`).Scan(&day); err != nil {
+			t.Fatalf("read the compliance roll: %v", err)
+		}
+		if day == nil {
+			return ""
+		}
+		return day.Format(time.DateOnly)
+	}
+	// The service's own roller ticks every second and may take the entry
+	// before the test holds it; then the test writes again.
+	for attempt := 0; ; attempt++ {
+		if attempt == 5 {
+			t.Fatal("the service's roller took every write's queue entry before the test could hold it")
+		}
+		a := w.asset(t)
+		w.transitions(t)
+		w.Call(201, "POST", "/actions", w.RW, map[string]any{"asset_id": a, "action_type": "expert_control",
+			"performed_at": "2025-01-01", "status_ok": true, "status_finalized": true, "status_valid_through": "2099-01-01"})
+		hold, err := w.Built.Store.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held int
+		err = hold.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM compliance_dirty WHERE asset_id = $1 FOR UPDATE SKIP LOCKED) q`,
+			uuid.MustParse(a)).Scan(&held)
+		if err != nil || held == 0 {
+			_ = hold.Rollback(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		// Another replica may hold the roll for a moment: tick until the
+		// next day's pass is over.
+		want := model.DateOf(tomorrow()).String()
+		testkit.Eventually(t, "the next day's pass over", 30*time.Second, func() bool {
+			if err := pass.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rolledFor = readRolledFor()
+			return rolledFor == want
+		})
+		if err := hold.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	// transitions checks that each carries the action write's actor and
+	// request id.
+	if got := w.transitions(t); len(got) != 1 || got[0] != "expert_control:never>valid" {
+		t.Fatalf("after a write during a pass (rolled for %s): %v", rolledFor, got)
+	}
+}
+
 // Concurrent batches queue the same assets in opposite orders: no write
 // waits for another's queue entry (a keyed queue deadlocked them, 500s
 // in the bench's batch rows), and every asset is announced once.

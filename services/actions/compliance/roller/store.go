@@ -144,7 +144,19 @@ func (s *Store) rollPass(ctx context.Context, today model.Date, limit int, behin
 // committed. A deleted asset's announced rows go, without events. An
 // asset's transitions carry its writer's actor and request id when
 // writers names them, Actor's otherwise.
+//
+// A pass (writers nil) leaves out the assets that are queued: a write
+// that commits while the pass runs is seen by the pass's statement, and
+// announced there it would carry Actor instead of its writer. The queue
+// entry and the write commit together, so the statement that computes
+// the rows sees both or neither; an entry a queue batch has taken but
+// not yet committed is still seen, and that batch announces the asset
+// once the pass lets go of it.
 func (s *Store) announce(ctx context.Context, tx pgx.Tx, today model.Date, ids []uuid.UUID, writers map[uuid.UUID]writer) (int, error) {
+	notQueued := "true"
+	if writers == nil {
+		notQueued = "NOT EXISTS (SELECT 1 FROM compliance_dirty d WHERE d.asset_id = now.asset_id)"
+	}
 	if _, err := tx.Exec(ctx, `SELECT FROM known_assets WHERE asset_id = ANY($1) ORDER BY asset_id FOR UPDATE`, ids); err != nil {
 		return 0, store.Classify(err, "lock assets")
 	}
@@ -156,6 +168,7 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, today model.Date, ids [
 		INSERT INTO compliance_announced AS a (asset_id, action_type, state, row)
 		SELECT asset_id, action_type, state, row FROM now
 		WHERE state <> coalesce((SELECT state FROM compliance_announced o WHERE o.asset_id = now.asset_id AND o.action_type = now.action_type), 'never')
+			AND `+notQueued+`
 		ON CONFLICT (asset_id, action_type) DO UPDATE SET state = excluded.state, row = excluded.row
 		RETURNING a.asset_id, a.action_type, a.row,
 			coalesce((SELECT row FROM compliance_announced o WHERE o.asset_id = a.asset_id AND o.action_type = a.action_type),

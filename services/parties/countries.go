@@ -1,6 +1,10 @@
 package parties
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/assetregistry/registry/pkg/apperr"
+)
 
 // iso3166Alpha2 lists the 249 officially assigned ISO 3166-1 alpha-2 codes.
 // Reserved and user-assigned codes (UK, EU, XK, ...) are not countries in
@@ -46,4 +50,17 @@ var countries = func() map[string]bool {
 func normalizeCountry(code string) (string, bool) {
 	c := strings.ToLower(strings.TrimSpace(code))
 	return c, countries[c]
+}
+
+// optionalCountry is the stored form of an optional country (nil: none)
+// in a body; a code that is not an assigned one is recorded in v.
+func optionalCountry(v *apperr.Validation, code *string) *string {
+	if code == nil {
+		return nil
+	}
+	c, ok := normalizeCountry(*code)
+	if !ok {
+		v.Add("country", "must be an ISO 3166-1 alpha-2 country code, e.g. no or de")
+	}
+	return &c
 }

@@ -128,13 +128,7 @@ func (in OrganizationInput) Normalize() (OrganizationInput, error) {
 		tax = alias
 	}
 	in.TaxRegistrationNumber, in.TaxIdentificationNumber = tax, nil
-	if in.Country != nil {
-		c, ok := normalizeCountry(*in.Country)
-		if !ok {
-			v.Add("country", "must be an ISO 3166-1 alpha-2 country code, e.g. no or de")
-		}
-		in.Country = &c
-	}
+	in.Country = optionalCountry(&v, in.Country)
 	return in, v.Err()
 }
 
@@ -180,13 +174,7 @@ type OrganizationQuery struct {
 func (q OrganizationQuery) Normalize() (OrganizationQuery, error) {
 	var v apperr.Validation
 	q.RegistrationNumber = model.Required(&v, "registration_number", q.RegistrationNumber, model.NumberLen)
-	if q.Country != nil {
-		c, ok := normalizeCountry(*q.Country)
-		if !ok {
-			v.Add("country", "must be an ISO 3166-1 alpha-2 country code, e.g. no or de")
-		}
-		q.Country = &c
-	}
+	q.Country = optionalCountry(&v, q.Country)
 	return q, v.Err()
 }
 

@@ -35,18 +35,26 @@ COMMANDS := $(DEPLOYABLE_COMMANDS) \
 # without cgo and with -trimpath). Cgo changes the build of net and of
 # everything above it, so with two sets a cold make test compiled every
 # dependency twice; with one, the images reuse the tests' compilation.
+# -ldflags=-w: binaries go without DWARF, which only a debugger reads
+# (stack traces and profiles use the symbol table, which stays); DWARF is a
+# third of a link's CPU, and make test links some sixty binaries. The
+# images' build sets its own, stricter, link flags.
 export CGO_ENABLED := 0
-export GOFLAGS := -trimpath
+export GOFLAGS := -trimpath -ldflags=-w
 
 # -parallel 4: the tests that call t.Parallel mostly wait (a breaker's
 # window, a lease running out, a helm or kubectl-validate process), so
 # four of a package's at once overlap their waits; the two cores bound
 # the CPU work anyway. go test's default is GOMAXPROCS, two here.
-# -ldflags=-w: the test binaries go without DWARF, which only a debugger
-# reads (stack traces and profiles use the symbol table, which stays).
-# Linking some fifty test binaries is a fifth of make test's CPU, and
-# DWARF a quarter of each link.
-GO_TEST_FLAGS ?= -count=1 -timeout 15m -parallel 4 -ldflags=-w
+GO_TEST_FLAGS ?= -count=1 -timeout 15m -parallel 4
+# Linking the fifty-odd test binaries is a fifth of make test's CPU. go
+# test -o keeps each package's binary in TEST_BINARIES, outside the work
+# tree like Go's build cache, and links it again only when something it is
+# built from changed (Go's build ID says): a run after a change to one
+# service links that service's binaries and what imports it. -o names each
+# binary after its package's last element, so no two packages with tests
+# may share one. About 1.5 GB; deleting it costs one run its links.
+TEST_BINARIES ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/asset-registry/test-binaries
 # The fault suite (tools/faults) builds only with this tag, so that `go test
 # ./...` by hand stays quick; make test and make faults set it. The
 # registry command's test hooks (a SIGKILL failpoint, profiles) build only
@@ -128,7 +136,9 @@ test: servers-for-test chart-tools-head-start deps browser-head-start lint build
 	until [ -s $$env_file ]; do kill -0 $$infra 2>/dev/null || { echo "test datastores failed to start" >&2; exit 1; }; sleep 0.1; done; \
 	set -a; . $$env_file; set +a; \
 	rm -f bench/short-comparison.txt; \
-	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) $(PACKAGES) || status=$$?; \
+	tested=$$(go list $(TEST_TAGS) -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(PACKAGES)); \
+	mkdir -p $(TEST_BINARIES); \
+	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) -o $(TEST_BINARIES)/ $$tested || status=$$?; \
 	if [ -f bench/short-comparison.txt ]; then cat bench/short-comparison.txt; fi; \
 	exit $$status
 

@@ -11,7 +11,7 @@ import (
 
 // builtInDocs are the services' API documents as they were when the
 // gateway was built: `make generate` copies each service's openapi.yaml
-// here (tools/catalog.APIDocuments), and a test fails when a copy differs
+// here (tools/catalogfiles.APIDocuments), and a test fails when a copy differs
 // from its service's. The gateway serves a service's document from its
 // own answer while it answers, and from this copy while it does not, so
 // /openapi.json and /openapi/{resource}.json stay whole with a service

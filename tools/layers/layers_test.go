@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/assetregistry/registry/tools/catalog"
+	"github.com/assetregistry/registry/tools/catalogfiles"
 )
 
 func TestCheck(t *testing.T) {
@@ -75,7 +75,7 @@ func TestRepositoryKeepsTheRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs, err := List("../..", tags, catalog.Patterns()...)
+	pkgs, err := List("../..", tags, catalogfiles.Patterns()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestCheckModules(t *testing.T) {
 
 // TestRepositoryModules: the registry's own modules keep the rules.
 func TestRepositoryModules(t *testing.T) {
-	mods, err := ReadModules("../..", catalog.Modules())
+	mods, err := ReadModules("../..", catalogfiles.Modules())
 	if err != nil {
 		t.Fatal(err)
 	}

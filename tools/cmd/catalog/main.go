@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/assetregistry/registry/tools/catalog"
+	"github.com/assetregistry/registry/tools/catalogfiles"
 )
 
 func main() {
-	if err := catalog.Write("."); err != nil {
+	if err := catalogfiles.Write("."); err != nil {
 		fmt.Fprintln(os.Stderr, "catalog:", err)
 		os.Exit(1)
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/assetregistry/registry/tools/catalog"
+	"github.com/assetregistry/registry/tools/catalogfiles"
 	"github.com/assetregistry/registry/tools/layers"
 )
 
@@ -17,11 +17,11 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	pkgs, err := layers.List(".", tags, catalog.Patterns()...)
+	pkgs, err := layers.List(".", tags, catalogfiles.Patterns()...)
 	if err != nil {
 		fail(err)
 	}
-	mods, err := layers.ReadModules(".", catalog.Modules())
+	mods, err := layers.ReadModules(".", catalogfiles.Modules())
 	if err != nil {
 		fail(err)
 	}

@@ -1,9 +1,9 @@
-// Package catalog renders the files that list the registry's deployables
+// Package catalogfiles renders the files that list the registry's deployables
 // from pkg/catalog, so no list is kept by hand beside it: the Makefile's
 // module and binary lists (catalog.mk) and go.work, and the gateway's copy
 // of each service's API document (APIDocuments). `make generate` writes
 // them; a test fails when a committed one differs from what it renders.
-package catalog
+package catalogfiles
 
 import (
 	"bytes"

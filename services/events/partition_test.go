@@ -54,6 +54,15 @@ func TestFeedPartitionsMadeAheadAndDroppedPastRetention(t *testing.T) {
 	s := servicetest.StartParallel(t, Spec())
 	st := newTestStore(s)
 	conn := acquire(t, s)
+	// The service's own maintenance makes the partitions ahead when it
+	// first leads, and then not for ten minutes: moving the sequence
+	// before that pass would race it (both making the same partition).
+	passed := map[string]string{"schema": s.Built.Store.Pool.Config().ConnConfig.RuntimeParams["search_path"],
+		"task": "partitions of events"}
+	testkit.Eventually(t, "the service's first pass over the feed's partitions", 30*time.Second, func() bool {
+		_, ok := testkit.Metric(t, "registry_maintenance_last_duration_seconds", passed)
+		return ok
+	})
 	// Partitions of ten seqs, after those the migration made.
 	parts := leader.Partitions{Table: "events", Key: leader.SeqKey{Sequence: "events_seq", Width: 10}, Ahead: 2}
 	list, err := parts.List(t.Context(), conn)

@@ -353,10 +353,24 @@ var pairsLine = regexp.MustCompile(`(?m)^(\d+) pairs?\b`)
 // migrations left out (Migration); -1 where the command is not installed
 // or did not finish.
 func Duplicates(root string, c *Counts, folders ...string) {
-	c.Duplicates = map[string]int{}
+	c.Duplicates = duplicatePairs(root, nil, folders)
+}
+
+// DuplicatesOutsideImports is Duplicates with the lines inside Go's
+// grouped imports (`import ( … )`) blanked as well. `duplicates` passes
+// over import lines, but inside a group each line is a bare string, which
+// it reads as code: two files that import the same packages make a pair,
+// and an import list beside a few common lines lengthens a run into one.
+// A figure to read beside the rule's, which counts what the command finds.
+func DuplicatesOutsideImports(root string, folders ...string) map[string]int {
+	return duplicatePairs(root, blankGoImports, folders)
+}
+
+func duplicatePairs(root string, edit func(rel string, data []byte) []byte, folders []string) map[string]int {
+	pairs := map[string]int{}
 	for _, folder := range folders {
-		c.Duplicates[folder] = -1
-		tree, err := withoutMigrations(filepath.Join(root, folder))
+		pairs[folder] = -1
+		tree, err := withoutMigrations(filepath.Join(root, folder), edit)
 		if err != nil {
 			continue
 		}
@@ -366,13 +380,35 @@ func Duplicates(root string, c *Counts, folders ...string) {
 			continue
 		}
 		if strings.HasPrefix(string(out), "no duplicates") {
-			c.Duplicates[folder] = 0
+			pairs[folder] = 0
 			continue
 		}
 		if m := pairsLine.FindStringSubmatch(string(out)); m != nil {
-			c.Duplicates[folder], _ = strconv.Atoi(m[1])
+			pairs[folder], _ = strconv.Atoi(m[1])
 		}
 	}
+	return pairs
+}
+
+// blankGoImports empties the lines of a .go file's grouped imports,
+// keeping the line count (the pairs' line numbers stay the file's).
+func blankGoImports(rel string, data []byte) []byte {
+	if !strings.HasSuffix(rel, ".go") {
+		return data
+	}
+	lines := strings.Split(string(data), "\n")
+	inImports := false
+	for i, line := range lines {
+		switch trimmed := strings.TrimSpace(line); {
+		case trimmed == "import (":
+			inImports = true
+		case inImports && trimmed == ")":
+			inImports = false
+		case inImports:
+			lines[i] = ""
+		}
+	}
+	return []byte(strings.Join(lines, "\n"))
 }
 
 // Migration reports whether rel (slash-separated) is a migration file: an
@@ -385,8 +421,8 @@ func Migration(rel string) bool {
 // withoutMigrations copies the files of dir that `duplicates` would read
 // there (in a git checkout those git tracks and the untracked ones it does
 // not ignore; elsewhere every file) but the migrations into a new
-// temporary folder, and returns it.
-func withoutMigrations(dir string) (string, error) {
+// temporary folder, each through edit when it is not nil, and returns it.
+func withoutMigrations(dir string, edit func(rel string, data []byte) []byte) (string, error) {
 	var files []string
 	out, err := exec.Command("git", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
 	if err == nil {
@@ -418,6 +454,9 @@ func withoutMigrations(dir string) (string, error) {
 			continue // a migration; deleted in the working tree; a link (not read either)
 		}
 		data, err := os.ReadFile(from)
+		if err == nil && edit != nil {
+			data = edit(f, data)
+		}
 		if err == nil {
 			to := filepath.Join(tree, filepath.FromSlash(f))
 			if err = os.MkdirAll(filepath.Dir(to), 0o755); err == nil {

@@ -136,3 +136,22 @@ func TestDuplicatesLeaveMigrationsOut(t *testing.T) {
 		})
 	}
 }
+
+func TestBlankGoImports(t *testing.T) {
+	for _, tc := range []struct {
+		name, rel, in, want string
+	}{
+		{"a group blanked, lines kept", "a.go", "package a\n\nimport (\n\t\"fmt\"\n\n\tx \"os\"\n)\n\nfunc f() {}\n",
+			"package a\n\nimport (\n\n\n\n)\n\nfunc f() {}\n"},
+		{"a single import left (the command passes over it)", "a.go", "package a\n\nimport \"fmt\"\n", "package a\n\nimport \"fmt\"\n"},
+		{"code after the group kept, parentheses and all", "a.go", "import (\n\t\"a\"\n)\nvar v = f(\n)\n",
+			"import (\n\n)\nvar v = f(\n)\n"},
+		{"not Go: untouched", "a.sql", "import (\n\"a\"\n)\n", "import (\n\"a\"\n)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(blankGoImports(tc.rel, []byte(tc.in))); got != tc.want {
+				t.Errorf("blankGoImports(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

@@ -73,6 +73,12 @@ func main() {
 		}
 		row("duplicate pairs in "+folder+"/ (migrations left out)", n)
 	}
+	outside := housecount.DuplicatesOutsideImports(*root, "services", "pkg")
+	for _, folder := range slices.Sorted(maps.Keys(outside)) {
+		if outside[folder] >= 0 {
+			row("duplicate pairs in "+folder+"/ (migrations and Go import groups left out)", outside[folder])
+		}
+	}
 	row("largest file", fmt.Sprintf("%s, %d lines", c.LargestFile, c.LargestFileSize))
 	row("longest function", fmt.Sprintf("%s, %d lines", c.LongestFunc, c.LongestFuncSize))
 	printShape(shape, limits, *verbose)

@@ -22,6 +22,31 @@ func indexValid(t *testing.T, pool *store.Pool, name string) (exists, valid bool
 	return exists, valid
 }
 
+// The migrator's bookkeeping before any migration (the locks, the schema,
+// tern's version table) is not bounded by the requests' statement timeout
+// either: here tern's read of the version waits 300 ms for a lock another
+// session holds on its table, six times a 50 ms timeout, and the run goes
+// on once the lock is let go.
+func TestMigratorBookkeepingOutlivesTheStatementTimeout(t *testing.T) {
+	t.Parallel()
+	cfg := openAlone(t)
+	first := migrated(t, cfg, migrations)
+	holder, err := first.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(t.Context()) //nolint:errcheck // rolled back below on success
+	if _, err := holder.Exec(t.Context(), "LOCK TABLE schema_version IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = holder.Rollback(t.Context())
+	}()
+	cfg.StatementTimeout = 50 * time.Millisecond
+	migrated(t, cfg, migrations)
+}
+
 // A migration marked to run outside a transaction builds its index
 // CONCURRENTLY (writes go on meanwhile), and no migration is cut short by
 // the statement timeout that bounds requests: the deploy bounds it.

@@ -275,10 +275,18 @@ func MigrateSets(ctx context.Context, pool *Pool, schema string, sets ...Migrati
 		return Classify(err, "acquire connection for migrations")
 	}
 	// The session is the migrations' own and ends with them: it runs
-	// without a statement timeout (prepareMigration), which must not go
-	// back to the pool with it, and closing it releases the lock.
+	// without a statement timeout, which must not go back to the pool
+	// with it, and closing it releases the lock. The timeout is lifted
+	// from the start, for the bookkeeping before any migration too (the
+	// locks, the schema, tern's version table, which a busy server or a
+	// lock held on it stretches past a request's bound), and again before
+	// each migration (prepareMigration), since tern resets the session
+	// after each.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the session ends either way
+	if _, err := conn.Exec(ctx, "SET statement_timeout = 0"); err != nil {
+		return Classify(err, "lift the statement timeout for migrations")
+	}
 	// CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent twin
 	// (both may try to insert the name), so replicas take turns per schema.
 	if err := lockForMigrations(ctx, conn, schema); err != nil {

@@ -19,8 +19,9 @@ import (
 // the old table becomes the first partition, its indexes are adopted
 // (valid, used by the lists and the compliance recompute), the sync keys
 // move to action_source_keys (one per held pair, a duplicate kept as it
-// was), the action documents' foreign key follows the partitioned table,
-// and the task makes the partitions ahead.
+// was), the action documents' foreign key follows the partitioned table
+// (the source keys' is dropped by migration 015, a trigger deletes them
+// with their action), and the task makes the partitions ahead.
 func TestMigrationPartitionsFilledActions(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -87,8 +88,20 @@ func TestMigrationPartitionsFilledActions(t *testing.T) {
 			t.Errorf("foreign key %s references %s (validated %v), want the partitioned actions, validated", name, target, valid)
 		}
 		return nil
-	}); err != nil || fks != 2 {
-		t.Errorf("%d foreign keys to actions (%v), want 2", fks, err)
+	}); err != nil || fks != 1 {
+		t.Errorf("%d foreign keys to actions (%v), want 1: action documents'", fks, err)
+	}
+	var claimed uuid.UUID
+	if err := conn.QueryRow(ctx, `SELECT action_id FROM action_source_keys WHERE source_reference = 'ref-3'`).Scan(&claimed); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := conn.QueryRow(ctx, `WITH gone AS (DELETE FROM actions WHERE id = $1 RETURNING id)
+		SELECT (SELECT count(*) FROM gone)`, claimed).Scan(&left); err != nil || left != 1 {
+		t.Fatalf("deleting the action holding ref-3: %d deleted (%v)", left, err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM action_source_keys WHERE action_id = $1`, claimed).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d claims of a deleted action left (%v), want none", left, err)
 	}
 	// The hot reads still use indexes: a page of the list, one asset's
 	// actions, the compliance recompute of a pair, a find by source.

@@ -120,7 +120,7 @@ func (r *Results) finish(now time.Time) {
 			case g.Metric == "p99" && of != nil:
 				x = ratio(float64(s.P99), float64(of.Samples[k].P99))
 			case of != nil:
-				x = ratio(s.PerSec, of.Samples[k].PerSec)
+				x = ratio(s.PerSec*max(g.Items, 1), of.Samples[k].PerSec)
 			default:
 				x = ratio(s.PerSec, g.Value)
 			}

@@ -176,3 +176,61 @@ func TestMigrationKeepsDuplicateSources(t *testing.T) {
 		t.Errorf("find by the duplicated pair: %v, %v; want the oldest", holder.ID, err)
 	}
 }
+
+// A writer that inserts actions without claiming their pairs (an
+// operator's SQL, a bulk copy) has them claimed by the statement's
+// trigger; a statement holding one new pair twice fails whole; an update
+// that moves a pair moves its claim; a delete frees it.
+func TestPairsOfWritersThatDoNotClaimAreClaimed(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrateAcross(t, "016", func(*store.Pool) {})
+	claimOf := func(ref string) (holder uuid.UUID, n int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT COALESCE(min(action_id::text), '00000000-0000-0000-0000-000000000000')::uuid, count(*)
+			FROM action_source_keys WHERE source_system = 'ops' AND source_reference = $1`, ref).Scan(&holder, &n); err != nil {
+			t.Fatal(err)
+		}
+		return holder, n
+	}
+	insert := `INSERT INTO actions (id, asset_id, action_type, performed_at, source_system, source_reference, created_by, updated_by)
+		SELECT id, gen_random_uuid(), 'repair', date '2025-01-01', CASE WHEN ref IS NOT NULL THEN 'ops' END, ref, 'x', 'x'
+		FROM unnest($1::uuid[], $2::text[]) AS t(id, ref)`
+	ids := []uuid.UUID{store.NewID(), store.NewID(), store.NewID()}
+	if _, err := pool.Exec(ctx, insert, ids, []*string{new("a"), new("b"), nil}); err != nil {
+		t.Fatal(err)
+	}
+	for i, ref := range []string{"a", "b"} {
+		if holder, n := claimOf(ref); n != 1 || holder != ids[i] {
+			t.Errorf("pair %s: %d claims, held by %v; want one, by %v", ref, n, holder, ids[i])
+		}
+	}
+	twice := []uuid.UUID{store.NewID(), store.NewID()}
+	if _, err := pool.Exec(ctx, insert, twice, []*string{new("c"), new("c")}); err == nil {
+		t.Error("one statement inserting a pair twice succeeded")
+	}
+	if _, n := claimOf("c"); n != 0 {
+		t.Errorf("the failed statement left %d claims of its pair", n)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE actions SET reference = 'r' WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE actions SET source_reference = 'd' WHERE id = $1`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if holder, n := claimOf("a"); n != 1 || holder != ids[0] {
+		t.Errorf("after an update of another column, pair a: %d claims by %v", n, holder)
+	}
+	if _, n := claimOf("b"); n != 0 {
+		t.Errorf("after its pair moved, pair b: %d claims", n)
+	}
+	if holder, n := claimOf("d"); n != 1 || holder != ids[1] {
+		t.Errorf("the moved pair d: %d claims by %v, want one by %v", n, holder, ids[1])
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM actions WHERE id = $1`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := claimOf("d"); n != 0 {
+		t.Errorf("after its action's delete, pair d: %d claims", n)
+	}
+}

@@ -447,3 +447,28 @@ func TestPublishedEventsLeaveTheOutbox(t *testing.T) {
 		})
 	}
 }
+
+// The relay vacuums the outbox it empties, without waiting for
+// autovacuum: PostgreSQL counts the vacuum of the table.
+func TestRelayVacuumsTheOutboxItEmpties(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testkit.NATSServer{})
+	f.cfg.Retention, f.cfg.Batch = 0, 1000
+	changes := make([]outbox.Change, outbox.VacuumAfter+500)
+	for n := range changes {
+		changes[n] = outbox.Created(outbox.KindAsset, fmt.Sprint("asset-", n), counter{0})
+	}
+	if err := f.write(t, request("client", "req"), nil, changes...); err != nil {
+		t.Fatal(err)
+	}
+	f.relay(t)
+	testkit.Eventually(t, "the outbox emptied", 60*time.Second, func() bool { return f.unpublished(t) == 0 })
+	testkit.Eventually(t, "PostgreSQL counted a vacuum of the outbox", 30*time.Second, func() bool {
+		var vacuums int
+		if err := f.store.Pool.QueryRow(t.Context(), `SELECT vacuum_count FROM pg_stat_user_tables
+			WHERE schemaname = current_schema() AND relname = 'outbox'`).Scan(&vacuums); err != nil {
+			t.Fatal(err)
+		}
+		return vacuums > 0
+	})
+}

@@ -1,6 +1,7 @@
 package access_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -187,6 +188,35 @@ func TestCopyKeepsTheNewerAccess(t *testing.T) {
 	}
 	if got[asset].OwnerOrganizationID != orgB || got[asset].Version != 7 {
 		t.Fatalf("kept %+v, want the newer access", got[asset])
+	}
+}
+
+// Learning an access the copy holds already takes no lock on its row:
+// writers looking up one asset at once do not queue behind each other, or
+// behind a transaction that holds the row.
+func TestLearningWhatTheCopyHoldsTakesNoLock(t *testing.T) {
+	c, _, st := newCopy(t)
+	ctx := t.Context()
+	asset := id()
+	held := model.Access{AssetID: asset, OwnerOrganizationID: orgA, Version: 5}
+	if err := c.Store().Learn(ctx, []model.Access{held}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM asset_access WHERE asset_id = $1 FOR UPDATE`, asset); err != nil {
+		t.Fatal(err)
+	}
+	for _, again := range []model.Access{held, {AssetID: asset, OwnerOrganizationID: orgB, Version: 4}} {
+		bounded, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := c.Store().Learn(bounded, []model.Access{again})
+		cancel()
+		if err != nil {
+			t.Fatalf("learning version %d beside a lock on the row holding version 5: %v", again.Version, err)
+		}
 	}
 }
 

@@ -117,12 +117,18 @@ func (s *Store) Learn(ctx context.Context, access []model.Access) error {
 		}
 		grants[i] = string(raw)
 	}
+	// An access the copy holds already (as new or newer) is left out before
+	// the upsert: ON CONFLICT DO UPDATE locks the row it meets even when
+	// its WHERE then updates nothing, and writers of actions that look up
+	// the same asset at once queued on that lock (pg_stat_activity under
+	// the compliance lag's load).
 	_, err := s.st.DB(ctx).Exec(ctx, `INSERT INTO asset_access (asset_id, owner_organization_id, grantees, grants, version)
 		SELECT id, owner, grantees::uuid[], grants::jsonb, version
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[]) AS u(id, owner, grantees, grants, version)
+		WHERE NOT EXISTS (SELECT 1 FROM asset_access held WHERE held.asset_id = u.id AND held.version >= u.version)
 		ON CONFLICT (asset_id) DO UPDATE SET owner_organization_id = EXCLUDED.owner_organization_id,
 			grantees = EXCLUDED.grantees, grants = EXCLUDED.grants, version = EXCLUDED.version
-		WHERE asset_access.version <= EXCLUDED.version`, ids, owners, grantees, grants, versions)
+		WHERE asset_access.version < EXCLUDED.version`, ids, owners, grantees, grants, versions)
 	return store.Classify(err, "keep asset access")
 }
 

@@ -41,11 +41,6 @@ var (
 		Name: "outbox_relay_epoch",
 		Help: "The leading relay's epoch: the stream sequence of its fence message.",
 	}, []string{"schema"})
-	vacuumSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "outbox_vacuum_duration_seconds",
-		Help:    "The relay's vacuums of the outbox (one after every 5,000 events it took out, at most one a second), by duration.",
-		Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5},
-	}, []string{"schema"})
 	relayLeader = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "outbox_relay_leader",
 		Help: "1 on the replica whose relay publishes the schema's outbox.",

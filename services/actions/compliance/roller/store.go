@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/compliance"
@@ -47,10 +49,16 @@ func rowStatesWhere(cond string) string {
 // triggers), compliance_roll (the pass over every asset) and
 // compliance_announced (the rows as the last events said them), read
 // against the compliance read model's rows.
-type Store struct{ *store.Store }
+type Store struct {
+	*store.Store
+	// compliance_dirty is a queue: the roller vacuums what it took out.
+	dirty *leader.QueueVacuum
+}
 
 // NewStore returns the roller's store over the kit's store.
-func NewStore(s *store.Store) *Store { return &Store{s} }
+func NewStore(s *store.Store) *Store {
+	return &Store{Store: s, dirty: &leader.QueueVacuum{Table: "compliance_dirty", After: 5000, Every: time.Second}}
+}
 
 // announceQueued takes a batch of the queue, at most limit entries, and
 // announces their assets' rows on the day today; taken is how many
@@ -72,7 +80,10 @@ func (s *Store) announceQueued(ctx context.Context, today model.Date, limit int)
 		written, err = s.announce(ctx, tx, today, ids, writers)
 		return nil, err
 	})
-	return taken, written, err
+	if err != nil {
+		return taken, written, err
+	}
+	return taken, written, s.dirty.Took(ctx, s.Pool, taken)
 }
 
 // rollPass announces the next batch, at most limit assets, of a pass

@@ -14,7 +14,8 @@ import (
 
 // QueueVacuum vacuums a queue table, one whose every row is inserted once
 // and deleted once by its reader (the outbox, compliance_dirty), after
-// every After rows the reader took out, at most once an Every.
+// every After rows the reader took out, at most once an Every (0: once a
+// second).
 //
 // Autovacuum looks at a table once a minute at most (autovacuum_naptime),
 // and until a vacuum clears them the deleted rows stay in the table's
@@ -50,7 +51,11 @@ func (q *QueueVacuum) Took(ctx context.Context, db Execer, n int) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.taken += n
-	if q.taken < q.After || time.Since(q.last) < q.Every {
+	every := q.Every
+	if every == 0 {
+		every = time.Second
+	}
+	if q.taken < q.After || time.Since(q.last) < every {
 		return nil
 	}
 	start := time.Now()

@@ -170,7 +170,7 @@ func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 	r.epoch = 0 // fenced again before the first round
 	var lastSweep, lastMeasure, lastRound time.Time
 	// The outbox is a queue: the relay vacuums what it deleted.
-	vacuum := leader.QueueVacuum{Table: "outbox", After: vacuumAfter, Every: time.Second}
+	vacuum := leader.QueueVacuum{Table: "outbox", After: vacuumAfter}
 	for ctx.Err() == nil {
 		var (
 			settled    int

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -57,7 +56,7 @@ type Store struct {
 
 // NewStore returns the roller's store over the kit's store.
 func NewStore(s *store.Store) *Store {
-	return &Store{Store: s, dirty: &leader.QueueVacuum{Table: "compliance_dirty", After: 5000, Every: time.Second}}
+	return &Store{Store: s, dirty: &leader.QueueVacuum{Table: "compliance_dirty", After: 5000}}
 }
 
 // announceQueued takes a batch of the queue, at most limit entries, and

@@ -9,7 +9,10 @@
 -- An update still takes the row trigger, and only when it moves the pair
 -- (an update of anything else used to call it too, to return at once).
 -- Two rows of one statement with the same pair fail the statement on the
--- claims' primary key, as the row trigger's second insert did.
+-- claims' primary key, as the row trigger's second insert did. A statement
+-- trigger fires for the table it is on: an insert straight into one
+-- partition (actions_0, ...) claims nothing, where the row trigger, cloned
+-- onto every partition, did. Write to actions.
 CREATE FUNCTION keep_inserted_action_source_keys() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     INSERT INTO action_source_keys (source_system, source_reference, action_id)

@@ -81,6 +81,9 @@ func (r *Roller) Tick(ctx context.Context) error {
 			return err
 		}
 		transitionsAnnounced.WithLabelValues("write").Add(float64(written))
+		if err := r.store.tookQueued(ctx, n); err != nil {
+			return err
+		}
 		if n < rollBatch {
 			break
 		}

@@ -79,10 +79,13 @@ func (s *Store) announceQueued(ctx context.Context, today model.Date, limit int)
 		written, err = s.announce(ctx, tx, today, ids, writers)
 		return nil, err
 	})
-	if err != nil {
-		return taken, written, err
-	}
-	return taken, written, s.dirty.Took(ctx, s.Pool, taken)
+	return taken, written, err
+}
+
+// tookQueued counts entries taken out of the queue, and vacuums it when
+// enough were.
+func (s *Store) tookQueued(ctx context.Context, taken int) error {
+	return s.dirty.Took(ctx, s.Pool, taken)
 }
 
 // rollPass announces the next batch, at most limit assets, of a pass

@@ -390,8 +390,7 @@ func (r *Registry) QueueConfirm(batch *pgx.Batch, c *Checked) (*Confirmation, er
 	// taken after the lock is granted.
 	batch.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended(k, 0))
 		FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`, locks)
-	kinds, ids := split(keys)
-	batch.Queue(rowsSQL, kinds, ids)
+	batch.Queue(rowsSQL, keysJSON(keys))
 	return cf, nil
 }
 
@@ -463,12 +462,18 @@ func missing(targets []Target, exists func(Key) bool) error {
 	return v.Err()
 }
 
-func split(keys []Key) ([]string, []uuid.UUID) {
-	kinds, ids := make([]string, len(keys)), make([]uuid.UUID, len(keys))
-	for i, k := range keys {
-		kinds[i], ids[i] = k.Kind, k.ID
+// keysJSON is keys as rowsSQL takes them: [{"kind": ..., "id": ...}, ...].
+func keysJSON(keys []Key) []byte {
+	type key struct {
+		Kind string    `json:"kind"`
+		ID   uuid.UUID `json:"id"`
 	}
-	return kinds, ids
+	list := make([]key, len(keys))
+	for i, k := range keys {
+		list[i] = key{k.Kind, k.ID}
+	}
+	raw, _ := json.Marshal(list) // strings and UUIDs always encode
+	return raw
 }
 
 // rowsSQL reads the rows of the keys, each by its primary key. The
@@ -477,13 +482,21 @@ func split(keys []Key) ([]string, []uuid.UUID) {
 // hash join over a sequential scan) stayed in use as the table grew, and
 // read the whole table for every write (pg_stat_statements: 0.3 to
 // 0.7 ms a call at 4,000 rows, where an index probe is 0.03 ms).
+//
+// The keys come as one JSON array, not as arrays of kinds and ids: for
+// unnest of arrays PostgreSQL counts the elements of each call's own
+// array, so a custom plan for one key always looked cheaper than the
+// cached generic plan, which guesses a hundred, and the statement was
+// planned again on every call (pg_stat_statements with track_planning:
+// 0.22 ms of planning for 0.06 ms of execution, every action write).
+// jsonb_to_recordset's estimate is the same in both, so after its first
+// few calls a connection keeps the generic plan.
 const rowsSQL = `SELECT r.kind, r.id, r.alive, r.attrs, r.version
-	FROM unnest($1::text[], $2::uuid[]) AS t(kind, id)
+	FROM jsonb_to_recordset($1::jsonb) AS t(kind text, id uuid)
 	CROSS JOIN LATERAL (SELECT * FROM ref_targets r WHERE r.kind = t.kind AND r.id = t.id LIMIT 1) r`
 
 func readRows(ctx context.Context, q store.Querier, keys []Key) (map[Key]row, error) {
-	kinds, ids := split(keys)
-	rows, err := q.Query(ctx, rowsSQL, kinds, ids)
+	rows, err := q.Query(ctx, rowsSQL, keysJSON(keys))
 	if err != nil {
 		return nil, store.Classify(err, "read reference targets")
 	}

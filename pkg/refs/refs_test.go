@@ -683,13 +683,44 @@ func TestRememberedRowsAreReadByKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `RESET plan_cache_mode`) //nolint:errcheck // the connection's own setting
-	if _, err := conn.Exec(ctx, `PREPARE remembered(text[], uuid[]) AS `+refs.RowsSQL); err != nil {
+	if _, err := conn.Exec(ctx, `PREPARE remembered(jsonb) AS `+refs.RowsSQL); err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE remembered`) //nolint:errcheck // the connection's own statement
-	plan := testkit.Explain(t, conn, `EXECUTE remembered('{person}', '{00000000-0000-0000-0000-000000000000}')`)
+	plan := testkit.Explain(t, conn, `EXECUTE remembered('[{"kind": "person", "id": "00000000-0000-0000-0000-000000000000"}]')`)
 	if strings.Contains(plan, "Seq Scan on ref_targets") || !strings.Contains(plan, "ref_targets_pkey") {
 		t.Errorf("the generic plan does not probe the primary key:\n%s", plan)
+	}
+}
+
+// A connection keeps the read's generic plan after its first calls, as
+// PostgreSQL does for a statement whose custom plans look no cheaper:
+// planned again on every call, it cost more to plan than to run.
+func TestRememberedRowsAreNotPlannedOnEveryCall(t *testing.T) {
+	t.Parallel()
+	s := open(t, `SELECT 1`)
+	ctx := t.Context()
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `PREPARE remembered(jsonb) AS `+refs.RowsSQL); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE remembered`) //nolint:errcheck // the connection's own statement
+	for range 10 {
+		if _, err := conn.Exec(ctx, `EXECUTE remembered('[{"kind": "person", "id": "00000000-0000-0000-0000-000000000000"}]')`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var generic, custom int
+	if err := conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'remembered'`).
+		Scan(&generic, &custom); err != nil {
+		t.Fatal(err)
+	}
+	if generic == 0 || custom > 5 {
+		t.Errorf("10 calls: %d generic plans, %d custom ones; want the generic plan kept after at most 5", generic, custom)
 	}
 }
 

@@ -239,12 +239,17 @@ func lockKeys(pairs []Pair) []string {
 // recomputeArgs are recomputeLatestSQL's arguments for pairs: their rows
 // are written in lock order, as their locks were taken.
 func recomputeArgs(pairs []Pair) []any {
-	pairs = inLockOrder(slices.Clone(pairs))
-	assets, types := make([]uuid.UUID, len(pairs)), make([]string, len(pairs))
-	for i, p := range pairs {
-		assets[i], types[i] = p.AssetID, p.ActionType
+	type pair struct {
+		AssetID    uuid.UUID `json:"asset_id"`
+		ActionType string    `json:"action_type"`
 	}
-	return []any{assets, types}
+	pairs = inLockOrder(slices.Clone(pairs))
+	list := make([]pair, len(pairs))
+	for i, p := range pairs {
+		list[i] = pair(p)
+	}
+	raw, _ := json.Marshal(list) // UUIDs and strings always encode
+	return []any{raw}
 }
 
 // RebuildBatch bounds the assets one transaction of the rebuild

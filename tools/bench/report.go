@@ -122,7 +122,7 @@ func (r *Results) finish(now time.Time) {
 			case of != nil:
 				x = ratio(s.PerSec*max(g.Items, 1), of.Samples[k].PerSec)
 			default:
-				x = ratio(s.PerSec, g.Value)
+				x = ratio(s.PerSec*max(g.Items, 1), g.Value)
 			}
 			v.Values = append(v.Values, x)
 			if g.AtLeast > 0 && x < g.AtLeast || g.AtMost > 0 && x > g.AtMost {

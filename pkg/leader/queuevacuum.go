@@ -14,8 +14,8 @@ import (
 
 // QueueVacuum vacuums a queue table, one whose every row is inserted once
 // and deleted once by its reader (the outbox, compliance_dirty), after
-// every After rows the reader took out, at most once an Every (0: once a
-// second).
+// every After rows the reader took out (0: QueueVacuumAfter), at most once
+// an Every (0: once a second).
 //
 // Autovacuum looks at a table once a minute at most (autovacuum_naptime),
 // and until a vacuum clears them the deleted rows stay in the table's
@@ -40,6 +40,10 @@ type QueueVacuum struct {
 	last  time.Time
 }
 
+// QueueVacuumAfter is how many rows a reader takes out of its queue
+// between two vacuums, unless its QueueVacuum says otherwise.
+const QueueVacuumAfter = 5_000
+
 // Execer runs a statement outside a transaction: a connection or a pool.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -51,11 +55,14 @@ func (q *QueueVacuum) Took(ctx context.Context, db Execer, n int) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.taken += n
-	every := q.Every
+	after, every := q.After, q.Every
+	if after == 0 {
+		after = QueueVacuumAfter
+	}
 	if every == 0 {
 		every = time.Second
 	}
-	if q.taken < q.After || time.Since(q.last) < every {
+	if q.taken < after || time.Since(q.last) < every {
 		return nil
 	}
 	start := time.Now()

@@ -33,6 +33,3 @@ func (r *Relay) SetBeforePublish(hook func()) { r.beforePublish = hook }
 func StaleRefused(schema string) float64 {
 	return testutil.ToFloat64(staleRefused.WithLabelValues(schema))
 }
-
-// VacuumAfter is how many events the relay takes out before it vacuums.
-const VacuumAfter = vacuumAfter

@@ -170,7 +170,7 @@ func (r *Relay) lead(ctx context.Context, s *leader.Session) error {
 	r.epoch = 0 // fenced again before the first round
 	var lastSweep, lastMeasure, lastRound time.Time
 	// The outbox is a queue: the relay vacuums what it deleted.
-	vacuum := leader.QueueVacuum{Table: "outbox", After: vacuumAfter}
+	vacuum := leader.QueueVacuum{Table: "outbox"}
 	for ctx.Err() == nil {
 		var (
 			settled    int
@@ -623,10 +623,6 @@ func (r *Relay) measure(ctx context.Context, conn *pgx.Conn) error {
 	relayOldest.WithLabelValues(r.schema).Set(age)
 	return nil
 }
-
-// vacuumAfter is how many events the relay takes out of the outbox
-// between two vacuums of it (leader.QueueVacuum).
-const vacuumAfter = 5_000
 
 // countedExactly is how many waiting events the pending gauge counts one
 // by one before it estimates (measure).

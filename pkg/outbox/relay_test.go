@@ -18,6 +18,7 @@ import (
 
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/job"
+	"github.com/assetregistry/registry/pkg/leader"
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
 	"github.com/assetregistry/registry/pkg/store"
@@ -454,7 +455,7 @@ func TestRelayVacuumsTheOutboxItEmpties(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, testkit.NATSServer{})
 	f.cfg.Retention, f.cfg.Batch = 0, 1000
-	changes := make([]outbox.Change, outbox.VacuumAfter+500)
+	changes := make([]outbox.Change, leader.QueueVacuumAfter+500)
 	for n := range changes {
 		changes[n] = outbox.Created(outbox.KindAsset, fmt.Sprint("asset-", n), counter{0})
 	}

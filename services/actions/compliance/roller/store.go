@@ -56,7 +56,7 @@ type Store struct {
 
 // NewStore returns the roller's store over the kit's store.
 func NewStore(s *store.Store) *Store {
-	return &Store{Store: s, dirty: &leader.QueueVacuum{Table: "compliance_dirty", After: 5000}}
+	return &Store{Store: s, dirty: &leader.QueueVacuum{Table: "compliance_dirty"}}
 }
 
 // announceQueued takes a batch of the queue, at most limit entries, and

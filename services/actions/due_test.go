@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/model"
 	"github.com/assetregistry/registry/pkg/outbox"
@@ -256,6 +257,65 @@ func TestHTTPComplianceRollsUpComponents(t *testing.T) {
 	}
 	if got := rolled(hook, ""); got["rolled_up_state"] != "overdue" {
 		t.Errorf("hook block still holds the sling: %v", got)
+	}
+}
+
+// A page's walk down its assets' components reads the links below them,
+// not every link of the registry: with twenty thousand links, a page of 50
+// assets with their components, the walk's plan (as of now and as of a day) scans known_parents only by
+// its parent index, and still finds a component's component.
+func TestComponentWalkReadsOnlyTheLinksBelowThePage(t *testing.T) {
+	w := newDueWorld(t)
+	crane := w.registeredAt(t, time.Now().AddDate(0, 0, -30))
+	hook := w.component(t, crane)
+	sling := w.component(t, hook)
+	ctx := context.Background()
+	// Five thousand other assets with four components each; the page
+	// holds the crane and 49 of them.
+	other := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012x", i) }
+	if _, err := w.Built.Store.Pool.Exec(ctx, `INSERT INTO known_parents (asset_id, parent_asset_id, from_event)
+		SELECT gen_random_uuid(), ('00000000-0000-4000-8000-' || lpad(to_hex(i / 4), 12, '0'))::uuid, $1
+		FROM generate_series(0, 19999) i`, compliance.UUIDAt(time.Now().AddDate(0, 0, -5))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Built.Store.Pool.Exec(ctx, `ANALYZE known_parents`); err != nil {
+		t.Fatal(err)
+	}
+	parents := []uuid.UUID{uuid.MustParse(crane)}
+	for i := range 49 {
+		parents = append(parents, uuid.MustParse(other(i)))
+	}
+	for _, asOf := range []bool{false, true} {
+		args := []any{parents}
+		if asOf {
+			args = append(args, compliance.UUIDAt(time.Now()))
+		}
+		var plan strings.Builder
+		rows, err := w.Built.Store.Pool.Query(ctx, "EXPLAIN "+due.ComponentsSQL(asOf), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			plan.WriteString(l + "\n")
+		}
+		if strings.Contains(plan.String(), "Seq Scan on known_parents") {
+			t.Errorf("as of a day %v: the walk scans every link:\n%s", asOf, plan.String())
+		}
+	}
+	links, err := due.NewStore(w.Built.Store).Components(ctx, parents, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, l := range links {
+		found[l.Component.String()] = l.Root.String()
+	}
+	if len(found) != 2+49*4 || found[hook] != crane || found[sling] != crane {
+		t.Errorf("%d components, want the crane's hook block and its sling, and four of each other asset's: %v", len(found), found)
 	}
 }
 

@@ -23,9 +23,14 @@ const componentPage = 1000
 // asset's components' (at every depth) of its action type, with the links
 // that held at the end of q's as_of day, or now.
 func (s *service) rollUp(ctx context.Context, q query, rows []Row) error {
+	// A page has a row for each action type of an asset: each asset once.
 	parents := make([]uuid.UUID, 0, len(rows))
+	seen := map[uuid.UUID]bool{}
 	for _, r := range rows {
-		parents = append(parents, r.AssetID)
+		if !seen[r.AssetID] {
+			seen[r.AssetID] = true
+			parents = append(parents, r.AssetID)
+		}
 	}
 	var bound *uuid.UUID
 	if q.AsOf != nil {

@@ -172,17 +172,32 @@ const maxDepth = 16
 // holding now when bound is nil, else those that held at the event id
 // *bound (the first UUIDv7 of an as_of day's end).
 func (s *Store) Components(ctx context.Context, parents []uuid.UUID, bound *uuid.UUID) ([]Link, error) {
-	held := "until_event IS NULL"
 	args := []any{parents}
 	if bound != nil {
-		held, args = "from_event < $2 AND (until_event IS NULL OR until_event >= $2)", append(args, *bound)
+		args = append(args, *bound)
 	}
-	return store.Many[Link](ctx, s.DB(ctx), "components", fmt.Sprintf(`WITH RECURSIVE c (asset_id, root, depth) AS (
+	return store.Many[Link](ctx, s.DB(ctx), "components", ComponentsSQL(bound != nil), args...)
+}
+
+// ComponentsSQL is the walk Components makes, over the links held now or,
+// with asOf, at the event id $2. Each step looks up the components of the
+// step before by known_parents_parent_idx. As a join of the step before
+// with known_parents, the planner (which guesses the step before at a
+// thousand rows) hashed the whole table instead, every link of the
+// registry read for a page's dozen assets; OFFSET 0 keeps the lookup a
+// subquery of its own, run for each asset of the step before.
+func ComponentsSQL(asOf bool) string {
+	held := "until_event IS NULL"
+	if asOf {
+		held = "from_event < $2 AND (until_event IS NULL OR until_event >= $2)"
+	}
+	return fmt.Sprintf(`WITH RECURSIVE c (asset_id, root, depth) AS (
 			SELECT asset_id, parent_asset_id, 1 FROM known_parents WHERE parent_asset_id = ANY($1) AND %[1]s
 			UNION
-			SELECT p.asset_id, c.root, c.depth + 1 FROM known_parents p JOIN c ON p.parent_asset_id = c.asset_id
-			WHERE c.depth < %[2]d AND %[1]s)
-		SELECT DISTINCT asset_id, root FROM c`, held, maxDepth), args...)
+			SELECT p.asset_id, c.root, c.depth + 1 FROM c CROSS JOIN LATERAL (
+				SELECT asset_id FROM known_parents WHERE parent_asset_id = c.asset_id AND %[1]s OFFSET 0) p
+			WHERE c.depth < %[2]d)
+		SELECT DISTINCT asset_id, root FROM c`, held, maxDepth)
 }
 
 const insertReadingSQL = `INSERT INTO known_readings (id, asset_id, meter, value, read_at, reset, recorded_at)

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/assetregistry/registry/pkg/model"
@@ -43,6 +44,23 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"D":19991231}`), &v); err == nil {
 		t.Error("a number must not parse as a date")
+	}
+}
+
+// A date writes as fmt's %04d-%02d-%02d would, in and out of the years
+// a date may hold, and as JSON as its string.
+func TestDateText(t *testing.T) {
+	for _, d := range []model.Date{
+		{Year: 2024, Month: 2, Day: 29}, {Year: 1, Month: 1, Day: 1}, {Year: 9999, Month: 12, Day: 31},
+		{Year: 999, Month: 10, Day: 9}, {}, {Year: 10000, Month: 1, Day: 1}, {Year: -1, Month: 1, Day: 1}, {Year: 2024, Month: 100, Day: 1},
+	} {
+		want := fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day)
+		if got := d.String(); got != want {
+			t.Errorf("%#v.String() = %q, want %q", d, got, want)
+		}
+		if got, err := json.Marshal(d); err != nil || string(got) != `"`+want+`"` {
+			t.Errorf("json.Marshal(%#v) = %s, %v; want %q", d, got, err, want)
+		}
 	}
 }
 

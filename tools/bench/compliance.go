@@ -410,3 +410,158 @@ func (s *seedSteps) done(step string) {
 }
 
 func (s *seedSteps) String() string { return strings.Join(s.parts, ", ") }
+
+// ComponentsPageName is the first page of /compliance with each row's
+// components rolled up (include=components), at the compliance seed's
+// scale with componentsPerAsset components under each of its assets.
+const ComponentsPageName = compliancePagePrefix + "include=components, first page · gateway"
+
+// componentsPerAsset is how many components the row puts under each
+// asset of the compliance read model: a crane's hook block, slings and
+// wire rope.
+const componentsPerAsset = 3
+
+// componentsEvent marks the row's links (known_parents.from_event) and
+// components (known_assets.event_id): what unseedComponents takes out.
+var componentsEvent = uuid.MustParse("00000000-0000-7000-8000-00000000c0c0")
+
+// ComponentsPageRow reads the first page with the components' rows
+// rolled up, through the gateway. Before it, componentsPerAsset
+// components (assets with no action, their rows "never") go under every
+// asset of the read model; after it they are taken out again, so the
+// other compliance rows and the roller's measurements read the seed as
+// it was.
+var ComponentsPageRow = Row{Name: ComponentsPageName, Via: "gateway", Long: true,
+	Before: func(ctx context.Context, e *Env) error { return e.seedComponents(ctx) },
+	After:  func(ctx context.Context, e *Env) error { return e.unseedComponents(ctx) },
+	Op: func(e *Env) (Op, error) {
+		return e.HTTPOp(e.Stack.RegistryURL, func(*Worker) Request { return componentsPage() }), nil
+	}}
+
+func componentsPage() Request {
+	return Request{Method: "GET", Path: "/compliance?include=components&limit=" + strconv.Itoa(model.DefaultLimit), Want: 200}
+}
+
+// seedComponents puts componentsPerAsset components under every asset of
+// the read model, each with its parent's type and owner, as the assets
+// service's events would have made them, and checks that the first page
+// rolls them up. The components' rows are "never" (no action, no plan
+// during the rows), so their queue entries go in the same transaction, as
+// the compliance seed's do: nothing to announce, and no roller pass over
+// millions of assets beside the measurement.
+func (e *Env) seedComponents(ctx context.Context) error {
+	// A round that failed before its After left them.
+	if err := e.unseedComponents(ctx); err != nil {
+		return err
+	}
+	err := e.componentsTransaction(ctx, "seed components", func(tx pgx.Tx) error {
+		type parent struct {
+			ID, Type uuid.UUID
+			Owner    *uuid.UUID
+		}
+		rows, err := tx.Query(ctx, `SELECT asset_id, asset_type_id, owner_organization_id FROM actions.known_assets WHERE NOT deleted ORDER BY asset_id`)
+		if err != nil {
+			return fmt.Errorf("parents: %w", err)
+		}
+		parents, err := pgx.CollectRows(rows, pgx.RowToStructByPos[parent])
+		if err != nil {
+			return fmt.Errorf("parents: %w", err)
+		}
+		parts := make([]uuid.UUID, len(parents)*componentsPerAsset)
+		for i := range parts {
+			parts[i] = uuid.Must(uuid.NewV7())
+		}
+		copyParts := func(table string, columns []string, row func(part uuid.UUID, p parent) []any) error {
+			i := 0
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{"actions", table}, columns, pgx.CopyFromFunc(func() ([]any, error) {
+				if i == len(parts) {
+					return nil, nil
+				}
+				i++
+				return row(parts[i-1], parents[(i-1)/componentsPerAsset]), nil
+			}))
+			if err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
+			return nil
+		}
+		if err := copyParts("known_parents", []string{"asset_id", "parent_asset_id", "from_event"}, func(part uuid.UUID, p parent) []any {
+			return []any{part, p.ID, componentsEvent}
+		}); err != nil {
+			return err
+		}
+		if err := copyParts("known_assets", []string{"asset_id", "asset_type_id", "event_id", "owner_organization_id"}, func(part uuid.UUID, p parent) []any {
+			return []any{part, p.Type, componentsEvent, p.Owner}
+		}); err != nil {
+			return err
+		}
+		// Who sees a component: its parent's owner, in the tenancy copy.
+		if _, err := tx.Exec(ctx, `INSERT INTO actions.asset_access (asset_id, owner_organization_id, version)
+			SELECT l.asset_id, a.owner_organization_id, 0 FROM actions.known_parents l
+			JOIN actions.asset_access a ON a.asset_id = l.parent_asset_id WHERE l.from_event = $1`, componentsEvent); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM actions.compliance_dirty d USING actions.known_parents l WHERE l.from_event = $1 AND d.asset_id = l.asset_id`, componentsEvent)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// The page rolls them up: a row falling due is "never" rolled up (the
+	// seed's latest actions are all due or overdue).
+	raw, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: "/compliance?include=components&state=due&limit=1", Want: 200})
+	if err != nil {
+		return fmt.Errorf("seed components: %w", err)
+	}
+	var page []struct {
+		RolledUp *string `json:"rolled_up_state"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return fmt.Errorf("seed components: %w", err)
+	}
+	if len(page) != 1 || page[0].RolledUp == nil || *page[0].RolledUp != "never" {
+		return fmt.Errorf("seed components: a row falling due does not roll up its components as never: %.300s", raw)
+	}
+	return nil
+}
+
+// unseedComponents takes seedComponents' components out again, with
+// their links, their tenancy copy and the queue entries their deletion
+// made.
+func (e *Env) unseedComponents(ctx context.Context) error {
+	return e.componentsTransaction(ctx, "remove components", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE bench_components ON COMMIT DROP AS
+			SELECT asset_id FROM actions.known_parents WHERE from_event = $1`, componentsEvent); err != nil {
+			return err
+		}
+		for _, sql := range []string{
+			`DELETE FROM actions.known_parents l USING bench_components c WHERE l.asset_id = c.asset_id`,
+			`DELETE FROM actions.known_assets k USING bench_components c WHERE k.asset_id = c.asset_id`,
+			`DELETE FROM actions.asset_access a USING bench_components c WHERE a.asset_id = c.asset_id`,
+			`DELETE FROM actions.compliance_dirty d USING bench_components c WHERE d.asset_id = c.asset_id`,
+		} {
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// componentsTransaction runs fn in a transaction of its own and then
+// vacuums the tables the components live in, so that the rows after read
+// them as a live registry's (no dead rows, fresh statistics).
+func (e *Env) componentsTransaction(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+	db, err := e.connectDatabase(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer db.Close(ctx)
+	if err := pgx.BeginFunc(ctx, db, fn); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, err := db.Exec(ctx, "VACUUM (ANALYZE) actions.known_parents, actions.known_assets, actions.asset_access"); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/store"
+	"github.com/assetregistry/registry/services/actions/due"
 )
 
 // ComplianceRoll is what the compliance roller does with a day's worth of
@@ -44,6 +47,8 @@ type ComplianceRoll struct {
 	VisibleMS       float64 `json:"plan_visible_ms"`
 	PlanTransitions int64   `json:"plan_transitions"`
 	PlanPassS       float64 `json:"plan_pass_s"`
+	// Usage is the day that moves rows by their meters.
+	Usage *UsageDay `json:"usage_day,omitempty"`
 }
 
 // rollTransitions is the day's transitions the measurement makes: the
@@ -69,10 +74,6 @@ func (e *Env) measureComplianceRoll(ctx context.Context) (ComplianceRoll, error)
 	if err := waitRolled(ctx, conn); err != nil {
 		return res, err
 	}
-	mark, err := outboxMark(ctx, conn)
-	if err != nil {
-		return res, err
-	}
 	// The rows that change overnight: their announced state (and the row
 	// an event would show as "before") becomes another one.
 	if _, err := conn.Exec(ctx, `WITH moved AS (SELECT asset_id, action_type FROM compliance_announced
@@ -83,47 +84,27 @@ func (e *Env) measureComplianceRoll(ctx context.Context) (ComplianceRoll, error)
 		FROM told WHERE a.asset_id = told.asset_id AND a.action_type = told.action_type`, rollTransitions); err != nil {
 		return res, fmt.Errorf("compliance roll: yesterday's states: %w", err)
 	}
-	before, err := e.transitionsWritten(ctx)
+	mark, err := e.markRoll(ctx, conn)
 	if err != nil {
 		return res, err
-	}
-	storedBefore, err := e.metricSum(ctx, "events", "registry_events_stored_total")
-	if err != nil {
-		return res, fmt.Errorf("compliance roll: %w", err)
 	}
 	started := time.Now()
 	if _, err := conn.Exec(ctx, `UPDATE compliance_roll SET rolled_for = current_date - 1, pass_for = NULL, pass_after = NULL`); err != nil {
 		return res, fmt.Errorf("compliance roll: %w", err)
 	}
-	roll, relay, err := drain(ctx, conn, mark, started)
+	day, err := e.waitDrained(ctx, conn, mark, started)
 	if err != nil {
 		return res, err
 	}
-	n, err := e.transitionsSince(ctx, before)
-	if err != nil {
+	res.Transitions, res.RollS, res.RelayS, res.StoredS = day.transitions, day.roll.Seconds(), day.relay.Seconds(), day.stored.Seconds()
+	res.PerSec = float64(day.transitions) / res.StoredS
+
+	if res.Usage, err = e.measureUsageDay(ctx, conn); err != nil {
 		return res, err
-	}
-	res.Transitions, res.RollS, res.RelayS = n, roll.Seconds(), relay.Seconds()
-	for deadline := started.Add(3 * rollGoal); ; time.Sleep(100 * time.Millisecond) {
-		stored, err := e.metricSum(ctx, "events", "registry_events_stored_total")
-		if err != nil {
-			return res, fmt.Errorf("compliance roll: %w", err)
-		}
-		if stored-storedBefore >= float64(n) {
-			res.StoredS = time.Since(started).Seconds()
-			res.PerSec = float64(n) / res.StoredS
-			break
-		}
-		if time.Now().After(deadline) {
-			return res, fmt.Errorf("compliance roll: %0.f of %d events stored in the feed after %s", stored-storedBefore, n, 3*rollGoal)
-		}
 	}
 
 	// A plan's change, visible in the next read and announced by a pass.
-	if mark, err = outboxMark(ctx, conn); err != nil {
-		return res, err
-	}
-	if before, err = e.transitionsWritten(ctx); err != nil {
+	if mark, err = e.markRoll(ctx, conn); err != nil {
 		return res, err
 	}
 	plan := uuid.Must(uuid.NewV7())
@@ -154,13 +135,182 @@ func (e *Env) measureComplianceRoll(ctx context.Context) (ComplianceRoll, error)
 			return res, fmt.Errorf("compliance roll: the plan's due dates not in GET /compliance after a minute: %s", strings.TrimSpace(string(raw)))
 		}
 	}
-	pass, _, err := drain(ctx, conn, mark, started)
+	pass, _, err := drain(ctx, conn, mark.outbox, started)
 	if err != nil {
 		return res, err
 	}
 	res.PlanPassS = pass.Seconds()
-	res.PlanTransitions, err = e.transitionsSince(ctx, before)
+	res.PlanTransitions, err = e.transitionsSince(ctx, mark.transitions)
 	return res, err
+}
+
+// UsageDay is a day that moves rows by their meters instead of the
+// calendar: a plan with a usage interval (usageEvery operating hours, and
+// a calendar interval that never comes) over every asset of the seed, for
+// an action type of the bench's own that no asset has seen (every row
+// "never"), then two readings for each of Assets assets, the second
+// usageEvery + 50 hours on from the first, taken into the compliance read model as its consumer takes
+// a delivery's (due.Store.ApplyReadings, usageDelivery readings a
+// statement). Each such row falls due by usage (overdue, due_reason
+// usage): one compliance.updated event each. ReadS is the readings'
+// arrival; RollS to the roller's queue empty (every event in the outbox);
+// RelayS to the last of them published; StoredS to the events service
+// having stored as many, the day drained (goal: a million within 10
+// minutes, as the calendar's day). The readings' way into the read model
+// (the assets service, its outbox, NATS) is not in it: the readings
+// batch row measures that part.
+type UsageDay struct {
+	Assets      int     `json:"assets"`
+	Readings    int     `json:"readings"`
+	Transitions int64   `json:"transitions"`
+	ReadS       float64 `json:"read_s"`
+	RollS       float64 `json:"roll_s"`
+	RelayS      float64 `json:"relay_s"`
+	StoredS     float64 `json:"stored_s"`
+	PerSec      float64 `json:"transitions_per_s"`
+}
+
+const (
+	// usageType is the usage day's action type, added by the bench.
+	usageType = "bench_usage"
+	// usageEvery is the usage plan's interval, in operating hours.
+	usageEvery = 250
+	// usageDelivery is how many readings one statement takes: the
+	// consumer takes a delivery's readings in one.
+	usageDelivery = 1000
+)
+
+// measureUsageDay measures UsageDay on the seed's assets, at most
+// rollTransitions of them. The plan stays: the stack ends with the bench.
+func (e *Env) measureUsageDay(ctx context.Context, conn *pgx.Conn) (*UsageDay, error) {
+	if _, err := conn.Exec(ctx, `INSERT INTO action_types (id, name, description, created_by)
+		VALUES ($1, $2, 'The usage day of the bench.', 'bench') ON CONFLICT (name) DO NOTHING`, uuid.Must(uuid.NewV7()), usageType); err != nil {
+		return nil, fmt.Errorf("usage day: action type: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO inspection_plans (id, action_type, interval_period, first_due_after, due_soon,
+			usage_meter, usage_every, created_by, updated_by)
+		VALUES ($1, $2, 'P100Y', 'P100Y', 'P30D', 'operating_hours', $3, 'bench', 'bench')`, uuid.Must(uuid.NewV7()), usageType, usageEvery); err != nil {
+		return nil, fmt.Errorf("usage day: plan: %w", err)
+	}
+	// The plan's own pass: every row of the type "never", nothing to tell.
+	if err := waitRolled(ctx, conn); err != nil {
+		return nil, fmt.Errorf("usage day: %w", err)
+	}
+	rows, err := conn.Query(ctx, `SELECT asset_id FROM known_assets WHERE NOT deleted ORDER BY asset_id LIMIT $1`, rollTransitions)
+	if err != nil {
+		return nil, fmt.Errorf("usage day: assets: %w", err)
+	}
+	assets, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("usage day: assets: %w", err)
+	}
+	pool, err := store.Open(ctx, store.Config{URL: e.Stack.DatabaseURL, Schema: "actions", MaxConns: 2, StartupWait: time.Minute})
+	if err != nil {
+		return nil, fmt.Errorf("usage day: %w", err)
+	}
+	defer pool.Close()
+	readings := due.NewStore(store.New(pool, nil))
+	mark, err := e.markRoll(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	day := &UsageDay{Assets: len(assets), Readings: 2 * len(assets)}
+	morning := time.Now().UTC().Truncate(time.Hour).Add(-12 * time.Hour)
+	started := time.Now()
+	for batch := range slices.Chunk(assets, usageDelivery/2) {
+		delivery := make([]due.Reading, 0, usageDelivery)
+		for _, asset := range batch {
+			for i, value := range []float64{1000, 1000 + usageEvery + 50} {
+				delivery = append(delivery, due.Reading{ID: uuid.Must(uuid.NewV7()), AssetID: asset, Meter: "operating_hours",
+					Value: value, ReadAt: morning.Add(time.Duration(i) * 8 * time.Hour), RecordedAt: time.Now()})
+			}
+		}
+		if err := readings.ApplyReadings(ctx, delivery); err != nil {
+			return day, fmt.Errorf("usage day: %w", err)
+		}
+	}
+	day.ReadS = time.Since(started).Seconds()
+	d, err := e.waitDrained(ctx, conn, mark, started)
+	if err != nil {
+		return day, fmt.Errorf("usage day: %w", err)
+	}
+	day.Transitions, day.RollS, day.RelayS, day.StoredS = d.transitions, d.roll.Seconds(), d.relay.Seconds(), d.stored.Seconds()
+	day.PerSec = float64(day.Transitions) / day.StoredS
+	// The rows fell due by their meters, as GET /compliance says them.
+	raw, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: "/compliance?action_type=" + usageType + "&limit=1", Want: 200})
+	if err != nil {
+		return day, fmt.Errorf("usage day: %w", err)
+	}
+	var page []struct {
+		State     string `json:"state"`
+		DueReason string `json:"due_reason"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil || len(page) != 1 || page[0].State != "overdue" || page[0].DueReason != "usage" {
+		return day, fmt.Errorf("usage day: the first row is not overdue by usage (%v): %.300s", err, raw)
+	}
+	return day, nil
+}
+
+// rollMark is where a measurement of the roller begins: the outbox's
+// newest row, and the transitions written and events stored so far.
+type rollMark struct {
+	outbox              int64
+	transitions, stored float64
+}
+
+func (e *Env) markRoll(ctx context.Context, conn *pgx.Conn) (rollMark, error) {
+	var m rollMark
+	var err error
+	if m.outbox, err = outboxMark(ctx, conn); err != nil {
+		return m, err
+	}
+	if m.transitions, err = e.transitionsWritten(ctx); err != nil {
+		return m, err
+	}
+	if m.stored, err = e.metricSum(ctx, "events", "registry_events_stored_total"); err != nil {
+		return m, fmt.Errorf("compliance roll: %w", err)
+	}
+	return m, nil
+}
+
+// drained is how long after it began a day's work took: the roller done
+// with it (roll), its events published (relay) and stored in the feed
+// (stored), and how many transitions it wrote.
+type drained struct {
+	roll, relay, stored time.Duration
+	transitions         int64
+}
+
+// waitDrained waits for the work begun at started, after mark, to drain.
+func (e *Env) waitDrained(ctx context.Context, conn *pgx.Conn, mark rollMark, started time.Time) (drained, error) {
+	var d drained
+	var err error
+	if d.roll, d.relay, err = drain(ctx, conn, mark.outbox, started); err != nil {
+		return d, err
+	}
+	if d.transitions, err = e.transitionsSince(ctx, mark.transitions); err != nil {
+		return d, err
+	}
+	d.stored, err = e.waitStored(ctx, mark.stored, d.transitions, started)
+	return d, err
+}
+
+// waitStored waits until the events service has stored n events since it
+// had stored storedBefore (its registry_events_stored_total; nothing else
+// writes meanwhile), and says how long after started that was.
+func (e *Env) waitStored(ctx context.Context, storedBefore float64, n int64, started time.Time) (time.Duration, error) {
+	for deadline := started.Add(3 * rollGoal); ; time.Sleep(100 * time.Millisecond) {
+		stored, err := e.metricSum(ctx, "events", "registry_events_stored_total")
+		if err != nil {
+			return 0, fmt.Errorf("compliance roll: %w", err)
+		}
+		if stored-storedBefore >= float64(n) {
+			return time.Since(started), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("compliance roll: %0.f of %d events stored in the feed after %s", stored-storedBefore, n, 3*rollGoal)
+		}
+	}
 }
 
 // transitionsWritten is the actions process's compliance_transitions_total
@@ -209,13 +359,15 @@ func waitRolled(ctx context.Context, conn *pgx.Conn) error {
 	}
 }
 
-// drain waits for the pass begun at started to end (roll) and for its
-// events (the outbox's rows after mark) to be published (relay).
+// drain waits for the pass begun at started to end and the roller's
+// queue to be empty (roll), and for their events (the outbox's rows after
+// mark) to be published (relay).
 func drain(ctx context.Context, conn *pgx.Conn, mark int64, started time.Time) (roll, relay time.Duration, err error) {
 	deadline := started.Add(3 * rollGoal)
 	for ; ; time.Sleep(100 * time.Millisecond) {
 		var rolled, published bool
-		if err := conn.QueryRow(ctx, `SELECT pass_for IS NULL AND NOT plans_changed AND rolled_for >= current_date,
+		if err := conn.QueryRow(ctx, `SELECT pass_for IS NULL AND NOT plans_changed AND rolled_for >= current_date
+					AND NOT EXISTS (SELECT FROM compliance_dirty),
 				NOT EXISTS (SELECT FROM outbox WHERE id > $1 AND published_at IS NULL) FROM compliance_roll`, mark).Scan(&rolled, &published); err != nil {
 			return roll, relay, fmt.Errorf("compliance roll: %w", err)
 		}
@@ -234,15 +386,21 @@ func drain(ctx context.Context, conn *pgx.Conn, mark int64, started time.Time) (
 }
 
 func (r ComplianceRoll) String() string {
+	usage := ""
+	if u := r.Usage; u != nil {
+		usage = fmt.Sprintf("; a usage day of %d readings moving %d rows: read in %.1f s, announced in %.1f s, published in %.1f s, stored in the feed in %.1f s (%.0f/s; scaled to a million: %.2f of the 10-minute goal)",
+			u.Readings, u.Transitions, u.ReadS, u.RollS, u.RelayS, u.StoredS, u.PerSec, scaled(u.PerSec))
+	}
 	return fmt.Sprintf("compliance roller over %d assets: a day of %d transitions announced in %.1f s, published in %.1f s, stored in the feed in %.1f s (%.0f/s; scaled to a million: %.2f of the 10-minute goal); a plan's change visible in %.0f ms (goal 5000), its %d transitions announced in %.1f s",
-		r.Assets, r.Transitions, r.RollS, r.RelayS, r.StoredS, r.PerSec, r.scaledRatio(), r.VisibleMS, r.PlanTransitions, r.PlanPassS)
+		r.Assets, r.Transitions, r.RollS, r.RelayS, r.StoredS, r.PerSec, scaled(r.PerSec), r.VisibleMS, r.PlanTransitions, r.PlanPassS) + usage
 }
 
-// scaledRatio is the day's drain (announced, published and stored) scaled
-// to a million transitions, divided by the goal (1 or less: met).
-func (r ComplianceRoll) scaledRatio() float64 {
-	if r.PerSec == 0 {
+// scaled is a day's drain (announced, published and stored) at perSec
+// transitions a second scaled to a million transitions, divided by the
+// goal (1 or less: met).
+func scaled(perSec float64) float64 {
+	if perSec == 0 {
 		return 0
 	}
-	return rollTransitions / r.PerSec / rollGoal.Seconds()
+	return rollTransitions / perSec / rollGoal.Seconds()
 }

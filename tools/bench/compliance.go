@@ -444,8 +444,8 @@ func componentsPage() Request {
 
 // seedComponents puts componentsPerAsset components under every asset of
 // the read model, each with its parent's type and owner, as the assets
-// service's events would have made them, and checks that the first page
-// rolls them up. The components' rows are "never" (no action, no plan
+// service's events would have made them, and checks that a page rolls
+// them up. The components' rows are "never" (no action, no plan
 // during the rows), so their queue entries go in the same transaction, as
 // the compliance seed's do: nothing to announce, and no roller pass over
 // millions of assets beside the measurement.

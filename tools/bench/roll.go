@@ -36,7 +36,7 @@ import (
 // rows asked until they show its due dates: VisibleMS (goal 5 s; the dates
 // are computed when a page is read, so it is one read). PlanPassS is the
 // roller's pass that announces what the plan changed, PlanTransitions its
-// events.
+// events. Between the two, Usage is the meters' day (UsageDay).
 type ComplianceRoll struct {
 	Assets          int     `json:"assets"`
 	Transitions     int64   `json:"transitions"`
@@ -59,7 +59,8 @@ const rollTransitions = 1_000_000
 // rollGoal is the time a day's million transitions must drain within.
 const rollGoal = 10 * time.Minute
 
-// measureComplianceRoll runs both measurements; the roller must run in
+// measureComplianceRoll measures the calendar's day, the meters' day
+// (measureUsageDay) and a plan's change; the roller must run in
 // the stack's actions service (it does in every replica).
 func (e *Env) measureComplianceRoll(ctx context.Context) (ComplianceRoll, error) {
 	res := ComplianceRoll{Assets: e.ComplianceAssets}

@@ -182,10 +182,10 @@ func (s *Store) Components(ctx context.Context, parents []uuid.UUID, bound *uuid
 // ComponentsSQL is the walk Components makes, over the links held now or,
 // with asOf, at the event id $2. Each step looks up the components of the
 // step before by known_parents_parent_idx. As a join of the step before
-// with known_parents, the planner (which guesses the step before at a
-// thousand rows) hashed the whole table instead, every link of the
-// registry read for a page's dozen assets; OFFSET 0 keeps the lookup a
-// subquery of its own, run for each asset of the step before.
+// with known_parents, the planner (which guesses a recursive step at ten
+// times the first) hashed the whole table instead, every link of the
+// registry read for a page's few dozen assets; OFFSET 0 keeps the lookup
+// a subquery of its own, run for each asset of the step before.
 func ComponentsSQL(asOf bool) string {
 	held := "until_event IS NULL"
 	if asOf {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +15,20 @@ import (
 	"github.com/assetregistry/registry/pkg/apperr"
 	"github.com/assetregistry/registry/pkg/model"
 )
+
+// Records is rows as one JSON array, the argument of a statement that
+// reads its keys with jsonb_to_recordset($n::jsonb) rather than unnest of
+// arrays. For unnest PostgreSQL counts the elements of each call's own
+// arrays, so a custom plan for a write's one key always looked cheaper
+// than the cached generic plan (which guesses a hundred) and the statement
+// was planned again on every call; jsonb_to_recordset's guess is the same
+// in both plans, so a connection keeps the generic plan after its first
+// few calls. The rows' fields must be of types that always encode (UUIDs,
+// strings, numbers).
+func Records[T any](rows []T) []byte {
+	raw, _ := json.Marshal(rows) // their fields always encode
+	return raw
+}
 
 // Querier is a pool or a transaction.
 type Querier interface {

@@ -30,6 +30,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assetregistry/registry/pkg/model"
+	"github.com/assetregistry/registry/pkg/store"
 	"github.com/assetregistry/registry/services/actions/actiontypes"
 )
 
@@ -248,8 +249,7 @@ func recomputeArgs(pairs []Pair) []any {
 	for i, p := range pairs {
 		list[i] = pair(p)
 	}
-	raw, _ := json.Marshal(list) // UUIDs and strings always encode
-	return []any{raw}
+	return []any{store.Records(list)}
 }
 
 // RebuildBatch bounds the assets one transaction of the rebuild

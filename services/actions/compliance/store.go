@@ -85,13 +85,11 @@ var LatestOfPairSQL = latestOfSQL("$1", "$2")
 // its latest, or removes it when the pair has none left: one statement, so a batch's recompute does not
 // grow with it.
 //
-// The pairs come as JSON, not as arrays: for unnest of arrays PostgreSQL counts each call's own
-// elements, so a custom plan for a write's one pair always looked cheaper than the cached generic plan,
-// and the statement was planned again on every action write. Planning it expands every partition of
-// actions: at a seed of 500,000 actions, 3.8 ms of planning for 2.2 ms of execution,
-// the largest cost of a write (pg_stat_statements with track_planning, under the compliance lag's
-// load). jsonb_to_recordset's estimate is the same in both plans, so a connection keeps the generic
-// plan after its first few calls; each pair is still one probe of actions_latest_idx per partition.
+// The pairs come as one JSON array (store.Records), so a connection keeps the generic plan: planned on
+// every action write from arrays, the statement expanded every partition of actions each time, at a
+// seed of 500,000 actions 3.8 ms of planning for 2.2 ms of execution, the largest cost of a write
+// (pg_stat_statements with track_planning, under the compliance lag's load). Each pair is still one
+// probe of actions_latest_idx per partition.
 var recomputeLatestSQL = `WITH pairs AS (SELECT DISTINCT asset_id, action_type FROM jsonb_to_recordset($1::jsonb) AS p(asset_id uuid, action_type text)),
 	latest AS (SELECT l.* FROM pairs p CROSS JOIN LATERAL (` + latestOfSQL("p.asset_id", "p.action_type") + `) l),
 	gone AS (DELETE FROM latest_actions d USING pairs p WHERE d.asset_id = p.asset_id AND d.action_type = p.action_type

@@ -12,13 +12,16 @@ import (
 // once per result set instead of once per row. For every row pgx joins the
 // column names into a key, looks the key up in a shared map and allocates
 // the row's scan targets and its value: on a page of 100 rows that was a
-// good part of the store's own CPU. Here the first row is pgx's own scan,
-// whose targets tell where each column lands; the rows after it are
-// scanned into the caller's element straight from those paths, through
-// one slice of targets.
+// good part of the store's own CPU. Taking each field's address again by
+// reflection for every row cost nearly as much (reflect looks the pointer
+// type of a pointer field up in a shared map). Here the first row is
+// pgx's own scan, into a value of its own that its targets point into;
+// every row after it is scanned into that value through the same targets,
+// copied out to the caller's element and the value zeroed, so that no row
+// keeps what the one before it held.
 type structRows[T any] struct {
-	paths   [][]int // the field each column lands in, by index path
-	targets []any
+	scratch *T    // the value the targets point into
+	targets []any // one per column
 	// byPGX is set when the first row's targets were not T's fields as
 	// expected: every row is then pgx's own scan.
 	byPGX bool
@@ -31,31 +34,28 @@ func (s *structRows[T]) scanInto(row pgx.CollectableRow, dst *T) error {
 		*dst = v
 		return err
 	}
-	if s.paths == nil {
+	if s.scratch == nil {
 		return s.first(row, dst)
 	}
-	v := reflect.ValueOf(dst).Elem()
-	for i, path := range s.paths {
-		s.targets[i] = v.FieldByIndex(path).Addr().Interface()
-	}
-	return row.Scan(s.targets...)
+	err := row.Scan(s.targets...)
+	*dst, *s.scratch = *s.scratch, *new(T)
+	return err
 }
 
-// first scans the first row with pgx and learns from its targets which
-// field each column lands in.
+// first scans the first row with pgx and keeps the value its targets
+// point into, when they all are fields of it.
 func (s *structRows[T]) first(row pgx.CollectableRow, dst *T) error {
 	rec := &recordedScan{CollectableRow: row}
 	p, err := pgx.RowToAddrOfStructByName[T](rec)
 	if err != nil {
 		return err
 	}
-	*dst = *p
-	paths, ok := fieldPaths(reflect.ValueOf(p).Elem(), rec.dest)
-	if !ok {
+	*dst, *p = *p, *new(T)
+	if !fieldsOf(reflect.ValueOf(p).Elem(), rec.dest) {
 		s.byPGX = true
 		return nil
 	}
-	s.paths, s.targets = paths, make([]any, len(paths))
+	s.scratch, s.targets = p, rec.dest
 	return nil
 }
 
@@ -70,33 +70,32 @@ func (r *recordedScan) Scan(dest ...any) error {
 	return r.CollectableRow.Scan(dest...)
 }
 
-// fieldPaths finds, for each of dest (pointers into the struct v), the
-// index path of the field it points to, by address and type; ok is false
-// when one points to none.
-func fieldPaths(v reflect.Value, dest []any) (paths [][]int, ok bool) {
-	paths = make([][]int, len(dest))
-	var walk func(v reflect.Value, path []int)
-	walk = func(v reflect.Value, path []int) {
+// fieldsOf reports whether each of dest points to a field of the struct
+// v, by address and type: its own, an embedded struct's or a nested
+// struct value's, never through a pointer (memory v does not hold, which
+// every row would then share).
+func fieldsOf(v reflect.Value, dest []any) bool {
+	found := make([]bool, len(dest))
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
 		for i := range v.NumField() {
 			f := v.Field(i)
-			at := append(path[:len(path):len(path)], i)
 			for j, d := range dest {
 				target := reflect.ValueOf(d)
-				if paths[j] == nil && target.Kind() == reflect.Pointer &&
-					target.Pointer() == f.Addr().Pointer() && target.Type().Elem() == f.Type() {
-					paths[j] = at
+				if target.Kind() == reflect.Pointer && target.Pointer() == f.Addr().Pointer() && target.Type().Elem() == f.Type() {
+					found[j] = true
 				}
 			}
 			if f.Kind() == reflect.Struct {
-				walk(f, at)
+				walk(f)
 			}
 		}
 	}
-	walk(v, nil)
-	for _, p := range paths {
-		if p == nil || !v.FieldByIndex(p).CanInterface() {
-			return nil, false
+	walk(v)
+	for _, ok := range found {
+		if !ok {
+			return false
 		}
 	}
-	return paths, true
+	return true
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -25,6 +26,12 @@ type namedItem struct {
 	stamps
 }
 
+// rawItem holds bytes pgx may write into the target's own buffer.
+type rawItem struct {
+	item
+	Raw json.RawMessage `db:"raw"`
+}
+
 // extraItem has a field no column fills.
 type extraItem struct {
 	item
@@ -34,7 +41,8 @@ type extraItem struct {
 // List and Many scan every row of a result set by pgx's rules
 // (pgx.RowToStructByName), though they match the columns to the fields
 // once per result set: the same values, a NULL after a value and a value
-// after a NULL included, and pgx's refusal of a struct that does not fit.
+// after a NULL included, no row's bytes overwritten by the next's, and
+// pgx's refusal of a struct that does not fit.
 func TestListAndManyScanAsPGXDoes(t *testing.T) {
 	t.Parallel()
 	pool := migrated(t, open(t), migrations)
@@ -52,6 +60,10 @@ func TestListAndManyScanAsPGXDoes(t *testing.T) {
 	t.Run("item", func(t *testing.T) { sameAsPGX(t, pool, query, func(i item) uuid.UUID { return i.ID }) })
 	t.Run("named and embedded fields", func(t *testing.T) {
 		sameAsPGX(t, pool, query, func(i namedItem) uuid.UUID { return i.ID })
+	})
+	t.Run("bytes", func(t *testing.T) {
+		sameAsPGX(t, pool, `SELECT id, kind, name, created_at, json_build_object('kind', kind, 'name', name) AS raw FROM items`,
+			func(i rawItem) uuid.UUID { return i.ID })
 	})
 	t.Run("a field without its column", func(t *testing.T) {
 		_, err := store.List(t.Context(), pool, "list", query, store.Filter{}, model.Page{Limit: 10}, func(i extraItem) uuid.UUID { return i.ID })

@@ -306,12 +306,45 @@ func (r record) row(q query) Row {
 		row.ValidThrough, row.LastActionID, row.LastPerformedAt = r.ValidThrough, r.ActionID, r.PerformedAt
 		row.StatusOK, row.StatusUseOK = r.StatusOK, r.StatusUseOK
 	}
-	row.State, row.DueDate = StateOf(latest, q.Today, q.DueBefore), r.ValidThrough
+	row.State, row.DueDate = stateIn(q, latest != nil, r.StatusOK, r.ValidThrough, r.State), r.ValidThrough
 	if row.DueDate != nil {
 		row.DueReason = ptrTo("date")
 	}
 	if r.State != nil {
-		row.State, row.DueDate, row.DueReason, row.Usage = *r.State, r.DueDate, r.DueReason, r.Usage
+		row.DueDate, row.DueReason, row.Usage = r.DueDate, r.DueReason, r.Usage
 	}
 	return row
+}
+
+// stateIn is a row's state on q's day: the state a planned type's branch
+// computed (planned), else StateOf the latest action, when there is one
+// (hasLatest), of statusOK and validThrough.
+func stateIn(q query, hasLatest bool, statusOK *bool, validThrough *model.Date, planned *string) string {
+	switch {
+	case planned != nil:
+		return *planned
+	case !hasLatest:
+		return StateNever
+	}
+	return StateOf(&Latest{StatusOK: statusOK, ValidThrough: validThrough}, q.Today, q.DueBefore)
+}
+
+// State is a row's asset, action type and state (Store.States).
+type State struct {
+	AssetID    uuid.UUID
+	ActionType string
+	State      string
+}
+
+// stateColumns are the columns of a page that stateRecord reads.
+const stateColumns = "asset_id, action_type, action_id, status_ok, valid_through, state"
+
+// stateRecord is a row of a page of stateColumns.
+type stateRecord struct {
+	AssetID      uuid.UUID   `db:"asset_id"`
+	ActionType   string      `db:"action_type"`
+	ActionID     *uuid.UUID  `db:"action_id"`
+	StatusOK     *bool       `db:"status_ok"`
+	ValidThrough *model.Date `db:"valid_through"`
+	State        *string     `db:"state"`
 }

@@ -174,28 +174,50 @@ const rebuildLatestSelect = `INSERT INTO latest_actions (asset_id, action_type, 
 // first does. A bound caller's branches walk the assets its organization
 // sees instead, in the parts halves names.
 func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model.Paged[Row], error) {
-	sql, args := pageSQL(q, page)
-	rows, err := s.Reads(ctx).Query(ctx, sql, args...)
+	sql, args := pageSQL(q, page, "*")
+	records, err := store.Many[record](ctx, s.Reads(ctx), "compliance", sql, args...)
 	if err != nil {
-		return model.Paged[Row]{}, store.Classify(err, "compliance")
-	}
-	records, err := pgx.CollectRows(rows, pgx.RowToStructByName[record])
-	if err != nil {
-		return model.Paged[Row]{}, store.Classify(err, "compliance")
+		return model.Paged[Row]{}, err
 	}
 	out := make([]Row, 0, len(records))
 	for _, r := range records {
 		out = append(out, r.row(q))
 	}
-	paged := model.TrimPage(out, page, func(r Row) uuid.UUID { return r.AssetID })
-	if paged.Next != uuid.Nil {
-		paged.NextSub = q.rank(paged.Items[len(paged.Items)-1].ActionType)
-	}
-	return paged, nil
+	return pageOf(q, page, out, func(r Row) (uuid.UUID, string) { return r.AssetID, r.ActionType }), nil
 }
 
-// pageSQL builds the page query of q (see Compliance).
-func pageSQL(q query, page model.Page) (string, []any) {
+// States is q's page as the roll-up reads it (include=components): each
+// row's asset, action type and state, from the columns the state is
+// decided by. A page of components is three times the page it rolls up
+// into, and scanning every column of it was most of the roll-up's cost.
+func (s *Store) States(ctx context.Context, q query, page model.Page) (model.Paged[State], error) {
+	sql, args := pageSQL(q, page, stateColumns)
+	records, err := store.Many[stateRecord](ctx, s.Reads(ctx), "compliance states", sql, args...)
+	if err != nil {
+		return model.Paged[State]{}, err
+	}
+	out := make([]State, 0, len(records))
+	for _, r := range records {
+		out = append(out, State{AssetID: r.AssetID, ActionType: r.ActionType,
+			State: stateIn(q, r.ActionID != nil, r.StatusOK, r.ValidThrough, r.State)})
+	}
+	return pageOf(q, page, out, func(r State) (uuid.UUID, string) { return r.AssetID, r.ActionType }), nil
+}
+
+// pageOf is the page of rows, read with page's limit and one more: its
+// cursor is the last row's asset and its action type's rank.
+func pageOf[T any](q query, page model.Page, rows []T, key func(T) (uuid.UUID, string)) model.Paged[T] {
+	paged := model.TrimPage(rows, page, func(r T) uuid.UUID { asset, _ := key(r); return asset })
+	if paged.Next != uuid.Nil {
+		_, actionType := key(paged.Items[len(paged.Items)-1])
+		paged.NextSub = q.rank(actionType)
+	}
+	return paged
+}
+
+// pageSQL builds the page query of q (see Compliance), of the columns
+// given (a select list of the branches' columns).
+func pageSQL(q query, page model.Page, columns string) (string, []any) {
 	// Parameters are numbered as first used: PostgreSQL cannot type one
 	// that the statement does not use.
 	var args []any
@@ -238,19 +260,35 @@ func pageSQL(q query, page model.Page) (string, []any) {
 		return "l.class = 'dated' AND (" + strings.Join(dated, " OR ") + ")", true
 	}
 
+	// The tables the branches read. A roll-up's components (among) are
+	// a few dozen assets named by id: every branch looked each one up
+	// again by the indexes, once per action type, most of the roll-up's
+	// cost in PostgreSQL. They are read once, into two CTEs, which
+	// every branch reads instead.
+	tables, with := sources{assets: "known_assets", latest: "latest_actions"}, ""
+	if q.among != nil {
+		among := param("among", q.among)
+		with = "WITH among_assets AS MATERIALIZED (SELECT * FROM known_assets WHERE asset_id = ANY(" + among + ")),\n" +
+			"among_latest AS MATERIALIZED (SELECT * FROM latest_actions WHERE asset_id = ANY(" + among + "))\n"
+		tables = sources{assets: "among_assets", latest: "among_latest"}
+	}
+
 	// A bound caller's page is three parts, each of the branches below
 	// once per part (halves).
 	var branches []string
 	for _, h := range halves(q.seenBy, page.Limit+1, param) {
-		branches = append(branches, typeBranches(q, page, h, classCond, param)...)
+		branches = append(branches, typeBranches(q, page, h, tables, classCond, param)...)
 	}
-	return "SELECT * FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +
+	return with + "SELECT " + columns + " FROM (" + strings.Join(branches, "\nUNION ALL\n") + ") page ORDER BY asset_id, action_type COLLATE \"C\" LIMIT " +
 		fmt.Sprint(limit), args
 }
 
+// sources are the tables of assets and of latest actions a page reads.
+type sources struct{ assets, latest string }
+
 // typeBranches are the branches of q's action types (see Compliance),
-// each in half h.
-func typeBranches(q query, page model.Page, h half, classCond func(string) (string, bool),
+// each in half h, over tables.
+func typeBranches(q query, page model.Page, h half, tables sources, classCond func(string) (string, bool),
 	param func(string, any) string) []string {
 	limit := page.Limit + 1
 	allStates := len(q.States) == len(States)
@@ -297,11 +335,11 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 		literal := "'" + actionType + "'"
 		if !builtin(actionType) {
 			cond := filters("k.asset_id", "k") + actiontypes.Covered(literal, q.AsOf != nil)
-			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), cond, limit, param), walk()))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, tables, keyset("k.asset_id"), cond, limit, param), walk()))
 			continue
 		}
 		if q.planned(actionType) || q.AsOf != nil {
-			branches = append(branches, h.wrap(plannedBranch(literal, q, keyset("k.asset_id"), filters("k.asset_id", "k"), limit, param), walk()))
+			branches = append(branches, h.wrap(plannedBranch(literal, q, tables, keyset("k.asset_id"), filters("k.asset_id", "k"), limit, param), walk()))
 			continue
 		}
 		if q.asks(StateNever) {
@@ -316,10 +354,10 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 				where = " AND (" + strings.Join(conds, " OR ") + ")"
 			}
 			branches = append(branches, h.wrap(fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
-	FROM known_assets k LEFT JOIN latest_actions l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
+	FROM %[6]s k LEFT JOIN %[7]s l ON l.asset_id = k.asset_id AND l.action_type = %[1]s
 	CROSS JOIN `+noPlan+`
 	WHERE NOT k.deleted AND %[2]s%[3]s%[4]s ORDER BY k.asset_id LIMIT %[5]d)`,
-				literal, keyset("k.asset_id"), filters("k.asset_id", "k"), where, limit), walk()))
+				literal, keyset("k.asset_id"), filters("k.asset_id", "k"), where, limit, tables.assets, tables.latest), walk()))
 			continue
 		}
 		for _, c := range []string{classFailed, classOpenEnded, classDated} {
@@ -328,14 +366,14 @@ func typeBranches(q query, page model.Page, h half, classCond func(string) (stri
 				continue
 			}
 			branches = append(branches, h.wrap(fmt.Sprintf(`(SELECT l.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
-	FROM latest_actions l JOIN known_assets k ON k.asset_id = l.asset_id
+	FROM %[8]s l JOIN %[7]s k ON k.asset_id = l.asset_id
 	CROSS JOIN `+noPlan+`
 	WHERE l.action_type = %[1]s AND %[2]s AND %[3]s AND %[6]s AND NOT k.deleted%[4]s ORDER BY l.asset_id LIMIT %[5]d)`,
 				literal, cond, keyset("l.asset_id"), filters("l.asset_id", "l", "k"), limit,
 				// The cursor on both sides of the join: the planner's
 				// merge join otherwise reads known_assets from its first
 				// row up to the cursor on every deep page.
-				keyset("k.asset_id")), walk()))
+				keyset("k.asset_id"), tables.assets, tables.latest), walk()))
 		}
 	}
 	return branches
@@ -364,7 +402,7 @@ const noPlan = `(SELECT NULL::date AS due_date, NULL::text AS state, NULL::text 
 // A page of a state that few rows are in reads as many assets as it takes
 // to fill it (the dates depend on the plan, so no index holds them); a
 // plan's change costs nothing to write and is in the next answer.
-func plannedBranch(literal string, q query, keyset, filters string, limit int, param func(string, any) string) string {
+func plannedBranch(literal string, q query, tables sources, keyset, filters string, limit int, param func(string, any) string) string {
 	today := param("today", q.Today)
 	dueBefore := "(" + today + "::date + coalesce(p.soon, interval '" + fmt.Sprint(DueWindow) + " days'))::date"
 	if q.Filter.DueBefore != nil {
@@ -374,7 +412,7 @@ func plannedBranch(literal string, q query, keyset, filters string, limit int, p
 	if len(q.States) != len(States) {
 		where = " AND r.state = ANY(" + param("states", q.States) + "::text[])"
 	}
-	latest, live, plansAt := "latest_actions l ON l.asset_id = k.asset_id AND l.action_type = "+literal, "NOT k.deleted", ""
+	latest, live, plansAt := tables.latest+" l ON l.asset_id = k.asset_id AND l.action_type = "+literal, "NOT k.deleted", ""
 	if q.AsOf != nil {
 		// Ids and event ids are UUIDv7: an asset registered by the end of
 		// the day has an id below the day's end, one deleted after it a
@@ -386,10 +424,10 @@ func plannedBranch(literal string, q query, keyset, filters string, limit int, p
 		live = "k.asset_id < " + bound + " AND (NOT k.deleted OR k.event_id >= " + bound + ")"
 	}
 	return fmt.Sprintf(`(SELECT k.asset_id, k.asset_type_id, %[1]s::text AS action_type, `+latestColumns+`
-	FROM known_assets k LEFT JOIN %[7]s
+	FROM %[9]s k LEFT JOIN %[7]s
 	%[2]s
 	WHERE %[8]s AND %[3]s%[4]s%[5]s ORDER BY k.asset_id LIMIT %[6]d)`,
-		literal, due.StateJoins(literal, today, dueBefore, plansAt), keyset, filters, where, limit, latest, live)
+		literal, due.StateJoins(literal, today, dueBefore, plansAt), keyset, filters, where, limit, latest, live, tables.assets)
 }
 
 // latestKnownSQL is the latest finalized action of known_assets k's
@@ -417,7 +455,7 @@ func latestKnownSQL(actionType, end string) string {
 // compliance rows).
 func PageSQL(f Filter, organization string, today model.Date, planned []string, page model.Page) (string, []any) {
 	f.seenBy = organization
-	return pageSQL(f.definite(today, planned, actiontypes.Builtin), page)
+	return pageSQL(f.definite(today, planned, actiontypes.Builtin), page, "*")
 }
 
 // half is what one part of a bound page reads: cond is a branch's

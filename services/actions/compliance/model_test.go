@@ -57,6 +57,37 @@ func TestStateOf(t *testing.T) {
 	}
 }
 
+// A row's state as the page and the roll-up read it: a planned type's
+// branch says it; else no latest action is never, whatever the columns
+// hold; else StateOf the latest.
+func TestStateIn(t *testing.T) {
+	q := query{Today: date("2026-06-15"), DueBefore: date("2026-07-15")}
+	overdue := StateOverdue
+	tests := []struct {
+		name         string
+		hasLatest    bool
+		statusOK     *bool
+		validThrough *model.Date
+		planned      *string
+		want         string
+	}{
+		{"the plan's state wins over the latest's", true, boolPtr(true), datePtr("2099-01-01"), &overdue, StateOverdue},
+		{"the plan's state without a latest", false, nil, nil, &overdue, StateOverdue},
+		{"no latest and no plan is never", false, nil, nil, nil, StateNever},
+		{"no latest is never, not open_ended", false, boolPtr(true), nil, nil, StateNever},
+		{"a latest is StateOf's", true, boolPtr(false), datePtr("2099-01-01"), nil, StateFailed},
+		{"a latest without a date is open_ended", true, boolPtr(true), nil, nil, StateOpenEnded},
+		{"a latest due before due_before", true, boolPtr(true), datePtr("2026-07-01"), nil, StateDue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stateIn(q, tt.hasLatest, tt.statusOK, tt.validThrough, tt.planned); got != tt.want {
+				t.Errorf("stateIn = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestComplianceFilterDefaults(t *testing.T) {
 	today := date("2026-12-15")
 	q := Filter{}.definite(today, nil, actiontypes.Builtin)

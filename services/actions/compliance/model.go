@@ -329,6 +329,17 @@ func stateIn(q query, hasLatest bool, statusOK *bool, validThrough *model.Date, 
 	return StateOf(&Latest{StatusOK: statusOK, ValidThrough: validThrough}, q.Today, q.DueBefore)
 }
 
+// pageOf is the page of rows, read with page's limit and one more: its
+// cursor is the last row's asset and its action type's rank.
+func pageOf[T any](q query, page model.Page, rows []T, key func(T) (uuid.UUID, string)) model.Paged[T] {
+	paged := model.TrimPage(rows, page, func(r T) uuid.UUID { asset, _ := key(r); return asset })
+	if paged.Next != uuid.Nil {
+		_, actionType := key(paged.Items[len(paged.Items)-1])
+		paged.NextSub = q.rank(actionType)
+	}
+	return paged
+}
+
 // State is a row's asset, action type and state (Store.States).
 type State struct {
 	AssetID    uuid.UUID

@@ -204,17 +204,6 @@ func (s *Store) States(ctx context.Context, q query, page model.Page) (model.Pag
 	return pageOf(q, page, out, func(r State) (uuid.UUID, string) { return r.AssetID, r.ActionType }), nil
 }
 
-// pageOf is the page of rows, read with page's limit and one more: its
-// cursor is the last row's asset and its action type's rank.
-func pageOf[T any](q query, page model.Page, rows []T, key func(T) (uuid.UUID, string)) model.Paged[T] {
-	paged := model.TrimPage(rows, page, func(r T) uuid.UUID { asset, _ := key(r); return asset })
-	if paged.Next != uuid.Nil {
-		_, actionType := key(paged.Items[len(paged.Items)-1])
-		paged.NextSub = q.rank(actionType)
-	}
-	return paged
-}
-
 // pageSQL builds the page query of q (see Compliance), of the columns
 // given (a select list of the branches' columns).
 func pageSQL(q query, page model.Page, columns string) (string, []any) {
@@ -261,10 +250,8 @@ func pageSQL(q query, page model.Page, columns string) (string, []any) {
 	}
 
 	// The tables the branches read. A roll-up's components (among) are
-	// a few dozen assets named by id: every branch looked each one up
-	// again by the indexes, once per action type, most of the roll-up's
-	// cost in PostgreSQL. They are read once, into two CTEs, which
-	// every branch reads instead.
+	// read once, into two CTEs: each branch looking them up again by the
+	// indexes was most of the roll-up's cost in PostgreSQL.
 	tables, with := sources{assets: "known_assets", latest: "latest_actions"}, ""
 	if q.among != nil {
 		among := param("among", q.among)

@@ -340,8 +340,8 @@ func pageOf[T any](q query, page model.Page, rows []T, key func(T) (uuid.UUID, s
 	return paged
 }
 
-// State is a row's asset, action type and state (Store.States).
-type State struct {
+// RowState is a row's asset, action type and state (Store.RowStates).
+type RowState struct {
 	AssetID    uuid.UUID
 	ActionType string
 	State      string

@@ -59,7 +59,7 @@ func (s *service) rollUp(ctx context.Context, q query, rows []Row) error {
 		cq.AssetID, cq.AssetTypeID, cq.States, cq.among = nil, nil, States, components
 		page := model.Page{Limit: componentPage}
 		for {
-			got, err := s.store.States(ctx, cq, page)
+			got, err := s.store.RowStates(ctx, cq, page)
 			if err != nil {
 				return err
 			}

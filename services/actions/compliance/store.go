@@ -186,22 +186,22 @@ func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model
 	return pageOf(q, page, out, func(r Row) (uuid.UUID, string) { return r.AssetID, r.ActionType }), nil
 }
 
-// States is q's page as the roll-up reads it (include=components): each
+// RowStates is q's page as the roll-up reads it (include=components): each
 // row's asset, action type and state, from the columns the state is
 // decided by. A page of components is three times the page it rolls up
 // into, and scanning every column of it was most of the roll-up's cost.
-func (s *Store) States(ctx context.Context, q query, page model.Page) (model.Paged[State], error) {
+func (s *Store) RowStates(ctx context.Context, q query, page model.Page) (model.Paged[RowState], error) {
 	sql, args := pageSQL(q, page, stateColumns)
 	records, err := store.Many[stateRecord](ctx, s.Reads(ctx), "compliance states", sql, args...)
 	if err != nil {
-		return model.Paged[State]{}, err
+		return model.Paged[RowState]{}, err
 	}
-	out := make([]State, 0, len(records))
+	out := make([]RowState, 0, len(records))
 	for _, r := range records {
-		out = append(out, State{AssetID: r.AssetID, ActionType: r.ActionType,
+		out = append(out, RowState{AssetID: r.AssetID, ActionType: r.ActionType,
 			State: stateIn(q, r.ActionID != nil, r.StatusOK, r.ValidThrough, r.State)})
 	}
-	return pageOf(q, page, out, func(r State) (uuid.UUID, string) { return r.AssetID, r.ActionType }), nil
+	return pageOf(q, page, out, func(r RowState) (uuid.UUID, string) { return r.AssetID, r.ActionType }), nil
 }
 
 // pageSQL builds the page query of q (see Compliance), of the columns

@@ -347,10 +347,7 @@ type RowState struct {
 	State      string
 }
 
-// stateColumns are the columns of a page that stateRecord reads.
-const stateColumns = "asset_id, action_type, action_id, status_ok, valid_through, state"
-
-// stateRecord is a row of a page of stateColumns.
+// stateRecord is a row of a page of stateColumns (Store.RowStates).
 type stateRecord struct {
 	AssetID      uuid.UUID   `db:"asset_id"`
 	ActionType   string      `db:"action_type"`

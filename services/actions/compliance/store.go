@@ -186,10 +186,8 @@ func (s *Store) Compliance(ctx context.Context, q query, page model.Page) (model
 	return pageOf(q, page, out, func(r Row) (uuid.UUID, string) { return r.AssetID, r.ActionType }), nil
 }
 
-// RowStates is q's page as the roll-up reads it (include=components): each
-// row's asset, action type and state, from the columns the state is
-// decided by. A page of components is three times the page it rolls up
-// into, and scanning every column of it was most of the roll-up's cost.
+// RowStates is q's page in the columns a state is decided by, for the
+// roll-up, whose components' rows cost most in scanning all columns.
 func (s *Store) RowStates(ctx context.Context, q query, page model.Page) (model.Paged[RowState], error) {
 	sql, args := pageSQL(q, page, stateColumns)
 	records, err := store.Many[stateRecord](ctx, s.Reads(ctx), "compliance states", sql, args...)
@@ -249,9 +247,8 @@ func pageSQL(q query, page model.Page, columns string) (string, []any) {
 		return "l.class = 'dated' AND (" + strings.Join(dated, " OR ") + ")", true
 	}
 
-	// The tables the branches read. A roll-up's components (among) are
-	// read once, into two CTEs: each branch looking them up again by the
-	// indexes was most of the roll-up's cost in PostgreSQL.
+	// The tables the branches read. A roll-up's components (among) are read
+	// once into two CTEs: a lookup per branch was most of their SQL cost.
 	tables, with := sources{assets: "known_assets", latest: "latest_actions"}, ""
 	if q.among != nil {
 		among := param("among", q.among)
@@ -371,6 +368,9 @@ func typeBranches(q query, page model.Page, h half, tables sources, classCond fu
 // the others, noPlan).
 const latestColumns = `l.action_id, l.performed_at, l.status_ok, l.status_use_ok, l.valid_through, l.class, r.due_date, r.state,
 	r.due_reason, r.usage`
+
+// stateColumns are the columns of a page that stateRecord reads.
+const stateColumns = "asset_id, action_type, action_id, status_ok, valid_through, state"
 
 // branchColumns are latestColumns as a branch b answers them.
 const branchColumns = `b.action_id, b.performed_at, b.status_ok, b.status_use_ok, b.valid_through, b.class, b.due_date, b.state, b.due_reason, b.usage`

@@ -454,18 +454,18 @@ func (e *Env) seedComponents(ctx context.Context) error {
 	if err := e.unseedComponents(ctx); err != nil {
 		return err
 	}
-	err := e.componentsTransaction(ctx, "seed components", func(tx pgx.Tx) error {
+	err := e.componentsTransaction(ctx, "seed components", func(tx pgx.Tx) (bool, error) {
 		type parent struct {
 			ID, Type uuid.UUID
 			Owner    *uuid.UUID
 		}
 		rows, err := tx.Query(ctx, `SELECT asset_id, asset_type_id, owner_organization_id FROM actions.known_assets WHERE NOT deleted ORDER BY asset_id`)
 		if err != nil {
-			return fmt.Errorf("parents: %w", err)
+			return false, fmt.Errorf("parents: %w", err)
 		}
 		parents, err := pgx.CollectRows(rows, pgx.RowToStructByPos[parent])
 		if err != nil {
-			return fmt.Errorf("parents: %w", err)
+			return false, fmt.Errorf("parents: %w", err)
 		}
 		parts := make([]uuid.UUID, len(parents)*componentsPerAsset)
 		for i := range parts {
@@ -488,21 +488,21 @@ func (e *Env) seedComponents(ctx context.Context) error {
 		if err := copyParts("known_parents", []string{"asset_id", "parent_asset_id", "from_event"}, func(part uuid.UUID, p parent) []any {
 			return []any{part, p.ID, componentsEvent}
 		}); err != nil {
-			return err
+			return false, err
 		}
 		if err := copyParts("known_assets", []string{"asset_id", "asset_type_id", "event_id", "owner_organization_id"}, func(part uuid.UUID, p parent) []any {
 			return []any{part, p.Type, componentsEvent, p.Owner}
 		}); err != nil {
-			return err
+			return false, err
 		}
 		// Who sees a component: its parent's owner, in the tenancy copy.
 		if _, err := tx.Exec(ctx, `INSERT INTO actions.asset_access (asset_id, owner_organization_id, version)
 			SELECT l.asset_id, a.owner_organization_id, 0 FROM actions.known_parents l
 			JOIN actions.asset_access a ON a.asset_id = l.parent_asset_id WHERE l.from_event = $1`, componentsEvent); err != nil {
-			return err
+			return false, err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM actions.compliance_dirty d USING actions.known_parents l WHERE l.from_event = $1 AND d.asset_id = l.asset_id`, componentsEvent)
-		return err
+		return len(parts) > 0, err
 	})
 	if err != nil {
 		return err
@@ -527,12 +527,13 @@ func (e *Env) seedComponents(ctx context.Context) error {
 
 // unseedComponents takes seedComponents' components out again, with
 // their links, their tenancy copy and the queue entries their deletion
-// made.
+// made (none before a round's first seed: nothing to vacuum then).
 func (e *Env) unseedComponents(ctx context.Context) error {
-	return e.componentsTransaction(ctx, "remove components", func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE bench_components ON COMMIT DROP AS
-			SELECT asset_id FROM actions.known_parents WHERE from_event = $1`, componentsEvent); err != nil {
-			return err
+	return e.componentsTransaction(ctx, "remove components", func(tx pgx.Tx) (bool, error) {
+		found, err := tx.Exec(ctx, `CREATE TEMP TABLE bench_components ON COMMIT DROP AS
+			SELECT asset_id FROM actions.known_parents WHERE from_event = $1`, componentsEvent)
+		if err != nil || found.RowsAffected() == 0 {
+			return false, err
 		}
 		for _, sql := range []string{
 			`DELETE FROM actions.known_parents l USING bench_components c WHERE l.asset_id = c.asset_id`,
@@ -541,24 +542,33 @@ func (e *Env) unseedComponents(ctx context.Context) error {
 			`DELETE FROM actions.compliance_dirty d USING bench_components c WHERE d.asset_id = c.asset_id`,
 		} {
 			if _, err := tx.Exec(ctx, sql); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return nil
+		return true, nil
 	})
 }
 
-// componentsTransaction runs fn in a transaction of its own and then
-// vacuums the tables the components live in, so that the rows after read
-// them as a live registry's (no dead rows, fresh statistics).
-func (e *Env) componentsTransaction(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+// componentsTransaction runs fn in a transaction of its own and then,
+// when fn says it changed them, vacuums the tables the components live
+// in, so that the rows after read them as a live registry's (no dead
+// rows, fresh statistics).
+func (e *Env) componentsTransaction(ctx context.Context, what string, fn func(tx pgx.Tx) (changed bool, err error)) error {
 	db, err := e.connectDatabase(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer db.Close(ctx)
-	if err := pgx.BeginFunc(ctx, db, fn); err != nil {
+	changed := false
+	if err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		changed, err = fn(tx)
+		return err
+	}); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !changed {
+		return nil
 	}
 	if _, err := db.Exec(ctx, "VACUUM (ANALYZE) actions.known_parents, actions.known_assets, actions.asset_access"); err != nil {
 		return fmt.Errorf("%s: %w", what, err)

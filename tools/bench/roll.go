@@ -38,12 +38,8 @@ import (
 // roller's pass that announces what the plan changed, PlanTransitions its
 // events. Between the two, Usage is the meters' day (UsageDay).
 type ComplianceRoll struct {
-	Assets          int     `json:"assets"`
-	Transitions     int64   `json:"transitions"`
-	RollS           float64 `json:"roll_s"`
-	RelayS          float64 `json:"relay_s"`
-	StoredS         float64 `json:"stored_s"`
-	PerSec          float64 `json:"transitions_per_s"`
+	Assets int `json:"assets"`
+	Drain
 	VisibleMS       float64 `json:"plan_visible_ms"`
 	PlanTransitions int64   `json:"plan_transitions"`
 	PlanPassS       float64 `json:"plan_pass_s"`
@@ -93,12 +89,9 @@ func (e *Env) measureComplianceRoll(ctx context.Context) (ComplianceRoll, error)
 	if _, err := conn.Exec(ctx, `UPDATE compliance_roll SET rolled_for = current_date - 1, pass_for = NULL, pass_after = NULL`); err != nil {
 		return res, fmt.Errorf("compliance roll: %w", err)
 	}
-	day, err := e.waitDrained(ctx, conn, mark, started)
-	if err != nil {
+	if res.Drain, err = e.waitDrained(ctx, conn, mark, started); err != nil {
 		return res, err
 	}
-	res.Transitions, res.RollS, res.RelayS, res.StoredS = day.transitions, day.roll.Seconds(), day.relay.Seconds(), day.stored.Seconds()
-	res.PerSec = float64(day.transitions) / res.StoredS
 
 	if res.Usage, err = e.measureUsageDay(ctx, conn); err != nil {
 		return res, err
@@ -154,17 +147,23 @@ func (e *Env) measureComplianceRoll(ctx context.Context) (ComplianceRoll, error)
 // a delivery's (due.Store.ApplyReadings, usageDelivery readings a
 // statement). Each such row falls due by usage (overdue, due_reason
 // usage): one compliance.updated event each. ReadS is the readings'
-// arrival; RollS to the roller's queue empty (every event in the outbox);
-// RelayS to the last of them published; StoredS to the events service
-// having stored as many, the day drained (goal: a million within 10
-// minutes, as the calendar's day). The readings' way into the read model
+// arrival; Drain from then on, as the calendar's day's (goal: a million
+// within 10 minutes). The readings' way into the read model
 // (the assets service, its outbox, NATS) is not in it: the readings
 // batch row measures that part.
 type UsageDay struct {
-	Assets      int     `json:"assets"`
-	Readings    int     `json:"readings"`
+	Assets   int     `json:"assets"`
+	Readings int     `json:"readings"`
+	ReadS    float64 `json:"read_s"`
+	Drain
+}
+
+// Drain is how a day's transitions (Transitions of them) left, in seconds
+// from the day's start: the roller done with them and its queue empty
+// (RollS, every event in the outbox), their events published (RelayS) and
+// stored in the feed (StoredS); PerSec is Transitions ÷ StoredS.
+type Drain struct {
 	Transitions int64   `json:"transitions"`
-	ReadS       float64 `json:"read_s"`
 	RollS       float64 `json:"roll_s"`
 	RelayS      float64 `json:"relay_s"`
 	StoredS     float64 `json:"stored_s"`
@@ -231,12 +230,9 @@ func (e *Env) measureUsageDay(ctx context.Context, conn *pgx.Conn) (*UsageDay, e
 		}
 	}
 	day.ReadS = time.Since(started).Seconds()
-	d, err := e.waitDrained(ctx, conn, mark, started)
-	if err != nil {
+	if day.Drain, err = e.waitDrained(ctx, conn, mark, started); err != nil {
 		return day, fmt.Errorf("usage day: %w", err)
 	}
-	day.Transitions, day.RollS, day.RelayS, day.StoredS = d.transitions, d.roll.Seconds(), d.relay.Seconds(), d.stored.Seconds()
-	day.PerSec = float64(day.Transitions) / day.StoredS
 	// The rows fell due by their meters, as GET /compliance says them.
 	raw, err := e.send(ctx, e.Stack.RegistryURL, Request{Method: "GET", Path: "/compliance?action_type=" + usageType + "&limit=1", Want: 200})
 	if err != nil {
@@ -274,26 +270,23 @@ func (e *Env) markRoll(ctx context.Context, conn *pgx.Conn) (rollMark, error) {
 	return m, nil
 }
 
-// drained is how long after it began a day's work took: the roller done
-// with it (roll), its events published (relay) and stored in the feed
-// (stored), and how many transitions it wrote.
-type drained struct {
-	roll, relay, stored time.Duration
-	transitions         int64
-}
-
 // waitDrained waits for the work begun at started, after mark, to drain.
-func (e *Env) waitDrained(ctx context.Context, conn *pgx.Conn, mark rollMark, started time.Time) (drained, error) {
-	var d drained
-	var err error
-	if d.roll, d.relay, err = drain(ctx, conn, mark.outbox, started); err != nil {
+func (e *Env) waitDrained(ctx context.Context, conn *pgx.Conn, mark rollMark, started time.Time) (Drain, error) {
+	var d Drain
+	roll, relay, err := drain(ctx, conn, mark.outbox, started)
+	if err != nil {
 		return d, err
 	}
-	if d.transitions, err = e.transitionsSince(ctx, mark.transitions); err != nil {
+	if d.Transitions, err = e.transitionsSince(ctx, mark.transitions); err != nil {
 		return d, err
 	}
-	d.stored, err = e.waitStored(ctx, mark.stored, d.transitions, started)
-	return d, err
+	stored, err := e.waitStored(ctx, mark.stored, d.Transitions, started)
+	if err != nil {
+		return d, err
+	}
+	d.RollS, d.RelayS, d.StoredS = roll.Seconds(), relay.Seconds(), stored.Seconds()
+	d.PerSec = float64(d.Transitions) / d.StoredS
+	return d, nil
 }
 
 // waitStored waits until the events service has stored n events since it
@@ -389,19 +382,23 @@ func drain(ctx context.Context, conn *pgx.Conn, mark int64, started time.Time) (
 func (r ComplianceRoll) String() string {
 	usage := ""
 	if u := r.Usage; u != nil {
-		usage = fmt.Sprintf("; a usage day of %d readings moving %d rows: read in %.1f s, announced in %.1f s, published in %.1f s, stored in the feed in %.1f s (%.0f/s; scaled to a million: %.2f of the 10-minute goal)",
-			u.Readings, u.Transitions, u.ReadS, u.RollS, u.RelayS, u.StoredS, u.PerSec, scaled(u.PerSec))
+		usage = fmt.Sprintf("; a usage day of %d readings moving %d rows: read in %.1f s, %s", u.Readings, u.Transitions, u.ReadS, u.Drain)
 	}
-	return fmt.Sprintf("compliance roller over %d assets: a day of %d transitions announced in %.1f s, published in %.1f s, stored in the feed in %.1f s (%.0f/s; scaled to a million: %.2f of the 10-minute goal); a plan's change visible in %.0f ms (goal 5000), its %d transitions announced in %.1f s",
-		r.Assets, r.Transitions, r.RollS, r.RelayS, r.StoredS, r.PerSec, scaled(r.PerSec), r.VisibleMS, r.PlanTransitions, r.PlanPassS) + usage
+	return fmt.Sprintf("compliance roller over %d assets: a day of %d transitions %s; a plan's change visible in %.0f ms (goal 5000), its %d transitions announced in %.1f s",
+		r.Assets, r.Transitions, r.Drain, r.VisibleMS, r.PlanTransitions, r.PlanPassS) + usage
 }
 
-// scaled is a day's drain (announced, published and stored) at perSec
-// transitions a second scaled to a million transitions, divided by the
-// goal (1 or less: met).
-func scaled(perSec float64) float64 {
-	if perSec == 0 {
+// String is the drain's times, its rate and its ratio to the goal.
+func (d Drain) String() string {
+	return fmt.Sprintf("announced in %.1f s, published in %.1f s, stored in the feed in %.1f s (%.0f/s; scaled to a million: %.2f of the 10-minute goal)",
+		d.RollS, d.RelayS, d.StoredS, d.PerSec, d.scaled())
+}
+
+// scaled is the drain (announced, published and stored) scaled to a
+// million transitions, divided by the goal (1 or less: met).
+func (d Drain) scaled() float64 {
+	if d.PerSec == 0 {
 		return 0
 	}
-	return rollTransitions / perSec / rollGoal.Seconds()
+	return rollTransitions / d.PerSec / rollGoal.Seconds()
 }

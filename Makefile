@@ -48,16 +48,20 @@ export GOFLAGS := -trimpath -ldflags=-w
 # the CPU work anyway. go test's default is GOMAXPROCS, two here.
 GO_TEST_FLAGS ?= -count=1 -timeout 15m -parallel 4
 # Linking the fifty-odd test binaries is a fifth of make test's CPU. go
-# test -o keeps each package's binary in TEST_BINARIES, outside the work
-# tree like Go's build cache, and links it again only when something it is
-# built from changed (Go's build ID says): a run after a change to one
-# service links that service's binaries and what imports it. -o names each
-# binary after its package's last element, so no two packages with tests
-# may share one. The folder is this checkout's own (by its path): two
-# checkouts at different commits testing at once must not run each
-# other's binaries. About 1.5 GB; deleting it costs one run its links.
-CHECKOUT_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/asset-registry/checkouts/$(shell printf %s '$(CURDIR)' | sha256sum | cut -c1-16)
-TEST_BINARIES ?= $(CHECKOUT_CACHE)/test-binaries
+# test -o keeps each package's binary outside the work tree, like Go's
+# build cache, and links it again only when something it is built from
+# changed (Go's build ID, the same whatever the checkout's path, since
+# -trimpath keeps paths out of it): a run after a change to one service
+# links that service's binaries and what imports it, and a fresh clone
+# elsewhere (CI's) links only what differs from the last run's. -o names
+# each binary after its package's last element, so no two packages with
+# tests may share one. The folders are shared by every checkout, as slots
+# (LINK_CACHE/tests-N): a make test holds its slot's lock while it tests,
+# so two at once, at different commits, never run or relink each other's
+# binaries; the second takes the next slot. About 1.5 GB a slot; deleting
+# them costs one run its links.
+LINK_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/asset-registry/links
+TEST_SLOTS ?= 0 1 2 3
 # The fault suite (tools/faults) builds only with this tag, so that `go test
 # ./...` by hand stays quick; make test and make faults set it. The
 # registry command's test hooks (a SIGKILL failpoint, profiles) build only
@@ -113,17 +117,20 @@ servers-for-test:
 # CPU-seconds and 7 minutes from an empty build cache, against 167 and 1.5.
 # Each binary is named after its package's folder, as COMMANDS names it.
 # go build -o links a binary again only when the one already there is out
-# of date (Go's build ID says), so the binaries are built into this
-# checkout's cache (CHECKOUT_CACHE) and linked into bin/ from there: a
-# fresh clone in the same place links none of them again (12 s of the
-# serial part of make test, 22 CPU-seconds).
+# of date (Go's build ID says), so the binaries are built into the
+# checkouts' shared cache (LINK_CACHE/bin) and hard-linked into bin/ from
+# there: a fresh clone links none of them again (12 s of the serial part
+# of make test, 22 CPU-seconds). Go replaces a binary it relinks (a new
+# file, never written in place), so another checkout's bin/ keeps the one
+# it linked; the lock keeps two builds from replacing each other's between
+# the build and the links.
 .PHONY: build
 build: ## build every binary into bin/
-	@mkdir -p $(BIN) $(CHECKOUT_CACHE)/bin
-	@go build -o $(CHECKOUT_CACHE)/bin/ $(foreach c,$(COMMANDS),$(lastword $(subst =, ,$(c))))
-	@for c in $(foreach c,$(COMMANDS),$(firstword $(subst =, ,$(c)))); do \
-		ln -f $(CHECKOUT_CACHE)/bin/$$c $(BIN)/$$c 2>/dev/null || cp --remove-destination $(CHECKOUT_CACHE)/bin/$$c $(BIN)/$$c; \
-	done
+	@mkdir -p $(BIN) $(LINK_CACHE)/bin
+	@flock $(LINK_CACHE)/bin.lock sh -c 'go build -o $(LINK_CACHE)/bin/ $(foreach c,$(COMMANDS),$(lastword $(subst =, ,$(c)))) && \
+		for c in $(foreach c,$(COMMANDS),$(firstword $(subst =, ,$(c)))); do \
+			ln -f $(LINK_CACHE)/bin/$$c $(BIN)/$$c 2>/dev/null || cp --remove-destination $(LINK_CACHE)/bin/$$c $(BIN)/$$c || exit 1; \
+		done'
 
 # make run compiles first only what the README's first call goes through
 # (FIRST_CALL_COMMANDS, from tools/devstack.FirstCall: the identity provider,
@@ -148,8 +155,10 @@ test: servers-for-test chart-tools-head-start deps browser-head-start lint build
 	set -a; . $$env_file; set +a; \
 	rm -f bench/short-comparison.txt; \
 	tested=$$(go list $(TEST_TAGS) -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(PACKAGES)); \
-	mkdir -p $(TEST_BINARIES); \
-	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) -o $(TEST_BINARIES)/ $$tested || status=$$?; \
+	mkdir -p $(LINK_CACHE); slot=; \
+	for n in $(TEST_SLOTS); do exec 9>$(LINK_CACHE)/tests-$$n.lock; if flock -n 9; then slot=$(LINK_CACHE)/tests-$$n; break; fi; done; \
+	if [ -z "$$slot" ]; then slot=$$(mktemp -d /tmp/test-binaries.XXXXXX); echo "every test-binary slot is in use: linking into $$slot" >&2; fi; \
+	status=0; REGISTRY_BIN=$(BIN) go test $(TEST_TAGS) $(GO_TEST_FLAGS) -o $$slot/ $$tested || status=$$?; \
 	if [ -f bench/short-comparison.txt ]; then cat bench/short-comparison.txt; fi; \
 	exit $$status
 
@@ -235,5 +244,5 @@ tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && GOWORK=off go mod tidy); done
 
 .PHONY: clean
-clean: ## remove binaries, this checkout's cached ones too (keeps .local data; `rm -rf .local` to reset make run)
-	rm -rf $(BIN) $(CHECKOUT_CACHE)
+clean: ## remove bin/ (keeps .local data, `rm -rf .local` to reset make run, and the checkouts' shared LINK_CACHE)
+	rm -rf $(BIN)

@@ -48,11 +48,12 @@ func BatchBody(r *http.Request) (BatchRequest, error) {
 }
 
 // DecodeItems decodes each item strictly, as its single create's body
-// would be: items[i] is in[i] when errs[i] is nil.
+// would be: items[i] is in[i] when errs[i] is nil. The items are those of
+// a body BatchBody read, which DecodeJSON checked whole.
 func DecodeItems[In any](items []json.RawMessage) (in []In, errs []error) {
 	in, errs = make([]In, len(items)), make([]error, len(items))
 	for i, raw := range items {
-		errs[i] = httpx.DecodeJSONBytes(raw, &in[i])
+		errs[i] = httpx.DecodeJSONItem(raw, &in[i])
 	}
 	return in, errs
 }

@@ -34,7 +34,7 @@ func DecodePatchItems[P any](items []json.RawMessage) (in []model.PatchItem[P], 
 
 func decodePatchItem[P any](raw json.RawMessage) (model.PatchItem[P], error) {
 	var item patchItem
-	if err := httpx.DecodeJSONBytes(raw, &item); err != nil {
+	if err := httpx.DecodeJSONItem(raw, &item); err != nil {
 		return model.PatchItem[P]{}, err
 	}
 	var v apperr.Validation
@@ -57,7 +57,7 @@ func decodePatchItem[P any](raw json.RawMessage) (model.PatchItem[P], error) {
 	if item.IfMatch != nil {
 		out.IfMatch = strings.TrimSpace(*item.IfMatch)
 	}
-	return out, httpx.DecodeJSONBytes(item.Patch, &out.Patch)
+	return out, httpx.DecodeJSONItem(item.Patch, &out.Patch)
 }
 
 // validIfMatch reports whether an item's if_match has the form of an

@@ -3,6 +3,7 @@ package httpx_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,7 +16,8 @@ import (
 // it never panics; it refuses with a 400 or a 422 (never a 500); and a
 // body it accepts is valid UTF-8 JSON whose every number the registry can
 // store as written (model.NumberStored) and whose every date is a real
-// one of the years 0001 to 9999. Its seeds are the bodies the limits tests send and
+// one of the years 0001 to 9999, and that an item of a checked batch
+// (DecodeJSONItem) decodes to the same. Its seeds are the bodies the limits tests send and
 // the decoder's own table.
 func FuzzDecodeJSONBytes(f *testing.F) {
 	for _, seed := range []string{
@@ -47,6 +49,11 @@ func FuzzDecodeJSONBytes(f *testing.F) {
 		}
 		if !json.Valid(body) {
 			t.Fatalf("%q accepted but is not JSON", body)
+		}
+		// A batch's item, checked with its body, decodes to the same.
+		var item sample
+		if err := httpx.DecodeJSONItem(body, &item); err != nil || !reflect.DeepEqual(item, s) {
+			t.Fatalf("%q as an item: %+v, %v; as a body: %+v", body, item, err, s)
 		}
 		if s.Born != nil && (s.Born.Year < 1 || s.Born.Year > 9999) {
 			t.Fatalf("%q accepted a date of year %d", body, s.Born.Year)

@@ -347,11 +347,10 @@ func saveAsset(ctx context.Context, tx pgx.Tx, access *accesslog.Log, checked *r
 	return []string{assetFinds(old.SerialNumber), assetFinds(in.SerialNumber)}, nil
 }
 
-// DeleteAsset is the write that removes an asset and its external ids,
-// for the service to run once the reference protocol found nothing in
-// another service naming it (refs.DeleteRow). An asset that has
-// components is a 409 naming them; a component's delete removes it from
-// its parent (asset_component.deleted on the parent, for by).
+// DeleteAsset is the write that removes an asset, its external ids and
+// readings, once the reference protocol found nothing in another service
+// naming it (refs.DeleteRow). An asset that has components is a 409
+// naming them; a component's delete removes it from its parent.
 func (s *Store) DeleteAsset(by model.Caller, id uuid.UUID) func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 	return func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		components, err := assetRefs(ctx, tx, "parent_asset_id", id)
@@ -375,6 +374,10 @@ func (s *Store) DeleteAsset(by model.Caller, id uuid.UUID) func(ctx context.Cont
 		}
 		if err != nil {
 			return nil, err
+		}
+		// Its readings' writes held its key-share lock (migration 006).
+		if _, err := tx.Exec(ctx, `DELETE FROM meter_readings WHERE asset_id = $1`, id); err != nil {
+			return nil, store.Classify(err, "delete the asset's meter readings")
 		}
 		return []string{assetFinds(gone.SerialNumber)}, s.Record(ctx, tx, by, componentChanges(gone, gone.ParentAssetID, nil)...)
 	}

@@ -173,3 +173,33 @@ func TestReadingsBatch(t *testing.T) {
 	}
 	s.Call(404, "POST", "/assets/0190f5d2-7c1e-7a3b-9c4d-5e6f7a8b9c0d/meter_readings/batch", s.RW, map[string]any{"items": items})
 }
+
+// An asset's readings go with it: no foreign key deletes them (migration
+// 006), the asset's delete does, and a reading of a deleted asset is a
+// 404, whether single or in a batch.
+func TestReadingsGoWithTheirAsset(t *testing.T) {
+	t.Parallel()
+	s, path := newAsset(t)
+	s.Call(201, "POST", path, s.RW, map[string]any{"meter": "hours", "value": 1, "read_at": at(1)})
+	s.Call(200, "POST", path+"/batch", s.RW, map[string]any{"items": []map[string]any{
+		{"meter": "hours", "value": 2, "read_at": at(2)}, {"meter": "cycles", "value": 7, "read_at": at(2)}}})
+	assetPath := strings.TrimSuffix(path, "/meter_readings")
+	assetID := strings.TrimPrefix(assetPath, "/assets/")
+	count := func() (n int) {
+		t.Helper()
+		if err := s.Built.Store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM meter_readings WHERE asset_id = $1`, assetID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("%d readings stored, want 3", n)
+	}
+	s.Call(204, "DELETE", assetPath, s.RW, nil, "If-Match", s.Call(200, "GET", assetPath, s.RW, nil).Header.Get("ETag"))
+	if n := count(); n != 0 {
+		t.Errorf("%d readings left of a deleted asset, want none", n)
+	}
+	s.Call(404, "POST", path, s.RW, map[string]any{"meter": "hours", "value": 3, "read_at": at(3)})
+	s.Call(404, "POST", path+"/batch", s.RW, map[string]any{"items": []map[string]any{{"meter": "hours", "value": 3, "read_at": at(3)}}})
+	s.Call(404, "GET", path, s.RW, nil)
+}

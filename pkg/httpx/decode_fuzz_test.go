@@ -3,7 +3,6 @@ package httpx_test
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -51,9 +50,8 @@ func FuzzDecodeJSONBytes(f *testing.F) {
 			t.Fatalf("%q accepted but is not JSON", body)
 		}
 		// A batch's item, checked with its body, decodes to the same.
-		var item sample
-		if err := httpx.DecodeJSONItem(body, &item); err != nil || !reflect.DeepEqual(item, s) {
-			t.Fatalf("%q as an item: %+v, %v; as a body: %+v", body, item, err, s)
+		if err := decodesAsItem(body, s); err != nil {
+			t.Fatal(err)
 		}
 		if s.Born != nil && (s.Born.Year < 1 || s.Born.Year > 9999) {
 			t.Fatalf("%q accepted a date of year %d", body, s.Born.Year)

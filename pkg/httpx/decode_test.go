@@ -34,6 +34,16 @@ type sample struct {
 
 func (*sample) ReadOnlyFields() []string { return []string{"thumbnail"} }
 
+// decodesAsItem is nil when body, as an item of a checked batch
+// (httpx.DecodeJSONItem), decodes to want.
+func decodesAsItem(body []byte, want sample) error {
+	var item sample
+	if err := httpx.DecodeJSONItem(body, &item); err != nil || !reflect.DeepEqual(item, want) {
+		return fmt.Errorf("%q as an item: %+v, %v; as a body: %+v", body, item, err, want)
+	}
+	return nil
+}
+
 func TestDecodeJSON(t *testing.T) {
 	tests := []struct {
 		name        string

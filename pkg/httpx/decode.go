@@ -240,81 +240,50 @@ type member struct {
 // membersOf splits a valid JSON text into its members, in order, without
 // decoding their values (a map of them cost an allocation per member and
 // a second pass over each value); ok is false when the text is no object.
+// It walks with jsonChecker's steps, which checkJSON has already taken
+// over the same text.
 func membersOf(raw []byte) (members []member, ok bool) {
-	i := skipJSONSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	c := jsonChecker{data: raw}
+	c.skipSpace()
+	if c.pos >= len(raw) || raw[c.pos] != '{' {
 		return nil, false
 	}
 	members = make([]member, 0, 8)
-	for i++; ; {
-		i = skipJSONSpace(raw, i)
-		if i >= len(raw) {
+	for c.pos++; ; {
+		c.skipSpace()
+		if c.pos >= len(raw) {
 			return nil, false
 		}
-		switch raw[i] {
+		switch raw[c.pos] {
 		case '}':
 			return members, true
 		case ',':
-			i++
+			c.pos++
 			continue
+		case '"':
+		default:
+			return nil, false
 		}
-		end := skipJSONValue(raw, i)
-		name := raw[i:end]
+		start := c.pos
+		c.str()
+		name := raw[start:c.pos]
 		var m member
 		if bytes.IndexByte(name, '\\') < 0 {
 			m.name = string(name[1 : len(name)-1])
 		} else if json.Unmarshal(name, &m.name) != nil {
 			return nil, false
 		}
-		i = skipJSONSpace(raw, end)
-		if i >= len(raw) || raw[i] != ':' {
+		c.skipSpace()
+		if c.pos >= len(raw) || raw[c.pos] != ':' {
 			return nil, false
 		}
-		start := skipJSONSpace(raw, i+1)
-		i = skipJSONValue(raw, start)
-		m.value = raw[start:i]
+		c.pos++
+		c.skipSpace()
+		start = c.pos
+		c.skipValue()
+		m.value = raw[start:c.pos]
 		members = append(members, m)
 	}
-}
-
-func skipJSONSpace(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipJSONValue returns the end of the value of a valid JSON text that
-// begins at i.
-func skipJSONValue(raw []byte, i int) int {
-	depth := 0
-	for ; i < len(raw); i++ {
-		switch c := raw[i]; c {
-		case '"':
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return i + 1
-			}
-			if depth < 0 {
-				return i // the end of the object the value is in
-			}
-		case ',', ' ', '\t', '\n', '\r', ':':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
 }
 
 func (d *decoder) leaf(raw json.RawMessage, v reflect.Value, path string) {

@@ -100,6 +100,36 @@ func (c *jsonChecker) value() {
 	}
 }
 
+// skipValue moves past the value at pos without checking it: the decoder
+// splitting an object checkJSON has already walked (membersOf).
+func (c *jsonChecker) skipValue() {
+	depth := 0
+	for c.pos < len(c.data) {
+		switch c.data[c.pos] {
+		case '"':
+			if c.str(); depth == 0 {
+				return
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return // the end of the object the value is in
+			}
+			if depth--; depth == 0 {
+				c.pos++
+				return
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return
+			}
+		}
+		c.pos++
+	}
+}
+
 func (c *jsonChecker) object() {
 	c.pos++ // {
 	// The names seen so far: a short list scanned for each new name, or,
